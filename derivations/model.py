@@ -1,0 +1,354 @@
+r"""The paper's single-layer attention model, as SymPy expressions.
+
+Two views of the same model:
+
+1. **Explicit instances** (:func:`explicit_model`): for a concrete number of
+   classes ``M`` (2, 3, 4, ...), every trained matrix is a SymPy ``Matrix`` of
+   independent symbols and the population loss is built literally from the
+   definitions below. These are used to *check* the reduction exactly.
+2. **The invariant family for symbolic M** (:func:`family`): the matrices that
+   the flow visits from the paper's initializations, written with a few scalar
+   coordinates per circuit. The reduced dynamics are derived on it.
+
+The model
+---------
+M classes, embedding dimension d = 2M, tokens q_k (index k) and r_k (index
+M + k) embedded as :math:`x = e/\sqrt{b}`; irrelevant tokens embed to 0. A
+class-k sequence has m copies of r_k and n irrelevant tokens, then q_k, which
+attends over the m + n context positions:
+
+.. math::
+
+    s_j = x(q_k)^\top W_{QK} x_j,\quad a = \mathrm{softmax}(s),\quad
+    c = \sum_j a_j x_j,\quad z = W_{OV} c,\quad
+    L = \frac1M \sum_k \mathrm{CE}(z^{(k)}, k).
+
+The softmax over positions is taken with multiplicities (m relevant, n
+irrelevant positions), so m and n may be any positive reals.
+
+Example
+-------
+>>> from derivations.model import family
+>>> from derivations.symbols import mu_OV, mu_QK
+>>> fam = family("CACO")
+>>> fam.alpha_of(mu_QK)
+m*exp(mu_QK)/(m*exp(mu_QK) + n)
+>>> fam.reduced_loss()
+-alpha*mu_OV + log(M + exp(alpha*mu_OV) - 1)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import sympy as sp
+
+from .symbols import (M, alpha, b, eta_K, eta_O, eta_OV, eta_Q, eta_QK,
+                      eta_V, m, mu_OV, mu_QK, n)
+
+PARAMETERIZATIONS = ("CACO", "CAFO", "FACO", "FAFO")
+"""The 2x2 grid: C/F = collapsed/factorized, A = attention (QK), O = output (OV)."""
+
+
+def check_parameterization(name: str) -> str:
+    """Return ``name`` if it is one of :data:`PARAMETERIZATIONS`, else raise
+    ``ValueError`` naming the valid choices."""
+    if name not in PARAMETERIZATIONS:
+        raise ValueError(
+            f"parameterization must be one of {', '.join(PARAMETERIZATIONS)}; got {name!r}")
+    return name
+
+
+def qk_factorized(parameterization: str) -> bool:
+    """True when the QK (attention) circuit is factorized, ``W_QK = W_Q W_K^T``."""
+    return check_parameterization(parameterization)[0] == "F"
+
+
+def ov_factorized(parameterization: str) -> bool:
+    """True when the OV (output) circuit is factorized, ``W_OV = W_O W_V``."""
+    return check_parameterization(parameterization)[2] == "F"
+
+
+# --------------------------------------------------------------------------
+# The model's forward pass, shared by both views
+# --------------------------------------------------------------------------
+
+def class_loss(W_QK, W_OV, x_query, x_relevant, x_irrelevant, k, attention=None):
+    """Cross-entropy of one class-k sequence, from the definitions.
+
+    ``W_QK``/``W_OV`` are SymPy matrices, the ``x_*`` column vectors. Returns
+    ``(loss, alpha_k, logits)``. With ``attention`` (a symbol) the softmax
+    output -- the total attention on the relevant tokens -- is kept as that
+    symbol in the logits and the loss, so that the chain rule can be taken
+    through it; ``alpha_k`` is still the softmax expression.
+    """
+    s_rel = (x_query.T * W_QK * x_relevant)[0, 0]
+    s_irr = (x_query.T * W_QK * x_irrelevant)[0, 0]
+    Z = m * sp.exp(s_rel) + n * sp.exp(s_irr)
+    a_rel, a_irr = sp.exp(s_rel) / Z, sp.exp(s_irr) / Z   # per position
+    alpha_k = m * a_rel
+    if attention is not None:
+        a_rel, a_irr = attention / m, (1 - attention) / n
+    context = m * a_rel * x_relevant + n * a_irr * x_irrelevant
+    z = W_OV * context
+    loss = sp.log(sum(sp.exp(zi) for zi in z)) - z[k]
+    return loss, alpha_k, z
+
+
+# --------------------------------------------------------------------------
+# Explicit instances: every entry an independent symbol
+# --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ExplicitModel:
+    """A concrete-M instance with symbolic matrix entries.
+
+    Attributes
+    ----------
+    M : int
+        Number of classes; d = 2M.
+    parameterization : str
+    params : dict[str, sympy.Matrix]
+        The trained matrices (``W_QK`` or ``W_Q, W_K``; ``W_OV`` or ``W_O, W_V``).
+    rates : dict[str, sympy.Symbol]
+        The learning rate of each trained matrix.
+    loss : sympy.Expr
+        The population loss (1/M) sum_k CE_k.
+    """
+    M: int
+    parameterization: str
+    params: dict
+    rates: dict
+    loss: sp.Expr
+
+    def circuits(self, params=None):
+        """The two circuits ``(W_QK, W_OV)`` built from ``params``."""
+        return _circuits(self.parameterization, params or self.params)
+
+    def gradient_flow(self):
+        """``{name: -eta_name * dL/dW_name}`` as SymPy matrices."""
+        return {name: -self.rates[name] * W.applyfunc(lambda w: sp.diff(self.loss, w))
+                for name, W in self.params.items()}
+
+
+def _circuits(parameterization, params):
+    W_QK = params["W_Q"] * params["W_K"].T if qk_factorized(parameterization) else params["W_QK"]
+    W_OV = params["W_O"] * params["W_V"] if ov_factorized(parameterization) else params["W_OV"]
+    return W_QK, W_OV
+
+
+def explicit_shapes(M_value: int, parameterization: str) -> dict:
+    """Shapes of the trained matrices of an explicit instance."""
+    d = 2 * M_value
+    shapes = {}
+    if qk_factorized(parameterization):
+        shapes.update(W_Q=(d, M_value), W_K=(d, M_value))
+    else:
+        shapes.update(W_QK=(d, d))
+    if ov_factorized(parameterization):
+        shapes.update(W_O=(M_value, M_value), W_V=(M_value, d))
+    else:
+        shapes.update(W_OV=(M_value, d))
+    return shapes
+
+
+def explicit_population_loss(M_value: int, W_QK, W_OV):
+    """(1/M) sum_k CE_k for concrete M, from :func:`class_loss`."""
+    d = 2 * M_value
+    total = 0
+    for k in range(M_value):
+        x_q = sp.zeros(d, 1)
+        x_q[k] = 1 / sp.sqrt(b)
+        x_r = sp.zeros(d, 1)
+        x_r[M_value + k] = 1 / sp.sqrt(b)
+        total += class_loss(W_QK, W_OV, x_q, x_r, sp.zeros(d, 1), k)[0]
+    return total / M_value
+
+
+def _rate_of(name):
+    return {"W_QK": eta_QK, "W_OV": eta_OV, "W_Q": eta_Q, "W_K": eta_K,
+            "W_O": eta_O, "W_V": eta_V}[name]
+
+
+@lru_cache(maxsize=None)
+def explicit_model(M_value: int, parameterization: str = "CACO") -> ExplicitModel:
+    """Build the explicit instance with ``M_value`` classes.
+
+    >>> em = explicit_model(2, "CACO")
+    >>> em.params["W_QK"].shape, em.params["W_OV"].shape
+    ((4, 4), (2, 4))
+    """
+    if int(M_value) != M_value or M_value < 2:
+        raise ValueError(f"M must be an integer >= 2; got {M_value!r}")
+    params = {name: sp.Matrix(rows, cols, lambda i, j, name=name: sp.Symbol(f"{name}_{i}_{j}", real=True))
+              for name, (rows, cols) in explicit_shapes(M_value, parameterization).items()}
+    W_QK, W_OV = _circuits(parameterization, params)
+    loss = explicit_population_loss(M_value, W_QK, W_OV)
+    return ExplicitModel(M_value, parameterization, params,
+                         {name: _rate_of(name) for name in params}, loss)
+
+
+# --------------------------------------------------------------------------
+# The invariant family, for symbolic M
+# --------------------------------------------------------------------------
+
+# Family coordinates: one scalar per basis matrix.
+theta_QK, theta_OV = sp.symbols("theta_QK theta_OV", real=True)  # collapsed circuits
+a_Q, c_K = sp.symbols("a_Q c_K", real=True)                      # W_Q = a_Q U_Q, W_K = c_K U_K
+o_O, v_V, w_V = sp.symbols("o_O v_V w_V", real=True)             # W_O = o_O U_O, W_V = v_V U_V + w_V U_1
+
+
+def basis_matrix(name: str, M_value: int):
+    """The basis matrix ``U`` of a family coordinate, for concrete M.
+
+    ======  ==========================================  =================
+    name    U                                           ||U||_F^2
+    ======  ==========================================  =================
+    QK      sum_k e_{q_k} e_{r_k}^T   (d x d)           M
+    Q       sum_k e_{q_k} e_k^T       (d x M)           M
+    K       sum_k e_{r_k} e_k^T       (d x M)           M
+    OV, V   sum_k (e_k - 1/M) e_{r_k}^T   (M x d)       M - 1
+    O       I - 1 1^T / M             (M x M)           M - 1
+    V1      sum_k 1 e_{r_k}^T         (M x d)           M^2
+    ======  ==========================================  =================
+    """
+    Mv, d = M_value, 2 * M_value
+    if name == "QK":
+        return sp.Matrix(d, d, lambda i, j: 1 if (i < Mv and j == Mv + i) else 0)
+    if name == "Q":
+        return sp.Matrix(d, Mv, lambda i, j: 1 if i == j else 0)
+    if name == "K":
+        return sp.Matrix(d, Mv, lambda i, j: 1 if i == Mv + j else 0)
+    if name in ("OV", "V"):
+        return sp.Matrix(Mv, d, lambda i, j: ((1 if j == Mv + i else 0) - sp.Rational(1, Mv)) if j >= Mv else 0)
+    if name == "O":
+        return sp.eye(Mv) - sp.ones(Mv, Mv) / Mv
+    if name == "V1":
+        return sp.Matrix(Mv, d, lambda i, j: 1 if j >= Mv else 0)
+    raise ValueError(f"unknown basis matrix {name!r}")
+
+
+def _basis_norm2_symbolic(name):
+    """||U||_F^2 for symbolic M, summed from the entry pattern of U.
+
+    Each basis matrix is M copies (one per class) of a block whose nonzero
+    entries are listed as (value, count)."""
+    per_class = {
+        "QK": [(1, 1)], "Q": [(1, 1)], "K": [(1, 1)],
+        "OV": [(1 - 1 / M, 1), (-1 / M, M - 1)],
+        "V": [(1 - 1 / M, 1), (-1 / M, M - 1)],
+        "O": [(1 - 1 / M, 1), (-1 / M, M - 1)],
+        "V1": [(1, M)],
+    }[name]
+    return sp.factor(sp.simplify(M * sum(count * value**2 for value, count in per_class)))
+
+
+@dataclass(frozen=True)
+class Family:
+    r"""The invariant family of one parameterization, for symbolic M.
+
+    Attributes
+    ----------
+    parameterization : str
+    coordinates : dict[Symbol, tuple[str, str, Symbol]]
+        family coordinate -> (trained matrix, basis matrix name, learning rate).
+    norm2 : dict[Symbol, Expr]
+        ||U||_F^2 of each coordinate's basis matrix (symbolic M).
+    qk_entry : Expr
+        W_QK[q_k, r_k] on the family (all other entries that the loss sees are 0).
+    ov_column : tuple[Expr, Expr]
+        (W_OV[k, r_k], W_OV[j, r_k]) for j != k.
+    """
+    parameterization: str
+    coordinates: dict
+    norm2: dict
+    qk_entry: sp.Expr
+    ov_column: tuple
+
+    def alpha_of(self, score_gap):
+        """Attention on the m relevant tokens, alpha = m e^mu / (m e^mu + n),
+        computed by :func:`class_loss` from the family's scores."""
+        return self._class_quantities(score_gap * b, (0, 0))[1]
+
+    def loss_in_alpha(self):
+        """The population loss on the family with the attention kept as the
+        symbol ``alpha``: a function of alpha and the OV coordinates only.
+        alpha itself depends on the QK coordinates through
+        :meth:`alpha_of` (``qk_entry / b``)."""
+        return self._class_quantities(self.qk_entry, self.ov_column, attention=alpha)[0]
+
+    def _class_quantities(self, qk_entry, ov_column, attention=None):
+        """One class's (loss, alpha, z_k, z_j) for symbolic M.
+
+        The classes are exchangeable on the family, so the population loss is
+        one class's CE. Of the M logits, z_k is the class's own and the other
+        M - 1 are equal (to z_j): the log-sum-exp has M - 1 equal terms."""
+        x_q, x_r, x_0 = (sp.Matrix([[1 / sp.sqrt(b)], [0]]), sp.Matrix([[0], [1 / sp.sqrt(b)]]),
+                         sp.zeros(2, 1))
+        W_QK = sp.Matrix([[0, qk_entry], [0, 0]])           # rows (q_k, r_k), columns (q_k, r_k)
+        W_OV = sp.Matrix([[0, ov_column[0]], [0, ov_column[1]]])  # rows (k, j)
+        _, a, z = class_loss(W_QK, W_OV, x_q, x_r, x_0, 0, attention=attention)
+        z_k, z_j = z
+        loss = sp.log(sp.exp(z_k) + (M - 1) * sp.exp(z_j)) - z_k
+        return loss, a, z_k, z_j
+
+    def loss(self):
+        """The population loss on the family, in family coordinates."""
+        return self._class_quantities(self.qk_entry, self.ov_column)[0]
+
+    def mu(self):
+        """``(mu_OV, mu_QK)`` as functions of the family coordinates, from
+        their definitions: mu_QK = s_rel - s_irr, mu_OV = (z_k - z_j)/alpha."""
+        _, a, z_k, z_j = self._class_quantities(self.qk_entry, self.ov_column)
+        x_q = 1 / sp.sqrt(b)
+        mu_qk = x_q * self.qk_entry * x_q - 0
+        return sp.simplify((z_k - z_j) / a), sp.simplify(mu_qk)
+
+    def reduced_loss(self):
+        """The loss as a function of the margin, with ``alpha`` kept as a symbol:
+        L = log(e^{alpha mu_OV} + M - 1) - alpha mu_OV."""
+        loss = self._class_quantities(mu_QK * b, (mu_OV * sp.sqrt(b) * (1 - 1 / M),
+                                                  -mu_OV * sp.sqrt(b) / M), attention=alpha)[0]
+        return sp.expand_log(sp.simplify(loss), force=True)
+
+
+@lru_cache(maxsize=None)
+def family(parameterization: str = "CACO") -> Family:
+    """The invariant family of ``parameterization`` (see :class:`Family`).
+
+    Collapsed QK: W_QK = theta_QK U_QK. Factorized QK: W_Q = a_Q U_Q,
+    W_K = c_K U_K, so W_QK = a_Q c_K U_QK. Collapsed OV: W_OV = theta_OV U_OV.
+    Factorized OV: W_O = o_O U_O, W_V = v_V U_V + w_V U_1, so
+    W_OV = o_O v_V U_OV (U_O U_1 = 0). The explicit-instance tests confirm
+    these products entry by entry.
+    """
+    check_parameterization(parameterization)
+    coords = {}
+    if qk_factorized(parameterization):
+        coords[a_Q] = ("W_Q", "Q", eta_Q)
+        coords[c_K] = ("W_K", "K", eta_K)
+        qk = a_Q * c_K
+    else:
+        coords[theta_QK] = ("W_QK", "QK", eta_QK)
+        qk = theta_QK
+    if ov_factorized(parameterization):
+        coords[o_O] = ("W_O", "O", eta_O)
+        coords[v_V] = ("W_V", "V", eta_V)
+        coords[w_V] = ("W_V", "V1", eta_V)
+        ov_amp = o_O * v_V
+    else:
+        coords[theta_OV] = ("W_OV", "OV", eta_OV)
+        ov_amp = theta_OV
+    norm2 = {c: _basis_norm2_symbolic(basis) for c, (_, basis, _) in coords.items()}
+    return Family(parameterization, coords, norm2, qk, (ov_amp * (1 - 1 / M), -ov_amp / M))
+
+
+def explicit_family_point(M_value: int, parameterization: str) -> dict:
+    """The family as explicit matrices: ``{matrix name: Matrix}`` written with
+    the family coordinates (for concrete M)."""
+    fam = family(parameterization)
+    mats = {}
+    for coord, (mat, basis, _) in fam.coordinates.items():
+        term = coord * basis_matrix(basis, M_value)
+        mats[mat] = mats[mat] + term if mat in mats else term
+    return mats

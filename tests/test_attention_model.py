@@ -1,0 +1,290 @@
+"""Tests for numerics.attention_model and numerics.training."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from scipy.integrate import solve_ivp
+
+from numerics.attention_model import PARAMETERIZATIONS, AttentionModel
+from numerics.training import TrainingResult, gradient_descent, gradient_flow
+
+PAPER = dict(m=5, n=50, b=50, M=20)
+
+
+def fd_gradient(model, vec, h=1e-3):
+    """Fourth-order central finite differences of the loss in flat coordinates."""
+    f = lambda x: model.loss_and_grad_flat(x)[0]  # noqa: E731
+    fd = np.empty_like(vec)
+    e = np.zeros_like(vec)
+    for i in range(vec.size):
+        e[i] = h
+        d1 = f(vec + e) - f(vec - e)
+        d2 = f(vec + 2 * e) - f(vec - 2 * e)
+        fd[i] = (8 * d1 - d2) / (12 * h)
+        e[i] = 0.0
+    return fd
+
+
+def assert_grad_matches(model, params, rel=1e-6):
+    L, grads = model.loss_and_grad(params)
+    assert set(grads) == set(model.keys)
+    for k in model.keys:
+        assert grads[k].shape == params[k].shape
+    assert L == pytest.approx(model.loss(params), rel=1e-14)
+    g = model.flatten(grads)
+    fd = fd_gradient(model, model.flatten(params))
+    err = np.linalg.norm(fd - g) / np.linalg.norm(g)
+    assert err < rel, (model.parameterization, err)
+
+
+# --------------------------------------------------------------------------- #
+# gradient
+# --------------------------------------------------------------------------- #
+@pytest.mark.parametrize("param", PARAMETERIZATIONS)
+@pytest.mark.parametrize(
+    "setting",
+    [dict(m=2, n=3, b=1.5, M=2), dict(m=1.3, n=7.2, b=0.7, M=3), PAPER],
+    ids=["M2", "M3", "paper"],
+)
+def test_gradient_finite_differences(param, setting):
+    model = AttentionModel(param, **setting)
+    params = model.init_params("random", scale=1.0, seed=123)
+    assert model.distance_from_family(params) > 0.1  # genuinely off the family
+    assert_grad_matches(model, params)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    param=st.sampled_from(PARAMETERIZATIONS),
+    m=st.floats(0.1, 100.0),
+    n=st.floats(0.1, 100.0),
+    b=st.floats(0.5, 100.0),
+    M=st.integers(2, 4),
+    scale=st.floats(0.2, 1.5),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_gradient_property(param, m, n, b, M, scale, seed):
+    model = AttentionModel(param, m=m, n=n, b=b, M=M)
+    params = model.init_params("random", scale=scale, seed=seed)
+    # finite differences cannot resolve a gradient that vanishes to round-off
+    # (saturated softmax / attention); such draws carry no information.
+    assume(np.linalg.norm(model.loss_and_grad(params)[1]["W_V" if param[2] == "F" else "W_OV"]) > 1e-7)
+    assert_grad_matches(model, params)
+
+
+def test_gradient_structured_zero_entries():
+    """Collapsed circuits only get gradient on the (q_k, r_k) / r-columns."""
+    model = AttentionModel("CACO", M=3, m=2, n=3, b=2)
+    params = model.init_params("random", scale=1.0, seed=0)
+    _, g = model.loss_and_grad(params)
+    M = model.M
+    mask = np.zeros((2 * M, 2 * M), bool)
+    mask[np.arange(M), M + np.arange(M)] = True
+    assert np.all(g["W_QK"][~mask] == 0)
+    assert np.all(g["W_OV"][:, :M] == 0)
+
+
+# --------------------------------------------------------------------------- #
+# family / reduced loss
+# --------------------------------------------------------------------------- #
+@pytest.mark.parametrize("param", PARAMETERIZATIONS)
+@pytest.mark.parametrize("mu_OV,mu_QK", [(0.0, 0.0), (1.3, -0.7), (25.0, 3.0), (-2.0, 1.0), (400.0, 6.0)])
+def test_family_loss_equals_reduced(param, mu_OV, mu_QK):
+    model = AttentionModel(param, **PAPER)
+    params = model.family_params(mu_OV, mu_QK, w=0.3)
+    m, n, M = model.m, model.n, model.M
+    alpha = m * math.exp(mu_QK) / (m * math.exp(mu_QK) + n)
+    expected = math.log1p((M - 1) * math.exp(-alpha * mu_OV))
+    assert model.loss(params) == pytest.approx(expected, rel=1e-12)
+    assert model.reduced_loss(mu_OV, mu_QK) == pytest.approx(expected, rel=1e-12)
+    np.testing.assert_allclose(model.attention(params), alpha, rtol=1e-13)
+    pm = model.project(params)
+    assert pm == pytest.approx((mu_OV, mu_QK), rel=1e-12, abs=1e-14)
+    assert model.distance_from_family(params) < 1e-14
+
+
+def test_project_is_least_squares():
+    model = AttentionModel("CACO", M=4, m=1, n=2, b=3)
+    params = model.init_params("random", scale=1.0, seed=5)
+    mu_OV, mu_QK = model.project(params)
+    W_QK, W_OV = model.circuits(params)
+    M, b = model.M, model.b
+    P = np.zeros_like(W_QK)
+    P[np.arange(M), M + np.arange(M)] = b
+    B = np.zeros_like(W_OV)
+    B[:, M:] = math.sqrt(b) * (np.eye(M) - 1 / M)
+    assert mu_QK == pytest.approx(np.vdot(W_QK, P) / np.vdot(P, P), rel=1e-13)
+    assert mu_OV == pytest.approx(np.vdot(W_OV, B) / np.vdot(B, B), rel=1e-13)
+    d = max(np.linalg.norm(W_QK - mu_QK * P) / np.linalg.norm(W_QK),
+            np.linalg.norm(W_OV - mu_OV * B) / np.linalg.norm(W_OV))
+    assert model.distance_from_family(params) == pytest.approx(d, rel=1e-12)
+    # batched evaluation agrees with the loop
+    stack = {k: np.stack([params[k], 2 * params[k]]) for k in params}
+    bo, bq = model.project(stack)
+    assert bo[0] == pytest.approx(mu_OV) and bq[1] == pytest.approx(2 * mu_QK)
+
+
+def test_structured_init_on_family():
+    for param in PARAMETERIZATIONS:
+        model = AttentionModel(param, **PAPER)
+        p = model.init_params("structured", eps=0.1)
+        mu_OV, mu_QK = model.project(p)
+        assert mu_QK == pytest.approx(0.01 / 50 if param[0] == "F" else 0.0)
+        assert mu_OV == pytest.approx(0.01 / math.sqrt(50) if param[2] == "F" else 0.0)
+        assert model.distance_from_family(p) < 1e-15
+
+
+# --------------------------------------------------------------------------- #
+# flow
+# --------------------------------------------------------------------------- #
+@pytest.mark.parametrize("param", PARAMETERIZATIONS)
+def test_flow_stays_on_family(param):
+    model = AttentionModel(param, **PAPER, eta_QK=2.0, eta_O=0.5)
+    res = gradient_flow(model, model.init_params("structured", eps=1e-2),
+                        np.geomspace(1.0, 3e5, 60), loss_thresholds=(1.0, 0.1))
+    assert isinstance(res, TrainingResult) and res.status == 0
+    assert np.max(res.distance) < 1e-10
+    assert res.loss[-1] < 0.1 and np.all(np.diff(res.loss) <= 1e-12)
+    # loss equals the reduced loss along the way
+    np.testing.assert_allclose(res.loss, model.reduced_loss(res.mu_OV, res.mu_QK), rtol=1e-10)
+    for thr in (1.0, 0.1):
+        c = res.crossings[thr]
+        assert c["loss"] == pytest.approx(thr, rel=1e-6)
+        assert model.loss(c["params"]) == pytest.approx(thr, rel=1e-6)
+
+
+def test_flow_matches_reduced_ode_caco():
+    """On the family (CACO) the reduced dynamics is
+    mu_QK' = -eta_QK/(b^2 M) dL/dmu_QK,  mu_OV' = -eta_OV/(b (M-1)) dL/dmu_OV."""
+    model = AttentionModel("CACO", m=3, n=10, b=4, M=5, eta_QK=3.0, eta_OV=0.7)
+    m, n, b, M = model.m, model.n, model.b, model.M
+
+    def rhs(t, y):
+        mo, mq = y
+        a = m * math.exp(mq) / (m * math.exp(mq) + n)
+        s = (M - 1) * math.exp(-a * mo)
+        dL_dx = -s / (1 + s)  # dL/d(alpha mu_OV)
+        return [-model.eta_OV / (b * (M - 1)) * dL_dx * a,
+                -model.eta_QK / (b * b * M) * dL_dx * mo * a * (1 - a)]
+
+    t = np.linspace(0, 200, 11)
+    ref = solve_ivp(rhs, (0, 200), [0.0, 0.0], t_eval=t, rtol=1e-12, atol=1e-14)
+    res = gradient_flow(model, model.init_params(), t)
+    np.testing.assert_allclose(res.mu_OV, ref.y[0], rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(res.mu_QK, ref.y[1], rtol=1e-8, atol=1e-12)
+
+
+def test_flow_target_loss_terminal_event():
+    model = AttentionModel("FAFO", **PAPER)
+    res = gradient_flow(model, model.init_params(), np.geomspace(1, 1e6, 100), target_loss=0.5)
+    assert res.status == 1
+    tc = res.crossings[0.5]["t"]
+    assert res.t[-1] <= tc < 1e6
+    assert model.loss(res.params) == pytest.approx(0.5, rel=1e-6)
+
+
+def test_random_init_distance_reported():
+    model = AttentionModel("CAFO", M=3, m=2, n=5, b=2)
+    res = gradient_flow(model, model.init_params("random", scale=0.3, seed=1), t_span=(0, 5))
+    assert res.status == 0 and res.t[0] == 0 and res.t[-1] == 5
+    assert np.all(res.distance > 1e-3)
+
+
+# --------------------------------------------------------------------------- #
+# gradient descent
+# --------------------------------------------------------------------------- #
+@pytest.mark.parametrize("param", PARAMETERIZATIONS)
+def test_descent_first_order_convergence(param):
+    model = AttentionModel(param, m=2, n=5, b=2, M=3, eta_QK=1.5, eta_OV=0.8)
+    p0 = model.init_params("random", scale=0.7, seed=3)
+    T = 2.0
+    flow = gradient_flow(model, p0, [0.0, T], rtol=1e-12, atol=1e-14)
+    ref = model.flatten(flow.params)
+    errs = []
+    for lr in (0.02, 0.01, 0.005):
+        gd = gradient_descent(model, p0, lr, round(T / lr), record_every=10)
+        assert gd.t[-1] == pytest.approx(T) and gd.status == 0
+        errs.append(np.linalg.norm(model.flatten(gd.params) - ref))
+    ratios = errs[0] / errs[1], errs[1] / errs[2]
+    assert all(1.8 < r < 2.2 for r in ratios), ratios
+    assert np.linalg.norm(ref - model.flatten(p0)) > 50 * errs[-1]  # non-trivial motion
+
+
+def test_descent_records_and_thresholds():
+    model = AttentionModel("CACO", M=3, m=2, n=5, b=2, eta_OV=5.0)
+    p0 = model.init_params()
+    gd = gradient_descent(model, p0, 0.1, 1000, record_every=7, loss_thresholds=(0.9, 0.5),
+                          target_loss=0.2)
+    assert gd.status == 1 and gd.loss[-1] <= 0.2 < gd.loss[-2]
+    np.testing.assert_array_equal(gd.t, gd.step * 0.1)
+    assert gd.crossings[0.9]["t"] < gd.crossings[0.5]["t"] < gd.crossings[0.2]["t"]
+    assert np.max(gd.distance) < 1e-12
+    full = gradient_descent(model, p0, 0.1, 20)
+    assert list(full.step) == list(range(21)) and full.nfev == 21
+
+
+# --------------------------------------------------------------------------- #
+# flatten / rates
+# --------------------------------------------------------------------------- #
+def test_flatten_roundtrip_and_rates():
+    model = AttentionModel("FAFO", M=3, eta_QK=2.0, eta_K=3.0, eta_OV=0.5, eta_V=0.25)
+    assert (model.eta_Q, model.eta_K, model.eta_O, model.eta_V) == (2.0, 3.0, 0.5, 0.25)
+    p = model.init_params("random", seed=0)
+    v = model.flatten(p)
+    assert v.shape == (model.n_params,) == (6 * 3 + 6 * 3 + 9 + 18,)
+    q = model.unflatten(v)
+    for k in model.keys:
+        np.testing.assert_array_equal(q[k], p[k])
+    r = model.unflatten(model.rates_vector())
+    for k, eta in (("W_Q", 2.0), ("W_K", 3.0), ("W_O", 0.5), ("W_V", 0.25)):
+        assert np.all(r[k] == eta)
+    _, g = model.loss_and_grad_flat(v)
+    np.testing.assert_allclose(model.flow_rhs(v), -model.rates_vector() * g)
+
+
+# --------------------------------------------------------------------------- #
+# validation
+# --------------------------------------------------------------------------- #
+@pytest.mark.parametrize(
+    "kwargs,name",
+    [
+        (dict(m=0), "m"), (dict(m=-1.0), "m"), (dict(n=float("inf")), "n"),
+        (dict(b=0.0), "b"), (dict(b=float("nan")), "b"), (dict(M=1), "M"),
+        (dict(M=2.5), "M"), (dict(M=True), "M"), (dict(eta_QK=0), "eta_QK"),
+        (dict(eta_OV=-1), "eta_OV"), (dict(eta_Q=float("inf")), "eta_Q"),
+        (dict(eta_V=0.0), "eta_V"), (dict(m="5"), "m"),
+    ],
+)
+def test_constructor_validation(kwargs, name):
+    with pytest.raises(ValueError, match=rf"^{name} must be"):
+        AttentionModel("CACO", **kwargs)
+
+
+def test_other_validation():
+    with pytest.raises(ValueError, match="CACO.*CAFO.*FACO.*FAFO"):
+        AttentionModel("XAXO")
+    model = AttentionModel("FAFO", M=2)
+    with pytest.raises(ValueError, match="eps"):
+        model.init_params(eps=0)
+    with pytest.raises(ValueError, match="scale"):
+        model.init_params("random", scale=-1)
+    with pytest.raises(ValueError, match="kind"):
+        model.init_params("gaussian")
+    with pytest.raises(ValueError, match="W_O"):
+        model.loss({"W_Q": np.zeros((4, 2)), "W_K": np.zeros((4, 2)), "W_V": np.zeros((2, 4))})
+    with pytest.raises(ValueError, match="W_Q"):
+        model.loss({**model.init_params(), "W_Q": np.zeros((2, 2))})
+    p0 = model.init_params()
+    with pytest.raises(ValueError, match="lr"):
+        gradient_descent(model, p0, 0.0, 10)
+    with pytest.raises(ValueError, match="steps"):
+        gradient_descent(model, p0, 0.1, -1)
+    with pytest.raises(ValueError, match="record_every"):
+        gradient_descent(model, p0, 0.1, 10, record_every=0)
+    with pytest.raises(ValueError, match="t_eval"):
+        gradient_flow(model, p0, [1.0, 0.5])
+    with pytest.raises(ValueError, match="target_loss"):
+        gradient_flow(model, p0, [0, 1], target_loss=-1)
