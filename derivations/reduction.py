@@ -24,7 +24,7 @@ Procedure
 >>> dOV
 alpha*eta_OV/(b*(M + exp(alpha*mu_OV) - 1))
 >>> dQK
-alpha*eta_QK*mu_OV*(1 - alpha)*(M - 1)/(M*b**2*(M + exp(alpha*mu_OV) - 1))
+-alpha*eta_QK*mu_OV*(M - 1)*(alpha - 1)/(M*b**2*(M + exp(alpha*mu_OV) - 1))
 """
 from __future__ import annotations
 
