@@ -1,0 +1,290 @@
+r"""Print the derived QK/OV dynamics: ``python -m derivations.print_dynamics``.
+
+With no arguments it prints, for symbolic parameters, the model, the reduced
+ODEs of all four parameterizations, the effective-rate rescaling, the first
+integrals and explicit orbits, the fixed-loss sharpness result and the
+asymptotics. Everything printed is a derived result from
+:func:`derivations.catalog.results` (cached, so the command starts fast).
+
+Options
+-------
+--parameterization {CACO,CAFO,FACO,FAFO,all}
+--format {pretty,text,latex,json}
+--params m=5,n=50,b=50,M=20     substitute numbers (any subset)
+--ratio R                      eta_QK/eta_OV with eta_OV = 1 (factor rates equal
+                               their circuit's rate: eta_Q = eta_K = eta_QK, ...)
+--eta-qk X --eta-ov Y          the two rates explicitly
+--loss L                       also print mu_OV, mu_QK, alpha at loss L (CACO from
+                               zero initialization); parameters not given in
+                               --params take the paper's values m=5,n=50,b=50,M=20
+                               and the ratio defaults to 1
+
+Bad input prints one line to stderr and exits with status 2.
+
+Example
+-------
+>>> import subprocess, sys, json
+>>> out = subprocess.run([sys.executable, "-m", "derivations.print_dynamics", "--format", "json",
+...                       "--parameterization", "CACO"], capture_output=True, text=True)
+>>> sorted(json.loads(out.stdout))
+['alpha', 'loss', 'parameterizations', 'symbols']
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+PAPER_SETTING = {"m": 5, "n": 50, "b": 50, "M": 20}
+SYMBOL_MEANINGS = {
+    "m": "number of relevant context tokens (> 0)",
+    "n": "number of irrelevant context tokens (> 0)",
+    "b": "embedding scale: tokens are one-hot / sqrt(b) (> 0)",
+    "M": "number of classes (integer >= 2)",
+    "eta_QK": "learning rate of the collapsed QK matrix", "eta_OV": "learning rate of the collapsed OV matrix",
+    "eta_Q": "rate of W_Q", "eta_K": "rate of W_K", "eta_O": "rate of W_O", "eta_V": "rate of W_V",
+    "mu_OV": "logit gap per unit relevant attention, (z_k - z_j)/alpha",
+    "mu_QK": "score of a relevant token minus score of an irrelevant token",
+    "mu_OV_0": "initial mu_OV", "mu_QK_0": "initial mu_QK",
+}
+
+
+class UsageError(Exception):
+    """Bad command-line input: reported as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, no usage dump
+        raise UsageError(message)
+
+
+def build_parser():
+    from .model import PARAMETERIZATIONS
+    parser = _Parser(prog="python -m derivations.print_dynamics",
+                     description="Print the derived QK/OV gradient-flow dynamics.")
+    parser.add_argument("--parameterization", default="all", choices=[*PARAMETERIZATIONS, "all"])
+    parser.add_argument("--format", default="pretty", choices=["pretty", "text", "latex", "json"])
+    parser.add_argument("--params", default="", help="e.g. m=5,n=50,b=50,M=20 (any subset)")
+    parser.add_argument("--ratio", type=str, default=None, help="eta_QK/eta_OV, with eta_OV = 1")
+    parser.add_argument("--eta-qk", type=str, default=None)
+    parser.add_argument("--eta-ov", type=str, default=None)
+    parser.add_argument("--loss", type=str, default=None, help="print the CACO state at this loss")
+    return parser
+
+
+def _positive_float(name, text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"{name} must be a number; got {text!r}") from None
+    if not math.isfinite(value):
+        raise UsageError(f"{name} must be finite; got {text!r}")
+    if value <= 0:
+        raise UsageError(f"{name} must be > 0; got {text!r}")
+    return value
+
+
+def parse_params(text: str) -> dict:
+    """``"m=5,n=50"`` -> ``{"m": 5.0, "n": 50.0}``, validated (m, n, b > 0 finite; M integer >= 2)."""
+    out = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        if "=" not in item:
+            raise UsageError(f"--params entries look like name=value; got {item!r}")
+        name, value = (x.strip() for x in item.split("=", 1))
+        if name not in PAPER_SETTING:
+            raise UsageError(f"--params: unknown parameter {name!r} (valid: m, n, b, M)")
+        if name == "M":
+            try:
+                v = float(value)
+            except ValueError:
+                raise UsageError(f"M must be an integer >= 2; got {value!r}") from None
+            if not math.isfinite(v) or v != int(v) or v < 2:
+                raise UsageError(f"M must be an integer >= 2; got {value!r}")
+            out[name] = int(v)
+        else:
+            out[name] = _positive_float(name, value)
+    return out
+
+
+def rate_values(args) -> dict:
+    """Learning-rate substitutions from --ratio / --eta-qk / --eta-ov."""
+    if args.ratio is not None and (args.eta_qk is not None or args.eta_ov is not None):
+        raise UsageError("give either --ratio or --eta-qk/--eta-ov, not both")
+    if args.ratio is not None:
+        qk, ov = _positive_float("ratio", args.ratio), 1.0
+    elif args.eta_qk is not None or args.eta_ov is not None:
+        qk = _positive_float("eta-qk", args.eta_qk) if args.eta_qk is not None else None
+        ov = _positive_float("eta-ov", args.eta_ov) if args.eta_ov is not None else None
+    else:
+        return {}
+    out = {}
+    if qk is not None:
+        out.update(eta_QK=qk, eta_Q=qk, eta_K=qk)
+    if ov is not None:
+        out.update(eta_OV=ov, eta_O=ov, eta_V=ov)
+    return out
+
+
+def state_at_loss(loss: float, ratio: float, *, m=5, n=50, b=50, M=20, dps: int = 30) -> dict:
+    """mu_OV, mu_QK, alpha of CACO (zero init, eta_OV = 1) at ``loss``, by
+    root-finding the derived state equation F(p) = 0 in mpmath (log-odds
+    variable, bracketed). Raises ValueError for a loss outside (0, log M)."""
+    import mpmath
+    import sympy as sp
+
+    from .catalog import results
+    from .symbols import L as Lsym, M as Msym, b as bsym, m as msym, n as nsym, p, r, s
+    if not (math.isfinite(loss) and 0 < loss < math.log(M)):
+        raise ValueError(f"loss must be in (0, log M) = (0, {math.log(M):.6g}); got {loss!r}")
+    res = results()
+    values = {msym: m, nsym: n, bsym: b, Msym: M}
+    with mpmath.workdps(dps):
+        from sympy.codegen.rewriting import optimize, optims_c99
+        stable = optimize(res["sharpness.margin"].subs(values), optims_c99)   # exp(L) - 1 -> expm1(L)
+        margin = sp.lambdify(Lsym, stable, "mpmath")(mpmath.mpf(loss))
+        F = sp.lambdify((p, s, r), res["sharpness.state_equation"].subs(values), "mpmath")
+        def f(u):
+            return F(mpmath.exp(u), margin, mpmath.mpf(ratio))
+        # F is increasing in p (derivations.sharpness), so bisect in u = log p
+        lo, hi = mpmath.mpf(-1), mpmath.mpf(1)
+        while f(lo) > 0:
+            lo *= 2
+        while f(hi) < 0:
+            hi *= 2
+        for _ in range(4 * dps + 40):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if f(mid) < 0 else (lo, mid)
+        pv = mpmath.exp((lo + hi) / 2)
+        state = {}
+        for key in ("alpha", "mu_QK", "mu_OV"):
+            f = sp.lambdify((p, s), res[f"sharpness.state.{key}"].subs(values), "mpmath")
+            state[key] = float(f(pv, margin))
+    state["loss"] = float(loss)
+    return state
+
+
+def _render(expr, fmt):
+    import sympy as sp
+    if fmt == "pretty":
+        return sp.pretty(expr, use_unicode=True, wrap_line=False)
+    if fmt == "latex":
+        return sp.latex(expr)
+    return str(expr)
+
+
+def _sections(res, names, subs):
+    """(title, [(label, expr)]) for the human-readable formats."""
+    def g(key):
+        e = res[key]
+        return e.subs(subs) if subs else e
+    out = [("Model", [("alpha", g("model.alpha")), ("L", g("model.loss_alpha"))])]
+    fact = []
+    for c in ("QK", "OV"):
+        fact += [(f"{c}: conserved quantity C_{c}", res[f"factorization.{c}.conserved"]),
+                 (f"{c}: effective rate (balanced)", g(f"factorization.{c}.effective_rate")),
+                 (f"{c}: effective rate (unbalanced)", g(f"factorization.{c}.effective_rate_unbalanced"))]
+    out.append(("Factorization: implicit learning-rate rescaling (W = A B)",
+                [("dW/dt", res["factorization.induced_flow"])] + fact))
+    for name in names:
+        items = [("dmu_OV/dt", g(f"{name}.dmu_OV_dt_alpha")), ("dmu_QK/dt", g(f"{name}.dmu_QK_dt_alpha")),
+                 ("first integral H", g(f"{name}.first_integral")), ("dH/dt", g(f"{name}.dH_dt")),
+                 ("line: X(mu_OV)", g(f"{name}.line_X")), ("line: Y(mu_QK)", g(f"{name}.line_Y")),
+                 ("line: slope", g(f"{name}.line_slope")), ("orbit mu_QK(mu_OV)", g(f"{name}.orbit"))]
+        out.append((f"{name}: reduced ODEs (alpha = m e^mu_QK/(m e^mu_QK + n)), first integral, orbit", items))
+    sign_names = ("dF/dp", "dF/dr", "dp/dr", "dalpha/dr", "dmu_QK/dr", "dmu_OV/dr")
+    sharp = [("margin s = alpha mu_OV at loss L", g("sharpness.margin")),
+             ("state equation F(p; s, r) = 0 (p = alpha/(1-alpha), r = eta_QK/eta_OV)",
+              g("sharpness.state_equation"))]
+    sharp += [(f"state: {k}", g(f"sharpness.state.{k}")) for k in ("alpha", "mu_QK", "mu_OV")]
+    sharp += [(f"sign of {k}", res[f"sharpness.sign_value.{k}"]) for k in sign_names]
+    out.append(("Sharpness at fixed loss (CACO, zero initialization, eta_OV = 1)", sharp))
+    out.append(("Time course and asymptotics (CACO)", [
+        ("early phase: alpha frozen at alpha_0", g("asymptotics.early.alpha_0")),
+        ("early phase: t(mu_OV)", g("asymptotics.early.t_of_mu_OV_alpha")),
+        ("early phase: mu_OV(t)", g("asymptotics.early.mu_OV_of_t_alpha")),
+        ("late: 1 - alpha along the orbit", g("asymptotics.late.one_minus_alpha")),
+        ("late: 1 - alpha ~", g("asymptotics.late.one_minus_alpha_leading")),
+        ("late: loss ~", g("asymptotics.late.loss_leading"))]))
+    return out
+
+
+def render(args) -> str:
+    """The whole output for parsed ``args`` (raises UsageError/ValueError on bad input)."""
+    import sympy as sp
+
+    from .catalog import results
+    from .model import PARAMETERIZATIONS
+    from .symbols import SYMBOLS
+    params = parse_params(args.params)
+    rates = rate_values(args)
+    loss_value = None
+    if args.loss is not None:
+        try:
+            loss_value = float(args.loss)
+        except ValueError:
+            raise UsageError(f"loss must be a number; got {args.loss!r}") from None
+        M_value = params.get("M", PAPER_SETTING["M"])
+        if not (math.isfinite(loss_value) and 0 < loss_value < math.log(M_value)):
+            raise UsageError(f"loss must be in (0, log M) = (0, {math.log(M_value):.6g}); got {args.loss!r}")
+    subs = {SYMBOLS[k]: (sp.Integer(v) if k == "M" else sp.Float(v) if v != int(v) else sp.Integer(int(v)))
+            for k, v in params.items()}
+    subs.update({SYMBOLS[k]: sp.Float(v) if v != int(v) else sp.Integer(int(v)) for k, v in rates.items()})
+    res = results()
+    names = PARAMETERIZATIONS if args.parameterization == "all" else (args.parameterization,)
+    state = None
+    if loss_value is not None:
+        full = {**PAPER_SETTING, **params}
+        ratio = rates.get("eta_QK", 1.0) / rates.get("eta_OV", 1.0)
+        state = state_at_loss(loss_value, ratio, **full)
+        state.update(ratio=ratio, **{k: full[k] for k in PAPER_SETTING})
+    if args.format == "json":
+        def js(e):
+            return str(e.subs(subs) if subs else e)
+        payload = {
+            "symbols": SYMBOL_MEANINGS,
+            "alpha": js(res["model.alpha"]),
+            "loss": js(res["model.loss"]),
+            "parameterizations": {name: {
+                "dmu_OV_dt": js(res[f"{name}.dmu_OV_dt"]), "dmu_QK_dt": js(res[f"{name}.dmu_QK_dt"]),
+                "first_integral": js(res[f"{name}.first_integral"]), "orbit": js(res[f"{name}.orbit"])}
+                for name in names},
+        }
+        if state is not None:
+            payload["state_at_loss"] = {k: state[k] for k in ("mu_OV", "mu_QK", "alpha", "loss")}
+        return json.dumps(payload, indent=2)
+    lines = ["qkov: query-key / output-value gradient-flow dynamics, derived with SymPy",
+             "(Vashisht & Ramaswamy, 'Faster Query-Key Learning Sharpens Attention in Self-Attention Models', ICML 2026)"]
+    if subs:
+        lines.append("substituted: " + ", ".join(f"{k} = {v}" for k, v in subs.items()))
+    for title, items in _sections(res, names, subs):
+        lines += ["", f"== {title} ==", ""]
+        for label, expr in items:
+            text = _render(expr, args.format)
+            if "\n" in text:
+                lines += [f"{label} =", text, ""]
+            else:
+                lines.append(f"{label} = {text}")
+    if state is not None:
+        lines += ["", f"== State at loss L = {state['loss']:g} (CACO, zero init, eta_QK/eta_OV = {state['ratio']:g}, "
+                  f"m={state['m']:g}, n={state['n']:g}, b={state['b']:g}, M={state['M']}) ==", ""]
+        lines += [f"{k} = {state[k]:.15g}" for k in ("mu_OV", "mu_QK", "alpha")]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        text = render(args)
+    except (UsageError, ValueError) as exc:
+        print(f"print_dynamics: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        print(text)
+    except BrokenPipeError:  # e.g. piped into head
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
