@@ -1,0 +1,78 @@
+"""The print_dynamics CLI: outputs, machine-readable JSON, and bad input."""
+import json
+import subprocess
+import sys
+
+import pytest
+import sympy as sp
+
+from derivations.print_dynamics import main
+from derivations.symbols import SYMBOLS
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "derivations.print_dynamics", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_default_prints_every_section():
+    out = run()
+    assert out.returncode == 0, out.stderr
+    for heading in ("== Model ==", "Factorization", "== CACO", "== CAFO", "== FACO", "== FAFO",
+                    "Sharpness at fixed loss", "asymptotics"):
+        assert heading in out.stdout
+    assert "dH/dt = 0" in out.stdout
+
+
+@pytest.mark.parametrize("fmt", ["text", "latex"])
+def test_other_formats(fmt, capsys):
+    assert main(["--format", fmt, "--parameterization", "FAFO"]) == 0
+    text = capsys.readouterr().out
+    assert "FAFO" in text and "CACO:" not in text
+    if fmt == "latex":
+        assert "\\frac" in text
+
+
+def test_json_parses_with_sympify():
+    out = run("--format", "json")
+    data = json.loads(out.stdout)
+    assert set(data) == {"symbols", "alpha", "loss", "parameterizations"}
+    assert set(data["parameterizations"]) == {"CACO", "CAFO", "FACO", "FAFO"}
+    for entry in data["parameterizations"].values():
+        assert set(entry) == {"dmu_OV_dt", "dmu_QK_dt", "first_integral", "orbit"}
+        for text in entry.values():
+            expr = sp.sympify(text, locals=SYMBOLS)
+            assert expr.free_symbols <= set(SYMBOLS.values()) | {sp.Symbol(n) for n in SYMBOLS}
+    alpha = sp.sympify(data["alpha"], locals=SYMBOLS)
+    assert sp.simplify(alpha.subs(SYMBOLS["mu_QK"], 0) - SYMBOLS["m"] / (SYMBOLS["m"] + SYMBOLS["n"])) == 0
+
+
+def test_params_and_ratio_substitute_numbers(capsys):
+    assert main(["--format", "json", "--params", "m=5,n=50,b=50,M=20", "--ratio", "10"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    d = sp.sympify(data["parameterizations"]["CACO"]["dmu_QK_dt"], locals=SYMBOLS)
+    assert d.free_symbols == {SYMBOLS["mu_OV"], SYMBOLS["mu_QK"]}
+
+
+def test_state_at_loss_in_json(capsys):
+    assert main(["--format", "json", "--params", "M=20", "--ratio", "10", "--loss", "0.1"]) == 0
+    state = json.loads(capsys.readouterr().out)["state_at_loss"]
+    # the state reproduces the requested loss through the derived loss and alpha expressions
+    from derivations.catalog import results
+    values = {SYMBOLS["m"]: 5, SYMBOLS["n"]: 50, SYMBOLS["b"]: 50, SYMBOLS["M"]: 20,
+              SYMBOLS["mu_OV"]: state["mu_OV"], SYMBOLS["mu_QK"]: state["mu_QK"]}
+    assert abs(float(results()["model.loss"].subs(values)) - 0.1) < 1e-12
+    assert abs(float(results()["model.alpha"].subs(values)) - state["alpha"]) < 1e-12
+
+
+def test_bad_input_one_line_exit_2(args, needle, capsys):
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert needle in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_bad_input_as_subprocess_has_no_traceback():
+    out = run("--params", "M=1")
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
