@@ -65,6 +65,30 @@ def test_state_at_loss_in_json(capsys):
     assert abs(float(results()["model.alpha"].subs(values)) - state["alpha"]) < 1e-12
 
 
+@pytest.mark.parametrize("args,needle", [
+    (["--params", "m=-1"], "m must be > 0"),
+    (["--params", "n=0"], "n must be > 0"),
+    (["--params", "b=-2"], "b must be > 0"),
+    (["--params", "M=1"], "M must be an integer >= 2"),
+    (["--params", "M=2.5"], "M must be an integer >= 2"),
+    (["--params", "m=nan"], "m must be finite"),
+    (["--params", "b=inf"], "b must be finite"),
+    (["--params", "q=3"], "unknown parameter"),
+    (["--params", "m"], "name=value"),
+    (["--ratio", "0"], "ratio must be > 0"),
+    (["--ratio", "-1"], "ratio must be > 0"),
+    (["--ratio", "nan"], "ratio must be finite"),
+    (["--ratio", "1", "--eta-qk", "2"], "either --ratio"),
+    (["--eta-ov", "0"], "eta-ov must be > 0"),
+    (["--loss", "0"], "loss must be in (0, log M)"),
+    (["--loss", "-0.1"], "loss must be in (0, log M)"),
+    (["--loss", "3.5"], "loss must be in (0, log M)"),
+    (["--loss", "0.7", "--params", "M=2"], "loss must be in (0, log M)"),
+    (["--loss", "inf"], "loss must be in (0, log M)"),
+    (["--loss", "abc"], "loss must be a number"),
+    (["--parameterization", "CAXO"], "invalid choice"),
+    (["--format", "yaml"], "invalid choice"),
+])
 def test_bad_input_one_line_exit_2(args, needle, capsys):
     assert main(args) == 2
     err = capsys.readouterr().err
