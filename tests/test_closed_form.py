@@ -1,0 +1,141 @@
+"""Closed-form state at a fixed loss vs 50-digit mpmath, and vs the ODE."""
+import math
+
+import mpmath
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from numerics.closed_form import State, state_at_loss, state_at_loss_mpmath, time_to_loss
+from numerics.reduced_ode import solve_reduced
+
+LOG20 = math.log(20)
+KEYS = ("mu_OV", "mu_QK", "alpha")
+
+
+def assert_matches_reference(L, r, rtol=1e-12, **kw):
+    st = state_at_loss(L, r, **kw)
+    ref = state_at_loss_mpmath(L, r, dps=50, **kw)
+    for k in KEYS:
+        v, ref_k = float(getattr(st, k)), ref[k]
+        err = abs(mpmath.mpf(v) - ref_k) / abs(ref_k)
+        assert err < rtol, (L, r, k, v, ref_k, err)
+
+
+EXTREME_LOSSES = [1e-300, 1e-200, 1e-50, 1e-10, 1e-4, 0.3, 1.0, 2.5,
+                  LOG20 * (1 - 1e-6), LOG20 * (1 - 1e-12), np.nextafter(LOG20, 0)]
+
+
+@pytest.mark.parametrize("L", EXTREME_LOSSES)
+@pytest.mark.parametrize("r", [1e-8, 1e-2, 1.0, 1e2, 1e8])
+def test_accuracy_extremes(L, r):
+    assert_matches_reference(L, r)
+
+
+def test_accuracy_other_model_parameters():
+    for kw in (dict(m=1, n=1000, b=3, M=2), dict(m=30, n=2, b=500, M=1000)):
+        logM = math.log(kw["M"])
+        for L in (1e-250, 1e-3, 0.5 * logM, np.nextafter(logM, 0)):
+            for r in (1e-8, 1.0, 1e8):
+                assert_matches_reference(L, r, **kw)
+
+
+def test_accuracy_vectorized_grid_matches_scalar_reference():
+    L = np.logspace(-300, math.log10(2.99), 13)
+    r = np.logspace(-8, 8, 7)
+    st = state_at_loss(L[:, None], r[None, :])
+    for i in range(0, 13, 3):
+        for j in range(7):
+            ref = state_at_loss_mpmath(L[i], r[j])
+            for k in KEYS:
+                assert abs(getattr(st, k)[i, j] - float(ref[k])) <= 1e-12 * abs(float(ref[k]))
+
+
+def test_broadcasting_shapes():
+    st = state_at_loss(np.full((3, 1), 0.1), np.array([0.1, 1, 10, 100]))
+    assert isinstance(st, State)
+    for v in st:
+        assert v.shape == (3, 4)
+    s0 = state_at_loss(0.1, 1.0)
+    assert s0.alpha.shape == () and s0.mu_OV.shape == ()
+    assert state_at_loss([0.1, 0.2], 1.0).alpha.shape == (2,)
+    assert state_at_loss(np.empty((0, 2)), 1.0).alpha.shape == (0, 2)
+    # the same entry gives the same answer in any batch
+    assert state_at_loss(0.1, 1.0).mu_QK == st.mu_QK[0, 1]
+
+
+def test_state_consistency():
+    """The returned state has the requested loss and satisfies alpha = p/(1+p)."""
+    from numerics.lambdified import loss_fn
+    L = np.array([1e-8, 1e-3, 0.5, 2.0])
+    st = state_at_loss(L, 3.0)
+    np.testing.assert_allclose(loss_fn().func(st.mu_OV, st.mu_QK, 5, 50, 20), L, rtol=1e-12)
+    np.testing.assert_allclose(st.alpha, st.p / (1 + st.p), rtol=1e-15)
+
+
+@settings(max_examples=40, deadline=None)
+@given(L=st.floats(1e-250, 2.99), r1=st.floats(1e-8, 1e8), r2=st.floats(1e-8, 1e8))
+def test_alpha_increases_with_ratio(L, r1, r2):
+    lo, hi = sorted((r1, r2))
+    st = state_at_loss(L, np.array([lo, hi]))
+    assert st.alpha[0] <= st.alpha[1]
+    assert st.mu_OV[0] >= st.mu_OV[1]
+
+
+@settings(max_examples=30, deadline=None)
+@given(L1=st.floats(1e-250, 2.99), L2=st.floats(1e-250, 2.99), r=st.floats(1e-8, 1e8))
+def test_state_grows_as_loss_falls(L1, L2, r):
+    lo, hi = sorted((L1, L2))
+    st = state_at_loss(np.array([lo, hi]), r)
+    assert st.mu_OV[0] >= st.mu_OV[1] and st.mu_QK[0] >= st.mu_QK[1]
+
+
+@pytest.mark.parametrize("r", [0.01, 1.0, 100.0])
+def test_time_to_loss_matches_ode(r):
+    thresholds = [1.0, 1e-2, 1e-4]
+    res = solve_reduced("CACO", eta_QK=r, eta_OV=1.0, loss_thresholds=thresholds, target_loss=1e-4, rtol=1e-12,
+                        atol=1e-14)
+    t = time_to_loss(np.array(thresholds), r)
+    for i, L in enumerate(thresholds):
+        assert abs(res.crossings[L]["t"] - t[i]) <= 1e-8 * t[i]
+    assert t.shape == (3,) and np.all(np.diff(t) > 0)
+
+
+def test_time_to_loss_broadcast_and_tiny_loss():
+    t = time_to_loss(np.array([[0.5], [1e-300]]), np.array([0.1, 10.0]))
+    assert t.shape == (2, 2) and np.all(np.isfinite(t)) and np.all(t[1] > t[0])
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, LOG20, 5.0, np.nan, np.inf, -np.inf])
+def test_invalid_loss(bad):
+    with pytest.raises(ValueError, match=r"loss.*\(0, log M\)"):
+        state_at_loss(bad, 1.0)
+    with pytest.raises(ValueError, match="loss"):
+        state_at_loss([0.5, bad], 1.0)
+    with pytest.raises(ValueError, match="loss"):
+        time_to_loss(bad, 1.0)
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, np.nan, np.inf])
+def test_invalid_ratio(bad):
+    with pytest.raises(ValueError, match="ratio"):
+        state_at_loss(0.5, bad)
+
+
+@pytest.mark.parametrize("kw,name", [(dict(m=0), "m"), (dict(n=-1), "n"), (dict(b=np.inf), "b"),
+                                     (dict(M=1.5), "M"), (dict(M=np.nan), "M")])
+def test_invalid_model_parameters(kw, name):
+    with pytest.raises(ValueError, match=name):
+        state_at_loss(0.5, 1.0, **kw)
+
+
+@pytest.mark.slow
+def test_accuracy_dense_grid():
+    L = np.concatenate([np.logspace(-300, 0, 40), LOG20 - np.logspace(-15, -1, 10)])
+    r = np.logspace(-8, 8, 9)
+    st = state_at_loss(L[:, None], r[None, :])
+    for i in range(L.size):
+        for j in range(r.size):
+            ref = state_at_loss_mpmath(L[i], r[j])
+            for k in KEYS:
+                assert abs(getattr(st, k)[i, j] - float(ref[k])) <= 1e-12 * abs(float(ref[k]))
