@@ -1,0 +1,613 @@
+r"""Figures of the reduced QK/OV dynamics (matplotlib, Agg backend).
+
+Run ``python -m numerics.figures [--output DIR] [--quick]`` (default
+``docs/figures``) or call :func:`make_figures`. Every figure is written as
+``<name>.png`` (150 dpi) and ``<name>.pdf``; all use the paper setting
+:data:`PAPER` (m = 5, n = 50, b = 50, M = 20) with :math:`\eta_{OV} = 1` and
+:math:`\eta_{QK} = r` for the ratios :data:`RATIOS` unless stated.
+
+=========================  ====================================================
+figure                     content (function)
+=========================  ====================================================
+``time_course``            :func:`plot_time_course`: :math:`\mu_{OV}`,
+                           :math:`\mu_{QK}`, :math:`\alpha` and the loss
+                           against time (CACO, reduced ODE).
+``stopping_curves``        :func:`plot_stopping_curves` (the paper's Figure 4):
+                           the state at 50 stopping losses from 1 to 1e-4,
+                           from the closed form
+                           (:func:`numerics.closed_form.state_at_loss`).
+``line_coordinates``       :func:`plot_line_coordinates`: trajectories in the
+                           coordinates (X, Y) of the first integral
+                           (``CACO.line_X``, ``CACO.line_Y``,
+                           ``CACO.line_slope`` of
+                           :func:`derivations.catalog.results`, lambdified),
+                           where they are the straight lines
+                           :math:`Y - Y_0 = \text{slope}\,(X - X_0)`, and the
+                           drift of the first integral.
+``simulation_vs_theory``   :func:`plot_simulation_vs_theory`: full-matrix
+                           gradient flow (:func:`numerics.training.gradient_flow`,
+                           structured init = zero circuits) as markers over
+                           the reduced ODE and the closed form (lines).
+``parameterizations``      :func:`plot_parameterizations`: CACO, CAFO, FACO,
+                           FAFO at equal base rates (all rates 1, factor init
+                           scale 1e-2).
+=========================  ====================================================
+
+Nothing here types a formula of the theory: the curves come from
+:mod:`numerics.reduced_ode`, :mod:`numerics.closed_form` and expressions of
+:mod:`derivations.catalog` lambdified with :func:`numerics.lambdified.numeric`
+(their LaTeX, from :func:`sympy.latex`, labels the axes).
+
+``--quick`` uses coarser grids (for tests); the curves are the same.
+The total run time is a few seconds plus about 5 s of one-off SymPy
+lambdification.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+#: The paper's setting.
+PAPER = dict(m=5, n=50, b=50, M=20)
+#: Learning-rate ratios eta_QK / eta_OV.
+RATIOS = (0.01, 0.1, 1.0, 10.0, 100.0)
+#: Parameterizations (collapsed/factorized QK, then OV).
+PARAMETERIZATIONS = ("CACO", "CAFO", "FACO", "FAFO")
+#: Output formats accepted by :func:`make_figures`.
+FORMATS = ("png", "pdf", "svg")
+#: Default output directory (relative to the working directory).
+DEFAULT_OUTPUT = Path("docs") / "figures"
+#: Figure width in inches (a full paper text width).
+WIDTH = 7.0
+DPI = 150
+
+_STYLE = {
+    "font.size": 8,
+    "axes.titlesize": 9,
+    "axes.labelsize": 8.5,
+    "xtick.labelsize": 8,
+    "ytick.labelsize": 8,
+    "legend.fontsize": 8,
+    "legend.title_fontsize": 8,
+    "lines.linewidth": 1.4,
+    "lines.markersize": 4,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "grid.linewidth": 0.5,
+    "savefig.dpi": DPI,
+    "pdf.fonttype": 42,
+    "figure.constrained_layout.use": True,
+}
+
+_PARAM_STYLE = {  # parameterization -> (color, linestyle)
+    "CACO": ("#1b9e77", "-"),
+    "CAFO": ("#d95f02", "--"),
+    "FACO": ("#7570b3", "-."),
+    "FAFO": ("#e7298a", ":"),
+}
+
+T_LABEL = r"time $t$ (gradient-flow units, $\eta_{OV}=1$)"
+LOSS_LABEL = r"loss $L$ (nats)"
+ALPHA_LABEL = r"attention on relevant tokens $\alpha$"
+MU_OV_LABEL = r"$\mu_{OV}$ (logit gap per unit $\alpha$)"
+MU_QK_LABEL = r"$\mu_{QK}$ (relevant $-$ irrelevant score)"
+
+
+def _mpl():
+    """Import matplotlib with the Agg backend (lazily: the CLI parses first)."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return matplotlib, plt
+
+
+def _ratio_colors(ratios):
+    """One color per ratio from a sequential map (small r light -> large r dark)."""
+    _, plt = _mpl()
+    cmap = plt.get_cmap("viridis")
+    k = len(ratios)
+    return [cmap(0.82 - 0.8 * i / max(k - 1, 1)) for i in range(k)]
+
+
+def _ratio_label(r):
+    return rf"$r = {r:g}$"
+
+
+def _ratio_legend_title():
+    return r"$r = \eta_{QK}/\eta_{OV}$"
+
+
+def _panel_letter(ax, i):
+    ax.text(-0.02, 1.02, f"({chr(ord('a') + i)})", transform=ax.transAxes,
+            ha="right", va="bottom", fontsize=9, fontweight="bold")
+
+
+def _figure(nrows, ncols, height):
+    matplotlib, plt = _mpl()
+    with matplotlib.rc_context(_STYLE):
+        fig, axes = plt.subplots(nrows, ncols, figsize=(WIDTH, height), squeeze=False)
+    return fig, axes
+
+
+# --------------------------------------------------------------------------
+# (a) time course
+# --------------------------------------------------------------------------
+
+def _time_grid(quick, lo=0.0, hi=8.0, n=300):
+    return np.logspace(lo, hi, 60 if quick else n)
+
+
+def plot_time_course(*, quick=False, ratios=RATIOS, params=None):
+    """mu_OV, mu_QK, alpha and the loss against time (log axis), CACO, one
+    curve per ratio r = eta_QK/eta_OV (reduced ODE from zero init, eta_OV = 1).
+
+    Returns the :class:`matplotlib.figure.Figure`.
+    """
+    from numerics.reduced_ode import solve_reduced
+
+    params = dict(PAPER if params is None else params)
+    t = _time_grid(quick)
+    runs = [solve_reduced("CACO", eta_QK=r, eta_OV=1.0, t_span=(0.0, t[-1]), t_eval=t, **params)
+            for r in ratios]
+    fig, axes = _figure(2, 2, 5.0)
+    panels = [("mu_OV", MU_OV_LABEL, "linear"), ("mu_QK", MU_QK_LABEL, "linear"),
+              ("alpha", ALPHA_LABEL, "linear"), ("loss", LOSS_LABEL, "log")]
+    colors = _ratio_colors(ratios)
+    for i, (ax, (key, label, yscale)) in enumerate(zip(axes.flat, panels)):
+        for r, res, c in zip(ratios, runs, colors):
+            ax.plot(res.t, res[key], color=c, label=_ratio_label(r))
+        ax.set_xscale("log")
+        ax.set_yscale(yscale)
+        ax.set_xlim(t[0], t[-1])
+        ax.set_xlabel(T_LABEL)
+        ax.set_ylabel(label)
+        _panel_letter(ax, i)
+    axes[1, 0].set_ylim(0, 1)
+    axes[1, 0].axhline(params["m"] / (params["m"] + params["n"]), color="0.5", lw=0.8, ls=":")
+    axes[1, 0].annotate(r"$\alpha(0) = m/(m+n)$", (t[0] * 2, params["m"] / (params["m"] + params["n"])),
+                        xytext=(0, 4), textcoords="offset points", fontsize=8, color="0.35")
+    axes[0, 0].legend(title=_ratio_legend_title(), loc="upper left")
+    fig.suptitle("CACO time course (reduced flow, zero init; "
+                 + ", ".join(f"{k}={v:g}" for k, v in params.items()) + ")", fontsize=9)
+    return fig
+
+
+# --------------------------------------------------------------------------
+# (b) stopping curves (paper Figure 4)
+# --------------------------------------------------------------------------
+
+def plot_stopping_curves(*, quick=False, ratios=RATIOS, params=None, n_thresholds=50):
+    """The paper's Figure 4: mu_OV, mu_QK and alpha at stopping losses
+    log-spaced from 1 to 1e-4 (``n_thresholds`` of them; 12 with ``quick``),
+    CACO from zero init, from the closed form
+    :func:`numerics.closed_form.state_at_loss`. The loss axis decreases to the
+    right (training proceeds left to right).
+    """
+    from numerics.closed_form import state_at_loss
+
+    params = dict(PAPER if params is None else params)
+    losses = np.logspace(0.0, -4.0, 12 if quick else n_thresholds)
+    st = state_at_loss(losses[:, None], np.asarray(ratios, dtype=float)[None, :], **params)
+    fig, axes = _figure(1, 3, 3.3)
+    panels = [("mu_OV", MU_OV_LABEL, "log"), ("mu_QK", MU_QK_LABEL, "linear"),
+              ("alpha", ALPHA_LABEL, "linear")]
+    colors = _ratio_colors(ratios)
+    for i, (ax, (key, label, yscale)) in enumerate(zip(axes.flat, panels)):
+        vals = getattr(st, key)
+        for j, (r, c) in enumerate(zip(ratios, colors)):
+            ax.plot(losses, vals[:, j], color=c, marker="o", ms=2.2, lw=1.0, label=_ratio_label(r))
+        ax.set_xscale("log")
+        ax.set_yscale(yscale)
+        ax.set_xlim(losses[0] * 1.3, losses[-1] / 1.3)   # decreasing to the right
+        ax.set_xlabel(r"stopping loss $L^*$ (decreasing $\rightarrow$)")
+        ax.set_ylabel(label)
+        _panel_letter(ax, i)
+    axes[0, 2].set_ylim(0, 1)
+    from matplotlib.ticker import FixedLocator, NullFormatter, ScalarFormatter
+
+    ax = axes[0, 0]
+    ax.yaxis.set_major_locator(FixedLocator([1, 2, 5, 10, 20, 50, 100, 200, 500]))
+    ax.yaxis.set_major_formatter(ScalarFormatter())
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, title=_ratio_legend_title(), loc="outside lower center",
+               ncol=len(ratios))
+    fig.suptitle(r"State at a fixed stopping loss (CACO, closed form, $\eta_{OV}=1$): "
+                 r"faster QK learning $\Rightarrow$ sharper attention, smaller $\mu_{OV}$",
+                 fontsize=9)
+    return fig
+
+
+# --------------------------------------------------------------------------
+# (c) line coordinates
+# --------------------------------------------------------------------------
+
+def _catalog_functions(parameterization="CACO"):
+    """Lambdified ``line_X``, ``line_Y``, ``line_slope`` of the catalog, and
+    their SymPy expressions."""
+    from derivations.catalog import results
+    from derivations.symbols import mu_OV, mu_QK
+    from numerics.lambdified import PARAMS, numeric
+
+    res = results()
+    exprs = {k: res[f"{parameterization}.line_{k}"] for k in ("X", "Y", "slope")}
+    args = (mu_OV, mu_QK, *PARAMS)
+    funcs = {k: numeric(e, args) for k, e in exprs.items()}
+    return funcs, exprs
+
+
+def _tex(expr):
+    """LaTeX of a SymPy expression for mathtext (fractions in display size,
+    short ones folded to a/b)."""
+    import sympy as sp
+
+    return sp.latex(expr, fold_short_frac=True).replace(r"\frac", r"\dfrac")
+
+
+def _param_vector(params, eta_QK, eta_OV):
+    """Positional values of :data:`numerics.lambdified.PARAMS`."""
+    return (params["m"], params["n"], params["b"], params["M"], eta_QK, eta_OV,
+            eta_QK, eta_QK, eta_OV, eta_OV, 0.0, 0.0)
+
+
+def plot_line_coordinates(*, quick=False, ratios=RATIOS, params=None):
+    r"""CACO trajectories in the line coordinates (X, Y) of the first
+    integral, :math:`H = Y - \text{slope}\cdot X` constant, so each trajectory
+    is the line :math:`Y - Y_0 = \text{slope}\,(X - X_0)` (X, Y, slope from
+    :func:`derivations.catalog.results`). Panel (a): :math:`Y - Y_0` against
+    :math:`X - X_0` on log-log axes (lines through the origin stay straight,
+    with unit log-slope, offset by log r); trajectories solid, the theoretical
+    lines dashed. Panel (b): relative drift of H along the numerical solution.
+    """
+    from numerics.reduced_ode import solve_reduced
+
+    params = dict(PAPER if params is None else params)
+    funcs, exprs = _catalog_functions("CACO")
+    t = np.logspace(0.0, 8.0, 60 if quick else 300)
+    fig, axes = _figure(1, 2, 3.3)
+    ax, axr = axes[0]
+    colors = _ratio_colors(ratios)
+    xall = []
+    for r, c in zip(ratios, colors):
+        res = solve_reduced("CACO", eta_QK=r, eta_OV=1.0, t_span=(0.0, t[-1]), t_eval=t, **params)
+        pv = _param_vector(params, r, 1.0)
+        X = np.asarray(funcs["X"].func(res.mu_OV, res.mu_QK, *pv), dtype=float)
+        Y = np.asarray(funcs["Y"].func(res.mu_OV, res.mu_QK, *pv), dtype=float)
+        slope = float(funcs["slope"].func(0.0, 0.0, *pv))
+        X0, Y0 = (float(funcs[k].func(*res.params["mu0"], *pv)) for k in ("X", "Y"))
+        dX, dY = X - X0, Y - Y0
+        # keep points where Y - Y0 is resolved in float64 (not cancellation noise)
+        ok = (dX > 0) & (dY > 1e-9 * np.abs(Y))
+        ax.plot(dX[ok], dY[ok], color=c, lw=2.4, alpha=0.55, label=_ratio_label(r))
+        xs = np.logspace(np.log10(dX[ok][0]), np.log10(dX[ok][-1]), 50)
+        ax.plot(xs, slope * xs, color="k", lw=0.9, ls="--")
+        xall.append(dX[ok])
+        H = Y - slope * X
+        H0 = Y0 - slope * X0
+        drift = np.abs(H - H0) / np.maximum(np.abs(Y), slope * np.abs(X))
+        drift[drift == 0] = np.nan          # exactly conserved in float64: not drawable on log axes
+        axr.plot(res.t, drift, color=c, lw=1.0, label=_ratio_label(r))
+    ax.plot([], [], color="k", lw=0.9, ls="--", label=r"theory $\mathrm{slope}\cdot(X - X_0)$")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    X_tex = _tex(exprs["X"])
+    Y_tex = _tex(exprs["Y"])
+    ax.set_xlabel(rf"$X - X_0$,  $X = {X_tex}$")
+    ax.set_ylabel(rf"$Y - Y_0$,  $Y = {Y_tex}$")
+    lo = min(float(x.min()) for x in xall)
+    hi = max(float(x.max()) for x in xall)
+    ax.set_xlim(lo / 5, hi * 5)
+    ax.set_ylim(lo * min(ratios) / 5, hi * max(ratios) * 1e8)   # room for the legend
+    ax.legend(title=f"trajectories (slope $= {_tex(exprs['slope'])}$)", loc="upper left", ncol=2)
+    ax.text(0.97, 0.03, "log-log axes: the line\n$Y-Y_0 = \\mathrm{slope}\\,(X-X_0)$\n"
+            "has unit log-slope,\nshifted by $\\log_{10} r$", transform=ax.transAxes,
+            ha="right", va="bottom", fontsize=8, color="0.25")
+    _panel_letter(ax, 0)
+    axr.set_xscale("log")
+    axr.set_yscale("log")
+    axr.set_ylim(1e-17, 1e-5)
+    axr.set_xlim(t[0], t[-1])
+    axr.set_xlabel(T_LABEL)
+    axr.set_ylabel(r"relative drift $|H(t) - H(0)|\,/\,\max(|Y|,\ \mathrm{slope}\cdot X)$")
+    axr.legend(title=r"drift of $H = Y - \mathrm{slope}\cdot X$ (ODE, rtol $10^{-10}$)",
+               loc="upper left", ncol=3)
+    _panel_letter(axr, 1)
+    fig.suptitle("CACO trajectories are straight lines in the first-integral coordinates "
+                 "(reduced flow from zero init)", fontsize=9)
+    return fig
+
+
+# --------------------------------------------------------------------------
+# (d) full simulation vs theory
+# --------------------------------------------------------------------------
+
+def plot_simulation_vs_theory(*, quick=False, ratios=(0.1, 1.0, 10.0), params=None):
+    """Full-matrix gradient flow (markers; :class:`numerics.attention_model.AttentionModel`,
+    CACO, structured init = zero circuits, ``DOP853``) over the theory (lines):
+    mu_OV, mu_QK and alpha against time from the reduced ODE, and alpha against
+    the loss from the closed form (:func:`numerics.closed_form.state_at_loss`)
+    evaluated at the same losses as the markers and on a fine grid.
+    """
+    from numerics.attention_model import AttentionModel
+    from numerics.closed_form import state_at_loss
+    from numerics.reduced_ode import solve_reduced
+    from numerics.training import gradient_flow
+
+    params = dict(PAPER if params is None else params)
+    t_line = np.logspace(0.0, 8.0, 60 if quick else 300)
+    t_sim = np.concatenate([[0.0], np.logspace(0.5, 8.0, 10 if quick else 24)])
+    fig, axes = _figure(2, 2, 5.3)
+    colors = _ratio_colors(ratios)
+    L_line = np.logspace(np.log10(0.999 * np.log(params["M"])), -6.0, 60 if quick else 300)
+    dev = dev_cf = 0.0      # max |alpha_full - alpha_theory| at the markers
+    for r, c in zip(ratios, colors):
+        red = solve_reduced("CACO", eta_QK=r, eta_OV=1.0, t_span=(0.0, t_line[-1]),
+                            t_eval=t_line, **params)
+        model = AttentionModel("CACO", eta_QK=r, eta_OV=1.0, **params)
+        sim = gradient_flow(model, model.init_params("structured"), t_eval=t_sim)
+        if not sim.success:
+            raise RuntimeError(f"full gradient flow failed for r={r}: {sim.message}")
+        for ax, key in zip(axes.flat[:3], ("mu_OV", "mu_QK", "alpha")):
+            ax.plot(red.t, red[key], color=c, lw=1.3)
+            ax.plot(sim.t[1:], getattr(sim, key)[1:], ls="none", marker="o", mfc="none",
+                    mec=c, mew=1.0, ms=4.5)
+        red_at = solve_reduced("CACO", eta_QK=r, eta_OV=1.0, t_span=(0.0, t_sim[-1]),
+                               t_eval=t_sim, **params)
+        dev = max(dev, float(np.max(np.abs(red_at.alpha - sim.alpha))))
+        cf_at = state_at_loss(sim.loss[1:], r, **params)
+        dev_cf = max(dev_cf, float(np.max(np.abs(cf_at.alpha - sim.alpha[1:]))))
+        cf = state_at_loss(L_line, r, **params)
+        ax = axes[1, 1]
+        ax.plot(L_line, cf.alpha, color=c, lw=1.3)
+        ok = sim.loss < np.log(params["M"])
+        ax.plot(sim.loss[ok], sim.alpha[ok], ls="none", marker="o", mfc="none", mec=c,
+                mew=1.0, ms=4.5)
+    labels = (MU_OV_LABEL, MU_QK_LABEL, ALPHA_LABEL)
+    for i, (ax, lab) in enumerate(zip(axes.flat[:3], labels)):
+        ax.set_xscale("log")
+        ax.set_xlim(t_line[0], t_line[-1])
+        ax.set_xlabel(T_LABEL)
+        ax.set_ylabel(lab)
+        _panel_letter(ax, i)
+    axes[1, 0].set_ylim(0, 1)
+    ax = axes[1, 1]
+    ax.set_xscale("log")
+    ax.set_xlim(L_line[0] * 1.3, L_line[-1] / 1.3)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel(r"loss $L$ (nats, decreasing $\rightarrow$)")
+    ax.set_ylabel(ALPHA_LABEL)
+    _panel_letter(ax, 3)
+    # legend: colors = ratios; line vs marker = theory vs simulation
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=c, lw=1.3, label=_ratio_label(r)) for r, c in zip(ratios, colors)]
+    handles += [Line2D([], [], color="0.3", lw=1.3, label="theory (ODE / closed form)"),
+                Line2D([], [], color="0.3", ls="none", marker="o", mfc="none", ms=4.5,
+                       label=f"full model (d = {2 * params['M']})")]
+    fig.legend(handles=handles, loc="outside lower center", ncol=len(handles))
+    axes[1, 0].text(0.03, 0.95, rf"max $|\Delta\alpha|$ vs reduced ODE: {dev:.0e}",
+                    transform=axes[1, 0].transAxes, ha="left", va="top", fontsize=8, color="0.25")
+    ax.text(0.98, 0.03, rf"max $|\Delta\alpha|$ vs closed form: {dev_cf:.0e}",
+            transform=ax.transAxes, ha="right", va="bottom", fontsize=8, color="0.25")
+    fig.suptitle("Full-matrix gradient flow (markers) vs reduced theory (lines), CACO, "
+                 r"$\eta_{OV}=1$; (d): closed form $\alpha(L)$", fontsize=9)
+    return fig
+
+
+# --------------------------------------------------------------------------
+# (e) parameterizations
+# --------------------------------------------------------------------------
+
+def plot_parameterizations(*, quick=False, params=None, eps=1e-2):
+    """CACO, CAFO, FACO, FAFO at equal base rates (every circuit/factor rate
+    1; factors initialized at scale ``eps`` = 1e-2, balanced), reduced ODE:
+    loss, alpha, mu_OV, mu_QK against time, alpha against the loss, and the
+    trajectory in the (mu_OV, mu_QK) plane.
+    """
+    from numerics.reduced_ode import solve_reduced
+
+    params = dict(PAPER if params is None else params)
+    t = np.logspace(-1.0, 9.0, 80 if quick else 400)
+    runs = {P: solve_reduced(P, eta_QK=1.0, eta_OV=1.0, eps=eps, t_span=(0.0, t[-1]),
+                             t_eval=t, **params) for P in PARAMETERIZATIONS}
+    fig, axes = _figure(2, 3, 5.4)
+    (a_loss, a_alpha, a_al), (a_ov, a_qk, a_ph) = axes
+    for P, res in runs.items():
+        c, ls = _PARAM_STYLE[P]
+        kw = dict(color=c, ls=ls, label=P)
+        a_loss.plot(res.t, res.loss, **kw)
+        a_alpha.plot(res.t, res.alpha, **kw)
+        a_ov.plot(res.t, res.mu_OV, **kw)
+        a_qk.plot(res.t, res.mu_QK, **kw)
+        ok = res.loss < 0.999 * np.log(params["M"])
+        a_al.plot(res.loss[ok], res.alpha[ok], **kw)
+        a_ph.plot(res.mu_OV, res.mu_QK, **kw)
+    for ax, lab, ys in ((a_loss, LOSS_LABEL, "log"), (a_alpha, ALPHA_LABEL, "linear"),
+                        (a_ov, MU_OV_LABEL, "log"), (a_qk, MU_QK_LABEL, "log")):
+        ax.set_xscale("log")
+        ax.set_yscale(ys)
+        ax.set_xlim(t[0], t[-1])
+        ax.set_xlabel(T_LABEL.replace(r", $\eta_{OV}=1$", ""))
+        ax.set_ylabel(lab)
+    a_loss.set_ylim(1e-9, 10)
+    a_alpha.set_ylim(0, 1)
+    a_al.set_xscale("log")
+    a_al.set_xlim(np.log(params["M"]) * 1.3, 1e-9)
+    a_al.set_ylim(0, 1)
+    a_al.set_xlabel(r"loss $L$ (nats, decreasing $\rightarrow$)")
+    a_al.set_ylabel(ALPHA_LABEL)
+    a_ph.set_xscale("log")
+    a_ph.set_yscale("log")
+    a_ph.set_xlabel(r"$\mu_{OV}$")
+    a_ph.set_ylabel(r"$\mu_{QK}$")
+    a_ph.text(0.03, 0.97, "trajectory", transform=a_ph.transAxes, ha="left", va="top",
+              fontsize=8, color="0.25")
+    for i, ax in enumerate(axes.flat):
+        _panel_letter(ax, i)
+    handles, labels = a_loss.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=4, handlelength=3,
+               title="parameterization: QK circuit, OV circuit (C = collapsed, F = factorized)")
+    fig.suptitle(r"Equal base learning rates (all $\eta = 1$; factors initialized at "
+                 rf"$\varepsilon={eps:g}$; reduced flow)", fontsize=9)
+    return fig
+
+
+# --------------------------------------------------------------------------
+# driver
+# --------------------------------------------------------------------------
+
+#: Figure name -> plotting function (keyword ``quick``; returns a Figure).
+FIGURES = {
+    "time_course": plot_time_course,
+    "stopping_curves": plot_stopping_curves,
+    "line_coordinates": plot_line_coordinates,
+    "simulation_vs_theory": plot_simulation_vs_theory,
+    "parameterizations": plot_parameterizations,
+}
+
+
+def _check_formats(formats):
+    if isinstance(formats, str):
+        formats = (formats,)
+    formats = tuple(formats)
+    if not formats:
+        raise ValueError("formats must not be empty")
+    bad = [f for f in formats if f not in FORMATS]
+    if bad:
+        raise ValueError(f"unknown format(s) {bad}; choose from {list(FORMATS)}")
+    return formats
+
+
+def _check_names(names):
+    if names is None:
+        return tuple(FIGURES)
+    if isinstance(names, str):
+        names = (names,)
+    names = tuple(names)
+    bad = [n for n in names if n not in FIGURES]
+    if bad or not names:
+        raise ValueError(f"unknown figure(s) {bad}; choose from {list(FIGURES)}")
+    return names
+
+
+def save_figure(fig, output_dir, name, formats=("png", "pdf"), dpi=DPI):
+    """Save ``fig`` as ``output_dir/name.<fmt>`` for each format; close it.
+    Returns the list of paths."""
+    matplotlib, plt = _mpl()
+    out = []
+    with matplotlib.rc_context(_STYLE):
+        for fmt in formats:
+            path = Path(output_dir) / f"{name}.{fmt}"
+            fig.savefig(path, dpi=dpi, format=fmt)
+            out.append(path)
+    plt.close(fig)
+    return out
+
+
+def make_figures(output_dir=DEFAULT_OUTPUT, formats=("png", "pdf"), *, names=None,
+                 quick=False, dpi=DPI, verbose=False):
+    """Make the figures and write them to ``output_dir`` (created if missing).
+
+    Parameters
+    ----------
+    output_dir : str or Path
+    formats : sequence of {"png", "pdf", "svg"}
+    names : sequence of str, optional
+        Subset of :data:`FIGURES` (default: all, in order).
+    quick : bool
+        Coarser grids (for tests).
+    dpi : float
+        Raster resolution (> 0).
+    verbose : bool
+        Print one line per figure (name, seconds) to stderr.
+
+    Returns
+    -------
+    list[pathlib.Path]
+        The written files, figure by figure, in the order of ``formats``.
+
+    Raises
+    ------
+    ValueError
+        Unknown format or figure name, non-positive dpi, or ``output_dir``
+        exists and is not a directory.
+    """
+    formats = _check_formats(formats)
+    names = _check_names(names)
+    dpi = float(dpi)
+    if not (np.isfinite(dpi) and dpi > 0):
+        raise ValueError(f"dpi must be finite and > 0, got {dpi!r}")
+    output_dir = Path(output_dir)
+    if output_dir.exists() and not output_dir.is_dir():
+        raise ValueError(f"output {str(output_dir)!r} exists and is not a directory")
+    output_dir.mkdir(parents=True, exist_ok=True)
+    matplotlib, _ = _mpl()
+    paths = []
+    for name in names:
+        t0 = time.perf_counter()
+        with matplotlib.rc_context(_STYLE):
+            fig = FIGURES[name](quick=quick)
+            paths += save_figure(fig, output_dir, name, formats, dpi)
+        if verbose:
+            print(f"{name}: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    return paths
+
+
+class _Parser(argparse.ArgumentParser):
+    """Argument errors: one line on stderr, exit status 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _parser():
+    p = _Parser(prog="python -m numerics.figures",
+                description="Write the figures of the QK/OV dynamics as PNG and PDF.")
+    p.add_argument("--output", "-o", default=str(DEFAULT_OUTPUT), metavar="DIR",
+                   help=f"output directory (default {DEFAULT_OUTPUT})")
+    p.add_argument("--formats", default="png,pdf",
+                   help=f"comma-separated subset of {','.join(FORMATS)} (default png,pdf)")
+    p.add_argument("--only", nargs="+", metavar="NAME", choices=list(FIGURES),
+                   help="make only these figures: " + ", ".join(FIGURES))
+    p.add_argument("--dpi", type=float, default=DPI, help=f"PNG resolution (default {DPI})")
+    p.add_argument("--quick", action="store_true", help="coarser grids (fast; for tests)")
+    p.add_argument("--quiet", "-q", action="store_true", help="do not list the written files")
+    return p
+
+
+def main(argv=None):
+    """Command-line entry point; returns the exit status (0 ok, 2 bad arguments)."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    formats = tuple(f.strip() for f in args.formats.split(",") if f.strip())
+    try:
+        _check_formats(formats)
+        if not (np.isfinite(args.dpi) and args.dpi > 0):
+            raise ValueError(f"--dpi must be finite and > 0, got {args.dpi:g}")
+        out = Path(args.output)
+        if out.exists() and not out.is_dir():
+            raise ValueError(f"--output {args.output!r} exists and is not a directory")
+    except ValueError as exc:
+        parser.error(str(exc).replace("\n", " "))
+    t0 = time.perf_counter()
+    try:
+        paths = make_figures(out, formats, names=args.only, quick=args.quick, dpi=args.dpi,
+                             verbose=not args.quiet)
+    except OSError as exc:
+        print(f"{parser.prog}: error: {exc}".replace("\n", " "), file=sys.stderr)
+        return 1
+    if not args.quiet:
+        for path in paths:
+            print(path)
+        print(f"{len(paths)} files in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

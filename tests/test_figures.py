@@ -1,0 +1,118 @@
+"""Tests for numerics.figures (API, CLI, argument errors)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("matplotlib")
+
+from numerics import figures  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _check_files(paths, names, formats):
+    expected = {f"{n}.{f}" for n in names for f in formats}
+    assert {p.name for p in paths} == expected
+    for p in paths:
+        data = p.read_bytes()
+        assert len(data) > 1000, p
+        if p.suffix == ".png":
+            assert data.startswith(PNG_MAGIC), p
+        elif p.suffix == ".pdf":
+            assert data.startswith(b"%PDF"), p
+
+
+@pytest.fixture(scope="module")
+def quick_figures(tmp_path_factory):
+    out = tmp_path_factory.mktemp("figs")
+    return out, figures.make_figures(out, quick=True)
+
+
+def test_make_figures_writes_png_and_pdf(quick_figures):
+    out, paths = quick_figures
+    _check_files(paths, figures.FIGURES, ("png", "pdf"))
+    assert all(p.parent == out for p in paths)
+
+
+def test_png_size_is_paper_width(quick_figures):
+    import matplotlib.image as mpimg
+
+    _, paths = quick_figures
+    for p in paths:
+        if p.suffix == ".png":
+            h, w = mpimg.imread(p).shape[:2]
+            assert abs(w / figures.DPI - figures.WIDTH) < 0.2, (p.name, w)
+            assert h < w
+
+
+def test_cli_in_process(tmp_path, capsys):
+    out = tmp_path / "new" / "dir"
+    rc = figures.main(["--output", str(out), "--quick", "--only", "stopping_curves",
+                       "--formats", "png,pdf,svg", "--dpi", "60"])
+    assert rc == 0
+    paths = sorted(out.iterdir())
+    _check_files(paths, ("stopping_curves",), ("png", "pdf", "svg"))
+    printed = capsys.readouterr().out.split()
+    assert sorted(printed) == sorted(str(p) for p in paths)
+
+
+def test_each_plot_function_returns_figure():
+    from matplotlib.figure import Figure
+
+    fig = figures.plot_stopping_curves(quick=True, ratios=(1.0, 10.0))
+    assert isinstance(fig, Figure)
+    assert len(fig.axes) == 3
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(formats=("png", "gif")), "format"),
+    (dict(formats=()), "empty"),
+    (dict(names=("nope",)), "figure"),
+    (dict(dpi=0), "dpi"),
+])
+def test_make_figures_bad_arguments(tmp_path, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        figures.make_figures(tmp_path, **kwargs)
+
+
+def test_make_figures_output_is_file(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("x")
+    with pytest.raises(ValueError, match="not a directory"):
+        figures.make_figures(f)
+
+
+@pytest.mark.parametrize("argv", [
+    ["--formats", "png,jpg"],
+    ["--only", "nope"],
+    ["--dpi", "-1"],
+    ["--dpi", "abc"],
+    ["--bogus"],
+    ["extra"],
+])
+def test_cli_bad_arguments_exit_2_one_line(tmp_path, capsys, argv):
+    with pytest.raises(SystemExit) as exc:
+        figures.main(["--output", str(tmp_path / "o"), *argv])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    assert "error" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_cli_subprocess_bad_output(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("x")
+    proc = subprocess.run([sys.executable, "-m", "numerics.figures", "--output", str(f)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "not a directory" in proc.stderr
+    assert proc.stdout == ""
