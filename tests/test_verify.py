@@ -1,0 +1,186 @@
+"""Tests for numerics.verify (the end-to-end verifier and its command line)."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from numerics import verify
+from numerics.verify import Check, run_checks
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run_cli(*args, timeout=120):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run([sys.executable, "-m", "numerics.verify", *args], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def quick_checks():
+    return run_checks(quick=True)
+
+
+# --------------------------------------------------------------------------- #
+# the quick run passes
+# --------------------------------------------------------------------------- #
+def test_run_checks_quick_passes(quick_checks):
+    failed = [(c.parameterization, c.ratio, c.quantity, c.value) for c in quick_checks
+              if c.status == "FAIL"]
+    assert not failed
+    assert all(isinstance(c, Check) for c in quick_checks)
+    # every parameterization and every kind of check is present
+    for P in verify.PARAMETERIZATIONS:
+        qs = [c.quantity for c in quick_checks if c.parameterization == P]
+        for key in ("flow~reduced mu_OV", "flow~reduced mu_QK", "flow~reduced alpha",
+                    "first-integral drift", "family distance (structured, max)"):
+            assert key in qs, (P, key)
+        assert sum(q.startswith("flow~closed") for q in qs) == 3
+        assert any(q.startswith("state@L=") for q in qs)
+        assert any(q.startswith("GD order") for q in qs)
+    # the flow comparisons really are tight, not just under the tolerance
+    flow = [c.value for c in quick_checks if c.quantity.startswith(("flow~", "state@"))]
+    assert flow and max(flow) < 1e-8
+
+
+def test_quick_gd_orders_near_one(quick_checks):
+    orders = [c.value for c in quick_checks if c.quantity.startswith("GD order")]
+    assert len(orders) == 4
+    assert all(0.9 < o < 1.1 for o in orders)
+
+
+# --------------------------------------------------------------------------- #
+# the verifier can fail
+# --------------------------------------------------------------------------- #
+def _wrong_state_at_loss(rel):
+    from numerics.closed_form import state_at_loss
+
+    def wrong(loss, ratio, **kw):
+        st = state_at_loss(loss, ratio, **kw)
+        return st._replace(mu_QK=st.mu_QK * (1 + rel))
+    return wrong
+
+
+def test_wrong_closed_form_is_detected():
+    checks = run_checks("CACO", [1.0], quick=True, state_at_loss=_wrong_state_at_loss(1e-4))
+    by_q = {c.quantity: c for c in checks}
+    bad = by_q["flow~closed(state_at_loss) mu_QK"]
+    assert bad.status == "FAIL"
+    assert bad.value == pytest.approx(1e-4, rel=1e-3)
+    assert all(c.status == "FAIL" for c in checks if c.quantity.startswith("state@L="))
+    # the comparisons not involving the closed form are unaffected
+    assert by_q["flow~reduced mu_QK"].status == "PASS"
+    assert by_q["flow~closed(state_at_loss) mu_OV"].status == "PASS"
+    # a perturbation below the tolerance still passes
+    ok = run_checks("CACO", [1.0], quick=True, state_at_loss=_wrong_state_at_loss(1e-8))
+    assert all(c.status != "FAIL" for c in ok)
+
+
+def test_tightened_tolerance_fails():
+    checks = run_checks("FAFO", [1.0], quick=True, tolerances={"flow": 1e-15, "order": (1.5, 2.5)})
+    failed = {c.quantity for c in checks if c.status == "FAIL"}
+    assert "flow~reduced mu_OV" in failed
+    assert any(q.startswith("GD order") for q in failed)
+
+
+def test_exception_in_group_is_a_failing_check():
+    def broken(loss, ratio, **kw):
+        raise ArithmeticError("injected")
+    checks = run_checks("CACO", [1.0], quick=True, state_at_loss=broken)
+    assert [c.status for c in checks if c.quantity.startswith("error:")] == ["FAIL"]
+    assert "injected" in checks[-1].quantity
+
+
+def test_main_exit_status_1_on_failure(monkeypatch, capsys):
+    import numerics.closed_form as cf
+    monkeypatch.setattr(cf, "state_at_loss", _wrong_state_at_loss(1e-3))
+    rc = verify.main(["--quick", "--parameterization", "CACO", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 1
+    assert out["summary"]["ok"] is False and out["summary"]["n_fail"] >= 1
+
+
+# --------------------------------------------------------------------------- #
+# Check records
+# --------------------------------------------------------------------------- #
+def test_check_status_rules():
+    assert Check("CACO", 1.0, "x", 1e-7, 1e-6).status == "PASS"
+    assert Check("CACO", 1.0, "x", 1e-5, 1e-6).status == "FAIL"
+    assert Check("CACO", 1.0, "x", math.nan, 1e-6).status == "FAIL"
+    assert Check("CACO", 1.0, "x", math.inf, 1e-6).status == "FAIL"
+    assert Check("CACO", 1.0, "x", 1.0, (0.8, 1.2)).status == "PASS"
+    assert Check("CACO", 1.0, "x", 0.5, (0.8, 1.2)).status == "FAIL"
+    assert Check("CACO", 1.0, "x", math.nan, None).status == "INFO"
+    d = Check("CACO", 1.0, "x", math.nan, 1e-6, {"a": np.float64(np.inf)}).as_dict()
+    assert d["value"] is None and d["detail"]["a"] is None
+    json.dumps(d, allow_nan=False)
+
+
+def test_closed_form_state_on_orbit_consistent():
+    """The orbit-based closed form at a loss reproduces that loss and lies on the orbit."""
+    from numerics import lambdified as lam
+    for P in ("CAFO", "FACO", "FAFO"):
+        L = np.array([2.5, 1.0, 0.1])
+        st = verify.closed_form_state(P, L, 2.0)
+        loss = lam.loss_fn().func(st["mu_OV"], st["mu_QK"], 5, 50, 20)
+        np.testing.assert_allclose(loss, L, rtol=1e-12)
+        np.testing.assert_allclose(verify.orbit_mu_QK(P, st["mu_OV"], 2.0), st["mu_QK"],
+                                   rtol=1e-12)
+
+
+def test_run_checks_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="parameterization"):
+        run_checks("XYZ", quick=True)
+    with pytest.raises(ValueError, match="ratios"):
+        run_checks("CACO", [0.0], quick=True)
+    with pytest.raises(ValueError, match="M must be"):
+        run_checks("CACO", quick=True, M=1)
+    with pytest.raises(ValueError, match="tolerance"):
+        run_checks("CACO", quick=True, tolerances={"nope": 1.0})
+
+
+# --------------------------------------------------------------------------- #
+# command line
+# --------------------------------------------------------------------------- #
+def test_cli_json_quick():
+    p = _run_cli("--json", "--quick", "--parameterization", "CACO")
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    assert set(data) == {"checks", "summary"}
+    s = data["summary"]
+    assert s["ok"] is True and s["n_fail"] == 0
+    assert s["n_checks"] == len(data["checks"]) == s["n_pass"] + s["n_info"]
+    rec = data["checks"][0]
+    assert set(rec) >= {"parameterization", "ratio", "quantity", "value", "tolerance", "status"}
+    assert {c["parameterization"] for c in data["checks"]} == {"CACO"}
+    assert {c["status"] for c in data["checks"]} <= {"PASS", "INFO"}
+
+
+@pytest.mark.parametrize("args", [
+    ["--ratios", "-1"],
+    ["--ratios", "abc"],
+    ["--ratios", "1,,2"],
+    ["--params", "m=0"],
+    ["--params", "x=1"],
+    ["--params", "M=2.5"],
+    ["--params", "M=1"],
+    ["--params", "b=nan"],
+    ["--params", "m"],
+    ["--parameterization", "XYZ"],
+    ["--bogus"],
+    ["--params"],
+])
+def test_cli_bad_arguments(args):
+    p = _run_cli(*args, timeout=60)
+    assert p.returncode == 2
+    assert p.stdout == ""
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    assert "error" in lines[0] and "Traceback" not in p.stderr
