@@ -77,7 +77,7 @@ def class_loss(W_QK, W_OV, x_query, x_relevant, x_irrelevant, k, attention=None)
     """Cross-entropy of one class-k sequence, from the definitions.
 
     ``W_QK``/``W_OV`` are SymPy matrices, the ``x_*`` column vectors. Returns
-    ``(loss, alpha_k, logits)``. With ``attention`` (a symbol) the softmax
+    ``(loss, alpha_k, logits, score_gap)`` with score_gap = s_rel - s_irr. With ``attention`` (a symbol) the softmax
     output -- the total attention on the relevant tokens -- is kept as that
     symbol in the logits and the loss, so that the chain rule can be taken
     through it; ``alpha_k`` is still the softmax expression.
@@ -92,7 +92,7 @@ def class_loss(W_QK, W_OV, x_query, x_relevant, x_irrelevant, k, attention=None)
     context = m * a_rel * x_relevant + n * a_irr * x_irrelevant
     z = W_OV * context
     loss = sp.log(sum(sp.exp(zi) for zi in z)) - z[k]
-    return loss, alpha_k, z
+    return loss, alpha_k, z, s_rel - s_irr
 
 
 # --------------------------------------------------------------------------
@@ -278,7 +278,7 @@ class Family:
         return self._class_quantities(self.qk_entry, self.ov_column, attention=alpha)[0]
 
     def _class_quantities(self, qk_entry, ov_column, attention=None):
-        """One class's (loss, alpha, z_k, z_j) for symbolic M.
+        """One class's (loss, alpha, z_k, z_j, score gap) for symbolic M.
 
         The classes are exchangeable on the family, so the population loss is
         one class's CE. Of the M logits, z_k is the class's own and the other
@@ -287,10 +287,10 @@ class Family:
                          sp.zeros(2, 1))
         W_QK = sp.Matrix([[0, qk_entry], [0, 0]])           # rows (q_k, r_k), columns (q_k, r_k)
         W_OV = sp.Matrix([[0, ov_column[0]], [0, ov_column[1]]])  # rows (k, j)
-        _, a, z = class_loss(W_QK, W_OV, x_q, x_r, x_0, 0, attention=attention)
+        _, a, z, gap = class_loss(W_QK, W_OV, x_q, x_r, x_0, 0, attention=attention)
         z_k, z_j = z
         loss = sp.log(sp.exp(z_k) + (M - 1) * sp.exp(z_j)) - z_k
-        return loss, a, z_k, z_j
+        return loss, a, z_k, z_j, gap
 
     def loss(self):
         """The population loss on the family, in family coordinates."""
@@ -299,10 +299,8 @@ class Family:
     def mu(self):
         """``(mu_OV, mu_QK)`` as functions of the family coordinates, from
         their definitions: mu_QK = s_rel - s_irr, mu_OV = (z_k - z_j)/alpha."""
-        _, a, z_k, z_j = self._class_quantities(self.qk_entry, self.ov_column)
-        x_q = 1 / sp.sqrt(b)
-        mu_qk = x_q * self.qk_entry * x_q - 0
-        return sp.simplify((z_k - z_j) / a), sp.simplify(mu_qk)
+        _, a, z_k, z_j, gap = self._class_quantities(self.qk_entry, self.ov_column)
+        return sp.simplify((z_k - z_j) / a), sp.simplify(gap)
 
     def reduced_loss(self):
         """The loss as a function of the margin, with ``alpha`` kept as a symbol:
