@@ -45,29 +45,8 @@ import sympy as sp
 
 from .symbols import (M, alpha, b, eta_K, eta_O, eta_OV, eta_Q, eta_QK,
                       eta_V, m, mu_OV, mu_QK, n)
-
-PARAMETERIZATIONS = ("CACO", "CAFO", "FACO", "FAFO")
-"""The 2x2 grid: C/F = collapsed/factorized, A = attention (QK), O = output (OV)."""
-
-
-def check_parameterization(name: str) -> str:
-    """Return ``name`` if it is one of :data:`PARAMETERIZATIONS`, else raise
-    ``ValueError`` naming the valid choices."""
-    if name not in PARAMETERIZATIONS:
-        raise ValueError(
-            f"parameterization must be one of {', '.join(PARAMETERIZATIONS)}; got {name!r}")
-    return name
-
-
-def qk_factorized(parameterization: str) -> bool:
-    """True when the QK (attention) circuit is factorized, ``W_QK = W_Q W_K^T``."""
-    return check_parameterization(parameterization)[0] == "F"
-
-
-def ov_factorized(parameterization: str) -> bool:
-    """True when the OV (output) circuit is factorized, ``W_OV = W_O W_V``."""
-    return check_parameterization(parameterization)[2] == "F"
-
+from .vocabulary import (PARAMETERIZATIONS, check_classes,  # noqa: F401 - re-exported
+                         check_parameterization, ov_factorized, qk_factorized)
 
 # --------------------------------------------------------------------------
 # The model's forward pass, shared by both views
@@ -178,8 +157,7 @@ def explicit_model(M_value: int, parameterization: str = "CACO") -> ExplicitMode
     >>> em.params["W_QK"].shape, em.params["W_OV"].shape
     ((4, 4), (2, 4))
     """
-    if int(M_value) != M_value or M_value < 2:
-        raise ValueError(f"M must be an integer >= 2; got {M_value!r}")
+    M_value = check_classes(M_value)
     params = {name: sp.Matrix(rows, cols, lambda i, j, name=name: sp.Symbol(f"{name}_{i}_{j}", real=True))
               for name, (rows, cols) in explicit_shapes(M_value, parameterization).items()}
     W_QK, W_OV = _circuits(parameterization, params)

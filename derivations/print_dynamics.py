@@ -36,7 +36,8 @@ import json
 import math
 import sys
 
-PAPER_SETTING = {"m": 5, "n": 50, "b": 50, "M": 20}
+from .vocabulary import PAPER_SETTING
+
 SYMBOL_MEANINGS = {
     "m": "number of relevant context tokens (> 0)",
     "n": "number of irrelevant context tokens (> 0)",
