@@ -29,11 +29,13 @@ import hashlib
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 SHIPPED_CACHE = PACKAGE_DIR / "_cache" / "derived.json"
-SOURCE_MODULES = ("symbols", "special_functions", "model", "reduction", "factorization",
+SOURCE_MODULES = ("vocabulary", "symbols", "special_functions", "model", "reduction", "factorization",
                   "first_integral", "sharpness", "asymptotics", "catalog")
 
 
@@ -47,65 +49,111 @@ def cache_key() -> str:
     return h.hexdigest()
 
 
+class Result(NamedTuple):
+    """One derived result.
+
+    Attributes
+    ----------
+    name : str
+        Catalog key, ``<group>.<what>`` (for example ``"CACO.dmu_OV_dt"``).
+    lhs : sympy.Basic or None
+        What the expression is (for example ``Derivative(mu_OV, t)``); None
+        when the expression is itself an equation.
+    expr : sympy.Basic
+        The derived expression.
+    relation : {"=", "~"}
+        ``lhs = expr`` or ``lhs ~ expr`` (asymptotically equal).
+    """
+    name: str
+    lhs: object
+    expr: object
+    relation: str = "="
+
+
+RELATIONS = ("=", "~")
+
+
 def derive_all() -> dict:
-    """Run every derivation; returns ``{name: sympy expression}`` (insertion-ordered)."""
+    """Run every derivation; returns ``{name: Result}`` (insertion-ordered)."""
     import sympy as sp
 
     from . import asymptotics, factorization, first_integral, reduction, sharpness
-    from .model import PARAMETERIZATIONS, family
+    from . import symbols as S
+    from .model import family
+    from .vocabulary import PARAMETERIZATIONS
 
     out = {}
-    out["model.alpha"] = reduction.alpha_expr()
-    out["model.loss"] = reduction.reduced_loss()
-    out["model.loss_alpha"] = family("CACO").reduced_loss()
+
+    def add(name, expr, lhs=None, relation="="):
+        out[name] = Result(name, lhs, expr, relation)
+
+    def d(f, x=S.t):
+        return sp.Derivative(f, x)
+
+    add("model.alpha", reduction.alpha_expr(), S.alpha)
+    add("model.loss", reduction.reduced_loss(), S.LOSS)
+    add("model.loss_alpha", family("CACO").reduced_loss(), S.LOSS)
     for name in PARAMETERIZATIONS:
         d_ov, d_qk = reduction.reduced_odes(name)
         a_ov, a_qk = reduction.reduced_odes(name, in_alpha=True)
-        out.update({f"{name}.dmu_OV_dt": d_ov, f"{name}.dmu_QK_dt": d_qk,
-                    f"{name}.dmu_OV_dt_alpha": a_ov, f"{name}.dmu_QK_dt_alpha": a_qk})
+        add(f"{name}.dmu_OV_dt", d_ov, d(S.mu_OV))
+        add(f"{name}.dmu_QK_dt", d_qk, d(S.mu_QK))
+        add(f"{name}.dmu_OV_dt_alpha", a_ov, d(S.mu_OV))
+        add(f"{name}.dmu_QK_dt_alpha", a_qk, d(S.mu_QK))
         if name != "CACO":
             u_ov, u_qk = reduction.reduced_odes(name, balanced=False, in_alpha=True)
-            out.update({f"{name}.dmu_OV_dt_unbalanced_alpha": u_ov,
-                        f"{name}.dmu_QK_dt_unbalanced_alpha": u_qk})
-        out[f"{name}.first_integral"] = first_integral.first_integral(name)
-        out[f"{name}.dH_dt"] = first_integral.dH_dt(name)
+            add(f"{name}.dmu_OV_dt_unbalanced_alpha", u_ov, d(S.mu_OV))
+            add(f"{name}.dmu_QK_dt_unbalanced_alpha", u_qk, d(S.mu_QK))
+        add(f"{name}.first_integral", first_integral.first_integral(name), S.H)
+        add(f"{name}.dH_dt", first_integral.dH_dt(name), d(S.H))
         X, Y, slope = first_integral.line_coordinates(name)
-        out.update({f"{name}.line_X": X, f"{name}.line_Y": Y, f"{name}.line_slope": slope})
-        out[f"{name}.orbit"] = first_integral.orbit(name)
+        add(f"{name}.line_X", X, S.X)
+        add(f"{name}.line_Y", Y, S.Y)
+        add(f"{name}.line_slope", slope, d(S.Y, S.X))
+        orbit = first_integral.orbit(name)
+        add(f"{name}.orbit", orbit, None if isinstance(orbit, sp.Equality) else S.mu_QK)
     for circuit in ("QK", "OV"):
         C, dC = factorization.conserved_quantity(circuit)
-        out.update({f"factorization.{circuit}.rate_factor": factorization.rate_factor(circuit),
-                    f"factorization.{circuit}.conserved": C,
-                    f"factorization.{circuit}.conserved_dt": dC,
-                    f"factorization.{circuit}.effective_rate": factorization.effective_rate(circuit),
-                    f"factorization.{circuit}.effective_rate_unbalanced":
-                        factorization.effective_rate(circuit, balanced=False)})
+        conserved = factorization.circuit_symbols(circuit).conserved
+        eta = S.ETA_EFF[circuit]
+        add(f"factorization.{circuit}.rate_factor", factorization.rate_factor(circuit), eta)
+        add(f"factorization.{circuit}.conserved", C, conserved)
+        add(f"factorization.{circuit}.conserved_dt", dC, d(conserved))
+        add(f"factorization.{circuit}.effective_rate", factorization.effective_rate(circuit), eta)
+        add(f"factorization.{circuit}.effective_rate_unbalanced",
+            factorization.effective_rate(circuit, balanced=False), eta)
     dW, gA, gB = factorization.induced_flow()
-    out["factorization.induced_flow"] = dW
-    out["CACO.alpha_on_orbit"] = first_integral.attention_on_orbit("CACO")
-    out["sharpness.margin"] = sharpness.margin_at_loss()
-    out["sharpness.state_equation"] = sharpness.state_equation()
+    add("factorization.induced_flow", dW, d(S.W))
+    add("CACO.alpha_on_orbit", first_integral.attention_on_orbit("CACO"), S.alpha)
+    add("sharpness.margin", sharpness.margin_at_loss(), S.s)
+    add("sharpness.state_equation", sharpness.state_equation(), sp.Function("F")(S.p, S.s, S.r))
+    state_names = {"alpha": S.alpha, "mu_QK": S.mu_QK, "mu_OV": S.mu_OV}
     for key, value in sharpness.state_from_odds().items():
-        out[f"sharpness.state.{key}"] = value
+        add(f"sharpness.state.{key}", value, state_names[key])
+    derivative_of = {"dF/dp": (S.F, S.p), "dF/dr": (S.F, S.r), "dp/dr": (S.p, S.r),
+                     "dalpha/dr": (S.alpha, S.r), "dmu_QK/dr": (S.mu_QK, S.r),
+                     "dmu_OV/dr": (S.mu_OV, S.r)}
     for key, (expr, sign) in sharpness.sharpness_signs().items():
-        out[f"sharpness.sign.{key}"] = expr
-        out[f"sharpness.sign_value.{key}"] = sp.Integer(sign)
-    out["asymptotics.time_integrand"] = asymptotics.time_integrand("CACO")
+        deriv = d(*derivative_of[key])
+        add(f"sharpness.sign.{key}", expr, deriv)
+        add(f"sharpness.sign_value.{key}", sp.Integer(sign), sp.sign(deriv))
+    add("asymptotics.time_integrand", asymptotics.time_integrand("CACO"), d(S.t, S.mu_OV))
+    early_lhs = {"alpha_0": S.ALPHA_0, "t_of_mu_OV_alpha": S.t, "mu_OV_of_t_alpha": S.mu_OV,
+                 "t_of_mu_OV": S.t, "mu_OV_of_t": S.mu_OV, "loss_of_t": S.LOSS}
     for key, value in asymptotics.early_phase().items():
-        out[f"asymptotics.early.{key}"] = value
-    for key, value in asymptotics.late_time().items():
-        out[f"asymptotics.late.{key}"] = value
+        add(f"asymptotics.early.{key}", value, early_lhs[key])
+    late = asymptotics.late_time()
+    late_lhs = {
+        "one_minus_alpha": (1 - S.alpha, "="),
+        "one_minus_alpha_leading": (1 - S.alpha, "~"),
+        "one_minus_alpha_ratio_limit": (sp.Limit((1 - S.alpha) / late["one_minus_alpha_leading"],
+                                                 S.mu_OV, sp.oo), "="),
+        "t_of_mu_late": (S.t, "="),
+        "loss_times_t_limit": (sp.Limit(S.t * S.LOSS, S.t, sp.oo), "="),
+        "loss_leading": (S.LOSS, "~")}
+    for key, value in late.items():
+        add(f"asymptotics.late.{key}", value, *late_lhs[key])
     return out
-
-
-def _namespace():
-    import sympy as sp
-
-    from .special_functions import wright_omega
-    ns = {k: getattr(sp, k) for k in dir(sp) if not k.startswith("_")}
-    from sympy.core.symbol import Str
-    ns.update(wright_omega=wright_omega, Str=Str)
-    return ns
 
 
 def _user_cache(key):
@@ -113,45 +161,98 @@ def _user_cache(key):
     return base / "qkov" / f"derived-{key}.json"
 
 
-def _read(path, key):
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
+def _decode(data, key):
+    """``{name: Result}`` from parsed JSON, or None when the key differs (a
+    stale cache). Raises ValueError when the data is damaged: wrong shape, or
+    an entry that is not a whitelisted srepr tree (:mod:`derivations.srepr_reader`)."""
+    from .srepr_reader import from_srepr
+    if not isinstance(data, dict) or not isinstance(data.get("key"), str):
+        raise ValueError("cache is not an object with a string 'key'")
+    if data["key"] != key:
         return None
-    return data if data.get("key") == key else None
+    entries = data.get("results")
+    if not isinstance(entries, dict) or not entries:
+        raise ValueError("cache has no 'results' object")
+    out = {}
+    for name, entry in entries.items():
+        if not (isinstance(entry, dict) and set(entry) == {"lhs", "expr", "relation"}
+                and entry["relation"] in RELATIONS and isinstance(entry["expr"], str)
+                and (entry["lhs"] is None or isinstance(entry["lhs"], str))):
+            raise ValueError(f"cache entry {name!r} has the wrong shape")
+        lhs = None if entry["lhs"] is None else from_srepr(entry["lhs"])
+        out[name] = Result(name, lhs, from_srepr(entry["expr"]), entry["relation"])
+    return out
 
 
-def write_cache(path: Path, key: str, exprs: dict) -> None:
-    """Write ``exprs`` as srepr strings under ``key`` (sorted keys: byte-stable)."""
+def _read(path, key):
+    """The cached records at ``path`` under ``key``; None when missing, stale
+    or damaged (a damaged file is then rebuilt by :func:`records`)."""
+    try:
+        data = json.loads(Path(path).read_text())
+        return _decode(data, key)
+    except (OSError, ValueError, RecursionError):
+        return None
+
+
+def write_cache(path: Path, key: str, records: dict) -> None:
+    """Write ``records`` (``{name: Result}``) as srepr strings under ``key``,
+    atomically: a temporary file in the same directory, then ``os.replace``.
+    Sorted keys: byte-stable."""
     import sympy as sp
+    path = Path(path)
+    payload = {"key": key, "results": {
+        name: {"lhs": None if rec.lhs is None else sp.srepr(rec.lhs), "expr": sp.srepr(rec.expr),
+               "relation": rec.relation} for name, rec in records.items()}}
+    text = json.dumps(payload, indent=1, sort_keys=True) + "\n"
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {"key": key, "results": {k: sp.srepr(v) for k, v in exprs.items()}}
-    path.write_text(json.dumps(payload, indent=1, sort_keys=True) + "\n")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
-_RESULTS = None
+_RECORDS = None
+_WARNED = False
 
 
-def results(*, rebuild: bool = False) -> dict:
-    """All derived results ``{name: expr}``, from the cache when it is fresh."""
-    global _RESULTS
-    if _RESULTS is not None and not rebuild:
-        return _RESULTS
+def records(*, rebuild: bool = False) -> dict:
+    """All derived results as typed records ``{name: Result}``, from the cache
+    when it is fresh; otherwise derived and saved (a warning on stderr, once,
+    when no cache location is writable)."""
+    global _RECORDS, _WARNED
+    if _RECORDS is not None and not rebuild:
+        return _RECORDS
     key = cache_key()
     data = None if rebuild else (_read(SHIPPED_CACHE, key) or _read(_user_cache(key), key))
     if data is None:
-        exprs = derive_all()
+        data = derive_all()
+        errors = []
         for path in (SHIPPED_CACHE, _user_cache(key)):
             try:
-                write_cache(path, key, exprs)
+                write_cache(path, key, data)
                 break
-            except OSError:
-                continue
-        _RESULTS = exprs
-        return exprs
-    ns = _namespace()
-    _RESULTS = {name: eval(text, ns) for name, text in data["results"].items()}  # noqa: S307 - our own srepr
-    return _RESULTS
+            except OSError as exc:
+                errors.append(f"{path}: {exc.strerror or exc}")
+        else:
+            if not _WARNED:
+                _WARNED = True
+                print("derivations.catalog: warning: cannot save the derivation cache ("
+                      + "; ".join(errors) + "); results will be derived again next time",
+                      file=sys.stderr)
+    _RECORDS = data
+    return data
+
+
+def results(*, rebuild: bool = False) -> dict:
+    """All derived results ``{name: expr}`` (the expressions of :func:`records`)."""
+    return {name: rec.expr for name, rec in records(rebuild=rebuild).items()}
 
 
 def main(argv=None) -> int:

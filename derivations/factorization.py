@@ -33,26 +33,73 @@ sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import NamedTuple
 
 import sympy as sp
 
-from .model import (a_Q, c_K, family, o_O, ov_factorized, qk_factorized,
-                    theta_OV, theta_QK, v_V)
-from .symbols import (C_OV, C_QK, alpha, b, eta_K, eta_O, eta_OV, eta_Q,
-                      eta_QK, eta_V, mu_OV, mu_QK)
-
-CIRCUITS = {
-    # circuit: (factor coordinates, factor rates, collapsed coordinate, collapsed rate,
-    #           conserved symbol, magnitude P in mu, family parameterization with it factorized)
-    "QK": ((a_Q, c_K), (eta_Q, eta_K), theta_QK, eta_QK, C_QK, b * mu_QK, "FACO"),
-    "OV": ((o_O, v_V), (eta_O, eta_V), theta_OV, eta_OV, C_OV, sp.sqrt(b) * mu_OV, "CAFO"),
-}
+from .model import family
+from .symbols import SYMBOLS, eta_OV, eta_QK
+from .vocabulary import check_circuit, ov_factorized, qk_factorized
 
 
-def _check_circuit(circuit):
-    if circuit not in CIRCUITS:
-        raise ValueError(f"circuit must be 'QK' or 'OV'; got {circuit!r}")
-    return CIRCUITS[circuit]
+class CircuitSymbols(NamedTuple):
+    """A circuit of :data:`derivations.vocabulary.CIRCUITS` in SymPy terms,
+    read off the families of :mod:`derivations.model`.
+
+    Attributes
+    ----------
+    factors : (Symbol, Symbol)
+        Family coordinates of the two factors (``a_Q, c_K`` or ``o_O, v_V``).
+    factor_rates : (Symbol, Symbol)
+    collapsed : Symbol
+        The collapsed circuit's family coordinate (``theta_QK``/``theta_OV``).
+    rate : Symbol
+        The collapsed circuit's rate.
+    conserved : Symbol
+        ``C_QK`` or ``C_OV``.
+    magnitude : Expr
+        The circuit's amplitude in mu units, solved from CACO's mu map
+        (``b mu_QK`` for QK, ``sqrt(b) mu_OV`` for OV).
+    parameterization : str
+        The family with only this circuit factorized.
+    """
+    factors: tuple
+    factor_rates: tuple
+    collapsed: sp.Symbol
+    rate: sp.Symbol
+    conserved: sp.Symbol
+    magnitude: sp.Expr
+    parameterization: str
+
+
+@lru_cache(maxsize=None)
+def circuit_symbols(circuit: str = "QK") -> CircuitSymbols:
+    """The :class:`CircuitSymbols` of ``circuit`` (``"QK"`` or ``"OV"``).
+
+    >>> circuit_symbols("OV").magnitude
+    sqrt(b)*mu_OV
+    """
+    c = check_circuit(circuit)
+    fam = family(c.only_factorized)
+    factors = tuple(coord for basis in c.factor_bases for coord, (mat, bas, _) in fam.coordinates.items()
+                    if bas == basis and mat in c.factors)
+    rates = tuple(fam.coordinates[f][2] for f in factors)
+    caco = family("CACO")
+    (collapsed,) = [coord for coord, (mat, _, _) in caco.coordinates.items() if mat == c.matrix]
+    magnitude = caco.coordinates_of_mu()[collapsed]
+    return CircuitSymbols(factors, rates, collapsed, caco.coordinates[collapsed][2],
+                          SYMBOLS[c.conserved], magnitude, c.only_factorized)
+
+
+def _product_flow():
+    """Matrix symbols A, B, G, rates and the factor gradients of the loss's
+    first-order change tr(G^T A B) (matrix calculus)."""
+    p_, q_, r_ = sp.symbols("p q r", integer=True, positive=True)
+    A, B, G = sp.MatrixSymbol("A", p_, q_), sp.MatrixSymbol("B", q_, r_), sp.MatrixSymbol("G", p_, r_)
+    eA, eB = sp.symbols("eta_A eta_B", positive=True)
+    first_order = sp.Trace(G.T * A * B)
+    grad_A, grad_B = sp.diff(first_order, A), sp.diff(first_order, B)
+    return A, B, eA, eB, grad_A, grad_B
 
 
 def induced_flow():
@@ -62,11 +109,7 @@ def induced_flow():
     symbols A, B, G (G = dL/dW). The factor gradients are derived by matrix
     calculus on the first-order change of the loss, tr(G^T A B).
     """
-    p_, q_, r_ = sp.symbols("p q r", integer=True, positive=True)
-    A, B, G = sp.MatrixSymbol("A", p_, q_), sp.MatrixSymbol("B", q_, r_), sp.MatrixSymbol("G", p_, r_)
-    eA, eB = sp.symbols("eta_A eta_B", positive=True)
-    first_order = sp.Trace(G.T * A * B)
-    grad_A, grad_B = sp.diff(first_order, A), sp.diff(first_order, B)
+    A, B, eA, eB, grad_A, grad_B = _product_flow()
     dA, dB = -eA * grad_A, -eB * grad_B
     dW = sp.MatMul(dA, B) + sp.MatMul(A, dB)
     return sp.expand(dW).doit(), grad_A, grad_B
@@ -79,21 +122,20 @@ def conserved_quantity(circuit: str = "QK"):
 
     Returns ``(C, dC/dt)``.
     """
-    (fa, fb), (ra, rb), *_, param = _check_circuit(circuit)
-    from .reduction import family_flow
-    flow = family_flow(param)
+    cs = circuit_symbols(circuit)
+    (fa, fb), (ra, rb) = cs.factors, cs.factor_rates
+    flow = family(cs.parameterization).flow()
     C = fa**2 / ra - fb**2 / rb
     dC = sp.simplify(sp.diff(C, fa) * flow[fa] + sp.diff(C, fb) * flow[fb])
     return C, dC
 
 
 def conserved_matrix_derivative():
-    """d/dt (A^T A/eta_A - B B^T/eta_B) for the induced flow, in matrix symbols;
-    it expands to the zero matrix."""
-    p_, q_, r_ = sp.symbols("p q r", integer=True, positive=True)
-    A, B, G = sp.MatrixSymbol("A", p_, q_), sp.MatrixSymbol("B", q_, r_), sp.MatrixSymbol("G", p_, r_)
-    eA, eB = sp.symbols("eta_A eta_B", positive=True)
-    dA, dB = -eA * G * B.T, -eB * A.T * G
+    """d/dt (A^T A/eta_A - B B^T/eta_B) for the induced flow (the factor
+    gradients of :func:`induced_flow`), in matrix symbols; it expands to the
+    zero matrix."""
+    A, B, eA, eB, grad_A, grad_B = _product_flow()
+    dA, dB = -eA * grad_A, -eB * grad_B
     d = (dA.T * A + A.T * dA) / eA - (dB * B.T + B * dB.T) / eB
     return sp.expand(d).doit()
 
@@ -106,12 +148,12 @@ def rate_factor(circuit: str = "QK"):
     Derived as the ratio of the family flows of the parameterization with
     only this circuit factorized and of CACO (the other circuit is collapsed
     in both, with the same coordinate); the loss gradient cancels."""
-    (fa, fb), _, theta, rate, _, _, param = _check_circuit(circuit)
-    from .reduction import family_flow
-    flow = family_flow(param)
+    cs = circuit_symbols(circuit)
+    (fa, fb), theta = cs.factors, cs.collapsed
+    flow = family(cs.parameterization).flow()
     product = fa * fb
     d_product = sp.diff(product, fa) * flow[fa] + sp.diff(product, fb) * flow[fb]
-    collapsed_per_rate = family_flow("CACO")[theta].subs(theta, product) / rate
+    collapsed_per_rate = family("CACO").flow()[theta].subs(theta, product) / cs.rate
     return sp.factor(sp.simplify(d_product / collapsed_per_rate))
 
 
@@ -119,7 +161,8 @@ def balanced_factors(circuit: str = "QK"):
     """Factor values on the balanced level set (C = 0) with product P:
     ``a = sqrt(P) (eta_A/eta_B)^(1/4)``, ``c = sqrt(P) (eta_B/eta_A)^(1/4)``,
     as a substitution dict in terms of mu (P = b mu_QK or sqrt(b) mu_OV)."""
-    (fa, fb), (ra, rb), _, _, _, P, _ = _check_circuit(circuit)
+    cs = circuit_symbols(circuit)
+    (fa, fb), (ra, rb), P = cs.factors, cs.factor_rates, cs.magnitude
     return {fa: sp.sqrt(P) * (ra / rb) ** sp.Rational(1, 4), fb: sp.sqrt(P) * (rb / ra) ** sp.Rational(1, 4)}
 
 
@@ -135,7 +178,8 @@ def effective_rate(circuit: str = "QK", balanced: bool = True):
     (C = 0) factors give ``2 sqrt(eta_A eta_B) P`` (P > 0 on trajectories from
     the paper's positive initialization).
     """
-    (fa, fb), (ra, rb), _, _, Csym, P, _ = _check_circuit(circuit)
+    cs = circuit_symbols(circuit)
+    (fa, fb), (ra, rb), Csym, P = cs.factors, cs.factor_rates, cs.conserved, cs.magnitude
     E = rate_factor(circuit)
     C, _ = conserved_quantity(circuit)
     identity = sp.expand(E**2 - (ra * rb * C) ** 2 - 4 * ra * rb * (fa * fb) ** 2)
@@ -150,7 +194,7 @@ def effective_rate(circuit: str = "QK", balanced: bool = True):
 def initial_conserved(circuit: str, eps):
     """C for the paper's initialization of scale eps (both factors eps):
     ``eps^2 (1/eta_A - 1/eta_B)``."""
-    (fa, fb), *_ = _check_circuit(circuit)
+    fa, fb = circuit_symbols(circuit).factors
     C, _ = conserved_quantity(circuit)
     return sp.simplify(C.subs({fa: eps, fb: eps}))
 
@@ -161,7 +205,8 @@ def initial_point(parameterization: str, eps):
     mu_OV = eps^2/sqrt(b) (from the family's mu map)."""
     fam = family(parameterization)
     mu_ov_of, mu_qk_of = fam.mu()
-    values = {c: (eps if c in (a_Q, c_K, o_O, v_V) else 0) for c in fam.coordinates}
+    factors = {f for c in ("QK", "OV") for f in circuit_symbols(c).factors}
+    values = {c: (eps if c in factors else 0) for c in fam.coordinates}
     return sp.simplify(mu_ov_of.subs(values)), sp.simplify(mu_qk_of.subs(values))
 
 
@@ -170,10 +215,9 @@ def factorized_reduced_odes(parameterization: str, balanced: bool = True):
     """Reduced ODEs ``(dmu_OV/dt, dmu_QK/dt)`` (in alpha) of a parameterization
     with at least one factorized circuit: CACO's with eta_QK and/or eta_OV
     replaced by :func:`effective_rate`."""
-    from .reduction import collapsed_reduced_odes
     subs = {}
     if qk_factorized(parameterization):
         subs[eta_QK] = effective_rate("QK", balanced)
     if ov_factorized(parameterization):
         subs[eta_OV] = effective_rate("OV", balanced)
-    return tuple(e.subs(subs) for e in collapsed_reduced_odes())
+    return tuple(e.subs(subs) for e in family("CACO").mu_flow(in_mu=True))

@@ -72,12 +72,14 @@ ABBREVIATIONS = (sp.Symbol("zeta"), sp.Symbol("xi"))
 LONG = 300
 
 # Names for left-hand sides and prose (SymPy objects; printed by sympy.latex).
-H, X, Y, F, W = sp.symbols("H X Y F W")
-LOSS = sp.Symbol("L")  # same name as the loss level in sharpness: the loss value
-ALPHA_0 = sp.Symbol("alpha_0")
-ETA_EFF = {"QK": sp.Symbol("eta_eff^QK"), "OV": sp.Symbol("eta_eff^OV")}
+H, X, Y, F, W = S.H, S.X, S.Y, S.F, S.W
+LOSS = S.LOSS
+ALPHA_0 = S.ALPHA_0
+ETA_EFF = S.ETA_EFF
 SYMBOL_NAMES.update({ETA_EFF["QK"]: r"\eta^{QK}_{\mathrm{eff}}",
                      ETA_EFF["OV"]: r"\eta^{OV}_{\mathrm{eff}}"})
+#: LaTeX of the relations of :class:`derivations.catalog.Result`.
+RELATION_TEX = {"=": "=", "~": r"\sim"}
 
 
 def tex(expr) -> str:
@@ -91,9 +93,13 @@ def snippet_filename(name: str) -> str:
 
 
 @lru_cache(maxsize=None)
+def _records():
+    from .catalog import records
+    return records()
+
+
 def _results():
-    from .catalog import results
-    return results()
+    return {name: rec.expr for name, rec in _records().items()}
 
 
 def abbreviate(expr, limit: int = LONG):
@@ -119,62 +125,12 @@ def abbreviate(expr, limit: int = LONG):
     return expr, defs
 
 
-# --------------------------------------------------------------------------
-# Left-hand sides: name -> (SymPy object, relation) or None (no left side).
-def _d(f, x=S.t):
-    return sp.Derivative(f, x)
-
-
 def left_side(name: str):
-    """The left-hand side of a result (a SymPy object and ``"="``/``"\\sim"``)."""
-    res = _results()
-    head, _, key = name.partition(".")
-    fixed = {
-        "model.alpha": S.alpha, "model.loss": LOSS, "model.loss_alpha": LOSS,
-        "CACO.alpha_on_orbit": S.alpha, "factorization.induced_flow": _d(W),
-        "sharpness.margin": S.s, "sharpness.state_equation": sp.Function("F")(S.p, S.s, S.r),
-        "sharpness.state.alpha": S.alpha, "sharpness.state.mu_OV": S.mu_OV,
-        "sharpness.state.mu_QK": S.mu_QK,
-        "asymptotics.time_integrand": _d(S.t, S.mu_OV),
-        "asymptotics.early.alpha_0": ALPHA_0, "asymptotics.early.loss_of_t": LOSS,
-        "asymptotics.early.mu_OV_of_t": S.mu_OV, "asymptotics.early.mu_OV_of_t_alpha": S.mu_OV,
-        "asymptotics.early.t_of_mu_OV": S.t, "asymptotics.early.t_of_mu_OV_alpha": S.t,
-        "asymptotics.late.one_minus_alpha": 1 - S.alpha,
-        "asymptotics.late.t_of_mu_late": S.t,
-        "asymptotics.late.loss_times_t_limit": sp.Limit(S.t * LOSS, S.t, sp.oo),
-        "asymptotics.late.one_minus_alpha_ratio_limit": sp.Limit(
-            (1 - S.alpha) / res["asymptotics.late.one_minus_alpha_leading"], S.mu_OV, sp.oo),
-    }
-    if name in fixed:
-        return fixed[name], "="
-    if name in ("asymptotics.late.loss_leading",):
-        return LOSS, r"\sim"
-    if name == "asymptotics.late.one_minus_alpha_leading":
-        return 1 - S.alpha, r"\sim"
-    if head in ("CACO", "CAFO", "FACO", "FAFO"):
-        if key.startswith("dmu_OV_dt"):
-            return _d(S.mu_OV), "="
-        if key.startswith("dmu_QK_dt"):
-            return _d(S.mu_QK), "="
-        simple = {"first_integral": (H, "="), "dH_dt": (_d(H), "="), "line_X": (X, "="),
-                  "line_Y": (Y, "="), "line_slope": (_d(Y, X), "=")}
-        if key in simple:
-            return simple[key]
-        if key == "orbit":
-            return None if isinstance(res[name], sp.Equality) else (S.mu_QK, "=")
-    if head == "factorization":
-        circuit, _, what = key.partition(".")
-        conserved = S.C_QK if circuit == "QK" else S.C_OV
-        return {"rate_factor": (ETA_EFF[circuit], "="), "effective_rate": (ETA_EFF[circuit], "="),
-                "effective_rate_unbalanced": (ETA_EFF[circuit], "="),
-                "conserved": (conserved, "="), "conserved_dt": (_d(conserved), "=")}[what]
-    if name.startswith("sharpness.sign"):
-        num, den = name.rpartition(".")[2].split("/")
-        top = {"dF": F, "dp": S.p, "dalpha": S.alpha, "dmu_OV": S.mu_OV, "dmu_QK": S.mu_QK}[num]
-        var = {"dp": S.p, "dr": S.r}[den]
-        deriv = _d(top, var)
-        return (deriv if ".sign." in name else sp.sign(deriv)), "="
-    return None
+    """The left-hand side of a result and its relation in LaTeX (``"="`` or
+    ``"\\sim"``), from the catalog record; None for a result that is itself an
+    equation."""
+    rec = _records()[name]
+    return None if rec.lhs is None else (rec.lhs, RELATION_TEX[rec.relation])
 
 
 def snippet(name: str) -> str:
@@ -201,6 +157,10 @@ def snippet(name: str) -> str:
 # --------------------------------------------------------------------------
 # The document. Prose may refer to symbols as <<name>> (a key of _INLINE,
 # printed by sympy.latex) and to results as [[result name]] (-> \eqref).
+def _d(f, x=S.t):
+    return sp.Derivative(f, x)
+
+
 def _inline():
     res = _results()
     d = {str(x): x for e in res.values() for x in e.free_symbols}

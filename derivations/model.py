@@ -45,7 +45,7 @@ import sympy as sp
 
 from .symbols import (M, alpha, b, eta_K, eta_O, eta_OV, eta_Q, eta_QK,
                       eta_V, m, mu_OV, mu_QK, n)
-from .vocabulary import (PARAMETERIZATIONS, check_classes,  # noqa: F401 - re-exported
+from .vocabulary import (CIRCUITS, PARAMETERIZATIONS, check_classes,  # noqa: F401 - re-exported
                          check_parameterization, ov_factorized, qk_factorized)
 
 # --------------------------------------------------------------------------
@@ -144,9 +144,17 @@ def explicit_population_loss(M_value: int, W_QK, W_OV):
     return total / M_value
 
 
-def _rate_of(name):
-    return {"W_QK": eta_QK, "W_OV": eta_OV, "W_Q": eta_Q, "W_K": eta_K,
-            "W_O": eta_O, "W_V": eta_V}[name]
+_RATE_SYMBOLS = {"eta_QK": eta_QK, "eta_OV": eta_OV, "eta_Q": eta_Q, "eta_K": eta_K,
+                 "eta_O": eta_O, "eta_V": eta_V}
+
+
+def _rate_of(matrix):
+    """The learning-rate symbol of a trained matrix (from the circuit table)."""
+    for circuit in CIRCUITS.values():
+        for mat, rate in ((circuit.matrix, circuit.rate), *zip(circuit.factors, circuit.factor_rates)):
+            if mat == matrix:
+                return _RATE_SYMBOLS[rate]
+    raise ValueError(f"unknown trained matrix {matrix!r}")
 
 
 @lru_cache(maxsize=None)
@@ -236,24 +244,21 @@ class Family:
         W_QK[q_k, r_k] on the family (all other entries that the loss sees are 0).
     ov_column : tuple[Expr, Expr]
         (W_OV[k, r_k], W_OV[j, r_k]) for j != k.
+    products : dict[str, Expr]
+        ``{"QK": ..., "OV": ...}``: each circuit's amplitude on its basis
+        matrix (the coordinate itself for a collapsed circuit, the product of
+        the factor coordinates for a factorized one).
+
+    The flow (:meth:`flow`), the flow of mu (:meth:`mu_flow`), the map
+    coordinates -> mu (:meth:`mu`) and its inverse (:meth:`coordinates_of_mu`)
+    are derived once per parameterization and cached.
     """
     parameterization: str
     coordinates: dict
     norm2: dict
     qk_entry: sp.Expr
     ov_column: tuple
-
-    def alpha_of(self, score_gap):
-        """Attention on the m relevant tokens, alpha = m e^mu / (m e^mu + n),
-        computed by :func:`class_loss` from the family's scores."""
-        return self._class_quantities(score_gap * b, (0, 0))[1]
-
-    def loss_in_alpha(self):
-        """The population loss on the family with the attention kept as the
-        symbol ``alpha``: a function of alpha and the OV coordinates only.
-        alpha itself depends on the QK coordinates through
-        :meth:`alpha_of` (``qk_entry / b``)."""
-        return self._class_quantities(self.qk_entry, self.ov_column, attention=alpha)[0]
+    products: dict
 
     def _class_quantities(self, qk_entry, ov_column, attention=None):
         """One class's (loss, alpha, z_k, z_j, score gap) for symbolic M.
@@ -274,18 +279,138 @@ class Family:
         """The population loss on the family, in family coordinates."""
         return self._class_quantities(self.qk_entry, self.ov_column)[0]
 
+    def loss_in_alpha(self):
+        """The population loss on the family with the attention kept as the
+        symbol ``alpha``: a function of alpha and the OV coordinates only.
+        alpha itself depends on the QK coordinates through :meth:`alpha_of`."""
+        return self._class_quantities(self.qk_entry, self.ov_column, attention=alpha)[0]
+
+    def attention(self):
+        """alpha in family coordinates (the softmax of :func:`class_loss`)."""
+        return self._class_quantities(self.qk_entry, self.ov_column)[1]
+
     def mu(self):
         """``(mu_OV, mu_QK)`` as functions of the family coordinates, from
         their definitions: mu_QK = s_rel - s_irr, mu_OV = (z_k - z_j)/alpha."""
-        _, a, z_k, z_j, gap = self._class_quantities(self.qk_entry, self.ov_column)
-        return sp.simplify((z_k - z_j) / a), sp.simplify(gap)
+        return _mu_map(self.parameterization)
+
+    def coordinates_of_mu(self) -> dict:
+        """The inverse of :meth:`mu`, ``{coordinate: expression in mu}``, solved
+        by SymPy. Only the collapsed family (CACO) has one coordinate per mu;
+        for the others use :func:`family` ``("CACO")`` and :attr:`products`."""
+        return _coordinates_of_mu(self.parameterization)
+
+    def alpha_of(self, score_gap=mu_QK):
+        """Attention on the m relevant tokens at score gap ``score_gap``,
+        alpha = m e^mu / (m e^mu + n): :meth:`attention` with the QK
+        coordinate solved from :meth:`mu` (the same for every family)."""
+        return _alpha_in_mu().subs(mu_QK, score_gap)
 
     def reduced_loss(self):
-        """The loss as a function of the margin, with ``alpha`` kept as a symbol:
-        L = log(e^{alpha mu_OV} + M - 1) - alpha mu_OV."""
-        loss = self._class_quantities(mu_QK * b, (mu_OV * sp.sqrt(b) * (1 - 1 / M),
-                                                  -mu_OV * sp.sqrt(b) / M), attention=alpha)[0]
-        return sp.expand_log(sp.simplify(loss), force=True)
+        """The loss in mu_OV with ``alpha`` kept as a symbol,
+        L = log(e^{alpha mu_OV} + M - 1) - alpha mu_OV: :meth:`loss_in_alpha`
+        with the coordinates solved from :meth:`mu`."""
+        return _reduced_loss()
+
+    def flow(self) -> dict:
+        r"""Gradient flow on the family: ``{theta_i: dtheta_i/dt}``.
+
+        If ``grad_W L = sum_i g_i U_i`` on the family (checked exactly on
+        explicit instances by :func:`derivations.reduction.invariance_residual`),
+        the chain rule gives ``dL/dtheta_i = g_i ||U_i||^2``, hence
+        :math:`\dot\theta_i = -\eta_i/\lVert U_i\rVert_F^2\,\partial L/\partial\theta_i`.
+        The loss is differentiated with the attention kept as the symbol
+        alpha and the chain rule taken through alpha(mu_QK) and mu_QK of the
+        coordinates (:meth:`mu`), so the result is written in alpha and the
+        family coordinates."""
+        return _family_flow(self.parameterization)
+
+    def mu_flow(self, in_mu: bool = False):
+        """``(dmu_OV/dt, dmu_QK/dt)`` by the chain rule through :meth:`mu`, in
+        family coordinates and alpha; with ``in_mu`` the coordinates are
+        replaced by :meth:`coordinates_of_mu` (collapsed family only)."""
+        flows = _family_mu_flow(self.parameterization)
+        if not in_mu:
+            return flows
+        sol = self.coordinates_of_mu()
+        return tuple(canonical(e.subs(sol)) for e in flows)
+
+
+def canonical(expr):
+    """A compact form: the log-sum-exp derivative's exponentials combined,
+    one fraction, common factors pulled out."""
+    expr = sp.simplify(sp.powsimp(sp.expand_power_exp(expr), combine="exp"))
+    return sp.factor_terms(sp.factor(sp.together(expr)))
+
+
+@lru_cache(maxsize=None)
+def _mu_map(parameterization):
+    fam = family(parameterization)
+    _, a, z_k, z_j, gap = fam._class_quantities(fam.qk_entry, fam.ov_column)
+    return sp.simplify((z_k - z_j) / a), sp.simplify(gap)
+
+
+@lru_cache(maxsize=None)
+def _coordinates_of_mu(parameterization):
+    fam = family(parameterization)
+    if len(fam.coordinates) != 2:
+        raise ValueError(f"the {parameterization} family has {len(fam.coordinates)} coordinates; "
+                         "only the collapsed family (CACO) is solved for mu")
+    mu_ov_of, mu_qk_of = fam.mu()
+    return sp.solve([sp.Eq(mu_ov_of, mu_OV), sp.Eq(mu_qk_of, mu_QK)], list(fam.coordinates), dict=True)[0]
+
+
+@lru_cache(maxsize=None)
+def _alpha_in_mu():
+    fam = family("CACO")
+    return fam.attention().subs(fam.coordinates_of_mu())
+
+
+@lru_cache(maxsize=None)
+def _reduced_loss():
+    fam = family("CACO")
+    return sp.expand_log(sp.simplify(fam.loss_in_alpha().subs(fam.coordinates_of_mu())), force=True)
+
+
+@lru_cache(maxsize=None)
+def mu_QK_of_alpha():
+    """The inverse of alpha(mu_QK) (:meth:`Family.alpha_of`), solved by SymPy:
+    mu_QK = log(n alpha / (m (1 - alpha)))."""
+    sol = sp.solve(sp.Eq(_alpha_in_mu(), alpha), mu_QK)
+    return sp.expand_log(sp.simplify(sol[0]), force=True)
+
+
+@lru_cache(maxsize=None)
+def dalpha_dmu():
+    """d alpha / d mu_QK written in alpha, alpha (1 - alpha): the derivative of
+    alpha(mu_QK) at mu_QK = :func:`mu_QK_of_alpha`."""
+    return sp.factor(sp.simplify(sp.diff(_alpha_in_mu(), mu_QK).subs(mu_QK, mu_QK_of_alpha())),
+                     deep=True)
+
+
+@lru_cache(maxsize=None)
+def _family_flow(parameterization):
+    fam = family(parameterization)
+    loss = fam.loss_in_alpha()
+    score_gap = fam.mu()[1]
+    flow = {}
+    for c, (_, _, rate) in fam.coordinates.items():
+        grad = sp.diff(loss, c) + sp.diff(loss, alpha) * dalpha_dmu() * sp.diff(score_gap, c)
+        flow[c] = canonical(-rate / fam.norm2[c] * grad)
+    return flow
+
+
+@lru_cache(maxsize=None)
+def _family_mu_flow(parameterization):
+    fam = family(parameterization)
+    flow = fam.flow()
+    return tuple(canonical(sum(sp.diff(mu, c) * flow[c] for c in flow)) for mu in fam.mu())
+
+
+_FAMILY_COORDINATES = {           # (trained matrix, basis) -> family coordinate
+    ("W_QK", "QK"): theta_QK, ("W_Q", "Q"): a_Q, ("W_K", "K"): c_K,
+    ("W_OV", "OV"): theta_OV, ("W_O", "O"): o_O, ("W_V", "V"): v_V, ("W_V", "V1"): w_V,
+}
 
 
 @lru_cache(maxsize=None)
@@ -295,28 +420,25 @@ def family(parameterization: str = "CACO") -> Family:
     Collapsed QK: W_QK = theta_QK U_QK. Factorized QK: W_Q = a_Q U_Q,
     W_K = c_K U_K, so W_QK = a_Q c_K U_QK. Collapsed OV: W_OV = theta_OV U_OV.
     Factorized OV: W_O = o_O U_O, W_V = v_V U_V + w_V U_1, so
-    W_OV = o_O v_V U_OV (U_O U_1 = 0). The explicit-instance tests confirm
-    these products entry by entry.
+    W_OV = o_O v_V U_OV (U_O U_1 = 0). The trained matrices, their bases and
+    rates come from :data:`derivations.vocabulary.CIRCUITS`; the explicit-
+    instance tests confirm these products entry by entry.
     """
     check_parameterization(parameterization)
-    coords = {}
-    if qk_factorized(parameterization):
-        coords[a_Q] = ("W_Q", "Q", eta_Q)
-        coords[c_K] = ("W_K", "K", eta_K)
-        qk = a_Q * c_K
-    else:
-        coords[theta_QK] = ("W_QK", "QK", eta_QK)
-        qk = theta_QK
-    if ov_factorized(parameterization):
-        coords[o_O] = ("W_O", "O", eta_O)
-        coords[v_V] = ("W_V", "V", eta_V)
-        coords[w_V] = ("W_V", "V1", eta_V)
-        ov_amp = o_O * v_V
-    else:
-        coords[theta_OV] = ("W_OV", "OV", eta_OV)
-        ov_amp = theta_OV
+    coords, products = {}, {}
+    for circuit in CIRCUITS.values():
+        trained = circuit.trained(parameterization)
+        product = sp.S.One
+        for mat, basis, rate in trained:
+            c = _FAMILY_COORDINATES[mat, basis]
+            coords[c] = (mat, basis, _RATE_SYMBOLS[rate])
+            if basis in (circuit.basis, *circuit.factor_bases):
+                product *= c
+        products[circuit.name] = product
     norm2 = {c: _basis_norm2_symbolic(basis) for c, (_, basis, _) in coords.items()}
-    return Family(parameterization, coords, norm2, qk, (ov_amp * (1 - 1 / M), -ov_amp / M))
+    ov = products["OV"]
+    return Family(parameterization, coords, norm2, products["QK"], (ov * (1 - 1 / M), -ov / M),
+                  products)
 
 
 def explicit_family_point(M_value: int, parameterization: str) -> dict:

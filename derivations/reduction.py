@@ -28,83 +28,42 @@ alpha*eta_OV/(b*(M + exp(alpha*mu_OV) - 1))
 """
 from __future__ import annotations
 
-from functools import lru_cache
-
 import sympy as sp
 
-from .model import (check_parameterization, explicit_family_point,
-                    explicit_model, family, basis_matrix)
+from .factorization import factorized_reduced_odes
+from .model import (basis_matrix, canonical, check_parameterization, dalpha_dmu,  # noqa: F401
+                    explicit_family_point, explicit_model, family, mu_QK_of_alpha)
 from .symbols import M, alpha, b, eta_OV, eta_QK, m, mu_OV, mu_QK, n
 
 
 def alpha_expr(score_gap=mu_QK):
-    """alpha(mu_QK) = m e^{mu_QK} / (m e^{mu_QK} + n), from the model's softmax."""
+    """alpha(mu_QK) = m e^{mu_QK} / (m e^{mu_QK} + n), from the model's softmax
+    (:meth:`derivations.model.Family.alpha_of`)."""
     return family("CACO").alpha_of(score_gap)
 
 
-def mu_QK_of_alpha():
-    """The inverse of :func:`alpha_expr`: mu_QK = log(n alpha / (m (1 - alpha)))."""
-    sol = sp.solve(sp.Eq(alpha_expr(), alpha), mu_QK)
-    return sp.expand_log(sp.simplify(sol[0]), force=True)
-
-
-def to_alpha(expr):
-    """Rewrite an expression in mu_QK through alpha where mu_QK enters via alpha
-    (e^{mu_QK} = n alpha / (m (1 - alpha))). Leaves free mu_QK elsewhere."""
-    e_mu = n * alpha / (m * (1 - alpha))
-    out = sp.simplify(expr.subs(sp.exp(mu_QK), e_mu))
-    return sp.factor(out, deep=True) if not out.has(mu_QK) else out
-
-
-def dalpha_dmu():
-    """d alpha / d mu_QK = alpha (1 - alpha), derived from :func:`alpha_expr`."""
-    return to_alpha(sp.diff(alpha_expr(), mu_QK))
-
-
-@lru_cache(maxsize=None)
 def family_flow(parameterization: str = "CACO") -> dict:
-    """Gradient flow on the family: ``{theta_i: dtheta_i/dt}`` (step 2 above).
-
-    The loss is differentiated with the attention kept as the symbol alpha and
-    the chain rule taken through alpha(mu_QK), mu_QK = W_QK[q_k, r_k]/b, so the
-    result is written in alpha and the family coordinates."""
-    fam = family(check_parameterization(parameterization))
-    loss = fam.loss_in_alpha()
-    score_gap = fam.qk_entry / b
-    flow = {}
-    for c, (_, _, rate) in fam.coordinates.items():
-        grad = sp.diff(loss, c) + sp.diff(loss, alpha) * dalpha_dmu() * sp.diff(score_gap, c)
-        flow[c] = _canonical(-rate / fam.norm2[c] * grad)
-    return flow
+    """Gradient flow on the family: ``{theta_i: dtheta_i/dt}`` (step 2 above),
+    :meth:`derivations.model.Family.flow`."""
+    return family(check_parameterization(parameterization)).flow()
 
 
 def family_mu_flow(parameterization: str):
-    """``(dmu_OV/dt, dmu_QK/dt)`` by the chain rule, in family coordinates and alpha."""
-    fam = family(parameterization)
-    flow = family_flow(parameterization)
-    return tuple(_canonical(sum(sp.diff(mu, c) * flow[c] for c in flow)) for mu in fam.mu())
+    """``(dmu_OV/dt, dmu_QK/dt)`` by the chain rule, in family coordinates and
+    alpha (:meth:`derivations.model.Family.mu_flow`)."""
+    return family(check_parameterization(parameterization)).mu_flow()
 
 
 def family_to_mu(parameterization: str = "CACO") -> dict:
-    """Solve the collapsed coordinates for (mu_OV, mu_QK): theta_QK = b mu_QK,
+    """The collapsed coordinates in (mu_OV, mu_QK), solved from the family's mu
+    map (:meth:`derivations.model.Family.coordinates_of_mu`): theta_QK = b mu_QK,
     theta_OV = sqrt(b) mu_OV."""
-    fam = family(parameterization)
-    mu_ov_of, mu_qk_of = fam.mu()
-    return sp.solve([sp.Eq(mu_ov_of, mu_OV), sp.Eq(mu_qk_of, mu_QK)], list(fam.coordinates), dict=True)[0]
+    return family(check_parameterization(parameterization)).coordinates_of_mu()
 
 
-@lru_cache(maxsize=None)
 def collapsed_reduced_odes():
     """CACO: ``(dmu_OV/dt, dmu_QK/dt)`` in (mu_OV, alpha), derived on the family."""
-    sol = family_to_mu("CACO")
-    return tuple(_canonical(e.subs(sol)) for e in family_mu_flow("CACO"))
-
-
-def _canonical(expr):
-    """A compact form: the log-sum-exp derivative's exponentials combined,
-    one fraction, common factors pulled out."""
-    expr = sp.simplify(sp.powsimp(sp.expand_power_exp(expr), combine="exp"))
-    return sp.factor_terms(sp.factor(sp.together(expr)))
+    return family("CACO").mu_flow(in_mu=True)
 
 
 def reduced_odes(parameterization: str = "CACO", *, balanced: bool = True, in_alpha: bool = False):
@@ -128,7 +87,6 @@ def reduced_odes(parameterization: str = "CACO", *, balanced: bool = True, in_al
     if parameterization == "CACO":
         out = collapsed_reduced_odes()
     else:
-        from .factorization import factorized_reduced_odes
         out = factorized_reduced_odes(parameterization, balanced=balanced)
     if not in_alpha:
         out = tuple(e.subs(alpha, alpha_expr()) for e in out)
@@ -176,8 +134,9 @@ def invariance_residual(M_value: int, parameterization: str = "CACO"):
         subs.update(dict(zip(W, point[name])))
     fam = family(parameterization)
     predicted = {}
+    alpha_on_family = fam.attention()
     for c, (mat, basis, _) in fam.coordinates.items():
-        rate = family_flow(parameterization)[c].subs(alpha, fam.alpha_of(fam.qk_entry / b)).subs(M, M_value)
+        rate = fam.flow()[c].subs(alpha, alpha_on_family).subs(M, M_value)
         term = rate * basis_matrix(basis, M_value)
         predicted[mat] = predicted[mat] + term if mat in predicted else term
     residual = []

@@ -58,3 +58,15 @@ RATES = (eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V)
 SYMBOLS = {str(x): x for x in (
     m, n, b, M, *RATES, mu_OV, mu_QK, mu_OV_0, mu_QK_0, C_QK, C_OV,
     alpha, t, L, r, s, p)}
+
+# Names of derived quantities, used as left-hand sides of catalog results
+# (derivations.catalog.Result.lhs) and in the LaTeX prose. No assumptions:
+# they are names, not variables of a derivation.
+#: The first integral, the line coordinates, the state equation, a product of factors.
+H, X, Y, F, W = sp.symbols("H X Y F W")
+#: The loss value (a name; ``L`` above is the positive loss *level* of sharpness).
+LOSS = sp.Symbol("L")
+#: The attention at initialization.
+ALPHA_0 = sp.Symbol("alpha_0")
+#: Effective learning rates of factorized circuits.
+ETA_EFF = {"QK": sp.Symbol("eta_eff^QK"), "OV": sp.Symbol("eta_eff^OV")}

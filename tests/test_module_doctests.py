@@ -7,7 +7,7 @@ import pytest
 MODULES = ["derivations.symbols", "derivations.special_functions", "derivations.model",
            "derivations.reduction", "derivations.factorization", "derivations.first_integral",
            "derivations.sharpness", "derivations.asymptotics", "derivations.catalog",
-           "derivations.print_dynamics"]
+           "derivations.print_dynamics", "derivations.vocabulary", "derivations.srepr_reader"]
 
 
 @pytest.mark.parametrize("name", MODULES)
