@@ -25,6 +25,10 @@ True
 >>> from_srepr("__import__('os').system('echo pwned')")
 Traceback (most recent call last):
 ...
+derivations.srepr_reader.UnsafeExpression: call of Attribute not allowed
+>>> from_srepr("Symbol(__import__('os'))")
+Traceback (most recent call last):
+...
 derivations.srepr_reader.UnsafeExpression: call of a non-whitelisted name: '__import__'
 """
 from __future__ import annotations
