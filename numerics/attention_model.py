@@ -45,19 +45,9 @@ gradient flow is :math:`\dot W = -\eta_W\,\partial L/\partial W`.
 
 Invariant family
 ----------------
-From the structured (or zero) initialization the flow stays on
-
-.. math::
-
-    W_{QK} = b\,\mu_{QK} \sum_k e_{q_k} e_{r_k}^\top, \qquad
-    W_{OV} = \sqrt{b}\,\mu_{OV} \sum_k \bigl(e_k - \tfrac{1}{M}\mathbf 1\bigr) e_{r_k}^\top,
-
-on which the loss reduces to
-:math:`L = \log\bigl(1 + (M-1) e^{-\alpha \mu_{OV}}\bigr)` with
-:math:`\alpha = m e^{\mu_{QK}}/(m e^{\mu_{QK}} + n)`.
-:meth:`AttentionModel.project` returns the least-squares coordinates
-:math:`(\mu_{OV}, \mu_{QK})` of arbitrary parameters and
-:meth:`AttentionModel.distance_from_family` the relative residual.
+The structured initialization, the family coordinates
+:math:`(\mu_{OV}, \mu_{QK})` of arbitrary parameters and the distance from
+the family live beside the model, in :mod:`numerics.invariant_family`.
 
 Everything is vectorized over classes (no Python loop over :math:`k`).
 """
@@ -65,49 +55,19 @@ Everything is vectorized over classes (no Python loop over :math:`k`).
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.special import expit
 
-__all__ = ["PARAMETERIZATIONS", "AttentionModel"]
+from derivations.vocabulary import PAPER_SETTING
 
-#: Valid parameterization names (attention circuit letters, output circuit letters).
-PARAMETERIZATIONS = ("CACO", "CAFO", "FACO", "FAFO")
+from .validation import check_model_parameters, check_parameterization, check_positive
 
-_INIT_KINDS = ("structured", "random")
+__all__ = ["AttentionModel", "MAX_CLASSES"]
 
-
-# --------------------------------------------------------------------------- #
-# validation helpers
-# --------------------------------------------------------------------------- #
-def _check_positive(name, value):
-    """Return ``float(value)`` or raise ValueError unless it is finite and > 0."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a finite real number > 0, got {value!r}")
-    v = float(value)
-    if not (math.isfinite(v) and v > 0.0):
-        raise ValueError(f"{name} must be a finite real number > 0, got {value!r}")
-    return v
-
-
-def _check_int(name, value, minimum):
-    """Return ``int(value)`` or raise ValueError unless it is an integer >= minimum."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    v = int(value)
-    if v < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return v
-
-
-def _check_parameterization(name):
-    if name not in PARAMETERIZATIONS:
-        raise ValueError(
-            f"parameterization must be one of {PARAMETERIZATIONS}, got {name!r}"
-        )
-    return name
+#: Largest number of classes of the full model (its matrices have 4 M^2 entries).
+MAX_CLASSES = 2000
 
 
 # --------------------------------------------------------------------------- #
@@ -158,10 +118,10 @@ class AttentionModel:
     """
 
     parameterization: str = "CACO"
-    m: float = 5.0
-    n: float = 50.0
-    b: float = 50.0
-    M: int = 20
+    m: float = float(PAPER_SETTING["m"])
+    n: float = float(PAPER_SETTING["n"])
+    b: float = float(PAPER_SETTING["b"])
+    M: int = PAPER_SETTING["M"]
     eta_QK: float = 1.0
     eta_OV: float = 1.0
     eta_Q: float | None = None
@@ -176,10 +136,10 @@ class AttentionModel:
         self,
         parameterization="CACO",
         *,
-        m=5,
-        n=50,
-        b=50,
-        M=20,
+        m=PAPER_SETTING["m"],
+        n=PAPER_SETTING["n"],
+        b=PAPER_SETTING["b"],
+        M=PAPER_SETTING["M"],
         eta_QK=1.0,
         eta_OV=1.0,
         eta_Q=None,
@@ -188,13 +148,15 @@ class AttentionModel:
         eta_V=None,
     ):
         setattr_ = object.__setattr__
-        setattr_(self, "parameterization", _check_parameterization(parameterization))
-        setattr_(self, "m", _check_positive("m", m))
-        setattr_(self, "n", _check_positive("n", n))
-        setattr_(self, "b", _check_positive("b", b))
-        setattr_(self, "M", _check_int("M", M, 2))
-        eta_QK = _check_positive("eta_QK", eta_QK)
-        eta_OV = _check_positive("eta_OV", eta_OV)
+        setattr_(self, "parameterization", check_parameterization(parameterization))
+        m, n, b, M = check_model_parameters(m, n, b, M)
+        if M > MAX_CLASSES:
+            raise ValueError(f"M must be an integer in [2, {MAX_CLASSES}] for the full model "
+                             f"(it has about 6 M^2 parameters); got {M!r}")
+        for name, value in (("m", m), ("n", n), ("b", b), ("M", M)):
+            setattr_(self, name, value)
+        eta_QK = check_positive("eta_QK", eta_QK)
+        eta_OV = check_positive("eta_OV", eta_OV)
         setattr_(self, "eta_QK", eta_QK)
         setattr_(self, "eta_OV", eta_OV)
         for name, val, default in (
@@ -203,7 +165,7 @@ class AttentionModel:
             ("eta_O", eta_O, eta_OV),
             ("eta_V", eta_V, eta_OV),
         ):
-            setattr_(self, name, default if val is None else _check_positive(name, val))
+            setattr_(self, name, default if val is None else check_positive(name, val))
 
         Mi, d = self.M, 2 * self.M
         shapes = {
@@ -337,99 +299,22 @@ class AttentionModel:
             elif s[:-2] != lead:
                 raise ValueError("all params must share the same leading batch shape")
 
-    # ------------------------------------------------------------------ #
-    # initialization
-    # ------------------------------------------------------------------ #
-    def init_params(self, kind="structured", eps=1e-2, scale=1e-2, seed=0) -> dict:
-        r"""Initial parameters.
+    def random_params(self, scale=1e-2, seed=0) -> dict:
+        r"""Random parameters: every entry i.i.d. :math:`\mathcal N(0, \mathrm{scale}^2)`.
+
+        (The structured initialization, a point of the invariant family, is
+        :func:`numerics.invariant_family.structured_params`.)
 
         Parameters
         ----------
-        kind : {"structured", "random"}
-            ``"structured"``: collapsed matrices are zero, factors are
-            :math:`W_Q = \epsilon\sum_k e_{q_k} e_k^\top`,
-            :math:`W_K = \epsilon\sum_k e_{r_k} e_k^\top`,
-            :math:`W_O = \epsilon (I - \mathbf 1\mathbf 1^\top/M)`,
-            :math:`W_V = \epsilon\sum_k e_k e_{r_k}^\top`
-            (a point of the invariant family with
-            :math:`\mu_{QK} = \epsilon^2/b`, :math:`\mu_{OV} = \epsilon^2/\sqrt b`
-            when factorized).
-            ``"random"``: every entry i.i.d. :math:`\mathcal N(0, \mathrm{scale}^2)`.
-        eps : float
-            Scale (> 0, finite) of the structured factor initialization.
         scale : float
-            Standard deviation (> 0, finite) of the random initialization.
+            Standard deviation (> 0, finite).
         seed : int, numpy.random.Generator or None
-            Seed for :func:`numpy.random.default_rng` (``"random"`` only).
-
-        Returns
-        -------
-        dict[str, ndarray]
+            Seed for :func:`numpy.random.default_rng`.
         """
-        if kind not in _INIT_KINDS:
-            raise ValueError(f"kind must be one of {_INIT_KINDS}, got {kind!r}")
-        eps = _check_positive("eps", eps)
-        scale = _check_positive("scale", scale)
-        M, d = self.M, self.d
-        idx = np.arange(M)
-        if kind == "random":
-            rng = np.random.default_rng(seed)
-            return {k: scale * rng.standard_normal(shp) for k, shp, _, _ in self._layout}
-        out = {}
-        for k, shp, _, _ in self._layout:
-            W = np.zeros(shp)
-            if k == "W_Q":
-                W[idx, idx] = eps
-            elif k == "W_K":
-                W[M + idx, idx] = eps
-            elif k == "W_O":
-                W[:] = eps * (np.eye(M) - 1.0 / M)
-            elif k == "W_V":
-                W[idx, M + idx] = eps
-            out[k] = W
-        return out
-
-    def family_params(self, mu_OV, mu_QK, *, a=None, o=None, w=0.0) -> dict:
-        r"""Parameters on the invariant family with coordinates ``(mu_OV, mu_QK)``.
-
-        Collapsed circuits are set to the family matrices.  Factorized ones use
-        :math:`W_Q = a\sum_k e_{q_k}e_k^\top`, :math:`W_K = c\sum_k e_{r_k}e_k^\top`
-        with :math:`c = b\mu_{QK}/a`, and :math:`W_O = o(I - \mathbf 1\mathbf 1^\top/M)`,
-        :math:`W_V = \sum_k (v(e_k - \mathbf 1/M) + w\mathbf 1) e_{r_k}^\top` with
-        :math:`v = \sqrt b\,\mu_{OV}/o`.  ``a`` and ``o`` default to the balanced
-        choices :math:`\sqrt{b|\mu_{QK}|}` and :math:`\sqrt{\sqrt b|\mu_{OV}|}` (or 1
-        if these vanish).
-        """
-        M = self.M
-        idx = np.arange(M)
-        mu_OV, mu_QK, w = float(mu_OV), float(mu_QK), float(w)
-        out = {}
-        if self.qk_factorized:
-            if a is None:
-                a = math.sqrt(self.b * abs(mu_QK)) or 1.0
-            c = self.b * mu_QK / a
-            W_Q = np.zeros((self.d, M))
-            W_K = np.zeros((self.d, M))
-            W_Q[idx, idx] = a
-            W_K[M + idx, idx] = c
-            out["W_Q"], out["W_K"] = W_Q, W_K
-        else:
-            W = np.zeros((self.d, self.d))
-            W[idx, M + idx] = self.b * mu_QK
-            out["W_QK"] = W
-        C = np.eye(M) - 1.0 / M
-        if self.ov_factorized:
-            if o is None:
-                o = math.sqrt(self._sqrt_b * abs(mu_OV)) or 1.0
-            v = self._sqrt_b * mu_OV / o
-            W_V = np.zeros((M, self.d))
-            W_V[:, M:] = v * C + w
-            out["W_O"], out["W_V"] = o * C, W_V
-        else:
-            W = np.zeros((M, self.d))
-            W[:, M:] = self._sqrt_b * mu_OV * C
-            out["W_OV"] = W
-        return out
+        scale = check_positive("scale", scale)
+        rng = np.random.default_rng(seed)
+        return {k: scale * rng.standard_normal(shp) for k, shp, _, _ in self._layout}
 
     # ------------------------------------------------------------------ #
     # forward pass
@@ -501,6 +386,13 @@ class AttentionModel:
         :math:`\operatorname{logsumexp}(z^{(k)}) - z^{(k)}_k`, shape ``(..., M)``."""
         self._check_params(params, batched=True)
         return self._forward(params)[-1]
+
+    def attention_and_class_losses(self, params):
+        """``(attention, class_losses)`` of :meth:`attention` and
+        :meth:`class_losses` from one forward pass (leading batch axes allowed)."""
+        self._check_params(params, batched=True)
+        _, _, alpha, _, _, lk = self._forward(params)
+        return alpha, lk
 
     def loss(self, params):
         r"""Population loss :math:`L = \frac1M\sum_k \mathrm{CE}(z^{(k)}, k)`.
@@ -583,104 +475,3 @@ class AttentionModel:
         g *= self._rates
         np.negative(g, out=g)
         return g
-
-    # ------------------------------------------------------------------ #
-    # invariant family
-    # ------------------------------------------------------------------ #
-    def _project_circuits(self, W_QK, W_OV):
-        M, idx = self.M, self._idx
-        mu_QK = W_QK[..., idx, M + idx].mean(axis=-1) / self.b
-        D = W_OV[..., :, M:]
-        diag = D[..., idx, idx]
-        off_mean = (D.sum(axis=-2) - diag) / (M - 1)
-        mu_OV = (diag - off_mean).mean(axis=-1) / self._sqrt_b
-        return mu_OV, mu_QK
-
-    def project(self, params):
-        r"""Least-squares coordinates ``(mu_OV, mu_QK)`` on the invariant family.
-
-        .. math::
-
-            \mu_{QK} = \frac{1}{Mb}\sum_k W_{QK}[q_k, r_k], \qquad
-            \mu_{OV} = \frac{1}{M\sqrt b}\sum_k \Bigl(W_{OV}[k, r_k]
-                        - \frac{1}{M-1}\sum_{j\ne k} W_{OV}[j, r_k]\Bigr),
-
-        which are exactly the orthogonal (Frobenius) projections of the
-        circuits onto :math:`\sum_k e_{q_k}e_{r_k}^\top` and
-        :math:`\sum_k (e_k - \mathbf 1/M) e_{r_k}^\top`.  Returns floats, or
-        arrays over leading batch axes.
-        """
-        self._check_params(params, batched=True)
-        mu_OV, mu_QK = self._project_circuits(*self._circuits(params))
-        if np.ndim(mu_OV) == 0:
-            return float(mu_OV), float(mu_QK)
-        return mu_OV, mu_QK
-
-    def _roundoff_floors(self, p):
-        """Norm below which a factorized circuit counts as zero (round-off of the product)."""
-        tol = 64 * np.finfo(float).eps
-        fro = lambda A: np.linalg.norm(A, axis=(-2, -1))  # noqa: E731
-        fq = tol * fro(p["W_Q"]) * fro(p["W_K"]) if self.qk_factorized else 0.0
-        fo = tol * fro(p["W_O"]) * fro(p["W_V"]) if self.ov_factorized else 0.0
-        return fq, fo
-
-    def _distance_circuits(self, W_QK, W_OV, floor_QK=0.0, floor_OV=0.0):
-        M, idx = self.M, self._idx
-        mu_OV, mu_QK = self._project_circuits(W_QK, W_OV)
-        RQ = np.array(W_QK, dtype=float, copy=True)
-        RQ[..., idx, M + idx] -= self.b * mu_QK[..., None]
-        RO = np.array(W_OV, dtype=float, copy=True)
-        RO[..., :, M:] -= (self._sqrt_b * mu_OV)[..., None, None] * (np.eye(M) - 1.0 / M)
-
-        def rel(res, W, floor):
-            nr = np.linalg.norm(res, axis=(-2, -1))
-            nw = np.linalg.norm(W, axis=(-2, -1))
-            ok = nw > floor
-            return np.where(ok, nr / np.where(ok, nw, 1.0), 0.0)
-
-        return np.maximum(rel(RQ, W_QK, floor_QK), rel(RO, W_OV, floor_OV))
-
-    def distance_from_family(self, params):
-        r"""Relative Frobenius distance of the circuits from the invariant family.
-
-        .. math::
-
-            \max\left(\frac{\|W_{QK} - b\mu_{QK}P\|_F}{\|W_{QK}\|_F},\;
-                      \frac{\|W_{OV} - \sqrt b\mu_{OV}B\|_F}{\|W_{OV}\|_F}\right),
-
-        with :math:`(\mu_{OV}, \mu_{QK})` from :meth:`project`,
-        :math:`P = \sum_k e_{q_k}e_{r_k}^\top`,
-        :math:`B = \sum_k (e_k - \mathbf 1/M)e_{r_k}^\top`.  A circuit that is
-        zero -- for a factorized circuit: of norm at most
-        :math:`64\,\varepsilon_{\rm mach}\|A\|_F\|B\|_F` for factors
-        :math:`A, B`, i.e. zero up to the round-off of the product -- counts as
-        distance 0.  Float, or array over leading batch axes.
-        """
-        self._check_params(params, batched=True)
-        dist = self._distance_circuits(*self._circuits(params), *self._roundoff_floors(params))
-        return float(dist) if np.ndim(dist) == 0 else dist
-
-    def reduced_loss(self, mu_OV, mu_QK):
-        r"""Loss on the family: :math:`\log(1 + (M-1)e^{-\alpha\mu_{OV}})`,
-        :math:`\alpha = m e^{\mu_{QK}}/(m e^{\mu_{QK}} + n)` (vectorized)."""
-        alpha = expit(np.asarray(mu_QK, dtype=float) + self._log_m_over_n)
-        L = np.logaddexp(0.0, math.log(self.M - 1) - alpha * np.asarray(mu_OV, dtype=float))
-        return float(L) if np.ndim(L) == 0 else L
-
-    def summarize(self, vecs) -> dict:
-        """Trajectory summaries for flat states ``vecs`` of shape ``(..., n_params)``.
-
-        Returns a dict of arrays over the leading axes: ``loss``, ``alpha``
-        (class mean), ``mu_OV``, ``mu_QK``, ``distance``.
-        """
-        p = self.unflatten(vecs)
-        _, _, alpha, _, _, lk = self._forward(p)
-        W_QK, W_OV = self._circuits(p)
-        mu_OV, mu_QK = self._project_circuits(W_QK, W_OV)
-        return {
-            "loss": lk.mean(axis=-1),
-            "alpha": alpha.mean(axis=-1),
-            "mu_OV": mu_OV,
-            "mu_QK": mu_QK,
-            "distance": self._distance_circuits(W_QK, W_OV, *self._roundoff_floors(p)),
-        }

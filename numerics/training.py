@@ -10,93 +10,46 @@ Both integrators work on the flat parameter vector :math:`\theta` of
   (:func:`gradient_descent`), reported at time :math:`t = s\cdot\mathrm{lr}` so
   that it converges to the flow at first order as :math:`\mathrm{lr}\to 0`.
 
-Both return a :class:`TrainingResult` with the trajectory of the reduced
-coordinates :math:`(\mu_{OV}, \mu_{QK})`, the class-averaged attention
-:math:`\alpha`, the loss and the relative distance from the invariant family.
+Both return a :class:`numerics.trajectory.Trajectory` (the type the reduced
+flow returns too) with the reduced coordinates :math:`(\mu_{OV}, \mu_{QK})`
+projected on the invariant family (:mod:`numerics.invariant_family`), the
+class-averaged attention :math:`\alpha`, the loss, the relative distance
+from the family and the final parameters.
+
+>>> from numerics.attention_model import AttentionModel
+>>> from numerics.invariant_family import structured_params
+>>> model = AttentionModel("CACO", M=3, m=2, n=5, b=2, eta_OV=5.0)
+>>> gd = gradient_descent(model, structured_params(model), 0.1, 1000, target_loss=0.2)
+>>> gd.status, gd.target_state["loss"] <= 0.2 < gd.loss[-2]
+(1, True)
+>>> gradient_descent(model, structured_params(model), 1e300, 10).status   # diverges
+-1
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from .attention_model import AttentionModel, _check_int, _check_positive
+from .attention_model import AttentionModel
+from .invariant_family import summarize
+from .trajectory import Trajectory
+from .validation import check_int, check_positive, check_t_span, check_times
 
-__all__ = ["TrainingResult", "gradient_flow", "gradient_descent"]
+__all__ = ["gradient_flow", "gradient_descent"]
 
-
-@dataclass
-class TrainingResult:
-    """Trajectory of a training run.
-
-    Attributes
-    ----------
-    t : ndarray
-        Times of the records (flow: ``t_eval`` or solver steps; descent:
-        ``step * lr``).
-    mu_OV, mu_QK : ndarray
-        Least-squares family coordinates (:meth:`AttentionModel.project`).
-    alpha : ndarray
-        Attention on the relevant group, averaged over classes.
-    loss : ndarray
-        Population loss.
-    distance : ndarray
-        Relative distance from the invariant family
-        (:meth:`AttentionModel.distance_from_family`).
-    params : dict[str, ndarray]
-        Final parameters (at the last time reached, which may be a terminal
-        event rather than the last record).
-    status : int
-        0: finished the requested interval / steps; 1: ``target_loss``
-        reached (terminal event); -1: failure (solver failure or non-finite
-        values in descent).
-    message : str
-        Human-readable termination reason.
-    crossings : dict[float, dict]
-        For each threshold in ``loss_thresholds`` (and ``target_loss``) that
-        the loss crossed downwards: the state at the crossing, a dict with
-        keys ``t, loss, mu_OV, mu_QK, alpha, distance, params``.
-        Thresholds never crossed are absent.
-    nfev : int
-        Number of gradient evaluations.
-    step : ndarray or None
-        Descent only: step index of each record.
-    """
-
-    t: np.ndarray
-    mu_OV: np.ndarray
-    mu_QK: np.ndarray
-    alpha: np.ndarray
-    loss: np.ndarray
-    distance: np.ndarray
-    params: dict
-    status: int
-    message: str
-    crossings: dict = field(default_factory=dict)
-    nfev: int = 0
-    step: np.ndarray | None = None
-
-    @property
-    def success(self) -> bool:
-        """True unless the run failed (``status >= 0``)."""
-        return self.status >= 0
+_SUMMARY_KEYS = ("loss", "alpha", "mu_OV", "mu_QK", "distance")
 
 
 def _check_thresholds(loss_thresholds, target_loss):
-    try:
-        thr = tuple(float(x) for x in loss_thresholds)
-    except TypeError:
-        raise ValueError(
-            f"loss_thresholds must be an iterable of finite numbers > 0, got {loss_thresholds!r}"
-        ) from None
-    for x in thr:
-        if not (math.isfinite(x) and x > 0):
-            raise ValueError(f"loss_thresholds must contain finite numbers > 0, got {x!r}")
+    if isinstance(loss_thresholds, (str, bytes)) or not np.iterable(loss_thresholds):
+        raise ValueError("loss_thresholds must be a sequence of finite numbers > 0, "
+                         f"got {loss_thresholds!r}")
+    thr = tuple(check_positive("loss_thresholds", x) for x in loss_thresholds)
     if target_loss is not None:
-        target_loss = _check_positive("target_loss", target_loss)
+        target_loss = check_positive("target_loss", target_loss)
     return thr, target_loss
 
 
@@ -105,39 +58,42 @@ def _initial_vector(model, params0):
         raise ValueError(f"model must be an AttentionModel, got {type(model).__name__}")
     if isinstance(params0, dict):
         model._check_params(params0)
-        return model.flatten(params0).astype(float, copy=True)
-    vec = np.array(params0, dtype=float, copy=True)
-    if vec.shape != (model.n_params,):
-        raise ValueError(
-            f"params0 must be a params dict or a flat vector of length {model.n_params}, "
-            f"got shape {vec.shape}"
-        )
+        vec = model.flatten(params0).astype(float, copy=True)
+    else:
+        vec = np.array(params0, dtype=float, copy=True)
+        if vec.shape != (model.n_params,):
+            raise ValueError(
+                f"params0 must be a params dict or a flat vector of length {model.n_params}, "
+                f"got shape {vec.shape}"
+            )
+    if not np.all(np.isfinite(vec)):
+        raise ValueError("params0 must be finite")
     return vec
 
 
 def _state(model, t, vec):
-    s = model.summarize(vec)
     out = {"t": float(t)}
-    out.update({k: float(v) for k, v in s.items()})
+    out.update({k: float(v) for k, v in summarize(model, vec).items()})
     out["params"] = {k: v.copy() for k, v in model.unflatten(vec).items()}
     return out
 
 
-def _result(model, t, vecs_summary, final_vec, status, message, crossings, nfev, step=None):
-    return TrainingResult(
-        t=np.asarray(t, dtype=float),
-        mu_OV=np.asarray(vecs_summary["mu_OV"], dtype=float),
-        mu_QK=np.asarray(vecs_summary["mu_QK"], dtype=float),
-        alpha=np.asarray(vecs_summary["alpha"], dtype=float),
-        loss=np.asarray(vecs_summary["loss"], dtype=float),
-        distance=np.asarray(vecs_summary["distance"], dtype=float),
+def _result(model, t, summary, final_vec, status, message, crossings, target_state,
+            thresholds, target_loss, nfev, nsteps, step=None):
+    fields = {k: np.asarray(summary[k], dtype=float) for k in _SUMMARY_KEYS}
+    bad = [k for k, v in fields.items() if not np.all(np.isfinite(v))]
+    if status >= 0 and (bad or not np.all(np.isfinite(final_vec))):
+        status = -1
+        message = (f"non-finite {', '.join(bad) or 'parameters'} along the run "
+                   f"(diverged; was: {message})")
+    return Trajectory(
+        t=np.asarray(t, dtype=float), **fields,
         params={k: v.copy() for k, v in model.unflatten(final_vec).items()},
-        status=int(status),
-        message=str(message),
-        crossings=crossings,
-        nfev=int(nfev),
-        step=step,
-    )
+        status=int(status), message=str(message), success=status >= 0,
+        thresholds=thresholds, crossings=crossings, target_loss=target_loss,
+        target_state=target_state, nfev=int(nfev),
+        **({} if nsteps is None else {"nsteps": int(nsteps)}),
+        **({} if step is None else {"step": step}))
 
 
 def gradient_flow(
@@ -159,7 +115,8 @@ def gradient_flow(
     ----------
     model : AttentionModel
     params0 : dict[str, ndarray] or ndarray
-        Initial parameters (dict, or flat vector of :meth:`AttentionModel.flatten`).
+        Initial parameters (dict, or flat vector of :meth:`AttentionModel.flatten`;
+        finite).
     t_eval : array_like, optional
         Increasing output times (at least two); the integration interval is
         ``(t_eval[0], t_eval[-1])`` unless ``t_span`` is given.
@@ -170,40 +127,38 @@ def gradient_flow(
         Tolerances of :func:`scipy.integrate.solve_ivp` (> 0).
     method : str
         ``solve_ivp`` method (default ``"DOP853"``).
-    loss_thresholds : iterable of float
-        Record the state when the loss crosses each value downwards (located
-        by ``solve_ivp`` events to solver accuracy).
+    loss_thresholds : sequence of float
+        ``crossings[i]`` records the state where the loss first falls through
+        ``loss_thresholds[i]`` (located by ``solve_ivp`` events to solver
+        accuracy).
     target_loss : float, optional
         Stop (terminal event) when the loss falls to this value; the state is
-        also recorded in ``crossings[target_loss]``.
+        ``target_state``.
     max_step : float
         Passed to ``solve_ivp``.
 
     Returns
     -------
-    TrainingResult
-        Records at ``t_eval`` (only those reached before a terminal event).
+    numerics.trajectory.Trajectory
+        Records at ``t_eval`` (only those reached before a terminal event),
+        with ``distance`` and the final ``params``. Status -1 if the solver
+        failed or a value became non-finite.
     """
     vec0 = _initial_vector(model, params0)
     thr, target_loss = _check_thresholds(loss_thresholds, target_loss)
-    rtol = _check_positive("rtol", rtol)
-    atol = _check_positive("atol", atol)
+    rtol = check_positive("rtol", rtol)
+    atol = check_positive("atol", atol)
     if t_eval is None and t_span is None:
         raise ValueError("give t_eval (increasing times) or t_span=(t0, t1)")
     if t_eval is not None:
-        t_eval = np.asarray(t_eval, dtype=float).ravel()
-        if t_eval.size < 2 or not np.all(np.isfinite(t_eval)) or np.any(np.diff(t_eval) <= 0):
-            raise ValueError("t_eval must contain at least two finite, strictly increasing times")
+        t_eval = check_times("t_eval", t_eval)
+        if t_eval.size < 2 and t_span is None:
+            raise ValueError("t_eval must contain at least two times when t_span is not given")
     if t_span is None:
         t_span = (float(t_eval[0]), float(t_eval[-1]))
-    else:
-        if len(t_span) != 2:
-            raise ValueError(f"t_span must be (t0, t1) with t1 > t0, got {t_span!r}")
-        t_span = (float(t_span[0]), float(t_span[1]))
-        if not (all(map(math.isfinite, t_span)) and t_span[1] > t_span[0]):
-            raise ValueError(f"t_span must be (t0, t1) with finite t1 > t0, got {t_span!r}")
-        if t_eval is not None and (t_eval[0] < t_span[0] or t_eval[-1] > t_span[1]):
-            raise ValueError("t_eval must lie within t_span")
+    t_span = check_t_span(t_span)
+    if t_eval is not None and (t_eval[0] < t_span[0] or t_eval[-1] > t_span[1]):
+        raise ValueError("t_eval must lie within t_span")
 
     rates = model.rates_vector()
     lg = model._loss_and_grad_flat
@@ -219,19 +174,17 @@ def gradient_flow(
     def loss_of(y):
         return lg(y)[0]
 
-    events, event_keys = [], []
+    events = []
     for x in thr:
         def ev(t, y, x=x):
             return loss_of(y) - x
         ev.terminal, ev.direction = False, -1
         events.append(ev)
-        event_keys.append(x)
     if target_loss is not None:
         def ev_target(t, y):
             return loss_of(y) - target_loss
         ev_target.terminal, ev_target.direction = True, -1
         events.append(ev_target)
-        event_keys.append(target_loss)
 
     sol = solve_ivp(
         rhs,
@@ -245,31 +198,30 @@ def gradient_flow(
         max_step=max_step,
     )
 
-    crossings = {}
-    if events:
-        for x, te, ye in zip(event_keys, sol.t_events, sol.y_events):
-            if len(te) and x not in crossings:
-                crossings[x] = _state(model, te[0], ye[0])
-
+    found = [_state(model, te[0], ye[0]) if len(te) else None
+             for te, ye in zip(sol.t_events or (), sol.y_events or ())]
+    crossings, target_state = found[:len(thr)], (found[len(thr)] if target_loss is not None
+                                                  else None)
     Y = sol.y.T  # (nt, n_params)
     if Y.shape[0]:
-        summary = model.summarize(Y)
+        summary = summarize(model, Y)
     else:
-        summary = {k: np.empty(0) for k in ("loss", "alpha", "mu_OV", "mu_QK", "distance")}
+        summary = {k: np.empty(0) for k in _SUMMARY_KEYS}
     # final state: terminal event state if any, else last solver state
-    if sol.status == 1 and target_loss is not None and target_loss in crossings:
-        final = model.flatten(crossings[target_loss]["params"])
+    if sol.status == 1 and target_state is not None:
+        final = model.flatten(target_state["params"])
     elif Y.shape[0]:
         final = Y[-1]
     else:
         final = vec0
     if sol.status == 1:
-        status, message = 1, f"target_loss={target_loss} reached at t={crossings[target_loss]['t']:.6g}"
+        status, message = 1, f"target_loss={target_loss} reached at t={target_state['t']:.6g}"
     elif sol.status == 0:
         status, message = 0, sol.message
     else:
         status, message = -1, sol.message
-    return _result(model, sol.t, summary, final, status, message, crossings, counter[0])
+    return _result(model, sol.t, summary, final, status, message, crossings, target_state,
+                   thr, target_loss, counter[0], None)
 
 
 def gradient_descent(
@@ -296,20 +248,24 @@ def gradient_descent(
     record_every : int
         Record every this many steps (>= 1); step 0 and the last step are
         always recorded.
-    loss_thresholds : iterable of float
-        Record the state at the first step whose loss is <= each value.
+    loss_thresholds : sequence of float
+        ``crossings[i]``: the state at the first step whose loss is <=
+        ``loss_thresholds[i]``.
     target_loss : float, optional
-        Stop at the first step whose loss is <= this value.
+        Stop at the first step whose loss is <= this value (``target_state``).
 
     Returns
     -------
-    TrainingResult
-        With ``step`` holding the step index of each record.
+    numerics.trajectory.Trajectory
+        With ``step`` holding the step index of each record. Status -1 (and
+        the step in the message) as soon as the loss, the gradient, the
+        parameters or a recorded summary is non-finite: a step size too large
+        for the dynamics diverges, it does not succeed.
     """
     vec = _initial_vector(model, params0)
-    lr = _check_positive("lr", lr)
-    steps = _check_int("steps", steps, 0)
-    record_every = _check_int("record_every", record_every, 1)
+    lr = check_positive("lr", lr)
+    steps = check_int("steps", steps, 0)
+    record_every = check_int("record_every", record_every, 1)
     thr, target_loss = _check_thresholds(loss_thresholds, target_loss)
 
     rates_lr = lr * model.rates_vector()
@@ -318,29 +274,29 @@ def gradient_descent(
 
     def flush():
         if buf:
-            chunks.append(model.summarize(np.stack(buf)))
+            chunks.append(summarize(model, np.stack(buf)))
             buf.clear()
 
-    crossings = {}
-    pending = sorted(set(thr) | ({target_loss} if target_loss is not None else set()),
-                     reverse=True)
+    crossings, target_state = [None] * len(thr), None
+    pending = sorted(range(len(thr)), key=lambda i: -thr[i])   # highest level first
     status, message = 0, f"completed {steps} steps"
     nfev = 0
     s = 0
     while True:
         L, g = lg(vec)
         nfev += 1
-        if not (math.isfinite(L) and np.all(np.isfinite(g))):
-            status, message = -1, f"non-finite loss or gradient at step {s}"
+        if not (math.isfinite(L) and np.all(np.isfinite(g)) and np.all(np.isfinite(vec))):
+            status, message = -1, f"non-finite loss, gradient or parameters at step {s}"
             break
         if s % record_every == 0 or s == steps:
             rec_steps.append(s)
             buf.append(vec.copy())
             if len(buf) >= 1024:  # bound memory: summarize in chunks
                 flush()
-        while pending and L <= pending[0]:
+        while pending and L <= thr[pending[0]]:
             crossings[pending.pop(0)] = _state(model, s * lr, vec)
         if target_loss is not None and L <= target_loss:
+            target_state = _state(model, s * lr, vec)
             status, message = 1, f"target_loss={target_loss} reached at step {s} (t={s * lr:.6g})"
             if rec_steps[-1] != s:
                 rec_steps.append(s)
@@ -352,11 +308,10 @@ def gradient_descent(
         vec -= g
         s += 1
     flush()
-    keys = ("loss", "alpha", "mu_OV", "mu_QK", "distance")
     if chunks:
-        summary = {k: np.concatenate([c[k] for c in chunks]) for k in keys}
+        summary = {k: np.concatenate([c[k] for c in chunks]) for k in _SUMMARY_KEYS}
     else:
-        summary = {k: np.empty(0) for k in keys}
+        summary = {k: np.empty(0) for k in _SUMMARY_KEYS}
     rec_steps = np.asarray(rec_steps, dtype=int)
-    return _result(model, rec_steps * lr, summary, vec, status, message, crossings, nfev,
-                   step=rec_steps)
+    return _result(model, rec_steps * lr, summary, vec, status, message, crossings,
+                   target_state, thr, target_loss, nfev, s, step=rec_steps)

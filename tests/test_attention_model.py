@@ -8,10 +8,13 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from scipy.integrate import solve_ivp
 
-from numerics.attention_model import PARAMETERIZATIONS, AttentionModel
-from numerics.training import TrainingResult, gradient_descent, gradient_flow
-
-PAPER = dict(m=5, n=50, b=50, M=20)
+from derivations.vocabulary import PAPER_SETTING as PAPER, PARAMETERIZATIONS
+from numerics.attention_model import AttentionModel
+from numerics.invariant_family import (distance_from_family, family_params, project,
+                                       structured_params)
+from numerics.reduced_system import ReducedSystem
+from numerics.trajectory import Trajectory
+from numerics.training import gradient_descent, gradient_flow
 
 
 def fd_gradient(model, vec, h=1e-3):
@@ -51,8 +54,8 @@ def assert_grad_matches(model, params, rel=1e-6):
 )
 def test_gradient_finite_differences(param, setting):
     model = AttentionModel(param, **setting)
-    params = model.init_params("random", scale=1.0, seed=123)
-    assert model.distance_from_family(params) > 0.1  # genuinely off the family
+    params = model.random_params(scale=1.0, seed=123)
+    assert distance_from_family(model, params) > 0.1  # genuinely off the family
     assert_grad_matches(model, params)
 
 
@@ -68,7 +71,7 @@ def test_gradient_finite_differences(param, setting):
 )
 def test_gradient_property(param, m, n, b, M, scale, seed):
     model = AttentionModel(param, m=m, n=n, b=b, M=M)
-    params = model.init_params("random", scale=scale, seed=seed)
+    params = model.random_params(scale=scale, seed=seed)
     # finite differences cannot resolve a gradient that vanishes to round-off
     # (saturated softmax / attention); such draws carry no information.
     assume(np.linalg.norm(model.loss_and_grad(params)[1]["W_V" if param[2] == "F" else "W_OV"]) > 1e-7)
@@ -78,7 +81,7 @@ def test_gradient_property(param, m, n, b, M, scale, seed):
 def test_gradient_structured_zero_entries():
     """Collapsed circuits only get gradient on the (q_k, r_k) / r-columns."""
     model = AttentionModel("CACO", M=3, m=2, n=3, b=2)
-    params = model.init_params("random", scale=1.0, seed=0)
+    params = model.random_params(scale=1.0, seed=0)
     _, g = model.loss_and_grad(params)
     M = model.M
     mask = np.zeros((2 * M, 2 * M), bool)
@@ -94,22 +97,22 @@ def test_gradient_structured_zero_entries():
 @pytest.mark.parametrize("mu_OV,mu_QK", [(0.0, 0.0), (1.3, -0.7), (25.0, 3.0), (-2.0, 1.0), (400.0, 6.0)])
 def test_family_loss_equals_reduced(param, mu_OV, mu_QK):
     model = AttentionModel(param, **PAPER)
-    params = model.family_params(mu_OV, mu_QK, w=0.3)
+    params = family_params(model, mu_OV, mu_QK, w=0.3)
     m, n, M = model.m, model.n, model.M
     alpha = m * math.exp(mu_QK) / (m * math.exp(mu_QK) + n)
     expected = math.log1p((M - 1) * math.exp(-alpha * mu_OV))
     assert model.loss(params) == pytest.approx(expected, rel=1e-12)
-    assert model.reduced_loss(mu_OV, mu_QK) == pytest.approx(expected, rel=1e-12)
+    assert ReducedSystem(param, **PAPER).loss(mu_OV, mu_QK) == pytest.approx(expected, rel=1e-12)
     np.testing.assert_allclose(model.attention(params), alpha, rtol=1e-13)
-    pm = model.project(params)
+    pm = project(model, params)
     assert pm == pytest.approx((mu_OV, mu_QK), rel=1e-12, abs=1e-14)
-    assert model.distance_from_family(params) < 1e-14
+    assert distance_from_family(model, params) < 1e-14
 
 
 def test_project_is_least_squares():
     model = AttentionModel("CACO", M=4, m=1, n=2, b=3)
-    params = model.init_params("random", scale=1.0, seed=5)
-    mu_OV, mu_QK = model.project(params)
+    params = model.random_params(scale=1.0, seed=5)
+    mu_OV, mu_QK = project(model, params)
     W_QK, W_OV = model.circuits(params)
     M, b = model.M, model.b
     P = np.zeros_like(W_QK)
@@ -120,21 +123,21 @@ def test_project_is_least_squares():
     assert mu_OV == pytest.approx(np.vdot(W_OV, B) / np.vdot(B, B), rel=1e-13)
     d = max(np.linalg.norm(W_QK - mu_QK * P) / np.linalg.norm(W_QK),
             np.linalg.norm(W_OV - mu_OV * B) / np.linalg.norm(W_OV))
-    assert model.distance_from_family(params) == pytest.approx(d, rel=1e-12)
+    assert distance_from_family(model, params) == pytest.approx(d, rel=1e-12)
     # batched evaluation agrees with the loop
     stack = {k: np.stack([params[k], 2 * params[k]]) for k in params}
-    bo, bq = model.project(stack)
+    bo, bq = project(model, stack)
     assert bo[0] == pytest.approx(mu_OV) and bq[1] == pytest.approx(2 * mu_QK)
 
 
 def test_structured_init_on_family():
     for param in PARAMETERIZATIONS:
         model = AttentionModel(param, **PAPER)
-        p = model.init_params("structured", eps=0.1)
-        mu_OV, mu_QK = model.project(p)
+        p = structured_params(model, eps=0.1)
+        mu_OV, mu_QK = project(model, p)
         assert mu_QK == pytest.approx(0.01 / 50 if param[0] == "F" else 0.0)
         assert mu_OV == pytest.approx(0.01 / math.sqrt(50) if param[2] == "F" else 0.0)
-        assert model.distance_from_family(p) < 1e-15
+        assert distance_from_family(model, p) < 1e-15
 
 
 # --------------------------------------------------------------------------- #
@@ -143,15 +146,16 @@ def test_structured_init_on_family():
 @pytest.mark.parametrize("param", PARAMETERIZATIONS)
 def test_flow_stays_on_family(param):
     model = AttentionModel(param, **PAPER, eta_QK=2.0, eta_O=0.5)
-    res = gradient_flow(model, model.init_params("structured", eps=1e-2),
+    res = gradient_flow(model, structured_params(model, eps=1e-2),
                         np.geomspace(1.0, 3e5, 60), loss_thresholds=(1.0, 0.1))
-    assert isinstance(res, TrainingResult) and res.status == 0
+    assert isinstance(res, Trajectory) and res.status == 0
     assert np.max(res.distance) < 1e-10
     assert res.loss[-1] < 0.1 and np.all(np.diff(res.loss) <= 1e-12)
     # loss equals the reduced loss along the way
-    np.testing.assert_allclose(res.loss, model.reduced_loss(res.mu_OV, res.mu_QK), rtol=1e-10)
-    for thr in (1.0, 0.1):
-        c = res.crossings[thr]
+    reduced = ReducedSystem(param, **PAPER)
+    np.testing.assert_allclose(res.loss, reduced.loss(res.mu_OV, res.mu_QK), rtol=1e-10)
+    assert res.thresholds == (1.0, 0.1)
+    for thr, c in zip(res.thresholds, res.crossings):
         assert c["loss"] == pytest.approx(thr, rel=1e-6)
         assert model.loss(c["params"]) == pytest.approx(thr, rel=1e-6)
 
@@ -172,23 +176,23 @@ def test_flow_matches_reduced_ode_caco():
 
     t = np.linspace(0, 200, 11)
     ref = solve_ivp(rhs, (0, 200), [0.0, 0.0], t_eval=t, rtol=1e-12, atol=1e-14)
-    res = gradient_flow(model, model.init_params(), t)
+    res = gradient_flow(model, structured_params(model), t)
     np.testing.assert_allclose(res.mu_OV, ref.y[0], rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(res.mu_QK, ref.y[1], rtol=1e-8, atol=1e-12)
 
 
 def test_flow_target_loss_terminal_event():
     model = AttentionModel("FAFO", **PAPER)
-    res = gradient_flow(model, model.init_params(), np.geomspace(1, 1e6, 100), target_loss=0.5)
+    res = gradient_flow(model, structured_params(model), np.geomspace(1, 1e6, 100), target_loss=0.5)
     assert res.status == 1
-    tc = res.crossings[0.5]["t"]
+    tc = res.target_state["t"]
     assert res.t[-1] <= tc < 1e6
     assert model.loss(res.params) == pytest.approx(0.5, rel=1e-6)
 
 
 def test_random_init_distance_reported():
     model = AttentionModel("CAFO", M=3, m=2, n=5, b=2)
-    res = gradient_flow(model, model.init_params("random", scale=0.3, seed=1), t_span=(0, 5))
+    res = gradient_flow(model, model.random_params(scale=0.3, seed=1), t_span=(0, 5))
     assert res.status == 0 and res.t[0] == 0 and res.t[-1] == 5
     assert np.all(res.distance > 1e-3)
 
@@ -199,7 +203,7 @@ def test_random_init_distance_reported():
 @pytest.mark.parametrize("param", PARAMETERIZATIONS)
 def test_descent_first_order_convergence(param):
     model = AttentionModel(param, m=2, n=5, b=2, M=3, eta_QK=1.5, eta_OV=0.8)
-    p0 = model.init_params("random", scale=0.7, seed=3)
+    p0 = model.random_params(scale=0.7, seed=3)
     T = 2.0
     flow = gradient_flow(model, p0, [0.0, T], rtol=1e-12, atol=1e-14)
     ref = model.flatten(flow.params)
@@ -215,12 +219,13 @@ def test_descent_first_order_convergence(param):
 
 def test_descent_records_and_thresholds():
     model = AttentionModel("CACO", M=3, m=2, n=5, b=2, eta_OV=5.0)
-    p0 = model.init_params()
+    p0 = structured_params(model)
     gd = gradient_descent(model, p0, 0.1, 1000, record_every=7, loss_thresholds=(0.9, 0.5),
                           target_loss=0.2)
     assert gd.status == 1 and gd.loss[-1] <= 0.2 < gd.loss[-2]
     np.testing.assert_array_equal(gd.t, gd.step * 0.1)
-    assert gd.crossings[0.9]["t"] < gd.crossings[0.5]["t"] < gd.crossings[0.2]["t"]
+    c9, c5 = gd.crossings
+    assert c9["t"] < c5["t"] < gd.target_state["t"] == gd.t[-1]
     assert np.max(gd.distance) < 1e-12
     full = gradient_descent(model, p0, 0.1, 20)
     assert list(full.step) == list(range(21)) and full.nfev == 21
@@ -232,7 +237,7 @@ def test_descent_records_and_thresholds():
 def test_flatten_roundtrip_and_rates():
     model = AttentionModel("FAFO", M=3, eta_QK=2.0, eta_K=3.0, eta_OV=0.5, eta_V=0.25)
     assert (model.eta_Q, model.eta_K, model.eta_O, model.eta_V) == (2.0, 3.0, 0.5, 0.25)
-    p = model.init_params("random", seed=0)
+    p = model.random_params(seed=0)
     v = model.flatten(p)
     assert v.shape == (model.n_params,) == (6 * 3 + 6 * 3 + 9 + 18,)
     q = model.unflatten(v)
@@ -268,16 +273,14 @@ def test_other_validation():
         AttentionModel("XAXO")
     model = AttentionModel("FAFO", M=2)
     with pytest.raises(ValueError, match="eps"):
-        model.init_params(eps=0)
+        structured_params(model, eps=0)
     with pytest.raises(ValueError, match="scale"):
-        model.init_params("random", scale=-1)
-    with pytest.raises(ValueError, match="kind"):
-        model.init_params("gaussian")
+        model.random_params(scale=-1)
     with pytest.raises(ValueError, match="W_O"):
         model.loss({"W_Q": np.zeros((4, 2)), "W_K": np.zeros((4, 2)), "W_V": np.zeros((2, 4))})
     with pytest.raises(ValueError, match="W_Q"):
-        model.loss({**model.init_params(), "W_Q": np.zeros((2, 2))})
-    p0 = model.init_params()
+        model.loss({**structured_params(model), "W_Q": np.zeros((2, 2))})
+    p0 = structured_params(model)
     with pytest.raises(ValueError, match="lr"):
         gradient_descent(model, p0, 0.0, 10)
     with pytest.raises(ValueError, match="steps"):
@@ -288,3 +291,37 @@ def test_other_validation():
         gradient_flow(model, p0, [1.0, 0.5])
     with pytest.raises(ValueError, match="target_loss"):
         gradient_flow(model, p0, [0, 1], target_loss=-1)
+    with pytest.raises(ValueError, match="t_eval"):
+        gradient_flow(model, p0, [1.0, np.nan])
+    with pytest.raises(ValueError, match="params0"):
+        gradient_flow(model, model.flatten(p0) * np.nan, [0.0, 1.0])
+
+
+@pytest.mark.parametrize("lr", [1e300])
+def test_descent_divergence_is_a_failure(lr):
+    """A step size far too large diverges: status -1 and a message, never a success
+    with NaN values (regression: lr=1e300 reported success with a NaN distance)."""
+    model = AttentionModel("CACO", **PAPER)
+    with np.errstate(all="ignore"):
+        gd = gradient_descent(model, structured_params(model), lr, 10)
+    assert gd.status == -1 and not gd.success
+    assert "non-finite" in gd.message
+
+
+def test_structured_params_are_the_paper_initialization():
+    """The basis-matrix construction (derivations.model.basis_matrix) gives the
+    initialization written out entry by entry in the paper."""
+    M, eps = 4, 0.3
+    model = AttentionModel("FAFO", M=M)
+    p = structured_params(model, eps=eps)
+    idx = np.arange(M)
+    W_Q, W_K, W_V = np.zeros((2 * M, M)), np.zeros((2 * M, M)), np.zeros((M, 2 * M))
+    W_Q[idx, idx] = eps
+    W_K[M + idx, idx] = eps
+    W_V[idx, M + idx] = eps
+    np.testing.assert_allclose(p["W_Q"], W_Q, atol=1e-17)
+    np.testing.assert_allclose(p["W_K"], W_K, atol=1e-17)
+    np.testing.assert_allclose(p["W_O"], eps * (np.eye(M) - 1 / M), atol=1e-17)
+    np.testing.assert_allclose(p["W_V"], W_V, atol=1e-17)
+    collapsed = structured_params(AttentionModel("CACO", M=M))
+    assert all(not np.any(v) for v in collapsed.values())

@@ -5,34 +5,25 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from numerics import lambdified as lam
+from derivations.vocabulary import PARAMETERIZATIONS
 from numerics.closed_form import state_at_loss
-from numerics.reduced_ode import ReducedResult, solve_reduced
-
-PARAMETERIZATIONS = ("CACO", "CAFO", "FACO", "FAFO")
+from numerics.reduced_ode import solve_reduced
+from numerics.trajectory import Trajectory
 
 
 def H_drift(res):
     """max |H(t) - H(0)| relative to the magnitude of H's terms along the
     trajectory (H itself can be a small difference of large terms)."""
-    from derivations.first_integral import first_integral
-    p = res.params
-    pr = (p["m"], p["n"], p["b"], p["M"], p["eta_QK"], p["eta_OV"], p["eta_Q"], p["eta_K"],
-          p["eta_O"], p["eta_V"], p["C_QK"], p["C_OV"])
-    H = np.asarray(lam.first_integral_fn(res.parameterization).func(res.mu_OV, res.mu_QK, *pr),
-                   dtype=float)
-    terms = lam.numeric(first_integral(res.parameterization).args,
-                        (lam.mu_OV, lam.mu_QK, *lam.PARAMS), stable=False)
-    scale = sum(np.abs(np.broadcast_to(np.asarray(v, dtype=float), H.shape))
-                for v in terms.func(res.mu_OV, res.mu_QK, *pr))
-    return float(np.max(np.abs(H - H[0])) / np.max(scale))
+    sys = res.system
+    H = np.asarray(sys.first_integral(res.mu_OV, res.mu_QK), dtype=float)
+    return float(np.max(np.abs(H - H[0])) / np.max(sys.first_integral_scale(res.mu_OV, res.mu_QK)))
 
 
 @pytest.mark.parametrize("param", PARAMETERIZATIONS)
 def test_first_integral_paper_setting(param):
     res = solve_reduced(param, eta_QK=2.0, eta_OV=0.5, target_loss=1e-3)
-    assert isinstance(res, ReducedResult) and res.success and res.status == 1
-    assert res.balanced
+    assert isinstance(res, Trajectory) and res.success and res.status == 1
+    assert res.system.balanced
     assert abs(res.loss[-1] - 1e-3) < 1e-9
     assert H_drift(res) < 1e-8
 
@@ -56,8 +47,8 @@ def test_crossings_match_closed_form(r):
     thresholds = [1.0, 0.1, 1e-3, 1e-5]
     res = solve_reduced("CACO", eta_QK=r, eta_OV=1.0, loss_thresholds=thresholds, target_loss=1e-5)
     cf = state_at_loss(np.array(thresholds), r)
-    for i, L in enumerate(thresholds):
-        c = res.crossings[L]
+    assert res.thresholds == tuple(thresholds)
+    for i, (L, c) in enumerate(zip(thresholds, res.crossings)):
         assert abs(c["loss"] - L) <= 1e-9 * L
         for k in ("mu_OV", "mu_QK", "alpha"):
             assert abs(c[k] - getattr(cf, k)[i]) <= 1e-9 * abs(getattr(cf, k)[i])
@@ -67,13 +58,13 @@ def test_crossings_with_t_eval_and_unreached_thresholds():
     res = solve_reduced("CACO", t_span=(0, 1e5), t_eval=np.linspace(0, 1e5, 11),
                         loss_thresholds=[2.9, 1e-3])
     assert res.status == 0 and res.t.shape == (11,)
-    assert 2.9 in res.crossings and 1e-3 not in res.crossings
+    assert res.crossings[0]["loss"] == pytest.approx(2.9) and res.crossings[1] is None
     np.testing.assert_allclose(res.alpha, 5 * np.exp(res.mu_QK) / (5 * np.exp(res.mu_QK) + 50))
 
 
 def test_terminal_state_appended_with_t_eval():
     res = solve_reduced("CACO", t_eval=np.linspace(0, 1e9, 5), target_loss=0.5)
-    assert res.status == 1 and res.t[-1] == res.crossings[0.5]["t"]
+    assert res.status == 1 and res.t[-1] == res.target_state["t"]
     assert abs(res.loss[-1] - 0.5) < 1e-9
 
 
@@ -86,9 +77,9 @@ def test_tiny_loss_stable():
 def test_unbalanced_factorized_uses_conserved_quantities():
     res = solve_reduced("FAFO", eta_Q=2.0, eta_K=0.5, eta_O=1.0, eta_V=3.0, eps=0.1,
                         target_loss=0.1)
-    assert not res.balanced and res.status == 1
-    assert res.params["C_QK"] == pytest.approx(0.01 * (1 / 2.0 - 1 / 0.5))
-    assert res.params["C_OV"] == pytest.approx(0.01 * (1 / 1.0 - 1 / 3.0))
+    assert not res.system.balanced and res.status == 1
+    assert res.system.C_QK == pytest.approx(0.01 * (1 / 2.0 - 1 / 0.5))
+    assert res.system.C_OV == pytest.approx(0.01 * (1 / 1.0 - 1 / 3.0))
     assert res.mu_OV[0] == pytest.approx(0.01 / math.sqrt(50))
     assert res.mu_QK[0] == pytest.approx(0.01 / 50)
 
@@ -96,7 +87,7 @@ def test_unbalanced_factorized_uses_conserved_quantities():
 def test_jacobian_methods_agree():
     a = solve_reduced("FACO", target_loss=0.01, method="LSODA")
     c = solve_reduced("FACO", target_loss=0.01)
-    assert abs(a.crossings[0.01]["t"] / c.crossings[0.01]["t"] - 1) < 1e-6
+    assert abs(a.target_state["t"] / c.target_state["t"] - 1) < 1e-6
 
 
 @pytest.mark.parametrize("kw,match", [
@@ -109,12 +100,49 @@ def test_jacobian_methods_agree():
     (dict(t_span=(0, -1), target_loss=0.1), "t_span"),
     (dict(), "t_span"),
     (dict(mu0=(0.0, np.nan), target_loss=0.1), "mu0"),
+    # regressions: each of these used to hang or return silently wrong records
+    (dict(t_span=(0, math.inf)), "t_span"),
+    (dict(rtol=0.0, target_loss=0.1), "rtol"),
+    (dict(rtol=math.nan, target_loss=0.1), "rtol"),
+    (dict(atol=-1.0, target_loss=0.1), "atol"),
+    (dict(t_span=(0, 10), t_eval=[1, math.nan]), "t_eval"),
+    (dict(t_span=(0, 10), t_eval=[1, 20]), "t_eval"),
+    (dict(target_loss=0.1, max_steps=0), "max_steps"),
+    (dict(target_loss=0.1, method="Euler"), "method"),
 ])
 def test_invalid_inputs(kw, match):
     kw = dict(kw)
     param = kw.pop("parameterization", "CACO")
     with pytest.raises(ValueError, match=match):
         solve_reduced(param, **kw)
+
+
+def test_initial_loss_below_target_returns_at_once():
+    """Regression: started below the target, the run used to integrate forever."""
+    res = solve_reduced("CACO", mu0=(100.0, 5.0), target_loss=0.5)
+    assert res.status == 1 and res.t.tolist() == [0.0] and res.nsteps == 0
+    assert "already" in res.message and res.target_state["loss"] < 0.5
+
+
+def test_unreachable_target_is_bounded():
+    """Regression: FACO from mu0 = (0, -1) never reaches the target (mu_QK runs off to
+    -inf and the loss returns to log M); the run used to go on forever. Now the step
+    budget (or the finite horizon of t_span=(0, inf)) ends it with status -1."""
+    res = solve_reduced("FACO", mu0=(0.0, -1.0), target_loss=0.5, max_steps=200)
+    assert res.status == -1 and not res.success and res.nsteps == 200
+    assert "max_steps" in res.message and res.target_state is None
+    assert np.all(np.isfinite(res.loss))
+
+
+def test_same_records_as_solve_ivp():
+    """The bounded step loop reproduces scipy.integrate.solve_ivp step for step."""
+    from scipy.integrate import solve_ivp
+    res = solve_reduced("FAFO", eta_QK=3.0, t_span=(0, 1e5), t_eval=np.geomspace(1, 1e5, 7))
+    sys = res.system
+    ref = solve_ivp(lambda t, y: np.array(sys.rhs(*y), dtype=float), (0, 1e5), sys.mu0,
+                    method="DOP853", t_eval=res.t, rtol=1e-10, atol=res.system.mu0[1] * 1e-12)
+    np.testing.assert_array_equal(res.mu_OV, ref.y[0])
+    np.testing.assert_array_equal(res.mu_QK, ref.y[1])
 
 
 @pytest.mark.slow

@@ -1,0 +1,102 @@
+r"""Input checks of the numeric solvers, each raising ``ValueError`` that names
+the parameter and its valid range.
+
+The model parameters, the parameterization names and the positivity rule come
+from :mod:`derivations.vocabulary` (one rule everywhere; re-exported here for
+convenience); this module adds what only numerics needs: integers with a
+lower bound, loss levels in :math:`(0, \log M)`, solver tolerances, output
+times and integration intervals.
+
+>>> from numerics.validation import check_times, check_loss_level
+>>> check_times("t_eval", [0, 1, 2]).tolist()
+[0.0, 1.0, 2.0]
+>>> check_times("t_eval", [1, float("nan")])
+Traceback (most recent call last):
+...
+ValueError: t_eval must be finite, strictly increasing times; got [1.0, nan]
+>>> check_loss_level("target_loss", 5.0, 20)
+Traceback (most recent call last):
+...
+ValueError: target_loss must be in (0, log M) = (0, 2.995732273553991); got 5.0 (a loss the dynamics never reach)
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from derivations.vocabulary import (check_model_parameters, check_parameterization,
+                                    check_positive)
+
+__all__ = ["check_positive", "check_int", "check_model_parameters", "check_parameterization",
+           "check_loss_level", "check_loss_levels", "check_times", "check_t_span",
+           "check_point"]
+
+
+def check_int(name, value, minimum, maximum=None) -> int:
+    """``int(value)`` if ``value`` is an integer in ``[minimum, maximum]``
+    (bools rejected), else ValueError naming the range."""
+    rng = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an integer {rng}; got {value!r}")
+    v = int(value)
+    if v < minimum or (maximum is not None and v > maximum):
+        raise ValueError(f"{name} must be an integer {rng}; got {value!r}")
+    return v
+
+
+def check_loss_level(name, value, M) -> float:
+    r"""A loss level the dynamics reach: finite, in :math:`(0, \log M)`."""
+    log_M = math.log(M)
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    v = float(value) if ok else math.nan
+    if not (math.isfinite(v) and 0 < v < log_M):
+        raise ValueError(f"{name} must be in (0, log M) = (0, {log_M!r}); got {value!r} "
+                         "(a loss the dynamics never reach)")
+    return v
+
+
+def check_loss_levels(name, values, M) -> tuple:
+    """A sequence of :func:`check_loss_level` values, as a tuple (order kept)."""
+    if isinstance(values, (str, bytes)) or not np.iterable(values):
+        raise ValueError(f"{name} must be a sequence of losses in (0, log M); got {values!r}")
+    return tuple(check_loss_level(name, v, M) for v in values)
+
+
+def check_times(name, times) -> np.ndarray:
+    """Output times: a non-empty 1-d sequence of finite, strictly increasing numbers."""
+    try:
+        t = np.asarray(times, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be finite, strictly increasing times; "
+                         f"got {times!r}") from None
+    if t.ndim != 1 or t.size == 0 or not np.all(np.isfinite(t)) or np.any(np.diff(t) <= 0):
+        shown = t.tolist() if t.size <= 6 else f"array of shape {t.shape}"
+        raise ValueError(f"{name} must be finite, strictly increasing times; got {shown}")
+    return t
+
+
+def check_t_span(t_span, *, allow_infinite_end=False) -> tuple:
+    """``(t0, t1)`` with ``t0`` finite and ``t1 > t0`` (finite unless allowed)."""
+    try:
+        t0, t1 = (float(v) for v in t_span)
+    except (TypeError, ValueError):
+        raise ValueError(f"t_span must be (t0, t1) with t1 > t0; got {t_span!r}") from None
+    end_ok = math.isfinite(t1) or (allow_infinite_end and t1 == math.inf)
+    if not (math.isfinite(t0) and end_ok and t1 > t0):
+        kind = "t1 > t0" if allow_infinite_end else "finite t1 > t0"
+        raise ValueError(f"t_span must be (t0, t1) with t0 finite and {kind}; got {t_span!r}")
+    return t0, t1
+
+
+def check_point(name, value) -> tuple:
+    """Two finite numbers ``(mu_OV, mu_QK)``."""
+    try:
+        pt = tuple(float(v) for v in value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be two finite numbers (mu_OV, mu_QK); "
+                         f"got {value!r}") from None
+    if len(pt) != 2 or not all(math.isfinite(v) for v in pt):
+        raise ValueError(f"{name} must be two finite numbers (mu_OV, mu_QK); got {value!r}")
+    return pt
