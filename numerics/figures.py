@@ -45,18 +45,21 @@ lambdification.
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-#: The paper's setting.
-PAPER = dict(m=5, n=50, b=50, M=20)
+from derivations.vocabulary import PAPER_SETTING, PARAMETERIZATIONS
+
+#: The paper's setting (:data:`derivations.vocabulary.PAPER_SETTING`).
+PAPER = dict(PAPER_SETTING)
 #: Learning-rate ratios eta_QK / eta_OV.
 RATIOS = (0.01, 0.1, 1.0, 10.0, 100.0)
-#: Parameterizations (collapsed/factorized QK, then OV).
-PARAMETERIZATIONS = ("CACO", "CAFO", "FACO", "FAFO")
 #: Output formats accepted by :func:`make_figures`.
 FORMATS = ("png", "pdf", "svg")
 #: Default output directory (relative to the working directory).
@@ -64,6 +67,8 @@ DEFAULT_OUTPUT = Path("docs") / "figures"
 #: Figure width in inches (a full paper text width).
 WIDTH = 7.0
 DPI = 150
+#: Accepted raster resolutions (dots per inch).
+DPI_RANGE = (10.0, 2400.0)
 
 _STYLE = {
     "font.size": 8,
@@ -250,12 +255,6 @@ def _tex(expr):
     return sp.latex(expr, fold_short_frac=True).replace(r"\frac", r"\dfrac")
 
 
-def _param_vector(params, eta_QK, eta_OV):
-    """Positional values of :data:`numerics.lambdified.PARAMS`."""
-    return (params["m"], params["n"], params["b"], params["M"], eta_QK, eta_OV,
-            eta_QK, eta_QK, eta_OV, eta_OV, 0.0, 0.0)
-
-
 def plot_line_coordinates(*, quick=False, ratios=RATIOS, params=None):
     r"""CACO trajectories in the line coordinates (X, Y) of the first
     integral, :math:`H = Y - \text{slope}\cdot X` constant, so each trajectory
@@ -276,11 +275,11 @@ def plot_line_coordinates(*, quick=False, ratios=RATIOS, params=None):
     xall = []
     for r, c in zip(ratios, colors):
         res = solve_reduced("CACO", eta_QK=r, eta_OV=1.0, t_span=(0.0, t[-1]), t_eval=t, **params)
-        pv = _param_vector(params, r, 1.0)
+        pv = res.system.params
         X = np.asarray(funcs["X"].func(res.mu_OV, res.mu_QK, *pv), dtype=float)
         Y = np.asarray(funcs["Y"].func(res.mu_OV, res.mu_QK, *pv), dtype=float)
         slope = float(funcs["slope"].func(0.0, 0.0, *pv))
-        X0, Y0 = (float(funcs[k].func(*res.params["mu0"], *pv)) for k in ("X", "Y"))
+        X0, Y0 = (float(funcs[k].func(*res.system.mu0, *pv)) for k in ("X", "Y"))
         dX, dY = X - X0, Y - Y0
         # keep points where Y - Y0 is resolved in float64 (not cancellation noise)
         ok = (dX > 0) & (dY > 1e-9 * np.abs(Y))
@@ -336,6 +335,7 @@ def plot_simulation_vs_theory(*, quick=False, ratios=(0.1, 1.0, 10.0), params=No
     """
     from numerics.attention_model import AttentionModel
     from numerics.closed_form import state_at_loss
+    from numerics.invariant_family import structured_params
     from numerics.reduced_ode import solve_reduced
     from numerics.training import gradient_flow
 
@@ -350,7 +350,7 @@ def plot_simulation_vs_theory(*, quick=False, ratios=(0.1, 1.0, 10.0), params=No
         red = solve_reduced("CACO", eta_QK=r, eta_OV=1.0, t_span=(0.0, t_line[-1]),
                             t_eval=t_line, **params)
         model = AttentionModel("CACO", eta_QK=r, eta_OV=1.0, **params)
-        sim = gradient_flow(model, model.init_params("structured"), t_eval=t_sim)
+        sim = gradient_flow(model, structured_params(model), t_eval=t_sim)
         if not sim.success:
             raise RuntimeError(f"full gradient flow failed for r={r}: {sim.message}")
         for ax, key in zip(axes.flat[:3], ("mu_OV", "mu_QK", "alpha")):
@@ -496,15 +496,82 @@ def _check_names(names):
     return names
 
 
+def check_dpi(dpi) -> float:
+    """``float(dpi)`` if it lies in :data:`DPI_RANGE`, else ValueError."""
+    lo, hi = DPI_RANGE
+    try:
+        v = float(dpi)
+    except (TypeError, ValueError):
+        v = math.nan
+    if not lo <= v <= hi:
+        raise ValueError(f"dpi must be a number in [{lo:g}, {hi:g}]; got {dpi!r}")
+    return v
+
+
+def check_output_dir(output_dir, names=None, formats=FORMATS) -> Path:
+    """The output directory as a Path if the figures can be written there.
+
+    Checked without writing anything: the path is not empty; it is a
+    directory or does not exist yet; its nearest existing ancestor is a
+    directory (not a file) that this process may write to; and neither a
+    path component nor the longest file path exceeds the file system's
+    limits (``NAME_MAX``, ``PATH_MAX``).
+
+    Raises
+    ------
+    ValueError
+        Naming what is wrong with the path.
+    """
+    text = os.fspath(output_dir) if isinstance(output_dir, (str, os.PathLike)) else None
+    if not text or not text.strip():
+        raise ValueError(f"output directory must be a non-empty path; got {output_dir!r}")
+    path = Path(text)
+    absolute = path.absolute()
+    ancestor = absolute
+    try:
+        while not ancestor.exists():
+            ancestor = ancestor.parent
+    except OSError:      # a component too long to stat: checked below
+        ancestor = Path(absolute.anchor)
+    try:
+        name_max = os.pathconf(ancestor, "PC_NAME_MAX")
+        path_max = os.pathconf(ancestor, "PC_PATH_MAX")
+    except (OSError, ValueError, AttributeError):
+        name_max, path_max = 255, 4096
+    for part in absolute.parts:
+        if len(os.fsencode(part)) > name_max:
+            raise ValueError(f"output {text[:60]!r}...: a path component is longer than "
+                             f"{name_max} bytes")
+    longest = max(len(f".{n}.xxxxxxxx.{f}") for n in (names or FIGURES) for f in formats)
+    if len(os.fsencode(str(absolute))) + 1 + longest >= path_max:
+        raise ValueError(f"output {text[:60]!r}...: the file paths would exceed {path_max} bytes")
+    if ancestor == absolute and not absolute.is_dir():
+        raise ValueError(f"output {text!r} exists and is not a directory")
+    if not ancestor.is_dir():
+        raise ValueError(f"output {text!r} lies under {str(ancestor)!r}, which is a file, "
+                         "not a directory")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise ValueError(f"output {text!r}: {str(ancestor)!r} is not writable")
+    return path
+
+
 def save_figure(fig, output_dir, name, formats=("png", "pdf"), dpi=DPI):
-    """Save ``fig`` as ``output_dir/name.<fmt>`` for each format; close it.
-    Returns the list of paths."""
+    """Save ``fig`` as ``output_dir/name.<fmt>`` for each format (each written
+    to a temporary file and renamed, so a file is complete or absent); close
+    it. Returns the list of paths."""
     matplotlib, plt = _mpl()
     out = []
     with matplotlib.rc_context(_STYLE):
         for fmt in formats:
             path = Path(output_dir) / f"{name}.{fmt}"
-            fig.savefig(path, dpi=dpi, format=fmt)
+            fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=f".{fmt}", dir=output_dir)
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fig.savefig(fh, dpi=dpi, format=fmt)
+                os.replace(tmp, path)           # atomic: never a half-written figure
+            except BaseException:
+                os.unlink(tmp)
+                raise
             out.append(path)
     plt.close(fig)
     return out
@@ -523,7 +590,7 @@ def make_figures(output_dir=DEFAULT_OUTPUT, formats=("png", "pdf"), *, names=Non
     quick : bool
         Coarser grids (for tests).
     dpi : float
-        Raster resolution (> 0).
+        Raster resolution, in :data:`DPI_RANGE`.
     verbose : bool
         Print one line per figure (name, seconds) to stderr.
 
@@ -535,17 +602,14 @@ def make_figures(output_dir=DEFAULT_OUTPUT, formats=("png", "pdf"), *, names=Non
     Raises
     ------
     ValueError
-        Unknown format or figure name, non-positive dpi, or ``output_dir``
-        exists and is not a directory.
+        Unknown format or figure name, dpi outside :data:`DPI_RANGE`, or an
+        ``output_dir`` that cannot take the files (see
+        :func:`check_output_dir`); raised before any figure is made.
     """
     formats = _check_formats(formats)
     names = _check_names(names)
-    dpi = float(dpi)
-    if not (np.isfinite(dpi) and dpi > 0):
-        raise ValueError(f"dpi must be finite and > 0, got {dpi!r}")
-    output_dir = Path(output_dir)
-    if output_dir.exists() and not output_dir.is_dir():
-        raise ValueError(f"output {str(output_dir)!r} exists and is not a directory")
+    dpi = check_dpi(dpi)
+    output_dir = check_output_dir(output_dir, names, formats)
     output_dir.mkdir(parents=True, exist_ok=True)
     matplotlib, _ = _mpl()
     paths = []
@@ -566,35 +630,37 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def _parser():
+def build_parser():
+    """The argument parser of ``python -m numerics.figures`` (also used by the docs)."""
     p = _Parser(prog="python -m numerics.figures",
-                description="Write the figures of the QK/OV dynamics as PNG and PDF.")
+                description="Write the figures of the QK/OV dynamics as PNG and PDF "
+                            "(exit 0: written, 1: a file could not be written, 2: bad "
+                            "arguments, nothing written).")
     p.add_argument("--output", "-o", default=str(DEFAULT_OUTPUT), metavar="DIR",
-                   help=f"output directory (default {DEFAULT_OUTPUT})")
+                   help=f"output directory, created if missing (default {DEFAULT_OUTPUT})")
     p.add_argument("--formats", default="png,pdf",
                    help=f"comma-separated subset of {','.join(FORMATS)} (default png,pdf)")
     p.add_argument("--only", nargs="+", metavar="NAME", choices=list(FIGURES),
                    help="make only these figures: " + ", ".join(FIGURES))
-    p.add_argument("--dpi", type=float, default=DPI, help=f"PNG resolution (default {DPI})")
+    p.add_argument("--dpi", type=float, default=DPI,
+                   help=f"PNG resolution in [{DPI_RANGE[0]:g}, {DPI_RANGE[1]:g}] (default {DPI})")
     p.add_argument("--quick", action="store_true", help="coarser grids (fast; for tests)")
     p.add_argument("--quiet", "-q", action="store_true", help="do not list the written files")
     return p
 
 
 def main(argv=None):
-    """Command-line entry point; returns the exit status (0 ok, 2 bad arguments)."""
-    parser = _parser()
+    """Command-line entry point; returns the exit status (0 ok, 1 a write
+    failed, 2 bad arguments: one line on stderr, nothing written)."""
+    parser = build_parser()
     args = parser.parse_args(argv)
     formats = tuple(f.strip() for f in args.formats.split(",") if f.strip())
     try:
         _check_formats(formats)
-        if not (np.isfinite(args.dpi) and args.dpi > 0):
-            raise ValueError(f"--dpi must be finite and > 0, got {args.dpi:g}")
-        out = Path(args.output)
-        if out.exists() and not out.is_dir():
-            raise ValueError(f"--output {args.output!r} exists and is not a directory")
+        check_dpi(args.dpi)
+        out = check_output_dir(args.output, args.only or tuple(FIGURES), formats)
     except ValueError as exc:
-        parser.error(str(exc).replace("\n", " "))
+        parser.error(str(exc).replace("\n", " ").replace("dpi must", "--dpi must"))
     t0 = time.perf_counter()
     try:
         paths = make_figures(out, formats, names=args.only, quick=args.quick, dpi=args.dpi,

@@ -116,3 +116,58 @@ def test_cli_subprocess_bad_output(tmp_path):
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "not a directory" in proc.stderr
     assert proc.stdout == ""
+
+
+def _bad_outputs(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("x")
+    ro = tmp_path / "readonly"
+    ro.mkdir()
+    ro.chmod(0o500)
+    return {
+        "file": (str(f), "not a directory"),
+        "under a file": (str(f / "sub" / "dir"), "which is a file"),
+        "unwritable": (str(ro / "new"), "not writable"),
+        "too long": (str(tmp_path / ("x" * 300)), "longer than"),
+        "too long path": (str(tmp_path / "/".join(["y" * 200] * 25)), "exceed"),
+        "empty": ("", "non-empty"),
+        "blank": ("  ", "non-empty"),
+    }
+
+
+@pytest.mark.parametrize("case", ["file", "under a file", "unwritable", "too long",
+                                  "too long path", "empty", "blank"])
+def test_cli_bad_output_paths(tmp_path, capsys, monkeypatch, case):
+    """Regression: each of these gave a traceback, exit 1, partial output or wrote into
+    the working directory. Now: one line on stderr, exit 2, nothing written, no work."""
+    import os
+    path, match = _bad_outputs(tmp_path)[case]
+    if case == "unwritable" and os.access(tmp_path / "readonly", os.W_OK):
+        # running as root, which may write anywhere: let the permission test say no
+        real = os.access
+        monkeypatch.setattr(figures.os, "access",
+                            lambda p, mode: False if "readonly" in str(p) else real(p, mode))
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    with pytest.raises(SystemExit) as exc:
+        figures.main(["--output", path, "--quick", "--only", "stopping_curves"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and match in err, err
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
+    with pytest.raises(ValueError, match=match):
+        figures.make_figures(path, names=("stopping_curves",), quick=True)
+
+
+@pytest.mark.parametrize("dpi", ["0", "5", "1e6", "nan", "inf"])
+def test_cli_dpi_outside_range(tmp_path, capsys, dpi):
+    with pytest.raises(SystemExit) as exc:
+        figures.main(["--output", str(tmp_path / "o"), "--dpi", dpi])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "--dpi must be a number in [10, 2400]" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_build_parser_documents_every_option():
+    for action in figures.build_parser()._actions:
+        assert action.help, action.option_strings

@@ -123,16 +123,23 @@ def test_check_status_rules():
     json.dumps(d, allow_nan=False)
 
 
-def test_closed_form_state_on_orbit_consistent():
-    """The orbit-based closed form at a loss reproduces that loss and lies on the orbit."""
-    from numerics import lambdified as lam
-    for P in ("CAFO", "FACO", "FAFO"):
-        L = np.array([2.5, 1.0, 0.1])
-        st = verify.closed_form_state(P, L, 2.0)
-        loss = lam.loss_fn().func(st["mu_OV"], st["mu_QK"], 5, 50, 20)
-        np.testing.assert_allclose(loss, L, rtol=1e-12)
-        np.testing.assert_allclose(verify.orbit_mu_QK(P, st["mu_OV"], 2.0), st["mu_QK"],
-                                   rtol=1e-12)
+@pytest.mark.parametrize("P", ["CAFO", "FACO", "FAFO"])
+def test_closed_form_state_on_orbit_consistent(P):
+    """The orbit-based closed form at a loss reproduces that loss, keeps the first
+    integral of the initial point (an independent derived quantity), and agrees with
+    the loss crossings of the integrated reduced flow."""
+    from numerics.reduced_system import ReducedSystem
+    sys = ReducedSystem(P, eta_QK=2.0)
+    L = np.array([2.5, 1.0, 0.1])
+    st = sys.state_at_loss(L)
+    np.testing.assert_allclose(sys.loss(st["mu_OV"], st["mu_QK"]), L, rtol=1e-12)
+    H = sys.first_integral(st["mu_OV"], st["mu_QK"])
+    H0 = sys.first_integral(*sys.mu0)
+    assert np.max(np.abs(H - H0) / sys.first_integral_scale(st["mu_OV"], st["mu_QK"])) < 1e-12
+    run = sys.integrate(loss_thresholds=tuple(L), target_loss=0.05, rtol=1e-12)
+    for i, c in enumerate(run.crossings):
+        for q in ("mu_OV", "mu_QK", "alpha"):
+            assert c[q] == pytest.approx(st[q][i], rel=1e-8)
 
 
 def test_run_checks_rejects_bad_arguments():
@@ -144,6 +151,43 @@ def test_run_checks_rejects_bad_arguments():
         run_checks("CACO", quick=True, M=1)
     with pytest.raises(ValueError, match="tolerance"):
         run_checks("CACO", quick=True, tolerances={"nope": 1.0})
+    with pytest.raises(ValueError, match="ratios"):
+        run_checks("CACO", [1e8], quick=True)
+    with pytest.raises(ValueError, match="kinds"):
+        run_checks("CACO", quick=True, kinds=["nope"])
+
+
+def test_descent_beyond_budget_is_not_verifiable(monkeypatch):
+    """Regression: ratio 1e4 took 74 s (1e8: days) in the descent check of a factorized
+    QK circuit. Past the step budget it is reported N/V at once, not run, not passed."""
+    checks = run_checks("FACO", [1e4], quick=True, kinds=["descent"])
+    assert [c.status for c in checks] == ["N/V"]
+    assert "descent steps" in checks[0].detail["message"]
+    assert verify.summarize(checks)["ok"] is False
+    assert verify.summarize(checks)["n_not_verifiable"] == 1
+
+
+def test_unconverged_descent_is_not_verifiable(monkeypatch):
+    """Regression: with m = 1e-6 the descent runs were far from first order (errors
+    ~0.9) and their ratio was reported as a (failing) order. Now: N/V with the reason."""
+    monkeypatch.setattr(verify, "ASYMPTOTIC_ERROR", 1e-3)   # the paper setting's runs: ~3e-2
+    checks = run_checks("CACO", [1.0], quick=True, kinds=["descent"])
+    order = [c for c in checks if c.quantity.startswith("GD order")]
+    assert [c.status for c in order] == ["N/V"]
+    assert "first-order regime" in order[0].detail["message"]
+
+
+def test_check_kinds_registry():
+    assert list(verify.CHECK_KINDS) == ["flow", "closed_form", "first_integral", "crossings",
+                                        "family", "descent"]
+    checks = run_checks("CACO", [1.0], quick=True, kinds=["flow"])
+    assert [c.quantity for c in checks] == [f"flow~reduced {q}" for q in ("mu_OV", "mu_QK", "alpha")]
+
+
+def test_build_parser_documents_every_option():
+    parser = verify.build_parser()
+    for action in parser._actions:
+        assert action.help, action.option_strings
 
 
 # --------------------------------------------------------------------------- #
@@ -176,6 +220,9 @@ def test_cli_json_quick():
     ["--parameterization", "XYZ"],
     ["--bogus"],
     ["--params"],
+    ["--ratios", "1e8"],            # regression: would run for days
+    ["--params", "M=1000"],         # the full model is too large to integrate densely
+    ["--params", "m=1,m=2"],
 ])
 def test_cli_bad_arguments(args):
     p = _run_cli(*args, timeout=60)
