@@ -1,0 +1,16 @@
+"""The examples in the numerics modules' docstrings run and show what they say."""
+import doctest
+import importlib
+
+import pytest
+
+MODULES = ["numerics.validation", "numerics.trajectory", "numerics.reduced_system",
+           "numerics.reduced_ode", "numerics.invariant_family", "numerics.training"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_module_doctests(name):
+    result = doctest.testmod(importlib.import_module(name),
+                             optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0
+    assert result.attempted > 0
