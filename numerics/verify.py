@@ -40,7 +40,7 @@ balanced factors), in the paper setting :math:`m=5, n=50, b=50, M=20`:
    flow's events (the others).
 
 2. **Invariant family.**  The relative distance of the full-model circuits
-   from the family (:meth:`AttentionModel.distance_from_family`) stays below
+   from the family (:func:`numerics.invariant_family.distance_from_family`) stays below
    ``1e-9`` along the structured-init trajectory (checked); from a random
    initialization (entries :math:`\mathcal N(0, 10^{-6})`) the distance at
    :math:`T` is only reported.
@@ -371,23 +371,51 @@ def check_flow_vs_reduced(ctx):
         ctx.add(f"flow~reduced {q}", _rel_dev(full[q], red[q]), ctx.tolerances["flow"])
 
 
+#: A comparison that goes through the loss is kept only at points where the
+#: loss's own rounding, amplified by the margin's conditioning
+#: (relative error about eps L / (log M - L)), stays below this fraction of
+#: the tolerance.
+_CONDITIONING_MARGIN = 0.1
+
+
 @check_kind("closed_form")
 def check_flow_vs_closed_form(ctx):
     """Full-model flow vs the closed forms at the full-model losses (CACO) or
-    the orbit at the full-model mu_OV and the margin+orbit mu_OV (others)."""
+    the orbit at the full-model mu_OV and the margin+orbit mu_OV (others).
+
+    What goes through the loss (CACO: all three; others: the margin+orbit
+    mu_OV) is compared only where the loss is far enough below log M for
+    the margin s(L) to be resolved (estimated relative error
+    eps L/(log M - L) below a tenth of the tolerance); if no point is, the
+    comparison is not verifiable."""
     full, _ = ctx.flows
-    mask = full.loss < math.log(ctx.settings["M"])
-    cf = ctx.closed_state(full.loss[mask])
+    tol = ctx.tolerances["flow"]
+    logM = math.log(ctx.settings["M"])
+    mask = full.loss < logM
+    with np.errstate(divide="ignore"):
+        cond = np.finfo(float).eps * full.loss / (logM - full.loss)
+    resolved = mask & (cond <= _CONDITIONING_MARGIN * tol)
     if ctx.parameterization == "CACO":
         labels = dict.fromkeys(("mu_OV", "mu_QK", "alpha"), "state_at_loss")
+        use = dict.fromkeys(labels, resolved)
     else:
         # the orbit relation is evaluated at the full-model mu_OV (well conditioned)
         labels = {"mu_OV": "margin+orbit", "mu_QK": "orbit", "alpha": "orbit"}
-        cf["mu_QK"] = ctx.system.orbit(full.mu_OV[mask], precise=True)
-        cf["alpha"] = np.asarray(ctx.system.alpha(cf["mu_QK"]), dtype=float)
+        use = {"mu_OV": resolved, "mu_QK": mask, "alpha": mask}
+    cf = ctx.closed_state(full.loss[resolved]) if resolved.any() else None
+    if ctx.parameterization != "CACO":
+        u = ctx.system.orbit(full.mu_OV[mask], precise=True)
+        orbit = {"mu_QK": u, "alpha": np.asarray(ctx.system.alpha(u), dtype=float)}
     for q in ("mu_OV", "mu_QK", "alpha"):
-        ctx.add(f"flow~closed({labels[q]}) {q}", _rel_dev(full[q][mask], cf[q]),
-                ctx.tolerances["flow"], points=int(mask.sum()))
+        name = f"flow~closed({labels[q]}) {q}"
+        m = use[q]
+        dropped = int(mask.sum() - m.sum())
+        if not m.any():
+            ctx.add(name, math.nan, NOT_VERIFIABLE, points=0, dropped=dropped,
+                    message="the loss stays too close to log M to resolve the margin")
+            continue
+        ref = orbit[q] if (ctx.parameterization != "CACO" and q != "mu_OV") else cf[q]
+        ctx.add(name, _rel_dev(full[q][m], ref), tol, points=int(m.sum()), dropped=dropped)
 
 
 @check_kind("first_integral")
@@ -721,16 +749,21 @@ def _parse_params(text):
 
 
 def _parse_ratios(text):
-    vals = []
-    for item in text.split(","):
-        try:
-            v = float(item)
-        except ValueError:
-            raise _ArgumentError(f"--ratios: not a number: {item.strip()!r}") from None
-        if not (math.isfinite(v) and v > 0):
-            raise _ArgumentError(f"--ratios: ratios must be finite numbers > 0; got {item.strip()!r}")
-        vals.append(v)
-    return tuple(vals)
+    """Comma-separated numbers (their range is checked by :func:`check_ratios`)."""
+    items = text.split(",")
+    try:
+        return tuple(float(item) for item in items)
+    except ValueError:
+        bad = next(i.strip() for i in items if not _is_number(i))
+        raise _ArgumentError(f"--ratios: not a number: {bad!r}") from None
+
+
+def _is_number(text):
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def build_parser():

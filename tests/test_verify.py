@@ -231,3 +231,15 @@ def test_cli_bad_arguments(args):
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1, p.stderr
     assert "error" in lines[0] and "Traceback" not in p.stderr
+
+
+def test_margin_comparison_only_where_resolved():
+    """Regression (m = 1e-6): the loss stays within ~1e-12 of log M for long, where
+    the margin s(L) cannot be resolved from a double loss; the margin+orbit mu_OV used
+    to FAIL at ~2e-4 there. It is now compared only where resolved (points dropped are
+    counted), and passes."""
+    checks = run_checks("CAFO", [1.0], quick=True, m=1e-6, kinds=["closed_form"])
+    by_q = {c.quantity: c for c in checks}
+    c = by_q["flow~closed(margin+orbit) mu_OV"]
+    assert c.status == "PASS" and c.detail["dropped"] > 0 and c.detail["points"] > 0
+    assert by_q["flow~closed(orbit) mu_QK"].detail["dropped"] == 0
