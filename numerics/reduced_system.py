@@ -28,15 +28,15 @@ its two-scalar dynamics :math:`(\mu_{OV}, \mu_{QK})`. The procedure:
    returning a :class:`numerics.trajectory.Trajectory`.
 
 >>> from numerics.reduced_system import ReducedSystem
->>> sys = ReducedSystem("CACO", eta_QK=10.0)
->>> sys.mu0, sys.balanced
+>>> system = ReducedSystem("CACO", eta_QK=10.0)
+>>> system.mu0, system.balanced
 ((0.0, 0.0), True)
->>> round(float(sys.loss(*sys.mu0)), 12) == round(float(np.log(20)), 12)
+>>> round(float(system.loss(*system.mu0)), 12) == round(float(np.log(20)), 12)
 True
->>> res = sys.integrate(target_loss=0.1)
+>>> res = system.integrate(target_loss=0.1)
 >>> res.status, round(res.target_state["alpha"], 6)
 (1, 0.695206)
->>> round(float(sys.state_at_loss(0.1)["alpha"]), 6)
+>>> round(float(system.state_at_loss(0.1)["alpha"]), 6)
 0.695206
 """
 from __future__ import annotations
@@ -48,8 +48,8 @@ import numpy as np
 import scipy.integrate
 from scipy.optimize import brentq
 
-from derivations.vocabulary import (PAPER_SETTING, check_parameterization, ov_factorized,
-                                    qk_factorized)
+from derivations.vocabulary import (CIRCUITS, MODEL_PARAMETERS, PAPER_SETTING, RATE_NAMES,
+                                    check_parameterization, ov_factorized, qk_factorized)
 
 from . import lambdified as lam
 from .trajectory import Trajectory
@@ -57,7 +57,7 @@ from .validation import (check_int, check_loss_level, check_loss_levels,
                          check_model_parameters, check_point, check_positive, check_t_span,
                          check_times)
 
-__all__ = ["ReducedSystem", "DEFAULT_EPS", "DEFAULT_MAX_STEPS", "HORIZON", "METHODS"]
+__all__ = ["ReducedSystem", "PARAMETER_ORDER", "DEFAULT_EPS", "DEFAULT_MAX_STEPS", "HORIZON", "METHODS"]
 
 #: Initialization scale of factorized circuits.
 DEFAULT_EPS = 1e-2
@@ -74,6 +74,10 @@ METHODS = {"RK23": scipy.integrate.RK23, "RK45": scipy.integrate.RK45,
            "BDF": scipy.integrate.BDF, "LSODA": scipy.integrate.LSODA}
 _IMPLICIT = ("Radau", "BDF", "LSODA")
 _EPS = np.finfo(float).eps
+#: Order of the parameters every generated flow function takes after its state
+#: variables (:data:`numerics.lambdified.PARAMS`): model parameters, rates,
+#: conserved quantities, all named by :mod:`derivations.vocabulary`.
+PARAMETER_ORDER = MODEL_PARAMETERS + RATE_NAMES + tuple(c.conserved for c in CIRCUITS.values())
 
 
 @lru_cache(maxsize=None)
@@ -150,13 +154,12 @@ class ReducedSystem:
         self._alpha = lam.alpha_fn().func
 
     def _param_tuple(self):
-        return (self.m, self.n, self.b, self.M, self.eta_QK, self.eta_OV, self.eta_Q,
-                self.eta_K, self.eta_O, self.eta_V, self.C_QK, self.C_OV)
+        return tuple(getattr(self, name) for name in PARAMETER_ORDER)
 
     @property
     def values(self) -> dict:
-        """``{name: value}`` of :data:`numerics.lambdified.PARAMS`, ``eps``, ``mu0``."""
-        out = {str(s): v for s, v in zip(lam.PARAMS, self.params)}
+        """``{name: value}`` in :data:`PARAMETER_ORDER`, then ``eps`` and ``mu0``."""
+        out = dict(zip(PARAMETER_ORDER, self.params))
         out.update(eps=self.eps, mu0=self.mu0)
         return out
 

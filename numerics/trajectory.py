@@ -84,6 +84,3 @@ class Trajectory(OptimizeResult):
             else:
                 parts.append(f"{k}={v!r}")
         return f"Trajectory({', '.join(parts)})"
-
-    def __dir__(self):
-        return list(self.keys())

@@ -786,6 +786,33 @@ def build_parser():
     return p
 
 
+class _progress_bar:
+    """A tqdm bar over the groups on stderr (only when stderr is a terminal)."""
+
+    def __init__(self, parameterization, ratios, quick):
+        n_p = len(PARAMETERIZATIONS) if parameterization == "all" else 1
+        n_r = len(ratios) if ratios is not None else (1 if quick else len(DEFAULT_RATIOS))
+        self.total, self.bar, self.calls = n_p * n_r, None, 0
+
+    def __enter__(self):
+        if sys.stderr.isatty():
+            from tqdm import tqdm
+            self.bar = tqdm(total=self.total, file=sys.stderr, unit="group", leave=False)
+        return self
+
+    def __call__(self, label):
+        if self.bar is not None:
+            if self.calls:
+                self.bar.update(1)
+            self.bar.set_description(label)
+        self.calls += 1
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.close()
+        return False
+
+
 def main(argv=None) -> int:
     """Command-line entry point; returns the exit status."""
     parser = build_parser()
@@ -803,7 +830,9 @@ def main(argv=None) -> int:
         return 2
     t0 = time.perf_counter()
     try:
-        checks = run_checks(args.parameterization, ratios, quick=args.quick, **params)
+        with _progress_bar(args.parameterization, ratios, args.quick) as progress:
+            checks = run_checks(args.parameterization, ratios, quick=args.quick,
+                                progress=progress, **params)
     except ValueError as exc:  # invalid combination not caught above
         print(f"{parser.prog}: error: {exc}".splitlines()[0], file=sys.stderr)
         return 2
