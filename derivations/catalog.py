@@ -203,7 +203,14 @@ def write_cache(path: Path, key: str, records: dict) -> None:
     payload = {"key": key, "results": {
         name: {"lhs": None if rec.lhs is None else sp.srepr(rec.lhs), "expr": sp.srepr(rec.expr),
                "relation": rec.relation} for name, rec in records.items()}}
-    text = json.dumps(payload, indent=1, sort_keys=True) + "\n"
+    atomic_write_text(path, json.dumps(payload, indent=1, sort_keys=True) + "\n")
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically: a temporary file in the same
+    directory, then ``os.replace`` (readers see the old or the new file, never
+    a partial one). Creates the parent directory."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -255,20 +262,41 @@ def results(*, rebuild: bool = False) -> dict:
     return {name: rec.expr for name, rec in records(rebuild=rebuild).items()}
 
 
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line parser of ``python -m derivations.catalog``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m derivations.catalog",
+        description="List, check or rebuild the derived results: the shipped cache "
+                    "(derivations/_cache/derived.json) and the numeric module generated from it "
+                    "(numerics/_generated.py).")
+    parser.add_argument("--rebuild", action="store_true",
+                        help="derive everything, rewrite the shipped cache and regenerate numerics/_generated.py")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 if the shipped cache or the generated numeric module is stale")
+    return parser
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m derivations.catalog",
-                                     description="Rebuild or check the cache of derived results.")
-    parser.add_argument("--rebuild", action="store_true", help="derive everything and rewrite the shipped cache")
-    parser.add_argument("--check", action="store_true", help="exit 1 if the shipped cache is stale")
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     key = cache_key()
     if args.check:
+        from .numeric_codegen import GENERATED_MODULE, generator_key
         fresh = _read(SHIPPED_CACHE, key) is not None
-        print("shipped cache is " + ("fresh" if fresh else "STALE: run python -m derivations.catalog --rebuild"))
-        return 0 if fresh else 1
+        try:
+            generated = f'GENERATOR_KEY = "{generator_key(key)}"' in GENERATED_MODULE.read_text()
+        except OSError:
+            generated = False
+        print("shipped cache is " + ("fresh" if fresh else "STALE") + "; generated numeric module is "
+              + ("fresh" if generated else "STALE")
+              + ("" if fresh and generated else ": run python -m derivations.catalog --rebuild"))
+        return 0 if fresh and generated else 1
     if args.rebuild:
-        write_cache(SHIPPED_CACHE, key, derive_all())
-        print(f"wrote {SHIPPED_CACHE} (key {key[:12]})")
+        global _RECORDS
+        from . import numeric_codegen
+        _RECORDS = derive_all()
+        write_cache(SHIPPED_CACHE, key, _RECORDS)
+        paths = numeric_codegen.write(key)
+        print(f"wrote {SHIPPED_CACHE} (key {key[:12]}), " + ", ".join(str(p) for p in paths))
         return 0
     for name, expr in results().items():
         print(f"{name}: {expr}")

@@ -6,8 +6,9 @@ The derivation cache (:mod:`derivations.catalog`) stores every result as the
 run arbitrary code. :func:`from_srepr` instead parses the text with
 :func:`ast.parse` and rebuilds the tree from a whitelist:
 
-* calls of the SymPy classes and functions in :data:`ALLOWED_CALLS` and of the
-  project's own :class:`~derivations.special_functions.wright_omega`;
+* calls of the SymPy classes and functions in :data:`ALLOWED_CALLS` (with
+  ``expm1``/``log1p`` of :mod:`sympy.codegen.cfunctions`) and of the project's
+  own :class:`~derivations.special_functions.wright_omega`;
 * ``Function('F')(...)`` (undefined functions, for left-hand sides);
 * the SymPy singletons in :data:`ALLOWED_NAMES` (``oo``, ``pi``, ...);
 * arguments that are such calls, ints, strings, or a negated int;
@@ -36,6 +37,7 @@ from __future__ import annotations
 import ast
 
 import sympy as sp
+from sympy.codegen.cfunctions import expm1, log1p
 
 from .special_functions import wright_omega
 
@@ -47,6 +49,8 @@ ALLOWED_CALLS = {name: getattr(sp, name) for name in (
     "LambertW", "Abs", "sign", "Equality", "Tuple", "Derivative", "Limit", "Integral",
     "MatrixSymbol", "MatMul", "MatAdd", "Transpose", "ZeroMatrix", "Function")}
 ALLOWED_CALLS["Str"] = sp.core.symbol.Str
+ALLOWED_CALLS["expm1"] = expm1
+ALLOWED_CALLS["log1p"] = log1p
 ALLOWED_CALLS["wright_omega"] = wright_omega
 #: Bare names (SymPy singletons) that may appear.
 ALLOWED_NAMES = {"oo": sp.oo, "zoo": sp.zoo, "nan": sp.nan, "pi": sp.pi, "E": sp.E, "I": sp.I,

@@ -41,9 +41,9 @@ import math
 from functools import lru_cache
 from typing import NamedTuple
 
-import mpmath
 import numpy as np
-from scipy.integrate import quad
+
+from derivations.vocabulary import check_model_parameters as _check_model_parameters
 
 from . import lambdified as lam
 
@@ -79,19 +79,23 @@ class State(NamedTuple):
     s: np.ndarray
 
 
-def _positive_finite(name, value):
-    if not (isinstance(value, (int, float, np.integer, np.floating))
-            and math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a finite number > 0; got {value!r}")
-    return float(value)
+#: Ranges on which :func:`state_at_loss` and :func:`state_at_loss_mpmath` are
+#: tested to return the state to about 1e-13 (beyond them: ValueError naming
+#: the range, never a wrong number). M: any integer in [2, 2**53].
+SUPPORTED_RANGE = {"ratio": (1e-12, 1e12), "m": (1e-8, 1e8), "n": (1e-8, 1e8), "b": (1e-8, 1e8)}
 
 
 def check_model_parameters(m, n, b, M):
-    """Validate the model parameters: ``m, n, b`` finite and > 0, ``M`` finite
-    and >= 2. Returns them as floats; raises ValueError naming the parameter."""
-    m, n, b = (_positive_finite(k, v) for k, v in (("m", m), ("n", n), ("b", b)))
-    if not (isinstance(M, (int, float, np.integer, np.floating)) and math.isfinite(M) and M >= 2):
-        raise ValueError(f"M must be a finite number >= 2; got {M!r}")
+    """Validate the model parameters (:func:`derivations.vocabulary.check_model_parameters`)
+    and the range the closed forms support (:data:`SUPPORTED_RANGE`).
+    Returns ``(m, n, b, M)`` as floats; raises ValueError naming the parameter
+    and its range."""
+    m, n, b, M = _check_model_parameters(m, n, b, M)
+    for name, value in (("m", m), ("n", n), ("b", b)):
+        lo, hi = SUPPORTED_RANGE[name]
+        if not lo <= value <= hi:
+            raise ValueError(f"{name} must be in [{lo:g}, {hi:g}] for the closed-form state "
+                             f"(the range it is verified on); got {value!r}")
     return m, n, b, float(M)
 
 
@@ -104,72 +108,86 @@ def _check_loss_ratio(loss, ratio, M):
         raise ValueError(
             f"loss must be finite and in (0, log M) = (0, {logM!r}); got {loss[bad].ravel()[0]!r} "
             "(a target loss the dynamics never reach)")
-    bad = ~(np.isfinite(ratio) & (ratio > 0))
+    lo, hi = SUPPORTED_RANGE["ratio"]
+    bad = ~(np.isfinite(ratio) & (ratio >= lo) & (ratio <= hi))
     if bad.any():
-        raise ValueError(f"ratio must be finite and > 0; got {ratio[bad].ravel()[0]!r}")
+        raise ValueError(f"ratio must be finite and in [{lo:g}, {hi:g}] (the range the closed-form "
+                         f"state is verified on); got {ratio[bad].ravel()[0]!r}")
     return np.broadcast_arrays(loss, ratio)
 
 
 def state_at_loss_mpmath(loss, ratio, *, m=5, n=50, b=50, M=20, dps=50):
-    r"""Reference state at one loss, evaluated with mpmath.
+    r"""Reference state at one loss, evaluated with mpmath (the high-precision solver).
 
-    The same derived expressions (margin, state equation F(p), state from
-    odds) at ``dps`` significant digits; F(p) = 0 is solved in the odds p
-    itself by :func:`mpmath.findroot` (Anderson's bracketing method) on a
-    bracket of the Wright-omega bounds widened and sign-checked. The working
-    precision is raised by the number of digits that ``mu_QK = log(np/m)``
-    loses when p is close to m/n, so the returned values carry about ``dps``
-    correct digits.
+    The same generated functions as :func:`state_at_loss` (margin, state
+    equation in u = mu_QK with its derivative, Wright-omega bracket, state
+    from mu_QK) at ``dps + 10`` significant digits: the bracket is
+    sign-checked, then a safeguarded Newton iteration (bisection whenever a
+    step leaves the bracket) runs until the step or the bracket is below the
+    working precision relative to u. Solving in u (not in the odds p) keeps
+    full relative accuracy when mu_QK is tiny (loss near log M).
 
     Parameters
     ----------
     loss, ratio : float or str or mpmath.mpf
         Scalars (a str is read at full precision).
     m, n, b, M : float
+        As in :func:`state_at_loss` (same ranges).
     dps : int
+        Significant digits wanted.
 
     Returns
     -------
     dict
         ``{"mu_OV", "mu_QK", "alpha", "p", "s"}`` as mpmath.mpf.
+
+    Raises
+    ------
+    ValueError
+        As :func:`state_at_loss`.
     """
+    import mpmath
     m, n, b, M = check_model_parameters(m, n, b, M)
     _check_loss_ratio(float(loss), float(ratio), M)
-    F = lam.state_equation_fn("mpmath").func
-    state = lam.state_from_odds_fn("mpmath")
+    G = lam.state_equation_mu_fn("mpmath").func
     bounds = lam.state_bounds_fn("mpmath").func
-    with mpmath.workdps(dps + 10):
+    with mpmath.workdps(int(dps) + 10):
         Lm, rm = mpmath.mpf(loss), mpmath.mpf(ratio)
         mm, nm, bm, Mm = (mpmath.mpf(v) for v in (m, n, b, M))
         sm = lam.margin_at_loss_fn("mpmath").func(Lm, Mm)
         if not sm > 0:
-            raise ValueError(f"loss must be in (0, log M); got {loss!r}")
-        # mu_QK ~ 110 c at small c = r (M-1) s^2 / (2 M b): digits lost in log(n p / m)
-        lost = max(0, int(-mpmath.log10(rm * sm**2 / bm)) + 5)
-    with mpmath.workdps(dps + 10 + lost):
-        Lm, rm = mpmath.mpf(loss), mpmath.mpf(ratio)
-        mm, nm, bm, Mm = (mpmath.mpf(v) for v in (m, n, b, M))
-        sm = lam.margin_at_loss_fn("mpmath").func(Lm, Mm)
+            raise ValueError(f"loss must be in (0, log M) = (0, {math.log(M)!r}); got {loss!r}")
+
+        def g(u):
+            return G(u, sm, rm, mm, nm, bm, Mm)
         cands = [mpmath.mpf(c) for c in bounds(sm, rm, mm, nm, bm, Mm)] + [mpmath.mpf(0)]
-        p_of = _mp_odds_of_mu_QK()
-        f = lambda q: F(q, sm, rm, mm, nm, bm, Mm)  # noqa: E731
-        lo = max((c for c in cands if f(p_of(c, mm, nm)) <= 0), default=None)
-        hi = min((c for c in cands if f(p_of(c, mm, nm)) >= 0), default=None)
+        values = [(c, g(c)[0]) for c in cands if mpmath.isfinite(c)]
+        lo = max((c for c, v in values if v <= 0), default=None)
+        hi = min((c for c, v in values if v >= 0), default=None)
         if lo is None or hi is None:  # pragma: no cover - the bounds are proven
             raise ArithmeticError("no bracket for the state equation")
-        p_lo, p_hi = p_of(lo, mm, nm), p_of(hi, mm, nm)
-        if p_lo == p_hi:
-            p_root = p_lo
-        else:
-            p_root = mpmath.findroot(f, (p_lo, p_hi), solver="anderson")
-        out = state(p_root, sm, mm, nm, bm, Mm)
-        out["p"], out["s"] = p_root, sm
-        return {k: +v for k, v in out.items()}
-
-
-@lru_cache(maxsize=None)
-def _mp_odds_of_mu_QK():
-    return lam.numeric(lam._odds_of_mu_QK(), (lam.mu_QK, lam.m, lam.n), "mpmath").func
+        tol = mpmath.mpf(2) ** (4 - mpmath.mp.prec)
+        u = lo if abs(g(lo)[0]) < abs(g(hi)[0]) else hi
+        for _ in range(20 * mpmath.mp.prec):
+            val, slope = g(u)
+            if val == 0:
+                break
+            if val < 0:
+                lo = u
+            else:
+                hi = u
+            new = u - val / slope
+            if not (lo <= new <= hi):
+                new = (lo + hi) / 2
+            if abs(new - u) <= tol * abs(new) or hi - lo <= tol * abs(new):
+                u = new
+                break
+            u = new
+        else:  # pragma: no cover - Newton/bisection on a sign-checked bracket converges
+            raise ArithmeticError("state_at_loss_mpmath did not converge")
+        out = lam.state_from_mu_QK_fn("mpmath")(u, sm, mm, nm, bm, Mm)
+        out["mu_QK"], out["s"] = u, sm
+    return {k: +out[k] for k in ("mu_OV", "mu_QK", "alpha", "p", "s")}
 
 
 def _newton(u_lo, u_hi, s, r, m, n, b, M, maxiter=100):
@@ -311,6 +329,7 @@ def time_to_loss(loss, ratio, *, m=5, n=50, b=50, M=20, rtol=1e-11):
     ValueError
         As :func:`state_at_loss`.
     """
+    from scipy.integrate import quad
     st = state_at_loss(loss, ratio, m=m, n=n, b=b, M=M)
     f = lam.time_integrand_fn("CACO", "numpy").func
     m, n, b, M = check_model_parameters(m, n, b, M)
@@ -322,15 +341,29 @@ def time_to_loss(loss, ratio, *, m=5, n=50, b=50, M=20, rtol=1e-11):
         # The integrand grows like e^{alpha mu_OV}: split at points where it
         # has grown by e^{10} so every panel is well resolved.
         pts = _panels(x_end, st.s[i])
-        total, err_total = 0.0, 0.0
+        total = 0.0
         for a, c in zip(pts[:-1], pts[1:]):
-            val, err = quad(integrand, a, c, epsabs=0.0, epsrel=rtol, limit=200)
+            with np.errstate(over="ignore", invalid="ignore"):
+                val, err = quad(integrand, a, c, epsabs=0.0, epsrel=rtol, limit=200)
+            if not (np.isfinite(val) and err <= 1e3 * rtol * abs(val)):
+                # the integrand overflows doubles near the end (tiny loss): this panel in mpmath
+                val = _panel_mpmath(a, c, r_i, m, n, b, M, rtol)
             total += val
-            err_total += err
-        if not np.isfinite(total) or err_total > 1e3 * rtol * abs(total):
-            raise ArithmeticError(f"quadrature failed for loss={st.loss[i]!r}, ratio={r_i!r}")
+        if not np.isfinite(total):
+            raise ValueError(f"the time to reach loss {float(st.loss[i])!r} exceeds the "
+                             "double-precision range; use a larger loss")
         out[i] = total
     return out
+
+
+def _panel_mpmath(a, c, ratio, m, n, b, M, rtol):
+    """The time integral over one panel [a, c] in mpmath (no overflow); may be inf."""
+    import mpmath
+    f = lam.time_integrand_fn("CACO", "mpmath").func
+    with mpmath.workdps(max(20, int(-math.log10(rtol)) + 5)):
+        args = [mpmath.mpf(v) for v in (0, 0, m, n, b, M, ratio, 1, 1, 1, 1, 1, 0, 0)]
+        total = mpmath.quad(lambda x: f(x, *args), [mpmath.mpf(float(a)), mpmath.mpf(float(c))])
+    return float(total) if total < mpmath.mpf(np.finfo(float).max) else math.inf
 
 
 def _panels(x_end, s_end):

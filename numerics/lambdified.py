@@ -1,27 +1,29 @@
-r"""Numeric functions lambdified from the SymPy derivations.
+r"""Numeric functions of the derived theory, with named arguments.
 
-Nothing here types a formula of the theory: every function is built by
-:func:`numeric` from an expression that :mod:`derivations` returns, optionally
-after a purely *mechanical* rewrite for floating point (``exp(x) - 1 ->
-expm1(x)``, ``log(1 + x) -> log1p(x)``, see :func:`stabilize`) or a SymPy
-operation on it (a derivative, a Jacobian, a substitution ``p = e^x``).
+Every function here is a thin wrapper over code *generated ahead of time* from
+the derivation catalog (:mod:`numerics._generated`, written by
+``python -m derivations.catalog --rebuild`` through
+:mod:`derivations.numeric_codegen`): nothing is derived or lambdified at run
+time, and importing this module does not import SymPy. The generator applies
+only SymPy operations (derivatives, Jacobians, substitutions, ``solve``) and
+mechanical floating-point rewrites (``expm1``, ``log1p``, ``logaddexp``,
+the Wright omega identity) to the catalog's expressions.
 
-Two backends:
+Backends:
 
 ``"numpy"``
     vectorized over broadcastable array arguments (float64);
-    ``wright_omega -> scipy.special.wrightomega``, ``Ei -> scipy.special.expi``.
+    ``wright_omega`` -> a vectorized iteration in :mod:`numerics._generated`,
+    ``Ei -> scipy.special.expi`` (imported on first use).
 ``"math"``
-    scalar floats via the :mod:`math` module (fast in plain Python loops;
-    no special functions).
+    scalar floats via :mod:`math` (fast in plain Python loops; only for
+    functions without special functions).
 ``"mpmath"``
     scalar, at the current ``mpmath.mp.dps``;
-    ``wright_omega(z) -> lambertw(exp(z))`` (exact for any real z in mpmath),
-    ``expm1``/``log1p`` map to mpmath's own.
+    ``wright_omega(z) -> lambertw(exp(z))`` (exact for any real z in mpmath).
 
-Every builder is cached (:func:`functools.lru_cache`), so the SymPy work is
-done once per process. The returned :class:`NumericFunction` accepts its
-arguments positionally (in ``.args`` order) or by symbol name::
+A builder returns a :class:`NumericFunction` that accepts its arguments
+positionally (in ``.names`` order) or by name::
 
     >>> from numerics.lambdified import alpha_fn
     >>> f = alpha_fn()
@@ -33,55 +35,61 @@ arguments positionally (in ``.args`` order) or by symbol name::
 Argument conventions
 --------------------
 State variables come first, then the parameters in the fixed order
-:data:`PARAMS` = ``(m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V,
-C_QK, C_OV)`` (unused ones are accepted and ignored), so that hot loops can
-call ``.func`` positionally.
+:data:`PARAM_NAMES` = ``(m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O,
+eta_V, C_QK, C_OV)`` (unused ones are accepted and ignored), so that hot
+loops can call ``.func`` positionally. ``.args`` (SymPy symbols) and
+``.expr`` (the generated expressions) are read back on demand, importing
+SymPy only then.
 """
 from __future__ import annotations
 
-import math
+import json
 from functools import lru_cache
+from pathlib import Path
 
-import mpmath
-import numpy as np
-import scipy.special
-import sympy as sp
-from sympy.codegen.cfunctions import expm1, log1p
-from sympy.codegen.rewriting import optimize, optims_c99
+from derivations.vocabulary import check_circuit, check_parameterization
 
-from derivations.special_functions import wright_omega
-from derivations.symbols import (C_OV, C_QK, L, M, b, eta_K, eta_O, eta_OV, eta_Q,
-                                 eta_QK, eta_V, m, mu_OV, mu_OV_0, mu_QK, mu_QK_0, n, p,
-                                 r, s)
+from . import _generated
 
 __all__ = [
-    "PARAMS", "BACKENDS", "NumericFunction", "numeric", "stabilize", "eps",
+    "PARAMS", "PARAM_NAMES", "BACKENDS", "NumericFunction", "numeric", "stabilize", "eps",
     "alpha_fn", "loss_fn", "loss_of_margin_fn", "reduced_rhs", "reduced_jacobian",
-    "first_integral_fn", "orbit_fn", "orbit_residual_fn", "initial_point_fn",
-    "initial_conserved_fn", "margin_at_loss_fn", "state_equation_fn",
-    "state_equation_dp_fn", "state_equation_mu_fn", "state_bounds_fn",
-    "state_from_mu_QK_fn", "state_from_odds_fn", "time_integrand_fn", "as_log1p", "omega_identity",
+    "first_integral_fn", "first_integral_scale_fn", "line_coordinates_fn", "orbit_fn",
+    "orbit_residual_fn", "initial_point_fn", "initial_conserved_fn", "circuit_magnitudes_fn",
+    "margin_at_loss_fn", "state_equation_fn", "state_equation_dp_fn", "state_equation_mu_fn",
+    "state_bounds_fn", "odds_of_mu_QK_fn", "state_from_mu_QK_fn", "state_from_odds_fn",
+    "time_integrand_fn", "as_log1p", "omega_identity", "generated_function",
 ]
 
 BACKENDS = ("numpy", "mpmath", "math")
-PARAMS = (m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV)
-#: Initialization scale of factorized circuits.
-eps = sp.Symbol("eps", positive=True)
-#: log of the attention odds, x = log p (the Newton variable of the state equation).
-x_logp = sp.Symbol("x", real=True)
-#: Constant of the state equation, c = r (M-1) s^2 / (2 M b) (see :func:`log_p_bounds_fn`).
-c_sym = sp.Symbol("c", positive=True)
+#: Names of the parameters every flow function takes after its state variables.
+PARAM_NAMES = ("m", "n", "b", "M", "eta_QK", "eta_OV", "eta_Q", "eta_K", "eta_O", "eta_V",
+               "C_QK", "C_OV")
+_EXPRESSIONS = Path(__file__).resolve().parent / "_generated_expressions.json"
+#: SymPy-side names, resolved on first access (module ``__getattr__``).
+_SYMPY_NAMES = {
+    "PARAMS": ("derivations.numeric_codegen", "PARAMS"),
+    "eps": ("derivations.numeric_codegen", "eps"),
+    "x_logp": ("derivations.numeric_codegen", "x_logp"),
+    "c_sym": ("derivations.numeric_codegen", "c_sym"),
+    "stabilize": ("derivations.numeric_codegen", "stabilize"),
+    "as_log1p": ("derivations.numeric_codegen", "as_log1p"),
+    "omega_identity": ("derivations.numeric_codegen", "omega_identity"),
+}
 
 
-def _mp_wright_omega(z):
-    return mpmath.lambertw(mpmath.exp(z)).real
-
-
-_NUMPY_MODULES = [{"wright_omega": scipy.special.wrightomega, "Ei": scipy.special.expi,
-                   "expm1": np.expm1, "log1p": np.log1p}, "numpy"]
-_MATH_MODULES = [{"expm1": math.expm1, "log1p": math.log1p}, "math"]
-_MPMATH_MODULES = [{"wright_omega": _mp_wright_omega, "Ei": mpmath.ei,
-                    "expm1": mpmath.expm1, "log1p": mpmath.log1p}, "mpmath"]
+def __getattr__(name):
+    """SymPy objects (``PARAMS``, ``eps``, symbols such as ``mu_QK``, the
+    rewrite helpers), imported only when asked for."""
+    import importlib
+    if name in _SYMPY_NAMES:
+        module, attr = _SYMPY_NAMES[name]
+        return getattr(importlib.import_module(module), attr)
+    if not name.startswith("_"):
+        from derivations.symbols import SYMBOLS
+        if name in SYMBOLS:
+            return SYMBOLS[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _check_backend(backend):
@@ -90,65 +98,58 @@ def _check_backend(backend):
     return backend
 
 
-def stabilize(expr):
-    r"""Mechanical floating-point rewrites of a derived expression:
-    ``exp(x) - 1 -> expm1(x)``, ``log(1 + x) -> log1p(x)`` (SymPy's
-    ``optims_c99`` rewriting). The value is unchanged; only rounding improves.
-
-    Parameters
-    ----------
-    expr : sympy.Expr
-
-    Returns
-    -------
-    sympy.Expr
-    """
-    return optimize(expr, optims_c99)
-
-
-def as_log1p(expr):
-    r"""Write a logarithm ``log(u)`` as ``log1p(u - 1)`` with ``u - 1``
-    simplified (e.g. ``log(e^{-s}(e^s + M - 1)) -> log1p((M-1) e^{-s})``),
-    for arguments close to 1. Other expressions are returned unchanged."""
-    def repl(arg):
-        return log1p(sp.factor(sp.expand(arg - 1)))
-    return expr.replace(sp.log, repl)
-
-
-def omega_identity(expr):
-    r"""Rewrite with the defining identity of Wright omega,
-    :math:`\omega(z) = z - \log\omega(z)`, applied once to every
-    ``wright_omega(z)`` and expanded. The orbit
-    :math:`\mu_{QK} = K - \omega(K + \log(m/n))` becomes
-    :math:`\log\omega(K + \log(m/n)) - \log(m/n)`: K cancels symbolically
-    instead of in floating point (K grows like mu_OV^2)."""
-    return sp.expand(expr.xreplace({w: w.args[0] - sp.log(w) for w in expr.atoms(wright_omega)}))
+@lru_cache(maxsize=1)
+def _expressions():
+    data = json.loads(_EXPRESSIONS.read_text())
+    if data.get("key") != _generated.CATALOG_KEY:  # pragma: no cover - rebuild writes both
+        raise RuntimeError("numerics/_generated_expressions.json does not match numerics/_generated.py; "
+                           "run python -m derivations.catalog --rebuild")
+    return data["functions"]
 
 
 class NumericFunction:
-    """A lambdified expression with named arguments.
+    """A numeric function with named arguments.
 
     Attributes
     ----------
-    expr : sympy.Expr or tuple
-        The (stabilized) expression(s) that were lambdified.
-    args : tuple[sympy.Symbol]
-        Positional argument order.
     names : tuple[str]
-        ``str`` of each argument.
-    backend : {"numpy", "mpmath"}
+        Positional argument names.
+    backend : {"numpy", "mpmath", "math"}
     func : callable
-        The raw lambdified function (positional arguments only; fastest).
+        The raw function (positional arguments only; fastest).
     keys : tuple[str] or None
-        If set, the result is returned as a ``dict`` with these keys.
+        If set, :meth:`__call__` returns a ``dict`` with these keys.
+    name : str or None
+        Registry name in :data:`numerics._generated.FUNCTIONS` (None for
+        :func:`numeric`).
+    args : tuple[sympy.Symbol]
+        The argument symbols (imports SymPy on first access).
+    expr : sympy.Expr or tuple
+        The expression(s) the function computes (imports SymPy on first access).
     """
 
-    def __init__(self, expr, args, backend, keys=None):
-        self.expr, self.args, self.backend, self.keys = expr, tuple(args), backend, keys
-        self.names = tuple(str(a) for a in self.args)
-        modules = {"numpy": _NUMPY_MODULES, "mpmath": _MPMATH_MODULES,
-                   "math": _MATH_MODULES}[backend]
-        self.func = sp.lambdify(self.args, expr, modules=modules)
+    def __init__(self, func, names, backend, keys=None, name=None, args=None, expr=None):
+        self.func, self.names, self.backend, self.keys, self.name = func, tuple(names), backend, keys, name
+        self._args, self._expr = args, expr
+
+    def _load(self):
+        from derivations.srepr_reader import from_srepr
+        entry = _expressions()[self.name]
+        self._args = tuple(from_srepr(a) for a in entry["args"])
+        exprs = tuple(from_srepr(e) for e in entry["exprs"])
+        self._expr = exprs[0] if entry["single"] else exprs
+
+    @property
+    def args(self):
+        if self._args is None:
+            self._load()
+        return self._args
+
+    @property
+    def expr(self):
+        if self._expr is None:
+            self._load()
+        return self._expr
 
     def __call__(self, *pos, **kw):
         if len(pos) > len(self.names):
@@ -161,8 +162,8 @@ class NumericFunction:
         if kw:
             raise TypeError(f"unexpected arguments {sorted(kw)} (arguments: {self.names})")
         if self.backend == "mpmath":
-            values = [mpmath.mpf(v) if not isinstance(v, (mpmath.mpf, mpmath.mpc)) else v
-                      for v in values]
+            import mpmath
+            values = [v if isinstance(v, (mpmath.mpf, mpmath.mpc)) else mpmath.mpf(v) for v in values]
         out = self.func(*values)
         if self.keys is not None:
             return dict(zip(self.keys, out))
@@ -172,18 +173,39 @@ class NumericFunction:
         return f"NumericFunction({self.names}, backend={self.backend!r})"
 
 
+@lru_cache(maxsize=None)
+def generated_function(name: str, backend: str = "numpy") -> NumericFunction:
+    """The generated function registered as ``name`` for ``backend``.
+
+    Raises
+    ------
+    ValueError
+        Unknown backend, unknown name, or no code for this backend (the
+        ``math`` backend has no special functions).
+    """
+    _check_backend(backend)
+    try:
+        names, keys, funcs = _generated.FUNCTIONS[name]
+    except KeyError:
+        raise ValueError(f"no generated function {name!r}") from None
+    if backend not in funcs:
+        raise ValueError(f"{name} is not available for the {backend!r} backend "
+                         f"(available: {', '.join(funcs)})")
+    return NumericFunction(funcs[backend], names, backend, keys, name)
+
+
 def numeric(expr, args, backend="numpy", *, stable=True):
-    """Lambdify a derived expression (or a tuple/dict of them).
+    """Lambdify an expression at run time (imports SymPy): for ad-hoc
+    expressions only; the theory's functions are generated (see the builders).
 
     Parameters
     ----------
     expr : sympy.Expr, tuple of Expr, or dict[str, Expr]
     args : sequence of sympy.Symbol
-        Positional arguments, in order. Every free symbol of ``expr`` must
-        be among them.
-    backend : {"numpy", "mpmath"}
+        Positional arguments; every free symbol of ``expr`` must be among them.
+    backend : {"numpy", "mpmath", "math"}
     stable : bool
-        Apply :func:`stabilize` first.
+        Apply :func:`derivations.numeric_codegen.stabilize` first.
 
     Returns
     -------
@@ -194,6 +216,9 @@ def numeric(expr, args, backend="numpy", *, stable=True):
     ValueError
         Unknown backend, or a free symbol of ``expr`` missing from ``args``.
     """
+    import sympy as sp
+
+    from derivations.numeric_codegen import stabilize as _stabilize
     _check_backend(backend)
     keys = None
     if isinstance(expr, dict):
@@ -203,282 +228,218 @@ def numeric(expr, args, backend="numpy", *, stable=True):
     if missing:
         raise ValueError(f"args lack the free symbols {sorted(map(str, missing))}")
     if stable:
-        exprs = tuple(stabilize(sp.sympify(e)) for e in exprs)
+        exprs = tuple(_stabilize(sp.sympify(e)) for e in exprs)
     out = tuple(exprs) if isinstance(expr, (tuple, list)) else exprs[0]
-    return NumericFunction(out, args, backend, keys)
+    if backend == "numpy":
+        import numpy as np
+        import scipy.special
+        modules = [{"wright_omega": scipy.special.wrightomega, "Ei": scipy.special.expi,
+                    "expm1": np.expm1, "log1p": np.log1p}, "numpy"]
+    elif backend == "mpmath":
+        import mpmath
+        modules = [{"wright_omega": _generated._mp_wright_omega, "Ei": mpmath.ei,
+                    "expm1": mpmath.expm1, "log1p": mpmath.log1p}, "mpmath"]
+    else:
+        import math
+        modules = [{"expm1": math.expm1, "log1p": math.log1p}, "math"]
+    func = sp.lambdify(tuple(args), out, modules=modules)
+    return NumericFunction(func, tuple(str(a) for a in args), backend, keys, None, tuple(args), out)
 
 
 # --------------------------------------------------------------------------
 # Model quantities
 # --------------------------------------------------------------------------
 
-@lru_cache(maxsize=None)
 def alpha_fn(backend="numpy"):
-    r"""alpha(mu_QK; m, n) = m e^{mu_QK} / (m e^{mu_QK} + n), from
-    :func:`derivations.reduction.alpha_expr`, written as ``1 / (1/alpha)``
-    expanded (``1/(1 + n e^{-mu_QK}/m)``) so that neither tail overflows."""
-    from derivations.reduction import alpha_expr
-    a = 1 / sp.expand(1 / alpha_expr())
-    return numeric(a, (mu_QK, m, n), backend)
+    r"""alpha(mu_QK; m, n) = m e^{mu_QK} / (m e^{mu_QK} + n) (catalog ``model.alpha``),
+    written as ``1/(1 + n e^{-mu_QK}/m)`` so that neither tail overflows.
+    Arguments ``(mu_QK, m, n)``."""
+    return generated_function("alpha", backend)
 
 
-@lru_cache(maxsize=None)
 def loss_of_margin_fn(backend="numpy"):
     r"""Loss as a function of the margin s = alpha mu_OV,
-    :math:`L = \log(e^{s} + M - 1) - s`, from
-    :meth:`derivations.model.Family.reduced_loss`, evaluated as
-    ``log1p((M-1) e^{-s})`` (the derived expression combined into one log by
-    SymPy and passed through :func:`stabilize`), accurate at tiny loss."""
-    from derivations.model import family
-    from derivations.symbols import alpha
-    e = family("CACO").reduced_loss().subs(alpha, s / mu_OV)
-    e = as_log1p(sp.log(sp.expand(sp.exp(e))))   # one logarithm: log(e^{-s}(e^s + M - 1))
-    return numeric(e, (s, M), backend)
+    :math:`L = \log(1 + (M-1)e^{-s})` (catalog ``model.loss_alpha``), evaluated
+    as ``logaddexp(0, log(M-1) - s)`` in floats: accurate at tiny loss and
+    finite (about ``log(M-1) - s``) at a large negative margin.
+    Arguments ``(s, M)``."""
+    return generated_function("loss_of_margin", backend)
 
 
-@lru_cache(maxsize=None)
 def loss_fn(backend="numpy"):
     r"""Loss in (mu_OV, mu_QK): :func:`loss_of_margin_fn` at
-    s = alpha(mu_QK) mu_OV (from :func:`derivations.reduction.reduced_loss`'s
-    ingredients). Arguments ``(mu_OV, mu_QK, m, n, M)``."""
-    from derivations.model import family
-    from derivations.reduction import alpha_expr
-    from derivations.symbols import alpha
-    e = family("CACO").reduced_loss().subs(alpha, s / mu_OV)
-    e = as_log1p(sp.log(sp.expand(sp.exp(e))))
-    e = e.subs(s, mu_OV / sp.expand(1 / alpha_expr()))
-    return numeric(e, (mu_OV, mu_QK, m, n, M), backend)
+    s = alpha(mu_QK) mu_OV. Arguments ``(mu_OV, mu_QK, m, n, M)``.
+
+    >>> round(float(loss_fn()(-1e6, 0.0, m=5, n=50, M=20)), 3)  # no overflow to inf
+    90912.035
+    """
+    return generated_function("loss", backend)
 
 
-@lru_cache(maxsize=None)
+def _flow_tag(parameterization, balanced):
+    return f"[{check_parameterization(parameterization)},{'balanced' if balanced else 'unbalanced'}]"
+
+
 def reduced_rhs(parameterization="CACO", balanced=True, backend="numpy"):
-    r"""Right-hand side ``(dmu_OV/dt, dmu_QK/dt)`` of the reduced flow, from
-    :func:`derivations.reduction.reduced_odes`.
+    r"""Right-hand side ``(dmu_OV/dt, dmu_QK/dt)`` of the reduced flow
+    (catalog ``<P>.dmu_OV_dt``, ``<P>.dmu_QK_dt``; unbalanced:
+    ``<P>.dmu_*_dt_unbalanced_alpha`` with alpha substituted).
 
     CACO: :math:`\dot\mu_{OV} = \eta_{OV}\alpha/(b(e^{\alpha\mu_{OV}}+M-1))`,
     :math:`\dot\mu_{QK} = \eta_{QK}(M-1)\alpha(1-\alpha)\mu_{OV}/(Mb^2(e^{\alpha\mu_{OV}}+M-1))`;
     factorized circuits replace the rate by the effective rate
     (``balanced=False``: with ``C_QK``/``C_OV``).
 
-    Arguments ``(mu_OV, mu_QK, *PARAMS)``.
+    Arguments ``(mu_OV, mu_QK, *PARAM_NAMES)``.
     """
-    from derivations.reduction import reduced_odes
-    return numeric(tuple(reduced_odes(parameterization, balanced=balanced)),
-                   (mu_OV, mu_QK, *PARAMS), backend)
+    return generated_function("reduced_rhs" + _flow_tag(parameterization, balanced), backend)
 
 
-@lru_cache(maxsize=None)
 def reduced_jacobian(parameterization="CACO", balanced=True, backend="numpy"):
     """Jacobian ``[[d f_OV/d mu_OV, d f_OV/d mu_QK], [d f_QK/d mu_OV, d f_QK/d mu_QK]]``
-    of :func:`reduced_rhs` (``sympy.Matrix.jacobian``), flattened row-major
-    into a 4-tuple. Arguments ``(mu_OV, mu_QK, *PARAMS)``."""
-    from derivations.reduction import reduced_odes
-    F = sp.Matrix(reduced_odes(parameterization, balanced=balanced))
-    J = F.jacobian([mu_OV, mu_QK])
-    return numeric(tuple(J), (mu_OV, mu_QK, *PARAMS), backend, stable=False)
+    of :func:`reduced_rhs` (``sympy.Matrix.jacobian`` at generation time),
+    flattened row-major into a 4-tuple. Arguments ``(mu_OV, mu_QK, *PARAM_NAMES)``."""
+    return generated_function("reduced_jacobian" + _flow_tag(parameterization, balanced), backend)
 
 
-@lru_cache(maxsize=None)
 def first_integral_fn(parameterization="CACO", backend="numpy"):
-    r"""First integral H(mu_OV, mu_QK) of the balanced reduced flow, from
-    :func:`derivations.first_integral.first_integral` (CACO:
+    r"""First integral H(mu_OV, mu_QK) of the balanced reduced flow (catalog
+    ``<P>.first_integral``; CACO:
     :math:`m e^{\mu_{QK}} + n\mu_{QK} - n\frac{\eta_{QK}}{\eta_{OV}}\frac{(M-1)\mu_{OV}^2}{2Mb}`).
-    Arguments ``(mu_OV, mu_QK, *PARAMS)``."""
-    from derivations.first_integral import first_integral
-    return numeric(first_integral(parameterization), (mu_OV, mu_QK, *PARAMS), backend,
-                   stable=False)
+    Arguments ``(mu_OV, mu_QK, *PARAM_NAMES)``."""
+    return generated_function(f"first_integral[{check_parameterization(parameterization)}]", backend)
 
 
-@lru_cache(maxsize=None)
+def first_integral_scale_fn(parameterization="CACO", backend="numpy"):
+    """Sum of the absolute values of the terms of :func:`first_integral_fn`:
+    the scale of the cancellation in H (a drift of H is relative to it).
+    Arguments ``(mu_OV, mu_QK, *PARAM_NAMES)``."""
+    return generated_function(f"first_integral_scale[{check_parameterization(parameterization)}]", backend)
+
+
+def line_coordinates_fn(parameterization="CACO", backend="numpy"):
+    """``{"X", "Y", "slope"}``: the line coordinates of the orbit (catalog
+    ``<P>.line_X``, ``line_Y``, ``line_slope``); along every trajectory
+    ``Y - Y_0 = slope (X - X_0)``. Arguments ``(mu_OV, mu_QK, *PARAM_NAMES)``."""
+    return generated_function(f"line_coordinates[{check_parameterization(parameterization)}]", backend)
+
+
 def orbit_fn(parameterization="CACO", backend="numpy"):
-    r"""Explicit orbit mu_QK(mu_OV) through (mu_OV_0, mu_QK_0) (CACO, CAFO), from
-    :func:`derivations.first_integral.orbit`: :math:`\mu_{QK} = K - \omega(K + \log(m/n))`,
-    evaluated after :func:`omega_identity` as :math:`\log\omega(K+\log(m/n)) - \log(m/n)`.
-    Arguments ``(mu_OV, mu_OV_0, mu_QK_0, *PARAMS)``.
+    r"""Explicit orbit mu_QK(mu_OV) through (mu_OV_0, mu_QK_0) (CACO, CAFO;
+    catalog ``<P>.orbit``): :math:`\mu_{QK} = K - \omega(K + \log(m/n))`,
+    generated after the Wright omega identity as
+    :math:`\log\omega(K+\log(m/n)) - \log(m/n)`.
+    Arguments ``(mu_OV, mu_OV_0, mu_QK_0, *PARAM_NAMES)``.
 
     Raises
     ------
     ValueError
         For FACO/FAFO, whose orbit is implicit (use :func:`orbit_residual_fn`).
     """
-    from derivations.first_integral import orbit
-    o = orbit(parameterization)
-    if isinstance(o, sp.Equality):
+    check_parameterization(parameterization)
+    if f"orbit[{parameterization}]" not in _generated.FUNCTIONS:
         raise ValueError(f"parameterization {parameterization!r} has an implicit orbit; "
                          "use orbit_residual_fn")
-    return numeric(omega_identity(o), (mu_OV, mu_OV_0, mu_QK_0, *PARAMS), backend, stable=False)
+    return generated_function(f"orbit[{parameterization}]", backend)
 
 
-@lru_cache(maxsize=None)
 def orbit_residual_fn(parameterization="CACO", backend="numpy"):
     """``lhs - rhs`` of the orbit equation (0 on the orbit), for all four
     parameterizations (explicit orbits: ``mu_QK - orbit``).
-    Arguments ``(mu_OV, mu_QK, mu_OV_0, mu_QK_0, *PARAMS)``."""
-    from derivations.first_integral import orbit
-    o = orbit(parameterization)
-    e = o.lhs - o.rhs if isinstance(o, sp.Equality) else mu_QK - o
-    return numeric(e, (mu_OV, mu_QK, mu_OV_0, mu_QK_0, *PARAMS), backend, stable=False)
+    Arguments ``(mu_OV, mu_QK, mu_OV_0, mu_QK_0, *PARAM_NAMES)``."""
+    return generated_function(f"orbit_residual[{check_parameterization(parameterization)}]", backend)
 
 
-@lru_cache(maxsize=None)
 def initial_point_fn(parameterization="CACO", backend="numpy"):
-    """``(mu_OV(0), mu_QK(0))`` of the paper's initialization with scale eps,
-    from :func:`derivations.factorization.initial_point` (collapsed circuits
+    """``(mu_OV(0), mu_QK(0))`` of the paper's initialization with scale eps
+    (:func:`derivations.factorization.initial_point`; collapsed circuits
     start at 0). Arguments ``(eps, b)``."""
-    from derivations.factorization import initial_point
-    return numeric(tuple(sp.sympify(e) for e in initial_point(parameterization, eps)),
-                   (eps, b), backend, stable=False)
+    return generated_function(f"initial_point[{check_parameterization(parameterization)}]", backend)
 
 
-@lru_cache(maxsize=None)
 def initial_conserved_fn(circuit="QK", backend="numpy"):
     """Conserved quantity C of a factorized circuit at the paper's
-    initialization, from :func:`derivations.factorization.initial_conserved`
-    (``eps^2 (1/eta_A - 1/eta_B)``). Arguments ``(eps, *PARAMS)``."""
-    from derivations.factorization import initial_conserved
-    return numeric(initial_conserved(circuit, eps), (eps, *PARAMS), backend, stable=False)
+    initialization (:func:`derivations.factorization.initial_conserved`,
+    ``eps^2 (1/eta_A - 1/eta_B)``). Arguments ``(eps, *PARAM_NAMES)``."""
+    return generated_function(f"initial_conserved[{check_circuit(circuit).name}]", backend)
+
+
+def circuit_magnitudes_fn(backend="numpy"):
+    """``{"QK", "OV"}``: each circuit's amplitude on its basis matrix at
+    (mu_OV, mu_QK), solved from the family's mu map (``b mu_QK`` and
+    ``sqrt(b) mu_OV``; for a factorized circuit, the product of its factor
+    coordinates). Arguments ``(mu_OV, mu_QK, b)``."""
+    return generated_function("circuit_magnitudes", backend)
 
 
 # --------------------------------------------------------------------------
 # Sharpness at fixed loss (CACO, zero init, eta_OV = 1, r = eta_QK)
 # --------------------------------------------------------------------------
 
-@lru_cache(maxsize=None)
 def margin_at_loss_fn(backend="numpy"):
-    r"""Margin at loss L: :math:`s = \log(M-1) - \log(\mathrm{expm1}(L))`,
-    from :func:`derivations.sharpness.margin_at_loss`. Arguments ``(L, M)``."""
-    from derivations.sharpness import margin_at_loss
-    return numeric(margin_at_loss(), (L, M), backend)
+    r"""Margin at loss L: :math:`s = \log(M-1) - \log(\mathrm{expm1}(L))`
+    (catalog ``sharpness.margin``). Arguments ``(L, M)``."""
+    return generated_function("margin_at_loss", backend)
 
 
-@lru_cache(maxsize=None)
 def state_equation_fn(backend="numpy"):
-    r"""State equation F(p; s, r) (= 0 at the state), from
-    :func:`derivations.sharpness.state_equation`. Arguments ``(p, s, r, m, n, b, M)``."""
-    from derivations.sharpness import state_equation
-    return numeric(state_equation(), (p, s, r, m, n, b, M), backend, stable=False)
+    r"""State equation F(p; s, r) (= 0 at the state; catalog
+    ``sharpness.state_equation``). Arguments ``(p, s, r, m, n, b, M)``."""
+    return generated_function("state_equation", backend)
 
 
-@lru_cache(maxsize=None)
 def state_equation_dp_fn(backend="numpy"):
-    """dF/dp of :func:`state_equation_fn` (``sympy.diff``). Same arguments."""
-    from derivations.sharpness import state_equation
-    return numeric(sp.diff(state_equation(), p), (p, s, r, m, n, b, M), backend, stable=False)
+    """dF/dp of :func:`state_equation_fn`. Same arguments."""
+    return generated_function("state_equation_dp", backend)
 
 
-def _odds_of_mu_QK():
-    """p as a function of mu_QK: the inverse of state_from_odds' ``mu_QK(p)``
-    (``sympy.solve``)."""
-    from derivations.sharpness import state_from_odds
-    sol = sp.solve(sp.Eq(state_from_odds()["mu_QK"], mu_QK), p)
-    if len(sol) != 1:  # pragma: no cover
-        raise ArithmeticError(f"mu_QK(p) not uniquely invertible: {sol}")
-    return sol[0]
+def odds_of_mu_QK_fn(backend="numpy"):
+    """The attention odds p as a function of mu_QK (``p = m e^{mu_QK}/n``,
+    solved from catalog ``sharpness.state.mu_QK``). Arguments ``(mu_QK, m, n)``."""
+    return generated_function("odds_of_mu_QK", backend)
 
 
-def _split_r(G, var):
-    """G = G0 + G_r with G_r the part linear in r (checked: F is linear in r)."""
-    if sp.simplify(sp.diff(G, r, 2)) != 0:  # pragma: no cover
-        raise ArithmeticError("state equation is not linear in r")
-    G_r = sp.expand(sp.diff(G, r) * r)
-    return sp.expand(G - G_r), G_r
-
-
-@lru_cache(maxsize=None)
 def state_equation_mu_fn(backend="numpy"):
-    r"""The state equation written in u = mu_QK (the Newton variable of
-    :func:`numerics.closed_form.state_at_loss`), and its u-derivative.
-
-    p is eliminated with :func:`_odds_of_mu_QK` (``p = m e^{u}/n``), giving
-    :math:`G(u) = rac{m}{n}(e^u - 1) + u - rac{r s^2 (M-1)}{2Mb}\,(1 + rac{n}{m}e^{-u})^2`;
-    the r-free part has its ``e^u`` replaced by ``expm1(u) + 1`` and expanded
-    (mechanically), so that the root keeps full relative accuracy when
-    mu_QK is tiny (loss near log M). G is increasing in u.
-
-    Returns a NumericFunction of ``(mu_QK, s, r, m, n, b, M)`` giving ``(G, dG/du)``.
-    """
-    from derivations.sharpness import state_equation
-    G = sp.expand(sp.expand_log(state_equation().subs(p, _odds_of_mu_QK()), force=True))
-    G0, G_r = _split_r(G, mu_QK)
-    E = sp.Dummy("E")
-    G0 = sp.expand(G0.subs(sp.exp(mu_QK), E + 1)).subs(E, expm1(mu_QK))
-    G_r = sp.factor(G_r)
-    dG = sp.diff(G0, mu_QK) + sp.diff(G_r, mu_QK)
-    return numeric((G0 + G_r, dG), (mu_QK, s, r, m, n, b, M), backend, stable=False)
+    r"""The state equation in u = mu_QK (the Newton variable of
+    :func:`numerics.closed_form.state_at_loss`) and its u-derivative:
+    :math:`G(u) = \frac{m}{n}(e^u - 1) + u - \frac{r s^2 (M-1)}{2Mb}\,(1 + \frac{n}{m}e^{-u})^2`,
+    the r-free part written with ``expm1(u)`` so that the root keeps full
+    relative accuracy when mu_QK is tiny. G is increasing in u.
+    Arguments ``(mu_QK, s, r, m, n, b, M)``; returns ``(G, dG/du)``."""
+    return generated_function("state_equation_mu", backend)
 
 
-@lru_cache(maxsize=None)
 def state_bounds_fn(backend="numpy"):
-    r"""Wright-omega candidates bracketing the root of the state equation,
-    in u = mu_QK.
-
-    In x = log p the state equation reads
-    :math:`G(x) = G_0(x) - k(1+e^{-x})^2` with G increasing and
-    :math:`k = r s^2 (M-1)/(2Mb)` (both read off the derived F: k is
-    ``-G_r(x=0)/4``; the shape is checked). Using
-    :math:`\max(1, e^{-2x}) \le (1+e^{-x})^2 \le 4\max(1, e^{-2x})`
-    the equations :math:`G_0 = k`, :math:`G_0|_{e^x	o1} = k e^{-2x}`,
-    :math:`G_0 = 4k`, :math:`G_0|_{e^x	o0} = 4k e^{-2x}` are of Lambert
-    type; SymPy solves them and they are rewritten with Wright omega (no
-    overflow for huge k). The first two give lower bounds (the second when
-    it is <= 0), the last two an upper bound (their maximum). The caller
-    verifies signs, so the candidates are only a starting bracket.
-
-    Returns a NumericFunction of ``(s, r, m, n, b, M)`` giving the four
-    candidates mapped to u = mu_QK(p = e^x).
-    """
-    from derivations.sharpness import state_equation, state_from_odds
-    from derivations.special_functions import lambert_to_wright_omega
-    X = x_logp
-    G = sp.expand(sp.expand_log(state_equation().subs(p, sp.exp(X)), force=True))
-    G0, G_r = _split_r(G, X)
-    k = sp.factor(-G_r.subs(X, 0) / 4)
-    if sp.simplify(G_r + k * (1 + sp.exp(-X)) ** 2) != 0:  # pragma: no cover
-        raise ArithmeticError(f"unexpected r-term of the state equation: {G_r}")
-
-    def root(eq):
-        sol = sp.solve(eq.subs(k, c_sym), X)
-        return sp.simplify(lambert_to_wright_omega(sp.expand_log(sol[0], force=True)))
-    kc = c_sym
-    cands = (root(G0 - kc), root(G0.subs(sp.exp(X), 1) - kc * sp.exp(-2 * X)),
-             root(G0 - 4 * kc), root(G0.subs(sp.exp(X), 0) - 4 * kc * sp.exp(-2 * X)))
-    u_of_x = sp.expand_log(state_from_odds()["mu_QK"].subs(p, sp.exp(X)), force=True)
-    cands = tuple(sp.expand(u_of_x.subs(X, cnd)).subs(c_sym, k) for cnd in cands)
-    return numeric(cands, (s, r, m, n, b, M), backend, stable=False)
+    r"""Four Wright-omega candidates bracketing the root of the state
+    equation, in u = mu_QK (from Lambert-type bounding equations of
+    :math:`G_0(x) = k(1+e^{-x})^2`, :math:`k = r s^2 (M-1)/(2Mb)`, x = log p;
+    see :func:`derivations.numeric_codegen._state_bounds`). The caller checks
+    the signs. Arguments ``(s, r, m, n, b, M)``."""
+    return generated_function("state_bounds", backend)
 
 
-@lru_cache(maxsize=None)
 def state_from_mu_QK_fn(backend="numpy"):
-    """``{"alpha", "mu_OV", "p"}`` at the state, from
-    :func:`derivations.sharpness.state_from_odds` with p eliminated by
-    :func:`_odds_of_mu_QK` (so no precision is lost in ``mu_QK = log(n p/m)``).
-    Arguments ``(mu_QK, s, m, n, b, M)``."""
-    from derivations.sharpness import state_from_odds
-    pu = _odds_of_mu_QK()
-    d = state_from_odds()
-    out = {k: sp.simplify(sp.sympify(d[k]).subs(p, pu)) for k in ("alpha", "mu_OV")}
-    out["alpha"] = 1 / sp.expand(1 / out["alpha"])
-    out["p"] = pu
-    return numeric(out, (mu_QK, s, m, n, b, M), backend)
+    """``{"alpha", "mu_OV", "p"}`` at the state, from catalog ``sharpness.state.*``
+    with p eliminated through :func:`odds_of_mu_QK_fn` (no precision lost in
+    ``mu_QK = log(n p/m)``). Arguments ``(mu_QK, s, m, n, b, M)``."""
+    return generated_function("state_from_mu_QK", backend)
 
 
-@lru_cache(maxsize=None)
 def state_from_odds_fn(backend="numpy"):
-    """``{"alpha", "mu_QK", "mu_OV"}`` from the odds p and the margin s, from
-    :func:`derivations.sharpness.state_from_odds`. Arguments ``(p, s, m, n, b, M)``."""
-    from derivations.sharpness import state_from_odds
-    d = state_from_odds()
-    return numeric({k: sp.sympify(d[k]) for k in ("alpha", "mu_QK", "mu_OV")},
-                   (p, s, m, n, b, M), backend, stable=False)
+    """``{"alpha", "mu_QK", "mu_OV"}`` from the odds p and the margin s
+    (catalog ``sharpness.state.*``). Arguments ``(p, s, m, n, b, M)``."""
+    return generated_function("state_from_odds", backend)
 
 
-@lru_cache(maxsize=None)
 def time_integrand_fn(parameterization="CACO", backend="numpy"):
-    r"""dt/dmu_OV along the orbit, from
-    :func:`derivations.asymptotics.time_integrand`
-    (:math:`b(e^{\alpha\mu_{OV}} + M - 1)/(\eta_{OV}\alpha)` with alpha on the orbit),
-    after :func:`omega_identity` (alpha = omega/(1 + omega), no cancellation).
-    Arguments ``(mu_OV, mu_OV_0, mu_QK_0, *PARAMS)``."""
-    from derivations.asymptotics import time_integrand
-    e = sp.simplify(omega_identity(time_integrand(parameterization)))
-    return numeric(e, (mu_OV, mu_OV_0, mu_QK_0, *PARAMS), backend, stable=False)
+    r"""dt/dmu_OV along the explicit orbit (CACO, CAFO):
+    :math:`b(e^{\alpha\mu_{OV}} + M - 1)/(\eta_{OV}\alpha)` with alpha on the
+    orbit (1/``<P>.dmu_OV_dt`` on ``<P>.orbit``; for CACO this is catalog
+    ``asymptotics.time_integrand``), after the Wright omega identity.
+    Arguments ``(mu_OV, mu_OV_0, mu_QK_0, *PARAM_NAMES)``."""
+    check_parameterization(parameterization)
+    if f"time_integrand[{parameterization}]" not in _generated.FUNCTIONS:
+        raise ValueError(f"parameterization {parameterization!r} has an implicit orbit; "
+                         "integrate the reduced ODE instead")
+    return generated_function(f"time_integrand[{parameterization}]", backend)
+

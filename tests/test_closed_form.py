@@ -97,7 +97,7 @@ def test_time_to_loss_matches_ode(r):
                         atol=1e-14)
     t = time_to_loss(np.array(thresholds), r)
     for i, L in enumerate(thresholds):
-        assert abs(res.crossings[L]["t"] - t[i]) <= 1e-8 * t[i]
+        assert abs(res.crossings[i]["t"] - t[i]) <= 1e-8 * t[i]
     assert t.shape == (3,) and np.all(np.diff(t) > 0)
 
 
@@ -139,3 +139,62 @@ def test_accuracy_dense_grid():
             ref = state_at_loss_mpmath(L[i], r[j])
             for k in KEYS:
                 assert abs(getattr(st, k)[i, j] - float(ref[k])) <= 1e-12 * abs(float(ref[k]))
+
+
+# ------------------------------------------------------- faults of issue 8
+
+@pytest.mark.parametrize("kw,needle", [
+    (dict(ratio=1e23), r"ratio must be finite and in \[1e-12, 1e\+12\]"),
+    (dict(ratio=1e300), r"ratio must be finite and in \[1e-12, 1e\+12\]"),
+    (dict(m=1e153), r"m must be in \[1e-08, 1e\+08\]"),
+    (dict(b=1e308), r"b must be in \[1e-08, 1e\+08\]"),
+    (dict(M=10**400), r"M must be an integer in \[2, 9007199254740992\]"),
+    (dict(M=1e23), r"M must be an integer in \[2, 9007199254740992\]")])
+def test_outside_supported_range_is_a_value_error(kw, needle):
+    ratio = kw.pop("ratio", 1.0)
+    for solver in (state_at_loss, state_at_loss_mpmath):
+        with pytest.raises(ValueError, match=needle):
+            solver(0.5, ratio, **kw)
+
+
+CORNERS = [dict(m=m, n=n, b=b, ratio=r) for m in (1e-8, 1e8) for n in (1e-8, 1e8)
+           for b in (1e-8, 1e8) for r in (1e-12, 1e12)]
+
+
+@pytest.mark.parametrize("M", [2, 2**53])
+@pytest.mark.parametrize("corner", CORNERS[::3])
+def test_corners_of_the_supported_range(corner, M):
+    """At the corners of SUPPORTED_RANGE the state is finite, lies on the loss
+    level (loss_fn, independent of the state equation) and agrees with the
+    high-precision solver."""
+    from numerics.lambdified import loss_fn
+    kw = dict(corner)
+    r = kw.pop("ratio")
+    Ls = np.array([1e-300, 0.5, math.log(M) * (1 - 1e-15)])
+    st = state_at_loss(Ls, r, M=M, **kw)
+    loss = loss_fn()(st.mu_OV, st.mu_QK, kw["m"], kw["n"], M)
+    np.testing.assert_allclose(loss, Ls, rtol=1e-9)
+    for i, L in enumerate(Ls):
+        ref = state_at_loss_mpmath(L, r, M=M, dps=30, **kw)
+        for k in KEYS:
+            assert abs(getattr(st, k)[i] - float(ref[k])) <= 1e-12 * abs(float(ref[k])), (k, L)
+
+
+def test_near_log_M_tiny_ratio_matches_high_precision():
+    """The CLI's old bisection gave a negative mu_QK here and was 13 % off next to it."""
+    for L, r in ((2.99573227355398, 1e-8), (2.99573227355399, 1.0)):
+        st = state_at_loss(L, r)
+        ref = state_at_loss_mpmath(L, r, dps=40)
+        assert st.mu_QK > 0
+        for k in KEYS:
+            assert abs(getattr(st, k) - float(ref[k])) <= 1e-12 * abs(float(ref[k]))
+
+
+def test_time_to_loss_at_the_edge_of_double_range():
+    """t(L) ~ (M-1) b / L at small loss (derivations.asymptotics.late_time):
+    9.5e307 fits in a double (computed in mpmath where the integrand overflows);
+    one hundredth of that loss does not and is a ValueError."""
+    t = time_to_loss(1e-305, 1.0)
+    assert math.isfinite(t[()]) and abs(t[()] / (19 * 50 / 1e-305) - 1) < 1e-5
+    with pytest.raises(ValueError, match="exceeds the double-precision range"):
+        time_to_loss(1e-307, 1.0)

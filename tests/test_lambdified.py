@@ -137,3 +137,31 @@ def test_numeric_helper_errors_and_names():
     # the expm1 rewrite is applied
     g = lam.numeric(sp.exp(m) - 1, (m,))
     assert g(1e-20) == 1e-20
+
+
+def test_loss_at_large_negative_margin_is_finite():
+    """loss_fn(-1e6, 0) = log(1 + (M-1) e^{-s}) with s = -1e6 m/(m+n): about
+    9.09e4, not inf (logaddexp form); reference from mpmath at 40 digits."""
+    s = -1e6 * 5 / 55
+    ref = mpmath.log(1 + 19 * mpmath.exp(-mpmath.mpf(s)))
+    for backend in ("numpy", "math"):
+        v = lam.loss_fn(backend)(-1e6, 0.0, m=5, n=50, M=20)
+        assert close(v, ref, 1e-14)
+    assert close(lam.loss_of_margin_fn()(-1e300, 20.0), 1e300, 1e-15)
+    assert lam.loss_of_margin_fn()(1e300, 20.0) == 0.0
+
+
+def test_math_backend_refuses_special_functions():
+    with pytest.raises(ValueError, match="not available for the 'math' backend"):
+        lam.orbit_fn("CACO", "math")
+
+
+def test_builders_validate_names():
+    with pytest.raises(ValueError, match="parameterization"):
+        lam.reduced_rhs("XYZW")
+    with pytest.raises(ValueError, match="circuit"):
+        lam.initial_conserved_fn("QV")
+    with pytest.raises(ValueError, match="backend"):
+        lam.alpha_fn("torch")
+    with pytest.raises(ValueError, match="implicit orbit"):
+        lam.orbit_fn("FACO")

@@ -1,0 +1,96 @@
+"""The generated numeric module: fresh, SymPy-free, and what it was generated from."""
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_generated_module_is_fresh():
+    from derivations.catalog import cache_key
+    from derivations.numeric_codegen import generator_key
+    from numerics import _generated
+    key = cache_key()
+    assert _generated.CATALOG_KEY == key, "run: python -m derivations.catalog --rebuild"
+    assert _generated.GENERATOR_KEY == generator_key(key), "run: python -m derivations.catalog --rebuild"
+
+
+@pytest.mark.slow
+def test_generated_module_regenerates_byte_identically():
+    from derivations.catalog import cache_key
+    from derivations.numeric_codegen import GENERATED_EXPRESSIONS, GENERATED_MODULE, generate
+    module, exprs = generate(cache_key())
+    assert module == GENERATED_MODULE.read_text()
+    assert exprs == GENERATED_EXPRESSIONS.read_text()
+
+
+def test_state_at_loss_cold_process_imports_no_sympy():
+    code = ("import sys\n"
+            "from numerics.closed_form import state_at_loss\n"
+            "st = state_at_loss([0.5, 1e-3], 10.0)\n"
+            "from numerics import lambdified as lam\n"
+            "lam.reduced_rhs('FAFO', False).func(1., 1., 5, 50, 50, 20, 1, 1, 1, 1, 1, 1, 0, 0)\n"
+            "print(sorted(k for k in sys.modules if k == 'sympy' or k.startswith('sympy.')))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": ""})
+    assert out.stdout.strip() == "[]"
+
+
+def test_every_generated_function_names_its_catalog_source():
+    from numerics import _generated
+    text = (ROOT / "numerics" / "_generated.py").read_text()
+    for match in re.finditer(r"def (\w+)\(.*\):\n    # from (.+)\n", text):
+        assert match.group(2).strip()
+    assert len(_generated.FUNCTIONS) > 40
+
+
+def test_expressions_match_their_functions():
+    """The lazily read expressions are what the generated function computes."""
+    import mpmath
+    import sympy as sp
+    from numerics import lambdified as lam
+    for f in (lam.first_integral_fn("FACO"), lam.state_equation_fn(), lam.reduced_rhs("CAFO")):
+        values = [0.7 + 0.1 * i for i in range(len(f.names))]
+        exprs = f.expr if isinstance(f.expr, tuple) else (f.expr,)
+        got = f.func(*values)
+        got = got if isinstance(got, tuple) else (got,)
+        for e, g in zip(exprs, got):
+            ref = sp.N(e.subs(dict(zip(f.args, values))), 30)
+            assert mpmath.almosteq(float(g), float(ref), 1e-12)
+
+
+def test_no_control_characters_in_sources():
+    """No \\f, \\t etc. in docstrings where \\frac, \\tau were meant."""
+    files = [*ROOT.glob("derivations/*.py"), ROOT / "numerics" / "lambdified.py",
+             ROOT / "numerics" / "closed_form.py", ROOT / "numerics" / "_generated.py"]
+    for path in files:
+        text = path.read_text()
+        assert not re.search(r"[\x00-\x08\x0b-\x1f]", text), path
+        assert "\t" not in text, path
+
+
+def test_every_generated_expression_reads_back():
+    import json
+    from derivations.srepr_reader import from_srepr
+    data = json.loads((ROOT / "numerics" / "_generated_expressions.json").read_text())
+    for name, entry in data["functions"].items():
+        for text in entry["args"] + entry["exprs"]:
+            from_srepr(text)
+
+
+def test_wright_omega_against_mpmath():
+    """The generated module's vectorized Wright omega (no scipy at import) to
+    a few ulp of mpmath's lambertw(exp(z)), from underflow to huge z."""
+    import mpmath
+    import numpy as np
+    from numerics._generated import _wright_omega
+    z = np.concatenate([-np.logspace(-8, 3, 60), np.logspace(-8, 300, 120), [0.0, 1.0, -745.0]])
+    w = _wright_omega(z)
+    for zi, wi in zip(z, w):
+        ref = float(mpmath.lambertw(mpmath.exp(mpmath.mpf(zi))).real)
+        assert abs(wi - ref) <= 4e-15 * ref or (zi < -700 and abs(wi - ref) < 1e-300), zi
+    assert _wright_omega(np.inf) == np.inf and np.isnan(_wright_omega(np.nan))
+    assert np.shape(_wright_omega(1.0)) == ()
