@@ -19,8 +19,8 @@ figure                     content (function)
 ``line_coordinates``       :func:`plot_line_coordinates`: trajectories in the
                            coordinates (X, Y) of the first integral
                            (``CACO.line_X``, ``CACO.line_Y``,
-                           ``CACO.line_slope`` of
-                           :func:`derivations.catalog.results`, lambdified),
+                           ``CACO.line_slope`` of the catalog, generated:
+                           :func:`numerics.lambdified.line_coordinates_fn`),
                            where they are the straight lines
                            :math:`Y - Y_0 = \text{slope}\,(X - X_0)`, and the
                            drift of the first integral.
@@ -34,13 +34,13 @@ figure                     content (function)
 =========================  ====================================================
 
 Nothing here types a formula of the theory: the curves come from
-:mod:`numerics.reduced_ode`, :mod:`numerics.closed_form` and expressions of
-:mod:`derivations.catalog` lambdified with :func:`numerics.lambdified.numeric`
-(their LaTeX, from :func:`sympy.latex`, labels the axes).
+:mod:`numerics.reduced_ode`, :mod:`numerics.closed_form` and the functions
+generated from :mod:`derivations.catalog` (:mod:`numerics.lambdified`;
+their expressions' LaTeX, from :func:`sympy.latex`, labels the axes).
 
 ``--quick`` uses coarser grids (for tests); the curves are the same.
-The total run time is a few seconds plus about 5 s of one-off SymPy
-lambdification.
+The total run time is a few seconds (SymPy is imported only for the axis
+labels of ``line_coordinates``).
 """
 from __future__ import annotations
 
@@ -233,18 +233,14 @@ def plot_stopping_curves(*, quick=False, ratios=RATIOS, params=None, n_threshold
 # (c) line coordinates
 # --------------------------------------------------------------------------
 
-def _catalog_functions(parameterization="CACO"):
-    """Lambdified ``line_X``, ``line_Y``, ``line_slope`` of the catalog, and
-    their SymPy expressions."""
-    from derivations.catalog import results
-    from derivations.symbols import mu_OV, mu_QK
-    from numerics.lambdified import PARAMS, numeric
+def _line_coordinates(parameterization="CACO"):
+    """The generated line coordinates ``(X, Y, slope)`` of the first integral
+    (:func:`numerics.lambdified.line_coordinates_fn`, catalog ``<P>.line_X``,
+    ``line_Y``, ``line_slope``) and their SymPy expressions (for the labels)."""
+    from numerics.lambdified import line_coordinates_fn
 
-    res = results()
-    exprs = {k: res[f"{parameterization}.line_{k}"] for k in ("X", "Y", "slope")}
-    args = (mu_OV, mu_QK, *PARAMS)
-    funcs = {k: numeric(e, args) for k, e in exprs.items()}
-    return funcs, exprs
+    f = line_coordinates_fn(parameterization)
+    return f.func, dict(zip(f.keys, f.expr))
 
 
 def _tex(expr):
@@ -259,7 +255,7 @@ def plot_line_coordinates(*, quick=False, ratios=RATIOS, params=None):
     r"""CACO trajectories in the line coordinates (X, Y) of the first
     integral, :math:`H = Y - \text{slope}\cdot X` constant, so each trajectory
     is the line :math:`Y - Y_0 = \text{slope}\,(X - X_0)` (X, Y, slope from
-    :func:`derivations.catalog.results`). Panel (a): :math:`Y - Y_0` against
+    the catalog, :func:`numerics.lambdified.line_coordinates_fn`). Panel (a): :math:`Y - Y_0` against
     :math:`X - X_0` on log-log axes (lines through the origin stay straight,
     with unit log-slope, offset by log r); trajectories solid, the theoretical
     lines dashed. Panel (b): relative drift of H along the numerical solution.
@@ -267,7 +263,7 @@ def plot_line_coordinates(*, quick=False, ratios=RATIOS, params=None):
     from numerics.reduced_ode import solve_reduced
 
     params = dict(PAPER if params is None else params)
-    funcs, exprs = _catalog_functions("CACO")
+    line, exprs = _line_coordinates("CACO")
     t = np.logspace(0.0, 8.0, 60 if quick else 300)
     fig, axes = _figure(1, 2, 3.3)
     ax, axr = axes[0]
@@ -276,10 +272,9 @@ def plot_line_coordinates(*, quick=False, ratios=RATIOS, params=None):
     for r, c in zip(ratios, colors):
         res = solve_reduced("CACO", eta_QK=r, eta_OV=1.0, t_span=(0.0, t[-1]), t_eval=t, **params)
         pv = res.system.params
-        X = np.asarray(funcs["X"].func(res.mu_OV, res.mu_QK, *pv), dtype=float)
-        Y = np.asarray(funcs["Y"].func(res.mu_OV, res.mu_QK, *pv), dtype=float)
-        slope = float(funcs["slope"].func(0.0, 0.0, *pv))
-        X0, Y0 = (float(funcs[k].func(*res.system.mu0, *pv)) for k in ("X", "Y"))
+        X, Y, slope = line(res.mu_OV, res.mu_QK, *pv)
+        X, Y, slope = np.asarray(X, dtype=float), np.asarray(Y, dtype=float), float(slope)
+        X0, Y0, _ = (float(v) for v in line(*res.system.mu0, *pv))
         dX, dY = X - X0, Y - Y0
         # keep points where Y - Y0 is resolved in float64 (not cancellation noise)
         ok = (dX > 0) & (dY > 1e-9 * np.abs(Y))

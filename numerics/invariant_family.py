@@ -32,6 +32,7 @@ import numpy as np
 
 from derivations.vocabulary import CIRCUITS
 
+from . import lambdified as lam
 from .validation import check_positive
 
 __all__ = ["basis", "structured_params", "family_params", "project", "distance_from_family",
@@ -68,10 +69,15 @@ def _coordinate(model, W, circuit):
 
 
 def _circuit_scale(model, circuit):
-    r"""Entry scale of a circuit on the family: :math:`W = \text{scale}\cdot\mu\,U`
-    (:math:`b` for QK, :math:`\sqrt b` for OV: the score is
-    :math:`x^\top W_{QK}x' = W_{QK}/b`, the logit :math:`W_{OV}x = W_{OV}/\sqrt b`)."""
-    return model.b if circuit == "QK" else math.sqrt(model.b)
+    r"""Entry scale of a circuit on the family, :math:`W = \text{scale}\cdot\mu\,U`:
+    the circuit magnitude derived from the family's mu map
+    (:func:`numerics.lambdified.circuit_magnitudes_fn`, linear in mu; :math:`b`
+    for QK, :math:`\sqrt b` for OV), evaluated at :math:`\mu = 1`."""
+    return float(_magnitudes(1.0, 1.0, model.b)[circuit])
+
+
+def _magnitudes(mu_OV, mu_QK, b):
+    return lam.circuit_magnitudes_fn()(mu_OV, mu_QK, b)
 
 
 def structured_params(model, eps=1e-2) -> dict:
@@ -108,12 +114,12 @@ def family_params(model, mu_OV, mu_QK, *, a=None, o=None, w=0.0) -> dict:
     (or 1 if these vanish).
     """
     M = model.M
-    mu = {"QK": float(mu_QK), "OV": float(mu_OV)}
+    magnitude = _magnitudes(float(mu_OV), float(mu_QK), model.b)
     first = {"QK": a, "OV": o}
     extra = {"V1": float(w)}
     out = {}
     for key, circuit in CIRCUITS.items():
-        P = _circuit_scale(model, key) * mu[key]
+        P = float(magnitude[key])
         trained = circuit.trained(model.parameterization)
         if len(trained) == 1:
             out[circuit.matrix] = P * basis(circuit.basis, M)

@@ -42,7 +42,6 @@ True
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 
 import numpy as np
 import scipy.integrate
@@ -78,16 +77,6 @@ _EPS = np.finfo(float).eps
 #: variables (:data:`numerics.lambdified.PARAMS`): model parameters, rates,
 #: conserved quantities, all named by :mod:`derivations.vocabulary`.
 PARAMETER_ORDER = MODEL_PARAMETERS + RATE_NAMES + tuple(c.conserved for c in CIRCUITS.values())
-
-
-@lru_cache(maxsize=None)
-def _first_integral_terms(parameterization):
-    """The terms of the first integral H as one numeric function returning a
-    tuple (their absolute values summed give the scale on which H cancels)."""
-    import sympy as sp
-    H = lam.first_integral_fn(parameterization)
-    terms = sp.Add.make_args(sp.sympify(H.expr))
-    return lam.numeric(tuple(terms), H.args, stable=False).func
 
 
 class ReducedSystem:
@@ -206,9 +195,9 @@ class ReducedSystem:
     def first_integral_scale(self, mu_OV, mu_QK):
         """Sum of the absolute values of H's terms: the scale on which H
         cancels, the denominator of a relative drift of H."""
-        terms = _first_integral_terms(self.parameterization)(mu_OV, mu_QK, *self.params)
+        f = lam.first_integral_scale_fn(self.parameterization).func
         shape = np.broadcast(np.asarray(mu_OV), np.asarray(mu_QK)).shape
-        return sum(np.abs(np.broadcast_to(np.asarray(t, dtype=float), shape)) for t in terms)
+        return np.broadcast_to(np.asarray(f(mu_OV, mu_QK, *self.params), dtype=float), shape)
 
     def orbit(self, mu_OV, *, precise=False):
         r"""mu_QK on the orbit through :attr:`mu0` at the given mu_OV (balanced).
@@ -315,9 +304,9 @@ class ReducedSystem:
         Parameters
         ----------
         t_span : (float, float), optional
-            Integration interval; ``t1`` may be ``inf`` only with a
-            ``target_loss``. Default: ``(t_eval[0], t_eval[-1])``, or
-            ``(0, inf)`` with a ``target_loss``.
+            Integration interval (:attr:`mu0` is the state at ``t0``); ``t1``
+            may be ``inf`` only with a ``target_loss``. Default: ``(0, inf)``
+            with a ``target_loss``, else ``(0, t_eval[-1])``.
         t_eval : array_like, optional
             Finite, strictly increasing output times within ``t_span``;
             default: the solver's steps.
@@ -363,11 +352,11 @@ class ReducedSystem:
         max_steps = check_int("max_steps", max_steps, 1)
         if t_eval is not None:
             t_eval = check_times("t_eval", t_eval)
-        if t_span is None:
-            if t_eval is not None:
-                t_span = (t_eval[0], t_eval[-1] if target_loss is None else math.inf)
-            elif target_loss is not None:
+        if t_span is None:      # mu0 is the state at t = 0
+            if target_loss is not None:
                 t_span = (0.0, math.inf)
+            elif t_eval is not None:
+                t_span = (0.0, t_eval[-1])
             else:
                 raise ValueError("give t_span=(t0, t1) with finite t1, t_eval, or a target_loss")
         t0, t1 = check_t_span(t_span, allow_infinite_end=target_loss is not None)
