@@ -47,8 +47,10 @@ Rules
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
+import tempfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -367,29 +369,90 @@ def document() -> str:
     return "\n".join(out) + "\n"
 
 
+def check_output_dir(output) -> Path:
+    """Validate an output directory before any work: ``output`` must be a
+    non-empty path, not a file, not below a file, not too long, and writable
+    (probed with a temporary file in the nearest existing directory). Returns
+    it as a Path; raises ValueError with a one-line reason."""
+    text = str(output)
+    if not text.strip():
+        raise ValueError("--output must name a directory; got an empty path")
+    path = Path(text)
+    try:
+        name_max = os.pathconf("/", "PC_NAME_MAX")
+        path_max = os.pathconf("/", "PC_PATH_MAX")
+    except (OSError, ValueError):  # pragma: no cover - platforms without pathconf
+        name_max, path_max = 255, 4096
+    longest = max((len(os.fsencode(part)) for part in path.parts), default=0)
+    if longest + len(os.fsencode(SNIPPET_DIR)) > name_max or \
+            len(os.fsencode(str(path.absolute()))) + len(SNIPPET_DIR) + 100 > path_max:
+        raise ValueError(f"--output path is too long: {text[:60]}...")
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"--output {text} is a file, not a directory")
+    if (path / SNIPPET_DIR).exists() and not (path / SNIPPET_DIR).is_dir():
+        raise ValueError(f"--output {text}: {path / SNIPPET_DIR} is a file, not a directory")
+    existing = path
+    while not existing.exists():
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if existing.exists() and not existing.is_dir():
+        raise ValueError(f"--output {text} is below a file ({existing})")
+    try:
+        fd, probe = tempfile.mkstemp(dir=existing, prefix=".qkov-probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise ValueError(f"--output {text} is not writable ({existing}: {exc.strerror or exc})") from None
+    return path
+
+
 def write(output: Path) -> list[Path]:
-    """Write the document and all snippets below ``output``; returns the paths."""
-    output = Path(output)
-    snip_dir = output / SNIPPET_DIR
-    snip_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    doc = output / DOCUMENT_NAME
-    doc.write_text(document())
-    written.append(doc)
+    """Write the document and all snippets below ``output`` (each file
+    atomically); returns the paths. The whole text is built before the first
+    file is written."""
+    from .catalog import atomic_write_text
+    output = check_output_dir(output)
+    files = {output / DOCUMENT_NAME: document()}
     for name in sorted(_results()):
-        path = snip_dir / snippet_filename(name)
-        path.write_text(snippet(name))
-        written.append(path)
-    return written
+        files[output / SNIPPET_DIR / snippet_filename(name)] = snippet(name)
+    for path, text in files.items():
+        atomic_write_text(path, text)
+    return list(files)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2, no usage dump
+        raise ValueError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line parser of ``python -m derivations.latex``."""
+    parser = _Parser(prog="python -m derivations.latex",
+                     description="Write the derived results as a standalone LaTeX document "
+                                 "and one snippet per result.")
+    parser.add_argument("--output", required=True,
+                        help="output directory (created if missing): receives qkov_dynamics.tex "
+                             "and snippets/<name>.tex")
+    return parser
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m derivations.latex",
-                                     description="Write the derived results as LaTeX.")
-    parser.add_argument("--output", required=True, type=Path, help="output directory")
-    args = parser.parse_args(argv)
-    paths = write(args.output)
-    print(f"wrote {paths[0]} and {len(paths) - 1} snippets in {args.output / SNIPPET_DIR}")
+    """Run the CLI; bad input or an unusable output directory: one line on
+    stderr, exit status 2, nothing written."""
+    try:
+        args = build_parser().parse_args(argv)
+        output = check_output_dir(args.output)
+    except ValueError as exc:
+        print(f"latex: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        paths = write(output)
+    except OSError as exc:
+        print(f"latex: error: cannot write {exc.filename or args.output}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 1
+    print(f"wrote {paths[0]} and {len(paths) - 1} snippets in {output / SNIPPET_DIR}")
     return 0
 
 

@@ -10,16 +10,20 @@ Options
 -------
 --parameterization {CACO,CAFO,FACO,FAFO,all}
 --format {pretty,text,latex,json}
---params m=5,n=50,b=50,M=20     substitute numbers (any subset)
+--params m=5,n=50,b=50,M=20     substitute numbers (any subset, each name once;
+                               the rule of derivations.vocabulary)
 --ratio R                      eta_QK/eta_OV with eta_OV = 1 (factor rates equal
                                their circuit's rate: eta_Q = eta_K = eta_QK, ...)
 --eta-qk X --eta-ov Y          the two rates explicitly
 --loss L                       also print mu_OV, mu_QK, alpha at loss L (CACO from
                                zero initialization); parameters not given in
                                --params take the paper's values m=5,n=50,b=50,M=20
-                               and the ratio defaults to 1
+                               and the ratio defaults to 1; the state comes from
+                               numerics.closed_form (imported only for --loss)
 
-Bad input prints one line to stderr and exits with status 2.
+Bad input prints one line to stderr and exits with status 2, before any
+output. Output into a closed pipe (``| head``) ends quietly; an output that
+cannot be written (``> /dev/full``) prints one line and exits with status 1.
 
 Example
 -------
@@ -34,15 +38,14 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 
-from .vocabulary import PAPER_SETTING
+from .vocabulary import (MODEL_PARAMETER_MEANINGS, PAPER_SETTING, PARAMETERIZATIONS, check_classes,
+                         check_positive)
 
 SYMBOL_MEANINGS = {
-    "m": "number of relevant context tokens (> 0)",
-    "n": "number of irrelevant context tokens (> 0)",
-    "b": "embedding scale: tokens are one-hot / sqrt(b) (> 0)",
-    "M": "number of classes (integer >= 2)",
+    **MODEL_PARAMETER_MEANINGS,
     "eta_QK": "learning rate of the collapsed QK matrix", "eta_OV": "learning rate of the collapsed OV matrix",
     "eta_Q": "rate of W_Q", "eta_K": "rate of W_K", "eta_O": "rate of W_O", "eta_V": "rate of W_V",
     "mu_OV": "logit gap per unit relevant attention, (z_k - z_j)/alpha",
@@ -61,48 +64,62 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser():
-    from .model import PARAMETERIZATIONS
+    """The command-line parser (also rendered in the docs by sphinx-argparse)."""
     parser = _Parser(prog="python -m derivations.print_dynamics",
                      description="Print the derived QK/OV gradient-flow dynamics.")
-    parser.add_argument("--parameterization", default="all", choices=[*PARAMETERIZATIONS, "all"])
-    parser.add_argument("--format", default="pretty", choices=["pretty", "text", "latex", "json"])
-    parser.add_argument("--params", default="", help="e.g. m=5,n=50,b=50,M=20 (any subset)")
-    parser.add_argument("--ratio", type=str, default=None, help="eta_QK/eta_OV, with eta_OV = 1")
-    parser.add_argument("--eta-qk", type=str, default=None)
-    parser.add_argument("--eta-ov", type=str, default=None)
-    parser.add_argument("--loss", type=str, default=None, help="print the CACO state at this loss")
+    parser.add_argument("--parameterization", default="all", choices=[*PARAMETERIZATIONS, "all"],
+                        help="which parameterization's reduced ODEs, first integral and orbit to print "
+                             "(default: all)")
+    parser.add_argument("--format", default="pretty", choices=["pretty", "text", "latex", "json"],
+                        help="pretty (2-D Unicode), text (one line per result), latex, or json "
+                             "(default: pretty)")
+    parser.add_argument("--params", default="",
+                        help="substitute model parameters, e.g. m=5,n=50,b=50,M=20 (any subset, "
+                             "each name once; m, n, b finite > 0; M an integer in [2, 2**53])")
+    parser.add_argument("--ratio", type=str, default=None,
+                        help="learning-rate ratio eta_QK/eta_OV with eta_OV = 1 (factor rates equal "
+                             "their circuit's rate)")
+    parser.add_argument("--eta-qk", type=str, default=None, help="the QK learning rate eta_QK (> 0)")
+    parser.add_argument("--eta-ov", type=str, default=None, help="the OV learning rate eta_OV (> 0)")
+    parser.add_argument("--loss", type=str, default=None,
+                        help="also print the CACO state (mu_OV, mu_QK, alpha) at this loss, from zero "
+                             "initialization; unset parameters take the paper's values and the ratio "
+                             "defaults to 1 (computed by numerics.closed_form)")
     return parser
+
+
+def _number(name, text):
+    try:
+        return float(text)
+    except ValueError:
+        raise UsageError(f"{name} must be a number; got {text!r}") from None
 
 
 def _positive_float(name, text):
     try:
-        value = float(text)
-    except ValueError:
-        raise UsageError(f"{name} must be a number; got {text!r}") from None
-    if not math.isfinite(value):
-        raise UsageError(f"{name} must be finite; got {text!r}")
-    if value <= 0:
-        raise UsageError(f"{name} must be > 0; got {text!r}")
-    return value
+        return check_positive(name, _number(name, text))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def parse_params(text: str) -> dict:
-    """``"m=5,n=50"`` -> ``{"m": 5.0, "n": 50.0}``, validated (m, n, b > 0 finite; M integer >= 2)."""
+    """``"m=5,n=50"`` -> ``{"m": 5.0, "n": 50.0}``, validated by the vocabulary's
+    rule (:func:`derivations.vocabulary.check_model_parameters`); each name at
+    most once."""
     out = {}
     for item in filter(None, (part.strip() for part in text.split(","))):
         if "=" not in item:
             raise UsageError(f"--params entries look like name=value; got {item!r}")
         name, value = (x.strip() for x in item.split("=", 1))
         if name not in PAPER_SETTING:
-            raise UsageError(f"--params: unknown parameter {name!r} (valid: m, n, b, M)")
+            raise UsageError(f"--params: unknown parameter {name!r} (valid: {', '.join(PAPER_SETTING)})")
+        if name in out:
+            raise UsageError(f"--params: {name} given more than once")
         if name == "M":
             try:
-                v = float(value)
-            except ValueError:
-                raise UsageError(f"M must be an integer >= 2; got {value!r}") from None
-            if not math.isfinite(v) or v != int(v) or v < 2:
-                raise UsageError(f"M must be an integer >= 2; got {value!r}")
-            out[name] = int(v)
+                out[name] = check_classes(_number("M", value))
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
         else:
             out[name] = _positive_float(name, value)
     return out
@@ -125,44 +142,6 @@ def rate_values(args) -> dict:
     if ov is not None:
         out.update(eta_OV=ov, eta_O=ov, eta_V=ov)
     return out
-
-
-def state_at_loss(loss: float, ratio: float, *, m=5, n=50, b=50, M=20, dps: int = 30) -> dict:
-    """mu_OV, mu_QK, alpha of CACO (zero init, eta_OV = 1) at ``loss``, by
-    root-finding the derived state equation F(p) = 0 in mpmath (log-odds
-    variable, bracketed). Raises ValueError for a loss outside (0, log M)."""
-    import mpmath
-    import sympy as sp
-
-    from .catalog import results
-    from .symbols import L as Lsym, M as Msym, b as bsym, m as msym, n as nsym, p, r, s
-    if not (math.isfinite(loss) and 0 < loss < math.log(M)):
-        raise ValueError(f"loss must be in (0, log M) = (0, {math.log(M):.6g}); got {loss!r}")
-    res = results()
-    values = {msym: m, nsym: n, bsym: b, Msym: M}
-    with mpmath.workdps(dps):
-        from sympy.codegen.rewriting import optimize, optims_c99
-        stable = optimize(res["sharpness.margin"].subs(values), optims_c99)   # exp(L) - 1 -> expm1(L)
-        margin = sp.lambdify(Lsym, stable, "mpmath")(mpmath.mpf(loss))
-        F = sp.lambdify((p, s, r), res["sharpness.state_equation"].subs(values), "mpmath")
-        def f(u):
-            return F(mpmath.exp(u), margin, mpmath.mpf(ratio))
-        # F is increasing in p (derivations.sharpness), so bisect in u = log p
-        lo, hi = mpmath.mpf(-1), mpmath.mpf(1)
-        while f(lo) > 0:
-            lo *= 2
-        while f(hi) < 0:
-            hi *= 2
-        for _ in range(4 * dps + 40):
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if f(mid) < 0 else (lo, mid)
-        pv = mpmath.exp((lo + hi) / 2)
-        state = {}
-        for key in ("alpha", "mu_QK", "mu_OV"):
-            f = sp.lambdify((p, s), res[f"sharpness.state.{key}"].subs(values), "mpmath")
-            state[key] = float(f(pv, margin))
-    state["loss"] = float(loss)
-    return state
 
 
 def _render(expr, fmt):
@@ -210,12 +189,20 @@ def _sections(res, names, subs):
     return out
 
 
+def _exact(value):
+    """A float as a SymPy number: an Integer when it is a small whole number
+    (printed as typed), else a Float (1e23 stays 1.0e+23, not 99999999999999991611392)."""
+    import sympy as sp
+    if value == int(value) and abs(value) < 2**53:
+        return sp.Integer(int(value))
+    return sp.Float(value)
+
+
 def render(args) -> str:
     """The whole output for parsed ``args`` (raises UsageError/ValueError on bad input)."""
     import sympy as sp
 
     from .catalog import results
-    from .model import PARAMETERIZATIONS
     from .symbols import SYMBOLS
     params = parse_params(args.params)
     rates = rate_values(args)
@@ -228,16 +215,17 @@ def render(args) -> str:
         M_value = params.get("M", PAPER_SETTING["M"])
         if not (math.isfinite(loss_value) and 0 < loss_value < math.log(M_value)):
             raise UsageError(f"loss must be in (0, log M) = (0, {math.log(M_value):.6g}); got {args.loss!r}")
-    subs = {SYMBOLS[k]: (sp.Integer(v) if k == "M" else sp.Float(v) if v != int(v) else sp.Integer(int(v)))
-            for k, v in params.items()}
-    subs.update({SYMBOLS[k]: sp.Float(v) if v != int(v) else sp.Integer(int(v)) for k, v in rates.items()})
+    subs = {SYMBOLS[k]: (sp.Integer(v) if k == "M" else _exact(v)) for k, v in params.items()}
+    subs.update({SYMBOLS[k]: _exact(v) for k, v in rates.items()})
     res = results()
     names = PARAMETERIZATIONS if args.parameterization == "all" else (args.parameterization,)
     state = None
     if loss_value is not None:
+        from numerics.closed_form import state_at_loss   # the one root-find (lazy: numerics)
         full = {**PAPER_SETTING, **params}
         ratio = rates.get("eta_QK", 1.0) / rates.get("eta_OV", 1.0)
-        state = state_at_loss(loss_value, ratio, **full)
+        st = state_at_loss(loss_value, ratio, **full)
+        state = {k: float(getattr(st, k)) for k in ("mu_OV", "mu_QK", "alpha", "loss")}
         state.update(ratio=ratio, **{k: full[k] for k in PAPER_SETTING})
     if args.format == "json":
         def js(e):
@@ -273,7 +261,19 @@ def render(args) -> str:
     return "\n".join(lines)
 
 
+def _silence_stdout():
+    """Point stdout at /dev/null so that the interpreter's final flush of a
+    closed pipe or a full device cannot print a traceback."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # pragma: no cover - stdout without a file descriptor
+        pass
+
+
 def main(argv=None) -> int:
+    """Run the CLI; returns the exit status (2: bad input, 1: output could not be written)."""
     try:
         args = build_parser().parse_args(argv)
         text = render(args)
@@ -281,9 +281,15 @@ def main(argv=None) -> int:
         print(f"print_dynamics: error: {exc}", file=sys.stderr)
         return 2
     try:
-        print(text)
-    except BrokenPipeError:  # e.g. piped into head
-        pass
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:          # e.g. piped into head: the reader has what it wanted
+        _silence_stdout()
+        return 0
+    except OSError as exc:           # e.g. > /dev/full
+        _silence_stdout()
+        print(f"print_dynamics: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+        return 1
     return 0
 
 

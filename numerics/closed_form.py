@@ -48,7 +48,7 @@ from derivations.vocabulary import check_model_parameters as _check_model_parame
 from . import lambdified as lam
 
 __all__ = ["State", "state_at_loss", "state_at_loss_mpmath", "time_to_loss",
-           "check_model_parameters"]
+           "check_model_parameters", "check_supported", "SUPPORTED_RANGE"]
 
 _EPS = np.finfo(float).eps
 #: Estimated relative error of the double-precision margin above which the
@@ -86,17 +86,24 @@ SUPPORTED_RANGE = {"ratio": (1e-12, 1e12), "m": (1e-8, 1e8), "n": (1e-8, 1e8), "
 
 
 def check_model_parameters(m, n, b, M):
-    """Validate the model parameters (:func:`derivations.vocabulary.check_model_parameters`)
-    and the range the closed forms support (:data:`SUPPORTED_RANGE`).
-    Returns ``(m, n, b, M)`` as floats; raises ValueError naming the parameter
-    and its range."""
+    """The model-parameter rule of :func:`derivations.vocabulary.check_model_parameters`,
+    returning ``(m, n, b, M)`` as floats (kept for callers of this name;
+    prefer the vocabulary's)."""
     m, n, b, M = _check_model_parameters(m, n, b, M)
+    return m, n, b, float(M)
+
+
+def check_supported(m, n, b, M):
+    """:func:`check_model_parameters` and the range the closed forms support
+    (:data:`SUPPORTED_RANGE`). Returns ``(m, n, b, M)`` as floats; raises
+    ValueError naming the parameter and its range."""
+    m, n, b, M = check_model_parameters(m, n, b, M)
     for name, value in (("m", m), ("n", n), ("b", b)):
         lo, hi = SUPPORTED_RANGE[name]
         if not lo <= value <= hi:
             raise ValueError(f"{name} must be in [{lo:g}, {hi:g}] for the closed-form state "
                              f"(the range it is verified on); got {value!r}")
-    return m, n, b, float(M)
+    return m, n, b, M
 
 
 def _check_loss_ratio(loss, ratio, M):
@@ -147,7 +154,7 @@ def state_at_loss_mpmath(loss, ratio, *, m=5, n=50, b=50, M=20, dps=50):
         As :func:`state_at_loss`.
     """
     import mpmath
-    m, n, b, M = check_model_parameters(m, n, b, M)
+    m, n, b, M = check_supported(m, n, b, M)
     _check_loss_ratio(float(loss), float(ratio), M)
     G = lam.state_equation_mu_fn("mpmath").func
     bounds = lam.state_bounds_fn("mpmath").func
@@ -257,7 +264,7 @@ def state_at_loss(loss, ratio, *, m=5, n=50, b=50, M=20):
     Relative accuracy about 1e-13 over loss in [1e-300, log M) and ratio in
     [1e-8, 1e8] (tested against :func:`state_at_loss_mpmath`).
     """
-    m, n, b, M = check_model_parameters(m, n, b, M)
+    m, n, b, M = check_supported(m, n, b, M)
     L, r = _check_loss_ratio(loss, ratio, M)
     shape = L.shape
     L, r = L.ravel(), r.ravel()

@@ -210,19 +210,20 @@ def test_margin_inverts_loss():
 @settings(max_examples=20, deadline=None)
 @given(L_=st.floats(1e-6, 2.5), r1=st.floats(1e-3, 1e3), factor=st.floats(1.01, 100))
 def test_alpha_star_increases_with_ratio(L_, r1, factor):
-    from derivations.print_dynamics import state_at_loss
+    from numerics.closed_form import state_at_loss
     a = state_at_loss(L_, r1)
     bb = state_at_loss(L_, r1 * factor)
-    assert bb["alpha"] > a["alpha"] and bb["mu_QK"] > a["mu_QK"] and bb["mu_OV"] < a["mu_OV"]
+    assert bb.alpha > a.alpha and bb.mu_QK > a.mu_QK and bb.mu_OV < a.mu_OV
 
 
 def test_state_at_loss_lies_on_orbit_and_level():
-    from derivations.print_dynamics import state_at_loss
+    from numerics.closed_form import state_at_loss
     st_ = state_at_loss(0.05, 7.0)
+    point = {mu_OV: float(st_.mu_OV), mu_QK: float(st_.mu_QK)}
     H = first_integral.first_integral("CACO").subs({**PAPER, eta_QK: 7, eta_OV: 1})
-    assert abs(float(H.subs({mu_OV: st_["mu_OV"], mu_QK: st_["mu_QK"]})) - float(H.subs({mu_OV: 0, mu_QK: 0}))) < 1e-9
+    assert abs(float(H.subs(point)) - float(H.subs({mu_OV: 0, mu_QK: 0}))) < 1e-9
     loss = reduction.reduced_loss().subs(PAPER)
-    assert math.isclose(float(loss.subs({mu_OV: st_["mu_OV"], mu_QK: st_["mu_QK"]})), 0.05, rel_tol=1e-10)
+    assert math.isclose(float(loss.subs(point)), 0.05, rel_tol=1e-10)
 
 
 # -------------------------------------------------------------- asymptotics

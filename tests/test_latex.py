@@ -242,3 +242,34 @@ def test_snippet_parses_back(name, fresh):
             readings.append(value)
     assert readings, f"{name}: no parse"
     assert any(r.free_symbols <= expected.free_symbols and _equal_numerically(r, expected, symbols, rng) for r in readings), (name, readings)
+
+
+def _bad_outputs(tmp_path):
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    snip_file = tmp_path / "has_snippet_file"
+    snip_file.mkdir()
+    (snip_file / L.SNIPPET_DIR).write_text("x")
+    return [("", "empty path"), (str(a_file), "is a file"), (str(a_file / "sub"), "below a file"),
+            (str(snip_file), "is a file"), ("/proc/qkov_out", "not writable"),
+            (str(tmp_path / ("a" * 300)), "too long"),
+            (str(tmp_path / "/".join(["b" * 200] * 25)), "too long")]
+
+
+def test_bad_output_one_line_exit_2_nothing_written(tmp_path, capsys, monkeypatch):
+    """Checked before any work: the document is never built for a bad path."""
+    def no_work():
+        raise AssertionError("the document was built for a bad output path")
+    monkeypatch.setattr(L, "document", no_work)
+    bad = _bad_outputs(tmp_path)
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    for out, needle in bad:
+        assert L.main(["--output", out]) == 2, out
+        err = capsys.readouterr().err
+        assert needle in err and err.count("\n") == 1 and "Traceback" not in err, (out, err)
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
+
+
+def test_cli_parser_has_help_on_every_option():
+    for action in L.build_parser()._actions:
+        assert action.help, action.dest

@@ -1,13 +1,18 @@
 """The print_dynamics CLI: outputs, machine-readable JSON, and bad input."""
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import sympy as sp
 
 from derivations.print_dynamics import main
 from derivations.symbols import SYMBOLS
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV = dict(os.environ, PYTHONPATH=str(ROOT))
 
 
 def run(*args):
@@ -66,20 +71,20 @@ def test_state_at_loss_in_json(capsys):
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["--params", "m=-1"], "m must be > 0"),
-    (["--params", "n=0"], "n must be > 0"),
-    (["--params", "b=-2"], "b must be > 0"),
-    (["--params", "M=1"], "M must be an integer >= 2"),
-    (["--params", "M=2.5"], "M must be an integer >= 2"),
-    (["--params", "m=nan"], "m must be finite"),
-    (["--params", "b=inf"], "b must be finite"),
+    (["--params", "m=-1"], "m must be a finite number > 0"),
+    (["--params", "n=0"], "n must be a finite number > 0"),
+    (["--params", "b=-2"], "b must be a finite number > 0"),
+    (["--params", "M=1"], "M must be an integer in [2, 9007199254740992]"),
+    (["--params", "M=2.5"], "M must be an integer in [2, 9007199254740992]"),
+    (["--params", "m=nan"], "m must be a finite number > 0"),
+    (["--params", "b=inf"], "b must be a finite number > 0"),
     (["--params", "q=3"], "unknown parameter"),
     (["--params", "m"], "name=value"),
-    (["--ratio", "0"], "ratio must be > 0"),
-    (["--ratio", "-1"], "ratio must be > 0"),
-    (["--ratio", "nan"], "ratio must be finite"),
+    (["--ratio", "0"], "ratio must be a finite number > 0"),
+    (["--ratio", "-1"], "ratio must be a finite number > 0"),
+    (["--ratio", "nan"], "ratio must be a finite number > 0"),
     (["--ratio", "1", "--eta-qk", "2"], "either --ratio"),
-    (["--eta-ov", "0"], "eta-ov must be > 0"),
+    (["--eta-ov", "0"], "eta-ov must be a finite number > 0"),
     (["--loss", "0"], "loss must be in (0, log M)"),
     (["--loss", "-0.1"], "loss must be in (0, log M)"),
     (["--loss", "3.5"], "loss must be in (0, log M)"),
@@ -88,6 +93,12 @@ def test_state_at_loss_in_json(capsys):
     (["--loss", "abc"], "loss must be a number"),
     (["--parameterization", "CAXO"], "invalid choice"),
     (["--format", "yaml"], "invalid choice"),
+    (["--params", "m=5,m=6"], "m given more than once"),
+    (["--params", "M=20,n=3,M=21"], "M given more than once"),
+    (["--params", "M=1e23"], "M must be an integer in [2, 9007199254740992]"),
+    (["--params", "M=" + "1" * 400], "M must be an integer in [2, 9007199254740992]"),
+    (["--loss", "0.5", "--ratio", "1e30"], "ratio must be finite and in [1e-12, 1e+12]"),
+    (["--loss", "0.5", "--params", "b=1e308"], "b must be in [1e-08, 1e+08]"),
 ])
 def test_bad_input_one_line_exit_2(args, needle, capsys):
     assert main(args) == 2
@@ -100,3 +111,44 @@ def test_bad_input_as_subprocess_has_no_traceback():
     out = run("--params", "M=1")
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("loss,ratio", [("2.99573227355398", "1e-8"), ("2.99573227355399", "1"),
+                                        ("0.01", "10")])
+def test_state_at_loss_is_the_closed_form(loss, ratio, capsys):
+    """--loss prints what numerics.closed_form returns (its old bisection gave a
+    negative mu_QK at the first point and was 13 % off at the second)."""
+    from numerics.closed_form import state_at_loss_mpmath
+    assert main(["--format", "json", "--parameterization", "CACO", "--loss", loss, "--ratio", ratio]) == 0
+    state = json.loads(capsys.readouterr().out)["state_at_loss"]
+    ref = state_at_loss_mpmath(float(loss), float(ratio), dps=40)
+    assert state["mu_QK"] > 0
+    for k in ("mu_OV", "mu_QK", "alpha"):
+        assert abs(state[k] - float(ref[k])) <= 1e-12 * abs(float(ref[k]))
+
+
+def test_large_numbers_print_as_given(capsys):
+    assert main(["--format", "text", "--parameterization", "CACO", "--params", "M=9007199254740992,b=1e23"]) == 0
+    out = capsys.readouterr().out
+    assert "M = 9007199254740992" in out and "b = 1.00000000000000E+23" in out and "99999999999999991611392" not in out
+
+
+def test_closed_pipe_and_full_device_end_without_traceback():
+    import subprocess
+    cmd = f"{sys.executable} -m derivations.print_dynamics --format text | head -n 1"
+    out = subprocess.run(["bash", "-c", "set -o pipefail; " + cmd], capture_output=True, text=True,
+                         cwd=ROOT, env=ENV)
+    assert out.stdout.startswith("qkov:") and out.stderr == "" and out.returncode == 0
+    import os
+    if os.path.exists("/dev/full"):
+        with open("/dev/full", "w") as full:
+            res = subprocess.run([sys.executable, "-m", "derivations.print_dynamics", "--format", "text"],
+                                 stdout=full, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=ENV)
+        assert res.returncode == 1 and "Traceback" not in res.stderr
+        assert res.stderr.count("\n") == 1 and "cannot write the output" in res.stderr
+
+
+def test_every_option_has_help():
+    from derivations.print_dynamics import build_parser
+    for action in build_parser()._actions:
+        assert action.help, action.dest
