@@ -442,6 +442,10 @@ class AttentionModel:
             )
         return self._loss_and_grad_flat(vec)
 
+    def _loss_flat(self, vec):
+        # hot path (events): the loss alone, no validation
+        return float(self._forward(self._unflatten_fast(vec))[-1].mean())
+
     def _loss_and_grad_flat(self, vec):
         # hot path: no validation
         M, idx = self.M, self._idx

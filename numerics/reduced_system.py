@@ -23,9 +23,9 @@ its two-scalar dynamics :math:`(\mu_{OV}, \mu_{QK})`. The procedure:
    attention, first integral, orbit; :mod:`numerics.lambdified`) to these
    values once: :attr:`ReducedSystem.params` is the only place where the
    positional parameter tuple :data:`numerics.lambdified.PARAMS` is built.
-6. **Integrate** with :meth:`ReducedSystem.integrate`, a bounded
-   (``max_steps``) step loop over a SciPy ``OdeSolver`` with loss events,
-   returning a :class:`numerics.trajectory.Trajectory`.
+6. **Integrate** with :meth:`ReducedSystem.integrate`: the bounded
+   (``max_steps``) step loop :func:`numerics.bounded_ivp.solve_bounded` with
+   loss events, returning a :class:`numerics.trajectory.Trajectory`.
 
 >>> from numerics.reduced_system import ReducedSystem
 >>> system = ReducedSystem("CACO", eta_QK=10.0)
@@ -44,34 +44,22 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.integrate
 from scipy.optimize import brentq
 
 from derivations.vocabulary import (CIRCUITS, MODEL_PARAMETERS, PAPER_SETTING, RATE_NAMES,
                                     check_parameterization, ov_factorized, qk_factorized)
 
 from . import lambdified as lam
+from .bounded_ivp import DEFAULT_MAX_STEPS, HORIZON, METHODS, solve_bounded
 from .trajectory import Trajectory
 from .validation import (check_int, check_loss_level, check_loss_levels,
                          check_model_parameters, check_point, check_positive, check_t_span,
                          check_times)
 
-__all__ = ["ReducedSystem", "PARAMETER_ORDER", "DEFAULT_EPS", "DEFAULT_MAX_STEPS", "HORIZON", "METHODS"]
+__all__ = ["ReducedSystem", "PARAMETER_ORDER", "DEFAULT_EPS"]
 
 #: Initialization scale of factorized circuits.
 DEFAULT_EPS = 1e-2
-#: Default bound on the solver steps of :meth:`ReducedSystem.integrate`
-#: (a run to loss 1e-12 takes a few hundred DOP853 steps).
-DEFAULT_MAX_STEPS = 100_000
-#: End of an unbounded interval ``t_span=(t0, inf)``: the solver's steps then
-#: stay finite (a step may grow tenfold, and 1e301 is still a double); the
-#: loss falls like b (M - 1) / t, so even a target of 1e-300 is reached first.
-HORIZON = 1e300
-#: Integration methods (SciPy ``OdeSolver`` classes).
-METHODS = {"RK23": scipy.integrate.RK23, "RK45": scipy.integrate.RK45,
-           "DOP853": scipy.integrate.DOP853, "Radau": scipy.integrate.Radau,
-           "BDF": scipy.integrate.BDF, "LSODA": scipy.integrate.LSODA}
-_IMPLICIT = ("Radau", "BDF", "LSODA")
 _EPS = np.finfo(float).eps
 #: Order of the parameters every generated flow function takes after its state
 #: variables (:data:`numerics.lambdified.PARAMS`): model parameters, rates,
@@ -382,9 +370,8 @@ class ReducedSystem:
                          max_steps, out)
 
     def _run(self, t0, t1, y0, t_eval, levels, n_thr, rtol, atol, method, jac, max_steps, out):
-        """The step loop (as :func:`scipy.integrate.solve_ivp`'s, with a step bound):
-        dense output for ``t_eval`` and for the loss events, located by
-        :func:`scipy.optimize.brentq` on ``log L - log level`` between steps."""
+        """:func:`numerics.bounded_ivp.solve_bounded` with the loss events on
+        ``log L - log level`` (well scaled at tiny losses)."""
         p = self.params
         f = self._rhs
 
@@ -392,88 +379,34 @@ class ReducedSystem:
             d_ov, d_qk = f(y[0], y[1], *p)
             return np.array([d_ov, d_qk], dtype=float)
 
-        kw = {}
-        if jac and method in _IMPLICIT:
-            kw["jac"] = lambda t, y: self.jacobian(y[0], y[1])
-        t_bound = min(t1, max(HORIZON, 2 * t0))
-        solver = METHODS[method](fun, t0, y0, t_bound, rtol=rtol, atol=atol, **kw)
         log_levels = [math.log(v) for v in levels]
 
         def g(y):
-            return [math.log(self.loss(y[0], y[1])) - lv for lv in log_levels]
+            log_loss = math.log(self.loss(y[0], y[1]))
+            return [log_loss - lv for lv in log_levels]
 
-        with np.errstate(over="ignore", invalid="ignore"):   # non-finite states are caught
-            return self._loop(solver, g, t0, t1, t_bound, y0, t_eval, levels, n_thr,
-                              max_steps, out)
-
-    def _loop(self, solver, g, t0, t1, t_bound, y0, t_eval, levels, n_thr, max_steps, out):
-        ts, ys = ([], []) if t_eval is not None else ([t0], [y0])
-        i_eval, g_old, steps = 0, g(y0), 0
-        status, message = None, ""
-        while status is None:
-            if steps >= max_steps:
-                status = -1
-                message = (f"stopped after max_steps={max_steps} solver steps at t={solver.t:.6g} "
-                           f"(loss {float(self.loss(*solver.y)):.6g})")
-                break
-            msg = solver.step()
-            steps += 1
-            if solver.status == "failed":
-                status, message = -1, str(msg)
-                break
-            t_old, t, y = solver.t_old, solver.t, solver.y
-            if not np.all(np.isfinite(y)):
-                status, message = -1, f"non-finite state at t={t:.6g}"
-                break
-            if solver.status == "finished":
-                if t_bound < t1:
-                    status = -1
-                    message = (f"target_loss={levels[-1]} not reached by t={t_bound:g} "
-                               f"(loss {float(self.loss(*y)):.6g})")
+        jacobian = (lambda t, y: self.jacobian(y[0], y[1])) if jac else None
+        run = solve_bounded(fun, (t0, t1), y0, t_eval=t_eval, levels=g if levels else None,
+                            terminal=n_thr if n_thr < len(levels) else None, method=method,
+                            rtol=rtol, atol=atol, jac=jacobian, max_steps=max_steps)
+        for k, hit in enumerate(run.hits):
+            if hit is not None:
+                rec = self.state(*hit)
+                if k < n_thr:
+                    out["crossings"][k] = rec
                 else:
-                    status = 0
-                    message = "The solver successfully reached the end of the integration interval."
-            sol = None
-            g_new = g(y) if levels else []
-            hits = [k for k, (a, c) in enumerate(zip(g_old, g_new)) if a >= 0 and c <= 0
-                    and (k >= n_thr or out["crossings"][k] is None)]
-            t_stop = None
-            if hits:
-                sol = solver.dense_output()
-                roots = {k: brentq(lambda tt, k=k: g(sol(tt))[k], t_old, t, xtol=4 * _EPS,
-                                   rtol=4 * _EPS) for k in hits}
-                if n_thr < len(levels) and n_thr in roots:   # the terminal (target) event
-                    t_stop = roots[n_thr]
-                for k, tr in roots.items():
-                    if t_stop is not None and tr > t_stop:
-                        continue
-                    rec = self.state(tr, sol(tr))
-                    if k < n_thr:
-                        out["crossings"][k] = rec
-                    else:
-                        out["target_state"] = rec
-            g_old = g_new
-            t_end = t if t_stop is None else t_stop
-            if t_eval is None:
-                ts.append(t_end)
-                ys.append(y if t_stop is None else sol(t_stop))
-            else:
-                i_new = np.searchsorted(t_eval, t_end, side="right")
-                if i_new > i_eval:
-                    if sol is None:
-                        sol = solver.dense_output()
-                    tt = t_eval[i_eval:i_new]
-                    ts.extend(tt)
-                    ys.extend(np.atleast_2d(sol(tt)).T)
-                    i_eval = i_new
-                if t_stop is not None and (not ts or ts[-1] < t_stop):
-                    ts.append(t_stop)
-                    ys.append(sol(t_stop))
-            if t_stop is not None:
-                status = 1
-                message = f"target_loss={levels[n_thr]} reached at t={t_stop:.6g}"
-        Y = np.array(ys, dtype=float).reshape(-1, 2).T
-        return self._result(ts, Y, status, message, solver.nfev, solver.njev, steps, out)
+                    out["target_state"] = rec
+        message = run.message
+        y_end = run.y[-1] if len(run.t) else y0
+        if run.reason == "steps":
+            message += f" (loss {float(self.loss(*y_end)):.6g})"
+        elif run.reason == "horizon":
+            message = (f"target_loss={levels[-1]} not reached by t={min(t1, HORIZON):g} "
+                       f"(loss {float(self.loss(*y_end)):.6g})")
+        elif run.reason == "terminal":
+            message = f"target_loss={levels[n_thr]} reached at t={run.t[-1]:.6g}"
+        return self._result(run.t, run.y.T, run.status, message, run.nfev, run.njev,
+                            run.nsteps, out)
 
     def _result(self, ts, Y, status, message, nfev, njev, steps, out):
         t = np.asarray(ts, dtype=float)

@@ -5,7 +5,7 @@ Both integrators work on the flat parameter vector :math:`\theta` of
 :math:`\eta` (:meth:`AttentionModel.rates_vector`):
 
 * gradient flow  :math:`\dot\theta = -\eta\odot\nabla_\theta L(\theta)`
-  (:func:`gradient_flow`, :func:`scipy.integrate.solve_ivp`);
+  (:func:`gradient_flow`, bounded :func:`numerics.bounded_ivp.solve_bounded`);
 * gradient descent :math:`\theta_{s+1} = \theta_s - \mathrm{lr}\,\eta\odot\nabla_\theta L(\theta_s)`
   (:func:`gradient_descent`), reported at time :math:`t = s\cdot\mathrm{lr}` so
   that it converges to the flow at first order as :math:`\mathrm{lr}\to 0`.
@@ -32,9 +32,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.integrate import solve_ivp
-
 from .attention_model import AttentionModel
+from .bounded_ivp import DEFAULT_MAX_STEPS, METHODS, solve_bounded
 from .invariant_family import summarize
 from .trajectory import Trajectory
 from .validation import check_int, check_positive, check_t_span, check_times
@@ -109,6 +108,7 @@ def gradient_flow(
     loss_thresholds=(),
     target_loss=None,
     max_step=np.inf,
+    max_steps=DEFAULT_MAX_STEPS,
 ):
     r"""Integrate the gradient flow :math:`\dot W = -\eta_W\,\partial L/\partial W`.
 
@@ -125,30 +125,42 @@ def gradient_flow(
         Integration interval.  If ``t_eval`` is omitted the solver's own steps
         are recorded.
     rtol, atol : float
-        Tolerances of :func:`scipy.integrate.solve_ivp` (> 0).
+        Relative and absolute tolerances (finite, > 0).
     method : str
-        ``solve_ivp`` method (default ``"DOP853"``).
+        A key of :data:`numerics.bounded_ivp.METHODS` (default ``"DOP853"``).
     loss_thresholds : sequence of float
         ``crossings[i]`` records the state where the loss first falls through
-        ``loss_thresholds[i]`` (located by ``solve_ivp`` events to solver
+        ``loss_thresholds[i]`` (located between solver steps to solver
         accuracy).
     target_loss : float, optional
         Stop (terminal event) when the loss falls to this value; the state is
         ``target_state``.
     max_step : float
-        Passed to ``solve_ivp``.
+        Largest step of the solver.
+    max_steps : int
+        Bound on the solver steps (>= 1): past it the run stops with status
+        -1 and what it has recorded.
 
     Returns
     -------
     numerics.trajectory.Trajectory
-        Records at ``t_eval`` (only those reached before a terminal event),
-        with ``distance`` and the final ``params``. Status -1 if the solver
-        failed or a value became non-finite.
+        Records at ``t_eval`` (those reached before a terminal event, then
+        the terminal state), with ``distance`` and the final ``params``.
+        Status -1 if the solver failed, ran out of ``max_steps`` or a value
+        became non-finite.
+
+    Notes
+    -----
+    Integrated by :func:`numerics.bounded_ivp.solve_bounded`, the step loop
+    of :func:`scipy.integrate.solve_ivp` with a step bound.
     """
     vec0 = _initial_vector(model, params0)
     thr, target_loss = _check_thresholds(loss_thresholds, target_loss)
     rtol = check_positive("rtol", rtol)
     atol = check_positive("atol", atol)
+    max_steps = check_int("max_steps", max_steps, 1)
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
     if t_eval is None and t_span is None:
         raise ValueError("give t_eval (increasing times) or t_span=(t0, t1)")
     if t_eval is not None:
@@ -172,57 +184,31 @@ def gradient_flow(
         np.negative(g, out=g)
         return g
 
-    def loss_of(y):
-        return lg(y)[0]
+    loss_of = model._loss_flat
 
-    events = []
-    for x in thr:
-        def ev(t, y, x=x):
-            return loss_of(y) - x
-        ev.terminal, ev.direction = False, -1
-        events.append(ev)
-    if target_loss is not None:
-        def ev_target(t, y):
-            return loss_of(y) - target_loss
-        ev_target.terminal, ev_target.direction = True, -1
-        events.append(ev_target)
+    levels = thr + ((target_loss,) if target_loss is not None else ())
 
-    sol = solve_ivp(
-        rhs,
-        t_span,
-        vec0,
-        method=method,
-        t_eval=t_eval,
-        events=events or None,
-        rtol=rtol,
-        atol=atol,
-        max_step=max_step,
-    )
+    def g(y):
+        L = loss_of(y)
+        return [L - x for x in levels]
 
-    found = [_state(model, te[0], ye[0]) if len(te) else None
-             for te, ye in zip(sol.t_events or (), sol.y_events or ())]
-    crossings, target_state = found[:len(thr)], (found[len(thr)] if target_loss is not None
-                                                  else None)
-    Y = sol.y.T  # (nt, n_params)
+    run = solve_bounded(rhs, t_span, vec0, t_eval=t_eval, levels=g if levels else None,
+                        terminal=len(thr) if target_loss is not None else None, method=method,
+                        rtol=rtol, atol=atol, max_step=max_step, max_steps=max_steps)
+    found = [None if hit is None else _state(model, *hit) for hit in run.hits]
+    crossings = found[:len(thr)]
+    target_state = found[len(thr)] if target_loss is not None else None
+    Y = run.y  # (nt, n_params)
     if Y.shape[0]:
         summary = summarize(model, Y)
     else:
         summary = {k: np.empty(0) for k in _SUMMARY_KEYS}
-    # final state: terminal event state if any, else last solver state
-    if sol.status == 1 and target_state is not None:
-        final = model.flatten(target_state["params"])
-    elif Y.shape[0]:
-        final = Y[-1]
-    else:
-        final = vec0
-    if sol.status == 1:
-        status, message = 1, f"target_loss={target_loss} reached at t={target_state['t']:.6g}"
-    elif sol.status == 0:
-        status, message = 0, sol.message
-    else:
-        status, message = -1, sol.message
-    return _result(model, sol.t, summary, final, status, message, crossings, target_state,
-                   thr, target_loss, counter[0], None)
+    final = Y[-1] if Y.shape[0] else vec0      # the terminal state is the last record
+    message = run.message
+    if run.reason == "terminal":
+        message = f"target_loss={target_loss} reached at t={target_state['t']:.6g}"
+    return _result(model, run.t, summary, final, run.status, message, crossings, target_state,
+                   thr, target_loss, counter[0], run.nsteps)
 
 
 def gradient_descent(

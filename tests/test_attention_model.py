@@ -190,6 +190,14 @@ def test_flow_target_loss_terminal_event():
     assert model.loss(res.params) == pytest.approx(0.5, rel=1e-6)
 
 
+def test_flow_is_bounded():
+    """No run is unbounded: past max_steps the flow stops with status -1 and its records."""
+    model = AttentionModel("CACO", **PAPER)
+    res = gradient_flow(model, structured_params(model), t_span=(0, 1e9), max_steps=5)
+    assert res.status == -1 and res.nsteps == 5 and "max_steps" in res.message
+    assert res.t.size == 6 and np.all(np.isfinite(res.loss))
+
+
 def test_random_init_distance_reported():
     model = AttentionModel("CAFO", M=3, m=2, n=5, b=2)
     res = gradient_flow(model, model.random_params(scale=0.3, seed=1), t_span=(0, 5))

@@ -4,7 +4,8 @@ import importlib
 
 import pytest
 
-MODULES = ["numerics.validation", "numerics.trajectory", "numerics.reduced_system",
+MODULES = ["numerics.validation", "numerics.trajectory", "numerics.bounded_ivp",
+           "numerics.reduced_system",
            "numerics.reduced_ode", "numerics.invariant_family", "numerics.training"]
 
 
