@@ -72,8 +72,9 @@ work).
 
 Options::
 
-    --params m=5,n=50,b=50,M=20     any subset of the model parameters
-    --ratios 0.1,1,10               learning-rate ratios eta_QK / eta_OV
+    --params m=5,n=50,b=50,M=20     any subset of the model parameters (M <= 200)
+    --ratios 0.1,1,10               learning-rate ratios eta_QK / eta_OV, each in
+                                    [1e-4, 1e4]
     --parameterization {CACO,CAFO,FACO,FAFO,all}
     --quick                         fewer checks (ratio 1 unless --ratios is
                                     given; 12 grid points on [T/10, T]; target
@@ -82,7 +83,13 @@ Options::
     --json                          machine-readable output
 
 Programs can call :func:`run_checks` directly; it returns a list of
-:class:`Check` records.
+:class:`Check` records (``kinds=`` selects kinds of check). The parser is
+:func:`build_parser`.
+
+>>> from numerics.verify import run_checks, summarize
+>>> checks = run_checks("CACO", [1.0], quick=True, kinds=["flow"])
+>>> [c.quantity for c in checks], summarize(checks)["ok"]
+(['flow~reduced mu_OV', 'flow~reduced mu_QK', 'flow~reduced alpha'], True)
 """
 from __future__ import annotations
 
