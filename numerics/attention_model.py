@@ -60,7 +60,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import expit
 
-from derivations.vocabulary import PAPER_SETTING
+from derivations.vocabulary import CIRCUITS, PAPER_SETTING, ov_factorized, qk_factorized
 
 from .validation import check_model_parameters, check_parameterization, check_positive
 
@@ -176,14 +176,7 @@ class AttentionModel:
             "W_O": (Mi, Mi),
             "W_V": (Mi, d),
         }
-        rate_of = {
-            "W_QK": self.eta_QK,
-            "W_Q": self.eta_Q,
-            "W_K": self.eta_K,
-            "W_OV": self.eta_OV,
-            "W_O": self.eta_O,
-            "W_V": self.eta_V,
-        }
+        rate_of = self.rates()
         layout, start = [], 0
         for key in self.keys:
             size = shapes[key][0] * shapes[key][1]
@@ -209,19 +202,19 @@ class AttentionModel:
     @property
     def qk_factorized(self) -> bool:
         """True if the attention circuit is factorized (``W_QK = W_Q W_K^T``)."""
-        return self.parameterization[0] == "F"
+        return qk_factorized(self.parameterization)
 
     @property
     def ov_factorized(self) -> bool:
         """True if the output circuit is factorized (``W_OV = W_O W_V``)."""
-        return self.parameterization[2] == "F"
+        return ov_factorized(self.parameterization)
 
     @property
     def keys(self) -> tuple:
         """Names of the trained matrices, in flattening order."""
-        qk = ("W_Q", "W_K") if self.qk_factorized else ("W_QK",)
-        ov = ("W_O", "W_V") if self.ov_factorized else ("W_OV",)
-        return qk + ov
+        P = self.parameterization
+        return tuple(k for c in CIRCUITS.values()
+                     for k in (c.factors if c.factorized(P) else (c.matrix,)))
 
     @property
     def shapes(self) -> dict:
@@ -234,12 +227,13 @@ class AttentionModel:
         return self._layout[-1][3]
 
     def rates(self) -> dict:
-        """``{key: learning rate}`` of the trained matrices."""
-        return {
-            k: {"W_QK": self.eta_QK, "W_Q": self.eta_Q, "W_K": self.eta_K,
-                "W_OV": self.eta_OV, "W_O": self.eta_O, "W_V": self.eta_V}[k]
-            for k in self.keys
-        }
+        """``{key: learning rate}`` of the trained matrices (names from the
+        circuit table :data:`derivations.vocabulary.CIRCUITS`)."""
+        rate_name = {}
+        for c in CIRCUITS.values():
+            rate_name[c.matrix] = c.rate
+            rate_name.update(zip(c.factors, c.factor_rates))
+        return {k: getattr(self, rate_name[k]) for k in self.keys}
 
     def rates_vector(self) -> np.ndarray:
         r"""Per-entry learning rates aligned with :meth:`flatten` (read-only).
