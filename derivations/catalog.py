@@ -1,8 +1,11 @@
 r"""Every derived result by name, computed once and cached on disk.
 
-The derivations take tens of seconds in SymPy; programs that only *use* the
-results (the ``print_dynamics`` CLI, the LaTeX writer, ``numerics``) load them
-from a JSON cache of ``sympy.srepr`` strings.
+The derivations take several seconds in SymPy; programs that only *use* the
+results (the ``print_dynamics`` CLI, the LaTeX writer, the generator of
+``numerics/_generated.py``) load them from a JSON cache. Each result is a typed
+:class:`Result` record (name, left side, expression, relation); the cache stores
+their ``sympy.srepr`` text and reads it back *as data*
+(:func:`derivations.srepr_reader.from_srepr`, no ``eval``).
 
 Cache
 -----
@@ -14,8 +17,13 @@ Cache
   (``$XDG_CACHE_HOME/qkov/derived-<key>.json``, default ``~/.cache``). On a
   miss the results are derived, and written to the package file if writable,
   else to the user cache.
-* Rebuild the shipped cache after changing a derivation:
-  ``python -m derivations.catalog --rebuild`` (a test fails while it is stale).
+* A cache file that is not valid JSON, has the wrong shape, or holds anything
+  but a whitelisted srepr tree is treated as damaged and rebuilt. Writes are
+  atomic (temporary file + rename); when no location is writable, one line
+  on stderr says so.
+* Rebuild the shipped cache and the generated numeric module after changing a
+  derivation: ``python -m derivations.catalog --rebuild`` (tests fail while
+  either is stale; ``--check`` reports it).
 
 >>> from derivations.catalog import results
 >>> res = results()
@@ -214,6 +222,9 @@ def atomic_write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)            # mkstemp's 0600 -> the usual permissions
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
         os.replace(tmp, path)

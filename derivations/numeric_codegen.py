@@ -6,8 +6,8 @@ SymPy's code printers from a derived expression of
 catalog key covers), so that numeric code never imports SymPy:
 
 * ``numpy``: :class:`sympy.printing.numpy.SciPyPrinter` (vectorized float64;
-  ``wright_omega`` -> a vectorized Fritsch-Shafer-Crowley iteration in the
-  module header, ``Ei -> scipy.special.expi`` imported on first use);
+  ``wright_omega`` and ``Ei`` -> :mod:`numerics.special_functions`, which
+  keeps SciPy out of the cold start);
 * ``mpmath``: :class:`sympy.printing.pycode.MpmathPrinter` (scalars at the
   current ``mpmath.mp.dps``; ``wright_omega(z) -> lambertw(exp(z))``);
 * ``math``: :class:`sympy.printing.pycode.PythonCodePrinter` (plain floats,
@@ -27,10 +27,15 @@ text, read back only on demand by :mod:`numerics.lambdified`).
 Rebuild: ``python -m derivations.catalog --rebuild`` (writes the cache, the
 generated module and its expressions); a test fails while they are stale.
 
->>> from derivations.numeric_codegen import function_specs
->>> spec = function_specs()["alpha"]
->>> spec.args, spec.source
-(('mu_QK', 'm', 'n'), 'model.alpha')
+>>> import sympy as sp
+>>> from derivations.numeric_codegen import as_log1p, as_logaddexp, stabilize
+>>> x = sp.Symbol("x", real=True)
+>>> stabilize(sp.exp(x) - 1)
+expm1(x)
+>>> as_log1p(sp.log(1 + 3 * sp.exp(-x)))
+log1p(3*exp(-x))
+>>> as_logaddexp(as_log1p(sp.log(1 + 3 * sp.exp(-x))))
+logaddexp(0, -x + log(3))
 """
 from __future__ import annotations
 
@@ -295,39 +300,24 @@ def _state_bounds(res):
 # Printing
 # --------------------------------------------------------------------------
 
-class _NumPyPrinter(SciPyPrinter):
-    def _print_wright_omega(self, expr):
-        return f"_wright_omega({self._print(expr.args[0])})"
-
-    def _print_Ei(self, expr):
-        return f"_expi({self._print(expr.args[0])})"
-
-
-class _MpmathPrinter(MpmathPrinter):
-    def _print_wright_omega(self, expr):
-        return f"_mp_wright_omega({self._print(expr.args[0])})"
-
-    def _print_Ei(self, expr):
-        return f"mpmath.ei({self._print(expr.args[0])})"
-
-    def _print_expm1(self, expr):
-        return f"mpmath.expm1({self._print(expr.args[0])})"
-
-    def _print_log1p(self, expr):
-        return f"mpmath.log1p({self._print(expr.args[0])})"
+def _printer(base, functions):
+    """A subclass of the SymPy printer ``base`` printing each SymPy function
+    named in ``functions`` as a call of the given Python name."""
+    def method(target):
+        def _print(self, expr):
+            return f"{target}({', '.join(self._print(a) for a in expr.args)})"
+        return _print
+    return type(f"_{base.__name__}", (base,), {f"_print_{name}": method(target)
+                                               for name, target in functions.items()})
 
 
-class _MathPrinter(PythonCodePrinter):
-    def _print_expm1(self, expr):
-        return f"math.expm1({self._print(expr.args[0])})"
-
-    def _print_log1p(self, expr):
-        return f"math.log1p({self._print(expr.args[0])})"
-
-    def _print_logaddexp(self, expr):
-        return f"_math_logaddexp({self._print(expr.args[0])}, {self._print(expr.args[1])})"
-
-
+_NumPyPrinter = _printer(SciPyPrinter, {"wright_omega": "special_functions.wright_omega",
+                                        "Ei": "special_functions.expi"})
+_MpmathPrinter = _printer(MpmathPrinter, {"wright_omega": "special_functions.wright_omega_mpmath",
+                                          "Ei": "mpmath.ei", "expm1": "mpmath.expm1",
+                                          "log1p": "mpmath.log1p"})
+_MathPrinter = _printer(PythonCodePrinter, {"expm1": "math.expm1", "log1p": "math.log1p",
+                                            "logaddexp": "special_functions.logaddexp_math"})
 _PRINTERS = {"numpy": _NumPyPrinter, "mpmath": _MpmathPrinter, "math": _MathPrinter}
 
 
@@ -367,6 +357,8 @@ import math
 
 import numpy
 
+from . import special_functions
+
 #: Key of the derivation catalog these functions were generated from.
 CATALOG_KEY = "{key}"
 #: SHA-256 of the catalog key and the generator's source (staleness check).
@@ -383,45 +375,6 @@ class _LazyMpmath:
 
 
 mpmath = _LazyMpmath()
-
-
-def _mp_wright_omega(z):
-    return mpmath.lambertw(mpmath.exp(z)).real
-
-
-def _wright_omega(z):
-    """Wright omega of real z (vectorized): omega + log(omega) = z.
-
-    Start from e^z (z <= 1) or z - log z (z > 1), then four steps of the
-    fourth-order iteration of Fritsch, Shafer and Crowley (as in Lawrence,
-    Corless and Jeffrey, ACM TOMS 38 (2012), Algorithm 917, which SciPy's
-    wrightomega implements); below z = -40, omega = e^z to double precision.
-    Agrees with mpmath to about 2 ulp on [-1e3, 1e300] (tests/test_generated.py);
-    imported in place of scipy.special to keep the cold start short.
-    """
-    z = numpy.asarray(z, dtype=float)
-    with numpy.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
-        big = z > 1.0
-        w = numpy.where(big, z - numpy.log(numpy.where(big, z, 1.0)), numpy.exp(numpy.where(big, 0.0, z)))
-        for _ in range(4):
-            r = z - w - numpy.log(w)
-            wp1 = 1.0 + w
-            t = wp1 * (wp1 + (2.0 / 3.0) * r)
-            step = w * (r / wp1) * (t - 0.5 * r) / (t - r)
-            w = numpy.where((z > -40.0) & numpy.isfinite(step), w + step, w)
-        w = numpy.where(z == numpy.inf, numpy.inf, w)
-    return w[()] if w.ndim == 0 else w
-
-
-def _expi(x):
-    """The exponential integral Ei (scipy.special.expi, imported on first use)."""
-    import scipy.special
-    return scipy.special.expi(x)
-
-
-def _math_logaddexp(a, b):
-    hi, lo = (a, b) if a >= b else (b, a)
-    return hi + math.log1p(math.exp(lo - hi))
 '''
 
 

@@ -15,8 +15,9 @@ and the first integral pins the state: with the attention odds
 
 increasing in p (unique root); then :math:`\alpha = p/(1+p)`,
 :math:`\mu_{QK} = \log(np/m)`, :math:`\mu_{OV} = s(1+p)/p`.
-All of these come from :mod:`derivations.sharpness` through
-:mod:`numerics.lambdified`.
+All of these come from :mod:`derivations.sharpness` through the generated
+module (:mod:`numerics.lambdified`, :mod:`numerics._generated`); importing this
+module does not import SymPy.
 
 Numerics of :func:`state_at_loss`
 ---------------------------------
@@ -239,12 +240,13 @@ def state_at_loss(loss, ratio, *, m=5, n=50, b=50, M=20):
     loss : array_like
         Loss levels, each in (0, log M). Values as small as 1e-300 are fine.
     ratio : array_like
-        Learning-rate ratios :math:`r = \eta_{QK}/\eta_{OV}` (> 0, finite);
+        Learning-rate ratios :math:`r = \eta_{QK}/\eta_{OV}` in [1e-12, 1e12];
         broadcast against ``loss``.
     m, n, b : float, optional
-        Relevant / irrelevant token counts and embedding scale (> 0).
-    M : float, optional
-        Number of classes (>= 2).
+        Relevant / irrelevant token counts and embedding scale, each in
+        [1e-8, 1e8] (:data:`SUPPORTED_RANGE`). Defaults: the paper's setting.
+    M : int, optional
+        Number of classes, an integer in [2, 2**53].
 
     Returns
     -------
@@ -256,13 +258,15 @@ def state_at_loss(loss, ratio, *, m=5, n=50, b=50, M=20):
     ------
     ValueError
         ``loss`` outside (0, log M) or non-finite (a target loss the
-        dynamics never reach), ``ratio`` <= 0 or non-finite, invalid model
-        parameters.
+        dynamics never reach), ``ratio`` or a model parameter outside
+        :data:`SUPPORTED_RANGE` or invalid (the message names the range).
 
     Notes
     -----
-    Relative accuracy about 1e-13 over loss in [1e-300, log M) and ratio in
-    [1e-8, 1e8] (tested against :func:`state_at_loss_mpmath`).
+    Relative accuracy about 1e-13 over loss in [1e-300, log M) and the
+    :data:`SUPPORTED_RANGE` of ratio, m, n, b (its corners tested against
+    :func:`state_at_loss_mpmath` and the loss level); outside it a ValueError
+    names the range.
     """
     m, n, b, M = check_supported(m, n, b, M)
     L, r = _check_loss_ratio(loss, ratio, M)

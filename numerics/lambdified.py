@@ -13,7 +13,7 @@ Backends:
 
 ``"numpy"``
     vectorized over broadcastable array arguments (float64);
-    ``wright_omega`` -> a vectorized iteration in :mod:`numerics._generated`,
+    ``wright_omega`` -> :func:`numerics.special_functions.wright_omega`,
     ``Ei -> scipy.special.expi`` (imported on first use).
 ``"math"``
     scalar floats via :mod:`math` (fast in plain Python loops; only for
@@ -49,7 +49,7 @@ from pathlib import Path
 
 from derivations.vocabulary import check_circuit, check_parameterization
 
-from . import _generated
+from . import _generated, special_functions
 
 __all__ = [
     "PARAMS", "PARAM_NAMES", "BACKENDS", "NumericFunction", "numeric", "stabilize", "eps",
@@ -237,7 +237,7 @@ def numeric(expr, args, backend="numpy", *, stable=True):
                     "expm1": np.expm1, "log1p": np.log1p}, "numpy"]
     elif backend == "mpmath":
         import mpmath
-        modules = [{"wright_omega": _generated._mp_wright_omega, "Ei": mpmath.ei,
+        modules = [{"wright_omega": special_functions.wright_omega_mpmath, "Ei": mpmath.ei,
                     "expm1": mpmath.expm1, "log1p": mpmath.log1p}, "mpmath"]
     else:
         import math

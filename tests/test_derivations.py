@@ -121,6 +121,7 @@ def test_effective_rate_matches_full_matrix_flow(mu_ov, mu_qk, eq, ek, eo, ev, M
     """d(W_QK)/dt and d(W_OV)/dt of the full NumPy matrix flow at a balanced family
     point equal the collapsed flow times the derived effective rate."""
     from numerics.attention_model import AttentionModel
+    from numerics.invariant_family import family_params
     mdl_f = AttentionModel("FAFO", m=3, n=20, b=4, M=M_value, eta_Q=eq, eta_K=ek, eta_O=eo, eta_V=ev)
     mdl_c = AttentionModel("CACO", m=3, n=20, b=4, M=M_value, eta_QK=1.0, eta_OV=1.0)
     bq = factorization.balanced_factors("QK")
@@ -128,8 +129,8 @@ def test_effective_rate_matches_full_matrix_flow(mu_ov, mu_qk, eq, ek, eo, ev, M
     vals = {b: 4, mu_QK: mu_qk, mu_OV: mu_ov, eta_Q: eq, eta_K: ek, eta_O: eo, eta_V: ev}
     a, c = (float(v.subs(vals)) for v in bq.values())
     o, v = (float(x.subs(vals)) for x in bo.values())
-    pf = mdl_f.family_params(mu_ov, mu_qk, a=a, o=o, w=0.1)
-    pc = mdl_c.family_params(mu_ov, mu_qk)
+    pf = family_params(mdl_f, mu_ov, mu_qk, a=a, o=o, w=0.1)
+    pc = family_params(mdl_c, mu_ov, mu_qk)
     _, gf = mdl_f.loss_and_grad(pf)
     _, gc = mdl_c.loss_and_grad(pc)
     dWQK = -(eq * gf["W_Q"] @ pf["W_K"].T + ek * pf["W_Q"] @ gf["W_K"].T)

@@ -86,7 +86,7 @@ def test_wright_omega_against_mpmath():
     a few ulp of mpmath's lambertw(exp(z)), from underflow to huge z."""
     import mpmath
     import numpy as np
-    from numerics._generated import _wright_omega
+    from numerics.special_functions import wright_omega as _wright_omega
     z = np.concatenate([-np.logspace(-8, 3, 60), np.logspace(-8, 300, 120), [0.0, 1.0, -745.0]])
     w = _wright_omega(z)
     for zi, wi in zip(z, w):

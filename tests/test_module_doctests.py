@@ -7,7 +7,9 @@ import pytest
 MODULES = ["derivations.symbols", "derivations.special_functions", "derivations.model",
            "derivations.reduction", "derivations.factorization", "derivations.first_integral",
            "derivations.sharpness", "derivations.asymptotics", "derivations.catalog",
-           "derivations.print_dynamics", "derivations.vocabulary", "derivations.srepr_reader"]
+           "derivations.print_dynamics", "derivations.vocabulary", "derivations.srepr_reader",
+           "derivations.numeric_codegen", "derivations.latex", "numerics.lambdified", "numerics.closed_form",
+           "numerics.special_functions"]
 
 
 @pytest.mark.parametrize("name", MODULES)
