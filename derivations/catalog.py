@@ -37,9 +37,10 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import NamedTuple
+
+from .atomic_file import atomic_write_text
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 SHIPPED_CACHE = PACKAGE_DIR / "_cache" / "derived.json"
@@ -214,28 +215,6 @@ def write_cache(path: Path, key: str, records: dict) -> None:
     atomic_write_text(path, json.dumps(payload, indent=1, sort_keys=True) + "\n")
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically: a temporary file in the same
-    directory, then ``os.replace`` (readers see the old or the new file, never
-    a partial one). Creates the parent directory."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)            # mkstemp's 0600 -> the usual permissions
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 _RECORDS = None
 _WARNED = False
 
@@ -306,7 +285,7 @@ def main(argv=None) -> int:
         from . import numeric_codegen
         _RECORDS = derive_all()
         write_cache(SHIPPED_CACHE, key, _RECORDS)
-        paths = numeric_codegen.write(key)
+        paths = numeric_codegen.write(key, {name: rec.expr for name, rec in _RECORDS.items()})
         print(f"wrote {SHIPPED_CACHE} (key {key[:12]}), " + ", ".join(str(p) for p in paths))
         return 0
     for name, expr in results().items():

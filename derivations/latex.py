@@ -411,7 +411,7 @@ def write(output: Path) -> list[Path]:
     """Write the document and all snippets below ``output`` (each file
     atomically); returns the paths. The whole text is built before the first
     file is written."""
-    from .catalog import atomic_write_text
+    from .atomic_file import atomic_write_text
     output = check_output_dir(output)
     files = {output / DOCUMENT_NAME: document()}
     for name in sorted(_results()):

@@ -40,7 +40,6 @@ logaddexp(0, -x + log(3))
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
@@ -169,12 +168,10 @@ def _split_r(G):
     return sp.expand(G - G_r), G_r
 
 
-@lru_cache(maxsize=None)
-def function_specs() -> dict:
-    """``{name: FunctionSpec}`` of every generated function (SymPy work, a few seconds)."""
+def function_specs(res: dict) -> dict:
+    """``{name: FunctionSpec}`` of every generated function, from the catalog's
+    results ``res`` (``{name: expr}``; SymPy work, several seconds)."""
     from . import factorization
-    from .catalog import results
-    res = results()
     specs = {}
 
     def add(name, args, exprs, source, stable=True):
@@ -385,9 +382,10 @@ def generator_key(key: str) -> str:
     return hashlib.sha256(key.encode() + Path(__file__).read_bytes()).hexdigest()
 
 
-def generate(key: str):
-    """``(module source, expressions JSON text)`` for the catalog ``key``."""
-    specs = function_specs()
+def generate(key: str, res: dict):
+    """``(module source, expressions JSON text)`` for the catalog ``key`` and
+    its results ``res`` (``{name: expr}``)."""
+    specs = function_specs(res)
     parts = [HEADER.replace("{key}", key).replace("{generator_key}", generator_key(key))]
     registry = []
     expressions = {}
@@ -410,10 +408,10 @@ def generate(key: str):
     return text, json.dumps({"key": key, "functions": expressions}, indent=1, sort_keys=True) + "\n"
 
 
-def write(key: str) -> list:
+def write(key: str, res: dict) -> list:
     """Write the generated module and its expressions (atomically); returns the paths."""
-    from .catalog import atomic_write_text
-    module, exprs = generate(key)
+    from .atomic_file import atomic_write_text
+    module, exprs = generate(key, res)
     atomic_write_text(GENERATED_MODULE, module)
     atomic_write_text(GENERATED_EXPRESSIONS, exprs)
     return [GENERATED_MODULE, GENERATED_EXPRESSIONS]

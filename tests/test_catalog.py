@@ -98,7 +98,8 @@ def test_reader_round_trips_every_shipped_result():
 def test_atomic_write_has_ordinary_permissions(tmp_path):
     import os
     path = tmp_path / "sub" / "file.txt"
-    catalog.atomic_write_text(path, "hello\n")
+    from derivations.atomic_file import atomic_write_text
+    atomic_write_text(path, "hello\n")
     umask = os.umask(0)
     os.umask(umask)
     assert path.read_text() == "hello\n" and (path.stat().st_mode & 0o777) == (0o666 & ~umask)

@@ -20,9 +20,9 @@ def test_generated_module_is_fresh():
 
 @pytest.mark.slow
 def test_generated_module_regenerates_byte_identically():
-    from derivations.catalog import cache_key
+    from derivations.catalog import cache_key, results
     from derivations.numeric_codegen import GENERATED_EXPRESSIONS, GENERATED_MODULE, generate
-    module, exprs = generate(cache_key())
+    module, exprs = generate(cache_key(), results())
     assert module == GENERATED_MODULE.read_text()
     assert exprs == GENERATED_EXPRESSIONS.read_text()
 
