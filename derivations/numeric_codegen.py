@@ -330,11 +330,14 @@ def _print_function(spec, backend):
     if backend == "math" and any(e.has(wright_omega, sp.Ei) for e in exprs):
         return None
     printer = _PRINTERS[backend]({"fully_qualified_modules": True, "strict": True})
-    body = [printer.doprint(e) for e in exprs]
+    # common subexpressions once (e.g. the four wright_omega(...) of the time integrand)
+    temps, reduced = sp.cse(exprs, symbols=sp.numbered_symbols("_t"), optimizations=None, order="none")
+    body = [printer.doprint(e) for e in reduced]
     ret = body[0] if spec.single else "(" + ", ".join(body) + ("," if len(body) == 1 else "") + ")"
     lines = [f"def {_python_name(spec.name, backend)}({', '.join(spec.args)}):",
-             f"    # from {spec.source}",
-             f"    return {ret}"]
+             f"    # from {spec.source}"]
+    lines += [f"    {sym} = {printer.doprint(sub)}" for sym, sub in temps]
+    lines.append(f"    return {ret}")
     return "\n".join(lines)
 
 

@@ -19,7 +19,7 @@ from . import special_functions
 #: Key of the derivation catalog these functions were generated from.
 CATALOG_KEY = "8b69d255e4757e840dddbfaa9c1da4dc7242e5449fc9dcbca258ab6bd6dba9a5"
 #: SHA-256 of the catalog key and the generator's source (staleness check).
-GENERATOR_KEY = "52c4f84ca891246d1ef827a88e9b367e4651fd8a695d58cce9ee5943a092c216"
+GENERATOR_KEY = "eaa1a50ac8d6c2f2552bf95c439587b5fc473cea77e2dab19597a362960ca8e8"
 
 
 class _LazyMpmath:
@@ -81,92 +81,242 @@ def loss__math(mu_OV, mu_QK, m, n, M):
 
 def reduced_rhs__CACO_balanced__numpy(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from CACO.dmu_OV_dt, CACO.dmu_QK_dt
-    return (eta_OV*m*numpy.exp(mu_QK)/(b*(M + numpy.expm1(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)))*(m*numpy.exp(mu_QK) + n)), eta_QK*m*mu_OV*n*(M - 1)*numpy.exp(mu_QK)/(M*b**2*(M + numpy.expm1(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)))*(m*numpy.exp(mu_QK) + n)**2))
+    _t0 = m*numpy.exp(mu_QK)
+    _t1 = _t0 + n
+    _t2 = _t0/_t1
+    _t3 = (M + numpy.expm1(_t2*mu_OV))**(-1.0)
+    return (_t2*_t3*eta_OV/b, _t0*_t3*eta_QK*mu_OV*n*(M - 1)/(M*_t1**2*b**2))
 
 
 def reduced_rhs__CACO_balanced__mpmath(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from CACO.dmu_OV_dt, CACO.dmu_QK_dt
-    return (eta_OV*m*mpmath.exp(mu_QK)/(b*(M + mpmath.expm1(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)))*(m*mpmath.exp(mu_QK) + n)), eta_QK*m*mu_OV*n*(M - 1)*mpmath.exp(mu_QK)/(M*b**2*(M + mpmath.expm1(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)))*(m*mpmath.exp(mu_QK) + n)**2))
+    _t0 = m*mpmath.exp(mu_QK)
+    _t1 = _t0 + n
+    _t2 = _t0/_t1
+    _t3 = 1/(M + mpmath.expm1(_t2*mu_OV))
+    return (_t2*_t3*eta_OV/b, _t0*_t3*eta_QK*mu_OV*n*(M - 1)/(M*_t1**2*b**2))
 
 
 def reduced_rhs__CACO_balanced__math(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from CACO.dmu_OV_dt, CACO.dmu_QK_dt
-    return (eta_OV*m*math.exp(mu_QK)/(b*(M + math.expm1(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)))*(m*math.exp(mu_QK) + n)), eta_QK*m*mu_OV*n*(M - 1)*math.exp(mu_QK)/(M*b**2*(M + math.expm1(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)))*(m*math.exp(mu_QK) + n)**2))
+    _t0 = m*math.exp(mu_QK)
+    _t1 = _t0 + n
+    _t2 = _t0/_t1
+    _t3 = 1/(M + math.expm1(_t2*mu_OV))
+    return (_t2*_t3*eta_OV/b, _t0*_t3*eta_QK*mu_OV*n*(M - 1)/(M*_t1**2*b**2))
 
 
 def reduced_jacobian__CACO_balanced__numpy(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from Jacobian of CACO.dmu_OV_dt, CACO.dmu_QK_dt
-    return (-eta_OV*m**2*numpy.exp(2*mu_QK)*numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))/(b*(m*numpy.exp(mu_QK) + n)**2*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)**2), -eta_OV*m**2*numpy.exp(2*mu_QK)/(b*(m*numpy.exp(mu_QK) + n)**2*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)) - eta_OV*m*(-m**2*mu_OV*numpy.exp(2*mu_QK)/(m*numpy.exp(mu_QK) + n)**2 + m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))*numpy.exp(mu_QK)*numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))/(b*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)**2) + eta_OV*m*numpy.exp(mu_QK)/(b*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)), eta_QK*m**2*mu_OV*(M - 1)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(2*mu_QK)*numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))/(M*b**2*(m*numpy.exp(mu_QK) + n)**2*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)**2) - eta_QK*m*(M - 1)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(mu_QK)/(M*b**2*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)), eta_QK*m**2*mu_OV*(M - 1)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(2*mu_QK)/(M*b**2*(m*numpy.exp(mu_QK) + n)**2*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)) + eta_QK*m*mu_OV*(M - 1)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*(-m**2*mu_OV*numpy.exp(2*mu_QK)/(m*numpy.exp(mu_QK) + n)**2 + m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))*numpy.exp(mu_QK)*numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))/(M*b**2*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)**2) - eta_QK*m*mu_OV*(M - 1)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(mu_QK)/(M*b**2*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)) - eta_QK*m*mu_OV*(M - 1)*(-m**2*numpy.exp(2*mu_QK)/(m*numpy.exp(mu_QK) + n)**2 + m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))*numpy.exp(mu_QK)/(M*b**2*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)))
+    _t0 = numpy.exp(mu_QK)
+    _t1 = _t0*m
+    _t2 = _t1 + n
+    _t3 = m**2*numpy.exp(2*mu_QK)/_t2**2
+    _t4 = b**(-1.0)
+    _t5 = _t4*eta_OV
+    _t6 = _t3*_t5
+    _t7 = _t2**(-1.0)
+    _t8 = _t1*_t7
+    _t9 = _t8*mu_OV
+    _t10 = numpy.exp(_t9)
+    _t11 = M - 1
+    _t12 = _t10 + _t11
+    _t13 = _t10/_t12**2
+    _t14 = _t12**(-1.0)
+    _t15 = _t3*mu_OV
+    _t16 = _t13*(_t0*_t7*m*mu_OV - _t15)
+    _t17 = _t11*eta_QK/(M*b**2)
+    _t18 = _t17*(_t8 - 1)
+    _t19 = _t14*_t18
+    return (-_t13*_t6, _t0*_t14*_t4*_t7*eta_OV*m - _t14*_t6 - _t16*_t5*_t8, _t13*_t15*_t18 - _t14*_t18*_t8, -_t14*_t17*_t9*(_t0*_t7*m - _t3) + _t15*_t19 + _t16*_t18*_t9 - _t19*_t9)
 
 
 def reduced_jacobian__CACO_balanced__mpmath(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from Jacobian of CACO.dmu_OV_dt, CACO.dmu_QK_dt
-    return (-eta_OV*m**2*mpmath.exp(2*mu_QK)*mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))/(b*(m*mpmath.exp(mu_QK) + n)**2*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)**2), -eta_OV*m**2*mpmath.exp(2*mu_QK)/(b*(m*mpmath.exp(mu_QK) + n)**2*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)) - eta_OV*m*(-m**2*mu_OV*mpmath.exp(2*mu_QK)/(m*mpmath.exp(mu_QK) + n)**2 + m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))*mpmath.exp(mu_QK)*mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))/(b*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)**2) + eta_OV*m*mpmath.exp(mu_QK)/(b*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)), eta_QK*m**2*mu_OV*(M - 1)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(2*mu_QK)*mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))/(M*b**2*(m*mpmath.exp(mu_QK) + n)**2*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)**2) - eta_QK*m*(M - 1)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(mu_QK)/(M*b**2*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)), eta_QK*m**2*mu_OV*(M - 1)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(2*mu_QK)/(M*b**2*(m*mpmath.exp(mu_QK) + n)**2*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)) + eta_QK*m*mu_OV*(M - 1)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*(-m**2*mu_OV*mpmath.exp(2*mu_QK)/(m*mpmath.exp(mu_QK) + n)**2 + m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))*mpmath.exp(mu_QK)*mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))/(M*b**2*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)**2) - eta_QK*m*mu_OV*(M - 1)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(mu_QK)/(M*b**2*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)) - eta_QK*m*mu_OV*(M - 1)*(-m**2*mpmath.exp(2*mu_QK)/(m*mpmath.exp(mu_QK) + n)**2 + m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))*mpmath.exp(mu_QK)/(M*b**2*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)))
+    _t0 = mpmath.exp(mu_QK)
+    _t1 = _t0*m
+    _t2 = _t1 + n
+    _t3 = m**2*mpmath.exp(2*mu_QK)/_t2**2
+    _t4 = 1/b
+    _t5 = _t4*eta_OV
+    _t6 = _t3*_t5
+    _t7 = 1/_t2
+    _t8 = _t1*_t7
+    _t9 = _t8*mu_OV
+    _t10 = mpmath.exp(_t9)
+    _t11 = M - 1
+    _t12 = _t10 + _t11
+    _t13 = _t10/_t12**2
+    _t14 = 1/_t12
+    _t15 = _t3*mu_OV
+    _t16 = _t13*(_t0*_t7*m*mu_OV - _t15)
+    _t17 = _t11*eta_QK/(M*b**2)
+    _t18 = _t17*(_t8 - 1)
+    _t19 = _t14*_t18
+    return (-_t13*_t6, _t0*_t14*_t4*_t7*eta_OV*m - _t14*_t6 - _t16*_t5*_t8, _t13*_t15*_t18 - _t14*_t18*_t8, -_t14*_t17*_t9*(_t0*_t7*m - _t3) + _t15*_t19 + _t16*_t18*_t9 - _t19*_t9)
 
 
 def reduced_jacobian__CACO_balanced__math(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from Jacobian of CACO.dmu_OV_dt, CACO.dmu_QK_dt
-    return (-eta_OV*m**2*math.exp(2*mu_QK)*math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))/(b*(m*math.exp(mu_QK) + n)**2*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)**2), -eta_OV*m**2*math.exp(2*mu_QK)/(b*(m*math.exp(mu_QK) + n)**2*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)) - eta_OV*m*(-m**2*mu_OV*math.exp(2*mu_QK)/(m*math.exp(mu_QK) + n)**2 + m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))*math.exp(mu_QK)*math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))/(b*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)**2) + eta_OV*m*math.exp(mu_QK)/(b*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)), eta_QK*m**2*mu_OV*(M - 1)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(2*mu_QK)*math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))/(M*b**2*(m*math.exp(mu_QK) + n)**2*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)**2) - eta_QK*m*(M - 1)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(mu_QK)/(M*b**2*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)), eta_QK*m**2*mu_OV*(M - 1)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(2*mu_QK)/(M*b**2*(m*math.exp(mu_QK) + n)**2*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)) + eta_QK*m*mu_OV*(M - 1)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*(-m**2*mu_OV*math.exp(2*mu_QK)/(m*math.exp(mu_QK) + n)**2 + m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))*math.exp(mu_QK)*math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))/(M*b**2*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)**2) - eta_QK*m*mu_OV*(M - 1)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(mu_QK)/(M*b**2*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)) - eta_QK*m*mu_OV*(M - 1)*(-m**2*math.exp(2*mu_QK)/(m*math.exp(mu_QK) + n)**2 + m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))*math.exp(mu_QK)/(M*b**2*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)))
+    _t0 = math.exp(mu_QK)
+    _t1 = _t0*m
+    _t2 = _t1 + n
+    _t3 = m**2*math.exp(2*mu_QK)/_t2**2
+    _t4 = 1/b
+    _t5 = _t4*eta_OV
+    _t6 = _t3*_t5
+    _t7 = 1/_t2
+    _t8 = _t1*_t7
+    _t9 = _t8*mu_OV
+    _t10 = math.exp(_t9)
+    _t11 = M - 1
+    _t12 = _t10 + _t11
+    _t13 = _t10/_t12**2
+    _t14 = 1/_t12
+    _t15 = _t3*mu_OV
+    _t16 = _t13*(_t0*_t7*m*mu_OV - _t15)
+    _t17 = _t11*eta_QK/(M*b**2)
+    _t18 = _t17*(_t8 - 1)
+    _t19 = _t14*_t18
+    return (-_t13*_t6, _t0*_t14*_t4*_t7*eta_OV*m - _t14*_t6 - _t16*_t5*_t8, _t13*_t15*_t18 - _t14*_t18*_t8, -_t14*_t17*_t9*(_t0*_t7*m - _t3) + _t15*_t19 + _t16*_t18*_t9 - _t19*_t9)
 
 
 def reduced_rhs__CACO_unbalanced__numpy(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from CACO.dmu_OV_dt, CACO.dmu_QK_dt
-    return (eta_OV*m*numpy.exp(mu_QK)/(b*(M + numpy.expm1(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)))*(m*numpy.exp(mu_QK) + n)), eta_QK*m*mu_OV*n*(M - 1)*numpy.exp(mu_QK)/(M*b**2*(M + numpy.expm1(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)))*(m*numpy.exp(mu_QK) + n)**2))
+    _t0 = m*numpy.exp(mu_QK)
+    _t1 = _t0 + n
+    _t2 = _t0/_t1
+    _t3 = (M + numpy.expm1(_t2*mu_OV))**(-1.0)
+    return (_t2*_t3*eta_OV/b, _t0*_t3*eta_QK*mu_OV*n*(M - 1)/(M*_t1**2*b**2))
 
 
 def reduced_rhs__CACO_unbalanced__mpmath(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from CACO.dmu_OV_dt, CACO.dmu_QK_dt
-    return (eta_OV*m*mpmath.exp(mu_QK)/(b*(M + mpmath.expm1(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)))*(m*mpmath.exp(mu_QK) + n)), eta_QK*m*mu_OV*n*(M - 1)*mpmath.exp(mu_QK)/(M*b**2*(M + mpmath.expm1(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)))*(m*mpmath.exp(mu_QK) + n)**2))
+    _t0 = m*mpmath.exp(mu_QK)
+    _t1 = _t0 + n
+    _t2 = _t0/_t1
+    _t3 = 1/(M + mpmath.expm1(_t2*mu_OV))
+    return (_t2*_t3*eta_OV/b, _t0*_t3*eta_QK*mu_OV*n*(M - 1)/(M*_t1**2*b**2))
 
 
 def reduced_rhs__CACO_unbalanced__math(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from CACO.dmu_OV_dt, CACO.dmu_QK_dt
-    return (eta_OV*m*math.exp(mu_QK)/(b*(M + math.expm1(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)))*(m*math.exp(mu_QK) + n)), eta_QK*m*mu_OV*n*(M - 1)*math.exp(mu_QK)/(M*b**2*(M + math.expm1(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)))*(m*math.exp(mu_QK) + n)**2))
+    _t0 = m*math.exp(mu_QK)
+    _t1 = _t0 + n
+    _t2 = _t0/_t1
+    _t3 = 1/(M + math.expm1(_t2*mu_OV))
+    return (_t2*_t3*eta_OV/b, _t0*_t3*eta_QK*mu_OV*n*(M - 1)/(M*_t1**2*b**2))
 
 
 def reduced_jacobian__CACO_unbalanced__numpy(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from Jacobian of CACO.dmu_OV_dt, CACO.dmu_QK_dt
-    return (-eta_OV*m**2*numpy.exp(2*mu_QK)*numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))/(b*(m*numpy.exp(mu_QK) + n)**2*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)**2), -eta_OV*m**2*numpy.exp(2*mu_QK)/(b*(m*numpy.exp(mu_QK) + n)**2*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)) - eta_OV*m*(-m**2*mu_OV*numpy.exp(2*mu_QK)/(m*numpy.exp(mu_QK) + n)**2 + m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))*numpy.exp(mu_QK)*numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))/(b*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)**2) + eta_OV*m*numpy.exp(mu_QK)/(b*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)), eta_QK*m**2*mu_OV*(M - 1)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(2*mu_QK)*numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))/(M*b**2*(m*numpy.exp(mu_QK) + n)**2*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)**2) - eta_QK*m*(M - 1)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(mu_QK)/(M*b**2*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)), eta_QK*m**2*mu_OV*(M - 1)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(2*mu_QK)/(M*b**2*(m*numpy.exp(mu_QK) + n)**2*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)) + eta_QK*m*mu_OV*(M - 1)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*(-m**2*mu_OV*numpy.exp(2*mu_QK)/(m*numpy.exp(mu_QK) + n)**2 + m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))*numpy.exp(mu_QK)*numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))/(M*b**2*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)**2) - eta_QK*m*mu_OV*(M - 1)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(mu_QK)/(M*b**2*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)) - eta_QK*m*mu_OV*(M - 1)*(-m**2*numpy.exp(2*mu_QK)/(m*numpy.exp(mu_QK) + n)**2 + m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))*numpy.exp(mu_QK)/(M*b**2*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)))
+    _t0 = numpy.exp(mu_QK)
+    _t1 = _t0*m
+    _t2 = _t1 + n
+    _t3 = m**2*numpy.exp(2*mu_QK)/_t2**2
+    _t4 = b**(-1.0)
+    _t5 = _t4*eta_OV
+    _t6 = _t3*_t5
+    _t7 = _t2**(-1.0)
+    _t8 = _t1*_t7
+    _t9 = _t8*mu_OV
+    _t10 = numpy.exp(_t9)
+    _t11 = M - 1
+    _t12 = _t10 + _t11
+    _t13 = _t10/_t12**2
+    _t14 = _t12**(-1.0)
+    _t15 = _t3*mu_OV
+    _t16 = _t13*(_t0*_t7*m*mu_OV - _t15)
+    _t17 = _t11*eta_QK/(M*b**2)
+    _t18 = _t17*(_t8 - 1)
+    _t19 = _t14*_t18
+    return (-_t13*_t6, _t0*_t14*_t4*_t7*eta_OV*m - _t14*_t6 - _t16*_t5*_t8, _t13*_t15*_t18 - _t14*_t18*_t8, -_t14*_t17*_t9*(_t0*_t7*m - _t3) + _t15*_t19 + _t16*_t18*_t9 - _t19*_t9)
 
 
 def reduced_jacobian__CACO_unbalanced__mpmath(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from Jacobian of CACO.dmu_OV_dt, CACO.dmu_QK_dt
-    return (-eta_OV*m**2*mpmath.exp(2*mu_QK)*mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))/(b*(m*mpmath.exp(mu_QK) + n)**2*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)**2), -eta_OV*m**2*mpmath.exp(2*mu_QK)/(b*(m*mpmath.exp(mu_QK) + n)**2*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)) - eta_OV*m*(-m**2*mu_OV*mpmath.exp(2*mu_QK)/(m*mpmath.exp(mu_QK) + n)**2 + m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))*mpmath.exp(mu_QK)*mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))/(b*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)**2) + eta_OV*m*mpmath.exp(mu_QK)/(b*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)), eta_QK*m**2*mu_OV*(M - 1)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(2*mu_QK)*mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))/(M*b**2*(m*mpmath.exp(mu_QK) + n)**2*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)**2) - eta_QK*m*(M - 1)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(mu_QK)/(M*b**2*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)), eta_QK*m**2*mu_OV*(M - 1)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(2*mu_QK)/(M*b**2*(m*mpmath.exp(mu_QK) + n)**2*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)) + eta_QK*m*mu_OV*(M - 1)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*(-m**2*mu_OV*mpmath.exp(2*mu_QK)/(m*mpmath.exp(mu_QK) + n)**2 + m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))*mpmath.exp(mu_QK)*mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))/(M*b**2*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)**2) - eta_QK*m*mu_OV*(M - 1)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(mu_QK)/(M*b**2*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)) - eta_QK*m*mu_OV*(M - 1)*(-m**2*mpmath.exp(2*mu_QK)/(m*mpmath.exp(mu_QK) + n)**2 + m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))*mpmath.exp(mu_QK)/(M*b**2*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)))
+    _t0 = mpmath.exp(mu_QK)
+    _t1 = _t0*m
+    _t2 = _t1 + n
+    _t3 = m**2*mpmath.exp(2*mu_QK)/_t2**2
+    _t4 = 1/b
+    _t5 = _t4*eta_OV
+    _t6 = _t3*_t5
+    _t7 = 1/_t2
+    _t8 = _t1*_t7
+    _t9 = _t8*mu_OV
+    _t10 = mpmath.exp(_t9)
+    _t11 = M - 1
+    _t12 = _t10 + _t11
+    _t13 = _t10/_t12**2
+    _t14 = 1/_t12
+    _t15 = _t3*mu_OV
+    _t16 = _t13*(_t0*_t7*m*mu_OV - _t15)
+    _t17 = _t11*eta_QK/(M*b**2)
+    _t18 = _t17*(_t8 - 1)
+    _t19 = _t14*_t18
+    return (-_t13*_t6, _t0*_t14*_t4*_t7*eta_OV*m - _t14*_t6 - _t16*_t5*_t8, _t13*_t15*_t18 - _t14*_t18*_t8, -_t14*_t17*_t9*(_t0*_t7*m - _t3) + _t15*_t19 + _t16*_t18*_t9 - _t19*_t9)
 
 
 def reduced_jacobian__CACO_unbalanced__math(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from Jacobian of CACO.dmu_OV_dt, CACO.dmu_QK_dt
-    return (-eta_OV*m**2*math.exp(2*mu_QK)*math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))/(b*(m*math.exp(mu_QK) + n)**2*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)**2), -eta_OV*m**2*math.exp(2*mu_QK)/(b*(m*math.exp(mu_QK) + n)**2*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)) - eta_OV*m*(-m**2*mu_OV*math.exp(2*mu_QK)/(m*math.exp(mu_QK) + n)**2 + m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))*math.exp(mu_QK)*math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))/(b*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)**2) + eta_OV*m*math.exp(mu_QK)/(b*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)), eta_QK*m**2*mu_OV*(M - 1)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(2*mu_QK)*math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))/(M*b**2*(m*math.exp(mu_QK) + n)**2*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)**2) - eta_QK*m*(M - 1)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(mu_QK)/(M*b**2*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)), eta_QK*m**2*mu_OV*(M - 1)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(2*mu_QK)/(M*b**2*(m*math.exp(mu_QK) + n)**2*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)) + eta_QK*m*mu_OV*(M - 1)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*(-m**2*mu_OV*math.exp(2*mu_QK)/(m*math.exp(mu_QK) + n)**2 + m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))*math.exp(mu_QK)*math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))/(M*b**2*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)**2) - eta_QK*m*mu_OV*(M - 1)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(mu_QK)/(M*b**2*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)) - eta_QK*m*mu_OV*(M - 1)*(-m**2*math.exp(2*mu_QK)/(m*math.exp(mu_QK) + n)**2 + m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))*math.exp(mu_QK)/(M*b**2*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)))
+    _t0 = math.exp(mu_QK)
+    _t1 = _t0*m
+    _t2 = _t1 + n
+    _t3 = m**2*math.exp(2*mu_QK)/_t2**2
+    _t4 = 1/b
+    _t5 = _t4*eta_OV
+    _t6 = _t3*_t5
+    _t7 = 1/_t2
+    _t8 = _t1*_t7
+    _t9 = _t8*mu_OV
+    _t10 = math.exp(_t9)
+    _t11 = M - 1
+    _t12 = _t10 + _t11
+    _t13 = _t10/_t12**2
+    _t14 = 1/_t12
+    _t15 = _t3*mu_OV
+    _t16 = _t13*(_t0*_t7*m*mu_OV - _t15)
+    _t17 = _t11*eta_QK/(M*b**2)
+    _t18 = _t17*(_t8 - 1)
+    _t19 = _t14*_t18
+    return (-_t13*_t6, _t0*_t14*_t4*_t7*eta_OV*m - _t14*_t6 - _t16*_t5*_t8, _t13*_t15*_t18 - _t14*_t18*_t8, -_t14*_t17*_t9*(_t0*_t7*m - _t3) + _t15*_t19 + _t16*_t18*_t9 - _t19*_t9)
 
 
 def first_integral__CACO__numpy(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from CACO.first_integral
-    return m*numpy.exp(mu_QK) + mu_QK*n - 1/2*eta_QK*mu_OV**2*n/(b*eta_OV) + (1/2)*eta_QK*mu_OV**2*n/(M*b*eta_OV)
+    _t0 = (1/2)*eta_QK*mu_OV**2*n/(b*eta_OV)
+    return -_t0 + m*numpy.exp(mu_QK) + mu_QK*n + _t0/M
 
 
 def first_integral__CACO__mpmath(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from CACO.first_integral
-    return m*mpmath.exp(mu_QK) + mu_QK*n - mpmath.mpf(1)/mpmath.mpf(2)*eta_QK*mu_OV**2*n/(b*eta_OV) + (mpmath.mpf(1)/mpmath.mpf(2))*eta_QK*mu_OV**2*n/(M*b*eta_OV)
+    _t0 = (mpmath.mpf(1)/mpmath.mpf(2))*eta_QK*mu_OV**2*n/(b*eta_OV)
+    return -_t0 + m*mpmath.exp(mu_QK) + mu_QK*n + _t0/M
 
 
 def first_integral__CACO__math(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from CACO.first_integral
-    return m*math.exp(mu_QK) + mu_QK*n - 1/2*eta_QK*mu_OV**2*n/(b*eta_OV) + (1/2)*eta_QK*mu_OV**2*n/(M*b*eta_OV)
+    _t0 = (1/2)*eta_QK*mu_OV**2*n/(b*eta_OV)
+    return -_t0 + m*math.exp(mu_QK) + mu_QK*n + _t0/M
 
 
 def first_integral_scale__CACO__numpy(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from sum of |terms| of CACO.first_integral (its cancellation scale)
-    return m*numpy.exp(mu_QK) + n*abs(mu_QK) + (1/2)*eta_QK*mu_OV**2*n/(b*eta_OV) + (1/2)*eta_QK*mu_OV**2*n/(M*b*eta_OV)
+    _t0 = (1/2)*eta_QK*mu_OV**2*n/(b*eta_OV)
+    return _t0 + m*numpy.exp(mu_QK) + n*abs(mu_QK) + _t0/M
 
 
 def first_integral_scale__CACO__mpmath(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from sum of |terms| of CACO.first_integral (its cancellation scale)
-    return m*mpmath.exp(mu_QK) + n*abs(mu_QK) + (mpmath.mpf(1)/mpmath.mpf(2))*eta_QK*mu_OV**2*n/(b*eta_OV) + (mpmath.mpf(1)/mpmath.mpf(2))*eta_QK*mu_OV**2*n/(M*b*eta_OV)
+    _t0 = (mpmath.mpf(1)/mpmath.mpf(2))*eta_QK*mu_OV**2*n/(b*eta_OV)
+    return _t0 + m*mpmath.exp(mu_QK) + n*abs(mu_QK) + _t0/M
 
 
 def first_integral_scale__CACO__math(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from sum of |terms| of CACO.first_integral (its cancellation scale)
-    return m*math.exp(mu_QK) + n*abs(mu_QK) + (1/2)*eta_QK*mu_OV**2*n/(b*eta_OV) + (1/2)*eta_QK*mu_OV**2*n/(M*b*eta_OV)
+    _t0 = (1/2)*eta_QK*mu_OV**2*n/(b*eta_OV)
+    return _t0 + m*math.exp(mu_QK) + n*abs(mu_QK) + _t0/M
 
 
 def line_coordinates__CACO__numpy(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
@@ -186,32 +336,62 @@ def line_coordinates__CACO__math(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q
 
 def orbit__CACO__numpy(mu_OV, mu_OV_0, mu_QK_0, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from CACO.orbit
-    return -numpy.log(m) + numpy.log(n) + numpy.log(special_functions.wright_omega(m*numpy.exp(mu_QK_0)/n + mu_QK_0 + numpy.log(m) - numpy.log(n) + (1/2)*eta_QK*mu_OV**2/(b*eta_OV) - 1/2*eta_QK*mu_OV_0**2/(b*eta_OV) - 1/2*eta_QK*mu_OV**2/(M*b*eta_OV) + (1/2)*eta_QK*mu_OV_0**2/(M*b*eta_OV)))
+    _t0 = numpy.log(m)
+    _t1 = numpy.log(n)
+    _t2 = (1/2)*eta_QK/(b*eta_OV)
+    _t3 = _t2*mu_OV**2
+    _t4 = _t2*mu_OV_0**2
+    _t5 = M**(-1.0)
+    return -_t0 + _t1 + numpy.log(special_functions.wright_omega(_t0 - _t1 - _t3*_t5 + _t3 + _t4*_t5 - _t4 + m*numpy.exp(mu_QK_0)/n + mu_QK_0))
 
 
 def orbit__CACO__mpmath(mu_OV, mu_OV_0, mu_QK_0, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from CACO.orbit
-    return -mpmath.log(m) + mpmath.log(n) + mpmath.log(special_functions.wright_omega_mpmath(m*mpmath.exp(mu_QK_0)/n + mu_QK_0 + mpmath.log(m) - mpmath.log(n) + (mpmath.mpf(1)/mpmath.mpf(2))*eta_QK*mu_OV**2/(b*eta_OV) - mpmath.mpf(1)/mpmath.mpf(2)*eta_QK*mu_OV_0**2/(b*eta_OV) - mpmath.mpf(1)/mpmath.mpf(2)*eta_QK*mu_OV**2/(M*b*eta_OV) + (mpmath.mpf(1)/mpmath.mpf(2))*eta_QK*mu_OV_0**2/(M*b*eta_OV)))
+    _t0 = mpmath.log(m)
+    _t1 = mpmath.log(n)
+    _t2 = (mpmath.mpf(1)/mpmath.mpf(2))*eta_QK/(b*eta_OV)
+    _t3 = _t2*mu_OV**2
+    _t4 = _t2*mu_OV_0**2
+    _t5 = 1/M
+    return -_t0 + _t1 + mpmath.log(special_functions.wright_omega_mpmath(_t0 - _t1 - _t3*_t5 + _t3 + _t4*_t5 - _t4 + m*mpmath.exp(mu_QK_0)/n + mu_QK_0))
 
 
 def time_integrand__CACO__numpy(mu_OV, mu_OV_0, mu_QK_0, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from 1/CACO.dmu_OV_dt on CACO.orbit
-    return b*(special_functions.wright_omega((1/2)*(2*M*b*eta_OV*m*numpy.exp(mu_QK_0) + 2*M*b*eta_OV*n*(mu_QK_0 + numpy.log(m/n)) + M*eta_QK*n*(mu_OV**2 - mu_OV_0**2) + eta_QK*n*(-mu_OV**2 + mu_OV_0**2))/(M*b*eta_OV*n)) + 1)*(M + numpy.exp(mu_OV*special_functions.wright_omega((1/2)*(2*M*b*eta_OV*m*numpy.exp(mu_QK_0) + 2*M*b*eta_OV*n*(mu_QK_0 + numpy.log(m/n)) + M*eta_QK*n*(mu_OV**2 - mu_OV_0**2) + eta_QK*n*(-mu_OV**2 + mu_OV_0**2))/(M*b*eta_OV*n))/(special_functions.wright_omega((1/2)*(2*M*b*eta_OV*m*numpy.exp(mu_QK_0) + 2*M*b*eta_OV*n*(mu_QK_0 + numpy.log(m/n)) + M*eta_QK*n*(mu_OV**2 - mu_OV_0**2) + eta_QK*n*(-mu_OV**2 + mu_OV_0**2))/(M*b*eta_OV*n)) + 1)) - 1)/(eta_OV*special_functions.wright_omega((1/2)*(2*M*b*eta_OV*m*numpy.exp(mu_QK_0) + 2*M*b*eta_OV*n*(mu_QK_0 + numpy.log(m/n)) + M*eta_QK*n*(mu_OV**2 - mu_OV_0**2) + eta_QK*n*(-mu_OV**2 + mu_OV_0**2))/(M*b*eta_OV*n)))
+    _t0 = eta_OV**(-1.0)
+    _t1 = n**(-1.0)
+    _t2 = mu_OV**2 - mu_OV_0**2
+    _t3 = eta_QK*n
+    _t4 = 2*M*b*eta_OV
+    _t5 = special_functions.wright_omega((1/2)*_t0*_t1*(M*_t2*_t3 - _t2*_t3 + _t4*m*numpy.exp(mu_QK_0) + _t4*n*(mu_QK_0 + numpy.log(_t1*m)))/(M*b))
+    _t6 = _t5 + 1
+    return _t0*_t6*b*(M + numpy.exp(_t5*mu_OV/_t6) - 1)/_t5
 
 
 def time_integrand__CACO__mpmath(mu_OV, mu_OV_0, mu_QK_0, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from 1/CACO.dmu_OV_dt on CACO.orbit
-    return b*(special_functions.wright_omega_mpmath((mpmath.mpf(1)/mpmath.mpf(2))*(2*M*b*eta_OV*m*mpmath.exp(mu_QK_0) + 2*M*b*eta_OV*n*(mu_QK_0 + mpmath.log(m/n)) + M*eta_QK*n*(mu_OV**2 - mu_OV_0**2) + eta_QK*n*(-mu_OV**2 + mu_OV_0**2))/(M*b*eta_OV*n)) + 1)*(M + mpmath.exp(mu_OV*special_functions.wright_omega_mpmath((mpmath.mpf(1)/mpmath.mpf(2))*(2*M*b*eta_OV*m*mpmath.exp(mu_QK_0) + 2*M*b*eta_OV*n*(mu_QK_0 + mpmath.log(m/n)) + M*eta_QK*n*(mu_OV**2 - mu_OV_0**2) + eta_QK*n*(-mu_OV**2 + mu_OV_0**2))/(M*b*eta_OV*n))/(special_functions.wright_omega_mpmath((mpmath.mpf(1)/mpmath.mpf(2))*(2*M*b*eta_OV*m*mpmath.exp(mu_QK_0) + 2*M*b*eta_OV*n*(mu_QK_0 + mpmath.log(m/n)) + M*eta_QK*n*(mu_OV**2 - mu_OV_0**2) + eta_QK*n*(-mu_OV**2 + mu_OV_0**2))/(M*b*eta_OV*n)) + 1)) - 1)/(eta_OV*special_functions.wright_omega_mpmath((mpmath.mpf(1)/mpmath.mpf(2))*(2*M*b*eta_OV*m*mpmath.exp(mu_QK_0) + 2*M*b*eta_OV*n*(mu_QK_0 + mpmath.log(m/n)) + M*eta_QK*n*(mu_OV**2 - mu_OV_0**2) + eta_QK*n*(-mu_OV**2 + mu_OV_0**2))/(M*b*eta_OV*n)))
+    _t0 = 1/eta_OV
+    _t1 = 1/n
+    _t2 = mu_OV**2 - mu_OV_0**2
+    _t3 = eta_QK*n
+    _t4 = 2*M*b*eta_OV
+    _t5 = special_functions.wright_omega_mpmath((mpmath.mpf(1)/mpmath.mpf(2))*_t0*_t1*(M*_t2*_t3 - _t2*_t3 + _t4*m*mpmath.exp(mu_QK_0) + _t4*n*(mu_QK_0 + mpmath.log(_t1*m)))/(M*b))
+    _t6 = _t5 + 1
+    return _t0*_t6*b*(M + mpmath.exp(_t5*mu_OV/_t6) - 1)/_t5
 
 
 def orbit_residual__CACO__numpy(mu_OV, mu_QK, mu_OV_0, mu_QK_0, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from CACO.orbit
-    return mu_QK + special_functions.wright_omega(numpy.log(m) - numpy.log(n) + (m*numpy.exp(mu_QK_0) + mu_QK_0*n + (1/2)*eta_QK*mu_OV**2*n*(M - 1)/(M*b*eta_OV) - 1/2*eta_QK*mu_OV_0**2*n*(M - 1)/(M*b*eta_OV))/n) - (m*numpy.exp(mu_QK_0) + mu_QK_0*n + (1/2)*eta_QK*mu_OV**2*n*(M - 1)/(M*b*eta_OV) - 1/2*eta_QK*mu_OV_0**2*n*(M - 1)/(M*b*eta_OV))/n
+    _t0 = (1/2)*eta_QK*n*(M - 1)/(M*b*eta_OV)
+    _t1 = (_t0*mu_OV**2 - _t0*mu_OV_0**2 + m*numpy.exp(mu_QK_0) + mu_QK_0*n)/n
+    return -_t1 + mu_QK + special_functions.wright_omega(_t1 + numpy.log(m) - numpy.log(n))
 
 
 def orbit_residual__CACO__mpmath(mu_OV, mu_QK, mu_OV_0, mu_QK_0, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from CACO.orbit
-    return mu_QK + special_functions.wright_omega_mpmath(mpmath.log(m) - mpmath.log(n) + (m*mpmath.exp(mu_QK_0) + mu_QK_0*n + (mpmath.mpf(1)/mpmath.mpf(2))*eta_QK*mu_OV**2*n*(M - 1)/(M*b*eta_OV) - mpmath.mpf(1)/mpmath.mpf(2)*eta_QK*mu_OV_0**2*n*(M - 1)/(M*b*eta_OV))/n) - (m*mpmath.exp(mu_QK_0) + mu_QK_0*n + (mpmath.mpf(1)/mpmath.mpf(2))*eta_QK*mu_OV**2*n*(M - 1)/(M*b*eta_OV) - mpmath.mpf(1)/mpmath.mpf(2)*eta_QK*mu_OV_0**2*n*(M - 1)/(M*b*eta_OV))/n
+    _t0 = (mpmath.mpf(1)/mpmath.mpf(2))*eta_QK*n*(M - 1)/(M*b*eta_OV)
+    _t1 = (_t0*mu_OV**2 - _t0*mu_OV_0**2 + m*mpmath.exp(mu_QK_0) + mu_QK_0*n)/n
+    return -_t1 + mu_QK + special_functions.wright_omega_mpmath(_t1 + mpmath.log(m) - mpmath.log(n))
 
 
 def initial_point__CACO__numpy(eps, b):
@@ -231,92 +411,263 @@ def initial_point__CACO__math(eps, b):
 
 def reduced_rhs__CAFO_balanced__numpy(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from CAFO.dmu_OV_dt, CAFO.dmu_QK_dt
-    return (2*numpy.sqrt(eta_O)*numpy.sqrt(eta_V)*m*mu_OV*numpy.exp(mu_QK)/(numpy.sqrt(b)*(M + numpy.expm1(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)))*(m*numpy.exp(mu_QK) + n)), eta_QK*m*mu_OV*n*(M - 1)*numpy.exp(mu_QK)/(M*b**2*(M + numpy.expm1(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)))*(m*numpy.exp(mu_QK) + n)**2))
+    _t0 = m*numpy.exp(mu_QK)
+    _t1 = _t0 + n
+    _t2 = _t0*mu_OV
+    _t3 = _t2/_t1
+    _t4 = (M + numpy.expm1(_t3))**(-1.0)
+    return (2*_t3*_t4*numpy.sqrt(eta_O)*numpy.sqrt(eta_V)/numpy.sqrt(b), _t2*_t4*eta_QK*n*(M - 1)/(M*_t1**2*b**2))
 
 
 def reduced_rhs__CAFO_balanced__mpmath(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from CAFO.dmu_OV_dt, CAFO.dmu_QK_dt
-    return (2*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V)*m*mu_OV*mpmath.exp(mu_QK)/(mpmath.sqrt(b)*(M + mpmath.expm1(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)))*(m*mpmath.exp(mu_QK) + n)), eta_QK*m*mu_OV*n*(M - 1)*mpmath.exp(mu_QK)/(M*b**2*(M + mpmath.expm1(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)))*(m*mpmath.exp(mu_QK) + n)**2))
+    _t0 = m*mpmath.exp(mu_QK)
+    _t1 = _t0 + n
+    _t2 = _t0*mu_OV
+    _t3 = _t2/_t1
+    _t4 = 1/(M + mpmath.expm1(_t3))
+    return (2*_t3*_t4*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V)/mpmath.sqrt(b), _t2*_t4*eta_QK*n*(M - 1)/(M*_t1**2*b**2))
 
 
 def reduced_rhs__CAFO_balanced__math(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from CAFO.dmu_OV_dt, CAFO.dmu_QK_dt
-    return (2*math.sqrt(eta_O)*math.sqrt(eta_V)*m*mu_OV*math.exp(mu_QK)/(math.sqrt(b)*(M + math.expm1(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)))*(m*math.exp(mu_QK) + n)), eta_QK*m*mu_OV*n*(M - 1)*math.exp(mu_QK)/(M*b**2*(M + math.expm1(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)))*(m*math.exp(mu_QK) + n)**2))
+    _t0 = m*math.exp(mu_QK)
+    _t1 = _t0 + n
+    _t2 = _t0*mu_OV
+    _t3 = _t2/_t1
+    _t4 = 1/(M + math.expm1(_t3))
+    return (2*_t3*_t4*math.sqrt(eta_O)*math.sqrt(eta_V)/math.sqrt(b), _t2*_t4*eta_QK*n*(M - 1)/(M*_t1**2*b**2))
 
 
 def reduced_jacobian__CAFO_balanced__numpy(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from Jacobian of CAFO.dmu_OV_dt, CAFO.dmu_QK_dt
-    return (-2*numpy.sqrt(eta_O)*numpy.sqrt(eta_V)*m**2*mu_OV*numpy.exp(2*mu_QK)*numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))/(numpy.sqrt(b)*(m*numpy.exp(mu_QK) + n)**2*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)**2) + 2*numpy.sqrt(eta_O)*numpy.sqrt(eta_V)*m*numpy.exp(mu_QK)/(numpy.sqrt(b)*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)), -2*numpy.sqrt(eta_O)*numpy.sqrt(eta_V)*m**2*mu_OV*numpy.exp(2*mu_QK)/(numpy.sqrt(b)*(m*numpy.exp(mu_QK) + n)**2*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)) - 2*numpy.sqrt(eta_O)*numpy.sqrt(eta_V)*m*mu_OV*(-m**2*mu_OV*numpy.exp(2*mu_QK)/(m*numpy.exp(mu_QK) + n)**2 + m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))*numpy.exp(mu_QK)*numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))/(numpy.sqrt(b)*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)**2) + 2*numpy.sqrt(eta_O)*numpy.sqrt(eta_V)*m*mu_OV*numpy.exp(mu_QK)/(numpy.sqrt(b)*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)), eta_QK*m**2*mu_OV*(M - 1)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(2*mu_QK)*numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))/(M*b**2*(m*numpy.exp(mu_QK) + n)**2*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)**2) - eta_QK*m*(M - 1)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(mu_QK)/(M*b**2*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)), eta_QK*m**2*mu_OV*(M - 1)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(2*mu_QK)/(M*b**2*(m*numpy.exp(mu_QK) + n)**2*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)) + eta_QK*m*mu_OV*(M - 1)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*(-m**2*mu_OV*numpy.exp(2*mu_QK)/(m*numpy.exp(mu_QK) + n)**2 + m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))*numpy.exp(mu_QK)*numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))/(M*b**2*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)**2) - eta_QK*m*mu_OV*(M - 1)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(mu_QK)/(M*b**2*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)) - eta_QK*m*mu_OV*(M - 1)*(-m**2*numpy.exp(2*mu_QK)/(m*numpy.exp(mu_QK) + n)**2 + m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))*numpy.exp(mu_QK)/(M*b**2*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)))
+    _t0 = 1/numpy.sqrt(b)
+    _t1 = numpy.sqrt(eta_O)
+    _t2 = numpy.sqrt(eta_V)
+    _t3 = numpy.exp(mu_QK)
+    _t4 = _t3*m
+    _t5 = _t4 + n
+    _t6 = _t5**(-1.0)
+    _t7 = _t4*_t6
+    _t8 = _t7*mu_OV
+    _t9 = numpy.exp(_t8)
+    _t10 = M - 1
+    _t11 = _t10 + _t9
+    _t12 = _t11**(-1.0)
+    _t13 = m**2*numpy.exp(2*mu_QK)/_t5**2
+    _t14 = _t13*mu_OV
+    _t15 = 2*_t0*_t1*_t2
+    _t16 = _t9/_t11**2
+    _t17 = _t15*_t16
+    _t18 = _t8*(-_t14 + _t3*_t6*m*mu_OV)
+    _t19 = _t10*eta_QK/(M*b**2)
+    _t20 = _t19*(_t7 - 1)
+    _t21 = _t16*_t20
+    _t22 = _t12*_t20
+    return (2*_t0*_t1*_t12*_t2*_t3*_t6*m - _t14*_t17, 2*_t0*_t1*_t12*_t2*_t3*_t6*m*mu_OV - _t12*_t14*_t15 - _t17*_t18, -_t12*_t20*_t7 + _t14*_t21, -_t12*_t19*_t8*(-_t13 + _t3*_t6*m) + _t14*_t22 + _t18*_t21 - _t22*_t8)
 
 
 def reduced_jacobian__CAFO_balanced__mpmath(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from Jacobian of CAFO.dmu_OV_dt, CAFO.dmu_QK_dt
-    return (-2*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V)*m**2*mu_OV*mpmath.exp(2*mu_QK)*mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))/(mpmath.sqrt(b)*(m*mpmath.exp(mu_QK) + n)**2*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)**2) + 2*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V)*m*mpmath.exp(mu_QK)/(mpmath.sqrt(b)*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)), -2*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V)*m**2*mu_OV*mpmath.exp(2*mu_QK)/(mpmath.sqrt(b)*(m*mpmath.exp(mu_QK) + n)**2*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)) - 2*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V)*m*mu_OV*(-m**2*mu_OV*mpmath.exp(2*mu_QK)/(m*mpmath.exp(mu_QK) + n)**2 + m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))*mpmath.exp(mu_QK)*mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))/(mpmath.sqrt(b)*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)**2) + 2*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V)*m*mu_OV*mpmath.exp(mu_QK)/(mpmath.sqrt(b)*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)), eta_QK*m**2*mu_OV*(M - 1)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(2*mu_QK)*mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))/(M*b**2*(m*mpmath.exp(mu_QK) + n)**2*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)**2) - eta_QK*m*(M - 1)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(mu_QK)/(M*b**2*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)), eta_QK*m**2*mu_OV*(M - 1)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(2*mu_QK)/(M*b**2*(m*mpmath.exp(mu_QK) + n)**2*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)) + eta_QK*m*mu_OV*(M - 1)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*(-m**2*mu_OV*mpmath.exp(2*mu_QK)/(m*mpmath.exp(mu_QK) + n)**2 + m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))*mpmath.exp(mu_QK)*mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))/(M*b**2*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)**2) - eta_QK*m*mu_OV*(M - 1)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(mu_QK)/(M*b**2*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)) - eta_QK*m*mu_OV*(M - 1)*(-m**2*mpmath.exp(2*mu_QK)/(m*mpmath.exp(mu_QK) + n)**2 + m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))*mpmath.exp(mu_QK)/(M*b**2*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)))
+    _t0 = 1/mpmath.sqrt(b)
+    _t1 = mpmath.sqrt(eta_O)
+    _t2 = mpmath.sqrt(eta_V)
+    _t3 = mpmath.exp(mu_QK)
+    _t4 = _t3*m
+    _t5 = _t4 + n
+    _t6 = 1/_t5
+    _t7 = _t4*_t6
+    _t8 = _t7*mu_OV
+    _t9 = mpmath.exp(_t8)
+    _t10 = M - 1
+    _t11 = _t10 + _t9
+    _t12 = 1/_t11
+    _t13 = m**2*mpmath.exp(2*mu_QK)/_t5**2
+    _t14 = _t13*mu_OV
+    _t15 = 2*_t0*_t1*_t2
+    _t16 = _t9/_t11**2
+    _t17 = _t15*_t16
+    _t18 = _t8*(-_t14 + _t3*_t6*m*mu_OV)
+    _t19 = _t10*eta_QK/(M*b**2)
+    _t20 = _t19*(_t7 - 1)
+    _t21 = _t16*_t20
+    _t22 = _t12*_t20
+    return (2*_t0*_t1*_t12*_t2*_t3*_t6*m - _t14*_t17, 2*_t0*_t1*_t12*_t2*_t3*_t6*m*mu_OV - _t12*_t14*_t15 - _t17*_t18, -_t12*_t20*_t7 + _t14*_t21, -_t12*_t19*_t8*(-_t13 + _t3*_t6*m) + _t14*_t22 + _t18*_t21 - _t22*_t8)
 
 
 def reduced_jacobian__CAFO_balanced__math(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from Jacobian of CAFO.dmu_OV_dt, CAFO.dmu_QK_dt
-    return (-2*math.sqrt(eta_O)*math.sqrt(eta_V)*m**2*mu_OV*math.exp(2*mu_QK)*math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))/(math.sqrt(b)*(m*math.exp(mu_QK) + n)**2*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)**2) + 2*math.sqrt(eta_O)*math.sqrt(eta_V)*m*math.exp(mu_QK)/(math.sqrt(b)*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)), -2*math.sqrt(eta_O)*math.sqrt(eta_V)*m**2*mu_OV*math.exp(2*mu_QK)/(math.sqrt(b)*(m*math.exp(mu_QK) + n)**2*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)) - 2*math.sqrt(eta_O)*math.sqrt(eta_V)*m*mu_OV*(-m**2*mu_OV*math.exp(2*mu_QK)/(m*math.exp(mu_QK) + n)**2 + m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))*math.exp(mu_QK)*math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))/(math.sqrt(b)*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)**2) + 2*math.sqrt(eta_O)*math.sqrt(eta_V)*m*mu_OV*math.exp(mu_QK)/(math.sqrt(b)*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)), eta_QK*m**2*mu_OV*(M - 1)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(2*mu_QK)*math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))/(M*b**2*(m*math.exp(mu_QK) + n)**2*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)**2) - eta_QK*m*(M - 1)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(mu_QK)/(M*b**2*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)), eta_QK*m**2*mu_OV*(M - 1)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(2*mu_QK)/(M*b**2*(m*math.exp(mu_QK) + n)**2*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)) + eta_QK*m*mu_OV*(M - 1)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*(-m**2*mu_OV*math.exp(2*mu_QK)/(m*math.exp(mu_QK) + n)**2 + m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))*math.exp(mu_QK)*math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))/(M*b**2*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)**2) - eta_QK*m*mu_OV*(M - 1)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(mu_QK)/(M*b**2*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)) - eta_QK*m*mu_OV*(M - 1)*(-m**2*math.exp(2*mu_QK)/(m*math.exp(mu_QK) + n)**2 + m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))*math.exp(mu_QK)/(M*b**2*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)))
+    _t0 = 1/math.sqrt(b)
+    _t1 = math.sqrt(eta_O)
+    _t2 = math.sqrt(eta_V)
+    _t3 = math.exp(mu_QK)
+    _t4 = _t3*m
+    _t5 = _t4 + n
+    _t6 = 1/_t5
+    _t7 = _t4*_t6
+    _t8 = _t7*mu_OV
+    _t9 = math.exp(_t8)
+    _t10 = M - 1
+    _t11 = _t10 + _t9
+    _t12 = 1/_t11
+    _t13 = m**2*math.exp(2*mu_QK)/_t5**2
+    _t14 = _t13*mu_OV
+    _t15 = 2*_t0*_t1*_t2
+    _t16 = _t9/_t11**2
+    _t17 = _t15*_t16
+    _t18 = _t8*(-_t14 + _t3*_t6*m*mu_OV)
+    _t19 = _t10*eta_QK/(M*b**2)
+    _t20 = _t19*(_t7 - 1)
+    _t21 = _t16*_t20
+    _t22 = _t12*_t20
+    return (2*_t0*_t1*_t12*_t2*_t3*_t6*m - _t14*_t17, 2*_t0*_t1*_t12*_t2*_t3*_t6*m*mu_OV - _t12*_t14*_t15 - _t17*_t18, -_t12*_t20*_t7 + _t14*_t21, -_t12*_t19*_t8*(-_t13 + _t3*_t6*m) + _t14*_t22 + _t18*_t21 - _t22*_t8)
 
 
 def reduced_rhs__CAFO_unbalanced__numpy(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from CAFO.dmu_OV_dt_unbalanced_alpha, CAFO.dmu_QK_dt_unbalanced_alpha, model.alpha
-    return (m*numpy.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*numpy.exp(mu_QK)/(b*(M + numpy.expm1(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)))*(m*numpy.exp(mu_QK) + n)), eta_QK*m*mu_OV*n*(M - 1)*numpy.exp(mu_QK)/(M*b**2*(M + numpy.expm1(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)))*(m*numpy.exp(mu_QK) + n)**2))
+    _t0 = m*numpy.exp(mu_QK)
+    _t1 = _t0 + n
+    _t2 = _t0/_t1
+    _t3 = (M + numpy.expm1(_t2*mu_OV))**(-1.0)
+    return (_t2*_t3*numpy.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)/b, _t0*_t3*eta_QK*mu_OV*n*(M - 1)/(M*_t1**2*b**2))
 
 
 def reduced_rhs__CAFO_unbalanced__mpmath(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from CAFO.dmu_OV_dt_unbalanced_alpha, CAFO.dmu_QK_dt_unbalanced_alpha, model.alpha
-    return (m*mpmath.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*mpmath.exp(mu_QK)/(b*(M + mpmath.expm1(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)))*(m*mpmath.exp(mu_QK) + n)), eta_QK*m*mu_OV*n*(M - 1)*mpmath.exp(mu_QK)/(M*b**2*(M + mpmath.expm1(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)))*(m*mpmath.exp(mu_QK) + n)**2))
+    _t0 = m*mpmath.exp(mu_QK)
+    _t1 = _t0 + n
+    _t2 = _t0/_t1
+    _t3 = 1/(M + mpmath.expm1(_t2*mu_OV))
+    return (_t2*_t3*mpmath.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)/b, _t0*_t3*eta_QK*mu_OV*n*(M - 1)/(M*_t1**2*b**2))
 
 
 def reduced_rhs__CAFO_unbalanced__math(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from CAFO.dmu_OV_dt_unbalanced_alpha, CAFO.dmu_QK_dt_unbalanced_alpha, model.alpha
-    return (m*math.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*math.exp(mu_QK)/(b*(M + math.expm1(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)))*(m*math.exp(mu_QK) + n)), eta_QK*m*mu_OV*n*(M - 1)*math.exp(mu_QK)/(M*b**2*(M + math.expm1(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)))*(m*math.exp(mu_QK) + n)**2))
+    _t0 = m*math.exp(mu_QK)
+    _t1 = _t0 + n
+    _t2 = _t0/_t1
+    _t3 = 1/(M + math.expm1(_t2*mu_OV))
+    return (_t2*_t3*math.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)/b, _t0*_t3*eta_QK*mu_OV*n*(M - 1)/(M*_t1**2*b**2))
 
 
 def reduced_jacobian__CAFO_unbalanced__numpy(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from Jacobian of CAFO.dmu_OV_dt_unbalanced_alpha, CAFO.dmu_QK_dt_unbalanced_alpha, model.alpha
-    return (4*eta_O*eta_V*m*mu_OV*numpy.exp(mu_QK)/((m*numpy.exp(mu_QK) + n)*numpy.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)) - m**2*numpy.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*numpy.exp(2*mu_QK)*numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))/(b*(m*numpy.exp(mu_QK) + n)**2*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)**2), -m**2*numpy.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*numpy.exp(2*mu_QK)/(b*(m*numpy.exp(mu_QK) + n)**2*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)) - m*numpy.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*(-m**2*mu_OV*numpy.exp(2*mu_QK)/(m*numpy.exp(mu_QK) + n)**2 + m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))*numpy.exp(mu_QK)*numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))/(b*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)**2) + m*numpy.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*numpy.exp(mu_QK)/(b*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)), eta_QK*m**2*mu_OV*(M - 1)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(2*mu_QK)*numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))/(M*b**2*(m*numpy.exp(mu_QK) + n)**2*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)**2) - eta_QK*m*(M - 1)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(mu_QK)/(M*b**2*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)), eta_QK*m**2*mu_OV*(M - 1)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(2*mu_QK)/(M*b**2*(m*numpy.exp(mu_QK) + n)**2*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)) + eta_QK*m*mu_OV*(M - 1)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*(-m**2*mu_OV*numpy.exp(2*mu_QK)/(m*numpy.exp(mu_QK) + n)**2 + m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))*numpy.exp(mu_QK)*numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))/(M*b**2*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)**2) - eta_QK*m*mu_OV*(M - 1)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(mu_QK)/(M*b**2*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)) - eta_QK*m*mu_OV*(M - 1)*(-m**2*numpy.exp(2*mu_QK)/(m*numpy.exp(mu_QK) + n)**2 + m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))*numpy.exp(mu_QK)/(M*b**2*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)))
+    _t0 = numpy.exp(mu_QK)
+    _t1 = _t0*m
+    _t2 = _t1 + n
+    _t3 = m**2*numpy.exp(2*mu_QK)/_t2**2
+    _t4 = b**(-1.0)
+    _t5 = 4*eta_O*eta_V
+    _t6 = numpy.sqrt(C_OV**2*eta_O**2*eta_V**2 + _t5*b*mu_OV**2)
+    _t7 = _t4*_t6
+    _t8 = _t3*_t7
+    _t9 = _t2**(-1.0)
+    _t10 = _t1*_t9
+    _t11 = _t10*mu_OV
+    _t12 = numpy.exp(_t11)
+    _t13 = M - 1
+    _t14 = _t12 + _t13
+    _t15 = _t12/_t14**2
+    _t16 = _t14**(-1.0)
+    _t17 = _t11*_t16
+    _t18 = _t3*mu_OV
+    _t19 = _t15*(_t0*_t9*m*mu_OV - _t18)
+    _t20 = _t13*eta_QK/(M*b**2)
+    _t21 = _t20*(_t10 - 1)
+    _t22 = _t18*_t21
+    return (-_t15*_t8 + _t17*_t5/_t6, _t0*_t16*_t4*_t6*_t9*m - _t10*_t19*_t7 - _t16*_t8, -_t10*_t16*_t21 + _t15*_t22, _t11*_t19*_t21 + _t16*_t22 - _t17*_t20*(_t0*_t9*m - _t3) - _t17*_t21)
 
 
 def reduced_jacobian__CAFO_unbalanced__mpmath(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from Jacobian of CAFO.dmu_OV_dt_unbalanced_alpha, CAFO.dmu_QK_dt_unbalanced_alpha, model.alpha
-    return (4*eta_O*eta_V*m*mu_OV*mpmath.exp(mu_QK)/((m*mpmath.exp(mu_QK) + n)*mpmath.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)) - m**2*mpmath.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*mpmath.exp(2*mu_QK)*mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))/(b*(m*mpmath.exp(mu_QK) + n)**2*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)**2), -m**2*mpmath.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*mpmath.exp(2*mu_QK)/(b*(m*mpmath.exp(mu_QK) + n)**2*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)) - m*mpmath.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*(-m**2*mu_OV*mpmath.exp(2*mu_QK)/(m*mpmath.exp(mu_QK) + n)**2 + m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))*mpmath.exp(mu_QK)*mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))/(b*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)**2) + m*mpmath.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*mpmath.exp(mu_QK)/(b*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)), eta_QK*m**2*mu_OV*(M - 1)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(2*mu_QK)*mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))/(M*b**2*(m*mpmath.exp(mu_QK) + n)**2*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)**2) - eta_QK*m*(M - 1)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(mu_QK)/(M*b**2*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)), eta_QK*m**2*mu_OV*(M - 1)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(2*mu_QK)/(M*b**2*(m*mpmath.exp(mu_QK) + n)**2*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)) + eta_QK*m*mu_OV*(M - 1)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*(-m**2*mu_OV*mpmath.exp(2*mu_QK)/(m*mpmath.exp(mu_QK) + n)**2 + m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))*mpmath.exp(mu_QK)*mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))/(M*b**2*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)**2) - eta_QK*m*mu_OV*(M - 1)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(mu_QK)/(M*b**2*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)) - eta_QK*m*mu_OV*(M - 1)*(-m**2*mpmath.exp(2*mu_QK)/(m*mpmath.exp(mu_QK) + n)**2 + m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))*mpmath.exp(mu_QK)/(M*b**2*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)))
+    _t0 = mpmath.exp(mu_QK)
+    _t1 = _t0*m
+    _t2 = _t1 + n
+    _t3 = m**2*mpmath.exp(2*mu_QK)/_t2**2
+    _t4 = 1/b
+    _t5 = 4*eta_O*eta_V
+    _t6 = mpmath.sqrt(C_OV**2*eta_O**2*eta_V**2 + _t5*b*mu_OV**2)
+    _t7 = _t4*_t6
+    _t8 = _t3*_t7
+    _t9 = 1/_t2
+    _t10 = _t1*_t9
+    _t11 = _t10*mu_OV
+    _t12 = mpmath.exp(_t11)
+    _t13 = M - 1
+    _t14 = _t12 + _t13
+    _t15 = _t12/_t14**2
+    _t16 = 1/_t14
+    _t17 = _t11*_t16
+    _t18 = _t3*mu_OV
+    _t19 = _t15*(_t0*_t9*m*mu_OV - _t18)
+    _t20 = _t13*eta_QK/(M*b**2)
+    _t21 = _t20*(_t10 - 1)
+    _t22 = _t18*_t21
+    return (-_t15*_t8 + _t17*_t5/_t6, _t0*_t16*_t4*_t6*_t9*m - _t10*_t19*_t7 - _t16*_t8, -_t10*_t16*_t21 + _t15*_t22, _t11*_t19*_t21 + _t16*_t22 - _t17*_t20*(_t0*_t9*m - _t3) - _t17*_t21)
 
 
 def reduced_jacobian__CAFO_unbalanced__math(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from Jacobian of CAFO.dmu_OV_dt_unbalanced_alpha, CAFO.dmu_QK_dt_unbalanced_alpha, model.alpha
-    return (4*eta_O*eta_V*m*mu_OV*math.exp(mu_QK)/((m*math.exp(mu_QK) + n)*math.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)) - m**2*math.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*math.exp(2*mu_QK)*math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))/(b*(m*math.exp(mu_QK) + n)**2*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)**2), -m**2*math.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*math.exp(2*mu_QK)/(b*(m*math.exp(mu_QK) + n)**2*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)) - m*math.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*(-m**2*mu_OV*math.exp(2*mu_QK)/(m*math.exp(mu_QK) + n)**2 + m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))*math.exp(mu_QK)*math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))/(b*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)**2) + m*math.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*math.exp(mu_QK)/(b*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)), eta_QK*m**2*mu_OV*(M - 1)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(2*mu_QK)*math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))/(M*b**2*(m*math.exp(mu_QK) + n)**2*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)**2) - eta_QK*m*(M - 1)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(mu_QK)/(M*b**2*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)), eta_QK*m**2*mu_OV*(M - 1)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(2*mu_QK)/(M*b**2*(m*math.exp(mu_QK) + n)**2*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)) + eta_QK*m*mu_OV*(M - 1)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*(-m**2*mu_OV*math.exp(2*mu_QK)/(m*math.exp(mu_QK) + n)**2 + m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))*math.exp(mu_QK)*math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))/(M*b**2*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)**2) - eta_QK*m*mu_OV*(M - 1)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(mu_QK)/(M*b**2*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)) - eta_QK*m*mu_OV*(M - 1)*(-m**2*math.exp(2*mu_QK)/(m*math.exp(mu_QK) + n)**2 + m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))*math.exp(mu_QK)/(M*b**2*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)))
+    _t0 = math.exp(mu_QK)
+    _t1 = _t0*m
+    _t2 = _t1 + n
+    _t3 = m**2*math.exp(2*mu_QK)/_t2**2
+    _t4 = 1/b
+    _t5 = 4*eta_O*eta_V
+    _t6 = math.sqrt(C_OV**2*eta_O**2*eta_V**2 + _t5*b*mu_OV**2)
+    _t7 = _t4*_t6
+    _t8 = _t3*_t7
+    _t9 = 1/_t2
+    _t10 = _t1*_t9
+    _t11 = _t10*mu_OV
+    _t12 = math.exp(_t11)
+    _t13 = M - 1
+    _t14 = _t12 + _t13
+    _t15 = _t12/_t14**2
+    _t16 = 1/_t14
+    _t17 = _t11*_t16
+    _t18 = _t3*mu_OV
+    _t19 = _t15*(_t0*_t9*m*mu_OV - _t18)
+    _t20 = _t13*eta_QK/(M*b**2)
+    _t21 = _t20*(_t10 - 1)
+    _t22 = _t18*_t21
+    return (-_t15*_t8 + _t17*_t5/_t6, _t0*_t16*_t4*_t6*_t9*m - _t10*_t19*_t7 - _t16*_t8, -_t10*_t16*_t21 + _t15*_t22, _t11*_t19*_t21 + _t16*_t22 - _t17*_t20*(_t0*_t9*m - _t3) - _t17*_t21)
 
 
 def first_integral__CAFO__numpy(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from CAFO.first_integral
-    return m*numpy.exp(mu_QK) + mu_QK*n - 1/2*eta_QK*mu_OV*n/(b**(3/2)*numpy.sqrt(eta_O)*numpy.sqrt(eta_V)) + (1/2)*eta_QK*mu_OV*n/(M*b**(3/2)*numpy.sqrt(eta_O)*numpy.sqrt(eta_V))
+    _t0 = (1/2)*eta_QK*mu_OV*n/(b**(3/2)*numpy.sqrt(eta_O)*numpy.sqrt(eta_V))
+    return -_t0 + m*numpy.exp(mu_QK) + mu_QK*n + _t0/M
 
 
 def first_integral__CAFO__mpmath(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from CAFO.first_integral
-    return m*mpmath.exp(mu_QK) + mu_QK*n - mpmath.mpf(1)/mpmath.mpf(2)*eta_QK*mu_OV*n/(b**(mpmath.mpf(3)/mpmath.mpf(2))*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V)) + (mpmath.mpf(1)/mpmath.mpf(2))*eta_QK*mu_OV*n/(M*b**(mpmath.mpf(3)/mpmath.mpf(2))*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V))
+    _t0 = (mpmath.mpf(1)/mpmath.mpf(2))*eta_QK*mu_OV*n/(b**(mpmath.mpf(3)/mpmath.mpf(2))*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V))
+    return -_t0 + m*mpmath.exp(mu_QK) + mu_QK*n + _t0/M
 
 
 def first_integral__CAFO__math(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from CAFO.first_integral
-    return m*math.exp(mu_QK) + mu_QK*n - 1/2*eta_QK*mu_OV*n/(b**(3/2)*math.sqrt(eta_O)*math.sqrt(eta_V)) + (1/2)*eta_QK*mu_OV*n/(M*b**(3/2)*math.sqrt(eta_O)*math.sqrt(eta_V))
+    _t0 = (1/2)*eta_QK*mu_OV*n/(b**(3/2)*math.sqrt(eta_O)*math.sqrt(eta_V))
+    return -_t0 + m*math.exp(mu_QK) + mu_QK*n + _t0/M
 
 
 def first_integral_scale__CAFO__numpy(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from sum of |terms| of CAFO.first_integral (its cancellation scale)
-    return m*numpy.exp(mu_QK) + n*abs(mu_QK) + (1/2)*eta_QK*n*abs(mu_OV)/(b**(3/2)*numpy.sqrt(eta_O)*numpy.sqrt(eta_V)) + (1/2)*eta_QK*n*abs(mu_OV)/(M*b**(3/2)*numpy.sqrt(eta_O)*numpy.sqrt(eta_V))
+    _t0 = (1/2)*eta_QK*n*abs(mu_OV)/(b**(3/2)*numpy.sqrt(eta_O)*numpy.sqrt(eta_V))
+    return _t0 + m*numpy.exp(mu_QK) + n*abs(mu_QK) + _t0/M
 
 
 def first_integral_scale__CAFO__mpmath(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from sum of |terms| of CAFO.first_integral (its cancellation scale)
-    return m*mpmath.exp(mu_QK) + n*abs(mu_QK) + (mpmath.mpf(1)/mpmath.mpf(2))*eta_QK*n*abs(mu_OV)/(b**(mpmath.mpf(3)/mpmath.mpf(2))*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V)) + (mpmath.mpf(1)/mpmath.mpf(2))*eta_QK*n*abs(mu_OV)/(M*b**(mpmath.mpf(3)/mpmath.mpf(2))*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V))
+    _t0 = (mpmath.mpf(1)/mpmath.mpf(2))*eta_QK*n*abs(mu_OV)/(b**(mpmath.mpf(3)/mpmath.mpf(2))*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V))
+    return _t0 + m*mpmath.exp(mu_QK) + n*abs(mu_QK) + _t0/M
 
 
 def first_integral_scale__CAFO__math(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from sum of |terms| of CAFO.first_integral (its cancellation scale)
-    return m*math.exp(mu_QK) + n*abs(mu_QK) + (1/2)*eta_QK*n*abs(mu_OV)/(b**(3/2)*math.sqrt(eta_O)*math.sqrt(eta_V)) + (1/2)*eta_QK*n*abs(mu_OV)/(M*b**(3/2)*math.sqrt(eta_O)*math.sqrt(eta_V))
+    _t0 = (1/2)*eta_QK*n*abs(mu_OV)/(b**(3/2)*math.sqrt(eta_O)*math.sqrt(eta_V))
+    return _t0 + m*math.exp(mu_QK) + n*abs(mu_QK) + _t0/M
 
 
 def line_coordinates__CAFO__numpy(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
@@ -336,32 +687,66 @@ def line_coordinates__CAFO__math(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q
 
 def orbit__CAFO__numpy(mu_OV, mu_OV_0, mu_QK_0, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from CAFO.orbit
-    return -numpy.log(m) + numpy.log(n) + numpy.log(special_functions.wright_omega(m*numpy.exp(mu_QK_0)/n + mu_QK_0 + numpy.log(m) - numpy.log(n) + (1/2)*eta_QK*mu_OV/(b**(3/2)*numpy.sqrt(eta_O)*numpy.sqrt(eta_V)) - 1/2*eta_QK*mu_OV_0/(b**(3/2)*numpy.sqrt(eta_O)*numpy.sqrt(eta_V)) - 1/2*eta_QK*mu_OV/(M*b**(3/2)*numpy.sqrt(eta_O)*numpy.sqrt(eta_V)) + (1/2)*eta_QK*mu_OV_0/(M*b**(3/2)*numpy.sqrt(eta_O)*numpy.sqrt(eta_V))))
+    _t0 = numpy.log(m)
+    _t1 = numpy.log(n)
+    _t2 = (1/2)*eta_QK/(b**(3/2)*numpy.sqrt(eta_O)*numpy.sqrt(eta_V))
+    _t3 = _t2*mu_OV
+    _t4 = _t2*mu_OV_0
+    _t5 = M**(-1.0)
+    return -_t0 + _t1 + numpy.log(special_functions.wright_omega(_t0 - _t1 - _t3*_t5 + _t3 + _t4*_t5 - _t4 + m*numpy.exp(mu_QK_0)/n + mu_QK_0))
 
 
 def orbit__CAFO__mpmath(mu_OV, mu_OV_0, mu_QK_0, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from CAFO.orbit
-    return -mpmath.log(m) + mpmath.log(n) + mpmath.log(special_functions.wright_omega_mpmath(m*mpmath.exp(mu_QK_0)/n + mu_QK_0 + mpmath.log(m) - mpmath.log(n) + (mpmath.mpf(1)/mpmath.mpf(2))*eta_QK*mu_OV/(b**(mpmath.mpf(3)/mpmath.mpf(2))*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V)) - mpmath.mpf(1)/mpmath.mpf(2)*eta_QK*mu_OV_0/(b**(mpmath.mpf(3)/mpmath.mpf(2))*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V)) - mpmath.mpf(1)/mpmath.mpf(2)*eta_QK*mu_OV/(M*b**(mpmath.mpf(3)/mpmath.mpf(2))*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V)) + (mpmath.mpf(1)/mpmath.mpf(2))*eta_QK*mu_OV_0/(M*b**(mpmath.mpf(3)/mpmath.mpf(2))*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V))))
+    _t0 = mpmath.log(m)
+    _t1 = mpmath.log(n)
+    _t2 = (mpmath.mpf(1)/mpmath.mpf(2))*eta_QK/(b**(mpmath.mpf(3)/mpmath.mpf(2))*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V))
+    _t3 = _t2*mu_OV
+    _t4 = _t2*mu_OV_0
+    _t5 = 1/M
+    return -_t0 + _t1 + mpmath.log(special_functions.wright_omega_mpmath(_t0 - _t1 - _t3*_t5 + _t3 + _t4*_t5 - _t4 + m*mpmath.exp(mu_QK_0)/n + mu_QK_0))
 
 
 def time_integrand__CAFO__numpy(mu_OV, mu_OV_0, mu_QK_0, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from 1/CAFO.dmu_OV_dt on CAFO.orbit
-    return (1/2)*numpy.sqrt(b)*(special_functions.wright_omega((1/2)*(M*b**(3/2)*numpy.sqrt(eta_O)*eta_QK*numpy.sqrt(eta_V)*n*(mu_OV - mu_OV_0) + 2*M*b**3*eta_O*eta_V*m*numpy.exp(mu_QK_0) + 2*M*b**3*eta_O*eta_V*n*(mu_QK_0 + numpy.log(m/n)) + b**(3/2)*numpy.sqrt(eta_O)*eta_QK*numpy.sqrt(eta_V)*n*(-mu_OV + mu_OV_0))/(M*b**3*eta_O*eta_V*n)) + 1)*(M + numpy.exp(mu_OV*special_functions.wright_omega((1/2)*(M*b**(3/2)*numpy.sqrt(eta_O)*eta_QK*numpy.sqrt(eta_V)*n*(mu_OV - mu_OV_0) + 2*M*b**3*eta_O*eta_V*m*numpy.exp(mu_QK_0) + 2*M*b**3*eta_O*eta_V*n*(mu_QK_0 + numpy.log(m/n)) + b**(3/2)*numpy.sqrt(eta_O)*eta_QK*numpy.sqrt(eta_V)*n*(-mu_OV + mu_OV_0))/(M*b**3*eta_O*eta_V*n))/(special_functions.wright_omega((1/2)*(M*b**(3/2)*numpy.sqrt(eta_O)*eta_QK*numpy.sqrt(eta_V)*n*(mu_OV - mu_OV_0) + 2*M*b**3*eta_O*eta_V*m*numpy.exp(mu_QK_0) + 2*M*b**3*eta_O*eta_V*n*(mu_QK_0 + numpy.log(m/n)) + b**(3/2)*numpy.sqrt(eta_O)*eta_QK*numpy.sqrt(eta_V)*n*(-mu_OV + mu_OV_0))/(M*b**3*eta_O*eta_V*n)) + 1)) - 1)/(numpy.sqrt(eta_O)*numpy.sqrt(eta_V)*mu_OV*special_functions.wright_omega((1/2)*(M*b**(3/2)*numpy.sqrt(eta_O)*eta_QK*numpy.sqrt(eta_V)*n*(mu_OV - mu_OV_0) + 2*M*b**3*eta_O*eta_V*m*numpy.exp(mu_QK_0) + 2*M*b**3*eta_O*eta_V*n*(mu_QK_0 + numpy.log(m/n)) + b**(3/2)*numpy.sqrt(eta_O)*eta_QK*numpy.sqrt(eta_V)*n*(-mu_OV + mu_OV_0))/(M*b**3*eta_O*eta_V*n)))
+    _t0 = numpy.sqrt(eta_O)
+    _t1 = numpy.sqrt(eta_V)
+    _t2 = b**3
+    _t3 = n**(-1.0)
+    _t4 = mu_OV - mu_OV_0
+    _t5 = _t0*_t1*b**(3/2)*eta_QK*n
+    _t6 = 2*M*_t2*eta_O*eta_V
+    _t7 = special_functions.wright_omega((1/2)*_t3*(M*_t4*_t5 - _t4*_t5 + _t6*m*numpy.exp(mu_QK_0) + _t6*n*(mu_QK_0 + numpy.log(_t3*m)))/(M*_t2*eta_O*eta_V))
+    _t8 = _t7 + 1
+    return (1/2)*_t8*numpy.sqrt(b)*(M + numpy.exp(_t7*mu_OV/_t8) - 1)/(_t0*_t1*_t7*mu_OV)
 
 
 def time_integrand__CAFO__mpmath(mu_OV, mu_OV_0, mu_QK_0, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from 1/CAFO.dmu_OV_dt on CAFO.orbit
-    return (mpmath.mpf(1)/mpmath.mpf(2))*mpmath.sqrt(b)*(special_functions.wright_omega_mpmath((mpmath.mpf(1)/mpmath.mpf(2))*(M*b**(mpmath.mpf(3)/mpmath.mpf(2))*mpmath.sqrt(eta_O)*eta_QK*mpmath.sqrt(eta_V)*n*(mu_OV - mu_OV_0) + 2*M*b**3*eta_O*eta_V*m*mpmath.exp(mu_QK_0) + 2*M*b**3*eta_O*eta_V*n*(mu_QK_0 + mpmath.log(m/n)) + b**(mpmath.mpf(3)/mpmath.mpf(2))*mpmath.sqrt(eta_O)*eta_QK*mpmath.sqrt(eta_V)*n*(-mu_OV + mu_OV_0))/(M*b**3*eta_O*eta_V*n)) + 1)*(M + mpmath.exp(mu_OV*special_functions.wright_omega_mpmath((mpmath.mpf(1)/mpmath.mpf(2))*(M*b**(mpmath.mpf(3)/mpmath.mpf(2))*mpmath.sqrt(eta_O)*eta_QK*mpmath.sqrt(eta_V)*n*(mu_OV - mu_OV_0) + 2*M*b**3*eta_O*eta_V*m*mpmath.exp(mu_QK_0) + 2*M*b**3*eta_O*eta_V*n*(mu_QK_0 + mpmath.log(m/n)) + b**(mpmath.mpf(3)/mpmath.mpf(2))*mpmath.sqrt(eta_O)*eta_QK*mpmath.sqrt(eta_V)*n*(-mu_OV + mu_OV_0))/(M*b**3*eta_O*eta_V*n))/(special_functions.wright_omega_mpmath((mpmath.mpf(1)/mpmath.mpf(2))*(M*b**(mpmath.mpf(3)/mpmath.mpf(2))*mpmath.sqrt(eta_O)*eta_QK*mpmath.sqrt(eta_V)*n*(mu_OV - mu_OV_0) + 2*M*b**3*eta_O*eta_V*m*mpmath.exp(mu_QK_0) + 2*M*b**3*eta_O*eta_V*n*(mu_QK_0 + mpmath.log(m/n)) + b**(mpmath.mpf(3)/mpmath.mpf(2))*mpmath.sqrt(eta_O)*eta_QK*mpmath.sqrt(eta_V)*n*(-mu_OV + mu_OV_0))/(M*b**3*eta_O*eta_V*n)) + 1)) - 1)/(mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V)*mu_OV*special_functions.wright_omega_mpmath((mpmath.mpf(1)/mpmath.mpf(2))*(M*b**(mpmath.mpf(3)/mpmath.mpf(2))*mpmath.sqrt(eta_O)*eta_QK*mpmath.sqrt(eta_V)*n*(mu_OV - mu_OV_0) + 2*M*b**3*eta_O*eta_V*m*mpmath.exp(mu_QK_0) + 2*M*b**3*eta_O*eta_V*n*(mu_QK_0 + mpmath.log(m/n)) + b**(mpmath.mpf(3)/mpmath.mpf(2))*mpmath.sqrt(eta_O)*eta_QK*mpmath.sqrt(eta_V)*n*(-mu_OV + mu_OV_0))/(M*b**3*eta_O*eta_V*n)))
+    _t0 = mpmath.sqrt(eta_O)
+    _t1 = mpmath.sqrt(eta_V)
+    _t2 = b**3
+    _t3 = 1/n
+    _t4 = mu_OV - mu_OV_0
+    _t5 = _t0*_t1*b**(mpmath.mpf(3)/mpmath.mpf(2))*eta_QK*n
+    _t6 = 2*M*_t2*eta_O*eta_V
+    _t7 = special_functions.wright_omega_mpmath((mpmath.mpf(1)/mpmath.mpf(2))*_t3*(M*_t4*_t5 - _t4*_t5 + _t6*m*mpmath.exp(mu_QK_0) + _t6*n*(mu_QK_0 + mpmath.log(_t3*m)))/(M*_t2*eta_O*eta_V))
+    _t8 = _t7 + 1
+    return (mpmath.mpf(1)/mpmath.mpf(2))*_t8*mpmath.sqrt(b)*(M + mpmath.exp(_t7*mu_OV/_t8) - 1)/(_t0*_t1*_t7*mu_OV)
 
 
 def orbit_residual__CAFO__numpy(mu_OV, mu_QK, mu_OV_0, mu_QK_0, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from CAFO.orbit
-    return mu_QK + special_functions.wright_omega(numpy.log(m) - numpy.log(n) + (m*numpy.exp(mu_QK_0) + mu_QK_0*n + (1/2)*eta_QK*mu_OV*n*(M - 1)/(M*b**(3/2)*numpy.sqrt(eta_O)*numpy.sqrt(eta_V)) - 1/2*eta_QK*mu_OV_0*n*(M - 1)/(M*b**(3/2)*numpy.sqrt(eta_O)*numpy.sqrt(eta_V)))/n) - (m*numpy.exp(mu_QK_0) + mu_QK_0*n + (1/2)*eta_QK*mu_OV*n*(M - 1)/(M*b**(3/2)*numpy.sqrt(eta_O)*numpy.sqrt(eta_V)) - 1/2*eta_QK*mu_OV_0*n*(M - 1)/(M*b**(3/2)*numpy.sqrt(eta_O)*numpy.sqrt(eta_V)))/n
+    _t0 = (1/2)*eta_QK*n*(M - 1)/(M*b**(3/2)*numpy.sqrt(eta_O)*numpy.sqrt(eta_V))
+    _t1 = (_t0*mu_OV - _t0*mu_OV_0 + m*numpy.exp(mu_QK_0) + mu_QK_0*n)/n
+    return -_t1 + mu_QK + special_functions.wright_omega(_t1 + numpy.log(m) - numpy.log(n))
 
 
 def orbit_residual__CAFO__mpmath(mu_OV, mu_QK, mu_OV_0, mu_QK_0, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from CAFO.orbit
-    return mu_QK + special_functions.wright_omega_mpmath(mpmath.log(m) - mpmath.log(n) + (m*mpmath.exp(mu_QK_0) + mu_QK_0*n + (mpmath.mpf(1)/mpmath.mpf(2))*eta_QK*mu_OV*n*(M - 1)/(M*b**(mpmath.mpf(3)/mpmath.mpf(2))*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V)) - mpmath.mpf(1)/mpmath.mpf(2)*eta_QK*mu_OV_0*n*(M - 1)/(M*b**(mpmath.mpf(3)/mpmath.mpf(2))*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V)))/n) - (m*mpmath.exp(mu_QK_0) + mu_QK_0*n + (mpmath.mpf(1)/mpmath.mpf(2))*eta_QK*mu_OV*n*(M - 1)/(M*b**(mpmath.mpf(3)/mpmath.mpf(2))*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V)) - mpmath.mpf(1)/mpmath.mpf(2)*eta_QK*mu_OV_0*n*(M - 1)/(M*b**(mpmath.mpf(3)/mpmath.mpf(2))*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V)))/n
+    _t0 = (mpmath.mpf(1)/mpmath.mpf(2))*eta_QK*n*(M - 1)/(M*b**(mpmath.mpf(3)/mpmath.mpf(2))*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V))
+    _t1 = (_t0*mu_OV - _t0*mu_OV_0 + m*mpmath.exp(mu_QK_0) + mu_QK_0*n)/n
+    return -_t1 + mu_QK + special_functions.wright_omega_mpmath(_t1 + mpmath.log(m) - mpmath.log(n))
 
 
 def initial_point__CAFO__numpy(eps, b):
@@ -381,82 +766,293 @@ def initial_point__CAFO__math(eps, b):
 
 def reduced_rhs__FACO_balanced__numpy(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from FACO.dmu_OV_dt, FACO.dmu_QK_dt
-    return (eta_OV*m*numpy.exp(mu_QK)/(b*(M + numpy.expm1(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)))*(m*numpy.exp(mu_QK) + n)), 2*numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*m*mu_OV*mu_QK*n*(M - 1)*numpy.exp(mu_QK)/(M*b*(M + numpy.expm1(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)))*(m*numpy.exp(mu_QK) + n)**2))
+    _t0 = m*numpy.exp(mu_QK)
+    _t1 = _t0 + n
+    _t2 = _t0/_t1
+    _t3 = 1/(b*(M + numpy.expm1(_t2*mu_OV)))
+    return (_t2*_t3*eta_OV, 2*_t0*_t3*numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*mu_OV*mu_QK*n*(M - 1)/(M*_t1**2))
 
 
 def reduced_rhs__FACO_balanced__mpmath(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from FACO.dmu_OV_dt, FACO.dmu_QK_dt
-    return (eta_OV*m*mpmath.exp(mu_QK)/(b*(M + mpmath.expm1(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)))*(m*mpmath.exp(mu_QK) + n)), 2*mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*m*mu_OV*mu_QK*n*(M - 1)*mpmath.exp(mu_QK)/(M*b*(M + mpmath.expm1(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)))*(m*mpmath.exp(mu_QK) + n)**2))
+    _t0 = m*mpmath.exp(mu_QK)
+    _t1 = _t0 + n
+    _t2 = _t0/_t1
+    _t3 = 1/(b*(M + mpmath.expm1(_t2*mu_OV)))
+    return (_t2*_t3*eta_OV, 2*_t0*_t3*mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*mu_OV*mu_QK*n*(M - 1)/(M*_t1**2))
 
 
 def reduced_rhs__FACO_balanced__math(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from FACO.dmu_OV_dt, FACO.dmu_QK_dt
-    return (eta_OV*m*math.exp(mu_QK)/(b*(M + math.expm1(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)))*(m*math.exp(mu_QK) + n)), 2*math.sqrt(eta_K)*math.sqrt(eta_Q)*m*mu_OV*mu_QK*n*(M - 1)*math.exp(mu_QK)/(M*b*(M + math.expm1(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)))*(m*math.exp(mu_QK) + n)**2))
+    _t0 = m*math.exp(mu_QK)
+    _t1 = _t0 + n
+    _t2 = _t0/_t1
+    _t3 = 1/(b*(M + math.expm1(_t2*mu_OV)))
+    return (_t2*_t3*eta_OV, 2*_t0*_t3*math.sqrt(eta_K)*math.sqrt(eta_Q)*mu_OV*mu_QK*n*(M - 1)/(M*_t1**2))
 
 
 def reduced_jacobian__FACO_balanced__numpy(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from Jacobian of FACO.dmu_OV_dt, FACO.dmu_QK_dt
-    return (-eta_OV*m**2*numpy.exp(2*mu_QK)*numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))/(b*(m*numpy.exp(mu_QK) + n)**2*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)**2), -eta_OV*m**2*numpy.exp(2*mu_QK)/(b*(m*numpy.exp(mu_QK) + n)**2*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)) - eta_OV*m*(-m**2*mu_OV*numpy.exp(2*mu_QK)/(m*numpy.exp(mu_QK) + n)**2 + m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))*numpy.exp(mu_QK)*numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))/(b*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)**2) + eta_OV*m*numpy.exp(mu_QK)/(b*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)), 2*numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*m**2*mu_OV*mu_QK*(M - 1)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(2*mu_QK)*numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))/(M*b*(m*numpy.exp(mu_QK) + n)**2*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)**2) - 2*numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*m*mu_QK*(M - 1)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(mu_QK)/(M*b*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)), 2*numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*m**2*mu_OV*mu_QK*(M - 1)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(2*mu_QK)/(M*b*(m*numpy.exp(mu_QK) + n)**2*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)) + 2*numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*m*mu_OV*mu_QK*(M - 1)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*(-m**2*mu_OV*numpy.exp(2*mu_QK)/(m*numpy.exp(mu_QK) + n)**2 + m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))*numpy.exp(mu_QK)*numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))/(M*b*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)**2) - 2*numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*m*mu_OV*mu_QK*(M - 1)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(mu_QK)/(M*b*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)) - 2*numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*m*mu_OV*mu_QK*(M - 1)*(-m**2*numpy.exp(2*mu_QK)/(m*numpy.exp(mu_QK) + n)**2 + m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))*numpy.exp(mu_QK)/(M*b*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)) - 2*numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*m*mu_OV*(M - 1)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(mu_QK)/(M*b*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)))
+    _t0 = m**2
+    _t1 = numpy.exp(mu_QK)
+    _t2 = _t1*m
+    _t3 = _t2 + n
+    _t4 = _t3**(-2.0)
+    _t5 = 2*mu_QK
+    _t6 = numpy.exp(_t5)
+    _t7 = _t0*_t4*_t6
+    _t8 = b**(-1.0)
+    _t9 = _t8*eta_OV
+    _t10 = _t3**(-1.0)
+    _t11 = _t10*_t2
+    _t12 = _t11*mu_OV
+    _t13 = numpy.exp(_t12)
+    _t14 = M - 1
+    _t15 = _t13 + _t14
+    _t16 = _t15**(-2.0)
+    _t17 = _t13*_t16
+    _t18 = _t17*_t9
+    _t19 = _t15**(-1.0)
+    _t20 = _t7*mu_OV
+    _t21 = _t1*_t10*m*mu_OV - _t20
+    _t22 = numpy.sqrt(eta_K)
+    _t23 = numpy.sqrt(eta_Q)
+    _t24 = M**(-1.0)
+    _t25 = _t11 - 1
+    _t26 = _t14*_t19*_t22*_t23*_t24*_t25*_t8
+    _t27 = _t26*_t5
+    _t28 = _t14*_t22*_t23*_t24*_t5*_t8
+    return (-_t18*_t7, _t1*_t10*_t19*_t8*eta_OV*m - _t11*_t18*_t21 - _t19*_t7*_t9, -_t11*_t27 + _t17*_t20*_t25*_t28, 2*_t0*_t14*_t19*_t22*_t23*_t24*_t25*_t4*_t6*_t8*mu_OV*mu_QK + 2*_t1*_t10*_t13*_t14*_t16*_t21*_t22*_t23*_t24*_t25*_t8*m*mu_OV*mu_QK - _t12*_t19*_t28*(_t1*_t10*m - _t7) - 2*_t12*_t26 - _t12*_t27)
 
 
 def reduced_jacobian__FACO_balanced__mpmath(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from Jacobian of FACO.dmu_OV_dt, FACO.dmu_QK_dt
-    return (-eta_OV*m**2*mpmath.exp(2*mu_QK)*mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))/(b*(m*mpmath.exp(mu_QK) + n)**2*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)**2), -eta_OV*m**2*mpmath.exp(2*mu_QK)/(b*(m*mpmath.exp(mu_QK) + n)**2*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)) - eta_OV*m*(-m**2*mu_OV*mpmath.exp(2*mu_QK)/(m*mpmath.exp(mu_QK) + n)**2 + m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))*mpmath.exp(mu_QK)*mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))/(b*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)**2) + eta_OV*m*mpmath.exp(mu_QK)/(b*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)), 2*mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*m**2*mu_OV*mu_QK*(M - 1)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(2*mu_QK)*mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))/(M*b*(m*mpmath.exp(mu_QK) + n)**2*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)**2) - 2*mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*m*mu_QK*(M - 1)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(mu_QK)/(M*b*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)), 2*mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*m**2*mu_OV*mu_QK*(M - 1)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(2*mu_QK)/(M*b*(m*mpmath.exp(mu_QK) + n)**2*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)) + 2*mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*m*mu_OV*mu_QK*(M - 1)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*(-m**2*mu_OV*mpmath.exp(2*mu_QK)/(m*mpmath.exp(mu_QK) + n)**2 + m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))*mpmath.exp(mu_QK)*mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))/(M*b*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)**2) - 2*mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*m*mu_OV*mu_QK*(M - 1)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(mu_QK)/(M*b*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)) - 2*mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*m*mu_OV*mu_QK*(M - 1)*(-m**2*mpmath.exp(2*mu_QK)/(m*mpmath.exp(mu_QK) + n)**2 + m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))*mpmath.exp(mu_QK)/(M*b*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)) - 2*mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*m*mu_OV*(M - 1)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(mu_QK)/(M*b*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)))
+    _t0 = m**2
+    _t1 = mpmath.exp(mu_QK)
+    _t2 = _t1*m
+    _t3 = _t2 + n
+    _t4 = _t3**(-2)
+    _t5 = 2*mu_QK
+    _t6 = mpmath.exp(_t5)
+    _t7 = _t0*_t4*_t6
+    _t8 = 1/b
+    _t9 = _t8*eta_OV
+    _t10 = 1/_t3
+    _t11 = _t10*_t2
+    _t12 = _t11*mu_OV
+    _t13 = mpmath.exp(_t12)
+    _t14 = M - 1
+    _t15 = _t13 + _t14
+    _t16 = _t15**(-2)
+    _t17 = _t13*_t16
+    _t18 = _t17*_t9
+    _t19 = 1/_t15
+    _t20 = _t7*mu_OV
+    _t21 = _t1*_t10*m*mu_OV - _t20
+    _t22 = mpmath.sqrt(eta_K)
+    _t23 = mpmath.sqrt(eta_Q)
+    _t24 = 1/M
+    _t25 = _t11 - 1
+    _t26 = _t14*_t19*_t22*_t23*_t24*_t25*_t8
+    _t27 = _t26*_t5
+    _t28 = _t14*_t22*_t23*_t24*_t5*_t8
+    return (-_t18*_t7, _t1*_t10*_t19*_t8*eta_OV*m - _t11*_t18*_t21 - _t19*_t7*_t9, -_t11*_t27 + _t17*_t20*_t25*_t28, 2*_t0*_t14*_t19*_t22*_t23*_t24*_t25*_t4*_t6*_t8*mu_OV*mu_QK + 2*_t1*_t10*_t13*_t14*_t16*_t21*_t22*_t23*_t24*_t25*_t8*m*mu_OV*mu_QK - _t12*_t19*_t28*(_t1*_t10*m - _t7) - 2*_t12*_t26 - _t12*_t27)
 
 
 def reduced_jacobian__FACO_balanced__math(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from Jacobian of FACO.dmu_OV_dt, FACO.dmu_QK_dt
-    return (-eta_OV*m**2*math.exp(2*mu_QK)*math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))/(b*(m*math.exp(mu_QK) + n)**2*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)**2), -eta_OV*m**2*math.exp(2*mu_QK)/(b*(m*math.exp(mu_QK) + n)**2*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)) - eta_OV*m*(-m**2*mu_OV*math.exp(2*mu_QK)/(m*math.exp(mu_QK) + n)**2 + m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))*math.exp(mu_QK)*math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))/(b*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)**2) + eta_OV*m*math.exp(mu_QK)/(b*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)), 2*math.sqrt(eta_K)*math.sqrt(eta_Q)*m**2*mu_OV*mu_QK*(M - 1)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(2*mu_QK)*math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))/(M*b*(m*math.exp(mu_QK) + n)**2*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)**2) - 2*math.sqrt(eta_K)*math.sqrt(eta_Q)*m*mu_QK*(M - 1)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(mu_QK)/(M*b*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)), 2*math.sqrt(eta_K)*math.sqrt(eta_Q)*m**2*mu_OV*mu_QK*(M - 1)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(2*mu_QK)/(M*b*(m*math.exp(mu_QK) + n)**2*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)) + 2*math.sqrt(eta_K)*math.sqrt(eta_Q)*m*mu_OV*mu_QK*(M - 1)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*(-m**2*mu_OV*math.exp(2*mu_QK)/(m*math.exp(mu_QK) + n)**2 + m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))*math.exp(mu_QK)*math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))/(M*b*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)**2) - 2*math.sqrt(eta_K)*math.sqrt(eta_Q)*m*mu_OV*mu_QK*(M - 1)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(mu_QK)/(M*b*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)) - 2*math.sqrt(eta_K)*math.sqrt(eta_Q)*m*mu_OV*mu_QK*(M - 1)*(-m**2*math.exp(2*mu_QK)/(m*math.exp(mu_QK) + n)**2 + m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))*math.exp(mu_QK)/(M*b*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)) - 2*math.sqrt(eta_K)*math.sqrt(eta_Q)*m*mu_OV*(M - 1)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(mu_QK)/(M*b*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)))
+    _t0 = m**2
+    _t1 = math.exp(mu_QK)
+    _t2 = _t1*m
+    _t3 = _t2 + n
+    _t4 = _t3**(-2)
+    _t5 = 2*mu_QK
+    _t6 = math.exp(_t5)
+    _t7 = _t0*_t4*_t6
+    _t8 = 1/b
+    _t9 = _t8*eta_OV
+    _t10 = 1/_t3
+    _t11 = _t10*_t2
+    _t12 = _t11*mu_OV
+    _t13 = math.exp(_t12)
+    _t14 = M - 1
+    _t15 = _t13 + _t14
+    _t16 = _t15**(-2)
+    _t17 = _t13*_t16
+    _t18 = _t17*_t9
+    _t19 = 1/_t15
+    _t20 = _t7*mu_OV
+    _t21 = _t1*_t10*m*mu_OV - _t20
+    _t22 = math.sqrt(eta_K)
+    _t23 = math.sqrt(eta_Q)
+    _t24 = 1/M
+    _t25 = _t11 - 1
+    _t26 = _t14*_t19*_t22*_t23*_t24*_t25*_t8
+    _t27 = _t26*_t5
+    _t28 = _t14*_t22*_t23*_t24*_t5*_t8
+    return (-_t18*_t7, _t1*_t10*_t19*_t8*eta_OV*m - _t11*_t18*_t21 - _t19*_t7*_t9, -_t11*_t27 + _t17*_t20*_t25*_t28, 2*_t0*_t14*_t19*_t22*_t23*_t24*_t25*_t4*_t6*_t8*mu_OV*mu_QK + 2*_t1*_t10*_t13*_t14*_t16*_t21*_t22*_t23*_t24*_t25*_t8*m*mu_OV*mu_QK - _t12*_t19*_t28*(_t1*_t10*m - _t7) - 2*_t12*_t26 - _t12*_t27)
 
 
 def reduced_rhs__FACO_unbalanced__numpy(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from FACO.dmu_OV_dt_unbalanced_alpha, FACO.dmu_QK_dt_unbalanced_alpha, model.alpha
-    return (eta_OV*m*numpy.exp(mu_QK)/(b*(M + numpy.expm1(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)))*(m*numpy.exp(mu_QK) + n)), numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*m*mu_OV*n*(M - 1)*numpy.sqrt(C_QK**2*eta_K*eta_Q + 4*b**2*mu_QK**2)*numpy.exp(mu_QK)/(M*b**2*(M + numpy.expm1(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)))*(m*numpy.exp(mu_QK) + n)**2))
+    _t0 = m*numpy.exp(mu_QK)
+    _t1 = _t0 + n
+    _t2 = _t0/_t1
+    _t3 = (M + numpy.expm1(_t2*mu_OV))**(-1.0)
+    _t4 = b**2
+    return (_t2*_t3*eta_OV/b, _t0*_t3*numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*mu_OV*n*(M - 1)*numpy.sqrt(C_QK**2*eta_K*eta_Q + 4*_t4*mu_QK**2)/(M*_t1**2*_t4))
 
 
 def reduced_rhs__FACO_unbalanced__mpmath(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from FACO.dmu_OV_dt_unbalanced_alpha, FACO.dmu_QK_dt_unbalanced_alpha, model.alpha
-    return (eta_OV*m*mpmath.exp(mu_QK)/(b*(M + mpmath.expm1(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)))*(m*mpmath.exp(mu_QK) + n)), mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*m*mu_OV*n*(M - 1)*mpmath.sqrt(C_QK**2*eta_K*eta_Q + 4*b**2*mu_QK**2)*mpmath.exp(mu_QK)/(M*b**2*(M + mpmath.expm1(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)))*(m*mpmath.exp(mu_QK) + n)**2))
+    _t0 = m*mpmath.exp(mu_QK)
+    _t1 = _t0 + n
+    _t2 = _t0/_t1
+    _t3 = 1/(M + mpmath.expm1(_t2*mu_OV))
+    _t4 = b**2
+    return (_t2*_t3*eta_OV/b, _t0*_t3*mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*mu_OV*n*(M - 1)*mpmath.sqrt(C_QK**2*eta_K*eta_Q + 4*_t4*mu_QK**2)/(M*_t1**2*_t4))
 
 
 def reduced_rhs__FACO_unbalanced__math(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from FACO.dmu_OV_dt_unbalanced_alpha, FACO.dmu_QK_dt_unbalanced_alpha, model.alpha
-    return (eta_OV*m*math.exp(mu_QK)/(b*(M + math.expm1(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)))*(m*math.exp(mu_QK) + n)), math.sqrt(eta_K)*math.sqrt(eta_Q)*m*mu_OV*n*(M - 1)*math.sqrt(C_QK**2*eta_K*eta_Q + 4*b**2*mu_QK**2)*math.exp(mu_QK)/(M*b**2*(M + math.expm1(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)))*(m*math.exp(mu_QK) + n)**2))
+    _t0 = m*math.exp(mu_QK)
+    _t1 = _t0 + n
+    _t2 = _t0/_t1
+    _t3 = 1/(M + math.expm1(_t2*mu_OV))
+    _t4 = b**2
+    return (_t2*_t3*eta_OV/b, _t0*_t3*math.sqrt(eta_K)*math.sqrt(eta_Q)*mu_OV*n*(M - 1)*math.sqrt(C_QK**2*eta_K*eta_Q + 4*_t4*mu_QK**2)/(M*_t1**2*_t4))
 
 
 def reduced_jacobian__FACO_unbalanced__numpy(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from Jacobian of FACO.dmu_OV_dt_unbalanced_alpha, FACO.dmu_QK_dt_unbalanced_alpha, model.alpha
-    return (-eta_OV*m**2*numpy.exp(2*mu_QK)*numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))/(b*(m*numpy.exp(mu_QK) + n)**2*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)**2), -eta_OV*m**2*numpy.exp(2*mu_QK)/(b*(m*numpy.exp(mu_QK) + n)**2*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)) - eta_OV*m*(-m**2*mu_OV*numpy.exp(2*mu_QK)/(m*numpy.exp(mu_QK) + n)**2 + m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))*numpy.exp(mu_QK)*numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))/(b*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)**2) + eta_OV*m*numpy.exp(mu_QK)/(b*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)), m**2*mu_OV*(M - 1)*numpy.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(2*mu_QK)*numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))/(M*b**2*(m*numpy.exp(mu_QK) + n)**2*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)**2) - m*(M - 1)*numpy.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(mu_QK)/(M*b**2*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)), -4*eta_K*eta_Q*m*mu_OV*mu_QK*(M - 1)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(mu_QK)/(M*(m*numpy.exp(mu_QK) + n)*numpy.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)) + m**2*mu_OV*(M - 1)*numpy.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(2*mu_QK)/(M*b**2*(m*numpy.exp(mu_QK) + n)**2*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)) + m*mu_OV*(M - 1)*numpy.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*(-m**2*mu_OV*numpy.exp(2*mu_QK)/(m*numpy.exp(mu_QK) + n)**2 + m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))*numpy.exp(mu_QK)*numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))/(M*b**2*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)**2) - m*mu_OV*(M - 1)*numpy.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(mu_QK)/(M*b**2*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)) - m*mu_OV*(M - 1)*numpy.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(-m**2*numpy.exp(2*mu_QK)/(m*numpy.exp(mu_QK) + n)**2 + m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))*numpy.exp(mu_QK)/(M*b**2*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)))
+    _t0 = m**2
+    _t1 = numpy.exp(mu_QK)
+    _t2 = _t1*m
+    _t3 = _t2 + n
+    _t4 = _t3**(-2.0)
+    _t5 = numpy.exp(2*mu_QK)
+    _t6 = _t0*_t4*_t5
+    _t7 = b**(-1.0)
+    _t8 = _t7*eta_OV
+    _t9 = _t6*_t8
+    _t10 = _t3**(-1.0)
+    _t11 = _t10*_t2
+    _t12 = _t11*mu_OV
+    _t13 = numpy.exp(_t12)
+    _t14 = M - 1
+    _t15 = _t13 + _t14
+    _t16 = _t15**(-2.0)
+    _t17 = _t13*_t16
+    _t18 = _t15**(-1.0)
+    _t19 = _t6*mu_OV
+    _t20 = _t1*_t10*m*mu_OV - _t19
+    _t21 = M**(-1.0)
+    _t22 = _t11 - 1
+    _t23 = _t14*_t21*_t22
+    _t24 = b**2
+    _t25 = _t24**(-1.0)
+    _t26 = 4*eta_K*eta_Q
+    _t27 = numpy.sqrt(C_QK**2*eta_K**2*eta_Q**2 + _t24*_t26*mu_QK**2)
+    _t28 = _t25*_t27
+    _t29 = _t23*_t28
+    _t30 = _t12*_t18
+    return (-_t17*_t9, _t1*_t10*_t18*_t7*eta_OV*m - _t11*_t17*_t20*_t8 - _t18*_t9, -_t11*_t18*_t29 + _t17*_t19*_t29, _t0*_t14*_t18*_t21*_t22*_t25*_t27*_t4*_t5*mu_OV + _t1*_t10*_t13*_t14*_t16*_t20*_t21*_t22*_t25*_t27*m*mu_OV - _t12*_t18*_t29 - _t14*_t21*_t28*_t30*(_t1*_t10*m - _t6) - _t23*_t26*_t30*mu_QK/_t27)
 
 
 def reduced_jacobian__FACO_unbalanced__mpmath(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from Jacobian of FACO.dmu_OV_dt_unbalanced_alpha, FACO.dmu_QK_dt_unbalanced_alpha, model.alpha
-    return (-eta_OV*m**2*mpmath.exp(2*mu_QK)*mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))/(b*(m*mpmath.exp(mu_QK) + n)**2*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)**2), -eta_OV*m**2*mpmath.exp(2*mu_QK)/(b*(m*mpmath.exp(mu_QK) + n)**2*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)) - eta_OV*m*(-m**2*mu_OV*mpmath.exp(2*mu_QK)/(m*mpmath.exp(mu_QK) + n)**2 + m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))*mpmath.exp(mu_QK)*mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))/(b*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)**2) + eta_OV*m*mpmath.exp(mu_QK)/(b*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)), m**2*mu_OV*(M - 1)*mpmath.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(2*mu_QK)*mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))/(M*b**2*(m*mpmath.exp(mu_QK) + n)**2*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)**2) - m*(M - 1)*mpmath.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(mu_QK)/(M*b**2*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)), -4*eta_K*eta_Q*m*mu_OV*mu_QK*(M - 1)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(mu_QK)/(M*(m*mpmath.exp(mu_QK) + n)*mpmath.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)) + m**2*mu_OV*(M - 1)*mpmath.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(2*mu_QK)/(M*b**2*(m*mpmath.exp(mu_QK) + n)**2*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)) + m*mu_OV*(M - 1)*mpmath.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*(-m**2*mu_OV*mpmath.exp(2*mu_QK)/(m*mpmath.exp(mu_QK) + n)**2 + m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))*mpmath.exp(mu_QK)*mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))/(M*b**2*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)**2) - m*mu_OV*(M - 1)*mpmath.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(mu_QK)/(M*b**2*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)) - m*mu_OV*(M - 1)*mpmath.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(-m**2*mpmath.exp(2*mu_QK)/(m*mpmath.exp(mu_QK) + n)**2 + m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))*mpmath.exp(mu_QK)/(M*b**2*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)))
+    _t0 = m**2
+    _t1 = mpmath.exp(mu_QK)
+    _t2 = _t1*m
+    _t3 = _t2 + n
+    _t4 = _t3**(-2)
+    _t5 = mpmath.exp(2*mu_QK)
+    _t6 = _t0*_t4*_t5
+    _t7 = 1/b
+    _t8 = _t7*eta_OV
+    _t9 = _t6*_t8
+    _t10 = 1/_t3
+    _t11 = _t10*_t2
+    _t12 = _t11*mu_OV
+    _t13 = mpmath.exp(_t12)
+    _t14 = M - 1
+    _t15 = _t13 + _t14
+    _t16 = _t15**(-2)
+    _t17 = _t13*_t16
+    _t18 = 1/_t15
+    _t19 = _t6*mu_OV
+    _t20 = _t1*_t10*m*mu_OV - _t19
+    _t21 = 1/M
+    _t22 = _t11 - 1
+    _t23 = _t14*_t21*_t22
+    _t24 = b**2
+    _t25 = 1/_t24
+    _t26 = 4*eta_K*eta_Q
+    _t27 = mpmath.sqrt(C_QK**2*eta_K**2*eta_Q**2 + _t24*_t26*mu_QK**2)
+    _t28 = _t25*_t27
+    _t29 = _t23*_t28
+    _t30 = _t12*_t18
+    return (-_t17*_t9, _t1*_t10*_t18*_t7*eta_OV*m - _t11*_t17*_t20*_t8 - _t18*_t9, -_t11*_t18*_t29 + _t17*_t19*_t29, _t0*_t14*_t18*_t21*_t22*_t25*_t27*_t4*_t5*mu_OV + _t1*_t10*_t13*_t14*_t16*_t20*_t21*_t22*_t25*_t27*m*mu_OV - _t12*_t18*_t29 - _t14*_t21*_t28*_t30*(_t1*_t10*m - _t6) - _t23*_t26*_t30*mu_QK/_t27)
 
 
 def reduced_jacobian__FACO_unbalanced__math(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from Jacobian of FACO.dmu_OV_dt_unbalanced_alpha, FACO.dmu_QK_dt_unbalanced_alpha, model.alpha
-    return (-eta_OV*m**2*math.exp(2*mu_QK)*math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))/(b*(m*math.exp(mu_QK) + n)**2*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)**2), -eta_OV*m**2*math.exp(2*mu_QK)/(b*(m*math.exp(mu_QK) + n)**2*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)) - eta_OV*m*(-m**2*mu_OV*math.exp(2*mu_QK)/(m*math.exp(mu_QK) + n)**2 + m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))*math.exp(mu_QK)*math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))/(b*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)**2) + eta_OV*m*math.exp(mu_QK)/(b*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)), m**2*mu_OV*(M - 1)*math.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(2*mu_QK)*math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))/(M*b**2*(m*math.exp(mu_QK) + n)**2*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)**2) - m*(M - 1)*math.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(mu_QK)/(M*b**2*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)), -4*eta_K*eta_Q*m*mu_OV*mu_QK*(M - 1)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(mu_QK)/(M*(m*math.exp(mu_QK) + n)*math.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)) + m**2*mu_OV*(M - 1)*math.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(2*mu_QK)/(M*b**2*(m*math.exp(mu_QK) + n)**2*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)) + m*mu_OV*(M - 1)*math.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*(-m**2*mu_OV*math.exp(2*mu_QK)/(m*math.exp(mu_QK) + n)**2 + m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))*math.exp(mu_QK)*math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))/(M*b**2*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)**2) - m*mu_OV*(M - 1)*math.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(mu_QK)/(M*b**2*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)) - m*mu_OV*(M - 1)*math.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(-m**2*math.exp(2*mu_QK)/(m*math.exp(mu_QK) + n)**2 + m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))*math.exp(mu_QK)/(M*b**2*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)))
+    _t0 = m**2
+    _t1 = math.exp(mu_QK)
+    _t2 = _t1*m
+    _t3 = _t2 + n
+    _t4 = _t3**(-2)
+    _t5 = math.exp(2*mu_QK)
+    _t6 = _t0*_t4*_t5
+    _t7 = 1/b
+    _t8 = _t7*eta_OV
+    _t9 = _t6*_t8
+    _t10 = 1/_t3
+    _t11 = _t10*_t2
+    _t12 = _t11*mu_OV
+    _t13 = math.exp(_t12)
+    _t14 = M - 1
+    _t15 = _t13 + _t14
+    _t16 = _t15**(-2)
+    _t17 = _t13*_t16
+    _t18 = 1/_t15
+    _t19 = _t6*mu_OV
+    _t20 = _t1*_t10*m*mu_OV - _t19
+    _t21 = 1/M
+    _t22 = _t11 - 1
+    _t23 = _t14*_t21*_t22
+    _t24 = b**2
+    _t25 = 1/_t24
+    _t26 = 4*eta_K*eta_Q
+    _t27 = math.sqrt(C_QK**2*eta_K**2*eta_Q**2 + _t24*_t26*mu_QK**2)
+    _t28 = _t25*_t27
+    _t29 = _t23*_t28
+    _t30 = _t12*_t18
+    return (-_t17*_t9, _t1*_t10*_t18*_t7*eta_OV*m - _t11*_t17*_t20*_t8 - _t18*_t9, -_t11*_t18*_t29 + _t17*_t19*_t29, _t0*_t14*_t18*_t21*_t22*_t25*_t27*_t4*_t5*mu_OV + _t1*_t10*_t13*_t14*_t16*_t20*_t21*_t22*_t25*_t27*m*mu_OV - _t12*_t18*_t29 - _t14*_t21*_t28*_t30*(_t1*_t10*m - _t6) - _t23*_t26*_t30*mu_QK/_t27)
 
 
 def first_integral__FACO__numpy(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from FACO.first_integral
-    return -numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*mu_OV**2*n/eta_OV + m*special_functions.expi(mu_QK) + n*numpy.log(mu_QK) + numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*mu_OV**2*n/(M*eta_OV)
+    _t0 = numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*mu_OV**2*n/eta_OV
+    return -_t0 + m*special_functions.expi(mu_QK) + n*numpy.log(mu_QK) + _t0/M
 
 
 def first_integral__FACO__mpmath(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from FACO.first_integral
-    return -mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*mu_OV**2*n/eta_OV + m*mpmath.ei(mu_QK) + n*mpmath.log(mu_QK) + mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*mu_OV**2*n/(M*eta_OV)
+    _t0 = mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*mu_OV**2*n/eta_OV
+    return -_t0 + m*mpmath.ei(mu_QK) + n*mpmath.log(mu_QK) + _t0/M
 
 
 def first_integral_scale__FACO__numpy(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from sum of |terms| of FACO.first_integral (its cancellation scale)
-    return numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*mu_OV**2*n/eta_OV + m*abs(special_functions.expi(mu_QK)) + n*abs(numpy.log(mu_QK)) + numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*mu_OV**2*n/(M*eta_OV)
+    _t0 = numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*mu_OV**2*n/eta_OV
+    return _t0 + m*abs(special_functions.expi(mu_QK)) + n*abs(numpy.log(mu_QK)) + _t0/M
 
 
 def first_integral_scale__FACO__mpmath(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from sum of |terms| of FACO.first_integral (its cancellation scale)
-    return mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*mu_OV**2*n/eta_OV + m*abs(mpmath.ei(mu_QK)) + n*abs(mpmath.log(mu_QK)) + mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*mu_OV**2*n/(M*eta_OV)
+    _t0 = mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*mu_OV**2*n/eta_OV
+    return _t0 + m*abs(mpmath.ei(mu_QK)) + n*abs(mpmath.log(mu_QK)) + _t0/M
 
 
 def line_coordinates__FACO__numpy(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
@@ -471,12 +1067,14 @@ def line_coordinates__FACO__mpmath(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta
 
 def orbit_residual__FACO__numpy(mu_OV, mu_QK, mu_OV_0, mu_QK_0, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from FACO.orbit
-    return m*special_functions.expi(mu_QK) - m*special_functions.expi(mu_QK_0) + n*numpy.log(mu_QK) - n*numpy.log(mu_QK_0) - numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*mu_OV**2*n*(M - 1)/(M*eta_OV) + numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*mu_OV_0**2*n*(M - 1)/(M*eta_OV)
+    _t0 = numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*n*(M - 1)/(M*eta_OV)
+    return -_t0*mu_OV**2 + _t0*mu_OV_0**2 + m*special_functions.expi(mu_QK) - m*special_functions.expi(mu_QK_0) + n*numpy.log(mu_QK) - n*numpy.log(mu_QK_0)
 
 
 def orbit_residual__FACO__mpmath(mu_OV, mu_QK, mu_OV_0, mu_QK_0, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from FACO.orbit
-    return m*mpmath.ei(mu_QK) - m*mpmath.ei(mu_QK_0) + n*mpmath.log(mu_QK) - n*mpmath.log(mu_QK_0) - mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*mu_OV**2*n*(M - 1)/(M*eta_OV) + mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*mu_OV_0**2*n*(M - 1)/(M*eta_OV)
+    _t0 = mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*n*(M - 1)/(M*eta_OV)
+    return -_t0*mu_OV**2 + _t0*mu_OV_0**2 + m*mpmath.ei(mu_QK) - m*mpmath.ei(mu_QK_0) + n*mpmath.log(mu_QK) - n*mpmath.log(mu_QK_0)
 
 
 def initial_point__FACO__numpy(eps, b):
@@ -496,82 +1094,311 @@ def initial_point__FACO__math(eps, b):
 
 def reduced_rhs__FAFO_balanced__numpy(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from FAFO.dmu_OV_dt, FAFO.dmu_QK_dt
-    return (2*numpy.sqrt(eta_O)*numpy.sqrt(eta_V)*m*mu_OV*numpy.exp(mu_QK)/(numpy.sqrt(b)*(M + numpy.expm1(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)))*(m*numpy.exp(mu_QK) + n)), 2*numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*m*mu_OV*mu_QK*n*(M - 1)*numpy.exp(mu_QK)/(M*b*(M + numpy.expm1(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)))*(m*numpy.exp(mu_QK) + n)**2))
+    _t0 = m*numpy.exp(mu_QK)
+    _t1 = _t0 + n
+    _t2 = _t0*mu_OV
+    _t3 = _t2/_t1
+    _t4 = 2/(M + numpy.expm1(_t3))
+    return (_t3*_t4*numpy.sqrt(eta_O)*numpy.sqrt(eta_V)/numpy.sqrt(b), _t2*_t4*numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*mu_QK*n*(M - 1)/(M*_t1**2*b))
 
 
 def reduced_rhs__FAFO_balanced__mpmath(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from FAFO.dmu_OV_dt, FAFO.dmu_QK_dt
-    return (2*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V)*m*mu_OV*mpmath.exp(mu_QK)/(mpmath.sqrt(b)*(M + mpmath.expm1(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)))*(m*mpmath.exp(mu_QK) + n)), 2*mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*m*mu_OV*mu_QK*n*(M - 1)*mpmath.exp(mu_QK)/(M*b*(M + mpmath.expm1(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)))*(m*mpmath.exp(mu_QK) + n)**2))
+    _t0 = m*mpmath.exp(mu_QK)
+    _t1 = _t0 + n
+    _t2 = _t0*mu_OV
+    _t3 = _t2/_t1
+    _t4 = 2/(M + mpmath.expm1(_t3))
+    return (_t3*_t4*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V)/mpmath.sqrt(b), _t2*_t4*mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*mu_QK*n*(M - 1)/(M*_t1**2*b))
 
 
 def reduced_rhs__FAFO_balanced__math(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from FAFO.dmu_OV_dt, FAFO.dmu_QK_dt
-    return (2*math.sqrt(eta_O)*math.sqrt(eta_V)*m*mu_OV*math.exp(mu_QK)/(math.sqrt(b)*(M + math.expm1(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)))*(m*math.exp(mu_QK) + n)), 2*math.sqrt(eta_K)*math.sqrt(eta_Q)*m*mu_OV*mu_QK*n*(M - 1)*math.exp(mu_QK)/(M*b*(M + math.expm1(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)))*(m*math.exp(mu_QK) + n)**2))
+    _t0 = m*math.exp(mu_QK)
+    _t1 = _t0 + n
+    _t2 = _t0*mu_OV
+    _t3 = _t2/_t1
+    _t4 = 2/(M + math.expm1(_t3))
+    return (_t3*_t4*math.sqrt(eta_O)*math.sqrt(eta_V)/math.sqrt(b), _t2*_t4*math.sqrt(eta_K)*math.sqrt(eta_Q)*mu_QK*n*(M - 1)/(M*_t1**2*b))
 
 
 def reduced_jacobian__FAFO_balanced__numpy(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from Jacobian of FAFO.dmu_OV_dt, FAFO.dmu_QK_dt
-    return (-2*numpy.sqrt(eta_O)*numpy.sqrt(eta_V)*m**2*mu_OV*numpy.exp(2*mu_QK)*numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))/(numpy.sqrt(b)*(m*numpy.exp(mu_QK) + n)**2*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)**2) + 2*numpy.sqrt(eta_O)*numpy.sqrt(eta_V)*m*numpy.exp(mu_QK)/(numpy.sqrt(b)*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)), -2*numpy.sqrt(eta_O)*numpy.sqrt(eta_V)*m**2*mu_OV*numpy.exp(2*mu_QK)/(numpy.sqrt(b)*(m*numpy.exp(mu_QK) + n)**2*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)) - 2*numpy.sqrt(eta_O)*numpy.sqrt(eta_V)*m*mu_OV*(-m**2*mu_OV*numpy.exp(2*mu_QK)/(m*numpy.exp(mu_QK) + n)**2 + m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))*numpy.exp(mu_QK)*numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))/(numpy.sqrt(b)*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)**2) + 2*numpy.sqrt(eta_O)*numpy.sqrt(eta_V)*m*mu_OV*numpy.exp(mu_QK)/(numpy.sqrt(b)*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)), 2*numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*m**2*mu_OV*mu_QK*(M - 1)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(2*mu_QK)*numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))/(M*b*(m*numpy.exp(mu_QK) + n)**2*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)**2) - 2*numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*m*mu_QK*(M - 1)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(mu_QK)/(M*b*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)), 2*numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*m**2*mu_OV*mu_QK*(M - 1)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(2*mu_QK)/(M*b*(m*numpy.exp(mu_QK) + n)**2*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)) + 2*numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*m*mu_OV*mu_QK*(M - 1)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*(-m**2*mu_OV*numpy.exp(2*mu_QK)/(m*numpy.exp(mu_QK) + n)**2 + m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))*numpy.exp(mu_QK)*numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))/(M*b*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)**2) - 2*numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*m*mu_OV*mu_QK*(M - 1)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(mu_QK)/(M*b*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)) - 2*numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*m*mu_OV*mu_QK*(M - 1)*(-m**2*numpy.exp(2*mu_QK)/(m*numpy.exp(mu_QK) + n)**2 + m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))*numpy.exp(mu_QK)/(M*b*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)) - 2*numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*m*mu_OV*(M - 1)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(mu_QK)/(M*b*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)))
+    _t0 = 1/numpy.sqrt(b)
+    _t1 = numpy.sqrt(eta_O)
+    _t2 = numpy.sqrt(eta_V)
+    _t3 = numpy.exp(mu_QK)
+    _t4 = _t3*m
+    _t5 = _t4 + n
+    _t6 = _t5**(-1.0)
+    _t7 = _t4*_t6
+    _t8 = _t7*mu_OV
+    _t9 = numpy.exp(_t8)
+    _t10 = M - 1
+    _t11 = _t10 + _t9
+    _t12 = _t11**(-1.0)
+    _t13 = m**2
+    _t14 = _t5**(-2.0)
+    _t15 = 2*mu_QK
+    _t16 = numpy.exp(_t15)
+    _t17 = _t13*_t14*_t16
+    _t18 = _t17*mu_OV
+    _t19 = 2*_t0*_t1*_t2
+    _t20 = _t11**(-2.0)
+    _t21 = _t20*_t9
+    _t22 = _t19*_t21
+    _t23 = -_t18 + _t3*_t6*m*mu_OV
+    _t24 = b**(-1.0)
+    _t25 = numpy.sqrt(eta_K)
+    _t26 = numpy.sqrt(eta_Q)
+    _t27 = M**(-1.0)
+    _t28 = _t7 - 1
+    _t29 = _t10*_t24*_t25*_t26*_t27*_t28
+    _t30 = _t15*_t29
+    _t31 = _t12*_t8
+    return (2*_t0*_t1*_t12*_t2*_t3*_t6*m - _t18*_t22, 2*_t0*_t1*_t12*_t2*_t3*_t6*m*mu_OV - _t12*_t18*_t19 - _t22*_t23*_t8, -_t12*_t30*_t7 + _t18*_t21*_t30, 2*_t10*_t12*_t13*_t14*_t16*_t24*_t25*_t26*_t27*_t28*mu_OV*mu_QK - _t10*_t15*_t24*_t25*_t26*_t27*_t31*(-_t17 + _t3*_t6*m) + 2*_t10*_t20*_t23*_t24*_t25*_t26*_t27*_t28*_t3*_t6*_t9*m*mu_OV*mu_QK - 2*_t29*_t31 - _t30*_t31)
 
 
 def reduced_jacobian__FAFO_balanced__mpmath(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from Jacobian of FAFO.dmu_OV_dt, FAFO.dmu_QK_dt
-    return (-2*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V)*m**2*mu_OV*mpmath.exp(2*mu_QK)*mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))/(mpmath.sqrt(b)*(m*mpmath.exp(mu_QK) + n)**2*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)**2) + 2*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V)*m*mpmath.exp(mu_QK)/(mpmath.sqrt(b)*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)), -2*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V)*m**2*mu_OV*mpmath.exp(2*mu_QK)/(mpmath.sqrt(b)*(m*mpmath.exp(mu_QK) + n)**2*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)) - 2*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V)*m*mu_OV*(-m**2*mu_OV*mpmath.exp(2*mu_QK)/(m*mpmath.exp(mu_QK) + n)**2 + m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))*mpmath.exp(mu_QK)*mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))/(mpmath.sqrt(b)*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)**2) + 2*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V)*m*mu_OV*mpmath.exp(mu_QK)/(mpmath.sqrt(b)*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)), 2*mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*m**2*mu_OV*mu_QK*(M - 1)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(2*mu_QK)*mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))/(M*b*(m*mpmath.exp(mu_QK) + n)**2*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)**2) - 2*mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*m*mu_QK*(M - 1)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(mu_QK)/(M*b*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)), 2*mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*m**2*mu_OV*mu_QK*(M - 1)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(2*mu_QK)/(M*b*(m*mpmath.exp(mu_QK) + n)**2*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)) + 2*mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*m*mu_OV*mu_QK*(M - 1)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*(-m**2*mu_OV*mpmath.exp(2*mu_QK)/(m*mpmath.exp(mu_QK) + n)**2 + m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))*mpmath.exp(mu_QK)*mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))/(M*b*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)**2) - 2*mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*m*mu_OV*mu_QK*(M - 1)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(mu_QK)/(M*b*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)) - 2*mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*m*mu_OV*mu_QK*(M - 1)*(-m**2*mpmath.exp(2*mu_QK)/(m*mpmath.exp(mu_QK) + n)**2 + m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))*mpmath.exp(mu_QK)/(M*b*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)) - 2*mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*m*mu_OV*(M - 1)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(mu_QK)/(M*b*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)))
+    _t0 = 1/mpmath.sqrt(b)
+    _t1 = mpmath.sqrt(eta_O)
+    _t2 = mpmath.sqrt(eta_V)
+    _t3 = mpmath.exp(mu_QK)
+    _t4 = _t3*m
+    _t5 = _t4 + n
+    _t6 = 1/_t5
+    _t7 = _t4*_t6
+    _t8 = _t7*mu_OV
+    _t9 = mpmath.exp(_t8)
+    _t10 = M - 1
+    _t11 = _t10 + _t9
+    _t12 = 1/_t11
+    _t13 = m**2
+    _t14 = _t5**(-2)
+    _t15 = 2*mu_QK
+    _t16 = mpmath.exp(_t15)
+    _t17 = _t13*_t14*_t16
+    _t18 = _t17*mu_OV
+    _t19 = 2*_t0*_t1*_t2
+    _t20 = _t11**(-2)
+    _t21 = _t20*_t9
+    _t22 = _t19*_t21
+    _t23 = -_t18 + _t3*_t6*m*mu_OV
+    _t24 = 1/b
+    _t25 = mpmath.sqrt(eta_K)
+    _t26 = mpmath.sqrt(eta_Q)
+    _t27 = 1/M
+    _t28 = _t7 - 1
+    _t29 = _t10*_t24*_t25*_t26*_t27*_t28
+    _t30 = _t15*_t29
+    _t31 = _t12*_t8
+    return (2*_t0*_t1*_t12*_t2*_t3*_t6*m - _t18*_t22, 2*_t0*_t1*_t12*_t2*_t3*_t6*m*mu_OV - _t12*_t18*_t19 - _t22*_t23*_t8, -_t12*_t30*_t7 + _t18*_t21*_t30, 2*_t10*_t12*_t13*_t14*_t16*_t24*_t25*_t26*_t27*_t28*mu_OV*mu_QK - _t10*_t15*_t24*_t25*_t26*_t27*_t31*(-_t17 + _t3*_t6*m) + 2*_t10*_t20*_t23*_t24*_t25*_t26*_t27*_t28*_t3*_t6*_t9*m*mu_OV*mu_QK - 2*_t29*_t31 - _t30*_t31)
 
 
 def reduced_jacobian__FAFO_balanced__math(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from Jacobian of FAFO.dmu_OV_dt, FAFO.dmu_QK_dt
-    return (-2*math.sqrt(eta_O)*math.sqrt(eta_V)*m**2*mu_OV*math.exp(2*mu_QK)*math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))/(math.sqrt(b)*(m*math.exp(mu_QK) + n)**2*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)**2) + 2*math.sqrt(eta_O)*math.sqrt(eta_V)*m*math.exp(mu_QK)/(math.sqrt(b)*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)), -2*math.sqrt(eta_O)*math.sqrt(eta_V)*m**2*mu_OV*math.exp(2*mu_QK)/(math.sqrt(b)*(m*math.exp(mu_QK) + n)**2*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)) - 2*math.sqrt(eta_O)*math.sqrt(eta_V)*m*mu_OV*(-m**2*mu_OV*math.exp(2*mu_QK)/(m*math.exp(mu_QK) + n)**2 + m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))*math.exp(mu_QK)*math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))/(math.sqrt(b)*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)**2) + 2*math.sqrt(eta_O)*math.sqrt(eta_V)*m*mu_OV*math.exp(mu_QK)/(math.sqrt(b)*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)), 2*math.sqrt(eta_K)*math.sqrt(eta_Q)*m**2*mu_OV*mu_QK*(M - 1)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(2*mu_QK)*math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))/(M*b*(m*math.exp(mu_QK) + n)**2*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)**2) - 2*math.sqrt(eta_K)*math.sqrt(eta_Q)*m*mu_QK*(M - 1)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(mu_QK)/(M*b*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)), 2*math.sqrt(eta_K)*math.sqrt(eta_Q)*m**2*mu_OV*mu_QK*(M - 1)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(2*mu_QK)/(M*b*(m*math.exp(mu_QK) + n)**2*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)) + 2*math.sqrt(eta_K)*math.sqrt(eta_Q)*m*mu_OV*mu_QK*(M - 1)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*(-m**2*mu_OV*math.exp(2*mu_QK)/(m*math.exp(mu_QK) + n)**2 + m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))*math.exp(mu_QK)*math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))/(M*b*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)**2) - 2*math.sqrt(eta_K)*math.sqrt(eta_Q)*m*mu_OV*mu_QK*(M - 1)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(mu_QK)/(M*b*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)) - 2*math.sqrt(eta_K)*math.sqrt(eta_Q)*m*mu_OV*mu_QK*(M - 1)*(-m**2*math.exp(2*mu_QK)/(m*math.exp(mu_QK) + n)**2 + m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))*math.exp(mu_QK)/(M*b*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)) - 2*math.sqrt(eta_K)*math.sqrt(eta_Q)*m*mu_OV*(M - 1)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(mu_QK)/(M*b*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)))
+    _t0 = 1/math.sqrt(b)
+    _t1 = math.sqrt(eta_O)
+    _t2 = math.sqrt(eta_V)
+    _t3 = math.exp(mu_QK)
+    _t4 = _t3*m
+    _t5 = _t4 + n
+    _t6 = 1/_t5
+    _t7 = _t4*_t6
+    _t8 = _t7*mu_OV
+    _t9 = math.exp(_t8)
+    _t10 = M - 1
+    _t11 = _t10 + _t9
+    _t12 = 1/_t11
+    _t13 = m**2
+    _t14 = _t5**(-2)
+    _t15 = 2*mu_QK
+    _t16 = math.exp(_t15)
+    _t17 = _t13*_t14*_t16
+    _t18 = _t17*mu_OV
+    _t19 = 2*_t0*_t1*_t2
+    _t20 = _t11**(-2)
+    _t21 = _t20*_t9
+    _t22 = _t19*_t21
+    _t23 = -_t18 + _t3*_t6*m*mu_OV
+    _t24 = 1/b
+    _t25 = math.sqrt(eta_K)
+    _t26 = math.sqrt(eta_Q)
+    _t27 = 1/M
+    _t28 = _t7 - 1
+    _t29 = _t10*_t24*_t25*_t26*_t27*_t28
+    _t30 = _t15*_t29
+    _t31 = _t12*_t8
+    return (2*_t0*_t1*_t12*_t2*_t3*_t6*m - _t18*_t22, 2*_t0*_t1*_t12*_t2*_t3*_t6*m*mu_OV - _t12*_t18*_t19 - _t22*_t23*_t8, -_t12*_t30*_t7 + _t18*_t21*_t30, 2*_t10*_t12*_t13*_t14*_t16*_t24*_t25*_t26*_t27*_t28*mu_OV*mu_QK - _t10*_t15*_t24*_t25*_t26*_t27*_t31*(-_t17 + _t3*_t6*m) + 2*_t10*_t20*_t23*_t24*_t25*_t26*_t27*_t28*_t3*_t6*_t9*m*mu_OV*mu_QK - 2*_t29*_t31 - _t30*_t31)
 
 
 def reduced_rhs__FAFO_unbalanced__numpy(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from FAFO.dmu_OV_dt_unbalanced_alpha, FAFO.dmu_QK_dt_unbalanced_alpha, model.alpha
-    return (m*numpy.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*numpy.exp(mu_QK)/(b*(M + numpy.expm1(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)))*(m*numpy.exp(mu_QK) + n)), numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*m*mu_OV*n*(M - 1)*numpy.sqrt(C_QK**2*eta_K*eta_Q + 4*b**2*mu_QK**2)*numpy.exp(mu_QK)/(M*b**2*(M + numpy.expm1(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)))*(m*numpy.exp(mu_QK) + n)**2))
+    _t0 = m*numpy.exp(mu_QK)
+    _t1 = _t0 + n
+    _t2 = _t0/_t1
+    _t3 = (M + numpy.expm1(_t2*mu_OV))**(-1.0)
+    _t4 = b**2
+    return (_t2*_t3*numpy.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)/b, _t0*_t3*numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*mu_OV*n*(M - 1)*numpy.sqrt(C_QK**2*eta_K*eta_Q + 4*_t4*mu_QK**2)/(M*_t1**2*_t4))
 
 
 def reduced_rhs__FAFO_unbalanced__mpmath(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from FAFO.dmu_OV_dt_unbalanced_alpha, FAFO.dmu_QK_dt_unbalanced_alpha, model.alpha
-    return (m*mpmath.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*mpmath.exp(mu_QK)/(b*(M + mpmath.expm1(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)))*(m*mpmath.exp(mu_QK) + n)), mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*m*mu_OV*n*(M - 1)*mpmath.sqrt(C_QK**2*eta_K*eta_Q + 4*b**2*mu_QK**2)*mpmath.exp(mu_QK)/(M*b**2*(M + mpmath.expm1(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)))*(m*mpmath.exp(mu_QK) + n)**2))
+    _t0 = m*mpmath.exp(mu_QK)
+    _t1 = _t0 + n
+    _t2 = _t0/_t1
+    _t3 = 1/(M + mpmath.expm1(_t2*mu_OV))
+    _t4 = b**2
+    return (_t2*_t3*mpmath.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)/b, _t0*_t3*mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*mu_OV*n*(M - 1)*mpmath.sqrt(C_QK**2*eta_K*eta_Q + 4*_t4*mu_QK**2)/(M*_t1**2*_t4))
 
 
 def reduced_rhs__FAFO_unbalanced__math(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from FAFO.dmu_OV_dt_unbalanced_alpha, FAFO.dmu_QK_dt_unbalanced_alpha, model.alpha
-    return (m*math.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*math.exp(mu_QK)/(b*(M + math.expm1(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)))*(m*math.exp(mu_QK) + n)), math.sqrt(eta_K)*math.sqrt(eta_Q)*m*mu_OV*n*(M - 1)*math.sqrt(C_QK**2*eta_K*eta_Q + 4*b**2*mu_QK**2)*math.exp(mu_QK)/(M*b**2*(M + math.expm1(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)))*(m*math.exp(mu_QK) + n)**2))
+    _t0 = m*math.exp(mu_QK)
+    _t1 = _t0 + n
+    _t2 = _t0/_t1
+    _t3 = 1/(M + math.expm1(_t2*mu_OV))
+    _t4 = b**2
+    return (_t2*_t3*math.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)/b, _t0*_t3*math.sqrt(eta_K)*math.sqrt(eta_Q)*mu_OV*n*(M - 1)*math.sqrt(C_QK**2*eta_K*eta_Q + 4*_t4*mu_QK**2)/(M*_t1**2*_t4))
 
 
 def reduced_jacobian__FAFO_unbalanced__numpy(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from Jacobian of FAFO.dmu_OV_dt_unbalanced_alpha, FAFO.dmu_QK_dt_unbalanced_alpha, model.alpha
-    return (4*eta_O*eta_V*m*mu_OV*numpy.exp(mu_QK)/((m*numpy.exp(mu_QK) + n)*numpy.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)) - m**2*numpy.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*numpy.exp(2*mu_QK)*numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))/(b*(m*numpy.exp(mu_QK) + n)**2*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)**2), -m**2*numpy.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*numpy.exp(2*mu_QK)/(b*(m*numpy.exp(mu_QK) + n)**2*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)) - m*numpy.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*(-m**2*mu_OV*numpy.exp(2*mu_QK)/(m*numpy.exp(mu_QK) + n)**2 + m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))*numpy.exp(mu_QK)*numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))/(b*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)**2) + m*numpy.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*numpy.exp(mu_QK)/(b*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)), m**2*mu_OV*(M - 1)*numpy.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(2*mu_QK)*numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))/(M*b**2*(m*numpy.exp(mu_QK) + n)**2*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)**2) - m*(M - 1)*numpy.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(mu_QK)/(M*b**2*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)), -4*eta_K*eta_Q*m*mu_OV*mu_QK*(M - 1)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(mu_QK)/(M*(m*numpy.exp(mu_QK) + n)*numpy.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)) + m**2*mu_OV*(M - 1)*numpy.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(2*mu_QK)/(M*b**2*(m*numpy.exp(mu_QK) + n)**2*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)) + m*mu_OV*(M - 1)*numpy.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*(-m**2*mu_OV*numpy.exp(2*mu_QK)/(m*numpy.exp(mu_QK) + n)**2 + m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))*numpy.exp(mu_QK)*numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))/(M*b**2*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)**2) - m*mu_OV*(M - 1)*numpy.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n) - 1)*numpy.exp(mu_QK)/(M*b**2*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)) - m*mu_OV*(M - 1)*numpy.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(-m**2*numpy.exp(2*mu_QK)/(m*numpy.exp(mu_QK) + n)**2 + m*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n))*numpy.exp(mu_QK)/(M*b**2*(m*numpy.exp(mu_QK) + n)*(M + numpy.exp(m*mu_OV*numpy.exp(mu_QK)/(m*numpy.exp(mu_QK) + n)) - 1)))
+    _t0 = m**2
+    _t1 = numpy.exp(mu_QK)
+    _t2 = _t1*m
+    _t3 = _t2 + n
+    _t4 = _t3**(-2.0)
+    _t5 = numpy.exp(2*mu_QK)
+    _t6 = _t0*_t4*_t5
+    _t7 = b**(-1.0)
+    _t8 = 4*eta_O*eta_V
+    _t9 = numpy.sqrt(C_OV**2*eta_O**2*eta_V**2 + _t8*b*mu_OV**2)
+    _t10 = _t7*_t9
+    _t11 = _t10*_t6
+    _t12 = _t3**(-1.0)
+    _t13 = _t12*_t2
+    _t14 = _t13*mu_OV
+    _t15 = numpy.exp(_t14)
+    _t16 = M - 1
+    _t17 = _t15 + _t16
+    _t18 = _t17**(-2.0)
+    _t19 = _t15*_t18
+    _t20 = _t17**(-1.0)
+    _t21 = _t14*_t20
+    _t22 = _t6*mu_OV
+    _t23 = _t1*_t12*m*mu_OV - _t22
+    _t24 = M**(-1.0)
+    _t25 = _t13 - 1
+    _t26 = _t16*_t24*_t25
+    _t27 = b**2
+    _t28 = _t27**(-1.0)
+    _t29 = 4*eta_K*eta_Q
+    _t30 = numpy.sqrt(C_QK**2*eta_K**2*eta_Q**2 + _t27*_t29*mu_QK**2)
+    _t31 = _t28*_t30
+    _t32 = _t26*_t31
+    return (-_t11*_t19 + _t21*_t8/_t9, _t1*_t12*_t20*_t7*_t9*m - _t10*_t13*_t19*_t23 - _t11*_t20, -_t13*_t20*_t32 + _t19*_t22*_t32, _t0*_t16*_t20*_t24*_t25*_t28*_t30*_t4*_t5*mu_OV + _t1*_t12*_t15*_t16*_t18*_t23*_t24*_t25*_t28*_t30*m*mu_OV - _t16*_t21*_t24*_t31*(_t1*_t12*m - _t6) - _t21*_t26*_t29*mu_QK/_t30 - _t21*_t32)
 
 
 def reduced_jacobian__FAFO_unbalanced__mpmath(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from Jacobian of FAFO.dmu_OV_dt_unbalanced_alpha, FAFO.dmu_QK_dt_unbalanced_alpha, model.alpha
-    return (4*eta_O*eta_V*m*mu_OV*mpmath.exp(mu_QK)/((m*mpmath.exp(mu_QK) + n)*mpmath.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)) - m**2*mpmath.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*mpmath.exp(2*mu_QK)*mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))/(b*(m*mpmath.exp(mu_QK) + n)**2*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)**2), -m**2*mpmath.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*mpmath.exp(2*mu_QK)/(b*(m*mpmath.exp(mu_QK) + n)**2*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)) - m*mpmath.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*(-m**2*mu_OV*mpmath.exp(2*mu_QK)/(m*mpmath.exp(mu_QK) + n)**2 + m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))*mpmath.exp(mu_QK)*mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))/(b*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)**2) + m*mpmath.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*mpmath.exp(mu_QK)/(b*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)), m**2*mu_OV*(M - 1)*mpmath.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(2*mu_QK)*mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))/(M*b**2*(m*mpmath.exp(mu_QK) + n)**2*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)**2) - m*(M - 1)*mpmath.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(mu_QK)/(M*b**2*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)), -4*eta_K*eta_Q*m*mu_OV*mu_QK*(M - 1)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(mu_QK)/(M*(m*mpmath.exp(mu_QK) + n)*mpmath.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)) + m**2*mu_OV*(M - 1)*mpmath.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(2*mu_QK)/(M*b**2*(m*mpmath.exp(mu_QK) + n)**2*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)) + m*mu_OV*(M - 1)*mpmath.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*(-m**2*mu_OV*mpmath.exp(2*mu_QK)/(m*mpmath.exp(mu_QK) + n)**2 + m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))*mpmath.exp(mu_QK)*mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))/(M*b**2*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)**2) - m*mu_OV*(M - 1)*mpmath.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n) - 1)*mpmath.exp(mu_QK)/(M*b**2*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)) - m*mu_OV*(M - 1)*mpmath.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(-m**2*mpmath.exp(2*mu_QK)/(m*mpmath.exp(mu_QK) + n)**2 + m*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n))*mpmath.exp(mu_QK)/(M*b**2*(m*mpmath.exp(mu_QK) + n)*(M + mpmath.exp(m*mu_OV*mpmath.exp(mu_QK)/(m*mpmath.exp(mu_QK) + n)) - 1)))
+    _t0 = m**2
+    _t1 = mpmath.exp(mu_QK)
+    _t2 = _t1*m
+    _t3 = _t2 + n
+    _t4 = _t3**(-2)
+    _t5 = mpmath.exp(2*mu_QK)
+    _t6 = _t0*_t4*_t5
+    _t7 = 1/b
+    _t8 = 4*eta_O*eta_V
+    _t9 = mpmath.sqrt(C_OV**2*eta_O**2*eta_V**2 + _t8*b*mu_OV**2)
+    _t10 = _t7*_t9
+    _t11 = _t10*_t6
+    _t12 = 1/_t3
+    _t13 = _t12*_t2
+    _t14 = _t13*mu_OV
+    _t15 = mpmath.exp(_t14)
+    _t16 = M - 1
+    _t17 = _t15 + _t16
+    _t18 = _t17**(-2)
+    _t19 = _t15*_t18
+    _t20 = 1/_t17
+    _t21 = _t14*_t20
+    _t22 = _t6*mu_OV
+    _t23 = _t1*_t12*m*mu_OV - _t22
+    _t24 = 1/M
+    _t25 = _t13 - 1
+    _t26 = _t16*_t24*_t25
+    _t27 = b**2
+    _t28 = 1/_t27
+    _t29 = 4*eta_K*eta_Q
+    _t30 = mpmath.sqrt(C_QK**2*eta_K**2*eta_Q**2 + _t27*_t29*mu_QK**2)
+    _t31 = _t28*_t30
+    _t32 = _t26*_t31
+    return (-_t11*_t19 + _t21*_t8/_t9, _t1*_t12*_t20*_t7*_t9*m - _t10*_t13*_t19*_t23 - _t11*_t20, -_t13*_t20*_t32 + _t19*_t22*_t32, _t0*_t16*_t20*_t24*_t25*_t28*_t30*_t4*_t5*mu_OV + _t1*_t12*_t15*_t16*_t18*_t23*_t24*_t25*_t28*_t30*m*mu_OV - _t16*_t21*_t24*_t31*(_t1*_t12*m - _t6) - _t21*_t26*_t29*mu_QK/_t30 - _t21*_t32)
 
 
 def reduced_jacobian__FAFO_unbalanced__math(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from Jacobian of FAFO.dmu_OV_dt_unbalanced_alpha, FAFO.dmu_QK_dt_unbalanced_alpha, model.alpha
-    return (4*eta_O*eta_V*m*mu_OV*math.exp(mu_QK)/((m*math.exp(mu_QK) + n)*math.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)) - m**2*math.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*math.exp(2*mu_QK)*math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))/(b*(m*math.exp(mu_QK) + n)**2*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)**2), -m**2*math.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*math.exp(2*mu_QK)/(b*(m*math.exp(mu_QK) + n)**2*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)) - m*math.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*(-m**2*mu_OV*math.exp(2*mu_QK)/(m*math.exp(mu_QK) + n)**2 + m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))*math.exp(mu_QK)*math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))/(b*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)**2) + m*math.sqrt(C_OV**2*eta_O**2*eta_V**2 + 4*b*eta_O*eta_V*mu_OV**2)*math.exp(mu_QK)/(b*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)), m**2*mu_OV*(M - 1)*math.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(2*mu_QK)*math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))/(M*b**2*(m*math.exp(mu_QK) + n)**2*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)**2) - m*(M - 1)*math.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(mu_QK)/(M*b**2*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)), -4*eta_K*eta_Q*m*mu_OV*mu_QK*(M - 1)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(mu_QK)/(M*(m*math.exp(mu_QK) + n)*math.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)) + m**2*mu_OV*(M - 1)*math.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(2*mu_QK)/(M*b**2*(m*math.exp(mu_QK) + n)**2*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)) + m*mu_OV*(M - 1)*math.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*(-m**2*mu_OV*math.exp(2*mu_QK)/(m*math.exp(mu_QK) + n)**2 + m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))*math.exp(mu_QK)*math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))/(M*b**2*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)**2) - m*mu_OV*(M - 1)*math.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n) - 1)*math.exp(mu_QK)/(M*b**2*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)) - m*mu_OV*(M - 1)*math.sqrt(C_QK**2*eta_K**2*eta_Q**2 + 4*b**2*eta_K*eta_Q*mu_QK**2)*(-m**2*math.exp(2*mu_QK)/(m*math.exp(mu_QK) + n)**2 + m*math.exp(mu_QK)/(m*math.exp(mu_QK) + n))*math.exp(mu_QK)/(M*b**2*(m*math.exp(mu_QK) + n)*(M + math.exp(m*mu_OV*math.exp(mu_QK)/(m*math.exp(mu_QK) + n)) - 1)))
+    _t0 = m**2
+    _t1 = math.exp(mu_QK)
+    _t2 = _t1*m
+    _t3 = _t2 + n
+    _t4 = _t3**(-2)
+    _t5 = math.exp(2*mu_QK)
+    _t6 = _t0*_t4*_t5
+    _t7 = 1/b
+    _t8 = 4*eta_O*eta_V
+    _t9 = math.sqrt(C_OV**2*eta_O**2*eta_V**2 + _t8*b*mu_OV**2)
+    _t10 = _t7*_t9
+    _t11 = _t10*_t6
+    _t12 = 1/_t3
+    _t13 = _t12*_t2
+    _t14 = _t13*mu_OV
+    _t15 = math.exp(_t14)
+    _t16 = M - 1
+    _t17 = _t15 + _t16
+    _t18 = _t17**(-2)
+    _t19 = _t15*_t18
+    _t20 = 1/_t17
+    _t21 = _t14*_t20
+    _t22 = _t6*mu_OV
+    _t23 = _t1*_t12*m*mu_OV - _t22
+    _t24 = 1/M
+    _t25 = _t13 - 1
+    _t26 = _t16*_t24*_t25
+    _t27 = b**2
+    _t28 = 1/_t27
+    _t29 = 4*eta_K*eta_Q
+    _t30 = math.sqrt(C_QK**2*eta_K**2*eta_Q**2 + _t27*_t29*mu_QK**2)
+    _t31 = _t28*_t30
+    _t32 = _t26*_t31
+    return (-_t11*_t19 + _t21*_t8/_t9, _t1*_t12*_t20*_t7*_t9*m - _t10*_t13*_t19*_t23 - _t11*_t20, -_t13*_t20*_t32 + _t19*_t22*_t32, _t0*_t16*_t20*_t24*_t25*_t28*_t30*_t4*_t5*mu_OV + _t1*_t12*_t15*_t16*_t18*_t23*_t24*_t25*_t28*_t30*m*mu_OV - _t16*_t21*_t24*_t31*(_t1*_t12*m - _t6) - _t21*_t26*_t29*mu_QK/_t30 - _t21*_t32)
 
 
 def first_integral__FAFO__numpy(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from FAFO.first_integral
-    return m*special_functions.expi(mu_QK) + n*numpy.log(mu_QK) - numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*mu_OV*n/(numpy.sqrt(b)*numpy.sqrt(eta_O)*numpy.sqrt(eta_V)) + numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*mu_OV*n/(M*numpy.sqrt(b)*numpy.sqrt(eta_O)*numpy.sqrt(eta_V))
+    _t0 = numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*mu_OV*n/(numpy.sqrt(b)*numpy.sqrt(eta_O)*numpy.sqrt(eta_V))
+    return -_t0 + m*special_functions.expi(mu_QK) + n*numpy.log(mu_QK) + _t0/M
 
 
 def first_integral__FAFO__mpmath(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from FAFO.first_integral
-    return m*mpmath.ei(mu_QK) + n*mpmath.log(mu_QK) - mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*mu_OV*n/(mpmath.sqrt(b)*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V)) + mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*mu_OV*n/(M*mpmath.sqrt(b)*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V))
+    _t0 = mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*mu_OV*n/(mpmath.sqrt(b)*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V))
+    return -_t0 + m*mpmath.ei(mu_QK) + n*mpmath.log(mu_QK) + _t0/M
 
 
 def first_integral_scale__FAFO__numpy(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from sum of |terms| of FAFO.first_integral (its cancellation scale)
-    return m*abs(special_functions.expi(mu_QK)) + n*abs(numpy.log(mu_QK)) + numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*n*abs(mu_OV)/(numpy.sqrt(b)*numpy.sqrt(eta_O)*numpy.sqrt(eta_V)) + numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*n*abs(mu_OV)/(M*numpy.sqrt(b)*numpy.sqrt(eta_O)*numpy.sqrt(eta_V))
+    _t0 = numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*n*abs(mu_OV)/(numpy.sqrt(b)*numpy.sqrt(eta_O)*numpy.sqrt(eta_V))
+    return _t0 + m*abs(special_functions.expi(mu_QK)) + n*abs(numpy.log(mu_QK)) + _t0/M
 
 
 def first_integral_scale__FAFO__mpmath(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from sum of |terms| of FAFO.first_integral (its cancellation scale)
-    return m*abs(mpmath.ei(mu_QK)) + n*abs(mpmath.log(mu_QK)) + mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*n*abs(mu_OV)/(mpmath.sqrt(b)*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V)) + mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*n*abs(mu_OV)/(M*mpmath.sqrt(b)*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V))
+    _t0 = mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*n*abs(mu_OV)/(mpmath.sqrt(b)*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V))
+    return _t0 + m*abs(mpmath.ei(mu_QK)) + n*abs(mpmath.log(mu_QK)) + _t0/M
 
 
 def line_coordinates__FAFO__numpy(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
@@ -586,27 +1413,32 @@ def line_coordinates__FAFO__mpmath(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta
 
 def orbit_residual__FAFO__numpy(mu_OV, mu_QK, mu_OV_0, mu_QK_0, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from FAFO.orbit
-    return m*special_functions.expi(mu_QK) - m*special_functions.expi(mu_QK_0) + n*numpy.log(mu_QK) - n*numpy.log(mu_QK_0) - numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*mu_OV*n*(M - 1)/(M*numpy.sqrt(b)*numpy.sqrt(eta_O)*numpy.sqrt(eta_V)) + numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*mu_OV_0*n*(M - 1)/(M*numpy.sqrt(b)*numpy.sqrt(eta_O)*numpy.sqrt(eta_V))
+    _t0 = numpy.sqrt(eta_K)*numpy.sqrt(eta_Q)*n*(M - 1)/(M*numpy.sqrt(b)*numpy.sqrt(eta_O)*numpy.sqrt(eta_V))
+    return -_t0*mu_OV + _t0*mu_OV_0 + m*special_functions.expi(mu_QK) - m*special_functions.expi(mu_QK_0) + n*numpy.log(mu_QK) - n*numpy.log(mu_QK_0)
 
 
 def orbit_residual__FAFO__mpmath(mu_OV, mu_QK, mu_OV_0, mu_QK_0, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from FAFO.orbit
-    return m*mpmath.ei(mu_QK) - m*mpmath.ei(mu_QK_0) + n*mpmath.log(mu_QK) - n*mpmath.log(mu_QK_0) - mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*mu_OV*n*(M - 1)/(M*mpmath.sqrt(b)*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V)) + mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*mu_OV_0*n*(M - 1)/(M*mpmath.sqrt(b)*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V))
+    _t0 = mpmath.sqrt(eta_K)*mpmath.sqrt(eta_Q)*n*(M - 1)/(M*mpmath.sqrt(b)*mpmath.sqrt(eta_O)*mpmath.sqrt(eta_V))
+    return -_t0*mu_OV + _t0*mu_OV_0 + m*mpmath.ei(mu_QK) - m*mpmath.ei(mu_QK_0) + n*mpmath.log(mu_QK) - n*mpmath.log(mu_QK_0)
 
 
 def initial_point__FAFO__numpy(eps, b):
     # from derivations.factorization.initial_point('FAFO', eps)
-    return (eps**2/numpy.sqrt(b), eps**2/b)
+    _t0 = eps**2
+    return (_t0/numpy.sqrt(b), _t0/b)
 
 
 def initial_point__FAFO__mpmath(eps, b):
     # from derivations.factorization.initial_point('FAFO', eps)
-    return (eps**2/mpmath.sqrt(b), eps**2/b)
+    _t0 = eps**2
+    return (_t0/mpmath.sqrt(b), _t0/b)
 
 
 def initial_point__FAFO__math(eps, b):
     # from derivations.factorization.initial_point('FAFO', eps)
-    return (eps**2/math.sqrt(b), eps**2/b)
+    _t0 = eps**2
+    return (_t0/math.sqrt(b), _t0/b)
 
 
 def initial_conserved__QK__numpy(eps, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
@@ -686,17 +1518,20 @@ def state_equation__math(p, s, r, m, n, b, M):
 
 def state_equation_dp__numpy(p, s, r, m, n, b, M):
     # from d/dp sharpness.state_equation
-    return 1 + p**(-1.0) - 1/2*r*s**2*(M - 1)*(2*p + 2)/(M*b*p**2) + r*s**2*(M - 1)*(p + 1)**2/(M*b*p**3)
+    _t0 = r*s**2*(M - 1)/(M*b)
+    return -1/2*_t0*(2*p + 2)/p**2 + _t0*(p + 1)**2/p**3 + 1 + p**(-1.0)
 
 
 def state_equation_dp__mpmath(p, s, r, m, n, b, M):
     # from d/dp sharpness.state_equation
-    return 1 + 1/p - mpmath.mpf(1)/mpmath.mpf(2)*r*s**2*(M - 1)*(2*p + 2)/(M*b*p**2) + r*s**2*(M - 1)*(p + 1)**2/(M*b*p**3)
+    _t0 = r*s**2*(M - 1)/(M*b)
+    return -mpmath.mpf(1)/mpmath.mpf(2)*_t0*(2*p + 2)/p**2 + _t0*(p + 1)**2/p**3 + 1 + 1/p
 
 
 def state_equation_dp__math(p, s, r, m, n, b, M):
     # from d/dp sharpness.state_equation
-    return 1 + 1/p - 1/2*r*s**2*(M - 1)*(2*p + 2)/(M*b*p**2) + r*s**2*(M - 1)*(p + 1)**2/(M*b*p**3)
+    _t0 = r*s**2*(M - 1)/(M*b)
+    return -1/2*_t0*(2*p + 2)/p**2 + _t0*(p + 1)**2/p**3 + 1 + 1/p
 
 
 def odds_of_mu_QK__numpy(mu_QK, m, n):
@@ -716,27 +1551,62 @@ def odds_of_mu_QK__math(mu_QK, m, n):
 
 def state_equation_mu__numpy(mu_QK, s, r, m, n, b, M):
     # from sharpness.state_equation at p = odds_of_mu_QK, and its mu_QK-derivative
-    return (m*numpy.expm1(mu_QK)/n + mu_QK - 1/2*r*s**2*(M - 1)*(m*numpy.exp(mu_QK) + n)**2*numpy.exp(-2*mu_QK)/(M*b*m**2), m*numpy.exp(mu_QK)/n + 1 - r*s**2*(M - 1)*(m*numpy.exp(mu_QK) + n)*numpy.exp(-mu_QK)/(M*b*m) + r*s**2*(M - 1)*(m*numpy.exp(mu_QK) + n)**2*numpy.exp(-2*mu_QK)/(M*b*m**2))
+    _t0 = n**(-1.0)
+    _t1 = m*numpy.exp(mu_QK)
+    _t2 = _t1 + n
+    _t3 = r*s**2*(M - 1)/(M*b)
+    _t4 = _t2**2*_t3*numpy.exp(-2*mu_QK)/m**2
+    return (_t0*m*numpy.expm1(mu_QK) - 1/2*_t4 + mu_QK, _t0*_t1 - _t2*_t3*numpy.exp(-mu_QK)/m + _t4 + 1)
 
 
 def state_equation_mu__mpmath(mu_QK, s, r, m, n, b, M):
     # from sharpness.state_equation at p = odds_of_mu_QK, and its mu_QK-derivative
-    return (m*mpmath.expm1(mu_QK)/n + mu_QK - mpmath.mpf(1)/mpmath.mpf(2)*r*s**2*(M - 1)*(m*mpmath.exp(mu_QK) + n)**2*mpmath.exp(-2*mu_QK)/(M*b*m**2), m*mpmath.exp(mu_QK)/n + 1 - r*s**2*(M - 1)*(m*mpmath.exp(mu_QK) + n)*mpmath.exp(-mu_QK)/(M*b*m) + r*s**2*(M - 1)*(m*mpmath.exp(mu_QK) + n)**2*mpmath.exp(-2*mu_QK)/(M*b*m**2))
+    _t0 = 1/n
+    _t1 = m*mpmath.exp(mu_QK)
+    _t2 = _t1 + n
+    _t3 = r*s**2*(M - 1)/(M*b)
+    _t4 = _t2**2*_t3*mpmath.exp(-2*mu_QK)/m**2
+    return (_t0*m*mpmath.expm1(mu_QK) - mpmath.mpf(1)/mpmath.mpf(2)*_t4 + mu_QK, _t0*_t1 - _t2*_t3*mpmath.exp(-mu_QK)/m + _t4 + 1)
 
 
 def state_equation_mu__math(mu_QK, s, r, m, n, b, M):
     # from sharpness.state_equation at p = odds_of_mu_QK, and its mu_QK-derivative
-    return (m*math.expm1(mu_QK)/n + mu_QK - 1/2*r*s**2*(M - 1)*(m*math.exp(mu_QK) + n)**2*math.exp(-2*mu_QK)/(M*b*m**2), m*math.exp(mu_QK)/n + 1 - r*s**2*(M - 1)*(m*math.exp(mu_QK) + n)*math.exp(-mu_QK)/(M*b*m) + r*s**2*(M - 1)*(m*math.exp(mu_QK) + n)**2*math.exp(-2*mu_QK)/(M*b*m**2))
+    _t0 = 1/n
+    _t1 = m*math.exp(mu_QK)
+    _t2 = _t1 + n
+    _t3 = r*s**2*(M - 1)/(M*b)
+    _t4 = _t2**2*_t3*math.exp(-2*mu_QK)/m**2
+    return (_t0*m*math.expm1(mu_QK) - 1/2*_t4 + mu_QK, _t0*_t1 - _t2*_t3*math.exp(-mu_QK)/m + _t4 + 1)
 
 
 def state_bounds__numpy(s, r, m, n, b, M):
     # from Wright-omega brackets of sharpness.state_equation
-    return (m/n - special_functions.wright_omega(m/n + numpy.log(m) - numpy.log(n) + (1/2)*r*s**2*(M - 1)/(M*b)) + (1/2)*r*s**2*(M - 1)/(M*b), m/n + (1/2)*special_functions.wright_omega(-2*m/n - 2*numpy.log(m) + 2*numpy.log(n) + numpy.log((1/2)*r*s**2*(M - 1)/(M*b)) + numpy.log(2) + 2) - 1, m/n - special_functions.wright_omega(m/n + numpy.log(m) - numpy.log(n) + 2*r*s**2*(M - 1)/(M*b)) + 2*r*s**2*(M - 1)/(M*b), m/n + (1/2)*special_functions.wright_omega(-2*m/n - 2*numpy.log(m) + 2*numpy.log(n) + numpy.log((1/2)*r*s**2*(M - 1)/(M*b)) + 3*numpy.log(2)))
+    _t0 = m/n
+    _t1 = r*s**2*(M - 1)/(M*b)
+    _t2 = (1/2)*_t1
+    _t3 = _t0 + _t2
+    _t4 = numpy.log(n)
+    _t5 = numpy.log(m)
+    _t6 = -_t4 + _t5
+    _t7 = numpy.log(2)
+    _t8 = -2*_t0 + 2*_t4 - 2*_t5 + numpy.log(_t2)
+    _t9 = _t0 + 2*_t1
+    return (_t3 - special_functions.wright_omega(_t3 + _t6), _t0 + (1/2)*special_functions.wright_omega(_t7 + _t8 + 2) - 1, _t9 - special_functions.wright_omega(_t6 + _t9), _t0 + (1/2)*special_functions.wright_omega(3*_t7 + _t8))
 
 
 def state_bounds__mpmath(s, r, m, n, b, M):
     # from Wright-omega brackets of sharpness.state_equation
-    return (m/n - special_functions.wright_omega_mpmath(m/n + mpmath.log(m) - mpmath.log(n) + (mpmath.mpf(1)/mpmath.mpf(2))*r*s**2*(M - 1)/(M*b)) + (mpmath.mpf(1)/mpmath.mpf(2))*r*s**2*(M - 1)/(M*b), m/n + (mpmath.mpf(1)/mpmath.mpf(2))*special_functions.wright_omega_mpmath(-2*m/n - 2*mpmath.log(m) + 2*mpmath.log(n) + mpmath.log((mpmath.mpf(1)/mpmath.mpf(2))*r*s**2*(M - 1)/(M*b)) + mpmath.log(2) + 2) - 1, m/n - special_functions.wright_omega_mpmath(m/n + mpmath.log(m) - mpmath.log(n) + 2*r*s**2*(M - 1)/(M*b)) + 2*r*s**2*(M - 1)/(M*b), m/n + (mpmath.mpf(1)/mpmath.mpf(2))*special_functions.wright_omega_mpmath(-2*m/n - 2*mpmath.log(m) + 2*mpmath.log(n) + mpmath.log((mpmath.mpf(1)/mpmath.mpf(2))*r*s**2*(M - 1)/(M*b)) + 3*mpmath.log(2)))
+    _t0 = m/n
+    _t1 = r*s**2*(M - 1)/(M*b)
+    _t2 = (mpmath.mpf(1)/mpmath.mpf(2))*_t1
+    _t3 = _t0 + _t2
+    _t4 = mpmath.log(n)
+    _t5 = mpmath.log(m)
+    _t6 = -_t4 + _t5
+    _t7 = mpmath.log(2)
+    _t8 = -2*_t0 + 2*_t4 - 2*_t5 + mpmath.log(_t2)
+    _t9 = _t0 + 2*_t1
+    return (_t3 - special_functions.wright_omega_mpmath(_t3 + _t6), _t0 + (mpmath.mpf(1)/mpmath.mpf(2))*special_functions.wright_omega_mpmath(_t7 + _t8 + 2) - 1, _t9 - special_functions.wright_omega_mpmath(_t6 + _t9), _t0 + (mpmath.mpf(1)/mpmath.mpf(2))*special_functions.wright_omega_mpmath(3*_t7 + _t8))
 
 
 def state_from_odds__numpy(p, s, m, n, b, M):
@@ -756,17 +1626,20 @@ def state_from_odds__math(p, s, m, n, b, M):
 
 def state_from_mu_QK__numpy(mu_QK, s, m, n, b, M):
     # from sharpness.state.* at p = odds_of_mu_QK
-    return ((1 + n*numpy.exp(-mu_QK)/m)**(-1.0), s + n*s*numpy.exp(-mu_QK)/m, m*numpy.exp(mu_QK)/n)
+    _t0 = n*numpy.exp(-mu_QK)/m
+    return ((_t0 + 1)**(-1.0), _t0*s + s, m*numpy.exp(mu_QK)/n)
 
 
 def state_from_mu_QK__mpmath(mu_QK, s, m, n, b, M):
     # from sharpness.state.* at p = odds_of_mu_QK
-    return (1/(1 + n*mpmath.exp(-mu_QK)/m), s + n*s*mpmath.exp(-mu_QK)/m, m*mpmath.exp(mu_QK)/n)
+    _t0 = n*mpmath.exp(-mu_QK)/m
+    return (1/(_t0 + 1), _t0*s + s, m*mpmath.exp(mu_QK)/n)
 
 
 def state_from_mu_QK__math(mu_QK, s, m, n, b, M):
     # from sharpness.state.* at p = odds_of_mu_QK
-    return (1/(1 + n*math.exp(-mu_QK)/m), s + n*s*math.exp(-mu_QK)/m, m*math.exp(mu_QK)/n)
+    _t0 = n*math.exp(-mu_QK)/m
+    return (1/(_t0 + 1), _t0*s + s, m*math.exp(mu_QK)/n)
 
 
 #: name -> (argument names, dict keys or None, {backend: function})
