@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .atomic_file import atomic_write_text
+from .cli_output import emit
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 SHIPPED_CACHE = PACKAGE_DIR / "_cache" / "derived.json"
@@ -276,21 +277,20 @@ def main(argv=None) -> int:
             generated = f'GENERATOR_KEY = "{generator_key(key)}"' in GENERATED_MODULE.read_text()
         except OSError:
             generated = False
-        print("shipped cache is " + ("fresh" if fresh else "STALE") + "; generated numeric module is "
-              + ("fresh" if generated else "STALE")
-              + ("" if fresh and generated else ": run python -m derivations.catalog --rebuild"))
-        return 0 if fresh and generated else 1
+        status = emit("shipped cache is " + ("fresh" if fresh else "STALE") + "; generated numeric module is "
+                      + ("fresh" if generated else "STALE")
+                      + ("" if fresh and generated else ": run python -m derivations.catalog --rebuild"),
+                      "derivations.catalog")
+        return status or (0 if fresh and generated else 1)
     if args.rebuild:
         global _RECORDS
         from . import numeric_codegen
         _RECORDS = derive_all()
         write_cache(SHIPPED_CACHE, key, _RECORDS)
         paths = numeric_codegen.write(key, {name: rec.expr for name, rec in _RECORDS.items()})
-        print(f"wrote {SHIPPED_CACHE} (key {key[:12]}), " + ", ".join(str(p) for p in paths))
-        return 0
-    for name, expr in results().items():
-        print(f"{name}: {expr}")
-    return 0
+        return emit(f"wrote {SHIPPED_CACHE} (key {key[:12]}), " + ", ".join(str(p) for p in paths),
+                    "derivations.catalog")
+    return emit("\n".join(f"{name}: {expr}" for name, expr in results().items()), "derivations.catalog")
 
 
 if __name__ == "__main__":

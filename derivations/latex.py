@@ -57,6 +57,7 @@ from pathlib import Path
 import sympy as sp
 
 from . import symbols as S
+from .cli_output import emit
 
 DOCUMENT_NAME = "qkov_dynamics.tex"
 SNIPPET_DIR = "snippets"
@@ -452,8 +453,7 @@ def main(argv=None) -> int:
         print(f"latex: error: cannot write {exc.filename or args.output}: {exc.strerror or exc}",
               file=sys.stderr)
         return 1
-    print(f"wrote {paths[0]} and {len(paths) - 1} snippets in {output / SNIPPET_DIR}")
-    return 0
+    return emit(f"wrote {paths[0]} and {len(paths) - 1} snippets in {output / SNIPPET_DIR}", "latex")
 
 
 if __name__ == "__main__":

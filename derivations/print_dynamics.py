@@ -38,9 +38,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 
+from .cli_output import emit
 from .vocabulary import (MODEL_PARAMETER_MEANINGS, PAPER_SETTING, PARAMETERIZATIONS, check_classes,
                          check_positive)
 
@@ -261,17 +261,6 @@ def render(args) -> str:
     return "\n".join(lines)
 
 
-def _silence_stdout():
-    """Point stdout at /dev/null so that the interpreter's final flush of a
-    closed pipe or a full device cannot print a traceback."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError):  # pragma: no cover - stdout without a file descriptor
-        pass
-
-
 def main(argv=None) -> int:
     """Run the CLI; returns the exit status (2: bad input, 1: output could not be written)."""
     try:
@@ -280,17 +269,7 @@ def main(argv=None) -> int:
     except (UsageError, ValueError) as exc:
         print(f"print_dynamics: error: {exc}", file=sys.stderr)
         return 2
-    try:
-        sys.stdout.write(text + "\n")
-        sys.stdout.flush()
-    except BrokenPipeError:          # e.g. piped into head: the reader has what it wanted
-        _silence_stdout()
-        return 0
-    except OSError as exc:           # e.g. > /dev/full
-        _silence_stdout()
-        print(f"print_dynamics: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
-        return 1
-    return 0
+    return emit(text, "print_dynamics")   # '| head' ends quietly, '> /dev/full' exits 1
 
 
 if __name__ == "__main__":

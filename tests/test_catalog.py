@@ -104,3 +104,20 @@ def test_atomic_write_has_ordinary_permissions(tmp_path):
     os.umask(umask)
     assert path.read_text() == "hello\n" and (path.stat().st_mode & 0o777) == (0o666 & ~umask)
     assert [p.name for p in path.parent.iterdir()] == ["file.txt"]
+
+
+def test_cli_output_into_closed_pipe_or_full_device():
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, PYTHONPATH=str(root))
+    out = subprocess.run(["bash", "-c", f"set -o pipefail; {sys.executable} -m derivations.catalog | head -n 1"],
+                         capture_output=True, text=True, cwd=root, env=env)
+    assert out.returncode == 0 and out.stderr == "" and out.stdout.count("\n") == 1
+    if os.path.exists("/dev/full"):
+        with open("/dev/full", "w") as full:
+            res = subprocess.run([sys.executable, "-m", "derivations.catalog", "--check"], stdout=full,
+                                 stderr=subprocess.PIPE, text=True, cwd=root, env=env)
+        assert res.returncode == 1 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
