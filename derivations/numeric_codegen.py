@@ -392,13 +392,16 @@ def generate(key: str, res: dict):
     parts = [HEADER.replace("{key}", key).replace("{generator_key}", generator_key(key))]
     registry = []
     expressions = {}
+    printed = {}      # (args, exprs) -> registry name of the first spec with them
     for name, spec in specs.items():
         available = {}
+        same = printed.setdefault((spec.args, spec.exprs, spec.single), name)
         for backend in BACKENDS:
             src = _print_function(spec, backend)
-            if src is not None:
+            if src is not None and same == name:
                 parts.append("\n" + src + "\n")
-                available[backend] = _python_name(name, backend)
+            if src is not None:
+                available[backend] = _python_name(same, backend)   # identical spec: reuse the function
         keys = spec.keys
         entry = ", ".join(f"{b!r}: {f}" for b, f in available.items())
         registry.append(f"    {name!r}: ({spec.args!r}, {keys!r}, {{{entry}}}),")

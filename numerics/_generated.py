@@ -19,7 +19,7 @@ from . import special_functions
 #: Key of the derivation catalog these functions were generated from.
 CATALOG_KEY = "5848727ca23e6e70d3048d2fc31d5c01cdd2fcd417669178e34e07933df535f1"
 #: SHA-256 of the catalog key and the generator's source (staleness check).
-GENERATOR_KEY = "cff8cfd77a561a12d9bf029b6f591ebef0af22fed9284a70be450c0555a5d223"
+GENERATOR_KEY = "f608977fd9520ba9f1fa4cd080d828a37bc3366db02679066c918265f04336de"
 
 
 class _LazyMpmath:
@@ -157,108 +157,6 @@ def reduced_jacobian__CACO_balanced__mpmath(mu_OV, mu_QK, m, n, b, M, eta_QK, et
 
 
 def reduced_jacobian__CACO_balanced__math(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
-    # from Jacobian of CACO.dmu_OV_dt, CACO.dmu_QK_dt
-    _t0 = math.exp(mu_QK)
-    _t1 = _t0*m
-    _t2 = _t1 + n
-    _t3 = m**2*math.exp(2*mu_QK)/_t2**2
-    _t4 = 1/b
-    _t5 = _t4*eta_OV
-    _t6 = _t3*_t5
-    _t7 = 1/_t2
-    _t8 = _t1*_t7
-    _t9 = _t8*mu_OV
-    _t10 = math.exp(_t9)
-    _t11 = M - 1
-    _t12 = _t10 + _t11
-    _t13 = _t10/_t12**2
-    _t14 = 1/_t12
-    _t15 = _t3*mu_OV
-    _t16 = _t13*(_t0*_t7*m*mu_OV - _t15)
-    _t17 = _t11*eta_QK/(M*b**2)
-    _t18 = _t17*(_t8 - 1)
-    _t19 = _t14*_t18
-    return (-_t13*_t6, _t0*_t14*_t4*_t7*eta_OV*m - _t14*_t6 - _t16*_t5*_t8, _t13*_t15*_t18 - _t14*_t18*_t8, -_t14*_t17*_t9*(_t0*_t7*m - _t3) + _t15*_t19 + _t16*_t18*_t9 - _t19*_t9)
-
-
-def reduced_rhs__CACO_unbalanced__numpy(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
-    # from CACO.dmu_OV_dt, CACO.dmu_QK_dt
-    _t0 = m*numpy.exp(mu_QK)
-    _t1 = _t0 + n
-    _t2 = _t0/_t1
-    _t3 = (M + numpy.expm1(_t2*mu_OV))**(-1.0)
-    return (_t2*_t3*eta_OV/b, _t0*_t3*eta_QK*mu_OV*n*(M - 1)/(M*_t1**2*b**2))
-
-
-def reduced_rhs__CACO_unbalanced__mpmath(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
-    # from CACO.dmu_OV_dt, CACO.dmu_QK_dt
-    _t0 = m*mpmath.exp(mu_QK)
-    _t1 = _t0 + n
-    _t2 = _t0/_t1
-    _t3 = 1/(M + mpmath.expm1(_t2*mu_OV))
-    return (_t2*_t3*eta_OV/b, _t0*_t3*eta_QK*mu_OV*n*(M - 1)/(M*_t1**2*b**2))
-
-
-def reduced_rhs__CACO_unbalanced__math(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
-    # from CACO.dmu_OV_dt, CACO.dmu_QK_dt
-    _t0 = m*math.exp(mu_QK)
-    _t1 = _t0 + n
-    _t2 = _t0/_t1
-    _t3 = 1/(M + math.expm1(_t2*mu_OV))
-    return (_t2*_t3*eta_OV/b, _t0*_t3*eta_QK*mu_OV*n*(M - 1)/(M*_t1**2*b**2))
-
-
-def reduced_jacobian__CACO_unbalanced__numpy(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
-    # from Jacobian of CACO.dmu_OV_dt, CACO.dmu_QK_dt
-    _t0 = numpy.exp(mu_QK)
-    _t1 = _t0*m
-    _t2 = _t1 + n
-    _t3 = m**2*numpy.exp(2*mu_QK)/_t2**2
-    _t4 = b**(-1.0)
-    _t5 = _t4*eta_OV
-    _t6 = _t3*_t5
-    _t7 = _t2**(-1.0)
-    _t8 = _t1*_t7
-    _t9 = _t8*mu_OV
-    _t10 = numpy.exp(_t9)
-    _t11 = M - 1
-    _t12 = _t10 + _t11
-    _t13 = _t10/_t12**2
-    _t14 = _t12**(-1.0)
-    _t15 = _t3*mu_OV
-    _t16 = _t13*(_t0*_t7*m*mu_OV - _t15)
-    _t17 = _t11*eta_QK/(M*b**2)
-    _t18 = _t17*(_t8 - 1)
-    _t19 = _t14*_t18
-    return (-_t13*_t6, _t0*_t14*_t4*_t7*eta_OV*m - _t14*_t6 - _t16*_t5*_t8, _t13*_t15*_t18 - _t14*_t18*_t8, -_t14*_t17*_t9*(_t0*_t7*m - _t3) + _t15*_t19 + _t16*_t18*_t9 - _t19*_t9)
-
-
-def reduced_jacobian__CACO_unbalanced__mpmath(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
-    # from Jacobian of CACO.dmu_OV_dt, CACO.dmu_QK_dt
-    _t0 = mpmath.exp(mu_QK)
-    _t1 = _t0*m
-    _t2 = _t1 + n
-    _t3 = m**2*mpmath.exp(2*mu_QK)/_t2**2
-    _t4 = 1/b
-    _t5 = _t4*eta_OV
-    _t6 = _t3*_t5
-    _t7 = 1/_t2
-    _t8 = _t1*_t7
-    _t9 = _t8*mu_OV
-    _t10 = mpmath.exp(_t9)
-    _t11 = M - 1
-    _t12 = _t10 + _t11
-    _t13 = _t10/_t12**2
-    _t14 = 1/_t12
-    _t15 = _t3*mu_OV
-    _t16 = _t13*(_t0*_t7*m*mu_OV - _t15)
-    _t17 = _t11*eta_QK/(M*b**2)
-    _t18 = _t17*(_t8 - 1)
-    _t19 = _t14*_t18
-    return (-_t13*_t6, _t0*_t14*_t4*_t7*eta_OV*m - _t14*_t6 - _t16*_t5*_t8, _t13*_t15*_t18 - _t14*_t18*_t8, -_t14*_t17*_t9*(_t0*_t7*m - _t3) + _t15*_t19 + _t16*_t18*_t9 - _t19*_t9)
-
-
-def reduced_jacobian__CACO_unbalanced__math(mu_OV, mu_QK, m, n, b, M, eta_QK, eta_OV, eta_Q, eta_K, eta_O, eta_V, C_QK, C_OV):
     # from Jacobian of CACO.dmu_OV_dt, CACO.dmu_QK_dt
     _t0 = math.exp(mu_QK)
     _t1 = _t0*m
@@ -1649,8 +1547,8 @@ FUNCTIONS = {
     'loss': (('mu_OV', 'mu_QK', 'm', 'n', 'M'), None, {'numpy': loss__numpy, 'mpmath': loss__mpmath, 'math': loss__math}),
     'reduced_rhs[CACO,balanced]': (('mu_OV', 'mu_QK', 'm', 'n', 'b', 'M', 'eta_QK', 'eta_OV', 'eta_Q', 'eta_K', 'eta_O', 'eta_V', 'C_QK', 'C_OV'), None, {'numpy': reduced_rhs__CACO_balanced__numpy, 'mpmath': reduced_rhs__CACO_balanced__mpmath, 'math': reduced_rhs__CACO_balanced__math}),
     'reduced_jacobian[CACO,balanced]': (('mu_OV', 'mu_QK', 'm', 'n', 'b', 'M', 'eta_QK', 'eta_OV', 'eta_Q', 'eta_K', 'eta_O', 'eta_V', 'C_QK', 'C_OV'), None, {'numpy': reduced_jacobian__CACO_balanced__numpy, 'mpmath': reduced_jacobian__CACO_balanced__mpmath, 'math': reduced_jacobian__CACO_balanced__math}),
-    'reduced_rhs[CACO,unbalanced]': (('mu_OV', 'mu_QK', 'm', 'n', 'b', 'M', 'eta_QK', 'eta_OV', 'eta_Q', 'eta_K', 'eta_O', 'eta_V', 'C_QK', 'C_OV'), None, {'numpy': reduced_rhs__CACO_unbalanced__numpy, 'mpmath': reduced_rhs__CACO_unbalanced__mpmath, 'math': reduced_rhs__CACO_unbalanced__math}),
-    'reduced_jacobian[CACO,unbalanced]': (('mu_OV', 'mu_QK', 'm', 'n', 'b', 'M', 'eta_QK', 'eta_OV', 'eta_Q', 'eta_K', 'eta_O', 'eta_V', 'C_QK', 'C_OV'), None, {'numpy': reduced_jacobian__CACO_unbalanced__numpy, 'mpmath': reduced_jacobian__CACO_unbalanced__mpmath, 'math': reduced_jacobian__CACO_unbalanced__math}),
+    'reduced_rhs[CACO,unbalanced]': (('mu_OV', 'mu_QK', 'm', 'n', 'b', 'M', 'eta_QK', 'eta_OV', 'eta_Q', 'eta_K', 'eta_O', 'eta_V', 'C_QK', 'C_OV'), None, {'numpy': reduced_rhs__CACO_balanced__numpy, 'mpmath': reduced_rhs__CACO_balanced__mpmath, 'math': reduced_rhs__CACO_balanced__math}),
+    'reduced_jacobian[CACO,unbalanced]': (('mu_OV', 'mu_QK', 'm', 'n', 'b', 'M', 'eta_QK', 'eta_OV', 'eta_Q', 'eta_K', 'eta_O', 'eta_V', 'C_QK', 'C_OV'), None, {'numpy': reduced_jacobian__CACO_balanced__numpy, 'mpmath': reduced_jacobian__CACO_balanced__mpmath, 'math': reduced_jacobian__CACO_balanced__math}),
     'first_integral[CACO]': (('mu_OV', 'mu_QK', 'm', 'n', 'b', 'M', 'eta_QK', 'eta_OV', 'eta_Q', 'eta_K', 'eta_O', 'eta_V', 'C_QK', 'C_OV'), None, {'numpy': first_integral__CACO__numpy, 'mpmath': first_integral__CACO__mpmath, 'math': first_integral__CACO__math}),
     'first_integral_scale[CACO]': (('mu_OV', 'mu_QK', 'm', 'n', 'b', 'M', 'eta_QK', 'eta_OV', 'eta_Q', 'eta_K', 'eta_O', 'eta_V', 'C_QK', 'C_OV'), None, {'numpy': first_integral_scale__CACO__numpy, 'mpmath': first_integral_scale__CACO__mpmath, 'math': first_integral_scale__CACO__math}),
     'line_coordinates[CACO]': (('mu_OV', 'mu_QK', 'm', 'n', 'b', 'M', 'eta_QK', 'eta_OV', 'eta_Q', 'eta_K', 'eta_O', 'eta_V', 'C_QK', 'C_OV'), ('X', 'Y', 'slope'), {'numpy': line_coordinates__CACO__numpy, 'mpmath': line_coordinates__CACO__mpmath, 'math': line_coordinates__CACO__math}),
