@@ -131,15 +131,13 @@ class CliReference(SphinxDirective):
             raise self.error(f"qkov-cli: {module} has no parser function {func}() "
                              "(update qkov_cli_parsers in docs/conf.py)")
         self.env.note_dependency(mod.__file__)
-        lines = [".. argparse::",
-                 f"   :module: {module}",
-                 f"   :func: {func}",
-                 f"   :prog: python -m {module}",
-                 ""]
-        container = nodes.section()
-        self.state.nested_parse(StringList(lines, source=f"<qkov-cli {key}>"),
-                                self.content_offset, container)
-        return container.children
+        from sphinxarg.ext import ArgParseDirective
+
+        options = {"module": module, "func": func, "prog": f"python -m {module}"}
+        directive = ArgParseDirective("argparse", [], options, [], self.lineno,
+                                      self.content_offset, self.block_text, self.state,
+                                      self.state_machine)
+        return directive.run()
 
 
 def _module_exists(name: str) -> bool:
