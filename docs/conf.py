@@ -104,6 +104,7 @@ intersphinx_mapping = {
     "scipy": ("https://docs.scipy.org/doc/scipy/", str(_INV / "scipy.inv")),
     "sympy": ("https://docs.sympy.org/latest/", str(_INV / "sympy.inv")),
     "mpmath": ("https://mpmath.org/doc/current/", str(_INV / "mpmath.inv")),
+    "matplotlib": ("https://matplotlib.org/stable/", str(_INV / "matplotlib.inv")),
 }
 intersphinx_timeout = 1
 intersphinx_disabled_reftypes = ["std:doc"]

@@ -51,6 +51,8 @@ PYTHON = {
     "collections.abc.Sequence": ("py:class", "library/collections.abc.html#collections.abc.Sequence"),
     "collections.abc.Mapping": ("py:class", "library/collections.abc.html#collections.abc.Mapping"),
     "doctest": ("py:module", "library/doctest.html#module-doctest"),
+    "math": ("py:module", "library/math.html#module-math"),
+    "functools.lru_cache": ("py:function", "library/functools.html#functools.lru_cache"),
     # numpydoc's type cross-references (bool, sequence) point at these labels and terms
     "bltin-boolean-values": ("std:label", "library/stdtypes.html#$", "Boolean Values"),
     "sequence": ("std:term", "glossary.html#term-sequence", "sequence"),
@@ -80,8 +82,11 @@ SCIPY = {
     "scipy.integrate.quad": ("py:function", "reference/generated/scipy.integrate.quad.html#$"),
     "scipy.integrate.OdeSolution": ("py:class", "reference/generated/scipy.integrate.OdeSolution.html#$"),
     "scipy.optimize.OptimizeResult": ("py:class", "reference/generated/scipy.optimize.OptimizeResult.html#$"),
+    # where the class is defined (how autodoc names a base class)
+    "scipy.optimize._optimize.OptimizeResult": (
+        "py:class", "reference/generated/scipy.optimize.OptimizeResult.html#scipy.optimize.OptimizeResult"),
     "scipy.optimize.brentq": ("py:function", "reference/generated/scipy.optimize.brentq.html#$"),
-    "scipy.special.wrightomega": ("py:data", "reference/generated/scipy.special.wrightomega.html#$"),
+    "scipy.special.wrightomega": ("py:function", "reference/generated/scipy.special.wrightomega.html#$"),
     "scipy.special.lambertw": ("py:function", "reference/generated/scipy.special.lambertw.html#$"),
     "scipy.special.expi": ("py:data", "reference/generated/scipy.special.expi.html#$"),
     "scipy.special.logsumexp": ("py:function", "reference/generated/scipy.special.logsumexp.html#$"),
@@ -95,6 +100,12 @@ SYMPY = {
     "sympy.core.function.Function": ("py:class", "modules/core.html#$"),
     "sympy.core.relational.Equality": ("py:class", "modules/core.html#$"),
     "sympy.core.relational.Eq": ("py:class", "modules/core.html#sympy.core.relational.Equality"),
+    "sympy.Eq": ("py:class", "modules/core.html#sympy.core.relational.Equality"),
+    "sympy.latex": ("py:function", "modules/printing.html#sympy.printing.latex.latex"),
+    "sympy.separatevars": ("py:function", "modules/simplify/simplify.html#sympy.simplify.simplify.separatevars"),
+    "sympy.lambdify": ("py:function", "modules/utilities/lambdify.html#sympy.utilities.lambdify.lambdify"),
+    "sympy.srepr": ("py:function", "modules/printing.html#sympy.printing.repr.srepr"),
+    "sympy.sympify": ("py:function", "modules/core.html#sympy.core.sympify.sympify"),
     "sympy.core.function.diff": ("py:function", "modules/core.html#$"),
     "sympy.core.sympify.sympify": ("py:function", "modules/core.html#$"),
     "sympy.matrices.dense.MutableDenseMatrix": ("py:class", "modules/matrices/dense.html#$"),
@@ -111,10 +122,14 @@ SYMPY = {
 
 MPMATH = {
     "mpmath": ("py:module", "index.html"),
-    "mpmath.mpf": ("py:class", "general.html#mpmath.mpf"),
     "mpmath.findroot": ("py:function", "calculus/optimization.html#mpmath.findroot"),
     "mpmath.lambertw": ("py:function", "functions/powers.html#mpmath.lambertw"),
     "mpmath.quad": ("py:function", "calculus/integration.html#mpmath.quad"),
+}
+
+MATPLOTLIB = {
+    "matplotlib.figure.Figure": ("py:class", "api/_as_gen/matplotlib.figure.Figure.html#$"),
+    "matplotlib.axes.Axes": ("py:class", "api/_as_gen/matplotlib.axes.Axes.html#$"),
 }
 
 PROJECTS = {
@@ -123,6 +138,7 @@ PROJECTS = {
     "scipy": ("SciPy", "stable", SCIPY),
     "sympy": ("SymPy", "latest", SYMPY),
     "mpmath": ("mpmath", "current", MPMATH),
+    "matplotlib": ("Matplotlib", "stable", MATPLOTLIB),
 }
 
 
