@@ -136,6 +136,8 @@ html_theme_options = {
     "navbar_end": ["theme-switcher"],
     "icon_links": [],
     "show_toc_level": 2,
+    "collapse_navigation": True,          # much faster page rendering with ~170 API pages
+    "navigation_depth": 2,
     "navigation_with_keys": False,
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version"],

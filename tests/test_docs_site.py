@@ -99,7 +99,8 @@ def site(tmp_path_factory, request):
     math_cache = Path(request.config.cache.mkdir("qkov-docs-imgmath"))
     math_out = html / "_images" / "math"
     shutil.copytree(math_cache, math_out, dirs_exist_ok=True)
-    cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", "-q",
+    # -j auto: the math images (LaTeX + dvipng, most of a cold build) render on every core
+    cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-j", "auto", "-b", "html", "-q",
            "-d", str(doctrees), str(DOCS), str(html)]
     env = dict(os.environ, PYTHONWARNINGS="ignore", PYTHONHASHSEED="0")
     start = time.perf_counter()
@@ -279,7 +280,7 @@ def _page_commands(page: Path):
     for block in re.findall(r"^```bash\n(.*?)^```", text, flags=re.M | re.S):
         block = block.replace("\\\n", " ")
         for line in block.splitlines():
-            line = line.split("#", 1)[0].split("|", 1)[0].split("&&")[-1].strip()
+            line = line.split("#", 1)[0].split("|", 1)[0].split(">", 1)[0].split("&&")[-1].strip()
             if line.startswith("python -m "):
                 commands.append(shlex.split(line)[2:])
     return commands
