@@ -233,6 +233,19 @@ def test_cli_reference_lists_every_option(site):
                 assert option in page, f"{module}: option {option} missing from cli.html"
 
 
+def test_stale_api_pages_are_pruned(tmp_path):
+    for stem in ("numerics.closed_form", "numerics.closed_form.state_at_loss",
+                 "numerics.closed_form._newton", "numerics.closed_form.no_such_function",
+                 "numerics.no_such_module", "numerics.no_such_module.f"):
+        (tmp_path / f"{stem}.rst").write_text("x")
+    modules = set(qkov_docs.public_modules(ROOT, "numerics"))
+    removed = sorted(qkov_docs.prune_stale_stubs(tmp_path, modules))
+    assert removed == ["numerics.closed_form._newton", "numerics.closed_form.no_such_function",
+                       "numerics.no_such_module", "numerics.no_such_module.f"]
+    assert sorted(p.stem for p in tmp_path.glob("*.rst")) == [
+        "numerics.closed_form", "numerics.closed_form.state_at_loss"]
+
+
 def test_fence_bare_doctests():
     text = "intro\n\n>>> 1 + 1\n2\n\nmore\n```bash\n>>> not doctest\n```\n"
     out = qkov_docs.fence_bare_doctests(text)

@@ -217,9 +217,45 @@ PACKAGE_INTROS = {
 }
 
 
+def _stub_is_current(stem: str, modules: set[str]) -> bool:
+    """Whether ``api/generated/<stem>.rst`` still documents a public module or name."""
+    if stem in modules:
+        return True
+    module_name, _, attr = stem.rpartition(".")
+    if module_name not in modules:
+        return False
+    try:
+        module = importlib.import_module(module_name)
+    except Exception:  # an import problem is reported by autosummary itself
+        return True
+    public = getattr(module, "__all__", None)
+    if public is not None:
+        return attr in public
+    obj = getattr(module, attr, None)
+    return (not attr.startswith("_") and obj is not None
+            and getattr(obj, "__module__", module_name) == module_name)
+
+
+def prune_stale_stubs(folder: Path, modules: set[str]) -> list[str]:
+    """Delete generated API pages of modules or names that no longer exist or are private.
+
+    autosummary writes ``api/generated/*.rst`` but never deletes them, and a leftover page
+    of a removed function fails the -W build ("not included in any toctree")."""
+    removed = []
+    if folder.is_dir():
+        for stub in folder.glob("*.rst"):
+            if not _stub_is_current(stub.stem, modules):
+                stub.unlink()
+                removed.append(stub.stem)
+    return removed
+
+
 def write_api_index(app, config) -> None:
     root = Path(config.qkov_repository_root)
     out = Path(app.srcdir) / "api" / "index.rst"
+    all_modules = {m for package in config.qkov_api_packages for m in public_modules(root, package)}
+    for stem in prune_stale_stubs(out.parent / "generated", all_modules):
+        logger.info("qkov: removed stale API page api/generated/%s.rst", stem)
     parts = [API_HEADER]
     for package in config.qkov_api_packages:
         mods = public_modules(root, package)
