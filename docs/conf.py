@@ -39,6 +39,7 @@ exclude_patterns = ["_build", "README.md", "generated/*", "figures/*.pdf", "_inv
                     "Thumbs.db", ".DS_Store"]
 templates_path = ["_templates"]
 nitpicky = False
+smartquotes_action = "qe"       # keep "--option" in help texts (no en dashes)
 suppress_warnings = []
 
 # Docstrings of modules other work items are rewriting, with reST problems that would fail

@@ -349,6 +349,15 @@ def _external(url: str) -> bool:
     return bool(re.search(r"(^|[\s(,'\"])(https?:)?//", url))
 
 
+def test_external_resource_detection():
+    parser = _Resources()
+    parser.feed('<script src="https://cdn.example.org/x.js"></script><link rel="stylesheet" '
+                'href="//fonts.example.org/f.css"><img src="_images/a.png"><a href="https://x.org">'
+                '<img src="data:image/svg+xml,%3Csvg xmlns=\'http://www.w3.org/2000/svg\'/%3E">')
+    external = [url for _tag, url in parser.urls if _external(url)]
+    assert external == ["https://cdn.example.org/x.js", "//fonts.example.org/f.css"]
+
+
 def test_no_page_loads_anything_from_another_host(site):
     offenders = []
     pages = list(site.html.rglob("*.html"))
@@ -386,19 +395,30 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+class _Server:
+    """A local HTTP server on 127.0.0.1 that records every request and its status."""
+
+    def __init__(self, root: Path):
+        self.requests: list = []
+        handler = type("Handler", (_Handler,), {"requests": self.requests})
+        self.httpd = http.server.ThreadingHTTPServer(
+            ("127.0.0.1", 0), functools.partial(handler, directory=str(root)))
+        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
 @pytest.fixture(scope="module")
 def served_site(site):
-    records: list = []
-    handler = type("Handler", (_Handler,), {"requests": records})
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(handler, directory=str(site.html)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", records
-    finally:
-        server.shutdown()
-        server.server_close()
+    with _Server(site.html) as server:
+        yield server
 
 
 def _run_chromium(browser, url, tmp_path, *extra):
@@ -408,8 +428,58 @@ def _run_chromium(browser, url, tmp_path, *extra):
            "--disable-extensions", "--hide-scrollbars", "--enable-logging=stderr", "--v=0",
            f"--user-data-dir={profile}", "--window-size=1280,1600",
            "--virtual-time-budget=4000", *extra, url]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    return proc
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+def browser_problems(browser, server, root: Path, page: str, tmp_path: Path, min_math: int,
+                     theme: bool = True) -> list[str]:
+    """Open ``page`` in headless Chromium; return what is wrong with its rendering (empty: fine).
+
+    One Chromium run takes the screenshot and dumps the DOM after scripts ran."""
+    from PIL import Image, ImageStat
+    problems = []
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    first_request = len(server.requests)
+    shot = tmp_path / "page.png"
+    proc = _run_chromium(browser, f"{server.base}/{page}", tmp_path, f"--screenshot={shot}",
+                         "--dump-dom")
+    if not shot.is_file():
+        return [f"no screenshot from chromium: {proc.stderr[-2000:]}"]
+    with Image.open(shot) as img:
+        gray = img.convert("L")
+        if img.size != (1280, 1600):
+            problems.append(f"screenshot size {img.size}")
+        if ImageStat.Stat(gray).stddev[0] < 10 or len(gray.getcolors(1 << 16) or ()) <= 16:
+            problems.append("the screenshot is blank")
+    dom = proc.stdout
+    if theme and not ("<article" in dom and "bd-article" in dom):
+        problems.append("the theme's article did not render")
+    math = re.findall(r'<img[^>]+src="[^"]*_images/math/[^"]+\.png"', dom)
+    if len(math) < min_math:
+        problems.append(f"{len(math)} math images in the DOM, expected at least {min_math}")
+
+    # every local resource the DOM refers to exists in the build
+    parser = _Resources()
+    parser.feed(dom)
+    page_dir = (root / page).parent
+    for _tag, ref in parser.urls:
+        parts = urlsplit(ref)
+        if parts.scheme in ("data", "blob") or (parts.netloc and not parts.netloc.startswith("127.0.0.1")):
+            continue
+        path = unquote(parts.path)
+        target = root / path.lstrip("/") if path.startswith("/") else page_dir / path
+        if path and not target.resolve().exists():
+            problems.append(f"DOM refers to a missing file: {ref}")
+
+    # no failed load: the server saw no error status, Chromium logged none
+    requests = server.requests[first_request:]
+    problems += [f"request failed: {p} ({code})" for p, code in requests
+                 if isinstance(code, int) and code >= 400 and not p.endswith("favicon.ico")]
+    problems += [line for line in proc.stderr.splitlines()
+                 if "Failed to load resource" in line or "net::ERR_" in line]
+    if min_math and not any("/_images/math/" in p for p, _ in requests):
+        problems.append("the math images were not requested")
+    return problems
 
 
 BROWSER_PAGES = {
@@ -424,49 +494,25 @@ def test_pages_render_in_chromium(page, served_site, tmp_path, site):
     browser = _chromium()
     if browser is None:
         pytest.skip("headless Chromium not found (Debian: apt-get install chromium)")
-    from PIL import Image, ImageStat
-    base, requests = served_site
-    url = f"{base}/{page}"
-    first_request = len(requests)
+    problems = browser_problems(browser, served_site, site.html, page, tmp_path, BROWSER_PAGES[page])
+    assert not problems, f"{page}: {problems}"
 
-    shot = tmp_path / "page.png"
-    proc = _run_chromium(browser, url, tmp_path, f"--screenshot={shot}")
-    assert shot.is_file(), f"no screenshot from chromium:\n{proc.stderr[-2000:]}"
-    with Image.open(shot) as img:
-        assert img.size == (1280, 1600)
-        stat = ImageStat.Stat(img.convert("L"))
-        assert stat.stddev[0] > 10, "the screenshot is blank"
-        assert len(img.convert("L").getcolors(1 << 16) or ()) > 16
-    assert shot.stat().st_size > 20_000
 
-    dom_run = _run_chromium(browser, url, tmp_path, "--dump-dom")
-    dom = dom_run.stdout
-    assert "<article" in dom and "bd-article" in dom, "the theme's article did not render"
-    math = re.findall(r'<img[^>]+src="[^"]*_images/math/[^"]+\.png"', dom)
-    assert len(math) >= BROWSER_PAGES[page], f"{page}: {len(math)} math images in the DOM"
-
-    # every local resource the DOM refers to exists in the build
-    parser = _Resources()
-    parser.feed(dom)
-    page_dir = (site.html / page).parent
-    missing = []
-    for _tag, ref in parser.urls:
-        parts = urlsplit(ref)
-        if parts.scheme in ("data", "blob") or (parts.netloc and not parts.netloc.startswith("127.0.0.1")):
-            continue
-        path = unquote(parts.path)
-        target = site.html / path.lstrip("/") if path.startswith("/") else page_dir / path
-        if path and not target.resolve().exists():
-            missing.append(ref)
-    assert not missing, f"{page}: DOM refers to missing files {missing[:10]}"
-
-    # no failed load during either run: the server saw no error status, Chromium logged none
-    failed = [(p, code) for p, code in requests[first_request:]
-              if isinstance(code, int) and code >= 400 and not p.endswith("favicon.ico")]
-    assert not failed, f"{page}: failed requests {failed}"
-    for log in (proc.stderr, dom_run.stderr):
-        bad = [line for line in log.splitlines()
-               if "Failed to load resource" in line or "net::ERR_" in line]
-        assert not bad, f"{page}: {bad[:5]}"
-    assert any(p.startswith("/_images/math/") or "/_images/math/" in p
-               for p, _ in requests[first_request:]), "the math images were not requested"
+def test_browser_check_detects_broken_pages(tmp_path):
+    """The browser check fails on a blank page and on a page with a missing image and style."""
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("headless Chromium not found (Debian: apt-get install chromium)")
+    root = tmp_path / "site"
+    (root / "_images" / "math").mkdir(parents=True)
+    (root / "blank.html").write_text("<html><body></body></html>")
+    (root / "broken.html").write_text(
+        '<html><head><link rel="stylesheet" href="_static/gone.css"></head><body>'
+        + "<h1>Broken</h1><p>text</p>" * 40
+        + '<img src="_images/math/gone.png"></body></html>')
+    with _Server(root) as server:
+        blank = browser_problems(browser, server, root, "blank.html", tmp_path / "a", 0, theme=False)
+        broken = browser_problems(browser, server, root, "broken.html", tmp_path / "b", 1, theme=False)
+    assert "the screenshot is blank" in blank
+    assert any("gone.css" in p for p in broken) and any("gone.png" in p for p in broken)
+    assert any(p.startswith("request failed") for p in broken)
