@@ -158,9 +158,13 @@ class RequiresModule(SphinxDirective):
         module = self.arguments[0].strip()
         if _module_exists(module):
             return []
-        text = " ".join(self.content) or (
-            f"{module} is not part of this build yet; this page describes its planned interface.")
-        return _optional_note(text)
+        if not self.content:
+            return _optional_note(f"{module} is not part of this build yet; this page "
+                                  "describes its planned interface.")
+        note = nodes.note()
+        # the content is parsed in the page's own markup (MyST Markdown or reST)
+        self.state.nested_parse(self.content, self.content_offset, note)
+        return [note]
 
 
 # ---------------------------------------------------------------------------------------
