@@ -163,10 +163,22 @@ def test_reference_pages_show_the_docstrings_and_link_to_numpy(site):
     assert "derivations.model.family" in model
 
 
-def test_shipped_inventories_are_valid():
+def test_shipped_inventories_are_valid_and_fresh():
+    """intersphinx reads only files shipped in docs/_inventories (the build has no network),
+    and each equals what build_inventories.py writes from its tables."""
     from sphinx.util.inventory import InventoryFile
+    sys.path.insert(0, str(DOCS / "_inventories"))
+    try:
+        import build_inventories
+    finally:
+        sys.path.remove(str(DOCS / "_inventories"))
+    assert set(build_inventories.PROJECTS) == set(CONF["intersphinx_mapping"])
     for key, (base, path) in CONF["intersphinx_mapping"].items():
+        assert Path(path).parent == DOCS / "_inventories", (key, path)
         data = Path(path).read_bytes()
+        project, version, entries = build_inventories.PROJECTS[key]
+        assert data == build_inventories.inventory_bytes(project, version, entries), (
+            f"{path} is stale: run python docs/_inventories/build_inventories.py")
         inv = InventoryFile.load(io.BytesIO(data), base, lambda a, b: a + b)
         items = [(role, name, item) for role, entries in inv.data.items()
                  for name, item in entries.items()] if hasattr(inv, "data") else \
