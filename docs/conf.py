@@ -1,0 +1,151 @@
+"""Sphinx configuration of the qkov documentation site.
+
+Build (warnings are errors, no network needed)::
+
+    python -m sphinx -W --keep-going -b html docs docs/_build/html
+
+See docs/README.md for the fix loop and for what is generated at build time.
+"""
+import os
+import sys
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent
+ROOT = DOCS.parent
+sys.path.insert(0, str(ROOT))            # the packages are used from the checkout, not installed
+sys.path.insert(0, str(DOCS / "_ext"))
+
+# -- project --------------------------------------------------------------------------------
+project = "qkov"
+author = "the qkov developers"
+copyright = "2026, the qkov developers"
+release = version = "0.1.0"
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.intersphinx",
+    "sphinx.ext.imgmath",
+    "sphinx.ext.viewcode",
+    "numpydoc",
+    "myst_parser",
+    "sphinxarg.ext",
+    "qkov_docs",
+]
+
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+root_doc = "index"
+exclude_patterns = ["_build", "README.md", "generated/*", "figures/*.pdf", "_inventories/*",
+                    "Thumbs.db", ".DS_Store"]
+templates_path = ["_templates"]
+nitpicky = False
+smartquotes_action = "qe"       # keep "--option" in help texts (no en dashes)
+suppress_warnings = []
+
+# Docstrings of modules other work items are rewriting, with reST problems that would fail
+# this -W build. Their warnings are written to <outdir>/known-docstring-issues.txt instead of
+# being counted; tests/test_docs_site.py fails once an entry no longer warns, so remove
+# entries as the docstrings are fixed. QKOV_DOCS_STRICT=1 ignores this list.
+qkov_known_docstring_issues = [
+    "derivations.first_integral",                      # section underline too short
+    "derivations.print_dynamics",                      # "Options" block: unexpected indentation
+    "derivations.symbols",                             # symbol table: text in column margin
+    "numerics.lambdified.state_equation_mu_fn",        # "\\f", "\\t" control characters
+]
+
+# -- the command-line programs (one line per command; the function is the argparse parser factory)
+qkov_cli_parsers = {
+    "print_dynamics": ("derivations.print_dynamics", "build_parser"),
+    "verify": ("numerics.verify", "_build_parser"),       # -> "build_parser" after the restructure
+    "figures": ("numerics.figures", "_parser"),           # -> "build_parser" after the restructure
+    "experiments": ("numerics.experiments", "build_parser"),
+}
+# modules of work in progress: while absent, their pages show a note instead of failing the build
+qkov_optional_modules = ["numerics.experiments", "derivations.task"]
+qkov_bare_doctest_pages = ["usage"]
+qkov_api_packages = ["derivations", "numerics"]
+qkov_repository_root = str(ROOT)
+qkov_snippet_dir = "generated/snippets"
+
+# -- MyST ----------------------------------------------------------------------------------
+myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist", "attrs_inline"]
+myst_heading_anchors = 3
+myst_dmath_double_inline = True
+
+# -- autodoc / autosummary / numpydoc ---------------------------------------------------------
+autosummary_generate = True
+autosummary_imported_members = False
+autosummary_ignore_module_all = False     # a module's __all__, where it has one, is its public API
+autodoc_default_options = {"member-order": "bysource"}
+autodoc_typehints = "none"                # types come from the numpydoc sections
+numpydoc_show_class_members = False
+numpydoc_class_members_toctree = False
+numpydoc_xref_param_type = True
+numpydoc_xref_ignore = {"optional", "default", "of", "or", "shape", "array_like", "callable",
+                        "scalar", "sequence", "iterable", "mapping", "like", "same", "as", "either",
+                        "any", "a", "an", "the", "each", "one", "per", "int,", "float,"}
+numpydoc_xref_aliases = {
+    "Expr": "sympy.core.expr.Expr",
+    "sympy.Expr": "sympy.core.expr.Expr",
+    "Symbol": "sympy.core.symbol.Symbol",
+    "sympy.Symbol": "sympy.core.symbol.Symbol",
+    "Matrix": "sympy.matrices.dense.MutableDenseMatrix",
+    "sympy.Matrix": "sympy.matrices.dense.MutableDenseMatrix",
+    "ndarray": "numpy.ndarray",
+    "np.ndarray": "numpy.ndarray",
+    "Path": "pathlib.Path",
+}
+numpydoc_validation_checks = set()         # style is reviewed, not enforced by the build
+
+# -- intersphinx: inventories shipped in docs/_inventories (no network at build time) --------
+_INV = DOCS / "_inventories"
+intersphinx_mapping = {
+    "python": ("https://docs.python.org/3/", str(_INV / "python.inv")),
+    "numpy": ("https://numpy.org/doc/stable/", str(_INV / "numpy.inv")),
+    "scipy": ("https://docs.scipy.org/doc/scipy/", str(_INV / "scipy.inv")),
+    "sympy": ("https://docs.sympy.org/latest/", str(_INV / "sympy.inv")),
+    "mpmath": ("https://mpmath.org/doc/current/", str(_INV / "mpmath.inv")),
+    "matplotlib": ("https://matplotlib.org/stable/", str(_INV / "matplotlib.inv")),
+}
+intersphinx_timeout = 1
+intersphinx_disabled_reftypes = ["std:doc"]
+
+# -- math: rendered to images at build time by LaTeX + dvipng (no MathJax, no network) -----------
+imgmath_image_format = "png"
+# Debian's texlive-latex-base has neither preview.sty nor anyfontsize.sty (both in larger
+# TeX Live packages): docs/_texinputs holds an empty stand-in for anyfontsize (12pt needs no
+# arbitrary sizes), and without preview.sty no baseline depth is computed for inline math.
+os.environ["TEXINPUTS"] = os.pathsep.join([str(DOCS / "_texinputs"), os.environ.get("TEXINPUTS", "")])
+imgmath_font_size = 12
+imgmath_dvipng_args = ["-gamma", "1.5", "-D", "120", "-bg", "Transparent"]
+imgmath_use_preview = False
+imgmath_latex_preamble = ""
+math_numfig = True
+math_eqref_format = "({number})"
+
+# -- HTML ----------------------------------------------------------------------------------
+html_theme = "pydata_sphinx_theme"
+html_title = "qkov"
+html_static_path = ["_static"]
+html_css_files = ["qkov.css"]
+html_show_sourcelink = False
+html_copy_source = False
+html_last_updated_fmt = None
+html_theme_options = {
+    "logo": {"text": "qkov"},
+    "navbar_align": "left",
+    "navbar_end": ["theme-switcher"],
+    "icon_links": [],
+    "show_toc_level": 2,
+    "collapse_navigation": True,          # much faster page rendering with ~170 API pages
+    "navigation_depth": 2,
+    "navigation_with_keys": False,
+    "footer_start": ["copyright"],
+    "footer_end": ["sphinx-version"],
+    "secondary_sidebar_items": ["page-toc"],
+    "pygments_light_style": "default",
+    "pygments_dark_style": "monokai",
+}
+html_sidebars = {page: [] for page in ("index", "theory", "usage", "cli", "experiments", "tasks")}
+html_context = {"default_mode": "light"}
+

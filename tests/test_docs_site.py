@@ -1,0 +1,532 @@
+"""The documentation site: it builds warning-free and offline, shows what the code is, and renders.
+
+The site is built once per test session (``python -m sphinx -W --keep-going -b html docs``)
+into a temporary directory. The math images are content-addressed (SHA-1 of their LaTeX),
+so they are cached between sessions in pytest's cache directory; everything else is built
+from scratch. The checks:
+
+* the build passes with warnings as errors, and every entry of conf.py's
+  ``qkov_known_docstring_issues`` (docstring problems of modules being rewritten, not
+  counted as warnings) still produces a warning, so the list cannot go stale;
+* every public function and class of ``derivations`` and ``numerics`` has a reference page;
+* the equations of the derivation page are the generated LaTeX snippets, not typed ones;
+* the command-line reference lists every option of every parser;
+* no page loads a script, style, image or font from another host, and the intersphinx
+  inventories shipped in ``docs/_inventories`` are valid;
+* the examples on the pages run (``pycon`` blocks are doctests; ``python -m`` command lines
+  parse with the program's own parser);
+* headless Chromium renders the landing page, the derivation page and an API page: non-blank
+  screenshots, the math images present in the DOM, and no failed resource load (served by a
+  local HTTP server on 127.0.0.1 that records every request).
+"""
+from __future__ import annotations
+
+import argparse
+import doctest
+import functools
+import http.server
+import importlib
+import importlib.util
+import inspect
+import io
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import urlsplit, unquote
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+sys.path.insert(0, str(DOCS / "_ext"))
+import qkov_docs  # noqa: E402  (the docs' own extension: module discovery, snippet reader)
+
+CHROMIUM_CANDIDATES = ("chromium", "chromium-browser", "google-chrome")
+BUILD_TIMEOUT = 600
+
+
+def _docs_conf():
+    """The qkov_* settings of docs/conf.py (executed in a namespace, as Sphinx does)."""
+    namespace = {"__file__": str(DOCS / "conf.py")}
+    saved_path, saved_texinputs = list(sys.path), os.environ.get("TEXINPUTS")
+    try:
+        exec(compile((DOCS / "conf.py").read_text(), str(DOCS / "conf.py"), "exec"), namespace)
+    finally:
+        sys.path[:] = saved_path
+        if saved_texinputs is None:
+            os.environ.pop("TEXINPUTS", None)
+        else:
+            os.environ["TEXINPUTS"] = saved_texinputs
+    return namespace
+
+
+CONF = _docs_conf()
+
+
+def _module_available(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+# --------------------------------------------------------------------------------------------
+# the build (once per session)
+
+class Site:
+    def __init__(self, html: Path, seconds: float, log: str):
+        self.html, self.seconds, self.log = html, seconds, log
+
+    def page(self, name: str) -> str:
+        return (self.html / name).read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory, request):
+    missing = [tool for tool in ("latex", "dvipng") if shutil.which(tool) is None]
+    if missing:
+        pytest.skip(f"the site renders its math with LaTeX and dvipng; not found: {', '.join(missing)} "
+                    "(Debian: apt-get install texlive-latex-base dvipng)")
+    out = tmp_path_factory.mktemp("docs-site")
+    html, doctrees = out / "html", out / "doctrees"
+    cache = getattr(request.config, "cache", None)      # None under -p no:cacheprovider
+    math_cache = Path(cache.mkdir("qkov-docs-imgmath")) if cache else out / "no-cache"
+    math_out = html / "_images" / "math"
+    if math_cache.is_dir():
+        shutil.copytree(math_cache, math_out, dirs_exist_ok=True)
+    # -j auto: the math images (LaTeX + dvipng, most of a cold build) render on every core
+    cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-j", "auto", "-b", "html", "-q",
+           "-d", str(doctrees), str(DOCS), str(html)]
+    env = dict(os.environ, PYTHONWARNINGS="ignore", PYTHONHASHSEED="0")
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env,
+                          timeout=BUILD_TIMEOUT)
+    seconds = time.perf_counter() - start
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, f"the documentation build failed ({' '.join(cmd)}):\n{log[-6000:]}"
+    if math_out.is_dir():
+        shutil.copytree(math_out, math_cache, dirs_exist_ok=True)
+    print(f"\ndocs site built in {seconds:.1f} s")
+    return Site(html, seconds, log)
+
+
+def test_build_is_warning_free_and_known_issue_list_is_current(site):
+    report = (site.html / "known-docstring-issues.txt").read_text(encoding="utf-8")
+    counts = dict(re.findall(r"^([\w.]+): (\d+) warning", report, flags=re.M))
+    stale = [name for name in CONF["qkov_known_docstring_issues"] if int(counts.get(name, 0)) == 0]
+    assert not stale, (f"these docstrings no longer produce warnings; remove them from "
+                       f"qkov_known_docstring_issues in docs/conf.py: {stale}")
+    assert "WARNING" not in site.log and "ERROR" not in site.log, site.log[-4000:]
+
+
+# --------------------------------------------------------------------------------------------
+# API reference
+
+def _public_names(module):
+    names = getattr(module, "__all__", None)
+    if names is None:
+        names = [n for n, obj in vars(module).items()
+                 if not n.startswith("_") and (inspect.isfunction(obj) or inspect.isclass(obj))
+                 and getattr(obj, "__module__", None) == module.__name__]
+    return [n for n in names
+            if inspect.isfunction(getattr(module, n)) or inspect.isclass(getattr(module, n))]
+
+
+def test_every_public_function_and_class_has_a_reference_page(site):
+    generated = site.html / "api" / "generated"
+    missing, count = [], 0
+    for package in CONF["qkov_api_packages"]:
+        for name in qkov_docs.public_modules(ROOT, package):
+            if not (generated / f"{name}.html").is_file():
+                missing.append(name)
+            module = importlib.import_module(name)
+            for obj in _public_names(module):
+                count += 1
+                if not (generated / f"{name}.{obj}.html").is_file():
+                    missing.append(f"{name}.{obj}")
+    assert not missing, f"no reference page for: {missing}"
+    assert count >= 50
+    api_index = site.page("api/index.html")
+    assert "numerics.closed_form" in api_index and "derivations.reduction" in api_index
+
+
+def test_reference_pages_show_the_docstrings_and_link_to_numpy(site):
+    page = site.page("api/generated/numerics.closed_form.state_at_loss.html")
+    assert "Parameters" in page and "Returns" in page
+    assert "https://numpy.org/doc/stable/glossary.html#term-array_like" in page
+    model = site.page("api/generated/derivations.model.html")
+    assert "derivations.model.family" in model
+
+
+def test_shipped_inventories_are_valid_and_fresh():
+    """intersphinx reads only files shipped in docs/_inventories (the build has no network),
+    and each equals what build_inventories.py writes from its tables."""
+    from sphinx.util.inventory import InventoryFile
+    sys.path.insert(0, str(DOCS / "_inventories"))
+    try:
+        import build_inventories
+    finally:
+        sys.path.remove(str(DOCS / "_inventories"))
+    assert set(build_inventories.PROJECTS) == set(CONF["intersphinx_mapping"])
+    for key, (base, path) in CONF["intersphinx_mapping"].items():
+        assert Path(path).parent == DOCS / "_inventories", (key, path)
+        data = Path(path).read_bytes()
+        project, version, entries = build_inventories.PROJECTS[key]
+        assert data == build_inventories.inventory_bytes(project, version, entries), (
+            f"{path} is stale: run python docs/_inventories/build_inventories.py")
+        inv = InventoryFile.load(io.BytesIO(data), base, lambda a, b: a + b)
+        items = [(role, name, item) for role, entries in inv.data.items()
+                 for name, item in entries.items()] if hasattr(inv, "data") else \
+                [(role, name, item) for role, entries in inv.items() for name, item in entries.items()]
+        assert items, f"{path} is empty"
+        for role, name, item in items:
+            uri = item.uri if hasattr(item, "uri") else item[2]
+            assert uri.startswith(base), (key, name, uri)
+            assert "$" not in uri, (key, name, uri)
+
+
+# --------------------------------------------------------------------------------------------
+# the derivation page: equations from the generated snippets
+
+def _equation_names(text):
+    return re.findall(r"^```\{qkov-equation\}\s+(\S+)", text, flags=re.M)
+
+
+def test_derivation_equations_are_the_generated_snippets(site):
+    theory = (DOCS / "theory.md").read_text(encoding="utf-8")
+    names = _equation_names(theory)
+    assert len(names) >= 15
+    assert "$$" not in theory, "display equations on the derivation page must come from snippets"
+    page = site.page("theory.html")
+    from html import unescape
+    alts = [unescape(a) for a in re.findall(r'<img src="_images/math/[^"]+" alt="([^"]*)"', page)]
+    snippets = DOCS / CONF["qkov_snippet_dir"]
+    for name in names:
+        body = qkov_docs.snippet_math(snippets / f"{name}.tex")
+        assert any(body.strip() in alt for alt in alts), f"snippet {name} not displayed on theory.html"
+        anchor = "equation-" + re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+        assert f'id="{anchor}"' in page, f"no numbered equation target for {name}"
+
+
+def test_snippet_directive_rejects_missing_snippets(tmp_path):
+    snippet = tmp_path / "x.tex"
+    snippet.write_text("\\begin{equation}\n\\label{eq:x}\nL =\nx + 1\n\\end{equation}\n")
+    assert qkov_docs.snippet_math(snippet) == "L = x + 1"
+    (tmp_path / "bad.tex").write_text("L = x")
+    with pytest.raises(ValueError, match="not an equation snippet"):
+        qkov_docs.snippet_math(tmp_path / "bad.tex")
+
+
+# --------------------------------------------------------------------------------------------
+# command-line reference
+
+def _parser(key):
+    module, func = CONF["qkov_cli_parsers"][key]
+    return getattr(importlib.import_module(module), func)()
+
+
+def test_cli_reference_lists_every_option(site):
+    page = site.page("cli.html")
+    for key, (module, func) in CONF["qkov_cli_parsers"].items():
+        if not _module_available(module):
+            assert module in CONF["qkov_optional_modules"]
+            assert f"python -m {module}" in page   # the visible note
+            continue
+        parser = _parser(key)
+        for action in parser._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue   # sphinx-argparse leaves out -h/--help
+            for option in action.option_strings:
+                assert option in page, f"{module}: option {option} missing from cli.html"
+
+
+def test_stale_api_pages_are_pruned(tmp_path):
+    for stem in ("numerics.closed_form", "numerics.closed_form.state_at_loss",
+                 "numerics.closed_form._newton", "numerics.closed_form.no_such_function",
+                 "numerics.no_such_module", "numerics.no_such_module.f"):
+        (tmp_path / f"{stem}.rst").write_text("x")
+    modules = set(qkov_docs.public_modules(ROOT, "numerics"))
+    removed = sorted(qkov_docs.prune_stale_stubs(tmp_path, modules))
+    assert removed == ["numerics.closed_form._newton", "numerics.closed_form.no_such_function",
+                       "numerics.no_such_module", "numerics.no_such_module.f"]
+    assert sorted(p.stem for p in tmp_path.glob("*.rst")) == [
+        "numerics.closed_form", "numerics.closed_form.state_at_loss"]
+
+
+def test_fence_bare_doctests():
+    text = "intro\n\n>>> 1 + 1\n2\n\nmore\n```bash\n>>> not doctest\n```\n"
+    out = qkov_docs.fence_bare_doctests(text)
+    assert out.count("```pycon") == 1
+    assert "```pycon\n>>> 1 + 1\n2\n```" in out
+    assert "```bash\n>>> not doctest\n```" in out
+
+
+# --------------------------------------------------------------------------------------------
+# the examples on the pages run
+
+PAGES = sorted(p for p in DOCS.glob("*.md") if p.name != "README.md")
+PYCON = re.compile(r"^```pycon\n(.*?)^```", flags=re.M | re.S)
+# pages with fenced examples; usage.md is a bare doctest file run by tests/test_docs.py
+PYCON_PAGES = [p for p in PAGES if PYCON.search(p.read_text(encoding="utf-8"))]
+
+
+def test_every_page_with_examples_is_tested():
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        if ">>>" in text:
+            assert page in PYCON_PAGES or page.stem in CONF["qkov_bare_doctest_pages"], page
+
+
+@pytest.mark.parametrize("page", PYCON_PAGES, ids=lambda p: p.name)
+def test_pycon_examples_run(page):
+    text = page.read_text(encoding="utf-8")
+    blocks = PYCON.findall(text)
+    parser = doctest.DocTestParser()
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    globs: dict = {}
+    for i, block in enumerate(blocks):
+        test = parser.get_doctest(block, globs, f"{page.name}[{i}]", str(page), 0)
+        runner.run(test, out=lambda s: None)
+    result = runner.summarize(verbose=False)
+    assert result.failed == 0, f"{result.failed} example(s) in {page.name} failed"
+
+
+def _page_commands(page: Path):
+    text = page.read_text(encoding="utf-8")
+    required = re.findall(r"^```\{qkov-requires\}\s+(\S+)", text, flags=re.M)
+    if any(not _module_available(m) for m in required):
+        return None
+    commands = []
+    for block in re.findall(r"^```bash\n(.*?)^```", text, flags=re.M | re.S):
+        block = block.replace("\\\n", " ")
+        for line in block.splitlines():
+            line = line.split("#", 1)[0].split("|", 1)[0].split(">", 1)[0].split("&&")[-1].strip()
+            if line.startswith("python -m "):
+                commands.append(shlex.split(line)[2:])
+    return commands
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_command_lines_on_pages_parse(page):
+    commands = _page_commands(page)
+    if commands is None:
+        pytest.skip(f"{page.name} describes a module that is not in this build")
+    by_module = {module: key for key, (module, _) in CONF["qkov_cli_parsers"].items()}
+    checked = 0
+    for module, *args in commands:
+        if module not in by_module or not _module_available(module):
+            continue   # programs without a parser factory (derivations.latex, .catalog)
+        parser = _parser(by_module[module])
+        try:
+            parser.parse_args(args)
+        except (Exception, SystemExit) as exc:  # the programs' parsers raise their own errors
+            pytest.fail(f"{page.name}: `python -m {module} {shlex.join(args)}` does not parse: {exc}")
+        checked += 1
+    if page.name in ("cli.md", "usage.md"):
+        assert checked >= 5
+
+
+# --------------------------------------------------------------------------------------------
+# offline: nothing loaded from another host
+
+class _Resources(HTMLParser):
+    LOADING = {"script": "src", "img": "src", "iframe": "src", "source": "src", "video": "src",
+               "audio": "src", "embed": "src", "object": "data", "input": "src"}
+
+    def __init__(self):
+        super().__init__()
+        self.urls: list[tuple[str, str]] = []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "link" and attrs.get("href"):
+            self.urls.append((tag, attrs["href"]))
+        attr = self.LOADING.get(tag)
+        if attr and attrs.get(attr):
+            self.urls.append((tag, attrs[attr]))
+        if attrs.get("srcset"):
+            self.urls.append((tag, attrs["srcset"]))
+        if attrs.get("style") and "url(" in attrs["style"]:
+            self.urls.append((tag, attrs["style"]))
+
+
+def _external(url: str) -> bool:
+    if url.strip("'\" ").startswith("data:"):
+        return False   # inline data (the theme's SVG icons name the SVG namespace URL)
+    return bool(re.search(r"(^|[\s(,'\"])(https?:)?//", url))
+
+
+def test_external_resource_detection():
+    parser = _Resources()
+    parser.feed('<script src="https://cdn.example.org/x.js"></script><link rel="stylesheet" '
+                'href="//fonts.example.org/f.css"><img src="_images/a.png"><a href="https://x.org">'
+                '<img src="data:image/svg+xml,%3Csvg xmlns=\'http://www.w3.org/2000/svg\'/%3E">')
+    external = [url for _tag, url in parser.urls if _external(url)]
+    assert external == ["https://cdn.example.org/x.js", "//fonts.example.org/f.css"]
+
+
+def test_no_page_loads_anything_from_another_host(site):
+    offenders = []
+    pages = list(site.html.rglob("*.html"))
+    assert len(pages) > 50
+    for page in pages:
+        parser = _Resources()
+        parser.feed(page.read_text(encoding="utf-8"))
+        offenders += [(str(page.relative_to(site.html)), tag, url)
+                      for tag, url in parser.urls if _external(url)]
+    for css in site.html.rglob("*.css"):
+        for url in re.findall(r"url\(([^)]*)\)", css.read_text(encoding="utf-8", errors="replace")):
+            if _external(url.strip("'\" ")):
+                offenders.append((str(css.relative_to(site.html)), "css", url))
+    assert not offenders, f"resources from other hosts: {offenders[:10]}"
+
+
+# --------------------------------------------------------------------------------------------
+# a real browser
+
+def _chromium():
+    for name in CHROMIUM_CANDIDATES:
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+class _Handler(http.server.SimpleHTTPRequestHandler):
+    requests: list = []
+
+    def log_request(self, code="-", size="-"):
+        self.requests.append((self.path, int(code) if str(code).isdigit() else code))
+
+    def log_message(self, *args):
+        pass
+
+
+class _Server:
+    """A local HTTP server on 127.0.0.1 that records every request and its status."""
+
+    def __init__(self, root: Path):
+        self.requests: list = []
+        handler = type("Handler", (_Handler,), {"requests": self.requests})
+        self.httpd = http.server.ThreadingHTTPServer(
+            ("127.0.0.1", 0), functools.partial(handler, directory=str(root)))
+        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def served_site(site):
+    with _Server(site.html) as server:
+        yield server
+
+
+def _run_chromium(browser, url, tmp_path, *extra):
+    profile = tmp_path / f"profile-{len(list(tmp_path.iterdir()))}"
+    cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+           "--disable-extensions", "--hide-scrollbars", "--enable-logging=stderr", "--v=0",
+           f"--user-data-dir={profile}", "--window-size=1280,1600",
+           "--virtual-time-budget=4000", *extra, url]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+def browser_problems(browser, server, root: Path, page: str, tmp_path: Path, min_math: int,
+                     theme: bool = True) -> list[str]:
+    """Open ``page`` in headless Chromium; return what is wrong with its rendering (empty: fine).
+
+    One Chromium run takes the screenshot and dumps the DOM after scripts ran."""
+    from PIL import Image, ImageStat
+    problems = []
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    first_request = len(server.requests)
+    shot = tmp_path / "page.png"
+    proc = _run_chromium(browser, f"{server.base}/{page}", tmp_path, f"--screenshot={shot}",
+                         "--dump-dom")
+    if not shot.is_file():
+        return [f"no screenshot from chromium: {proc.stderr[-2000:]}"]
+    with Image.open(shot) as img:
+        gray = img.convert("L")
+        if img.size != (1280, 1600):
+            problems.append(f"screenshot size {img.size}")
+        if ImageStat.Stat(gray).stddev[0] < 10 or len(gray.getcolors(1 << 16) or ()) <= 16:
+            problems.append("the screenshot is blank")
+    dom = proc.stdout
+    if theme and not ("<article" in dom and "bd-article" in dom):
+        problems.append("the theme's article did not render")
+    math = re.findall(r'<img[^>]+src="[^"]*_images/math/[^"]+\.png"', dom)
+    if len(math) < min_math:
+        problems.append(f"{len(math)} math images in the DOM, expected at least {min_math}")
+
+    # every local resource the DOM refers to exists in the build
+    parser = _Resources()
+    parser.feed(dom)
+    page_dir = (root / page).parent
+    for _tag, ref in parser.urls:
+        parts = urlsplit(ref)
+        if parts.scheme in ("data", "blob") or (parts.netloc and not parts.netloc.startswith("127.0.0.1")):
+            continue
+        path = unquote(parts.path)
+        target = root / path.lstrip("/") if path.startswith("/") else page_dir / path
+        if path and not target.resolve().exists():
+            problems.append(f"DOM refers to a missing file: {ref}")
+
+    # no failed load: the server saw no error status, Chromium logged none
+    requests = server.requests[first_request:]
+    problems += [f"request failed: {p} ({code})" for p, code in requests
+                 if isinstance(code, int) and code >= 400 and not p.endswith("favicon.ico")]
+    problems += [line for line in proc.stderr.splitlines()
+                 if "Failed to load resource" in line or "net::ERR_" in line]
+    if min_math and not any("/_images/math/" in p for p, _ in requests):
+        problems.append("the math images were not requested")
+    return problems
+
+
+BROWSER_PAGES = {
+    "index.html": 3,                                                  # math images at least
+    "theory.html": 20,
+    "api/generated/numerics.closed_form.state_at_loss.html": 1,
+}
+
+
+@pytest.mark.parametrize("page", list(BROWSER_PAGES))
+def test_pages_render_in_chromium(page, served_site, tmp_path, site):
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("headless Chromium not found (Debian: apt-get install chromium)")
+    problems = browser_problems(browser, served_site, site.html, page, tmp_path, BROWSER_PAGES[page])
+    assert not problems, f"{page}: {problems}"
+
+
+def test_browser_check_detects_broken_pages(tmp_path):
+    """The browser check fails on a blank page and on a page with a missing image and style."""
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("headless Chromium not found (Debian: apt-get install chromium)")
+    root = tmp_path / "site"
+    (root / "_images" / "math").mkdir(parents=True)
+    (root / "blank.html").write_text("<html><body></body></html>")
+    (root / "broken.html").write_text(
+        '<html><head><link rel="stylesheet" href="_static/gone.css"></head><body>'
+        + "<h1>Broken</h1><p>text</p>" * 40
+        + '<img src="_images/math/gone.png"></body></html>')
+    with _Server(root) as server:
+        blank = browser_problems(browser, server, root, "blank.html", tmp_path / "a", 0, theme=False)
+        broken = browser_problems(browser, server, root, "broken.html", tmp_path / "b", 1, theme=False)
+    assert "the screenshot is blank" in blank
+    assert any("gone.css" in p for p in broken) and any("gone.png" in p for p in broken)
+    assert any(p.startswith("request failed") for p in broken)
