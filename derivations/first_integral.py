@@ -1,7 +1,7 @@
 r"""First integrals and explicit orbits: mu_OV and mu_QK "move along a line".
 
 Procedure (for each parameterization, balanced factors)
-------------------------------------------------------
+-------------------------------------------------------
 1. Divide the reduced ODEs: ``dmu_QK/dmu_OV = f_QK/f_OV`` (:func:`orbit_ode`).
    The margin terms cancel and the ratio *separates*,
    ``g(mu_QK) dmu_QK = h(mu_OV) dmu_OV``.

@@ -24,6 +24,7 @@ class wright_omega(sp.Function):
 
     @classmethod
     def eval(cls, z):
+        """Automatic evaluation: omega(oo) = oo and omega(0) = W_0(1); otherwise unevaluated."""
         if z is sp.S.Infinity:
             return sp.S.Infinity
         if z.is_Number and z.is_zero:

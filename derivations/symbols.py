@@ -4,27 +4,27 @@ Every module of :mod:`derivations` imports its symbols from here, so that
 expressions built in different modules combine (SymPy identifies symbols by
 name *and* assumptions).
 
-=============  ===============================================================
-symbol         meaning
-=============  ===============================================================
-``m, n``       number of relevant / irrelevant context tokens (positive reals)
-``b``          embedding scale: tokens are one-hot vectors divided by sqrt(b)
-``M``          number of classes (integer >= 2); embedding dimension d = 2M
-``eta_*``      learning rates: collapsed ``eta_QK, eta_OV``; factors
-               ``eta_Q, eta_K`` (W_QK = W_Q W_K^T), ``eta_O, eta_V``
-               (W_OV = W_O W_V)
-``mu_OV``      logit gap per unit of relevant attention, (z_k - z_j)/alpha
-``mu_QK``      score of a relevant token minus score of an irrelevant one
-``mu_OV_0``,   the initial point of a trajectory
+=================  ===============================================================
+symbol             meaning
+=================  ===============================================================
+``m, n``           number of relevant / irrelevant context tokens (positive reals)
+``b``              embedding scale: tokens are one-hot vectors divided by sqrt(b)
+``M``              number of classes (integer >= 2); embedding dimension d = 2M
+``eta_*``          learning rates: collapsed ``eta_QK, eta_OV``; factors
+                   ``eta_Q, eta_K`` (W_QK = W_Q W_K^T), ``eta_O, eta_V``
+                   (W_OV = W_O W_V)
+``mu_OV``          logit gap per unit of relevant attention, (z_k - z_j)/alpha
+``mu_QK``          score of a relevant token minus score of an irrelevant one
+``mu_OV_0``,       the initial point of a trajectory
 ``mu_QK_0``
-``C_QK, C_OV`` conserved quantities of factorized circuits (zero = balanced)
-``alpha``      total attention on the m relevant tokens, in (0, 1)
-``t``          gradient-flow time
-``L``          a loss level (``L_star`` in the paper's fixed-loss comparison)
-``r``          the learning-rate ratio eta_QK / eta_OV
-``s``          the margin alpha * mu_OV
-``p``          the attention odds alpha / (1 - alpha)
-=============  ===============================================================
+``C_QK, C_OV``     conserved quantities of factorized circuits (zero = balanced)
+``alpha``          total attention on the m relevant tokens, in (0, 1)
+``t``              gradient-flow time
+``L``              a loss level (``L_star`` in the paper's fixed-loss comparison)
+``r``              the learning-rate ratio eta_QK / eta_OV
+``s``              the margin alpha * mu_OV
+``p``              the attention odds alpha / (1 - alpha)
+=================  ===============================================================
 
 >>> from derivations.symbols import m, mu_QK
 >>> m.is_positive, mu_QK.is_real

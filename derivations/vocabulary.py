@@ -8,20 +8,20 @@ matrix entry relates to mu) is derived in :mod:`derivations.model` and shipped
 to numerics in :mod:`numerics._generated`; this module holds only names, data
 and checks.
 
-=============================  ==============================================
-name                           what
-=============================  ==============================================
-:data:`PARAMETERIZATIONS`      ``("CACO", "CAFO", "FACO", "FAFO")``
-:func:`check_parameterization` the name, or ValueError listing the choices
-:func:`qk_factorized`          is W_QK = W_Q W_K^T in this parameterization?
-:func:`ov_factorized`          is W_OV = W_O W_V in this parameterization?
-:data:`PAPER_SETTING`          ``{"m": 5, "n": 50, "b": 50, "M": 20}``
-:data:`MODEL_PARAMETERS`       ``("m", "n", "b", "M")``
-:data:`MAX_CLASSES`            largest supported M, 2**53
-:func:`check_model_parameters` ``(m, n, b, M) -> (float, float, float, int)``
-:data:`CIRCUITS`               the circuit table (:class:`Circuit` records)
-:func:`check_circuit`          ``"QK"``/``"OV"`` -> its :class:`Circuit`
-=============================  ==============================================
+================================  ==============================================
+name                              what
+================================  ==============================================
+:data:`PARAMETERIZATIONS`         ``("CACO", "CAFO", "FACO", "FAFO")``
+:func:`check_parameterization`    the name, or ValueError listing the choices
+:func:`qk_factorized`             is W_QK = W_Q W_K^T in this parameterization?
+:func:`ov_factorized`             is W_OV = W_O W_V in this parameterization?
+:data:`PAPER_SETTING`             ``{"m": 5, "n": 50, "b": 50, "M": 20}``
+:data:`MODEL_PARAMETERS`          ``("m", "n", "b", "M")``
+:data:`MAX_CLASSES`               largest supported M, 2**53
+:func:`check_model_parameters`    ``(m, n, b, M) -> (float, float, float, int)``
+:data:`CIRCUITS`                  the circuit table (:class:`Circuit` records)
+:func:`check_circuit`             ``"QK"``/``"OV"`` -> its :class:`Circuit`
+================================  ==============================================
 
 The rule for the model parameters (the same everywhere)
 -------------------------------------------------------
@@ -34,7 +34,7 @@ The rule for the model parameters (the same everywhere)
 
 Functions that can only answer on a smaller range (a simulation with 2M x 2M
 matrices, a closed form in double precision) check that range themselves and
-name it in their ValueError.
+name                              it in their ValueError.
 
 Examples
 --------

@@ -47,17 +47,14 @@ suppress_warnings = []
 # being counted; tests/test_docs_site.py fails once an entry no longer warns, so remove
 # entries as the docstrings are fixed. QKOV_DOCS_STRICT=1 ignores this list.
 qkov_known_docstring_issues = [
-    "derivations.first_integral",                      # section underline too short
     "derivations.print_dynamics",                      # "Options" block: unexpected indentation
-    "derivations.symbols",                             # symbol table: text in column margin
-    "numerics.lambdified.state_equation_mu_fn",        # "\\f", "\\t" control characters
 ]
 
 # -- the command-line programs (one line per command; the function is the argparse parser factory)
 qkov_cli_parsers = {
     "print_dynamics": ("derivations.print_dynamics", "build_parser"),
-    "verify": ("numerics.verify", "_build_parser"),       # -> "build_parser" after the restructure
-    "figures": ("numerics.figures", "_parser"),           # -> "build_parser" after the restructure
+    "verify": ("numerics.verify", "build_parser"),
+    "figures": ("numerics.figures", "build_parser"),
     "experiments": ("numerics.experiments", "build_parser"),
 }
 # modules of work in progress: while absent, their pages show a note instead of failing the build
