@@ -258,7 +258,14 @@ def forward(params: dict, counts, query) -> dict:
     return {"attention": a, "position_attention": pos, "logits": z, "log_probs": _log_softmax(z)}
 
 
-def loss_and_grad(params: dict, counts, query, target, *, weights=None, grad: bool = True):
+def query_onehot_t(query) -> np.ndarray:
+    """``(..., V, B)`` float one-hot matrix of the query ids, transposed (``E^T`` with
+    ``E[b] = e_{q_b}``); precomputed by the trainer for a whole epoch."""
+    return (np.asarray(query)[..., None, :] == np.arange(V)[:, None]).astype(float)
+
+
+def loss_and_grad(params: dict, counts, query, target, *, weights=None, grad: bool = True,
+                  _onehot_t=None):
     r"""Batch loss and its gradients for the Figure-2 model.
 
     Parameters
@@ -324,7 +331,7 @@ def loss_and_grad(params: dict, counts, query, target, *, weights=None, grad: bo
     gs = gc - (a * gc).sum(axis=-1, keepdims=True)
     gs *= a
     gs /= _SQRT_V                                             # dL/dA[q, :] per sequence
-    onehot_t = (query[..., None, :] == np.arange(V)[:, None]).astype(float)   # (..., V, B)
+    onehot_t = query_onehot_t(query) if _onehot_t is None else _onehot_t     # (..., V, B)
     if qcols is None:
         grads["W_QK"] = np.matmul(onehot_t, gs)
     else:
