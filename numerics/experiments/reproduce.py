@@ -61,9 +61,9 @@ PUBLISHED_RUNS = {
 def _quick(settings, fig3):
     s = dict(settings)
     if fig3:
-        s.update(epochs=3, steps_per_epoch=10, eval_batches=2)
+        s.update(epochs=2, steps_per_epoch=5, eval_batches=1, batch_size=32)
     else:
-        s.update(epochs=max(2, sgd.Fig2Config(**s).epochs // 500), steps_per_epoch=10, eval_batches=4)
+        s.update(epochs=2, steps_per_epoch=5, eval_batches=2)
     return s
 
 
