@@ -19,8 +19,9 @@ Per sequence (:func:`evaluate_fig2`):
 low to high, the value 1 in the last bin).
 
 >>> import numpy as np
->>> heatmap(np.array([0.1, 0.95, 1.0]), np.array([0.5, 0.99, 0.2]))[[0, 4]].tolist()
-[[0.0, 0.0, 33.333333333333336, 0.0, 0.0], [33.333333333333336, 0.0, 0.0, 0.0, 33.333333333333336]]
+>>> H = heatmap(np.array([0.1, 0.95, 1.0]), np.array([0.5, 0.99, 0.2]))   # bins are [lo, hi)
+>>> np.argwhere(H).tolist(), float(H.sum())
+([[0, 2], [4, 1], [4, 4]], 100.0)
 """
 from __future__ import annotations
 
