@@ -127,8 +127,12 @@ def reproduce(output, *, workers=None, scheduler=None, progress=True, quick=Fals
 
 def make_figures(report, output) -> list:
     """``fig2_heatmaps`` and ``fig3_fixed_attention`` (PNG + PDF) from a report."""
-    fig2 = [dict(title=r["title"], heatmap=r["heatmap"], heatmap_std=r["heatmap_std"], n_seeds=len(r["runs"]))
-            for r in report["runs"].values() if r["experiment"] == "fig2"]
+    fig2 = []
+    for r in report["runs"].values():
+        if r["experiment"] == "fig2":
+            n = len(r["runs"])
+            fig2.append(dict(title=f"{r['title']} ({n} seed{'s' if n > 1 else ''})", heatmap=r["heatmap"],
+                             heatmap_std=r["heatmap_std"], n_seeds=n))
     paths = plots.save_figure(plots.plot_fig2_heatmaps(fig2, ncols=4), output, "fig2_heatmaps")
     fig3 = {r["settings"]["output_circuit"]: r for r in report["runs"].values() if r["experiment"] == "fig3"}
     paths += plots.save_figure(plots.plot_fig3(fig3), output, "fig3_fixed_attention")
