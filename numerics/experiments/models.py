@@ -233,6 +233,13 @@ def _log_softmax(z):
     return shifted - lse
 
 
+def _row_index(idx):
+    """Flat (row, column) index pair selecting ``x[..., b, idx[..., b]]`` of a C-contiguous
+    ``(..., B, V)`` array viewed as ``(-1, V)``."""
+    flat = idx.reshape(-1)
+    return np.arange(flat.size), flat
+
+
 def _as_ids(x, name):
     x = np.asarray(x)
     if not np.issubdtype(x.dtype, np.integer):
@@ -301,8 +308,9 @@ def loss_and_grad(params: dict, counts, query, target, *, weights=None, grad: bo
     z = z - z.max(axis=-1, keepdims=True)
     p = np.exp(z)
     ssum = p.sum(axis=-1, keepdims=True)
-    zy = np.take_along_axis(z, target[..., None], axis=-1)
-    per_seq = (np.log(ssum) - zy)[..., 0]
+    rows, cols = _row_index(target)
+    zy = z.reshape(-1, V)[rows, cols].reshape(target.shape)
+    per_seq = np.log(ssum)[..., 0] - zy
     B = counts.shape[-2]
     if weights is None:
         loss = per_seq.sum(axis=-1) / B
@@ -312,7 +320,7 @@ def loss_and_grad(params: dict, counts, query, target, *, weights=None, grad: bo
     if not grad:
         return loss, None
     p /= ssum
-    np.put_along_axis(p, target[..., None], np.take_along_axis(p, target[..., None], -1) - 1.0, -1)
+    p.reshape(-1, V)[rows, cols] -= 1.0
     if weights is None:
         p /= B
     else:
