@@ -6,8 +6,9 @@ For each parameterization it times, over the same number of SGD steps
 (sampling included, batch 32, seq_len 64):
 
 * ``plain``: a plain NumPy loop of the same procedure for one seed -- one
-  multinomial batch per step, 2-D arrays, forward and backward written out
-  directly (:func:`plain_loop`), the baseline of the issue (~0.2 ms/step);
+  vectorized multinomial draw of the batch's counts per step, 2-D arrays,
+  forward and backward written out directly (:func:`plain_loop`), the
+  baseline of the issue (~0.2 ms/step);
 * ``one``: :func:`numerics.experiments.sgd.train_fig2` with one seed;
 * ``five``: ``train_fig2`` with five seeds stacked;
 
@@ -34,7 +35,7 @@ def plain_loop(parameterization, steps, seed=0, lr=0.01, batch=32, seq_len=64):
     sq = np.sqrt(data.V)
     for _ in range(steps):
         cls = rng.integers(0, 4, size=batch)
-        counts = np.array([rng.multinomial(seq_len - 2, probs[k]) for k in cls], dtype=float)
+        counts = rng.multinomial(seq_len - 2, probs[cls]).astype(float)
         q = data.QUERY_TOKENS[cls]
         y = data.LABEL_TOKENS[cls]
         counts[np.arange(batch), q] += 1
