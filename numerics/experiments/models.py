@@ -186,13 +186,32 @@ def _gather_rows(W, idx):
     return W.reshape(-1, W.shape[-1])[idx + offs]
 
 
-def _score_rows(params, query):
+def _gather_rows_sub(R, idx):
+    """``R[..., idx[..., b], :]`` for a stack ``R`` of ``(U, V)`` row blocks."""
+    if R.ndim == 2:
+        return R[idx]
+    lead = R.shape[:-2]
+    offs = (np.arange(int(np.prod(lead))) * R.shape[-2]).reshape(lead + (1,))
+    return R.reshape(-1, R.shape[-1])[idx + offs]
+
+
+def _score_rows(params, query, ids=None):
     """Rows ``A[q, :]`` of the score matrix for each sequence: ``(..., B, V)``; also
-    ``W_Q[:, q]`` as rows (``(..., B, V)``) for factorized attention, else None."""
+    ``W_Q[:, q]`` as rows (``(..., B, V)``) for factorized attention, else None.
+
+    ``ids``: sorted distinct query ids (default ``np.unique(query)``); for
+    factorized attention only the rows ``W_Q[:, ids]^T W_K`` of the score
+    matrix are computed."""
     if "W_QK" in params:
         return _gather_rows(params["W_QK"], query), None
-    qrows = _gather_rows(np.ascontiguousarray(_tr(params["W_Q"])), query)    # W_Q[:, q]^T
-    return np.matmul(qrows, params["W_K"]), qrows
+    if ids is None:
+        ids = np.unique(query)
+    WQt = np.ascontiguousarray(_tr(params["W_Q"]))
+    qrows = _gather_rows(WQt, query)                                        # W_Q[:, q]^T
+    lut = np.zeros(V, dtype=np.intp)
+    lut[ids] = np.arange(ids.size)
+    A_rows = np.matmul(WQt[..., ids, :], params["W_K"])                      # (..., U, V) rows of A
+    return _gather_rows_sub(A_rows, lut[query]), qrows
 
 
 def _attention(rows, counts):
@@ -265,14 +284,21 @@ def forward(params: dict, counts, query) -> dict:
     return {"attention": a, "position_attention": pos, "logits": z, "log_probs": _log_softmax(z)}
 
 
-def query_onehot_t(query) -> np.ndarray:
-    """``(..., V, B)`` float one-hot matrix of the query ids, transposed (``E^T`` with
-    ``E[b] = e_{q_b}``); precomputed by the trainer for a whole epoch."""
-    return (np.asarray(query)[..., None, :] == np.arange(V)[:, None]).astype(float)
+def query_onehot_t(query, ids=None) -> np.ndarray:
+    """``(..., U, B)`` float matrix ``[ids[u] == query[..., b]]``: the transposed one-hot
+    matrix of the query ids restricted to the rows ``ids`` (default: all ``V`` ids).
+
+    The trainer precomputes it for a whole epoch with ``ids`` the distinct
+    queries of the epoch (4 in the paper's task), so the gradient of the score
+    matrix costs ``U x B x V`` instead of ``V x B x V`` operations; rows outside
+    ``ids`` are exactly zero either way.
+    """
+    ids = np.arange(V) if ids is None else np.asarray(ids)
+    return (np.asarray(query)[..., None, :] == ids[:, None]).astype(float)
 
 
 def loss_and_grad(params: dict, counts, query, target, *, weights=None, grad: bool = True,
-                  _onehot_t=None):
+                  _query_set=None):
     r"""Batch loss and its gradients for the Figure-2 model.
 
     Parameters
@@ -301,7 +327,12 @@ def loss_and_grad(params: dict, counts, query, target, *, weights=None, grad: bo
     counts = np.asarray(counts, dtype=float)
     query = _as_ids(query, "query")
     target = _as_ids(target, "target")
-    rows, qcols = _score_rows(params, query)
+    if _query_set is None:
+        ids = np.unique(query)
+        onehot_t = query_onehot_t(query, ids) if grad else None
+    else:
+        ids, onehot_t = _query_set                            # (U,), (..., U, B)
+    rows, qcols = _score_rows(params, query, ids)
     a = _attention(rows, counts)
     z, h = _logits(params, a)
     # softmax / cross-entropy
@@ -339,11 +370,13 @@ def loss_and_grad(params: dict, counts, query, target, *, weights=None, grad: bo
     gs = gc - (a * gc).sum(axis=-1, keepdims=True)
     gs *= a
     gs /= _SQRT_V                                             # dL/dA[q, :] per sequence
-    onehot_t = query_onehot_t(query) if _onehot_t is None else _onehot_t     # (..., V, B)
+    # dL/dA = E^T gs (E: one-hot queries): only the rows of the distinct queries are non-zero
+    dA_rows = np.matmul(onehot_t, gs)                         # (..., U, V)
+    dA = np.zeros(gs.shape[:-2] + (V, V))
+    dA[..., ids, :] = dA_rows
     if qcols is None:
-        grads["W_QK"] = np.matmul(onehot_t, gs)
+        grads["W_QK"] = dA
     else:
-        dA = np.matmul(onehot_t, gs)
         grads["W_Q"] = np.matmul(params["W_K"], _tr(dA))
         grads["W_K"] = np.matmul(_tr(qcols), gs)
     return loss, {k: grads[k] for k in params}

@@ -257,11 +257,12 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None) -> list:
         counts = np.stack([b.counts for b in chunks], axis=1)      # (K, S, B, V)
         query = np.stack([b.query for b in chunks], axis=1)
         target_ids = np.stack([b.target for b in chunks], axis=1)
-        onehot_t = models.query_onehot_t(query)                    # (K, S, V, B)
+        qids = np.unique(query)
+        onehot_t = models.query_onehot_t(query, qids)              # (K, S, U, B)
         losses = np.empty((len(active), k_this))    # (S, K): row sums are stack-independent
         for k in range(k_this):
             loss, grads = models.loss_and_grad(params, counts[k], query[k], target_ids[k],
-                                               _onehot_t=onehot_t[k])
+                                               _query_set=(qids, onehot_t[k]))
             losses[:, k] = loss
             lr_qk = c.lr_qk if ramp == 1.0 else c.lr_qk * (1.0 + (ramp - 1.0) * step / scheduled)
             for key in keys:
