@@ -128,7 +128,18 @@ def test_reproduce_quick_writes_report_and_figures(tmp_path, capsys):
     assert len(report["runs"]["CAFO"]["runs"]) == 5 and report["runs"]["CACO_fast_qk"]["settings"]["seq_len"] == 128
     for name in ("fig2_heatmaps", "fig3_fixed_attention"):
         assert (out / f"{name}.png").stat().st_size > 1000 and (out / f"{name}.pdf").exists()
-    assert "## Figure 2" in (out / "report.md").read_text()
+    assert "## Figure 2" in (out / "report.md").read_text() and report["missing"] == []
+    # --collect rebuilds the same report from the store; a lost run is named as missing
+    assert main(["reproduce", "--quick", "--collect", "--output", str(out), "--quiet"]) == 0
+    again = json.loads((out / "report.json").read_text())
+    assert again["runs"] == report["runs"] and again["wall_seconds"] is None
+    from numerics.experiments import reproduce
+    from numerics.experiments.runner import ResultStore
+    name, job = reproduce.published_jobs(quick=True)[0]
+    ResultStore(out / "runs").path(json.loads(json.dumps(job))).unlink()
+    assert main(["reproduce", "--quick", "--collect", "--output", str(out), "--quiet"]) == 0
+    partial = json.loads((out / "report.json").read_text())
+    assert partial["missing"] == [name] and name not in partial["runs"]
 
 
 BAD = [

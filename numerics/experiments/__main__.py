@@ -142,6 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
                                     "the figures to --output (resumable: finished runs are kept in OUTPUT/runs).")
     rp.add_argument("--quick", action="store_true",
                     help="shortened schedules for a smoke test (not the published numbers)")
+    rp.add_argument("--collect", action="store_true",
+                    help="no training: write the report and figures from the runs already finished in "
+                         "OUTPUT/runs (the report names the missing ones)")
     _common(rp, output_required=True)
     return parser
 
@@ -445,7 +448,12 @@ def cmd_reproduce(args):
     workers = _workers(args)
     scheduler = _scheduler(args)
 
+    if args.collect and not (output / "runs").is_dir():
+        raise UsageError(f"--collect: no runs in {str(output / 'runs')!r}")
+
     def work():
+        if args.collect:
+            return rep.collect(output, quick=args.quick)
         return rep.reproduce(output, workers=workers, scheduler=scheduler, progress=_progress(args),
                              quick=args.quick)
 

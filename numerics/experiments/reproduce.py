@@ -22,7 +22,8 @@ name               run
 saving each finished run in ``OUTPUT/runs`` (a resumable
 :class:`~numerics.experiments.runner.ResultStore`), and writes
 ``OUTPUT/report.json``, ``OUTPUT/report.md``, ``fig2_heatmaps.png/pdf`` and
-``fig3_fixed_attention.png/pdf``.  ``quick=True`` shortens every schedule
+``fig3_fixed_attention.png/pdf``; :func:`collect` writes the same from the
+runs finished so far (``reproduce --collect``).  ``quick=True`` shortens every schedule
 (for smoke tests; the numbers are then not the published runs').
 """
 from __future__ import annotations
@@ -34,7 +35,7 @@ from pathlib import Path
 from . import jobs as jobs_mod
 from . import measure, plots, sgd
 
-__all__ = ["PUBLISHED_RUNS", "published_jobs", "reproduce", "format_report"]
+__all__ = ["PUBLISHED_RUNS", "published_jobs", "reproduce", "collect", "format_report", "make_figures"]
 
 _SEEDS5 = [1234, 1235, 1236, 1237, 1238]
 
@@ -103,11 +104,32 @@ def reproduce(output, *, workers=None, scheduler=None, progress=True, quick=Fals
     t0 = time.perf_counter()
     results = run_jobs(_dispatch, [j for _, j in named], workers=workers, scheduler=scheduler,
                        store=ResultStore(output / "runs"), progress=progress, desc="reproduce")
-    seconds = time.perf_counter() - t0
-    report = {"quick": quick, "wall_seconds": seconds, "runs": {}}
+    return _write_report(output, named, results, time.perf_counter() - t0, quick)
+
+
+def collect(output, *, quick=False) -> dict:
+    """Report and figures from the runs already finished in ``output/runs`` (no training).
+
+    For a reproduction that was interrupted (or is still running): the report
+    lists the finished runs and names the missing ones (``report["missing"]``);
+    rerunning :func:`reproduce` with the same ``output`` computes only those.
+    """
+    from .runner import ResultStore
+
+    output = Path(output)
+    store = ResultStore(output / "runs")
+    named = published_jobs(quick)
+    results = [store.get(json.loads(json.dumps(job))) for _, job in named]
+    return _write_report(output, named, results, None, quick)
+
+
+def _write_report(output, named, results, seconds, quick):
+    report = {"quick": quick, "wall_seconds": seconds, "runs": {}, "missing": []}
     for (name, job), res in zip(named, results):
         title = PUBLISHED_RUNS[name][0]
-        if job["experiment"] == "fig3":
+        if res is None:
+            report["missing"].append(name)
+        elif job["experiment"] == "fig3":
             report["runs"][name] = {"title": title, "experiment": "fig3", "settings": job["config"],
                                     "alpha": res["alpha"], "final_loss": res["final_loss"],
                                     "loss": res["loss"], "incentive": res["incentive"]}
@@ -116,8 +138,8 @@ def reproduce(output, *, workers=None, scheduler=None, progress=True, quick=Fals
             report["runs"][name] = {"title": title, "experiment": "fig2", "settings": job["config"],
                                     "heatmap": summ["heatmap"], "heatmap_std": summ["heatmap_std"],
                                     "separability": summ["separability"], "runs": res["runs"]}
-    ordered = {k: report["runs"][k] for k in PUBLISHED_RUNS}
-    report["runs"] = ordered
+    report["runs"] = {k: report["runs"][k] for k in PUBLISHED_RUNS if k in report["runs"]}
+    report["missing"] = [k for k in PUBLISHED_RUNS if k in report["missing"]]
     (output / "report.json").write_text(json.dumps(report, indent=1, allow_nan=False))
     (output / "report.md").write_text(format_report(report))
     figures = make_figures(report, output)
@@ -133,9 +155,12 @@ def make_figures(report, output) -> list:
             n = len(r["runs"])
             fig2.append(dict(title=f"{r['title']} ({n} seed{'s' if n > 1 else ''})", heatmap=r["heatmap"],
                              heatmap_std=r["heatmap_std"], n_seeds=n))
-    paths = plots.save_figure(plots.plot_fig2_heatmaps(fig2, ncols=4), output, "fig2_heatmaps")
+    paths = []
+    if fig2:
+        paths += plots.save_figure(plots.plot_fig2_heatmaps(fig2, ncols=4), output, "fig2_heatmaps")
     fig3 = {r["settings"]["output_circuit"]: r for r in report["runs"].values() if r["experiment"] == "fig3"}
-    paths += plots.save_figure(plots.plot_fig3(fig3), output, "fig3_fixed_attention")
+    if fig3:
+        paths += plots.save_figure(plots.plot_fig3(fig3), output, "fig3_fixed_attention")
     return paths
 
 
@@ -145,8 +170,12 @@ def _fmt(x, spec=".4g"):
 
 def format_report(report) -> str:
     """Markdown tables: heatmap columns, stop epochs, final losses, accuracy per run."""
+    wall = "-" if report["wall_seconds"] is None else f"{report['wall_seconds']:.0f} s"
     lines = ["# Reproduction of the published Figure-2 and Figure-3 runs", "",
-             f"wall time: {report['wall_seconds']:.0f} s" + (" (quick schedules)" if report["quick"] else ""), ""]
+             f"wall time: {wall}" + (" (quick schedules)" if report["quick"] else ""), ""]
+    if report.get("missing"):
+        lines += ["Not finished (rerun `reproduce` with the same --output to complete): "
+                  + ", ".join(report["missing"]), ""]
     lines += ["## Figure 2", "",
               "Heatmap rows: relevant-token attention bin (0-.2 ... .8-1); columns: label-probability bin; "
               "% of sequences, mean over seeds.", ""]
