@@ -142,6 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
                                     "the figures to --output (resumable: finished runs are kept in OUTPUT/runs).")
     rp.add_argument("--quick", action="store_true",
                     help="shortened schedules for a smoke test (not the published numbers)")
+    rp.add_argument("--shortest-first", action="store_true",
+                    help="start the shortest runs first (more runs finished early if interrupted); "
+                         "default: longest first, which finishes soonest on several workers")
     rp.add_argument("--collect", action="store_true",
                     help="no training: write the report and figures from the runs already finished in "
                          "OUTPUT/runs (the report names the missing ones)")
@@ -455,7 +458,7 @@ def cmd_reproduce(args):
         if args.collect:
             return rep.collect(output, quick=args.quick)
         return rep.reproduce(output, workers=workers, scheduler=scheduler, progress=_progress(args),
-                             quick=args.quick)
+                             quick=args.quick, shortest_first=args.shortest_first)
 
     def fmt(report):
         return rep.format_report(report)

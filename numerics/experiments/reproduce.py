@@ -68,8 +68,8 @@ def _quick(settings, fig3):
     return s
 
 
-def published_jobs(quick: bool = False) -> list:
-    """``[(name, job)]`` for every published run, longest first."""
+def published_jobs(quick: bool = False, *, shortest_first: bool = False) -> list:
+    """``[(name, job)]`` for every published run, longest first (estimated cost), or shortest first."""
     out = []
     for name, (_, settings, seeds) in PUBLISHED_RUNS.items():
         fig3 = seeds is None
@@ -87,20 +87,25 @@ def published_jobs(quick: bool = False) -> list:
         width = {"CACO": 1.0, "CAFO": 1.4, "FACO": 1.4, "FAFO": 1.8}[c["parameterization"]]
         n = len(job["seeds"])
         return c["epochs"] * c["steps_per_epoch"] * width * (1 + 0.6 * (n - 1)) * c["seq_len"] / 64 ** 0.5 / 8
-    return sorted(out, key=cost, reverse=True)
+    return sorted(out, key=cost, reverse=not shortest_first)
 
 
 def _dispatch(job):
     return jobs_mod.fig3_job(job) if job["experiment"] == "fig3" else jobs_mod.fig2_job(job)
 
 
-def reproduce(output, *, workers=None, scheduler=None, progress=True, quick=False) -> dict:
-    """Run every published run; write the report and the figures to ``output``; return the report."""
+def reproduce(output, *, workers=None, scheduler=None, progress=True, quick=False,
+              shortest_first=False) -> dict:
+    """Run every published run; write the report and the figures to ``output``; return the report.
+
+    Runs start longest first, which finishes soonest on several workers;
+    ``shortest_first=True`` finishes more runs early (if the run may be
+    interrupted: :func:`collect` reports the finished ones)."""
     from .runner import ResultStore, run_jobs
 
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
-    named = published_jobs(quick)
+    named = published_jobs(quick, shortest_first=shortest_first)
     t0 = time.perf_counter()
     results = run_jobs(_dispatch, [j for _, j in named], workers=workers, scheduler=scheduler,
                        store=ResultStore(output / "runs"), progress=progress, desc="reproduce")
