@@ -248,7 +248,8 @@ def _json_out(obj):
 
 
 def _progress(args):
-    return not (args.quiet or args.json)
+    """Progress bars (stderr, only on a terminal) unless --quiet."""
+    return not args.quiet
 
 
 def _bar(total, desc, show):
