@@ -29,7 +29,8 @@ Determinism is the job function's business (seed its own
 ``numpy.random.Generator`` from the job); the runner adds none of its own
 randomness and gives each job the same JSON-normalised dict on every backend.
 Local worker processes are started with the ``forkserver`` method (``spawn``
-where that is unavailable), ignore ``SIGINT`` (the parent handles Ctrl-C) and
+where that is unavailable), exit as soon as the parent process dies (so a
+killed run leaves no orphans), ignore ``SIGINT`` (the parent handles Ctrl-C) and
 ask for one BLAS/OpenMP thread (``OMP_NUM_THREADS`` etc., effective when the
 job module loads NumPy after the worker starts), as Dask's nanny does for its
 workers: two workers on two cores should not each start two BLAS threads.
@@ -310,9 +311,48 @@ def _import_distributed():
     return distributed
 
 
+def _probe(address: str, timeout: float) -> None:
+    """Fail fast, with ValueError naming ``address``, unless a Dask scheduler greets us there.
+
+    A Dask TCP listener writes its handshake as soon as it accepts a
+    connection, starting with an 8-byte little-endian length; anything else
+    (nothing listening, a silent server, another protocol) is refused here
+    because ``distributed.Client`` can wait forever on a peer that never
+    answers the handshake.  ``tls://`` addresses are only checked for a TCP
+    connection.
+    """
+    host, port = _parse_address(address)
+    scheme = address.strip().split("://", 1)[0]
+    deadline = time.monotonic() + timeout
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            if scheme != "tcp":
+                return
+            data = b""
+            while len(data) < 8:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("timed out")
+                sock.settimeout(left)
+                chunk = sock.recv(8 - len(data))
+                if not chunk:
+                    break
+                data += chunk
+    except (OSError, TimeoutError) as exc:
+        if isinstance(exc, (TimeoutError, socket.timeout)):
+            reason = f"no Dask handshake within {timeout:g} s"
+        else:
+            reason = exc.strerror or type(exc).__name__
+        raise ValueError(f"cannot reach the Dask scheduler at {address}: {reason}") from None
+    if len(data) < 8 or not 0 < int.from_bytes(data, "little") < 1 << 24:
+        raise ValueError(f"cannot reach the Dask scheduler at {address}: "
+                         f"something else is listening there (not the Dask protocol)")
+
+
 def _connect(address: str, timeout: float):
     """A ``distributed.Client`` on ``address``, or ValueError naming it."""
     distributed = _import_distributed()
+    _probe(address, timeout)
     try:
         return distributed.Client(address.strip(), timeout=timeout, set_as_default=False)
     except (OSError, TimeoutError) as exc:
@@ -324,9 +364,10 @@ def check_scheduler(address: str, timeout: float = 10) -> dict:
 
     A command line calls this before any work so that a mistyped or dead
     address fails at once, with one line.  A plain TCP connection is tried
-    first (fails fast when nothing listens), then a ``distributed.Client``
-    handshake (fails when something else listens); the whole check takes at
-    most about ``timeout`` seconds plus Dask's import time.
+    first and must be greeted by the Dask protocol's handshake (fails fast
+    when nothing listens, and within ``timeout`` when something else listens),
+    then a ``distributed.Client`` asks for the number of workers; the whole
+    check takes about ``timeout`` seconds at most, plus Dask's import time.
 
     Parameters
     ----------
@@ -354,18 +395,10 @@ def check_scheduler(address: str, timeout: float = 10) -> dict:
     ...
     ValueError: cannot reach the Dask scheduler at tcp://127.0.0.1:1: ...
     """
-    host, port = _parse_address(address)
+    _parse_address(address)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0:
         raise ValueError(f"timeout must be a finite number of seconds > 0, got {timeout!r}")
-    start = time.monotonic()
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            pass
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise ValueError(f"cannot reach the Dask scheduler at {address}: {reason}") from None
-    remaining = max(1.0, timeout - (time.monotonic() - start))
-    client = _connect(address, remaining)
+    client = _connect(address, timeout)
     try:
         workers = len(client.scheduler_info().get("workers", {}))
     finally:
@@ -375,14 +408,41 @@ def check_scheduler(address: str, timeout: float = 10) -> dict:
 
 # --------------------------------------------------------------------------- execution
 
-def _init_worker() -> None:
-    """Worker-process setup: one BLAS thread, and leave Ctrl-C to the parent."""
+def _init_worker(parent: int) -> None:
+    """Worker-process setup: one BLAS thread, Ctrl-C left to the parent, exit when the parent dies.
+
+    A pool's workers otherwise outlive a parent killed with SIGKILL (they hold
+    their own queues open), finishing their job and then waiting forever.
+    """
     for name in _THREAD_VARIABLES:
         os.environ.setdefault(name, "1")
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     except (ValueError, OSError):  # pragma: no cover - not the main thread
         pass
+    import threading
+    threading.Thread(target=_exit_with_parent, args=(parent,), name="qkov-parent-watch", daemon=True).start()
+
+
+def _exit_with_parent(parent: int) -> None:
+    """Block until process ``parent`` ends, then end this process at once (its results have nowhere to go)."""
+    try:
+        import select
+        fd = os.pidfd_open(parent)
+    except (AttributeError, OSError):
+        fd = None
+    if fd is not None:
+        select.select([fd], [], [])
+    else:  # pragma: no cover - no pidfd (not Linux >= 5.3)
+        while True:
+            try:
+                os.kill(parent, 0)
+            except ProcessLookupError:
+                break
+            except OSError:
+                pass
+            time.sleep(1.0)
+    os._exit(1)
 
 
 def _mp_context():
@@ -548,7 +608,8 @@ def run_jobs(func: Callable[[dict], dict], jobs: Sequence[dict], *, workers: int
 
 def _run_pool(func, jobs, pending, workers, finish) -> None:
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-    executor = ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context(), initializer=_init_worker)
+    executor = ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context(), initializer=_init_worker,
+                                   initargs=(os.getpid(),))
     clean = False
     try:
         futures = {executor.submit(func, jobs[index]): index for index in pending}
@@ -568,13 +629,15 @@ def _run_pool(func, jobs, pending, workers, finish) -> None:
             executor.shutdown(wait=True)
         else:
             # Error or Ctrl-C: drop queued jobs and stop the jobs in flight (their results are lost anyway).
+            # (ProcessPoolExecutor has no public way to stop running calls before Python 3.14's terminate_workers.)
+            processes = list((getattr(executor, "_processes", None) or {}).values())
             executor.shutdown(wait=False, cancel_futures=True)
-            for process in list((getattr(executor, "_processes", None) or {}).values()):
+            for process in processes:
                 try:
                     process.terminate()
                 except Exception:  # pragma: no cover - already gone
                     pass
-            for process in list((getattr(executor, "_processes", None) or {}).values()):
+            for process in processes:
                 process.join(5)
 
 
