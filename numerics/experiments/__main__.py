@@ -428,7 +428,7 @@ def cmd_sweep(args):
                                                           ("lr_ov", "seq_len", "batch_size", "steps_per_epoch",
                                                            "max_steps", "init", "eval_batches")}}}
         (output / "sweep.json").write_text(_json_out(payload))
-        plots.save_figure(plots.plot_sweep(summary, title=f"matched loss {target:g}"), output, "sweep")
+        plots.save_figure(plots.plot_sweep(summary, title=f"training stopped at loss {target:g}"), output, "sweep")
         return payload
 
     def fmt(p):

@@ -168,6 +168,10 @@ def plot_sweep(summary, prediction=None, *, title: str | None = None):
             ax.plot(np.asarray(rx, dtype=float), np.asarray(ry, dtype=float), "--",
                     color=_PARAM_COLORS.get(p, "0.3"), lw=1.2, label=f"{p} (theory)")
     ax.set_xscale("log")
+    ratios = sorted({float(s["ratio"]) for s in summary})
+    if ratios:
+        ax.set_xticks(ratios, [f"{r:g}" for r in ratios])
+        ax.minorticks_off()
     ax.set_xlabel(r"learning-rate ratio $\eta_{QK}/\eta_{OV}$")
     ax.set_ylabel("relevant-token attention at matched loss")
     ax.grid(alpha=0.3, lw=0.5)
