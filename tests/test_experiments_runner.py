@@ -67,6 +67,10 @@ def test_duplicate_jobs_run_once(tmp_path):
     assert sorted(calls(log)) == ["2", "3"]
 
 
+def test_no_jobs_no_work():
+    assert run_jobs(dict, [], workers=2, progress=False) == []
+
+
 def test_results_are_json_normalised():
     # A tuple comes back as a list whichever backend ran the job: all backends agree with the store.
     assert run_jobs(dict, [{"t": (1, 2)}], workers=1, progress=False) == [{"t": [1, 2]}]

@@ -498,7 +498,8 @@ def run_jobs(func: Callable[[dict], dict], jobs: Sequence[dict], *, workers: int
     scheduler : str or None, optional
         Address ``tcp://host:port`` of a running Dask ``distributed``
         scheduler; the jobs are submitted there (``distributed`` is imported only
-        then) and gathered as they complete.
+        then) and gathered as they complete.  Its workers must be able to
+        import ``func``'s module (qkov installed, or on their ``PYTHONPATH``).
     store : ResultStore, str, os.PathLike or None, optional
         Where finished results are saved, each as soon as it finishes (a path
         is wrapped in a :class:`ResultStore`).  Jobs already stored are not run
