@@ -161,6 +161,10 @@ class ResultStore:
     A file that does not parse, has the wrong shape or holds another job than
     its name says is treated as missing.
 
+    The key depends on the job only, not on the function that ran it: give a
+    store to one job function, or put what distinguishes the functions into
+    the jobs (e.g. ``{"experiment": "sweep", ...}``).
+
     Parameters
     ----------
     directory : str or os.PathLike
@@ -647,6 +651,10 @@ def _run_dask(func, jobs, keys, pending, scheduler, finish) -> None:
     client = _connect(scheduler, 30)
     futures = {}
     try:
+        if not client.scheduler_info().get("workers"):
+            import warnings
+            warnings.warn(f"the Dask scheduler at {scheduler} has no workers yet: the jobs wait until some join",
+                          RuntimeWarning, stacklevel=3)
         token = uuid.uuid4().hex[:8]
         name = getattr(func, "__name__", "job")
         for index in pending:
