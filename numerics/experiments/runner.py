@@ -533,6 +533,14 @@ def run_jobs(func: Callable[[dict], dict], jobs: Sequence[dict], *, workers: int
         Pending jobs are cancelled and worker processes stopped; results
         already finished stay in ``store``.
 
+    Notes
+    -----
+    Worker processes start with ``forkserver`` (or ``spawn``), which re-import
+    the main module of a script: a script that calls ``run_jobs`` with
+    ``workers > 1`` must guard its entry point with
+    ``if __name__ == "__main__":``, as with any :mod:`multiprocessing` pool.
+    ``python -m numerics.experiments`` and pytest need nothing.
+
     Examples
     --------
     >>> import tempfile
