@@ -1,4 +1,7 @@
-"""python -m numerics.experiments: JSON shapes, sweep CSV and resume after a kill, Dask, bad input."""
+"""python -m numerics.experiments: JSON shapes, sweep CSV and resume after a kill, bad input.
+
+The Dask and multi-process paths of the same commands are tested end to end in
+tests/test_experiments_scaleout.py (bitwise equality across backends)."""
 import csv
 import json
 import os
@@ -106,17 +109,6 @@ def test_sweep_resume_after_kill_equals_uninterrupted(tmp_path):
     assert main([*args, "--output", str(killed), "--resume"]) == 0
     assert (killed / "results.csv").read_bytes() == (ref / "results.csv").read_bytes()
     assert len(list((killed / "runs").glob("*.json"))) == 6
-
-
-def test_sweep_on_dask_cluster_equals_local(tmp_path, capsys):
-    distributed = pytest.importorskip("distributed")
-    args = ["sweep", "--parameterizations", "FAFO", "--ratios", "1,5", "--seeds", "2", "--target-loss", "3",
-            "--max-steps", "100", "--steps-per-epoch", "50", "--eval-batches", "1", "--quiet"]
-    assert main([*args, "--output", str(tmp_path / "local"), "--workers", "1"]) == 0
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster:
-        assert main([*args, "--output", str(tmp_path / "dask"), "--scheduler", cluster.scheduler_address]) == 0
-    assert (tmp_path / "dask" / "results.csv").read_bytes() == (tmp_path / "local" / "results.csv").read_bytes()
 
 
 def test_reproduce_quick_writes_report_and_figures(tmp_path, capsys):
