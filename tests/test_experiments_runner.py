@@ -199,7 +199,7 @@ def test_unreachable_scheduler_fails_fast():
         check_scheduler("tcp://127.0.0.1:1", timeout=5)
     with pytest.raises(ValueError, match=r"tcp://127\.0\.0\.1:1"):
         run_jobs(dict, [{}], scheduler="tcp://127.0.0.1:1", progress=False)
-    assert time.monotonic() - start < 10
+    assert time.monotonic() - start < 20  # (includes importing distributed)
 
 
 def test_a_silent_listener_is_not_a_scheduler():
@@ -211,7 +211,7 @@ def test_a_silent_listener_is_not_a_scheduler():
         start = time.monotonic()
         with pytest.raises(ValueError, match="no Dask handshake within 1 s"):
             check_scheduler(address, timeout=1)
-        assert time.monotonic() - start < 5
+        assert time.monotonic() - start < 10  # (includes importing distributed)
 
 
 @pytest.fixture(scope="module")
@@ -258,7 +258,9 @@ def test_interrupted_pool_leaves_no_workers_and_keeps_finished_results(tmp_path,
     """)
     proc = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 20
-    while len(list(tmp_path.glob("pid-*"))) < 2 and time.monotonic() < deadline:  # both workers busy
+    # Wait until job 0 is stored and both workers are busy with the long jobs.
+    while (len(list(tmp_path.glob("pid-*"))) < 2 or not list((tmp_path / "store").glob("*.json"))) \
+            and time.monotonic() < deadline:
         time.sleep(0.05)
     pids = [int(p.name[4:]) for p in tmp_path.glob("pid-*")]
     assert len(pids) == 2, "the workers did not start"
