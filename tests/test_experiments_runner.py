@@ -119,6 +119,19 @@ def test_store_writes_atomically(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == [f"{job_key(job)}.json"]  # temporary file removed
 
 
+def test_store_removes_temporary_files_of_dead_writers(tmp_path):
+    finished = subprocess.Popen([sys.executable, "-c", "pass"])
+    finished.wait()  # reaped: its process id no longer runs
+    host = socket.gethostname()
+    dead = tmp_path / f".0123456789abcdef~{host}~{finished.pid}~x.tmp"
+    alive = tmp_path / f".0123456789abcdef~{host}~{os.getpid()}~y.tmp"
+    other_host = tmp_path / f".0123456789abcdef~not-{host}~{finished.pid}~z.tmp"
+    for path in (dead, alive, other_host):
+        path.write_text("{")
+    ResultStore(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([alive.name, other_host.name])
+
+
 def test_store_under_a_file_is_an_error(tmp_path):
     (tmp_path / "f").write_text("")
     with pytest.raises(ValueError, match="not a directory"):

@@ -159,7 +159,9 @@ class ResultStore:
     and fsynced, then renamed over the final name (:func:`os.replace`), so a
     reader sees either the old file, the new one, or none, never half a file.
     A file that does not parse, has the wrong shape or holds another job than
-    its name says is treated as missing.
+    its name says is treated as missing.  Temporary files left by a writer
+    killed mid-write (named after its host and process id) are deleted when a
+    store is next opened on the same host.
 
     The key depends on the job only, not on the function that ran it: give a
     store to one job function, or put what distinguishes the functions into
@@ -197,6 +199,29 @@ class ResultStore:
         if not path.is_dir():
             raise ValueError(f"store directory {str(path)!r} is not a directory")
         self.directory = path
+        self._remove_stale_temporaries()
+
+    def _temporary_prefix(self, key: str) -> str:
+        return f".{key[:16]}~{socket.gethostname()}~{os.getpid()}~"
+
+    def _remove_stale_temporaries(self) -> None:
+        """Delete temporary files left by writers on this host that no longer run (killed mid-write)."""
+        host = socket.gethostname()
+        for tmp in self.directory.glob(".*~*~*~*.tmp"):
+            parts = tmp.name.split("~")
+            if len(parts) != 4 or parts[1] != host or not parts[2].isdigit():
+                continue
+            try:
+                os.kill(int(parts[2]), 0)
+                continue                      # its writer still runs
+            except ProcessLookupError:
+                pass
+            except OSError:                   # exists but not ours to signal: leave it
+                continue
+            try:
+                tmp.unlink()
+            except OSError:
+                pass
 
     def __repr__(self) -> str:
         return f"ResultStore({str(self.directory)!r})"
@@ -246,7 +271,7 @@ class ResultStore:
             text = json.dumps(record, indent=1, sort_keys=True)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"result is not JSON-serialisable: {exc}") from None
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=f".{key[:16]}.", suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=self._temporary_prefix(key), suffix=".tmp")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(text)
