@@ -1,0 +1,108 @@
+"""Speed of the Figure-2 SGD loop: ms per step, one seed and five stacked seeds.
+
+    PYTHONPATH=. python benchmarks/experiments_speed.py [--steps 2000] [--parameterizations CACO,FAFO]
+
+For each parameterization it times, over the same number of SGD steps
+(sampling included, batch 32, seq_len 64):
+
+* ``plain``: a plain NumPy loop of the same procedure for one seed -- one
+  vectorized multinomial draw of the batch's counts per step, 2-D arrays,
+  forward and backward written out directly (:func:`plain_loop`), the
+  baseline of the issue (~0.2 ms/step);
+* ``one``: :func:`numerics.experiments.sgd.train_fig2` with one seed;
+* ``five``: ``train_fig2`` with five seeds stacked;
+
+and prints ms/step, the speed-up of ``five`` over five plain single-seed runs
+(``5 * plain / five``) and over five ``one`` runs.  Timings are the best of
+``--repeat`` runs; on a shared machine they are inflated by the load.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import numpy as np
+
+from numerics.experiments import data, models, sgd
+
+
+def plain_loop(parameterization, steps, seed=0, lr=0.01, batch=32, seq_len=64):
+    """One seed, one step at a time: the straightforward NumPy implementation."""
+    rng = np.random.default_rng(seed)
+    p = models.init_params(parameterization, "uniform", rng)
+    probs = data.class_probabilities()
+    sq = np.sqrt(data.V)
+    for _ in range(steps):
+        cls = rng.integers(0, 4, size=batch)
+        counts = rng.multinomial(seq_len - 2, probs[cls]).astype(float)
+        q = data.QUERY_TOKENS[cls]
+        y = data.LABEL_TOKENS[cls]
+        counts[np.arange(batch), q] += 1
+        A = p["W_QK"] if "W_QK" in p else p["W_Q"].T @ p["W_K"]
+        s = A[q] / sq
+        s -= s.max(1, keepdims=True)
+        e = counts * np.exp(s)
+        a = e / e.sum(1, keepdims=True)
+        if "W_OV" in p:
+            z = a @ p["W_OV"].T
+        else:
+            h = a @ p["W_V"].T
+            z = h @ p["W_O"].T
+        z -= z.max(1, keepdims=True)
+        pr = np.exp(z)
+        pr /= pr.sum(1, keepdims=True)
+        pr[np.arange(batch), y] -= 1
+        pr /= batch
+        g = {}
+        if "W_OV" in p:
+            g["W_OV"] = pr.T @ a
+            gc = pr @ p["W_OV"]
+        else:
+            g["W_O"] = pr.T @ h
+            gh = pr @ p["W_O"]
+            g["W_V"] = gh.T @ a
+            gc = gh @ p["W_V"]
+        gs = a * (gc - (a * gc).sum(1, keepdims=True)) / sq
+        dA = np.zeros((data.V, data.V))
+        np.add.at(dA, q, gs)
+        if "W_QK" in p:
+            g["W_QK"] = dA
+        else:
+            g["W_Q"] = p["W_K"] @ dA.T
+            g["W_K"] = p["W_Q"] @ dA
+        for k in p:
+            p[k] -= lr * g[k]
+    return p
+
+
+def _best(fun, repeat):
+    best = np.inf
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fun()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=2000, help="SGD steps per timing (default 2000)")
+    parser.add_argument("--repeat", type=int, default=3, help="repetitions, best taken (default 3)")
+    parser.add_argument("--parameterizations", default="CACO,CAFO,FACO,FAFO", help="comma-separated list")
+    args = parser.parse_args(argv)
+    steps = args.steps
+    K = 100
+    print(f"steps per timing: {steps}; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    print("param   plain ms/step   one ms/step   five ms/step   5*plain/five   5*one/five")
+    for p in args.parameterizations.split(","):
+        cfg = sgd.Fig2Config(p, epochs=max(1, steps // K), steps_per_epoch=K, stop="none", init="uniform")
+        t_plain = _best(lambda: plain_loop(p, steps), args.repeat) / steps
+        t_one = _best(lambda: sgd.train_fig2(cfg, [1234]), args.repeat) / steps
+        t_five = _best(lambda: sgd.train_fig2(cfg, [1234, 1235, 1236, 1237, 1238]), args.repeat) / steps
+        print(f"{p}    {1e3 * t_plain:13.3f}   {1e3 * t_one:11.3f}   {1e3 * t_five:12.3f}   "
+              f"{5 * t_plain / t_five:12.2f}   {5 * t_one / t_five:10.2f}")
+
+
+if __name__ == "__main__":
+    main()

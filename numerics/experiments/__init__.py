@@ -1,0 +1,31 @@
+r"""The paper's synthetic experiments in NumPy (Figure 2, Figure 3, a matched-loss sweep).
+
+Modules
+-------
+:mod:`~numerics.experiments.data`
+    Token distributions, online Figure-2/Figure-3 batches as token-count
+    vectors (multinomial, :class:`numpy.random.Generator`), explicit sequences,
+    expected counts.
+:mod:`~numerics.experiments.models`
+    The four Figure-2 parameterizations (FAFO, FACO, CAFO, CACO) and the
+    Figure-3 fixed-attention models on count vectors, with analytic gradients:
+    :func:`~numerics.experiments.models.loss_and_grad` (batch or population
+    loss for given, possibly real-valued, counts; optional per-sequence weights).
+:mod:`~numerics.experiments.sgd`
+    Plain SGD with one rate per circuit, the linear QK ramp, the authors' stop
+    rule (with its 100-epoch running-sum quirk) or a target loss; the seeds of
+    one configuration are trained stacked (one batched step for all seeds).
+:mod:`~numerics.experiments.measure`
+    Heatmap, separability, final loss and accuracy on fresh batches.
+:mod:`~numerics.experiments.jobs`, :mod:`~numerics.experiments.sweep`, :mod:`~numerics.experiments.reproduce`
+    Job functions, the matched-loss sweep, every published run.
+:mod:`~numerics.experiments.plots`
+    Figure-2 heatmaps, Figure-3 curves, the sweep plot (PNG + PDF).
+:mod:`~numerics.experiments.runner`
+    Running jobs in-process, on local processes or on a Dask cluster, with an
+    atomic, resumable result store.
+
+Command line: ``python -m numerics.experiments {fig2,fig3,sweep,reproduce} --help``.
+
+Importing this package imports no submodule (the CLI starts fast).
+"""

@@ -1,0 +1,477 @@
+r"""The experiments' attention models on token-count vectors, with analytic gradients.
+
+Figure-2 model (learned attention)
+----------------------------------
+One query (the last input token :math:`q`) attends over all input positions,
+itself included.  With one-hot embeddings the score of a position holding
+token :math:`v` is a matrix entry, :math:`s_v = A_{qv}/\sqrt{V}`, where
+
+* collapsed attention (``CA``): :math:`A = W_{QK}` (score
+  :math:`(W_{QK} x_v)[q]/\sqrt V`);
+* factorized attention (``FA``): :math:`A = W_Q^\top W_K` (score
+  :math:`(W_Q x_q)^\top (W_K x_v)/\sqrt V`).
+
+A sequence enters only through its token counts :math:`n_v` (context plus the
+query), so the attention mass on token :math:`v` (summed over its positions),
+which is also the context vector, is
+
+.. math::
+
+    a_v = c_v = \frac{n_v e^{s_v}}{\sum_u n_u e^{s_u}},
+
+computed with the maximum score of the *present* tokens subtracted.  The
+logits are :math:`z = W_{OV} c` (collapsed output, ``CO``) or
+:math:`z = W_O W_V c` (factorized output, ``FO``) and the loss of a sequence
+is the cross-entropy :math:`\ell = \operatorname{logsumexp}(z) - z_y` over all
+:math:`V` logits.  A batch loss is :math:`\sum_b w_b \ell_b` with weights
+:math:`w_b = 1/B` by default (PyTorch's mean reduction).
+
+Gradients (per sequence, times :math:`w_b`, summed over the batch):
+:math:`g_z = \operatorname{softmax}(z) - e_y`;
+:math:`\partial W_{OV} = g_z c^\top`, or :math:`\partial W_O = g_z (W_V c)^\top`,
+:math:`\partial W_V = W_O^\top g_z c^\top`; :math:`g_c = W_{OV}^\top g_z`;
+:math:`g_{s,v} = a_v (g_{c,v} - a^\top g_c)`; :math:`\partial A = e_q\, g_s^\top/\sqrt V`;
+and :math:`\partial W_Q = W_K\, \partial A^\top`, :math:`\partial W_K = W_Q\, \partial A`.
+
+Counts may be real-valued (e.g. :func:`numerics.experiments.data.expected_counts`),
+which gives the expected-count (population-limit) model of the task.
+
+Shapes and stacking
+-------------------
+Parameters are a ``dict`` of arrays (keys :func:`param_keys`), each either
+``(V, V)`` or stacked ``(S, V, V)`` over independent runs (seeds); counts are
+``(B, V)`` or ``(S, B, V)``, query and target ids ``(B,)`` or ``(S, B)``.
+Every operation acts slice by slice on the leading axis (batched ``matmul``,
+reductions over trailing axes), so the numbers of a run do not depend on which
+other runs are stacked with it.
+
+Figure-3 model (fixed attention)
+--------------------------------
+Attention is not learned: mass :math:`\alpha` is spread evenly over the
+relevant positions (ids > 9) and :math:`1-\alpha` evenly over the others
+(:func:`fixed_attention_context`).  Output circuit ``"collapsed"``:
+:math:`z = W c + b`; ``"factorized"``: :math:`z = W_O (W_V c + b_V) + b_O`
+(every PyTorch ``Linear`` has a bias by default).  :func:`fig3_loss_and_grad`.
+
+Example: population loss and gradients of CACO at the authors' initialization
+
+>>> import numpy as np
+>>> from numerics.experiments import data
+>>> params = init_params("CACO", "authors", np.random.default_rng(0))
+>>> loss, grads = loss_and_grad(params, data.expected_counts(64), data.QUERY_TOKENS,
+...                             data.LABEL_TOKENS)
+>>> float(loss) > 3.8, sorted(grads)
+(True, ['W_OV', 'W_QK'])
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .data import RELEVANT, V
+
+__all__ = [
+    "PARAMETERIZATIONS", "INITS", "OUTPUT_CIRCUITS", "param_keys", "circuit_of",
+    "parameterization_of", "init_params", "forward", "loss_and_grad", "stack_params",
+    "unstack_params", "fixed_attention_context", "fig3_init", "fig3_logits", "fig3_loss_and_grad",
+]
+
+#: Figure-2 parameterizations: attention (CA/FA) then output (CO/FO) circuit.
+PARAMETERIZATIONS = ("CACO", "CAFO", "FACO", "FAFO")
+#: Initializations: the notebooks' per-parameterization choice, 1e-6·I everywhere, PyTorch uniform.
+INITS = ("authors", "identity", "uniform")
+#: Figure-3 output circuits.
+OUTPUT_CIRCUITS = ("collapsed", "factorized")
+
+_KEYS = {"CA": ("W_QK",), "FA": ("W_Q", "W_K"), "CO": ("W_OV",), "FO": ("W_O", "W_V")}
+_CIRCUIT = {"W_QK": "QK", "W_Q": "QK", "W_K": "QK", "W_OV": "OV", "W_O": "OV", "W_V": "OV"}
+#: Initialization in the notebooks' row-1 runs: key -> "uniform" or "identity".
+_AUTHORS_INIT = {
+    "FAFO": {"W_Q": "uniform", "W_K": "uniform", "W_O": "identity", "W_V": "identity"},
+    "FACO": {"W_Q": "identity", "W_K": "identity", "W_OV": "identity"},
+    "CAFO": {"W_QK": "identity", "W_O": "identity", "W_V": "identity"},
+    "CACO": {"W_QK": "uniform", "W_OV": "uniform"},
+}
+IDENTITY_SCALE = 1e-6
+_SQRT_V = math.sqrt(V)
+
+
+def _check_parameterization(p):
+    if p not in PARAMETERIZATIONS:
+        raise ValueError(f"parameterization must be one of {PARAMETERIZATIONS}, got {p!r}")
+    return p
+
+
+def param_keys(parameterization: str) -> tuple:
+    """Parameter names of a parameterization, QK circuit first.
+
+    >>> param_keys("FAFO")
+    ('W_Q', 'W_K', 'W_O', 'W_V')
+    """
+    p = _check_parameterization(parameterization)
+    return _KEYS[p[:2]] + _KEYS[p[2:]]
+
+
+def circuit_of(key: str) -> str:
+    """``"QK"`` or ``"OV"``: the circuit a parameter belongs to (its learning rate)."""
+    try:
+        return _CIRCUIT[key]
+    except KeyError:
+        raise ValueError(f"unknown parameter name {key!r}; valid: {sorted(_CIRCUIT)}") from None
+
+
+def parameterization_of(params: dict) -> str:
+    """Infer the parameterization from the parameter names."""
+    keys = set(params)
+    for p in PARAMETERIZATIONS:
+        if keys == set(param_keys(p)):
+            return p
+    raise ValueError(f"parameter names {sorted(keys)} match no parameterization {PARAMETERIZATIONS}")
+
+
+def init_params(parameterization: str, init: str = "authors",
+                rng: np.random.Generator | None = None) -> dict:
+    r"""Initial parameters of one run, each ``(V, V)``.
+
+    ``init="authors"``: the notebooks' row-1 choice (see the spec: FAFO
+    :math:`W_Q, W_K` uniform and :math:`W_O = W_V = 10^{-6} I`; FACO and CAFO
+    all :math:`10^{-6} I`; CACO uniform); ``"identity"``: every matrix
+    :math:`10^{-6} I`; ``"uniform"``: every matrix i.i.d.
+    :math:`U(-1/\sqrt{50}, 1/\sqrt{50})` (PyTorch's default for a 50×50
+    ``Linear``).  Uniform matrices are drawn from ``rng`` in the order of
+    :func:`param_keys`.
+    """
+    keys = param_keys(parameterization)
+    if init not in INITS:
+        raise ValueError(f"init must be one of {INITS}, got {init!r}")
+    kinds = {"authors": _AUTHORS_INIT[parameterization],
+             "identity": dict.fromkeys(keys, "identity"),
+             "uniform": dict.fromkeys(keys, "uniform")}[init]
+    if rng is None and "uniform" in kinds.values():
+        raise ValueError("rng (a numpy.random.Generator) is required for a uniform initialization")
+    bound = 1.0 / _SQRT_V
+    out = {}
+    for key in keys:
+        if kinds[key] == "uniform":
+            out[key] = rng.uniform(-bound, bound, size=(V, V))
+        else:
+            out[key] = IDENTITY_SCALE * np.eye(V)
+    return out
+
+
+def stack_params(list_of_params) -> dict:
+    """Stack per-run parameter dicts along a new leading axis."""
+    keys = list(list_of_params[0])
+    return {k: np.stack([p[k] for p in list_of_params]) for k in keys}
+
+
+def unstack_params(params: dict) -> list:
+    """Inverse of :func:`stack_params`: a list of per-run dicts (copies)."""
+    n = len(next(iter(params.values())))
+    return [{k: v[i].copy() for k, v in params.items()} for i in range(n)]
+
+
+def _tr(a):
+    return np.swapaxes(a, -1, -2)
+
+
+def _gather_rows(W, idx):
+    """``W[..., idx[..., b], :]`` for every ``b``: rows of a (stack of) square matrices,
+    ``(..., B, V)``, by flat fancy indexing (a plain copy of the selected rows)."""
+    if W.ndim == 2:
+        return W[idx]
+    lead = W.shape[:-2]
+    offs = (np.arange(int(np.prod(lead))) * W.shape[-2]).reshape(lead + (1,))
+    return W.reshape(-1, W.shape[-1])[idx + offs]
+
+
+def _gather_rows_sub(R, idx):
+    """``R[..., idx[..., b], :]`` for a stack ``R`` of ``(U, V)`` row blocks."""
+    if R.ndim == 2:
+        return R[idx]
+    lead = R.shape[:-2]
+    offs = (np.arange(int(np.prod(lead))) * R.shape[-2]).reshape(lead + (1,))
+    return R.reshape(-1, R.shape[-1])[idx + offs]
+
+
+def _score_rows(params, query, ids=None):
+    """Rows ``A[q, :]`` of the score matrix for each sequence: ``(..., B, V)``; also
+    ``W_Q[:, q]`` as rows (``(..., B, V)``) for factorized attention, else None.
+
+    ``ids``: sorted distinct query ids (default ``np.unique(query)``); for
+    factorized attention only the rows ``W_Q[:, ids]^T W_K`` of the score
+    matrix are computed."""
+    if "W_QK" in params:
+        return _gather_rows(params["W_QK"], query), None
+    if ids is None:
+        ids = np.unique(query)
+    WQt = np.ascontiguousarray(_tr(params["W_Q"]))
+    qrows = _gather_rows(WQt, query)                                        # W_Q[:, q]^T
+    lut = np.zeros(V, dtype=np.intp)
+    lut[ids] = np.arange(ids.size)
+    A_rows = np.matmul(WQt[..., ids, :], params["W_K"])                      # (..., U, V) rows of A
+    return _gather_rows_sub(A_rows, lut[query]), qrows
+
+
+def _attention(rows, counts):
+    """Token attention masses ``a`` (..., B, V) from score rows and counts.
+
+    The largest score of the row is subtracted before exponentiating; a row
+    whose maximum sits on an absent token so far above the present ones that
+    their terms would underflow (normalizer < 1e-280) is recomputed with the
+    maximum over present tokens only (row by row, so stacking is irrelevant).
+    """
+    e = rows - rows.max(axis=-1, keepdims=True)
+    e *= 1.0 / _SQRT_V
+    np.exp(e, out=e)
+    e *= counts
+    z = e.sum(axis=-1, keepdims=True)
+    bad = z < 1e-280
+    if bad.any():
+        s = np.where(counts > 0, rows, -np.inf)
+        s = (s - s.max(axis=-1, keepdims=True)) * (1.0 / _SQRT_V)
+        e2 = np.exp(s) * counts
+        e = np.where(bad, e2, e)
+        z = np.where(bad, e2.sum(axis=-1, keepdims=True), z)
+    e /= z
+    return e
+
+
+def _logits(params, a):
+    if "W_OV" in params:
+        return np.matmul(a, _tr(params["W_OV"])), None
+    h = np.matmul(a, _tr(params["W_V"]))
+    return np.matmul(h, _tr(params["W_O"])), h
+
+
+def _log_softmax(z):
+    zmax = z.max(axis=-1, keepdims=True)
+    shifted = z - zmax
+    lse = np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    return shifted - lse
+
+
+def _row_index(idx):
+    """Flat (row, column) index pair selecting ``x[..., b, idx[..., b]]`` of a C-contiguous
+    ``(..., B, V)`` array viewed as ``(-1, V)``."""
+    flat = idx.reshape(-1)
+    return np.arange(flat.size), flat
+
+
+def _as_ids(x, name):
+    x = np.asarray(x)
+    if not np.issubdtype(x.dtype, np.integer):
+        raise ValueError(f"{name} must hold integer token ids, got dtype {x.dtype}")
+    return x
+
+
+def forward(params: dict, counts, query) -> dict:
+    """Forward pass of the Figure-2 model.
+
+    Returns a dict with ``attention`` (token attention masses ``a``, which are
+    also the context vector, ``(..., B, V)``), ``position_attention`` (the
+    attention of one position holding each token, ``a_v / n_v``, 0 where
+    ``n_v = 0``), ``logits`` and ``log_probs`` (``(..., B, V)``).
+    """
+    counts = np.asarray(counts, dtype=float)
+    query = _as_ids(query, "query")
+    rows, _ = _score_rows(params, query)
+    a = _attention(rows, counts)
+    z, _ = _logits(params, a)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pos = np.where(counts > 0, a / counts, 0.0)
+    return {"attention": a, "position_attention": pos, "logits": z, "log_probs": _log_softmax(z)}
+
+
+def query_onehot_t(query, ids=None) -> np.ndarray:
+    """``(..., U, B)`` float matrix ``[ids[u] == query[..., b]]``: the transposed one-hot
+    matrix of the query ids restricted to the rows ``ids`` (default: all ``V`` ids).
+
+    The trainer precomputes it for a whole epoch with ``ids`` the distinct
+    queries of the epoch (4 in the paper's task), so the gradient of the score
+    matrix costs ``U x B x V`` instead of ``V x B x V`` operations; rows outside
+    ``ids`` are exactly zero either way.
+    """
+    ids = np.arange(V) if ids is None else np.asarray(ids)
+    return (np.asarray(query)[..., None, :] == ids[:, None]).astype(float)
+
+
+def loss_and_grad(params: dict, counts, query, target, *, weights=None, grad: bool = True,
+                  _query_set=None):
+    r"""Batch loss and its gradients for the Figure-2 model.
+
+    Parameters
+    ----------
+    params : dict
+        Parameters of one parameterization (:func:`param_keys`), each ``(V, V)``
+        or stacked ``(S, V, V)``.
+    counts : array_like, ``(..., B, V)``
+        Token counts of the input (context and query); real values >= 0 are
+        allowed (expected counts).
+    query, target : array_like of int, ``(..., B)``
+        Query (last input) token and target token of each sequence.
+    weights : array_like, ``(..., B)``, optional
+        Per-sequence weights :math:`w_b`; the loss is
+        :math:`\sum_b w_b \ell_b`.  Default :math:`1/B` (the batch mean).
+    grad : bool
+        Also return the gradients (default True).
+
+    Returns
+    -------
+    loss : ndarray, shape ``(...)``
+        One loss per stacked run (a 0-d array when unstacked).
+    grads : dict or None
+        Gradients with the same keys and shapes as ``params``.
+    """
+    counts = np.asarray(counts, dtype=float)
+    query = _as_ids(query, "query")
+    target = _as_ids(target, "target")
+    if _query_set is None:
+        ids = np.unique(query)
+        onehot_t = query_onehot_t(query, ids) if grad else None
+    else:
+        ids, onehot_t = _query_set                            # (U,), (..., U, B)
+    rows, qcols = _score_rows(params, query, ids)
+    a = _attention(rows, counts)
+    z, h = _logits(params, a)
+    # softmax / cross-entropy
+    z = z - z.max(axis=-1, keepdims=True)
+    p = np.exp(z)
+    ssum = p.sum(axis=-1, keepdims=True)
+    rows, cols = _row_index(target)
+    zy = z.reshape(-1, V)[rows, cols].reshape(target.shape)
+    per_seq = np.log(ssum)[..., 0] - zy
+    B = counts.shape[-2]
+    if weights is None:
+        loss = per_seq.sum(axis=-1) / B
+    else:
+        weights = np.asarray(weights, dtype=float)
+        loss = (per_seq * weights).sum(axis=-1)
+    if not grad:
+        return loss, None
+    p /= ssum
+    p.reshape(-1, V)[rows, cols] -= 1.0
+    if weights is None:
+        p /= B
+    else:
+        p *= weights[..., None]
+    gz = p                                                    # (..., B, V)
+    grads = {}
+    if h is None:
+        WOV = params["W_OV"]
+        grads["W_OV"] = np.matmul(_tr(gz), a)
+        gc = np.matmul(gz, WOV)
+    else:
+        grads["W_O"] = np.matmul(_tr(gz), h)
+        gh = np.matmul(gz, params["W_O"])
+        grads["W_V"] = np.matmul(_tr(gh), a)
+        gc = np.matmul(gh, params["W_V"])
+    gs = gc - (a * gc).sum(axis=-1, keepdims=True)
+    gs *= a
+    gs /= _SQRT_V                                             # dL/dA[q, :] per sequence
+    # dL/dA = E^T gs (E: one-hot queries): only the rows of the distinct queries are non-zero
+    dA_rows = np.matmul(onehot_t, gs)                         # (..., U, V)
+    dA = np.zeros(gs.shape[:-2] + (V, V))
+    dA[..., ids, :] = dA_rows
+    if qcols is None:
+        grads["W_QK"] = dA
+    else:
+        grads["W_Q"] = np.matmul(params["W_K"], _tr(dA))
+        grads["W_K"] = np.matmul(_tr(qcols), gs)
+    return loss, {k: grads[k] for k in params}
+
+
+# --------------------------------------------------------------------------- #
+# Figure 3: fixed attention
+# --------------------------------------------------------------------------- #
+def fixed_attention_context(counts, alpha):
+    r"""Context vector of the fixed-attention model.
+
+    Mass ``alpha`` spread evenly over the relevant positions (ids > 9) and
+    ``1 - alpha`` evenly over all other input positions:
+    :math:`c_v = \alpha n_v / R` for relevant :math:`v`, :math:`(1-\alpha) n_v/(T-R)`
+    otherwise, with :math:`R` relevant positions out of :math:`T`.  A sequence
+    without relevant positions puts all its mass on the others.
+
+    ``counts`` ``(..., B, V)``; ``alpha`` scalar or ``(A,)`` (then the result is
+    ``(A, ..., B, V)``).
+    """
+    counts = np.asarray(counts, dtype=float)
+    alpha = np.asarray(alpha, dtype=float)
+    if np.any(~np.isfinite(alpha)) or np.any(alpha < 0) or np.any(alpha > 1):
+        raise ValueError(f"alpha must lie in [0, 1], got {alpha!r}")
+    rel = counts[..., RELEVANT].sum(-1, keepdims=True)
+    total = counts.sum(-1, keepdims=True)
+    other = total - rel
+    shape = alpha.shape + (1,) * counts.ndim
+    al = alpha.reshape(shape)
+    has_rel = rel > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w_rel = np.where(has_rel, al / rel, 0.0)
+        w_oth = np.where(has_rel, (1.0 - al) / other, 1.0 / other)
+        w_oth = np.where(other > 0, w_oth, 0.0)
+    return counts * np.where(RELEVANT, w_rel, w_oth)
+
+
+def fig3_init(output_circuit: str, rng: np.random.Generator) -> dict:
+    r"""PyTorch-default initialization of the Figure-3 output circuit.
+
+    Every weight and bias i.i.d. :math:`U(-1/\sqrt{\text{fan\_in}}, 1/\sqrt{\text{fan\_in}})`
+    with fan_in = 50; drawn in the order ``W, b`` (collapsed) or
+    ``W_V, b_V, W_O, b_O`` (factorized).
+    """
+    if output_circuit not in OUTPUT_CIRCUITS:
+        raise ValueError(f"output_circuit must be one of {OUTPUT_CIRCUITS}, got {output_circuit!r}")
+    bound = 1.0 / _SQRT_V
+    names = (("W", "b") if output_circuit == "collapsed" else ("W_V", "b_V", "W_O", "b_O"))
+    return {n: rng.uniform(-bound, bound, size=(V, V) if n.startswith("W") else (V,)) for n in names}
+
+
+def fig3_logits(params: dict, context):
+    """Logits ``(..., B, V)`` of the Figure-3 output circuit for contexts ``(..., B, V)``."""
+    if "W" in params:
+        return np.matmul(context, _tr(params["W"])) + params["b"][..., None, :]
+    h = np.matmul(context, _tr(params["W_V"])) + params["b_V"][..., None, :]
+    return np.matmul(h, _tr(params["W_O"])) + params["b_O"][..., None, :]
+
+
+def fig3_loss_and_grad(params: dict, context, target, *, weights=None, grad: bool = True):
+    r"""Mean cross-entropy of the Figure-3 model and its gradients.
+
+    ``params`` from :func:`fig3_init` (optionally stacked ``(A, ...)`` over
+    runs), ``context`` ``(..., B, V)`` from :func:`fixed_attention_context`,
+    ``target`` ``(B,)`` or ``(..., B)`` ids.  Same conventions as
+    :func:`loss_and_grad`.
+    """
+    context = np.asarray(context, dtype=float)
+    target = np.broadcast_to(_as_ids(target, "target"), context.shape[:-1])
+    collapsed = "W" in params
+    if collapsed:
+        z = np.matmul(context, _tr(params["W"])) + params["b"][..., None, :]
+    else:
+        h = np.matmul(context, _tr(params["W_V"])) + params["b_V"][..., None, :]
+        z = np.matmul(h, _tr(params["W_O"])) + params["b_O"][..., None, :]
+    z = z - z.max(axis=-1, keepdims=True)
+    p = np.exp(z)
+    ssum = p.sum(axis=-1, keepdims=True)
+    per_seq = (np.log(ssum) - np.take_along_axis(z, target[..., None], axis=-1))[..., 0]
+    B = context.shape[-2]
+    if weights is None:
+        loss = per_seq.sum(axis=-1) / B
+    else:
+        weights = np.asarray(weights, dtype=float)
+        loss = (per_seq * weights).sum(axis=-1)
+    if not grad:
+        return loss, None
+    p /= ssum
+    np.put_along_axis(p, target[..., None], np.take_along_axis(p, target[..., None], -1) - 1.0, -1)
+    if weights is None:
+        p /= B
+    else:
+        p *= weights[..., None]
+    if collapsed:
+        return loss, {"W": np.matmul(_tr(p), context), "b": p.sum(axis=-2)}
+    gh = np.matmul(p, params["W_O"])
+    return loss, {"W_V": np.matmul(_tr(gh), context), "b_V": gh.sum(axis=-2),
+                  "W_O": np.matmul(_tr(p), h), "b_O": p.sum(axis=-2)}

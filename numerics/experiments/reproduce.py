@@ -1,0 +1,218 @@
+r"""Every published Figure-2 and Figure-3 run, as one list of jobs, with a report and figures.
+
+:data:`PUBLISHED_RUNS` lists the runs of the authors' notebooks (spec:
+``experiments.md``):
+
+=================  ==========================================================================
+name               run
+=================  ==========================================================================
+``FAFO``           row 1: rates 0.01, 2500 x 250 steps, stop rule, seed 1234, authors' init
+``FACO``           row 1: same schedule, seed 1234
+``CAFO``           row 1: 5000 x 200 steps, seeds 1234-1238
+``CACO``           row 1: 2500 x 200 steps, seeds 1234-1236
+``CACO_fast_qk``   QK 0.05, OV 0.01, seq_len 128, 2000 x 100, no stop, seeds 1234-1238
+``CACO_ramp``      rates 0.01, QK ramp x10, seq_len 128, 2000 x 100, no stop, seeds 1234-1238
+``FAFO_fast_qk``   QK 0.2, OV 0.01, all 1e-6 I, 1000 x 100, stop rule, seeds 1234-1238
+``FAFO_ramp``      rates 0.01, QK ramp x40, all 1e-6 I, 2000 x 100, no stop, seeds 1234-1238
+``fig3_collapsed``   fixed attention, collapsed output with bias, alphas .2-1, 500 x 250, batch 128
+``fig3_factorized``  same, factorized output
+=================  ==========================================================================
+
+:func:`reproduce` runs them (longest first, so two workers finish together),
+saving each finished run in ``OUTPUT/runs`` (a resumable
+:class:`~numerics.experiments.runner.ResultStore`), and writes
+``OUTPUT/report.json``, ``OUTPUT/report.md``, ``fig2_heatmaps.png/pdf`` and
+``fig3_fixed_attention.png/pdf``; :func:`collect` writes the same from the
+runs finished so far (``reproduce --collect``).  ``quick=True`` shortens every schedule
+(for smoke tests; the numbers are then not the published runs').
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from . import jobs as jobs_mod
+from . import measure, plots, sgd
+
+__all__ = ["PUBLISHED_RUNS", "published_jobs", "reproduce", "collect", "format_report", "make_figures"]
+
+_SEEDS5 = [1234, 1235, 1236, 1237, 1238]
+
+#: name -> (title, job settings)
+PUBLISHED_RUNS = {
+    "FAFO": ("FAFO, equal rates", dict(parameterization="FAFO", epochs=2500, steps_per_epoch=250), [1234]),
+    "FACO": ("FACO, equal rates", dict(parameterization="FACO", epochs=2500, steps_per_epoch=250), [1234]),
+    "CAFO": ("CAFO, equal rates", dict(parameterization="CAFO", epochs=5000, steps_per_epoch=200), _SEEDS5),
+    "CACO": ("CACO, equal rates", dict(parameterization="CACO", epochs=2500, steps_per_epoch=200),
+             [1234, 1235, 1236]),
+    "CACO_fast_qk": ("CACO, QK 5x faster", dict(parameterization="CACO", lr_qk=0.05, seq_len=128, epochs=2000,
+                                                steps_per_epoch=100, stop="none"), _SEEDS5),
+    "CACO_ramp": ("CACO, QK ramp to 10x", dict(parameterization="CACO", qk_ramp=10.0, seq_len=128, epochs=2000,
+                                               steps_per_epoch=100, stop="none"), _SEEDS5),
+    "FAFO_fast_qk": ("FAFO, QK 20x faster", dict(parameterization="FAFO", lr_qk=0.2, init="identity", epochs=1000,
+                                                 steps_per_epoch=100), _SEEDS5),
+    "FAFO_ramp": ("FAFO, QK ramp to 40x", dict(parameterization="FAFO", qk_ramp=40.0, init="identity", epochs=2000,
+                                               steps_per_epoch=100, stop="none"), _SEEDS5),
+    "fig3_collapsed": ("Fig. 3, collapsed output", dict(output_circuit="collapsed"), None),
+    "fig3_factorized": ("Fig. 3, factorized output", dict(output_circuit="factorized"), None),
+}
+
+
+def _quick(settings, fig3):
+    s = dict(settings)
+    if fig3:
+        s.update(epochs=2, steps_per_epoch=5, eval_batches=1, batch_size=32)
+    else:
+        s.update(epochs=2, steps_per_epoch=5, eval_batches=2)
+    return s
+
+
+def published_jobs(quick: bool = False, *, shortest_first: bool = False) -> list:
+    """``[(name, job)]`` for every published run, longest first (estimated cost), or shortest first."""
+    out = []
+    for name, (_, settings, seeds) in PUBLISHED_RUNS.items():
+        fig3 = seeds is None
+        s = _quick(settings, fig3) if quick else settings
+        if fig3:
+            out.append((name, {"experiment": "fig3", "config": sgd.Fig3Config(**s).to_dict()}))
+        else:
+            out.append((name, {"experiment": "fig2", "config": sgd.Fig2Config(**s).to_dict(), "seeds": seeds}))
+
+    def cost(item):
+        job = item[1]
+        c = job["config"]
+        if job["experiment"] == "fig3":
+            return c["epochs"] * c["steps_per_epoch"] * 4 * len(c["alphas"]) * 1.5
+        width = {"CACO": 1.0, "CAFO": 1.4, "FACO": 1.4, "FAFO": 1.8}[c["parameterization"]]
+        n = len(job["seeds"])
+        return c["epochs"] * c["steps_per_epoch"] * width * (1 + 0.6 * (n - 1)) * c["seq_len"] / 64 ** 0.5 / 8
+    return sorted(out, key=cost, reverse=not shortest_first)
+
+
+def _dispatch(job):
+    return jobs_mod.fig3_job(job) if job["experiment"] == "fig3" else jobs_mod.fig2_job(job)
+
+
+def reproduce(output, *, workers=None, scheduler=None, progress=True, quick=False,
+              shortest_first=False) -> dict:
+    """Run every published run; write the report and the figures to ``output``; return the report.
+
+    Runs start longest first, which finishes soonest on several workers;
+    ``shortest_first=True`` finishes more runs early (if the run may be
+    interrupted: :func:`collect` reports the finished ones)."""
+    from .runner import ResultStore, run_jobs
+
+    output = Path(output)
+    output.mkdir(parents=True, exist_ok=True)
+    named = published_jobs(quick, shortest_first=shortest_first)
+    t0 = time.perf_counter()
+    results = run_jobs(_dispatch, [j for _, j in named], workers=workers, scheduler=scheduler,
+                       store=ResultStore(output / "runs"), progress=progress, desc="reproduce")
+    return _write_report(output, named, results, time.perf_counter() - t0, quick)
+
+
+def collect(output, *, quick=False) -> dict:
+    """Report and figures from the runs already finished in ``output/runs`` (no training).
+
+    For a reproduction that was interrupted (or is still running): the report
+    lists the finished runs and names the missing ones (``report["missing"]``);
+    rerunning :func:`reproduce` with the same ``output`` computes only those.
+    """
+    from .runner import ResultStore
+
+    output = Path(output)
+    store = ResultStore(output / "runs")
+    named = published_jobs(quick)
+    results = [store.get(json.loads(json.dumps(job))) for _, job in named]
+    return _write_report(output, named, results, None, quick)
+
+
+def _write_report(output, named, results, seconds, quick):
+    report = {"quick": quick, "wall_seconds": seconds, "runs": {}, "missing": []}
+    for (name, job), res in zip(named, results):
+        title = PUBLISHED_RUNS[name][0]
+        if res is None:
+            report["missing"].append(name)
+        elif job["experiment"] == "fig3":
+            report["runs"][name] = {"title": title, "experiment": "fig3", "settings": job["config"],
+                                    "alpha": res["alpha"], "final_loss": res["final_loss"],
+                                    "loss": res["loss"], "incentive": res["incentive"]}
+        else:
+            summ = measure.combine_summaries(res["runs"])
+            report["runs"][name] = {"title": title, "experiment": "fig2", "settings": job["config"],
+                                    "heatmap": summ["heatmap"], "heatmap_std": summ["heatmap_std"],
+                                    "separability": summ["separability"], "runs": res["runs"]}
+    report["runs"] = {k: report["runs"][k] for k in PUBLISHED_RUNS if k in report["runs"]}
+    report["missing"] = [k for k in PUBLISHED_RUNS if k in report["missing"]]
+    (output / "report.json").write_text(json.dumps(report, indent=1, allow_nan=False))
+    (output / "report.md").write_text(format_report(report))
+    figures = make_figures(report, output)
+    report["figures"] = [str(p) for p in figures]
+    return report
+
+
+def make_figures(report, output) -> list:
+    """``fig2_heatmaps`` and ``fig3_fixed_attention`` (PNG + PDF) from a report."""
+    fig2 = []
+    for r in report["runs"].values():
+        if r["experiment"] == "fig2":
+            n = len(r["runs"])
+            fig2.append(dict(title=f"{r['title']} ({n} seed{'s' if n > 1 else ''})", heatmap=r["heatmap"],
+                             heatmap_std=r["heatmap_std"], n_seeds=n))
+    paths = []
+    if fig2:
+        paths += plots.save_figure(plots.plot_fig2_heatmaps(fig2, ncols=4), output, "fig2_heatmaps")
+    fig3 = {r["settings"]["output_circuit"]: r for r in report["runs"].values() if r["experiment"] == "fig3"}
+    if fig3:
+        paths += plots.save_figure(plots.plot_fig3(fig3), output, "fig3_fixed_attention")
+    return paths
+
+
+def _fmt(x, spec=".4g"):
+    return "-" if x is None else format(x, spec)
+
+
+def format_report(report) -> str:
+    """Markdown tables: heatmap columns, stop epochs, final losses, accuracy per run."""
+    wall = "-" if report["wall_seconds"] is None else f"{report['wall_seconds']:.0f} s"
+    lines = ["# Reproduction of the published Figure-2 and Figure-3 runs", "",
+             f"wall time: {wall}" + (" (quick schedules)" if report["quick"] else ""), ""]
+    if report.get("missing"):
+        lines += ["Not finished (rerun `reproduce` with the same --output to complete): "
+                  + ", ".join(report["missing"]), ""]
+    lines += ["## Figure 2", "",
+              "Heatmap rows: relevant-token attention bin (0-.2 ... .8-1); columns: label-probability bin; "
+              "% of sequences, mean over seeds.", ""]
+    for name, r in report["runs"].items():
+        if r["experiment"] != "fig2":
+            continue
+        s = r["settings"]
+        lines += [f"### {name}: {r['title']}", "",
+                  f"rates QK {s['lr_qk']:g} / OV {s['lr_ov']:g}, ramp x{s['qk_ramp']:g}, seq_len {s['seq_len']}, "
+                  f"{s['epochs']} x {s['steps_per_epoch']} steps, stop {s['stop']}, init {s['init']}", "",
+                  "| attention \\ label prob | 0-.2 | .2-.4 | .4-.6 | .6-.8 | .8-1 |", "|---|---|---|---|---|---|"]
+        edges = ["0-.2", ".2-.4", ".4-.6", ".6-.8", ".8-1"]
+        for i, row in enumerate(r["heatmap"]):
+            lines.append(f"| {edges[i]} | " + " | ".join(f"{v:.1f}" for v in row) + " |")
+        col = [sum(row[j] for row in r["heatmap"]) for j in range(5)]
+        att = [sum(row) for row in r["heatmap"]]
+        lines += ["", "label-probability marginal: " + ", ".join(f"{v:.1f}" for v in col),
+                  "attention marginal: " + ", ".join(f"{v:.1f}" for v in att),
+                  f"separability: {r['separability']['mean']:.4g} ± {r['separability']['std']:.3g}", "",
+                  "| seed | steps | stopped epoch | final loss | accuracy | relevant attention |",
+                  "|---|---|---|---|---|---|"]
+        for run in r["runs"]:
+            lines.append(f"| {run['seed']} | {run['steps']} | {_fmt(run['stopped_epoch'], 'd')} | "
+                         f"{run['final_loss']:.4g} | {run['accuracy']:.4f} | {run['relevant_attention']:.4f} |")
+        lines.append("")
+    lines += ["## Figure 3", ""]
+    for name, r in report["runs"].items():
+        if r["experiment"] != "fig3":
+            continue
+        lines += [f"### {name}", "", "| alpha | L at epoch 0 | final L | max incentive | final incentive |",
+                  "|---|---|---|---|---|"]
+        for a, L, inc in zip(r["alpha"], r["loss"], r["incentive"]):
+            lines.append(f"| {a:g} | {L[0]:.4f} | {L[-1]:.4f} | {max(inc):.4g} | {inc[-1]:.4g} |")
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,419 @@
+r"""Plain SGD on online batches, vectorized over the seeds of one configuration.
+
+:func:`train_fig2` trains the Figure-2 model for several seeds at once: the
+parameters of all seeds are stacked along a leading axis and every step is
+one batched forward/backward pass (:func:`numerics.experiments.models.loss_and_grad`).
+Each seed owns its :func:`numpy.random.default_rng` ``(seed)`` stream, used
+for its initialization and then, epoch by epoch, for its training batches;
+every array operation acts slice by slice on the seed axis.  A seed's numbers
+are therefore the same whether it is trained alone or stacked with others, on
+any worker (``tests/test_experiments_sgd.py`` checks bitwise equality).
+
+Update rule (no momentum, no weight decay): for a parameter of circuit
+:math:`c \in \{QK, OV\}` at global step :math:`t` (0-based) of
+:math:`T = \text{epochs} \times \text{steps\_per\_epoch}`,
+
+.. math::
+
+    W \leftarrow W - \eta_c(t)\, \nabla_W L_t, \qquad
+    \eta_{OV}(t) = \eta_{OV}, \quad
+    \eta_{QK}(t) = \eta_{QK}\Bigl(1 + (F - 1)\frac{t}{T}\Bigr),
+
+with the QK ramp factor :math:`F` (1: no ramp), where :math:`L_t` is the mean
+cross-entropy of the step's batch.
+
+Stop rules (checked after every epoch, per seed):
+
+* ``"authors"`` (:class:`AuthorsStopRule`): the notebooks' rule.  A running
+  sum of per-step losses is reset only at the start of epochs 0, 100, 200, ...
+  and training stops when ``running_sum / steps_per_epoch <= 0.001``; in effect
+  it fires on the first epoch after a 100-epoch boundary whose mean loss is
+  at most 0.001.
+* ``"none"``: train all epochs.
+* ``target_loss`` (:class:`TargetLossRule`, used by the sweep): stop when the
+  mean training loss of an epoch is at most the target.  ``max_steps`` caps
+  the number of steps (the last epoch may be partial).
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import asdict, dataclass, replace
+
+import numpy as np
+
+from . import data, models
+
+__all__ = [
+    "STOP_RULES", "LOG_EVERY", "Fig2Config", "published_fig2_defaults", "AuthorsStopRule",
+    "TargetLossRule", "train_fig2", "Fig3Config", "train_fig3", "eval_rng",
+]
+
+STOP_RULES = ("authors", "none")
+#: Epochs per entry of the loss log (the notebooks print every 100 epochs).
+LOG_EVERY = 100
+#: Threshold of the authors' stop rule.
+AUTHORS_THRESHOLD = 1e-3
+
+# published row-1 schedules and seeds (spec: experiments.md)
+_PUBLISHED_ROW1 = {
+    "FAFO": dict(epochs=2500, steps_per_epoch=250, seeds=(1234,)),
+    "FACO": dict(epochs=2500, steps_per_epoch=250, seeds=(1234,)),
+    "CAFO": dict(epochs=5000, steps_per_epoch=200, seeds=(1234, 1235, 1236, 1237, 1238)),
+    "CACO": dict(epochs=2500, steps_per_epoch=200, seeds=(1234, 1235, 1236)),
+}
+
+
+def published_fig2_defaults(parameterization: str) -> dict:
+    """Epochs, steps per epoch and seeds of the published equal-rate (row-1) run."""
+    models._check_parameterization(parameterization)
+    d = _PUBLISHED_ROW1[parameterization]
+    return dict(epochs=d["epochs"], steps_per_epoch=d["steps_per_epoch"], seeds=list(d["seeds"]))
+
+
+def eval_rng(seed: int) -> np.random.Generator:
+    """The evaluation stream of a seed: a child of ``SeedSequence(seed)``,
+    independent of the training stream ``default_rng(seed)``."""
+    return np.random.default_rng(np.random.SeedSequence(int(seed)).spawn(1)[0])
+
+
+def _pos(name, v):
+    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or v <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
+    return float(v)
+
+
+def _int(name, v, minimum):
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {v!r}")
+    return int(v)
+
+
+@dataclass(frozen=True)
+class Fig2Config:
+    """Settings of a Figure-2 training run (everything but the seed).
+
+    Defaults: the published setting (rates 0.01, seq_len 64, batch 32, the
+    authors' stop rule and initialization; 2500 x 250 steps).
+    """
+
+    parameterization: str = "CACO"
+    lr_qk: float = 0.01
+    lr_ov: float = 0.01
+    qk_ramp: float = 1.0
+    seq_len: int = 64
+    batch_size: int = 32
+    epochs: int = 2500
+    steps_per_epoch: int = 250
+    stop: str = "authors"
+    init: str = "authors"
+    eval_batches: int = 200
+    target_loss: float | None = None
+    max_steps: int | None = None
+
+    def __post_init__(self):
+        models._check_parameterization(self.parameterization)
+        _pos("lr_qk", self.lr_qk)
+        _pos("lr_ov", self.lr_ov)
+        _pos("qk_ramp", self.qk_ramp)
+        _int("seq_len", self.seq_len, 3)
+        _int("batch_size", self.batch_size, 1)
+        _int("epochs", self.epochs, 1)
+        _int("steps_per_epoch", self.steps_per_epoch, 1)
+        _int("eval_batches", self.eval_batches, 1)
+        if self.stop not in STOP_RULES:
+            raise ValueError(f"stop must be one of {STOP_RULES}, got {self.stop!r}")
+        if self.init not in models.INITS:
+            raise ValueError(f"init must be one of {models.INITS}, got {self.init!r}")
+        if self.target_loss is not None:
+            _pos("target_loss", self.target_loss)
+        if self.max_steps is not None:
+            _int("max_steps", self.max_steps, 1)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @property
+    def total_steps(self) -> int:
+        """Scheduled steps (``epochs * steps_per_epoch``, capped by ``max_steps``)."""
+        n = self.epochs * self.steps_per_epoch
+        return n if self.max_steps is None else min(n, self.max_steps)
+
+    def replace(self, **changes) -> "Fig2Config":
+        return replace(self, **changes)
+
+
+class AuthorsStopRule:
+    """The notebooks' stop rule, for a vector of runs.
+
+    Call :meth:`update` after every epoch with the epoch index (0-based) and
+    each run's sum of per-step losses in that epoch; it returns a boolean
+    array: which runs stop now.  The running sum is reset at the start of
+    epochs ``0, every, 2 every, ...`` only (the quirk), and a run stops when
+    ``running_sum / steps_per_epoch <= threshold``.
+
+    >>> rule = AuthorsStopRule(n_runs=1, steps_per_epoch=10, every=2)
+    >>> [bool(rule.update(e, np.array([s]))[0]) for e, s in enumerate([5.0, 0.001, 0.001, 0.001])]
+    [False, False, True, True]
+    """
+
+    def __init__(self, n_runs: int, steps_per_epoch: int, *, threshold: float = AUTHORS_THRESHOLD,
+                 every: int = LOG_EVERY):
+        self.running = np.zeros(n_runs)
+        self.steps_per_epoch = steps_per_epoch
+        self.threshold = threshold
+        self.every = every
+
+    def update(self, epoch: int, epoch_loss_sums) -> np.ndarray:
+        if epoch % self.every == 0:
+            self.running[:] = 0.0
+        self.running += np.asarray(epoch_loss_sums, dtype=float)
+        return self.running / self.steps_per_epoch <= self.threshold
+
+    def select(self, keep) -> None:
+        """Keep only the runs ``keep`` (boolean mask) after others stopped."""
+        self.running = self.running[keep]
+
+
+class TargetLossRule:
+    """Stop a run when the mean training loss of an epoch is <= ``target``.
+
+    >>> rule = TargetLossRule(n_runs=2, target=0.1)
+    >>> rule.update(0, np.array([2.0, 0.5]), np.array([10, 10])).tolist()
+    [False, True]
+    """
+
+    def __init__(self, n_runs: int, target: float):
+        self.target = target
+
+    def update(self, epoch: int, epoch_loss_sums, epoch_steps) -> np.ndarray:
+        return np.asarray(epoch_loss_sums) / np.asarray(epoch_steps) <= self.target
+
+    def select(self, keep) -> None:
+        pass
+
+
+def _check_seeds(seeds):
+    seeds = list(seeds)
+    if not seeds:
+        raise ValueError("seeds must be a non-empty list of integers >= 0")
+    for s in seeds:
+        if isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 0:
+            raise ValueError(f"seeds must be integers >= 0, got {s!r}")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be distinct, got {seeds}")
+    return [int(s) for s in seeds]
+
+
+def train_fig2(config: Fig2Config, seeds, *, progress=None) -> list:
+    """Train one configuration for several seeds, stacked; return one dict per seed.
+
+    Parameters
+    ----------
+    config : Fig2Config
+    seeds : sequence of int
+        Each seed ``s`` gets ``numpy.random.default_rng(s)`` for its
+        initialization and training batches.
+    progress : callable, optional
+        Called as ``progress(epochs_done)`` after every epoch (e.g. a tqdm
+        bar's ``update``).
+
+    Returns
+    -------
+    list of dict, in the order of ``seeds``, with ``seed``, ``steps`` (SGD
+    steps taken), ``stopped_epoch`` (number of epochs trained when a stop rule
+    fired, else None), ``epoch_loss`` (mean training loss of every epoch
+    trained), ``loss_log`` (mean training loss of each block of
+    :data:`LOG_EVERY` epochs; the last may be partial) and ``params`` (final
+    parameters, ``(V, V)`` arrays).
+    """
+    seeds = _check_seeds(seeds)
+    if not isinstance(config, Fig2Config):
+        raise ValueError(f"config must be a Fig2Config, got {type(config).__name__}")
+    c = config
+    n = len(seeds)
+    rngs = [np.random.default_rng(s) for s in seeds]
+    params = models.stack_params([models.init_params(c.parameterization, c.init, r) for r in rngs])
+    keys = list(params)
+    circuit = {k: models.circuit_of(k) for k in keys}
+    K = c.steps_per_epoch
+    scheduled = c.epochs * K               # the ramp's T (the notebooks' total_steps)
+    total = c.total_steps
+    ramp = c.qk_ramp
+    authors = AuthorsStopRule(n, K) if c.stop == "authors" else None
+    target = TargetLossRule(n, c.target_loss) if c.target_loss is not None else None
+
+    active = np.arange(n)                  # indices (into seeds) of runs still training
+    epoch_losses = [[] for _ in range(n)]
+    stopped_epoch = [None] * n
+    steps_done = [0] * n
+    final = [None] * n
+    step = 0
+    for epoch in range(c.epochs):
+        k_this = min(K, total - step)
+        if k_this <= 0:
+            break
+        chunks = [data.sample_fig2_batches(rngs[i], k_this, c.batch_size, c.seq_len) for i in active]
+        counts = np.stack([b.counts for b in chunks], axis=1)      # (K, S, B, V)
+        query = np.stack([b.query for b in chunks], axis=1)
+        target_ids = np.stack([b.target for b in chunks], axis=1)
+        qids = np.unique(query)
+        onehot_t = models.query_onehot_t(query, qids)              # (K, S, U, B)
+        losses = np.empty((len(active), k_this))    # (S, K): row sums are stack-independent
+        for k in range(k_this):
+            loss, grads = models.loss_and_grad(params, counts[k], query[k], target_ids[k],
+                                               _query_set=(qids, onehot_t[k]))
+            losses[:, k] = loss
+            lr_qk = c.lr_qk if ramp == 1.0 else c.lr_qk * (1.0 + (ramp - 1.0) * step / scheduled)
+            for key in keys:
+                g = grads[key]
+                g *= lr_qk if circuit[key] == "QK" else c.lr_ov
+                params[key] -= g
+            step += 1
+        sums = losses.sum(axis=1)
+        for j, i in enumerate(active):
+            epoch_losses[i].append(float(sums[j] / k_this))
+            steps_done[i] += k_this
+        stop = np.zeros(len(active), dtype=bool)
+        if authors is not None:
+            stop |= authors.update(epoch, sums)
+        if target is not None:
+            stop |= target.update(epoch, sums, np.full(len(active), k_this))
+        if progress is not None:
+            progress(1)
+        if stop.any():
+            for j in np.flatnonzero(stop):
+                i = active[j]
+                stopped_epoch[i] = epoch + 1
+                final[i] = {key: params[key][j].copy() for key in keys}
+            keep = ~stop
+            active = active[keep]
+            params = {key: v[keep] for key, v in params.items()}
+            if authors is not None:
+                authors.select(keep)
+            if active.size == 0:
+                break
+    for j, i in enumerate(active):
+        final[i] = {key: params[key][j].copy() for key in keys}
+    out = []
+    for i, s in enumerate(seeds):
+        el = epoch_losses[i]
+        log = [float(np.mean(el[b:b + LOG_EVERY])) for b in range(0, len(el), LOG_EVERY)]
+        out.append({"seed": s, "steps": steps_done[i], "stopped_epoch": stopped_epoch[i],
+                    "epoch_loss": el, "loss_log": log, "params": final[i]})
+    return out
+
+
+# --------------------------------------------------------------------------- #
+# Figure 3
+# --------------------------------------------------------------------------- #
+#: Step of the finite difference of the incentive to sharpen.
+ALPHA_STEP = 0.005
+
+
+@dataclass(frozen=True)
+class Fig3Config:
+    """Settings of the published Figure-3 run (fixed attention)."""
+
+    output_circuit: str = "collapsed"
+    alphas: tuple = (0.2, 0.4, 0.6, 0.8, 1.0)
+    epochs: int = 500
+    steps_per_epoch: int = 250
+    batch_size: int = 128
+    seq_len: int = 64
+    lr: float = 0.01
+    eval_batches: int = 8
+    seed: int = 1234
+
+    def __post_init__(self):
+        if self.output_circuit not in models.OUTPUT_CIRCUITS:
+            raise ValueError(f"output_circuit must be one of {models.OUTPUT_CIRCUITS}, "
+                             f"got {self.output_circuit!r}")
+        alphas = tuple(float(a) for a in self.alphas)
+        if not alphas:
+            raise ValueError("alphas must be a non-empty list of numbers in (0, 1]")
+        for a in alphas:
+            if not (math.isfinite(a) and 0.0 < a <= 1.0):
+                raise ValueError(f"alpha must lie in (0, 1], got {a!r}")
+        object.__setattr__(self, "alphas", alphas)
+        _int("epochs", self.epochs, 1)
+        _int("steps_per_epoch", self.steps_per_epoch, 1)
+        _int("batch_size", self.batch_size, 4)
+        if self.batch_size % data.NUM_CLASSES:
+            raise ValueError(f"batch_size must be a multiple of 4, got {self.batch_size}")
+        _int("seq_len", self.seq_len, 3)
+        _pos("lr", self.lr)
+        _int("eval_batches", self.eval_batches, 1)
+        _int("seed", self.seed, 0)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["alphas"] = list(self.alphas)
+        return d
+
+
+def _fig3_eval(params, rng, c, alphas):
+    """Mean loss at ``alphas`` and at ``alphas + ALPHA_STEP`` on the same fresh batches."""
+    b = data.sample_fig3_batches(rng, c.eval_batches, c.batch_size, c.seq_len)
+    counts = b.counts.reshape(-1, data.V)
+    tgt = b.target.reshape(-1)
+    out = []
+    for shift in (0.0, ALPHA_STEP):
+        al = np.minimum(alphas + shift, 1.0)
+        ctx = models.fixed_attention_context(counts, al)               # (A, N, V)
+        loss, _ = models.fig3_loss_and_grad(params, ctx, tgt, grad=False)
+        out.append(loss)
+    return out
+
+
+def train_fig3(config: Fig3Config, *, progress=None) -> dict:
+    r"""Train the fixed-attention model at every :math:`\alpha` (stacked) and measure.
+
+    Every :math:`\alpha` uses the same seed, hence (as in the notebooks, which
+    reseed per :math:`\alpha`) the same initialization and the same batches:
+    both come from ``default_rng(seed)``; evaluation batches from
+    :func:`eval_rng` ``(seed)``.  At epoch 0 and after every epoch the mean
+    loss over ``eval_batches`` fresh batches is measured at :math:`\alpha` and
+    at :math:`\alpha + 0.005` (same batches); the incentive to sharpen is
+    :math:`(L(\alpha) - L(\alpha + 0.005))/0.005`, defined 0 at :math:`\alpha = 1`.
+
+    Returns a dict with ``alpha`` (list), ``loss`` and ``loss_shifted`` and
+    ``incentive`` (``[alpha][epoch]``, epochs ``0..E``), ``train_loss``
+    (``[alpha][epoch]`` mean training loss of epochs ``1..E``) and
+    ``final_loss`` (per alpha).
+    """
+    c = config
+    alphas = np.asarray(c.alphas)
+    A = len(alphas)
+    rng = np.random.default_rng(c.seed)
+    init = models.fig3_init(c.output_circuit, rng)
+    params = {k: np.repeat(v[None], A, axis=0) for k, v in init.items()}
+    erng = eval_rng(c.seed)
+    L, Lp = [], []
+    l0, l1 = _fig3_eval(params, erng, c, alphas)
+    L.append(l0)
+    Lp.append(l1)
+    train = []
+    for epoch in range(c.epochs):
+        b = data.sample_fig3_batches(rng, c.steps_per_epoch, c.batch_size, c.seq_len)
+        losses = np.empty((A, c.steps_per_epoch))
+        for k in range(c.steps_per_epoch):
+            ctx = models.fixed_attention_context(b.counts[k], alphas)
+            loss, grads = models.fig3_loss_and_grad(params, ctx, b.target[k])
+            losses[:, k] = loss
+            for key, g in grads.items():
+                g *= c.lr
+                params[key] -= g
+        train.append(losses.sum(axis=1) / c.steps_per_epoch)
+        l0, l1 = _fig3_eval(params, erng, c, alphas)
+        L.append(l0)
+        Lp.append(l1)
+        if progress is not None:
+            progress(1)
+    L = np.array(L).T
+    Lp = np.array(Lp).T
+    inc = (L - Lp) / ALPHA_STEP
+    inc[alphas >= 1.0] = 0.0
+    return {"alpha": [float(a) for a in alphas], "loss": L.tolist(), "loss_shifted": Lp.tolist(),
+            "incentive": inc.tolist(), "train_loss": np.array(train).T.tolist(),
+            "final_loss": L[:, -1].tolist()}

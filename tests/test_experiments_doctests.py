@@ -1,0 +1,15 @@
+"""The docstring examples of numerics.experiments run and show what they say."""
+import doctest
+import importlib
+
+import pytest
+
+MODULES = ["numerics.experiments.data", "numerics.experiments.models", "numerics.experiments.sgd",
+           "numerics.experiments.measure", "numerics.experiments.jobs", "numerics.experiments.__main__"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_experiments_doctests(name):
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0
+    assert result.attempted > 0

@@ -1,0 +1,297 @@
+"""numerics.experiments.runner: job order and bitwise equality across backends, the result store, errors.
+
+The job functions live in ``tests/_jobs.py`` because worker processes and
+Dask workers import them by module name.
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from numerics.experiments.runner import (STORE_FORMAT, JobError, ResultStore, check_scheduler, job_key,
+                                         run_jobs)
+
+from _jobs import counted_job, failing_job, sgd_job
+
+ROOT = Path(__file__).resolve().parents[1]
+SGD_JOBS = [{"seed": seed, "steps": 60, "lr": 0.5} for seed in (7, 3, 11, 5)]
+
+
+@pytest.fixture(scope="module")
+def local_results():
+    return run_jobs(sgd_job, SGD_JOBS, workers=1, progress=False)
+
+
+def calls(log):
+    return Path(log).read_text().split() if Path(log).exists() else []
+
+
+# ------------------------------------------------------------------ keys
+
+def test_job_key_is_canonical_and_pinned():
+    assert job_key({"a": 1, "b": [0.1, "x"]}) == job_key({"b": [0.1, "x"], "a": 1})
+    assert job_key({"a": 1}) != job_key({"a": 1.0})
+    # Pinned: the SHA-256 of the canonical text, computed independently.
+    import hashlib
+    assert job_key({"seed": 1234, "lr": 0.01}) == hashlib.sha256(b'{"lr":0.01,"seed":1234}').hexdigest()
+
+
+@pytest.mark.parametrize("job", [[1, 2], {"x": float("nan")}, {"x": object()}, {"x": float("inf")}])
+def test_job_key_rejects_non_json(job):
+    with pytest.raises(ValueError, match="job must be a dict"):
+        job_key(job)
+
+
+# ------------------------------------------------------------------ local backends
+
+def test_results_in_job_order_and_bitwise_equal_for_one_and_two_workers(local_results):
+    pooled = run_jobs(sgd_job, SGD_JOBS, workers=2, progress=False)
+    assert [r["seed"] for r in local_results] == [j["seed"] for j in SGD_JOBS]
+    assert json.dumps(pooled) == json.dumps(local_results)  # every float, bit for bit (repr round-trips)
+    assert local_results[0]["losses"][-1] < local_results[0]["losses"][0]  # the job does real work
+
+
+def test_duplicate_jobs_run_once(tmp_path):
+    log = tmp_path / "calls.txt"
+    jobs = [{"x": 2, "log": str(log)}, {"x": 3, "log": str(log)}, {"log": str(log), "x": 2}]
+    assert run_jobs(counted_job, jobs, workers=1, progress=False) == [
+        {"x": 2, "square": 4}, {"x": 3, "square": 9}, {"x": 2, "square": 4}]
+    assert sorted(calls(log)) == ["2", "3"]
+
+
+def test_no_jobs_no_work():
+    assert run_jobs(dict, [], workers=2, progress=False) == []
+
+
+def test_results_are_json_normalised():
+    # A tuple comes back as a list whichever backend ran the job: all backends agree with the store.
+    assert run_jobs(dict, [{"t": (1, 2)}], workers=1, progress=False) == [{"t": [1, 2]}]
+
+
+# ------------------------------------------------------------------ store
+
+def test_store_resumes_without_rerunning_and_rebuilds_damaged_files(tmp_path):
+    log = tmp_path / "calls.txt"
+    store = ResultStore(tmp_path / "store")
+    jobs = [{"x": x, "log": str(log)} for x in range(6)]
+    first = run_jobs(counted_job, jobs[:4], workers=2, store=store, progress=False)
+    assert sorted(calls(log)) == ["0", "1", "2", "3"] and len(store) == 4
+    # Damage three files in three ways; a fourth file holds another job's record under this job's name.
+    store.path(jobs[0]).write_text('{"format": "' + STORE_FORMAT + '", "key"')        # truncated
+    store.path(jobs[1]).write_text(json.dumps({"format": STORE_FORMAT, "result": 1}))  # wrong shape
+    store.path(jobs[2]).write_bytes(b"\xff\xfe garbage")                               # not text
+    store.path(jobs[3]).write_text(store.path(jobs[3]).read_text().replace('"x": 3', '"x": 4'))
+    assert [store.get(job) for job in jobs[:4]] == [None] * 4 and len(store) == 0
+    log.unlink()
+    again = run_jobs(counted_job, jobs, workers=2, store=store, progress=False)
+    assert sorted(calls(log)) == ["0", "1", "2", "3", "4", "5"]
+    assert again[:4] == first and len(store) == 6
+    log.unlink()
+    assert run_jobs(counted_job, jobs, workers=2, store=store, progress=False) == again
+    assert calls(log) == []  # everything stored: nothing rerun
+    # Self-describing, data only; no temporary files left behind.
+    record = json.loads(store.path(jobs[5]).read_text())
+    assert record == {"format": STORE_FORMAT, "key": job_key(jobs[5]), "job": jobs[5],
+                      "result": {"x": 5, "square": 25}}
+    assert sorted(p.name for p in store.directory.iterdir()) == sorted(f"{job_key(j)}.json" for j in jobs)
+    assert sorted(job["x"] for job, _ in store.items()) == list(range(6))
+
+
+def test_store_writes_atomically(tmp_path, monkeypatch):
+    store = ResultStore(tmp_path)
+    job = {"x": 1}
+    store.put(job, {"v": 1})
+
+    def crash(*args):
+        raise OSError("disk full")
+    monkeypatch.setattr(os, "fsync", crash)
+    with pytest.raises(OSError, match="disk full"):
+        store.put(job, {"v": 2})
+    assert store.get(job) == {"v": 1}  # the old file is untouched, not half-overwritten
+    assert [p.name for p in tmp_path.iterdir()] == [f"{job_key(job)}.json"]  # temporary file removed
+
+
+def test_store_removes_temporary_files_of_dead_writers(tmp_path):
+    finished = subprocess.Popen([sys.executable, "-c", "pass"])
+    finished.wait()  # reaped: its process id no longer runs
+    host = socket.gethostname()
+    dead = tmp_path / f".0123456789abcdef~{host}~{finished.pid}~x.tmp"
+    alive = tmp_path / f".0123456789abcdef~{host}~{os.getpid()}~y.tmp"
+    other_host = tmp_path / f".0123456789abcdef~not-{host}~{finished.pid}~z.tmp"
+    for path in (dead, alive, other_host):
+        path.write_text("{")
+    ResultStore(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([alive.name, other_host.name])
+
+
+def test_store_under_a_file_is_an_error(tmp_path):
+    (tmp_path / "f").write_text("")
+    with pytest.raises(ValueError, match="not a directory"):
+        ResultStore(tmp_path / "f" / "store")
+    with pytest.raises(ValueError, match="store"):
+        run_jobs(dict, [{}], workers=1, store=12, progress=False)
+
+
+def test_a_failing_job_is_named_and_finished_results_are_kept(tmp_path):
+    store = ResultStore(tmp_path)
+    jobs = [{"x": x} for x in range(5)]
+    with pytest.raises(JobError, match=r'job 3 \{"x":3\} failed: ZeroDivisionError: x is 3') as info:
+        run_jobs(failing_job, jobs, workers=1, store=store, progress=False)
+    assert isinstance(info.value.__cause__, ZeroDivisionError) and info.value.job == {"x": 3}
+    assert [store.get(job) for job in jobs] == [{"x": 0}, {"x": 1}, {"x": 2}, None, None]
+    with pytest.raises(JobError, match=r'job 1 \{"x":3\} failed: ZeroDivisionError') as info:
+        run_jobs(failing_job, [{"x": x} for x in range(2, 8)], workers=2, progress=False)
+    assert "x is 3" in str(info.value.__cause__)  # with the worker's traceback chained
+
+
+def test_a_result_that_is_not_json_is_an_error():
+    with pytest.raises(JobError, match="must return a dict"):
+        run_jobs(list, [{"x": 1}], workers=1, progress=False)
+    with pytest.raises(JobError, match="not JSON-serialisable"):
+        run_jobs(lambda job: {"x": object()}, [{"x": 1}], workers=1, progress=False)
+
+
+# ------------------------------------------------------------------ validation and progress
+
+@pytest.mark.parametrize("workers", [0, -2, 1.5, True, "2"])
+def test_bad_workers(workers):
+    with pytest.raises(ValueError, match=r"workers must be an integer >= 1"):
+        run_jobs(dict, [{}], workers=workers, progress=False)
+
+
+@pytest.mark.parametrize("address", ["localhost:8786", "tcp://host", "http://h:1", "tcp://h:70000", 8786, ""])
+def test_bad_scheduler_address(address):
+    with pytest.raises(ValueError, match=r"scheduler must be an address like tcp://host:port"):
+        run_jobs(dict, [{}], scheduler=address, progress=False)
+
+
+def test_bad_jobs_are_named_before_any_work(tmp_path):
+    log = tmp_path / "calls.txt"
+    with pytest.raises(ValueError, match=r"jobs\[1\]"):
+        run_jobs(counted_job, [{"x": 1, "log": str(log)}, {"x": float("nan"), "log": str(log)}],
+                 workers=1, progress=False)
+    assert not log.exists()
+
+
+def test_progress_bar_only_on_a_terminal(capfd, monkeypatch):
+    run_jobs(dict, [{"x": 1}, {"x": 2}], workers=1, progress=True)
+    assert capfd.readouterr().err == ""  # stderr is not a terminal under pytest
+
+    class Terminal:
+        text = ""
+
+        def write(self, s):
+            Terminal.text += s
+
+        def flush(self):
+            pass
+
+        def isatty(self):
+            return True
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    run_jobs(dict, [{"x": 1}, {"x": 2}], workers=1, progress=True, desc="demo")
+    assert "demo" in Terminal.text and "2/2" in Terminal.text
+    Terminal.text = ""
+    run_jobs(dict, [{"x": 1}, {"x": 2}], workers=1, progress=False)
+    assert Terminal.text == ""
+
+
+# ------------------------------------------------------------------ Dask
+
+def test_unreachable_scheduler_fails_fast():
+    start = time.monotonic()
+    with pytest.raises(ValueError, match=r"^cannot reach the Dask scheduler at tcp://127\.0\.0\.1:1: "):
+        check_scheduler("tcp://127.0.0.1:1", timeout=5)
+    with pytest.raises(ValueError, match=r"tcp://127\.0\.0\.1:1"):
+        run_jobs(dict, [{}], scheduler="tcp://127.0.0.1:1", progress=False)
+    assert time.monotonic() - start < 20  # (includes importing distributed)
+
+
+def test_a_silent_listener_is_not_a_scheduler():
+    # distributed.Client alone would wait forever for the handshake of a peer that never answers.
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(4)
+        address = "tcp://127.0.0.1:%d" % server.getsockname()[1]
+        start = time.monotonic()
+        with pytest.raises(ValueError, match="no Dask handshake within 1 s"):
+            check_scheduler(address, timeout=1)
+        assert time.monotonic() - start < 10  # (includes importing distributed)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
+                                  dashboard_address=None, protocol="tcp") as local:
+        yield local
+
+
+def test_dask_local_cluster_gives_the_local_results_bit_for_bit(cluster, local_results, tmp_path):
+    assert check_scheduler(cluster.scheduler_address, timeout=10) == {
+        "address": cluster.scheduler_address, "workers": 2}
+    store = ResultStore(tmp_path)
+    remote = run_jobs(sgd_job, SGD_JOBS, scheduler=cluster.scheduler_address, store=store, progress=False)
+    assert json.dumps(remote) == json.dumps(local_results)
+    assert [store.get(job) for job in SGD_JOBS] == local_results
+    with pytest.raises(JobError, match=r'job 1 \{"x":3\} failed: ZeroDivisionError: x is 3'):
+        run_jobs(failing_job, [{"x": 2}, {"x": 3}], scheduler=cluster.scheduler_address, progress=False)
+
+
+# ------------------------------------------------------------------ interruption
+
+def alive(pid):
+    """Running (a zombie waiting to be reaped counts as gone)."""
+    try:
+        return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill"])
+def test_interrupted_pool_leaves_no_workers_and_keeps_finished_results(tmp_path, signum):
+    """Ctrl-C: KeyboardInterrupt promptly; SIGKILL: workers notice their parent died. No orphans; results stay."""
+    script = textwrap.dedent(f"""
+        import signal, sys
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal (a background shell ignores it)
+        sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / 'tests')!r}]
+        from _jobs import slow_job
+        from numerics.experiments.runner import run_jobs
+        if __name__ == "__main__":
+            jobs = [{{"x": 0, "sleep": 0}}] + [{{"x": x, "sleep": 60, "pids": {str(tmp_path)!r}}} for x in (1, 2, 3)]
+            run_jobs(slow_job, jobs, workers=2, store={str(tmp_path / 'store')!r}, progress=False)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 20
+    # Wait until job 0 is stored and both workers are busy with the long jobs.
+    while (len(list(tmp_path.glob("pid-*"))) < 2 or not list((tmp_path / "store").glob("*.json"))) \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pids = [int(p.name[4:]) for p in tmp_path.glob("pid-*")]
+    assert len(pids) == 2, "the workers did not start"
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=15)
+    if signum == signal.SIGINT:
+        assert proc.returncode in (1, -signal.SIGINT) and err.rstrip().endswith("KeyboardInterrupt")
+    else:
+        assert proc.returncode == -signal.SIGKILL
+    deadline = time.monotonic() + 5
+    while any(map(alive, pids)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(map(alive, pids)), "worker processes survived"
+    assert len(ResultStore(tmp_path / "store")) == 1
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    import numerics.experiments.runner as runner
+    result = doctest.testmod(runner, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0

@@ -1,0 +1,147 @@
+"""End to end: ``python -m numerics.experiments`` on local processes and on a Dask cluster.
+
+* ``fig2`` prints and ``sweep`` writes the same bytes with ``--workers 1``,
+  ``--workers 2`` and ``--scheduler`` of a real ``distributed.LocalCluster``;
+* a sweep on two worker processes killed with SIGKILL after its first stored
+  run leaves no worker behind, and ``--resume`` completes it to a
+  ``results.csv`` identical to an uninterrupted sweep, without duplicate rows;
+* a scheduler address where nothing (or something else) listens: one line on
+  stderr, exit status 2, nothing written, well within 60 s.
+
+Tiny schedules (a few hundred SGD steps) keep the file to a few seconds of work.
+"""
+import csv
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from numerics.experiments.__main__ import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+FIG2 = ["fig2", "--parameterization", "FAFO", "--epochs", "2", "--steps-per-epoch", "10", "--eval-batches", "2",
+        "--seeds", "1234,1235,1236", "--json", "--quiet"]
+SWEEP = ["sweep", "--parameterizations", "CACO,FACO", "--ratios", "1,3,9", "--seeds", "2", "--target-loss", "0.5",
+         "--max-steps", "400", "--steps-per-epoch", "100", "--eval-batches", "1", "--quiet"]
+
+
+def cli(*args, env=None, **kwargs):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    return subprocess.Popen([sys.executable, "-m", "numerics.experiments", *args], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
+                                  dashboard_address=None, protocol="tcp") as local:
+        yield local
+
+
+BACKENDS = {"1 worker": ["--workers", "1"], "2 workers": ["--workers", "2"], "dask": None}
+
+
+def test_fig2_same_bytes_on_every_backend(cluster, capsys):
+    printed = {}
+    for name, extra in BACKENDS.items():
+        extra = extra or ["--scheduler", cluster.scheduler_address]
+        assert main([*FIG2, *extra]) == 0, name
+        printed[name] = capsys.readouterr().out
+    assert printed["2 workers"] == printed["1 worker"]  # the whole JSON: every float bit for bit
+    assert printed["dask"] == printed["1 worker"]
+    assert '"seed": 1236' in printed["dask"]
+
+
+def processes_tagged(tag):
+    """PIDs of live processes whose environment holds ``tag`` (the CLI, its forkserver and its workers)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if tag in (entry / "environ").read_bytes() and \
+                        (entry / "status").read_text().split("State:")[1].split()[0] != "Z":
+                    found.append(int(entry.name))
+            except (OSError, IndexError):
+                pass
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc to find the worker processes")
+def test_sweep_same_files_uninterrupted_killed_and_resumed_and_on_dask(cluster, tmp_path, capsys):
+    """One reference sweep on 1 worker; the same sweep on 2 workers SIGKILLed after its first stored run then
+    resumed, and on the Dask cluster: the same results.csv and sweep.json bytes."""
+    args = SWEEP
+    reference = tmp_path / "reference"
+    assert main([*args, "--output", str(reference), "--workers", "1"]) == 0
+
+    killed = tmp_path / "killed"
+    tag = f"QKOV_SCALEOUT_TEST={uuid.uuid4().hex}"
+    proc = cli(*args, "--output", str(killed), "--workers", "2", env=dict([tag.split("=")]))
+    deadline = time.monotonic() + 120
+    while not list((killed / "runs").glob("*.json")) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.01)
+    assert proc.poll() is None, "the sweep finished (or failed) before it could be killed"
+    assert len(processes_tagged(tag.encode())) >= 3, "expected the CLI and its two workers"
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    saved = len(list((killed / "runs").glob("*.json")))
+    assert 1 <= saved < 6 and not (killed / "results.csv").exists(), f"{saved} runs saved"
+    deadline = time.monotonic() + 20
+    while processes_tagged(tag.encode()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert processes_tagged(tag.encode()) == [], "worker processes outlived the killed sweep"
+
+    assert main([*args, "--output", str(killed), "--workers", "2", "--resume"]) == 0
+    assert (killed / "results.csv").read_bytes() == (reference / "results.csv").read_bytes()
+    rows = list(csv.DictReader(open(killed / "results.csv")))
+    keys = [(r["parameterization"], r["ratio"], r["seed"]) for r in rows]
+    assert len(keys) == len(set(keys)) == 12
+    assert len(list((killed / "runs").glob("*.json"))) == 6
+    assert not list((killed / "runs").glob(".*"))  # no temporary files left over
+
+    dask = tmp_path / "dask"
+    assert main([*args, "--output", str(dask), "--scheduler", cluster.scheduler_address]) == 0
+    for filename in ("results.csv", "sweep.json"):
+        assert (dask / filename).read_bytes() == (reference / filename).read_bytes(), filename
+
+
+def one_line_exit_2(proc, started, output=None):
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, err
+    assert out == "" and err.count("\n") == 1 and "--scheduler" in err, err
+    assert time.monotonic() - started < 60
+    if output is not None:
+        assert not output.exists()  # before any work
+    return err
+
+
+def test_nothing_listening_at_the_scheduler_address(tmp_path):
+    started = time.monotonic()
+    err = one_line_exit_2(cli(*SWEEP, "--output", str(tmp_path / "out"), "--scheduler", "tcp://127.0.0.1:1"),
+                          started, tmp_path / "out")
+    assert "tcp://127.0.0.1:1" in err and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_a_silent_listener_at_the_scheduler_address(tmp_path):
+    """Something listens but never speaks Dask: ``distributed.Client`` alone would wait forever.
+
+    Slow only because the CLI gives a scheduler its full 10 s to answer; the
+    same refusal with a 1-second timeout is checked by the runner's tests.
+    """
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(4)
+        address = "tcp://127.0.0.1:%d" % server.getsockname()[1]
+        started = time.monotonic()
+        err = one_line_exit_2(cli(*SWEEP, "--output", str(tmp_path / "out"), "--scheduler", address),
+                              started, tmp_path / "out")
+    assert address in err and "no Dask handshake" in err

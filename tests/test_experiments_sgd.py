@@ -1,0 +1,144 @@
+"""numerics.experiments.sgd: stacking independence, stop rules, ramp, Figure 3; jobs and backends."""
+import json
+
+import numpy as np
+import pytest
+
+from numerics.experiments import jobs, measure, models, sgd
+from numerics.experiments.runner import run_jobs
+
+
+def _short(p, **kw):
+    base = dict(parameterization=p, epochs=3, steps_per_epoch=15, stop="none", init="uniform", eval_batches=3,
+                lr_qk=0.5, lr_ov=0.5)
+    base.update(kw)
+    return sgd.Fig2Config(**base)
+
+
+@pytest.mark.parametrize("p", models.PARAMETERIZATIONS)
+def test_stacked_seeds_equal_single_seed_runs_bitwise(p):
+    config = _short(p)
+    both = sgd.train_fig2(config, [1234, 1235])
+    for i, seed in enumerate([1234, 1235]):
+        alone = sgd.train_fig2(config, [seed])[0]
+        assert both[i]["epoch_loss"] == alone["epoch_loss"]
+        for k in alone["params"]:
+            assert np.array_equal(both[i]["params"][k], alone["params"][k]), (p, seed, k)
+    assert both[0]["epoch_loss"] != both[1]["epoch_loss"]          # the seeds differ
+    assert both[0]["epoch_loss"][-1] < both[0]["epoch_loss"][0]    # and training learns
+
+
+def test_seed_that_stops_early_leaves_the_others_unchanged():
+    """A target loss stops one seed mid-run; the remaining seed's numbers equal its solo run."""
+    config = _short("CACO", epochs=6, lr_qk=2.0, lr_ov=2.0)
+    free = sgd.train_fig2(config, [1234, 1235])
+    target = (free[0]["epoch_loss"][2] + free[1]["epoch_loss"][2]) / 2   # between the two seeds
+    cfg = config.replace(target_loss=target)
+    both = sgd.train_fig2(cfg, [1234, 1235])
+    assert [r["stopped_epoch"] for r in both] == [3, 4]             # seed 1234 leaves the stack first
+    for i, seed in enumerate([1234, 1235]):
+        alone = sgd.train_fig2(cfg, [seed])[0]
+        assert both[i]["epoch_loss"] == alone["epoch_loss"]
+        assert both[i]["steps"] == alone["steps"] == len(alone["epoch_loss"]) * 15
+        for k in alone["params"]:
+            assert np.array_equal(both[i]["params"][k], alone["params"][k])
+
+
+def test_authors_stop_rule_scripted_sequence():
+    """Running sum reset only every 100 epochs: a low epoch inside a block does not stop training."""
+    K = 10
+    rule = sgd.AuthorsStopRule(n_runs=2, steps_per_epoch=K)
+    # run 0: mean loss 1 until epoch 149, then 1e-4. Fires only at epoch 200 (first after a boundary).
+    # run 1: mean loss 5e-4 from epoch 100 on: fires at epoch 100 itself (sum/K = 5e-4).
+    fired = {0: None, 1: None}
+    for epoch in range(300):
+        m0 = 1.0 if epoch < 150 else 1e-4
+        m1 = 1.0 if epoch < 100 else 5e-4
+        stop = rule.update(epoch, np.array([m0 * K, m1 * K]))
+        for r in (0, 1):
+            if stop[r] and fired[r] is None:
+                fired[r] = epoch
+    assert fired == {0: 200, 1: 100}
+    # exactly at the threshold fires; just above does not
+    rule = sgd.AuthorsStopRule(n_runs=2, steps_per_epoch=K)
+    assert rule.update(0, np.array([1e-3 * K, 1.0000001e-3 * K])).tolist() == [True, False]
+    # inside a block the running sum remembers earlier epochs: 0.002 then 0.0001 -> 0.0021 > 0.001
+    rule = sgd.AuthorsStopRule(n_runs=1, steps_per_epoch=K)
+    assert not rule.update(0, [0.002 * K])[0]
+    assert not rule.update(1, [0.0001 * K])[0]
+
+
+def test_train_fig2_applies_authors_rule_and_logs(monkeypatch):
+    """train_fig2 with a scripted loss (zero gradients): stop epoch, steps and loss log."""
+    script = {}
+
+    def fake(params, counts, query, target, **kw):
+        step = script["step"]
+        script["step"] += 1
+        epoch = step // 4
+        loss = np.full(counts.shape[0], 1.0 if epoch < 130 else 2e-4)
+        return loss, {k: np.zeros_like(v) for k, v in params.items()}
+    script["step"] = 0
+    monkeypatch.setattr(sgd.models, "loss_and_grad", fake)
+    cfg = sgd.Fig2Config("CACO", epochs=500, steps_per_epoch=4, stop="authors", batch_size=2)
+    run = sgd.train_fig2(cfg, [1])[0]
+    assert run["stopped_epoch"] == 201 and run["steps"] == 201 * 4
+    assert run["loss_log"] == pytest.approx([1.0, 0.3 * 1.0 + 0.7 * 2e-4, 2e-4], rel=1e-12)
+    assert len(run["epoch_loss"]) == 201
+
+
+def test_qk_ramp_and_per_circuit_rates(monkeypatch):
+    """Unit gradients: each parameter moves by the sum of its circuit's rates over the steps."""
+    def fake(params, counts, query, target, **kw):
+        return np.zeros(counts.shape[0]), {k: np.ones_like(v) for k, v in params.items()}
+    monkeypatch.setattr(sgd.models, "loss_and_grad", fake)
+    cfg = sgd.Fig2Config("FAFO", lr_qk=0.2, lr_ov=0.01, qk_ramp=40.0, epochs=3, steps_per_epoch=5,
+                         stop="none", init="identity", batch_size=2)
+    run = sgd.train_fig2(cfg, [1])[0]
+    T = 15
+    qk = sum(0.2 * (1 + 39 * t / T) for t in range(T))
+    for k in ("W_Q", "W_K"):
+        np.testing.assert_allclose(1e-6 * np.eye(50) - run["params"][k], qk, rtol=1e-12)
+    for k in ("W_O", "W_V"):
+        np.testing.assert_allclose(1e-6 * np.eye(50) - run["params"][k], 0.01 * T, rtol=1e-12)
+
+
+def test_max_steps_truncates_last_epoch():
+    cfg = _short("CACO", epochs=5, max_steps=37)
+    run = sgd.train_fig2(cfg, [3])[0]
+    assert run["steps"] == 37 and len(run["epoch_loss"]) == 3
+
+
+def test_fig3_alpha_alone_equals_stacked_bitwise():
+    cfg = sgd.Fig3Config("factorized", epochs=2, steps_per_epoch=6, eval_batches=2, batch_size=16)
+    full = sgd.train_fig3(cfg)
+    one = sgd.train_fig3(sgd.Fig3Config("factorized", alphas=(0.6,), epochs=2, steps_per_epoch=6,
+                                        eval_batches=2, batch_size=16))
+    i = full["alpha"].index(0.6)
+    assert full["loss"][i] == one["loss"][0] and full["incentive"][i] == one["incentive"][0]
+    assert np.shape(full["loss"]) == (5, 3)
+    assert all(v == 0 for v in full["incentive"][-1])              # alpha = 1
+
+
+def test_fig2_job_same_results_on_any_worker_count():
+    cfg = _short("FACO", epochs=2, steps_per_epoch=8)
+    seeds = [1234, 1235, 1236]
+    one = run_jobs(jobs.fig2_job, [{"experiment": "fig2", "config": cfg.to_dict(), "seeds": seeds}],
+                   workers=1, progress=False)
+    split = run_jobs(jobs.fig2_job, [{"experiment": "fig2", "config": cfg.to_dict(), "seeds": g}
+                                     for g in jobs.split_seeds(seeds, 2)], workers=2, progress=False)
+    runs_one = one[0]["runs"]
+    runs_split = [r for res in split for r in res["runs"]]
+    assert json.dumps(runs_one) == json.dumps(runs_split)
+
+
+def test_heatmap_summary_of_seeds():
+    per_seed = [{"heatmap": np.eye(5).tolist(), "separability_n": 2, "separability_sum": 1.0,
+                 "separability_sumsq": 0.5},
+                {"heatmap": (3 * np.eye(5)).tolist(), "separability_n": 2, "separability_sum": 1.0,
+                 "separability_sumsq": 0.5}]
+    s = measure.combine_summaries(per_seed)
+    assert np.allclose(s["heatmap"], 2 * np.eye(5)) and np.allclose(s["heatmap_std"], np.eye(5))
+    assert s["separability"] == {"mean": 0.5, "std": 0.0}
+    h = measure.heatmap(np.array([0.0, 0.2, 0.99, 1.0]), np.array([0.5, 0.5, 1.0, 0.1]))
+    assert h.sum() == pytest.approx(100) and h[1, 2] == 25 and h[4, 4] == 25 and h[4, 0] == 25

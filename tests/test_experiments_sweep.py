@@ -1,0 +1,56 @@
+"""numerics.experiments.sweep: jobs, summary statistics, Spearman correlation, CSV round trip."""
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from numerics.experiments import sweep
+
+
+def _rows():
+    rows = []
+    for p, slope in (("CACO", 0.1), ("FAFO", -0.05)):
+        for r in (1.0, 2.0, 5.0):
+            for s, noise in zip((1234, 1235, 1236), (-0.01, 0.0, 0.02)):
+                rows.append({"parameterization": p, "ratio": r, "seed": s, "steps": 100, "reached": s != 1236,
+                             "loss": 0.1, "relevant_attention": 0.4 + slope * math.log(r) + noise,
+                             "label_probability": 0.9, "accuracy": 1.0})
+    return rows
+
+
+def test_jobs_dedupe_and_rates():
+    jobs = sweep.sweep_jobs(["CACO", "CACO", "FAFO"], [1, 2, 1], 3, 0.1, max_steps=250, steps_per_epoch=100,
+                            lr_ov=0.02)
+    assert [(j["config"]["parameterization"], j["ratio"]) for j in jobs] == \
+        [("CACO", 1.0), ("CACO", 2.0), ("FAFO", 1.0), ("FAFO", 2.0)]
+    j = jobs[1]
+    assert j["seeds"] == [1234, 1235, 1236]
+    assert j["config"]["lr_qk"] == 0.04 and j["config"]["lr_ov"] == 0.02
+    assert j["config"]["epochs"] == 3 and j["config"]["max_steps"] == 250 and j["config"]["target_loss"] == 0.1
+    with pytest.raises(ValueError, match="ratio"):
+        sweep.sweep_jobs(["CACO"], [0], 1, 0.1)
+    with pytest.raises(ValueError, match="target_loss"):
+        sweep.sweep_jobs(["CACO"], [1], 1, -0.1)
+
+
+def test_summary_interval_and_spearman():
+    rows = _rows()
+    summ = sweep.summarize(rows)
+    first = summ[0]
+    att = np.array([0.39, 0.40, 0.42])
+    half = stats.t.ppf(0.975, 2) * att.std(ddof=1) / np.sqrt(3)
+    assert first["relevant_attention_mean"] == pytest.approx(att.mean(), abs=1e-15)
+    assert first["relevant_attention_ci95"] == pytest.approx([att.mean() - half, att.mean() + half])
+    assert first["reached"] == 2 and first["n"] == 3
+    sp = sweep.spearman(rows)
+    assert sp["CACO"]["rho"] > 0.8 and sp["FAFO"]["rho"] < -0.8 and sp["CACO"]["n"] == 9
+    assert sweep.spearman([dict(r, ratio=1.0) for r in rows])["CACO"]["rho"] is None   # undefined, not NaN
+
+
+def test_csv_round_trip(tmp_path):
+    rows = _rows()
+    path = sweep.write_csv(rows, tmp_path / "results.csv")
+    assert path.read_text().splitlines()[0] == ",".join(sweep.CSV_COLUMNS)
+    assert sweep.read_csv(path) == rows
+    assert not list(tmp_path.glob(".*tmp"))
