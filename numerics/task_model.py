@@ -460,6 +460,10 @@ class TaskModel:
 # --------------------------------------------------------------------------- #
 # gradient flow
 # --------------------------------------------------------------------------- #
+class _TooManyEvaluations(Exception):
+    pass
+
+
 @dataclass
 class FlowResult:
     """Result of :func:`task_gradient_flow`.
@@ -496,7 +500,7 @@ class FlowResult:
 
 def task_gradient_flow(model, params0, *, t_span=(0.0, np.inf), t_eval=None, target_loss=None,
                        loss_thresholds=(), rtol=1e-10, atol=1e-12, method="DOP853",
-                       max_step=np.inf, keep_states=True):
+                       max_step=np.inf, keep_states=True, max_nfev=500_000):
     r"""Integrate :math:`\dot\theta = -\eta\odot\nabla L` with :func:`scipy.integrate.solve_ivp`.
 
     Parameters
@@ -518,6 +522,9 @@ def task_gradient_flow(model, params0, *, t_span=(0.0, np.inf), t_eval=None, tar
         Passed to ``solve_ivp``.
     keep_states : bool
         Keep the flat states of the records (``y``); else ``y`` is empty.
+    max_nfev : int
+        Bound on gradient evaluations: the run stops with ``status = -1`` and a
+        message instead of hanging when the loss creeps towards the target.
 
     Returns
     -------
@@ -540,9 +547,12 @@ def task_gradient_flow(model, params0, *, t_span=(0.0, np.inf), t_eval=None, tar
     rates = model.rates_vector()
     lg = model._loss_and_grad_flat
     counter = [0]
+    max_nfev = int(max_nfev)
 
     def rhs(t, y):
         counter[0] += 1
+        if counter[0] > max_nfev:
+            raise _TooManyEvaluations
         _, g = lg(y)
         g *= rates
         np.negative(g, out=g)
@@ -561,8 +571,15 @@ def task_gradient_flow(model, params0, *, t_span=(0.0, np.inf), t_eval=None, tar
     if target_loss is not None:
         events.append(make_event(target_loss, True))
         keys.append(target_loss)
-    sol = solve_ivp(rhs, t_span, y0, method=method, t_eval=t_eval, events=events or None,
-                    rtol=rtol, atol=atol, max_step=max_step)
+    try:
+        sol = solve_ivp(rhs, t_span, y0, method=method, t_eval=t_eval, events=events or None,
+                        rtol=rtol, atol=atol, max_step=max_step)
+    except _TooManyEvaluations:
+        s = model.summarize(y0)
+        return FlowResult(t=np.empty(0), loss=np.empty(0), alpha=np.empty(0),
+                          y=np.empty((0, model.n_params)), crossings={}, status=-1,
+                          message=f"stopped after max_nfev={max_nfev} gradient evaluations "
+                                  f"(initial loss {float(s['loss']):.6g})", nfev=counter[0])
     crossings = {}
     for lev, te, ye in zip(keys, sol.t_events or (), sol.y_events or ()):
         if len(te) and lev not in crossings:
@@ -579,5 +596,5 @@ def task_gradient_flow(model, params0, *, t_span=(0.0, np.inf), t_eval=None, tar
     return FlowResult(t=np.asarray(t, float), loss=np.asarray(summ["loss"]),
                       alpha=np.asarray(summ["alpha"]),
                       y=Y if keep_states else np.empty((0, model.n_params)),
-                      crossings=crossings, status=int(sol.status if sol.status != -1 else -1),
+                      crossings=crossings, status=int(sol.status),
                       message=str(sol.message), nfev=counter[0])
