@@ -72,7 +72,7 @@ from scipy.integrate import solve_ivp
 from scipy.special import logsumexp
 
 __all__ = ["PARAMETERIZATIONS", "TaskInstance", "TaskModel", "FlowResult", "task_gradient_flow",
-           "paper_instance"]
+           "paper_instance", "instance_of_task"]
 
 PARAMETERIZATIONS = ("CACO", "CAFO", "FACO", "FAFO")
 _INIT_KINDS = ("zero", "identity", "random")
@@ -217,6 +217,36 @@ def paper_instance(M=20, m=5.0, n=50.0, b=50.0) -> TaskInstance:
     R[np.arange(M), M + np.arange(M)] = True
     return TaskInstance(E, C, np.arange(M), np.arange(M), M, R, 1.0, h_QK=M, h_OV=M,
                         name="paper")
+
+
+def instance_of_task(task, M=None, **values) -> TaskInstance:
+    r"""The concrete instance of an engine task (:mod:`derivations.task`) as a :class:`TaskInstance`.
+
+    Parameters
+    ----------
+    task : str or derivations.task.Task
+        A built-in task name (:func:`derivations.task.get_task`) or a user-built ``Task``.
+    M : int, optional
+        Number of classes (default: the task's).
+    **values
+        Parameter values (``m, n, b, n_c, ...``); missing ones take the task's defaults.
+
+    >>> inst = instance_of_task("shared-irrelevant", M=2, n_c=2)
+    >>> inst.d, inst.n_out, inst.counts[0].tolist()
+    (6, 2, [0.0, 0.0, 5.0, 0.0, 25.0, 25.0])
+    """
+    from derivations.task import Task, get_task  # the description only; no derivation runs
+
+    if isinstance(task, str):
+        task = get_task(task)
+    elif not isinstance(task, Task):
+        raise ValueError(f"task must be a task name or a derivations.task.Task, got {task!r}")
+    raw = task.instance(M=M, values=values or None)
+    return TaskInstance(np.asarray(raw.embeddings, dtype=float), np.asarray(raw.counts, dtype=float),
+                        np.asarray(raw.query, dtype=int), np.asarray(raw.label, dtype=int),
+                        int(raw.n_out), np.asarray(raw.relevant, dtype=bool),
+                        score_scale=float(raw.score_scale), h_QK=int(raw.h_QK), h_OV=int(raw.h_OV),
+                        name=task.name)
 
 
 # --------------------------------------------------------------------------- #

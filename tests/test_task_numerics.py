@@ -103,3 +103,22 @@ def test_model_rejects_bad_input():
         TaskModel(inst, "CACO", eta_QK=-1.0)
     with pytest.raises(ValueError, match="target_loss"):
         task_gradient_flow(TaskModel(inst), TaskModel(inst).init_params("zero"))
+
+
+@pytest.mark.parametrize("P", ["CACO", "FAFO"])
+def test_engine_paper_instance_is_the_paper_model(P):
+    from numerics.task_model import instance_of_task
+    am = AttentionModel(P, M=3, m=2.0, n=30.0, b=7.0)
+    tm = TaskModel(instance_of_task("paper", M=3, m=2.0, n=30.0, b=7.0), P)
+    v = am.flatten(am.init_params("random", scale=2.0, seed=11))
+    L1, g1 = am.loss_and_grad_flat(v)
+    L2, g2 = tm.loss_and_grad_flat(v)
+    assert abs(L1 - L2) <= 1e-12 * L1 and np.max(np.abs(g1 - g2)) <= 1e-12 * np.max(np.abs(g1))
+
+
+@pytest.mark.parametrize("name", ["numerics.task_model", "numerics.authors_task"])
+def test_module_doctests(name):
+    import doctest
+    import importlib
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0

@@ -78,3 +78,36 @@ def test_cli_bad_input(argv, capsys):
     assert at.main(argv) == 2
     out, err = capsys.readouterr()
     assert out == "" and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("P", ["CACO", "FACO", "CAFO", "FAFO"])
+def test_engine_authors_task_is_the_same_task(P):
+    """derivations.task's 'authors' (group-major token order) vs the id-ordered instance here:
+    identical losses and gradients after permuting the vocabulary."""
+    from numerics.task_model import TaskModel, instance_of_task
+    eng = instance_of_task("authors")
+    ids = {"c_0": 0, "c_1": 9}
+    ids.update({f"label_{k}": 1 + k for k in range(4)})
+    ids.update({f"q_{k}": 5 + k for k in range(4)})
+    ids.update({f"r{i}_{k}": 10 * (k + 1) + i for i in range(10) for k in range(4)})
+    from derivations.task import get_task
+    names = get_task("authors").instance().token_names
+    perm = np.array([ids[nm] for nm in names])          # engine type t <-> authors id perm[t]
+    assert sorted(perm) == list(range(50))
+    ours = at.authors_model(P, 2.0)
+    theirs = TaskModel(eng, P, eta_QK=0.02, eta_OV=0.01)
+    p = at.authors_init(ours, "uniform", seed=9)
+    # engine coordinates: W'[t, u] = W[perm[t], perm[u]] on token axes; hidden axes unchanged
+    pe = {}
+    for k, W in p.items():
+        W = W[perm, :] if k in ("W_QK", "W_Q", "W_K", "W_OV", "W_O") else W
+        W = W[:, perm] if k in ("W_QK", "W_OV", "W_V") else W
+        pe[k] = W
+    L1, g1 = ours.loss_and_grad(p)
+    L2, g2 = theirs.loss_and_grad(pe)
+    assert L2 == pytest.approx(L1, rel=1e-13)
+    assert theirs.alpha(pe) == pytest.approx(ours.alpha(p), rel=1e-13)
+    for k in g1:
+        G = g1[k][perm, :] if k in ("W_QK", "W_Q", "W_K", "W_OV", "W_O") else g1[k]
+        G = G[:, perm] if k in ("W_QK", "W_OV", "W_V") else G
+        np.testing.assert_allclose(g2[k], G, rtol=0, atol=1e-13 * np.max(np.abs(G)))
