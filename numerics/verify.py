@@ -69,6 +69,10 @@ Options::
                                     loss 0.1; thresholds 1, 0.3; GD with 500
                                     and 1000 steps; no random init)
     --json                          machine-readable output
+    --task NAME                     verify a task of derivations.task instead
+                                    (reduced system vs full matrix model of that
+                                    task, all four parameterizations; see
+                                    numerics.task_verify)
 
 Programs can call :func:`run_checks` directly; it returns a list of
 :class:`Check` records.
@@ -690,6 +694,10 @@ def _build_parser():
 
 def main(argv=None) -> int:
     """Command-line entry point; returns the exit status."""
+    argv_list = sys.argv[1:] if argv is None else list(argv)
+    if any(a == "--task" or a.startswith("--task=") for a in argv_list):
+        from .task_verify import main as task_main  # a task of derivations.task (issue 9)
+        return task_main(argv_list)
     parser = _build_parser()
     try:
         args = parser.parse_args(argv)
