@@ -25,6 +25,12 @@ default parameters):
       the family basis :math:`U_i`; :math:`W^{red}`: the reduced point of the
       coordinate's matrix, so a coordinate that stays 0 is measured on the scale
       of its matrix);
+  ``observables`` (1e-7)
+      where the engine closes the flow in the observables (score gaps
+      ``mu_QK*``, logit gaps ``mu_OV*``): that ODE integrated from the
+      observables of the initial point, against the observables of the
+      projected full trajectory, max over time of the deviation relative to
+      :math:`\max_t|\mathrm{obs}|`;
   ``loss``, ``alpha`` (1e-8)
       max relative deviation along the grid;
   ``distance`` (1e-9)
@@ -58,7 +64,7 @@ from .task_state import ReducedSystem, task_parameters
 __all__ = ["TaskFamily", "task_family", "run_task_checks", "main", "TOLERANCES"]
 
 #: Tolerances of the checks (see the module docstring).
-TOLERANCES = {"theta": 1e-7, "loss": 1e-8, "alpha": 1e-8, "distance": 1e-9, "loss at T": 1e-7}
+TOLERANCES = {"theta": 1e-7, "observables": 1e-7, "loss": 1e-8, "alpha": 1e-8, "distance": 1e-9, "loss at T": 1e-7}
 
 
 @dataclass(frozen=True, eq=False)
@@ -72,43 +78,45 @@ class TaskFamily:
     basis : callable
         ``basis(M_value, values) -> {coord name: (matrix name, U ndarray)}``,
         in the token order of the task's concrete instance.
+    observables : (ReducedSystem, callable) or None
+        The closed ODE of the observables and ``obs(theta, values)``, when the
+        engine found one.
     """
 
     system: ReducedSystem
     basis: object
+    observables: object = None
 
 
 @lru_cache(maxsize=None)
 def task_family(task_name, parameterization) -> TaskFamily:
-    """The family of a built-in task (SymPy once per process)."""
-    from derivations.model import check_parameterization
-    from derivations.task import get_task
-    check_parameterization(parameterization)
+    """The family of a built-in task from the engine (SymPy once per process)."""
+    from derivations.task import TASK_PARAMETERS, get_task
+    from derivations.task_reduction import basis_matrices, reduce_task
+
+    from .lambdified import numeric
+    from .task_state import family_system, reduced_system
+    system = family_system(task_name, parameterization)
     task = get_task(task_name)
-    task.check_symbolic()
-    if task.name == "paper":
-        return _paper_family(parameterization)
-    raise ValueError(f"task {task.name!r}: the engine's family is not available yet")
-
-
-def _paper_family(P):
-    import sympy as sp
-    from derivations import symbols as S
-    from derivations.model import basis_matrix, family
-    from derivations.reduction import family_flow
-    fam = family(P)
-    coords = tuple(fam.coordinates)
-    a_expr = fam.alpha_of(fam.qk_entry / S.b)
-    flow = family_flow(P)
-    rhs = tuple(flow[c].subs(S.alpha, a_expr) for c in coords)
-    system = ReducedSystem(coords, rhs, fam.loss(), a_expr,
-                           (S.m, S.n, S.b, S.M, S.eta_QK, S.eta_OV, S.eta_Q, S.eta_K, S.eta_O,
-                            S.eta_V), name=f"paper/{P}")
+    red = reduce_task(task, parameterization)
 
     def basis(M_value, values):
-        return {str(c): (mat, np.array(sp.Matrix(basis_matrix(name, M_value)).tolist(), dtype=float))
-                for c, (mat, name, _) in fam.coordinates.items()}
-    return TaskFamily(system, basis)
+        subs = {TASK_PARAMETERS[k]: v for k, v in values.items() if k in TASK_PARAMETERS}
+        shared = {g.name: int(g.types.subs(subs)) for g in task.groups if not g.per_class}
+        return {nm: (mat, np.array(U, dtype=float))
+                for nm, (mat, U) in basis_matrices(red, M_value, shared).items()}
+
+    observables = None
+    if red.odes is not None:
+        osys = reduced_system(task_name, parameterization)
+        exprs = tuple(red.observables[c] for c in osys.coords)
+        free = set().union(*(e.free_symbols for e in exprs)) - set(system.coords)
+        pars = tuple(sorted(free, key=str))
+        f = numeric(exprs, tuple(system.coords) + pars, "math").func
+        names = tuple(str(p) for p in pars)
+        observables = (osys, lambda theta, values: np.array(
+            f(*theta, *(float(values[p]) for p in names)), dtype=float))
+    return TaskFamily(system, basis, observables)
 
 
 class _Projector:
@@ -219,6 +227,20 @@ def run_task_checks(task_name, parameterizations=PARAMETERIZATIONS, ratios=(0.1,
             per = proj.deviations(th, red["y"])
             checks.append(_check(task_name, P, r, "theta", max(per.values()), TOLERANCES["theta"],
                                  **per))
+            if fam.observables is not None:
+                osys, obs_of = fam.observables
+                o_red = osys.solve(obs_of(theta0, vals), vals, t_span=(0.0, T), t_eval=grid,
+                                   rtol=rtol, atol=atol)
+                o_full = np.array([obs_of(t_, vals) for t_ in th])
+                if o_red["status"] != 0 or o_red["y"].shape != o_full.shape:
+                    checks.append(_check(task_name, P, r, "observables", math.nan, 0.0,
+                                         message=o_red["message"]))
+                else:
+                    scale = np.max(np.abs(o_red["y"]), axis=0)
+                    per = {nm: float(np.max(np.abs(o_full[:, i] - o_red["y"][:, i])) / scale[i])
+                           for i, nm in enumerate(osys.names)}
+                    checks.append(_check(task_name, P, r, "observables", max(per.values()),
+                                         TOLERANCES["observables"], **per))
             checks.append(_check(task_name, P, r, "loss", _rel(full.loss, red["loss"]),
                                  TOLERANCES["loss"]))
             checks.append(_check(task_name, P, r, "alpha", _rel(full.alpha, red["alpha"]),
@@ -305,6 +327,7 @@ def main(argv=None) -> int:
             raise _ArgError(f"--target-loss must be in (0, log M) = (0, {math.log(values['M']):.6g}); "
                             f"got {target!r}")
         Ps = PARAMETERIZATIONS if a.parameterization == "all" else (a.parameterization,)
+        t_setup = time.perf_counter()
         try:
             for P in Ps:
                 task_family(a.task, P)
@@ -314,23 +337,25 @@ def main(argv=None) -> int:
         print(f"python -m numerics.verify: error: {exc}".splitlines()[0], file=sys.stderr)
         return 2
     t0 = time.perf_counter()
+    setup = t0 - t_setup
     checks = run_task_checks(a.task, Ps, ratios, target_loss=target, **params)
     elapsed = time.perf_counter() - t0
     n_fail = sum(c["status"] == "FAIL" for c in checks)
     if a.json:
         print(json.dumps({"checks": checks, "summary": {
             "task": a.task, "n_pass": len(checks) - n_fail, "n_fail": n_fail, "ok": n_fail == 0,
-            "seconds": elapsed, "params": values, "ratios": list(ratios), "target_loss": target}},
+            "seconds": elapsed, "setup_seconds": setup, "params": values, "ratios": list(ratios), "target_loss": target}},
             indent=1))
     else:
         print(f"task {a.task}: {', '.join(f'{k}={v:g}' for k, v in values.items())}; "
               f"target loss {target}")
-        print(f"{'param':6} {'ratio':>6}  {'quantity':10} {'value':>10}  {'tol':>7}  status")
+        print(f"{'param':6} {'ratio':>6}  {'quantity':11} {'value':>10}  {'tol':>7}  status")
         for c in checks:
             v = "nan" if c["value"] is None else f"{c['value']:.2e}"
-            print(f"{c['parameterization']:6} {c['ratio']:6g}  {c['quantity']:10} {v:>10}  "
+            print(f"{c['parameterization']:6} {c['ratio']:6g}  {c['quantity']:11} {v:>10}  "
                   f"{c['tolerance']:7.0e}  {c['status']}")
-        print(f"\n{len(checks) - n_fail} passed, {n_fail} failed; {elapsed:.1f} s")
+        print(f"\n{len(checks) - n_fail} passed, {n_fail} failed; {elapsed:.1f} s "
+              f"(+ {setup:.1f} s deriving/lambdifying the reduced systems)")
     return 0 if n_fail == 0 else 1
 
 

@@ -36,3 +36,23 @@ def test_paper_other_parameters():
 def test_bad_input(args, kwargs, match):
     with pytest.raises(ValueError, match=match):
         task_state_at_loss(*args, **kwargs)
+
+
+def test_shared_irrelevant_is_the_paper_with_a_faster_qk_rate():
+    # the shared one-hot irrelevant types also learn their score: the engine maps the task to the
+    # paper with eta_QK -> eta_QK (n_c + 1) / n_c; the paper's closed form is the independent side
+    st = task_state_at_loss("shared-irrelevant", 2.0, 0.2, n_c=3)
+    cf = state_at_loss(0.2, 2.0 * 4 / 3)
+    assert st["alpha"] == pytest.approx(float(cf.alpha), rel=1e-9)
+    assert st["mu_QK"] == pytest.approx(float(cf.mu_QK), rel=1e-9)
+
+
+def test_query_in_context_matches_full_matrix_flow():
+    from numerics.task_model import TaskModel, instance_of_task, task_gradient_flow
+    st = task_state_at_loss("query-in-context", 3.0, 0.5, M=4)
+    model = TaskModel(instance_of_task("query-in-context", M=4), "CACO", eta_QK=3.0, eta_OV=1.0)
+    res = task_gradient_flow(model, model.init_params("zero"), target_loss=0.5, rtol=1e-11,
+                             atol=1e-13)
+    c = res.crossings[0.5]
+    assert c["alpha"] == pytest.approx(st["alpha"], rel=1e-8)
+    assert c["t"] == pytest.approx(st["t"], rel=1e-8)

@@ -7,10 +7,33 @@ from numerics import verify
 from numerics.task_verify import run_task_checks
 
 
-def test_paper_all_parameterizations_pass():
-    checks = run_task_checks("paper", ratios=(3.0,), M=3, target_loss=0.5)
+QUANTITIES = {"theta", "observables", "loss", "alpha", "distance", "loss at T"}
+
+
+def test_paper_collapsed_and_factorized_pass():
+    checks = run_task_checks("paper", ("CACO", "FAFO"), ratios=(3.0,), M=3, target_loss=0.5)
+    assert {c["parameterization"] for c in checks} == {"CACO", "FAFO"}
+    assert {c["quantity"] for c in checks} == QUANTITIES
+    bad = [c for c in checks if c["status"] != "PASS"]
+    assert not bad, bad
+
+
+def test_query_in_context_passes():
+    # four observables (score and logit gaps of r_k and of the query itself)
+    checks = run_task_checks("query-in-context", ("CACO",), ratios=(3.0,), M=3, target_loss=0.5)
+    assert {c["quantity"] for c in checks} == QUANTITIES
+    assert all(c["status"] == "PASS" for c in checks), checks
+    obs = [c for c in checks if c["quantity"] == "observables"][0]
+    assert set(obs["detail"]) == {"mu_QK", "mu_OV", "mu_QK_q", "mu_OV_q"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", ["paper", "shared-irrelevant", "query-in-context",
+                                  "shared-irrelevant+query-in-context"])
+def test_every_task_every_parameterization(task):
+    params = {"n_c": 3} if task.startswith("shared") else {}
+    checks = run_task_checks(task, ratios=(0.3, 3.0), M=3, target_loss=0.2, **params)
     assert {c["parameterization"] for c in checks} == {"CACO", "CAFO", "FACO", "FAFO"}
-    assert {c["quantity"] for c in checks} == {"theta", "loss", "alpha", "distance", "loss at T"}
     bad = [c for c in checks if c["status"] != "PASS"]
     assert not bad, bad
 
