@@ -57,7 +57,7 @@ N_CLASSES = 4
 QUERY_IDS = (5, 6, 7, 8)
 LABEL_IDS = (1, 2, 3, 4)
 N_COMMON = 10
-_INITS = ("identity", "uniform")
+_INITS = ("identity", "uniform", "authors")
 
 
 def _pos(name, value):
@@ -120,15 +120,30 @@ def authors_model(parameterization, ratio, *, lr_ov=0.01, seq_len=64, counts=Non
 
 def authors_init(model, init="identity", scale=1e-6, seed=1234) -> dict:
     r"""Initial parameters: ``"identity"`` (``scale`` times I, every matrix; the
-    authors' faster-QK runs) or ``"uniform"`` (i.i.d. uniform on
-    :math:`\pm 1/\sqrt{50}`, PyTorch's default for a 50x50 layer; ``seed``)."""
+    authors' faster-QK runs), ``"uniform"`` (i.i.d. uniform on
+    :math:`\pm 1/\sqrt{50}`, PyTorch's default for a 50x50 layer; ``seed``) or
+    ``"authors"`` (the notebooks' row-1 choice per parameterization: CACO
+    uniform, FAFO uniform QK factors and ``scale * I`` OV factors, FACO/CAFO
+    ``scale * I``)."""
     if init not in _INITS:
         raise ValueError(f"init must be one of {_INITS}, got {init!r}")
+    scale = _pos("init_scale", scale)
     if init == "identity":
-        return model.init_params("identity", _pos("init_scale", scale))
+        return model.init_params("identity", scale)
     rng = np.random.default_rng(seed)
     bound = 1.0 / math.sqrt(VOCAB)
-    return {k: rng.uniform(-bound, bound, size=s) for k, s in model.shapes.items()}
+    uniform = {k: rng.uniform(-bound, bound, size=s) for k, s in model.shapes.items()}
+    if init == "uniform":
+        return uniform
+    # the notebooks' row-1 initializations: CACO uniform; FAFO uniform W_Q, W_K and
+    # scale * I for W_O, W_V; FACO and CAFO scale * I everywhere
+    ident = model.init_params("identity", scale)
+    P = model.parameterization
+    if P == "CACO":
+        return uniform
+    if P == "FAFO":
+        return {k: (uniform[k] if k in ("W_Q", "W_K") else ident[k]) for k in model.keys}
+    return ident
 
 
 def flow_to_loss(parameterization, ratio, target_loss, *, lr_ov=0.01, seq_len=64,

@@ -111,3 +111,14 @@ def test_engine_authors_task_is_the_same_task(P):
         G = g1[k][perm, :] if k in ("W_QK", "W_Q", "W_K", "W_OV", "W_O") else g1[k]
         G = G[:, perm] if k in ("W_QK", "W_OV", "W_V") else G
         np.testing.assert_allclose(g2[k], G, rtol=0, atol=1e-13 * np.max(np.abs(G)))
+
+
+def test_authors_initializations():
+    fafo = at.authors_model("FAFO", 1.0)
+    p = at.authors_init(fafo, "authors", 1e-6, seed=1)
+    assert np.all(np.abs(p["W_Q"]) <= 1 / math.sqrt(50)) and np.std(p["W_Q"]) > 0.05
+    np.testing.assert_array_equal(p["W_O"], 1e-6 * np.eye(50))
+    caco = at.authors_model("CACO", 1.0)
+    assert np.std(at.authors_init(caco, "authors")["W_QK"]) > 0.05
+    faco = at.authors_model("FACO", 1.0)
+    np.testing.assert_array_equal(at.authors_init(faco, "authors")["W_K"], 1e-6 * np.eye(50))
