@@ -319,8 +319,9 @@ def main(argv=None) -> int:
             values = task_parameters(a.task, **params)
         except ValueError as exc:
             raise _ArgError(f"--params: {exc}") from None
-        if values["M"] > 12:
-            raise _ArgError(f"--params: M must be <= 12 for the full-model check; got {values['M']:g}")
+        if values["M"] > 30:
+            raise _ArgError(f"--params: M must be <= 30 for the full-model check (its matrices "
+                            f"are (2M + n_c)^2); got {values['M']:g}")
         ratios = _parse_ratios(a.ratios) if a.ratios else ((1.0,) if a.quick else (0.1, 1.0, 10.0))
         target = a.target_loss if a.target_loss is not None else (0.3 if a.quick else 0.1)
         if not (math.isfinite(target) and 0 < target < math.log(values["M"])):
