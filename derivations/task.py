@@ -295,6 +295,23 @@ class Task:
         return self
 
     # ------------------------------------------------------------ numbers
+    def layout(self, M_value: int, shared_types: dict) -> list:
+        """The token types of a concrete instance, in :class:`TaskInstance` order:
+        ``[(group, class index or None, shared index or None), ...]``, embedded
+        types first (their position is their embedding dimension), then the
+        zero-embedded ones; within each, groups in order, classes/types in order.
+        ``shared_types`` maps each shared group's name to its number of types."""
+        out = []
+        for embedded in (True, False):
+            for g in self.groups:
+                if g.embedded != embedded:
+                    continue
+                if g.per_class:
+                    out += [(g, k, None) for k in range(M_value)]
+                else:
+                    out += [(g, None, s) for s in range(int(shared_types[g.name]))]
+        return out
+
     def _values(self, M_value, values):
         known = {"m": m, "n": n, "b": b, "M": M, **TASK_PARAMETERS}
         vals = dict(self.defaults)
@@ -345,21 +362,10 @@ class Task:
                 raise ValueError(f"task {self.name!r}: {what} must be a positive integer; got {v}")
             return int(v)
 
-        names, emb_flags, owner = [], [], []   # owner: (group, class or None)
-        for g in self.groups:
-            if g.per_class:
-                for k in range(K):
-                    names.append(f"{g.name}_{k}")
-                    emb_flags.append(g.embedded)
-                    owner.append((g, k))
-            else:
-                for s in range(count(g.types, f"types of group {g.name!r}")):
-                    names.append(f"{g.name}_{s}")
-                    emb_flags.append(g.embedded)
-                    owner.append((g, None))
-        order = [i for i, e in enumerate(emb_flags) if e] + [i for i, e in enumerate(emb_flags) if not e]
-        names = [names[i] for i in order]
-        owner = [owner[i] for i in order]
+        layout = self.layout(K, {g.name: count(g.types, f"types of group {g.name!r}")
+                                 for g in self.groups if not g.per_class})
+        names = [f"{g.name}_{k if k is not None else s}" for g, k, s in layout]
+        owner = [(g, k) for g, k, _ in layout]
         d = sum(1 for g, _ in owner if g.embedded)
         scale = 1.0 / math.sqrt(num(self.embedding_scale))
         T = len(names)
