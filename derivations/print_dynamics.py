@@ -18,6 +18,9 @@ Options
                                zero initialization); parameters not given in
                                --params take the paper's values m=5,n=50,b=50,M=20
                                and the ratio defaults to 1
+--task NAME                    a built-in task of derivations.task (default paper;
+                               'list' lists them); --params then also takes the
+                               task's own parameters (n_c); see derivations.task_dynamics
 
 Bad input prints one line to stderr and exits with status 2.
 
@@ -70,6 +73,8 @@ def build_parser():
     parser.add_argument("--eta-qk", type=str, default=None)
     parser.add_argument("--eta-ov", type=str, default=None)
     parser.add_argument("--loss", type=str, default=None, help="print the CACO state at this loss")
+    parser.add_argument("--task", default="paper",
+                        help="a built-in task (derivations.task); 'list' lists them; default: paper")
     return parser
 
 
@@ -216,6 +221,13 @@ def render(args) -> str:
     from .catalog import results
     from .model import PARAMETERIZATIONS
     from .symbols import SYMBOLS
+    if args.task != "paper":   # other tasks: derivations.task_dynamics (the paper's output stays as it is)
+        from .task import get_task
+        from .task_dynamics import render_task, task_list
+        if args.task == "list":
+            return task_list()
+        get_task(args.task)
+        return render_task(args, args.task)
     params = parse_params(args.params)
     rates = rate_values(args)
     loss_value = None
