@@ -32,7 +32,8 @@ from functools import lru_cache
 import numpy as np
 from scipy.integrate import solve_ivp
 
-__all__ = ["ReducedSystem", "reduced_system", "task_state_at_loss", "task_parameters"]
+__all__ = ["ReducedSystem", "reduced_system", "family_system", "task_state_at_loss",
+           "task_parameters", "task_reduction"]
 
 
 class _TooManyEvaluations(Exception):
@@ -209,6 +210,22 @@ def family_system(task_name="paper", parameterization="CACO") -> ReducedSystem:
     return _engine_system(task, parameterization, family=True)
 
 
+def task_reduction(task, parameterization):
+    """The engine's reduction of ``task``: from the engine's on-disk cache
+    (``derivations.task_catalog.task_reduction``) for a built-in task when that
+    module is present, else derived (:func:`derivations.task_reduction.reduce_task`)."""
+    from derivations.task import TASKS
+    if TASKS.get(task.name) is task:
+        try:
+            from derivations.task_catalog import task_reduction as cached
+        except ImportError:
+            cached = None
+        if cached is not None:
+            return cached(task.name, parameterization)
+    from derivations.task_reduction import reduce_task
+    return reduce_task(task, parameterization)
+
+
 def _engine_system(task, parameterization, *, family=False):
     """The reduced system of :func:`derivations.task_reduction.reduce_task`.
 
@@ -216,8 +233,7 @@ def _engine_system(task, parameterization, *, family=False):
     logit gaps ``mu_OV*``) when the engine found them, else the family flow;
     ``family=True``: always the flow of the family coordinates. The parameters
     are the remaining free symbols (``m, n, b, M, n_c, eta_*``), by name."""
-    from derivations.task_reduction import reduce_task
-    red = reduce_task(task, parameterization)
+    red = task_reduction(task, parameterization)
     obs = red.observables
     if red.odes is not None and not family:
         coords = tuple(red.odes)

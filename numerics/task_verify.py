@@ -92,13 +92,13 @@ class TaskFamily:
 def task_family(task_name, parameterization) -> TaskFamily:
     """The family of a built-in task from the engine (SymPy once per process)."""
     from derivations.task import TASK_PARAMETERS, get_task
-    from derivations.task_reduction import basis_matrices, reduce_task
+    from derivations.task_reduction import basis_matrices
 
     from .lambdified import numeric
-    from .task_state import family_system, reduced_system
+    from .task_state import family_system, reduced_system, task_reduction
     system = family_system(task_name, parameterization)
     task = get_task(task_name)
-    red = reduce_task(task, parameterization)
+    red = task_reduction(task, parameterization)
 
     def basis(M_value, values):
         subs = {TASK_PARAMETERS[k]: v for k, v in values.items() if k in TASK_PARAMETERS}
