@@ -64,7 +64,8 @@ from .task_state import ReducedSystem, task_parameters
 __all__ = ["TaskFamily", "task_family", "run_task_checks", "main", "TOLERANCES"]
 
 #: Tolerances of the checks (see the module docstring).
-TOLERANCES = {"theta": 1e-7, "observables": 1e-7, "loss": 1e-8, "alpha": 1e-8, "distance": 1e-9, "loss at T": 1e-7}
+TOLERANCES = {"theta": 1e-7, "observables": 1e-7, "loss": 1e-8, "alpha": 1e-8, "distance": 1e-9,
+              "loss at T": 1e-7}
 
 
 @dataclass(frozen=True, eq=False)
@@ -345,7 +346,8 @@ def main(argv=None) -> int:
     if a.json:
         print(json.dumps({"checks": checks, "summary": {
             "task": a.task, "n_pass": len(checks) - n_fail, "n_fail": n_fail, "ok": n_fail == 0,
-            "seconds": elapsed, "setup_seconds": setup, "params": values, "ratios": list(ratios), "target_loss": target}},
+            "seconds": elapsed, "setup_seconds": setup, "params": values, "ratios": list(ratios),
+            "target_loss": target}},
             indent=1))
     else:
         print(f"task {a.task}: {', '.join(f'{k}={v:g}' for k, v in values.items())}; "
