@@ -269,7 +269,11 @@ def task_parameters(task_name, **params) -> dict:
             raise ValueError(f"task {task_name!r} has no parameter {key!r} "
                              f"(parameters: {', '.join(allowed)})")
         values[key] = v
-    return {k: float(validate_parameter(k, v)) for k, v in values.items()}
+    out = {}
+    for k, v in values.items():
+        x = validate_parameter(k, v)
+        out[k] = int(x) if k in ("M", "n_c") else float(x)
+    return out
 
 
 def _check_scalar(name, value, lo=0.0, hi=math.inf):
