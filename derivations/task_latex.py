@@ -8,10 +8,10 @@ equations and the first integral or the reason there is none. Every formula is
 ``sympy.latex`` output (:func:`derivations.latex.tex`) of an engine result,
 read from :mod:`derivations.task_catalog`; labels are ``eq:task.<task>.<P>.<what>``.
 
->>> from derivations.task_latex import task_sections
->>> lines = task_sections()
->>> sum(line.startswith(r"\section") for line in lines)
-5
+>>> import sympy as sp
+>>> from derivations.task_latex import tex
+>>> tex(sp.Symbol("W_QK[q_k,r_k]", real=True) / sp.Symbol("b", positive=True))
+'\\frac{(W_{QK})_{q_k r_k}}{b}'
 """
 from __future__ import annotations
 

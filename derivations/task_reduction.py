@@ -45,7 +45,7 @@ symbol, the literal loss) by :func:`invariance_residual`.
 >>> red.mapping
 {eta_QK: eta_QK*(n_c + 1)/n_c}
 >>> [str(c) for c in red.coordinates]
-['W_OV[o_k,r_k]', 'W_OV[o_j,r_k]', 'W_QK[q_k,r_k]', 'W_QK[q_k,u_s]']
+['W_QK[q_k,r_k]', 'W_QK[q_k,u_s]', 'W_OV[o_k,r_k]', 'W_OV[o_k,r_j]']
 """
 from __future__ import annotations
 
