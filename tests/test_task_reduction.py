@@ -124,3 +124,24 @@ def test_bad_tasks():
         reduce_task("nope", "CACO")
     with pytest.raises(ValueError, match="parameterization must be one of"):
         reduce_task("paper", "XX")
+
+
+def test_user_built_task_renamed_paper_reproduces_paper():
+    """A user-built Task with other names and the paper's structure gives the paper's ODEs."""
+    from derivations.task import Task, TokenGroup
+    user = Task("mine", "paper, renamed", (TokenGroup("query", True, 0), TokenGroup("signal", True, m),
+                                          TokenGroup("noise", False, n, embedded=False)),
+                query="query", relevant=("signal",))
+    red, paper = reduce_task(user, "CACO"), reduce_task("paper", "CACO")
+    assert red.odes == paper.odes and red.first_integral == paper.first_integral
+    assert invariance_residual(user, "CACO", 2, exact=False) == []
+
+
+def test_user_built_unsupported_constructions_are_rejected():
+    from derivations.task import Task, TokenGroup
+    other = Task("t", "", (TokenGroup("q", True), TokenGroup("r", True, m, other_multiplicity=1)), query="q")
+    with pytest.raises(ValueError, match="other_multiplicity"):
+        reduce_task(other, "CACO")
+    fixed = Task("t", "", (TokenGroup("q", True), TokenGroup("r", True, m)), query="q", classes=4)
+    with pytest.raises(ValueError, match="needs M symbolic"):
+        reduce_task(fixed, "CACO")
