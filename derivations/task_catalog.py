@@ -125,6 +125,7 @@ def _dump(red) -> dict:
         "conserved": [e(c) for c in red.conserved],
         "mapping": None if red.mapping is None else [[e(k), e(v)] for k, v in red.mapping.items()],
         "first_integral": None if red.first_integral is None else e(red.first_integral),
+        "orbit": None if red.orbit is None else e(red.orbit),
     }
 
 
@@ -145,7 +146,8 @@ def _load(d):
         metric=None if d["metric"] is None else sp.Matrix([[f(x) for x in row] for row in d["metric"]]),
         odes=pairs(d["odes"]), conserved=tuple(f(c) for c in d["conserved"]), mapping=pairs(d["mapping"]),
         first_integral=None if d["first_integral"] is None else f(d["first_integral"]), note=d["note"],
-        family_loss=f(d["family_loss"]), odes_alpha=pairs(d["odes_alpha"]))
+        family_loss=f(d["family_loss"]), odes_alpha=pairs(d["odes_alpha"]),
+        orbit=None if d.get("orbit") is None else f(d["orbit"]))
 
 
 def derive_all() -> dict:

@@ -166,6 +166,9 @@ def task_sections(task_name: str, names, subs) -> list:
             items.append(("mapping to the paper's reduced ODEs", ", ".join(f"{k} -> {g(v)}" for k, v in red.mapping.items())))
         if red.first_integral is not None:
             items.append(("first integral H", g(red.first_integral)))
+        if red.orbit is not None:
+            items.append(("orbit mu_QK(mu_OV)" if not isinstance(red.orbit, sp.Equality) else "orbit (implicit)",
+                          g(red.orbit)))
         items.append(("note", red.note))
         how = "in alpha = " + str(red.alpha) if red.odes_alpha else "in the observables"
         title = f"{task_name}, {p}: reduced dynamics ({how if red.odes is not None else 'family flow'})"
@@ -221,6 +224,7 @@ def render_task(args, task_name: str) -> str:
                          "family_odes": {str(k): js(v) for k, v in red.family_odes.items()},
                          "mapping": None if red.mapping is None else {str(k): js(v) for k, v in red.mapping.items()},
                          "first_integral": None if red.first_integral is None else js(red.first_integral),
+                         "orbit": None if red.orbit is None else js(red.orbit),
                          "note": red.note}
                 payload["parameterizations"][p] = entry
         else:

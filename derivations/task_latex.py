@@ -110,5 +110,8 @@ def task_sections() -> list:
             if red.first_integral is not None:
                 out.append("First integral:")
                 out += _equation(f"{base}.H", sp.Symbol("H"), red.first_integral)
+                if red.orbit is not None and not isinstance(red.orbit, sp.Equality):
+                    out.append("Orbit through $(\\mu_{OV,0}, \\mu_{QK,0})$:")
+                    out += _equation(f"{base}.orbit", sp.Symbol("mu_QK"), red.orbit)
             out += [_esc(red.note) + ".", ""]
     return out

@@ -197,6 +197,8 @@ class TaskReduction:
     mapping : dict or None
         ``{rate: kappa * rate}`` turning the paper's reduced ODEs into this task's (None if none).
     first_integral : sympy.Expr or None
+    orbit : sympy.Expr, sympy.Eq or None
+        The orbit through (mu_OV_0, mu_QK_0): mu_QK explicit (Wright omega) or an implicit equation.
     note : str
         What reduces to what, and why not where it does not.
     """
@@ -218,6 +220,7 @@ class TaskReduction:
     note: str = ""
     family_loss: sp.Expr = field(default=None, repr=False)
     odes_alpha: object = None
+    orbit: object = None
 
     def coordinate(self, name: str) -> Coordinate:
         for c in self.coordinates:
@@ -421,8 +424,14 @@ def _reduce(task: Task, parameterization: str) -> TaskReduction:
             note += "; equal to the paper's reduced ODEs with " + ", ".join(f"{k} -> {v}" for k, v in mapping.items())
 
     # --- step 7: first integral
+    orbit = None
     if odes is not None and len(odes) == 2:
         first = _first_integral(odes)
+        if first is not None:
+            orbit = _orbit(first, [k for k in odes if "QK" in str(k)][0], [k for k in odes if "OV" in str(k)][0])
+        if mapping:
+            note += ("; state at a loss from zero initialization: the paper's closed form at the mapped "
+                     "learning rates")
     if first is None and odes is not None and len(odes) > 2:
         note += ("; no first integral: the orbit equations d mu_QK_t / d mu_OV_t = (G_QK/G_OV)(mu_OV_t - margin) "
                  "couple every score gap to all the others through the shared softmax normalization, so the "
@@ -433,7 +442,7 @@ def _reduce(task: Task, parameterization: str) -> TaskReduction:
                          family_odes=family_odes, observables=obs_forms, reference=ref[0].name,
                          attention=attention, alpha=alpha, loss=loss, metric=metric, odes=odes,
                          conserved=tuple(conserved), mapping=mapping, first_integral=first, note=note,
-                         family_loss=family_loss.subs(zero), odes_alpha=odes_alpha)
+                         family_loss=family_loss.subs(zero), odes_alpha=odes_alpha, orbit=orbit)
 
 
 _FACTORS = {"QK": ("W_Q", "W_K"), "OV": ("W_O", "W_V")}
@@ -494,6 +503,23 @@ def _paper_mapping(task, obs, alpha, loss, metric, odes):
         if sp.simplify(paper.odes[k].subs(mapping, simultaneous=True) - odes[k]) != 0:
             return None   # pragma: no cover
     return mapping
+
+
+def _orbit(H, qk, ov):
+    """The orbit H(mu_OV, mu_QK) = H(mu_OV_0, mu_QK_0): mu_QK explicitly (Lambert W
+    written as Wright omega) when the mu_QK part inverts, else the implicit equation."""
+    from .special_functions import lambert_to_wright_omega
+    from .symbols import mu_OV_0, mu_QK_0
+    Y = sum((t for t in sp.Add.make_args(H) if not t.has(ov)), sp.S.Zero)
+    X = H - Y
+    rhs = Y.subs(qk, mu_QK_0) + X.subs(ov, mu_OV_0) - X
+    if Y.has(sp.Ei):
+        return sp.Eq(Y, rhs)
+    K = sp.Symbol("K", real=True)
+    sol = sp.solve(sp.Eq(Y, K), qk)
+    if len(sol) != 1:
+        return sp.Eq(Y, rhs)
+    return lambert_to_wright_omega(sol[0]).subs(K, rhs)
 
 
 def _first_integral(odes):

@@ -145,3 +145,22 @@ def test_user_built_unsupported_constructions_are_rejected():
     fixed = Task("t", "", (TokenGroup("q", True), TokenGroup("r", True, m)), query="q", classes=4)
     with pytest.raises(ValueError, match="needs M symbolic"):
         reduce_task(fixed, "CACO")
+
+
+@pytest.mark.parametrize("param", ["CACO", "FACO"])
+def test_paper_orbit_equals_catalog_orbit(param):
+    """Engine orbit (explicit CACO / implicit FACO) == derivations.first_integral.orbit at random points."""
+    from derivations.first_integral import orbit
+    from derivations.symbols import eta_K, eta_Q, mu_OV_0, mu_QK_0
+    mine, ref = reduce_task("paper", param).orbit, orbit(param)
+    rng = random.Random(3)
+    for _ in range(3):
+        point = {m: 5, n: 50, b: 50, M: 20, eta_QK: rng.uniform(0.5, 3), eta_OV: 1, eta_Q: rng.uniform(0.5, 2),
+                 eta_K: rng.uniform(0.5, 2), mu_OV: rng.uniform(0.1, 3), mu_OV_0: rng.uniform(0, 0.1),
+                 mu_QK_0: rng.uniform(0.01, 0.1)}
+        if isinstance(ref, sp.Equality):
+            a, c = (mine.lhs - mine.rhs), (ref.lhs - ref.rhs)
+            point[mu_QK] = rng.uniform(0.1, 2)
+            assert abs(sp.N((a - c).subs(point), 20)) < 1e-12
+        else:
+            assert abs(sp.N((mine - ref).subs(point), 20)) < 1e-12
