@@ -28,6 +28,13 @@ import math
 STATE_KEYS = ("mu_OV", "mu_QK", "alpha", "loss")
 
 
+class OneLine:
+    """An expression that the pretty format prints as one line (``str``)."""
+
+    def __init__(self, expr):
+        self.expr = expr
+
+
 class TaskUsageError(ValueError):
     """Bad input for a task (one line on stderr, exit 2)."""
 
@@ -157,9 +164,9 @@ def task_sections(task_name: str, names, subs) -> list:
         if red.odes is not None:
             for k, v in (red.odes_alpha or red.odes).items():
                 items.append((f"d{k}/dt", g(v)))
-        else:
+        else:   # family flows: long, printed on one line even in the pretty format (2-D layout is unreadable and slow)
             for k, v in red.family_odes.items():
-                items.append((f"d{k}/dt", g(v)))
+                items.append((f"d{k}/dt", OneLine(g(v))))
         for i, C in enumerate(red.conserved):
             items.append((f"conserved quantity C_{i + 1} (dC/dt = 0 checked)", g(C)))
         if red.mapping:
@@ -240,6 +247,8 @@ def render_task(args, task_name: str) -> str:
         for title, items in task_sections(task_name, names, subs):
             lines += ["", f"== {title} ==", ""]
             for label, expr in items:
+                if isinstance(expr, OneLine):
+                    expr = expr.expr if args.format == "latex" else str(expr.expr)
                 text = expr if isinstance(expr, str) else _render(expr, args.format)
                 if "\n" in text:
                     lines += [f"{label} =", text, ""]
