@@ -641,7 +641,7 @@ def invariance_residual(task, parameterization: str = "CACO", M_value: int = 2, 
         if not g.per_class and g.types.free_symbols:
             values.update({s: shared_types[g.name] for s in g.types.free_symbols})
     flows = {c.symbol: red.family_odes[c.symbol].subs(values) for c in red.coordinates}
-    residual = []
+    residual, verdict = [], {}
     for name, W in params.items():
         rows, cols = idx[name]
         for i in range(len(rows)):
@@ -653,9 +653,11 @@ def invariance_residual(task, parameterization: str = "CACO", M_value: int = 2, 
                 diff = full - predicted
                 if diff == 0:
                     continue
-                if exact:
-                    if _nonzero(diff, diff.free_symbols, rng, trials=1) or sp.simplify(diff) != 0:
-                        residual.append(((name, i, j), diff))
-                elif _nonzero(diff, diff.free_symbols, rng, trials=2):
+                if diff not in verdict:   # entries of one orbit often give the same expression: decide once
+                    if exact:
+                        verdict[diff] = _nonzero(diff, diff.free_symbols, rng, trials=1) or sp.simplify(diff) != 0
+                    else:
+                        verdict[diff] = _nonzero(diff, diff.free_symbols, rng, trials=2)
+                if verdict[diff]:
                     residual.append(((name, i, j), diff))
     return residual
