@@ -366,6 +366,8 @@ def document() -> str:
                 out.append(snippet(name).rstrip("\n"))
             out.append(r"\end{proposition}")
             out.append("")
+    from .task_latex import task_sections   # a section per built-in task (task engine)
+    out += task_sections()
     out.append(r"\end{document}")
     return "\n".join(out) + "\n"
 

@@ -8,18 +8,23 @@ asymptotics. Everything printed is a derived result from
 
 Options
 -------
---parameterization {CACO,CAFO,FACO,FAFO,all}
---format {pretty,text,latex,json}
---params m=5,n=50,b=50,M=20     substitute numbers (any subset, each name once;
-                               the rule of derivations.vocabulary)
---ratio R                      eta_QK/eta_OV with eta_OV = 1 (factor rates equal
-                               their circuit's rate: eta_Q = eta_K = eta_QK, ...)
---eta-qk X --eta-ov Y          the two rates explicitly
---loss L                       also print mu_OV, mu_QK, alpha at loss L (CACO from
-                               zero initialization); parameters not given in
-                               --params take the paper's values m=5,n=50,b=50,M=20
-                               and the ratio defaults to 1; the state comes from
-                               numerics.closed_form (imported only for --loss)
+::
+
+    --parameterization {CACO,CAFO,FACO,FAFO,all}
+    --format {pretty,text,latex,json}
+    --params m=5,n=50,b=50,M=20     substitute numbers (any subset, each name once;
+                                   the rule of derivations.vocabulary)
+    --ratio R                      eta_QK/eta_OV with eta_OV = 1 (factor rates equal
+                                   their circuit's rate: eta_Q = eta_K = eta_QK, ...)
+    --eta-qk X --eta-ov Y          the two rates explicitly
+    --loss L                       also print mu_OV, mu_QK, alpha at loss L (CACO from
+                                   zero initialization); parameters not given in
+                                   --params take the paper's values m=5,n=50,b=50,M=20
+                                   and the ratio defaults to 1; the state comes from
+                                   numerics.closed_form (imported only for --loss)
+    --task NAME                    a built-in task of derivations.task (default paper;
+                                   'list' lists them); --params then also takes the
+                                   task's own parameters (n_c); see derivations.task_dynamics
 
 Bad input prints one line to stderr and exits with status 2, before any
 output. Output into a closed pipe (``| head``) ends quietly; an output that
@@ -85,6 +90,9 @@ def build_parser():
                         help="also print the CACO state (mu_OV, mu_QK, alpha) at this loss, from zero "
                              "initialization; unset parameters take the paper's values and the ratio "
                              "defaults to 1 (computed by numerics.closed_form)")
+    parser.add_argument("--task", default="paper",
+                        help="a built-in task of derivations.task; 'list' lists them; --params "
+                             "then also takes the task's own parameters such as n_c (default: paper)")
     return parser
 
 
@@ -204,6 +212,13 @@ def render(args) -> str:
 
     from .catalog import results
     from .symbols import SYMBOLS
+    if args.task != "paper":   # other tasks: derivations.task_dynamics (the paper's output stays as it is)
+        from .task import get_task
+        from .task_dynamics import render_task, task_list
+        if args.task == "list":
+            return task_list()
+        get_task(args.task)
+        return render_task(args, args.task)
     params = parse_params(args.params)
     rates = rate_values(args)
     loss_value = None

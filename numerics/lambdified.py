@@ -194,7 +194,25 @@ def generated_function(name: str, backend: str = "numpy") -> NumericFunction:
     return NumericFunction(funcs[backend], names, backend, keys, name)
 
 
-def numeric(expr, args, backend="numpy", *, stable=True):
+def lambdify_modules(backend="numpy"):
+    """The ``modules`` argument of ``sympy.lambdify`` for a backend: the stable
+    special functions (Wright omega, Ei, expm1, log1p) mapped to their NumPy/SciPy,
+    mpmath or :mod:`math` implementations."""
+    _check_backend(backend)
+    if backend == "numpy":
+        import numpy as np
+        import scipy.special
+        return [{"wright_omega": scipy.special.wrightomega, "Ei": scipy.special.expi,
+                 "expm1": np.expm1, "log1p": np.log1p}, "numpy"]
+    if backend == "mpmath":
+        import mpmath
+        return [{"wright_omega": special_functions.wright_omega_mpmath, "Ei": mpmath.ei,
+                 "expm1": mpmath.expm1, "log1p": mpmath.log1p}, "mpmath"]
+    import math
+    return [{"expm1": math.expm1, "log1p": math.log1p}, "math"]
+
+
+def numeric(expr, args, backend="numpy", *, stable=True, cse=False):
     """Lambdify an expression at run time (imports SymPy): for ad-hoc
     expressions only; the theory's functions are generated (see the builders).
 
@@ -206,6 +224,9 @@ def numeric(expr, args, backend="numpy", *, stable=True):
     backend : {"numpy", "mpmath", "math"}
     stable : bool
         Apply :func:`derivations.numeric_codegen.stabilize` first.
+    cse : bool
+        Compute common subexpressions once (``sympy.lambdify(cse=True)``): much
+        faster to build and to call for large tuples of expressions.
 
     Returns
     -------
@@ -230,19 +251,8 @@ def numeric(expr, args, backend="numpy", *, stable=True):
     if stable:
         exprs = tuple(_stabilize(sp.sympify(e)) for e in exprs)
     out = tuple(exprs) if isinstance(expr, (tuple, list)) else exprs[0]
-    if backend == "numpy":
-        import numpy as np
-        import scipy.special
-        modules = [{"wright_omega": scipy.special.wrightomega, "Ei": scipy.special.expi,
-                    "expm1": np.expm1, "log1p": np.log1p}, "numpy"]
-    elif backend == "mpmath":
-        import mpmath
-        modules = [{"wright_omega": special_functions.wright_omega_mpmath, "Ei": mpmath.ei,
-                    "expm1": mpmath.expm1, "log1p": mpmath.log1p}, "mpmath"]
-    else:
-        import math
-        modules = [{"expm1": math.expm1, "log1p": math.log1p}, "math"]
-    func = sp.lambdify(tuple(args), out, modules=modules)
+    modules = lambdify_modules(backend)
+    func = sp.lambdify(tuple(args), out, modules=modules, cse=cse)
     return NumericFunction(func, tuple(str(a) for a in args), backend, keys, None, tuple(args), out)
 
 

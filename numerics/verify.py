@@ -83,6 +83,10 @@ Options::
                                     loss 0.1; thresholds 1, 0.3; GD with 500
                                     and 1000 steps; no random init)
     --json                          machine-readable output
+    --task NAME                     verify a task of derivations.task instead
+                                    (reduced system vs full matrix model of that
+                                    task, all four parameterizations; see
+                                    numerics.task_verify)
 
 Programs can call :func:`run_checks` directly; it returns a list of
 :class:`Check` records (``kinds=`` selects kinds of check). The parser is
@@ -814,6 +818,11 @@ def build_parser():
                    help="which parameterization to verify (default: all four)")
     p.add_argument("--quick", action="store_true", help="fewer, faster checks")
     p.add_argument("--json", action="store_true", help="JSON output")
+    p.add_argument("--task", metavar="NAME",
+                   help="verify a task of derivations.task instead: its reduced system against the "
+                        "full matrix model of the same task, all four parameterizations "
+                        "(numerics.task_verify; takes --params with the task's own parameters, "
+                        "--ratios, --parameterization, --target-loss, --quick, --json)")
     return p
 
 
@@ -846,6 +855,10 @@ class _progress_bar:
 
 def main(argv=None) -> int:
     """Command-line entry point; returns the exit status."""
+    argv_list = sys.argv[1:] if argv is None else list(argv)
+    if any(a == "--task" or a.startswith("--task=") for a in argv_list):
+        from .task_verify import main as task_main  # a task of derivations.task (issue 9)
+        return task_main(argv_list)
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

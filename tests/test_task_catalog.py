@@ -1,0 +1,72 @@
+"""The task engine's cache: data only, fresh, round trip, damaged files rebuilt; module doctests."""
+import doctest
+import importlib
+import json
+
+import pytest
+import sympy as sp
+
+from derivations import task_catalog as C
+from derivations.special_functions import wright_omega
+from derivations.symbols import M, alpha, b, mu_OV, mu_QK, n
+
+
+def test_shipped_cache_is_fresh():
+    assert C._read(C.SHIPPED_CACHE, C.cache_key()) is not None, \
+        "stale: python -m derivations.task_catalog --rebuild"
+
+
+@pytest.mark.parametrize("expr", [
+    sp.log(1 + (M - 1) * sp.exp(-alpha * mu_OV)) / sp.sqrt(b) + sp.Rational(3, 7) * sp.Ei(mu_QK),
+    wright_omega(mu_QK + sp.log(n)) + sp.Float("0.125") * sp.pi,
+    sp.Symbol("W_QK[q_k,r_k]", real=True) ** 2 - sp.Symbol("n_c", positive=True, integer=True)])
+def test_expression_round_trip(expr):
+    tree = json.loads(json.dumps(C.expr_to_json(expr)))
+    back = C.expr_from_json(tree)
+    pairs = list(zip(sorted(back.free_symbols, key=str), sorted(expr.free_symbols, key=str)))
+    assert [s.name for s, _ in pairs] == [t.name for _, t in pairs]
+    assert all(s.assumptions0 == t.assumptions0 for s, t in pairs)
+    assert sp.simplify(back - expr) == 0
+
+
+def test_loading_never_evaluates_text():
+    with pytest.raises(ValueError, match="unknown node"):
+        C.expr_from_json(["__import__", ["Symbol", "os", {}]])
+    with pytest.raises(ValueError, match="cannot store"):
+        C.expr_to_json(sp.Integral(mu_OV, mu_OV))
+
+
+def test_cached_equals_derived():
+    from derivations.task_reduction import reduce_task
+    cached = C.task_reduction("paper", "CACO")
+    derived = reduce_task("paper", "CACO")
+    assert cached.odes == derived.odes and cached.mapping == derived.mapping
+    assert [c.symbol for c in cached.coordinates] == [c.symbol for c in derived.coordinates]
+    assert cached.family_odes == derived.family_odes
+
+
+def test_damaged_cache_is_rebuilt(tmp_path, monkeypatch):
+    """A damaged shipped file is ignored and replaced by a fresh one (user cache fallback)."""
+    shipped = tmp_path / "tasks.json"
+    shipped.write_text("{not json")
+    monkeypatch.setattr(C, "SHIPPED_CACHE", shipped)
+    monkeypatch.setattr(C, "_MEMO", {})
+    calls = []
+    monkeypatch.setattr(C, "derive_all", lambda: calls.append(1) or _shipped_results())
+    red = C.task_reduction("paper", "CACO")
+    assert calls == [1] and red.odes is not None
+    assert C._read(shipped, C.cache_key()) is not None   # rewritten atomically
+
+
+def _shipped_results():
+    from pathlib import Path
+    path = Path(C.__file__).resolve().parent / "_cache" / "tasks.json"
+    return json.loads(path.read_text())["results"]
+
+
+@pytest.mark.parametrize("name", ["derivations.task", "derivations.symmetry", "derivations.task_reduction",
+                                  "derivations.task_catalog", "derivations.task_dynamics",
+                                  "derivations.task_latex"])
+def test_module_doctests(name):
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0

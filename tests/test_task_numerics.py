@@ -1,0 +1,133 @@
+"""Full-matrix task model (numerics.task_model): agreement with the paper's model,
+finite-difference gradients on generic instances, gradient flow with loss events."""
+import math
+
+import numpy as np
+import pytest
+
+from numerics.attention_model import AttentionModel
+from numerics.task_model import (PARAMETERIZATIONS, TaskInstance, TaskModel, paper_instance,
+                                 task_gradient_flow)
+
+
+@pytest.mark.parametrize("P", PARAMETERIZATIONS)
+def test_paper_instance_matches_attention_model(P):
+    # independent implementation: numerics.attention_model works on the M x M blocks only
+    am = AttentionModel(P, M=4, m=3.0, n=40.0, b=20.0, eta_QK=2.5, eta_OV=0.7)
+    tm = TaskModel(paper_instance(M=4, m=3.0, n=40.0, b=20.0), P, eta_QK=2.5, eta_OV=0.7)
+    assert tm.keys == am.keys and tm.n_params == am.n_params
+    for seed in range(3):
+        v = am.flatten(am.random_params(scale=2.0, seed=seed))
+        L1, g1 = am.loss_and_grad_flat(v)
+        L2, g2 = tm.loss_and_grad_flat(v)
+        assert abs(L1 - L2) <= 1e-12 * abs(L1)
+        assert np.max(np.abs(g1 - g2)) <= 1e-12 * np.max(np.abs(g1))
+        np.testing.assert_allclose(tm.flow_rhs(v), am.flow_rhs(v), rtol=0, atol=1e-12 * np.max(np.abs(g1)))
+        assert abs(tm.alpha(tm.unflatten(v)) - float(am.attention(am.unflatten(v)).mean())) <= 1e-13
+
+
+def _random_instance(rng, query_in_context=True):
+    """A generic instance: 7 types (one zero row), 3 kinds, 4 outputs, unequal weights."""
+    T, d, K = 7, 5, 3
+    E = rng.normal(size=(T, d))
+    E[-1] = 0.0
+    C = rng.uniform(0.5, 4.0, size=(K, T))
+    C[0, 2] = 0.0                                      # a type absent from one context
+    q = np.array([0, 1, 0])
+    if query_in_context:
+        C[np.arange(K), q] += 1.0
+    R = np.zeros((K, T), bool)
+    R[:, 3:5] = True
+    return TaskInstance(E, C, q, np.array([0, 3, 1]), 4, R, score_scale=0.7,
+                        weights=np.array([1.0, 2.0, 3.0]), h_QK=3, h_OV=2)
+
+
+@pytest.mark.parametrize("P", PARAMETERIZATIONS)
+def test_gradient_matches_finite_differences(P):
+    rng = np.random.default_rng(7)
+    model = TaskModel(_random_instance(rng), P)
+    v = rng.normal(scale=0.8, size=model.n_params)
+    _, g = model.loss_and_grad_flat(v)
+    h = 1e-6
+    fd = np.empty_like(v)
+    for i in range(v.size):       # central differences, error O(h^2) ~ 1e-12 relative
+        e = np.zeros_like(v)
+        e[i] = h
+        fd[i] = (model.loss_and_grad_flat(v + e)[0] - model.loss_and_grad_flat(v - e)[0]) / (2 * h)
+    assert np.max(np.abs(fd - g)) <= 1e-8 * max(1.0, np.max(np.abs(g)))
+
+
+def test_attention_uses_multiplicities():
+    # two types with counts 3 and 1 and equal scores: attention 3/4 and 1/4
+    E = np.eye(2)
+    inst = TaskInstance(E, [[3.0, 1.0], [1.0, 3.0]], [0, 1], [0, 1], 2, [True, False])
+    model = TaskModel(inst, "CACO")
+    a = model.attention(model.init_params("zero"))
+    np.testing.assert_allclose(a, [[0.75, 0.25], [0.25, 0.75]], rtol=1e-15)
+    assert model.alpha(model.init_params("zero")) == pytest.approx(0.5, rel=1e-15)
+    assert model.loss(model.init_params("zero")) == pytest.approx(math.log(2), rel=1e-15)
+
+
+def test_flow_target_loss_event_and_descent():
+    model = TaskModel(paper_instance(M=3, m=5, n=50, b=5), "CACO", eta_QK=3.0)
+    res = task_gradient_flow(model, model.init_params("zero"), target_loss=0.5,
+                             loss_thresholds=(0.9,))
+    assert res.status == 1
+    assert res.crossings[0.5]["loss"] == pytest.approx(0.5, rel=1e-9)
+    assert res.crossings[0.9]["t"] < res.crossings[0.5]["t"]
+    assert np.all(np.diff(res.loss) <= 1e-15)          # the flow decreases the loss
+    assert res.t[-1] == res.crossings[0.5]["t"]
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(counts=[[1.0, -1.0]]), "counts"),
+    (dict(query=[2]), "query"),
+    (dict(label=[5]), "label"),
+    (dict(n_out=1), "n_out"),
+    (dict(score_scale=0.0), "score_scale"),
+    (dict(relevant=[True]), "relevant"),
+])
+def test_instance_rejects_bad_input(kwargs, match):
+    base = dict(embeddings=np.eye(2), counts=[[1.0, 1.0]], query=[0], label=[1], n_out=2,
+                relevant=[True, False])
+    base.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        TaskInstance(**base)
+
+
+def test_model_rejects_bad_input():
+    inst = paper_instance(M=2)
+    with pytest.raises(ValueError, match="parameterization"):
+        TaskModel(inst, "CAXO")
+    with pytest.raises(ValueError, match="eta_QK"):
+        TaskModel(inst, "CACO", eta_QK=-1.0)
+    with pytest.raises(ValueError, match="target_loss"):
+        task_gradient_flow(TaskModel(inst), TaskModel(inst).init_params("zero"))
+
+
+@pytest.mark.parametrize("P", ["CACO", "FAFO"])
+def test_engine_paper_instance_is_the_paper_model(P):
+    from numerics.task_model import instance_of_task
+    am = AttentionModel(P, M=3, m=2.0, n=30.0, b=7.0)
+    tm = TaskModel(instance_of_task("paper", M=3, m=2.0, n=30.0, b=7.0), P)
+    v = am.flatten(am.random_params(scale=2.0, seed=11))
+    L1, g1 = am.loss_and_grad_flat(v)
+    L2, g2 = tm.loss_and_grad_flat(v)
+    assert abs(L1 - L2) <= 1e-12 * L1 and np.max(np.abs(g1 - g2)) <= 1e-12 * np.max(np.abs(g1))
+
+
+@pytest.mark.parametrize("name", ["numerics.task_model", "numerics.authors_task"])
+def test_module_doctests(name):
+    import doctest
+    import importlib
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0
+
+
+def test_docs_task_numerics_examples():
+    import doctest
+    from pathlib import Path
+    path = Path(__file__).resolve().parent.parent / "docs" / "task_numerics.md"
+    res = doctest.testfile(str(path), module_relative=False,
+                           optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert res.failed == 0 and res.attempted >= 8

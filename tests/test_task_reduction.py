@@ -1,0 +1,176 @@
+"""The task engine: family by symmetry, reduced ODEs, paper identity, mappings, exactness on instances."""
+import itertools
+import random
+
+import pytest
+import sympy as sp
+
+from derivations import reduction
+from derivations.symbols import M, b, eta_QK, eta_OV, m, mu_OV, mu_QK, n
+from derivations.symmetry import canonical, orbit_size, orbits_by_generators
+from derivations.task import get_task, n_c
+from derivations.task_reduction import (PARAMETERIZATIONS, basis_matrices, invariance_residual,
+                                        reduce_task)
+
+def _srepr(expr):
+    """srepr with each symbol's assumptions in sorted order."""
+    import re
+    return re.sub(r"Symbol\('([^']*)'((?:, \w+=\w+)*)\)",
+                  lambda mt: "Symbol('%s'%s)" % (mt.group(1), "".join(
+                      ", " + a for a in sorted(filter(None, mt.group(2).split(", "))))), sp.srepr(expr))
+
+
+SYMBOLIC = ["paper", "shared-irrelevant", "query-in-context", "shared-irrelevant+query-in-context"]
+
+
+@pytest.mark.parametrize("param", PARAMETERIZATIONS)
+def test_paper_task_gives_the_catalog_expressions(param):
+    """Engine on the paper task == reduction.reduced_odes: the same expression trees (structural
+    equality; srepr equal up to the order in which a symbol's assumptions were first given, which
+    depends on SymPy's symbol cache, not on the derivation), and the alpha forms equal."""
+    red = reduce_task("paper", param)
+    ref = reduction.reduced_odes(param)
+    ref_alpha = reduction.reduced_odes(param, in_alpha=True)
+    assert red.odes[mu_OV] == ref[0] and red.odes[mu_QK] == ref[1]
+    assert _srepr(red.odes[mu_OV]) == _srepr(ref[0]) and _srepr(red.odes[mu_QK]) == _srepr(ref[1])
+    assert sp.simplify(red.odes_alpha[mu_OV] - ref_alpha[0]) == 0
+    assert sp.simplify(red.odes_alpha[mu_QK] - ref_alpha[1]) == 0
+    assert red.mapping is None
+
+
+def test_shared_irrelevant_maps_to_paper():
+    red = reduce_task("shared-irrelevant", "CACO")
+    assert red.mapping == {eta_QK: eta_QK * (n_c + 1) / n_c}
+    paper = reduce_task("paper", "CACO")
+    for k in (mu_OV, mu_QK):
+        assert sp.simplify(paper.odes[k].subs(red.mapping) - red.odes[k]) == 0
+    # the first integral is the paper's with the mapped rate, and is conserved
+    assert sp.simplify(paper.first_integral.subs(red.mapping) - red.first_integral) == 0
+    # CAFO keeps the mapping (its OV family is the paper's); FACO does not reduce
+    assert reduce_task("shared-irrelevant", "CAFO").mapping == red.mapping
+    faco = reduce_task("shared-irrelevant", "FACO")
+    assert faco.odes is None and "W_K[u_s,h_k]" in faco.note
+
+
+def test_query_in_context_has_four_observables_and_no_first_integral():
+    red = reduce_task("query-in-context", "CACO")
+    assert len(red.odes) == 4 and red.first_integral is None and red.mapping is None
+    assert "no first integral" in red.note
+    # metric diagonal: separate orbits for the query's and the relevant token's entries
+    G = red.metric
+    assert all(G[i, j] == 0 for i in range(4) for j in range(4) if i != j)
+    both = reduce_task("shared-irrelevant+query-in-context", "CACO")
+    assert both.metric[0, 1] != 0   # the shared score couples the two score gaps
+
+
+def test_gradient_flow_in_observables():
+    """d obs/dt = -G grad L, checked against the family flow by the chain rule at a random point."""
+    red = reduce_task("shared-irrelevant+query-in-context", "CACO")
+    rng = random.Random(1)
+    point = {c.symbol: sp.Rational(rng.randint(-9, 9), 7) for c in red.coordinates}
+    point.update({m: 5, n: 50, b: 50, M: 7, n_c: 3, eta_QK: 2, eta_OV: 1})
+    for k, form in red.observables.items():
+        chain = sum(sp.diff(form, c.symbol) * red.family_odes[c.symbol] for c in red.coordinates)
+        direct = red.odes[k].subs({o: f for o, f in red.observables.items()})
+        assert abs(sp.N((chain - direct).subs(point), 30)) < 1e-25
+
+
+def test_orbits_by_generators_equal_equality_patterns():
+    task = get_task("shared-irrelevant+query-in-context")
+    from derivations.task_reduction import _explicit_indices
+    Mv, types = 3, {"u": 2}
+    for name, (rows, cols) in _explicit_indices(task, Mv, types).items():
+        orbits = orbits_by_generators(rows, cols, Mv, types)
+        by_pattern = {}
+        for i, j in itertools.product(range(len(rows)), range(len(cols))):
+            by_pattern.setdefault(canonical((rows[i], cols[j])), set()).add((i, j))
+        assert sorted(map(sorted, orbits)) == sorted(map(sorted, by_pattern.values())), name
+        for pat, members in by_pattern.items():
+            assert orbit_size(pat, M, {"u": n_c}).subs({M: Mv, n_c: 2}) == len(members)
+
+
+def test_basis_matrices_follow_instance_layout():
+    red = reduce_task("shared-irrelevant", "CACO")
+    B = basis_matrices(red, 3, {"u": 2})
+    inst = get_task("shared-irrelevant").instance(M=3, values={"n_c": 2})
+    mat, U = B["W_QK[q_k,u_s]"]
+    assert mat == "W_QK" and len(U) == inst.d and sum(map(sum, U)) == 3 * 2
+    q0, u1 = inst.token_names.index("q_0"), inst.token_names.index("u_1")
+    assert U[q0][u1] == 1
+
+
+@pytest.mark.parametrize("task,param", [("shared-irrelevant", "CACO")])
+def test_invariance_on_explicit_instance_fast(task, param):
+    """M = 2: full symbolic-matrix flow on the family == family flow (30-digit random points)."""
+    assert invariance_residual(task, param, 2, {"u": 2} if "shared" in task else None, exact=False) == []
+
+
+def test_invariance_exact_paper_M2():
+    assert invariance_residual("paper", "CACO", 2) == []
+
+
+def test_invariance_check_can_fail():
+    red = reduce_task("paper", "CACO")
+    c = red.coordinates[0].symbol
+    original = red.family_odes[c]
+    red.family_odes[c] = original * 2
+    try:
+        assert invariance_residual("paper", "CACO", 2, exact=False) != []
+    finally:
+        red.family_odes[c] = original
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task,param,M_value", [(t, p, Mv) for t in SYMBOLIC for p in PARAMETERIZATIONS
+                                                for Mv in (2, 3)])
+def test_invariance_exact_all(task, param, M_value):
+    assert invariance_residual(task, param, M_value, {"u": 2} if "shared" in task else None) == []
+
+
+def test_bad_tasks():
+    with pytest.raises(ValueError, match="symbolic engine"):
+        reduce_task("authors", "CACO")
+    with pytest.raises(ValueError, match="unknown task"):
+        reduce_task("nope", "CACO")
+    with pytest.raises(ValueError, match="parameterization must be one of"):
+        reduce_task("paper", "XX")
+
+
+def test_user_built_task_renamed_paper_reproduces_paper():
+    """A user-built Task with other names and the paper's structure gives the paper's ODEs."""
+    from derivations.task import Task, TokenGroup
+    user = Task("mine", "paper, renamed", (TokenGroup("query", True, 0), TokenGroup("signal", True, m),
+                                          TokenGroup("noise", False, n, embedded=False)),
+                query="query", relevant=("signal",))
+    red, paper = reduce_task(user, "CACO"), reduce_task("paper", "CACO")
+    assert red.odes == paper.odes and red.first_integral == paper.first_integral
+    assert invariance_residual(user, "CACO", 2, exact=False) == []
+
+
+def test_user_built_unsupported_constructions_are_rejected():
+    from derivations.task import Task, TokenGroup
+    other = Task("t", "", (TokenGroup("q", True), TokenGroup("r", True, m, other_multiplicity=1)), query="q")
+    with pytest.raises(ValueError, match="other_multiplicity"):
+        reduce_task(other, "CACO")
+    fixed = Task("t", "", (TokenGroup("q", True), TokenGroup("r", True, m)), query="q", classes=4)
+    with pytest.raises(ValueError, match="needs M symbolic"):
+        reduce_task(fixed, "CACO")
+
+
+@pytest.mark.parametrize("param", ["CACO", "FACO"])
+def test_paper_orbit_equals_catalog_orbit(param):
+    """Engine orbit (explicit CACO / implicit FACO) == derivations.first_integral.orbit at random points."""
+    from derivations.first_integral import orbit
+    from derivations.symbols import eta_K, eta_Q, mu_OV_0, mu_QK_0
+    mine, ref = reduce_task("paper", param).orbit, orbit(param)
+    rng = random.Random(3)
+    for _ in range(3):
+        point = {m: 5, n: 50, b: 50, M: 20, eta_QK: rng.uniform(0.5, 3), eta_OV: 1, eta_Q: rng.uniform(0.5, 2),
+                 eta_K: rng.uniform(0.5, 2), mu_OV: rng.uniform(0.1, 3), mu_OV_0: rng.uniform(0, 0.1),
+                 mu_QK_0: rng.uniform(0.01, 0.1)}
+        if isinstance(ref, sp.Equality):
+            a, c = (mine.lhs - mine.rhs), (ref.lhs - ref.rhs)
+            point[mu_QK] = rng.uniform(0.1, 2)
+            assert abs(sp.N((a - c).subs(point), 20)) < 1e-12
+        else:
+            assert abs(sp.N((mine - ref).subs(point), 20)) < 1e-12
