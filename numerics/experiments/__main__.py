@@ -133,6 +133,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="initialization (default authors)")
     sw.add_argument("--eval-batches", default="50", metavar="N",
                     help="fresh batches for the measurements (default 50)")
+    sw.add_argument("--no-theory", action="store_true",
+                    help="do not overlay the theory's prediction (the expected-count gradient flow of the "
+                         "authors' task, numerics.authors_task, from the same initialization) on the plot "
+                         "and in the JSON")
     sw.add_argument("--resume", action="store_true",
                     help="continue the sweep saved in --output (finished runs are not recomputed)")
     _common(sw, output_required=True)
@@ -427,8 +431,23 @@ def cmd_sweep(args):
                                 "target_loss": target, **{k: jobs[0]["config"][k] for k in
                                                           ("lr_ov", "seq_len", "batch_size", "steps_per_epoch",
                                                            "max_steps", "init", "eval_batches")}}}
+        prediction = None
+        if not args.no_theory:   # the theory at matched loss: expected-count gradient flow (issue 9)
+            from ..authors_task import sweep_prediction
+            cfg = jobs[0]["config"]
+            try:
+                prediction = sweep_prediction(payload["settings"]["parameterizations"],
+                                              payload["settings"]["ratios"], target, lr_ov=cfg["lr_ov"],
+                                              seq_len=cfg["seq_len"], init=cfg["init"])
+            except (ValueError, RuntimeError) as exc:   # the measured sweep stands without it
+                print(f"experiments: warning: no theory overlay ({exc})", file=sys.stderr)
+            else:
+                payload["prediction"] = {P: {"ratio": [float(x) for x in rx],
+                                             "relevant_attention": [float(y) for y in ry]}
+                                         for P, (rx, ry) in prediction.items()}
         (output / "sweep.json").write_text(_json_out(payload))
-        plots.save_figure(plots.plot_sweep(summary, title=f"training stopped at loss {target:g}"), output, "sweep")
+        plots.save_figure(plots.plot_sweep(summary, prediction, title=f"training stopped at loss {target:g}"),
+                          output, "sweep")
         return payload
 
     def fmt(p):
