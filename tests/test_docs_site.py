@@ -318,11 +318,13 @@ def test_command_lines_on_pages_parse(page):
     commands = _page_commands(page)
     if commands is None:
         pytest.skip(f"{page.name} describes a module that is not in this build")
-    by_module = {module: key for key, (module, _) in CONF["qkov_cli_parsers"].items()}
+    by_module = {}   # the module run with -m -> the key of its parser (first one wins)
+    for key, (module, _) in CONF["qkov_cli_parsers"].items():
+        by_module.setdefault(module.removesuffix(".__main__"), key)
     checked = 0
     for module, *args in commands:
         if module not in by_module or not _module_available(module):
-            continue   # programs without a parser factory (derivations.latex, .catalog)
+            continue   # programs without a parser factory
         parser = _parser(by_module[module])
         try:
             parser.parse_args(args)
