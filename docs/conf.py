@@ -146,6 +146,6 @@ html_theme_options = {
     "pygments_light_style": "default",
     "pygments_dark_style": "monokai",
 }
-html_sidebars = {page: [] for page in ("index", "theory", "usage", "cli", "experiments", "tasks")}
+html_sidebars = {page: [] for page in ("index", "theory", "usage", "cli", "experiments", "tasks", "task_numerics")}
 html_context = {"default_mode": "light"}
 
