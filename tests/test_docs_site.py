@@ -335,6 +335,26 @@ def test_command_lines_on_pages_parse(page):
         assert checked >= 5
 
 
+def test_experiments_page_commands_are_the_published_runs():
+    """Each row of the experiments page's run table starts exactly the published run."""
+    from numerics.experiments.__main__ import COMMANDS, build_parser
+    from numerics.experiments.reproduce import published_jobs
+
+    text = (DOCS / "experiments.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `(\w+)`[^|]*\|[^|]*\| `((?:fig2|fig3) [^`]*)`", text, flags=re.M)
+    published = dict(published_jobs())
+    assert {name for name, _ in rows} == set(published) - {"FACO", "CAFO", "CACO"}
+    rows += [(name, f"fig2 --parameterization {name}") for name in ("FACO", "CAFO", "CACO")]
+    for name, command in rows:
+        args = build_parser().parse_args(shlex.split(command) + ["--workers", "1"])
+        work, _ = COMMANDS[args.command](args)          # validates and configures; runs nothing
+        cells = dict(zip(work.__code__.co_freevars, (c.cell_contents for c in work.__closure__)))
+        job = published[name]
+        assert cells["config"].to_dict() == job["config"], name
+        if args.command == "fig2":
+            assert cells["seeds"] == job["seeds"], name
+
+
 # --------------------------------------------------------------------------------------------
 # offline: nothing loaded from another host
 
@@ -501,6 +521,8 @@ def browser_problems(browser, server, root: Path, page: str, tmp_path: Path, min
 BROWSER_PAGES = {
     "index.html": 3,                                                  # math images at least
     "theory.html": 20,
+    "experiments.html": 1,
+    "tasks.html": 10,
     "api/generated/numerics.closed_form.state_at_loss.html": 1,
 }
 
