@@ -1,6 +1,6 @@
 r"""The authors' Figure-2 task in its expected-count limit, and the theory's sweep prediction.
 
-Task (``/tmp/brief/experiments.md``, the authors' notebooks): a vocabulary of
+Task (as in the authors' public notebooks; :mod:`numerics.experiments.data`): a vocabulary of
 :math:`V = 50` one-hot tokens (unscaled), 4 classes; class :math:`k`'s context
 tokens are i.i.d. with weights 1 on the common ids 0-9 and
 :math:`0.1, 0.2, \dots, 1.0` on its relevant ids :math:`10(k+1) .. 10(k+1)+9`
