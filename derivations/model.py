@@ -249,6 +249,8 @@ class Family:
         matrix (the coordinate itself for a collapsed circuit, the product of
         the factor coordinates for a factorized one).
 
+    Notes
+    -----
     The flow (:meth:`flow`), the flow of mu (:meth:`mu_flow`), the map
     coordinates -> mu (:meth:`mu`) and its inverse (:meth:`coordinates_of_mu`)
     are derived once per parameterization and cached.

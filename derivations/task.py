@@ -30,7 +30,7 @@ cross-entropy. Factorized circuits have ``h_QK = h_OV = M`` hidden units, one
 per class (the symmetry permutes them with the classes).
 
 What the symbolic engine supports (:func:`Task.check_symbolic`)
---------------------------------------------------------------
+---------------------------------------------------------------
 ``M`` symbolic; outputs ``"classes"``; every per-class group has
 ``other_multiplicity == 0`` (a context holds only its own class's tokens and
 shared tokens); the query group is embedded; at least one relevant group;

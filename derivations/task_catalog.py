@@ -221,11 +221,20 @@ def task_reduction(task: str, parameterization: str = "CACO"):
     return red
 
 
-def main(argv=None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser of ``python -m derivations.task_catalog`` (rendered in the docs)."""
     parser = argparse.ArgumentParser(prog="python -m derivations.task_catalog",
                                      description="Rebuild or check the cache of the task engine's results.")
-    parser.add_argument("--rebuild", action="store_true")
-    parser.add_argument("--check", action="store_true")
+    parser.add_argument("--rebuild", action="store_true",
+                        help="derive every built-in task and rewrite the shipped cache")
+    parser.add_argument("--check", action="store_true",
+                        help="exit status 1 while the shipped cache is stale")
+    return parser
+
+
+def main(argv=None) -> int:
+    """Entry point of ``python -m derivations.task_catalog``; returns the exit status."""
+    parser = build_parser()
     args = parser.parse_args(argv)
     key = cache_key()
     if args.check:

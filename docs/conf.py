@@ -46,19 +46,22 @@ suppress_warnings = []
 # this -W build. Their warnings are written to <outdir>/known-docstring-issues.txt instead of
 # being counted; tests/test_docs_site.py fails once an entry no longer warns, so remove
 # entries as the docstrings are fixed. QKOV_DOCS_STRICT=1 ignores this list.
-qkov_known_docstring_issues = [
-    "derivations.print_dynamics",                      # "Options" block: unexpected indentation
-]
+qkov_known_docstring_issues = []
 
 # -- the command-line programs (one line per command; the function is the argparse parser factory)
 qkov_cli_parsers = {
     "print_dynamics": ("derivations.print_dynamics", "build_parser"),
     "verify": ("numerics.verify", "build_parser"),
+    "verify-task": ("numerics.task_verify", "build_parser"),
     "figures": ("numerics.figures", "build_parser"),
-    "experiments": ("numerics.experiments", "build_parser"),
+    "experiments": ("numerics.experiments.__main__", "build_parser"),
+    "authors_task": ("numerics.authors_task", "build_parser"),
+    "latex": ("derivations.latex", "build_parser"),
+    "catalog": ("derivations.catalog", "build_parser"),
+    "task_catalog": ("derivations.task_catalog", "build_parser"),
 }
 # modules of work in progress: while absent, their pages show a note instead of failing the build
-qkov_optional_modules = ["numerics.experiments", "derivations.task"]
+qkov_optional_modules = []
 qkov_bare_doctest_pages = ["usage"]
 qkov_api_packages = ["derivations", "numerics"]
 qkov_repository_root = str(ROOT)
@@ -143,6 +146,6 @@ html_theme_options = {
     "pygments_light_style": "default",
     "pygments_dark_style": "monokai",
 }
-html_sidebars = {page: [] for page in ("index", "theory", "usage", "cli", "experiments", "tasks")}
+html_sidebars = {page: [] for page in ("index", "theory", "usage", "cli", "experiments", "tasks", "task_numerics")}
 html_context = {"default_mode": "light"}
 

@@ -1,6 +1,6 @@
 r"""The authors' Figure-2 task in its expected-count limit, and the theory's sweep prediction.
 
-Task (``/tmp/brief/experiments.md``, the authors' notebooks): a vocabulary of
+Task (as in the authors' public notebooks; :mod:`numerics.experiments.data`): a vocabulary of
 :math:`V = 50` one-hot tokens (unscaled), 4 classes; class :math:`k`'s context
 tokens are i.i.d. with weights 1 on the common ids 0-9 and
 :math:`0.1, 0.2, \dots, 1.0` on its relevant ids :math:`10(k+1) .. 10(k+1)+9`
@@ -251,20 +251,32 @@ def _floats(text, name):
     return vals
 
 
-def main(argv=None) -> int:
-    """``python -m numerics.authors_task [--parameterizations ..] [--ratios ..] [--target-loss L]
-    [--seq-len N] [--init identity|uniform] [--init-scale S] [--json]``: the prediction table."""
+def build_parser():
+    """The argparse parser of ``python -m numerics.authors_task`` (rendered in the docs)."""
     p = _Parser(prog="python -m numerics.authors_task",
                 description="Predicted relevant attention at matched loss (expected-count "
                             "gradient flow of the authors' Figure-2 task).")
-    p.add_argument("--parameterizations", default=",".join(PARAMETERIZATIONS))
-    p.add_argument("--ratios", default="1,2,5,10,20")
-    p.add_argument("--target-loss", default="0.1")
-    p.add_argument("--seq-len", type=int, default=64)
-    p.add_argument("--lr-ov", default="0.01")
-    p.add_argument("--init", choices=_INITS, default="identity")
-    p.add_argument("--init-scale", default="1e-6")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--parameterizations", default=",".join(PARAMETERIZATIONS), metavar="P[,P...]",
+                   help="comma-separated subset of " + ",".join(PARAMETERIZATIONS) + " (default: all)")
+    p.add_argument("--ratios", default="1,2,5,10,20", metavar="R[,R...]",
+                   help="learning-rate ratios eta_QK / eta_OV (> 0; default 1,2,5,10,20)")
+    p.add_argument("--target-loss", default="0.1", metavar="L",
+                   help="loss at which attention is read off (0 < L < log 50; default 0.1)")
+    p.add_argument("--seq-len", type=int, default=64, metavar="N",
+                   help="sequence length (integer >= 3; default 64)")
+    p.add_argument("--lr-ov", default="0.01", metavar="Y", help="OV learning rate (> 0; default 0.01)")
+    p.add_argument("--init", choices=_INITS, default="identity",
+                   help="weight initialization, scaled by --init-scale (default identity)")
+    p.add_argument("--init-scale", default="1e-6", metavar="S",
+                   help="scale of the initialization (> 0; default 1e-6)")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    return p
+
+
+def main(argv=None) -> int:
+    """``python -m numerics.authors_task [--parameterizations ..] [--ratios ..] [--target-loss L]
+    [--seq-len N] [--init identity|uniform] [--init-scale S] [--json]``: the prediction table."""
+    p = build_parser()
     try:
         a = p.parse_args(argv)
         Ps = a.parameterizations.split(",")

@@ -290,16 +290,24 @@ def _parse_ratios(text):
 
 
 def build_parser():
+    """The argparse parser of ``python -m numerics.verify --task NAME`` (rendered in the docs)."""
     p = _Parser(prog="python -m numerics.verify --task NAME",
                 description="Verify a task's reduced system against its full matrix model.")
-    p.add_argument("--task", required=True)
-    p.add_argument("--params", default="", metavar="m=5,n=50,b=50,M=4,n_c=2")
-    p.add_argument("--ratios", default=None, metavar="0.1,1,10")
-    p.add_argument("--parameterization", default="all", choices=list(PARAMETERIZATIONS) + ["all"])
-    p.add_argument("--target-loss", type=float, default=None)
+    p.add_argument("--task", required=True, metavar="NAME",
+                   help="a built-in task the symbolic engine reduces (python -m derivations.print_dynamics "
+                        "--task list)")
+    p.add_argument("--params", default="", metavar="m=5,n=50,b=50,M=4,n_c=2",
+                   help="model and task parameters, any subset (default: the paper's m, n, b; M = 4, "
+                        "3 with --quick; M <= 30)")
+    p.add_argument("--ratios", default=None, metavar="0.1,1,10",
+                   help="learning-rate ratios eta_QK/eta_OV, each finite > 0 (default 0.1,1,10; quick: 1)")
+    p.add_argument("--parameterization", default="all", choices=list(PARAMETERIZATIONS) + ["all"],
+                   help="which parameterization to verify (default: all four)")
+    p.add_argument("--target-loss", type=float, default=None, metavar="L",
+                   help="integrate until the loss reaches L, in (0, log M) (default 0.1; quick: 0.3)")
     p.add_argument("--quick", action="store_true",
                    help="ratio 1, target loss 0.3, M = 3 unless given")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="JSON output")
     return p
 
 

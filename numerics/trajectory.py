@@ -70,6 +70,8 @@ class Trajectory(OptimizeResult):
         Solver steps (reduced flow) or descent steps taken (absent for the
         full model's flow, whose steps ``solve_ivp`` does not report).
 
+    Notes
+    -----
     Full-model runs also carry ``distance`` (relative distance from the
     invariant family at ``t``), ``params`` (the final parameter matrices)
     and, for descent, ``step`` (step index of each record); reduced runs

@@ -318,11 +318,13 @@ def test_command_lines_on_pages_parse(page):
     commands = _page_commands(page)
     if commands is None:
         pytest.skip(f"{page.name} describes a module that is not in this build")
-    by_module = {module: key for key, (module, _) in CONF["qkov_cli_parsers"].items()}
+    by_module = {}   # the module run with -m -> the key of its parser (first one wins)
+    for key, (module, _) in CONF["qkov_cli_parsers"].items():
+        by_module.setdefault(module.removesuffix(".__main__"), key)
     checked = 0
     for module, *args in commands:
         if module not in by_module or not _module_available(module):
-            continue   # programs without a parser factory (derivations.latex, .catalog)
+            continue   # programs without a parser factory
         parser = _parser(by_module[module])
         try:
             parser.parse_args(args)
@@ -331,6 +333,26 @@ def test_command_lines_on_pages_parse(page):
         checked += 1
     if page.name in ("cli.md", "usage.md"):
         assert checked >= 5
+
+
+def test_experiments_page_commands_are_the_published_runs():
+    """Each row of the experiments page's run table starts exactly the published run."""
+    from numerics.experiments.__main__ import COMMANDS, build_parser
+    from numerics.experiments.reproduce import published_jobs
+
+    text = (DOCS / "experiments.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `(\w+)`[^|]*\|[^|]*\| `((?:fig2|fig3) [^`]*)`", text, flags=re.M)
+    published = dict(published_jobs())
+    assert {name for name, _ in rows} == set(published) - {"FACO", "CAFO", "CACO"}
+    rows += [(name, f"fig2 --parameterization {name}") for name in ("FACO", "CAFO", "CACO")]
+    for name, command in rows:
+        args = build_parser().parse_args(shlex.split(command) + ["--workers", "1"])
+        work, _ = COMMANDS[args.command](args)          # validates and configures; runs nothing
+        cells = dict(zip(work.__code__.co_freevars, (c.cell_contents for c in work.__closure__)))
+        job = published[name]
+        assert cells["config"].to_dict() == job["config"], name
+        if args.command == "fig2":
+            assert cells["seeds"] == job["seeds"], name
 
 
 # --------------------------------------------------------------------------------------------
@@ -499,6 +521,8 @@ def browser_problems(browser, server, root: Path, page: str, tmp_path: Path, min
 BROWSER_PAGES = {
     "index.html": 3,                                                  # math images at least
     "theory.html": 20,
+    "experiments.html": 1,
+    "tasks.html": 10,
     "api/generated/numerics.closed_form.state_at_loss.html": 1,
 }
 

@@ -133,7 +133,12 @@ class CliReference(SphinxDirective):
         self.env.note_dependency(mod.__file__)
         from sphinxarg.ext import ArgParseDirective
 
-        options = {"module": module, "func": func, "prog": f"python -m {module}"}
+        # the program's own name where its parser sets one ("python -m numerics.verify --task
+        # NAME"), else the module run with -m (a package's __main__ runs as the package)
+        prog = getattr(mod, func)().prog or ""
+        if not prog.startswith("python -m "):
+            prog = f"python -m {module.removesuffix('.__main__')}"
+        options = {"module": module, "func": func, "prog": prog}
         directive = ArgParseDirective("argparse", [], options, [], self.lineno,
                                       self.content_offset, self.block_text, self.state,
                                       self.state_machine)

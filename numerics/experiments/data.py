@@ -68,7 +68,7 @@ __all__ = [
 V = 50
 #: Number of classes.
 NUM_CLASSES = 4
-#: Ids ``0 .. NUM_COMMON-1`` are common (irrelevant) tokens.
+#: Number of common (irrelevant) token ids: ids ``0`` to ``NUM_COMMON - 1``.
 NUM_COMMON = 10
 #: Query token of each class (Figure 2: last input token; Figure 3: target).
 QUERY_TOKENS = np.array([5, 6, 7, 8])

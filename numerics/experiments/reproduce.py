@@ -3,20 +3,20 @@ r"""Every published Figure-2 and Figure-3 run, as one list of jobs, with a repor
 :data:`PUBLISHED_RUNS` lists the runs of the authors' notebooks (spec:
 ``experiments.md``):
 
-=================  ==========================================================================
-name               run
-=================  ==========================================================================
-``FAFO``           row 1: rates 0.01, 2500 x 250 steps, stop rule, seed 1234, authors' init
-``FACO``           row 1: same schedule, seed 1234
-``CAFO``           row 1: 5000 x 200 steps, seeds 1234-1238
-``CACO``           row 1: 2500 x 200 steps, seeds 1234-1236
-``CACO_fast_qk``   QK 0.05, OV 0.01, seq_len 128, 2000 x 100, no stop, seeds 1234-1238
-``CACO_ramp``      rates 0.01, QK ramp x10, seq_len 128, 2000 x 100, no stop, seeds 1234-1238
-``FAFO_fast_qk``   QK 0.2, OV 0.01, all 1e-6 I, 1000 x 100, stop rule, seeds 1234-1238
-``FAFO_ramp``      rates 0.01, QK ramp x40, all 1e-6 I, 2000 x 100, no stop, seeds 1234-1238
+===================  ==========================================================================
+name                 run
+===================  ==========================================================================
+``FAFO``             row 1: rates 0.01, 2500 x 250 steps, stop rule, seed 1234, authors' init
+``FACO``             row 1: same schedule, seed 1234
+``CAFO``             row 1: 5000 x 200 steps, seeds 1234-1238
+``CACO``             row 1: 2500 x 200 steps, seeds 1234-1236
+``CACO_fast_qk``     QK 0.05, OV 0.01, seq_len 128, 2000 x 100, no stop, seeds 1234-1238
+``CACO_ramp``        rates 0.01, QK ramp x10, seq_len 128, 2000 x 100, no stop, seeds 1234-1238
+``FAFO_fast_qk``     QK 0.2, OV 0.01, all 1e-6 I, 1000 x 100, stop rule, seeds 1234-1238
+``FAFO_ramp``        rates 0.01, QK ramp x40, all 1e-6 I, 2000 x 100, no stop, seeds 1234-1238
 ``fig3_collapsed``   fixed attention, collapsed output with bias, alphas .2-1, 500 x 250, batch 128
 ``fig3_factorized``  same, factorized output
-=================  ==========================================================================
+===================  ==========================================================================
 
 :func:`reproduce` runs them (longest first, so two workers finish together),
 saving each finished run in ``OUTPUT/runs`` (a resumable

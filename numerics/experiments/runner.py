@@ -78,6 +78,8 @@ class JobError(RuntimeError):
     job : dict
         The job (JSON-normalised).
 
+    Notes
+    -----
     The original exception is chained as ``__cause__``.
     """
 
