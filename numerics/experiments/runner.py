@@ -51,11 +51,12 @@ import re
 import signal
 import socket
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
+
+from derivations.atomic_file import atomic_write_text
 
 __all__ = ["run_jobs", "ResultStore", "JobError", "job_key", "check_scheduler"]
 
@@ -271,20 +272,8 @@ class ResultStore:
             text = json.dumps(record, indent=1, sort_keys=True)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"result is not JSON-serialisable: {exc}") from None
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=self._temporary_prefix(key), suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, self.directory / f"{key}.json")
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-        _fsync_directory(self.directory)
+        atomic_write_text(self.directory / f"{key}.json", text, fsync=True, encoding="utf-8",
+                          prefix=self._temporary_prefix(key))
 
     def items(self) -> Iterator[tuple[dict, dict]]:
         """``(job, result)`` for every intact file, in file-name order."""
@@ -295,20 +284,6 @@ class ResultStore:
 
     def __len__(self) -> int:
         return sum(1 for _ in self.items())
-
-
-def _fsync_directory(directory: Path) -> None:
-    """Make the rename durable (POSIX); a no-op where directories cannot be opened."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 # --------------------------------------------------------------------------- validation
