@@ -138,23 +138,32 @@ def left_side(name: str):
 
 def snippet(name: str) -> str:
     """The equation environment of one result (see the module docstring)."""
-    expr, defs = abbreviate(_results()[name])
     lhs = left_side(name)
-    lines = [r"\begin{equation}", r"\label{eq:%s}" % name]
+    lhs, relation = (None, "=") if lhs is None else lhs
+    return "\n".join(equation_lines(f"eq:{name}", _results()[name], lhs, relation)) + "\n"
+
+
+def equation_lines(label: str, expr, lhs=None, relation: str = "=", render=tex) -> list:
+    """The lines of an ``equation`` environment ``lhs relation expr`` labelled
+    ``label``, long subexpressions of ``expr`` abbreviated (:func:`abbreviate`;
+    a matrix is kept whole) and aligned below it; ``render`` writes an
+    expression as LaTeX."""
+    expr, defs = (expr, []) if isinstance(expr, sp.MatrixBase) else abbreviate(expr)
+    lines = [r"\begin{equation}", r"\label{%s}" % label]
     amp = "&" if defs else ""
     if defs:
         lines.append(r"\begin{aligned}")
     if lhs is not None:
-        lines.append(f"{tex(lhs[0])} {amp}{lhs[1]}")
+        lines.append(f"{render(lhs)} {amp}{relation}")
     elif defs:
         lines.append("&")
-    lines.append(tex(expr))
+    lines.append(render(expr))
     for sym, sub in defs:
-        lines += [r"\\", f"{tex(sym)} &=", tex(sub)]
+        lines += [r"\\", f"{render(sym)} &=", render(sub)]
     if defs:
         lines.append(r"\end{aligned}")
     lines.append(r"\end{equation}")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 # --------------------------------------------------------------------------

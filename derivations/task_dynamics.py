@@ -135,15 +135,6 @@ def state_at_loss_task(task_name: str, loss: float, ratio: float, params: dict) 
     return state
 
 
-def _render(expr, fmt):
-    import sympy as sp
-    if fmt == "pretty":
-        return sp.pretty(expr, use_unicode=True, wrap_line=False)
-    if fmt == "latex":
-        return sp.latex(expr)
-    return str(expr)
-
-
 def task_sections(task_name: str, names, subs) -> list:
     """``[(title, [(label, expr or str)])]`` for one task and the parameterizations ``names``."""
     import sympy as sp
@@ -186,7 +177,7 @@ def task_sections(task_name: str, names, subs) -> list:
 
 def render_task(args, task_name: str) -> str:
     """The output of ``print_dynamics --task task_name`` for parsed ``args``."""
-    from .print_dynamics import rate_values
+    from .print_dynamics import _render, rate_values
     from .task import get_task
     task = get_task(task_name)
     params = parse_task_params(args.params, task)

@@ -47,21 +47,8 @@ def tex(expr) -> str:
 
 
 def _equation(label, lhs, expr):
-    from .latex import abbreviate
-    expr, defs = (expr, []) if isinstance(expr, sp.MatrixBase) else abbreviate(expr)
-    lines = [r"\begin{equation}", r"\label{%s}" % label]
-    if defs:
-        lines.append(r"\begin{aligned}")
-        lines.append(f"{tex(lhs)} &=")
-    else:
-        lines.append(f"{tex(lhs)} =")
-    lines.append(tex(expr))
-    for sym, sub in defs:
-        lines += [r"\\", f"{tex(sym)} &=", tex(sub)]
-    if defs:
-        lines.append(r"\end{aligned}")
-    lines.append(r"\end{equation}")
-    return lines
+    from .latex import equation_lines
+    return equation_lines(label, expr, lhs, "=", render=tex)
 
 
 def task_sections() -> list:
