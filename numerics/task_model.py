@@ -71,6 +71,8 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.special import logsumexp
 
+from .attention_model import _FlatGradientFlow
+
 __all__ = ["PARAMETERIZATIONS", "TaskInstance", "TaskModel", "FlowResult", "task_gradient_flow",
            "paper_instance", "instance_of_task"]
 
@@ -252,7 +254,7 @@ def instance_of_task(task, M=None, **values) -> TaskInstance:
 # --------------------------------------------------------------------------- #
 # model
 # --------------------------------------------------------------------------- #
-class TaskModel:
+class TaskModel(_FlatGradientFlow):
     r"""The attention model of a :class:`TaskInstance` in one parameterization.
 
     Parameters
@@ -479,12 +481,6 @@ class TaskModel:
             out["W_OV"][:] = gOV
         return float(ce @ self._pi), g
 
-    def flow_rhs(self, vec) -> np.ndarray:
-        r"""Gradient-flow velocity :math:`-\eta\odot\nabla L` in flat coordinates."""
-        _, g = self._loss_and_grad_flat(np.asarray(vec, dtype=float))
-        g *= self._rates
-        np.negative(g, out=g)
-        return g
 
 
 # --------------------------------------------------------------------------- #

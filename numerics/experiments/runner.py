@@ -619,6 +619,15 @@ def run_jobs(func: Callable[[dict], dict], jobs: Sequence[dict], *, workers: int
     return results
 
 
+def _finish_one(future, index, jobs, finish) -> None:
+    """Hand job ``index``'s value to ``finish``; a job that raised becomes a :class:`JobError`."""
+    try:
+        value = future.result()
+    except Exception as exc:
+        raise JobError(index, jobs[index], exc) from exc
+    finish(index, value)
+
+
 def _run_pool(func, jobs, pending, workers, finish) -> None:
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     executor = ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context(), initializer=_init_worker,
@@ -630,12 +639,7 @@ def _run_pool(func, jobs, pending, workers, finish) -> None:
         while remaining:
             done, remaining = wait(remaining, return_when=FIRST_COMPLETED)
             for future in sorted(done, key=futures.__getitem__):
-                index = futures[future]
-                try:
-                    value = future.result()
-                except Exception as exc:
-                    raise JobError(index, jobs[index], exc) from exc
-                finish(index, value)
+                _finish_one(future, futures[future], jobs, finish)
         clean = True
     finally:
         if clean:
@@ -670,12 +674,7 @@ def _run_dask(func, jobs, keys, pending, scheduler, finish) -> None:
             future = client.submit(func, jobs[index], key=f"{name}-{keys[index][:16]}-{token}", pure=False)
             futures[future] = index
         for future in distributed.as_completed(list(futures), loop=client.loop):
-            index = futures[future]
-            try:
-                value = future.result()
-            except Exception as exc:
-                raise JobError(index, jobs[index], exc) from exc
-            finish(index, value)
+            _finish_one(future, futures[future], jobs, finish)
     finally:
         try:
             if futures:
