@@ -206,6 +206,17 @@ def _exact(value):
     return sp.Float(value)
 
 
+def parse_loss(text: str, M_value, error=UsageError) -> float:
+    """The ``--loss`` value ``text`` as a float in (0, log M); raises ``error`` otherwise."""
+    try:
+        loss_value = float(text)
+    except ValueError:
+        raise error(f"loss must be a number; got {text!r}") from None
+    if not (math.isfinite(loss_value) and 0 < loss_value < math.log(M_value)):
+        raise error(f"loss must be in (0, log M) = (0, {math.log(M_value):.6g}); got {text!r}")
+    return loss_value
+
+
 def render(args) -> str:
     """The whole output for parsed ``args`` (raises UsageError/ValueError on bad input)."""
     import sympy as sp
@@ -221,15 +232,7 @@ def render(args) -> str:
         return render_task(args, args.task)
     params = parse_params(args.params)
     rates = rate_values(args)
-    loss_value = None
-    if args.loss is not None:
-        try:
-            loss_value = float(args.loss)
-        except ValueError:
-            raise UsageError(f"loss must be a number; got {args.loss!r}") from None
-        M_value = params.get("M", PAPER_SETTING["M"])
-        if not (math.isfinite(loss_value) and 0 < loss_value < math.log(M_value)):
-            raise UsageError(f"loss must be in (0, log M) = (0, {math.log(M_value):.6g}); got {args.loss!r}")
+    loss_value = None if args.loss is None else parse_loss(args.loss, params.get("M", PAPER_SETTING["M"]))
     subs = {SYMBOLS[k]: (sp.Integer(v) if k == "M" else _exact(v)) for k, v in params.items()}
     subs.update({SYMBOLS[k]: _exact(v) for k, v in rates.items()})
     res = results()

@@ -23,7 +23,6 @@ only then).
 from __future__ import annotations
 
 import json
-import math
 
 STATE_KEYS = ("mu_OV", "mu_QK", "alpha", "loss")
 
@@ -177,20 +176,15 @@ def task_sections(task_name: str, names, subs) -> list:
 
 def render_task(args, task_name: str) -> str:
     """The output of ``print_dynamics --task task_name`` for parsed ``args``."""
-    from .print_dynamics import _render, rate_values
+    from .print_dynamics import _render, parse_loss, rate_values
     from .task import get_task
     task = get_task(task_name)
     params = parse_task_params(args.params, task)
     rates = rate_values(args)
     loss_value = None
     if args.loss is not None:
-        try:
-            loss_value = float(args.loss)
-        except ValueError:
-            raise TaskUsageError(f"loss must be a number; got {args.loss!r}") from None
         M_value = int(task.classes) if task.classes.is_Integer else params.get("M", dict(task.defaults)["M"])
-        if not (math.isfinite(loss_value) and 0 < loss_value < math.log(M_value)):
-            raise TaskUsageError(f"loss must be in (0, log M) = (0, {math.log(M_value):.6g}); got {args.loss!r}")
+        loss_value = parse_loss(args.loss, M_value, TaskUsageError)
     symbolic = True
     try:
         task.check_symbolic()
