@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-PARAMETERIZATIONS = ("CACO", "CAFO", "FACO", "FAFO")
+from .vocabulary import PARAMETERIZATIONS
 
 
 def _esc(text: str) -> str:

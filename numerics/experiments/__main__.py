@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 from derivations.atomic_file import atomic_write_text
+from derivations.vocabulary import PARAMETERIZATIONS
 
 
 class UsageError(Exception):
@@ -45,7 +46,6 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
-PARAMETERIZATIONS = ("CACO", "CAFO", "FACO", "FAFO")
 
 
 def _common(p, *, output_required=False):

@@ -69,6 +69,9 @@ import math
 
 import numpy as np
 
+from derivations.vocabulary import PARAMETERIZATIONS
+from derivations.vocabulary import check_parameterization as _check_parameterization
+
 from .data import RELEVANT, V
 
 __all__ = [
@@ -78,7 +81,6 @@ __all__ = [
 ]
 
 #: Figure-2 parameterizations: attention (CA/FA) then output (CO/FO) circuit.
-PARAMETERIZATIONS = ("CACO", "CAFO", "FACO", "FAFO")
 #: Initializations: the notebooks' per-parameterization choice, 1e-6·I everywhere, PyTorch uniform.
 INITS = ("authors", "identity", "uniform")
 #: Figure-3 output circuits.
@@ -95,12 +97,6 @@ _AUTHORS_INIT = {
 }
 IDENTITY_SCALE = 1e-6
 _SQRT_V = math.sqrt(V)
-
-
-def _check_parameterization(p):
-    if p not in PARAMETERIZATIONS:
-        raise ValueError(f"parameterization must be one of {PARAMETERIZATIONS}, got {p!r}")
-    return p
 
 
 def param_keys(parameterization: str) -> tuple:
