@@ -58,36 +58,19 @@ import sympy as sp
 
 from . import symbols as S
 from .cli_output import emit
+from .latex_format import (ABBREVIATIONS, LONG, MUL_SYMBOL, SYMBOL_NAMES, abbreviate,  # noqa: F401
+                           equation_lines, tex)
 
 DOCUMENT_NAME = "qkov_dynamics.tex"
 SNIPPET_DIR = "snippets"
-
-#: Product sign handed to ``sympy.latex`` (a thin space).
-MUL_SYMBOL = r"\,"
-#: Nicer names for some symbols (everything else prints with SymPy's defaults).
-SYMBOL_NAMES = {
-    S.mu_OV_0: r"\mu_{OV,0}",
-    S.mu_QK_0: r"\mu_{QK,0}",
-}
-#: Symbols used for abbreviated subexpressions of long results, in order.
-ABBREVIATIONS = (sp.Symbol("zeta"), sp.Symbol("xi"))
-#: Expressions whose LaTeX is longer than this are abbreviated.
-LONG = 300
 
 # Names for left-hand sides and prose (SymPy objects; printed by sympy.latex).
 H, X, Y, F, W = S.H, S.X, S.Y, S.F, S.W
 LOSS = S.LOSS
 ALPHA_0 = S.ALPHA_0
 ETA_EFF = S.ETA_EFF
-SYMBOL_NAMES.update({ETA_EFF["QK"]: r"\eta^{QK}_{\mathrm{eff}}",
-                     ETA_EFF["OV"]: r"\eta^{OV}_{\mathrm{eff}}"})
 #: LaTeX of the relations of :class:`derivations.catalog.Result`.
 RELATION_TEX = {"=": "=", "~": r"\sim"}
-
-
-def tex(expr) -> str:
-    """``sympy.latex`` with this module's settings."""
-    return sp.latex(expr, mul_symbol=MUL_SYMBOL, symbol_names=SYMBOL_NAMES)
 
 
 def snippet_filename(name: str) -> str:
@@ -105,29 +88,6 @@ def _results():
     return {name: rec.expr for name, rec in _records().items()}
 
 
-def abbreviate(expr, limit: int = LONG):
-    """``(reduced, [(symbol, subexpression), ...])``: while the LaTeX is longer
-    than ``limit``, replace the repeated subexpression that saves the most
-    LaTeX by the next symbol of :data:`ABBREVIATIONS`."""
-    defs = []
-    for sym in ABBREVIATIONS:
-        if len(tex(expr)) <= limit:
-            break
-        counts = {}
-        for node in sp.preorder_traversal(expr):
-            if not node.is_Atom and node != expr:
-                counts[node] = counts.get(node, 0) + 1
-        # saving in LaTeX length; ties broken by srepr (deterministic)
-        scored = [((c - 1) * len(tex(e)), sp.srepr(e), e) for e, c in counts.items() if c >= 2]
-        scored = [x for x in scored if x[0] >= 40]
-        if not scored:
-            break
-        best = max(scored, key=lambda x: x[:2])[2]
-        expr = expr.xreplace({best: sym})
-        defs.append((sym, best))
-    return expr, defs
-
-
 def left_side(name: str):
     """The left-hand side of a result and its relation in LaTeX (``"="`` or
     ``"\\sim"``), from the catalog record; None for a result that is itself an
@@ -141,29 +101,6 @@ def snippet(name: str) -> str:
     lhs = left_side(name)
     lhs, relation = (None, "=") if lhs is None else lhs
     return "\n".join(equation_lines(f"eq:{name}", _results()[name], lhs, relation)) + "\n"
-
-
-def equation_lines(label: str, expr, lhs=None, relation: str = "=", render=tex) -> list:
-    """The lines of an ``equation`` environment ``lhs relation expr`` labelled
-    ``label``, long subexpressions of ``expr`` abbreviated (:func:`abbreviate`;
-    a matrix is kept whole) and aligned below it; ``render`` writes an
-    expression as LaTeX."""
-    expr, defs = (expr, []) if isinstance(expr, sp.MatrixBase) else abbreviate(expr)
-    lines = [r"\begin{equation}", r"\label{%s}" % label]
-    amp = "&" if defs else ""
-    if defs:
-        lines.append(r"\begin{aligned}")
-    if lhs is not None:
-        lines.append(f"{render(lhs)} {amp}{relation}")
-    elif defs:
-        lines.append("&")
-    lines.append(render(expr))
-    for sym, sub in defs:
-        lines += [r"\\", f"{render(sym)} &=", render(sub)]
-    if defs:
-        lines.append(r"\end{aligned}")
-    lines.append(r"\end{equation}")
-    return lines
 
 
 # --------------------------------------------------------------------------

@@ -40,14 +40,13 @@ Example
 """
 from __future__ import annotations
 
-import argparse
 import json
-import math
 import sys
 
+from .cli import (OneLineParser, UsageError, _number, _positive_float, _render,  # noqa: F401
+                  parse_loss, rate_values)
 from .cli_output import emit
-from .vocabulary import (MODEL_PARAMETER_MEANINGS, PAPER_SETTING, PARAMETERIZATIONS, check_classes,
-                         check_positive)
+from .vocabulary import MODEL_PARAMETER_MEANINGS, PAPER_SETTING, PARAMETERIZATIONS, check_classes
 
 SYMBOL_MEANINGS = {
     **MODEL_PARAMETER_MEANINGS,
@@ -59,18 +58,9 @@ SYMBOL_MEANINGS = {
 }
 
 
-class UsageError(Exception):
-    """Bad command-line input: reported as one line, exit status 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, no usage dump
-        raise UsageError(message)
-
-
 def build_parser():
     """The command-line parser (also rendered in the docs by sphinx-argparse)."""
-    parser = _Parser(prog="python -m derivations.print_dynamics",
+    parser = OneLineParser(prog="python -m derivations.print_dynamics",
                      description="Print the derived QK/OV gradient-flow dynamics.")
     parser.add_argument("--parameterization", default="all", choices=[*PARAMETERIZATIONS, "all"],
                         help="which parameterization's reduced ODEs, first integral and orbit to print "
@@ -96,20 +86,6 @@ def build_parser():
     return parser
 
 
-def _number(name, text):
-    try:
-        return float(text)
-    except ValueError:
-        raise UsageError(f"{name} must be a number; got {text!r}") from None
-
-
-def _positive_float(name, text):
-    try:
-        return check_positive(name, _number(name, text))
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-
-
 def parse_params(text: str) -> dict:
     """``"m=5,n=50"`` -> ``{"m": 5.0, "n": 50.0}``, validated by the vocabulary's
     rule (:func:`derivations.vocabulary.check_model_parameters`); each name at
@@ -131,34 +107,6 @@ def parse_params(text: str) -> dict:
         else:
             out[name] = _positive_float(name, value)
     return out
-
-
-def rate_values(args) -> dict:
-    """Learning-rate substitutions from --ratio / --eta-qk / --eta-ov."""
-    if args.ratio is not None and (args.eta_qk is not None or args.eta_ov is not None):
-        raise UsageError("give either --ratio or --eta-qk/--eta-ov, not both")
-    if args.ratio is not None:
-        qk, ov = _positive_float("ratio", args.ratio), 1.0
-    elif args.eta_qk is not None or args.eta_ov is not None:
-        qk = _positive_float("eta-qk", args.eta_qk) if args.eta_qk is not None else None
-        ov = _positive_float("eta-ov", args.eta_ov) if args.eta_ov is not None else None
-    else:
-        return {}
-    out = {}
-    if qk is not None:
-        out.update(eta_QK=qk, eta_Q=qk, eta_K=qk)
-    if ov is not None:
-        out.update(eta_OV=ov, eta_O=ov, eta_V=ov)
-    return out
-
-
-def _render(expr, fmt):
-    import sympy as sp
-    if fmt == "pretty":
-        return sp.pretty(expr, use_unicode=True, wrap_line=False)
-    if fmt == "latex":
-        return sp.latex(expr)
-    return str(expr)
 
 
 def _sections(res, names, subs):
@@ -204,17 +152,6 @@ def _exact(value):
     if value == int(value) and abs(value) < 2**53:
         return sp.Integer(int(value))
     return sp.Float(value)
-
-
-def parse_loss(text: str, M_value, error=UsageError) -> float:
-    """The ``--loss`` value ``text`` as a float in (0, log M); raises ``error`` otherwise."""
-    try:
-        loss_value = float(text)
-    except ValueError:
-        raise error(f"loss must be a number; got {text!r}") from None
-    if not (math.isfinite(loss_value) and 0 < loss_value < math.log(M_value)):
-        raise error(f"loss must be in (0, log M) = (0, {math.log(M_value):.6g}); got {text!r}")
-    return loss_value
 
 
 def render(args) -> str:

@@ -176,7 +176,7 @@ def task_sections(task_name: str, names, subs) -> list:
 
 def render_task(args, task_name: str) -> str:
     """The output of ``print_dynamics --task task_name`` for parsed ``args``."""
-    from .print_dynamics import _render, parse_loss, rate_values
+    from .cli import _render, parse_loss, rate_values
     from .task import get_task
     task = get_task(task_name)
     params = parse_task_params(args.params, task)

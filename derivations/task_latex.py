@@ -42,12 +42,12 @@ def _names(expr) -> dict:
 
 def tex(expr) -> str:
     """:func:`derivations.latex.tex` with the engine's symbol names."""
-    from .latex import MUL_SYMBOL, SYMBOL_NAMES
+    from .latex_format import MUL_SYMBOL, SYMBOL_NAMES
     return sp.latex(expr, mul_symbol=MUL_SYMBOL, symbol_names={**SYMBOL_NAMES, **_names(expr)})
 
 
 def _equation(label, lhs, expr):
-    from .latex import equation_lines
+    from .latex_format import equation_lines
     return equation_lines(label, expr, lhs, "=", render=tex)
 
 
