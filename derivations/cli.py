@@ -18,7 +18,7 @@ import math
 
 from .vocabulary import check_positive
 
-__all__ = ["UsageError", "OneLineParser", "rate_values", "parse_loss"]
+__all__ = ["UsageError", "OneLineParser", "assignments", "rate_values", "parse_loss"]
 
 
 class UsageError(Exception):
@@ -31,6 +31,16 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message):  # one line, no usage dump
         raise UsageError(message)
+
+
+def assignments(text: str, error=UsageError):
+    """The ``(name, value)`` text pairs of ``--params`` text ``"m=5, n=50"``, in
+    order (empty items skipped); ``error`` for an item without ``=``."""
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        if "=" not in item:
+            raise error(f"--params entries look like name=value; got {item!r}")
+        name, value = (x.strip() for x in item.split("=", 1))
+        yield name, value
 
 
 def _number(name, text):

@@ -44,7 +44,7 @@ import json
 import sys
 
 from .cli import (OneLineParser, UsageError, _number, _positive_float, _render,  # noqa: F401
-                  parse_loss, rate_values)
+                  assignments, parse_loss, rate_values)
 from .cli_output import emit
 from .vocabulary import MODEL_PARAMETER_MEANINGS, PAPER_SETTING, PARAMETERIZATIONS, check_classes
 
@@ -91,10 +91,7 @@ def parse_params(text: str) -> dict:
     rule (:func:`derivations.vocabulary.check_model_parameters`); each name at
     most once."""
     out = {}
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        if "=" not in item:
-            raise UsageError(f"--params entries look like name=value; got {item!r}")
-        name, value = (x.strip() for x in item.split("=", 1))
+    for name, value in assignments(text):
         if name not in PAPER_SETTING:
             raise UsageError(f"--params: unknown parameter {name!r} (valid: {', '.join(PAPER_SETTING)})")
         if name in out:

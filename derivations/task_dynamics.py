@@ -51,13 +51,11 @@ def task_list() -> str:
 def parse_task_params(text: str, task) -> dict:
     """``"n_c=5,m=3"`` -> ``{"n_c": 5, "m": 3}``, validated for ``task``
     (m, n, b > 0; M integer >= 2; the task's own parameters, e.g. n_c integer >= 1)."""
+    from .cli import assignments
     from .task import validate_parameter
     allowed = ("m", "n", "b", "M", *task.parameters)
     out = {}
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        if "=" not in item:
-            raise TaskUsageError(f"--params entries look like name=value; got {item!r}")
-        name, value = (x.strip() for x in item.split("=", 1))
+    for name, value in assignments(text, TaskUsageError):
         if name not in allowed:
             raise TaskUsageError(f"--params: task {task.name!r} has no parameter {name!r} "
                                  f"(valid: {', '.join(allowed)})")
