@@ -19,7 +19,7 @@ Rules
   with a thin space (``mul_symbol=r"\,"``) so that the text parses back
   unambiguously (``\,`` -> ``\cdot``, see ``tests/test_latex.py``).
 * Very long expressions are shown with abbreviations: a subexpression that
-  occurs at least twice is replaced by :data:`ABBREVIATIONS` (``zeta``, ``xi``)
+  occurs at least twice is replaced by :data:`~derivations.latex_format.ABBREVIATIONS` (``zeta``, ``xi``)
   and defined on a following line of the same equation (:func:`abbreviate`).
 * Snippet layout (line based, relied on by the parse-back test)::
 
@@ -58,8 +58,8 @@ import sympy as sp
 
 from . import symbols as S
 from .cli_output import emit
-from .latex_format import (ABBREVIATIONS, LONG, MUL_SYMBOL, SYMBOL_NAMES, abbreviate,  # noqa: F401
-                           equation_lines, tex)
+from .latex_format import ABBREVIATIONS as _ABBREVIATIONS
+from .latex_format import abbreviate, equation_lines, tex  # noqa: F401  (re-exported)
 
 DOCUMENT_NAME = "qkov_dynamics.tex"
 SNIPPET_DIR = "snippets"
@@ -114,7 +114,7 @@ def _inline():
     res = _results()
     d = {str(x): x for e in res.values() for x in e.free_symbols}
     d.update({str(x): x for x in S.SYMBOLS.values()})
-    d.update({"H": H, "X": X, "Y": Y, "F": F, "W": W, "zeta": ABBREVIATIONS[0],
+    d.update({"H": H, "X": X, "Y": Y, "F": F, "W": W, "zeta": _ABBREVIATIONS[0],
               "alpha_0": ALPHA_0, "eta_eff_QK": ETA_EFF["QK"], "eta_eff_OV": ETA_EFF["OV"],
               "loss": LOSS, "alpha_def": sp.Eq(S.alpha, res["model.alpha"]),
               "dmu_OV": _d(S.mu_OV), "dmu_QK": _d(S.mu_QK), "dH": _d(H), "dW": _d(W),
