@@ -33,17 +33,15 @@ alpha*eta_OV/(b*(M + exp(alpha*mu_OV) - 1))
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-import os
 import sys
 from pathlib import Path
 from typing import NamedTuple
 
 from .atomic_file import atomic_write_text
 from .cli_output import emit
+from .expression_cache import PACKAGE_DIR, save_first_writable, source_key, user_cache
 
-PACKAGE_DIR = Path(__file__).resolve().parent
 SHIPPED_CACHE = PACKAGE_DIR / "_cache" / "derived.json"
 SOURCE_MODULES = ("vocabulary", "symbols", "special_functions", "model", "reduction", "factorization",
                   "first_integral", "sharpness", "asymptotics", "catalog")
@@ -51,12 +49,7 @@ SOURCE_MODULES = ("vocabulary", "symbols", "special_functions", "model", "reduct
 
 def cache_key() -> str:
     """SHA-256 of the deriving modules' source and the SymPy version."""
-    import importlib.metadata as md
-    h = hashlib.sha256()
-    for name in SOURCE_MODULES:
-        h.update((PACKAGE_DIR / f"{name}.py").read_bytes())
-    h.update(md.version("sympy").encode())
-    return h.hexdigest()
+    return source_key(SOURCE_MODULES)
 
 
 class Result(NamedTuple):
@@ -167,8 +160,7 @@ def derive_all() -> dict:
 
 
 def _user_cache(key):
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "qkov" / f"derived-{key}.json"
+    return user_cache("derived", key)
 
 
 def _decode(data, key):
@@ -208,12 +200,16 @@ def write_cache(path: Path, key: str, records: dict) -> None:
     """Write ``records`` (``{name: Result}``) as srepr strings under ``key``,
     atomically: a temporary file in the same directory, then ``os.replace``.
     Sorted keys: byte-stable."""
-    import sympy as sp
-    path = Path(path)
+    atomic_write_text(Path(path), _encode(key, records))
+
+
+def _encode(key, records) -> str:
+    """The cache file's text: ``records`` as checked srepr strings under ``key``."""
+    from .srepr_reader import to_srepr
     payload = {"key": key, "results": {
-        name: {"lhs": None if rec.lhs is None else sp.srepr(rec.lhs), "expr": sp.srepr(rec.expr),
+        name: {"lhs": None if rec.lhs is None else to_srepr(rec.lhs), "expr": to_srepr(rec.expr),
                "relation": rec.relation} for name, rec in records.items()}}
-    atomic_write_text(path, json.dumps(payload, indent=1, sort_keys=True) + "\n")
+    return json.dumps(payload, indent=1, sort_keys=True) + "\n"
 
 
 _RECORDS = None
@@ -231,14 +227,8 @@ def records(*, rebuild: bool = False) -> dict:
     data = None if rebuild else (_read(SHIPPED_CACHE, key) or _read(_user_cache(key), key))
     if data is None:
         data = derive_all()
-        errors = []
-        for path in (SHIPPED_CACHE, _user_cache(key)):
-            try:
-                write_cache(path, key, data)
-                break
-            except OSError as exc:
-                errors.append(f"{path}: {exc.strerror or exc}")
-        else:
+        errors = save_first_writable((SHIPPED_CACHE, _user_cache(key)), _encode(key, data))
+        if errors:
             if not _WARNED:
                 _WARNED = True
                 print("derivations.catalog: warning: cannot save the derivation cache ("

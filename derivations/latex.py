@@ -19,7 +19,7 @@ Rules
   with a thin space (``mul_symbol=r"\,"``) so that the text parses back
   unambiguously (``\,`` -> ``\cdot``, see ``tests/test_latex.py``).
 * Very long expressions are shown with abbreviations: a subexpression that
-  occurs at least twice is replaced by :data:`ABBREVIATIONS` (``zeta``, ``xi``)
+  occurs at least twice is replaced by :data:`~derivations.latex_format.ABBREVIATIONS` (``zeta``, ``xi``)
   and defined on a following line of the same equation (:func:`abbreviate`).
 * Snippet layout (line based, relied on by the parse-back test)::
 
@@ -58,36 +58,19 @@ import sympy as sp
 
 from . import symbols as S
 from .cli_output import emit
+from .latex_format import ABBREVIATIONS as _ABBREVIATIONS
+from .latex_format import abbreviate, equation_lines, tex  # noqa: F401  (re-exported)
 
 DOCUMENT_NAME = "qkov_dynamics.tex"
 SNIPPET_DIR = "snippets"
-
-#: Product sign handed to ``sympy.latex`` (a thin space).
-MUL_SYMBOL = r"\,"
-#: Nicer names for some symbols (everything else prints with SymPy's defaults).
-SYMBOL_NAMES = {
-    S.mu_OV_0: r"\mu_{OV,0}",
-    S.mu_QK_0: r"\mu_{QK,0}",
-}
-#: Symbols used for abbreviated subexpressions of long results, in order.
-ABBREVIATIONS = (sp.Symbol("zeta"), sp.Symbol("xi"))
-#: Expressions whose LaTeX is longer than this are abbreviated.
-LONG = 300
 
 # Names for left-hand sides and prose (SymPy objects; printed by sympy.latex).
 H, X, Y, F, W = S.H, S.X, S.Y, S.F, S.W
 LOSS = S.LOSS
 ALPHA_0 = S.ALPHA_0
 ETA_EFF = S.ETA_EFF
-SYMBOL_NAMES.update({ETA_EFF["QK"]: r"\eta^{QK}_{\mathrm{eff}}",
-                     ETA_EFF["OV"]: r"\eta^{OV}_{\mathrm{eff}}"})
 #: LaTeX of the relations of :class:`derivations.catalog.Result`.
 RELATION_TEX = {"=": "=", "~": r"\sim"}
-
-
-def tex(expr) -> str:
-    """``sympy.latex`` with this module's settings."""
-    return sp.latex(expr, mul_symbol=MUL_SYMBOL, symbol_names=SYMBOL_NAMES)
 
 
 def snippet_filename(name: str) -> str:
@@ -105,29 +88,6 @@ def _results():
     return {name: rec.expr for name, rec in _records().items()}
 
 
-def abbreviate(expr, limit: int = LONG):
-    """``(reduced, [(symbol, subexpression), ...])``: while the LaTeX is longer
-    than ``limit``, replace the repeated subexpression that saves the most
-    LaTeX by the next symbol of :data:`ABBREVIATIONS`."""
-    defs = []
-    for sym in ABBREVIATIONS:
-        if len(tex(expr)) <= limit:
-            break
-        counts = {}
-        for node in sp.preorder_traversal(expr):
-            if not node.is_Atom and node != expr:
-                counts[node] = counts.get(node, 0) + 1
-        # saving in LaTeX length; ties broken by srepr (deterministic)
-        scored = [((c - 1) * len(tex(e)), sp.srepr(e), e) for e, c in counts.items() if c >= 2]
-        scored = [x for x in scored if x[0] >= 40]
-        if not scored:
-            break
-        best = max(scored, key=lambda x: x[:2])[2]
-        expr = expr.xreplace({best: sym})
-        defs.append((sym, best))
-    return expr, defs
-
-
 def left_side(name: str):
     """The left-hand side of a result and its relation in LaTeX (``"="`` or
     ``"\\sim"``), from the catalog record; None for a result that is itself an
@@ -138,23 +98,9 @@ def left_side(name: str):
 
 def snippet(name: str) -> str:
     """The equation environment of one result (see the module docstring)."""
-    expr, defs = abbreviate(_results()[name])
     lhs = left_side(name)
-    lines = [r"\begin{equation}", r"\label{eq:%s}" % name]
-    amp = "&" if defs else ""
-    if defs:
-        lines.append(r"\begin{aligned}")
-    if lhs is not None:
-        lines.append(f"{tex(lhs[0])} {amp}{lhs[1]}")
-    elif defs:
-        lines.append("&")
-    lines.append(tex(expr))
-    for sym, sub in defs:
-        lines += [r"\\", f"{tex(sym)} &=", tex(sub)]
-    if defs:
-        lines.append(r"\end{aligned}")
-    lines.append(r"\end{equation}")
-    return "\n".join(lines) + "\n"
+    lhs, relation = (None, "=") if lhs is None else lhs
+    return "\n".join(equation_lines(f"eq:{name}", _results()[name], lhs, relation)) + "\n"
 
 
 # --------------------------------------------------------------------------
@@ -168,7 +114,7 @@ def _inline():
     res = _results()
     d = {str(x): x for e in res.values() for x in e.free_symbols}
     d.update({str(x): x for x in S.SYMBOLS.values()})
-    d.update({"H": H, "X": X, "Y": Y, "F": F, "W": W, "zeta": ABBREVIATIONS[0],
+    d.update({"H": H, "X": X, "Y": Y, "F": F, "W": W, "zeta": _ABBREVIATIONS[0],
               "alpha_0": ALPHA_0, "eta_eff_QK": ETA_EFF["QK"], "eta_eff_OV": ETA_EFF["OV"],
               "loss": LOSS, "alpha_def": sp.Eq(S.alpha, res["model.alpha"]),
               "dmu_OV": _d(S.mu_OV), "dmu_QK": _d(S.mu_QK), "dH": _d(H), "dW": _d(W),

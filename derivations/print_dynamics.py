@@ -40,14 +40,13 @@ Example
 """
 from __future__ import annotations
 
-import argparse
 import json
-import math
 import sys
 
+from .cli import (OneLineParser, UsageError, _number, _positive_float, _render,  # noqa: F401
+                  assignments, parse_loss, rate_values)
 from .cli_output import emit
-from .vocabulary import (MODEL_PARAMETER_MEANINGS, PAPER_SETTING, PARAMETERIZATIONS, check_classes,
-                         check_positive)
+from .vocabulary import MODEL_PARAMETER_MEANINGS, PAPER_SETTING, PARAMETERIZATIONS, check_classes
 
 SYMBOL_MEANINGS = {
     **MODEL_PARAMETER_MEANINGS,
@@ -59,18 +58,9 @@ SYMBOL_MEANINGS = {
 }
 
 
-class UsageError(Exception):
-    """Bad command-line input: reported as one line, exit status 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, no usage dump
-        raise UsageError(message)
-
-
 def build_parser():
     """The command-line parser (also rendered in the docs by sphinx-argparse)."""
-    parser = _Parser(prog="python -m derivations.print_dynamics",
+    parser = OneLineParser(prog="python -m derivations.print_dynamics",
                      description="Print the derived QK/OV gradient-flow dynamics.")
     parser.add_argument("--parameterization", default="all", choices=[*PARAMETERIZATIONS, "all"],
                         help="which parameterization's reduced ODEs, first integral and orbit to print "
@@ -96,29 +86,12 @@ def build_parser():
     return parser
 
 
-def _number(name, text):
-    try:
-        return float(text)
-    except ValueError:
-        raise UsageError(f"{name} must be a number; got {text!r}") from None
-
-
-def _positive_float(name, text):
-    try:
-        return check_positive(name, _number(name, text))
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-
-
 def parse_params(text: str) -> dict:
     """``"m=5,n=50"`` -> ``{"m": 5.0, "n": 50.0}``, validated by the vocabulary's
     rule (:func:`derivations.vocabulary.check_model_parameters`); each name at
     most once."""
     out = {}
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        if "=" not in item:
-            raise UsageError(f"--params entries look like name=value; got {item!r}")
-        name, value = (x.strip() for x in item.split("=", 1))
+    for name, value in assignments(text):
         if name not in PAPER_SETTING:
             raise UsageError(f"--params: unknown parameter {name!r} (valid: {', '.join(PAPER_SETTING)})")
         if name in out:
@@ -131,34 +104,6 @@ def parse_params(text: str) -> dict:
         else:
             out[name] = _positive_float(name, value)
     return out
-
-
-def rate_values(args) -> dict:
-    """Learning-rate substitutions from --ratio / --eta-qk / --eta-ov."""
-    if args.ratio is not None and (args.eta_qk is not None or args.eta_ov is not None):
-        raise UsageError("give either --ratio or --eta-qk/--eta-ov, not both")
-    if args.ratio is not None:
-        qk, ov = _positive_float("ratio", args.ratio), 1.0
-    elif args.eta_qk is not None or args.eta_ov is not None:
-        qk = _positive_float("eta-qk", args.eta_qk) if args.eta_qk is not None else None
-        ov = _positive_float("eta-ov", args.eta_ov) if args.eta_ov is not None else None
-    else:
-        return {}
-    out = {}
-    if qk is not None:
-        out.update(eta_QK=qk, eta_Q=qk, eta_K=qk)
-    if ov is not None:
-        out.update(eta_OV=ov, eta_O=ov, eta_V=ov)
-    return out
-
-
-def _render(expr, fmt):
-    import sympy as sp
-    if fmt == "pretty":
-        return sp.pretty(expr, use_unicode=True, wrap_line=False)
-    if fmt == "latex":
-        return sp.latex(expr)
-    return str(expr)
 
 
 def _sections(res, names, subs):
@@ -221,15 +166,7 @@ def render(args) -> str:
         return render_task(args, args.task)
     params = parse_params(args.params)
     rates = rate_values(args)
-    loss_value = None
-    if args.loss is not None:
-        try:
-            loss_value = float(args.loss)
-        except ValueError:
-            raise UsageError(f"loss must be a number; got {args.loss!r}") from None
-        M_value = params.get("M", PAPER_SETTING["M"])
-        if not (math.isfinite(loss_value) and 0 < loss_value < math.log(M_value)):
-            raise UsageError(f"loss must be in (0, log M) = (0, {math.log(M_value):.6g}); got {args.loss!r}")
+    loss_value = None if args.loss is None else parse_loss(args.loss, params.get("M", PAPER_SETTING["M"]))
     subs = {SYMBOLS[k]: (sp.Integer(v) if k == "M" else _exact(v)) for k, v in params.items()}
     subs.update({SYMBOLS[k]: _exact(v) for k, v in rates.items()})
     res = results()

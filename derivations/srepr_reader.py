@@ -17,6 +17,11 @@ run arbitrary code. :func:`from_srepr` instead parses the text with
 
 Anything else (attribute access, other names, lambdas, subscripts, ...)
 raises :class:`UnsafeExpression` before a single constructor is called.
+:func:`to_srepr` is the writing side: it refuses an expression that
+:func:`from_srepr` would reject, so no cache is written that every later read
+would throw away. Both derivation caches (:mod:`derivations.catalog`,
+:mod:`derivations.task_catalog`) and the generated expressions of
+:mod:`derivations.numeric_codegen` use this one format.
 
 >>> import sympy as sp
 >>> from derivations.srepr_reader import from_srepr
@@ -41,7 +46,7 @@ from sympy.codegen.cfunctions import expm1, log1p
 
 from .special_functions import wright_omega
 
-__all__ = ["from_srepr", "UnsafeExpression", "ALLOWED_CALLS", "ALLOWED_NAMES"]
+__all__ = ["from_srepr", "to_srepr", "UnsafeExpression", "ALLOWED_CALLS", "ALLOWED_NAMES"]
 
 #: Constructors that may appear in a cached expression.
 ALLOWED_CALLS = {name: getattr(sp, name) for name in (
@@ -127,3 +132,27 @@ def from_srepr(text: str):
         raise UnsafeExpression("expression nested too deeply") from None
     except (TypeError, ValueError, AttributeError) as exc:
         raise UnsafeExpression(f"constructor failed: {exc}") from None
+
+
+def to_srepr(expr) -> str:
+    """``sympy.srepr(expr)``, checked to read back with :func:`from_srepr`.
+
+    Raises
+    ------
+    UnsafeExpression
+        ``expr`` holds a node outside the whitelist (it could not be stored).
+
+    >>> import sympy as sp
+    >>> to_srepr(sp.Symbol("x", real=True) + 1)
+    "Add(Symbol('x', real=True), Integer(1))"
+    >>> to_srepr(sp.sin(sp.Symbol("x")))
+    Traceback (most recent call last):
+    ...
+    derivations.srepr_reader.UnsafeExpression: cannot store sin(x): call of a non-whitelisted name: 'sin'
+    """
+    text = sp.srepr(expr)
+    try:
+        from_srepr(text)
+    except UnsafeExpression as exc:
+        raise UnsafeExpression(f"cannot store {expr}: {exc}") from None
+    return text

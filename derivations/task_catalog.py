@@ -6,15 +6,17 @@ result for a built-in task, from a JSON cache when it is fresh, so that the
 
 Cache
 -----
-* Data, never code: every expression is stored as a JSON tree of a
-  whitelisted set of SymPy node types (:func:`expr_to_json`,
-  :func:`expr_from_json`); loading never evaluates text. (The catalog of the
-  paper's results uses ``srepr`` strings at the time of writing; this module
-  does not.)
+* Data, never code: every expression is stored as its ``srepr`` text, checked
+  on writing and rebuilt on reading from a whitelist of SymPy constructors
+  (:func:`derivations.srepr_reader.to_srepr`,
+  :func:`derivations.srepr_reader.from_srepr`), the format of the paper's
+  catalog (:mod:`derivations.catalog`); loading never evaluates text.
 * The key is a SHA-256 over the source of the engine's modules
   (:data:`SOURCE_MODULES`) and the SymPy version. Look-up: the shipped file
   ``derivations/_cache/tasks.json``, then ``$XDG_CACHE_HOME/qkov/tasks-<key>.json``.
-  A missing, stale or damaged cache is rebuilt (written atomically).
+  A missing, stale or damaged cache (an entry of the wrong shape or outside the
+  whitelist) is rebuilt and written atomically; when no location is writable,
+  one line on stderr says so.
 * ``python -m derivations.task_catalog --rebuild`` rewrites the shipped cache;
   ``--check`` exits 1 when it is stale.
 
@@ -25,91 +27,28 @@ Cache
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+from .atomic_file import atomic_write_text
+from .expression_cache import PACKAGE_DIR, save_first_writable, source_key, user_cache
+
 SHIPPED_CACHE = PACKAGE_DIR / "_cache" / "tasks.json"
 SOURCE_MODULES = ("symbols", "special_functions", "factorization", "model", "reduction", "symmetry", "task",
                   "task_reduction", "task_catalog")
-FORMAT = 1
+FORMAT = 2
 
 
 def cache_key() -> str:
     """SHA-256 of the engine modules' source, the format and the SymPy version."""
-    import importlib.metadata as md
-    h = hashlib.sha256()
-    for name in SOURCE_MODULES:
-        path = PACKAGE_DIR / f"{name}.py"
-        if path.exists():
-            h.update(path.read_bytes())
-    h.update(f"{FORMAT}/{md.version('sympy')}".encode())
-    return h.hexdigest()
-
-
-# ---------------------------------------------------------------- expressions as data
-
-_NODES = None
-
-
-def _nodes():
-    global _NODES
-    if _NODES is None:
-        import sympy as sp
-
-        from .special_functions import wright_omega
-        _NODES = {c.__name__: c for c in (sp.Add, sp.Mul, sp.Pow, sp.exp, sp.log, sp.Ei, sp.LambertW,
-                                          sp.Equality, sp.Abs, sp.sign, wright_omega)}
-    return _NODES
-
-
-def expr_to_json(expr):
-    """A JSON-able tree of ``expr`` (whitelisted node types only; ValueError otherwise)."""
-    import sympy as sp
-    expr = sp.sympify(expr)
-    if isinstance(expr, sp.Symbol):
-        return ["Symbol", expr.name, dict(sorted(getattr(expr, "_assumptions_orig", {}).items()))]
-    if isinstance(expr, sp.Integer):
-        return ["Integer", str(expr)]
-    if isinstance(expr, sp.Rational):
-        return ["Rational", str(expr.p), str(expr.q)]
-    if isinstance(expr, sp.Float):
-        return ["Float", str(expr)]
-    if expr is sp.pi or expr is sp.E:
-        return ["Constant", "pi" if expr is sp.pi else "E"]
-    name = type(expr).__name__
-    if name not in _nodes():
-        raise ValueError(f"cannot store a {name} node in the task cache")
-    return [name] + [expr_to_json(a) for a in expr.args]
-
-
-def expr_from_json(tree):
-    """Inverse of :func:`expr_to_json` (ValueError on anything unknown)."""
-    import sympy as sp
-    head = tree[0]
-    if head == "Symbol":
-        return sp.Symbol(tree[1], **{k: bool(v) for k, v in tree[2].items()})
-    if head == "Integer":
-        return sp.Integer(int(tree[1]))
-    if head == "Rational":
-        return sp.Rational(int(tree[1]), int(tree[2]))
-    if head == "Float":
-        return sp.Float(tree[1])
-    if head == "Constant":
-        return {"pi": sp.pi, "E": sp.E}[tree[1]]
-    if head not in _nodes():
-        raise ValueError(f"unknown node {head!r} in the task cache")
-    return _nodes()[head](*[expr_from_json(a) for a in tree[1:]])
+    return source_key(SOURCE_MODULES, f"{FORMAT}/")
 
 
 # ---------------------------------------------------------------- reductions as data
 
 def _dump(red) -> dict:
-    e = expr_to_json
+    from .srepr_reader import to_srepr as e
     return {
         "task": red.task, "parameterization": red.parameterization, "reference": red.reference, "note": red.note,
         "coordinates": [{"symbol": e(c.symbol), "matrix": c.matrix, "pattern": [[r, list(l)] for r, l in c.pattern],
@@ -132,8 +71,8 @@ def _dump(red) -> dict:
 def _load(d):
     import sympy as sp
 
+    from .srepr_reader import from_srepr as f
     from .task_reduction import Coordinate, TaskReduction
-    f = expr_from_json
 
     def pairs(x):
         return None if x is None else {f(k): f(v) for k, v in x}
@@ -158,8 +97,7 @@ def derive_all() -> dict:
 
 
 def _user_cache(key):
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "qkov" / f"tasks-{key}.json"
+    return user_cache("tasks", key)
 
 
 def _read(path, key):
@@ -172,22 +110,18 @@ def _read(path, key):
         return None
 
 
+def _encode(key: str, dumped: dict) -> str:
+    """The cache file's text; sorted keys, byte-stable."""
+    return json.dumps({"key": key, "format": FORMAT, "results": dumped}, indent=None, sort_keys=True) + "\n"
+
+
 def write_cache(path: Path, key: str, dumped: dict) -> None:
-    """Write atomically (temporary file + rename); sorted keys, byte-stable."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps({"key": key, "format": FORMAT, "results": dumped}, indent=None, sort_keys=True) + "\n"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tasks-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write atomically (temporary file + rename)."""
+    atomic_write_text(Path(path), _encode(key, dumped))
 
 
 _MEMO = {}
+_WARNED = False
 
 
 def task_reduction(task: str, parameterization: str = "CACO"):
@@ -209,13 +143,13 @@ def task_reduction(task: str, parameterization: str = "CACO"):
         except (ValueError, KeyError, TypeError, IndexError):
             red = None   # damaged entry: rebuilt below
     if red is None:
+        global _WARNED
         dumped = derive_all()
-        for path in (SHIPPED_CACHE, _user_cache(key)):
-            try:
-                write_cache(path, key, dumped)
-                break
-            except OSError:
-                continue
+        errors = save_first_writable((SHIPPED_CACHE, _user_cache(key)), _encode(key, dumped))
+        if errors and not _WARNED:
+            _WARNED = True
+            print("derivations.task_catalog: warning: cannot save the task cache (" + "; ".join(errors)
+                  + "); results will be derived again next time", file=sys.stderr)
         red = _load(dumped[name])
     _MEMO[name] = red
     return red

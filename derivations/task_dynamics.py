@@ -23,7 +23,6 @@ only then).
 from __future__ import annotations
 
 import json
-import math
 
 STATE_KEYS = ("mu_OV", "mu_QK", "alpha", "loss")
 
@@ -52,13 +51,11 @@ def task_list() -> str:
 def parse_task_params(text: str, task) -> dict:
     """``"n_c=5,m=3"`` -> ``{"n_c": 5, "m": 3}``, validated for ``task``
     (m, n, b > 0; M integer >= 2; the task's own parameters, e.g. n_c integer >= 1)."""
+    from .cli import assignments
     from .task import validate_parameter
     allowed = ("m", "n", "b", "M", *task.parameters)
     out = {}
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        if "=" not in item:
-            raise TaskUsageError(f"--params entries look like name=value; got {item!r}")
-        name, value = (x.strip() for x in item.split("=", 1))
+    for name, value in assignments(text, TaskUsageError):
         if name not in allowed:
             raise TaskUsageError(f"--params: task {task.name!r} has no parameter {name!r} "
                                  f"(valid: {', '.join(allowed)})")
@@ -135,15 +132,6 @@ def state_at_loss_task(task_name: str, loss: float, ratio: float, params: dict) 
     return state
 
 
-def _render(expr, fmt):
-    import sympy as sp
-    if fmt == "pretty":
-        return sp.pretty(expr, use_unicode=True, wrap_line=False)
-    if fmt == "latex":
-        return sp.latex(expr)
-    return str(expr)
-
-
 def task_sections(task_name: str, names, subs) -> list:
     """``[(title, [(label, expr or str)])]`` for one task and the parameterizations ``names``."""
     import sympy as sp
@@ -186,20 +174,15 @@ def task_sections(task_name: str, names, subs) -> list:
 
 def render_task(args, task_name: str) -> str:
     """The output of ``print_dynamics --task task_name`` for parsed ``args``."""
-    from .print_dynamics import rate_values
+    from .cli import _render, parse_loss, rate_values
     from .task import get_task
     task = get_task(task_name)
     params = parse_task_params(args.params, task)
     rates = rate_values(args)
     loss_value = None
     if args.loss is not None:
-        try:
-            loss_value = float(args.loss)
-        except ValueError:
-            raise TaskUsageError(f"loss must be a number; got {args.loss!r}") from None
         M_value = int(task.classes) if task.classes.is_Integer else params.get("M", dict(task.defaults)["M"])
-        if not (math.isfinite(loss_value) and 0 < loss_value < math.log(M_value)):
-            raise TaskUsageError(f"loss must be in (0, log M) = (0, {math.log(M_value):.6g}); got {args.loss!r}")
+        loss_value = parse_loss(args.loss, M_value, TaskUsageError)
     symbolic = True
     try:
         task.check_symbolic()

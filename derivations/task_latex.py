@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-PARAMETERIZATIONS = ("CACO", "CAFO", "FACO", "FAFO")
+from .vocabulary import PARAMETERIZATIONS
 
 
 def _esc(text: str) -> str:
@@ -42,26 +42,13 @@ def _names(expr) -> dict:
 
 def tex(expr) -> str:
     """:func:`derivations.latex.tex` with the engine's symbol names."""
-    from .latex import MUL_SYMBOL, SYMBOL_NAMES
+    from .latex_format import MUL_SYMBOL, SYMBOL_NAMES
     return sp.latex(expr, mul_symbol=MUL_SYMBOL, symbol_names={**SYMBOL_NAMES, **_names(expr)})
 
 
 def _equation(label, lhs, expr):
-    from .latex import abbreviate
-    expr, defs = (expr, []) if isinstance(expr, sp.MatrixBase) else abbreviate(expr)
-    lines = [r"\begin{equation}", r"\label{%s}" % label]
-    if defs:
-        lines.append(r"\begin{aligned}")
-        lines.append(f"{tex(lhs)} &=")
-    else:
-        lines.append(f"{tex(lhs)} =")
-    lines.append(tex(expr))
-    for sym, sub in defs:
-        lines += [r"\\", f"{tex(sym)} &=", tex(sub)]
-    if defs:
-        lines.append(r"\end{aligned}")
-    lines.append(r"\end{equation}")
-    return lines
+    from .latex_format import equation_lines
+    return equation_lines(label, expr, lhs, "=", render=tex)
 
 
 def task_sections() -> list:

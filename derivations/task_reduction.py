@@ -60,17 +60,12 @@ from .symbols import (M, b, eta_K, eta_O, eta_OV, eta_Q, eta_QK, eta_V, m, mu_OV
                       mu_QK, n)
 from .symmetry import canonical, class_sum, orbit_size, pattern_name
 from .task import TASK_PARAMETERS, Task, get_task
+from .vocabulary import PARAMETERIZATIONS
+from .vocabulary import check_parameterization as _check_param
 
-PARAMETERIZATIONS = ("CACO", "CAFO", "FACO", "FAFO")
 RATE_OF = {"W_QK": eta_QK, "W_OV": eta_OV, "W_Q": eta_Q, "W_K": eta_K, "W_O": eta_O, "W_V": eta_V}
 #: Scale of the factorized circuits' structured initialization.
 eps = sp.Symbol("epsilon", positive=True)
-
-
-def _check_param(p):
-    if p not in PARAMETERIZATIONS:
-        raise ValueError(f"parameterization must be one of {', '.join(PARAMETERIZATIONS)}; got {p!r}")
-    return p
 
 
 def _as_task(task) -> Task:

@@ -73,8 +73,21 @@ MAX_CLASSES = 2000
 # --------------------------------------------------------------------------- #
 # model
 # --------------------------------------------------------------------------- #
+class _FlatGradientFlow:
+    """Gradient flow in flat coordinates, shared by :class:`AttentionModel` and
+    :class:`numerics.task_model.TaskModel` (both provide ``_loss_and_grad_flat``
+    and the per-entry rates ``_rates``)."""
+
+    def flow_rhs(self, vec) -> np.ndarray:
+        r"""Gradient-flow velocity :math:`-\eta\odot\nabla L` in flat coordinates."""
+        _, g = self._loss_and_grad_flat(np.asarray(vec, dtype=float))
+        g *= self._rates
+        np.negative(g, out=g)
+        return g
+
+
 @dataclass(frozen=True)
-class AttentionModel:
+class AttentionModel(_FlatGradientFlow):
     r"""The paper's single-layer attention model in one of four parameterizations.
 
     Parameters
@@ -467,9 +480,3 @@ class AttentionModel:
             gp["W_OV"][:, M:] = Gc
         return float(lk.mean()), g
 
-    def flow_rhs(self, vec) -> np.ndarray:
-        r"""Gradient-flow velocity :math:`-\eta\odot\nabla L` in flat coordinates."""
-        _, g = self._loss_and_grad_flat(np.asarray(vec, dtype=float))
-        g *= self._rates
-        np.negative(g, out=g)
-        return g

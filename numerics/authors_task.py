@@ -46,6 +46,8 @@ import time
 
 import numpy as np
 
+from derivations.vocabulary import check_positive
+
 from .task_model import PARAMETERIZATIONS, TaskInstance, TaskModel, task_gradient_flow
 
 __all__ = ["VOCAB", "N_CLASSES", "QUERY_IDS", "LABEL_IDS", "token_probabilities",
@@ -58,13 +60,6 @@ QUERY_IDS = (5, 6, 7, 8)
 LABEL_IDS = (1, 2, 3, 4)
 N_COMMON = 10
 _INITS = ("identity", "uniform", "authors")
-
-
-def _pos(name, value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) \
-            or not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return float(value)
 
 
 def token_probabilities() -> np.ndarray:
@@ -113,7 +108,7 @@ def authors_instance(seq_len=64, counts=None, query=None, label=None) -> TaskIns
 def authors_model(parameterization, ratio, *, lr_ov=0.01, seq_len=64, counts=None, query=None,
                   label=None) -> TaskModel:
     """:class:`TaskModel` of the task with ``eta_OV = lr_ov`` and ``eta_QK = ratio * lr_ov``."""
-    ratio, lr_ov = _pos("ratio", ratio), _pos("lr_ov", lr_ov)
+    ratio, lr_ov = check_positive("ratio", ratio), check_positive("lr_ov", lr_ov)
     inst = authors_instance(seq_len, counts, query, label)
     return TaskModel(inst, parameterization, eta_QK=ratio * lr_ov, eta_OV=lr_ov)
 
@@ -127,7 +122,7 @@ def authors_init(model, init="identity", scale=1e-6, seed=1234) -> dict:
     ``scale * I``)."""
     if init not in _INITS:
         raise ValueError(f"init must be one of {_INITS}, got {init!r}")
-    scale = _pos("init_scale", scale)
+    scale = check_positive("init_scale", scale)
     if init == "identity":
         return model.init_params("identity", scale)
     rng = np.random.default_rng(seed)
@@ -169,7 +164,7 @@ def flow_to_loss(parameterization, ratio, target_loss, *, lr_ov=0.01, seq_len=64
     """
     t0 = time.perf_counter()
     model = authors_model(parameterization, ratio, lr_ov=lr_ov, seq_len=seq_len)
-    target_loss = _pos("target_loss", target_loss)
+    target_loss = check_positive("target_loss", target_loss)
     p0 = authors_init(model, init, init_scale, seed)
     L0 = model.loss(p0)
     if not target_loss < L0:

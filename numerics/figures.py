@@ -48,12 +48,12 @@ import argparse
 import math
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
+from derivations.atomic_file import atomic_write
 from derivations.vocabulary import PAPER_SETTING, PARAMETERIZATIONS
 
 #: The paper's setting (:data:`derivations.vocabulary.PAPER_SETTING`).
@@ -559,14 +559,7 @@ def save_figure(fig, output_dir, name, formats=("png", "pdf"), dpi=DPI):
     with matplotlib.rc_context(_STYLE):
         for fmt in formats:
             path = Path(output_dir) / f"{name}.{fmt}"
-            fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=f".{fmt}", dir=output_dir)
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fig.savefig(fh, dpi=dpi, format=fmt)
-                os.replace(tmp, path)           # atomic: never a half-written figure
-            except BaseException:
-                os.unlink(tmp)
-                raise
+            atomic_write(path, lambda fh: fig.savefig(fh, dpi=dpi, format=fmt), binary=True)
             out.append(path)
     plt.close(fig)
     return out

@@ -71,26 +71,14 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.special import logsumexp
 
+from derivations.vocabulary import PARAMETERIZATIONS, check_parameterization, check_positive
+
+from .attention_model import _FlatGradientFlow
+
 __all__ = ["PARAMETERIZATIONS", "TaskInstance", "TaskModel", "FlowResult", "task_gradient_flow",
            "paper_instance", "instance_of_task"]
 
-PARAMETERIZATIONS = ("CACO", "CAFO", "FACO", "FAFO")
 _INIT_KINDS = ("zero", "identity", "random")
-
-
-def _check_positive(name, value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a finite real number > 0, got {value!r}")
-    v = float(value)
-    if not (math.isfinite(v) and v > 0.0):
-        raise ValueError(f"{name} must be a finite real number > 0, got {value!r}")
-    return v
-
-
-def _check_parameterization(name):
-    if name not in PARAMETERIZATIONS:
-        raise ValueError(f"parameterization must be one of {PARAMETERIZATIONS}, got {name!r}")
-    return name
 
 
 # --------------------------------------------------------------------------- #
@@ -172,7 +160,7 @@ class TaskInstance:
             if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Integral)
                                   or v < 1):
                 raise ValueError(f"{nm} must be a positive integer, got {v!r}")
-        set_("score_scale", _check_positive("score_scale", self.score_scale))
+        set_("score_scale", check_positive("score_scale", self.score_scale))
         set_("h_QK", d if self.h_QK is None else int(self.h_QK))
         set_("h_OV", int(self.n_out) if self.h_OV is None else int(self.h_OV))
         set_("n_out", int(self.n_out))
@@ -206,7 +194,7 @@ def paper_instance(M=20, m=5.0, n=50.0, b=50.0) -> TaskInstance:
     """
     if isinstance(M, bool) or not isinstance(M, numbers.Integral) or M < 2:
         raise ValueError(f"M must be an integer >= 2, got {M!r}")
-    m, n, b = (_check_positive(k, v) for k, v in (("m", m), ("n", n), ("b", b)))
+    m, n, b = (check_positive(k, v) for k, v in (("m", m), ("n", n), ("b", b)))
     d, T = 2 * M, 2 * M + 1
     E = np.zeros((T, d))
     E[np.arange(d), np.arange(d)] = 1.0 / math.sqrt(b)
@@ -252,7 +240,7 @@ def instance_of_task(task, M=None, **values) -> TaskInstance:
 # --------------------------------------------------------------------------- #
 # model
 # --------------------------------------------------------------------------- #
-class TaskModel:
+class TaskModel(_FlatGradientFlow):
     r"""The attention model of a :class:`TaskInstance` in one parameterization.
 
     Parameters
@@ -278,13 +266,13 @@ class TaskModel:
         if not isinstance(instance, TaskInstance):
             raise ValueError(f"instance must be a TaskInstance, got {type(instance).__name__}")
         self.instance = inst = instance
-        self.parameterization = _check_parameterization(parameterization)
-        self.eta_QK = _check_positive("eta_QK", eta_QK)
-        self.eta_OV = _check_positive("eta_OV", eta_OV)
+        self.parameterization = check_parameterization(parameterization)
+        self.eta_QK = check_positive("eta_QK", eta_QK)
+        self.eta_OV = check_positive("eta_OV", eta_OV)
         rate = {"W_QK": self.eta_QK, "W_OV": self.eta_OV}
         for nm, v, dflt in (("W_Q", eta_Q, self.eta_QK), ("W_K", eta_K, self.eta_QK),
                             ("W_O", eta_O, self.eta_OV), ("W_V", eta_V, self.eta_OV)):
-            rate[nm] = dflt if v is None else _check_positive("eta_" + nm[-1], v)
+            rate[nm] = dflt if v is None else check_positive("eta_" + nm[-1], v)
         d, no = inst.d, inst.n_out
         shapes = {"W_QK": (d, d), "W_Q": (d, inst.h_QK), "W_K": (d, inst.h_QK),
                   "W_OV": (no, d), "W_O": (no, inst.h_OV), "W_V": (inst.h_OV, d)}
@@ -375,7 +363,7 @@ class TaskModel:
         """
         if kind not in _INIT_KINDS:
             raise ValueError(f"kind must be one of {_INIT_KINDS}, got {kind!r}")
-        scale = _check_positive("scale", scale)
+        scale = check_positive("scale", scale)
         if kind == "random":
             rng = np.random.default_rng(seed)
             return {k: scale * rng.standard_normal(s) for k, s, _, _ in self._layout}
@@ -479,12 +467,6 @@ class TaskModel:
             out["W_OV"][:] = gOV
         return float(ce @ self._pi), g
 
-    def flow_rhs(self, vec) -> np.ndarray:
-        r"""Gradient-flow velocity :math:`-\eta\odot\nabla L` in flat coordinates."""
-        _, g = self._loss_and_grad_flat(np.asarray(vec, dtype=float))
-        g *= self._rates
-        np.negative(g, out=g)
-        return g
 
 
 # --------------------------------------------------------------------------- #
@@ -566,9 +548,9 @@ def task_gradient_flow(model, params0, *, t_span=(0.0, np.inf), t_eval=None, tar
           else np.array(params0, dtype=float)).astype(float, copy=True)
     if y0.shape != (model.n_params,):
         raise ValueError(f"params0 must have {model.n_params} entries, got shape {y0.shape}")
-    levels = [_check_positive("loss_thresholds", v) for v in loss_thresholds]
+    levels = [check_positive("loss_thresholds", v) for v in loss_thresholds]
     if target_loss is not None:
-        target_loss = _check_positive("target_loss", target_loss)
+        target_loss = check_positive("target_loss", target_loss)
     t_span = tuple(float(v) for v in t_span)
     if len(t_span) != 2 or not (math.isfinite(t_span[0]) and t_span[1] > t_span[0]):
         raise ValueError(f"t_span must be (t0, t1) with finite t0 < t1, got {t_span!r}")

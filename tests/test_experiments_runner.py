@@ -226,14 +226,6 @@ def test_a_silent_listener_is_not_a_scheduler():
         assert time.monotonic() - start < 10  # (includes importing distributed)
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
-                                  dashboard_address=None, protocol="tcp") as local:
-        yield local
-
-
 def test_dask_local_cluster_gives_the_local_results_bit_for_bit(cluster, local_results, tmp_path):
     assert check_scheduler(cluster.scheduler_address, timeout=10) == {
         "address": cluster.scheduler_address, "workers": 2}

@@ -38,14 +38,6 @@ def cli(*args, env=None, **kwargs):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
-                                  dashboard_address=None, protocol="tcp") as local:
-        yield local
-
-
 BACKENDS = {"1 worker": ["--workers", "1"], "2 workers": ["--workers", "2"], "dask": None}
 
 

@@ -8,7 +8,8 @@ MODULES = ["derivations.symbols", "derivations.special_functions", "derivations.
            "derivations.reduction", "derivations.factorization", "derivations.first_integral",
            "derivations.sharpness", "derivations.asymptotics", "derivations.catalog",
            "derivations.print_dynamics", "derivations.vocabulary", "derivations.srepr_reader",
-           "derivations.numeric_codegen", "derivations.latex", "derivations.atomic_file", "derivations.cli_output", "numerics.lambdified", "numerics.closed_form",
+           "derivations.numeric_codegen", "derivations.latex", "derivations.atomic_file", "derivations.expression_cache", "derivations.cli", "derivations.cli_output",
+           "derivations.latex_format", "numerics.lambdified", "numerics.closed_form",
            "numerics.special_functions"]
 
 

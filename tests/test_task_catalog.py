@@ -8,6 +8,7 @@ import sympy as sp
 
 from derivations import task_catalog as C
 from derivations.special_functions import wright_omega
+from derivations.srepr_reader import UnsafeExpression, from_srepr, to_srepr
 from derivations.symbols import M, alpha, b, mu_OV, mu_QK, n
 
 
@@ -21,8 +22,8 @@ def test_shipped_cache_is_fresh():
     wright_omega(mu_QK + sp.log(n)) + sp.Float("0.125") * sp.pi,
     sp.Symbol("W_QK[q_k,r_k]", real=True) ** 2 - sp.Symbol("n_c", positive=True, integer=True)])
 def test_expression_round_trip(expr):
-    tree = json.loads(json.dumps(C.expr_to_json(expr)))
-    back = C.expr_from_json(tree)
+    tree = json.loads(json.dumps(to_srepr(expr)))
+    back = from_srepr(tree)
     pairs = list(zip(sorted(back.free_symbols, key=str), sorted(expr.free_symbols, key=str)))
     assert [s.name for s, _ in pairs] == [t.name for _, t in pairs]
     assert all(s.assumptions0 == t.assumptions0 for s, t in pairs)
@@ -30,10 +31,26 @@ def test_expression_round_trip(expr):
 
 
 def test_loading_never_evaluates_text():
-    with pytest.raises(ValueError, match="unknown node"):
-        C.expr_from_json(["__import__", ["Symbol", "os", {}]])
-    with pytest.raises(ValueError, match="cannot store"):
-        C.expr_to_json(sp.Integral(mu_OV, mu_OV))
+    with pytest.raises(ValueError, match="non-whitelisted"):
+        from_srepr("__import__(Symbol('os'))")
+    with pytest.raises(UnsafeExpression, match="cannot store"):
+        to_srepr(sp.sin(mu_OV))
+
+
+def test_crafted_entry_is_rebuilt_not_executed(tmp_path, monkeypatch):
+    """A tasks.json entry under the right key holding code is damaged: never run, derived again."""
+    marker = tmp_path / "pwned"
+    results = _shipped_results()
+    results["paper/CACO"]["alpha"] = f"__import__('pathlib').Path({str(marker)!r}).touch()"
+    shipped = tmp_path / "tasks.json"
+    C.write_cache(shipped, C.cache_key(), results)
+    monkeypatch.setattr(C, "SHIPPED_CACHE", shipped)
+    monkeypatch.setattr(C, "_MEMO", {})
+    calls = []
+    monkeypatch.setattr(C, "derive_all", lambda: calls.append(1) or _shipped_results())
+    red = C.task_reduction("paper", "CACO")
+    assert not marker.exists() and calls == [1] and red.alpha.free_symbols
+    assert "__import__" not in shipped.read_text()
 
 
 def test_cached_equals_derived():

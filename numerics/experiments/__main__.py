@@ -33,6 +33,9 @@ import sys
 import time
 from pathlib import Path
 
+from derivations.atomic_file import atomic_write_text
+from derivations.vocabulary import PARAMETERIZATIONS
+
 
 class UsageError(Exception):
     """Bad command-line input: reported as one line, exit status 2."""
@@ -43,7 +46,6 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
-PARAMETERIZATIONS = ("CACO", "CAFO", "FACO", "FAFO")
 
 
 def _common(p, *, output_required=False):
@@ -319,7 +321,7 @@ def cmd_fig2(args):
             from . import plots
 
             output.mkdir(parents=True, exist_ok=True)
-            (output / "fig2.json").write_text(_json_out(payload))
+            atomic_write_text(output / "fig2.json", _json_out(payload))
             title = (f"{config.parameterization}, QK {config.lr_qk:g} / OV {config.lr_ov:g}"
                      + (f", ramp x{config.qk_ramp:g}" if config.qk_ramp != 1 else ""))
             plots.save_figure(plots.plot_fig2_heatmaps(
@@ -374,7 +376,7 @@ def cmd_fig3(args):
             from . import plots
 
             output.mkdir(parents=True, exist_ok=True)
-            (output / "fig3.json").write_text(_json_out(payload))
+            atomic_write_text(output / "fig3.json", _json_out(payload))
             plots.save_figure(plots.plot_fig3({config.output_circuit: payload}), output,
                               f"fig3_{config.output_circuit}")
         return payload
@@ -445,7 +447,7 @@ def cmd_sweep(args):
                 payload["prediction"] = {P: {"ratio": [float(x) for x in rx],
                                              "relevant_attention": [float(y) for y in ry]}
                                          for P, (rx, ry) in prediction.items()}
-        (output / "sweep.json").write_text(_json_out(payload))
+        atomic_write_text(output / "sweep.json", _json_out(payload))
         plots.save_figure(plots.plot_sweep(summary, prediction, title=f"training stopped at loss {target:g}"),
                           output, "sweep")
         return payload

@@ -57,6 +57,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..validation import check_int
+
 __all__ = [
     "V", "NUM_CLASSES", "NUM_COMMON", "QUERY_TOKENS", "LABEL_TOKENS", "RELEVANT",
     "SLOT_PROBABILITIES", "class_weights", "class_probabilities", "expected_counts",
@@ -109,7 +111,7 @@ def expected_counts(seq_len: int = 64, *, layout: str = "fig2") -> np.ndarray:
     ``models.loss_and_grad(params, expected_counts(), QUERY_TOKENS,
     LABEL_TOKENS)``.
     """
-    seq_len = _check_seq_len(seq_len)
+    seq_len = check_int("seq_len", seq_len, 3)
     if layout not in ("fig2", "fig3"):
         raise ValueError(f"layout must be 'fig2' or 'fig3', got {layout!r}")
     counts = (seq_len - 2) * class_probabilities()
@@ -129,18 +131,6 @@ class Batch(NamedTuple):
     label_class: np.ndarray
 
 
-def _check_seq_len(seq_len):
-    if isinstance(seq_len, bool) or not isinstance(seq_len, (int, np.integer)) or seq_len < 3:
-        raise ValueError(f"seq_len must be an integer >= 3, got {seq_len!r}")
-    return int(seq_len)
-
-
-def _check_count(name, value, minimum=1):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
 def _context_counts(rng, classes, seq_len):
     """Multinomial context counts scattered onto each class's ids: ``classes.shape + (V,)``."""
     slots = rng.multinomial(seq_len - 2, SLOT_PROBABILITIES, size=classes.shape)
@@ -158,9 +148,9 @@ def sample_fig2_batches(rng: np.random.Generator, n_batches: int, batch_size: in
     the arguments.  Returns a :class:`Batch` with leading shape
     ``(n_batches, batch_size)``; the query token is included in ``counts``.
     """
-    n_batches = _check_count("n_batches", n_batches)
-    batch_size = _check_count("batch_size", batch_size)
-    seq_len = _check_seq_len(seq_len)
+    n_batches = check_int("n_batches", n_batches, 1)
+    batch_size = check_int("batch_size", batch_size, 1)
+    seq_len = check_int("seq_len", seq_len, 3)
     classes = rng.integers(0, NUM_CLASSES, size=(n_batches, batch_size))
     counts = _context_counts(rng, classes, seq_len)
     query = QUERY_TOKENS[classes]
@@ -177,11 +167,11 @@ def sample_fig3_batches(rng: np.random.Generator, n_batches: int, batch_size: in
     (``query`` field, included in ``counts``) is the class's *label* token
     1..4 and ``target`` is its *query* token 5..8.
     """
-    n_batches = _check_count("n_batches", n_batches)
-    batch_size = _check_count("batch_size", batch_size, NUM_CLASSES)
+    n_batches = check_int("n_batches", n_batches, 1)
+    batch_size = check_int("batch_size", batch_size, NUM_CLASSES)
     if batch_size % NUM_CLASSES:
         raise ValueError(f"batch_size must be a multiple of {NUM_CLASSES} for Figure 3, got {batch_size}")
-    seq_len = _check_seq_len(seq_len)
+    seq_len = check_int("seq_len", seq_len, 3)
     base = np.repeat(np.arange(NUM_CLASSES), batch_size // NUM_CLASSES)
     classes = rng.permuted(np.broadcast_to(base, (n_batches, batch_size)), axis=-1)
     counts = _context_counts(rng, classes, seq_len)
@@ -200,8 +190,8 @@ def sample_fig2_sequences(rng: np.random.Generator, batch_size: int, seq_len: in
     authors' layout literally; :func:`sequences_to_counts` reduces it to the
     count representation used for training.
     """
-    batch_size = _check_count("batch_size", batch_size)
-    seq_len = _check_seq_len(seq_len)
+    batch_size = check_int("batch_size", batch_size, 1)
+    seq_len = check_int("seq_len", seq_len, 3)
     probs = class_probabilities()
     classes = rng.integers(0, NUM_CLASSES, size=batch_size)
     tokens = np.empty((batch_size, seq_len - 1), dtype=np.int64)

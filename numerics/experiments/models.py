@@ -69,6 +69,9 @@ import math
 
 import numpy as np
 
+from derivations.vocabulary import PARAMETERIZATIONS
+from derivations.vocabulary import check_parameterization as _check_parameterization
+
 from .data import RELEVANT, V
 
 __all__ = [
@@ -78,7 +81,6 @@ __all__ = [
 ]
 
 #: Figure-2 parameterizations: attention (CA/FA) then output (CO/FO) circuit.
-PARAMETERIZATIONS = ("CACO", "CAFO", "FACO", "FAFO")
 #: Initializations: the notebooks' per-parameterization choice, 1e-6·I everywhere, PyTorch uniform.
 INITS = ("authors", "identity", "uniform")
 #: Figure-3 output circuits.
@@ -95,12 +97,6 @@ _AUTHORS_INIT = {
 }
 IDENTITY_SCALE = 1e-6
 _SQRT_V = math.sqrt(V)
-
-
-def _check_parameterization(p):
-    if p not in PARAMETERIZATIONS:
-        raise ValueError(f"parameterization must be one of {PARAMETERIZATIONS}, got {p!r}")
-    return p
 
 
 def param_keys(parameterization: str) -> tuple:
@@ -252,6 +248,37 @@ def _log_softmax(z):
     return shifted - lse
 
 
+def _cross_entropy(z, target, weights, grad: bool):
+    r"""Weighted cross-entropy of logits ``z`` ``(..., B, V)`` at ``target``
+    ``(..., B)``: :math:`\sum_b w_b(\log\sum_v e^{z_{bv}} - z_{b,y_b})`, with
+    :math:`w_b = 1/B` unless ``weights`` are given; and, if ``grad``, its
+    gradient with respect to ``z`` (else None)."""
+    V = z.shape[-1]
+    if target.shape != z.shape[:-1]:                          # targets shared by stacked runs
+        target = np.broadcast_to(target, z.shape[:-1])
+    z = z - z.max(axis=-1, keepdims=True)
+    p = np.exp(z)
+    ssum = p.sum(axis=-1, keepdims=True)
+    rows, cols = _row_index(target)
+    zy = z.reshape(-1, V)[rows, cols].reshape(target.shape)
+    per_seq = np.log(ssum)[..., 0] - zy
+    B = z.shape[-2]
+    if weights is None:
+        loss = per_seq.sum(axis=-1) / B
+    else:
+        weights = np.asarray(weights, dtype=float)
+        loss = (per_seq * weights).sum(axis=-1)
+    if not grad:
+        return loss, None
+    p /= ssum
+    p.reshape(-1, V)[rows, cols] -= 1.0
+    if weights is None:
+        p /= B
+    else:
+        p *= weights[..., None]
+    return loss, p
+
+
 def _row_index(idx):
     """Flat (row, column) index pair selecting ``x[..., b, idx[..., b]]`` of a C-contiguous
     ``(..., B, V)`` array viewed as ``(-1, V)``."""
@@ -335,28 +362,9 @@ def loss_and_grad(params: dict, counts, query, target, *, weights=None, grad: bo
     rows, qcols = _score_rows(params, query, ids)
     a = _attention(rows, counts)
     z, h = _logits(params, a)
-    # softmax / cross-entropy
-    z = z - z.max(axis=-1, keepdims=True)
-    p = np.exp(z)
-    ssum = p.sum(axis=-1, keepdims=True)
-    rows, cols = _row_index(target)
-    zy = z.reshape(-1, V)[rows, cols].reshape(target.shape)
-    per_seq = np.log(ssum)[..., 0] - zy
-    B = counts.shape[-2]
-    if weights is None:
-        loss = per_seq.sum(axis=-1) / B
-    else:
-        weights = np.asarray(weights, dtype=float)
-        loss = (per_seq * weights).sum(axis=-1)
+    loss, gz = _cross_entropy(z, target, weights, grad)       # gz: (..., B, V)
     if not grad:
         return loss, None
-    p /= ssum
-    p.reshape(-1, V)[rows, cols] -= 1.0
-    if weights is None:
-        p /= B
-    else:
-        p *= weights[..., None]
-    gz = p                                                    # (..., B, V)
     grads = {}
     if h is None:
         WOV = params["W_OV"]
@@ -452,24 +460,9 @@ def fig3_loss_and_grad(params: dict, context, target, *, weights=None, grad: boo
     else:
         h = np.matmul(context, _tr(params["W_V"])) + params["b_V"][..., None, :]
         z = np.matmul(h, _tr(params["W_O"])) + params["b_O"][..., None, :]
-    z = z - z.max(axis=-1, keepdims=True)
-    p = np.exp(z)
-    ssum = p.sum(axis=-1, keepdims=True)
-    per_seq = (np.log(ssum) - np.take_along_axis(z, target[..., None], axis=-1))[..., 0]
-    B = context.shape[-2]
-    if weights is None:
-        loss = per_seq.sum(axis=-1) / B
-    else:
-        weights = np.asarray(weights, dtype=float)
-        loss = (per_seq * weights).sum(axis=-1)
+    loss, p = _cross_entropy(z, target, weights, grad)
     if not grad:
         return loss, None
-    p /= ssum
-    np.put_along_axis(p, target[..., None], np.take_along_axis(p, target[..., None], -1) - 1.0, -1)
-    if weights is None:
-        p /= B
-    else:
-        p *= weights[..., None]
     if collapsed:
         return loss, {"W": np.matmul(_tr(p), context), "b": p.sum(axis=-2)}
     gh = np.matmul(p, params["W_O"])

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from derivations.atomic_file import atomic_write
+
 __all__ = ["save_figure", "plot_fig2_heatmaps", "plot_fig3", "plot_sweep", "DPI"]
 
 DPI = 150
@@ -46,7 +48,7 @@ def save_figure(fig, directory, name: str) -> list:
     paths = []
     for ext in ("png", "pdf"):
         path = directory / f"{name}.{ext}"
-        fig.savefig(path, dpi=DPI)
+        atomic_write(path, lambda fh: fig.savefig(fh, dpi=DPI, format=ext), binary=True)
         paths.append(path)
     _plt().close(fig)
     return paths

@@ -32,6 +32,8 @@ import json
 import time
 from pathlib import Path
 
+from derivations.atomic_file import atomic_write_text
+
 from . import jobs as jobs_mod
 from . import measure, plots, sgd
 
@@ -145,8 +147,8 @@ def _write_report(output, named, results, seconds, quick):
                                     "separability": summ["separability"], "runs": res["runs"]}
     report["runs"] = {k: report["runs"][k] for k in PUBLISHED_RUNS if k in report["runs"]}
     report["missing"] = [k for k in PUBLISHED_RUNS if k in report["missing"]]
-    (output / "report.json").write_text(json.dumps(report, indent=1, allow_nan=False))
-    (output / "report.md").write_text(format_report(report))
+    atomic_write_text(output / "report.json", json.dumps(report, indent=1, allow_nan=False))
+    atomic_write_text(output / "report.md", format_report(report))
     figures = make_figures(report, output)
     report["figures"] = [str(p) for p in figures]
     return report

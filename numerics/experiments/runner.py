@@ -51,11 +51,12 @@ import re
 import signal
 import socket
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
+
+from derivations.atomic_file import atomic_write_text
 
 __all__ = ["run_jobs", "ResultStore", "JobError", "job_key", "check_scheduler"]
 
@@ -273,20 +274,8 @@ class ResultStore:
             text = json.dumps(record, indent=1, sort_keys=True)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"result is not JSON-serialisable: {exc}") from None
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=self._temporary_prefix(key), suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, self.directory / f"{key}.json")
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-        _fsync_directory(self.directory)
+        atomic_write_text(self.directory / f"{key}.json", text, fsync=True, encoding="utf-8",
+                          prefix=self._temporary_prefix(key))
 
     def items(self) -> Iterator[tuple[dict, dict]]:
         """``(job, result)`` for every intact file, in file-name order."""
@@ -297,20 +286,6 @@ class ResultStore:
 
     def __len__(self) -> int:
         return sum(1 for _ in self.items())
-
-
-def _fsync_directory(directory: Path) -> None:
-    """Make the rename durable (POSIX); a no-op where directories cannot be opened."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 # --------------------------------------------------------------------------- validation
@@ -646,6 +621,15 @@ def run_jobs(func: Callable[[dict], dict], jobs: Sequence[dict], *, workers: int
     return results
 
 
+def _finish_one(future, index, jobs, finish) -> None:
+    """Hand job ``index``'s value to ``finish``; a job that raised becomes a :class:`JobError`."""
+    try:
+        value = future.result()
+    except Exception as exc:
+        raise JobError(index, jobs[index], exc) from exc
+    finish(index, value)
+
+
 def _run_pool(func, jobs, pending, workers, finish) -> None:
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     executor = ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context(), initializer=_init_worker,
@@ -657,12 +641,7 @@ def _run_pool(func, jobs, pending, workers, finish) -> None:
         while remaining:
             done, remaining = wait(remaining, return_when=FIRST_COMPLETED)
             for future in sorted(done, key=futures.__getitem__):
-                index = futures[future]
-                try:
-                    value = future.result()
-                except Exception as exc:
-                    raise JobError(index, jobs[index], exc) from exc
-                finish(index, value)
+                _finish_one(future, futures[future], jobs, finish)
         clean = True
     finally:
         if clean:
@@ -697,12 +676,7 @@ def _run_dask(func, jobs, keys, pending, scheduler, finish) -> None:
             future = client.submit(func, jobs[index], key=f"{name}-{keys[index][:16]}-{token}", pure=False)
             futures[future] = index
         for future in distributed.as_completed(list(futures), loop=client.loop):
-            index = futures[future]
-            try:
-                value = future.result()
-            except Exception as exc:
-                raise JobError(index, jobs[index], exc) from exc
-            finish(index, value)
+            _finish_one(future, futures[future], jobs, finish)
     finally:
         try:
             if futures:

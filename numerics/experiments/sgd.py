@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
+from ..validation import check_int, check_positive
 from . import data, models
 
 __all__ = [
@@ -77,18 +78,6 @@ def eval_rng(seed: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(int(seed)).spawn(1)[0])
 
 
-def _pos(name, v):
-    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or v <= 0:
-        raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
-    return float(v)
-
-
-def _int(name, v, minimum):
-    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {v!r}")
-    return int(v)
-
-
 @dataclass(frozen=True)
 class Fig2Config:
     """Settings of a Figure-2 training run (everything but the seed).
@@ -113,22 +102,22 @@ class Fig2Config:
 
     def __post_init__(self):
         models._check_parameterization(self.parameterization)
-        _pos("lr_qk", self.lr_qk)
-        _pos("lr_ov", self.lr_ov)
-        _pos("qk_ramp", self.qk_ramp)
-        _int("seq_len", self.seq_len, 3)
-        _int("batch_size", self.batch_size, 1)
-        _int("epochs", self.epochs, 1)
-        _int("steps_per_epoch", self.steps_per_epoch, 1)
-        _int("eval_batches", self.eval_batches, 1)
+        check_positive("lr_qk", self.lr_qk)
+        check_positive("lr_ov", self.lr_ov)
+        check_positive("qk_ramp", self.qk_ramp)
+        check_int("seq_len", self.seq_len, 3)
+        check_int("batch_size", self.batch_size, 1)
+        check_int("epochs", self.epochs, 1)
+        check_int("steps_per_epoch", self.steps_per_epoch, 1)
+        check_int("eval_batches", self.eval_batches, 1)
         if self.stop not in STOP_RULES:
             raise ValueError(f"stop must be one of {STOP_RULES}, got {self.stop!r}")
         if self.init not in models.INITS:
             raise ValueError(f"init must be one of {models.INITS}, got {self.init!r}")
         if self.target_loss is not None:
-            _pos("target_loss", self.target_loss)
+            check_positive("target_loss", self.target_loss)
         if self.max_steps is not None:
-            _int("max_steps", self.max_steps, 1)
+            check_int("max_steps", self.max_steps, 1)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -336,15 +325,15 @@ class Fig3Config:
             if not (math.isfinite(a) and 0.0 < a <= 1.0):
                 raise ValueError(f"alpha must lie in (0, 1], got {a!r}")
         object.__setattr__(self, "alphas", alphas)
-        _int("epochs", self.epochs, 1)
-        _int("steps_per_epoch", self.steps_per_epoch, 1)
-        _int("batch_size", self.batch_size, 4)
+        check_int("epochs", self.epochs, 1)
+        check_int("steps_per_epoch", self.steps_per_epoch, 1)
+        check_int("batch_size", self.batch_size, 4)
         if self.batch_size % data.NUM_CLASSES:
             raise ValueError(f"batch_size must be a multiple of 4, got {self.batch_size}")
-        _int("seq_len", self.seq_len, 3)
-        _pos("lr", self.lr)
-        _int("eval_batches", self.eval_batches, 1)
-        _int("seed", self.seed, 0)
+        check_int("seq_len", self.seq_len, 3)
+        check_positive("lr", self.lr)
+        check_int("eval_batches", self.eval_batches, 1)
+        check_int("seed", self.seed, 0)
 
     def to_dict(self) -> dict:
         d = asdict(self)

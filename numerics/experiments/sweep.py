@@ -19,11 +19,11 @@ from __future__ import annotations
 import csv
 import io
 import math
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from derivations.atomic_file import atomic_write_text
 
 from . import sgd
 
@@ -140,16 +140,7 @@ def write_csv(rows, path) -> Path:
     w.writeheader()
     for row in rows:
         w.writerow({k: (repr(row[k]) if isinstance(row[k], float) else row[k]) for k in CSV_COLUMNS})
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(buf.getvalue())
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_text(path, buf.getvalue(), fsync=True)
     return path
 
 
