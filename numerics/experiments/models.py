@@ -172,59 +172,55 @@ def _tr(a):
     return np.swapaxes(a, -1, -2)
 
 
-def _gather_rows(W, idx):
-    """``W[..., idx[..., b], :]`` for every ``b``: rows of a (stack of) square matrices,
-    ``(..., B, V)``, by flat fancy indexing (a plain copy of the selected rows)."""
-    if W.ndim == 2:
-        return W[idx]
-    lead = W.shape[:-2]
-    offs = (np.arange(int(np.prod(lead))) * W.shape[-2]).reshape(lead + (1,))
-    return W.reshape(-1, W.shape[-1])[idx + offs]
+def _score_table(params, ids):
+    """Rows ``A[ids, :]`` of the score matrix, ``(..., U, V)``, for the sorted distinct
+    query ids ``ids``; also ``W_Q[:, ids]^T`` ``(..., U, V)`` for factorized attention, else None.
 
-
-def _gather_rows_sub(R, idx):
-    """``R[..., idx[..., b], :]`` for a stack ``R`` of ``(U, V)`` row blocks."""
-    if R.ndim == 2:
-        return R[idx]
-    lead = R.shape[:-2]
-    offs = (np.arange(int(np.prod(lead))) * R.shape[-2]).reshape(lead + (1,))
-    return R.reshape(-1, R.shape[-1])[idx + offs]
-
-
-def _score_rows(params, query, ids=None):
-    """Rows ``A[q, :]`` of the score matrix for each sequence: ``(..., B, V)``; also
-    ``W_Q[:, q]`` as rows (``(..., B, V)``) for factorized attention, else None.
-
-    ``ids``: sorted distinct query ids (default ``np.unique(query)``); for
-    factorized attention only the rows ``W_Q[:, ids]^T W_K`` of the score
-    matrix are computed."""
+    Every sequence with query ``q`` uses row ``A[q, :]``, so only the ``U`` distinct
+    rows (4 in the paper's task) are computed and exponentiated."""
     if "W_QK" in params:
-        return _gather_rows(params["W_QK"], query), None
-    if ids is None:
-        ids = np.unique(query)
-    WQt = np.ascontiguousarray(_tr(params["W_Q"]))
-    qrows = _gather_rows(WQt, query)                                        # W_Q[:, q]^T
+        return params["W_QK"][..., ids, :], None
+    wqt_ids = np.ascontiguousarray(_tr(params["W_Q"][..., :, ids]))         # (..., U, V)
+    return np.matmul(wqt_ids, params["W_K"]), wqt_ids
+
+
+def _query_slots(query, ids, lead=None):
+    """Flat row index into the score table ``lead + (U, V)`` viewed as ``(-1, V)``: the
+    row ``A[q_b, :]`` of every sequence ``b``, shape ``lead + (B,)`` (``lead`` default:
+    the leading shape of ``query``; a 1-D ``query`` is shared by all stacked runs)."""
+    lead = query.shape[:-1] if lead is None else tuple(lead)
     lut = np.zeros(V, dtype=np.intp)
     lut[ids] = np.arange(ids.size)
-    A_rows = np.matmul(WQt[..., ids, :], params["W_K"])                      # (..., U, V) rows of A
-    return _gather_rows_sub(A_rows, lut[query]), qrows
+    slot = lut[query]
+    if lead:
+        slot = slot + (np.arange(math.prod(lead)) * ids.size).reshape(lead + (1,))
+    return slot
 
 
-def _attention(rows, counts):
-    """Token attention masses ``a`` (..., B, V) from score rows and counts.
+def _target_index(target):
+    """Flat index of ``x[..., b, target[..., b]]`` in a C-contiguous ``(..., B, V)`` array."""
+    return np.arange(target.size) * V + target.reshape(-1)
 
-    The largest score of the row is subtracted before exponentiating; a row
-    whose maximum sits on an absent token so far above the present ones that
-    their terms would underflow (normalizer < 1e-280) is recomputed with the
-    maximum over present tokens only (row by row, so stacking is irrelevant).
+
+def _attention(table, counts, slot):
+    """Token attention masses ``a`` (..., B, V) from the score rows ``table`` (..., U, V) of
+    the distinct queries, counts, and each sequence's row ``slot`` (..., B) of ``table``
+    viewed as ``(-1, V)`` (:func:`_query_slots`).
+
+    The largest score of the row is subtracted before exponentiating (done once per
+    distinct query); a row whose maximum sits on an absent token so far above the
+    present ones that their terms would underflow (normalizer < 1e-280) is recomputed
+    with the maximum over present tokens only (row by row, so stacking is irrelevant).
     """
-    e = rows - rows.max(axis=-1, keepdims=True)
+    e = table - table.max(axis=-1, keepdims=True)
     e *= 1.0 / _SQRT_V
     np.exp(e, out=e)
+    e = np.take(e.reshape(-1, V), slot, axis=0)
     e *= counts
     z = e.sum(axis=-1, keepdims=True)
-    bad = z < 1e-280
-    if bad.any():
+    if z.min() < 1e-280:
+        bad = z < 1e-280
+        rows = np.take(table.reshape(-1, V), slot, axis=0)
         s = np.where(counts > 0, rows, -np.inf)
         s = (s - s.max(axis=-1, keepdims=True)) * (1.0 / _SQRT_V)
         e2 = np.exp(s) * counts
@@ -248,19 +244,24 @@ def _log_softmax(z):
     return shifted - lse
 
 
-def _cross_entropy(z, target, weights, grad: bool):
+def _cross_entropy(z, target, weights, grad: bool, tidx=None):
     r"""Weighted cross-entropy of logits ``z`` ``(..., B, V)`` at ``target``
     ``(..., B)``: :math:`\sum_b w_b(\log\sum_v e^{z_{bv}} - z_{b,y_b})`, with
     :math:`w_b = 1/B` unless ``weights`` are given; and, if ``grad``, its
-    gradient with respect to ``z`` (else None)."""
-    V = z.shape[-1]
-    if target.shape != z.shape[:-1]:                          # targets shared by stacked runs
-        target = np.broadcast_to(target, z.shape[:-1])
-    z = z - z.max(axis=-1, keepdims=True)
-    p = np.exp(z)
+    gradient with respect to ``z`` (else None).
+
+    ``z`` is overwritten (it becomes the gradient). ``tidx``, the flat index of
+    the targets in ``z`` (:func:`_target_index`), may be passed precomputed by
+    the trainer's hot path; otherwise it is computed from ``target`` (broadcast
+    over stacked runs)."""
+    if tidx is None:
+        if target.shape != z.shape[:-1]:                      # targets shared by stacked runs
+            target = np.broadcast_to(target, z.shape[:-1])
+        tidx = _target_index(target)
+    z -= z.max(axis=-1, keepdims=True)
+    zy = np.take(z, tidx).reshape(z.shape[:-1])
+    p = np.exp(z, out=z)
     ssum = p.sum(axis=-1, keepdims=True)
-    rows, cols = _row_index(target)
-    zy = z.reshape(-1, V)[rows, cols].reshape(target.shape)
     per_seq = np.log(ssum)[..., 0] - zy
     B = z.shape[-2]
     if weights is None:
@@ -271,19 +272,12 @@ def _cross_entropy(z, target, weights, grad: bool):
     if not grad:
         return loss, None
     p /= ssum
-    p.reshape(-1, V)[rows, cols] -= 1.0
+    p.reshape(-1)[tidx] -= 1.0
     if weights is None:
         p /= B
     else:
         p *= weights[..., None]
     return loss, p
-
-
-def _row_index(idx):
-    """Flat (row, column) index pair selecting ``x[..., b, idx[..., b]]`` of a C-contiguous
-    ``(..., B, V)`` array viewed as ``(-1, V)``."""
-    flat = idx.reshape(-1)
-    return np.arange(flat.size), flat
 
 
 def _as_ids(x, name):
@@ -303,8 +297,9 @@ def forward(params: dict, counts, query) -> dict:
     """
     counts = np.asarray(counts, dtype=float)
     query = _as_ids(query, "query")
-    rows, _ = _score_rows(params, query)
-    a = _attention(rows, counts)
+    ids = np.unique(query)
+    table, _ = _score_table(params, ids)
+    a = _attention(table, counts, _query_slots(query, ids, table.shape[:-2]))
     z, _ = _logits(params, a)
     with np.errstate(divide="ignore", invalid="ignore"):
         pos = np.where(counts > 0, a / counts, 0.0)
@@ -325,7 +320,7 @@ def query_onehot_t(query, ids=None) -> np.ndarray:
 
 
 def loss_and_grad(params: dict, counts, query, target, *, weights=None, grad: bool = True,
-                  _query_set=None):
+                  _query_set=None, _sparse_qk=False):
     r"""Batch loss and its gradients for the Figure-2 model.
 
     Parameters
@@ -343,6 +338,9 @@ def loss_and_grad(params: dict, counts, query, target, *, weights=None, grad: bo
         :math:`\sum_b w_b \ell_b`.  Default :math:`1/B` (the batch mean).
     grad : bool
         Also return the gradients (default True).
+    _sparse_qk : bool
+        Private (the trainer's hot path): return only the non-zero rows of the
+        ``W_QK`` gradient, rows ``ids = np.unique(query)``, ``(..., U, V)``.
 
     Returns
     -------
@@ -351,18 +349,21 @@ def loss_and_grad(params: dict, counts, query, target, *, weights=None, grad: bo
     grads : dict or None
         Gradients with the same keys and shapes as ``params``.
     """
-    counts = np.asarray(counts, dtype=float)
-    query = _as_ids(query, "query")
-    target = _as_ids(target, "target")
     if _query_set is None:
+        counts = np.asarray(counts, dtype=float)
+        query = _as_ids(query, "query")
+        target = _as_ids(target, "target")
         ids = np.unique(query)
         onehot_t = query_onehot_t(query, ids) if grad else None
-    else:
-        ids, onehot_t = _query_set                            # (U,), (..., U, B)
-    rows, qcols = _score_rows(params, query, ids)
-    a = _attention(rows, counts)
+        tidx = None                                           # from target, broadcast if stacked
+    else:       # the trainer's hot path, inputs already checked: (U,), (..., U, B), (..., B), (N,)
+        ids, onehot_t, slot, tidx = _query_set
+    table, wqt_ids = _score_table(params, ids)
+    if _query_set is None:
+        slot = _query_slots(query, ids, table.shape[:-2])
+    a = _attention(table, counts, slot)
     z, h = _logits(params, a)
-    loss, gz = _cross_entropy(z, target, weights, grad)       # gz: (..., B, V)
+    loss, gz = _cross_entropy(z, target, weights, grad, tidx)  # gz: (..., B, V)
     if not grad:
         return loss, None
     grads = {}
@@ -380,13 +381,19 @@ def loss_and_grad(params: dict, counts, query, target, *, weights=None, grad: bo
     gs /= _SQRT_V                                             # dL/dA[q, :] per sequence
     # dL/dA = E^T gs (E: one-hot queries): only the rows of the distinct queries are non-zero
     dA_rows = np.matmul(onehot_t, gs)                         # (..., U, V)
-    dA = np.zeros(gs.shape[:-2] + (V, V))
-    dA[..., ids, :] = dA_rows
-    if qcols is None:
-        grads["W_QK"] = dA
+    if wqt_ids is None:
+        grads["W_QK"] = dA_rows
     else:
+        # dW_Q = W_K dA^T, dW_K = W_Q dA = sum_b W_Q[:, q_b] gs_b^T
+        dA = np.zeros(gs.shape[:-2] + (V, V))
+        dA[..., ids, :] = dA_rows
         grads["W_Q"] = np.matmul(params["W_K"], _tr(dA))
-        grads["W_K"] = np.matmul(_tr(qcols), gs)
+        qrows = np.take(wqt_ids.reshape(-1, V), slot, axis=0)         # W_Q[:, q_b]^T, (..., B, V)
+        grads["W_K"] = np.matmul(_tr(qrows), gs)
+    if wqt_ids is None and not _sparse_qk:
+        full = np.zeros(gs.shape[:-2] + (V, V))
+        full[..., ids, :] = dA_rows
+        grads["W_QK"] = full
     return loss, {k: grads[k] for k in params}
 
 

@@ -246,18 +246,27 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None) -> list:
         counts = np.stack([b.counts for b in chunks], axis=1)      # (K, S, B, V)
         query = np.stack([b.query for b in chunks], axis=1)
         target_ids = np.stack([b.target for b in chunks], axis=1)
-        qids = np.unique(query)
+        qids = np.flatnonzero(np.bincount(query.reshape(-1), minlength=data.V))   # sorted distinct
         onehot_t = models.query_onehot_t(query, qids)              # (K, S, U, B)
+        # flat gather indices of every step: score-table row of each sequence, target logit
+        slots = models._query_slots(query, qids, lead=(len(active),))   # (K, S, B)
+        tidx = models._target_index(target_ids).reshape(k_this, -1)
+        tidx -= (np.arange(k_this) * tidx.shape[1] * data.V)[:, None]
         losses = np.empty((len(active), k_this))    # (S, K): row sums are stack-independent
         for k in range(k_this):
             loss, grads = models.loss_and_grad(params, counts[k], query[k], target_ids[k],
-                                               _query_set=(qids, onehot_t[k]))
+                                               _query_set=(qids, onehot_t[k], slots[k], tidx[k]),
+                                               _sparse_qk=True)
             losses[:, k] = loss
             lr_qk = c.lr_qk if ramp == 1.0 else c.lr_qk * (1.0 + (ramp - 1.0) * step / scheduled)
             for key in keys:
                 g = grads[key]
                 g *= lr_qk if circuit[key] == "QK" else c.lr_ov
-                params[key] -= g
+                w = params[key]
+                if g.shape == w.shape:
+                    w -= g
+                else:                                # W_QK: only the rows of the distinct queries
+                    w[..., qids, :] -= g
             step += 1
         sums = losses.sum(axis=1)
         for j, i in enumerate(active):
