@@ -75,7 +75,7 @@ from derivations.vocabulary import check_parameterization as _check_parameteriza
 from .data import RELEVANT, V
 
 __all__ = [
-    "PARAMETERIZATIONS", "INITS", "OUTPUT_CIRCUITS", "param_keys", "circuit_of",
+    "INITS", "OUTPUT_CIRCUITS", "param_keys", "circuit_of",
     "parameterization_of", "init_params", "forward", "loss_and_grad", "stack_params",
     "unstack_params", "fixed_attention_context", "fig3_init", "fig3_logits", "fig3_loss_and_grad",
 ]
