@@ -4,7 +4,7 @@ The symbolic engine (:mod:`derivations`) reduces the gradient flow of a task to
 a few scalar coordinates :math:`y = (y_1, \dots, y_p)` with
 :math:`\dot y = f(y; \theta)`, the loss :math:`L(y; \theta)` and the attention
 on the relevant tokens :math:`\alpha(y;\theta)` (:math:`\theta`: the task's
-parameters and the learning rates). :class:`ReducedSystem` lambdifies these
+parameters and the learning rates). :class:`TaskReducedSystem` lambdifies these
 expressions once (``math`` backend, stable rewrites of
 :func:`numerics.lambdified.numeric`) and integrates them with
 :func:`scipy.integrate.solve_ivp` (DOP853) with loss-level events on
@@ -32,7 +32,7 @@ from functools import lru_cache
 import numpy as np
 from scipy.integrate import solve_ivp
 
-__all__ = ["ReducedSystem", "reduced_system", "family_system", "task_state_at_loss",
+__all__ = ["TaskReducedSystem", "reduced_system", "family_system", "task_state_at_loss",
            "task_parameters", "task_reduction"]
 
 
@@ -41,8 +41,12 @@ class _TooManyEvaluations(Exception):
 
 
 @dataclass(frozen=True, eq=False)
-class ReducedSystem:
+class TaskReducedSystem:
     r"""A reduced ODE :math:`\dot y = f(y;\theta)` with its loss and attention, lambdified once.
+
+    The task engine's counterpart of :class:`numerics.reduced_system.ReducedSystem`
+    (the paper's system, with generated code and closed forms): it evaluates any
+    built-in task's reduced expressions, lambdified from the engine's cache.
 
     Parameters
     ----------
@@ -183,7 +187,7 @@ class ReducedSystem:
 # the engine's systems
 # --------------------------------------------------------------------------- #
 @lru_cache(maxsize=None)
-def reduced_system(task_name="paper", parameterization="CACO") -> ReducedSystem:
+def reduced_system(task_name="paper", parameterization="CACO") -> TaskReducedSystem:
     """The reduced system of a built-in task (SymPy once per process, then cached).
 
     Raises ValueError for an unknown task, a parameterization not in the four,
@@ -198,7 +202,7 @@ def reduced_system(task_name="paper", parameterization="CACO") -> ReducedSystem:
 
 
 @lru_cache(maxsize=None)
-def family_system(task_name="paper", parameterization="CACO") -> ReducedSystem:
+def family_system(task_name="paper", parameterization="CACO") -> TaskReducedSystem:
     """The flow of a built-in task on its family coordinates (see :func:`reduced_system`)."""
     from derivations.model import check_parameterization
     from derivations.task import get_task
@@ -244,11 +248,11 @@ def _engine_system(task, parameterization, *, family=False):
         via = (osyms, tuple(obs[o] for o in osyms))
         free = set().union(*(e.free_symbols for e in (*rhs, *via[1], red.loss, red.alpha)))
         params = tuple(sorted(free - set(coords) - set(osyms), key=str))
-        return ReducedSystem(coords, rhs, red.loss, red.alpha, params,
+        return TaskReducedSystem(coords, rhs, red.loss, red.alpha, params,
                              name=f"{task.name}/{parameterization}", via=via)
     free = set().union(*(e.free_symbols for e in (*rhs, loss, alpha))) - set(coords)
     params = tuple(sorted(free, key=str))
-    return ReducedSystem(coords, rhs, loss, alpha, params,
+    return TaskReducedSystem(coords, rhs, loss, alpha, params,
                          name=f"{task.name}/{parameterization}")
 
 

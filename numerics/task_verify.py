@@ -13,7 +13,7 @@ default parameters):
   structured factor initialization of scale ``eps`` (default 0.1,
   ``TaskInstance.initial_factors``) for a factorized one;
 * **reduced system**: the engine's flow on the family coordinates
-  :math:`\theta_i` (:class:`numerics.task_state.ReducedSystem`, same
+  :math:`\theta_i` (:class:`numerics.task_state.TaskReducedSystem`, same
   integrator), started at the projection of the same initial point;
 * compared on a common grid of 24 times in :math:`(0, T]`, where :math:`T` is
   the time the reduced flow needs to reach the target loss (default 0.1):
@@ -59,7 +59,7 @@ from functools import lru_cache
 import numpy as np
 
 from .task_model import PARAMETERIZATIONS, TaskModel, instance_of_task, task_gradient_flow
-from .task_state import ReducedSystem, task_parameters
+from .task_state import TaskReducedSystem, task_parameters
 
 __all__ = ["TaskFamily", "task_family", "run_task_checks", "main", "TOLERANCES"]
 
@@ -74,17 +74,17 @@ class TaskFamily:
 
     Attributes
     ----------
-    system : ReducedSystem
+    system : TaskReducedSystem
         Flow on the family coordinates (``system.coords``).
     basis : callable
         ``basis(M_value, values) -> {coord name: (matrix name, U ndarray)}``,
         in the token order of the task's concrete instance.
-    observables : (ReducedSystem, callable) or None
+    observables : (TaskReducedSystem, callable) or None
         The closed ODE of the observables and ``obs(theta, values)``, when the
         engine found one.
     """
 
-    system: ReducedSystem
+    system: TaskReducedSystem
     basis: object
     observables: object = None
 
