@@ -9,12 +9,16 @@ For each parameterization it times, over the same number of SGD steps
   vectorized multinomial draw of the batch's counts per step, 2-D arrays,
   forward and backward written out directly (:func:`plain_loop`), the
   baseline of the issue (~0.2 ms/step);
+* ``plain-tickets``: the same loop drawing the counts the trainer's way
+  (uniform tickets, table look-up, ``bincount``; same distribution), so the
+  stacked speed-up can be read with and without the sampler's share;
 * ``one``: :func:`numerics.experiments.sgd.train_fig2` with one seed;
 * ``five``: ``train_fig2`` with five seeds stacked;
 
 and prints ms/step, the speed-up of ``five`` over five plain single-seed runs
-(``5 * plain / five``) and over five ``one`` runs.  Timings are the best of
-``--repeat`` rounds (the three timed in turn in every round); on a shared
+(``5 * plain / five``, and the same with ``plain-tickets``) and over five
+``one`` runs.  Timings are the best of
+``--repeat`` rounds (the four timed in turn in every round); on a shared
 machine wall-clock timings are inflated and scattered by the load, and
 ``--clock cpu`` (process CPU time) gives steadier ratios.
 """
@@ -29,18 +33,29 @@ import numpy as np
 from numerics.experiments import data, models, sgd
 
 
-def plain_loop(parameterization, steps, seed=0, lr=0.01, batch=32, seq_len=64):
-    """One seed, one step at a time: the straightforward NumPy implementation."""
+def plain_loop(parameterization, steps, seed=0, lr=0.01, batch=32, seq_len=64, sampler="multinomial"):
+    """One seed, one step at a time: the straightforward NumPy implementation.
+
+    ``sampler="multinomial"``: the counts of a batch from one ``rng.multinomial``
+    call (the obvious way); ``"tickets"``: the trainer's sampler (uniform tickets,
+    a table look-up and a ``bincount``) written out for one batch."""
     rng = np.random.default_rng(seed)
     p = models.init_params(parameterization, "uniform", rng)
     probs = data.class_probabilities()
     sq = np.sqrt(data.V)
+    table = data._TICKET_TOKENS
+    rows = np.arange(batch)
     for _ in range(steps):
         cls = rng.integers(0, 4, size=batch)
-        counts = rng.multinomial(seq_len - 2, probs[cls]).astype(float)
         q = data.QUERY_TOKENS[cls]
         y = data.LABEL_TOKENS[cls]
-        counts[np.arange(batch), q] += 1
+        if sampler == "multinomial":
+            counts = rng.multinomial(seq_len - 2, probs[cls]).astype(float)
+        else:
+            tok = table[cls[:, None], rng.integers(0, data.TICKETS, size=(batch, seq_len - 2))]
+            counts = np.bincount((tok + data.V * rows[:, None]).ravel(),
+                                 minlength=batch * data.V).reshape(batch, data.V).astype(float)
+        counts[rows, q] += 1
         A = p["W_QK"] if "W_QK" in p else p["W_Q"].T @ p["W_K"]
         s = A[q] / sq
         s -= s.max(1, keepdims=True)
@@ -105,14 +120,16 @@ def main(argv=None):
     K = 100
     print(f"steps per timing: {steps}; {args.clock} clock; load average {os.getloadavg()[0]:.2f} "
           f"on {os.cpu_count()} CPUs")
-    print("param   plain ms/step   one ms/step   five ms/step   5*plain/five   5*one/five")
+    print("param   plain ms/step  plain-tickets   one ms/step   five ms/step   5*plain/five"
+          "   5*plain-tickets/five   5*one/five")
     for p in args.parameterizations.split(","):
         cfg = sgd.Fig2Config(p, epochs=max(1, steps // K), steps_per_epoch=K, stop="none", init="uniform")
-        funs = [lambda: plain_loop(p, steps), lambda: sgd.train_fig2(cfg, [1234]),
-                lambda: sgd.train_fig2(cfg, [1234, 1235, 1236, 1237, 1238])]
-        t_plain, t_one, t_five = (t / steps for t in _best_interleaved(funs, args.repeat, clock))
-        print(f"{p}    {1e3 * t_plain:13.3f}   {1e3 * t_one:11.3f}   {1e3 * t_five:12.3f}   "
-              f"{5 * t_plain / t_five:12.2f}   {5 * t_one / t_five:10.2f}")
+        funs = [lambda: plain_loop(p, steps), lambda: plain_loop(p, steps, sampler="tickets"),
+                lambda: sgd.train_fig2(cfg, [1234]), lambda: sgd.train_fig2(cfg, [1234, 1235, 1236, 1237, 1238])]
+        t_plain, t_plain_t, t_one, t_five = (t / steps for t in _best_interleaved(funs, args.repeat, clock))
+        print(f"{p}    {1e3 * t_plain:13.3f}  {1e3 * t_plain_t:13.3f}   {1e3 * t_one:11.3f}   "
+              f"{1e3 * t_five:12.3f}   {5 * t_plain / t_five:12.2f}   {5 * t_plain_t / t_five:20.2f}"
+              f"   {5 * t_one / t_five:10.2f}")
 
 
 if __name__ == "__main__":

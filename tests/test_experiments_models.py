@@ -46,6 +46,90 @@ def test_fig2_batches_layout_and_mean_counts():
         assert np.all(sel[:, sd == 0] == exp[cls][sd == 0])       # tokens of other classes never appear
 
 
+def _chisquare_pvalue(observed, expected, min_expected=5.0):
+    """Pearson chi-square p-value; bins with expected < min_expected are pooled into one."""
+    from scipy import stats
+    observed, expected = np.asarray(observed, float).ravel(), np.asarray(expected, float).ravel()
+    small = expected < min_expected
+    obs = np.append(observed[~small], observed[small].sum())
+    exp = np.append(expected[~small], expected[small].sum())
+    keep = exp > 0
+    return stats.chisquare(obs[keep], exp[keep] * obs.sum() / exp[keep].sum()).pvalue
+
+
+def _pair_outcomes(counts, cls_probs):
+    """Observed and exact probabilities of the unordered context pairs (seq_len 4: two tokens)."""
+    rows = np.arange(counts.shape[0])
+    first = np.argmax(counts > 0, axis=1)
+    rest = counts.copy()
+    rest[rows, first] -= 1
+    second = np.argmax(rest > 0, axis=1)                    # first <= second
+    hist = np.bincount(first * V + second, minlength=V * V)
+    support = np.flatnonzero(cls_probs > 0)
+    obs, exp = [], []
+    for ii, i in enumerate(support):
+        for j in support[ii:]:
+            obs.append(hist[i * V + j])
+            exp.append(cls_probs[i] ** 2 if i == j else 2 * cls_probs[i] * cls_probs[j])
+    assert np.isclose(sum(exp), 1.0) and sum(obs) == counts.shape[0]
+    return np.array(obs), np.array(exp)
+
+
+def test_ticket_sampler_matches_exact_multinomial_probabilities():
+    """Chi-square against the exact multinomial law: the joint law of a two-token context
+    (every unordered pair), the pooled token counts and one token's per-sequence count at
+    seq_len 64 (Binomial(62, p)); and the same statistic rejects a slightly wrong law."""
+    from scipy import stats
+    probs = data.class_probabilities()
+    b = data.sample_fig2_batches(np.random.default_rng(2024), 4, 30000, 4)     # 2 context tokens
+    ctx = b.counts.reshape(-1, V).copy()
+    ctx[np.arange(ctx.shape[0]), b.query.reshape(-1)] -= 1
+    k = b.label_class.reshape(-1)
+    for cls in range(4):
+        obs, exp = _pair_outcomes(ctx[k == cls], probs[cls])
+        assert _chisquare_pvalue(obs, exp * obs.sum()) > 1e-4
+        # power: a law with the relevant weights 0.1..1.0 tilted by +-20 % is rejected
+        wrong = probs[cls].copy()
+        wrong[data.RELEVANT & (wrong > 0)] *= np.linspace(0.8, 1.2, 10)
+        wrong /= wrong.sum()
+        _, exp_wrong = _pair_outcomes(ctx[k == cls][:1], wrong)
+        assert _chisquare_pvalue(obs, exp_wrong * obs.sum()) < 1e-6
+    b = data.sample_fig2_batches(np.random.default_rng(7), 100, 100, 64)      # 10000 sequences
+    ctx = b.counts.reshape(-1, V).copy()
+    ctx[np.arange(ctx.shape[0]), b.query.reshape(-1)] -= 1
+    k = b.label_class.reshape(-1)
+    for cls in range(4):
+        sel = ctx[k == cls]
+        assert _chisquare_pvalue(sel.sum(0), 62 * sel.shape[0] * probs[cls]) > 1e-4
+        n0 = sel[:, 0].astype(int)                         # common token 0 ~ Binomial(62, 1/15.5)
+        obs = np.bincount(n0, minlength=63)[:63]
+        exp = stats.binom.pmf(np.arange(63), 62, probs[cls, 0]) * sel.shape[0]
+        assert _chisquare_pvalue(obs, exp) > 1e-4
+
+
+def test_ticket_table_is_the_class_distribution_exactly():
+    for cls in range(4):
+        tickets = np.bincount(data._TICKET_TOKENS[cls], minlength=V)      # tickets of each token
+        np.testing.assert_array_equal(tickets, np.rint(10 * data.class_weights()[cls]))
+        np.testing.assert_allclose(tickets / data.TICKETS, data.class_probabilities()[cls], rtol=1e-15)
+
+
+def test_batches_are_the_counts_of_the_explicit_sequences_and_stack_per_stream():
+    """Same generator state: sample_fig2_batches counts == sequences_to_counts of the
+    explicit sequences drawn position by position; counts of stacked streams == each alone."""
+    b = data.sample_fig2_batches(np.random.default_rng(5), 1, 40, 64)
+    tokens, target = data.sample_fig2_sequences(np.random.default_rng(5), 40, 64)
+    np.testing.assert_array_equal(b.counts[0], data.sequences_to_counts(tokens))
+    np.testing.assert_array_equal(b.target[0], target)
+    assert np.all(tokens[:, -1] == b.query[0])
+    draws = [data.draw_fig2_tickets(np.random.default_rng(s), 3, 8, 20) for s in (1, 2, 3)]
+    stacked = data.fig2_batch_from_tickets(np.stack([d[0] for d in draws], 1), np.stack([d[1] for d in draws], 1))
+    for j, s in enumerate((1, 2, 3)):
+        alone = data.sample_fig2_batches(np.random.default_rng(s), 3, 8, 20)
+        np.testing.assert_array_equal(stacked.counts[:, j], alone.counts)
+        np.testing.assert_array_equal(stacked.target[:, j], alone.target)
+
+
 def test_fig3_batches_balanced_and_swapped():
     b = data.sample_fig3_batches(np.random.default_rng(1), 3, 128, 64)
     for i in range(3):
@@ -229,3 +313,49 @@ def test_fig3_gradients_finite_differences(circuit):
     def f(pp):
         return float(models.fig3_loss_and_grad(pp, ctx, b.target[0], grad=False)[0])
     _fd_check(f, params, grads, rng)
+
+
+@pytest.mark.parametrize("p", models.PARAMETERIZATIONS)
+def test_trainer_hot_path_is_rate_times_gradient(p):
+    """The trainer's private path (precomputed query set, sparse query-side block, rates folded
+    in) returns lr_QK x / lr_OV x the public gradients, and nothing outside the sparse block."""
+    rng = np.random.default_rng(11)
+    params = {k: np.stack([v, -0.7 * v]) for k, v in _params(p, rng, 0.5).items()}   # S = 2
+    b = data.sample_fig2_batches(rng, 2, 16, 30)
+    loss, grads = models.loss_and_grad(params, b.counts, b.query, b.target)
+    qids = np.unique(b.query)
+    hot = (qids, models.query_onehot_t(b.query, qids), models._query_slots(b.query, qids),
+           models._target_index(b.target))
+    lr_qk, lr_ov = 0.37, 0.011
+    hot_loss, steps = models.loss_and_grad(params, b.counts, b.query, b.target, _query_set=hot,
+                                           _sparse_qk=True, _rates=(lr_qk, lr_ov))
+    np.testing.assert_allclose(hot_loss, loss, rtol=1e-13)
+    for key, g in grads.items():
+        lr = lr_qk if models.circuit_of(key) == "QK" else lr_ov
+        if key == "W_QK":
+            full = g[..., qids, :]
+            assert not np.any(np.delete(g, qids, axis=-2))
+        elif key == "W_Q":
+            full = g[..., :, qids]
+            assert not np.any(np.delete(g, qids, axis=-1))
+        else:
+            full = g
+        np.testing.assert_allclose(steps[key], lr * full, rtol=1e-12, atol=1e-18 * lr)
+
+
+def test_cross_entropy_rows_far_below_the_run_maximum():
+    """One constant shift per run, and a per-row shift for a run with logits below -600:
+    losses and gradients stay finite and match log-sum-exp row by row (scipy), to 1e-12."""
+    from scipy.special import logsumexp, softmax
+    rng = np.random.default_rng(4)
+    z = rng.normal(size=(2, 3, V))
+    z[1, 2] -= 2000.0                           # run 1, row 2: all logits 2000 below the rest
+    z[0, 1] += 300.0
+    target = np.array([[0, 3, 49], [1, 2, 40]])
+    loss, gz = models._cross_entropy(z.copy(), target, None, True)
+    ref = (logsumexp(z, axis=-1) - np.take_along_axis(z, target[..., None], -1)[..., 0]).mean(-1)
+    np.testing.assert_allclose(loss, ref, rtol=1e-12)
+    expect = softmax(z, axis=-1)
+    np.put_along_axis(expect, target[..., None], np.take_along_axis(expect, target[..., None], -1) - 1, -1)
+    np.testing.assert_allclose(gz, expect / 3, rtol=1e-10, atol=1e-15)
+    assert np.all(np.isfinite(gz))

@@ -88,9 +88,12 @@ def test_train_fig2_applies_authors_rule_and_logs(monkeypatch):
 
 
 def test_qk_ramp_and_per_circuit_rates(monkeypatch):
-    """Unit gradients: each parameter moves by the sum of its circuit's rates over the steps."""
-    def fake(params, counts, query, target, **kw):
-        return np.zeros(counts.shape[0]), {k: np.ones_like(v) for k, v in params.items()}
+    """Unit gradients: each parameter moves by the sum of its circuit's rates over the steps.
+    (The trainer asks loss_and_grad for rate x gradient, ``_rates=(lr_qk, lr_ov)`` of the step.)"""
+    def fake(params, counts, query, target, _rates, **kw):
+        lr = {"QK": _rates[0], "OV": _rates[1]}
+        return np.zeros(counts.shape[0]), {k: np.full_like(v, lr[models.circuit_of(k)])
+                                           for k, v in params.items()}
     monkeypatch.setattr(sgd.models, "loss_and_grad", fake)
     cfg = sgd.Fig2Config("FAFO", lr_qk=0.2, lr_ov=0.01, qk_ramp=40.0, epochs=3, steps_per_epoch=5,
                          stop="none", init="identity", batch_size=2)

@@ -4,7 +4,8 @@ Modules
 -------
 :mod:`~numerics.experiments.data`
     Token distributions, online Figure-2/Figure-3 batches as token-count
-    vectors (multinomial, :class:`numpy.random.Generator`), explicit sequences,
+    vectors (exact multinomial counts from uniform tickets, :class:`numpy.random.Generator`),
+    explicit sequences,
     expected counts.
 :mod:`~numerics.experiments.models`
     The four Figure-2 parameterizations (FAFO, FACO, CAFO, CACO) and the

@@ -31,13 +31,20 @@ Counts instead of positions
 The models have no positional information, so a sequence enters only through
 its token-count vector :math:`n \in \mathbb{N}^{V}` (counts of the context
 *and* of the last input token).  The context counts of a class-:math:`k`
-sequence are multinomial; since the class only relabels which block of ids
-the ten relevant weights sit on, they are drawn as a 20-slot multinomial
-(:data:`SLOT_PROBABILITIES`) and scattered onto the class's ids.  The
-position-level sampler :func:`sample_fig2_sequences` draws explicit token-id
-sequences of the same distribution; :func:`sequences_to_counts` maps them to
-counts (``tests/test_experiments_models.py`` checks that the count model and a
-per-position reference agree on the same sequences).
+sequence are multinomial.  They are drawn token by token, exactly: every
+weight is a multiple of 0.1, so token :math:`v` owns :math:`10 w_v` of
+:data:`TICKETS` = 155 equally likely tickets, and a context token is a uniform
+integer ticket (:func:`draw_tickets`, one ``Generator.integers`` call for a
+whole epoch) looked up in the class's ticket table.  The tickets of many
+sequences -- of several seeds, each drawn from its own generator -- become
+counts in one table look-up and one :func:`numpy.bincount`
+(:func:`counts_from_tickets`), much cheaper than one ``Generator.multinomial``
+per sequence.  :func:`sample_fig2_sequences` returns the same draws as explicit
+token-id sequences; :func:`sequences_to_counts` maps them to exactly the
+counts of :func:`sample_fig2_batches` (``tests/test_experiments_models.py``
+checks this, that the count model and a per-position reference agree on the
+same sequences, and the sampler against the exact multinomial probabilities
+with chi-square tests).
 
 All randomness comes from a caller-supplied :class:`numpy.random.Generator`,
 so a run is a deterministic function of its seed.
@@ -61,9 +68,10 @@ from ..validation import check_int
 
 __all__ = [
     "V", "NUM_CLASSES", "NUM_COMMON", "QUERY_TOKENS", "LABEL_TOKENS", "RELEVANT",
-    "SLOT_PROBABILITIES", "class_weights", "class_probabilities", "expected_counts",
+    "TICKETS", "class_weights", "class_probabilities", "expected_counts",
     "Batch", "sample_fig2_batches", "sample_fig3_batches", "sample_fig2_sequences",
-    "sequences_to_counts",
+    "sequences_to_counts", "draw_tickets", "tickets_to_tokens", "counts_from_tickets",
+    "draw_fig2_tickets", "fig2_batch_from_tickets",
 ]
 
 #: Vocabulary size (one-hot embedding dimension).
@@ -78,13 +86,6 @@ QUERY_TOKENS = np.array([5, 6, 7, 8])
 LABEL_TOKENS = np.array([1, 2, 3, 4])
 #: Boolean mask of the relevant ("distinct") ids, ``id > 9``.
 RELEVANT = np.arange(V) >= NUM_COMMON
-
-_SLOT_WEIGHTS = np.concatenate([np.ones(NUM_COMMON), np.arange(1, 11) / 10.0])
-#: Probabilities of the 20 slots (10 common ids, then the class's 10 relevant ids).
-SLOT_PROBABILITIES = _SLOT_WEIGHTS / _SLOT_WEIGHTS.sum()
-# token id of each slot for each class: (NUM_CLASSES, 20)
-_SLOT_TOKENS = np.array([np.concatenate([np.arange(NUM_COMMON), 10 * (k + 1) + np.arange(10)])
-                         for k in range(NUM_CLASSES)])
 
 
 def class_weights() -> np.ndarray:
@@ -131,12 +132,67 @@ class Batch(NamedTuple):
     label_class: np.ndarray
 
 
-def _context_counts(rng, classes, seq_len):
-    """Multinomial context counts scattered onto each class's ids: ``classes.shape + (V,)``."""
-    slots = rng.multinomial(seq_len - 2, SLOT_PROBABILITIES, size=classes.shape)
-    counts = np.zeros(classes.shape + (V,))
-    np.put_along_axis(counts, _SLOT_TOKENS[classes], slots, axis=-1)
-    return counts
+# Exact integer form of the class distributions: every weight is a multiple of 0.1, so token v
+# of class k owns 10 w_v of TICKETS = 155 equally likely "tickets" (10 per common id, 1..10 for
+# the class's relevant ids).  A context token is a uniform ticket in [0, 155) looked up in
+# _TICKET_TOKENS[k]: exactly p_v = w_v / 15.5 (inverse CDF on a discrete uniform).
+TICKETS = 155
+_TICKET_TOKENS = np.array([np.repeat(np.arange(V), np.rint(10 * class_weights()[k]).astype(int))
+                           for k in range(NUM_CLASSES)])
+assert _TICKET_TOKENS.shape == (NUM_CLASSES, TICKETS)
+_TICKET_TOKENS_FLAT = _TICKET_TOKENS.reshape(-1).astype(np.intp)
+#: Tickets per chunk of :func:`counts_from_tickets` (its scratch arrays stay in cache).
+_CHUNK_TICKETS = 2 ** 15
+
+
+def draw_tickets(rng, shape, seq_len):
+    """The context tickets of sequences of leading ``shape``: ``shape + (seq_len - 2,)``
+    int16 uniform on ``[0, TICKETS)``, one :meth:`numpy.random.Generator.integers` call."""
+    return rng.integers(0, TICKETS, size=tuple(shape) + (seq_len - 2,), dtype=np.int16)
+
+
+def tickets_to_tokens(classes, tickets):
+    """Token ids ``(..., T)`` of context tickets ``(..., T)`` of sequences of class ``classes`` ``(...)``."""
+    idx = np.asarray(classes)[..., None] * TICKETS + tickets
+    return _TICKET_TOKENS_FLAT[idx]
+
+
+def counts_from_tickets(classes, tickets, last, out=None):
+    """Token-count vectors ``(..., V)`` float64 of the context tickets ``(..., T)`` plus the
+    last input token ``last`` ``(...)``: a table look-up and a :func:`numpy.bincount` for
+    all sequences (any leading shape, e.g. steps x seeds x batch).
+
+    Done in chunks of about :data:`_CHUNK_TICKETS` tickets with scratch arrays
+    allocated once: the counts are exact integers, so the result does not depend on
+    the chunking, and the temporaries stay in cache instead of costing fresh pages
+    for every array (a fresh megabyte costs more than the look-up itself).  ``out``:
+    an optional float64 array of the result's shape to write into (the trainer
+    reuses one buffer across epochs)."""
+    classes = np.asarray(classes)
+    n = classes.size
+    tickets = np.asarray(tickets).reshape(n, -1)
+    base = (classes.reshape(-1, 1) * TICKETS).astype(tickets.dtype)
+    last = np.asarray(last).reshape(-1)
+    shape = classes.shape + (V,)
+    if out is None:
+        out = np.empty(shape)
+    elif out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:
+        raise ValueError(f"out must be a C-contiguous float64 array of shape {shape}")
+    result, out = out, out.reshape(-1)
+    T = tickets.shape[1]
+    c = max(1, min(n, _CHUNK_TICKETS // max(T, 1)))          # sequences per chunk
+    idx = np.empty((c, T), dtype=tickets.dtype)
+    tok = np.empty((c, T), dtype=np.intp)
+    rows = np.arange(c) * V
+    for s0 in range(0, n, c):
+        m = min(c, n - s0)
+        np.add(tickets[s0:s0 + m], base[s0:s0 + m], out=idx[:m])
+        np.take(_TICKET_TOKENS_FLAT, idx[:m], out=tok[:m])
+        tok[:m] += rows[:m, None]
+        flat = np.bincount(tok[:m].reshape(-1), minlength=m * V)
+        flat[rows[:m] + last[s0:s0 + m]] += 1
+        out[s0 * V:(s0 + m) * V] = flat
+    return result
 
 
 def sample_fig2_batches(rng: np.random.Generator, n_batches: int, batch_size: int,
@@ -144,18 +200,32 @@ def sample_fig2_batches(rng: np.random.Generator, n_batches: int, batch_size: in
     """Draw ``n_batches`` Figure-2 batches (class uniform per sequence).
 
     The generator is consumed in a fixed order (classes of all batches, then
-    the context counts), so the result depends only on the generator state and
-    the arguments.  Returns a :class:`Batch` with leading shape
+    the context tickets, :func:`draw_fig2_tickets`), so the result depends only
+    on the generator state and the arguments.  Returns a :class:`Batch` with leading shape
     ``(n_batches, batch_size)``; the query token is included in ``counts``.
     """
     n_batches = check_int("n_batches", n_batches, 1)
     batch_size = check_int("batch_size", batch_size, 1)
     seq_len = check_int("seq_len", seq_len, 3)
+    classes, tickets = draw_fig2_tickets(rng, n_batches, batch_size, seq_len)
+    return fig2_batch_from_tickets(classes, tickets)
+
+
+def draw_fig2_tickets(rng: np.random.Generator, n_batches: int, batch_size: int, seq_len: int = 64):
+    """The random draws of :func:`sample_fig2_batches`: ``(classes, tickets)``, shapes
+    ``(n_batches, batch_size)`` and ``(n_batches, batch_size, seq_len - 2)``.
+
+    Cheap per generator; :func:`fig2_batch_from_tickets` turns the draws of many
+    generators (stacked along any axis) into counts in one pass."""
     classes = rng.integers(0, NUM_CLASSES, size=(n_batches, batch_size))
-    counts = _context_counts(rng, classes, seq_len)
+    return classes, draw_tickets(rng, classes.shape, seq_len)
+
+
+def fig2_batch_from_tickets(classes, tickets, out=None) -> Batch:
+    """The Figure-2 :class:`Batch` of drawn ``classes`` ``(...)`` and ``tickets`` ``(..., T)``
+    (``out``: optional buffer for the counts, see :func:`counts_from_tickets`)."""
     query = QUERY_TOKENS[classes]
-    np.put_along_axis(counts, query[..., None], np.take_along_axis(counts, query[..., None], -1) + 1, -1)
-    return Batch(counts, query, LABEL_TOKENS[classes], classes)
+    return Batch(counts_from_tickets(classes, tickets, query, out), query, LABEL_TOKENS[classes], classes)
 
 
 def sample_fig3_batches(rng: np.random.Generator, n_batches: int, batch_size: int = 128,
@@ -174,9 +244,8 @@ def sample_fig3_batches(rng: np.random.Generator, n_batches: int, batch_size: in
     seq_len = check_int("seq_len", seq_len, 3)
     base = np.repeat(np.arange(NUM_CLASSES), batch_size // NUM_CLASSES)
     classes = rng.permuted(np.broadcast_to(base, (n_batches, batch_size)), axis=-1)
-    counts = _context_counts(rng, classes, seq_len)
     last = LABEL_TOKENS[classes]
-    np.put_along_axis(counts, last[..., None], np.take_along_axis(counts, last[..., None], -1) + 1, -1)
+    counts = counts_from_tickets(classes, draw_tickets(rng, classes.shape, seq_len), last)
     return Batch(counts, last, QUERY_TOKENS[classes], classes)
 
 
@@ -185,18 +254,18 @@ def sample_fig2_sequences(rng: np.random.Generator, batch_size: int, seq_len: in
 
     Returns ``(tokens, target)``: ``tokens`` ``(batch_size, seq_len - 1)`` int
     token ids (``seq_len - 2`` context tokens drawn i.i.d. from the class
-    distribution with :meth:`numpy.random.Generator.choice`, then the query
-    token), ``target`` ``(batch_size,)`` the label token.  This is the
-    authors' layout literally; :func:`sequences_to_counts` reduces it to the
-    count representation used for training.
+    distribution as uniform tickets, then the query token), ``target``
+    ``(batch_size,)`` the label token.  This is the authors' layout literally;
+    it consumes the generator like ``sample_fig2_batches(rng, 1, batch_size,
+    seq_len)``, whose counts are exactly :func:`sequences_to_counts` of these
+    tokens.
     """
     batch_size = check_int("batch_size", batch_size, 1)
     seq_len = check_int("seq_len", seq_len, 3)
-    probs = class_probabilities()
-    classes = rng.integers(0, NUM_CLASSES, size=batch_size)
+    classes, tickets = draw_fig2_tickets(rng, 1, batch_size, seq_len)
+    classes, tickets = classes[0], tickets[0]
     tokens = np.empty((batch_size, seq_len - 1), dtype=np.int64)
-    for i, k in enumerate(classes):
-        tokens[i, :-1] = rng.choice(V, size=seq_len - 2, p=probs[k])
+    tokens[:, :-1] = tickets_to_tokens(classes, tickets)
     tokens[:, -1] = QUERY_TOKENS[classes]
     return tokens, LABEL_TOKENS[classes]
 

@@ -169,19 +169,19 @@ def unstack_params(params: dict) -> list:
 
 
 def _tr(a):
-    return np.swapaxes(a, -1, -2)
+    return a.swapaxes(-1, -2)
 
 
 def _score_table(params, ids):
     """Rows ``A[ids, :]`` of the score matrix, ``(..., U, V)``, for the sorted distinct
-    query ids ``ids``; also ``W_Q[:, ids]^T`` ``(..., U, V)`` for factorized attention, else None.
+    query ids ``ids``; also ``W_Q[:, ids]`` ``(..., V, U)`` for factorized attention, else None.
 
     Every sequence with query ``q`` uses row ``A[q, :]``, so only the ``U`` distinct
     rows (4 in the paper's task) are computed and exponentiated."""
     if "W_QK" in params:
         return params["W_QK"][..., ids, :], None
-    wqt_ids = np.ascontiguousarray(_tr(params["W_Q"][..., :, ids]))         # (..., U, V)
-    return np.matmul(wqt_ids, params["W_K"]), wqt_ids
+    wq_ids = params["W_Q"][..., :, ids]                                      # (..., V, U)
+    return np.matmul(_tr(wq_ids), params["W_K"]), wq_ids
 
 
 def _query_slots(query, ids, lead=None):
@@ -215,9 +215,9 @@ def _attention(table, counts, slot):
     e = table - table.max(axis=-1, keepdims=True)
     e *= 1.0 / _SQRT_V
     np.exp(e, out=e)
-    e = np.take(e.reshape(-1, V), slot, axis=0)
+    e = e.reshape(-1, V).take(slot, axis=0)
     e *= counts
-    z = e.sum(axis=-1, keepdims=True)
+    z = np.einsum("...v->...", e)[..., None]
     if z.min() < 1e-280:
         bad = z < 1e-280
         rows = np.take(table.reshape(-1, V), slot, axis=0)
@@ -226,7 +226,7 @@ def _attention(table, counts, slot):
         e2 = np.exp(s) * counts
         e = np.where(bad, e2, e)
         z = np.where(bad, e2.sum(axis=-1, keepdims=True), z)
-    e /= z
+    e *= 1.0 / z
     return e
 
 
@@ -244,24 +244,40 @@ def _log_softmax(z):
     return shifted - lse
 
 
-def _cross_entropy(z, target, weights, grad: bool, tidx=None):
+def _cross_entropy(z, target, weights, grad: bool, tidx=None, scale=1.0):
     r"""Weighted cross-entropy of logits ``z`` ``(..., B, V)`` at ``target``
     ``(..., B)``: :math:`\sum_b w_b(\log\sum_v e^{z_{bv}} - z_{b,y_b})`, with
-    :math:`w_b = 1/B` unless ``weights`` are given; and, if ``grad``, its
-    gradient with respect to ``z`` (else None).
+    :math:`w_b = 1/B` unless ``weights`` are given; and, if ``grad``, ``scale``
+    times its gradient with respect to ``z`` (else None).
 
     ``z`` is overwritten (it becomes the gradient). ``tidx``, the flat index of
     the targets in ``z`` (:func:`_target_index`), may be passed precomputed by
     the trainer's hot path; otherwise it is computed from ``target`` (broadcast
-    over stacked runs)."""
+    over stacked runs).
+
+    Log-sum-exp is shifted by the largest logit of each run (one constant per
+    stacked run, so a run's numbers do not depend on what it is stacked with; a
+    reduction over whole runs is several times cheaper than one per row).  If
+    some logit of a run then lies below -600, a row could underflow (its sum
+    < 1e-260), and every row of that run is shifted by its own maximum instead."""
     if tidx is None:
         if target.shape != z.shape[:-1]:                      # targets shared by stacked runs
             target = np.broadcast_to(target, z.shape[:-1])
         tidx = _target_index(target)
-    z -= z.max(axis=-1, keepdims=True)
-    zy = np.take(z, tidx).reshape(z.shape[:-1])
+    if not z.flags.c_contiguous:
+        z = np.ascontiguousarray(z)
+    lead = z.shape[:-2]
+    runs = z.reshape(lead + (-1,))                            # a view: one row per run
+    runs -= runs.max(axis=-1, keepdims=True)
+    if z.min() < -600.0:
+        deep = runs.min(axis=-1) < -600.0                     # decided per run
+        if lead:
+            z[deep] -= z[deep].max(axis=-1, keepdims=True)
+        else:
+            z -= z.max(axis=-1, keepdims=True)
+    zy = z.take(tidx).reshape(z.shape[:-1])
     p = np.exp(z, out=z)
-    ssum = p.sum(axis=-1, keepdims=True)
+    ssum = np.einsum("...v->...", p)[..., None]
     per_seq = np.log(ssum)[..., 0] - zy
     B = z.shape[-2]
     if weights is None:
@@ -271,12 +287,14 @@ def _cross_entropy(z, target, weights, grad: bool, tidx=None):
         loss = (per_seq * weights).sum(axis=-1)
     if not grad:
         return loss, None
-    p /= ssum
-    p.reshape(-1)[tidx] -= 1.0
+    # scale * w_b (softmax(z_b) - e_{y_b}), scaled in one pass
     if weights is None:
-        p /= B
+        p *= scale / (ssum * B)
+        p.reshape(-1)[tidx] -= scale / B
     else:
-        p *= weights[..., None]
+        w = scale * weights
+        p *= w[..., None] / ssum
+        p.reshape(-1)[tidx] -= np.broadcast_to(w, p.shape[:-1]).reshape(-1)
     return loss, p
 
 
@@ -320,7 +338,7 @@ def query_onehot_t(query, ids=None) -> np.ndarray:
 
 
 def loss_and_grad(params: dict, counts, query, target, *, weights=None, grad: bool = True,
-                  _query_set=None, _sparse_qk=False):
+                  _query_set=None, _sparse_qk=False, _rates=None):
     r"""Batch loss and its gradients for the Figure-2 model.
 
     Parameters
@@ -339,8 +357,14 @@ def loss_and_grad(params: dict, counts, query, target, *, weights=None, grad: bo
     grad : bool
         Also return the gradients (default True).
     _sparse_qk : bool
-        Private (the trainer's hot path): return only the non-zero rows of the
-        ``W_QK`` gradient, rows ``ids = np.unique(query)``, ``(..., U, V)``.
+        Private (the trainer's hot path): return only the non-zero block of the
+        query-side gradient, ``W_QK`` rows ``ids`` ``(..., U, V)`` or ``W_Q``
+        columns ``ids`` ``(..., V, U)``, ``ids = np.unique(query)``.
+    _rates : tuple of float, optional
+        Private (the trainer's hot path): ``(lr_qk, lr_ov)``; return each
+        circuit's gradient times its learning rate, the SGD step, with the
+        rates folded into scalings the backward pass does anyway (no extra
+        pass over the parameters).
 
     Returns
     -------
@@ -358,12 +382,13 @@ def loss_and_grad(params: dict, counts, query, target, *, weights=None, grad: bo
         tidx = None                                           # from target, broadcast if stacked
     else:       # the trainer's hot path, inputs already checked: (U,), (..., U, B), (..., B), (N,)
         ids, onehot_t, slot, tidx = _query_set
-    table, wqt_ids = _score_table(params, ids)
+    table, wq_ids = _score_table(params, ids)
     if _query_set is None:
         slot = _query_slots(query, ids, table.shape[:-2])
     a = _attention(table, counts, slot)
     z, h = _logits(params, a)
-    loss, gz = _cross_entropy(z, target, weights, grad, tidx)  # gz: (..., B, V)
+    lr_qk, lr_ov = (1.0, 1.0) if _rates is None else _rates
+    loss, gz = _cross_entropy(z, target, weights, grad, tidx, lr_ov)   # gz: lr_ov dL/dz (..., B, V)
     if not grad:
         return loss, None
     grads = {}
@@ -376,24 +401,25 @@ def loss_and_grad(params: dict, counts, query, target, *, weights=None, grad: bo
         gh = np.matmul(gz, params["W_O"])
         grads["W_V"] = np.matmul(_tr(gh), a)
         gc = np.matmul(gh, params["W_V"])
-    gs = gc - (a * gc).sum(axis=-1, keepdims=True)
-    gs *= a
-    gs /= _SQRT_V                                             # dL/dA[q, :] per sequence
-    # dL/dA = E^T gs (E: one-hot queries): only the rows of the distinct queries are non-zero
+    gs = gc - np.einsum("...v,...v->...", a, gc)[..., None]
+    gs *= a                                                   # sqrt(V) dL/dA[q, :] per sequence
+    # dL/dA = E^T gs / sqrt(V) (E: one-hot queries): only the rows of the distinct queries are non-zero
     dA_rows = np.matmul(onehot_t, gs)                         # (..., U, V)
-    if wqt_ids is None:
+    dA_rows *= 1.0 / _SQRT_V if _rates is None else lr_qk / (lr_ov * _SQRT_V)
+    if wq_ids is None:
         grads["W_QK"] = dA_rows
     else:
-        # dW_Q = W_K dA^T, dW_K = W_Q dA = sum_b W_Q[:, q_b] gs_b^T
-        dA = np.zeros(gs.shape[:-2] + (V, V))
-        dA[..., ids, :] = dA_rows
-        grads["W_Q"] = np.matmul(params["W_K"], _tr(dA))
-        qrows = np.take(wqt_ids.reshape(-1, V), slot, axis=0)         # W_Q[:, q_b]^T, (..., B, V)
-        grads["W_K"] = np.matmul(_tr(qrows), gs)
-    if wqt_ids is None and not _sparse_qk:
+        # dW_Q = W_K dA^T (non-zero in the columns ids only), dW_K = W_Q dA = W_Q[:, ids] dA_rows
+        grads["W_Q"] = np.matmul(params["W_K"], _tr(dA_rows))       # (..., V, U)
+        grads["W_K"] = np.matmul(wq_ids, dA_rows)
+    if not _sparse_qk:
+        qk = "W_QK" if wq_ids is None else "W_Q"
         full = np.zeros(gs.shape[:-2] + (V, V))
-        full[..., ids, :] = dA_rows
-        grads["W_QK"] = full
+        if wq_ids is None:
+            full[..., ids, :] = grads[qk]
+        else:
+            full[..., :, ids] = grads[qk]
+        grads[qk] = full
     return loss, {k: grads[k] for k in params}
 
 

@@ -224,7 +224,6 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None) -> list:
     rngs = [np.random.default_rng(s) for s in seeds]
     params = models.stack_params([models.init_params(c.parameterization, c.init, r) for r in rngs])
     keys = list(params)
-    circuit = {k: models.circuit_of(k) for k in keys}
     K = c.steps_per_epoch
     scheduled = c.epochs * K               # the ramp's T (the notebooks' total_steps)
     total = c.total_steps
@@ -238,15 +237,23 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None) -> list:
     steps_done = [0] * n
     final = [None] * n
     step = 0
+    buffer = None
     for epoch in range(c.epochs):
         k_this = min(K, total - step)
         if k_this <= 0:
             break
-        chunks = [data.sample_fig2_batches(rngs[i], k_this, c.batch_size, c.seq_len) for i in active]
-        counts = np.stack([b.counts for b in chunks], axis=1)      # (K, S, B, V)
-        query = np.stack([b.query for b in chunks], axis=1)
-        target_ids = np.stack([b.target for b in chunks], axis=1)
+        # each seed draws from its own stream; all seeds' draws become counts in one pass
+        draws = [data.draw_fig2_tickets(rngs[i], k_this, c.batch_size, c.seq_len) for i in active]
+        shape = (k_this, len(active), c.batch_size, data.V)
+        if buffer is None or buffer.shape != shape:
+            buffer = np.empty(shape)                                # reused: no fresh pages per epoch
+        batch = data.fig2_batch_from_tickets(np.stack([d[0] for d in draws], axis=1),
+                                             np.stack([d[1] for d in draws], axis=1), out=buffer)
+        counts, query, target_ids = batch.counts, batch.query, batch.target   # (K, S, B, ...)
         qids = np.flatnonzero(np.bincount(query.reshape(-1), minlength=data.V))   # sorted distinct
+        # the update's index of those rows (W_QK) / columns (W_Q): a slice when consecutive
+        # (the paper's queries 5..8), a view instead of a fancy-indexed copy and write-back
+        qsel = slice(qids[0], qids[-1] + 1) if qids[-1] - qids[0] + 1 == qids.size else qids
         onehot_t = models.query_onehot_t(query, qids)              # (K, S, U, B)
         # flat gather indices of every step: score-table row of each sequence, target logit
         slots = models._query_slots(query, qids, lead=(len(active),))   # (K, S, B)
@@ -254,19 +261,20 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None) -> list:
         tidx -= (np.arange(k_this) * tidx.shape[1] * data.V)[:, None]
         losses = np.empty((len(active), k_this))    # (S, K): row sums are stack-independent
         for k in range(k_this):
-            loss, grads = models.loss_and_grad(params, counts[k], query[k], target_ids[k],
-                                               _query_set=(qids, onehot_t[k], slots[k], tidx[k]),
-                                               _sparse_qk=True)
-            losses[:, k] = loss
             lr_qk = c.lr_qk if ramp == 1.0 else c.lr_qk * (1.0 + (ramp - 1.0) * step / scheduled)
-            for key in keys:
-                g = grads[key]
-                g *= lr_qk if circuit[key] == "QK" else c.lr_ov
+            loss, steps = models.loss_and_grad(params, counts[k], query[k], target_ids[k],
+                                               _query_set=(qids, onehot_t[k], slots[k], tidx[k]),
+                                               _sparse_qk=True, _rates=(lr_qk, c.lr_ov))
+            losses[:, k] = loss
+            for key in keys:                         # steps[key] = learning rate x gradient
+                d = steps[key]
                 w = params[key]
-                if g.shape == w.shape:
-                    w -= g
-                else:                                # W_QK: only the rows of the distinct queries
-                    w[..., qids, :] -= g
+                if d.shape == w.shape:
+                    w -= d
+                elif key == "W_QK":                  # only the rows of the distinct queries
+                    w[..., qsel, :] -= d
+                else:                                # W_Q: only the columns of the distinct queries
+                    w[..., :, qsel] -= d
             step += 1
         sums = losses.sum(axis=1)
         for j, i in enumerate(active):
