@@ -17,7 +17,12 @@ For each parameterization it times, over the same number of SGD steps
 
 and prints ms/step, the speed-up of ``five`` over five plain single-seed runs
 (``5 * plain / five``, and the same with ``plain-tickets``) and over five
-``one`` runs.  Timings are the best of
+``one`` runs.  It also times the matrix products alone of one five-seed step
+(:func:`matmul_floor`: the forward and backward products of the output
+circuit and the attention's score gradient, ``(5, 32, 50) x (5, 50, 50)``
+float64): no stacked step can be faster than that, so ``5 * plain / floor``
+bounds the speed-up any NumPy float64 implementation of this step can reach
+(before sampling and every element-wise operation).  Timings are the best of
 ``--repeat`` rounds (the four timed in turn in every round); on a shared
 machine wall-clock timings are inflated and scattered by the load, and
 ``--clock cpu`` (process CPU time) gives steadier ratios.
@@ -93,6 +98,34 @@ def plain_loop(parameterization, steps, seed=0, lr=0.01, batch=32, seq_len=64, s
     return p
 
 
+def matmul_floor(parameterization, seeds=5, batch=32, repeat=2000, clock=time.perf_counter):
+    """Seconds per step of the matrix products alone of one stacked step (``seeds`` runs):
+    the logits and the output circuit's gradients (2 products for a collapsed output,
+    ``a W^T``, ``g^T a``, ``g W``; 6 for a factorized one) with operands laid out as the
+    trainer's (weights ``(S, V, V)`` C-contiguous, activations ``(S, B, V)``)."""
+    rng = np.random.default_rng(0)
+    V = data.V
+    a, g = rng.random((seeds, batch, V)), rng.random((seeds, batch, V))
+    W1, W2 = rng.random((seeds, V, V)), rng.random((seeds, V, V))
+    T = (lambda x: x.swapaxes(-1, -2))
+    if parameterization[2] == "C":
+        def step():
+            np.matmul(a, T(W1)), np.matmul(T(g), a), np.matmul(g, W1)
+    else:
+        def step():
+            h = np.matmul(a, T(W1))
+            np.matmul(h, T(W2)), np.matmul(T(g), h), np.matmul(g, W2)
+            np.matmul(T(g), a), np.matmul(g, W1)
+    step()
+    best = np.inf
+    for _ in range(3):
+        t0 = clock()
+        for _ in range(repeat):
+            step()
+        best = min(best, (clock() - t0) / repeat)
+    return best
+
+
 def _best_interleaved(funs, repeat, clock):
     """Best time of each function over ``repeat`` rounds, the functions interleaved in every
     round so that a burst of load on a shared machine hits all of them alike."""
@@ -121,15 +154,16 @@ def main(argv=None):
     print(f"steps per timing: {steps}; {args.clock} clock; load average {os.getloadavg()[0]:.2f} "
           f"on {os.cpu_count()} CPUs")
     print("param   plain ms/step  plain-tickets   one ms/step   five ms/step   5*plain/five"
-          "   5*plain-tickets/five   5*one/five")
+          "   5*plain-tickets/five   5*one/five   floor ms/step   5*plain/floor")
     for p in args.parameterizations.split(","):
         cfg = sgd.Fig2Config(p, epochs=max(1, steps // K), steps_per_epoch=K, stop="none", init="uniform")
         funs = [lambda: plain_loop(p, steps), lambda: plain_loop(p, steps, sampler="tickets"),
                 lambda: sgd.train_fig2(cfg, [1234]), lambda: sgd.train_fig2(cfg, [1234, 1235, 1236, 1237, 1238])]
         t_plain, t_plain_t, t_one, t_five = (t / steps for t in _best_interleaved(funs, args.repeat, clock))
+        floor = matmul_floor(p, clock=clock)
         print(f"{p}    {1e3 * t_plain:13.3f}  {1e3 * t_plain_t:13.3f}   {1e3 * t_one:11.3f}   "
               f"{1e3 * t_five:12.3f}   {5 * t_plain / t_five:12.2f}   {5 * t_plain_t / t_five:20.2f}"
-              f"   {5 * t_one / t_five:10.2f}")
+              f"   {5 * t_one / t_five:10.2f}   {1e3 * floor:13.3f}   {5 * t_plain / floor:13.2f}")
 
 
 if __name__ == "__main__":
