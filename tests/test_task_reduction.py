@@ -123,6 +123,37 @@ def test_invariance_check_can_fail():
         red.family_odes[c] = original
 
 
+def test_invariance_check_can_fail_exact():
+    """exact=True: the cheap zero proof does not vouch for a wrong flow; the residual is reported."""
+    red = reduce_task("paper", "CACO")
+    c = red.coordinates[0].symbol
+    original = red.family_odes[c]
+    red.family_odes[c] = original * 2
+    try:
+        res = invariance_residual("paper", "CACO", 2)
+        assert res != [] and all(not is_zero_exactly(d) for _, d in res)
+    finally:
+        red.family_odes[c] = original
+
+
+def test_invariance_exact_m3_needs_no_simplify(monkeypatch):
+    """The M = 3 residuals are proved zero by the exp-as-symbols test alone (simplify never runs)."""
+    import derivations.task_reduction as tr
+    reduce_task("shared-irrelevant", "CACO")   # the derivation itself may simplify
+
+    def no_simplify(*args, **kwargs):
+        raise AssertionError("sympy.simplify called: the fast zero proof did not decide a residual")
+    monkeypatch.setattr(tr.sp, "simplify", no_simplify)
+    assert invariance_residual("shared-irrelevant", "CACO", 3, {"u": 2}) == []
+
+
+def test_invariance_exact_falls_back_to_simplify(monkeypatch):
+    """A residual the fast test cannot prove zero is still decided exactly, by simplify."""
+    import derivations.task_reduction as tr
+    monkeypatch.setattr(tr, "is_zero_exactly", lambda expr: False)
+    assert invariance_residual("paper", "CACO", 2) == []
+
+
 # ---------------------------------------------------------------- the exact zero test on its own
 
 _x, _y, _z = sp.symbols("x y z", real=True)
