@@ -109,7 +109,7 @@ def exp_to_symbols(expr):
     >>> sp.simplify(rational.xreplace(meaning) - sp.exp(x) - sp.exp(3 * x / 2))
     0
     """
-    if not isinstance(expr, sp.Basic):
+    if not isinstance(expr, sp.Expr):
         raise ValueError(f"expr must be a SymPy expression; got {expr!r}")
     meaning, known, level = {}, {}, 0    # known: r -> (symbol, g), shared by the levels
     while True:
@@ -172,7 +172,7 @@ def is_zero_exactly(expr) -> bool:
     >>> is_zero_exactly(sp.exp(x) - 1 - x)
     False
     """
-    if not isinstance(expr, sp.Basic):
+    if not isinstance(expr, sp.Expr):
         raise ValueError(f"expr must be a SymPy expression; got {expr!r}")
     if expr == 0:
         return True

@@ -227,6 +227,8 @@ def test_fast_zero_test_rejects_bad_input():
         is_zero_exactly("exp(x) - exp(x)")
     with pytest.raises(ValueError, match="expr must be a SymPy expression"):
         exp_to_symbols(1.5)
+    with pytest.raises(ValueError, match="expr must be a SymPy expression"):
+        is_zero_exactly(sp.Eq(_x, _x + 1))
 
 
 @pytest.mark.slow
