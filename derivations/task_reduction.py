@@ -55,6 +55,7 @@ from functools import lru_cache
 
 import sympy as sp
 
+from .exp_zero import is_zero_exactly
 from .symbols import alpha as S_alpha
 from .symbols import (M, b, eta_K, eta_O, eta_OV, eta_Q, eta_QK, eta_V, m, mu_OV,
                       mu_QK, n)
@@ -609,8 +610,11 @@ def invariance_residual(task, parameterization: str = "CACO", M_value: int = 2, 
     evaluated on the family, minus ``sum_i dtheta_i/dt U_i`` of the reduced
     family flow. Returns the nonzero residual entries (``[]`` = exact).
 
-    ``exact=True``: every residual entry must simplify to 0 (after a 30-digit
-    evaluation at a random point that catches a wrong flow early).
+    ``exact=True``: every residual entry must be exactly 0: proved by
+    :func:`derivations.exp_zero.is_zero_exactly` (exponentials as powers of
+    independent symbols, numerator of one fraction expanded to 0), or else
+    by ``sympy.simplify`` after a 30-digit evaluation at a random point that
+    catches a wrong flow early.
     ``exact=False``: a residual counts as zero when it vanishes to 1e-20 at two
     random rational points (30 digits) -- fast, for the default tests."""
     task = _as_task(task)
@@ -649,8 +653,9 @@ def invariance_residual(task, parameterization: str = "CACO", M_value: int = 2, 
                 if diff == 0:
                     continue
                 if diff not in verdict:   # entries of one orbit often give the same expression: decide once
-                    if exact:
-                        verdict[diff] = _nonzero(diff, diff.free_symbols, rng, trials=1) or sp.simplify(diff) != 0
+                    if exact:   # proved zero cheaply, else a wrong flow caught numerically, else simplify decides
+                        verdict[diff] = not is_zero_exactly(diff) and (
+                            _nonzero(diff, diff.free_symbols, rng, trials=1) or sp.simplify(diff) != 0)
                     else:
                         verdict[diff] = _nonzero(diff, diff.free_symbols, rng, trials=2)
                 if verdict[diff]:

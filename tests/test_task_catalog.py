@@ -83,7 +83,7 @@ def _shipped_results():
 
 @pytest.mark.parametrize("name", ["derivations.task", "derivations.symmetry", "derivations.task_reduction",
                                   "derivations.task_catalog", "derivations.task_dynamics",
-                                  "derivations.task_latex"])
+                                  "derivations.task_latex", "derivations.exp_zero"])
 def test_module_doctests(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0

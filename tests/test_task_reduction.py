@@ -4,11 +4,14 @@ import random
 
 import pytest
 import sympy as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from derivations import reduction
 from derivations.symbols import M, b, eta_QK, eta_OV, m, mu_OV, mu_QK, n
 from derivations.symmetry import canonical, orbit_size, orbits_by_generators
 from derivations.task import get_task, n_c
+from derivations.exp_zero import exp_to_symbols, is_zero_exactly
 from derivations.task_reduction import (PARAMETERIZATIONS, basis_matrices, invariance_residual,
                                         reduce_task)
 
@@ -118,6 +121,114 @@ def test_invariance_check_can_fail():
         assert invariance_residual("paper", "CACO", 2, exact=False) != []
     finally:
         red.family_odes[c] = original
+
+
+def test_invariance_check_can_fail_exact():
+    """exact=True: the cheap zero proof does not vouch for a wrong flow; the residual is reported."""
+    red = reduce_task("paper", "CACO")
+    c = red.coordinates[0].symbol
+    original = red.family_odes[c]
+    red.family_odes[c] = original * 2
+    try:
+        res = invariance_residual("paper", "CACO", 2)
+        assert res != [] and all(not is_zero_exactly(d) for _, d in res)
+    finally:
+        red.family_odes[c] = original
+
+
+def test_invariance_exact_m3_needs_no_simplify(monkeypatch):
+    """The M = 3 residuals are proved zero by the exp-as-symbols test alone (simplify never runs)."""
+    import derivations.task_reduction as tr
+    reduce_task("shared-irrelevant", "CACO")   # the derivation itself may simplify
+
+    def no_simplify(*args, **kwargs):
+        raise AssertionError("sympy.simplify called: the fast zero proof did not decide a residual")
+    monkeypatch.setattr(tr.sp, "simplify", no_simplify)
+    assert invariance_residual("shared-irrelevant", "CACO", 3, {"u": 2}) == []
+
+
+def test_invariance_exact_falls_back_to_simplify(monkeypatch):
+    """A residual the fast test cannot prove zero is still decided exactly, by simplify."""
+    import derivations.task_reduction as tr
+    monkeypatch.setattr(tr, "is_zero_exactly", lambda expr: False)
+    assert invariance_residual("paper", "CACO", 2) == []
+
+
+# ---------------------------------------------------------------- the exact zero test on its own
+
+_x, _y, _z = sp.symbols("x y z", real=True)
+
+
+@pytest.mark.parametrize("expr", [
+    sp.exp(_x + _y) - sp.exp(_x) * sp.exp(_y),
+    sp.exp(2 * _x) - sp.exp(_x) ** 2,
+    sp.exp(3 * _x / 2) - sp.exp(_x / 2) ** 3,
+    1 / (1 + sp.exp(-_x)) - sp.exp(_x) / (sp.exp(_x) + 1),
+    sp.exp(_x) / (sp.exp(_x) + sp.exp(_y)) - 1 / (1 + sp.exp(_y - _x)),     # softmax, shifted
+    sp.exp(_x * _y + _z) / sp.exp(_z) - sp.exp(_y * _x),
+    sp.exp(_y / (1 + sp.exp(_x)) + _z) - sp.exp(_y / (1 + sp.exp(-_x) * sp.exp(2 * _x))) * sp.exp(_z),   # nested
+    (sp.exp(_x) - 1) / (sp.exp(_x / 2) - 1) - sp.exp(_x / 2) - 1,
+    sp.exp(_x * (_y + 1) - _x * _y - _x) - 1,     # an argument that expands to 0
+])
+def test_fast_zero_test_proves_identities(expr):
+    assert is_zero_exactly(expr)
+    rng = random.Random(3)
+    for _ in range(3):   # and each identity holds numerically (30 digits, |value| < 1e-25)
+        point = {s: sp.Rational(rng.randint(-30, 30), 11) for s in expr.free_symbols}
+        assert abs(sp.N(expr.subs(point), 30)) < 1e-25
+
+
+@pytest.mark.parametrize("expr", [
+    sp.exp(_x) - 1 - _x,
+    sp.exp(_x * _y) - sp.exp(_x) * sp.exp(_y),
+    sp.exp(_x + _y) - sp.exp(_x) - sp.exp(_y),
+    sp.exp(2 * _x) - 2 * sp.exp(_x),
+    sp.exp(_x) / (sp.exp(_x) + 1) - 1 / (1 + sp.exp(_x)),
+    sp.exp(sp.exp(_x)) - sp.exp(_x) ** 2,
+])
+def test_fast_zero_test_does_not_claim_non_identities(expr):
+    assert not is_zero_exactly(expr)
+
+
+def test_fast_zero_test_never_trusts_floating_point():
+    expr = sp.Add(sp.Float(2) * sp.exp(_x), -2 * sp.exp(_x), evaluate=False)
+    assert expr.has(sp.Float) and not is_zero_exactly(expr)
+
+
+def test_fast_zero_test_is_not_complete_but_falls_back_soundly():
+    """An identity hidden in a relation between exponents is not proved (False = not proved)."""
+    for expr in (sp.exp(_x / (_x + 1)) * sp.exp(1 / (_x + 1)) - sp.E,
+                 sp.exp(_y * sp.exp(_x) / (1 + sp.exp(_x))) - sp.exp(_y) * sp.exp(-_y / (1 + sp.exp(_x)))):
+        assert not is_zero_exactly(expr)
+        assert sp.simplify(expr) == 0
+
+
+def test_exp_to_symbols_meaning_restores_the_expression():
+    expr = sp.exp(_x) + sp.exp(3 * _x / 2) / (1 + sp.exp(_y - 2 * _x)) + sp.exp(_z * sp.exp(_x))
+    rational, meaning = exp_to_symbols(expr)
+    assert not rational.has(sp.exp)
+    assert all(e.is_integer for p in rational.atoms(sp.Pow) for e in [p.exp])
+    assert sp.simplify(sp.powsimp(sp.expand(rational.xreplace(meaning) - expr, power_exp=True))) == 0
+
+
+@given(st.lists(st.tuples(st.integers(-3, 3), st.integers(-3, 3), st.integers(1, 3)), min_size=1, max_size=4),
+       st.integers(-2, 2))
+@settings(max_examples=40, deadline=None)
+def test_fast_zero_test_on_random_sums_of_exponentials(terms, shift):
+    """sum_i exp(a_i x + b_i y) / d_i against its product form: zero; plus a perturbation: not claimed."""
+    lhs = sum(sp.exp((a * _x + c * _y) / d) for a, c, d in terms)
+    rhs = sum(sp.exp(a * _x / d) * sp.exp(c * _y / d) for a, c, d in terms)
+    assert is_zero_exactly(lhs - rhs)
+    assert not is_zero_exactly(lhs - rhs + shift * sp.exp(_x * _y)) or shift == 0
+
+
+def test_fast_zero_test_rejects_bad_input():
+    with pytest.raises(ValueError, match="expr must be a SymPy expression"):
+        is_zero_exactly("exp(x) - exp(x)")
+    with pytest.raises(ValueError, match="expr must be a SymPy expression"):
+        exp_to_symbols(1.5)
+    with pytest.raises(ValueError, match="expr must be a SymPy expression"):
+        is_zero_exactly(sp.Eq(_x, _x + 1))
 
 
 @pytest.mark.slow
