@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import sympy as sp
 
+from .exp_zero import is_zero_exactly
 from .factorization import factorized_reduced_odes
 from .model import (basis_matrix, canonical, check_parameterization, dalpha_dmu,  # noqa: F401
                     explicit_family_point, explicit_model, family, mu_QK_of_alpha)
@@ -123,9 +124,12 @@ def invariance_residual(M_value: int, parameterization: str = "CACO"):
     Computes the full gradient flow ``-eta dL/dW`` of every trained matrix
     with symbolic entries, evaluates it on the family (symbolic family
     coordinates), and subtracts the flow predicted by :func:`family_flow`
-    (``sum_i dtheta_i/dt U_i``). Returns the list of residual entries after
-    simplification: all zero means the gradient lies in the family's tangent
-    space *and* the reduced family flow is the model's flow.
+    (``sum_i dtheta_i/dt U_i``). Returns the list of residual entries that
+    are not zero: an entry is zero when :func:`derivations.exp_zero.is_zero_exactly`
+    proves it (exponentials as independent symbols, a rational function whose
+    numerator expands to 0), else when :func:`sympy.simplify` reduces it to 0.
+    An empty list means the gradient lies in the family's tangent space *and*
+    the reduced family flow is the model's flow.
     """
     em = explicit_model(M_value, parameterization)
     point = explicit_family_point(M_value, parameterization)
@@ -142,5 +146,10 @@ def invariance_residual(M_value: int, parameterization: str = "CACO"):
     residual = []
     for name, flow in em.gradient_flow().items():
         diff = flow.xreplace(subs) - predicted[name]      # atoms -> family point (structural)
-        residual.extend(x if x == 0 else sp.simplify(x) for x in diff)
-    return [x for x in residual if x != 0]
+        for x in diff:
+            if x == 0 or is_zero_exactly(x):              # proved zero (exponentials as symbols)
+                continue
+            x = sp.simplify(x)                            # not proved: simplify decides
+            if x != 0:
+                residual.append(x)
+    return residual
