@@ -141,6 +141,8 @@ _TICKET_TOKENS = np.array([np.repeat(np.arange(V), np.rint(10 * class_weights()[
                            for k in range(NUM_CLASSES)])
 assert _TICKET_TOKENS.shape == (NUM_CLASSES, TICKETS)
 _TICKET_TOKENS_FLAT = _TICKET_TOKENS.reshape(-1).astype(np.intp)
+_TICKET_TOKENS_INT16 = _TICKET_TOKENS_FLAT.astype(np.int16)
+_INT16_ROWS = (np.iinfo(np.int16).max + 1) // V          # rows whose "row * V + token" fit in int16
 #: Tickets per chunk of :func:`counts_from_tickets` (its scratch arrays stay in cache).
 _CHUNK_TICKETS = 2 ** 15
 
@@ -171,7 +173,8 @@ def counts_from_tickets(classes, tickets, last, out=None):
     classes = np.asarray(classes)
     n = classes.size
     tickets = np.asarray(tickets).reshape(n, -1)
-    base = (classes.reshape(-1, 1) * TICKETS).astype(tickets.dtype)
+    if tickets.size and (tickets.min() < 0 or tickets.max() >= TICKETS):
+        raise ValueError(f"tickets must lie in [0, {TICKETS}), got range [{tickets.min()}, {tickets.max()}]")
     last = np.asarray(last).reshape(-1)
     shape = classes.shape + (V,)
     if out is None:
@@ -180,15 +183,19 @@ def counts_from_tickets(classes, tickets, last, out=None):
         raise ValueError(f"out must be a C-contiguous float64 array of shape {shape}")
     result, out = out, out.reshape(-1)
     T = tickets.shape[1]
-    c = max(1, min(n, _CHUNK_TICKETS // max(T, 1)))          # sequences per chunk
-    idx = np.empty((c, T), dtype=tickets.dtype)
-    tok = np.empty((c, T), dtype=np.intp)
+    # sequences per chunk: cache-sized, and few enough that "row * V + token" fits in int16,
+    # so the look-up, the row offsets and the counting index stay 2-byte integers
+    c = max(1, min(n, _CHUNK_TICKETS // max(T, 1), _INT16_ROWS))
+    base = (classes.reshape(-1, 1) * TICKETS).astype(np.int16)
+    idx = np.empty((c, T), dtype=np.int16)
+    tok = np.empty((c, T), dtype=np.int16)
+    offsets = (np.arange(c) * V).astype(np.int16)[:, None]
     rows = np.arange(c) * V
     for s0 in range(0, n, c):
         m = min(c, n - s0)
         np.add(tickets[s0:s0 + m], base[s0:s0 + m], out=idx[:m])
-        np.take(_TICKET_TOKENS_FLAT, idx[:m], out=tok[:m])
-        tok[:m] += rows[:m, None]
+        np.take(_TICKET_TOKENS_INT16, idx[:m], out=tok[:m])
+        tok[:m] += offsets[:m]
         flat = np.bincount(tok[:m].reshape(-1), minlength=m * V)
         flat[rows[:m] + last[s0:s0 + m]] += 1
         out[s0 * V:(s0 + m) * V] = flat

@@ -237,18 +237,20 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None) -> list:
     steps_done = [0] * n
     final = [None] * n
     step = 0
-    buffer = None
+    buffers = {}                           # per-epoch arrays, reused: no fresh pages every epoch
     for epoch in range(c.epochs):
         k_this = min(K, total - step)
         if k_this <= 0:
             break
         # each seed draws from its own stream; all seeds' draws become counts in one pass
         draws = [data.draw_fig2_tickets(rngs[i], k_this, c.batch_size, c.seq_len) for i in active]
-        shape = (k_this, len(active), c.batch_size, data.V)
-        if buffer is None or buffer.shape != shape:
-            buffer = np.empty(shape)                                # reused: no fresh pages per epoch
+        lead = (k_this, len(active), c.batch_size)
+        if buffers.get("lead") != lead:
+            buffers = {"lead": lead, "counts": np.empty(lead + (data.V,)),
+                       "tickets": np.empty(lead + draws[0][1].shape[-1:], dtype=draws[0][1].dtype)}
         batch = data.fig2_batch_from_tickets(np.stack([d[0] for d in draws], axis=1),
-                                             np.stack([d[1] for d in draws], axis=1), out=buffer)
+                                             np.stack([d[1] for d in draws], axis=1, out=buffers["tickets"]),
+                                             out=buffers["counts"])
         counts, query, target_ids = batch.counts, batch.query, batch.target   # (K, S, B, ...)
         qids = np.flatnonzero(np.bincount(query.reshape(-1), minlength=data.V))   # sorted distinct
         # the update's index of those rows (W_QK) / columns (W_Q): a slice when consecutive
@@ -260,21 +262,25 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None) -> list:
         tidx = models._target_index(target_ids).reshape(k_this, -1)
         tidx -= (np.arange(k_this) * tidx.shape[1] * data.V)[:, None]
         losses = np.empty((len(active), k_this))    # (S, K): row sums are stack-independent
+        # W_QK's score rows are read through the same index (a view when it is a slice);
+        # factorized attention keeps the id array (its products stay on contiguous copies)
+        table_ids = qsel if "W_QK" in params else qids
+        # each parameter and the block a sparse step covers (W_QK rows / W_Q columns of the queries)
+        plan = [(params[key], (Ellipsis, qsel, slice(None)) if key == "W_QK" else (Ellipsis, slice(None), qsel))
+                for key in keys]
+        lr_ov = c.lr_ov
         for k in range(k_this):
             lr_qk = c.lr_qk if ramp == 1.0 else c.lr_qk * (1.0 + (ramp - 1.0) * step / scheduled)
             loss, steps = models.loss_and_grad(params, counts[k], query[k], target_ids[k],
-                                               _query_set=(qids, onehot_t[k], slots[k], tidx[k]),
-                                               _sparse_qk=True, _rates=(lr_qk, c.lr_ov))
+                                               _query_set=(table_ids, onehot_t[k], slots[k], tidx[k]),
+                                               _sparse_qk=True, _rates=(lr_qk, lr_ov))
             losses[:, k] = loss
-            for key in keys:                         # steps[key] = learning rate x gradient
-                d = steps[key]
-                w = params[key]
+            # steps[key] = learning rate x gradient, only the query rows/columns for W_QK/W_Q
+            for (w, block), d in zip(plan, steps.values()):
                 if d.shape == w.shape:
                     w -= d
-                elif key == "W_QK":                  # only the rows of the distinct queries
-                    w[..., qsel, :] -= d
-                else:                                # W_Q: only the columns of the distinct queries
-                    w[..., :, qsel] -= d
+                else:
+                    w[block] -= d
             step += 1
         sums = losses.sum(axis=1)
         for j, i in enumerate(active):
