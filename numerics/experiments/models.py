@@ -174,7 +174,7 @@ def _tr(a):
 
 def _score_table(params, ids):
     """Rows ``A[ids, :]`` of the score matrix, ``(..., U, V)``, for the sorted distinct
-    query ids ``ids``; also ``W_Q[:, ids]`` ``(..., V, U)`` for factorized attention, else None.
+    query ids ``ids`` (an index array, or a slice when they are consecutive); also ``W_Q[:, ids]`` ``(..., V, U)`` for factorized attention, else None.
 
     Every sequence with query ``q`` uses row ``A[q, :]``, so only the ``U`` distinct
     rows (4 in the paper's task) are computed and exponentiated."""
@@ -380,7 +380,7 @@ def loss_and_grad(params: dict, counts, query, target, *, weights=None, grad: bo
         ids = np.unique(query)
         onehot_t = query_onehot_t(query, ids) if grad else None
         tidx = None                                           # from target, broadcast if stacked
-    else:       # the trainer's hot path, inputs already checked: (U,), (..., U, B), (..., B), (N,)
+    else:       # the trainer's hot path, inputs already checked: ids (U,) or a slice, (..., U, B), (..., B), (N,)
         ids, onehot_t, slot, tidx = _query_set
     table, wq_ids = _score_table(params, ids)
     if _query_set is None:

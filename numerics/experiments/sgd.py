@@ -237,7 +237,7 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None) -> list:
     steps_done = [0] * n
     final = [None] * n
     step = 0
-    buffers = {}                           # per-epoch arrays, reused: no fresh pages every epoch
+    counts_buf = tickets_buf = None        # per-epoch arrays, reused: no fresh pages every epoch
     for epoch in range(c.epochs):
         k_this = min(K, total - step)
         if k_this <= 0:
@@ -245,12 +245,12 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None) -> list:
         # each seed draws from its own stream; all seeds' draws become counts in one pass
         draws = [data.draw_fig2_tickets(rngs[i], k_this, c.batch_size, c.seq_len) for i in active]
         lead = (k_this, len(active), c.batch_size)
-        if buffers.get("lead") != lead:
-            buffers = {"lead": lead, "counts": np.empty(lead + (data.V,)),
-                       "tickets": np.empty(lead + draws[0][1].shape[-1:], dtype=draws[0][1].dtype)}
+        if counts_buf is None or counts_buf.shape[:-1] != lead:
+            counts_buf = np.empty(lead + (data.V,))
+            tickets_buf = np.empty(lead + draws[0][1].shape[-1:], dtype=draws[0][1].dtype)
         batch = data.fig2_batch_from_tickets(np.stack([d[0] for d in draws], axis=1),
-                                             np.stack([d[1] for d in draws], axis=1, out=buffers["tickets"]),
-                                             out=buffers["counts"])
+                                             np.stack([d[1] for d in draws], axis=1, out=tickets_buf),
+                                             out=counts_buf)
         counts, query, target_ids = batch.counts, batch.query, batch.target   # (K, S, B, ...)
         qids = np.flatnonzero(np.bincount(query.reshape(-1), minlength=data.V))   # sorted distinct
         # the update's index of those rows (W_QK) / columns (W_Q): a slice when consecutive
@@ -265,9 +265,10 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None) -> list:
         # W_QK's score rows are read through the same index (a view when it is a slice);
         # factorized attention keeps the id array (its products stay on contiguous copies)
         table_ids = qsel if "W_QK" in params else qids
-        # each parameter and the block a sparse step covers (W_QK rows / W_Q columns of the queries)
-        plan = [(params[key], (Ellipsis, qsel, slice(None)) if key == "W_QK" else (Ellipsis, slice(None), qsel))
-                for key in keys]
+        # each parameter and the block its step covers when the step is sparse: the query
+        # rows of W_QK, the query columns of W_Q (every other step covers its whole matrix)
+        blocks = {"W_QK": (Ellipsis, qsel, slice(None)), "W_Q": (Ellipsis, slice(None), qsel)}
+        plan = [(params[key], blocks.get(key, Ellipsis)) for key in keys]
         lr_ov = c.lr_ov
         for k in range(k_this):
             lr_qk = c.lr_qk if ramp == 1.0 else c.lr_qk * (1.0 + (ramp - 1.0) * step / scheduled)
