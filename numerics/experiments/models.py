@@ -174,7 +174,8 @@ def _tr(a):
 
 def _score_table(params, ids):
     """Rows ``A[ids, :]`` of the score matrix, ``(..., U, V)``, for the sorted distinct
-    query ids ``ids`` (an index array, or a slice when they are consecutive); also ``W_Q[:, ids]`` ``(..., V, U)`` for factorized attention, else None.
+    query ids ``ids`` (an index array, or a slice when they are consecutive); also
+    ``W_Q[:, ids]`` ``(..., V, U)`` for factorized attention, else None.
 
     Every sequence with query ``q`` uses row ``A[q, :]``, so only the ``U`` distinct
     rows (4 in the paper's task) are computed and exponentiated."""
