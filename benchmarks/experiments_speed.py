@@ -19,8 +19,7 @@ and prints ms/step, the speed-up of ``five`` over five plain single-seed runs
 (``5 * plain / five``, and the same with ``plain-tickets``) and over five
 ``one`` runs.  It also times the matrix products alone of one five-seed step
 (:func:`matmul_floor`: the forward and backward products of the output
-circuit and the attention's score gradient, ``(5, 32, 50) x (5, 50, 50)``
-float64): no stacked step can be faster than that, so ``5 * plain / floor``
+circuit, ``(5, 32, 50) x (5, 50, 50)`` float64): no stacked step can be faster than that, so ``5 * plain / floor``
 bounds the speed-up any NumPy float64 implementation of this step can reach
 (before sampling and every element-wise operation).  Timings are the best of
 ``--repeat`` rounds (the four timed in turn in every round); on a shared
@@ -100,7 +99,7 @@ def plain_loop(parameterization, steps, seed=0, lr=0.01, batch=32, seq_len=64, s
 
 def matmul_floor(parameterization, seeds=5, batch=32, repeat=2000, clock=time.perf_counter):
     """Seconds per step of the matrix products alone of one stacked step (``seeds`` runs):
-    the logits and the output circuit's gradients (2 products for a collapsed output,
+    the logits and the output circuit's gradients (3 products for a collapsed output,
     ``a W^T``, ``g^T a``, ``g W``; 6 for a factorized one) with operands laid out as the
     trainer's (weights ``(S, V, V)`` C-contiguous, activations ``(S, B, V)``)."""
     rng = np.random.default_rng(0)
@@ -117,13 +116,11 @@ def matmul_floor(parameterization, seeds=5, batch=32, repeat=2000, clock=time.pe
             np.matmul(h, T(W2)), np.matmul(T(g), h), np.matmul(g, W2)
             np.matmul(T(g), a), np.matmul(g, W1)
     step()
-    best = np.inf
-    for _ in range(3):
-        t0 = clock()
+
+    def steps():
         for _ in range(repeat):
             step()
-        best = min(best, (clock() - t0) / repeat)
-    return best
+    return _best_interleaved([steps], 3, clock)[0] / repeat
 
 
 def _best_interleaved(funs, repeat, clock):
