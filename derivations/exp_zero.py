@@ -44,8 +44,7 @@ False
 """
 from __future__ import annotations
 
-from functools import reduce
-from math import gcd
+from math import gcd, lcm
 
 import sympy as sp
 
@@ -54,9 +53,7 @@ __all__ = ["exp_to_symbols", "is_zero_exactly"]
 
 def _rational_gcd(coefficients):
     """Largest rational g with every c / g an integer: gcd of numerators / lcm of denominators."""
-    num = reduce(gcd, (abs(c.p) for c in coefficients))
-    den = reduce(lambda a, c: a * c // gcd(a, c), (c.q for c in coefficients))
-    return sp.Rational(num, den)
+    return sp.Rational(gcd(*(c.p for c in coefficients)), lcm(*(c.q for c in coefficients)))
 
 
 def _split_argument(arg):
