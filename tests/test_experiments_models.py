@@ -325,7 +325,7 @@ def test_trainer_hot_path_is_rate_times_gradient(p):
     loss, grads = models.loss_and_grad(params, b.counts, b.query, b.target)
     qids = np.unique(b.query)
     hot = (qids, models.query_onehot_t(b.query, qids), models._query_slots(b.query, qids),
-           models._target_index(b.target))
+           models._target_index(b.target, class_axis=-2))
     lr_qk, lr_ov = 0.37, 0.011
     hot_loss, steps = models.loss_and_grad(params, b.counts, b.query, b.target, _query_set=hot,
                                            _sparse_qk=True, _rates=(lr_qk, lr_ov))
@@ -343,16 +343,21 @@ def test_trainer_hot_path_is_rate_times_gradient(p):
         np.testing.assert_allclose(steps[key], lr * full, rtol=1e-12, atol=1e-18 * lr)
 
 
-def test_cross_entropy_rows_far_below_the_run_maximum():
-    """One constant shift per run, and a per-row shift for a run with logits below -600:
-    losses and gradients stay finite and match log-sum-exp row by row (scipy), to 1e-12."""
+@pytest.mark.parametrize("class_axis", [-1, -2])
+def test_cross_entropy_rows_far_below_the_run_maximum(class_axis):
+    """One constant shift per run, and a per-row shift for a run with a row that underflows
+    (2000 below the rest); a row 640 below needs no fallback.  In both layouts, losses and
+    gradients stay finite and match log-sum-exp row by row (scipy), to 1e-12."""
     from scipy.special import logsumexp, softmax
     rng = np.random.default_rng(4)
     z = rng.normal(size=(2, 3, V))
     z[1, 2] -= 2000.0                           # run 1, row 2: all logits 2000 below the rest
-    z[0, 1] += 300.0
+    z[0, 1] += 640.0                            # run 0: rows 0 and 2 lie 640 below row 1
     target = np.array([[0, 3, 49], [1, 2, 40]])
-    loss, gz = models._cross_entropy(z.copy(), target, None, True)
+    zin = z.copy() if class_axis == -1 else np.ascontiguousarray(z.swapaxes(-1, -2))
+    loss, gz = models._cross_entropy(zin, target, None, True, class_axis=class_axis)
+    if class_axis == -2:
+        gz = gz.swapaxes(-1, -2)
     ref = (logsumexp(z, axis=-1) - np.take_along_axis(z, target[..., None], -1)[..., 0]).mean(-1)
     np.testing.assert_allclose(loss, ref, rtol=1e-12)
     expect = softmax(z, axis=-1)

@@ -175,6 +175,8 @@ def counts_from_tickets(classes, tickets, last, out=None):
     tickets = np.asarray(tickets).reshape(n, -1)
     if tickets.size and (tickets.min() < 0 or tickets.max() >= TICKETS):
         raise ValueError(f"tickets must lie in [0, {TICKETS}), got range [{tickets.min()}, {tickets.max()}]")
+    if n and (classes.min() < 0 or classes.max() >= NUM_CLASSES):
+        raise ValueError(f"classes must lie in [0, {NUM_CLASSES}), got range [{classes.min()}, {classes.max()}]")
     last = np.asarray(last).reshape(-1)
     shape = classes.shape + (V,)
     if out is None:

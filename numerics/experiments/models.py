@@ -198,9 +198,15 @@ def _query_slots(query, ids, lead=None):
     return slot
 
 
-def _target_index(target):
-    """Flat index of ``x[..., b, target[..., b]]`` in a C-contiguous ``(..., B, V)`` array."""
-    return np.arange(target.size) * V + target.reshape(-1)
+def _target_index(target, class_axis=-1):
+    """Flat index of the target entries of a C-contiguous logit array: ``x[..., b, target[..., b]]``
+    of ``(..., B, V)`` (``class_axis=-1``) or ``x[..., target[..., b], b]`` of ``(..., V, B)``
+    (``class_axis=-2``)."""
+    if class_axis == -1:
+        return np.arange(target.size) * V + target.reshape(-1)
+    B = target.shape[-1]
+    t = target.reshape(-1, B)
+    return ((np.arange(t.shape[0]) * (V * B))[:, None] + t * B + np.arange(B)).reshape(-1)
 
 
 def _attention(table, counts, slot):
@@ -213,13 +219,13 @@ def _attention(table, counts, slot):
     present ones that their terms would underflow (normalizer < 1e-280) is recomputed
     with the maximum over present tokens only (row by row, so stacking is irrelevant).
     """
-    e = table - table.max(axis=-1, keepdims=True)
+    e = table - np.maximum.reduce(table, axis=-1)[..., None]
     e *= 1.0 / _SQRT_V
     np.exp(e, out=e)
     e = e.reshape(-1, V).take(slot, axis=0)
     e *= counts
     z = np.einsum("...v->...", e)[..., None]
-    if z.min() < 1e-280:
+    if np.minimum.reduce(z, axis=None) < 1e-280:
         bad = z < 1e-280
         rows = np.take(table.reshape(-1, V), slot, axis=0)
         s = np.where(counts > 0, rows, -np.inf)
@@ -245,44 +251,56 @@ def _log_softmax(z):
     return shifted - lse
 
 
-def _cross_entropy(z, target, weights, grad: bool, tidx=None, scale=1.0):
-    r"""Weighted cross-entropy of logits ``z`` ``(..., B, V)`` at ``target``
-    ``(..., B)``: :math:`\sum_b w_b(\log\sum_v e^{z_{bv}} - z_{b,y_b})`, with
-    :math:`w_b = 1/B` unless ``weights`` are given; and, if ``grad``, ``scale``
-    times its gradient with respect to ``z`` (else None).
+def _cross_entropy(z, target, weights, grad: bool, tidx=None, scale=1.0, class_axis=-1):
+    r"""Weighted cross-entropy of logits ``z`` at ``target`` ``(..., B)``:
+    :math:`\sum_b w_b(\log\sum_v e^{z_{bv}} - z_{b,y_b})`, with :math:`w_b = 1/B`
+    unless ``weights`` are given; and, if ``grad``, ``scale`` times its gradient
+    with respect to ``z`` (else None), in the layout of ``z``.
 
-    ``z`` is overwritten (it becomes the gradient). ``tidx``, the flat index of
-    the targets in ``z`` (:func:`_target_index`), may be passed precomputed by
-    the trainer's hot path; otherwise it is computed from ``target`` (broadcast
-    over stacked runs).
+    ``z`` is ``(..., B, V)`` (``class_axis=-1``) or class-major ``(..., V, B)``
+    (``class_axis=-2``, the layout of :func:`loss_and_grad`'s products).  It is
+    overwritten. ``tidx``, the flat index of the
+    targets in ``z`` (:func:`_target_index`), may be passed precomputed by the
+    trainer's hot path; otherwise it is computed from ``target`` (broadcast over
+    stacked runs).
 
     Log-sum-exp is shifted by the largest logit of each run (one constant per
     stacked run, so a run's numbers do not depend on what it is stacked with; a
     reduction over whole runs is several times cheaper than one per row).  If
-    some logit of a run then lies below -600, a row could underflow (its sum
-    < 1e-260), and every row of that run is shifted by its own maximum instead."""
+    a row of a run then underflows (its sum of exponentials is below 1e-280: its
+    largest logit lies more than ~645 below the run's), every row of that run is
+    shifted by its own maximum instead."""
+    if class_axis == -1:
+        batch_shape, expand, sum_classes = z.shape[:-1], (lambda x: x[..., None]), "...v->..."
+    else:
+        batch_shape, expand, sum_classes = z.shape[:-2] + z.shape[-1:], (lambda x: x[..., None, :]), "...vb->...b"
     if tidx is None:
-        if target.shape != z.shape[:-1]:                      # targets shared by stacked runs
-            target = np.broadcast_to(target, z.shape[:-1])
-        tidx = _target_index(target)
+        if target.shape != batch_shape:                       # targets shared by stacked runs
+            target = np.broadcast_to(target, batch_shape)
+        tidx = _target_index(target, class_axis)
     if not z.flags.c_contiguous:
         z = np.ascontiguousarray(z)
     lead = z.shape[:-2]
     runs = z.reshape(lead + (-1,))                            # a view: one row per run
-    runs -= runs.max(axis=-1, keepdims=True)
-    if z.min() < -600.0:
-        deep = runs.min(axis=-1) < -600.0                     # decided per run
+    runs -= np.maximum.reduce(runs, axis=-1)[..., None]
+    zy = z.take(tidx).reshape(batch_shape)
+    p = np.exp(z)                                             # z is kept for the fallback below
+    ssum = np.einsum(sum_classes, p)
+    if np.minimum.reduce(ssum, axis=None) < 1e-280:
+        # a row far below its run's maximum underflowed: shift every row of that run by its own max
+        deep = np.minimum.reduce(ssum.reshape(lead + (-1,)), axis=-1) < 1e-280   # decided per run
         if lead:
-            z[deep] -= z[deep].max(axis=-1, keepdims=True)
+            z[deep] -= z[deep].max(axis=class_axis, keepdims=True)
         else:
-            z -= z.max(axis=-1, keepdims=True)
-    zy = z.take(tidx).reshape(z.shape[:-1])
-    p = np.exp(z, out=z)
-    ssum = np.einsum("...v->...", p)[..., None]
-    per_seq = np.log(ssum)[..., 0] - zy
-    B = z.shape[-2]
+            z -= z.max(axis=class_axis, keepdims=True)
+        zy = z.take(tidx).reshape(batch_shape)
+        np.exp(z, out=p)
+        ssum = np.einsum(sum_classes, p)
+    per_seq = np.log(ssum) - zy
+    ssum = expand(ssum)
+    B = batch_shape[-1]
     if weights is None:
-        loss = per_seq.sum(axis=-1) / B
+        loss = np.add.reduce(per_seq, axis=-1) / B
     else:
         weights = np.asarray(weights, dtype=float)
         loss = (per_seq * weights).sum(axis=-1)
@@ -294,8 +312,8 @@ def _cross_entropy(z, target, weights, grad: bool, tidx=None, scale=1.0):
         p.reshape(-1)[tidx] -= scale / B
     else:
         w = scale * weights
-        p *= w[..., None] / ssum
-        p.reshape(-1)[tidx] -= np.broadcast_to(w, p.shape[:-1]).reshape(-1)
+        p *= expand(w) / ssum
+        p.reshape(-1)[tidx] -= np.broadcast_to(w, batch_shape).reshape(-1)
     return loss, p
 
 
@@ -357,6 +375,11 @@ def loss_and_grad(params: dict, counts, query, target, *, weights=None, grad: bo
         :math:`\sum_b w_b \ell_b`.  Default :math:`1/B` (the batch mean).
     grad : bool
         Also return the gradients (default True).
+    _query_set : tuple, optional
+        Private (the trainer's hot path, inputs already checked): ``(ids,
+        onehot_t, slot, tidx)``, the distinct query ids (an array or a slice),
+        :func:`query_onehot_t`, :func:`_query_slots` and the targets' flat index
+        in the class-major logits, :func:`_target_index` ``(target, class_axis=-2)``.
     _sparse_qk : bool
         Private (the trainer's hot path): return only the non-zero block of the
         query-side gradient, ``W_QK`` rows ``ids`` ``(..., U, V)`` or ``W_Q``
@@ -387,25 +410,35 @@ def loss_and_grad(params: dict, counts, query, target, *, weights=None, grad: bo
     if _query_set is None:
         slot = _query_slots(query, ids, table.shape[:-2])
     a = _attention(table, counts, slot)
-    z, h = _logits(params, a)
+    # the output circuit works class-major, on transposed activations (..., V, B): then every
+    # product is W @ x, W^T @ x or x @ y, never a right factor read transposed (x @ W^T),
+    # which costs BLAS half as much again at these sizes
+    aT = np.ascontiguousarray(_tr(a))
+    if "W_OV" in params:
+        hT = None
+        zT = np.matmul(params["W_OV"], aT)
+    else:
+        hT = np.matmul(params["W_V"], aT)
+        zT = np.matmul(params["W_O"], hT)
     lr_qk, lr_ov = (1.0, 1.0) if _rates is None else _rates
-    loss, gz = _cross_entropy(z, target, weights, grad, tidx, lr_ov)   # gz: lr_ov dL/dz (..., B, V)
+    # gzT: lr_ov dL/dz, (..., V, B)
+    loss, gzT = _cross_entropy(zT, target, weights, grad, tidx, lr_ov, class_axis=-2)
     if not grad:
         return loss, None
     grads = {}
-    if h is None:
-        WOV = params["W_OV"]
-        grads["W_OV"] = np.matmul(_tr(gz), a)
-        gc = np.matmul(gz, WOV)
+    if hT is None:
+        grads["W_OV"] = np.matmul(gzT, a)
+        gcT = np.matmul(_tr(params["W_OV"]), gzT)
     else:
-        grads["W_O"] = np.matmul(_tr(gz), h)
-        gh = np.matmul(gz, params["W_O"])
-        grads["W_V"] = np.matmul(_tr(gh), a)
-        gc = np.matmul(gh, params["W_V"])
-    gs = gc - np.einsum("...v,...v->...", a, gc)[..., None]
-    gs *= a                                                   # sqrt(V) dL/dA[q, :] per sequence
+        grads["W_O"] = np.matmul(gzT, np.ascontiguousarray(_tr(hT)))
+        ghT = np.matmul(_tr(params["W_O"]), gzT)
+        grads["W_V"] = np.matmul(ghT, a)
+        gcT = np.matmul(_tr(params["W_V"]), ghT)
+    gsT = gcT                                                 # (a fresh array: updated in place)
+    gsT -= np.einsum("...vb,...vb->...b", aT, gcT)[..., None, :]
+    gsT *= aT                                                 # sqrt(V) dL/dA[q, :] per sequence, (..., V, B)
     # dL/dA = E^T gs / sqrt(V) (E: one-hot queries): only the rows of the distinct queries are non-zero
-    dA_rows = np.matmul(onehot_t, gs)                         # (..., U, V)
+    dA_rows = np.matmul(onehot_t, _tr(gsT))                   # (..., U, V)
     dA_rows *= 1.0 / _SQRT_V if _rates is None else lr_qk / (lr_ov * _SQRT_V)
     if wq_ids is None:
         grads["W_QK"] = dA_rows
@@ -415,7 +448,7 @@ def loss_and_grad(params: dict, counts, query, target, *, weights=None, grad: bo
         grads["W_K"] = np.matmul(wq_ids, dA_rows)
     if not _sparse_qk:
         qk = "W_QK" if wq_ids is None else "W_Q"
-        full = np.zeros(gs.shape[:-2] + (V, V))
+        full = np.zeros(gsT.shape[:-2] + (V, V))
         if wq_ids is None:
             full[..., ids, :] = grads[qk]
         else:

@@ -259,7 +259,7 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None) -> list:
         onehot_t = models.query_onehot_t(query, qids)              # (K, S, U, B)
         # flat gather indices of every step: score-table row of each sequence, target logit
         slots = models._query_slots(query, qids, lead=(len(active),))   # (K, S, B)
-        tidx = models._target_index(target_ids).reshape(k_this, -1)
+        tidx = models._target_index(target_ids, class_axis=-2).reshape(k_this, -1)   # class-major logits
         tidx -= (np.arange(k_this) * tidx.shape[1] * data.V)[:, None]
         losses = np.empty((len(active), k_this))    # (S, K): row sums are stack-independent
         # W_QK's score rows are read through the same index (a view when it is a slice);
