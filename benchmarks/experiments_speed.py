@@ -19,9 +19,10 @@ and prints ms/step, the speed-up of ``five`` over five plain single-seed runs
 (``5 * plain / five``, and the same with ``plain-tickets``) and over five
 ``one`` runs.  It also times the matrix products alone of one five-seed step
 (:func:`matmul_floor`: the forward and backward products of the output
-circuit, ``(5, 32, 50) x (5, 50, 50)`` float64): no stacked step can be faster than that, so ``5 * plain / floor``
-bounds the speed-up any NumPy float64 implementation of this step can reach
-(before sampling and every element-wise operation).  Timings are the best of
+circuit, each five float64 products of ``50 x 50`` or ``50 x 32`` factors):
+no stacked step can be faster than that, so ``5 * plain / floor`` bounds the
+speed-up any NumPy float64 implementation of this step can reach (before
+sampling and every element-wise operation).  Timings are the best of
 ``--repeat`` rounds (the four timed in turn in every round); on a shared
 machine wall-clock timings are inflated and scattered by the load, and
 ``--clock cpu`` (process CPU time) gives steadier ratios.
@@ -99,22 +100,23 @@ def plain_loop(parameterization, steps, seed=0, lr=0.01, batch=32, seq_len=64, s
 
 def matmul_floor(parameterization, seeds=5, batch=32, repeat=2000, clock=time.perf_counter):
     """Seconds per step of the matrix products alone of one stacked step (``seeds`` runs):
-    the logits and the output circuit's gradients (3 products for a collapsed output,
-    ``a W^T``, ``g^T a``, ``g W``; 6 for a factorized one) with operands laid out as the
-    trainer's (weights ``(S, V, V)`` C-contiguous, activations ``(S, B, V)``)."""
+    the logits and the output circuit's gradients, as the trainer computes them (class-major
+    activations ``(S, V, B)``, weights ``(S, V, V)`` C-contiguous): 3 products for a collapsed
+    output (``W a^T``, ``g^T a``, ``W^T g^T``), 6 for a factorized one."""
     rng = np.random.default_rng(0)
     V = data.V
-    a, g = rng.random((seeds, batch, V)), rng.random((seeds, batch, V))
+    a, aT = rng.random((seeds, batch, V)), rng.random((seeds, V, batch))
+    gT = rng.random((seeds, V, batch))
     W1, W2 = rng.random((seeds, V, V)), rng.random((seeds, V, V))
     T = (lambda x: x.swapaxes(-1, -2))
     if parameterization[2] == "C":
         def step():
-            np.matmul(a, T(W1)), np.matmul(T(g), a), np.matmul(g, W1)
+            np.matmul(W1, aT), np.matmul(gT, a), np.matmul(T(W1), gT)
     else:
         def step():
-            h = np.matmul(a, T(W1))
-            np.matmul(h, T(W2)), np.matmul(T(g), h), np.matmul(g, W2)
-            np.matmul(T(g), a), np.matmul(g, W1)
+            hT = np.matmul(W1, aT)
+            np.matmul(W2, hT), np.matmul(gT, a), np.matmul(T(W2), gT)
+            np.matmul(gT, a), np.matmul(T(W1), gT)
     step()
 
     def steps():

@@ -130,6 +130,37 @@ def test_batches_are_the_counts_of_the_explicit_sequences_and_stack_per_stream()
         np.testing.assert_array_equal(stacked.target[:, j], alone.target)
 
 
+def test_counts_from_tickets_rejects_bad_tickets_and_classes():
+    tickets = np.zeros((2, 5), dtype=np.int16)
+    with pytest.raises(ValueError, match=r"tickets must lie in \[0, 155\)"):
+        data.counts_from_tickets(np.array([0, 1]), tickets + 155, np.array([5, 6]))
+    with pytest.raises(ValueError, match=r"classes must lie in \[0, 4\)"):
+        data.counts_from_tickets(np.array([0, 4]), tickets, np.array([5, 6]))
+
+
+def test_uint16_counts_give_the_same_numbers():
+    """The trainer keeps counts as uint16: the same counts, and the same loss and gradients bit
+    for bit (an exact integer times a float64 is the same product); dtypes that cannot hold the
+    counts are refused."""
+    classes, tickets = data.draw_fig2_tickets(np.random.default_rng(3), 2, 16, 40)
+    query = data.QUERY_TOKENS[classes]
+    ref = data.counts_from_tickets(classes, tickets, query)
+    small = data.counts_from_tickets(classes, tickets, query, out=np.empty(ref.shape, dtype=np.uint16))
+    np.testing.assert_array_equal(small, ref)
+    with pytest.raises(ValueError, match="holds counts up to 39"):
+        data.counts_from_tickets(classes, tickets, query, out=np.empty(ref.shape, dtype=np.uint8))
+    params = models.stack_params([_params("CAFO", np.random.default_rng(s), 0.5) for s in (1, 2)])
+    target = data.LABEL_TOKENS[classes]
+    qids = np.unique(query)
+    hot = (qids, models.query_onehot_t(query, qids), models._query_slots(query, qids),
+           models._target_index(target, class_axis=-2))
+    out = [models.loss_and_grad(params, c, query, target, _query_set=hot, _sparse_qk=True, _rates=(0.1, 0.2))
+           for c in (ref, small)]
+    np.testing.assert_array_equal(out[0][0], out[1][0])
+    for key in params:
+        np.testing.assert_array_equal(out[0][1][key], out[1][1][key])
+
+
 def test_fig3_batches_balanced_and_swapped():
     b = data.sample_fig3_batches(np.random.default_rng(1), 3, 128, 64)
     for i in range(3):

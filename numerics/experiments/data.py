@@ -68,7 +68,7 @@ from ..validation import check_int
 
 __all__ = [
     "V", "NUM_CLASSES", "NUM_COMMON", "QUERY_TOKENS", "LABEL_TOKENS", "RELEVANT",
-    "TICKETS", "class_weights", "class_probabilities", "expected_counts",
+    "TICKETS", "EXACT_COUNT_DTYPES", "class_weights", "class_probabilities", "expected_counts",
     "Batch", "sample_fig2_batches", "sample_fig3_batches", "sample_fig2_sequences",
     "sequences_to_counts", "draw_tickets", "tickets_to_tokens", "counts_from_tickets",
     "draw_fig2_tickets", "fig2_batch_from_tickets",
@@ -143,6 +143,9 @@ assert _TICKET_TOKENS.shape == (NUM_CLASSES, TICKETS)
 _TICKET_TOKENS_FLAT = _TICKET_TOKENS.reshape(-1).astype(np.intp)
 _TICKET_TOKENS_INT16 = _TICKET_TOKENS_FLAT.astype(np.int16)
 _INT16_ROWS = (np.iinfo(np.int16).max + 1) // V          # rows whose "row * V + token" fit in int16
+#: Count dtypes :func:`counts_from_tickets` can write into, with the largest count each holds exactly.
+EXACT_COUNT_DTYPES = {np.dtype(np.float64): 2 ** 53, np.dtype(np.float32): 2 ** 24,
+                      np.dtype(np.uint16): np.iinfo(np.uint16).max}
 #: Tickets per chunk of :func:`counts_from_tickets` (its scratch arrays stay in cache).
 _CHUNK_TICKETS = 2 ** 15
 
@@ -168,8 +171,10 @@ def counts_from_tickets(classes, tickets, last, out=None):
     allocated once: the counts are exact integers, so the result does not depend on
     the chunking, and the temporaries stay in cache instead of costing fresh pages
     for every array (a fresh megabyte costs more than the look-up itself).  ``out``:
-    an optional float64 array of the result's shape to write into (the trainer
-    reuses one buffer across epochs)."""
+    an optional array of the result's shape to write into, float64 or any dtype of
+    :data:`EXACT_COUNT_DTYPES` that holds counts up to ``T + 1`` exactly (the
+    trainer reuses one ``uint16`` buffer across epochs: a quarter of the memory
+    traffic, and the same numbers once multiplied by a float64)."""
     classes = np.asarray(classes)
     n = classes.size
     tickets = np.asarray(tickets).reshape(n, -1)
@@ -179,12 +184,15 @@ def counts_from_tickets(classes, tickets, last, out=None):
         raise ValueError(f"classes must lie in [0, {NUM_CLASSES}), got range [{classes.min()}, {classes.max()}]")
     last = np.asarray(last).reshape(-1)
     shape = classes.shape + (V,)
+    T = tickets.shape[1]
     if out is None:
         out = np.empty(shape)
-    elif out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:
-        raise ValueError(f"out must be a C-contiguous float64 array of shape {shape}")
+    elif (out.shape != shape or not out.flags.c_contiguous
+          or EXACT_COUNT_DTYPES.get(out.dtype, 0) < T + 1):
+        raise ValueError(f"out must be a C-contiguous array of shape {shape} and a dtype that holds "
+                         f"counts up to {T + 1} exactly (float64, float32, uint16), got "
+                         f"{out.dtype} {out.shape}")
     result, out = out, out.reshape(-1)
-    T = tickets.shape[1]
     # sequences per chunk: cache-sized, and few enough that "row * V + token" fits in int16,
     # so the look-up, the row offsets and the counting index stay 2-byte integers
     c = max(1, min(n, _CHUNK_TICKETS // max(T, 1), _INT16_ROWS))

@@ -238,6 +238,9 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None) -> list:
     final = [None] * n
     step = 0
     counts_buf = tickets_buf = None        # per-epoch arrays, reused: no fresh pages every epoch
+    # counts are small integers: uint16 holds them exactly in a quarter of float64's memory, and
+    # the attention's float64 product with them is the same number
+    counts_dtype = np.uint16 if c.seq_len - 1 <= np.iinfo(np.uint16).max else np.float64
     for epoch in range(c.epochs):
         k_this = min(K, total - step)
         if k_this <= 0:
@@ -246,7 +249,7 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None) -> list:
         draws = [data.draw_fig2_tickets(rngs[i], k_this, c.batch_size, c.seq_len) for i in active]
         lead = (k_this, len(active), c.batch_size)
         if counts_buf is None or counts_buf.shape[:-1] != lead:
-            counts_buf = np.empty(lead + (data.V,))
+            counts_buf = np.empty(lead + (data.V,), dtype=counts_dtype)
             tickets_buf = np.empty(lead + draws[0][1].shape[-1:], dtype=draws[0][1].dtype)
         batch = data.fig2_batch_from_tickets(np.stack([d[0] for d in draws], axis=1),
                                              np.stack([d[1] for d in draws], axis=1, out=tickets_buf),
