@@ -265,11 +265,10 @@ def _cross_entropy(z, target, weights, grad: bool, tidx=None, scale=1.0, class_a
     with respect to ``z`` (else None), in the layout of ``z``.
 
     ``z`` is ``(..., B, V)`` (``class_axis=-1``) or class-major ``(..., V, B)``
-    (``class_axis=-2``, the layout of :func:`loss_and_grad`'s products).  It is
-    overwritten. ``tidx``, the flat index of the
-    targets in ``z`` (:func:`_target_index`), may be passed precomputed by the
-    trainer's hot path; otherwise it is computed from ``target`` (broadcast over
-    stacked runs).
+    (``class_axis=-2``, the layout of :func:`loss_and_grad`'s products); it is
+    overwritten.  ``tidx``, the flat index of the targets in ``z``
+    (:func:`_target_index`), may be passed precomputed by the trainer's hot path;
+    otherwise it is computed from ``target`` (broadcast over stacked runs).
 
     Log-sum-exp is shifted by the largest logit of each run (one constant per
     stacked run, so a run's numbers do not depend on what it is stacked with; a
