@@ -171,7 +171,7 @@ def counts_from_tickets(classes, tickets, last, out=None):
     allocated once: the counts are exact integers, so the result does not depend on
     the chunking, and the temporaries stay in cache instead of costing fresh pages
     for every array (a fresh megabyte costs more than the look-up itself).  ``out``:
-    an optional array of the result's shape to write into, float64 or any dtype of
+    an optional array of the result's shape to write into, of a dtype of
     :data:`EXACT_COUNT_DTYPES` that holds counts up to ``T + 1`` exactly (the
     trainer reuses one ``uint16`` buffer across epochs: a quarter of the memory
     traffic, and the same numbers once multiplied by a float64)."""
@@ -190,7 +190,7 @@ def counts_from_tickets(classes, tickets, last, out=None):
     elif (out.shape != shape or not out.flags.c_contiguous
           or EXACT_COUNT_DTYPES.get(out.dtype, 0) < T + 1):
         raise ValueError(f"out must be a C-contiguous array of shape {shape} and a dtype that holds "
-                         f"counts up to {T + 1} exactly (float64, float32, uint16), got "
+                         f"counts up to {T + 1} exactly ({', '.join(map(str, EXACT_COUNT_DTYPES))}), got "
                          f"{out.dtype} {out.shape}")
     result, out = out, out.reshape(-1)
     # sequences per chunk: cache-sized, and few enough that "row * V + token" fits in int16,

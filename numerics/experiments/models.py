@@ -104,6 +104,9 @@ _SQRT_V = math.sqrt(V)
 # sums over the V classes as products (one BLAS call; numpy's reductions cost twice as much here)
 _ONES_COLUMN = np.ones((V, 1))
 _ONES_ROW = np.ones((1, V))
+# class axis -> (sums over the classes, keeping that axis as length 1; dropping that axis)
+_CLASS_SUMS = {-1: (lambda x: np.matmul(x, _ONES_COLUMN), lambda x: x[..., 0]),
+               -2: (lambda x: np.matmul(_ONES_ROW, x), lambda x: x[..., 0, :])}
 
 
 def param_keys(parameterization: str) -> tuple:
@@ -276,12 +279,8 @@ def _cross_entropy(z, target, weights, grad: bool, tidx=None, scale=1.0, class_a
     a row of a run then underflows (its sum of exponentials is below 1e-280: its
     largest logit lies more than ~645 below the run's), every row of that run is
     shifted by its own maximum instead."""
-    if class_axis == -1:
-        batch_shape = z.shape[:-1]
-        sum_classes, drop = (lambda x: np.matmul(x, _ONES_COLUMN)), (lambda x: x[..., 0])
-    else:
-        batch_shape = z.shape[:-2] + z.shape[-1:]
-        sum_classes, drop = (lambda x: np.matmul(_ONES_ROW, x)), (lambda x: x[..., 0, :])
+    sum_classes, drop = _CLASS_SUMS[class_axis]
+    batch_shape = z.shape[:-1] if class_axis == -1 else z.shape[:-2] + z.shape[-1:]
     if tidx is None:
         if target.shape != batch_shape:                       # targets shared by stacked runs
             target = np.broadcast_to(target, batch_shape)

@@ -240,7 +240,8 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None) -> list:
     counts_buf = tickets_buf = None        # per-epoch arrays, reused: no fresh pages every epoch
     # counts are small integers: uint16 holds them exactly in a quarter of float64's memory, and
     # the attention's float64 product with them is the same number
-    counts_dtype = np.uint16 if c.seq_len - 1 <= np.iinfo(np.uint16).max else np.float64
+    uint16 = np.dtype(np.uint16)
+    counts_dtype = uint16 if c.seq_len - 1 <= data.EXACT_COUNT_DTYPES[uint16] else np.float64
     for epoch in range(c.epochs):
         k_this = min(K, total - step)
         if k_this <= 0:
