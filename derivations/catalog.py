@@ -43,7 +43,7 @@ from .cli_output import emit
 from .expression_cache import PACKAGE_DIR, save_first_writable, source_key, user_cache
 
 SHIPPED_CACHE = PACKAGE_DIR / "_cache" / "derived.json"
-SOURCE_MODULES = ("vocabulary", "symbols", "special_functions", "model", "reduction", "factorization",
+SOURCE_MODULES = ("core/vocabulary", "symbols", "special_functions", "model", "reduction", "factorization",
                   "first_integral", "sharpness", "asymptotics", "catalog")
 
 

@@ -35,7 +35,7 @@ from .atomic_file import atomic_write_text
 from .expression_cache import PACKAGE_DIR, save_first_writable, source_key, user_cache
 
 SHIPPED_CACHE = PACKAGE_DIR / "_cache" / "tasks.json"
-SOURCE_MODULES = ("vocabulary", "symbols", "special_functions", "factorization", "model", "reduction",
+SOURCE_MODULES = ("core/vocabulary", "symbols", "special_functions", "factorization", "model", "reduction",
                   "symmetry", "task", "task_reduction", "task_catalog")
 FORMAT = 2
 

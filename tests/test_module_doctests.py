@@ -7,8 +7,8 @@ import pytest
 MODULES = ["derivations.symbols", "derivations.special_functions", "derivations.model",
            "derivations.reduction", "derivations.factorization", "derivations.first_integral",
            "derivations.sharpness", "derivations.asymptotics", "derivations.catalog",
-           "derivations.print_dynamics", "derivations.vocabulary", "derivations.srepr_reader",
-           "derivations.numeric_codegen", "derivations.latex", "derivations.atomic_file", "derivations.expression_cache", "derivations.cli", "derivations.cli_output",
+           "derivations.print_dynamics", "derivations.srepr_reader",
+           "derivations.numeric_codegen", "derivations.latex", "derivations.core.cli", "derivations.core.output", "derivations.core.vocabulary", "derivations.core.atomic_file", "derivations.core.expression_cache",
            "derivations.latex_format", "numerics.lambdified", "numerics.closed_form",
            "numerics.special_functions"]
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import logging as logging_module
 import os
 import pkgutil
@@ -175,13 +176,29 @@ class RequiresModule(SphinxDirective):
 # ---------------------------------------------------------------------------------------
 # API index generated from the packages on disk
 
+FORWARDER = re.compile(r'^(?:[ru]?""")Moved to :mod:`([\w.]+)`')
+
+
+def is_forwarder(path: Path) -> bool:
+    """Whether the module file ``path`` only forwards an old import path to the
+    module that now holds its code (docstring ``Moved to :mod:`new.home```):
+    such a module keeps users' imports working but gets no API page of its own."""
+    try:
+        return bool(FORWARDER.match(path.read_text(encoding="utf-8")))
+    except OSError:
+        return False
+
+
 def public_modules(root: Path, package: str) -> list[str]:
-    """Every public module of ``package`` (recursively), found on disk without importing."""
+    """Every public module of ``package`` (recursively), found on disk without
+    importing; forwarding modules (:func:`is_forwarder`) are left out."""
     found = [package]
     pkg_dir = root / package.replace(".", "/")
     for info in pkgutil.iter_modules([str(pkg_dir)]):
         if info.name.startswith("_"):
             continue  # private modules and __main__
+        if not info.ispkg and is_forwarder(pkg_dir / f"{info.name}.py"):
+            continue  # an old import path kept working; documented at its new home
         full = f"{package}.{info.name}"
         if info.ispkg:
             found.extend(public_modules(root, full))
@@ -226,6 +243,34 @@ PACKAGE_INTROS = {
 }
 
 
+def package_api(modules) -> dict:
+    """``{package: [canonical dotted name, ...]}`` for every package among ``modules``
+    that exports an ``__all__``: its page lists that API as links to the pages of the
+    modules that define each name, instead of documenting every object a second time."""
+    api = {}
+    for name in sorted(modules):
+        try:
+            module = importlib.import_module(name)
+        except Exception:  # an import problem is reported by autosummary itself
+            continue
+        if hasattr(module, "__path__") and getattr(module, "__all__", None):
+            api[name] = [_canonical_name(module, attr) for attr in module.__all__]
+    return api
+
+
+def _canonical_name(module, attr: str) -> str:
+    """``attr`` of the package ``module`` named where it is defined, relative to the
+    package (autosummary wants names below the page's own module)."""
+    obj = getattr(module, attr, None)
+    prefix = module.__name__ + "."
+    home = obj.__name__ if inspect.ismodule(obj) else getattr(obj, "__module__", None)
+    if inspect.ismodule(obj) and home.startswith(prefix):
+        return home[len(prefix):]
+    if home and home.startswith(prefix):
+        return f"~{home[len(prefix):]}.{attr}"
+    return attr
+
+
 def _stub_is_current(stem: str, modules: set[str]) -> bool:
     """Whether ``api/generated/<stem>.rst`` still documents a public module or name."""
     if stem in modules:
@@ -237,6 +282,8 @@ def _stub_is_current(stem: str, modules: set[str]) -> bool:
         module = importlib.import_module(module_name)
     except Exception:  # an import problem is reported by autosummary itself
         return True
+    if hasattr(module, "__path__") or inspect.ismodule(getattr(module, attr, None)):
+        return False      # a package's names are documented at their defining modules
     public = getattr(module, "__all__", None)
     if public is not None:
         return attr in public
@@ -265,6 +312,8 @@ def write_api_index(app, config) -> None:
     all_modules = {m for package in config.qkov_api_packages for m in public_modules(root, package)}
     for stem in prune_stale_stubs(out.parent / "generated", all_modules):
         logger.info("qkov: removed stale API page api/generated/%s.rst", stem)
+    config.autosummary_context = {**(config.autosummary_context or {}),
+                                  "qkov_package_api": package_api(all_modules)}
     parts = [API_HEADER]
     for package in config.qkov_api_packages:
         mods = public_modules(root, package)

@@ -1,0 +1,32 @@
+"""Layer 0 of the package: what every other module needs and nothing symbolic.
+
+Plain Python at import (no SymPy, no NumPy), so numeric hot paths, worker
+processes and command lines import it without cost:
+
+* :mod:`~derivations.core.vocabulary`: names (parameterizations, circuits,
+  the paper's setting) and the input checks, each defined once;
+* :mod:`~derivations.core.atomic_file`: every file the package writes is
+  written atomically;
+* :mod:`~derivations.core.cli`: one parser that reports one line and exit
+  status 2, the ``--params`` and list parsers, the output-directory check,
+  the progress bar;
+* :mod:`~derivations.core.output`: the output writer (``| head``, a full disk);
+* :mod:`~derivations.core.expression_cache`: where derived expressions are
+  cached, under a key of their sources.
+"""
+from .atomic_file import atomic_write, atomic_write_text
+from .cli import (OneLineParser, UsageError, assignments, isatty, parse_int, parse_list, parse_loss,
+                  parse_number, parse_params, prepare_output_dir, progress_bar, rate_values,
+                  usage_error)
+from .output import emit
+from .vocabulary import (CIRCUITS, MAX_CLASSES, MODEL_PARAMETERS, PAPER_SETTING, PARAMETERIZATIONS,
+                         RATE_NAMES, Circuit, check_circuit, check_classes, check_model_parameters,
+                         check_parameterization, check_positive, ov_factorized, qk_factorized)
+
+__all__ = ["atomic_write", "atomic_write_text", "emit",
+           "OneLineParser", "UsageError", "usage_error", "assignments", "parse_params", "parse_list",
+           "parse_number", "parse_int", "parse_loss", "rate_values", "prepare_output_dir",
+           "progress_bar", "isatty",
+           "PARAMETERIZATIONS", "check_parameterization", "qk_factorized", "ov_factorized",
+           "PAPER_SETTING", "MODEL_PARAMETERS", "MAX_CLASSES", "check_model_parameters",
+           "check_positive", "check_classes", "Circuit", "CIRCUITS", "check_circuit", "RATE_NAMES"]

@@ -1,0 +1,85 @@
+"""Write a file atomically (used for every file the package writes).
+
+Plain Python (no SymPy, no NumPy): importable from anywhere, including the
+experiment runner's worker processes.
+
+>>> import tempfile, pathlib
+>>> from derivations.core.atomic_file import atomic_write, atomic_write_text
+>>> d = pathlib.Path(tempfile.mkdtemp())
+>>> atomic_write_text(d / "sub" / "a.txt", "hello")
+>>> (d / "sub" / "a.txt").read_text()
+'hello'
+>>> atomic_write(d / "b.bin", lambda fh: fh.write(b"\\x00\\x01"), binary=True, fsync=True)
+>>> (d / "b.bin").read_bytes()
+b'\\x00\\x01'
+"""
+import os
+import tempfile
+from pathlib import Path
+
+__all__ = ["atomic_write", "atomic_write_text"]
+
+
+def atomic_write(path, write, *, binary: bool = False, fsync: bool = False, prefix: str = None,
+                 encoding: str = None) -> None:
+    """Write ``path`` atomically: ``write(handle)`` fills a temporary file in the
+    same directory, which then replaces ``path`` (``os.replace``; readers see the
+    old or the new file, never a partial one). Creates the parent directory.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to write.
+    write : callable
+        Called once with the open temporary file (text, or bytes if ``binary``).
+    binary : bool
+        Open the temporary file in binary mode.
+    fsync : bool
+        Flush and fsync the file before the rename, and the directory after it
+        (durable across a crash, for results that must not be lost).
+    prefix : str, optional
+        Name prefix of the temporary file (default ``.<name>.``); it always ends
+        in ``.tmp``. A temporary file is deleted if writing fails.
+    encoding : str, optional
+        Text encoding (default: the locale's).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=prefix or f".{path.name}.", suffix=".tmp")
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)            # mkstemp's 0600 -> the usual permissions
+        with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else encoding) as fh:
+            write(fh)
+            if fsync:
+                fh.flush()
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    if fsync:
+        _fsync_directory(path.parent)
+
+
+def atomic_write_text(path: Path, text: str, **options) -> None:
+    """Write ``text`` to ``path`` atomically (:func:`atomic_write`; same options)."""
+    atomic_write(path, lambda fh: fh.write(text), **options)
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make the rename durable (POSIX); a no-op where directories cannot be opened."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

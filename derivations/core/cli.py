@@ -1,0 +1,281 @@
+"""What every command line of the package shares, written once.
+
+Plain Python (no SymPy, no NumPy at import), so that the derivation commands
+and the numeric ones (``numerics.verify``, ``numerics.figures``,
+``numerics.experiments``) report bad input the same way: **one line on
+stderr, exit status 2, before any work and without partial output**.
+
+===============================  ==============================================
+name                             what
+===============================  ==============================================
+:class:`UsageError`              bad command-line input (one line, exit 2)
+:class:`OneLineParser`           ``argparse`` parser raising :class:`UsageError`
+:func:`usage_error`              print ``prog: error: message``, return 2
+:func:`assignments`              ``--params`` text -> ``(name, value)`` pairs
+:func:`parse_params`             ``--params`` text -> dict (duplicates refused)
+:func:`parse_list`               a non-empty comma-separated list
+:func:`parse_number`             a finite number (optionally > 0)
+:func:`parse_int`                an integer in a range
+:func:`parse_loss`               a loss in ``(0, log M)``
+:func:`rate_values`              learning rates from ``--ratio``/``--eta-*``
+:func:`prepare_output_dir`       create and probe an output directory
+:func:`progress_bar`             a tqdm bar on a terminal, else a no-op
+===============================  ==============================================
+
+The output writer (``| head``, ``> /dev/full``) is
+:func:`derivations.core.output.emit`.
+
+>>> from derivations.core.cli import parse_loss, parse_params
+>>> parse_loss("0.5", 20)
+0.5
+>>> parse_loss("3", 20)
+Traceback (most recent call last):
+...
+derivations.core.cli.UsageError: loss must be in (0, log M) = (0, 2.99573); got '3'
+>>> parse_params("m=5, n=50")
+{'m': '5', 'n': '50'}
+>>> parse_params("n_c=1,n_c=2")
+Traceback (most recent call last):
+...
+derivations.core.cli.UsageError: --params names n_c twice
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from pathlib import Path
+
+from .vocabulary import check_positive
+
+__all__ = ["UsageError", "OneLineParser", "usage_error", "assignments", "parse_params",
+           "parse_list", "parse_number", "parse_int", "parse_loss", "rate_values",
+           "prepare_output_dir", "progress_bar", "isatty"]
+
+
+class UsageError(Exception):
+    """Bad command-line input: reported as one line, exit status 2."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An :class:`argparse.ArgumentParser` whose errors raise :class:`UsageError`
+    (one line, no usage block) for the command's ``main`` to report with
+    :func:`usage_error`. ``prefix_prog=True`` starts the message with the
+    program name (the experiments' style)."""
+
+    def __init__(self, *args, prefix_prog: bool = False, **kwargs):
+        self._prefix_prog = prefix_prog
+        super().__init__(*args, **kwargs)
+
+    def error(self, message):  # one line, no usage dump
+        raise UsageError(f"{self.prog}: {message}" if self._prefix_prog else message)
+
+
+def usage_error(prog: str, message) -> int:
+    """Print ``prog: error: message`` as one line on stderr; return exit status 2."""
+    text = " ".join(str(message).split()) or "invalid input"
+    print(f"{prog}: error: {text}", file=sys.stderr)
+    return 2
+
+
+def assignments(text: str, error=UsageError):
+    """The ``(name, value)`` text pairs of ``--params`` text ``"m=5, n=50"``, in
+    order (empty items skipped); ``error`` for an item without ``=``."""
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        if "=" not in item:
+            raise error(f"--params entries look like name=value; got {item!r}")
+        name, value = (x.strip() for x in item.split("=", 1))
+        yield name, value
+
+
+def parse_params(text: str, error=UsageError) -> dict:
+    """``--params`` text as an ordered ``{name: value text}``; a name given twice
+    raises ``error`` (the last one silently winning would hide a typo)."""
+    out = {}
+    for name, value in assignments(text, error):
+        if name in out:
+            raise error(f"--params names {name} twice")
+        out[name] = value
+    return out
+
+
+def parse_list(name: str, text, convert=str, error=UsageError) -> list:
+    """A non-empty comma-separated list, each item through ``convert``; an empty
+    list (``--ratios ''``) raises ``error`` instead of meaning the default."""
+    items = [t.strip() for t in str(text).split(",") if t.strip()]
+    if not items:
+        raise error(f"{name} must be a non-empty comma-separated list; got {text!r}")
+    return [convert(t) for t in items]
+
+
+def parse_number(name: str, text, *, positive: bool = False, error=UsageError) -> float:
+    """``text`` as a finite float (``> 0`` with ``positive``), else ``error``."""
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise error(f"{name} must be a number; got {text!r}") from None
+    if not math.isfinite(value):
+        raise error(f"{name} must be finite; got {text!r}")
+    if positive and value <= 0:
+        raise error(f"{name} must be > 0; got {text!r}")
+    return value
+
+
+def parse_int(name: str, text, minimum: int, maximum: int | None = None, error=UsageError) -> int:
+    """``text`` as an integer in ``[minimum, maximum]``, else ``error`` naming the range."""
+    span = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        raise error(f"{name} must be an integer {span}; got {text!r}") from None
+    if value < minimum or (maximum is not None and value > maximum):
+        raise error(f"{name} must be an integer {span}; got {text!r}")
+    return value
+
+
+def _number(name, text):
+    try:
+        return float(text)
+    except ValueError:
+        raise UsageError(f"{name} must be a number; got {text!r}") from None
+
+
+def _positive_float(name, text):
+    try:
+        return check_positive(name, _number(name, text))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def rate_values(args) -> dict:
+    """Learning-rate substitutions from --ratio / --eta-qk / --eta-ov."""
+    if args.ratio is not None and (args.eta_qk is not None or args.eta_ov is not None):
+        raise UsageError("give either --ratio or --eta-qk/--eta-ov, not both")
+    if args.ratio is not None:
+        qk, ov = _positive_float("ratio", args.ratio), 1.0
+    elif args.eta_qk is not None or args.eta_ov is not None:
+        qk = _positive_float("eta-qk", args.eta_qk) if args.eta_qk is not None else None
+        ov = _positive_float("eta-ov", args.eta_ov) if args.eta_ov is not None else None
+    else:
+        return {}
+    out = {}
+    if qk is not None:
+        out.update(eta_QK=qk, eta_Q=qk, eta_K=qk)
+    if ov is not None:
+        out.update(eta_OV=ov, eta_O=ov, eta_V=ov)
+    return out
+
+
+def _render(expr, fmt):
+    import sympy as sp
+    if fmt == "pretty":
+        return sp.pretty(expr, use_unicode=True, wrap_line=False)
+    if fmt == "latex":
+        return sp.latex(expr)
+    return str(expr)
+
+
+def parse_loss(text: str, M_value, error=UsageError) -> float:
+    """The ``--loss`` value ``text`` as a float in (0, log M); raises ``error`` otherwise."""
+    try:
+        loss_value = float(text)
+    except ValueError:
+        raise error(f"loss must be a number; got {text!r}") from None
+    if not (math.isfinite(loss_value) and 0 < loss_value < math.log(M_value)):
+        raise error(f"loss must be in (0, log M) = (0, {math.log(M_value):.6g}); got {text!r}")
+    return loss_value
+
+
+def _created_below(path: Path) -> list:
+    """The directories from ``path`` up to (not including) its nearest existing ancestor."""
+    missing = []
+    probe = path
+    while not os.path.lexists(probe) and probe.parent != probe:
+        missing.append(probe)
+        probe = probe.parent
+    return missing
+
+
+def prepare_output_dir(output, *, name: str = "--output", longest_name: int = 64) -> Path:
+    """Create the output directory ``output`` and prove it takes files, before any work.
+
+    The check is a real write: the directory (and missing parents) is created,
+    a temporary file whose name is ``longest_name`` bytes long is written and
+    removed. Whatever stops that (an empty path, a file in the way, a path
+    under ``/proc`` or ``/sys``, no permission, an immutable directory, a name
+    over the file system's limit, a dangling link or a link loop, a full disk)
+    raises ``ValueError`` naming ``name`` and the reason, and the directories
+    created for the probe are removed again, so nothing is left behind.
+
+    Returns the directory as a :class:`pathlib.Path`.
+
+    >>> import tempfile, pathlib
+    >>> d = prepare_output_dir(pathlib.Path(tempfile.mkdtemp()) / "a" / "b")
+    >>> d.is_dir(), list(d.iterdir())
+    (True, [])
+    >>> prepare_output_dir("")
+    Traceback (most recent call last):
+    ...
+    ValueError: --output must name a directory; got ''
+    """
+    text = os.fspath(output) if isinstance(output, (str, os.PathLike)) else None
+    if text is None or not text.strip():
+        raise ValueError(f"{name} must name a directory; got {output!r}")
+    path = Path(text)
+    created = []
+    try:
+        created = _created_below(path.absolute())
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ("." + "q" * max(1, longest_name - 1))
+        with open(probe, "wb") as fh:
+            fh.write(b"qkov")
+        probe.unlink()
+    except OSError as exc:
+        for directory in created:      # deepest first: leave nothing behind
+            try:
+                directory.rmdir()
+            except OSError:
+                pass
+        reason = exc.strerror or str(exc)
+        where = f" ({exc.filename})" if exc.filename and str(exc.filename) != text else ""
+        raise ValueError(f"{name} {text[:80]!r} cannot take files: {reason}{where}"[:300]) from None
+    return path
+
+
+def isatty(stream) -> bool:
+    """``stream.isatty()``, False for streams that cannot say."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+class _NoBar:
+    """The do-nothing stand-in for a tqdm bar."""
+
+    def update(self, n=1):
+        pass
+
+    def set_description(self, desc=None, refresh=True):
+        pass
+
+    def close(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def progress_bar(total, *, desc=None, unit="it", show: bool = True, initial: int = 0, **options):
+    """A tqdm progress bar on stderr when ``show`` and stderr is a terminal,
+    otherwise an object with the same ``update``/``set_description``/``close``
+    that does nothing (so logs and pipes get no bar characters)."""
+    if not (show and total and isatty(sys.stderr)):
+        return _NoBar()
+    from tqdm import tqdm
+    return tqdm(total=total, initial=initial, desc=desc, unit=unit, file=sys.stderr,
+                dynamic_ncols=True, **options)
