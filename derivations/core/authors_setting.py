@@ -41,7 +41,7 @@ __all__ = ["VOCAB", "NUM_CLASSES", "NUM_COMMON", "RELEVANT_PER_CLASS", "QUERY_TO
 VOCAB = 50
 #: Number of classes.
 NUM_CLASSES = 4
-#: Common (irrelevant) token ids are ``0 .. NUM_COMMON - 1``.
+#: Number of common (irrelevant) token ids: they are ``range(NUM_COMMON)``.
 NUM_COMMON = 10
 #: Relevant token ids per class (weights 0.1, 0.2, ..., 1.0).
 RELEVANT_PER_CLASS = 10
@@ -53,12 +53,12 @@ LABEL_TOKENS = (1, 2, 3, 4)
 SEQ_LEN = 64
 #: Tenths of weight per class: each context token is one of this many equally likely tickets.
 TICKETS = 155
-#: The square of the attention-score scale ``1/sqrt(VOCAB)``.
+#: The square of the attention-score scale, as the fraction (numerator, denominator) = (1, VOCAB).
 SCORE_SCALE_SQUARED = (1, VOCAB)
 
 
 def relevant_ids(k: int) -> range:
-    """The relevant token ids of class ``k`` (``10(k+1) .. 10(k+1)+9``)."""
+    """The relevant token ids of class ``k``: ``range(10(k+1), 10(k+1) + 10)``."""
     if not (isinstance(k, int) and 0 <= k < NUM_CLASSES):
         raise ValueError(f"class must be an integer in [0, {NUM_CLASSES - 1}]; got {k!r}")
     start = NUM_COMMON * (k + 1)
