@@ -159,8 +159,8 @@ BAD = [
       "--output", "OUT"], "--seeds"),
     (["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1", "--target-loss", "0.1"],
      "--output"),
-    (["fig2", "--output", "FILE/sub"], "is a file"),
-    (["reproduce", "--output", "FILE"], "is a file"),
+    (["fig2", "--output", "FILE/sub"], "cannot take files"),
+    (["reproduce", "--output", "FILE"], "cannot take files"),
 ]
 
 
