@@ -80,16 +80,24 @@ def _diverged(payload) -> bool:
     return isinstance(summary, list) and any(s["relevant_attention_mean"] is None for s in summary)
 
 
-def _run(work):
+def _kept(args) -> str:
+    """What a lost scheduler leaves behind, and how to finish the work."""
+    if args.command == "sweep":
+        return (f"the finished runs are kept in {args.output}/runs: rerun the same command with --resume "
+                f"to complete them")
+    if args.command == "reproduce":
+        return f"the finished runs are kept in {args.output}/runs: rerun the same command to complete them"
+    return f"{args.command} keeps no partial results: rerun the command"
+
+
+def _run(work, args):
     """``work()``; a failure that loses nothing already saved is one line on stderr (exit 1)."""
     from .cluster import SchedulerLost
 
     try:
         return work(), 0
     except SchedulerLost as exc:
-        print(f"{PROG}: error: {exc}; the runs finished so far are kept in OUTPUT/runs (sweep, "
-              f"reproduce): rerun the same command with --resume (sweep) or as is (reproduce) to "
-              f"complete them", file=sys.stderr)
+        print(f"{PROG}: error: {exc}; {_kept(args)}", file=sys.stderr)
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""
         print(f"{PROG}: error: cannot write the output{where}: {exc.strerror or exc}", file=sys.stderr)
@@ -104,7 +112,7 @@ def main(argv=None) -> int:
     except UsageError as exc:
         return usage_error(PROG, exc)
     t0 = time.perf_counter()
-    payload, status = _run(work)
+    payload, status = _run(work, args)
     if payload is None:
         return status
     if args.json:

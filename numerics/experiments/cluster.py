@@ -170,6 +170,30 @@ def check_scheduler(address: str, timeout: float = 10) -> dict:
     return {"address": address, "workers": workers}
 
 
+class _QuietDistributed:
+    """Silence ``distributed``'s own log records (reconnection tracebacks) once the scheduler is
+    known lost: the command reports the loss in one line. Restored when the process exits."""
+
+    def __init__(self):
+        self.levels = None
+
+    def __enter__(self):
+        import logging
+        if self.levels is None:
+            names = ("distributed", "distributed.client", "distributed.core", "distributed.comm")
+            self.levels = {n: logging.getLogger(n).level for n in names}
+            for n in names:
+                logging.getLogger(n).setLevel(logging.CRITICAL + 1)
+        return self
+
+    def restore_later(self):
+        """Keep the loggers quiet while the client's threads wind down (they log after close)."""
+        if self.levels is not None:
+            import atexit
+            import logging
+            atexit.register(lambda: [logging.getLogger(n).setLevel(v) for n, v in self.levels.items()])
+
+
 def _lost(exc) -> bool:
     """Whether ``exc`` says the scheduler or the connection went away (not a job's own error)."""
     import asyncio
@@ -185,6 +209,7 @@ def run_dask(func, jobs, keys, pending, scheduler, collect) -> None:
     distributed = _import_distributed()
     client = _connect(scheduler, 30)
     futures = {}
+    quiet = _QuietDistributed()
     try:
         if not client.scheduler_info().get("workers"):
             import warnings
@@ -202,8 +227,10 @@ def run_dask(func, jobs, keys, pending, scheduler, collect) -> None:
                     raise SchedulerLost(f"the Dask scheduler at {scheduler} cancelled the runs or was lost")
                 collect(futures[future], future)
         except SchedulerLost:
+            quiet.__enter__()
             raise
         except Exception as exc:
+            quiet.__enter__()
             if _lost(exc):
                 raise SchedulerLost(f"the Dask scheduler at {scheduler} was lost "
                                     f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from exc
@@ -219,3 +246,4 @@ def run_dask(func, jobs, keys, pending, scheduler, collect) -> None:
                 client.close(timeout=5)
             except Exception:
                 pass
+            quiet.restore_later()
