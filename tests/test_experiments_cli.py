@@ -359,16 +359,20 @@ def test_a_listener_answering_garbage_is_refused_quickly(capsys):
 
 def test_a_lost_scheduler_is_one_line_saying_what_is_kept(monkeypatch, capsys):
     from numerics.experiments import cluster
-    from numerics.experiments.commands import fig2
 
     def prepare(args):
         def work():
             raise cluster.SchedulerLost("the Dask scheduler at tcp://127.0.0.1:9 was lost")
         return work, str
-    monkeypatch.setattr(fig2, "prepare", prepare)
+    import numerics.experiments.__main__ as cli
+    monkeypatch.setitem(cli.COMMANDS, "sweep", prepare)
+    assert main([*TINY_SWEEP, "--ratios", "1", "--seeds", "1", "--output", "OUT"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "kept in OUT/runs" in err and "--resume" in err
+    monkeypatch.setitem(cli.COMMANDS, "fig2", prepare)
     assert main(["fig2"]) == 1
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "kept" in err and "--resume" in err
+    assert err.count("\n") == 1 and "fig2 keeps no partial results: rerun" in err
 
 
 def test_dev_full_and_a_closed_pipe_end_without_a_traceback():

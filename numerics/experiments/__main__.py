@@ -47,10 +47,13 @@ import time
 from derivations.core.cli import OneLineParser, UsageError, usage_error
 from derivations.core.output import emit
 
-from .commands import COMMANDS
+from .commands import COMMANDS as _MODULES
 from .commands.common import PROG, json_text, parse_seeds
 
-__all__ = ["build_parser", "main", "UsageError", "parse_seeds", "EXIT_DIVERGED"]
+__all__ = ["build_parser", "main", "UsageError", "parse_seeds", "COMMANDS", "EXIT_DIVERGED"]
+
+#: command name -> ``prepare(args) -> (work, format)`` (checks everything, runs nothing)
+COMMANDS = {name: module.prepare for name, module in _MODULES.items()}
 
 #: Exit status when every output was written but at least one run diverged.
 EXIT_DIVERGED = 3
@@ -65,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
                                   "a run diverged (its status says so); 1 the work or its output failed.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{fig2,fig3,sweep,reproduce}",
                                 parser_class=functools.partial(OneLineParser, prefix_prog=True))
-    for module in COMMANDS.values():
+    for module in _MODULES.values():
         module.add_parser(sub)
     return parser
 
@@ -108,7 +111,7 @@ def main(argv=None) -> int:
     """Run the command line; returns the exit status (module docstring)."""
     try:
         args = build_parser().parse_args(argv)
-        work, fmt = COMMANDS[args.command].prepare(args)   # validates everything, no work yet
+        work, fmt = COMMANDS[args.command](args)   # validates everything, no work yet
     except UsageError as exc:
         return usage_error(PROG, exc)
     t0 = time.perf_counter()
