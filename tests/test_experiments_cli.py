@@ -240,17 +240,35 @@ def test_output_is_probed_before_any_work(output, match, capsys):
     assert err.count("\n") == 1 and match in err and time.perf_counter() - t0 < 5
 
 
-def test_output_that_cannot_take_files_leaves_nothing(tmp_path, capsys):
-    locked = tmp_path / "ro"
-    locked.mkdir()
-    locked.chmod(0o500)
-    try:
-        if os.access(locked, os.W_OK):
+@pytest.mark.parametrize("kind", ["300-character name", "dangling link", "link loop", "read-only"])
+def test_output_that_cannot_take_files_leaves_nothing(kind, tmp_path, capsys):
+    before = sorted(tmp_path.iterdir())
+    if kind == "300-character name":
+        target = tmp_path / "new" / ("x" * 300)
+    elif kind == "dangling link":
+        (tmp_path / "dangling").symlink_to(tmp_path / "missing" / "dir")
+        target = tmp_path / "dangling"
+    elif kind == "link loop":
+        (tmp_path / "a").symlink_to(tmp_path / "b")
+        (tmp_path / "b").symlink_to(tmp_path / "a")
+        target = tmp_path / "a" / "sub"
+    else:
+        (tmp_path / "ro").mkdir()
+        (tmp_path / "ro").chmod(0o500)
+        if os.access(tmp_path / "ro", os.W_OK):
+            (tmp_path / "ro").chmod(0o700)
             pytest.skip("running as a user who may write anywhere")
-        assert main(["fig3", "--epochs", "1", "--output", str(locked / "sub")]) == 2
-        assert "cannot take files" in capsys.readouterr().err and not (locked / "sub").exists()
+        target = tmp_path / "ro" / "sub"
+    before = sorted(tmp_path.iterdir())
+    t0 = time.perf_counter()
+    try:
+        assert main(["fig3", "--epochs", "200", "--output", str(target)]) == 2
     finally:
-        locked.chmod(0o700)
+        if kind == "read-only":
+            (tmp_path / "ro").chmod(0o700)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot take files" in err and time.perf_counter() - t0 < 5
+    assert sorted(tmp_path.iterdir()) == before and not (tmp_path / "missing").exists()
 
 
 TINY_SWEEP = ["sweep", "--parameterizations", "CACO", "--target-loss", "3.5", "--max-steps", "40",
@@ -287,9 +305,16 @@ def test_a_locked_sweep_directory_is_refused(tmp_path, capsys):
         assert main([*TINY_SWEEP, "--ratios", "1", "--seeds", "1", "--output", str(out)]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "in use" in err and not (out / "runs").exists()
+        assert main(["reproduce", "--quick", "--output", str(out)]) == 2     # reproduce takes the lock too
+        assert "in use" in capsys.readouterr().err
     finally:
         held.close()
     assert main([*TINY_SWEEP, "--ratios", "1", "--seeds", "1", "--output", str(out)]) == 0   # released
+    report = tmp_path / "r"
+    report.mkdir()
+    (report / "report.json").write_text("{}")
+    assert main([*TINY_SWEEP, "--ratios", "1", "--seeds", "1", "--output", str(report)]) == 2
+    assert "holds a reproduction" in capsys.readouterr().err
 
 
 def test_target_loss_not_below_the_initial_loss_is_refused(tmp_path, capsys):

@@ -48,6 +48,7 @@ from derivations.core.cli import OneLineParser, UsageError, usage_error
 from derivations.core.output import emit
 
 from .commands import COMMANDS as _MODULES
+from .commands import common
 from .commands.common import PROG, json_text, parse_seeds
 
 __all__ = ["build_parser", "main", "UsageError", "parse_seeds", "COMMANDS", "EXIT_DIVERGED"]
@@ -71,16 +72,6 @@ def build_parser() -> argparse.ArgumentParser:
     for module in _MODULES.values():
         module.add_parser(sub)
     return parser
-
-
-def _diverged(payload) -> bool:
-    runs = payload.get("runs") if isinstance(payload, dict) else None
-    if isinstance(runs, dict):   # the reproduce report
-        runs = [r for v in runs.values() for r in v.get("runs", []) if isinstance(r, dict)]
-    if isinstance(runs, list) and any(r.get("status") == "diverged" for r in runs):
-        return True
-    summary = payload.get("summary") if isinstance(payload, dict) else None
-    return isinstance(summary, list) and any(s["relevant_attention_mean"] is None for s in summary)
 
 
 def _kept(args) -> str:
@@ -115,6 +106,7 @@ def main(argv=None) -> int:
     except UsageError as exc:
         return usage_error(PROG, exc)
     t0 = time.perf_counter()
+    common.DIVERGED.clear()
     payload, status = _run(work, args)
     if payload is None:
         return status
@@ -122,7 +114,7 @@ def main(argv=None) -> int:
         status = emit(json_text(payload), PROG)
     elif not args.quiet:
         status = emit(f"{fmt(payload)}\n({time.perf_counter() - t0:.1f} s)", PROG)
-    if status == 0 and _diverged(payload):
+    if status == 0 and common.DIVERGED:
         status = EXIT_DIVERGED
     return status
 

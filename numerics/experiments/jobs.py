@@ -137,7 +137,7 @@ def valid_result(job: dict, result) -> bool:
     if kind == "fig3":
         return _valid_fig3(result, job)
     seeds = job.get("seeds")
-    key, check = {"fig2": ("runs", _valid_fig2_run), "sweep": ("rows", None)}.get(kind, (None, None))
+    key = {"fig2": "runs", "sweep": "rows"}.get(kind)
     if key is None or not isinstance(seeds, list) or not isinstance(result.get(key), list):
         return False
     items = result[key]

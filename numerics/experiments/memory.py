@@ -25,10 +25,11 @@ from __future__ import annotations
 
 from . import data
 
-__all__ = ["fig2_bytes", "fig3_bytes"]
+__all__ = ["fig2_bytes", "fig3_bytes", "PARAMS_PER_SEED"]
 
 _V = data.V
-_PARAMS_PER_SEED = 16 * _V * _V * 8      # up to 4 matrices x (weights, steps, copies)
+#: Bytes of one stacked seed's parameters: up to 4 matrices x (weights, steps, copies).
+PARAMS_PER_SEED = 16 * _V * _V * 8
 
 
 def fig2_bytes(config, seeds_per_job: int) -> int:
@@ -39,7 +40,7 @@ def fig2_bytes(config, seeds_per_job: int) -> int:
     per_sequence = 4 * (c.seq_len - 2) + 2 * _V + 88
     train = steps * seeds_per_job * c.batch_size * per_sequence
     evaluation = c.eval_batches * c.batch_size * (2 * (c.seq_len - 2) + 9 * 8 * _V)
-    return train + evaluation + seeds_per_job * _PARAMS_PER_SEED
+    return train + evaluation + seeds_per_job * PARAMS_PER_SEED
 
 
 def fig3_bytes(config) -> int:
@@ -49,4 +50,4 @@ def fig3_bytes(config) -> int:
     train = c.steps_per_epoch * c.batch_size * (2 * (c.seq_len - 2) + 8 * _V + 24)
     step = 4 * alphas * c.batch_size * _V * 8
     evaluation = c.eval_batches * c.batch_size * (2 * (c.seq_len - 2) + 8 * _V + 6 * 8 * alphas * _V)
-    return train + step + evaluation + alphas * _PARAMS_PER_SEED
+    return train + step + evaluation + alphas * PARAMS_PER_SEED

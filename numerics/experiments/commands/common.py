@@ -15,8 +15,8 @@ import re
 from derivations.core.cli import UsageError, parse_int, parse_number, prepare_output_dir, progress_bar
 
 __all__ = ["PROG", "add_common", "number", "integer", "parse_seeds", "workers", "scheduler",
-           "output_dir", "config", "json_text", "finite_or_none", "run_single_or_pool",
-           "check_memory", "memory_budget", "MAX_SEEDS", "warn"]
+           "output_dir", "config", "option_message", "json_text", "finite_or_none", "run_single_or_pool",
+           "check_memory", "memory_budget", "MAX_SEEDS", "warn", "warn_diverged", "DIVERGED"]
 
 #: Program name of the one-line messages.
 PROG = "experiments"
@@ -72,8 +72,9 @@ def parse_seeds(text) -> list:
         spans.append((a, b))
     count = sum(b - a + 1 for a, b in spans)
     if count > MAX_SEEDS:
-        raise UsageError(f"--seeds names {count} seeds; at most {MAX_SEEDS} (each seed's parameters "
-                         f"are trained stacked in memory)")
+        from ..memory import PARAMS_PER_SEED
+        raise UsageError(f"--seeds names {count} seeds, whose parameters alone would need about "
+                         f"{_size(count * PARAMS_PER_SEED)} of memory; at most {MAX_SEEDS} seeds")
     seeds = [s for a, b in spans for s in range(a, b + 1)]
     if len(set(seeds)) != len(seeds):
         raise UsageError(f"--seeds must be distinct; got {text!r}")
@@ -118,12 +119,17 @@ OPTION_NAMES = {"lr_qk": "--lr-qk", "lr_ov": "--lr-ov", "qk_ramp": "--qk-ramp", 
 _FIELD = re.compile(r"\b(" + "|".join(OPTION_NAMES) + r")\b")
 
 
+def option_message(text: str) -> str:
+    """``text`` with its first internal field name (``batch_size``) replaced by the option (``--batch-size``)."""
+    return _FIELD.sub(lambda m: OPTION_NAMES[m[1]], str(text), count=1)
+
+
 def config(factory, **settings):
     """``factory(**settings)``; its ValueError becomes a :class:`UsageError` naming the option."""
     try:
         return factory(**settings)
     except ValueError as exc:
-        raise UsageError(_FIELD.sub(lambda m: OPTION_NAMES[m[1]], str(exc), count=1)) from None
+        raise UsageError(option_message(exc)) from None
 
 
 def finite_or_none(obj):
@@ -142,10 +148,21 @@ def json_text(obj) -> str:
     return json.dumps(finite_or_none(obj), indent=1, allow_nan=False)
 
 
+#: The runs reported diverged by the command now running (its exit status is then 3).
+DIVERGED: list = []
+
+
 def warn(message: str) -> None:
     """One line ``experiments: warning: ...`` on stderr."""
     import sys
     print(f"{PROG}: warning: {message}", file=sys.stderr)
+
+
+def warn_diverged(what: str, steps: int, measurements: str = "null") -> None:
+    """Report one diverged run on stderr (one line) and remember it for the exit status."""
+    DIVERGED.append(what)
+    warn(f"{what} diverged (non-finite training loss after {steps} steps): stopped there, its "
+         f"measurements are {measurements}")
 
 
 def run_single_or_pool(func, jobs, args, n_workers, address, desc, epochs_each, store=None):
@@ -176,6 +193,11 @@ def _size(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.3g} EiB"  # pragma: no cover
+
+
+def processes(n_workers: int, n_jobs: int, address) -> int:
+    """How many jobs run at once on this machine (none when a Dask cluster runs them)."""
+    return 0 if address is not None else max(1, min(n_workers, n_jobs))
 
 
 def check_memory(needed: float, settings: str) -> None:

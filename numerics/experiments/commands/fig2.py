@@ -64,10 +64,11 @@ def prepare(args):
     seeds = common.parse_seeds(args.seeds) if args.seeds is not None else pub["seeds"]
     workers = common.workers(args)
     groups = jobs_mod.split_seeds(seeds, workers if args.scheduler is None else len(seeds))
-    common.check_memory(fig2_bytes(config, max(map(len, groups))),
+    at_once = max(1, common.processes(workers, len(groups), args.scheduler))
+    common.check_memory(at_once * fig2_bytes(config, max(map(len, groups))),
                         f"fig2 with --seq-len {config.seq_len}, --batch-size {config.batch_size}, "
                         f"--steps-per-epoch {config.steps_per_epoch}, --eval-batches {config.eval_batches} "
-                        f"and {max(map(len, groups))} stacked seeds per process")
+                        f"and {max(map(len, groups))} stacked seeds in each of {at_once} process(es)")
     scheduler = common.scheduler(args)
     output = common.output_dir(args)
 
@@ -78,8 +79,7 @@ def prepare(args):
         runs = [r for res in results for r in res["runs"]]
         for r in runs:
             if r["status"] == "diverged":
-                common.warn(f"fig2 seed {r['seed']} diverged (non-finite training loss after {r['steps']} "
-                            f"steps): stopped there, its measurements are null")
+                common.warn_diverged(f"fig2 seed {r['seed']}", r["steps"])
         summ = jobs_mod.combine_runs(runs)
         payload = {"heatmap": summ["heatmap"], "heatmap_std": summ["heatmap_std"],
                    "separability": summ["separability"], "settings": {**config.to_dict(), "seeds": seeds},

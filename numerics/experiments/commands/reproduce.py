@@ -54,8 +54,13 @@ def prepare(args):
 
     def work():
         try:
-            return rep.reproduce(output, workers=workers, scheduler=scheduler, progress=not args.quiet,
-                                 quick=args.quick, shortest_first=args.shortest_first)
+            report = rep.reproduce(output, workers=workers, scheduler=scheduler, progress=not args.quiet,
+                                   quick=args.quick, shortest_first=args.shortest_first)
         finally:
             lock.close()
+        for name, run in report["runs"].items():
+            for r in run.get("runs", []):
+                if r.get("status") == "diverged":
+                    common.warn_diverged(f"reproduce run {name} seed {r['seed']}", r["steps"])
+        return report
     return work, rep.format_report

@@ -56,7 +56,7 @@ def _settings(args) -> dict:
     return {"parameterizations": list(dict.fromkeys(parse_list("--parameterizations", args.parameterizations,
                                                                _parameterization))),
             "ratios": list(dict.fromkeys(parse_list("--ratios", args.ratios, lambda t: number("ratio", t)))),
-            "seeds": integer("--seeds", args.seeds, 1), "target_loss": number("--target-loss", args.target_loss),
+            "seeds": integer("--seeds", args.seeds, 1, common.MAX_SEEDS), "target_loss": number("--target-loss", args.target_loss),
             "lr_ov": number("--lr-ov", args.lr_ov), "seq_len": integer("--seq-len", args.seq_len, 3),
             "batch_size": integer("--batch-size", args.batch_size, 1),
             "steps_per_epoch": integer("--steps-per-epoch", args.steps_per_epoch, 1),
@@ -73,7 +73,23 @@ def _jobs(s) -> list:
         return sweep_mod.sweep_jobs(s["parameterizations"], s["ratios"], s["seeds"], s["target_loss"],
                                     seed_blocks=s.get("seed_blocks"), **options)
     except ValueError as exc:
-        raise UsageError(common._FIELD.sub(lambda m: common.OPTION_NAMES[m[1]], str(exc), count=1)) from None
+        raise UsageError(common.option_message(exc)) from None
+
+
+def _check_memory(s, workers, address) -> None:
+    """Refuse sizes whose arrays would not fit, before a job (or a list of seeds) is built."""
+    from .. import sgd
+    from ..memory import fig2_bytes
+
+    one = common.config(sgd.Fig2Config, parameterization=s["parameterizations"][0], lr_qk=s["lr_ov"],
+                        lr_ov=s["lr_ov"], seq_len=s["seq_len"], batch_size=s["batch_size"],
+                        steps_per_epoch=s["steps_per_epoch"], epochs=1, eval_batches=s["eval_batches"],
+                        max_steps=s["max_steps"])
+    at_once = max(1, common.processes(workers, len(s["parameterizations"]) * len(s["ratios"]), address))
+    common.check_memory(at_once * fig2_bytes(one, s["seeds"]),
+                        f"sweep with --seq-len {s['seq_len']}, --batch-size {s['batch_size']}, "
+                        f"--steps-per-epoch {s['steps_per_epoch']}, --eval-batches {s['eval_batches']} "
+                        f"and {s['seeds']} stacked seeds in each of {at_once} process(es)")
 
 
 def _check_target(s) -> None:
@@ -123,19 +139,13 @@ def _open_directory(args, settings):
 
 def prepare(args):
     """Check every input (then the output directory); return ``(work, format)``, no work done yet."""
-    from ..memory import fig2_bytes
-    from .. import sgd
-
     if args.extend and not args.resume:
         raise UsageError("--extend extends a stored sweep: give it with --resume")
     settings = _settings(args)
-    jobs = _jobs(settings)
-    common.check_memory(fig2_bytes(sgd.Fig2Config(**jobs[0]["config"]), settings["seeds"]),
-                        f"sweep with --seq-len {settings['seq_len']}, --batch-size {settings['batch_size']}, "
-                        f"--steps-per-epoch {settings['steps_per_epoch']}, --eval-batches "
-                        f"{settings['eval_batches']} and {settings['seeds']} stacked seeds")
-    _check_target(settings)
     workers = common.workers(args)
+    _check_memory(settings, workers, args.scheduler)
+    jobs = _jobs(settings)
+    _check_target(settings)
     scheduler = common.scheduler(args)
     output, lock, settings = _open_directory(args, settings)
     jobs = _jobs(settings)
@@ -164,9 +174,8 @@ def _run(args, output, jobs, settings, workers, scheduler):
                              settings["ratios"].index(r["ratio"]), r["seed"]))
     for r in rows:
         if r["status"] == "diverged":
-            common.warn(f"sweep run {r['parameterization']} ratio {r['ratio']:g} seed {r['seed']} diverged "
-                        f"(non-finite training loss after {r['steps']} steps): stopped there, its "
-                        f"measurements are empty")
+            common.warn_diverged(f"sweep run {r['parameterization']} ratio {r['ratio']:g} seed {r['seed']}",
+                                 r["steps"], "empty")
     sweep_mod.write_csv(rows, output / "results.csv")
     summary = sweep_mod.summarize(rows)
     shown = {k: v for k, v in settings.items() if k != "seed_blocks"}
