@@ -271,11 +271,18 @@ def test_output_that_cannot_take_files_leaves_nothing(kind, tmp_path, capsys):
     assert sorted(tmp_path.iterdir()) == before and not (tmp_path / "missing").exists()
 
 
+@pytest.fixture
+def no_figures(monkeypatch):
+    """Skip drawing figures (a PDF takes about a second) in tests about the stored numbers."""
+    from numerics.experiments import plots
+    monkeypatch.setattr(plots, "save_figure", lambda fig, directory, name: plots._plt().close(fig) or [])
+
+
 TINY_SWEEP = ["sweep", "--parameterizations", "CACO", "--target-loss", "3.5", "--max-steps", "40",
               "--steps-per-epoch", "20", "--eval-batches", "1", "--workers", "1", "--quiet", "--no-theory"]
 
 
-def test_resume_with_other_settings_is_refused_and_extend_keeps_every_row(tmp_path, capsys):
+def test_resume_with_other_settings_is_refused_and_extend_keeps_every_row(tmp_path, capsys, no_figures):
     out = tmp_path / "s"
     assert main([*TINY_SWEEP, "--ratios", "1", "--seeds", "1", "--output", str(out)]) == 0
     before = (out / "results.csv").read_text()
@@ -296,7 +303,7 @@ def test_resume_with_other_settings_is_refused_and_extend_keeps_every_row(tmp_pa
     assert main([*TINY_SWEEP, "--ratios", "1,4", "--seeds", "2", "--output", str(out), "--resume"]) == 0
 
 
-def test_a_locked_sweep_directory_is_refused(tmp_path, capsys):
+def test_a_locked_sweep_directory_is_refused(tmp_path, capsys, no_figures):
     from numerics.experiments.sweep import lock_directory
     out = tmp_path / "s"
     out.mkdir()
@@ -327,25 +334,24 @@ def test_target_loss_not_below_the_initial_loss_is_refused(tmp_path, capsys):
     assert not (tmp_path / "s").exists()
 
 
-@pytest.mark.parametrize("damage", ["empty result", "rows not a list", "a row deleted", "a directory"])
-def test_a_damaged_run_body_is_recomputed(damage, tmp_path, capsys):
+def test_a_damaged_run_body_is_recomputed(tmp_path, capsys, no_figures):
     args = [*TINY_SWEEP, "--ratios", "1", "--seeds", "2", "--output", str(tmp_path / "s")]
     assert main(args) == 0
     before = (tmp_path / "s" / "results.csv").read_bytes()
     path, = (tmp_path / "s" / "runs").glob("*.json")
-    record = json.loads(path.read_text())
-    if damage == "a directory":
-        path.unlink()
-        path.mkdir()
-    else:
-        record["result"] = {"empty result": {}, "rows not a list": {"rows": "oops"},
-                            "a row deleted": {"rows": record["result"]["rows"][1:]}}[damage]
-        path.write_text(json.dumps(record))
-    assert main([*args, "--resume"]) == 0
-    assert (tmp_path / "s" / "results.csv").read_bytes() == before
-    assert path.is_file() and len(json.loads(path.read_text())["result"]["rows"]) == 2   # rewritten whole
-    if damage == "a directory":   # kept aside, not deleted
-        assert (path.parent / (path.name + ".not-a-result")).is_dir()
+    for damage in ("empty result", "rows not a list", "a row deleted", "a directory"):
+        record = json.loads(path.read_text())
+        if damage == "a directory":
+            path.unlink()
+            path.mkdir()
+        else:
+            record["result"] = {"empty result": {}, "rows not a list": {"rows": "oops"},
+                                "a row deleted": {"rows": record["result"]["rows"][1:]}}[damage]
+            path.write_text(json.dumps(record))
+        assert main([*args, "--resume"]) == 0, damage
+        assert (tmp_path / "s" / "results.csv").read_bytes() == before, damage
+        assert path.is_file() and len(json.loads(path.read_text())["result"]["rows"]) == 2, damage
+    assert (path.parent / (path.name + ".not-a-result")).is_dir()    # the directory kept aside, not deleted
 
 
 @pytest.mark.parametrize("address, match", [("tls://127.0.0.1:1", "tls:// schedulers are not supported"),
@@ -433,7 +439,7 @@ def test_huge_sizes_are_refused_with_the_memory_they_need(argv, tmp_path, monkey
     assert not (tmp_path / "out").exists()
 
 
-def test_smaller_messages_name_the_option(tmp_path, capsys):
+def test_smaller_messages_name_the_option(tmp_path, capsys, no_figures):
     help_text = build_parser()._subparsers._group_actions[0].choices["fig3"].format_help()
     assert "default 0.2,0.4,0.6,0.8,1" in " ".join(help_text.split())
     assert main(["fig3", "--batch-size", "5"]) == 2
