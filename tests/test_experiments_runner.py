@@ -342,3 +342,12 @@ def test_a_listener_answering_garbage_is_not_a_scheduler(greeting):
         with pytest.raises(ValueError, match="not the Dask protocol"):
             check_scheduler("tcp://127.0.0.1:%d" % server.getsockname()[1], timeout=1)
         assert time.monotonic() - start < 10
+
+
+@pytest.mark.parametrize("name", ["store", "cluster", "memory"])
+def test_docstring_examples_of_the_split_modules_run(name):
+    import doctest
+    import importlib
+    module = importlib.import_module(f"numerics.experiments.{name}")
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0
