@@ -159,8 +159,8 @@ BAD = [
       "--output", "OUT"], "--seeds"),
     (["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1", "--target-loss", "0.1"],
      "--output"),
-    (["fig2", "--output", "FILE/sub"], "is a file"),
-    (["reproduce", "--output", "FILE"], "is a file"),
+    (["fig2", "--output", "FILE/sub"], "cannot take files"),
+    (["reproduce", "--output", "FILE"], "cannot take files"),
 ]
 
 
@@ -192,3 +192,263 @@ def test_every_option_has_help():
         for action in p._actions:
             if action.dest != "help":
                 assert action.help, (name, action.dest)
+
+
+# ------------------------------------------------------------------ nothing lost (issue "Nothing lost")
+
+def test_diverged_fig2_writes_valid_json_with_nulls_and_exits_3(tmp_path, capsys):
+    out = tmp_path / "f2"
+    status = main(["fig2", "--seeds", "1", "--lr-qk", "1e200", "--lr-ov", "1e200", *FIG2_SHORT, "--workers", "1",
+                   "--json", "--quiet", "--output", str(out)])
+    captured = capsys.readouterr()
+    assert status == 3
+    d = json.loads(captured.out)                      # valid JSON: no NaN tokens
+    assert "NaN" not in captured.out and d == json.loads((out / "fig2.json").read_text())
+    run, = d["runs"]
+    assert run["status"] == "diverged" and run["final_loss"] is None and run["stopped_epoch"] is None
+    assert d["heatmap"] is None and d["separability"] == {"mean": None, "std": None}
+    assert captured.err.count("\n") == 2 and "seed 1 diverged" in captured.err   # the run, no figure
+    assert "Traceback" not in captured.err
+
+
+def test_degenerate_separability_is_null_not_a_crash(capsys):
+    assert main(["fig2", "--epochs", "1", "--steps-per-epoch", "1", "--eval-batches", "1", "--batch-size", "1",
+                 "--seq-len", "3", "--seeds", "3", "--json", "--workers", "1"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["separability"] == {"mean": None, "std": None} and d["runs"][0]["status"] == "completed"
+
+
+def test_diverged_sweep_still_writes_csv_json_and_plot(tmp_path, capsys):
+    out = tmp_path / "s"
+    status = main(["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "2", "--target-loss", "3",
+                   "--lr-ov", "1e200", "--max-steps", "20", "--steps-per-epoch", "10", "--eval-batches", "1",
+                   "--workers", "1", "--quiet", "--no-theory", "--output", str(out)])
+    err = capsys.readouterr().err
+    assert status == 3 and err.count("diverged") == 2 and "Traceback" not in err
+    rows = list(csv.DictReader(open(out / "results.csv")))
+    assert [r["status"] for r in rows] == ["diverged", "diverged"] and rows[0]["loss"] == ""
+    summary = json.loads((out / "sweep.json").read_text())["summary"]
+    assert summary[0]["relevant_attention_mean"] is None and (out / "sweep.png").exists()
+
+
+@pytest.mark.parametrize("output, match", [("", "must name a directory"),
+                                           ("/proc/qkov-no/sub", "cannot take files")])
+def test_output_is_probed_before_any_work(output, match, capsys):
+    t0 = time.perf_counter()
+    assert main(["fig2", "--epochs", "500", "--steps-per-epoch", "100", "--stop", "none", "--output", output]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and match in err and time.perf_counter() - t0 < 5
+
+
+@pytest.mark.parametrize("kind", ["300-character name", "dangling link", "link loop", "read-only"])
+def test_output_that_cannot_take_files_leaves_nothing(kind, tmp_path, capsys):
+    before = sorted(tmp_path.iterdir())
+    if kind == "300-character name":
+        target = tmp_path / "new" / ("x" * 300)
+    elif kind == "dangling link":
+        (tmp_path / "dangling").symlink_to(tmp_path / "missing" / "dir")
+        target = tmp_path / "dangling"
+    elif kind == "link loop":
+        (tmp_path / "a").symlink_to(tmp_path / "b")
+        (tmp_path / "b").symlink_to(tmp_path / "a")
+        target = tmp_path / "a" / "sub"
+    else:
+        (tmp_path / "ro").mkdir()
+        (tmp_path / "ro").chmod(0o500)
+        if os.access(tmp_path / "ro", os.W_OK):
+            (tmp_path / "ro").chmod(0o700)
+            pytest.skip("running as a user who may write anywhere")
+        target = tmp_path / "ro" / "sub"
+    before = sorted(tmp_path.iterdir())
+    t0 = time.perf_counter()
+    try:
+        assert main(["fig3", "--epochs", "200", "--output", str(target)]) == 2
+    finally:
+        if kind == "read-only":
+            (tmp_path / "ro").chmod(0o700)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot take files" in err and time.perf_counter() - t0 < 5
+    assert sorted(tmp_path.iterdir()) == before and not (tmp_path / "missing").exists()
+
+
+@pytest.fixture
+def no_figures(monkeypatch):
+    """Skip drawing figures (a PDF takes about a second) in tests about the stored numbers."""
+    from numerics.experiments import plots
+    monkeypatch.setattr(plots, "save_figure", lambda fig, directory, name: plots._plt().close(fig) or [])
+
+
+TINY_SWEEP = ["sweep", "--parameterizations", "CACO", "--target-loss", "3.5", "--max-steps", "40",
+              "--steps-per-epoch", "20", "--eval-batches", "1", "--workers", "1", "--quiet", "--no-theory"]
+
+
+def test_resume_with_other_settings_is_refused_and_extend_keeps_every_row(tmp_path, capsys, no_figures):
+    out = tmp_path / "s"
+    assert main([*TINY_SWEEP, "--ratios", "1", "--seeds", "1", "--output", str(out)]) == 0
+    before = (out / "results.csv").read_text()
+    for extra, named in ((["--ratios", "1,4", "--seeds", "1"], "--ratios"), (["--ratios", "1", "--seeds", "2"], "--seeds")):
+        assert main([*TINY_SWEEP, *extra, "--output", str(out), "--resume"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and named in err and "--extend" in err
+    assert (out / "results.csv").read_text() == before
+    assert main([*TINY_SWEEP, "--ratios", "4", "--seeds", "2", "--output", str(out), "--resume", "--extend"]) == 2
+    assert "leaves out 1" in capsys.readouterr().err
+    assert main([*TINY_SWEEP, "--ratios", "1,4", "--seeds", "2", "--output", str(out), "--resume", "--extend"]) == 0
+    extended = (out / "results.csv").read_text()
+    assert extended.splitlines()[1] == before.splitlines()[1]          # the stored row kept
+    fresh = tmp_path / "fresh"
+    assert main([*TINY_SWEEP, "--ratios", "1,4", "--seeds", "2", "--output", str(fresh)]) == 0
+    assert extended == (fresh / "results.csv").read_text()             # the same as one sweep of everything
+    # --resume with the stored (extended) settings continues without complaint
+    assert main([*TINY_SWEEP, "--ratios", "1,4", "--seeds", "2", "--output", str(out), "--resume"]) == 0
+
+
+def test_a_locked_sweep_directory_is_refused(tmp_path, capsys, no_figures):
+    from numerics.experiments.sweep import lock_directory
+    out = tmp_path / "s"
+    out.mkdir()
+    held = lock_directory(out)
+    try:
+        assert main([*TINY_SWEEP, "--ratios", "1", "--seeds", "1", "--output", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "in use" in err and not (out / "runs").exists()
+        assert main(["reproduce", "--quick", "--output", str(out)]) == 2     # reproduce takes the lock too
+        assert "in use" in capsys.readouterr().err
+    finally:
+        held.close()
+    assert main([*TINY_SWEEP, "--ratios", "1", "--seeds", "1", "--output", str(out)]) == 0   # released
+    report = tmp_path / "r"
+    report.mkdir()
+    (report / "report.json").write_text("{}")
+    assert main([*TINY_SWEEP, "--ratios", "1", "--seeds", "1", "--output", str(report)]) == 2
+    assert "holds a reproduction" in capsys.readouterr().err
+
+
+def test_target_loss_not_below_the_initial_loss_is_refused(tmp_path, capsys):
+    for target in ("10", "3.92"):
+        t0 = time.perf_counter()
+        assert main([*TINY_SWEEP, "--ratios", "1", "--seeds", "1", "--target-loss", target,
+                     "--output", str(tmp_path / "s")]) == 2
+        err = capsys.readouterr().err
+        assert "initial loss 3.91" in err and err.count("\n") == 1 and time.perf_counter() - t0 < 5
+    assert not (tmp_path / "s").exists()
+
+
+def test_a_damaged_run_body_is_recomputed(tmp_path, capsys, no_figures):
+    args = [*TINY_SWEEP, "--ratios", "1", "--seeds", "2", "--output", str(tmp_path / "s")]
+    assert main(args) == 0
+    before = (tmp_path / "s" / "results.csv").read_bytes()
+    path, = (tmp_path / "s" / "runs").glob("*.json")
+    for damage in ("empty result", "rows not a list", "a row deleted", "a directory"):
+        record = json.loads(path.read_text())
+        if damage == "a directory":
+            path.unlink()
+            path.mkdir()
+        else:
+            record["result"] = {"empty result": {}, "rows not a list": {"rows": "oops"},
+                                "a row deleted": {"rows": record["result"]["rows"][1:]}}[damage]
+            path.write_text(json.dumps(record))
+        assert main([*args, "--resume"]) == 0, damage
+        assert (tmp_path / "s" / "results.csv").read_bytes() == before, damage
+        assert path.is_file() and len(json.loads(path.read_text())["result"]["rows"]) == 2, damage
+    assert (path.parent / (path.name + ".not-a-result")).is_dir()    # the directory kept aside, not deleted
+
+
+@pytest.mark.parametrize("address, match", [("tls://127.0.0.1:1", "tls:// schedulers are not supported"),
+                                            ("tcp://127.0.0.1:1/", "nothing after the port")])
+def test_scheduler_address_refused_up_front(address, match, capsys):
+    t0 = time.perf_counter()
+    assert main(["fig2", "--epochs", "1", "--scheduler", address]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and match in err and time.perf_counter() - t0 < 5
+
+
+def test_a_listener_answering_garbage_is_refused_quickly(capsys):
+    import socket
+    import threading
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+
+    def answer():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            conn.sendall(b"\x10" + bytes(7) + b"garbage!" * 8)
+            conn.close()
+    threading.Thread(target=answer, daemon=True).start()
+    try:
+        t0 = time.perf_counter()
+        assert main(["fig2", "--epochs", "1", "--scheduler", "tcp://127.0.0.1:%d" % server.getsockname()[1]]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "not the Dask protocol" in err and time.perf_counter() - t0 < 15
+    finally:
+        server.close()
+
+
+def test_a_lost_scheduler_is_one_line_saying_what_is_kept(monkeypatch, capsys):
+    from numerics.experiments import cluster
+
+    def prepare(args):
+        def work():
+            raise cluster.SchedulerLost("the Dask scheduler at tcp://127.0.0.1:9 was lost")
+        return work, str
+    import numerics.experiments.__main__ as cli
+    monkeypatch.setitem(cli.COMMANDS, "sweep", prepare)
+    assert main([*TINY_SWEEP, "--ratios", "1", "--seeds", "1", "--output", "OUT"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "kept in OUT/runs" in err and "--resume" in err
+    monkeypatch.setitem(cli.COMMANDS, "fig2", prepare)
+    assert main(["fig2"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "fig2 keeps no partial results: rerun" in err
+
+
+def test_dev_full_and_a_closed_pipe_end_without_a_traceback():
+    args = [sys.executable, "-m", "numerics.experiments", "fig2", *FIG2_SHORT, "--seeds", "1", "--workers", "1"]
+    with open("/dev/full", "w") as full:
+        r = subprocess.run(args, stdout=full, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=ENV, timeout=120)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "cannot write" in r.stderr
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=ENV, text=True)
+    proc.stdout.close()                                # the reader went away (`| true`)
+    err = proc.stderr.read()
+    assert proc.wait(120) == 0 and "Traceback" not in err and err == ""
+
+
+@pytest.mark.parametrize("argv", [
+    ["fig2", "--seeds", "0-100000000"],
+    ["fig2", "--seq-len", "1000000000"],
+    ["fig2", "--batch-size", "1000000000"],
+    ["fig2", "--eval-batches", "1000000000"],
+    ["fig2", "--steps-per-epoch", "1000000", "--seeds", "1"],
+    ["fig3", "--batch-size", "1000000000"],
+    ["fig3", "--eval-batches", "1000000000"],
+    ["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1", "--target-loss", "1",
+     "--seq-len", "1000000000", "--output", "OUT"],
+])
+def test_huge_sizes_are_refused_with_the_memory_they_need(argv, tmp_path, monkeypatch, capsys):
+    from numerics.experiments.commands import common
+    monkeypatch.setattr(common, "memory_budget", lambda: 4 << 30)      # a machine with 8 GiB
+    argv = [a.replace("OUT", str(tmp_path / "out")) for a in argv]
+    t0 = time.perf_counter()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and ("memory" in err or "at most" in err) and time.perf_counter() - t0 < 5
+    assert not (tmp_path / "out").exists()
+
+
+def test_smaller_messages_name_the_option(tmp_path, capsys, no_figures):
+    help_text = build_parser()._subparsers._group_actions[0].choices["fig3"].format_help()
+    assert "default 0.2,0.4,0.6,0.8,1" in " ".join(help_text.split())
+    assert main(["fig3", "--batch-size", "5"]) == 2
+    assert "--batch-size must be a multiple of 4" in capsys.readouterr().err
+    assert main([*TINY_SWEEP, "--ratios", "5e-324", "--seeds", "1", "--output", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert "ratio 5e-324" in err and "lr_qk" not in err
+    sweep_dir = tmp_path / "s"
+    assert main([*TINY_SWEEP, "--ratios", "1", "--seeds", "1", "--output", str(sweep_dir)]) == 0
+    (sweep_dir / "runs").mkdir(exist_ok=True)
+    assert main(["reproduce", "--collect", "--quick", "--output", str(sweep_dir)]) == 2
+    assert "holds a sweep" in capsys.readouterr().err and not (sweep_dir / "report.json").exists()

@@ -287,3 +287,67 @@ def test_docstring_examples_run():
     import numerics.experiments.runner as runner
     result = doctest.testmod(runner, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
+
+
+# ------------------------------------------------------------------ issue "Nothing lost": stores and addresses
+
+def test_store_validates_the_body_as_strictly_as_the_envelope(tmp_path):
+    def whole(job, result):
+        return isinstance(result.get("rows"), list) and len(result["rows"]) == job["n"]
+    store = ResultStore(tmp_path, validate=whole)
+    job = {"n": 2}
+    store.put(job, {"rows": [1, 2]})
+    assert store.get(job) == {"rows": [1, 2]}
+    for body in ({}, {"rows": "oops"}, {"rows": [1]}):
+        store.put(job, body)
+        assert store.get(job) is None and len(store) == 0       # damaged: counts as missing
+    store.path(job).unlink()
+    store.path(job).mkdir()                                     # a directory named like the file
+    assert store.get(job) is None and len(store) == 0
+    store.put(job, {"rows": [1, 2]})                            # recomputed result replaces it
+    assert store.get(job) == {"rows": [1, 2]}
+    assert (tmp_path / (store.path(job).name + ".not-a-result")).is_dir()   # kept aside, not deleted
+
+
+@pytest.mark.parametrize("address, match", [("tls://127.0.0.1:8786", "tls:// schedulers are not supported"),
+                                            ("tcp://127.0.0.1:8786/", "nothing after the port"),
+                                            ("tcp://127.0.0.1:8786/x", "nothing after the port")])
+def test_tls_and_paths_are_refused_before_any_connection(address, match):
+    start = time.monotonic()
+    with pytest.raises(ValueError, match=match):
+        check_scheduler(address, timeout=5)
+    with pytest.raises(ValueError, match=match):
+        run_jobs(dict, [{}], scheduler=address, progress=False)
+    assert time.monotonic() - start < 1
+
+
+@pytest.mark.parametrize("greeting", [b"\x10" + bytes(7) + b"garbage!" * 4, b"HTTP/1.1 400 Bad Request\r\n\r\n",
+                                      (40).to_bytes(8, "little") + (99).to_bytes(8, "little")])
+def test_a_listener_answering_garbage_is_not_a_scheduler(greeting):
+    import threading
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(4)
+
+        def answer():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                conn.sendall(greeting)
+                time.sleep(2)
+        threading.Thread(target=answer, daemon=True).start()
+        start = time.monotonic()
+        with pytest.raises(ValueError, match="not the Dask protocol"):
+            check_scheduler("tcp://127.0.0.1:%d" % server.getsockname()[1], timeout=1)
+        assert time.monotonic() - start < 10
+
+
+@pytest.mark.parametrize("name", ["store", "cluster", "memory"])
+def test_docstring_examples_of_the_split_modules_run(name):
+    import doctest
+    import importlib
+    module = importlib.import_module(f"numerics.experiments.{name}")
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0

@@ -137,3 +137,47 @@ def test_a_silent_listener_at_the_scheduler_address(tmp_path):
         err = one_line_exit_2(cli(*SWEEP, "--output", str(tmp_path / "out"), "--scheduler", address),
                               started, tmp_path / "out")
     assert address in err and "no Dask handshake" in err
+
+
+CLUSTER_SCRIPT = """
+import time, distributed
+if __name__ == "__main__":
+    with distributed.LocalCluster(n_workers=1, processes=True, threads_per_worker=1, host="127.0.0.1",
+                                  dashboard_address=None, protocol="tcp") as c:
+        print(c.scheduler_address, flush=True)
+        time.sleep(300)
+"""
+
+
+LOST_SWEEP = ["sweep", "--parameterizations", "CACO,FACO", "--ratios", "1,3", "--seeds", "2", "--target-loss",
+              "0.5", "--max-steps", "300", "--steps-per-epoch", "100", "--eval-batches", "1", "--quiet", "--no-theory"]
+
+
+def test_a_scheduler_lost_mid_sweep_is_one_line_and_resume_completes_it(tmp_path):
+    pytest.importorskip("distributed")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    owner = subprocess.Popen([sys.executable, "-c", CLUSTER_SCRIPT], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    try:
+        address = owner.stdout.readline().strip()
+        assert address.startswith("tcp://")
+        out = tmp_path / "lost"
+        proc = cli(*LOST_SWEEP, "--output", str(out), "--scheduler", address)
+        deadline = time.monotonic() + 120
+        while not list((out / "runs").glob("*.json")) and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.01)
+        assert proc.poll() is None, "the sweep ended before the scheduler could be lost"
+    finally:
+        os.killpg(owner.pid, signal.SIGKILL)          # the scheduler and its worker: the process group we started
+        owner.wait()
+    started = time.monotonic()
+    _, err = proc.communicate(timeout=90)
+    assert proc.returncode == 1 and err.count("\n") == 1, err
+    assert "was lost" in err or "cancelled" in err
+    assert f"kept in {out}/runs" in err and "--resume" in err and time.monotonic() - started < 60
+    saved = len(list((out / "runs").glob("*.json")))
+    assert 1 <= saved < 4 and not (out / "results.csv").exists()
+    assert main([*LOST_SWEEP, "--output", str(out), "--workers", "1", "--resume"]) == 0
+    reference = tmp_path / "reference"
+    assert main([*LOST_SWEEP, "--output", str(reference), "--workers", "1"]) == 0
+    assert (out / "results.csv").read_bytes() == (reference / "results.csv").read_bytes()

@@ -44,6 +44,38 @@ def test_seed_that_stops_early_leaves_the_others_unchanged():
             assert np.array_equal(both[i]["params"][k], alone["params"][k])
 
 
+def test_a_diverging_seed_stops_alone_and_the_others_are_unchanged(monkeypatch):
+    """A non-finite loss in one stacked seed stops that seed (status "diverged"); the other seeds train on,
+    their numbers bitwise equal to their solo runs, and the job reports the diverged run with null measurements."""
+    config = _short("CAFO", epochs=4)
+    solo = {seed: sgd.train_fig2(config, [seed])[0] for seed in (1235, 1236)}
+    original = models.loss_and_grad
+    calls = []
+
+    def poisoned(params, *args, **kwargs):
+        loss, steps = original(params, *args, **kwargs)
+        calls.append(1)
+        if len(calls) == 20:                          # epoch 2, step 5: seed 1234 (first in the stack) blows up
+            loss = np.array(loss, dtype=float)
+            loss[0] = np.inf
+            for d in steps.values():
+                d[0] = np.nan
+        return loss, steps
+    monkeypatch.setattr(models, "loss_and_grad", poisoned)
+    runs = sgd.train_fig2(config, [1234, 1235, 1236])
+    assert [r["status"] for r in runs] == ["diverged", "completed", "completed"]
+    assert runs[0]["steps"] == 30 and runs[0]["stopped_epoch"] is None and len(runs[0]["epoch_loss"]) == 2
+    for r in runs[1:]:
+        alone = solo[r["seed"]]
+        assert r["epoch_loss"] == alone["epoch_loss"] and r["steps"] == alone["steps"] == 60
+        for k in alone["params"]:
+            assert np.array_equal(r["params"][k], alone["params"][k])
+    summary = jobs.fig2_run_summary(config, runs[0])
+    assert summary["status"] == "diverged" and summary["final_loss"] is None and summary["heatmap"] is None
+    kept = jobs.combine_runs([summary, jobs.fig2_run_summary(config, runs[1])])
+    assert kept["heatmap"] == measure.combine_summaries([jobs.fig2_run_summary(config, runs[1])])["heatmap"]
+
+
 def test_authors_stop_rule_scripted_sequence():
     """Running sum reset only every 100 epochs: a low epoch inside a block does not stop training."""
     K = 10

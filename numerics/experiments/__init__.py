@@ -23,8 +23,14 @@ Modules
 :mod:`~numerics.experiments.plots`
     Figure-2 heatmaps, Figure-3 curves, the sweep plot (PNG + PDF).
 :mod:`~numerics.experiments.runner`
-    Running jobs in-process, on local processes or on a Dask cluster, with an
-    atomic, resumable result store.
+    Running jobs in-process, on local processes (:mod:`~numerics.experiments.pool`)
+    or on a Dask cluster (:mod:`~numerics.experiments.cluster`), with an atomic,
+    resumable result store (:mod:`~numerics.experiments.store`).
+:mod:`~numerics.experiments.memory`
+    The memory a configuration's arrays take, checked before any work.
+:mod:`~numerics.experiments.commands`
+    The command line, one module per command (``fig2``, ``fig3``, ``sweep``,
+    ``reproduce``) and what they share.
 
 Command line: ``python -m numerics.experiments {fig2,fig3,sweep,reproduce} --help``.
 

@@ -32,10 +32,11 @@ import json
 import time
 from pathlib import Path
 
-from derivations.atomic_file import atomic_write_text
+from derivations.core.atomic_file import atomic_write_text
 
 from . import jobs as jobs_mod
-from . import measure, plots, sgd
+from . import plots, sgd
+from .commands.common import json_text
 
 __all__ = ["PUBLISHED_RUNS", "published_jobs", "reproduce", "collect", "format_report", "make_figures"]
 
@@ -110,7 +111,8 @@ def reproduce(output, *, workers=None, scheduler=None, progress=True, quick=Fals
     named = published_jobs(quick, shortest_first=shortest_first)
     t0 = time.perf_counter()
     results = run_jobs(_dispatch, [j for _, j in named], workers=workers, scheduler=scheduler,
-                       store=ResultStore(output / "runs"), progress=progress, desc="reproduce")
+                       store=ResultStore(output / "runs", validate=jobs_mod.valid_result), progress=progress,
+                       desc="reproduce")
     return _write_report(output, named, results, time.perf_counter() - t0, quick)
 
 
@@ -124,7 +126,7 @@ def collect(output, *, quick=False) -> dict:
     from .runner import ResultStore
 
     output = Path(output)
-    store = ResultStore(output / "runs")
+    store = ResultStore(output / "runs", validate=jobs_mod.valid_result)
     named = published_jobs(quick)
     results = [store.get(json.loads(json.dumps(job))) for _, job in named]
     return _write_report(output, named, results, None, quick)
@@ -141,13 +143,13 @@ def _write_report(output, named, results, seconds, quick):
                                     "alpha": res["alpha"], "final_loss": res["final_loss"],
                                     "loss": res["loss"], "incentive": res["incentive"]}
         else:
-            summ = measure.combine_summaries(res["runs"])
+            summ = jobs_mod.combine_runs(res["runs"])
             report["runs"][name] = {"title": title, "experiment": "fig2", "settings": job["config"],
                                     "heatmap": summ["heatmap"], "heatmap_std": summ["heatmap_std"],
                                     "separability": summ["separability"], "runs": res["runs"]}
     report["runs"] = {k: report["runs"][k] for k in PUBLISHED_RUNS if k in report["runs"]}
     report["missing"] = [k for k in PUBLISHED_RUNS if k in report["missing"]]
-    atomic_write_text(output / "report.json", json.dumps(report, indent=1, allow_nan=False))
+    atomic_write_text(output / "report.json", json_text(report))
     atomic_write_text(output / "report.md", format_report(report))
     figures = make_figures(report, output)
     report["figures"] = [str(p) for p in figures]
@@ -158,7 +160,7 @@ def make_figures(report, output) -> list:
     """``fig2_heatmaps`` and ``fig3_fixed_attention`` (PNG + PDF) from a report."""
     fig2 = []
     for r in report["runs"].values():
-        if r["experiment"] == "fig2":
+        if r["experiment"] == "fig2" and r["heatmap"] is not None:   # (None: every seed diverged)
             n = len(r["runs"])
             fig2.append(dict(title=f"{r['title']} ({n} seed{'s' if n > 1 else ''})", heatmap=r["heatmap"],
                              heatmap_std=r["heatmap_std"], n_seeds=n))
@@ -172,7 +174,7 @@ def make_figures(report, output) -> list:
 
 
 def _fmt(x, spec=".4g"):
-    return "-" if x is None else format(x, spec)
+    return "-" if x is None or x != x else format(x, spec)
 
 
 def format_report(report) -> str:
@@ -195,18 +197,20 @@ def format_report(report) -> str:
                   f"{s['epochs']} x {s['steps_per_epoch']} steps, stop {s['stop']}, init {s['init']}", "",
                   "| attention \\ label prob | 0-.2 | .2-.4 | .4-.6 | .6-.8 | .8-1 |", "|---|---|---|---|---|---|"]
         edges = ["0-.2", ".2-.4", ".4-.6", ".6-.8", ".8-1"]
-        for i, row in enumerate(r["heatmap"]):
+        heat = r["heatmap"] or [[float("nan")] * 5] * 5      # every seed diverged: no heatmap
+        for i, row in enumerate(heat):
             lines.append(f"| {edges[i]} | " + " | ".join(f"{v:.1f}" for v in row) + " |")
-        col = [sum(row[j] for row in r["heatmap"]) for j in range(5)]
-        att = [sum(row) for row in r["heatmap"]]
+        col = [sum(row[j] for row in heat) for j in range(5)]
+        att = [sum(row) for row in heat]
         lines += ["", "label-probability marginal: " + ", ".join(f"{v:.1f}" for v in col),
                   "attention marginal: " + ", ".join(f"{v:.1f}" for v in att),
-                  f"separability: {r['separability']['mean']:.4g} ± {r['separability']['std']:.3g}", "",
+                  f"separability: {_fmt(r['separability']['mean'])} ± {_fmt(r['separability']['std'], '.3g')}", "",
                   "| seed | steps | stopped epoch | final loss | accuracy | relevant attention |",
                   "|---|---|---|---|---|---|"]
         for run in r["runs"]:
             lines.append(f"| {run['seed']} | {run['steps']} | {_fmt(run['stopped_epoch'], 'd')} | "
-                         f"{run['final_loss']:.4g} | {run['accuracy']:.4f} | {run['relevant_attention']:.4f} |")
+                         f"{_fmt(run['final_loss'])} | {_fmt(run['accuracy'], '.4f')} | "
+                         f"{_fmt(run['relevant_attention'], '.4f')} |")
         lines.append("")
     lines += ["## Figure 3", ""]
     for name, r in report["runs"].items():

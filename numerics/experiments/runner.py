@@ -16,6 +16,13 @@ caller receives are the same bit for bit whether they were computed here, in
 another process, on a Dask worker or read back from a :class:`ResultStore`
 (Python's ``repr`` of a float round-trips exactly).
 
+The runner is split in four modules: this one (:func:`run_jobs`,
+:class:`JobError`), :mod:`~numerics.experiments.store` (:class:`ResultStore`,
+:func:`job_key`), :mod:`~numerics.experiments.pool` (local processes) and
+:mod:`~numerics.experiments.cluster` (Dask: :func:`check_scheduler`,
+:class:`~numerics.experiments.cluster.SchedulerLost`); their names are
+importable from here too.
+
 A :class:`ResultStore` makes long runs resumable: one JSON file per job,
 named by :func:`job_key` (SHA-256 of the job's canonical JSON), holding the
 job and its result, written atomically as soon as the job finishes.  A run
@@ -43,30 +50,17 @@ bitwise equality across backends matters.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import math
 import os
-import re
-import signal
-import socket
-import sys
-import time
-import uuid
-from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
-from derivations.atomic_file import atomic_write_text
+from derivations.core.cli import progress_bar
 
-__all__ = ["run_jobs", "ResultStore", "JobError", "job_key", "check_scheduler"]
+from .cluster import SchedulerLost, check_scheduler, parse_address, run_dask
+from .pool import run_pool
+from .store import STORE_FORMAT, ResultStore, _canonical, job_key
 
-#: Tag written into every stored file; a file without it is not ours and is recomputed.
-STORE_FORMAT = "qkov.experiments.runner.ResultStore/1"
-
-_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                     "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
-
-_ADDRESS = re.compile(r"^(?P<scheme>tcp|tls)://(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?P<port>[0-9]{1,5})/?$")
+__all__ = ["run_jobs", "ResultStore", "JobError", "SchedulerLost", "job_key", "check_scheduler", "STORE_FORMAT"]
 
 
 class JobError(RuntimeError):
@@ -93,53 +87,6 @@ class JobError(RuntimeError):
         super().__init__(f"job {index} {text} failed: {type(cause).__name__}: {cause}")
 
 
-# --------------------------------------------------------------------------- keys and JSON
-
-def _canonical(job: Any) -> str:
-    return json.dumps(job, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
-
-
-def job_key(job: dict) -> str:
-    """Stable name of a job: SHA-256 of its canonical JSON.
-
-    The canonical form is ``json.dumps(job, sort_keys=True, separators=(",", ":"),
-    ensure_ascii=True, allow_nan=False)``, so the key does not depend on key
-    order, the Python session or the machine.  Tuples hash like lists; ``1``
-    and ``1.0`` are different jobs.
-
-    Parameters
-    ----------
-    job : dict
-        JSON-serialisable job description (finite numbers only).
-
-    Returns
-    -------
-    str
-        64 lowercase hexadecimal digits.
-
-    Raises
-    ------
-    ValueError
-        If ``job`` is not a dict or not JSON-serialisable.
-
-    Examples
-    --------
-    >>> from numerics.experiments.runner import job_key
-    >>> job_key({"seed": 1234, "lr": 0.01}) == job_key({"lr": 0.01, "seed": 1234})
-    True
-    >>> job_key({"seed": 1234, "lr": 0.01})[:16]
-    '83165306dbbb6f09'
-    """
-    if not isinstance(job, dict):
-        raise ValueError(f"job must be a dict of JSON values, got {type(job).__name__}")
-    try:
-        text = _canonical(job)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"job must be a dict of finite JSON values (str keys, numbers, str, bool, "
-                         f"None, lists, dicts): {exc}") from None
-    return hashlib.sha256(text.encode("ascii")).hexdigest()
-
-
 def _normalise_result(result: Any, index: int, job: dict) -> dict:
     """``json.loads(json.dumps(result))``: the form every backend and the store agree on."""
     if not isinstance(result, dict):
@@ -150,337 +97,12 @@ def _normalise_result(result: Any, index: int, job: dict) -> dict:
         raise JobError(index, job, TypeError(f"the result is not JSON-serialisable: {exc}")) from exc
 
 
-# --------------------------------------------------------------------------- store
-
-class ResultStore:
-    """A directory of finished jobs: one atomic JSON file per job, for resumable runs.
-
-    Each file ``<directory>/<job_key(job)>.json`` holds
-    ``{"format": STORE_FORMAT, "key": ..., "job": ..., "result": ...}``, so a
-    file describes itself (which job, which result) and can be read without
-    qkov.  Files are written to a temporary file in the same directory, flushed
-    and fsynced, then renamed over the final name (:func:`os.replace`), so a
-    reader sees either the old file, the new one, or none, never half a file.
-    A file that does not parse, has the wrong shape or holds another job than
-    its name says is treated as missing.  Temporary files left by a writer
-    killed mid-write (named after its host and process id) are deleted when a
-    store is next opened on the same host.
-
-    The key depends on the job only, not on the function that ran it: give a
-    store to one job function, or put what distinguishes the functions into
-    the jobs (e.g. ``{"experiment": "sweep", ...}``).
-
-    Parameters
-    ----------
-    directory : str or os.PathLike
-        Where the files live; created (with parents) if missing.
-
-    Raises
-    ------
-    ValueError
-        If ``directory`` (or one of its parents) exists and is not a directory.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> from numerics.experiments.runner import ResultStore
-    >>> store = ResultStore(tempfile.mkdtemp())
-    >>> job = {"seed": 1234}
-    >>> store.get(job) is None
-    True
-    >>> store.put(job, {"loss": 0.125})
-    >>> store.get(job), job in store, len(store)
-    ({'loss': 0.125}, True, 1)
-    """
-
-    def __init__(self, directory):
-        path = Path(directory)
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-        except (FileExistsError, NotADirectoryError):
-            raise ValueError(f"store directory {str(path)!r} is not a directory (a file is in the way)") from None
-        if not path.is_dir():
-            raise ValueError(f"store directory {str(path)!r} is not a directory")
-        self.directory = path
-        self._remove_stale_temporaries()
-
-    def _temporary_prefix(self, key: str) -> str:
-        return f".{key[:16]}~{socket.gethostname()}~{os.getpid()}~"
-
-    def _remove_stale_temporaries(self) -> None:
-        """Delete temporary files left by writers on this host that no longer run (killed mid-write)."""
-        host = socket.gethostname()
-        for tmp in self.directory.glob(".*~*~*~*.tmp"):
-            parts = tmp.name.split("~")
-            if len(parts) != 4 or parts[1] != host or not parts[2].isdigit():
-                continue
-            try:
-                os.kill(int(parts[2]), 0)
-                continue                      # its writer still runs
-            except ProcessLookupError:
-                pass
-            except OSError:                   # exists but not ours to signal: leave it
-                continue
-            try:
-                tmp.unlink()
-            except OSError:
-                pass
-
-    def __repr__(self) -> str:
-        return f"ResultStore({str(self.directory)!r})"
-
-    def path(self, job: dict) -> Path:
-        """File that holds (or will hold) ``job``'s result."""
-        return self.directory / f"{job_key(job)}.json"
-
-    def _read(self, path: Path, key: str | None = None):
-        try:
-            with open(path, encoding="utf-8") as handle:
-                record = json.load(handle)
-        except (OSError, ValueError, UnicodeDecodeError):
-            return None
-        if (not isinstance(record, dict) or record.get("format") != STORE_FORMAT
-                or not isinstance(record.get("job"), dict) or not isinstance(record.get("result"), dict)):
-            return None
-        try:
-            actual = job_key(record["job"])
-        except ValueError:
-            return None
-        if record.get("key") != actual or actual != (key if key is not None else path.stem):
-            return None
-        return record
-
-    def get(self, job: dict, default=None):
-        """The stored result of ``job``, or ``default`` if it is missing or damaged."""
-        record = self._read(self.path(job), job_key(job))
-        return default if record is None else record["result"]
-
-    def __contains__(self, job: dict) -> bool:
-        return self.get(job) is not None
-
-    def put(self, job: dict, result: dict) -> None:
-        """Save ``result`` for ``job`` atomically (temporary file, fsync, rename).
-
-        Raises
-        ------
-        ValueError
-            If ``job`` or ``result`` is not JSON-serialisable.
-        """
-        key = job_key(job)
-        if not isinstance(result, dict):
-            raise ValueError(f"result must be a dict, got {type(result).__name__}")
-        record = {"format": STORE_FORMAT, "key": key, "job": json.loads(_canonical(job)), "result": result}
-        try:
-            text = json.dumps(record, indent=1, sort_keys=True)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"result is not JSON-serialisable: {exc}") from None
-        atomic_write_text(self.directory / f"{key}.json", text, fsync=True, encoding="utf-8",
-                          prefix=self._temporary_prefix(key))
-
-    def items(self) -> Iterator[tuple[dict, dict]]:
-        """``(job, result)`` for every intact file, in file-name order."""
-        for path in sorted(self.directory.glob("*.json")):
-            record = self._read(path)
-            if record is not None:
-                yield record["job"], record["result"]
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self.items())
-
-
-# --------------------------------------------------------------------------- validation
-
 def _check_workers(workers) -> int:
     if workers is None:
         return os.cpu_count() or 1
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be an integer >= 1 (or None for the CPU count), got {workers!r}")
     return workers
-
-
-def _parse_address(address) -> tuple[str, int]:
-    if not isinstance(address, str) or _ADDRESS.match(address.strip()) is None:
-        raise ValueError(f"scheduler must be an address like tcp://host:port (port 1-65535), got {address!r}")
-    match = _ADDRESS.match(address.strip())
-    port = int(match["port"])
-    if not 1 <= port <= 65535:
-        raise ValueError(f"scheduler must be an address like tcp://host:port (port 1-65535), got {address!r}")
-    return match["host"].strip("[]"), port
-
-
-def _import_distributed():
-    try:
-        import distributed
-    except ImportError:
-        raise ValueError("scheduler needs the optional dependency 'distributed': "
-                         "pip install 'qkov[distributed]'") from None
-    return distributed
-
-
-def _probe(address: str, timeout: float) -> None:
-    """Fail fast, with ValueError naming ``address``, unless a Dask scheduler greets us there.
-
-    A Dask TCP listener writes its handshake as soon as it accepts a
-    connection, starting with an 8-byte little-endian length; anything else
-    (nothing listening, a silent server, another protocol) is refused here
-    because ``distributed.Client`` can wait forever on a peer that never
-    answers the handshake.  ``tls://`` addresses are only checked for a TCP
-    connection.
-    """
-    host, port = _parse_address(address)
-    scheme = address.strip().split("://", 1)[0]
-    deadline = time.monotonic() + timeout
-    try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
-            if scheme != "tcp":
-                return
-            data = b""
-            while len(data) < 8:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError("timed out")
-                sock.settimeout(left)
-                chunk = sock.recv(8 - len(data))
-                if not chunk:
-                    break
-                data += chunk
-    except (OSError, TimeoutError) as exc:
-        if isinstance(exc, (TimeoutError, socket.timeout)):
-            reason = f"no Dask handshake within {timeout:g} s"
-        else:
-            reason = exc.strerror or type(exc).__name__
-        raise ValueError(f"cannot reach the Dask scheduler at {address}: {reason}") from None
-    if len(data) < 8 or not 0 < int.from_bytes(data, "little") < 1 << 24:
-        raise ValueError(f"cannot reach the Dask scheduler at {address}: "
-                         f"something else is listening there (not the Dask protocol)")
-
-
-def _connect(address: str, timeout: float):
-    """A ``distributed.Client`` on ``address``, or ValueError naming it."""
-    distributed = _import_distributed()
-    _probe(address, timeout)
-    try:
-        return distributed.Client(address.strip(), timeout=timeout, set_as_default=False)
-    except (OSError, TimeoutError) as exc:
-        raise ValueError(f"cannot reach the Dask scheduler at {address}: {exc}".splitlines()[0]) from None
-
-
-def check_scheduler(address: str, timeout: float = 10) -> dict:
-    """Check that a Dask ``distributed`` scheduler answers at ``address``.
-
-    A command line calls this before any work so that a mistyped or dead
-    address fails at once, with one line.  A plain TCP connection is tried
-    first and must be greeted by the Dask protocol's handshake (fails fast
-    when nothing listens, and within ``timeout`` when something else listens),
-    then a ``distributed.Client`` asks for the number of workers; the whole
-    check takes about ``timeout`` seconds at most, plus Dask's import time.
-
-    Parameters
-    ----------
-    address : str
-        ``tcp://host:port`` (or ``tls://host:port``).
-    timeout : float, optional
-        Seconds to wait for the connection, > 0.
-
-    Returns
-    -------
-    dict
-        ``{"address": address, "workers": number of workers connected now}``.
-
-    Raises
-    ------
-    ValueError
-        If the address is malformed, ``distributed`` is not installed, or no
-        scheduler answers within ``timeout``; the message names the address.
-
-    Examples
-    --------
-    >>> from numerics.experiments.runner import check_scheduler
-    >>> check_scheduler("tcp://127.0.0.1:1", timeout=2)  # nothing listens on port 1
-    Traceback (most recent call last):
-    ...
-    ValueError: cannot reach the Dask scheduler at tcp://127.0.0.1:1: ...
-    """
-    _parse_address(address)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0:
-        raise ValueError(f"timeout must be a finite number of seconds > 0, got {timeout!r}")
-    client = _connect(address, timeout)
-    try:
-        workers = len(client.scheduler_info().get("workers", {}))
-    finally:
-        client.close()
-    return {"address": address, "workers": workers}
-
-
-# --------------------------------------------------------------------------- execution
-
-def _init_worker(parent: int) -> None:
-    """Worker-process setup: one BLAS thread, Ctrl-C left to the parent, exit when the parent dies.
-
-    A pool's workers otherwise outlive a parent killed with SIGKILL (they hold
-    their own queues open), finishing their job and then waiting forever.
-    """
-    for name in _THREAD_VARIABLES:
-        os.environ.setdefault(name, "1")
-    try:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-    except (ValueError, OSError):  # pragma: no cover - not the main thread
-        pass
-    import threading
-    threading.Thread(target=_exit_with_parent, args=(parent,), name="qkov-parent-watch", daemon=True).start()
-
-
-def _exit_with_parent(parent: int) -> None:
-    """Block until process ``parent`` ends, then end this process at once (its results have nowhere to go)."""
-    try:
-        import select
-        fd = os.pidfd_open(parent)
-    except (AttributeError, OSError):
-        fd = None
-    if fd is not None:
-        select.select([fd], [], [])
-    else:  # pragma: no cover - no pidfd (not Linux >= 5.3)
-        while True:
-            try:
-                os.kill(parent, 0)
-            except ProcessLookupError:
-                break
-            except OSError:
-                pass
-            time.sleep(1.0)
-    os._exit(1)
-
-
-def _mp_context():
-    import multiprocessing
-    methods = multiprocessing.get_all_start_methods()
-    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-
-
-class _Progress:
-    """A tqdm bar on stderr when asked for and stderr is a terminal; otherwise nothing."""
-
-    def __init__(self, show: bool, total: int, initial: int, desc: str | None):
-        self.bar = None
-        if show and total and _isatty(sys.stderr):
-            from tqdm import tqdm
-            self.bar = tqdm(total=total, initial=initial, desc=desc, unit="job", file=sys.stderr,
-                            dynamic_ncols=True, smoothing=0.1)
-
-    def update(self) -> None:
-        if self.bar is not None:
-            self.bar.update(1)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-
-
-def _isatty(stream) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
 
 
 def run_jobs(func: Callable[[dict], dict], jobs: Sequence[dict], *, workers: int | None = None,
@@ -554,6 +176,42 @@ def run_jobs(func: Callable[[dict], dict], jobs: Sequence[dict], *, workers: int
     >>> run_jobs(_example_job, jobs, workers=1, store=store, progress=False)  # read back, not recomputed
     [{'square': 0.25}, {'square': 4.0}]
     """
+    keys, normalised, workers, store = _check_inputs(func, jobs, workers, scheduler, store)
+    if desc is None:
+        desc = getattr(func, "__name__", None)
+    results: list = [None] * len(normalised)
+    first_index: dict[str, int] = {}
+    for index, key in enumerate(keys):
+        first_index.setdefault(key, index)
+    pending: list[int] = []            # indices of the first job of each key still to run
+    for key, index in first_index.items():
+        stored = store.get(normalised[index]) if store is not None else None
+        if stored is None:
+            pending.append(index)
+        else:
+            results[index] = stored
+    bar = progress_bar(len(first_index), initial=len(first_index) - len(pending), desc=desc, unit="job",
+                       show=progress, smoothing=0.1)
+
+    def finish(index: int, value) -> None:
+        value = _normalise_result(value, index, normalised[index])
+        if store is not None:
+            store.put(normalised[index], value)
+        results[index] = value
+        bar.update(1)
+
+    try:
+        _dispatch(func, normalised, keys, pending, workers, scheduler, finish)
+    finally:
+        bar.close()
+    for index, key in enumerate(keys):
+        if results[index] is None:
+            results[index] = results[first_index[key]]
+    return results
+
+
+def _check_inputs(func, jobs, workers, scheduler, store):
+    """Validate :func:`run_jobs`' arguments before any work: ``(keys, normalised jobs, workers, store)``."""
     if not callable(func):
         raise ValueError(f"func must be a callable taking one job dict, got {type(func).__name__}")
     if isinstance(jobs, (str, bytes, dict)) or not hasattr(jobs, "__iter__"):
@@ -567,7 +225,7 @@ def run_jobs(func: Callable[[dict], dict], jobs: Sequence[dict], *, workers: int
             raise ValueError(f"jobs[{index}]: {exc}") from None
     normalised = [json.loads(_canonical(job)) for job in jobs]
     if scheduler is not None:
-        _parse_address(scheduler)
+        parse_address(scheduler)
         if workers is not None:
             _check_workers(workers)
     else:
@@ -576,113 +234,31 @@ def run_jobs(func: Callable[[dict], dict], jobs: Sequence[dict], *, workers: int
         if not isinstance(store, (str, os.PathLike)):
             raise ValueError(f"store must be a ResultStore, a directory path or None, got {type(store).__name__}")
         store = ResultStore(store)
-    if desc is None:
-        desc = getattr(func, "__name__", None)
-
-    results: list = [None] * len(jobs)
-    first_index: dict[str, int] = {}
-    for index, key in enumerate(keys):
-        first_index.setdefault(key, index)
-    pending: list[int] = []            # indices of the first job of each key still to run
-    for key, index in first_index.items():
-        stored = store.get(normalised[index]) if store is not None else None
-        if stored is None:
-            pending.append(index)
-        else:
-            results[index] = stored
-
-    def finish(index: int, value) -> None:
-        value = _normalise_result(value, index, normalised[index])
-        if store is not None:
-            store.put(normalised[index], value)
-        results[index] = value
-        bar.update()
-
-    bar = _Progress(progress, len(first_index), len(first_index) - len(pending), desc)
-    try:
-        if not pending:
-            pass
-        elif scheduler is not None:
-            _run_dask(func, normalised, keys, pending, scheduler, finish)
-        elif workers == 1 or len(pending) == 1:
-            for index in pending:
-                try:
-                    value = func(normalised[index])
-                except Exception as exc:
-                    raise JobError(index, normalised[index], exc) from exc
-                finish(index, value)
-        else:
-            _run_pool(func, normalised, pending, min(workers, len(pending)), finish)
-    finally:
-        bar.close()
-    for index, key in enumerate(keys):
-        if results[index] is None:
-            results[index] = results[first_index[key]]
-    return results
+    return keys, normalised, workers, store
 
 
-def _finish_one(future, index, jobs, finish) -> None:
-    """Hand job ``index``'s value to ``finish``; a job that raised becomes a :class:`JobError`."""
-    try:
-        value = future.result()
-    except Exception as exc:
-        raise JobError(index, jobs[index], exc) from exc
-    finish(index, value)
-
-
-def _run_pool(func, jobs, pending, workers, finish) -> None:
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-    executor = ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context(), initializer=_init_worker,
-                                   initargs=(os.getpid(),))
-    clean = False
-    try:
-        futures = {executor.submit(func, jobs[index]): index for index in pending}
-        remaining = set(futures)
-        while remaining:
-            done, remaining = wait(remaining, return_when=FIRST_COMPLETED)
-            for future in sorted(done, key=futures.__getitem__):
-                _finish_one(future, futures[future], jobs, finish)
-        clean = True
-    finally:
-        if clean:
-            executor.shutdown(wait=True)
-        else:
-            # Error or Ctrl-C: drop queued jobs and stop the jobs in flight (their results are lost anyway).
-            # (ProcessPoolExecutor has no public way to stop running calls before Python 3.14's terminate_workers.)
-            processes = list((getattr(executor, "_processes", None) or {}).values())
-            executor.shutdown(wait=False, cancel_futures=True)
-            for process in processes:
-                try:
-                    process.terminate()
-                except Exception:  # pragma: no cover - already gone
-                    pass
-            for process in processes:
-                process.join(5)
-
-
-def _run_dask(func, jobs, keys, pending, scheduler, finish) -> None:
-    distributed = _import_distributed()
-    client = _connect(scheduler, 30)
-    futures = {}
-    try:
-        if not client.scheduler_info().get("workers"):
-            import warnings
-            warnings.warn(f"the Dask scheduler at {scheduler} has no workers yet: the jobs wait until some join",
-                          RuntimeWarning, stacklevel=3)
-        token = uuid.uuid4().hex[:8]
-        name = getattr(func, "__name__", "job")
-        for index in pending:
-            # Explicit unique keys: Dask never merges two runs' jobs, and the dashboard shows which job is which.
-            future = client.submit(func, jobs[index], key=f"{name}-{keys[index][:16]}-{token}", pure=False)
-            futures[future] = index
-        for future in distributed.as_completed(list(futures), loop=client.loop):
-            _finish_one(future, futures[future], jobs, finish)
-    finally:
+def _dispatch(func, jobs, keys, pending, workers, scheduler, finish) -> None:
+    """Run the ``pending`` jobs on the chosen backend, handing each value to ``finish``."""
+    def collect(index, future):
         try:
-            if futures:
-                client.cancel(list(futures))
-        finally:
-            client.close()
+            value = future.result()
+        except Exception as exc:
+            raise JobError(index, jobs[index], exc) from exc
+        finish(index, value)
+
+    if not pending:
+        return
+    if scheduler is not None:
+        run_dask(func, jobs, keys, pending, scheduler, collect)
+    elif workers == 1 or len(pending) == 1:
+        for index in pending:
+            try:
+                value = func(jobs[index])
+            except Exception as exc:
+                raise JobError(index, jobs[index], exc) from exc
+            finish(index, value)
+    else:
+        run_pool(func, jobs, pending, min(workers, len(pending)), collect)
 
 
 def _example_job(job: dict) -> dict:

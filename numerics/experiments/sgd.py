@@ -47,7 +47,7 @@ from . import data, models
 
 __all__ = [
     "STOP_RULES", "LOG_EVERY", "Fig2Config", "published_fig2_defaults", "AuthorsStopRule",
-    "TargetLossRule", "train_fig2", "Fig3Config", "train_fig3", "eval_rng",
+    "TargetLossRule", "RUN_STATUSES", "train_fig2", "Fig3Config", "train_fig3", "eval_rng",
 ]
 
 STOP_RULES = ("authors", "none")
@@ -194,6 +194,126 @@ def _check_seeds(seeds):
     return [int(s) for s in seeds]
 
 
+#: ``status`` of a run: a stop rule fired (the authors' rule or the target loss), the whole
+#: schedule was trained, or a non-finite training loss stopped the run.
+RUN_STATUSES = ("reached", "completed", "diverged")
+
+
+class _EpochBatch:
+    """One epoch's batches of the runs still training, with the trainer's gather indices.
+
+    The arrays are built once per epoch, reusing ``buffers`` (a dict kept by the
+    caller) when the epoch has the same shape: no fresh pages every epoch."""
+
+    def __init__(self, rngs, active, k_this, c, params, buffers):
+        # each seed draws from its own stream; all seeds' draws become counts in one pass
+        draws = [data.draw_fig2_tickets(rngs[i], k_this, c.batch_size, c.seq_len) for i in active]
+        lead = (k_this, len(active), c.batch_size)
+        if buffers.get("lead") != lead:
+            # counts are small integers: uint16 holds them exactly in a quarter of float64's memory,
+            # and the attention's float64 product with them is the same number
+            uint16 = np.dtype(np.uint16)
+            counts_dtype = uint16 if c.seq_len - 1 <= data.EXACT_COUNT_DTYPES[uint16] else np.float64
+            buffers.update(lead=lead, counts=np.empty(lead + (data.V,), dtype=counts_dtype),
+                           tickets=np.empty(lead + draws[0][1].shape[-1:], dtype=draws[0][1].dtype))
+        batch = data.fig2_batch_from_tickets(np.stack([d[0] for d in draws], axis=1),
+                                             np.stack([d[1] for d in draws], axis=1, out=buffers["tickets"]),
+                                             out=buffers["counts"])
+        self.counts, self.query, self.target = batch.counts, batch.query, batch.target   # (K, S, B, ...)
+        qids = np.flatnonzero(np.bincount(self.query.reshape(-1), minlength=data.V))   # sorted distinct
+        # the update's index of those rows (W_QK) / columns (W_Q): a slice when consecutive
+        # (the paper's queries 5..8), a view instead of a fancy-indexed copy and write-back
+        qsel = slice(qids[0], qids[-1] + 1) if qids[-1] - qids[0] + 1 == qids.size else qids
+        self.onehot_t = models.query_onehot_t(self.query, qids)              # (K, S, U, B)
+        # flat gather indices of every step: score-table row of each sequence, target logit
+        self.slots = models._query_slots(self.query, qids, lead=(len(active),))   # (K, S, B)
+        tidx = models._target_index(self.target, class_axis=-2).reshape(k_this, -1)   # class-major logits
+        tidx -= (np.arange(k_this) * tidx.shape[1] * data.V)[:, None]
+        self.tidx = tidx
+        # W_QK's score rows are read through the same index (a view when it is a slice);
+        # factorized attention keeps the id array (its products stay on contiguous copies)
+        self.table_ids = qsel if "W_QK" in params else qids
+        # each parameter and the block its step covers when the step is sparse: the query
+        # rows of W_QK, the query columns of W_Q (every other step covers its whole matrix)
+        self.blocks = {"W_QK": (Ellipsis, qsel, slice(None)), "W_Q": (Ellipsis, slice(None), qsel)}
+
+
+def _train_epoch(params, batch, c, step, scheduled, n_active, k_this):
+    """``k_this`` SGD steps on ``batch`` (in place); returns the ``(S, K)`` step losses."""
+    losses = np.empty((n_active, k_this))    # (S, K): row sums are stack-independent
+    plan = [(w, batch.blocks.get(key, Ellipsis)) for key, w in params.items()]
+    lr_ov, ramp = c.lr_ov, c.qk_ramp
+    for k in range(k_this):
+        lr_qk = c.lr_qk if ramp == 1.0 else c.lr_qk * (1.0 + (ramp - 1.0) * step / scheduled)
+        loss, steps = models.loss_and_grad(params, batch.counts[k], batch.query[k], batch.target[k],
+                                           _query_set=(batch.table_ids, batch.onehot_t[k], batch.slots[k],
+                                                       batch.tidx[k]),
+                                           _sparse_qk=True, _rates=(lr_qk, lr_ov))
+        losses[:, k] = loss
+        # steps[key] = learning rate x gradient, only the query rows/columns for W_QK/W_Q
+        for (w, block), d in zip(plan, steps.values()):
+            if d.shape == w.shape:
+                w -= d
+            else:
+                w[block] -= d
+        step += 1
+    return losses
+
+
+class _Runs:
+    """Book-keeping of the stacked runs: which still train, their losses, stops and final parameters."""
+
+    def __init__(self, seeds, c):
+        n = len(seeds)
+        self.seeds = seeds
+        self.active = np.arange(n)                  # indices (into seeds) of runs still training
+        self.epoch_losses = [[] for _ in range(n)]
+        self.stopped_epoch = [None] * n
+        self.status = ["completed"] * n
+        self.steps_done = [0] * n
+        self.final = [None] * n
+        self.authors = AuthorsStopRule(n, c.steps_per_epoch) if c.stop == "authors" else None
+        self.target = TargetLossRule(n, c.target_loss) if c.target_loss is not None else None
+
+    def record(self, epoch, sums, k_this) -> np.ndarray:
+        """Log one epoch's loss sums ``(S,)``; return which active runs stop now."""
+        for j, i in enumerate(self.active):
+            self.epoch_losses[i].append(float(sums[j] / k_this))
+            self.steps_done[i] += k_this
+        stop = np.zeros(len(self.active), dtype=bool)
+        if self.authors is not None:
+            stop |= self.authors.update(epoch, sums)
+        if self.target is not None:
+            stop |= self.target.update(epoch, sums, np.full(len(self.active), k_this))
+        diverged = ~np.isfinite(sums)
+        for j in np.flatnonzero(stop | diverged):
+            i = self.active[j]
+            self.status[i] = "diverged" if diverged[j] else "reached"
+            self.stopped_epoch[i] = None if diverged[j] else epoch + 1
+        return stop | diverged
+
+    def drop(self, params, stop, keys) -> dict:
+        """Keep the final parameters of the runs that ``stop``; return the others' parameters."""
+        for j in np.flatnonzero(stop):
+            self.final[self.active[j]] = {key: params[key][j].copy() for key in keys}
+        keep = ~stop
+        self.active = self.active[keep]
+        if self.authors is not None:
+            self.authors.select(keep)
+        return {key: v[keep] for key, v in params.items()}
+
+    def results(self, params, keys) -> list:
+        for j, i in enumerate(self.active):
+            self.final[i] = {key: params[key][j].copy() for key in keys}
+        out = []
+        for i, s in enumerate(self.seeds):
+            el = self.epoch_losses[i]
+            log = [float(np.mean(el[b:b + LOG_EVERY])) for b in range(0, len(el), LOG_EVERY)]
+            out.append({"seed": s, "steps": self.steps_done[i], "stopped_epoch": self.stopped_epoch[i],
+                        "status": self.status[i], "epoch_loss": el, "loss_log": log, "params": self.final[i]})
+        return out
+
+
 def train_fig2(config: Fig2Config, seeds, *, progress=None) -> list:
     """Train one configuration for several seeds, stacked; return one dict per seed.
 
@@ -211,114 +331,42 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None) -> list:
     -------
     list of dict, in the order of ``seeds``, with ``seed``, ``steps`` (SGD
     steps taken), ``stopped_epoch`` (number of epochs trained when a stop rule
-    fired, else None), ``epoch_loss`` (mean training loss of every epoch
-    trained), ``loss_log`` (mean training loss of each block of
-    :data:`LOG_EVERY` epochs; the last may be partial) and ``params`` (final
-    parameters, ``(V, V)`` arrays).
+    fired, else None), ``status`` (:data:`RUN_STATUSES`: ``"reached"`` when a
+    stop rule fired, ``"completed"`` when the schedule ended first,
+    ``"diverged"`` when an epoch's training loss was not finite: that run stops
+    there, the others go on, their numbers unchanged), ``epoch_loss`` (mean
+    training loss of every epoch trained), ``loss_log`` (mean training loss of
+    each block of :data:`LOG_EVERY` epochs; the last may be partial) and
+    ``params`` (final parameters, ``(V, V)`` arrays; not finite for a diverged run).
     """
     seeds = _check_seeds(seeds)
     if not isinstance(config, Fig2Config):
         raise ValueError(f"config must be a Fig2Config, got {type(config).__name__}")
     c = config
-    n = len(seeds)
     rngs = [np.random.default_rng(s) for s in seeds]
     params = models.stack_params([models.init_params(c.parameterization, c.init, r) for r in rngs])
     keys = list(params)
-    K = c.steps_per_epoch
-    scheduled = c.epochs * K               # the ramp's T (the notebooks' total_steps)
+    scheduled = c.epochs * c.steps_per_epoch     # the ramp's T (the notebooks' total_steps)
     total = c.total_steps
-    ramp = c.qk_ramp
-    authors = AuthorsStopRule(n, K) if c.stop == "authors" else None
-    target = TargetLossRule(n, c.target_loss) if c.target_loss is not None else None
-
-    active = np.arange(n)                  # indices (into seeds) of runs still training
-    epoch_losses = [[] for _ in range(n)]
-    stopped_epoch = [None] * n
-    steps_done = [0] * n
-    final = [None] * n
+    runs = _Runs(seeds, c)
+    buffers = {}                                 # per-epoch arrays, reused
     step = 0
-    counts_buf = tickets_buf = None        # per-epoch arrays, reused: no fresh pages every epoch
-    # counts are small integers: uint16 holds them exactly in a quarter of float64's memory, and
-    # the attention's float64 product with them is the same number
-    uint16 = np.dtype(np.uint16)
-    counts_dtype = uint16 if c.seq_len - 1 <= data.EXACT_COUNT_DTYPES[uint16] else np.float64
-    for epoch in range(c.epochs):
-        k_this = min(K, total - step)
-        if k_this <= 0:
-            break
-        # each seed draws from its own stream; all seeds' draws become counts in one pass
-        draws = [data.draw_fig2_tickets(rngs[i], k_this, c.batch_size, c.seq_len) for i in active]
-        lead = (k_this, len(active), c.batch_size)
-        if counts_buf is None or counts_buf.shape[:-1] != lead:
-            counts_buf = np.empty(lead + (data.V,), dtype=counts_dtype)
-            tickets_buf = np.empty(lead + draws[0][1].shape[-1:], dtype=draws[0][1].dtype)
-        batch = data.fig2_batch_from_tickets(np.stack([d[0] for d in draws], axis=1),
-                                             np.stack([d[1] for d in draws], axis=1, out=tickets_buf),
-                                             out=counts_buf)
-        counts, query, target_ids = batch.counts, batch.query, batch.target   # (K, S, B, ...)
-        qids = np.flatnonzero(np.bincount(query.reshape(-1), minlength=data.V))   # sorted distinct
-        # the update's index of those rows (W_QK) / columns (W_Q): a slice when consecutive
-        # (the paper's queries 5..8), a view instead of a fancy-indexed copy and write-back
-        qsel = slice(qids[0], qids[-1] + 1) if qids[-1] - qids[0] + 1 == qids.size else qids
-        onehot_t = models.query_onehot_t(query, qids)              # (K, S, U, B)
-        # flat gather indices of every step: score-table row of each sequence, target logit
-        slots = models._query_slots(query, qids, lead=(len(active),))   # (K, S, B)
-        tidx = models._target_index(target_ids, class_axis=-2).reshape(k_this, -1)   # class-major logits
-        tidx -= (np.arange(k_this) * tidx.shape[1] * data.V)[:, None]
-        losses = np.empty((len(active), k_this))    # (S, K): row sums are stack-independent
-        # W_QK's score rows are read through the same index (a view when it is a slice);
-        # factorized attention keeps the id array (its products stay on contiguous copies)
-        table_ids = qsel if "W_QK" in params else qids
-        # each parameter and the block its step covers when the step is sparse: the query
-        # rows of W_QK, the query columns of W_Q (every other step covers its whole matrix)
-        blocks = {"W_QK": (Ellipsis, qsel, slice(None)), "W_Q": (Ellipsis, slice(None), qsel)}
-        plan = [(params[key], blocks.get(key, Ellipsis)) for key in keys]
-        lr_ov = c.lr_ov
-        for k in range(k_this):
-            lr_qk = c.lr_qk if ramp == 1.0 else c.lr_qk * (1.0 + (ramp - 1.0) * step / scheduled)
-            loss, steps = models.loss_and_grad(params, counts[k], query[k], target_ids[k],
-                                               _query_set=(table_ids, onehot_t[k], slots[k], tidx[k]),
-                                               _sparse_qk=True, _rates=(lr_qk, lr_ov))
-            losses[:, k] = loss
-            # steps[key] = learning rate x gradient, only the query rows/columns for W_QK/W_Q
-            for (w, block), d in zip(plan, steps.values()):
-                if d.shape == w.shape:
-                    w -= d
-                else:
-                    w[block] -= d
-            step += 1
-        sums = losses.sum(axis=1)
-        for j, i in enumerate(active):
-            epoch_losses[i].append(float(sums[j] / k_this))
-            steps_done[i] += k_this
-        stop = np.zeros(len(active), dtype=bool)
-        if authors is not None:
-            stop |= authors.update(epoch, sums)
-        if target is not None:
-            stop |= target.update(epoch, sums, np.full(len(active), k_this))
-        if progress is not None:
-            progress(1)
-        if stop.any():
-            for j in np.flatnonzero(stop):
-                i = active[j]
-                stopped_epoch[i] = epoch + 1
-                final[i] = {key: params[key][j].copy() for key in keys}
-            keep = ~stop
-            active = active[keep]
-            params = {key: v[keep] for key, v in params.items()}
-            if authors is not None:
-                authors.select(keep)
-            if active.size == 0:
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):   # divergence is reported, not warned
+        for epoch in range(c.epochs):
+            k_this = min(c.steps_per_epoch, total - step)
+            if k_this <= 0:
                 break
-    for j, i in enumerate(active):
-        final[i] = {key: params[key][j].copy() for key in keys}
-    out = []
-    for i, s in enumerate(seeds):
-        el = epoch_losses[i]
-        log = [float(np.mean(el[b:b + LOG_EVERY])) for b in range(0, len(el), LOG_EVERY)]
-        out.append({"seed": s, "steps": steps_done[i], "stopped_epoch": stopped_epoch[i],
-                    "epoch_loss": el, "loss_log": log, "params": final[i]})
-    return out
+            batch = _EpochBatch(rngs, runs.active, k_this, c, params, buffers)
+            losses = _train_epoch(params, batch, c, step, scheduled, len(runs.active), k_this)
+            step += k_this
+            stop = runs.record(epoch, losses.sum(axis=1), k_this)
+            if progress is not None:
+                progress(1)
+            if stop.any():
+                params = runs.drop(params, stop, keys)
+                if runs.active.size == 0:
+                    break
+    return runs.results(params, keys)
 
 
 # --------------------------------------------------------------------------- #

@@ -12,27 +12,46 @@ One job per (parameterization, ratio) trains its seeds stacked
 depend on the number of workers, so a :class:`~numerics.experiments.runner.ResultStore`
 written by one run is reused by ``--resume`` with any worker count.
 ``results.csv`` (:data:`CSV_COLUMNS`) has one row per run in the order
-parameterizations x ratios x seeds as given (duplicates removed).
+parameterizations x ratios x seeds as given (duplicates removed); ``status``
+says whether the run reached the target (``reached``), ended at
+``max_steps`` (``completed``) or diverged (``diverged``: a non-finite training
+loss stopped it; its measurements are empty cells).
+
+The directory records its settings (:data:`SETTINGS_FILE`, written before any
+work): ``--resume`` with other settings is refused, naming the difference
+(:func:`settings_difference`); ``--extend`` adds parameterizations, ratios or
+seeds to a stored sweep and keeps every stored row (the added seeds are
+trained as a block of their own, which gives the same numbers: seeds are
+independent of the seeds stacked with them). :func:`lock_directory` holds an
+exclusive lock on the directory while a sweep writes into it.
 """
 from __future__ import annotations
 
 import csv
 import io
+import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
 
-from derivations.atomic_file import atomic_write_text
+from derivations.core.atomic_file import atomic_write_text
 
 from . import sgd
 
-__all__ = ["CSV_COLUMNS", "FIRST_SEED", "sweep_jobs", "rows_from_results", "summarize",
-           "spearman", "write_csv", "read_csv"]
+__all__ = ["CSV_COLUMNS", "FIRST_SEED", "SETTINGS_FILE", "sweep_jobs", "rows_from_results", "summarize",
+           "spearman", "write_csv", "read_csv", "initial_losses", "read_settings", "write_settings",
+           "settings_difference", "extend_settings", "lock_directory", "DirectoryLocked"]
 
 #: Columns of ``results.csv``.
 CSV_COLUMNS = ("parameterization", "ratio", "seed", "steps", "reached", "loss",
-               "relevant_attention", "label_probability", "accuracy")
+               "relevant_attention", "label_probability", "accuracy", "status")
+#: The file in a sweep directory that records the sweep's settings.
+SETTINGS_FILE = "sweep-settings.json"
+_SETTINGS_FORMAT = "qkov.experiments.sweep.settings/1"
+#: Settings that ``--extend`` may change (others must equal the stored ones).
+EXTENDABLE = ("parameterizations", "ratios", "seeds")
 #: Seeds of a sweep are FIRST_SEED, FIRST_SEED + 1, ... (the notebooks' 1234, 1235, ...).
 FIRST_SEED = 1234
 
@@ -43,8 +62,12 @@ def _dedupe(seq):
 
 def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss: float, *, max_steps: int = 200_000,
                lr_ov: float = 0.01, seq_len: int = 64, batch_size: int = 32, steps_per_epoch: int = 100,
-               init: str = "authors", eval_batches: int = 50) -> list:
-    """The jobs of a sweep (validated; duplicates of parameterizations/ratios dropped)."""
+               init: str = "authors", eval_batches: int = 50, seed_blocks=None) -> list:
+    """The jobs of a sweep (validated; duplicates of parameterizations/ratios dropped).
+
+    One job per (parameterization, ratio, block of seeds); ``seed_blocks``
+    (sizes summing to ``n_seeds``, default one block) is how a sweep extended
+    by ``--extend`` keeps the jobs it has stored."""
     parameterizations = _dedupe(parameterizations)
     ratios = _dedupe(float(r) for r in ratios)
     if not parameterizations:
@@ -54,13 +77,16 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss: float, *, m
     for r in ratios:
         if not (math.isfinite(r) and r > 0):
             raise ValueError(f"ratio must be a finite number > 0, got {r!r}")
+        if not (math.isfinite(r * lr_ov) and r * lr_ov > 0):
+            raise ValueError(f"ratio {r!r} gives eta_QK = ratio x lr_ov = {r * lr_ov!r}, which is not a "
+                             f"finite number > 0")
     if isinstance(n_seeds, bool) or not isinstance(n_seeds, int) or n_seeds < 1:
         raise ValueError(f"seeds must be an integer >= 1 (the number of seeds), got {n_seeds!r}")
     if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
         raise ValueError(f"max_steps must be an integer >= 1, got {max_steps!r}")
     if isinstance(steps_per_epoch, bool) or not isinstance(steps_per_epoch, int) or steps_per_epoch < 1:
         raise ValueError(f"steps_per_epoch must be an integer >= 1, got {steps_per_epoch!r}")
-    seeds = list(range(FIRST_SEED, FIRST_SEED + n_seeds))
+    blocks = _seed_blocks(n_seeds, seed_blocks)
     jobs = []
     for p in parameterizations:
         for r in ratios:
@@ -68,13 +94,29 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss: float, *, m
                                  batch_size=batch_size, epochs=-(-max_steps // steps_per_epoch),
                                  steps_per_epoch=steps_per_epoch, stop="none", init=init,
                                  eval_batches=eval_batches, target_loss=target_loss, max_steps=max_steps)
-            jobs.append({"experiment": "sweep", "ratio": r, "config": cfg.to_dict(), "seeds": seeds})
+            for seeds in blocks:
+                jobs.append({"experiment": "sweep", "ratio": r, "config": cfg.to_dict(), "seeds": seeds})
     return jobs
 
 
+def _seed_blocks(n_seeds, sizes) -> list:
+    """The seeds ``FIRST_SEED ...`` cut into consecutive blocks of ``sizes`` (default: one block)."""
+    sizes = [n_seeds] if sizes is None else [int(k) for k in sizes]
+    if sum(sizes) != n_seeds or any(k < 1 for k in sizes):
+        raise ValueError(f"seed_blocks must be sizes >= 1 summing to seeds = {n_seeds}, got {sizes!r}")
+    out, start = [], FIRST_SEED
+    for k in sizes:
+        out.append(list(range(start, start + k)))
+        start += k
+    return out
+
+
 def rows_from_results(results) -> list:
-    """Flatten the results of :func:`numerics.experiments.jobs.sweep_job` (job order) into CSV rows."""
-    return [row for res in results for row in res["rows"]]
+    """Flatten the results of :func:`numerics.experiments.jobs.sweep_job` (job order) into CSV rows
+    (a row stored before the ``status`` column gets it from ``reached``)."""
+    rows = [row for res in results for row in res["rows"]]
+    return [row if "status" in row else {**row, "status": "reached" if row["reached"] else "completed"}
+            for row in rows]
 
 
 def _none_if_nan(x):
@@ -90,11 +132,17 @@ def summarize(rows) -> list:
         groups.setdefault((row["parameterization"], float(row["ratio"])), []).append(row)
     out = []
     for (p, r), g in groups.items():
+        n = len(g)
+        g = [x for x in g if _number(x["relevant_attention"]) is not None]   # diverged runs measure nothing
+        if not g:
+            out.append({"parameterization": p, "ratio": r, "n": n, "reached": 0, "relevant_attention_mean": None,
+                        "relevant_attention_ci95": [None, None], "label_probability_mean": None,
+                        "loss_mean": None, "accuracy_mean": None, "steps_mean": None})
+            continue
         att = np.array([float(x["relevant_attention"]) for x in g])
-        n = att.size
         mean = float(att.mean())
-        if n > 1:
-            half = float(stats.t.ppf(0.975, n - 1) * att.std(ddof=1) / math.sqrt(n))
+        if len(g) > 1:
+            half = float(stats.t.ppf(0.975, len(g) - 1) * att.std(ddof=1) / math.sqrt(len(g)))
             ci = [mean - half, mean + half]
         else:
             ci = [None, None]
@@ -114,6 +162,14 @@ def _as_bool(v):
     return v if isinstance(v, bool) else str(v) == "True"
 
 
+def _number(v):
+    """A finite float, or None for an empty or undefined measurement."""
+    if v is None or v == "":
+        return None
+    v = float(v)
+    return v if math.isfinite(v) else None
+
+
 def spearman(rows) -> dict:
     """Spearman rank correlation between ratio and relevant attention over the runs of
     each parameterization: ``{parameterization: {"rho", "pvalue", "n"}}`` (None where undefined)."""
@@ -121,7 +177,7 @@ def spearman(rows) -> dict:
 
     out = {}
     for p in _dedupe(r["parameterization"] for r in rows):
-        g = [r for r in rows if r["parameterization"] == p]
+        g = [r for r in rows if r["parameterization"] == p and _number(r["relevant_attention"]) is not None]
         x = [float(r["ratio"]) for r in g]
         y = [float(r["relevant_attention"]) for r in g]
         if len(set(x)) < 2 or len(set(y)) < 2:
@@ -132,6 +188,13 @@ def spearman(rows) -> dict:
     return out
 
 
+def _cell(v):
+    """A CSV cell: floats by ``repr`` (exact), an undefined number empty."""
+    if isinstance(v, float):
+        return repr(v) if math.isfinite(v) else ""
+    return "" if v is None else v
+
+
 def write_csv(rows, path) -> Path:
     """Write ``rows`` to ``path`` atomically (temporary file, fsync, rename)."""
     path = Path(path)
@@ -139,7 +202,7 @@ def write_csv(rows, path) -> Path:
     w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
     w.writeheader()
     for row in rows:
-        w.writerow({k: (repr(row[k]) if isinstance(row[k], float) else row[k]) for k in CSV_COLUMNS})
+        w.writerow({k: _cell(row.get(k)) for k in CSV_COLUMNS})
     atomic_write_text(path, buf.getvalue(), fsync=True)
     return path
 
@@ -151,8 +214,130 @@ def read_csv(path) -> list:
         for row in csv.DictReader(f):
             out.append({"parameterization": row["parameterization"], "ratio": float(row["ratio"]),
                         "seed": int(row["seed"]), "steps": int(row["steps"]),
-                        "reached": row["reached"] == "True", "loss": float(row["loss"]),
-                        "relevant_attention": float(row["relevant_attention"]),
-                        "label_probability": float(row["label_probability"]),
-                        "accuracy": float(row["accuracy"])})
+                        "reached": row["reached"] == "True", "loss": _number(row["loss"]),
+                        "relevant_attention": _number(row["relevant_attention"]),
+                        "label_probability": _number(row["label_probability"]),
+                        "accuracy": _number(row["accuracy"]), "status": row.get("status") or None})
     return out
+
+
+# --------------------------------------------------------------------------- the sweep directory
+
+def initial_losses(parameterizations, n_seeds: int, *, init: str = "authors", seq_len: int = 64) -> dict:
+    """``{(parameterization, seed): loss}``: each run's population loss at its initialization.
+
+    The loss of the initial parameters on the expected token counts of each
+    class (:func:`numerics.experiments.data.expected_counts`), averaged over the
+    four equally likely classes: about ``log 50 = 3.91`` for the authors'
+    near-zero initializations. A target loss at or above it is "reached" at the
+    first check, before anything is learned.
+    """
+    from . import data, models
+
+    counts = data.expected_counts(seq_len)
+    out = {}
+    for p in _dedupe(parameterizations):
+        for seed in range(FIRST_SEED, FIRST_SEED + n_seeds):
+            params = models.init_params(p, init, np.random.default_rng(seed))
+            loss, _ = models.loss_and_grad(params, counts, data.QUERY_TOKENS, data.LABEL_TOKENS, grad=False)
+            out[p, seed] = float(loss)
+    return out
+
+
+def write_settings(directory, settings: dict) -> None:
+    """Record ``settings`` (the sweep's options, ``seed_blocks``) in ``directory``/:data:`SETTINGS_FILE`."""
+    atomic_write_text(Path(directory) / SETTINGS_FILE,
+                      json.dumps({"format": _SETTINGS_FORMAT, **settings}, indent=1, allow_nan=False), fsync=True)
+
+
+def read_settings(directory):
+    """The recorded settings of the sweep in ``directory``: from :data:`SETTINGS_FILE`, else from
+    the ``settings`` of an older sweep's ``sweep.json``; None when neither says."""
+    directory = Path(directory)
+    for name, pick in ((SETTINGS_FILE, lambda d: d if d.get("format") == _SETTINGS_FORMAT else None),
+                       ("sweep.json", lambda d: d.get("settings"))):
+        try:
+            with open(directory / name, encoding="utf-8") as fh:
+                found = pick(json.load(fh))
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(found, dict):
+            found = {k: v for k, v in found.items() if k != "format"}
+            found.setdefault("seed_blocks", [found.get("seeds")])
+            return found
+    return None
+
+
+def _option(name) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _shown(value) -> str:
+    return ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value) \
+        if isinstance(value, list) else (f"{value:g}" if isinstance(value, float) else str(value))
+
+
+def settings_difference(stored: dict, given: dict, *, extend: bool = False):
+    """None when ``given`` may continue the sweep of ``stored`` settings, else one line naming
+    the first difference. With ``extend``, ``given`` may add parameterizations, ratios or
+    seeds (:data:`EXTENDABLE`) but not drop any."""
+    for key, value in given.items():
+        if key == "seed_blocks" or stored.get(key) == value:
+            continue
+        option = _option(key)
+        if extend and key in ("parameterizations", "ratios"):
+            missing = [v for v in stored.get(key, []) if v not in value]
+            if not missing:
+                continue
+            return (f"--extend keeps every stored row, but {option} {_shown(value)} leaves out "
+                    f"{_shown(missing)} of the stored sweep; give them too")
+        if extend and key == "seeds" and isinstance(stored.get(key), int) and value >= stored[key]:
+            continue
+        hint = "; pass --extend to add parameterizations, ratios or seeds" if key in EXTENDABLE and not extend else ""
+        return (f"the sweep in this directory was run with {option} {_shown(stored.get(key))}, not "
+                f"{_shown(value)} (--resume continues it with its own settings{hint})")
+    return None
+
+
+def extend_settings(stored: dict, given: dict) -> dict:
+    """The settings of ``stored`` extended by ``given``'s new parameterizations, ratios and seeds
+    (stored ones first, so every stored job keeps its key); a new block of seeds if any."""
+    out = dict(given)
+    for key in ("parameterizations", "ratios"):
+        out[key] = list(stored[key]) + [v for v in given[key] if v not in stored[key]]
+    blocks = list(stored.get("seed_blocks") or [stored["seeds"]])
+    if given["seeds"] > stored["seeds"]:
+        blocks.append(given["seeds"] - stored["seeds"])
+    out["seeds"] = max(given["seeds"], stored["seeds"])
+    out["seed_blocks"] = blocks
+    return out
+
+
+class DirectoryLocked(RuntimeError):
+    """Another process holds the lock of an output directory."""
+
+
+def lock_directory(directory):
+    """Hold an exclusive lock on ``directory`` (``fcntl.flock`` on ``directory/.lock``).
+
+    Returns the open lock file: the lock lasts while it stays open, i.e. until
+    the process ends, however it ends (the kernel releases it). Raises
+    :class:`DirectoryLocked` at once if another process holds it."""
+    import fcntl
+
+    handle = open(Path(directory) / ".lock", "a+")
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise DirectoryLocked(f"{str(directory)!r} is in use by another sweep or reproduction "
+                              f"(its lock file .lock is held); wait for it to end or choose another "
+                              f"directory") from None
+    try:
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+    except OSError:
+        pass
+    return handle

@@ -1,0 +1,208 @@
+r"""What the experiments' commands share: options, input parsing, memory limits, output.
+
+Every check here raises :class:`derivations.core.cli.UsageError` (one line,
+exit status 2) before any work. The output directory is prepared last
+(:func:`output_dir`), after every other input check, so that bad input writes
+nothing.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+
+from derivations.core.cli import UsageError, parse_int, parse_number, prepare_output_dir, progress_bar
+
+__all__ = ["PROG", "add_common", "number", "integer", "parse_seeds", "workers", "scheduler",
+           "output_dir", "config", "option_message", "json_text", "finite_or_none", "run_single_or_pool",
+           "check_memory", "memory_budget", "MAX_SEEDS", "warn", "warn_diverged", "DIVERGED"]
+
+#: Program name of the one-line messages.
+PROG = "experiments"
+#: Most seeds one ``--seeds`` list may name (the memory check then bounds the rest).
+MAX_SEEDS = 1_000_000
+
+
+def add_common(p, *, output_required=False):
+    """The options every command takes: workers, scheduler, output, JSON, quiet."""
+    p.add_argument("--workers", default=None,
+                   help="local worker processes (integer >= 1; default: the CPU count); "
+                        "1 runs in this process")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="address tcp://host:port of a running Dask distributed scheduler to send the runs to "
+                        "(needs the optional extra qkov[distributed]; tls:// is not supported)")
+    p.add_argument("--output", default=None, required=output_required, metavar="DIR",
+                   help="directory for results and figures (created and tried before any work)"
+                   + ("" if output_required else "; default: print only"))
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--quiet", action="store_true", help="no progress bar and no human-readable summary")
+
+
+def number(name, text, *, positive=True) -> float:
+    """A finite number (``> 0`` unless ``positive=False``) or :class:`UsageError`."""
+    return parse_number(name, text, positive=positive)
+
+
+def integer(name, text, minimum, maximum=None) -> int:
+    """An integer in ``[minimum, maximum]`` or :class:`UsageError`."""
+    return parse_int(name, text, minimum, maximum)
+
+
+_RANGE = re.compile(r"^(\d+)-(\d+)$")
+
+
+def parse_seeds(text) -> list:
+    """``"1234,1236-1238"`` -> ``[1234, 1236, 1237, 1238]`` (integers >= 0, distinct,
+    at most :data:`MAX_SEEDS`; a range is sized before it is expanded)."""
+    parts = [part.strip() for part in str(text).split(",")]
+    spans = []
+    for part in parts:
+        match = _RANGE.match(part)
+        try:
+            a, b = (int(match[1]), int(match[2])) if match else (int(part), int(part))
+        except ValueError:
+            raise UsageError(f"--seeds must be comma-separated integers >= 0 (ranges a-b allowed); "
+                             f"got {text!r}") from None
+        if a < 0:
+            raise UsageError(f"--seeds must be integers >= 0; got {text!r}")
+        if b < a:
+            raise UsageError(f"--seeds must be comma-separated integers >= 0 (ranges a-b allowed); "
+                             f"got {text!r}")
+        spans.append((a, b))
+    count = sum(b - a + 1 for a, b in spans)
+    if count > MAX_SEEDS:
+        from ..memory import PARAMS_PER_SEED
+        raise UsageError(f"--seeds names {count} seeds, whose parameters alone would need about "
+                         f"{_size(count * PARAMS_PER_SEED)} of memory; at most {MAX_SEEDS} seeds")
+    seeds = [s for a, b in spans for s in range(a, b + 1)]
+    if len(set(seeds)) != len(seeds):
+        raise UsageError(f"--seeds must be distinct; got {text!r}")
+    return seeds
+
+
+def workers(args) -> int:
+    """``--workers`` (default: the CPU count)."""
+    if args.workers is None:
+        return os.cpu_count() or 1
+    return integer("--workers", args.workers, 1)
+
+
+def scheduler(args):
+    """``--scheduler``, checked (address form, a Dask scheduler answering) before any work."""
+    if args.scheduler is None:
+        return None
+    from ..cluster import check_scheduler
+
+    try:
+        check_scheduler(args.scheduler, timeout=10)
+    except ValueError as exc:
+        raise UsageError(f"--scheduler: {exc}") from None
+    return args.scheduler
+
+
+def output_dir(args):
+    """``--output`` created and probed (:func:`derivations.core.cli.prepare_output_dir`), or None."""
+    if args.output is None:
+        return None
+    try:
+        return prepare_output_dir(args.output)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+#: internal field name -> the option that sets it (messages name the option)
+OPTION_NAMES = {"lr_qk": "--lr-qk", "lr_ov": "--lr-ov", "qk_ramp": "--qk-ramp", "seq_len": "--seq-len",
+                "batch_size": "--batch-size", "epochs": "--epochs", "steps_per_epoch": "--steps-per-epoch",
+                "eval_batches": "--eval-batches", "max_steps": "--max-steps", "target_loss": "--target-loss",
+                "lr": "--lr", "seed": "--seed"}
+_FIELD = re.compile(r"\b(" + "|".join(OPTION_NAMES) + r")\b")
+
+
+def option_message(text: str) -> str:
+    """``text`` with its first internal field name (``batch_size``) replaced by the option (``--batch-size``)."""
+    return _FIELD.sub(lambda m: OPTION_NAMES[m[1]], str(text), count=1)
+
+
+def config(factory, **settings):
+    """``factory(**settings)``; its ValueError becomes a :class:`UsageError` naming the option."""
+    try:
+        return factory(**settings)
+    except ValueError as exc:
+        raise UsageError(option_message(exc)) from None
+
+
+def finite_or_none(obj):
+    """``obj`` with every non-finite float replaced by ``None`` (JSON ``null``: undefined)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite_or_none(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_or_none(v) for v in obj]
+    return obj
+
+
+def json_text(obj) -> str:
+    """Valid JSON always: an undefined number (NaN, infinity) is written as ``null``."""
+    return json.dumps(finite_or_none(obj), indent=1, allow_nan=False)
+
+
+#: The runs reported diverged by the command now running (its exit status is then 3).
+DIVERGED: list = []
+
+
+def warn(message: str) -> None:
+    """One line ``experiments: warning: ...`` on stderr."""
+    import sys
+    print(f"{PROG}: warning: {message}", file=sys.stderr)
+
+
+def warn_diverged(what: str, steps: int, measurements: str = "null") -> None:
+    """Report one diverged run on stderr (one line) and remember it for the exit status."""
+    DIVERGED.append(what)
+    warn(f"{what} diverged (non-finite training loss after {steps} steps): stopped there, its "
+         f"measurements are {measurements}")
+
+
+def run_single_or_pool(func, jobs, args, n_workers, address, desc, epochs_each, store=None):
+    """Run jobs; in-process with an epoch-level bar when only one process would be used."""
+    from ..runner import run_jobs
+
+    show = not args.quiet
+    if address is None and store is None and (n_workers == 1 or len(jobs) == 1):
+        bar = progress_bar(epochs_each * len(jobs), desc=desc, unit="epoch", show=show)
+        try:
+            return [json.loads(json.dumps(func(job, progress=bar.update))) for job in jobs]
+        finally:
+            bar.close()
+    return run_jobs(func, jobs, workers=n_workers, scheduler=address, store=store, progress=show, desc=desc)
+
+
+def memory_budget() -> int:
+    """Bytes one command may plan to hold at once: half the machine's physical memory."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+    except (ValueError, OSError, AttributeError):   # pragma: no cover - no sysconf
+        return 8 << 30
+
+
+def _size(n: float) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.3g} EiB"  # pragma: no cover
+
+
+def processes(n_workers: int, n_jobs: int, address) -> int:
+    """How many jobs run at once on this machine (none when a Dask cluster runs them)."""
+    return 0 if address is not None else max(1, min(n_workers, n_jobs))
+
+
+def check_memory(needed: float, settings: str) -> None:
+    """Refuse, naming the memory, settings whose arrays would not fit (before any work)."""
+    budget = memory_budget()
+    if needed > budget:
+        raise UsageError(f"{settings} would need about {_size(needed)} of memory at once, more than half "
+                         f"of this machine's ({_size(2 * budget)}); choose smaller sizes")

@@ -1,0 +1,126 @@
+"""``python -m numerics.experiments fig2``: one Figure-2 configuration."""
+from __future__ import annotations
+
+from derivations.core.vocabulary import PARAMETERIZATIONS
+
+from . import common
+from .common import integer, number
+
+__all__ = ["add_parser", "prepare", "format_fig2"]
+
+
+def add_parser(sub):
+    f2 = sub.add_parser("fig2", help="one Figure-2 configuration: SGD on sampled sequences, heatmap",
+                        description="Train one Figure-2 configuration for its seeds (stacked) and measure the "
+                                    "heatmap of relevant-token attention x label probability on fresh batches.")
+    f2.add_argument("--parameterization", default="CACO", choices=PARAMETERIZATIONS,
+                    help="collapsed (C) or factorized (F) attention, then output circuit (default CACO)")
+    f2.add_argument("--lr-qk", default="0.01", metavar="X", help="learning rate of the QK circuit (> 0; default 0.01)")
+    f2.add_argument("--lr-ov", default="0.01", metavar="Y", help="learning rate of the OV circuit (> 0; default 0.01)")
+    f2.add_argument("--qk-ramp", default="1", metavar="F",
+                    help="multiply the QK rate by 1 + (F - 1) step / total_steps (default 1: no ramp)")
+    f2.add_argument("--seq-len", default="64", metavar="N",
+                    help="sequence length including query and label (integer >= 3; default 64)")
+    f2.add_argument("--batch-size", default="32", metavar="B", help="sequences per SGD step (default 32)")
+    f2.add_argument("--epochs", default=None, metavar="E",
+                    help="epochs (default: the published run's, 2500; 5000 for CAFO)")
+    f2.add_argument("--steps-per-epoch", default=None, metavar="K",
+                    help="SGD steps per epoch (default: the published run's, 250; 200 for CAFO and CACO)")
+    f2.add_argument("--stop", default="authors", choices=("authors", "none"),
+                    help="the notebooks' stop rule (mean loss <= 0.001 with the 100-epoch running-sum quirk) "
+                         "or none (default authors)")
+    f2.add_argument("--init", default="authors", choices=("authors", "identity", "uniform"),
+                    help="the notebooks' initialization of the parameterization, 1e-6 I everywhere, "
+                         "or uniform(+-1/sqrt(50)) everywhere (default authors)")
+    f2.add_argument("--seeds", default=None, metavar="LIST",
+                    help="comma-separated seeds, ranges a-b allowed (default: the published run's: 1234; "
+                         "1234-1238 for CAFO, 1234-1236 for CACO)")
+    f2.add_argument("--eval-batches", default="200", metavar="N",
+                    help="fresh batches for the final measurements (default 200, i.e. 6400 sequences)")
+    common.add_common(f2)
+
+
+def _config(args):
+    from .. import sgd
+
+    pub = sgd.published_fig2_defaults(args.parameterization)
+    return common.config(
+        sgd.Fig2Config, parameterization=args.parameterization,
+        lr_qk=number("--lr-qk", args.lr_qk), lr_ov=number("--lr-ov", args.lr_ov),
+        qk_ramp=number("--qk-ramp", args.qk_ramp), seq_len=integer("--seq-len", args.seq_len, 3),
+        batch_size=integer("--batch-size", args.batch_size, 1),
+        epochs=integer("--epochs", args.epochs, 1) if args.epochs is not None else pub["epochs"],
+        steps_per_epoch=(integer("--steps-per-epoch", args.steps_per_epoch, 1)
+                         if args.steps_per_epoch is not None else pub["steps_per_epoch"]),
+        stop=args.stop, init=args.init, eval_batches=integer("--eval-batches", args.eval_batches, 1)), pub
+
+
+def prepare(args):
+    """Check every input (then the output directory); return ``(work, format)``, no work done yet."""
+    from .. import jobs as jobs_mod
+    from ..memory import fig2_bytes
+
+    config, pub = _config(args)
+    seeds = common.parse_seeds(args.seeds) if args.seeds is not None else pub["seeds"]
+    workers = common.workers(args)
+    groups = jobs_mod.split_seeds(seeds, workers if args.scheduler is None else len(seeds))
+    at_once = max(1, common.processes(workers, len(groups), args.scheduler))
+    common.check_memory(at_once * fig2_bytes(config, max(map(len, groups))),
+                        f"fig2 with --seq-len {config.seq_len}, --batch-size {config.batch_size}, "
+                        f"--steps-per-epoch {config.steps_per_epoch}, --eval-batches {config.eval_batches} "
+                        f"and {max(map(len, groups))} stacked seeds in each of {at_once} process(es)")
+    scheduler = common.scheduler(args)
+    output = common.output_dir(args)
+
+    def work():
+        job_list = [{"experiment": "fig2", "config": config.to_dict(), "seeds": g} for g in groups]
+        results = common.run_single_or_pool(jobs_mod.fig2_job, job_list, args, workers, scheduler, "fig2",
+                                            config.epochs)
+        runs = [r for res in results for r in res["runs"]]
+        for r in runs:
+            if r["status"] == "diverged":
+                common.warn_diverged(f"fig2 seed {r['seed']}", r["steps"])
+        summ = jobs_mod.combine_runs(runs)
+        payload = {"heatmap": summ["heatmap"], "heatmap_std": summ["heatmap_std"],
+                   "separability": summ["separability"], "settings": {**config.to_dict(), "seeds": seeds},
+                   "runs": runs}
+        if output is not None:
+            _write(output, config, payload, len(seeds))
+        return payload
+    return work, format_fig2
+
+
+def _write(output, config, payload, n_seeds):
+    from derivations.core.atomic_file import atomic_write_text
+
+    from .. import plots
+
+    atomic_write_text(output / "fig2.json", common.json_text(payload))
+    if payload["heatmap"] is None:
+        common.warn("every run diverged: no heatmap figure")
+        return
+    title = (f"{config.parameterization}, QK {config.lr_qk:g} / OV {config.lr_ov:g}"
+             + (f", ramp x{config.qk_ramp:g}" if config.qk_ramp != 1 else ""))
+    plots.save_figure(plots.plot_fig2_heatmaps(
+        [dict(title=title, heatmap=payload["heatmap"], heatmap_std=payload["heatmap_std"],
+              n_seeds=n_seeds)], ncols=1), output, f"fig2_{config.parameterization}")
+
+
+def _g(x, spec):
+    return "null" if x is None or x != x else format(x, spec)
+
+
+def format_fig2(payload) -> str:
+    """The human-readable summary (``null`` where a number is undefined)."""
+    lines = ["heatmap (% of sequences; rows: relevant-token attention 0-.2 ... .8-1; "
+             "columns: label probability 0-.2 ... .8-1)"]
+    for row in payload["heatmap"] or []:
+        lines.append("  " + " ".join(f"{v:6.1f}" for v in row))
+    sep = payload["separability"]
+    lines.append(f"separability {_g(sep['mean'], '.4g')} +- {_g(sep['std'], '.3g')}")
+    for r in payload["runs"]:
+        lines.append(f"seed {r['seed']}: steps {r['steps']}, stopped epoch {r['stopped_epoch']}, "
+                     f"final loss {_g(r['final_loss'], '.4g')}, accuracy {_g(r['accuracy'], '.4f')}, "
+                     f"relevant attention {_g(r['relevant_attention'], '.4f')}"
+                     + (", diverged" if r.get("status") == "diverged" else ""))
+    return "\n".join(lines)

@@ -1,0 +1,87 @@
+"""``python -m numerics.experiments fig3``: the fixed-attention runs of Figure 3."""
+from __future__ import annotations
+
+from derivations.core.cli import UsageError, parse_list
+
+from . import common
+from .common import integer, number
+
+__all__ = ["add_parser", "prepare", "format_fig3"]
+
+ALPHAS = "0.2,0.4,0.6,0.8,1"
+
+
+def add_parser(sub):
+    f3 = sub.add_parser("fig3", help="Figure 3: fixed attention, the incentive to sharpen",
+                        description="Train the fixed-attention models at each alpha and measure L(alpha), "
+                                    "L(alpha + 0.005) and the incentive (L(alpha) - L(alpha + 0.005)) / 0.005.")
+    f3.add_argument("--output-circuit", default="collapsed", choices=("collapsed", "factorized"),
+                    help="W c + b, or W_O (W_V c + b_V) + b_O (default collapsed)")
+    f3.add_argument("--alphas", default=ALPHAS, metavar="LIST",
+                    help=f"comma-separated fixed attention on the relevant tokens, each in (0, 1] (default {ALPHAS})")
+    f3.add_argument("--epochs", default="500", metavar="E", help="epochs (default 500)")
+    f3.add_argument("--steps-per-epoch", default="250", metavar="K", help="SGD steps per epoch (default 250)")
+    f3.add_argument("--batch-size", default="128", metavar="B",
+                    help="sequences per step, a multiple of 4 (balanced classes; default 128)")
+    f3.add_argument("--seq-len", default="64", metavar="N", help="sequence length (default 64)")
+    f3.add_argument("--lr", default="0.01", metavar="X", help="SGD learning rate (default 0.01)")
+    f3.add_argument("--eval-batches", default="8", metavar="N",
+                    help="fresh batches per measurement (default 8)")
+    f3.add_argument("--seed", default="1234", metavar="S", help="seed of every alpha (default 1234)")
+    common.add_common(f3)
+
+
+def _alpha(text):
+    a = number("alpha", text)
+    if not 0 < a <= 1:
+        raise UsageError(f"alpha must lie in (0, 1]; got {a!r}")
+    return a
+
+
+def prepare(args):
+    """Check every input (then the output directory); return ``(work, format)``, no work done yet."""
+    from .. import jobs as jobs_mod
+    from .. import sgd
+    from ..memory import fig3_bytes
+
+    alphas = parse_list("--alphas", args.alphas, _alpha)
+    config = common.config(
+        sgd.Fig3Config, output_circuit=args.output_circuit, alphas=tuple(alphas),
+        epochs=integer("--epochs", args.epochs, 1),
+        steps_per_epoch=integer("--steps-per-epoch", args.steps_per_epoch, 1),
+        batch_size=integer("--batch-size", args.batch_size, 4), seq_len=integer("--seq-len", args.seq_len, 3),
+        lr=number("--lr", args.lr), eval_batches=integer("--eval-batches", args.eval_batches, 1),
+        seed=integer("--seed", args.seed, 0))
+    common.check_memory(fig3_bytes(config),
+                        f"fig3 with --seq-len {config.seq_len}, --batch-size {config.batch_size}, "
+                        f"--steps-per-epoch {config.steps_per_epoch}, --eval-batches {config.eval_batches} "
+                        f"and {len(config.alphas)} alphas")
+    workers = common.workers(args)
+    scheduler = common.scheduler(args)
+    output = common.output_dir(args)
+
+    def work():
+        job = {"experiment": "fig3", "config": config.to_dict()}
+        res = common.run_single_or_pool(jobs_mod.fig3_job, [job], args, workers, scheduler, "fig3",
+                                        config.epochs)[0]
+        payload = {"alpha": res["alpha"], "loss": res["loss"], "incentive": res["incentive"],
+                   "final_loss": res["final_loss"], "loss_shifted": res["loss_shifted"],
+                   "train_loss": res["train_loss"], "settings": config.to_dict()}
+        if output is not None:
+            from derivations.core.atomic_file import atomic_write_text
+
+            from .. import plots
+
+            atomic_write_text(output / "fig3.json", common.json_text(payload))
+            plots.save_figure(plots.plot_fig3({config.output_circuit: payload}), output,
+                              f"fig3_{config.output_circuit}")
+        return payload
+    return work, format_fig3
+
+
+def format_fig3(p) -> str:
+    """The human-readable table of the Figure-3 runs."""
+    lines = ["alpha   L(epoch 0)   L(final)   max incentive   final incentive"]
+    for a, L, inc in zip(p["alpha"], p["loss"], p["incentive"]):
+        lines.append(f"{a:5.3g}   {L[0]:10.4f}   {L[-1]:8.4f}   {max(inc):13.4g}   {inc[-1]:15.4g}")
+    return "\n".join(lines)

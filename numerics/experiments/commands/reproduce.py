@@ -1,0 +1,66 @@
+"""``python -m numerics.experiments reproduce``: every published Figure-2/3 run, report and figures."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from derivations.core.cli import UsageError
+
+from . import common
+
+__all__ = ["add_parser", "prepare"]
+
+
+def add_parser(sub):
+    rp = sub.add_parser("reproduce", help="every published Figure-2 and Figure-3 run, report and figures",
+                        description="Run every published Figure-2/3 run; write report.md, report.json and "
+                                    "the figures to --output (resumable: finished runs are kept in OUTPUT/runs).")
+    rp.add_argument("--quick", action="store_true",
+                    help="shortened schedules for a smoke test (not the published numbers)")
+    rp.add_argument("--shortest-first", action="store_true",
+                    help="start the shortest runs first (more runs finished early if interrupted); "
+                         "default: longest first, which finishes soonest on several workers")
+    rp.add_argument("--collect", action="store_true",
+                    help="no training: write the report and figures from the runs already finished in "
+                         "OUTPUT/runs (the report names the missing ones)")
+    common.add_common(rp, output_required=True)
+
+
+def _holds_a_sweep(path: Path) -> bool:
+    from ..sweep import SETTINGS_FILE
+
+    return any((path / name).exists() for name in (SETTINGS_FILE, "results.csv", "sweep.json"))
+
+
+def prepare(args):
+    """Check every input (then the output directory); return ``(work, format)``, no work done yet."""
+    from .. import reproduce as rep
+    from ..sweep import DirectoryLocked, lock_directory
+
+    workers = common.workers(args)
+    scheduler = common.scheduler(args)
+    given = Path(args.output) if args.output else None
+    if given is not None and given.is_dir() and _holds_a_sweep(given):
+        raise UsageError(f"--output {args.output!r} holds a sweep (results.csv, sweep.json), not a "
+                         "reproduction; choose another directory")
+    if args.collect and not (given is not None and (given / "runs").is_dir()):
+        raise UsageError(f"--collect: no runs in {str(Path(args.output or '') / 'runs')!r}")
+    output = common.output_dir(args)
+    if args.collect:    # reads the runs finished so far, also while a reproduction still runs: no lock
+        return (lambda: rep.collect(output, quick=args.quick)), rep.format_report
+    try:
+        lock = lock_directory(output)
+    except DirectoryLocked as exc:
+        raise UsageError(f"--output {exc}") from None
+
+    def work():
+        try:
+            report = rep.reproduce(output, workers=workers, scheduler=scheduler, progress=not args.quiet,
+                                   quick=args.quick, shortest_first=args.shortest_first)
+        finally:
+            lock.close()
+        for name, run in report["runs"].items():
+            for r in run.get("runs", []):
+                if r.get("status") == "diverged":
+                    common.warn_diverged(f"reproduce run {name} seed {r['seed']}", r["steps"])
+        return report
+    return work, rep.format_report

@@ -1,0 +1,221 @@
+"""``python -m numerics.experiments sweep``: the matched-loss sweep over ``eta_QK / eta_OV``."""
+from __future__ import annotations
+
+from derivations.core.cli import UsageError, parse_list
+from derivations.core.vocabulary import PARAMETERIZATIONS
+
+from . import common
+from .common import integer, number
+
+__all__ = ["add_parser", "prepare", "format_sweep"]
+
+
+def add_parser(sub):
+    sw = sub.add_parser("sweep", help="matched-loss sweep over eta_QK / eta_OV",
+                        description="Train every (parameterization, ratio, seed) until the mean training loss of "
+                                    "an epoch reaches the target, then measure relevant-token attention.")
+    sw.add_argument("--parameterizations", required=True, metavar="LIST",
+                    help="comma-separated subset of CACO,CAFO,FACO,FAFO")
+    sw.add_argument("--ratios", required=True, metavar="LIST", help="comma-separated eta_QK / eta_OV, each > 0")
+    sw.add_argument("--seeds", required=True, metavar="K", help="number of seeds per configuration (1234, 1235, ...)")
+    sw.add_argument("--target-loss", required=True, metavar="L",
+                    help="stop when an epoch's mean loss <= L (> 0 and below every run's initial loss, "
+                         "about 3.91)")
+    sw.add_argument("--max-steps", default="200000", metavar="N", help="step cap per run (default 200000)")
+    sw.add_argument("--lr-ov", default="0.01", metavar="Y", help="OV learning rate (default 0.01)")
+    sw.add_argument("--seq-len", default="64", metavar="N", help="sequence length (default 64)")
+    sw.add_argument("--batch-size", default="32", metavar="B", help="sequences per step (default 32)")
+    sw.add_argument("--steps-per-epoch", default="100", metavar="K",
+                    help="steps between checks of the target (default 100)")
+    sw.add_argument("--init", default="authors", choices=("authors", "identity", "uniform"),
+                    help="initialization (default authors)")
+    sw.add_argument("--eval-batches", default="50", metavar="N",
+                    help="fresh batches for the measurements (default 50)")
+    sw.add_argument("--no-theory", action="store_true",
+                    help="do not overlay the theory's prediction (the expected-count gradient flow of the "
+                         "authors' task, numerics.authors_task, from the same initialization) on the plot "
+                         "and in the JSON")
+    sw.add_argument("--resume", action="store_true",
+                    help="continue the sweep saved in --output (finished runs are not recomputed); refused "
+                         "if the settings differ from the stored sweep's")
+    sw.add_argument("--extend", action="store_true",
+                    help="with --resume: add parameterizations, ratios or seeds to the stored sweep; every "
+                         "stored row is kept (give the stored ones too), the other settings must be the same")
+    common.add_common(sw, output_required=True)
+
+
+def _parameterization(text):
+    if text not in PARAMETERIZATIONS:
+        raise UsageError(f"--parameterizations: unknown parameterization {text!r} "
+                         f"(valid: {','.join(PARAMETERIZATIONS)})")
+    return text
+
+
+def _settings(args) -> dict:
+    """The sweep's settings from the command line (validated numbers, duplicates dropped)."""
+    return {"parameterizations": list(dict.fromkeys(parse_list("--parameterizations", args.parameterizations,
+                                                               _parameterization))),
+            "ratios": list(dict.fromkeys(parse_list("--ratios", args.ratios, lambda t: number("ratio", t)))),
+            "seeds": integer("--seeds", args.seeds, 1, common.MAX_SEEDS), "target_loss": number("--target-loss", args.target_loss),
+            "lr_ov": number("--lr-ov", args.lr_ov), "seq_len": integer("--seq-len", args.seq_len, 3),
+            "batch_size": integer("--batch-size", args.batch_size, 1),
+            "steps_per_epoch": integer("--steps-per-epoch", args.steps_per_epoch, 1),
+            "max_steps": integer("--max-steps", args.max_steps, 1), "init": args.init,
+            "eval_batches": integer("--eval-batches", args.eval_batches, 1)}
+
+
+def _jobs(s) -> list:
+    from .. import sweep as sweep_mod
+
+    options = {k: s[k] for k in ("max_steps", "lr_ov", "seq_len", "batch_size", "steps_per_epoch", "init",
+                                 "eval_batches")}
+    try:
+        return sweep_mod.sweep_jobs(s["parameterizations"], s["ratios"], s["seeds"], s["target_loss"],
+                                    seed_blocks=s.get("seed_blocks"), **options)
+    except ValueError as exc:
+        raise UsageError(common.option_message(exc)) from None
+
+
+def _check_memory(s, workers, address) -> None:
+    """Refuse sizes whose arrays would not fit, before a job (or a list of seeds) is built."""
+    from .. import sgd
+    from ..memory import fig2_bytes
+
+    one = common.config(sgd.Fig2Config, parameterization=s["parameterizations"][0], lr_qk=s["lr_ov"],
+                        lr_ov=s["lr_ov"], seq_len=s["seq_len"], batch_size=s["batch_size"],
+                        steps_per_epoch=s["steps_per_epoch"], epochs=1, eval_batches=s["eval_batches"],
+                        max_steps=s["max_steps"])
+    at_once = max(1, common.processes(workers, len(s["parameterizations"]) * len(s["ratios"]), address))
+    common.check_memory(at_once * fig2_bytes(one, s["seeds"]),
+                        f"sweep with --seq-len {s['seq_len']}, --batch-size {s['batch_size']}, "
+                        f"--steps-per-epoch {s['steps_per_epoch']}, --eval-batches {s['eval_batches']} "
+                        f"and {s['seeds']} stacked seeds in each of {at_once} process(es)")
+
+
+def _check_target(s) -> None:
+    """Refuse a target the runs "reach" before learning anything: not below their initial loss."""
+    from .. import sweep as sweep_mod
+
+    losses = sweep_mod.initial_losses(s["parameterizations"], s["seeds"], init=s["init"], seq_len=s["seq_len"])
+    (p, seed), lowest = min(losses.items(), key=lambda kv: kv[1])
+    if s["target_loss"] >= lowest:
+        raise UsageError(f"--target-loss {s['target_loss']:g} is not below the initial loss {lowest:.6g} "
+                         f"(of {p} seed {seed}, the lowest of the sweep's runs): it would be reached "
+                         f"before anything is learned")
+
+
+def _open_directory(args, settings):
+    """Prepare and lock ``--output``; check ``--resume`` against the stored settings, record them.
+
+    Returns ``(output directory, lock handle, settings to run)``."""
+    from .. import sweep as sweep_mod
+
+    output = common.output_dir(args)
+    try:
+        lock = sweep_mod.lock_directory(output)
+    except sweep_mod.DirectoryLocked as exc:
+        raise UsageError(f"--output {exc}") from None
+    stored = sweep_mod.read_settings(output)
+    started = ((output / "results.csv").exists() or
+               ((output / "runs").is_dir() and any((output / "runs").iterdir())))
+    if (output / "report.json").exists():
+        raise UsageError(f"--output {str(output)!r} holds a reproduction (report.json), not a sweep; "
+                         "choose another directory")
+    if not args.resume and (started or stored is not None):
+        raise UsageError(f"--output {str(output)!r} already holds a sweep; pass --resume to continue it "
+                         "or choose another directory")
+    if stored is not None:
+        difference = sweep_mod.settings_difference(stored, settings, extend=args.extend)
+        if difference is not None:
+            raise UsageError(f"--resume: {difference}")
+        if args.extend:
+            settings = sweep_mod.extend_settings(stored, settings)
+        else:
+            settings = {**settings, "seed_blocks": stored.get("seed_blocks") or [settings["seeds"]]}
+    sweep_mod.write_settings(output, {**settings, "seed_blocks": settings.get("seed_blocks") or
+                                      [settings["seeds"]]})
+    return output, lock, settings
+
+
+def prepare(args):
+    """Check every input (then the output directory); return ``(work, format)``, no work done yet."""
+    if args.extend and not args.resume:
+        raise UsageError("--extend extends a stored sweep: give it with --resume")
+    settings = _settings(args)
+    workers = common.workers(args)
+    _check_memory(settings, workers, args.scheduler)
+    jobs = _jobs(settings)
+    _check_target(settings)
+    scheduler = common.scheduler(args)
+    output, lock, settings = _open_directory(args, settings)
+    jobs = _jobs(settings)
+
+    def work():
+        try:
+            return _run(args, output, jobs, settings, workers, scheduler)
+        finally:
+            lock.close()
+    return work, format_sweep
+
+
+def _run(args, output, jobs, settings, workers, scheduler):
+    from derivations.core.atomic_file import atomic_write_text
+
+    from .. import jobs as jobs_mod
+    from .. import plots
+    from .. import sweep as sweep_mod
+    from ..runner import ResultStore, run_jobs
+
+    store = ResultStore(output / "runs", validate=jobs_mod.valid_result)
+    results = run_jobs(jobs_mod.sweep_job, jobs, workers=workers, scheduler=scheduler, store=store,
+                       progress=not args.quiet, desc="sweep")
+    rows = sweep_mod.rows_from_results(results)
+    rows.sort(key=lambda r: (settings["parameterizations"].index(r["parameterization"]),
+                             settings["ratios"].index(r["ratio"]), r["seed"]))
+    for r in rows:
+        if r["status"] == "diverged":
+            common.warn_diverged(f"sweep run {r['parameterization']} ratio {r['ratio']:g} seed {r['seed']}",
+                                 r["steps"], "empty")
+    sweep_mod.write_csv(rows, output / "results.csv")
+    summary = sweep_mod.summarize(rows)
+    shown = {k: v for k, v in settings.items() if k != "seed_blocks"}
+    payload = {"summary": summary, "spearman": sweep_mod.spearman(rows), "settings": shown}
+    prediction = None if args.no_theory else _prediction(settings)
+    if prediction is not None:
+        payload["prediction"] = {P: {"ratio": [float(x) for x in rx], "relevant_attention": [float(y) for y in ry]}
+                                 for P, (rx, ry) in prediction.items()}
+    atomic_write_text(output / "sweep.json", common.json_text(payload))
+    plots.save_figure(plots.plot_sweep(summary, prediction,
+                                       title=f"training stopped at loss {settings['target_loss']:g}"),
+                      output, "sweep")
+    return payload
+
+
+def _prediction(s):
+    """The theory at matched loss (expected-count gradient flow), or None with a warning."""
+    from ...authors_task import sweep_prediction
+
+    try:
+        return sweep_prediction(s["parameterizations"], s["ratios"], s["target_loss"], lr_ov=s["lr_ov"],
+                                seq_len=s["seq_len"], init=s["init"])
+    except (ValueError, RuntimeError) as exc:   # the measured sweep stands without it
+        common.warn(f"no theory overlay ({exc})")
+        return None
+
+
+def _f(x, spec):
+    return "null" if x is None else format(x, spec)
+
+
+def format_sweep(p) -> str:
+    """The human-readable table of the sweep."""
+    lines = ["param  ratio   reached   attention (95% CI)          label prob   loss      steps"]
+    for s in p["summary"]:
+        lo, hi = s["relevant_attention_ci95"]
+        ci = "" if lo is None else f"[{lo:.3f}, {hi:.3f}]"
+        lines.append(f"{s['parameterization']}  {s['ratio']:6.3g}   {s['reached']}/{s['n']}       "
+                     f"{_f(s['relevant_attention_mean'], '.4f')} {ci:18s}  {_f(s['label_probability_mean'], '.4f')}"
+                     f"     {_f(s['loss_mean'], '.4f')}    {_f(s['steps_mean'], '.0f')}")
+    for name, sp in p["spearman"].items():
+        lines.append(f"Spearman(ratio, attention) {name}: rho = {sp['rho']}, p = {sp['pvalue']}")
+    return "\n".join(lines)

@@ -1,0 +1,230 @@
+r"""The resumable result store: one atomic, self-describing JSON file per finished job.
+
+:func:`job_key` names a job (SHA-256 of its canonical JSON); a
+:class:`ResultStore` keeps ``{"format", "key", "job", "result"}`` per job in
+``<directory>/<key>.json``, written atomically (temporary file, fsync,
+rename) as soon as the job finishes. A file that is damaged (truncated,
+unparsable, of the wrong shape, holding another job, a directory in its
+place, or a result body that the store's ``validate`` rejects) counts as
+missing: the job is recomputed and the file replaced. Data only (JSON, never
+pickle).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from derivations.core.atomic_file import atomic_write_text
+
+__all__ = ["STORE_FORMAT", "ResultStore", "job_key"]
+
+#: Tag written into every stored file; a file without it is not ours and is recomputed.
+STORE_FORMAT = "qkov.experiments.runner.ResultStore/1"
+
+
+def _canonical(job: Any) -> str:
+    """The canonical JSON text of a job (sorted keys, no spaces, ASCII, finite numbers)."""
+    return json.dumps(job, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+
+
+def job_key(job: dict) -> str:
+    """Stable name of a job: SHA-256 of its canonical JSON.
+
+    The canonical form is ``json.dumps(job, sort_keys=True, separators=(",", ":"),
+    ensure_ascii=True, allow_nan=False)``, so the key does not depend on key
+    order, the Python session or the machine.  Tuples hash like lists; ``1``
+    and ``1.0`` are different jobs.
+
+    Parameters
+    ----------
+    job : dict
+        JSON-serialisable job description (finite numbers only).
+
+    Returns
+    -------
+    str
+        64 lowercase hexadecimal digits.
+
+    Raises
+    ------
+    ValueError
+        If ``job`` is not a dict or not JSON-serialisable.
+
+    Examples
+    --------
+    >>> from numerics.experiments.store import job_key
+    >>> job_key({"seed": 1234, "lr": 0.01}) == job_key({"lr": 0.01, "seed": 1234})
+    True
+    >>> job_key({"seed": 1234, "lr": 0.01})[:16]
+    '83165306dbbb6f09'
+    """
+    if not isinstance(job, dict):
+        raise ValueError(f"job must be a dict of JSON values, got {type(job).__name__}")
+    try:
+        text = _canonical(job)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"job must be a dict of finite JSON values (str keys, numbers, str, bool, "
+                         f"None, lists, dicts): {exc}") from None
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+
+def _free_name(path: Path) -> Path:
+    """``path``, or ``path.1``, ``path.2``, ... : the first that does not exist."""
+    candidate, n = path, 0
+    while os.path.lexists(candidate):
+        n += 1
+        candidate = path.with_name(f"{path.name}.{n}")
+    return candidate
+
+
+class ResultStore:
+    """A directory of finished jobs: one atomic JSON file per job, for resumable runs.
+
+    Each file ``<directory>/<job_key(job)>.json`` holds
+    ``{"format": STORE_FORMAT, "key": ..., "job": ..., "result": ...}``, so a
+    file describes itself (which job, which result) and can be read without
+    qkov.  Files are written to a temporary file in the same directory, flushed
+    and fsynced, then renamed over the final name (:func:`os.replace`), so a
+    reader sees either the old file, the new one, or none, never half a file.
+    A file that does not parse, has the wrong shape or holds another job than
+    its name says is treated as missing.  Temporary files left by a writer
+    killed mid-write (named after its host and process id) are deleted when a
+    store is next opened on the same host.
+
+    The key depends on the job only, not on the function that ran it: give a
+    store to one job function, or put what distinguishes the functions into
+    the jobs (e.g. ``{"experiment": "sweep", ...}``).
+
+    Parameters
+    ----------
+    directory : str or os.PathLike
+        Where the files live; created (with parents) if missing.
+    validate : callable, optional
+        ``validate(job, result) -> bool``: whether a stored result body is
+        whole (every key, the right lengths and types). A result it rejects
+        counts as missing, like a damaged envelope (default: any dict).
+
+    Raises
+    ------
+    ValueError
+        If ``directory`` (or one of its parents) exists and is not a directory.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from numerics.experiments.store import ResultStore
+    >>> store = ResultStore(tempfile.mkdtemp())
+    >>> job = {"seed": 1234}
+    >>> store.get(job) is None
+    True
+    >>> store.put(job, {"loss": 0.125})
+    >>> store.get(job), job in store, len(store)
+    ({'loss': 0.125}, True, 1)
+    """
+
+    def __init__(self, directory, validate: Callable[[dict, dict], bool] | None = None):
+        self.validate = validate
+        path = Path(directory)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise ValueError(f"store directory {str(path)!r} is not a directory (a file is in the way)") from None
+        if not path.is_dir():
+            raise ValueError(f"store directory {str(path)!r} is not a directory")
+        self.directory = path
+        self._remove_stale_temporaries()
+
+    def _temporary_prefix(self, key: str) -> str:
+        return f".{key[:16]}~{socket.gethostname()}~{os.getpid()}~"
+
+    def _remove_stale_temporaries(self) -> None:
+        """Delete temporary files left by writers on this host that no longer run (killed mid-write)."""
+        host = socket.gethostname()
+        for tmp in self.directory.glob(".*~*~*~*.tmp"):
+            parts = tmp.name.split("~")
+            if len(parts) != 4 or parts[1] != host or not parts[2].isdigit():
+                continue
+            try:
+                os.kill(int(parts[2]), 0)
+                continue                      # its writer still runs
+            except ProcessLookupError:
+                pass
+            except OSError:                   # exists but not ours to signal: leave it
+                continue
+            try:
+                tmp.unlink()
+            except OSError:
+                pass
+
+    def __repr__(self) -> str:
+        return f"ResultStore({str(self.directory)!r})"
+
+    def path(self, job: dict) -> Path:
+        """File that holds (or will hold) ``job``'s result."""
+        return self.directory / f"{job_key(job)}.json"
+
+    def _read(self, path: Path, key: str | None = None):
+        try:
+            with open(path, encoding="utf-8") as handle:
+                record = json.load(handle)
+        except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+            return None
+        if (not isinstance(record, dict) or record.get("format") != STORE_FORMAT
+                or not isinstance(record.get("job"), dict) or not isinstance(record.get("result"), dict)):
+            return None
+        try:
+            actual = job_key(record["job"])
+        except ValueError:
+            return None
+        if record.get("key") != actual or actual != (key if key is not None else path.stem):
+            return None
+        if self.validate is not None and not self.validate(record["job"], record["result"]):
+            return None
+        return record
+
+    def get(self, job: dict, default=None):
+        """The stored result of ``job``, or ``default`` if it is missing or damaged."""
+        record = self._read(self.path(job), job_key(job))
+        return default if record is None else record["result"]
+
+    def __contains__(self, job: dict) -> bool:
+        return self.get(job) is not None
+
+    def put(self, job: dict, result: dict) -> None:
+        """Save ``result`` for ``job`` atomically (temporary file, fsync, rename).
+
+        Raises
+        ------
+        ValueError
+            If ``job`` or ``result`` is not JSON-serialisable.
+        """
+        key = job_key(job)
+        if not isinstance(result, dict):
+            raise ValueError(f"result must be a dict, got {type(result).__name__}")
+        record = {"format": STORE_FORMAT, "key": key, "job": json.loads(_canonical(job)), "result": result}
+        try:
+            text = json.dumps(record, indent=1, sort_keys=True)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"result is not JSON-serialisable: {exc}") from None
+        path = self.directory / f"{key}.json"
+        if path.is_dir():     # a directory named like the file: not a result; kept aside, nothing deleted
+            os.replace(path, _free_name(path.with_name(path.name + ".not-a-result")))
+        atomic_write_text(path, text, fsync=True, encoding="utf-8", prefix=self._temporary_prefix(key))
+
+    def items(self) -> Iterator[tuple[dict, dict]]:
+        """``(job, result)`` for every intact file, in file-name order."""
+        for path in sorted(self.directory.glob("*.json")):
+            if not path.is_file():
+                continue
+            record = self._read(path)
+            if record is not None:
+                yield record["job"], record["result"]
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.items())
+
