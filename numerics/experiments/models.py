@@ -73,14 +73,15 @@ import math
 
 import numpy as np
 
+from derivations.core.authors_setting import SCORE_SCALE_SQUARED as _SCORE_SCALE_SQUARED
 from derivations.vocabulary import PARAMETERIZATIONS
 from derivations.vocabulary import check_parameterization as _check_parameterization
 
 from .data import RELEVANT, V
 
 __all__ = [
-    "INITS", "OUTPUT_CIRCUITS", "param_keys", "circuit_of",
-    "parameterization_of", "init_params", "forward", "loss_and_grad", "stack_params",
+    "INITS", "OUTPUT_CIRCUITS", "IDENTITY_SCALE", "param_keys", "circuit_of",
+    "parameterization_of", "init_kinds", "init_params", "forward", "loss_and_grad", "stack_params",
     "unstack_params", "fixed_attention_context", "fig3_init", "fig3_logits", "fig3_loss_and_grad",
 ]
 
@@ -99,8 +100,10 @@ _AUTHORS_INIT = {
     "CAFO": {"W_QK": "identity", "W_O": "identity", "W_V": "identity"},
     "CACO": {"W_QK": "uniform", "W_OV": "uniform"},
 }
+#: Scale of the identity initialization: ``1e-6 I`` as in the notebooks.
 IDENTITY_SCALE = 1e-6
-_SQRT_V = math.sqrt(V)
+# attention scores are scaled by 1/sqrt(V): derivations.core.authors_setting.SCORE_SCALE_SQUARED
+_SQRT_V = math.sqrt(_SCORE_SCALE_SQUARED[1] / _SCORE_SCALE_SQUARED[0])
 # sums over the V classes as products (one BLAS call; numpy's reductions cost twice as much here)
 _ONES_COLUMN = np.ones((V, 1))
 _ONES_ROW = np.ones((1, V))
@@ -136,9 +139,28 @@ def parameterization_of(params: dict) -> str:
     raise ValueError(f"parameter names {sorted(keys)} match no parameterization {PARAMETERIZATIONS}")
 
 
+def init_kinds(parameterization: str, init: str = "authors") -> dict:
+    """``{key: "uniform" or "identity"}``: how :func:`init_params` builds each matrix.
+
+    >>> init_kinds("FAFO")
+    {'W_Q': 'uniform', 'W_K': 'uniform', 'W_O': 'identity', 'W_V': 'identity'}
+    """
+    keys = param_keys(parameterization)
+    if init not in INITS:
+        raise ValueError(f"init must be one of {INITS}, got {init!r}")
+    if init == "authors":
+        return dict(_AUTHORS_INIT[parameterization])
+    return dict.fromkeys(keys, init)
+
+
 def init_params(parameterization: str, init: str = "authors",
-                rng: np.random.Generator | None = None) -> dict:
-    r"""Initial parameters of one run, each ``(V, V)``.
+                rng: np.random.Generator | None = None, *,
+                identity_scale: float = IDENTITY_SCALE) -> dict:
+    r"""Initial parameters of one run, each ``(V, V)``: the one builder of a seed's
+    initial matrices, for SGD (:func:`numerics.experiments.sgd.train_fig2` passes
+    ``numpy.random.default_rng(seed)``, then trains from the same generator) and for
+    the theory (:func:`numerics.experiments.theory.authors_init` converts them to the
+    expected-count model's convention).
 
     ``init="authors"``: the notebooks' row-1 choice (see the spec: FAFO
     :math:`W_Q, W_K` uniform and :math:`W_O = W_V = 10^{-6} I`; FACO and CAFO
@@ -146,23 +168,20 @@ def init_params(parameterization: str, init: str = "authors",
     :math:`10^{-6} I`; ``"uniform"``: every matrix i.i.d.
     :math:`U(-1/\sqrt{50}, 1/\sqrt{50})` (PyTorch's default for a 50×50
     ``Linear``).  Uniform matrices are drawn from ``rng`` in the order of
-    :func:`param_keys`.
+    :func:`param_keys` (:func:`init_kinds` says which).  ``identity_scale``
+    replaces :math:`10^{-6}` (the SGD experiments always use
+    :data:`IDENTITY_SCALE`; the theory offers the scale as an option).
     """
-    keys = param_keys(parameterization)
-    if init not in INITS:
-        raise ValueError(f"init must be one of {INITS}, got {init!r}")
-    kinds = {"authors": _AUTHORS_INIT[parameterization],
-             "identity": dict.fromkeys(keys, "identity"),
-             "uniform": dict.fromkeys(keys, "uniform")}[init]
+    kinds = init_kinds(parameterization, init)
     if rng is None and "uniform" in kinds.values():
         raise ValueError("rng (a numpy.random.Generator) is required for a uniform initialization")
     bound = 1.0 / _SQRT_V
     out = {}
-    for key in keys:
+    for key in param_keys(parameterization):
         if kinds[key] == "uniform":
             out[key] = rng.uniform(-bound, bound, size=(V, V))
         else:
-            out[key] = IDENTITY_SCALE * np.eye(V)
+            out[key] = identity_scale * np.eye(V)
     return out
 
 
