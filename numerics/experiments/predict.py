@@ -221,8 +221,9 @@ def _flag_message(exc) -> str:
 
 
 def settings_from_args(args) -> dict:
-    """Parse and validate the options (no flow yet): the settings of :func:`predict`,
-    or :class:`~derivations.core.cli.UsageError` (one line)."""
+    """Parse and validate the options (no flow yet): ``(settings, init_scale)``, the
+    checked settings of :func:`predict` (:func:`check_settings`) and the ``--init-scale``
+    given (None if none), or :class:`~derivations.core.cli.UsageError` (one line)."""
     def number(flag, text):
         return parse_number(flag, text, positive=True)
 
@@ -234,16 +235,18 @@ def settings_from_args(args) -> dict:
     lr_ov = number("--lr-ov", args.lr_ov)
     scale = None if args.init_scale is None else number("--init-scale", args.init_scale)
     try:
-        return check_settings(params, ratios, targets, seeds, args.init, seq_len, lr_ov, scale)
+        settings = check_settings(params, ratios, targets, seeds, args.init, seq_len, lr_ov, scale)
     except ValueError as exc:
         raise UsageError(_flag_message(exc)) from None
+    return settings, scale
 
 
 def format_table(payload) -> str:
     """The human-readable table of a ``predict`` payload (one line per record)."""
     s = payload["settings"]
-    lines = [f"expected-count flow of the authors' task (init {s['init']}, seq_len {s['seq_len']}, "
-             f"lr_ov {s['lr_ov']:g}): attention where the loss first reaches each target",
+    lines = [f"expected-count flow of the authors' task (init {s['init']}, identity scale "
+             f"{s['init_scale']:g}, seq_len {s['seq_len']}, lr_ov {s['lr_ov']:g}): attention where the "
+             "loss first reaches each target",
              "param   ratio   seed  target        steps      loss  relevant    self   other"]
     for r in payload["records"]:
         head = f"{r['parameterization']:6}{r['ratio']:7g}{r['seed']:7d}  {r['target_loss']:<7g}"
@@ -259,14 +262,14 @@ def command(args):
     """``(work, fmt)`` for the experiments' command line: validates every option
     (:class:`~derivations.core.cli.UsageError`, before any flow); ``work()``
     returns the payload ``{"settings", "records"}``, ``fmt(payload)`` the table."""
-    s = settings_from_args(args)
+    s, init_scale = settings_from_args(args)
 
     def work():
         flows = len(s["parameterizations"]) * len(s["ratios"]) * len(s["seeds"])
         bar = progress_bar(flows, desc="predict", unit="flow", show=not args.quiet)
         try:
             records = predict(s["parameterizations"], s["ratios"], s["target_losses"], s["seeds"],
-                              s["init"], s["seq_len"], s["lr_ov"], init_scale=s["init_scale"],
+                              s["init"], s["seq_len"], s["lr_ov"], init_scale=init_scale,
                               progress=bar.update)
         finally:
             bar.close()
