@@ -300,6 +300,45 @@ def query_onehot_t(query, ids=None) -> np.ndarray:
     return (np.asarray(query)[..., None, :] == ids[:, None]).astype(float)
 
 
+def _ov_grads(params, grads, gzT, a, hT):
+    """The output-circuit part of :func:`loss_and_grad`'s backward pass, into ``grads``
+    (from ``gzT`` (..., V, B), the gradient of the class-major logits); returns the
+    gradient of the context ``gcT`` (..., V, B), a fresh array."""
+    if hT is None:
+        grads["W_OV"] = np.matmul(gzT, a)
+        return np.matmul(_tr(params["W_OV"]), gzT)
+    grads["W_O"] = np.matmul(gzT, np.ascontiguousarray(_tr(hT)))
+    ghT = np.matmul(_tr(params["W_O"]), gzT)
+    grads["W_V"] = np.matmul(ghT, a)
+    return np.matmul(_tr(params["W_V"]), ghT)
+
+
+def _qk_grads(params, grads, gcT, aT, onehot_t, ids, wq_ids, scale, sparse):
+    """The query-key part of :func:`loss_and_grad`'s backward pass, into ``grads``: from
+    ``gcT`` (..., V, B), the gradient of the context (overwritten), to ``scale`` times the
+    gradient of the score matrix's rows ``ids`` and of ``W_QK`` or ``W_Q, W_K``."""
+    gsT = gcT                                                 # (a fresh array: updated in place)
+    gsT -= np.matmul(_ONES_ROW, aT * gcT)                     # g_c - a.g_c
+    gsT *= aT                                                 # sqrt(V) dL/dA[q, :] per sequence, (..., V, B)
+    # dL/dA = E^T gs / sqrt(V) (E: one-hot queries): only the rows of the distinct queries are non-zero
+    dA_rows = np.matmul(onehot_t, _tr(gsT))                   # (..., U, V)
+    dA_rows *= scale
+    if wq_ids is None:
+        grads["W_QK"] = dA_rows
+    else:
+        # dW_Q = W_K dA^T (non-zero in the columns ids only), dW_K = W_Q dA = W_Q[:, ids] dA_rows
+        grads["W_Q"] = np.matmul(params["W_K"], _tr(dA_rows))       # (..., V, U)
+        grads["W_K"] = np.matmul(wq_ids, dA_rows)
+    if not sparse:
+        qk = "W_QK" if wq_ids is None else "W_Q"
+        full = np.zeros(gsT.shape[:-2] + (V, V))
+        if wq_ids is None:
+            full[..., ids, :] = grads[qk]
+        else:
+            full[..., :, ids] = grads[qk]
+        grads[qk] = full
+
+
 def loss_and_grad(params: dict, counts, query, target, *, weights=None, grad: bool = True,
                   _query_set=None, _sparse_qk=False, _rates=None):
     r"""Batch loss and its gradients for the Figure-2 model.
@@ -370,34 +409,9 @@ def loss_and_grad(params: dict, counts, query, target, *, weights=None, grad: bo
     if not grad:
         return loss, None
     grads = {}
-    if hT is None:
-        grads["W_OV"] = np.matmul(gzT, a)
-        gcT = np.matmul(_tr(params["W_OV"]), gzT)
-    else:
-        grads["W_O"] = np.matmul(gzT, np.ascontiguousarray(_tr(hT)))
-        ghT = np.matmul(_tr(params["W_O"]), gzT)
-        grads["W_V"] = np.matmul(ghT, a)
-        gcT = np.matmul(_tr(params["W_V"]), ghT)
-    gsT = gcT                                                 # (a fresh array: updated in place)
-    gsT -= np.matmul(_ONES_ROW, aT * gcT)                     # g_c - a.g_c
-    gsT *= aT                                                 # sqrt(V) dL/dA[q, :] per sequence, (..., V, B)
-    # dL/dA = E^T gs / sqrt(V) (E: one-hot queries): only the rows of the distinct queries are non-zero
-    dA_rows = np.matmul(onehot_t, _tr(gsT))                   # (..., U, V)
-    dA_rows *= 1.0 / _SQRT_V if _rates is None else lr_qk / (lr_ov * _SQRT_V)
-    if wq_ids is None:
-        grads["W_QK"] = dA_rows
-    else:
-        # dW_Q = W_K dA^T (non-zero in the columns ids only), dW_K = W_Q dA = W_Q[:, ids] dA_rows
-        grads["W_Q"] = np.matmul(params["W_K"], _tr(dA_rows))       # (..., V, U)
-        grads["W_K"] = np.matmul(wq_ids, dA_rows)
-    if not _sparse_qk:
-        qk = "W_QK" if wq_ids is None else "W_Q"
-        full = np.zeros(gsT.shape[:-2] + (V, V))
-        if wq_ids is None:
-            full[..., ids, :] = grads[qk]
-        else:
-            full[..., :, ids] = grads[qk]
-        grads[qk] = full
+    gcT = _ov_grads(params, grads, gzT, a, hT)
+    qk_scale = 1.0 / _SQRT_V if _rates is None else lr_qk / (lr_ov * _SQRT_V)
+    _qk_grads(params, grads, gcT, aT, onehot_t, ids, wq_ids, qk_scale, _sparse_qk)
     return loss, {k: grads[k] for k in params}
 
 
