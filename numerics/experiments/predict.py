@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import numbers
 import sys
 
 from derivations.core import authors_setting as _setting
@@ -57,14 +58,15 @@ PROG = "python -m numerics.experiments predict"
 def _seed_list(seeds) -> list:
     if isinstance(seeds, bool):
         raise ValueError(f"seeds must be a number of seeds >= 1 or a list of seeds; got {seeds!r}")
-    if isinstance(seeds, int):
+    if isinstance(seeds, numbers.Integral):
         if seeds < 1:
             raise ValueError(f"seeds must be an integer >= 1 (the number of seeds); got {seeds!r}")
-        return list(range(FIRST_SEED, FIRST_SEED + seeds))
+        return list(range(FIRST_SEED, FIRST_SEED + int(seeds)))
     out = list(dict.fromkeys(seeds))
-    if not out or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in out):
+    if not out or not all(isinstance(s, numbers.Integral) and not isinstance(s, bool) and s >= 0
+                          for s in out):
         raise ValueError(f"seeds must be integers >= 0; got {seeds!r}")
-    return out
+    return [int(s) for s in out]
 
 
 def _draws(parameterization, init) -> bool:
