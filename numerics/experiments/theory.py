@@ -183,13 +183,14 @@ def initial_loss(parameterization, init="authors", seed=1234, *, seq_len=_settin
     return model.loss(authors_init(model, init, init_scale, seed))
 
 
-def _in_range(name, value, bounds, kind="number"):
+def _in_range(name, value, bounds, span=None):
     lo, hi = bounds
     ok = (isinstance(value, numbers.Real) and not isinstance(value, bool)
           and math.isfinite(value) and lo <= value <= hi)
     if not ok:
-        raise ValueError(f"{name} must be a {kind} in [{lo:g}, {hi:g}] (the range the expected-count "
-                         f"flow answers in bounded time); got {value!r}")
+        span = span or f"[{lo:g}, {hi:g}]"
+        raise ValueError(f"{name} must be a number in {span} (the range the expected-count flow "
+                         f"answers in bounded time); got {value!r}")
     return float(value)
 
 
@@ -215,7 +216,8 @@ def check_target_losses(targets, initial=None) -> tuple:
     values = list(np.atleast_1d(np.asarray(targets, dtype=object)).tolist())
     if not values:
         raise ValueError("target_loss must name at least one loss")
-    vals = [_in_range("target_loss", v, (TARGET_LOSS_MIN, math.inf)) for v in values]
+    span = f"[{TARGET_LOSS_MIN:g}, initial loss)"
+    vals = [_in_range("target_loss", v, (TARGET_LOSS_MIN, math.inf), span) for v in values]
     dup = sorted({v for v in vals if vals.count(v) > 1})
     if dup:
         raise ValueError(f"target_loss names {dup[0]:g} twice")
