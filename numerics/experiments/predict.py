@@ -52,7 +52,6 @@ __all__ = ["RECORD_FIELDS", "predict", "check_settings", "add_arguments", "build
 #: Fields of a record of :func:`predict`, in order.
 RECORD_FIELDS = ("parameterization", "ratio", "seed", "target_loss", "reached", "steps", "loss",
                  "relevant_attention", "self_attention", "other_attention")
-PROG = "python -m numerics.experiments predict"
 
 
 def _seed_list(seeds) -> list:
