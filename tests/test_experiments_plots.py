@@ -41,3 +41,66 @@ def test_heatmap_grid_annotates_every_cell():
     plots._plt().close(fig)
     with pytest.raises(ValueError):
         plots.plot_fig2_heatmaps([])
+
+
+def test_plot_sweep_interval_stays_in_the_unit_interval():
+    summary = [{"parameterization": "CACO", "ratio": r, "n": 3, "reached": 3, "relevant_attention_mean": m,
+                "relevant_attention_ci95": ci} for r, m, ci in ((1.0, 0.05, [-0.2, 0.3]), (4.0, 0.9, [0.7, 1.2]))]
+    fig = plots.plot_sweep(summary)
+    bands = fig.axes[0].collections
+    assert len(bands) == 1
+    y = np.concatenate([path.vertices[:, 1] for path in bands[0].get_paths()])
+    assert y.min() == 0.0 and y.max() == 1.0
+    plots._plt().close(fig)
+
+
+_SHARES = ("relevant_attention", "self_attention", "other_attention")
+
+
+def _records(offset, seeds):
+    out = []
+    for p in ("CACO", "FAFO"):
+        for r in (1.0, 10.0):
+            for s in seeds:
+                for t in (0.5, 0.1):
+                    rel = 0.2 + offset + 0.01 * (s - 1234) + (0.3 if t == 0.1 else 0.0)
+                    slf = 0.1 + 0.02 * (r == 10.0)
+                    out.append({"parameterization": p, "ratio": r, "seed": s, "target_loss": t, "reached": True,
+                                "relevant_attention": rel, "self_attention": slf,
+                                "other_attention": 1 - rel - slf})
+    return out
+
+
+def _line(ax, label):
+    (ln,) = [ln for ln in ax.get_lines() if ln.get_label() == label]
+    return ln
+
+
+def test_plot_sweep_all_three_shares_per_seed_and_per_target():
+    rows, theory = _records(0.0, (1234, 1235, 1236)), _records(0.05, (1234, 1235, 1236))
+    fig = plots.plot_sweep([], rows=rows, theory=theory, title="t")
+    axes = np.array(fig.axes).reshape(2, 3)
+    assert axes[0, 0].get_title().startswith("loss 0.5") and axes[1, 2].get_title() == "loss 0.1: other positions"
+    for i, target in enumerate((0.5, 0.1)):
+        for j, share in enumerate(_SHARES):
+            ax = axes[i, j]
+            for p in ("CACO", "FAFO"):
+                for label, src in ((p, rows), (f"{p} (theory)", theory)):
+                    want = [np.mean([x[share] for x in src if x["parameterization"] == p and x["ratio"] == r
+                                     and x["target_loss"] == target]) for r in (1.0, 10.0)]
+                    np.testing.assert_allclose(_line(ax, label).get_ydata(), want, rtol=1e-14)
+            points = [ln for ln in ax.get_lines() if ln.get_linestyle() == "None"]
+            assert sum(len(ln.get_xdata()) for ln in points) == 2 * 2 * 3          # every SGD seed
+            thin = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--" and ln.get_linewidth() < 1]
+            assert len(thin) == 2 * 3                                              # every theory seed
+            assert ax.get_ylim()[0] >= -0.05 and ax.get_ylim()[1] <= 1.05
+    plots._plt().close(fig)
+
+
+def test_plot_sweep_theory_records_beside_the_summary():
+    theory = _records(0.0, (1234,))
+    fig = plots.plot_sweep(_summary(), theory=theory)
+    axes = np.array(fig.axes).reshape(2, 3)
+    np.testing.assert_allclose(_line(axes[0, 0], "CACO").get_ydata(), [0.4, 0.6])   # SGD: the summary
+    assert [ln.get_label() for ln in axes[0, 1].get_lines()] == ["CACO (theory)", "FAFO (theory)"]
+    plots._plt().close(fig)

@@ -116,7 +116,7 @@ def test_engine_paper_instance_is_the_paper_model(P):
     assert abs(L1 - L2) <= 1e-12 * L1 and np.max(np.abs(g1 - g2)) <= 1e-12 * np.max(np.abs(g1))
 
 
-@pytest.mark.parametrize("name", ["numerics.task_model", "numerics.authors_task"])
+@pytest.mark.parametrize("name", ["numerics.task_model", "numerics.experiments.theory"])
 def test_module_doctests(name):
     import doctest
     import importlib

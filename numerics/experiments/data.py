@@ -15,7 +15,9 @@ of a class-:math:`k` sequence are i.i.d. with weights
 so ids 0-9 are *common* (irrelevant) tokens and the ten ids of block
 :math:`k + 1` are the class's *relevant* ("distinct") tokens.  The query token
 of class :math:`k` is :data:`QUERY_TOKENS` ``[k]`` (5..8) and its label token
-:data:`LABEL_TOKENS` ``[k]`` (1..4), both common ids.
+:data:`LABEL_TOKENS` ``[k]`` (1..4), both common ids.  Every constant here is
+read from the task's one definition, :mod:`derivations.core.authors_setting`
+(shared with the engine's ``authors`` task and the theory prediction).
 
 Layouts
 -------
@@ -64,6 +66,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from derivations.core import authors_setting as _setting
+
 from ..validation import check_int
 
 __all__ = [
@@ -75,26 +79,24 @@ __all__ = [
 ]
 
 #: Vocabulary size (one-hot embedding dimension).
-V = 50
+V = _setting.VOCAB
 #: Number of classes.
-NUM_CLASSES = 4
+NUM_CLASSES = _setting.NUM_CLASSES
 #: Number of common (irrelevant) token ids: ids ``0`` to ``NUM_COMMON - 1``.
-NUM_COMMON = 10
+NUM_COMMON = _setting.NUM_COMMON
 #: Query token of each class (Figure 2: last input token; Figure 3: target).
-QUERY_TOKENS = np.array([5, 6, 7, 8])
+QUERY_TOKENS = np.array(_setting.QUERY_TOKENS)
 #: Label token of each class (Figure 2: target; Figure 3: last input token).
-LABEL_TOKENS = np.array([1, 2, 3, 4])
-#: Boolean mask of the relevant ("distinct") ids, ``id > 9``.
-RELEVANT = np.arange(V) >= NUM_COMMON
+LABEL_TOKENS = np.array(_setting.LABEL_TOKENS)
+#: Boolean mask of the relevant ("distinct") ids, the union of every class's
+#: :func:`~derivations.core.authors_setting.relevant_ids` (``id > 9``).
+RELEVANT = np.isin(np.arange(V), [v for k in range(NUM_CLASSES) for v in _setting.relevant_ids(k)])
 
 
 def class_weights() -> np.ndarray:
-    """Unnormalized context-token weights ``w`` of each class, shape ``(4, 50)``."""
-    w = np.zeros((NUM_CLASSES, V))
-    w[:, :NUM_COMMON] = 1.0
-    for k in range(NUM_CLASSES):
-        w[k, 10 * (k + 1): 10 * (k + 1) + 10] = np.arange(1, 11) / 10.0
-    return w
+    """Unnormalized context-token weights ``w`` of each class, shape ``(4, 50)``: the
+    tenths of :func:`derivations.core.authors_setting.weight_tenths` divided by 10."""
+    return np.array([_setting.weight_tenths(k) for k in range(NUM_CLASSES)], dtype=float) / 10.0
 
 
 def class_probabilities() -> np.ndarray:
@@ -103,7 +105,7 @@ def class_probabilities() -> np.ndarray:
     return w / w.sum(axis=1, keepdims=True)
 
 
-def expected_counts(seq_len: int = 64, *, layout: str = "fig2") -> np.ndarray:
+def expected_counts(seq_len: int = _setting.SEQ_LEN, *, layout: str = "fig2") -> np.ndarray:
     r"""Expected token-count vector of each class, shape ``(4, 50)``.
 
     ``(seq_len - 2) p_k`` plus one count of the last input token (the query
@@ -136,9 +138,8 @@ class Batch(NamedTuple):
 # of class k owns 10 w_v of TICKETS = 155 equally likely "tickets" (10 per common id, 1..10 for
 # the class's relevant ids).  A context token is a uniform ticket in [0, 155) looked up in
 # _TICKET_TOKENS[k]: exactly p_v = w_v / 15.5 (inverse CDF on a discrete uniform).
-TICKETS = 155
-_TICKET_TOKENS = np.array([np.repeat(np.arange(V), np.rint(10 * class_weights()[k]).astype(int))
-                           for k in range(NUM_CLASSES)])
+TICKETS = _setting.TICKETS
+_TICKET_TOKENS = np.array([np.repeat(np.arange(V), _setting.weight_tenths(k)) for k in range(NUM_CLASSES)])
 assert _TICKET_TOKENS.shape == (NUM_CLASSES, TICKETS)
 _TICKET_TOKENS_FLAT = _TICKET_TOKENS.reshape(-1).astype(np.intp)
 _TICKET_TOKENS_INT16 = _TICKET_TOKENS_FLAT.astype(np.int16)
@@ -213,7 +214,7 @@ def counts_from_tickets(classes, tickets, last, out=None):
 
 
 def sample_fig2_batches(rng: np.random.Generator, n_batches: int, batch_size: int,
-                        seq_len: int = 64) -> Batch:
+                        seq_len: int = _setting.SEQ_LEN) -> Batch:
     """Draw ``n_batches`` Figure-2 batches (class uniform per sequence).
 
     The generator is consumed in a fixed order (classes of all batches, then
@@ -228,7 +229,8 @@ def sample_fig2_batches(rng: np.random.Generator, n_batches: int, batch_size: in
     return fig2_batch_from_tickets(classes, tickets)
 
 
-def draw_fig2_tickets(rng: np.random.Generator, n_batches: int, batch_size: int, seq_len: int = 64):
+def draw_fig2_tickets(rng: np.random.Generator, n_batches: int, batch_size: int,
+                      seq_len: int = _setting.SEQ_LEN):
     """The random draws of :func:`sample_fig2_batches`: ``(classes, tickets)``, shapes
     ``(n_batches, batch_size)`` and ``(n_batches, batch_size, seq_len - 2)``.
 
@@ -246,7 +248,7 @@ def fig2_batch_from_tickets(classes, tickets, out=None) -> Batch:
 
 
 def sample_fig3_batches(rng: np.random.Generator, n_batches: int, batch_size: int = 128,
-                        seq_len: int = 64) -> Batch:
+                        seq_len: int = _setting.SEQ_LEN) -> Batch:
     """Draw ``n_batches`` balanced Figure-3 batches.
 
     Each batch has ``batch_size / 4`` sequences of every class in a random
@@ -266,7 +268,7 @@ def sample_fig3_batches(rng: np.random.Generator, n_batches: int, batch_size: in
     return Batch(counts, last, QUERY_TOKENS[classes], classes)
 
 
-def sample_fig2_sequences(rng: np.random.Generator, batch_size: int, seq_len: int = 64):
+def sample_fig2_sequences(rng: np.random.Generator, batch_size: int, seq_len: int = _setting.SEQ_LEN):
     """Explicit Figure-2 sequences, position by position.
 
     Returns ``(tokens, target)``: ``tokens`` ``(batch_size, seq_len - 1)`` int

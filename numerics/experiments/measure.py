@@ -7,6 +7,11 @@ Per sequence (:func:`evaluate_fig2`):
 
 * ``relevant_attention`` :math:`x = \sum_{v > 9} a_v`, the attention summed over
   positions holding a relevant id;
+* ``self_attention``: the attention on the query's own token -- its own
+  position and every copy of that token in the context (the models have no
+  positions, so the copies are one mechanism);
+* ``other_attention``: the attention on all other positions (the three shares
+  sum to 1, :func:`attention_shares`);
 * ``label_probability`` :math:`y = \operatorname{softmax}(z)_{\text{label}}`;
 * ``separability``: the largest attention on one relevant position minus the
   smallest attention on one common position (the query position included),
@@ -29,10 +34,56 @@ import numpy as np
 
 from . import data, models
 
-__all__ = ["BIN_EDGES", "evaluate_fig2", "heatmap", "summarize_fig2"]
+__all__ = ["BIN_EDGES", "SHARES", "attention_shares", "evaluate_fig2", "heatmap", "summarize_fig2",
+           "summarize_one", "combine_summaries"]
 
 #: Histogram edges on both axes.
 BIN_EDGES = np.linspace(0.0, 1.0, 6)
+#: The three attention shares of :func:`attention_shares`, in their order everywhere.
+SHARES = ("relevant_attention", "self_attention", "other_attention")
+
+
+def attention_shares(attention, query, relevant=data.RELEVANT) -> dict:
+    r"""Where the query's attention goes: relevant tokens, its own token, all other positions.
+
+    Parameters
+    ----------
+    attention : array_like, shape ``(..., V)``
+        Token attention masses :math:`a_v` (the attention summed over the
+        positions holding token :math:`v`; each row sums to 1), e.g.
+        ``models.forward(...)["attention"]`` or the expected-count model's.
+    query : array_like of int, shape ``(...)``
+        The query token of each row.
+    relevant : array_like of bool, shape ``(V,)`` or ``(..., V)``
+        Relevant tokens (default :data:`numerics.experiments.data.RELEVANT`).
+
+    Returns
+    -------
+    dict
+        ``relevant_attention`` :math:`\sum_{v \in R} a_v`, ``self_attention``
+        :math:`a_q` (the query position and every copy of the query token in the
+        context; counted as relevant instead if the query token is relevant, which
+        it never is in the authors' task) and ``other_attention``, the rest; each
+        of shape ``(...)``, summing to 1 row by row (up to rounding).
+
+    >>> a = np.array([[0.5, 0.2, 0.3], [0.1, 0.1, 0.8]])
+    >>> s = attention_shares(a, np.array([1, 0]), np.array([False, False, True]))
+    >>> [s[k].tolist() for k in SHARES]
+    [[0.3, 0.8], [0.2, 0.1], [0.5, 0.1]]
+    """
+    a = np.asarray(attention, dtype=float)
+    query = np.asarray(query)
+    relevant = np.asarray(relevant, dtype=bool)
+    if relevant.ndim == 1:
+        rel_share = a[..., relevant].sum(-1)
+    else:
+        rel_share = np.where(relevant, a, 0.0).sum(-1)
+    own = np.arange(a.shape[-1]) == query[..., None]
+    own &= ~np.broadcast_to(relevant, own.shape)
+    self_share = np.where(own, a, 0.0).sum(-1)
+    other_share = np.where(own | relevant, 0.0, a).sum(-1)
+    return {"relevant_attention": rel_share, "self_attention": self_share,
+            "other_attention": other_share}
 
 
 def evaluate_fig2(params: dict, rng: np.random.Generator, eval_batches: int = 200,
@@ -41,7 +92,8 @@ def evaluate_fig2(params: dict, rng: np.random.Generator, eval_batches: int = 20
 
     ``params`` unstacked ``(V, V)`` arrays.  Returns arrays of length
     ``eval_batches * batch_size``: ``relevant_attention``,
-    ``label_probability``, ``separability``, ``loss``, ``correct``.
+    ``label_probability``, ``separability``, ``loss``, ``correct``,
+    ``self_attention``, ``other_attention`` (:func:`attention_shares`).
     """
     b = data.sample_fig2_batches(rng, eval_batches, batch_size, seq_len)
     counts = b.counts.reshape(-1, data.V)
@@ -56,12 +108,15 @@ def evaluate_fig2(params: dict, rng: np.random.Generator, eval_batches: int = 20
     min_com = np.where(com, pos, np.inf).min(axis=-1)
     sep = np.where(rel.any(-1), max_rel - min_com, np.nan)
     lp = np.take_along_axis(logp, target[:, None], -1)[:, 0]
+    shares = attention_shares(a, query)
     return {
-        "relevant_attention": a[:, data.RELEVANT].sum(-1),
+        "relevant_attention": shares["relevant_attention"],
         "label_probability": np.exp(lp),
         "separability": sep,
         "loss": -lp,
         "correct": f["logits"].argmax(-1) == target,
+        "self_attention": shares["self_attention"],
+        "other_attention": shares["other_attention"],
     }
 
 
@@ -101,6 +156,8 @@ def summarize_one(e: dict) -> dict:
         "separability_n": int(sep.size),
         "separability_sum": float(sep.sum()),
         "separability_sumsq": float((sep ** 2).sum()),
+        "self_attention": float(e["self_attention"].mean()),
+        "other_attention": float(e["other_attention"].mean()),
     }
 
 

@@ -73,14 +73,19 @@ import math
 
 import numpy as np
 
+from derivations.core.authors_setting import SCORE_SCALE_SQUARED as _SCORE_SCALE_SQUARED
 from derivations.vocabulary import PARAMETERIZATIONS
 from derivations.vocabulary import check_parameterization as _check_parameterization
 
+from .cross_entropy import _ONES_COLUMN, _ONES_ROW
+from .cross_entropy import cross_entropy as _cross_entropy
+from .cross_entropy import log_softmax as _log_softmax
+from .cross_entropy import target_index as _target_index
 from .data import RELEVANT, V
 
 __all__ = [
-    "INITS", "OUTPUT_CIRCUITS", "param_keys", "circuit_of",
-    "parameterization_of", "init_params", "forward", "loss_and_grad", "stack_params",
+    "INITS", "OUTPUT_CIRCUITS", "IDENTITY_SCALE", "param_keys", "circuit_of",
+    "parameterization_of", "init_kinds", "init_params", "forward", "loss_and_grad", "stack_params",
     "unstack_params", "fixed_attention_context", "fig3_init", "fig3_logits", "fig3_loss_and_grad",
 ]
 
@@ -99,14 +104,11 @@ _AUTHORS_INIT = {
     "CAFO": {"W_QK": "identity", "W_O": "identity", "W_V": "identity"},
     "CACO": {"W_QK": "uniform", "W_OV": "uniform"},
 }
+#: Scale of the identity initialization: ``1e-6 I`` as in the notebooks.
 IDENTITY_SCALE = 1e-6
-_SQRT_V = math.sqrt(V)
-# sums over the V classes as products (one BLAS call; numpy's reductions cost twice as much here)
-_ONES_COLUMN = np.ones((V, 1))
-_ONES_ROW = np.ones((1, V))
-# class axis -> (sums over the classes, keeping that axis as length 1; dropping that axis)
-_CLASS_SUMS = {-1: (lambda x: np.matmul(x, _ONES_COLUMN), lambda x: x[..., 0]),
-               -2: (lambda x: np.matmul(_ONES_ROW, x), lambda x: x[..., 0, :])}
+# attention scores are scaled by 1/sqrt(V): derivations.core.authors_setting.SCORE_SCALE_SQUARED
+_SQRT_V = math.sqrt(_SCORE_SCALE_SQUARED[1] / _SCORE_SCALE_SQUARED[0])
+
 
 
 def param_keys(parameterization: str) -> tuple:
@@ -136,9 +138,28 @@ def parameterization_of(params: dict) -> str:
     raise ValueError(f"parameter names {sorted(keys)} match no parameterization {PARAMETERIZATIONS}")
 
 
+def init_kinds(parameterization: str, init: str = "authors") -> dict:
+    """``{key: "uniform" or "identity"}``: how :func:`init_params` builds each matrix.
+
+    >>> init_kinds("FAFO")
+    {'W_Q': 'uniform', 'W_K': 'uniform', 'W_O': 'identity', 'W_V': 'identity'}
+    """
+    keys = param_keys(parameterization)
+    if init not in INITS:
+        raise ValueError(f"init must be one of {INITS}, got {init!r}")
+    if init == "authors":
+        return dict(_AUTHORS_INIT[parameterization])
+    return dict.fromkeys(keys, init)
+
+
 def init_params(parameterization: str, init: str = "authors",
-                rng: np.random.Generator | None = None) -> dict:
-    r"""Initial parameters of one run, each ``(V, V)``.
+                rng: np.random.Generator | None = None, *,
+                identity_scale: float = IDENTITY_SCALE) -> dict:
+    r"""Initial parameters of one run, each ``(V, V)``: the one builder of a seed's
+    initial matrices, for SGD (:func:`numerics.experiments.sgd.train_fig2` passes
+    ``numpy.random.default_rng(seed)``, then trains from the same generator) and for
+    the theory (:func:`numerics.experiments.theory.authors_init` converts them to the
+    expected-count model's convention).
 
     ``init="authors"``: the notebooks' row-1 choice (see the spec: FAFO
     :math:`W_Q, W_K` uniform and :math:`W_O = W_V = 10^{-6} I`; FACO and CAFO
@@ -146,23 +167,20 @@ def init_params(parameterization: str, init: str = "authors",
     :math:`10^{-6} I`; ``"uniform"``: every matrix i.i.d.
     :math:`U(-1/\sqrt{50}, 1/\sqrt{50})` (PyTorch's default for a 50×50
     ``Linear``).  Uniform matrices are drawn from ``rng`` in the order of
-    :func:`param_keys`.
+    :func:`param_keys` (:func:`init_kinds` says which).  ``identity_scale``
+    replaces :math:`10^{-6}` (the SGD experiments always use
+    :data:`IDENTITY_SCALE`; the theory offers the scale as an option).
     """
-    keys = param_keys(parameterization)
-    if init not in INITS:
-        raise ValueError(f"init must be one of {INITS}, got {init!r}")
-    kinds = {"authors": _AUTHORS_INIT[parameterization],
-             "identity": dict.fromkeys(keys, "identity"),
-             "uniform": dict.fromkeys(keys, "uniform")}[init]
+    kinds = init_kinds(parameterization, init)
     if rng is None and "uniform" in kinds.values():
         raise ValueError("rng (a numpy.random.Generator) is required for a uniform initialization")
     bound = 1.0 / _SQRT_V
     out = {}
-    for key in keys:
+    for key in param_keys(parameterization):
         if kinds[key] == "uniform":
             out[key] = rng.uniform(-bound, bound, size=(V, V))
         else:
-            out[key] = IDENTITY_SCALE * np.eye(V)
+            out[key] = identity_scale * np.eye(V)
     return out
 
 
@@ -208,17 +226,6 @@ def _query_slots(query, ids, lead=None):
     return slot
 
 
-def _target_index(target, class_axis=-1):
-    """Flat index of the target entries of a C-contiguous logit array: ``x[..., b, target[..., b]]``
-    of ``(..., B, V)`` (``class_axis=-1``) or ``x[..., target[..., b], b]`` of ``(..., V, B)``
-    (``class_axis=-2``)."""
-    if class_axis == -1:
-        return np.arange(target.size) * V + target.reshape(-1)
-    B = target.shape[-1]
-    t = target.reshape(-1, B)
-    return ((np.arange(t.shape[0]) * (V * B))[:, None] + t * B + np.arange(B)).reshape(-1)
-
-
 def _attention(table, counts, slot):
     """Token attention masses ``a`` (..., B, V) from the score rows ``table`` (..., U, V) of
     the distinct queries, counts, and each sequence's row ``slot`` (..., B) of ``table``
@@ -252,75 +259,6 @@ def _logits(params, a):
         return np.matmul(a, _tr(params["W_OV"])), None
     h = np.matmul(a, _tr(params["W_V"]))
     return np.matmul(h, _tr(params["W_O"])), h
-
-
-def _log_softmax(z):
-    zmax = z.max(axis=-1, keepdims=True)
-    shifted = z - zmax
-    lse = np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
-    return shifted - lse
-
-
-def _cross_entropy(z, target, weights, grad: bool, tidx=None, scale=1.0, class_axis=-1):
-    r"""Weighted cross-entropy of logits ``z`` at ``target`` ``(..., B)``:
-    :math:`\sum_b w_b(\log\sum_v e^{z_{bv}} - z_{b,y_b})`, with :math:`w_b = 1/B`
-    unless ``weights`` are given; and, if ``grad``, ``scale`` times its gradient
-    with respect to ``z`` (else None), in the layout of ``z``.
-
-    ``z`` is ``(..., B, V)`` (``class_axis=-1``) or class-major ``(..., V, B)``
-    (``class_axis=-2``, the layout of :func:`loss_and_grad`'s products); it is
-    overwritten.  ``tidx``, the flat index of the targets in ``z``
-    (:func:`_target_index`), may be passed precomputed by the trainer's hot path;
-    otherwise it is computed from ``target`` (broadcast over stacked runs).
-
-    Log-sum-exp is shifted by the largest logit of each run (one constant per
-    stacked run, so a run's numbers do not depend on what it is stacked with; a
-    reduction over whole runs is several times cheaper than one per row).  If
-    a row of a run then underflows (its sum of exponentials is below 1e-280: its
-    largest logit lies more than ~645 below the run's), every row of that run is
-    shifted by its own maximum instead."""
-    sum_classes, drop = _CLASS_SUMS[class_axis]
-    batch_shape = z.shape[:-1] if class_axis == -1 else z.shape[:-2] + z.shape[-1:]
-    if tidx is None:
-        if target.shape != batch_shape:                       # targets shared by stacked runs
-            target = np.broadcast_to(target, batch_shape)
-        tidx = _target_index(target, class_axis)
-    if not z.flags.c_contiguous:
-        z = np.ascontiguousarray(z)
-    lead = z.shape[:-2]
-    runs = z.reshape(lead + (-1,))                            # a view: one row per run
-    runs -= np.maximum.reduce(runs, axis=-1)[..., None]
-    zy = z.take(tidx).reshape(batch_shape)
-    p = np.exp(z)                                             # z is kept for the fallback below
-    ssum = sum_classes(p)                                     # (..., B, 1) or (..., 1, B)
-    if np.minimum.reduce(ssum, axis=None) < 1e-280:
-        # a row far below its run's maximum underflowed: shift every row of that run by its own max
-        deep = np.minimum.reduce(ssum.reshape(lead + (-1,)), axis=-1) < 1e-280   # decided per run
-        if lead:
-            z[deep] -= z[deep].max(axis=class_axis, keepdims=True)
-        else:
-            z -= z.max(axis=class_axis, keepdims=True)
-        zy = z.take(tidx).reshape(batch_shape)
-        np.exp(z, out=p)
-        ssum = sum_classes(p)
-    per_seq = drop(np.log(ssum)) - zy
-    B = batch_shape[-1]
-    if weights is None:
-        loss = np.add.reduce(per_seq, axis=-1) / B
-    else:
-        weights = np.asarray(weights, dtype=float)
-        loss = (per_seq * weights).sum(axis=-1)
-    if not grad:
-        return loss, None
-    # scale * w_b (softmax(z_b) - e_{y_b}), scaled in one pass
-    if weights is None:
-        p *= scale / (ssum * B)
-        p.reshape(-1)[tidx] -= scale / B
-    else:
-        w = scale * weights
-        p *= np.expand_dims(w, class_axis) / ssum
-        p.reshape(-1)[tidx] -= np.broadcast_to(w, batch_shape).reshape(-1)
-    return loss, p
 
 
 def _as_ids(x, name):
@@ -362,6 +300,45 @@ def query_onehot_t(query, ids=None) -> np.ndarray:
     return (np.asarray(query)[..., None, :] == ids[:, None]).astype(float)
 
 
+def _ov_grads(params, grads, gzT, a, hT):
+    """The output-circuit part of :func:`loss_and_grad`'s backward pass, into ``grads``
+    (from ``gzT`` (..., V, B), the gradient of the class-major logits); returns the
+    gradient of the context ``gcT`` (..., V, B), a fresh array."""
+    if hT is None:
+        grads["W_OV"] = np.matmul(gzT, a)
+        return np.matmul(_tr(params["W_OV"]), gzT)
+    grads["W_O"] = np.matmul(gzT, np.ascontiguousarray(_tr(hT)))
+    ghT = np.matmul(_tr(params["W_O"]), gzT)
+    grads["W_V"] = np.matmul(ghT, a)
+    return np.matmul(_tr(params["W_V"]), ghT)
+
+
+def _qk_grads(params, grads, gcT, aT, onehot_t, ids, wq_ids, scale, sparse):
+    """The query-key part of :func:`loss_and_grad`'s backward pass, into ``grads``: from
+    ``gcT`` (..., V, B), the gradient of the context (overwritten), to ``scale`` times the
+    gradient of the score matrix's rows ``ids`` and of ``W_QK`` or ``W_Q, W_K``."""
+    gsT = gcT                                                 # (a fresh array: updated in place)
+    gsT -= np.matmul(_ONES_ROW, aT * gcT)                     # g_c - a.g_c
+    gsT *= aT                                                 # sqrt(V) dL/dA[q, :] per sequence, (..., V, B)
+    # dL/dA = E^T gs / sqrt(V) (E: one-hot queries): only the rows of the distinct queries are non-zero
+    dA_rows = np.matmul(onehot_t, _tr(gsT))                   # (..., U, V)
+    dA_rows *= scale
+    if wq_ids is None:
+        grads["W_QK"] = dA_rows
+    else:
+        # dW_Q = W_K dA^T (non-zero in the columns ids only), dW_K = W_Q dA = W_Q[:, ids] dA_rows
+        grads["W_Q"] = np.matmul(params["W_K"], _tr(dA_rows))       # (..., V, U)
+        grads["W_K"] = np.matmul(wq_ids, dA_rows)
+    if not sparse:
+        qk = "W_QK" if wq_ids is None else "W_Q"
+        full = np.zeros(gsT.shape[:-2] + (V, V))
+        if wq_ids is None:
+            full[..., ids, :] = grads[qk]
+        else:
+            full[..., :, ids] = grads[qk]
+        grads[qk] = full
+
+
 def loss_and_grad(params: dict, counts, query, target, *, weights=None, grad: bool = True,
                   _query_set=None, _sparse_qk=False, _rates=None):
     r"""Batch loss and its gradients for the Figure-2 model.
@@ -385,7 +362,7 @@ def loss_and_grad(params: dict, counts, query, target, *, weights=None, grad: bo
         Private (the trainer's hot path, inputs already checked): ``(ids,
         onehot_t, slot, tidx)``, the distinct query ids (an array or a slice),
         :func:`query_onehot_t`, :func:`_query_slots` and the targets' flat index
-        in the class-major logits, :func:`_target_index` ``(target, class_axis=-2)``.
+        in the class-major logits, :func:`~numerics.experiments.cross_entropy.target_index` ``(target, class_axis=-2)``.
     _sparse_qk : bool
         Private (the trainer's hot path): return only the non-zero block of the
         query-side gradient, ``W_QK`` rows ``ids`` ``(..., U, V)`` or ``W_Q``
@@ -432,34 +409,9 @@ def loss_and_grad(params: dict, counts, query, target, *, weights=None, grad: bo
     if not grad:
         return loss, None
     grads = {}
-    if hT is None:
-        grads["W_OV"] = np.matmul(gzT, a)
-        gcT = np.matmul(_tr(params["W_OV"]), gzT)
-    else:
-        grads["W_O"] = np.matmul(gzT, np.ascontiguousarray(_tr(hT)))
-        ghT = np.matmul(_tr(params["W_O"]), gzT)
-        grads["W_V"] = np.matmul(ghT, a)
-        gcT = np.matmul(_tr(params["W_V"]), ghT)
-    gsT = gcT                                                 # (a fresh array: updated in place)
-    gsT -= np.matmul(_ONES_ROW, aT * gcT)                     # g_c - a.g_c
-    gsT *= aT                                                 # sqrt(V) dL/dA[q, :] per sequence, (..., V, B)
-    # dL/dA = E^T gs / sqrt(V) (E: one-hot queries): only the rows of the distinct queries are non-zero
-    dA_rows = np.matmul(onehot_t, _tr(gsT))                   # (..., U, V)
-    dA_rows *= 1.0 / _SQRT_V if _rates is None else lr_qk / (lr_ov * _SQRT_V)
-    if wq_ids is None:
-        grads["W_QK"] = dA_rows
-    else:
-        # dW_Q = W_K dA^T (non-zero in the columns ids only), dW_K = W_Q dA = W_Q[:, ids] dA_rows
-        grads["W_Q"] = np.matmul(params["W_K"], _tr(dA_rows))       # (..., V, U)
-        grads["W_K"] = np.matmul(wq_ids, dA_rows)
-    if not _sparse_qk:
-        qk = "W_QK" if wq_ids is None else "W_Q"
-        full = np.zeros(gsT.shape[:-2] + (V, V))
-        if wq_ids is None:
-            full[..., ids, :] = grads[qk]
-        else:
-            full[..., :, ids] = grads[qk]
-        grads[qk] = full
+    gcT = _ov_grads(params, grads, gzT, a, hT)
+    qk_scale = 1.0 / _SQRT_V if _rates is None else lr_qk / (lr_ov * _SQRT_V)
+    _qk_grads(params, grads, gcT, aT, onehot_t, ids, wq_ids, qk_scale, _sparse_qk)
     return loss, {k: grads[k] for k in params}
 
 

@@ -8,9 +8,13 @@ r"""Figures of the experiments (matplotlib, Agg backend; PNG + PDF).
 * :func:`plot_fig3` -- Figure 3: the loss :math:`L(\alpha)` of the fixed-attention
   models and the incentive to sharpen :math:`(L(\alpha) - L(\alpha + 0.005))/0.005`
   against the epoch, one curve per :math:`\alpha`.
-* :func:`plot_sweep` -- relevant-token attention at matched loss against the
-  learning-rate ratio :math:`\eta_{QK}/\eta_{OV}` (mean and 95 % interval over
-  seeds), one line per parameterization, with an optional theory overlay.
+* :func:`plot_sweep` -- attention at matched loss against the learning-rate
+  ratio :math:`\eta_{QK}/\eta_{OV}`, one colour per parameterization: the
+  relevant-token share (mean and 95 % interval over seeds, clipped to [0, 1]),
+  with an optional theory overlay; given per-seed records, all three shares
+  (relevant tokens, the query's own token, other positions), one row of panels
+  per target loss, SGD per seed as points with their mean, the theory per seed
+  as thin lines with their mean.
 
 :func:`save_figure` writes ``<name>.png`` (150 dpi) and ``<name>.pdf``.
 """
@@ -134,8 +138,97 @@ def plot_fig3(results: dict, *, title: str | None = None):
     return fig
 
 
-def plot_sweep(summary, prediction=None, *, title: str | None = None):
-    r"""Relevant-token attention at matched loss against :math:`\eta_{QK}/\eta_{OV}`.
+_SHARE_LABELS = {"relevant_attention": "relevant tokens", "self_attention": "the query's own token",
+                 "other_attention": "other positions"}
+
+
+def _value(x):
+    return np.nan if x is None else float(x)
+
+
+def _sweep_targets(*sources):
+    """Target losses named by the records (high to low), or ``[None]`` when none names one."""
+    found = {float(r["target_loss"]) for src in sources for r in (src or ()) if r.get("target_loss") is not None}
+    return sorted(found, reverse=True) or [None]
+
+
+def _at_target(records, target):
+    """The records of one target (records without a ``target_loss`` belong to every target)."""
+    return [r for r in records or () if target is None or r.get("target_loss") is None
+            or float(r["target_loss"]) == target]
+
+
+def _per_seed(records, p, share):
+    """``{ratio: [value per seed]}`` of one parameterization (unreached runs as NaN)."""
+    out = {}
+    for r in records:
+        if r["parameterization"] == p:
+            out.setdefault(float(r["ratio"]), []).append(_value(r.get(share)))
+    return dict(sorted(out.items()))
+
+
+def _mean_line(by_ratio):
+    x = np.array(list(by_ratio), dtype=float)
+    with np.errstate(all="ignore"):
+        y = np.array([np.nanmean(v) if np.isfinite(v).any() else np.nan for v in by_ratio.values()])
+    return x, y
+
+
+def _draw_summary(ax, summary, p, share, col, label):
+    """Mean over seeds from the summary rows, with the 95 % interval clipped to [0, 1]."""
+    rows = sorted((s for s in summary if s["parameterization"] == p), key=lambda s: s["ratio"])
+    rows = [s for s in rows if f"{share}_mean" in s]
+    if not rows:
+        return
+    x = np.array([s["ratio"] for s in rows], dtype=float)
+    y = np.array([_value(s[f"{share}_mean"]) for s in rows])
+    line, = ax.plot(x, y, "o-", color=col, label=label, ms=3.5)
+    ci = [s.get(f"{share}_ci95") or [None, None] for s in rows]
+    lo = np.clip([_value(c[0]) for c in ci], 0.0, 1.0)
+    hi = np.clip([_value(c[1]) for c in ci], 0.0, 1.0)
+    ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
+    missed = [i for i, s in enumerate(rows) if s.get("reached", s.get("n")) < s.get("n", 0)]
+    if missed:
+        ax.plot(x[missed], y[missed], "x", color=line.get_color(), ms=6)
+
+
+def _draw_sgd_seeds(ax, rows, p, share, col, label, shift):
+    """Every seed as a point (shifted a little per parameterization), their mean as a line."""
+    by_ratio = _per_seed(rows, p, share)
+    if not by_ratio:
+        return
+    for r, vals in by_ratio.items():
+        ax.plot(np.full(len(vals), r * shift), vals, "o", color=col, ms=2.5, alpha=0.45, mec="none")
+    ax.plot(*_mean_line(by_ratio), "o-", color=col, label=label, ms=3.5, lw=1.2)
+
+
+def _draw_theory_seeds(ax, records, p, share, col, label):
+    """Each seed's prediction as a thin dashed line, their mean as a thick one."""
+    by_ratio = _per_seed(records, p, share)
+    if not by_ratio:
+        return
+    x = np.array(list(by_ratio), dtype=float)
+    runs = np.array([np.resize(v, max(map(len, by_ratio.values()))) for v in by_ratio.values()])
+    if runs.shape[1] > 1:
+        for k in range(runs.shape[1]):
+            ax.plot(x, runs[:, k], "--", color=col, lw=0.6, alpha=0.45)
+    ax.plot(*_mean_line(by_ratio), "--", color=col, lw=1.4, label=label)
+
+
+def _finish_sweep_axis(ax, ratios, ylabel, legend):
+    ax.set_xscale("log")
+    if ratios:
+        ax.set_xticks(ratios, [f"{r:g}" for r in ratios])
+        ax.minorticks_off()
+    ax.set_xlabel(r"learning-rate ratio $\eta_{QK}/\eta_{OV}$")
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3, lw=0.5)
+    if legend:
+        ax.legend(loc="best")
+
+
+def plot_sweep(summary, prediction=None, *, title: str | None = None, rows=None, theory=None):
+    r"""Attention at matched loss against :math:`\eta_{QK}/\eta_{OV}`, one colour per parameterization.
 
     Parameters
     ----------
@@ -143,41 +236,62 @@ def plot_sweep(summary, prediction=None, *, title: str | None = None):
         Per-(parameterization, ratio) rows as in ``sweep --json`` (keys
         ``parameterization``, ``ratio``, ``relevant_attention_mean``,
         ``relevant_attention_ci95`` = ``[low, high]``, ``reached``, ``n``).
+        Without ``rows`` and ``theory`` the figure is one panel of the
+        relevant-token share: the mean over seeds and its 95 % interval,
+        clipped to [0, 1] (a share cannot leave it), ``x`` where a run missed
+        the target.
     prediction : dict, optional
         ``{parameterization: (ratios, predicted_relevant_attention)}``, drawn
         as a dashed line of the parameterization's colour (theory overlay).
+    rows : list of dict, optional
+        SGD runs, one per (parameterization, ratio, seed[, target_loss]), with
+        ``relevant_attention``, ``self_attention``, ``other_attention`` (rows
+        of ``results.csv``).
+    theory : list of dict, optional
+        Records of :func:`numerics.experiments.predict.predict` (one per
+        parameterization, ratio, seed and target).
+
+    With ``rows`` or ``theory`` the figure has three columns, the shares of
+    :func:`numerics.experiments.measure.attention_shares`, and one row per
+    target loss: SGD seeds as points and their mean as a solid line (from
+    ``summary`` where ``rows`` are not given), each seed's prediction as a thin
+    dashed line and their mean as a thick one. Records without
+    ``target_loss`` belong to every row.
     """
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(4.6, 3.2))
-    params = list(dict.fromkeys(s["parameterization"] for s in summary))
-    for p in params:
-        rows = sorted((s for s in summary if s["parameterization"] == p), key=lambda s: s["ratio"])
-        x = np.array([s["ratio"] for s in rows], dtype=float)
-        y = np.array([np.nan if s["relevant_attention_mean"] is None else s["relevant_attention_mean"]
-                      for s in rows], dtype=float)
-        lo = np.array([np.nan if s["relevant_attention_ci95"][0] is None else s["relevant_attention_ci95"][0]
-                       for s in rows], dtype=float)
-        hi = np.array([np.nan if s["relevant_attention_ci95"][1] is None else s["relevant_attention_ci95"][1]
-                       for s in rows], dtype=float)
-        col = _PARAM_COLORS.get(p, None)
-        line, = ax.plot(x, y, "o-", color=col, label=p, ms=3.5)
-        ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
-        missed = [s["ratio"] for s in rows if s.get("reached", s.get("n")) < s.get("n", 0)]
-        if missed:
-            ax.plot(missed, [y[list(x).index(m)] for m in missed], "x", color=line.get_color(), ms=6)
-    if prediction:
-        for p, (rx, ry) in prediction.items():
-            ax.plot(np.asarray(rx, dtype=float), np.asarray(ry, dtype=float), "--",
-                    color=_PARAM_COLORS.get(p, "0.3"), lw=1.2, label=f"{p} (theory)")
-    ax.set_xscale("log")
-    ratios = sorted({float(s["ratio"]) for s in summary})
-    if ratios:
-        ax.set_xticks(ratios, [f"{r:g}" for r in ratios])
-        ax.minorticks_off()
-    ax.set_xlabel(r"learning-rate ratio $\eta_{QK}/\eta_{OV}$")
-    ax.set_ylabel("relevant-token attention at matched loss")
-    ax.grid(alpha=0.3, lw=0.5)
-    ax.legend(loc="best")
+    if rows is None and theory is None:
+        fig, ax = plt.subplots(figsize=(4.6, 3.2))
+        axes, shares, targets = np.array([[ax]]), ("relevant_attention",), [None]
+    else:
+        shares, targets = tuple(_SHARE_LABELS), _sweep_targets(rows, theory)
+        fig, axes = plt.subplots(len(targets), 3, figsize=(9.6, 2.7 * len(targets) + 0.4),
+                                 squeeze=False, sharey=True)
+    params = list(dict.fromkeys(r["parameterization"] for src in (summary, rows, theory)
+                                for r in (src or ())))
+    ratios = sorted({float(r["ratio"]) for src in (summary, rows, theory) for r in (src or ())})
+    for i, target in enumerate(targets):
+        for j, share in enumerate(shares):
+            ax = axes[i, j]
+            for n, p in enumerate(params):
+                col = _PARAM_COLORS.get(p, None)
+                if rows is not None:
+                    _draw_sgd_seeds(ax, _at_target(rows, target), p, share, col, p,
+                                    1.03 ** (n - (len(params) - 1) / 2))
+                else:
+                    _draw_summary(ax, _at_target(summary, target), p, share, col, p)
+                if theory is not None:
+                    _draw_theory_seeds(ax, _at_target(theory, target), p, share, col, f"{p} (theory)")
+            if theory is None and prediction and share == "relevant_attention":
+                for p, (rx, ry) in prediction.items():
+                    ax.plot(np.asarray(rx, dtype=float), np.asarray(ry, dtype=float), "--",
+                            color=_PARAM_COLORS.get(p, "0.3"), lw=1.2, label=f"{p} (theory)")
+            ylabel = ("relevant-token attention at matched loss" if len(shares) == 1 else
+                      f"attention on {_SHARE_LABELS[share]}")
+            _finish_sweep_axis(ax, ratios, ylabel, legend=(i == 0 and j == 0))
+            if len(shares) > 1:
+                ax.set_ylim(-0.02, 1.02)
+                if target is not None:
+                    ax.set_title(f"loss {target:g}: {_SHARE_LABELS[share]}")
     if title:
-        ax.set_title(title)
+        (axes[0, 0].set_title if len(shares) == 1 else fig.suptitle)(title)
     return fig

@@ -1,0 +1,110 @@
+r"""The weighted cross-entropy of the experiments' models and its gradient, on logits of either layout.
+
+:func:`cross_entropy` is the loss of both the Figure-2 models
+(:func:`numerics.experiments.models.loss_and_grad`, on class-major logits
+``(..., V, B)``, in the trainer's hot path) and the Figure-3 models
+(:func:`numerics.experiments.models.fig3_loss_and_grad`, on ``(..., B, V)``);
+:func:`target_index` is the flat index of the targets it reads, which the trainer
+precomputes once per epoch.
+
+>>> import numpy as np
+>>> z = np.zeros((1, V))                               # uniform over the V = 50 classes
+>>> loss, g = cross_entropy(z, np.array([3]), None, True)
+>>> bool(np.isclose(loss, np.log(V))), round(float(g[0, 3]), 12), round(float(g[0, 0]), 12)
+(True, -0.98, 0.02)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .data import V
+
+__all__ = ["target_index", "log_softmax", "cross_entropy"]
+
+# sums over the V classes as products (one BLAS call; numpy's reductions cost twice as much here)
+_ONES_COLUMN = np.ones((V, 1))
+_ONES_ROW = np.ones((1, V))
+# class axis -> (sums over the classes, keeping that axis as length 1; dropping that axis)
+_CLASS_SUMS = {-1: (lambda x: np.matmul(x, _ONES_COLUMN), lambda x: x[..., 0]),
+               -2: (lambda x: np.matmul(_ONES_ROW, x), lambda x: x[..., 0, :])}
+
+
+def target_index(target, class_axis=-1):
+    """Flat index of the target entries of a C-contiguous logit array: ``x[..., b, target[..., b]]``
+    of ``(..., B, V)`` (``class_axis=-1``) or ``x[..., target[..., b], b]`` of ``(..., V, B)``
+    (``class_axis=-2``)."""
+    if class_axis == -1:
+        return np.arange(target.size) * V + target.reshape(-1)
+    B = target.shape[-1]
+    t = target.reshape(-1, B)
+    return ((np.arange(t.shape[0]) * (V * B))[:, None] + t * B + np.arange(B)).reshape(-1)
+
+
+def log_softmax(z):
+    """``z - logsumexp(z)`` over the last axis (shifted by each row's maximum)."""
+    zmax = z.max(axis=-1, keepdims=True)
+    shifted = z - zmax
+    lse = np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    return shifted - lse
+
+
+def cross_entropy(z, target, weights, grad: bool, tidx=None, scale=1.0, class_axis=-1):
+    r"""Weighted cross-entropy of logits ``z`` at ``target`` ``(..., B)``:
+    :math:`\sum_b w_b(\log\sum_v e^{z_{bv}} - z_{b,y_b})`, with :math:`w_b = 1/B`
+    unless ``weights`` are given; and, if ``grad``, ``scale`` times its gradient
+    with respect to ``z`` (else None), in the layout of ``z``.
+
+    ``z`` is ``(..., B, V)`` (``class_axis=-1``) or class-major ``(..., V, B)``
+    (``class_axis=-2``, the layout of :func:`loss_and_grad`'s products); it is
+    overwritten.  ``tidx``, the flat index of the targets in ``z``
+    (:func:`target_index`), may be passed precomputed by the trainer's hot path;
+    otherwise it is computed from ``target`` (broadcast over stacked runs).
+
+    Log-sum-exp is shifted by the largest logit of each run (one constant per
+    stacked run, so a run's numbers do not depend on what it is stacked with; a
+    reduction over whole runs is several times cheaper than one per row).  If
+    a row of a run then underflows (its sum of exponentials is below 1e-280: its
+    largest logit lies more than ~645 below the run's), every row of that run is
+    shifted by its own maximum instead."""
+    sum_classes, drop = _CLASS_SUMS[class_axis]
+    batch_shape = z.shape[:-1] if class_axis == -1 else z.shape[:-2] + z.shape[-1:]
+    if tidx is None:
+        if target.shape != batch_shape:                       # targets shared by stacked runs
+            target = np.broadcast_to(target, batch_shape)
+        tidx = target_index(target, class_axis)
+    if not z.flags.c_contiguous:
+        z = np.ascontiguousarray(z)
+    lead = z.shape[:-2]
+    runs = z.reshape(lead + (-1,))                            # a view: one row per run
+    runs -= np.maximum.reduce(runs, axis=-1)[..., None]
+    zy = z.take(tidx).reshape(batch_shape)
+    p = np.exp(z)                                             # z is kept for the fallback below
+    ssum = sum_classes(p)                                     # (..., B, 1) or (..., 1, B)
+    if np.minimum.reduce(ssum, axis=None) < 1e-280:
+        # a row far below its run's maximum underflowed: shift every row of that run by its own max
+        deep = np.minimum.reduce(ssum.reshape(lead + (-1,)), axis=-1) < 1e-280   # decided per run
+        if lead:
+            z[deep] -= z[deep].max(axis=class_axis, keepdims=True)
+        else:
+            z -= z.max(axis=class_axis, keepdims=True)
+        zy = z.take(tidx).reshape(batch_shape)
+        np.exp(z, out=p)
+        ssum = sum_classes(p)
+    per_seq = drop(np.log(ssum)) - zy
+    B = batch_shape[-1]
+    if weights is None:
+        loss = np.add.reduce(per_seq, axis=-1) / B
+    else:
+        weights = np.asarray(weights, dtype=float)
+        loss = (per_seq * weights).sum(axis=-1)
+    if not grad:
+        return loss, None
+    # scale * w_b (softmax(z_b) - e_{y_b}), scaled in one pass
+    if weights is None:
+        p *= scale / (ssum * B)
+        p.reshape(-1)[tidx] -= scale / B
+    else:
+        w = scale * weights
+        p *= np.expand_dims(w, class_axis) / ssum
+        p.reshape(-1)[tidx] -= np.broadcast_to(w, batch_shape).reshape(-1)
+    return loss, p

@@ -1,0 +1,187 @@
+"""The theory beside SGD (numerics.experiments.theory / predict / measure.attention_shares):
+like-with-like initial matrices, where the attention goes, several targets per flow."""
+import math
+
+import numpy as np
+import pytest
+
+from numerics.experiments import data, measure, models, predict, sgd, theory
+
+V = data.V
+
+
+class _Captured(Exception):
+    pass
+
+
+def _sgd_initial_params(P, init, seed, monkeypatch):
+    """The matrices sgd.train_fig2 starts seed ``seed`` from, caught on their way in."""
+    built = []
+    real = models.init_params
+
+    def spy(*args, **kwargs):
+        built.append(real(*args, **kwargs))
+        raise _Captured
+
+    monkeypatch.setattr(models, "init_params", spy)
+    cfg = sgd.Fig2Config(parameterization=P, init=init, epochs=1, steps_per_epoch=1, batch_size=2,
+                         seq_len=5, stop="none", eval_batches=1)
+    with pytest.raises(_Captured):
+        sgd.train_fig2(cfg, [seed])
+    monkeypatch.setattr(models, "init_params", real)
+    return built[0]
+
+
+def _sgd_circuits(p):
+    """The SGD model's circuits as its per-position reference reads them (score A[q, v])."""
+    A = p["W_QK"] if "W_QK" in p else p["W_Q"].T @ p["W_K"]
+    OV = p["W_OV"] if "W_OV" in p else p["W_O"] @ p["W_V"]
+    return A, OV
+
+
+@pytest.mark.parametrize("init", models.INITS)
+@pytest.mark.parametrize("P", models.PARAMETERIZATIONS)
+def test_theory_starts_where_sgd_starts(P, init, monkeypatch):
+    for seed in (1234, 1236):
+        sgd_p = _sgd_initial_params(P, init, seed, monkeypatch)
+        model = theory.authors_model(P, 2.0)
+        th_p = theory.authors_init(model, init, seed=seed)
+        A, OV = _sgd_circuits(sgd_p)
+        W_QK, W_OV = model.circuits(th_p)
+        np.testing.assert_allclose(W_QK, A, rtol=0, atol=1e-15)
+        np.testing.assert_allclose(W_OV, OV, rtol=0, atol=1e-15)
+        if "uniform" in models.init_kinds(P, init).values():
+            assert np.abs(A).max() > 1e-3            # a real random draw, not 1e-6 I
+        # and the two models agree on what the matrices do: attention on the expected counts
+        counts = data.expected_counts(64)
+        a_sgd = models.forward(sgd_p, counts, data.QUERY_TOKENS)["attention"]
+        np.testing.assert_allclose(model.attention(th_p), a_sgd, rtol=0, atol=1e-14)
+
+
+def _reference_shares(params, tokens):
+    """Shares from explicit token sequences: a softmax over positions (the query is the last)."""
+    A, _ = _sgd_circuits(params)
+    out = []
+    for t in tokens:
+        q = t[-1]
+        s = A[q, t] / math.sqrt(V)
+        w = np.exp(s - s.max())
+        w /= w.sum()
+        rel = w[t >= data.NUM_COMMON].sum()
+        own = w[t == q].sum()                         # the query position and its copies
+        out.append((rel, own, w.sum() - rel - own))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("P", models.PARAMETERIZATIONS)
+def test_shares_against_per_position_reference(P):
+    rng = np.random.default_rng(21)
+    params = {k: 0.6 * rng.normal(size=(V, V)) for k in models.param_keys(P)}
+    tokens, _ = data.sample_fig2_sequences(np.random.default_rng(8), 24, 64)
+    ev = measure.evaluate_fig2(params, np.random.default_rng(8), eval_batches=1, batch_size=24)
+    ref = _reference_shares(params, tokens)
+    got = np.stack([ev[k] for k in measure.SHARES], axis=1)
+    np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(got.sum(1), 1.0, rtol=0, atol=1e-12)
+    assert got[:, 1].std() > 1e-3 and got.min() > 0     # every share is there and varies
+    # the relevant share is the one evaluate_fig2 always reported, bit for bit
+    counts = data.sequences_to_counts(tokens)
+    a = models.forward(params, counts, tokens[:, -1])["attention"]
+    assert np.array_equal(ev["relevant_attention"], a[:, data.RELEVANT].sum(-1))
+    s = measure.summarize_one(ev)
+    assert s["self_attention"] == float(ev["self_attention"].mean())
+    assert list(s)[-2:] == ["self_attention", "other_attention"]
+
+
+@pytest.mark.parametrize("P", models.PARAMETERIZATIONS)
+def test_theory_shares_are_the_sgd_models_on_expected_counts(P):
+    rng = np.random.default_rng(4)
+    sgd_p = {k: 0.8 * rng.normal(size=(V, V)) for k in models.param_keys(P)}
+    model = theory.authors_model(P, 1.0)
+    got = theory.attention_shares(model, theory.theory_params(sgd_p))
+    a = models.forward(sgd_p, data.expected_counts(64), data.QUERY_TOKENS)["attention"]
+    want = measure.attention_shares(a, data.QUERY_TOKENS)
+    for k in measure.SHARES:
+        assert got[k] == pytest.approx(want[k].mean(), abs=1e-13)
+    assert sum(got.values()) == pytest.approx(1.0, abs=1e-13)
+
+
+def test_one_flow_answers_every_target():
+    both = theory.flow_to_losses("CACO", 4.0, [0.2, 1.0])["records"]
+    assert [r["target_loss"] for r in both] == [1.0, 0.2]          # sorted high to low
+    for rec in both:
+        alone = theory.flow_to_losses("CACO", 4.0, [rec["target_loss"]])["records"][0]
+        assert rec["loss"] == pytest.approx(rec["target_loss"], rel=1e-8)
+        for k in ("steps", *measure.SHARES):
+            assert rec[k] == pytest.approx(alone[k], rel=1e-9)
+    # lr_ov only converts flow time to steps
+    half = theory.flow_to_losses("CACO", 4.0, [0.2, 1.0], lr_ov=0.02)["records"]
+    for a, b in zip(both, half):
+        assert b["steps"] == pytest.approx(a["steps"] / 2, rel=1e-14)
+        assert b["relevant_attention"] == a["relevant_attention"]
+
+
+def test_predict_records_and_shared_flows(monkeypatch):
+    calls = []
+    real = theory.flow_to_losses
+    monkeypatch.setattr(theory, "flow_to_losses", lambda *a, **k: calls.append(k["seed"]) or real(*a, **k))
+    recs = predict.predict(["FACO", "CACO"], [2.0], [0.5, 1.0], seeds=2)
+    assert [tuple(r) for r in recs] == [predict.RECORD_FIELDS] * 8
+    assert [(r["parameterization"], r["seed"], r["target_loss"]) for r in recs] == [
+        ("FACO", 1234, 1.0), ("FACO", 1234, 0.5), ("FACO", 1235, 1.0), ("FACO", 1235, 0.5),
+        ("CACO", 1234, 1.0), ("CACO", 1234, 0.5), ("CACO", 1235, 1.0), ("CACO", 1235, 0.5)]
+    # FACO's authors init is 1e-6 I for every seed: one flow; CACO draws: one flow per seed
+    assert calls == [1234, 1234, 1235]
+    assert recs[0]["steps"] == recs[2]["steps"] and recs[4]["steps"] != recs[6]["steps"]
+    for r in recs:
+        assert r["reached"] and abs(sum(r[k] for k in measure.SHARES) - 1) < 1e-12
+
+
+def test_like_with_like_numbers_of_the_issue():
+    """Issue 17 checked these independently: FAFO, authors init, seed 1234, r = 10, loss 0.1:
+    0.439 like with like (0.400 with the factors untransposed); CACO r = 20 over seeds
+    1234-1236 spans 0.11-0.31."""
+    fafo = predict.predict(["FAFO"], [10.0], [0.1], seeds=1)[0]
+    assert fafo["relevant_attention"] == pytest.approx(0.439, abs=1e-3)
+    caco = [r["relevant_attention"] for r in predict.predict(["CACO"], [20.0], [0.1], seeds=3)]
+    assert min(caco) == pytest.approx(0.11, abs=6e-3) and max(caco) == pytest.approx(0.31, abs=6e-3)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(ratios=[1e6]), "ratio must be a number in"), (dict(target_losses=[0.1, 0.1]), "twice"),
+    (dict(target_losses=[1e-20]), "target_loss"), (dict(target_losses=[5.0]), "initial loss"),
+    (dict(init="uniform", init_scale=0.1), "no effect"), (dict(init_scale=1e300), "init_scale"),
+    (dict(seeds=0), "seeds"), (dict(lr_ov=0.0), "lr_ov"), (dict(seq_len=2), "seq_len"),
+    (dict(parameterizations=["CAXO"]), "parameterization"), (dict(init="gauss"), "init")])
+def test_predict_refuses_before_any_flow(kwargs, match, monkeypatch):
+    monkeypatch.setattr(theory, "flow_to_losses", lambda *a, **k: pytest.fail("a flow ran"))
+    args = dict(parameterizations=["CACO", "FACO"], ratios=[1.0], target_losses=[0.5])
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        predict.predict(**args)
+
+
+def test_decomposition_numbers_of_the_issue():
+    """Issue 17 (an independent expected-count flow of CACO from 1e-6 I, loss 0.1): at r = 20 the
+    query attends to its own token 0.75, relevant 0.11, other 0.14; at r = 1 0.09 / 0.43 / 0.48."""
+    recs = predict.predict(["CACO"], [1.0, 20.0], [0.1], init="identity")
+    got = [tuple(round(r[k], 2) for k in ("self_attention", "relevant_attention", "other_attention"))
+           for r in recs]
+    assert got[0] == pytest.approx((0.09, 0.43, 0.48), abs=0.011)
+    assert got[1] == pytest.approx((0.75, 0.11, 0.14), abs=0.011)
+
+
+@pytest.mark.parametrize("name", ["numerics.experiments.theory", "numerics.experiments.predict",
+                                  "numerics.experiments.cross_entropy", "numerics.experiments.measure"])
+def test_docstring_examples(name):
+    import doctest
+    import importlib
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0
+
+
+def test_predict_takes_seed_lists_and_numpy_integers():
+    assert [r["seed"] for r in predict.predict(["CACO"], [1.0], [1.0], seeds=np.int64(2))] == [1234, 1235]
+    assert [r["seed"] for r in predict.predict(["CACO"], [1.0], [1.0], seeds=np.array([7, 9]))] == [7, 9]
+    with pytest.raises(ValueError, match="seeds"):
+        predict.predict(["CACO"], [1.0], [1.0], seeds=[-1])
