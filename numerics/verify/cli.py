@@ -111,9 +111,29 @@ def _derive(plan):
         for P in plan.parameterizations:
             capabilities(plan.task, P)
             if any(k in suite_kinds("task") for k in plan.kinds):
-                task_family(plan.task, P)
+                _probe(plan, task_family(plan.task, P).system)
     except ValueError as exc:
         raise UsageError(f"--task: {exc}") from None
+
+
+def _probe(plan, system):
+    """Refuse parameter values for which the reduced flow is not finite at the origin."""
+    import math
+
+    import numpy as np
+    y0 = np.zeros(len(system.coords))
+    for r in plan.ratios:
+        values = {**plan.settings, "eta_QK": r, "eta_OV": 1.0, "eta_Q": r, "eta_K": r,
+                  "eta_O": 1.0, "eta_V": 1.0}
+        try:
+            with np.errstate(all="ignore"):
+                finite = math.isfinite(system.loss_at(y0, values)) and \
+                    bool(np.all(np.isfinite(system.rhs_at(y0, values))))
+        except (ArithmeticError, ValueError):
+            finite = False
+        if not finite:
+            raise UsageError(f"--params: the reduced flow of {plan.task} is not finite at the "
+                             f"initial point with these values (ratio {r:g}); use smaller values")
 
 
 # --------------------------------------------------------------------------- #
