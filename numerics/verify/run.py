@@ -201,11 +201,12 @@ def run_group(P, r, settings, options, tolerances, kinds, *, state_at_loss=None,
     return ctx.checks, skipped
 
 
-def run_checks(parameterizations=PARAMETERIZATIONS, ratios=None, *, m=None, n=None, b=None,
-               M=None, quick=False, eps=1e-2, random_scale=1e-3, target_loss=None,
-               thresholds=None, tolerances=None, state_at_loss=None, progress=None, kinds=None,
-               task=None, task_eps=0.1, task_integration=None, **params) -> Checks:
+def run_checks(parameterizations=PARAMETERIZATIONS, ratios=None, *, state_at_loss=None,
+               progress=None, **options) -> Checks:
     r"""Run the verification and return the list of :class:`Check` records.
+
+    The keywords other than ``state_at_loss`` and ``progress`` go to
+    :func:`plan_checks`, which validates them all before anything runs.
 
     Parameters
     ----------
@@ -267,10 +268,7 @@ def run_checks(parameterizations=PARAMETERIZATIONS, ratios=None, *, m=None, n=No
     ValueError
         Invalid arguments.
     """
-    plan = plan_checks(parameterizations, ratios, m=m, n=n, b=b, M=M, quick=quick, eps=eps,
-                       random_scale=random_scale, target_loss=target_loss, thresholds=thresholds,
-                       tolerances=tolerances, kinds=kinds, task=task, task_eps=task_eps,
-                       task_integration=task_integration, **params)
+    plan = plan_checks(parameterizations, ratios, **options)
     return run_plan(plan, state_at_loss=state_at_loss, progress=progress)
 
 
