@@ -37,6 +37,11 @@ instance (default :math:`M = 4` and the task's default parameters):
       max relative Frobenius distance of the full matrices from the family;
   ``loss at T`` (1e-7)
       full-model loss at T relative to the target.
+
+>>> from numerics.verify import run_checks
+>>> checks = run_checks("CAFO", [1.0], task="paper", M=3, target_loss=0.5)
+>>> sorted({c.status for c in checks}), [c.quantity for c in checks][:2]
+(['PASS'], ['theta', 'observables'])
 """
 from __future__ import annotations
 
