@@ -98,9 +98,7 @@ def test_make_figures_output_is_file(tmp_path):
     ["extra"],
 ])
 def test_cli_bad_arguments_exit_2_one_line(tmp_path, capsys, argv):
-    with pytest.raises(SystemExit) as exc:
-        figures.main(["--output", str(tmp_path / "o"), *argv])
-    assert exc.value.code == 2
+    assert figures.main(["--output", str(tmp_path / "o"), *argv]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1, err
     assert "error" in err
@@ -145,12 +143,10 @@ def test_cli_bad_output_paths(tmp_path, capsys, monkeypatch, case):
     if case == "unwritable" and os.access(tmp_path / "readonly", os.W_OK):
         # running as root, which may write anywhere: let the permission test say no
         real = os.access
-        monkeypatch.setattr(figures.os, "access",
+        monkeypatch.setattr(os, "access",
                             lambda p, mode: False if "readonly" in str(p) else real(p, mode))
     before = sorted(p.name for p in tmp_path.rglob("*"))
-    with pytest.raises(SystemExit) as exc:
-        figures.main(["--output", path, "--quick", "--only", "stopping_curves"])
-    assert exc.value.code == 2
+    assert figures.main(["--output", path, "--quick", "--only", "stopping_curves"]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and match in err, err
     assert sorted(p.name for p in tmp_path.rglob("*")) == before
@@ -160,9 +156,7 @@ def test_cli_bad_output_paths(tmp_path, capsys, monkeypatch, case):
 
 @pytest.mark.parametrize("dpi", ["0", "5", "1e6", "nan", "inf"])
 def test_cli_dpi_outside_range(tmp_path, capsys, dpi):
-    with pytest.raises(SystemExit) as exc:
-        figures.main(["--output", str(tmp_path / "o"), "--dpi", dpi])
-    assert exc.value.code == 2
+    assert figures.main(["--output", str(tmp_path / "o"), "--dpi", dpi]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "--dpi must be a number in [10, 2400]" in err
     assert not (tmp_path / "o").exists()
@@ -171,3 +165,61 @@ def test_cli_dpi_outside_range(tmp_path, capsys, dpi):
 def test_build_parser_documents_every_option():
     for action in figures.build_parser()._actions:
         assert action.help, action.option_strings
+
+
+def test_output_dir_is_really_probed(capsys, monkeypatch):
+    """A path the static checks pass but no file can be written to (under /proc, even as
+    root) is refused by the real write of a temporary file: one line, exit 2, nothing left."""
+    import os
+    monkeypatch.setattr(os, "access", lambda p, mode: True)   # the static check says yes
+    path = "/proc/qkov-figures/sub"
+    assert figures.main(["--output", path, "--quick", "--only", "stopping_curves"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "cannot take files" in err, err
+    assert not Path(path).exists()
+
+
+def test_one_save_figure(tmp_path):
+    """numerics.figures and numerics.experiments.plots write through the one save_figure."""
+    import matplotlib.pyplot as plt
+
+    from numerics import output
+    from numerics.experiments import plots
+    from numerics.output import files
+    assert figures.save_figure is output.save_figure is files.save_figure
+    calls = []
+    real = files.save_figure
+
+    def spy(*args, **kw):
+        calls.append(args[2])
+        return real(*args, **kw)
+    files.save_figure = spy
+    try:
+        fig = plt.figure()
+        paths = plots.save_figure(fig, tmp_path / "new", "x")
+    finally:
+        files.save_figure = real
+    assert calls == ["x"] and [p.name for p in paths] == ["x.png", "x.pdf"]
+    assert not plt.fignum_exists(fig.number)
+
+
+def test_closed_pipe_and_full_disk(tmp_path):
+    """The list of written files goes through the one output writer."""
+    import os
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "numerics.figures", "--output",
+                               str(tmp_path), "--quick", "--only", "stopping_curves",
+                               "--formats", "png"], cwd=ROOT, stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "cannot write the output" in proc.stderr
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "numerics.figures", "--output",
+                               str(tmp_path), "--quick", "--only", "stopping_curves",
+                               "--formats", "png"], cwd=ROOT, stdout=write,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr

@@ -7,7 +7,7 @@ import pytest
 MODULES = ["numerics.validation", "numerics.trajectory", "numerics.bounded_ivp",
            "numerics.reduced_system",
            "numerics.reduced_ode", "numerics.invariant_family", "numerics.training",
-           "numerics.verify"]
+           "numerics.verify", "numerics.verify.task_kinds"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -68,3 +68,103 @@ def test_cli_bad_input(argv, capsys):
     assert verify.main(argv) == 2
     out, err = capsys.readouterr()
     assert out == "" and len(err.strip().splitlines()) == 1
+
+
+# --------------------------------------------------------------------------- #
+# issue 15, items 12, 13, 15, 17: refused up front, one line, exit 2
+# --------------------------------------------------------------------------- #
+@pytest.mark.parametrize("argv", [
+    # item 13: plain verify's ratio range [1e-4, 1e4] holds for --task too (ran 27 s, "2 failed")
+    ["--task", "query-in-context", "--quick", "--ratios", "1e12"],
+    ["--task", "paper", "--quick", "--ratios", "1e-5"],
+    # item 12: sizes the explicit model cannot take (MemoryError after 24 s), named with the limit
+    ["--task", "shared-irrelevant", "--params", "n_c=100000"],
+    ["--task", "shared-irrelevant", "--params", "n_c=1e23"],
+    ["--task", "query-in-context", "--params", "M=1e300"],
+    ["--task", "shared-irrelevant", "--params", "m=1e300"],
+    # item 12: a parameter given twice (the last one used to win), an empty ratio list
+    ["--task", "shared-irrelevant", "--params", "n_c=1,n_c=2"],
+    ["--task", "paper", "--ratios", ""],
+    ["--ratios", ""],
+    ["--task", "paper", "--params", ""],
+    ["--task", "paper", "--kinds", "nope"],
+])
+def test_cli_refuses_up_front(argv, capsys):
+    import time
+    t0 = time.perf_counter()
+    assert verify.main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith("python -m numerics.verify: error: ")
+    assert time.perf_counter() - t0 < 20
+
+
+def test_size_limit_is_named(capsys):
+    assert verify.main(["--task", "shared-irrelevant", "--params", "n_c=100000"]) == 2
+    err = capsys.readouterr().err
+    assert "100008 token types" in err and f"limit is {verify.MAX_TOKEN_TYPES}" in err
+
+
+def test_help_shows_task_once():
+    """Item 17: `verify --task X --help` listed --task NAME twice (two parsers)."""
+    text = verify.build_parser().format_help()
+    assert sum(line.lstrip().startswith("--task NAME") for line in text.splitlines()) == 1
+    from numerics import task_verify
+    assert task_verify.build_parser().format_help() == text
+
+
+def _cli(args, **kw):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-m", "numerics.verify", *args], cwd=root, env=env,
+                          stderr=subprocess.PIPE, text=True, timeout=300, **kw)
+
+
+_FAST = {"paper": ["--quick", "--parameterization", "CACO", "--kinds", "flow"],
+         "task": ["--task", "paper", "--quick", "--parameterization", "CACO"]}
+
+
+@pytest.mark.parametrize("mode", sorted(_FAST))
+def test_full_disk_one_line(mode):
+    """Item 15: `> /dev/full` printed an OSError traceback."""
+    with open("/dev/full", "w") as full:
+        p = _cli(_FAST[mode], stdout=full)
+    assert p.returncode == 1
+    assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr, p.stderr
+    assert "cannot write the output" in p.stderr
+
+
+@pytest.mark.parametrize("mode", sorted(_FAST))
+def test_closed_pipe_no_traceback(mode):
+    """Item 15: `| true` printed a BrokenPipeError traceback."""
+    import os
+    read, write = os.pipe()
+    os.close(read)                          # the reader is gone before anything is written
+    try:
+        p = _cli(_FAST[mode], stdout=write)
+    finally:
+        os.close(write)
+    assert p.stderr == "", p.stderr
+    assert p.returncode == 0
+
+
+def test_skipped_kind_says_why():
+    """A kind the subject lacks the capability for is skipped with the reason: the
+    paper's closed forms for another task, the observables' ODE where the engine has none."""
+    checks = verify.run_checks("CAFO", [1.0], task="query-in-context", quick=True,
+                               kinds=["observables", "closed_form", "loss"])
+    assert [c.quantity for c in checks] == ["loss"]
+    reasons = {s["kind"]: s["reason"] for s in checks.skipped}
+    assert set(reasons) == {"observables", "closed_form"}
+    assert "no closed ODE in the observables, because" in reasons["observables"]
+    assert "only the paper's task" in reasons["closed_form"]
+
+
+def test_paper_kinds_run_for_the_paper_task():
+    """The paper task has the paper's capabilities: its kinds run through --task paper."""
+    checks = verify.run_checks("CACO", [1.0], task="paper", quick=True, M=3, kinds=["flow"])
+    assert [c.status for c in checks] == ["PASS"] * 3 and not checks.skipped

@@ -182,8 +182,9 @@ def test_unconverged_descent_is_not_verifiable(monkeypatch):
     ~0.9) and their ratio was reported as a (failing) order. A run that stays out of
     the first-order regime within the budget is N/V with the reason (simulated here by
     a regime threshold below the paper setting's errors and an unreachable order)."""
-    monkeypatch.setattr(verify, "ASYMPTOTIC_ERROR", 1e-3)   # the paper setting's runs: ~3e-2
-    monkeypatch.setattr(verify, "MAX_DESCENT_STEPS", 3000)  # room for one doubling
+    from numerics.verify import paper_kinds
+    monkeypatch.setattr(paper_kinds, "ASYMPTOTIC_ERROR", 1e-3)   # the paper setting's runs: ~3e-2
+    monkeypatch.setattr(paper_kinds, "MAX_DESCENT_STEPS", 3000)  # room for one doubling
     checks = run_checks("CACO", [1.0], quick=True, kinds=["descent"],
                         tolerances={"order": (1.5, 2.5)})
     order = [c for c in checks if c.quantity.startswith("GD order")]
@@ -193,8 +194,13 @@ def test_unconverged_descent_is_not_verifiable(monkeypatch):
 
 
 def test_check_kinds_registry():
-    assert list(verify.CHECK_KINDS) == ["flow", "closed_form", "first_integral", "crossings",
-                                        "family", "descent"]
+    """One registry: the paper's kinds and the task kinds, each with its suite."""
+    from numerics.verify.registry import suite_kinds
+    assert suite_kinds("paper") == ("flow", "closed_form", "first_integral", "crossings",
+                                    "family", "descent")
+    assert suite_kinds("task") == ("theta", "observables", "loss", "alpha", "distance",
+                                   "loss_at_T")
+    assert list(verify.CHECK_KINDS) == [*suite_kinds("paper"), *suite_kinds("task")]
     checks = run_checks("CACO", [1.0], quick=True, kinds=["flow"])
     assert [c.quantity for c in checks] == [f"flow~reduced {q}" for q in ("mu_OV", "mu_QK", "alpha")]
 

@@ -20,11 +20,7 @@ r"""Figures of the experiments (matplotlib, Agg backend; PNG + PDF).
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
-
-from derivations.atomic_file import atomic_write
 
 __all__ = ["save_figure", "plot_fig2_heatmaps", "plot_fig3", "plot_sweep", "DPI"]
 
@@ -46,16 +42,10 @@ def _plt():
 
 
 def save_figure(fig, directory, name: str) -> list:
-    """Write ``fig`` as ``directory/name.png`` and ``.pdf``; close it; return the paths."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for ext in ("png", "pdf"):
-        path = directory / f"{name}.{ext}"
-        atomic_write(path, lambda fh: fig.savefig(fh, dpi=DPI, format=ext), binary=True)
-        paths.append(path)
-    _plt().close(fig)
-    return paths
+    """Write ``fig`` as ``directory/name.png`` and ``.pdf``; close it; return the paths
+    (the package's one :func:`numerics.output.files.save_figure`)."""
+    from ..output.files import save_figure as save
+    return save(fig, directory, name, ("png", "pdf"), DPI)
 
 
 def plot_fig2_heatmaps(panels, *, ncols: int = 4, title: str | None = None):

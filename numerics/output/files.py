@@ -1,0 +1,130 @@
+"""Writing figures: the one :func:`save_figure`, formats, resolution and the output-directory check."""
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+from derivations.core.atomic_file import atomic_write
+from derivations.core.cli import prepare_output_dir
+
+from .style import DPI, DPI_RANGE, mpl
+
+__all__ = ["FORMATS", "save_figure", "check_formats", "check_dpi", "prepare_figure_dir"]
+
+#: Output formats :func:`save_figure` writes.
+FORMATS = ("png", "pdf", "svg")
+
+
+def check_formats(formats) -> tuple:
+    """The formats as a non-empty tuple of :data:`FORMATS`, else ValueError."""
+    if isinstance(formats, str):
+        formats = (formats,)
+    formats = tuple(formats)
+    if not formats:
+        raise ValueError("formats must not be empty")
+    bad = [f for f in formats if f not in FORMATS]
+    if bad:
+        raise ValueError(f"unknown format(s) {bad}; choose from {list(FORMATS)}")
+    return formats
+
+
+def check_dpi(dpi) -> float:
+    """``float(dpi)`` if it lies in :data:`~numerics.output.style.DPI_RANGE`, else ValueError."""
+    lo, hi = DPI_RANGE
+    try:
+        v = float(dpi)
+    except (TypeError, ValueError):
+        v = math.nan
+    if not lo <= v <= hi:
+        raise ValueError(f"dpi must be a number in [{lo:g}, {hi:g}]; got {dpi!r}")
+    return v
+
+
+def _limits(ancestor):
+    try:
+        return os.pathconf(ancestor, "PC_NAME_MAX"), os.pathconf(ancestor, "PC_PATH_MAX")
+    except (OSError, ValueError, AttributeError):
+        return 255, 4096
+
+
+def _nearest_existing(absolute):
+    ancestor = absolute
+    try:
+        while not ancestor.exists():
+            ancestor = ancestor.parent
+    except OSError:      # a component too long to stat: checked by the caller
+        ancestor = Path(absolute.anchor)
+    return ancestor
+
+
+def _static_check(text, file_names):
+    """Say what is wrong with the path ``text`` before touching the disk."""
+    absolute = Path(text).absolute()
+    ancestor = _nearest_existing(absolute)
+    name_max, path_max = _limits(ancestor)
+    for part in absolute.parts:
+        if len(os.fsencode(part)) > name_max:
+            raise ValueError(f"output {text[:60]!r}...: a path component is longer than "
+                             f"{name_max} bytes")
+    longest = max(len(f".{n}.xxxxxxxx") for n in file_names)
+    if len(os.fsencode(str(absolute))) + 1 + longest >= path_max:
+        raise ValueError(f"output {text[:60]!r}...: the file paths would exceed {path_max} bytes")
+    if ancestor == absolute and not absolute.is_dir():
+        raise ValueError(f"output {text!r} exists and is not a directory")
+    if not ancestor.is_dir():
+        raise ValueError(f"output {text!r} lies under {str(ancestor)!r}, which is a file, "
+                         "not a directory")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise ValueError(f"output {text!r}: {str(ancestor)!r} is not writable")
+    return longest
+
+
+def prepare_figure_dir(output_dir, file_names=("figure.png",)) -> Path:
+    """Create the output directory and prove that it takes the files, before any work.
+
+    First the path is checked without writing (it is not empty; it is a
+    directory or does not exist yet; its nearest existing ancestor is a
+    writable directory, not a file; no component and no file path exceeds the
+    file system's limits: ``NAME_MAX``, ``PATH_MAX``), then it is created and
+    really probed with a temporary file as long as the longest file's
+    temporary name (:func:`derivations.core.cli.prepare_output_dir`; what it
+    created is removed again if the probe fails).
+
+    Parameters
+    ----------
+    output_dir : str or Path
+    file_names : iterable of str
+        The names of the files to be written (``name.format``).
+
+    Raises
+    ------
+    ValueError
+        Naming what is wrong with the path.
+    """
+    text = os.fspath(output_dir) if isinstance(output_dir, (str, os.PathLike)) else None
+    if not text or not text.strip():
+        raise ValueError(f"output directory must be a non-empty path; got {output_dir!r}")
+    longest = _static_check(text, tuple(file_names))
+    return prepare_output_dir(text, name="output", longest_name=longest)
+
+
+def save_figure(fig, output_dir, name, formats=("png", "pdf"), dpi=DPI, style=None) -> list:
+    """Save ``fig`` as ``output_dir/name.<fmt>`` for each format and close it.
+
+    Each file is written to a temporary file and renamed, so it is complete or
+    absent; ``output_dir`` is created if missing; ``style`` (rc parameters,
+    e.g. :data:`~numerics.output.style.STYLE`) is in force while saving.
+    Returns the list of paths, in the order of ``formats``.
+    """
+    matplotlib, plt = mpl()
+    directory = Path(output_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    out = []
+    with matplotlib.rc_context(style or {}):
+        for fmt in check_formats(formats):
+            path = directory / f"{name}.{fmt}"
+            atomic_write(path, lambda fh: fig.savefig(fh, dpi=dpi, format=fmt), binary=True)
+            out.append(path)
+    plt.close(fig)
+    return out

@@ -1,0 +1,99 @@
+"""One style for the package's figures: sizes, colors, labels, matplotlib on Agg."""
+from __future__ import annotations
+
+from derivations.core.vocabulary import PAPER_SETTING
+
+__all__ = ["PAPER", "RATIOS", "WIDTH", "DPI", "DPI_RANGE", "BASE_STYLE", "STYLE", "PARAM_STYLE",
+           "PARAM_COLORS", "T_LABEL", "LOSS_LABEL", "ALPHA_LABEL", "MU_OV_LABEL", "MU_QK_LABEL",
+           "mpl", "ratio_colors", "ratio_label", "ratio_legend_title", "panel_letter",
+           "new_figure"]
+
+#: The paper's setting (:data:`derivations.core.vocabulary.PAPER_SETTING`).
+PAPER = dict(PAPER_SETTING)
+#: Learning-rate ratios eta_QK / eta_OV.
+RATIOS = (0.01, 0.1, 1.0, 10.0, 100.0)
+#: Figure width in inches (a full paper text width).
+WIDTH = 7.0
+#: Raster resolution of every figure of the package (dots per inch).
+DPI = 150
+#: What every figure of the package shares (the experiments' figures too):
+#: resolution, embedded TrueType fonts in PDFs, constrained layout.
+BASE_STYLE = {"savefig.dpi": DPI, "pdf.fonttype": 42, "figure.constrained_layout.use": True}
+#: Accepted raster resolutions (dots per inch).
+DPI_RANGE = (10.0, 2400.0)
+
+#: The theory figures' style (:data:`BASE_STYLE` plus sizes for a paper text width).
+STYLE = {
+    "font.size": 8,
+    "axes.titlesize": 9,
+    "axes.labelsize": 8.5,
+    "xtick.labelsize": 8,
+    "ytick.labelsize": 8,
+    "legend.fontsize": 8,
+    "legend.title_fontsize": 8,
+    "lines.linewidth": 1.4,
+    "lines.markersize": 4,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "grid.linewidth": 0.5,
+    **BASE_STYLE,
+}
+
+#: Parameterization -> (color, linestyle), the same colors in every figure.
+PARAM_STYLE = {
+    "CACO": ("#1b9e77", "-"),
+    "CAFO": ("#d95f02", "--"),
+    "FACO": ("#7570b3", "-."),
+    "FAFO": ("#e7298a", ":"),
+}
+
+#: Parameterization -> color (:data:`PARAM_STYLE`).
+PARAM_COLORS = {P: color for P, (color, _) in PARAM_STYLE.items()}
+
+T_LABEL = r"time $t$ (gradient-flow units, $\eta_{OV}=1$)"
+LOSS_LABEL = r"loss $L$ (nats)"
+ALPHA_LABEL = r"attention on relevant tokens $\alpha$"
+MU_OV_LABEL = r"$\mu_{OV}$ (logit gap per unit $\alpha$)"
+MU_QK_LABEL = r"$\mu_{QK}$ (relevant $-$ irrelevant score)"
+
+
+def mpl():
+    """Import matplotlib with the Agg backend (lazily: the CLI parses first)."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return matplotlib, plt
+
+
+def ratio_colors(ratios):
+    """One color per ratio from a sequential map (small r light -> large r dark)."""
+    _, plt = mpl()
+    cmap = plt.get_cmap("viridis")
+    k = len(ratios)
+    return [cmap(0.82 - 0.8 * i / max(k - 1, 1)) for i in range(k)]
+
+
+def ratio_label(r):
+    """Legend label of a learning-rate ratio."""
+    return rf"$r = {r:g}$"
+
+
+def ratio_legend_title():
+    """Legend title of the learning-rate ratios."""
+    return r"$r = \eta_{QK}/\eta_{OV}$"
+
+
+def panel_letter(ax, i):
+    """Mark panel ``i`` as (a), (b), ... above its top-left corner."""
+    ax.text(-0.02, 1.02, f"({chr(ord('a') + i)})", transform=ax.transAxes,
+            ha="right", va="bottom", fontsize=9, fontweight="bold")
+
+
+def new_figure(nrows, ncols, height):
+    """A figure of the paper's text width in :data:`STYLE`, axes as a 2-D array."""
+    matplotlib, plt = mpl()
+    with matplotlib.rc_context(STYLE):
+        fig, axes = plt.subplots(nrows, ncols, figsize=(WIDTH, height), squeeze=False)
+    return fig, axes

@@ -1,0 +1,142 @@
+r"""End-to-end verification: full model vs reduced ODE vs closed forms.
+
+``python -m numerics.verify`` runs, for every parameterization (CACO, CAFO,
+FACO, FAFO) and every learning-rate ratio :math:`r = \eta_{QK}/\eta_{OV}`
+(:math:`\eta_{OV} = 1`, factor rates equal to their circuit rate, i.e.
+balanced factors), in the paper setting :math:`m=5, n=50, b=50, M=20`:
+
+1. **Flow comparisons** (relative tolerance ``1e-6``).  The full-model
+   gradient flow (:func:`numerics.training.gradient_flow`, structured
+   initialization, factor scale ``eps = 1e-2``) is sampled on a common,
+   log-spaced time grid :math:`t \in [10^{-4}T, T]`, where :math:`T` is the
+   time at which the reduced flow reaches the target loss (default 0.01).
+   On the grid, the maximum pointwise relative deviation
+   :math:`\max_t |x(t) - x_{\rm ref}(t)|/|x_{\rm ref}(t)|` of
+   :math:`\mu_{OV}, \mu_{QK}, \alpha` is reported
+
+   * against the reduced ODE (:func:`numerics.reduced_ode.solve_reduced`),
+   * against the closed forms.  CACO: :func:`numerics.closed_form.state_at_loss`
+     at the full-model *loss* of each grid point.  The others: the
+     (explicit or implicit) orbit through the initial point
+     (:meth:`ReducedSystem.orbit <numerics.reduced_system.ReducedSystem.orbit>`)
+     gives :math:`\mu_{QK}` and :math:`\alpha` at the full-model
+     :math:`\mu_{OV}`, and :math:`\mu_{OV}` is compared with the
+     intersection of the orbit with the margin :math:`\alpha\mu_{OV} = s(L)`
+     at the full-model loss
+     (:meth:`ReducedSystem.state_at_loss <numerics.reduced_system.ReducedSystem.state_at_loss>`).  (Going through the
+     loss costs digits while the loss is within :math:`10^{-6}` of
+     :math:`\log M`: :math:`s` then carries a relative error of about
+     :math:`10^{-16}/(\log M - L)`, which is why the margin+orbit
+     :math:`\mu_{OV}` rows of CAFO/FAFO show about :math:`10^{-9}`.)
+
+   the relative drift of the first integral
+   (:meth:`ReducedSystem.first_integral <numerics.reduced_system.ReducedSystem.first_integral>`) along the full-model
+   trajectory, :math:`\max_t |H(t) - H(0)| / \max(S(t), S(0))` with S the
+   sum of the absolute values of H's terms (the scale on which H cancels); and the
+   states :math:`(t, \mu_{OV}, \mu_{QK}, \alpha)` where the loss crosses the
+   thresholds (default 1, 0.3, 0.1): full-flow events vs
+   :func:`~numerics.closed_form.state_at_loss` and
+   :func:`~numerics.closed_form.time_to_loss` (CACO) or vs the reduced
+   flow's events (the others).
+
+2. **Invariant family.**  The relative distance of the full-model circuits
+   from the family (:func:`numerics.invariant_family.distance_from_family`) stays below
+   ``1e-9`` along the structured-init trajectory (checked); from a random
+   initialization (entries :math:`\mathcal N(0, 10^{-6})`) the distance at
+   :math:`T` is only reported.
+
+3. **Gradient descent -> flow.**  Gradient descent with step
+   :math:`\mathrm{lr} = T_h/N` (:math:`N` = 1000, 2000, 4000 steps, where
+   :math:`T_h` is the time the reduced loss needs to fall to
+   :math:`\log M - 0.2`; for a factorized QK circuit N is multiplied by
+   :math:`\lceil r/10\rceil` when r > 10, as its growth rate scales with r) is compared with the flow at five common times;
+   the maximal pointwise relative error in :math:`(\mu_{OV}, \mu_{QK})`
+   must halve with lr: observed orders :math:`\log_2(e_{N}/e_{2N})` in
+   :math:`[0.8, 1.2]`.  While an order is off and the coarse run's relative
+   error exceeds :data:`ASYMPTOTIC_ERROR` (not yet first order), the step
+   counts are doubled (within :data:`MAX_DESCENT_STEPS`); when the counts
+   would exceed the budget, or the runs stay out of the first-order regime
+   (e.g. m = 1e-6), the check is reported as not verifiable (status
+   ``N/V``), not as an order.
+
+With ``--task NAME`` the subject is a task of the engine
+(:mod:`derivations.task`) instead: its reduced system against the full matrix
+model of the same task, in every parameterization
+(:mod:`numerics.verify.task_kinds`: kinds ``theta``, ``observables``,
+``loss``, ``alpha``, ``distance``, ``loss_at_T``).
+
+Each kind of check is a function of a :class:`Context` (the group's system,
+model, initialization and lazily computed flows), registered in the one
+registry :data:`CHECK_KINDS` (:mod:`numerics.verify.registry`) with its suite
+(the paper's kinds ``flow``, ``closed_form``, ``first_integral``,
+``crossings``, ``family``, ``descent`` run by default without ``--task``,
+the task kinds with it) and the capabilities it requires of the subject: a
+subject without one (e.g. the closed forms or a closed ODE in the
+observables) skips that kind and says why (``skipped`` in the result, the
+text output and the JSON summary). Another family of checks registers more
+kinds with :func:`check_kind`.
+
+=======================================  =======================================
+module                                   what
+=======================================  =======================================
+:mod:`numerics.verify.records`           :class:`Check`, table, JSON, summary
+:mod:`numerics.verify.registry`          kinds, suites, capabilities
+:mod:`numerics.verify.context`           :class:`Context` (one group)
+:mod:`numerics.verify.paper_kinds`       the paper's kinds
+:mod:`numerics.verify.task_kinds`        the task kinds
+:mod:`numerics.verify.run`               validation, :func:`run_checks`
+:mod:`numerics.verify.cli`               the command line
+=======================================  =======================================
+
+Output: a table (one row per check: parameterization, ratio, quantity,
+value, tolerance, PASS/FAIL/INFO/N/V) or, with ``--json``, ``{"checks": [...],
+"summary": {...}}``.  Exit status 0 when every check passes, 1 when any
+fails or is not verifiable (or the output cannot be written), 2 on bad
+arguments or settings it cannot finish (M > 200, with ``--task`` M > 30 or
+more than :data:`~numerics.verify.run.MAX_TOKEN_TYPES` token types, ratios
+outside :data:`RATIO_RANGE`; one line on stderr, before any work).
+
+Options::
+
+    --params m=5,n=50,b=50,M=20     any subset of the model parameters (M <= 200)
+    --ratios 0.1,1,10               learning-rate ratios eta_QK / eta_OV, each in
+                                    [1e-4, 1e4]
+    --parameterization {CACO,CAFO,FACO,FAFO,all}
+    --quick                         fewer checks (ratio 1 unless --ratios is
+                                    given; 12 grid points on [T/10, T]; target
+                                    loss 0.1; thresholds 1, 0.3; GD with 500
+                                    and 1000 steps; no random init)
+    --json                          machine-readable output
+    --task NAME                     verify a task of derivations.task instead
+                                    (reduced system vs full matrix model of that
+                                    task; see numerics.verify.task_kinds)
+    --target-loss L                 end of the comparison (see --help)
+    --kinds K1,K2                   kinds of check to run
+
+Programs can call :func:`run_checks` directly; it returns a list of
+:class:`Check` records (``kinds=`` selects kinds of check). The parser is
+:func:`build_parser`.
+
+>>> from numerics.verify import run_checks, summarize
+>>> checks = run_checks("CACO", [1.0], quick=True, kinds=["flow"])
+>>> [c.quantity for c in checks], summarize(checks)["ok"]
+(['flow~reduced mu_OV', 'flow~reduced mu_QK', 'flow~reduced alpha'], True)
+"""
+from derivations.core.vocabulary import PARAMETERIZATIONS
+
+from .cli import build_parser, main
+from .context import Context
+from .paper_kinds import (ASYMPTOTIC_ERROR, MAX_DESCENT_REFINEMENTS, MAX_DESCENT_STEPS,
+                          descent_steps)
+from .records import NOT_VERIFIABLE, Check, format_table, summarize
+from .registry import CAPABILITIES, CHECK_KINDS, KINDS, Kind, capabilities, check_kind
+from .run import (DEFAULT_PARAMS, DEFAULT_RATIOS, DEFAULT_TOLERANCES, MAX_TOKEN_TYPES,
+                  RATIO_RANGE, Checks, Plan, check_ratios, plan_checks, run_checks, run_plan,
+                  run_task_checks)
+
+__all__ = ["Check", "Checks", "run_checks", "run_task_checks", "plan_checks", "run_plan", "Plan",
+           "summarize", "format_table", "main", "build_parser",
+           "DEFAULT_PARAMS", "DEFAULT_RATIOS", "DEFAULT_TOLERANCES", "PARAMETERIZATIONS",
+           "Context", "CHECK_KINDS", "KINDS", "Kind", "CAPABILITIES", "capabilities",
+           "check_kind", "check_ratios", "descent_steps", "RATIO_RANGE", "MAX_DESCENT_STEPS",
+           "MAX_DESCENT_REFINEMENTS", "ASYMPTOTIC_ERROR", "NOT_VERIFIABLE", "MAX_TOKEN_TYPES"]

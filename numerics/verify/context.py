@@ -1,0 +1,149 @@
+"""What the checks of one (subject, parameterization, ratio) group share."""
+from __future__ import annotations
+
+import math
+from functools import cached_property
+
+import numpy as np
+
+from .records import Check
+
+__all__ = ["Context", "Missing"]
+
+# integration settings of the paper's model (tight: the comparisons then agree to ~1e-11)
+FULL_RTOL, FULL_ATOL = 1e-12, 1e-16
+RED_RTOL, RED_ATOL = 1e-13, 1e-20
+
+
+class Missing(Exception):
+    """A prerequisite of a check could not be computed (already recorded)."""
+
+
+class Context:
+    """What the checks of one (parameterization, ratio) group share.
+
+    The expensive pieces (the reduced and full flows on the comparison grid)
+    are computed on first use and cached; a prerequisite that fails is
+    recorded once as a failing check and the checks needing it are skipped.
+
+    Attributes
+    ----------
+    task : str or None
+        The engine task verified, or None for the paper's model.
+    parameterization : str
+    ratio : float
+    settings : dict
+        The parameter values: ``m, n, b, M`` (and a task's own, e.g. ``n_c``).
+    options : dict
+        Run options (grid, thresholds, GD step counts, ...).
+    tolerances : dict
+    system : numerics.reduced_system.ReducedSystem
+        The paper's reduced system: balanced rates eta_OV = 1, eta_QK = ratio,
+        paper initialization (paper kinds only; built on first use).
+    model : numerics.attention_model.AttentionModel
+        The paper's full model (paper kinds only).
+    p0 : dict
+        Structured initialization of the paper's full model.
+    checks : list[Check]
+    """
+
+    def __init__(self, parameterization, ratio, settings, options, tolerances,
+                 state_at_loss=None, task=None):
+        self.task = task
+        self.parameterization, self.ratio = parameterization, float(ratio)
+        self.settings, self.options, self.tolerances = settings, options, tolerances
+        self.state_at_loss_override = state_at_loss
+        self.checks = []
+        self._cache = {}
+
+    def add(self, quantity, value, tolerance, **detail):
+        """Record one check."""
+        self.checks.append(Check(self.parameterization, self.ratio, quantity, float(value),
+                                 tolerance, detail, task=self.task))
+
+    def once(self, key, compute):
+        """``compute()`` on first use, cached; a :class:`Missing` prerequisite stays missing."""
+        if key not in self._cache:
+            try:
+                self._cache[key] = compute()
+            except Missing:
+                self._cache[key] = None
+                raise
+        if self._cache[key] is None:
+            raise Missing(key)
+        return self._cache[key]
+
+    # ----------------------------------------------------------------- paper's model
+    @property
+    def paper_settings(self):
+        """``m, n, b, M`` of the paper's model."""
+        return {k: self.settings[k] for k in ("m", "n", "b", "M")}
+
+    @property
+    def rates(self):
+        return dict(eta_QK=self.ratio, eta_OV=1.0)
+
+    @cached_property
+    def system(self):
+        from ..reduced_system import ReducedSystem
+        return ReducedSystem(self.parameterization, **self.paper_settings, **self.rates,
+                             eps=self.options["eps"])
+
+    @cached_property
+    def model(self):
+        from ..attention_model import AttentionModel
+        return AttentionModel(self.parameterization, **self.paper_settings, **self.rates)
+
+    @cached_property
+    def p0(self):
+        from ..invariant_family import structured_params
+        return structured_params(self.model, eps=self.options["eps"])
+
+    def reduced(self, **kw):
+        """Reduced flow with the verification tolerances."""
+        return self.system.integrate(rtol=RED_RTOL, atol=RED_ATOL, **kw)
+
+    @property
+    def horizon(self):
+        """``(T, grid)``: time T at which the reduced flow reaches the target
+        loss, and the log-spaced comparison grid on [10^-decades T, T]."""
+        def compute():
+            target = self.options["target_loss"]
+            red = self.reduced(target_loss=target)
+            if red.status != 1:
+                self.add(f"reduced flow reaches loss {target:g}", math.nan,
+                         self.tolerances["flow"], message=str(red.message))
+                raise Missing("horizon")
+            T = float(red.t[-1])
+            grid = np.logspace(math.log10(T) - self.options["decades"], math.log10(T),
+                               self.options["n_t"])
+            grid[-1] = T
+            return T, grid
+        return self.once("horizon", compute)
+
+    @property
+    def flows(self):
+        """``(full, reduced)`` trajectories on the grid, with the loss thresholds."""
+        def compute():
+            from ..training import gradient_flow
+            T, grid = self.horizon
+            thr = self.options["thresholds"]
+            full = gradient_flow(self.model, self.p0, grid, t_span=(0.0, T), rtol=FULL_RTOL,
+                                 atol=FULL_ATOL, loss_thresholds=thr)
+            red = self.reduced(t_eval=grid, t_span=(0.0, T), loss_thresholds=thr)
+            if not (full.status == 0 and full.t.shape == grid.shape
+                    and red.status == 0 and red.t.shape == grid.shape):
+                self.add("flow integration", math.nan, self.tolerances["flow"],
+                         full=str(full.message), reduced=str(red.message))
+                raise Missing("flows")
+            return full, red
+        return self.once("flows", compute)
+
+    def closed_state(self, loss):
+        """:meth:`ReducedSystem.state_at_loss`, or the injected replacement
+        (CACO, called as ``f(loss, ratio, m=, n=, b=, M=)``)."""
+        f = self.state_at_loss_override
+        if f is None or self.parameterization != "CACO":
+            return self.system.state_at_loss(loss)
+        st = f(loss, self.ratio, **self.paper_settings)
+        return {k: np.asarray(getattr(st, k), dtype=float) for k in ("mu_OV", "mu_QK", "alpha")}

@@ -1,0 +1,344 @@
+"""Running the registered kinds of check: the settings, the groups, the skips."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from derivations.core.vocabulary import PAPER_SETTING, PARAMETERIZATIONS
+
+from . import paper_kinds, task_kinds  # noqa: F401  (register the kinds)
+from .context import Context, Missing
+from .records import Check
+from .registry import CHECK_KINDS, KINDS, missing_capability, suite_kinds
+
+__all__ = ["run_checks", "run_task_checks", "plan_checks", "run_plan", "Plan", "check_ratios", "check_settings", "check_task",
+           "Checks", "DEFAULT_PARAMS", "DEFAULT_RATIOS", "DEFAULT_TOLERANCES", "RATIO_RANGE",
+           "M_MAX", "TASK_M_MAX", "MAX_TOKEN_TYPES"]
+
+DEFAULT_PARAMS = dict(PAPER_SETTING)
+DEFAULT_RATIOS = (0.1, 1.0, 10.0)
+#: Tolerances by check family: relative deviations of the flow comparisons
+#: (``flow``), first-integral drift (``first_integral``), distance from the
+#: invariant family for structured init (``distance``), accepted range of
+#: the observed gradient-descent order (``order``); and those of the task
+#: kinds (:data:`numerics.verify.task_kinds.TOLERANCES`).
+DEFAULT_TOLERANCES = {"flow": 1e-6, "first_integral": 1e-6, "distance": 1e-9,
+                      "order": (0.8, 1.2)}
+#: Accepted learning-rate ratios: beyond, the full model's flow (explicit
+#: DOP853 on rates 1 and r) needs more steps than a verification can afford.
+RATIO_RANGE = (1e-4, 1e4)
+#: Largest number of classes of the paper's model (it is integrated densely).
+M_MAX = 200
+#: Largest number of classes of a task's full matrix model.
+TASK_M_MAX = 30
+#: Largest number of token types of a task's explicit full model (its matrices
+#: are (types x types) and a flow step holds a dozen copies of them).
+MAX_TOKEN_TYPES = 400
+
+
+class Checks(list):
+    """The list of :class:`Check` records of a run; ``skipped`` lists the kinds a
+    subject lacks the capability for: ``{"parameterization", "kind", "reason"}``."""
+
+    def __init__(self, checks=(), skipped=()):
+        super().__init__(checks)
+        self.skipped = list(skipped)
+
+
+# --------------------------------------------------------------------------- #
+# input checks
+# --------------------------------------------------------------------------- #
+def check_ratios(ratios):
+    """The learning-rate ratios as floats in :data:`RATIO_RANGE`, else ValueError."""
+    lo, hi = RATIO_RANGE
+    ratios = tuple(float(r) for r in ratios)
+    if not ratios or not all(math.isfinite(r) and lo <= r <= hi for r in ratios):
+        raise ValueError(f"ratios must be finite numbers in [{lo:g}, {hi:g}] (beyond, the full "
+                         f"model's flow cannot be integrated in bounded time); got {ratios!r}")
+    return ratios
+
+
+def _check_parameterizations(parameterizations):
+    if isinstance(parameterizations, str):
+        parameterizations = PARAMETERIZATIONS if parameterizations == "all" \
+            else (parameterizations,)
+    parameterizations = tuple(parameterizations)
+    for P in parameterizations:
+        if P not in PARAMETERIZATIONS:
+            raise ValueError(f"parameterization must be one of {PARAMETERIZATIONS} or 'all', "
+                             f"got {P!r}")
+    if not parameterizations:
+        raise ValueError("no parameterization given")
+    return parameterizations
+
+
+def _check_kinds(kinds, task):
+    kinds = suite_kinds("paper" if task is None else "task") if kinds is None else tuple(kinds)
+    unknown = [k for k in kinds if k not in CHECK_KINDS]
+    if unknown or not kinds:
+        raise ValueError(f"kinds must be a non-empty subset of {list(CHECK_KINDS)}; got {kinds!r}")
+    return kinds
+
+
+def check_settings(m, n, b, M):
+    """The paper's model parameters as a dict (M <= :data:`M_MAX`), else ValueError."""
+    from ..validation import check_model_parameters
+    m, n, b, M = check_model_parameters(m, n, b, M)
+    if M > M_MAX:
+        raise ValueError(f"M must be an integer in [2, {M_MAX}] (the full model has 6 M^2 "
+                         f"to 7 M^2 parameters); got {M!r}")
+    return {"m": m, "n": n, "b": b, "M": M}
+
+
+def _token_types(task, values):
+    """Number of token types of the task's concrete instance, without building it."""
+    import sympy as sp
+
+    from derivations.task import TASK_PARAMETERS
+    subs = {TASK_PARAMETERS[k]: v for k, v in values.items() if k in TASK_PARAMETERS}
+    return sum(int(values["M"]) if g.per_class else int(sp.sympify(g.types).subs(subs))
+               for g in task.groups)
+
+
+def check_task(task_name, params):
+    """The parameter values of an engine task's full-model check, else ValueError.
+
+    The task must be one the engine reduces; ``params`` (``M`` and the task's
+    own) must be valid, ``M <= TASK_M_MAX`` and the instance at most
+    :data:`MAX_TOKEN_TYPES` token types (refused before anything is built).
+    """
+    from derivations.task import get_task
+
+    from ..task_state import task_parameters
+    try:
+        task = get_task(task_name)
+        task.check_symbolic()
+    except ValueError as exc:
+        raise ValueError(f"--task: {exc}") from None
+    try:
+        values = task_parameters(task_name, **params)
+    except ValueError as exc:
+        raise ValueError(f"--params: {exc}") from None
+    if values["M"] > TASK_M_MAX:
+        raise ValueError(f"--params: M must be <= {TASK_M_MAX} for the full-model check (its "
+                         f"matrices are (2M + n_c)^2); got {values['M']:g}")
+    types = _token_types(task, values)
+    if types > MAX_TOKEN_TYPES:
+        raise ValueError(f"--params: the explicit full model of {task_name} would have {types} "
+                         f"token types (matrices {types} x {types}); the limit is "
+                         f"{MAX_TOKEN_TYPES}")
+    return values
+
+
+def _target_loss(target_loss, quick, task, settings, kinds):
+    """The target loss (default by suite), in the range every selected kind can reach."""
+    if target_loss is None:
+        target_loss = (0.1 if quick else 0.01) if task is None else (0.3 if quick else 0.1)
+    target_loss = float(target_loss)
+    logM = math.log(settings["M"])
+    if any(KINDS[k].suite == "paper" for k in kinds) and task is None:
+        if not (math.isfinite(target_loss) and 0 < target_loss < logM - 0.2):
+            raise ValueError(f"target_loss must be in (0, log M - 0.2), got {target_loss!r}")
+    elif not (math.isfinite(target_loss) and 0 < target_loss < logM):
+        raise ValueError(f"--target-loss must be in (0, log M) = (0, {logM:.6g}); "
+                         f"got {target_loss!r}")
+    return target_loss
+
+
+def _tolerances(tolerances):
+    tol = {**DEFAULT_TOLERANCES, **task_kinds.TOLERANCES}
+    if tolerances:
+        unknown = set(tolerances) - set(tol)
+        if unknown:
+            raise ValueError(f"unknown tolerance keys {sorted(unknown)}; valid: {sorted(tol)}")
+        tol.update(tolerances)
+    return tol
+
+
+def _options(quick, eps, random_scale, target_loss, thresholds, logM, task_eps):
+    for name, v in (("eps", eps), ("random_scale", random_scale), ("task_eps", task_eps)):
+        if not (math.isfinite(v) and v > 0):
+            raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
+    if thresholds is None:
+        thresholds = (1.0, 0.3) if quick else (1.0, 0.3, 0.1)
+    thresholds = tuple(float(x) for x in thresholds if target_loss < float(x) < logM)
+    return {"eps": float(eps), "random_scale": float(random_scale),
+            "target_loss": float(target_loss), "thresholds": thresholds,
+            "n_t": 12 if quick else 40, "decades": 1.0 if quick else 4.0,
+            "random": not quick,
+            "gd_steps": (500, 1000) if quick else (1000, 2000, 4000),
+            "task_eps": float(task_eps), "n_times": 24, "rtol": 1e-11, "atol": 1e-13}
+
+
+def _subject_settings(task, quick, m, n, b, M, params):
+    """``m, n, b, M`` (and a task's own parameters) of the subject verified."""
+    given = {k: v for k, v in dict(m=m, n=n, b=b, M=M).items() if v is not None}
+    if task is None:
+        if params:
+            raise ValueError(f"parameters {sorted(params)} need a task (task=NAME)")
+        return check_settings(**{**DEFAULT_PARAMS, **given})
+    given.setdefault("M", 3 if quick else 4)
+    return check_task(task, {**given, **params})
+
+
+# --------------------------------------------------------------------------- #
+# running
+# --------------------------------------------------------------------------- #
+def run_group(P, r, settings, options, tolerances, kinds, *, state_at_loss=None, task=None):
+    """Run the kinds ``kinds`` for one (parameterization, ratio); returns the
+    checks and the ``(kind, reason)`` pairs of the kinds skipped."""
+    ctx = Context(P, r, settings, options, tolerances, state_at_loss, task=task)
+    skipped = []
+    for kind in kinds:
+        reason = missing_capability(kind, task, P)
+        if reason is not None:
+            skipped.append((kind, reason))
+            continue
+        try:
+            CHECK_KINDS[kind](ctx)
+        except Missing:
+            continue
+    return ctx.checks, skipped
+
+
+def run_checks(parameterizations=PARAMETERIZATIONS, ratios=None, *, state_at_loss=None,
+               progress=None, **options) -> Checks:
+    r"""Run the verification and return the list of :class:`Check` records.
+
+    The keywords other than ``state_at_loss`` and ``progress`` go to
+    :func:`plan_checks`, which validates them all before anything runs.
+
+    Parameters
+    ----------
+    parameterizations : str or iterable of str
+        Any of ``"CACO", "CAFO", "FACO", "FAFO"`` (or ``"all"``).
+    ratios : iterable of float, optional
+        Learning-rate ratios r = eta_QK / eta_OV (eta_OV = 1), each in
+        :data:`RATIO_RANGE`. Default (0.1, 1, 10), or (1,) when ``quick``.
+    m, n, b, M : model parameters (the paper's values by default; with a
+        task, M = 4, or 3 when ``quick``).
+    quick : bool
+        Coarser grid (12 points on [T/10, T] instead of 40 on
+        [1e-4 T, T]), target loss 0.1 (task: 0.3), thresholds (1, 0.3), two
+        GD step sizes (one order), no random-init run.
+    eps : float
+        Scale of the structured initialization of the paper's factorized circuits.
+    random_scale : float
+        Standard deviation of the random initialization (reported only).
+    target_loss : float, optional
+        Loss at which the trajectory comparison ends (default 0.01, quick 0.1;
+        task: 0.1, quick 0.3).
+    thresholds : iterable of float, optional
+        Loss levels whose crossing states are compared (default (1, 0.3, 0.1),
+        quick (1, 0.3)); levels not in (target_loss, log M) are dropped.
+    tolerances : dict, optional
+        Overrides of :data:`DEFAULT_TOLERANCES` (keys ``flow``,
+        ``first_integral``, ``distance``, ``order``) and of the task kinds'
+        tolerances.
+    state_at_loss : callable, optional
+        Replacement of :func:`numerics.closed_form.state_at_loss` (to show
+        that a wrong closed form is detected).
+    progress : callable, optional
+        Called with a short string before each group.
+    kinds : iterable of str, optional
+        Which kinds of check to run (keys of :data:`CHECK_KINDS`; default the
+        paper's suite, or the task suite with ``task``). A kind whose
+        capability the subject lacks is skipped; the reason is in the
+        result's ``skipped``.
+    task : str, optional
+        An engine task (:mod:`derivations.task`) to verify instead of the
+        paper's model.
+    task_eps : float
+        Scale of the structured factor initialization of a task's full model.
+    task_integration : dict, optional
+        ``n_times`` (grid points, default 24), ``rtol``, ``atol`` (default
+        1e-11, 1e-13) of the task kinds' flows.
+    **params
+        A task's own parameters (e.g. ``n_c``).
+
+    Returns
+    -------
+    Checks
+        A list of :class:`Check`. An unexpected exception in one group is
+        recorded as a failing check (quantity ``"error: ..."``) and the other
+        groups still run.
+
+    Raises
+    ------
+    ValueError
+        Invalid arguments.
+    """
+    plan = plan_checks(parameterizations, ratios, **options)
+    return run_plan(plan, state_at_loss=state_at_loss, progress=progress)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A validated run: what :func:`run_plan` runs (see :func:`run_checks`)."""
+
+    task: str | None
+    settings: dict
+    parameterizations: tuple
+    ratios: tuple
+    kinds: tuple
+    options: dict
+    tolerances: dict
+
+    @property
+    def groups(self):
+        """The (parameterization, ratio) groups, in the order they run."""
+        return [(P, r) for P in self.parameterizations for r in self.ratios]
+
+
+def plan_checks(parameterizations=PARAMETERIZATIONS, ratios=None, *, m=None, n=None, b=None,
+                M=None, quick=False, eps=1e-2, random_scale=1e-3, target_loss=None,
+                thresholds=None, tolerances=None, kinds=None, task=None, task_eps=0.1,
+                task_integration=None, **params) -> Plan:
+    """Validate the arguments of :func:`run_checks` (ValueError naming the
+    problem) without running anything."""
+    settings = _subject_settings(task, quick, m, n, b, M, params)
+    parameterizations = _check_parameterizations(parameterizations)
+    ratios = check_ratios(((1.0,) if quick else DEFAULT_RATIOS) if ratios is None else ratios)
+    kinds = _check_kinds(kinds, task)
+    target_loss = _target_loss(target_loss, quick, task, settings, kinds)
+    opts = _options(quick, eps, random_scale, target_loss, thresholds,
+                    math.log(settings["M"]), task_eps)
+    unknown = set(task_integration or ()) - {"n_times", "rtol", "atol"}
+    if unknown:
+        raise ValueError(f"task_integration takes n_times, rtol, atol; got {sorted(unknown)}")
+    opts.update(task_integration or {})
+    return Plan(task, settings, parameterizations, ratios, kinds, opts, _tolerances(tolerances))
+
+
+def run_plan(plan: Plan, *, state_at_loss=None, progress=None) -> Checks:
+    """Run every (parameterization, ratio) group of ``plan``; an exception in a
+    group is recorded as a failing check and the other groups still run."""
+    out = Checks()
+    for P, r in plan.groups:
+        if progress is not None:
+            progress(f"{P} r={r:g}")
+        try:
+            checks, skipped = run_group(P, r, plan.settings, plan.options, plan.tolerances,
+                                        plan.kinds, state_at_loss=state_at_loss, task=plan.task)
+        except Exception as exc:  # noqa: BLE001 - recorded as a failing check
+            msg = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+            out.append(Check(P, r, f"error: {msg}", math.nan, plan.tolerances["flow"],
+                             task=plan.task))
+            continue
+        out.extend(checks)
+        for kind, reason in skipped:
+            entry = {"parameterization": P, "kind": kind, "reason": reason}
+            if entry not in out.skipped:
+                out.skipped.append(entry)
+    return out
+
+
+def run_task_checks(task_name, parameterizations=PARAMETERIZATIONS, ratios=DEFAULT_RATIOS, *,
+                    M=4, target_loss=0.1, eps=0.1, n_times=24, rtol=1e-11, atol=1e-13,
+                    **params) -> list:
+    """The task suite of ``task_name`` as JSON-ready dicts (see
+    :mod:`numerics.verify.task_kinds`); ``eps`` is the factor initialization scale."""
+    checks = run_checks(parameterizations, ratios, M=M, target_loss=target_loss, task=task_name,
+                        task_eps=eps, task_integration=dict(n_times=n_times, rtol=rtol, atol=atol),
+                        **params)
+    return [c.as_dict() for c in checks]

@@ -1,0 +1,308 @@
+r"""The task kinds of check: an engine task's reduced system against its full matrix model.
+
+For a task of :mod:`derivations.task` that the symbolic engine reduces, one
+parameterization and one learning-rate ratio :math:`r = \eta_{QK}/\eta_{OV}`
+(:math:`\eta_{OV} = 1`, factor rates equal to their circuit's), on a concrete
+instance (default :math:`M = 4` and the task's default parameters):
+
+* **full model**: :class:`numerics.task_model.TaskModel` built from the task's
+  concrete instance (:func:`numerics.task_model.instance_of_task`), gradient
+  flow with :func:`scipy.integrate.solve_ivp` (DOP853, rtol 1e-11, atol 1e-13)
+  from a point of the invariant family: zero for a collapsed circuit, the
+  structured factor initialization of scale ``eps`` (default 0.1,
+  ``TaskInstance.initial_factors``) for a factorized one;
+* **reduced system**: the engine's flow on the family coordinates
+  :math:`\theta_i` (:class:`numerics.task_state.TaskReducedSystem`, same
+  integrator), started at the projection of the same initial point;
+* compared on a common grid of 24 times in :math:`(0, T]`, where :math:`T` is
+  the time the reduced flow needs to reach the target loss (default 0.1):
+
+  ``theta`` (tolerance 1e-7)
+      max over coordinates of
+      :math:`\max_t|\theta^{full}_i - \theta^{red}_i|\,\|U_i\|_F / \max_t\|W^{red}\|_F`
+      (:math:`\theta^{full}`: least-squares projection of the full matrices on
+      the family basis :math:`U_i`; :math:`W^{red}`: the reduced point of the
+      coordinate's matrix, so a coordinate that stays 0 is measured on the scale
+      of its matrix);
+  ``observables`` (1e-7)
+      where the engine closes the flow in the observables (score gaps
+      ``mu_QK*``, logit gaps ``mu_OV*``): that ODE integrated from the
+      observables of the initial point, against the observables of the
+      projected full trajectory, max over time of the deviation relative to
+      :math:`\max_t|\mathrm{obs}|` (requires the capability ``observables``:
+      a task without it skips this kind and says why);
+  ``loss``, ``alpha`` (1e-8)
+      max relative deviation along the grid;
+  ``distance`` (1e-9)
+      max relative Frobenius distance of the full matrices from the family;
+  ``loss at T`` (1e-7)
+      full-model loss at T relative to the target.
+
+>>> from numerics.verify import run_checks
+>>> checks = run_checks("CAFO", [1.0], task="paper", M=3, target_loss=0.5)
+>>> sorted({c.status for c in checks}), [c.quantity for c in checks][:2]
+(['PASS'], ['theta', 'observables'])
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from .context import Missing
+from .registry import check_kind
+
+__all__ = ["TaskFamily", "task_family", "TOLERANCES"]
+
+#: Tolerances of the task checks (see the module docstring).
+TOLERANCES = {"theta": 1e-7, "observables": 1e-7, "loss": 1e-8, "alpha": 1e-8, "distance": 1e-9,
+              "loss at T": 1e-7}
+
+
+@dataclass(frozen=True, eq=False)
+class TaskFamily:
+    """The invariant family of a (task, parameterization) as the verifier needs it.
+
+    Attributes
+    ----------
+    system : TaskReducedSystem
+        Flow on the family coordinates (``system.coords``).
+    basis : callable
+        ``basis(M_value, values) -> {coord name: (matrix name, U ndarray)}``,
+        in the token order of the task's concrete instance.
+    observables : (TaskReducedSystem, callable) or None
+        The closed ODE of the observables and ``obs(theta, values)``, when the
+        engine found one.
+    """
+
+    system: object
+    basis: object
+    observables: object = None
+
+
+@lru_cache(maxsize=None)
+def task_family(task_name, parameterization) -> TaskFamily:
+    """The family of a built-in task from the engine (SymPy once per process)."""
+    from derivations.task import TASK_PARAMETERS, get_task
+    from derivations.task_reduction import basis_matrices
+
+    from ..task_state import family_system, task_reduction
+    system = family_system(task_name, parameterization)
+    task = get_task(task_name)
+    red = task_reduction(task, parameterization)
+
+    def basis(M_value, values):
+        subs = {TASK_PARAMETERS[k]: v for k, v in values.items() if k in TASK_PARAMETERS}
+        shared = {g.name: int(g.types.subs(subs)) for g in task.groups if not g.per_class}
+        return {nm: (mat, np.array(U, dtype=float))
+                for nm, (mat, U) in basis_matrices(red, M_value, shared).items()}
+
+    observables = None if red.odes is None else _observables(task_name, parameterization, red,
+                                                              system)
+    return TaskFamily(system, basis, observables)
+
+
+def _observables(task_name, parameterization, red, system):
+    """The closed ODE of the observables and the map from family coordinates to them."""
+    from ..lambdified import numeric
+    from ..task_state import reduced_system
+    osys = reduced_system(task_name, parameterization)
+    exprs = tuple(red.observables[c] for c in osys.coords)
+    free = set().union(*(e.free_symbols for e in exprs)) - set(system.coords)
+    pars = tuple(sorted(free, key=str))
+    f = numeric(exprs, tuple(system.coords) + pars, "math").func
+    names = tuple(str(p) for p in pars)
+    return osys, lambda theta, values: np.array(
+        f(*theta, *(float(values[p]) for p in names)), dtype=float)
+
+
+class _Projector:
+    """Least-squares coordinates of params on the family basis, and the residual."""
+
+    def __init__(self, basis, names):
+        self.names = names
+        self.by_matrix = {}
+        for i, nm in enumerate(names):
+            mat, U = basis[nm]
+            self.by_matrix.setdefault(mat, []).append((i, U))
+        self.solvers = {}
+        for mat, items in self.by_matrix.items():
+            B = np.stack([U.ravel() for _, U in items], axis=1)          # (entries, n_coords)
+            self.solvers[mat] = (B, np.linalg.pinv(B))
+
+    def deviations(self, theta, ref):
+        r"""Per coordinate: :math:`\max_t |\theta_i - \theta^{ref}_i|\,\|U_i\|_F` over
+        :math:`\max_t \|\sum_j \theta^{ref}_j U_j\|_F` (the coordinates of the same matrix):
+        the deviation's share of its matrix, so that a coordinate that stays 0 is
+        compared on the scale of its matrix rather than on its own."""
+        out = {}
+        for mat, items in self.by_matrix.items():
+            B, _ = self.solvers[mat]
+            idx = [i for i, _ in items]
+            size = float(np.max(np.linalg.norm(ref[:, idx] @ B.T, axis=1)))
+            for col, i in enumerate(idx):
+                d = float(np.max(np.abs(theta[:, i] - ref[:, i]))) * float(np.linalg.norm(B[:, col]))
+                out[self.names[i]] = d / size if size > 0 else d
+        return out
+
+    def __call__(self, params):
+        theta = np.zeros(len(self.names))
+        dist = 0.0
+        for mat, items in self.by_matrix.items():
+            B, Bp = self.solvers[mat]
+            w = np.asarray(params[mat], dtype=float).ravel()
+            c = Bp @ w
+            theta[[i for i, _ in items]] = c
+            nw = np.linalg.norm(w)
+            if nw > 0:
+                dist = max(dist, float(np.linalg.norm(w - B @ c) / nw))
+        return theta, dist
+
+
+def _rel(x, ref, scale=None):
+    x, ref = np.asarray(x, float), np.asarray(ref, float)
+    if scale is None:
+        scale = np.abs(ref)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(scale > 0, np.abs(x - ref) / np.where(scale > 0, scale, 1), np.abs(x - ref))
+    return float(np.max(r)) if r.size else math.nan
+
+
+# --------------------------------------------------------------------------- #
+# the shared prerequisite: both flows of one group on the common grid
+# --------------------------------------------------------------------------- #
+@dataclass
+class TaskRun:
+    """Both flows of one group: the grid, the full model's flow and its
+    projection on the family, the reduced flow, the rates' values."""
+
+    T: float
+    grid: np.ndarray
+    values: dict
+    theta0: np.ndarray
+    theta: np.ndarray        # projected full trajectory (n_times, n_coords)
+    distance: list           # distance from the family, initial point first
+    full: object             # numerics.task_model.FlowResult
+    reduced: dict
+    family: TaskFamily
+    projector: _Projector
+
+
+def _instances(task_name, values):
+    """The task's concrete instance as a TaskInstance (numerics) and as the engine's."""
+    from derivations.task import get_task
+
+    from ..task_model import instance_of_task
+    rest = {k: v for k, v in values.items() if k != "M"}
+    M = int(values["M"])
+    return instance_of_task(task_name, M=M, **rest), get_task(task_name).instance(M=M, values=rest)
+
+
+def _initial_point(ctx, model):
+    """Zero circuits; the structured factor initialization of scale ``eps`` for factors."""
+    p0 = model.init_params("zero")
+    if model.qk_factorized or model.ov_factorized:
+        _, raw = ctx.once("instances", lambda: _instances(ctx.task, ctx.settings))
+        fac = raw.initial_factors(ctx.options["task_eps"])
+        for k in model.keys:
+            if k in fac:
+                p0[k] = np.asarray(fac[k], dtype=float)
+    return p0
+
+
+def task_run(ctx) -> TaskRun:
+    """The flows of ``ctx``'s group, computed once (a failure is recorded once)."""
+    return ctx.once("task_run", lambda: _compute_run(ctx))
+
+
+def _compute_run(ctx):
+    from ..task_model import TaskModel, task_gradient_flow
+    o, r = ctx.options, ctx.ratio
+    tol = dict(rtol=o["rtol"], atol=o["atol"])
+    inst, _ = ctx.once("instances", lambda: _instances(ctx.task, ctx.settings))
+    fam = task_family(ctx.task, ctx.parameterization)
+    proj = _Projector(fam.basis(int(ctx.settings["M"]), ctx.settings), fam.system.names)
+    vals = {**ctx.settings, **dict(eta_QK=r, eta_OV=1.0, eta_Q=r, eta_K=r, eta_O=1.0, eta_V=1.0)}
+    model = TaskModel(inst, ctx.parameterization, eta_QK=r, eta_OV=1.0)
+    p0 = _initial_point(ctx, model)
+    theta0, d0 = proj(p0)
+    target = o["target_loss"]
+    red = fam.system.solve(theta0, vals, target_loss=target, **tol)
+    if red["status"] != 1:
+        ctx.add("reduced flow reaches target", math.nan, 0.0, message=red["message"])
+        raise Missing("task_run")
+    T = red["crossings"][target]["t"]
+    n = o["n_times"]
+    grid = T * np.linspace(1.0 / n, 1.0, n)
+    red = fam.system.solve(theta0, vals, t_span=(0.0, T), t_eval=grid, **tol)
+    full = task_gradient_flow(model, p0, t_span=(0.0, T), t_eval=grid, **tol)
+    if full.status != 0 or red["status"] != 0 or full.t.size != n:
+        ctx.add("integration", math.nan, 0.0, message=f"{full.message}; {red['message']}")
+        raise Missing("task_run")
+    th, dist = [], [d0]
+    for y in full.y:
+        t_, d_ = proj(model.unflatten(y))
+        th.append(t_)
+        dist.append(d_)
+    return TaskRun(T, grid, vals, theta0, np.array(th), dist, full, red, fam, proj)
+
+
+# --------------------------------------------------------------------------- #
+# the kinds
+# --------------------------------------------------------------------------- #
+@check_kind("theta", suite="task", requires=("task_model",))
+def check_theta(ctx):
+    """Family coordinates: projected full flow vs reduced flow (per coordinate in detail)."""
+    run = task_run(ctx)
+    per = run.projector.deviations(run.theta, run.reduced["y"])
+    ctx.add("theta", max(per.values()), ctx.tolerances["theta"], **per)
+
+
+@check_kind("observables", suite="task", requires=("task_model", "observables"))
+def check_observables(ctx):
+    """The engine's closed ODE of the observables vs the observables of the full flow."""
+    run = task_run(ctx)
+    o = ctx.options
+    osys, obs_of = run.family.observables
+    o_red = osys.solve(obs_of(run.theta0, run.values), run.values, t_span=(0.0, run.T),
+                       t_eval=run.grid, rtol=o["rtol"], atol=o["atol"])
+    o_full = np.array([obs_of(t_, run.values) for t_ in run.theta])
+    if o_red["status"] != 0 or o_red["y"].shape != o_full.shape:
+        ctx.add("observables", math.nan, 0.0, message=o_red["message"])
+        return
+    scale = np.max(np.abs(o_red["y"]), axis=0)
+    per = {nm: float(np.max(np.abs(o_full[:, i] - o_red["y"][:, i])) / scale[i])
+           for i, nm in enumerate(osys.names)}
+    ctx.add("observables", max(per.values()), ctx.tolerances["observables"], **per)
+
+
+@check_kind("loss", suite="task", requires=("task_model",))
+def check_loss(ctx):
+    """Loss along the grid: full vs reduced."""
+    run = task_run(ctx)
+    ctx.add("loss", _rel(run.full.loss, run.reduced["loss"]), ctx.tolerances["loss"])
+
+
+@check_kind("alpha", suite="task", requires=("task_model",))
+def check_alpha(ctx):
+    """Attention on the relevant tokens along the grid: full vs reduced."""
+    run = task_run(ctx)
+    ctx.add("alpha", _rel(run.full.alpha, run.reduced["alpha"]), ctx.tolerances["alpha"])
+
+
+@check_kind("distance", suite="task", requires=("task_model",))
+def check_distance(ctx):
+    """Relative Frobenius distance of the full matrices from the family."""
+    run = task_run(ctx)
+    ctx.add("distance", float(max(run.distance)), ctx.tolerances["distance"])
+
+
+@check_kind("loss_at_T", suite="task", requires=("task_model",))
+def check_loss_at_T(ctx):
+    """Full-model loss at T relative to the target."""
+    run = task_run(ctx)
+    target = ctx.options["target_loss"]
+    ctx.add("loss at T", abs(float(run.full.loss[-1]) - target) / target,
+            ctx.tolerances["loss at T"], T=run.T)
