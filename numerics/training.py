@@ -32,9 +32,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from .attention_model import AttentionModel
+from .model.paper import AttentionModel
 from .bounded_ivp import DEFAULT_MAX_STEPS, METHODS, solve_bounded
-from .invariant_family import summarize
+from .model.family import summarize
 from .trajectory import Trajectory
 from .validation import check_int, check_positive, check_t_span, check_times
 

@@ -22,7 +22,6 @@ def test_paper_instance_matches_attention_model(P):
         L2, g2 = tm.loss_and_grad_flat(v)
         assert abs(L1 - L2) <= 1e-12 * abs(L1)
         assert np.max(np.abs(g1 - g2)) <= 1e-12 * np.max(np.abs(g1))
-        np.testing.assert_allclose(tm.flow_rhs(v), am.flow_rhs(v), rtol=0, atol=1e-12 * np.max(np.abs(g1)))
         assert abs(tm.alpha(tm.unflatten(v)) - float(am.attention(am.unflatten(v)).mean())) <= 1e-13
 
 
