@@ -1,0 +1,4 @@
+"""Dynamics of the models: gradient flow and gradient descent of the full-matrix model."""
+from .gradient_flow import gradient_descent, gradient_flow
+
+__all__ = ["gradient_flow", "gradient_descent"]
