@@ -1,5 +1,16 @@
-r"""The invariant family of the paper's model :class:`numerics.model.paper.AttentionModel`:
+r"""The invariant family of the full-matrix model, for the paper and every task:
 structured initialization, points of the family, projection and distance.
+
+Every task (:mod:`derivations.task`): from the structured initialization
+(:func:`structured_params`) the flow stays on a linear family
+:math:`W = \sum_i \theta_i U_i` of every trained matrix, with the basis
+matrices :math:`U_i` of the engine (:func:`task_basis`,
+:func:`derivations.task_reduction.basis_matrices`); :class:`FamilyProjector`
+gives the least-squares coordinates :math:`\theta` of any parameters and
+their relative distance from the family.
+
+The paper's model (:class:`numerics.model.paper.AttentionModel`) also has the
+circuit coordinates :math:`(\mu_{OV}, \mu_{QK})` of the paper:
 
 From the structured (or zero) initialization the flow stays on
 
@@ -35,7 +46,7 @@ from .. import lambdified as lam
 from ..validation import check_positive
 
 __all__ = ["basis", "structured_params", "family_params", "project", "distance_from_family",
-           "summarize"]
+           "summarize", "FamilyProjector", "task_basis"]
 
 
 @lru_cache(maxsize=64)
@@ -80,15 +91,25 @@ def _magnitudes(mu_OV, mu_QK, b):
 
 
 def structured_params(model, eps=1e-2) -> dict:
-    r"""The paper's structured initialization of scale ``eps`` (> 0).
+    r"""The structured initialization of scale ``eps`` (> 0), a point of the invariant family.
 
-    Collapsed circuits are zero; every factor is ``eps`` times its basis
-    matrix (:data:`derivations.vocabulary.CIRCUITS`), with
-    :math:`W_V = \varepsilon(U_V + U_{V1}/M) = \varepsilon\sum_k e_k e_{r_k}^\top`.
-    The point lies on the family with :math:`\mu_{QK} = \varepsilon^2/b`,
+    Collapsed circuits are zero. The paper's model
+    (:class:`~numerics.model.paper.AttentionModel`): every factor is ``eps``
+    times its basis matrix (:data:`derivations.vocabulary.CIRCUITS`), with
+    :math:`W_V = \varepsilon(U_V + U_{V1}/M) = \varepsilon\sum_k e_k e_{r_k}^\top`;
+    the point lies on the family with :math:`\mu_{QK} = \varepsilon^2/b`,
     :math:`\mu_{OV} = \varepsilon^2/\sqrt b` for factorized circuits, 0 for
-    collapsed ones.
+    collapsed ones. Any other model (:class:`~numerics.model.attention.TaskModel`
+    of a task instance): the engine's factor initialization
+    (:meth:`derivations.task.TaskInstance.initial_factors`), with hidden unit
+    :math:`k` for class :math:`k`: :math:`W_Q[q_k, k] = W_K[r, k] = \varepsilon`
+    for every relevant token :math:`r` of class :math:`k`,
+    :math:`W_O[y_j, k] = \varepsilon(\delta_{jk} - 1/K)`,
+    :math:`W_V[h, r] = \varepsilon(\delta_{hk} - 1/K)`.
     """
+    from .paper import AttentionModel
+    if not isinstance(model, AttentionModel):
+        return _task_structured_params(model, check_positive("eps", eps))
     eps = check_positive("eps", eps)
     M = model.M
     out = {}
@@ -100,6 +121,29 @@ def structured_params(model, eps=1e-2) -> dict:
         for matrix, name, _ in trained:    # sum the basis matrices first: exact entries
             out[matrix] = out.get(matrix, 0.0) + basis(name, M) * (1.0 if name != "V1" else 1.0 / M)
     return {k: eps * np.array(out[k], dtype=float) for k in model.keys}
+
+
+
+
+def _task_structured_params(model, eps):
+    """The engine's structured initialization on a task instance (see :func:`structured_params`)."""
+    inst = model.instance
+    K = inst.K
+    nonzero = inst.embeddings != 0
+    column = np.where(nonzero.any(axis=1), nonzero.argmax(axis=1), -1)   # embedding index of a type
+    out = {k: np.zeros(shape) for k, shape in model.shapes.items()}
+    for k in range(K):
+        relevant = [int(column[t]) for t in np.flatnonzero(inst.relevant[k]) if column[t] >= 0]
+        if model.qk_factorized:
+            out["W_Q"][column[inst.query[k]], k] = eps
+            out["W_K"][relevant, k] = eps
+        if model.ov_factorized:
+            for j in range(K):
+                out["W_O"][inst.label[j], k] = eps * ((1.0 if j == k else 0.0) - 1.0 / K)
+            for c in relevant:
+                for h in range(K):
+                    out["W_V"][h, c] = eps * ((1.0 if h == k else 0.0) - 1.0 / K)
+    return out
 
 
 def family_params(model, mu_OV, mu_QK, *, a=None, o=None, w=0.0) -> dict:
@@ -214,3 +258,97 @@ def summarize(model, vecs) -> dict:
         "mu_QK": mu_QK,
         "distance": _distance_circuits(model, W_QK, W_OV, *_roundoff_floors(model, p)),
     }
+
+
+# --------------------------------------------------------------------------- #
+# every task: the engine's basis and the least-squares projector
+# --------------------------------------------------------------------------- #
+def task_basis(task_name, parameterization, M_value, values) -> dict:
+    """The engine's family basis of a built-in task on a concrete instance.
+
+    Parameters
+    ----------
+    task_name : str
+        A built-in task of :mod:`derivations.task`.
+    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}
+    M_value : int
+        Number of classes.
+    values : dict
+        The task's parameter values (``n_c`` etc.; the shared groups' sizes
+        are read from them).
+
+    Returns
+    -------
+    dict
+        ``{coordinate name: (matrix name, U ndarray)}``, rows and columns in
+        the token order of the task's concrete instance
+        (:func:`derivations.task_reduction.basis_matrices`; SymPy, the engine's
+        reduction from its cache).
+    """
+    from derivations.task import TASK_PARAMETERS, get_task
+    from derivations.task_reduction import basis_matrices
+
+    from ..task_state import task_reduction
+    task = get_task(task_name)
+    red = task_reduction(task, parameterization)
+    subs = {TASK_PARAMETERS[k]: v for k, v in values.items() if k in TASK_PARAMETERS}
+    shared = {g.name: int(g.types.subs(subs)) for g in task.groups if not g.per_class}
+    return {nm: (mat, np.array(U, dtype=float))
+            for nm, (mat, U) in basis_matrices(red, M_value, shared).items()}
+
+
+class FamilyProjector:
+    r"""Least-squares coordinates of parameters on a family basis, and the residual.
+
+    Parameters
+    ----------
+    basis : dict
+        ``{coordinate name: (matrix name, U ndarray)}`` (:func:`task_basis`):
+        every trained matrix is :math:`\sum_i \theta_i U_i` on the family.
+    names : sequence of str
+        The coordinates, in the order of the returned vector.
+
+    Calling the projector on parameters returns ``(theta, distance)``: the
+    least-squares coordinates (pseudo-inverse per matrix) and the largest
+    relative Frobenius distance :math:`\|W - \sum_i\theta_i U_i\|_F/\|W\|_F`
+    over the trained matrices (0 for a zero matrix).
+    """
+
+    def __init__(self, basis, names):
+        self.names = tuple(names)
+        self.by_matrix = {}
+        for i, nm in enumerate(self.names):
+            mat, U = basis[nm]
+            self.by_matrix.setdefault(mat, []).append((i, U))
+        self.solvers = {}
+        for mat, items in self.by_matrix.items():
+            B = np.stack([U.ravel() for _, U in items], axis=1)          # (entries, n_coords)
+            self.solvers[mat] = (B, np.linalg.pinv(B))
+
+    def deviations(self, theta, ref) -> dict:
+        r"""Per coordinate: :math:`\max_t |\theta_i - \theta^{ref}_i|\,\|U_i\|_F` over
+        :math:`\max_t \|\sum_j \theta^{ref}_j U_j\|_F` (the coordinates of the same matrix):
+        the deviation's share of its matrix, so that a coordinate that stays 0 is
+        compared on the scale of its matrix rather than on its own."""
+        out = {}
+        for mat, items in self.by_matrix.items():
+            B, _ = self.solvers[mat]
+            idx = [i for i, _ in items]
+            size = float(np.max(np.linalg.norm(ref[:, idx] @ B.T, axis=1)))
+            for col, i in enumerate(idx):
+                d = float(np.max(np.abs(theta[:, i] - ref[:, i]))) * float(np.linalg.norm(B[:, col]))
+                out[self.names[i]] = d / size if size > 0 else d
+        return out
+
+    def __call__(self, params):
+        theta = np.zeros(len(self.names))
+        dist = 0.0
+        for mat, items in self.by_matrix.items():
+            B, Bp = self.solvers[mat]
+            w = np.asarray(params[mat], dtype=float).ravel()
+            c = Bp @ w
+            theta[[i for i, _ in items]] = c
+            nw = np.linalg.norm(w)
+            if nw > 0:
+                dist = max(dist, float(np.linalg.norm(w - B @ c) / nw))
+        return theta, dist
