@@ -90,6 +90,15 @@ def _check_times(t_eval, t_span, infinite_end):
     return t_eval, t_span
 
 
+def _check_solver(method, rtol, atol, max_steps, max_nfev):
+    """Validated ``(rtol, atol, max_steps, max_nfev)`` of :func:`gradient_flow`."""
+    checked = (check_positive("rtol", rtol), check_positive("atol", atol),
+               check_int("max_steps", max_steps, 1))
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
+    return checked + (None if max_nfev is None else check_int("max_nfev", max_nfev, 1),)
+
+
 def _state(model, t, vec):
     out = {"t": float(t)}
     out.update({k: float(v) for k, v in model.summarize(vec).items()})
@@ -202,12 +211,9 @@ def gradient_flow(model, params0, t_eval=None, *, t_span=None, rtol=1e-10, atol=
     """
     vec0 = _initial_vector(model, params0)
     thr, target_loss = _check_thresholds(loss_thresholds, target_loss)
-    rtol, atol = check_positive("rtol", rtol), check_positive("atol", atol)
-    max_steps = check_int("max_steps", max_steps, 1)
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
+    rtol, atol, max_steps, max_nfev = _check_solver(method, rtol, atol, max_steps, max_nfev)
     t_eval, t_span = _check_times(t_eval, t_span, target_loss is not None)
-    rhs, counter = _flow_rhs(model, None if max_nfev is None else check_int("max_nfev", max_nfev, 1))
+    rhs, counter = _flow_rhs(model, max_nfev)
     levels = thr + ((target_loss,) if target_loss is not None else ())
     try:
         run = solve_bounded(rhs, t_span, vec0, t_eval=t_eval,
