@@ -4,7 +4,7 @@ The model lives in :mod:`numerics.model` (:class:`~numerics.model.instance.TaskI
 :func:`~numerics.model.instance.paper_instance`,
 :func:`~numerics.model.instance.instance_of_task`,
 :class:`~numerics.model.attention.TaskModel`) and its gradient flow in
-:func:`numerics.dynamics.gradient_flow.gradient_flow`; this module re-exports
+:func:`numerics.dynamics.training.gradient_flow`; this module re-exports
 the model and keeps :func:`task_gradient_flow`, a thin adapter over that one
 integrator that returns the :class:`FlowResult` shape its callers
 (:mod:`numerics.task_verify`, :mod:`numerics.authors_task`) read: crossings
@@ -25,7 +25,7 @@ import numpy as np
 
 from derivations.vocabulary import PARAMETERIZATIONS, check_positive
 
-from .dynamics.gradient_flow import gradient_flow
+from .dynamics.training import gradient_flow
 from .model.attention import TaskModel
 from .model.instance import TaskInstance, instance_of_task, paper_instance
 
@@ -76,7 +76,7 @@ def task_gradient_flow(model, params0, *, t_span=(0.0, np.inf), t_eval=None, tar
     r"""Integrate :math:`\dot\theta = -\eta\odot\nabla L` and return a :class:`FlowResult`.
 
     Kept for the callers that read a :class:`FlowResult`; the integration is
-    :func:`numerics.dynamics.gradient_flow.gradient_flow` with events on
+    :func:`numerics.dynamics.training.gradient_flow` with events on
     :math:`\log L` and a bound of ``max_nfev`` gradient evaluations.
 
     Parameters

@@ -7,7 +7,7 @@ import pytest
 MODULES = ["numerics.validation", "numerics.trajectory", "numerics.bounded_ivp",
            "numerics.reduced_system",
            "numerics.reduced_ode", "numerics.model.family", "numerics.model.attention",
-           "numerics.model.instance", "numerics.dynamics.gradient_flow",
+           "numerics.model.instance", "numerics.dynamics.training",
            "numerics.verify"]
 
 

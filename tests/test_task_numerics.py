@@ -180,7 +180,7 @@ def test_family_projector_recovers_coordinates(P):
 def test_one_gradient_flow_for_the_general_and_the_paper_model():
     # the general model on the paper's instance and the paper's sparse model, both from zero,
     # integrated by the one integrator: same trajectory to integration accuracy
-    from numerics.dynamics.gradient_flow import gradient_flow
+    from numerics.dynamics.training import gradient_flow
     am = AttentionModel("CACO", M=3, m=2.0, n=30.0, b=7.0, eta_QK=3.0)
     tm = TaskModel(paper_instance(M=3, m=2.0, n=30.0, b=7.0), "CACO", eta_QK=3.0)
     grid = np.linspace(0.0, 1000.0, 9)      # the target is reached at t = 925.2

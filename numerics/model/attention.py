@@ -20,7 +20,7 @@ the relevant tokens is :math:`\alpha_k = \sum_{t\in R_k} a_{kt}` and
 :math:`W_{OV} = W_O W_V` (:math:`W_O\in\mathbb R^{n_{\rm out}\times h_{OV}}`,
 :math:`W_V\in\mathbb R^{h_{OV}\times d}`); every trained matrix has its own rate
 and the gradient flow is :math:`\dot W = -\eta_W\,\partial L/\partial W`
-(:func:`numerics.dynamics.gradient_flow.gradient_flow`).
+(:func:`numerics.dynamics.training.gradient_flow`).
 
 Gradient
 --------
