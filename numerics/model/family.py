@@ -44,6 +44,7 @@ from derivations.vocabulary import CIRCUITS
 
 from .. import lambdified as lam
 from ..validation import check_positive
+from .paper import AttentionModel
 
 __all__ = ["basis", "structured_params", "family_params", "project", "distance_from_family",
            "summarize", "FamilyProjector", "task_basis"]
@@ -107,7 +108,6 @@ def structured_params(model, eps=1e-2) -> dict:
     :math:`W_O[y_j, k] = \varepsilon(\delta_{jk} - 1/K)`,
     :math:`W_V[h, r] = \varepsilon(\delta_{hk} - 1/K)`.
     """
-    from .paper import AttentionModel
     if not isinstance(model, AttentionModel):
         return _task_structured_params(model, check_positive("eps", eps))
     eps = check_positive("eps", eps)
