@@ -6,7 +6,8 @@ import pytest
 
 MODULES = ["numerics.validation", "numerics.trajectory", "numerics.bounded_ivp",
            "numerics.reduced_system",
-           "numerics.reduced_ode", "numerics.invariant_family", "numerics.training",
+           "numerics.reduced_ode", "numerics.model.family", "numerics.model.attention",
+           "numerics.model.instance", "numerics.dynamics.training",
            "numerics.verify", "numerics.verify.task_kinds"]
 
 

@@ -1,13 +1,15 @@
-"""Full-matrix task model (numerics.task_model): agreement with the paper's model,
-finite-difference gradients on generic instances, gradient flow with loss events."""
+"""Full-matrix task model (numerics.model, numerics.task_model): agreement with the paper's
+model, finite-difference gradients on generic instances, gradient flow with loss events, the
+invariant family of every task (structured initialization, projector)."""
 import math
 
 import numpy as np
 import pytest
 
 from numerics.attention_model import AttentionModel
-from numerics.task_model import (PARAMETERIZATIONS, TaskInstance, TaskModel, paper_instance,
-                                 task_gradient_flow)
+from numerics.model.family import FamilyProjector, structured_params, task_basis
+from numerics.task_model import (PARAMETERIZATIONS, TaskInstance, TaskModel, instance_of_task,
+                                 paper_instance, task_gradient_flow)
 
 
 @pytest.mark.parametrize("P", PARAMETERIZATIONS)
@@ -22,7 +24,6 @@ def test_paper_instance_matches_attention_model(P):
         L2, g2 = tm.loss_and_grad_flat(v)
         assert abs(L1 - L2) <= 1e-12 * abs(L1)
         assert np.max(np.abs(g1 - g2)) <= 1e-12 * np.max(np.abs(g1))
-        np.testing.assert_allclose(tm.flow_rhs(v), am.flow_rhs(v), rtol=0, atol=1e-12 * np.max(np.abs(g1)))
         assert abs(tm.alpha(tm.unflatten(v)) - float(am.attention(am.unflatten(v)).mean())) <= 1e-13
 
 
@@ -131,3 +132,70 @@ def test_docs_task_numerics_examples():
     res = doctest.testfile(str(path), module_relative=False,
                            optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert res.failed == 0 and res.attempted >= 8
+
+
+def _task_model_and_raw(name, P, **values):
+    from derivations.task import get_task
+    from numerics.task_state import task_parameters
+    task = get_task(name)
+    vals = task_parameters(name, **({} if task.classes else {"M": 3}), **values)
+    Mv = int(vals["M"])
+    rest = {k: v for k, v in vals.items() if k != "M"}
+    return TaskModel(instance_of_task(name, M=Mv, **rest), P), task.instance(M=Mv, values=rest), vals
+
+
+@pytest.mark.parametrize("name", ["paper", "shared-irrelevant", "query-in-context", "authors"])
+@pytest.mark.parametrize("P", PARAMETERIZATIONS)
+def test_structured_params_is_the_engines_initialization(name, P):
+    # independent source: derivations.task.TaskInstance.initial_factors (plain Python lists)
+    model, raw, _ = _task_model_and_raw(name, P)
+    p = structured_params(model, 0.1)
+    fac = raw.initial_factors(0.1)
+    for k in model.keys:
+        ref = np.asarray(fac[k], dtype=float) if k in fac and k not in ("W_QK", "W_OV") \
+            else np.zeros(model.shapes[k])
+        np.testing.assert_array_equal(p[k], ref)
+
+
+@pytest.mark.parametrize("P", ["CACO", "FAFO"])
+def test_family_projector_recovers_coordinates(P):
+    model, _, vals = _task_model_and_raw("shared-irrelevant", P)
+    basis = task_basis("shared-irrelevant", P, int(vals["M"]), vals)
+    names = sorted(basis)
+    proj = FamilyProjector(basis, names)
+    theta = np.random.default_rng(3).normal(size=len(names))
+    params = {k: np.zeros(s) for k, s in model.shapes.items()}
+    for th, nm in zip(theta, names):
+        mat, U = basis[nm]
+        params[mat] = params[mat] + th * U
+    got, dist = proj(params)
+    np.testing.assert_allclose(got, theta, rtol=0, atol=1e-12)
+    assert dist < 1e-14
+    off = {k: v + 1e-3 * np.random.default_rng(4).normal(size=v.shape) for k, v in params.items()}
+    assert proj(off)[1] > 1e-5                          # off the family: a visible distance
+    assert proj.deviations(got[None, :], theta[None, :]) == pytest.approx(
+        {nm: 0.0 for nm in names}, abs=1e-12)
+
+
+def test_one_gradient_flow_for_the_general_and_the_paper_model():
+    # the general model on the paper's instance and the paper's sparse model, both from zero,
+    # integrated by the one integrator: same trajectory to integration accuracy
+    from numerics.dynamics.training import gradient_flow
+    am = AttentionModel("CACO", M=3, m=2.0, n=30.0, b=7.0, eta_QK=3.0)
+    tm = TaskModel(paper_instance(M=3, m=2.0, n=30.0, b=7.0), "CACO", eta_QK=3.0)
+    grid = np.linspace(0.0, 1000.0, 9)      # the target is reached at t = 925.2
+    a = gradient_flow(am, am.init_params("zero"), grid, target_loss=0.4)
+    b = gradient_flow(tm, tm.init_params("zero"), grid, target_loss=0.4, keep_states=True)
+    assert a.status == b.status == 1 and a.t.size == b.t.size
+    np.testing.assert_allclose(b.loss, a.loss, rtol=1e-9)
+    np.testing.assert_allclose(b.alpha, a.alpha, rtol=1e-9)
+    assert b.target_state["t"] == pytest.approx(a.target_state["t"], rel=1e-9)
+    assert b.y.shape == (b.t.size, tm.n_params) and "y" not in a
+
+
+def test_task_gradient_flow_is_bounded_by_max_nfev():
+    model = TaskModel(paper_instance(M=3, m=5, n=50, b=5), "CACO", eta_QK=3.0)
+    res = task_gradient_flow(model, model.init_params("zero"), target_loss=0.01, max_nfev=40)
+    assert res.status == -1 and not res.success and res.nfev == 41
+    assert res.t.size == 0 and res.y.shape == (0, model.n_params)
+    assert "max_nfev=40" in res.message

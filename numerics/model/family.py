@@ -1,0 +1,354 @@
+r"""The invariant family of the full-matrix model, for the paper and every task:
+structured initialization, points of the family, projection and distance.
+
+Every task (:mod:`derivations.task`): from the structured initialization
+(:func:`structured_params`) the flow stays on a linear family
+:math:`W = \sum_i \theta_i U_i` of every trained matrix, with the basis
+matrices :math:`U_i` of the engine (:func:`task_basis`,
+:func:`derivations.task_reduction.basis_matrices`); :class:`FamilyProjector`
+gives the least-squares coordinates :math:`\theta` of any parameters and
+their relative distance from the family.
+
+The paper's model (:class:`numerics.model.paper.AttentionModel`) also has the
+circuit coordinates :math:`(\mu_{OV}, \mu_{QK})` of the paper:
+
+From the structured (or zero) initialization the flow stays on
+
+.. math::
+
+    W_{QK} = b\,\mu_{QK}\,U_{QK}, \qquad W_{OV} = \sqrt{b}\,\mu_{OV}\,U_{OV},
+
+with the basis matrices :math:`U` of :func:`derivations.model.basis_matrix`
+(:math:`U_{QK} = \sum_k e_{q_k}e_{r_k}^\top`,
+:math:`U_{OV} = \sum_k (e_k - \mathbf 1/M)e_{r_k}^\top`, and for the factors
+:math:`U_Q, U_K, U_O, U_V, U_{V1}`; which factor moves along which basis
+matrix is the circuit table :data:`derivations.vocabulary.CIRCUITS`). The
+basis matrices are evaluated once per M to read-only NumPy arrays and cached,
+so SymPy is imported only on the first call for a given M, never on the flow's
+hot path.
+
+>>> from numerics.model import AttentionModel, family_params, project, distance_from_family
+>>> model = AttentionModel("FAFO", M=3)
+>>> p = family_params(model, 2.0, 0.5)
+>>> [round(v, 12) for v in project(model, p)], distance_from_family(model, p) < 1e-15
+([2.0, 0.5], True)
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+
+from derivations.vocabulary import CIRCUITS
+
+from .. import lambdified as lam
+from ..validation import check_positive
+from .paper import AttentionModel
+
+__all__ = ["basis", "structured_params", "family_params", "project", "distance_from_family",
+           "summarize", "FamilyProjector", "task_basis"]
+
+
+@lru_cache(maxsize=64)
+def basis(name, M) -> np.ndarray:
+    """Basis matrix ``name`` (``"QK", "Q", "K", "OV", "O", "V", "V1"``) for M
+    classes: :func:`derivations.model.basis_matrix` as a read-only float array
+    (computed once per ``(name, M)``)."""
+    from derivations.model import basis_matrix   # SymPy: once per (name, M)
+    U = np.array(basis_matrix(name, int(M)).tolist(), dtype=float)
+    U.flags.writeable = False
+    return U
+
+
+@lru_cache(maxsize=64)
+def _integer_basis(name, M):
+    """``(M U, ||M U||_F^2)``: M times a basis matrix has integer entries, so
+    inner products with it round only once per entry."""
+    from derivations.model import basis_matrix
+    MU = np.array((M * basis_matrix(name, int(M))).tolist(), dtype=float)   # exact integers
+    MU.flags.writeable = False
+    return MU, float(np.vdot(MU, MU))
+
+
+def _coordinate(model, W, circuit):
+    r"""Least-squares coordinate of W along its basis matrix:
+    :math:`\langle W, U\rangle/(\text{scale}\,\|U\|^2)`, via the integer matrix M U."""
+    MU, n2 = _integer_basis(circuit, model.M)
+    inner = (W * MU).sum(axis=(-2, -1))     # pairwise summation
+    return inner * (model.M / (_circuit_scale(model, circuit) * n2))
+
+
+def _circuit_scale(model, circuit):
+    r"""Entry scale of a circuit on the family, :math:`W = \text{scale}\cdot\mu\,U`:
+    the circuit magnitude derived from the family's mu map
+    (:func:`numerics.lambdified.circuit_magnitudes_fn`, linear in mu; :math:`b`
+    for QK, :math:`\sqrt b` for OV), evaluated at :math:`\mu = 1`."""
+    return float(_magnitudes(1.0, 1.0, model.b)[circuit])
+
+
+def _magnitudes(mu_OV, mu_QK, b):
+    return lam.circuit_magnitudes_fn()(mu_OV, mu_QK, b)
+
+
+def structured_params(model, eps=1e-2) -> dict:
+    r"""The structured initialization of scale ``eps`` (> 0), a point of the invariant family.
+
+    Collapsed circuits are zero. The paper's model
+    (:class:`~numerics.model.paper.AttentionModel`): every factor is ``eps``
+    times its basis matrix (:data:`derivations.vocabulary.CIRCUITS`), with
+    :math:`W_V = \varepsilon(U_V + U_{V1}/M) = \varepsilon\sum_k e_k e_{r_k}^\top`;
+    the point lies on the family with :math:`\mu_{QK} = \varepsilon^2/b`,
+    :math:`\mu_{OV} = \varepsilon^2/\sqrt b` for factorized circuits, 0 for
+    collapsed ones. Any other model (:class:`~numerics.model.attention.TaskModel`
+    of a task instance): the engine's factor initialization
+    (:meth:`derivations.task.TaskInstance.initial_factors`), with hidden unit
+    :math:`k` for class :math:`k`: :math:`W_Q[q_k, k] = W_K[r, k] = \varepsilon`
+    for every relevant token :math:`r` of class :math:`k`,
+    :math:`W_O[y_j, k] = \varepsilon(\delta_{jk} - 1/K)`,
+    :math:`W_V[h, r] = \varepsilon(\delta_{hk} - 1/K)`.
+    """
+    if not isinstance(model, AttentionModel):
+        return _task_structured_params(model, check_positive("eps", eps))
+    eps = check_positive("eps", eps)
+    M = model.M
+    out = {}
+    for circuit in CIRCUITS.values():
+        trained = circuit.trained(model.parameterization)
+        if len(trained) == 1:
+            out[circuit.matrix] = np.zeros(model.shapes[circuit.matrix])
+            continue
+        for matrix, name, _ in trained:    # sum the basis matrices first: exact entries
+            out[matrix] = out.get(matrix, 0.0) + basis(name, M) * (1.0 if name != "V1" else 1.0 / M)
+    return {k: eps * np.array(out[k], dtype=float) for k in model.keys}
+
+
+
+
+def _task_structured_params(model, eps):
+    """The engine's structured initialization on a task instance (see :func:`structured_params`)."""
+    inst = model.instance
+    K = inst.K
+    nonzero = inst.embeddings != 0
+    column = np.where(nonzero.any(axis=1), nonzero.argmax(axis=1), -1)   # embedding index of a type
+    out = {k: np.zeros(shape) for k, shape in model.shapes.items()}
+    for k in range(K):
+        relevant = [int(column[t]) for t in np.flatnonzero(inst.relevant[k]) if column[t] >= 0]
+        if model.qk_factorized:
+            out["W_Q"][column[inst.query[k]], k] = eps
+            out["W_K"][relevant, k] = eps
+        if model.ov_factorized:
+            for j in range(K):
+                out["W_O"][inst.label[j], k] = eps * ((1.0 if j == k else 0.0) - 1.0 / K)
+            for c in relevant:
+                for h in range(K):
+                    out["W_V"][h, c] = eps * ((1.0 if h == k else 0.0) - 1.0 / K)
+    return out
+
+
+def family_params(model, mu_OV, mu_QK, *, a=None, o=None, w=0.0) -> dict:
+    r"""Parameters on the family with coordinates ``(mu_OV, mu_QK)``.
+
+    Collapsed circuits: :math:`b\mu_{QK}U_{QK}`, :math:`\sqrt b\mu_{OV}U_{OV}`.
+    Factorized: :math:`W_Q = aU_Q`, :math:`W_K = cU_K` with
+    :math:`c = b\mu_{QK}/a`; :math:`W_O = oU_O`, :math:`W_V = vU_V + wU_{V1}`
+    with :math:`v = \sqrt b\,\mu_{OV}/o`. ``a`` and ``o`` default to the
+    balanced choices :math:`\sqrt{b|\mu_{QK}|}`, :math:`\sqrt{\sqrt b|\mu_{OV}|}`
+    (or 1 if these vanish).
+    """
+    M = model.M
+    magnitude = _magnitudes(float(mu_OV), float(mu_QK), model.b)
+    first = {"QK": a, "OV": o}
+    extra = {"V1": float(w)}
+    out = {}
+    for key, circuit in CIRCUITS.items():
+        P = float(magnitude[key])
+        trained = circuit.trained(model.parameterization)
+        if len(trained) == 1:
+            out[circuit.matrix] = P * basis(circuit.basis, M)
+            continue
+        f = first[key]
+        if f is None:
+            f = math.sqrt(abs(P)) or 1.0
+        coef = (f, P / f)
+        for i, (matrix, name, _) in enumerate(trained):
+            c = coef[i] if i < 2 else extra[name]
+            out[matrix] = out.get(matrix, 0.0) + c * basis(name, M)
+    return {k: np.array(out[k], dtype=float) for k in model.keys}
+
+
+def _project_circuits(model, W_QK, W_OV):
+    return _coordinate(model, W_OV, "OV"), _coordinate(model, W_QK, "QK")
+
+
+def project(model, params):
+    r"""Least-squares coordinates ``(mu_OV, mu_QK)`` on the family: the
+    orthogonal (Frobenius) projections of the circuits on :math:`U_{QK}`,
+    :math:`U_{OV}`,
+
+    .. math::
+
+        \mu_{QK} = \frac{\langle W_{QK}, U_{QK}\rangle}{b\,\|U_{QK}\|_F^2},\qquad
+        \mu_{OV} = \frac{\langle W_{OV}, U_{OV}\rangle}{\sqrt b\,\|U_{OV}\|_F^2}.
+
+    Floats, or arrays over leading batch axes.
+    """
+    mu_OV, mu_QK = _project_circuits(model, *model.circuits(params))
+    if np.ndim(mu_OV) == 0:
+        return float(mu_OV), float(mu_QK)
+    return mu_OV, mu_QK
+
+
+def _roundoff_floors(model, p):
+    """Norm below which a factorized circuit counts as zero (round-off of the product)."""
+    tol = 64 * np.finfo(float).eps
+    fro = lambda A: np.linalg.norm(A, axis=(-2, -1))  # noqa: E731
+    fq = tol * fro(p["W_Q"]) * fro(p["W_K"]) if model.qk_factorized else 0.0
+    fo = tol * fro(p["W_O"]) * fro(p["W_V"]) if model.ov_factorized else 0.0
+    return fq, fo
+
+
+def _distance_circuits(model, W_QK, W_OV, floor_QK=0.0, floor_OV=0.0):
+    M = model.M
+    mu_OV, mu_QK = _project_circuits(model, W_QK, W_OV)
+    RQ = W_QK - (_circuit_scale(model, "QK") * mu_QK)[..., None, None] * basis("QK", M)
+    RO = W_OV - (_circuit_scale(model, "OV") * mu_OV)[..., None, None] * basis("OV", M)
+
+    def rel(res, W, floor):
+        nr = np.linalg.norm(res, axis=(-2, -1))
+        nw = np.linalg.norm(W, axis=(-2, -1))
+        ok = nw > floor
+        return np.where(ok, nr / np.where(ok, nw, 1.0), 0.0)
+
+    return np.maximum(rel(RQ, W_QK, floor_QK), rel(RO, W_OV, floor_OV))
+
+
+def distance_from_family(model, params):
+    r"""Relative Frobenius distance of the circuits from the family,
+
+    .. math::
+
+        \max\left(\frac{\|W_{QK} - b\mu_{QK}U_{QK}\|_F}{\|W_{QK}\|_F},\;
+                  \frac{\|W_{OV} - \sqrt b\mu_{OV}U_{OV}\|_F}{\|W_{OV}\|_F}\right)
+
+    with :math:`(\mu_{OV}, \mu_{QK})` from :func:`project`. A circuit that is
+    zero -- for a factorized circuit: of norm at most
+    :math:`64\,\varepsilon_{\rm mach}\|A\|_F\|B\|_F` for factors :math:`A, B`,
+    i.e. zero up to the round-off of the product -- counts as distance 0.
+    Float, or array over leading batch axes.
+    """
+    dist = _distance_circuits(model, *model.circuits(params), *_roundoff_floors(model, params))
+    return float(dist) if np.ndim(dist) == 0 else dist
+
+
+def summarize(model, vecs) -> dict:
+    """Trajectory summaries for flat states ``vecs`` of shape ``(..., n_params)``.
+
+    Returns a dict of arrays over the leading axes: ``loss``, ``alpha``
+    (class mean), ``mu_OV``, ``mu_QK``, ``distance``.
+    """
+    p = model.unflatten(vecs)
+    alpha, lk = model.attention_and_class_losses(p)
+    W_QK, W_OV = model.circuits(p)
+    mu_OV, mu_QK = _project_circuits(model, W_QK, W_OV)
+    return {
+        "loss": lk.mean(axis=-1),
+        "alpha": alpha.mean(axis=-1),
+        "mu_OV": mu_OV,
+        "mu_QK": mu_QK,
+        "distance": _distance_circuits(model, W_QK, W_OV, *_roundoff_floors(model, p)),
+    }
+
+
+# --------------------------------------------------------------------------- #
+# every task: the engine's basis and the least-squares projector
+# --------------------------------------------------------------------------- #
+def task_basis(task_name, parameterization, M_value, values) -> dict:
+    """The engine's family basis of a built-in task on a concrete instance.
+
+    Parameters
+    ----------
+    task_name : str
+        A built-in task of :mod:`derivations.task`.
+    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}
+    M_value : int
+        Number of classes.
+    values : dict
+        The task's parameter values (``n_c`` etc.; the shared groups' sizes
+        are read from them).
+
+    Returns
+    -------
+    dict
+        ``{coordinate name: (matrix name, U ndarray)}``, rows and columns in
+        the token order of the task's concrete instance
+        (:func:`derivations.task_reduction.basis_matrices`; SymPy, the engine's
+        reduction from its cache).
+    """
+    from derivations.task import TASK_PARAMETERS, get_task
+    from derivations.task_reduction import basis_matrices
+
+    from ..task_state import task_reduction
+    task = get_task(task_name)
+    red = task_reduction(task, parameterization)
+    subs = {TASK_PARAMETERS[k]: v for k, v in values.items() if k in TASK_PARAMETERS}
+    shared = {g.name: int(g.types.subs(subs)) for g in task.groups if not g.per_class}
+    return {nm: (mat, np.array(U, dtype=float))
+            for nm, (mat, U) in basis_matrices(red, M_value, shared).items()}
+
+
+class FamilyProjector:
+    r"""Least-squares coordinates of parameters on a family basis, and the residual.
+
+    Parameters
+    ----------
+    basis : dict
+        ``{coordinate name: (matrix name, U ndarray)}`` (:func:`task_basis`):
+        every trained matrix is :math:`\sum_i \theta_i U_i` on the family.
+    names : sequence of str
+        The coordinates, in the order of the returned vector.
+
+    Calling the projector on parameters returns ``(theta, distance)``: the
+    least-squares coordinates (pseudo-inverse per matrix) and the largest
+    relative Frobenius distance :math:`\|W - \sum_i\theta_i U_i\|_F/\|W\|_F`
+    over the trained matrices (0 for a zero matrix).
+    """
+
+    def __init__(self, basis, names):
+        self.names = tuple(names)
+        self.by_matrix = {}
+        for i, nm in enumerate(self.names):
+            mat, U = basis[nm]
+            self.by_matrix.setdefault(mat, []).append((i, U))
+        self.solvers = {}
+        for mat, items in self.by_matrix.items():
+            B = np.stack([U.ravel() for _, U in items], axis=1)          # (entries, n_coords)
+            self.solvers[mat] = (B, np.linalg.pinv(B))
+
+    def deviations(self, theta, ref) -> dict:
+        r"""Per coordinate: :math:`\max_t |\theta_i - \theta^{ref}_i|\,\|U_i\|_F` over
+        :math:`\max_t \|\sum_j \theta^{ref}_j U_j\|_F` (the coordinates of the same matrix):
+        the deviation's share of its matrix, so that a coordinate that stays 0 is
+        compared on the scale of its matrix rather than on its own."""
+        out = {}
+        for mat, items in self.by_matrix.items():
+            B, _ = self.solvers[mat]
+            idx = [i for i, _ in items]
+            size = float(np.max(np.linalg.norm(ref[:, idx] @ B.T, axis=1)))
+            for col, i in enumerate(idx):
+                d = float(np.max(np.abs(theta[:, i] - ref[:, i]))) * float(np.linalg.norm(B[:, col]))
+                out[self.names[i]] = d / size if size > 0 else d
+        return out
+
+    def __call__(self, params):
+        theta = np.zeros(len(self.names))
+        dist = 0.0
+        for mat, items in self.by_matrix.items():
+            B, Bp = self.solvers[mat]
+            w = np.asarray(params[mat], dtype=float).ravel()
+            c = Bp @ w
+            theta[[i for i, _ in items]] = c
+            nw = np.linalg.norm(w)
+            if nw > 0:
+                dist = max(dist, float(np.linalg.norm(w - B @ c) / nw))
+        return theta, dist
