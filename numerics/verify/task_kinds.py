@@ -10,7 +10,7 @@ instance (default :math:`M = 4` and the task's default parameters):
   flow with :func:`scipy.integrate.solve_ivp` (DOP853, rtol 1e-11, atol 1e-13)
   from a point of the invariant family: zero for a collapsed circuit, the
   structured factor initialization of scale ``eps`` (default 0.1,
-  ``TaskInstance.initial_factors``) for a factorized one;
+  :func:`numerics.model.family.structured_params`) for a factorized one;
 * **reduced system**: the engine's flow on the family coordinates
   :math:`\theta_i` (:class:`numerics.task_state.TaskReducedSystem`, same
   integrator), started at the projection of the same initial point;
@@ -51,6 +51,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..model.family import FamilyProjector, structured_params, task_basis
 from .context import Missing
 from .registry import check_kind
 
@@ -68,40 +69,27 @@ class TaskFamily:
     Attributes
     ----------
     system : TaskReducedSystem
-        Flow on the family coordinates (``system.coords``).
-    basis : callable
-        ``basis(M_value, values) -> {coord name: (matrix name, U ndarray)}``,
-        in the token order of the task's concrete instance.
+        Flow on the family coordinates (``system.coords``); the basis of the
+        coordinates is :func:`numerics.model.family.task_basis`.
     observables : (TaskReducedSystem, callable) or None
         The closed ODE of the observables and ``obs(theta, values)``, when the
         engine found one.
     """
 
     system: object
-    basis: object
     observables: object = None
 
 
 @lru_cache(maxsize=None)
 def task_family(task_name, parameterization) -> TaskFamily:
     """The family of a built-in task from the engine (SymPy once per process)."""
-    from derivations.task import TASK_PARAMETERS, get_task
-    from derivations.task_reduction import basis_matrices
-
     from ..task_state import family_system, task_reduction
+    from derivations.task import get_task
     system = family_system(task_name, parameterization)
-    task = get_task(task_name)
-    red = task_reduction(task, parameterization)
-
-    def basis(M_value, values):
-        subs = {TASK_PARAMETERS[k]: v for k, v in values.items() if k in TASK_PARAMETERS}
-        shared = {g.name: int(g.types.subs(subs)) for g in task.groups if not g.per_class}
-        return {nm: (mat, np.array(U, dtype=float))
-                for nm, (mat, U) in basis_matrices(red, M_value, shared).items()}
-
+    red = task_reduction(get_task(task_name), parameterization)
     observables = None if red.odes is None else _observables(task_name, parameterization, red,
                                                               system)
-    return TaskFamily(system, basis, observables)
+    return TaskFamily(system, observables)
 
 
 def _observables(task_name, parameterization, red, system):
@@ -116,49 +104,6 @@ def _observables(task_name, parameterization, red, system):
     names = tuple(str(p) for p in pars)
     return osys, lambda theta, values: np.array(
         f(*theta, *(float(values[p]) for p in names)), dtype=float)
-
-
-class _Projector:
-    """Least-squares coordinates of params on the family basis, and the residual."""
-
-    def __init__(self, basis, names):
-        self.names = names
-        self.by_matrix = {}
-        for i, nm in enumerate(names):
-            mat, U = basis[nm]
-            self.by_matrix.setdefault(mat, []).append((i, U))
-        self.solvers = {}
-        for mat, items in self.by_matrix.items():
-            B = np.stack([U.ravel() for _, U in items], axis=1)          # (entries, n_coords)
-            self.solvers[mat] = (B, np.linalg.pinv(B))
-
-    def deviations(self, theta, ref):
-        r"""Per coordinate: :math:`\max_t |\theta_i - \theta^{ref}_i|\,\|U_i\|_F` over
-        :math:`\max_t \|\sum_j \theta^{ref}_j U_j\|_F` (the coordinates of the same matrix):
-        the deviation's share of its matrix, so that a coordinate that stays 0 is
-        compared on the scale of its matrix rather than on its own."""
-        out = {}
-        for mat, items in self.by_matrix.items():
-            B, _ = self.solvers[mat]
-            idx = [i for i, _ in items]
-            size = float(np.max(np.linalg.norm(ref[:, idx] @ B.T, axis=1)))
-            for col, i in enumerate(idx):
-                d = float(np.max(np.abs(theta[:, i] - ref[:, i]))) * float(np.linalg.norm(B[:, col]))
-                out[self.names[i]] = d / size if size > 0 else d
-        return out
-
-    def __call__(self, params):
-        theta = np.zeros(len(self.names))
-        dist = 0.0
-        for mat, items in self.by_matrix.items():
-            B, Bp = self.solvers[mat]
-            w = np.asarray(params[mat], dtype=float).ravel()
-            c = Bp @ w
-            theta[[i for i, _ in items]] = c
-            nw = np.linalg.norm(w)
-            if nw > 0:
-                dist = max(dist, float(np.linalg.norm(w - B @ c) / nw))
-        return theta, dist
 
 
 def _rel(x, ref, scale=None):
@@ -187,29 +132,14 @@ class TaskRun:
     full: object             # numerics.task_model.FlowResult
     reduced: dict
     family: TaskFamily
-    projector: _Projector
+    projector: FamilyProjector
 
 
-def _instances(task_name, values):
-    """The task's concrete instance as a TaskInstance (numerics) and as the engine's."""
-    from derivations.task import get_task
-
+def _instance(task_name, values):
+    """The task's concrete instance (:class:`numerics.task_model.TaskInstance`)."""
     from ..task_model import instance_of_task
     rest = {k: v for k, v in values.items() if k != "M"}
-    M = int(values["M"])
-    return instance_of_task(task_name, M=M, **rest), get_task(task_name).instance(M=M, values=rest)
-
-
-def _initial_point(ctx, model):
-    """Zero circuits; the structured factor initialization of scale ``eps`` for factors."""
-    p0 = model.init_params("zero")
-    if model.qk_factorized or model.ov_factorized:
-        _, raw = ctx.once("instances", lambda: _instances(ctx.task, ctx.settings))
-        fac = raw.initial_factors(ctx.options["task_eps"])
-        for k in model.keys:
-            if k in fac:
-                p0[k] = np.asarray(fac[k], dtype=float)
-    return p0
+    return instance_of_task(task_name, M=int(values["M"]), **rest)
 
 
 def task_run(ctx) -> TaskRun:
@@ -221,12 +151,13 @@ def _compute_run(ctx):
     from ..task_model import TaskModel, task_gradient_flow
     o, r = ctx.options, ctx.ratio
     tol = dict(rtol=o["rtol"], atol=o["atol"])
-    inst, _ = ctx.once("instances", lambda: _instances(ctx.task, ctx.settings))
+    inst = ctx.once("instance", lambda: _instance(ctx.task, ctx.settings))
     fam = task_family(ctx.task, ctx.parameterization)
-    proj = _Projector(fam.basis(int(ctx.settings["M"]), ctx.settings), fam.system.names)
+    proj = FamilyProjector(task_basis(ctx.task, ctx.parameterization, int(ctx.settings["M"]),
+                                      ctx.settings), fam.system.names)
     vals = {**ctx.settings, **dict(eta_QK=r, eta_OV=1.0, eta_Q=r, eta_K=r, eta_O=1.0, eta_V=1.0)}
     model = TaskModel(inst, ctx.parameterization, eta_QK=r, eta_OV=1.0)
-    p0 = _initial_point(ctx, model)
+    p0 = structured_params(model, ctx.options["task_eps"])
     theta0, d0 = proj(p0)
     target = o["target_loss"]
     red = fam.system.solve(theta0, vals, target_loss=target, **tol)
