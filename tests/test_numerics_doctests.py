@@ -4,10 +4,11 @@ import importlib
 
 import pytest
 
-MODULES = ["numerics.validation", "numerics.trajectory", "numerics.bounded_ivp",
-           "numerics.reduced_system",
-           "numerics.reduced_ode", "numerics.invariant_family", "numerics.training",
-           "numerics.verify"]
+MODULES = ["numerics.validation", "numerics.dynamics.trajectory", "numerics.dynamics.bounded_ivp",
+           "numerics.dynamics.reduced_system", "numerics.dynamics.reduced_ode",
+           "numerics.dynamics.closed_form", "numerics.dynamics.task_systems",
+           "numerics.functions.lambdified", "numerics.functions.special_functions",
+           "numerics.invariant_family", "numerics.training", "numerics.verify"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -1,0 +1,55 @@
+r"""The dynamics of the reduced coordinates: integration, closed forms, the state at a loss.
+
+* :mod:`~numerics.dynamics.trajectory`: :class:`Trajectory`, the one result
+  type of every integration (reduced flow, full model).
+* :mod:`~numerics.dynamics.bounded_ivp`: :func:`solve_bounded`, the bounded
+  step loop with level-crossing events that every integration uses.
+* :mod:`~numerics.dynamics.reduced_system`: :class:`ReducedSystem`, the one
+  reduced-system class of every task (generated code for the paper's task,
+  run-time lambdify otherwise); :mod:`~numerics.dynamics.reduced_ode`:
+  :func:`solve_reduced`, its one-call form.
+* :mod:`~numerics.dynamics.task_systems`: the engine's reduced systems of the
+  built-in tasks (:func:`reduced_system`, :func:`family_system`) and their
+  lambdified flows.
+* :mod:`~numerics.dynamics.closed_form`: the paper's CACO state at a loss in
+  closed form (:func:`~numerics.dynamics.closed_form.state_at_loss`), its
+  mpmath reference and :func:`time_to_loss`.
+
+The names are imported on first access, so that importing one submodule (the
+cold path of the closed form) does not import the others (SciPy's integrators).
+"""
+from __future__ import annotations
+
+import importlib
+
+#: ``{public name: defining submodule}``.
+_HOMES = {
+    "Trajectory": "trajectory",
+    "solve_bounded": "bounded_ivp",
+    "ReducedSystem": "reduced_system",
+    "solve_reduced": "reduced_ode",
+    "State": "closed_form",
+    "state_at_loss_mpmath": "closed_form",
+    "time_to_loss": "closed_form",
+    "TaskReducedSystem": "task_systems",
+    "reduced_system": "task_systems",
+    "family_system": "task_systems",
+    "task_parameters": "task_systems",
+    "task_reduction": "task_systems",
+    "task_state_at_loss": "task_systems",
+}
+
+__all__ = list(_HOMES)
+
+
+def __getattr__(name):
+    """The public names, imported from their submodule on first access."""
+    if name in _HOMES:
+        value = getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
