@@ -7,6 +7,7 @@ import pytest
 MODULES = ["numerics.validation", "numerics.dynamics.trajectory", "numerics.dynamics.bounded_ivp",
            "numerics.dynamics.reduced_system", "numerics.dynamics.reduced_ode",
            "numerics.dynamics.closed_form", "numerics.dynamics.task_systems",
+           "numerics.dynamics.lambdified_flow", "numerics.dynamics.paper_closed_forms",
            "numerics.functions.lambdified", "numerics.functions.special_functions",
            "numerics.invariant_family", "numerics.training", "numerics.verify"]
 

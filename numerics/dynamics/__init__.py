@@ -8,9 +8,12 @@ r"""The dynamics of the reduced coordinates: integration, closed forms, the stat
   reduced-system class of every task (generated code for the paper's task,
   run-time lambdify otherwise); :mod:`~numerics.dynamics.reduced_ode`:
   :func:`solve_reduced`, its one-call form.
-* :mod:`~numerics.dynamics.task_systems`: the engine's reduced systems of the
-  built-in tasks (:func:`reduced_system`, :func:`family_system`) and their
-  lambdified flows.
+* :mod:`~numerics.dynamics.lambdified_flow`: :class:`LambdifiedFlow`, the
+  run-time lambdify backend (with a SymPy Jacobian) of every task without
+  generated code; :mod:`~numerics.dynamics.task_systems`: the engine's reduced
+  systems of the built-in tasks (:func:`reduced_system`, :func:`family_system`).
+* :mod:`~numerics.dynamics.paper_closed_forms`: the paper's closed forms
+  (first integral, orbits, state at a loss) as capabilities of its system.
 * :mod:`~numerics.dynamics.closed_form`: the paper's CACO state at a loss in
   closed form (:func:`~numerics.dynamics.closed_form.state_at_loss`), its
   mpmath reference and :func:`time_to_loss`.
@@ -26,12 +29,14 @@ import importlib
 _HOMES = {
     "Trajectory": "trajectory",
     "solve_bounded": "bounded_ivp",
+    "solve_loss_levels": "bounded_ivp",
     "ReducedSystem": "reduced_system",
     "solve_reduced": "reduced_ode",
     "State": "closed_form",
     "state_at_loss_mpmath": "closed_form",
     "time_to_loss": "closed_form",
-    "TaskReducedSystem": "task_systems",
+    "LambdifiedFlow": "lambdified_flow",
+    "TaskReducedSystem": "lambdified_flow",
     "reduced_system": "task_systems",
     "family_system": "task_systems",
     "task_parameters": "task_systems",

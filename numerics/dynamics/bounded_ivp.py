@@ -13,9 +13,10 @@ records step for step, with what a verification needs on top:
 * a non-finite state stops the run with status -1;
 * only downward crossings are recorded, each level's first one.
 
-Both the reduced flow (:meth:`numerics.dynamics.reduced_system.ReducedSystem.integrate`)
-and the full model's gradient flow (:func:`numerics.training.gradient_flow`)
-use it.
+Every reduced flow (:meth:`numerics.dynamics.reduced_system.ReducedSystem.integrate`
+for every task, through :func:`solve_loss_levels`, the loss events on
+:math:`\log L`) and the full model's gradient flow
+(:func:`numerics.training.gradient_flow`) use it.
 
 >>> import numpy as np
 >>> from numerics.dynamics.bounded_ivp import solve_bounded
@@ -37,7 +38,7 @@ import numpy as np
 import scipy.integrate
 from scipy.optimize import brentq
 
-__all__ = ["solve_bounded", "METHODS", "HORIZON", "DEFAULT_MAX_STEPS"]
+__all__ = ["solve_bounded", "solve_loss_levels", "METHODS", "HORIZON", "DEFAULT_MAX_STEPS"]
 
 #: Integration methods (SciPy ``OdeSolver`` classes).
 METHODS = {"RK23": scipy.integrate.RK23, "RK45": scipy.integrate.RK45,
@@ -56,7 +57,7 @@ _EPS = np.finfo(float).eps
 
 def solve_bounded(fun, t_span, y0, *, t_eval=None, levels=None, terminal=None,
                   method="DOP853", rtol=1e-10, atol=1e-12, jac=None, max_step=math.inf,
-                  max_steps=DEFAULT_MAX_STEPS):
+                  max_steps=DEFAULT_MAX_STEPS, max_nfev=None):
     """Integrate ``y' = fun(t, y)`` over ``t_span`` (validated by the caller).
 
     Parameters
@@ -78,6 +79,9 @@ def solve_bounded(fun, t_span, y0, *, t_eval=None, levels=None, terminal=None,
         :data:`IMPLICIT` methods).
     max_steps : int
         Bound on the solver steps.
+    max_nfev : int, optional
+        Bound on the right-hand-side evaluations, checked after every step
+        (past it: status -1, reason ``"nfev"``).
 
     Returns
     -------
@@ -85,7 +89,7 @@ def solve_bounded(fun, t_span, y0, *, t_eval=None, levels=None, terminal=None,
         ``t`` (n,), ``y`` (n, dim), ``hits`` (per level ``(t, y)`` of its
         first downward crossing or None), ``status`` (-1 failure, 0 end of the
         interval, 1 terminal level crossed), ``reason`` (``"steps"``,
-        ``"horizon"``, ``"failed"``, ``"nonfinite"``, ``"end"``,
+        ``"nfev"``, ``"horizon"``, ``"failed"``, ``"nonfinite"``, ``"end"``,
         ``"terminal"``), ``message``, ``nfev``, ``njev``, ``nsteps``.
     """
     t0, t1 = float(t_span[0]), float(t_span[1])
@@ -97,10 +101,29 @@ def solve_bounded(fun, t_span, y0, *, t_eval=None, levels=None, terminal=None,
     g = levels if levels is not None else (lambda y: [])
     with np.errstate(over="ignore", invalid="ignore"):   # non-finite states are caught
         return _loop(solver, g, t0, t1, t_bound, np.asarray(y0, dtype=float), t_eval,
-                     terminal, max_steps)
+                     terminal, max_steps, max_nfev)
 
 
-def _loop(solver, g, t0, t1, t_bound, y0, t_eval, terminal, max_steps):
+def solve_loss_levels(fun, t_span, y0, log_loss, levels, n_thresholds, **options):
+    r""":func:`solve_bounded` with loss events: level ``k`` is crossed where
+    :math:`\log L(y) = \log` ``levels[k]`` (well scaled at tiny losses).
+
+    ``levels[:n_thresholds]`` are recorded only; a level after them (the
+    target loss) ends the run. ``log_loss`` maps a state to :math:`\log L`;
+    ``options`` go to :func:`solve_bounded`.
+    """
+    log_levels = [math.log(v) for v in levels]
+
+    def g(y):
+        value = log_loss(y)
+        return [value - lv for lv in log_levels]
+
+    terminal = n_thresholds if n_thresholds < len(levels) else None
+    return solve_bounded(fun, t_span, y0, levels=g if levels else None, terminal=terminal,
+                         **options)
+
+
+def _loop(solver, g, t0, t1, t_bound, y0, t_eval, terminal, max_steps, max_nfev=None):
     ts, ys = ([], []) if t_eval is not None else ([t0], [y0])
     g_old = list(g(y0))
     hits = [None] * len(g_old)
@@ -111,6 +134,10 @@ def _loop(solver, g, t0, t1, t_bound, y0, t_eval, terminal, max_steps):
         if steps >= max_steps:
             status, reason = -1, "steps"
             message = f"stopped after max_steps={max_steps} solver steps at t={solver.t:.6g}"
+            break
+        if max_nfev is not None and solver.nfev > max_nfev:
+            status, reason = -1, "nfev"
+            message = f"stopped after max_nfev={max_nfev} evaluations at t={solver.t:.6g}"
             break
         msg = solver.step()
         steps += 1
