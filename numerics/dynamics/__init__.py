@@ -14,9 +14,15 @@ r"""The dynamics of the reduced coordinates: integration, closed forms, the stat
   systems of the built-in tasks (:func:`reduced_system`, :func:`family_system`).
 * :mod:`~numerics.dynamics.paper_closed_forms`: the paper's closed forms
   (first integral, orbits, state at a loss) as capabilities of its system.
+* :mod:`~numerics.dynamics.state`: :func:`state_at_loss`, the one entry point
+  for the state at a loss of every task, and its one result type
+  :class:`StateAtLoss`, whose ``method`` says what answered (the closed form,
+  also for tasks the engine maps onto the paper's equations, or the reduced
+  flow).
 * :mod:`~numerics.dynamics.closed_form`: the paper's CACO state at a loss in
-  closed form (:func:`~numerics.dynamics.closed_form.state_at_loss`), its
-  mpmath reference and :func:`time_to_loss`.
+  closed form (:func:`numerics.dynamics.closed_form.state_at_loss`, the
+  documented ``numerics.closed_form.state_at_loss``), its mpmath reference and
+  :func:`time_to_loss`.
 
 The names are imported on first access, so that importing one submodule (the
 cold path of the closed form) does not import the others (SciPy's integrators).
@@ -32,6 +38,9 @@ _HOMES = {
     "solve_loss_levels": "bounded_ivp",
     "ReducedSystem": "reduced_system",
     "solve_reduced": "reduced_ode",
+    "state_at_loss": "state",
+    "StateAtLoss": "state",
+    "REDUCED_FLOW_RANGE": "state",
     "State": "closed_form",
     "state_at_loss_mpmath": "closed_form",
     "time_to_loss": "closed_form",
@@ -41,7 +50,7 @@ _HOMES = {
     "family_system": "task_systems",
     "task_parameters": "task_systems",
     "task_reduction": "task_systems",
-    "task_state_at_loss": "task_systems",
+    "task_state_at_loss": "state",
 }
 
 __all__ = list(_HOMES)

@@ -39,14 +39,13 @@ Numerics of :func:`state_at_loss`
 from __future__ import annotations
 
 import math
-from functools import lru_cache
-from typing import NamedTuple
 
 import numpy as np
 
 from derivations.vocabulary import check_model_parameters as _check_model_parameters
 
 from ..functions import lambdified as lam
+from .state import StateAtLoss
 
 __all__ = ["State", "state_at_loss", "state_at_loss_mpmath", "time_to_loss",
            "check_model_parameters", "check_supported", "SUPPORTED_RANGE"]
@@ -57,27 +56,10 @@ _EPS = np.finfo(float).eps
 MARGIN_RTOL = 1e-13
 
 
-class State(NamedTuple):
-    """State of the CACO flow (zero init, eta_OV = 1, eta_QK = ratio) at a loss.
-
-    Attributes
-    ----------
-    mu_OV, mu_QK, alpha : ndarray
-        The reduced coordinates and the attention on the relevant tokens.
-    loss, ratio : ndarray
-        The (broadcast) inputs.
-    p : ndarray
-        Attention odds alpha/(1-alpha) (exact, not computed from alpha).
-    s : ndarray
-        Margin alpha mu_OV.
-    """
-    mu_OV: np.ndarray
-    mu_QK: np.ndarray
-    alpha: np.ndarray
-    loss: np.ndarray
-    ratio: np.ndarray
-    p: np.ndarray
-    s: np.ndarray
+#: The state at a loss: the one result type of every state-at-loss answer
+#: (:class:`numerics.dynamics.state.StateAtLoss`; fields ``mu_OV, mu_QK, alpha,
+#: loss, ratio, p, s`` first, then ``method`` = ``"closed form"`` here).
+State = StateAtLoss
 
 
 #: Ranges on which :func:`state_at_loss` and :func:`state_at_loss_mpmath` are
@@ -114,13 +96,13 @@ def _check_loss_ratio(loss, ratio, M):
     bad = ~(np.isfinite(loss) & (loss > 0) & (loss < logM))
     if bad.any():
         raise ValueError(
-            f"loss must be finite and in (0, log M) = (0, {logM!r}); got {loss[bad].ravel()[0]!r} "
+            f"loss must be finite and in (0, log M) = (0, {logM!r}); got {float(loss[bad].ravel()[0])!r} "
             "(a target loss the dynamics never reach)")
     lo, hi = SUPPORTED_RANGE["ratio"]
     bad = ~(np.isfinite(ratio) & (ratio >= lo) & (ratio <= hi))
     if bad.any():
         raise ValueError(f"ratio must be finite and in [{lo:g}, {hi:g}] (the range the closed-form "
-                         f"state is verified on); got {ratio[bad].ravel()[0]!r}")
+                         f"state is verified on); got {float(ratio[bad].ravel()[0])!r}")
     return np.broadcast_arrays(loss, ratio)
 
 
@@ -251,8 +233,9 @@ def state_at_loss(loss, ratio, *, m=5, n=50, b=50, M=20):
     Returns
     -------
     State
-        NamedTuple of arrays with the broadcast shape: ``mu_OV, mu_QK,
-        alpha, loss, ratio, p, s``.
+        :class:`~numerics.dynamics.state.StateAtLoss` of arrays with the
+        broadcast shape: ``mu_OV, mu_QK, alpha, loss, ratio, p, s``, then
+        ``method="closed form"`` and ``coordinates``.
 
     Raises
     ------
@@ -308,7 +291,9 @@ def state_at_loss(loss, ratio, *, m=5, n=50, b=50, M=20):
     out = (mu_OV, mu_QK, alpha, L, r, p, s)
     if not all(np.isfinite(v).all() for v in out):  # pragma: no cover - never silently
         raise ArithmeticError("state_at_loss produced a non-finite value")
-    return State(*(v.reshape(shape) for v in out))
+    mu_OV, mu_QK, alpha, L, r, p, s = (v.reshape(shape) for v in out)
+    return State(mu_OV, mu_QK, alpha, L, r, p, s, method="closed form",
+                 coordinates={"mu_OV": mu_OV, "mu_QK": mu_QK})
 
 
 def time_to_loss(loss, ratio, *, m=5, n=50, b=50, M=20, rtol=1e-11):

@@ -52,6 +52,16 @@ class PaperClosedForms:
             raise ValueError(f"{what} is derived for balanced factors (C_QK = C_OV = 0); "
                              f"this system has C_QK={self.C_QK!r}, C_OV={self.C_OV!r}")
 
+    def _task_state_at_loss(self, loss):
+        if self.parameterization != "CACO" or any(self.mu0):
+            raise ValueError(f"the state at a loss of task {self.task!r} is defined for "
+                             "collapsed circuits (CACO) from zero initialization")
+        from .state import state_at_loss
+        rates = {"eta_QK", "eta_OV", "eta_Q", "eta_K", "eta_O", "eta_V"}
+        params = {k: v for k, v in self.values.items() if k not in rates | {"eps", "mu0"}}
+        st = state_at_loss(loss, self.ratio, task=self.task, **params)
+        return {**st.coordinates, "alpha": st.alpha}
+
     def first_integral(self, mu_OV, mu_QK):
         """First integral H of the balanced flow (constant along trajectories)."""
         self._require_balanced("first_integral")
@@ -122,7 +132,13 @@ class PaperClosedForms:
         :math:`\mu_{QK}`, so one bracketed :func:`~scipy.optimize.brentq` per
         loss (in :math:`\log\mu_{QK}` for a factorized QK circuit) finds it.
         Losses must lie in (0, log M) and below the initial loss.
+
+        Another task (CACO from zero): :func:`numerics.dynamics.state.state_at_loss`
+        (its closed form where the engine maps it onto the paper's, else its
+        reduced flow), ``{<coordinates>, "alpha"}``.
         """
+        if self.task != "paper":
+            return self._task_state_at_loss(loss)
         self._require_balanced("state_at_loss")
         L = np.asarray(loss, dtype=float)
         for v in L.ravel():
