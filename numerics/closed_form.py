@@ -1,4 +1,3 @@
 """Moved to :mod:`numerics.dynamics.closed_form`; this name forwards to it."""
 from .dynamics.closed_form import *  # noqa: F401,F403
 from .dynamics.closed_form import __all__  # noqa: F401
-from .dynamics.closed_form import _newton  # noqa: F401

@@ -211,6 +211,26 @@ def _newton(u_lo, u_hi, s, r, m, n, b, M, maxiter=100):
     return u.reshape(s.shape), done.reshape(s.shape)
 
 
+def _solve_doubles(s, r, m, n, b, M):
+    """mu_QK at margins ``s`` and ratios ``r`` in doubles: the sign-checked
+    Wright-omega bracket, then :func:`_newton`. Returns ``(mu_QK, ok)``; the
+    entries not ``ok`` (no bracket, no convergence) are left to mpmath."""
+    cands = lam.state_bounds_fn("numpy").func(s, r, m, n, b, M)
+    G = lam.state_equation_mu_fn("numpy").func
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        C = np.stack([np.broadcast_to(c, s.shape) for c in cands] + [np.zeros_like(s)])
+        C = np.where(np.isfinite(C), C, 0.0)
+        gC = G(C, s, r, m, n, b, M)[0]
+    lo = np.max(np.where(gC <= 0, C, -np.inf), axis=0)
+    hi = np.min(np.where(gC >= 0, C, np.inf), axis=0)
+    good = np.isfinite(lo) & np.isfinite(hi)
+    u = np.full(s.shape, np.nan)
+    if good.any():
+        u[good], conv = _newton(lo[good], hi[good], s[good], r[good], m, n, b, M)
+        good[good] = conv
+    return u, good
+
+
 def state_at_loss(loss, ratio, *, m=5, n=50, b=50, M=20):
     r"""The CACO state (zero init, eta_OV = 1, eta_QK = ratio) at a given loss.
 
@@ -265,22 +285,7 @@ def state_at_loss(loss, ratio, *, m=5, n=50, b=50, M=20):
     mu_QK = np.empty_like(L)
     ok = np.ones(L.shape, dtype=bool)
     if fast.any():
-        sf, rf = s[fast], r[fast]
-        cands = lam.state_bounds_fn("numpy").func(sf, rf, m, n, b, M)
-        G = lam.state_equation_mu_fn("numpy").func
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            C = np.stack([np.broadcast_to(c, sf.shape) for c in cands] + [np.zeros_like(sf)])
-            C = np.where(np.isfinite(C), C, 0.0)
-            gC = G(C, sf, rf, m, n, b, M)[0]
-        lo = np.max(np.where(gC <= 0, C, -np.inf), axis=0)
-        hi = np.min(np.where(gC >= 0, C, np.inf), axis=0)
-        good = np.isfinite(lo) & np.isfinite(hi)
-        u = np.full(sf.shape, np.nan)
-        if good.any():
-            u[good], conv = _newton(lo[good], hi[good], sf[good], rf[good], m, n, b, M)
-            good[good] = conv
-        mu_QK[fast] = u
-        ok[fast] = good
+        mu_QK[fast], ok[fast] = _solve_doubles(s[fast], r[fast], m, n, b, M)
     redo = slow | ~ok
     st = lam.state_from_mu_QK_fn("numpy").func(mu_QK, s, m, n, b, M)
     alpha, mu_OV, p = (np.asarray(v, dtype=float).copy() for v in st)

@@ -36,6 +36,7 @@ and never the mapped ratio.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import NamedTuple
 
 import numpy as np
@@ -101,6 +102,8 @@ class StateAtLoss(NamedTuple):
 
 def _show(value):
     """A number as the user would type it (no ``np.float64(...)``)."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return repr(int(value))
     try:
         return repr(float(value))
     except (TypeError, ValueError):
@@ -113,7 +116,9 @@ def _first_bad(values, ok):
 
 def _bound(value):
     """A range bound, short where that is exact (``1e-08``), else in full."""
-    return f"{value:g}" if float(f"{value:g}") == value else repr(float(value))
+    if float(f"{value:g}") == value:
+        return f"{value:g}"
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
 def check_in_range(name, values, lo, hi, what, *, hi_open=False):
@@ -124,7 +129,8 @@ def check_in_range(name, values, lo, hi, what, *, hi_open=False):
     if not ok.all():
         bracket = ")" if hi_open else "]"
         raise ValueError(f"{name} must be in [{_bound(lo)}, {_bound(hi)}{bracket} for {what} "
-                         f"(the range it is tested on); got {_show(_first_bad(x, ok))}")
+                         f"(the range it is tested on); got "
+                         f"{_show(values if x.ndim == 0 else _first_bad(x, ok))}")
     return x
 
 
@@ -175,12 +181,25 @@ def state_at_loss(loss, ratio=1.0, *, task="paper", parameterization="CACO", met
             raise ValueError(f"the state at a loss of task {task!r} is defined for collapsed "
                              f"circuits (CACO) from zero initialization; got {P}")
         return _paper_orbit(loss, ratio, P, params)
+    from derivations.task import get_task
+
     from .task_systems import task_parameters
     values = task_parameters(task, **params)
+    get_task(task).check_symbolic()     # a task the engine does not reduce says so
+    shown = {**values, **params}     # the user's values, for the messages
     kappa = None if method == "reduced flow" else _ratio_map(task, values)
     if kappa is not None:
+        from .closed_form import SUPPORTED_RANGE
+        ranges = {**SUPPORTED_RANGE, "M": (2, 2**53)}
+        _check_model_range(shown, ranges, f"the closed-form state of task {task!r}")
         return _mapped_closed_form(loss, ratio, task, values, *kappa)
+    _check_model_range(shown, REDUCED_FLOW_RANGE, f"the reduced-flow state of task {task!r}")
     return _reduced_flow(loss, ratio, task, values, rtol, atol)
+
+
+def _check_model_range(values, ranges, what):
+    for key in ("m", "n", "b", "M"):
+        check_in_range(key, values[key], *ranges[key], what)
 
 
 def _paper_closed_form(loss, ratio, params):
@@ -252,8 +271,6 @@ def _mapped_closed_form(loss, ratio, task, values, k_qk, k_ov):
 def _check_reduced_flow_range(loss, ratio, task, values, flow, y0):
     """The arguments within :data:`REDUCED_FLOW_RANGE`, the loss below the initial loss."""
     what = f"the reduced-flow state of task {task!r}"
-    for key in ("m", "n", "b", "M"):
-        check_in_range(key, values[key], *REDUCED_FLOW_RANGE[key], what)
     r = check_in_range("ratio", ratio, *REDUCED_FLOW_RANGE["ratio"], what)
     L0 = flow.loss_at(y0, dict(values, eta_QK=1.0, eta_OV=1.0))   # the initial loss
     L = check_in_range("loss", loss, REDUCED_FLOW_RANGE["loss"][0], L0,
