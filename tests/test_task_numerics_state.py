@@ -98,6 +98,10 @@ def test_entry_factorized_paper_is_its_orbit_and_other_tasks_refuse():
     assert float(st.alpha) == pytest.approx(ref.target_state["alpha"], rel=1e-8)
     with pytest.raises(ValueError, match="collapsed circuits"):
         entry(0.1, 3.0, task="query-in-context", parameterization="FAFO")
+    with pytest.raises(ValueError, match="no closed-form state"):
+        entry(0.1, 3.0, task="query-in-context", method="closed form")
+    with pytest.raises(ValueError, match="method must be one of"):
+        entry(0.1, 3.0, method="bisection")
 
 
 def test_closed_form_answers_tiny_losses_for_mapped_tasks_the_flow_refuses_them():

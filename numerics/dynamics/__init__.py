@@ -41,7 +41,6 @@ _HOMES = {
     "state_at_loss": "state",
     "StateAtLoss": "state",
     "REDUCED_FLOW_RANGE": "state",
-    "State": "closed_form",
     "state_at_loss_mpmath": "closed_form",
     "time_to_loss": "closed_form",
     "LambdifiedFlow": "lambdified_flow",

@@ -193,6 +193,9 @@ def state_at_loss(loss, ratio=1.0, *, task="paper", parameterization="CACO", met
         ranges = {**SUPPORTED_RANGE, "M": (2, 2**53)}
         _check_model_range(shown, ranges, f"the closed-form state of task {task!r}")
         return _mapped_closed_form(loss, ratio, task, values, *kappa)
+    if method == "closed form":
+        raise ValueError(f"task {task!r} has no closed-form state: the engine maps its flow onto "
+                         "no equation of the paper's (use method='reduced flow')")
     _check_model_range(shown, REDUCED_FLOW_RANGE, f"the reduced-flow state of task {task!r}")
     return _reduced_flow(loss, ratio, task, values, rtol, atol)
 
