@@ -53,9 +53,10 @@ def test_accuracy_vectorized_grid_matches_scalar_reference():
 
 def test_broadcasting_shapes():
     st = state_at_loss(np.full((3, 1), 0.1), np.array([0.1, 1, 10, 100]))
-    assert isinstance(st, State)
-    for v in st:
+    assert isinstance(st, State) and st.method == "closed form"
+    for v in st[:7]:        # the array fields mu_OV .. s; then method, time, coordinates, ...
         assert v.shape == (3, 4)
+    assert st.coordinates["mu_QK"] is st.mu_QK
     s0 = state_at_loss(0.1, 1.0)
     assert s0.alpha.shape == () and s0.mu_OV.shape == ()
     assert state_at_loss([0.1, 0.2], 1.0).alpha.shape == (2,)

@@ -160,11 +160,11 @@ def test_every_public_function_and_class_has_a_reference_page(site):
     assert not missing, f"no reference page for: {missing}"
     assert count >= 50
     api_index = site.page("api/index.html")
-    assert "numerics.closed_form" in api_index and "derivations.reduction" in api_index
+    assert "numerics.dynamics.closed_form" in api_index and "derivations.reduction" in api_index
 
 
 def test_reference_pages_show_the_docstrings_and_link_to_numpy(site):
-    page = site.page("api/generated/numerics.closed_form.state_at_loss.html")
+    page = site.page("api/generated/numerics.dynamics.closed_form.state_at_loss.html")
     assert "Parameters" in page and "Returns" in page
     assert "https://numpy.org/doc/stable/glossary.html#term-array_like" in page
     model = site.page("api/generated/derivations.model.html")
@@ -254,16 +254,16 @@ def test_cli_reference_lists_every_option(site):
 
 
 def test_stale_api_pages_are_pruned(tmp_path):
-    for stem in ("numerics.closed_form", "numerics.closed_form.state_at_loss",
-                 "numerics.closed_form._newton", "numerics.closed_form.no_such_function",
+    for stem in ("numerics.dynamics.closed_form", "numerics.dynamics.closed_form.state_at_loss",
+                 "numerics.dynamics.closed_form._newton", "numerics.dynamics.closed_form.no_such_function",
                  "numerics.no_such_module", "numerics.no_such_module.f"):
         (tmp_path / f"{stem}.rst").write_text("x")
     modules = set(qkov_docs.public_modules(ROOT, "numerics"))
     removed = sorted(qkov_docs.prune_stale_stubs(tmp_path, modules))
-    assert removed == ["numerics.closed_form._newton", "numerics.closed_form.no_such_function",
+    assert removed == ["numerics.dynamics.closed_form._newton", "numerics.dynamics.closed_form.no_such_function",
                        "numerics.no_such_module", "numerics.no_such_module.f"]
     assert sorted(p.stem for p in tmp_path.glob("*.rst")) == [
-        "numerics.closed_form", "numerics.closed_form.state_at_loss"]
+        "numerics.dynamics.closed_form", "numerics.dynamics.closed_form.state_at_loss"]
 
 
 def test_fence_bare_doctests():
@@ -529,7 +529,7 @@ BROWSER_PAGES = {
     "theory.html": 20,
     "experiments.html": 1,
     "tasks.html": 10,
-    "api/generated/numerics.closed_form.state_at_loss.html": 1,
+    "api/generated/numerics.dynamics.closed_form.state_at_loss.html": 1,
 }
 
 

@@ -64,8 +64,8 @@ def test_expressions_match_their_functions():
 
 def test_no_control_characters_in_sources():
     """No \\f, \\t etc. in docstrings where \\frac, \\tau were meant."""
-    files = [*ROOT.glob("derivations/*.py"), ROOT / "numerics" / "lambdified.py",
-             ROOT / "numerics" / "closed_form.py", ROOT / "numerics" / "_generated.py"]
+    files = [*ROOT.glob("derivations/*.py"), ROOT / "numerics" / "functions" / "lambdified.py",
+             ROOT / "numerics" / "dynamics" / "closed_form.py", ROOT / "numerics" / "_generated.py"]
     for path in files:
         text = path.read_text()
         assert not re.search(r"[\x00-\x08\x0b-\x1f]", text), path

@@ -154,3 +154,67 @@ def test_same_records_as_solve_ivp():
 def test_first_integral_random_parameters_exhaustive(param, m, n, b, M, eta_QK, eta_OV, eps, frac):
     test_first_integral_random_parameters.hypothesis.inner_test(
         param, m, n, b, M, eta_QK, eta_OV, eps, frac)
+
+
+# --------------------------------------------------------------------------- #
+# one ReducedSystem for every task
+# --------------------------------------------------------------------------- #
+def test_lambdified_backend_of_the_paper_task_matches_the_generated_code():
+    """The engine's reduction of the paper task, lambdified at run time, against the
+    generated code (a separate derivation: reduction.reduced_odes -> codegen)."""
+    from numerics.dynamics.task_systems import reduced_system
+    from numerics.reduced_system import ReducedSystem
+    gen = ReducedSystem("CACO", eta_QK=3.0, eta_OV=0.5)
+    flow = reduced_system("paper", "CACO")
+    values = dict(m=5, n=50, b=50, M=20, eta_QK=3.0, eta_OV=0.5)
+    order = [flow.names.index(k) for k in ("mu_OV", "mu_QK")]
+    for y in [(0.3, 0.7), (5.0, -1.0), (12.0, 2.5)]:
+        yf = [y[order.index(i)] for i in range(2)]          # (mu_QK, mu_OV) order of the engine
+        J = flow.jacobian_at(yf, values)[np.ix_(order, order)]
+        np.testing.assert_allclose(J, gen.jacobian(*y), rtol=1e-12, atol=1e-300)
+        np.testing.assert_allclose(flow.rhs_at(yf, values)[order], gen.rhs(*y), rtol=1e-13)
+
+
+@pytest.mark.parametrize("task, params", [("query-in-context", {}),
+                                          ("shared-irrelevant", {"n_c": 3})])
+def test_task_jacobian_matches_finite_differences(task, params):
+    from numerics.reduced_system import ReducedSystem
+    sys_ = ReducedSystem("CACO", task=task, eta_QK=2.0, **params)
+    y = np.linspace(0.2, 1.4, len(sys_.names))
+    J = sys_.jacobian(*y)
+    h = 1e-6
+    for j in range(len(y)):
+        e = np.zeros_like(y)
+        e[j] = h
+        col = (sys_.rhs(*(y + e)) - sys_.rhs(*(y - e))) / (2 * h)
+        np.testing.assert_allclose(J[:, j], col, rtol=1e-6, atol=1e-12)
+
+
+def test_task_integration_returns_a_trajectory_and_inherits_nothing_it_lacks():
+    from numerics.reduced_system import ReducedSystem
+    sys_ = ReducedSystem("CACO", task="shared-irrelevant", eta_QK=2.0, n_c=3)
+    res = sys_.integrate(target_loss=0.2, loss_thresholds=(1.0,), rtol=1e-12)
+    assert isinstance(res, Trajectory) and res.status == 1 and res.task == "shared-irrelevant"
+    assert res.coordinates == sys_.names and res.y.shape == (len(res.t), len(sys_.names))
+    assert res.crossings[0]["loss"] == pytest.approx(1.0, rel=1e-12)
+    # independent: the paper's closed form at the engine's mapped ratio 2 (n_c + 1)/n_c
+    cf = state_at_loss(0.2, 2.0 * 4 / 3)
+    assert res.target_state["alpha"] == pytest.approx(float(cf.alpha), rel=1e-9)
+    assert res.mu_QK[-1] == pytest.approx(float(cf.mu_QK), rel=1e-9)
+    implicit = sys_.integrate(target_loss=0.2, method="Radau", rtol=1e-10)
+    assert implicit.njev > 0
+    assert implicit.target_state["alpha"] == pytest.approx(float(cf.alpha), rel=1e-6)
+    with pytest.raises(ValueError, match="closed form of the paper's task"):
+        sys_.orbit(1.0)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(parameterization="FAFO", task="query-in-context"), "give mu0"),
+    (dict(task="query-in-context", mu0=(0.0, 0.0)), "mu0 must be 4 finite numbers"),
+    (dict(task="paper", n_c=2), "no parameter 'n_c'"),
+    (dict(task="nope"), "unknown task"),
+])
+def test_task_system_bad_input(kwargs, match):
+    from numerics.reduced_system import ReducedSystem
+    with pytest.raises(ValueError, match=match):
+        ReducedSystem(**kwargs)

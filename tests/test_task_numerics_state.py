@@ -56,3 +56,127 @@ def test_query_in_context_matches_full_matrix_flow():
     c = res.crossings[0.5]
     assert c["alpha"] == pytest.approx(st["alpha"], rel=1e-8)
     assert c["t"] == pytest.approx(st["t"], rel=1e-8)
+
+
+# --------------------------------------------------------------------------- #
+# one entry point, one result type (numerics.dynamics.state_at_loss)
+# --------------------------------------------------------------------------- #
+import itertools  # noqa: E402
+import math  # noqa: E402
+import re  # noqa: E402
+import warnings  # noqa: E402
+
+from numerics.dynamics import REDUCED_FLOW_RANGE, StateAtLoss  # noqa: E402
+from numerics.dynamics import state_at_loss as entry  # noqa: E402
+
+TASKS = ("paper", "shared-irrelevant", "query-in-context")
+
+
+def test_entry_says_which_method_answered():
+    paper = entry(0.1, 10.0)
+    assert isinstance(paper, StateAtLoss) and paper.method == "closed form"
+    mu_OV, mu_QK, alpha, *_ = paper                       # the old State's unpacking
+    assert float(alpha) == float(state_at_loss(0.1, 10.0).alpha)
+    mapped = entry(0.1, 10.0, task="shared-irrelevant", n_c=5)
+    assert mapped.method == "closed form" and float(mapped.mapped_ratio) == 12.0
+    assert float(mapped.ratio) == 10.0
+    flow = entry(0.1, 10.0, task="shared-irrelevant", n_c=5, method="reduced flow")
+    assert flow.method == "reduced flow" and flow.time > 0
+    # independent: the same task by its reduced ODE vs the paper's closed form at the mapped ratio
+    assert float(flow.alpha) == pytest.approx(float(mapped.alpha), rel=1e-9)
+    other = entry([0.5, 0.1], 3.0, task="query-in-context")
+    assert other.method == "reduced flow" and other.alpha.shape == (2,)
+    assert set(other.coordinates) == {"mu_QK_q", "mu_QK", "mu_OV_q", "mu_OV"}
+    single = task_state_at_loss("query-in-context", 3.0, 0.1)
+    assert single["alpha"] == float(other.alpha[1]) and single["t"] == float(other.time[1])
+
+
+def test_entry_factorized_paper_is_its_orbit_and_other_tasks_refuse():
+    from numerics.reduced_system import ReducedSystem
+    st = entry(0.1, 3.0, parameterization="FAFO")
+    ref = ReducedSystem("FAFO", eta_QK=3.0).integrate(target_loss=0.1, rtol=1e-12)
+    assert float(st.alpha) == pytest.approx(ref.target_state["alpha"], rel=1e-8)
+    with pytest.raises(ValueError, match="collapsed circuits"):
+        entry(0.1, 3.0, task="query-in-context", parameterization="FAFO")
+    with pytest.raises(ValueError, match="no closed-form state"):
+        entry(0.1, 3.0, task="query-in-context", method="closed form")
+    with pytest.raises(ValueError, match="method must be one of"):
+        entry(0.1, 3.0, method="bisection")
+
+
+def test_closed_form_answers_tiny_losses_for_mapped_tasks_the_flow_refuses_them():
+    st = entry(1e-300, 10.0, task="shared-irrelevant", n_c=3)
+    assert float(st.alpha) == float(state_at_loss(1e-300, 10.0 * 4 / 3).alpha)
+    with pytest.raises(ValueError, match=r"loss must be in \[1e-08, 2.99573227355399\d*\) .*"
+                                         r"'query-in-context'.*got 1e-16"):
+        entry(1e-16, 10.0, task="query-in-context")
+
+
+def _no_warnings(call):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        return call()
+
+
+@pytest.mark.parametrize("task", TASKS)
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(ratio=10.0, loss=1e-16), r"loss must be in \[1e-08, .*\) for the reduced-flow state"),
+    (dict(ratio=1e300, loss=0.1), r"ratio must be in \[0.0001, 10000\] .*got 1e\+300"),
+    (dict(ratio=10.0, loss=0.1, M=1e300), r"M must be in \[2, 1e\+06\] .*got 1e\+300"),
+    (dict(ratio=10.0, loss=0.1, m=1e300), r"m must be in \[0.001, 1000\] .*got 1e\+300"),
+    (dict(ratio=10.0, loss=0.1, b=1e-300), r"b must be in \[0.1, 1000\] .*got 1e-300"),
+])
+def test_task_state_refuses_the_same_way_for_every_task(task, kwargs, match):
+    """Issue 15 item 13: one ValueError naming the range, the same for every task;
+    no 'math domain error', no RuntimeWarning, no OverflowError."""
+    kwargs = dict(kwargs)
+    ratio, loss = kwargs.pop("ratio"), kwargs.pop("loss")
+    with pytest.raises(ValueError, match=match) as info:
+        _no_warnings(lambda: task_state_at_loss(task, ratio, loss, **kwargs))
+    assert f"task {task!r}" in str(info.value) and "np.float64" not in str(info.value)
+
+
+def test_mapped_ratio_is_never_named_and_no_numpy_reprs():
+    for ratio in (1e12, np.float64(1e12), 1e300):
+        with pytest.raises(ValueError) as info:
+            _no_warnings(lambda: entry(0.1, ratio, task="shared-irrelevant"))
+        text = str(info.value)
+        assert re.search(r"ratio must be in \[5e-13, 5e\+11\]", text), text
+        assert f"got {float(ratio)!r}" in text and "2000000000000" not in text
+        assert "np.float64" not in text
+    with pytest.raises(ValueError) as info:
+        state_at_loss(0.5, np.float64(1e30))                 # the closed form itself
+    assert "np.float64" not in str(info.value) and "got 1e+30" in str(info.value)
+    with pytest.raises(ValueError) as info:
+        entry(0.1, 10.0, task="shared-irrelevant", M=2**60)
+    assert "got 1152921504606846976" in str(info.value)
+
+
+def _corners(quick):
+    lo_hi = {k: REDUCED_FLOW_RANGE[k] for k in ("m", "n", "b", "ratio")}
+    keys = list(lo_hi)
+    combos = itertools.product(*(lo_hi[k] for k in keys), (2, REDUCED_FLOW_RANGE["M"][1]),
+                               ("low", "high"))
+    cases = [dict(zip(keys + ["M", "loss"], c)) for c in combos]
+    return cases[::9] if quick else cases
+
+
+def _check_corner(case):
+    loss = REDUCED_FLOW_RANGE["loss"][0] if case["loss"] == "low" else 0.999 * math.log(case["M"])
+    kw = {k: case[k] for k in ("m", "n", "b", "M")}
+    st = _no_warnings(lambda: task_state_at_loss("paper", case["ratio"], loss, **kw))
+    cf = state_at_loss(loss, case["ratio"], **kw)           # independent: the closed form
+    assert st["alpha"] == pytest.approx(float(cf.alpha), rel=1e-8)
+    assert st["mu_OV"] == pytest.approx(float(cf.mu_OV), rel=1e-8)
+    assert abs(st["mu_QK"] - float(cf.mu_QK)) <= 1e-8 * max(1.0, abs(float(cf.mu_QK)))
+
+
+@pytest.mark.parametrize("case", _corners(quick=True))
+def test_reduced_flow_range_corners_quick(case):
+    _check_corner(case)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", _corners(quick=False))
+def test_reduced_flow_range_every_corner(case):
+    _check_corner(case)

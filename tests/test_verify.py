@@ -99,7 +99,7 @@ def test_exception_in_group_is_a_failing_check():
 
 
 def test_main_exit_status_1_on_failure(monkeypatch, capsys):
-    import numerics.closed_form as cf
+    import numerics.dynamics.closed_form as cf   # where ReducedSystem.state_at_loss looks it up
     monkeypatch.setattr(cf, "state_at_loss", _wrong_state_at_loss(1e-3))
     rc = verify.main(["--quick", "--parameterization", "CACO", "--json"])
     out = json.loads(capsys.readouterr().out)

@@ -1,0 +1,195 @@
+r"""A bounded initial-value solver with level-crossing events.
+
+:func:`solve_bounded` is the step loop of :func:`scipy.integrate.solve_ivp`
+(same ``OdeSolver`` classes, dense output for ``t_eval``, events located by
+:func:`scipy.optimize.brentq` between steps to ``4 eps``), giving the same
+records step for step, with what a verification needs on top:
+
+* a bound on the work (``max_steps``): past it the run stops with status -1
+  and everything recorded so far, never runs on;
+* an unbounded interval ``t1 = inf`` is integrated up to a finite
+  :data:`HORIZON` (the step size stays a finite double), and ending there
+  without the terminal event is a failure (status -1), not a success;
+* a non-finite state stops the run with status -1;
+* only downward crossings are recorded, each level's first one.
+
+Every reduced flow (:meth:`numerics.dynamics.reduced_system.ReducedSystem.integrate`
+for every task, through :func:`solve_loss_levels`, the loss events on
+:math:`\log L`) and the full model's gradient flow
+(:func:`numerics.training.gradient_flow`) use it.
+
+>>> import numpy as np
+>>> from numerics.dynamics.bounded_ivp import solve_bounded
+>>> out = solve_bounded(lambda t, y: -y, (0.0, np.inf), np.array([1.0]),
+...                     levels=lambda y: [y[0] - 0.5, y[0] - 0.1], terminal=1, rtol=1e-10,
+...                     atol=1e-12)
+>>> out.status, round(out.hits[0][0], 9), round(out.hits[1][0], 9)   # log 2, log 10
+(1, 0.693147181, 2.302585093)
+>>> solve_bounded(lambda t, y: -y, (0.0, np.inf), np.array([1.0]), levels=lambda y: [y[0] + 1],
+...               terminal=0, max_steps=50).status      # never reached: bounded, status -1
+-1
+"""
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import scipy.integrate
+from scipy.optimize import brentq
+
+__all__ = ["solve_bounded", "solve_loss_levels", "METHODS", "HORIZON", "DEFAULT_MAX_STEPS"]
+
+#: Integration methods (SciPy ``OdeSolver`` classes).
+METHODS = {"RK23": scipy.integrate.RK23, "RK45": scipy.integrate.RK45,
+           "DOP853": scipy.integrate.DOP853, "Radau": scipy.integrate.Radau,
+           "BDF": scipy.integrate.BDF, "LSODA": scipy.integrate.LSODA}
+#: Methods that use a Jacobian.
+IMPLICIT = ("Radau", "BDF", "LSODA")
+#: End of an unbounded interval ``(t0, inf)``: a step may grow tenfold and 1e301
+#: is still a double. (The reduced loss falls like b (M - 1) / t, so even a target
+#: of 1e-300 is reached before.)
+HORIZON = 1e300
+#: Default bound on the solver steps.
+DEFAULT_MAX_STEPS = 100_000
+_EPS = np.finfo(float).eps
+
+
+def solve_bounded(fun, t_span, y0, *, t_eval=None, levels=None, terminal=None,
+                  method="DOP853", rtol=1e-10, atol=1e-12, jac=None, max_step=math.inf,
+                  max_steps=DEFAULT_MAX_STEPS, max_nfev=None):
+    """Integrate ``y' = fun(t, y)`` over ``t_span`` (validated by the caller).
+
+    Parameters
+    ----------
+    fun : callable ``(t, y) -> ndarray``
+    t_span : (float, float)
+        ``t1`` may be ``inf``: the run then ends at :data:`HORIZON`.
+    y0 : ndarray
+    t_eval : ndarray, optional
+        Increasing output times in ``t_span``; default: every solver step.
+    levels : callable ``y -> sequence of float``, optional
+        Event functions; a level is crossed when its value goes from >= 0 to
+        <= 0 (first crossing only).
+    terminal : int, optional
+        Index of the level whose crossing ends the run (status 1); the state
+        there is also the last record.
+    method, rtol, atol, jac, max_step
+        As for :func:`scipy.integrate.solve_ivp` (``jac`` only for
+        :data:`IMPLICIT` methods).
+    max_steps : int
+        Bound on the solver steps.
+    max_nfev : int, optional
+        Bound on the right-hand-side evaluations, checked after every step
+        (past it: status -1, reason ``"nfev"``).
+
+    Returns
+    -------
+    types.SimpleNamespace
+        ``t`` (n,), ``y`` (n, dim), ``hits`` (per level ``(t, y)`` of its
+        first downward crossing or None), ``status`` (-1 failure, 0 end of the
+        interval, 1 terminal level crossed), ``reason`` (``"steps"``,
+        ``"nfev"``, ``"horizon"``, ``"failed"``, ``"nonfinite"``, ``"end"``,
+        ``"terminal"``), ``message``, ``nfev``, ``njev``, ``nsteps``.
+    """
+    t0, t1 = float(t_span[0]), float(t_span[1])
+    t_bound = min(t1, max(HORIZON, 2 * t0))
+    kw = {"jac": jac} if (jac is not None and method in IMPLICIT) else {}
+    if math.isfinite(max_step):
+        kw["max_step"] = max_step
+    solver = METHODS[method](fun, t0, y0, t_bound, rtol=rtol, atol=atol, **kw)
+    g = levels if levels is not None else (lambda y: [])
+    with np.errstate(over="ignore", invalid="ignore"):   # non-finite states are caught
+        return _loop(solver, g, t0, t1, t_bound, np.asarray(y0, dtype=float), t_eval,
+                     terminal, max_steps, max_nfev)
+
+
+def solve_loss_levels(fun, t_span, y0, log_loss, levels, n_thresholds, **options):
+    r""":func:`solve_bounded` with loss events: level ``k`` is crossed where
+    :math:`\log L(y) = \log` ``levels[k]`` (well scaled at tiny losses).
+
+    ``levels[:n_thresholds]`` are recorded only; a level after them (the
+    target loss) ends the run. ``log_loss`` maps a state to :math:`\log L`;
+    ``options`` go to :func:`solve_bounded`.
+    """
+    log_levels = [math.log(v) for v in levels]
+
+    def g(y):
+        value = log_loss(y)
+        return [value - lv for lv in log_levels]
+
+    terminal = n_thresholds if n_thresholds < len(levels) else None
+    return solve_bounded(fun, t_span, y0, levels=g if levels else None, terminal=terminal,
+                         **options)
+
+
+def _loop(solver, g, t0, t1, t_bound, y0, t_eval, terminal, max_steps, max_nfev=None):
+    ts, ys = ([], []) if t_eval is not None else ([t0], [y0])
+    g_old = list(g(y0))
+    hits = [None] * len(g_old)
+    i_eval, steps = 0, 0
+    status = reason = None
+    message = ""
+    while status is None:
+        if steps >= max_steps:
+            status, reason = -1, "steps"
+            message = f"stopped after max_steps={max_steps} solver steps at t={solver.t:.6g}"
+            break
+        if max_nfev is not None and solver.nfev > max_nfev:
+            status, reason = -1, "nfev"
+            message = f"stopped after max_nfev={max_nfev} evaluations at t={solver.t:.6g}"
+            break
+        msg = solver.step()
+        steps += 1
+        if solver.status == "failed":
+            status, reason, message = -1, "failed", str(msg)
+            break
+        t_old, t, y = solver.t_old, solver.t, solver.y
+        if not np.all(np.isfinite(y)):
+            status, reason, message = -1, "nonfinite", f"non-finite state at t={t:.6g}"
+            break
+        if solver.status == "finished":
+            if t_bound < t1:
+                status, reason = -1, "horizon"
+                message = f"the terminal level was not reached by t={t_bound:g}"
+            else:
+                status, reason = 0, "end"
+                message = "The solver successfully reached the end of the integration interval."
+        sol = None
+        g_new = list(g(y))
+        crossed = [k for k, (a, c) in enumerate(zip(g_old, g_new))
+                   if a >= 0 and c <= 0 and hits[k] is None]
+        t_stop = None
+        if crossed:
+            sol = solver.dense_output()
+            roots = {k: brentq(lambda tt, k=k: g(sol(tt))[k], t_old, t, xtol=4 * _EPS,
+                               rtol=4 * _EPS) for k in crossed}
+            if terminal is not None and terminal in roots:
+                t_stop = roots[terminal]
+            for k, tr in roots.items():
+                if t_stop is None or tr <= t_stop:
+                    hits[k] = (tr, sol(tr))
+        g_old = g_new
+        t_end = t if t_stop is None else t_stop
+        if t_eval is None:
+            ts.append(t_end)
+            ys.append(y if t_stop is None else sol(t_stop))
+        else:
+            i_new = np.searchsorted(t_eval, t_end, side="right")
+            if i_new > i_eval:
+                if sol is None:
+                    sol = solver.dense_output()
+                tt = t_eval[i_eval:i_new]
+                ts.extend(tt)
+                ys.extend(np.atleast_2d(sol(tt)).T)
+                i_eval = i_new
+            if t_stop is not None and (not ts or ts[-1] < t_stop):
+                ts.append(t_stop)
+                ys.append(sol(t_stop))
+        if t_stop is not None:
+            status, reason = 1, "terminal"
+            message = f"terminal level reached at t={t_stop:.6g}"
+    Y = np.array(ys, dtype=float).reshape(len(ts), y0.size)
+    return SimpleNamespace(t=np.asarray(ts, dtype=float), y=Y, hits=hits, status=status,
+                           reason=reason, message=message, nfev=solver.nfev,
+                           njev=solver.njev, nsteps=steps)

@@ -1,0 +1,374 @@
+r"""The CACO state at a fixed loss, in closed form, and the time to reach it.
+
+Setting (paper, Figure 4): collapsed circuits (CACO) from zero
+initialization, output rate :math:`\eta_{OV} = 1` and attention rate
+:math:`\eta_{QK} = r` (the *ratio*). Along the trajectory the margin
+:math:`s = \alpha\mu_{OV}` determines the loss,
+
+.. math:: s(L) = \log\frac{M-1}{e^{L} - 1},
+
+and the first integral pins the state: with the attention odds
+:math:`p = \alpha/(1-\alpha)`,
+
+.. math:: F(p) = p + \log\frac{np}{m} - \frac{m}{n}
+          - \frac{r(M-1)s^2}{2Mb}\Big(1 + \frac1p\Big)^2 = 0,
+
+increasing in p (unique root); then :math:`\alpha = p/(1+p)`,
+:math:`\mu_{QK} = \log(np/m)`, :math:`\mu_{OV} = s(1+p)/p`.
+All of these come from :mod:`derivations.sharpness` through the generated
+module (:mod:`numerics.functions.lambdified`, :mod:`numerics._generated`); importing this
+module does not import SymPy.
+
+Numerics of :func:`state_at_loss`
+---------------------------------
+* F is solved in :math:`u = \mu_{QK}` (``p = m e^u / n``) by vectorized
+  Newton, safeguarded by a bracket (bisection when a step leaves it). The
+  bracket comes from Wright-omega solutions of bounding equations
+  (:func:`numerics.functions.lambdified.state_bounds_fn`), each sign-checked; the
+  Newton start is the bracket end with the smaller :math:`|G|`.
+* The margin is evaluated with ``expm1``; where it cancels (loss within a
+  few thousand ulps of :math:`\log M`, estimated relative error of s above
+  ``1e-13``) those entries are evaluated at 50 digits with mpmath
+  (:func:`state_at_loss_mpmath`) and rounded.
+
+>>> from numerics.dynamics.closed_form import state_at_loss
+>>> st = state_at_loss([1.0, 1e-4], 1.0)
+>>> st.alpha.shape
+(2,)
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from derivations.vocabulary import check_model_parameters as _check_model_parameters
+
+from ..functions import lambdified as lam
+from .state import StateAtLoss
+
+__all__ = ["State", "state_at_loss", "state_at_loss_mpmath", "time_to_loss",
+           "check_model_parameters", "check_supported", "SUPPORTED_RANGE"]
+
+_EPS = np.finfo(float).eps
+#: Estimated relative error of the double-precision margin above which the
+#: entry is evaluated with mpmath instead.
+MARGIN_RTOL = 1e-13
+
+
+#: The state at a loss: the one result type of every state-at-loss answer
+#: (:class:`numerics.dynamics.state.StateAtLoss`; fields ``mu_OV, mu_QK, alpha,
+#: loss, ratio, p, s`` first, then ``method`` = ``"closed form"`` here).
+State = StateAtLoss
+
+
+#: Ranges on which :func:`state_at_loss` and :func:`state_at_loss_mpmath` are
+#: tested to return the state to about 1e-13 (beyond them: ValueError naming
+#: the range, never a wrong number). M: any integer in [2, 2**53].
+SUPPORTED_RANGE = {"ratio": (1e-12, 1e12), "m": (1e-8, 1e8), "n": (1e-8, 1e8), "b": (1e-8, 1e8)}
+
+
+def check_model_parameters(m, n, b, M):
+    """The model-parameter rule of :func:`derivations.vocabulary.check_model_parameters`,
+    returning ``(m, n, b, M)`` as floats (kept for callers of this name;
+    prefer the vocabulary's)."""
+    m, n, b, M = _check_model_parameters(m, n, b, M)
+    return m, n, b, float(M)
+
+
+def check_supported(m, n, b, M):
+    """:func:`check_model_parameters` and the range the closed forms support
+    (:data:`SUPPORTED_RANGE`). Returns ``(m, n, b, M)`` as floats; raises
+    ValueError naming the parameter and its range."""
+    m, n, b, M = check_model_parameters(m, n, b, M)
+    for name, value in (("m", m), ("n", n), ("b", b)):
+        lo, hi = SUPPORTED_RANGE[name]
+        if not lo <= value <= hi:
+            raise ValueError(f"{name} must be in [{lo:g}, {hi:g}] for the closed-form state "
+                             f"(the range it is verified on); got {value!r}")
+    return m, n, b, M
+
+
+def _check_loss_ratio(loss, ratio, M):
+    loss = np.asarray(loss, dtype=float)
+    ratio = np.asarray(ratio, dtype=float)
+    logM = math.log(M)
+    bad = ~(np.isfinite(loss) & (loss > 0) & (loss < logM))
+    if bad.any():
+        raise ValueError(
+            f"loss must be finite and in (0, log M) = (0, {logM!r}); got {float(loss[bad].ravel()[0])!r} "
+            "(a target loss the dynamics never reach)")
+    lo, hi = SUPPORTED_RANGE["ratio"]
+    bad = ~(np.isfinite(ratio) & (ratio >= lo) & (ratio <= hi))
+    if bad.any():
+        raise ValueError(f"ratio must be finite and in [{lo:g}, {hi:g}] (the range the closed-form "
+                         f"state is verified on); got {float(ratio[bad].ravel()[0])!r}")
+    return np.broadcast_arrays(loss, ratio)
+
+
+def state_at_loss_mpmath(loss, ratio, *, m=5, n=50, b=50, M=20, dps=50):
+    r"""Reference state at one loss, evaluated with mpmath (the high-precision solver).
+
+    The same generated functions as :func:`state_at_loss` (margin, state
+    equation in u = mu_QK with its derivative, Wright-omega bracket, state
+    from mu_QK) at ``dps + 10`` significant digits: the bracket is
+    sign-checked, then a safeguarded Newton iteration (bisection whenever a
+    step leaves the bracket) runs until the step or the bracket is below the
+    working precision relative to u. Solving in u (not in the odds p) keeps
+    full relative accuracy when mu_QK is tiny (loss near log M).
+
+    Parameters
+    ----------
+    loss, ratio : float or str or mpmath.mpf
+        Scalars (a str is read at full precision).
+    m, n, b, M : float
+        As in :func:`state_at_loss` (same ranges).
+    dps : int
+        Significant digits wanted.
+
+    Returns
+    -------
+    dict
+        ``{"mu_OV", "mu_QK", "alpha", "p", "s"}`` as mpmath.mpf.
+
+    Raises
+    ------
+    ValueError
+        As :func:`state_at_loss`.
+    """
+    import mpmath
+    m, n, b, M = check_supported(m, n, b, M)
+    _check_loss_ratio(float(loss), float(ratio), M)
+    G = lam.state_equation_mu_fn("mpmath").func
+    bounds = lam.state_bounds_fn("mpmath").func
+    with mpmath.workdps(int(dps) + 10):
+        Lm, rm = mpmath.mpf(loss), mpmath.mpf(ratio)
+        mm, nm, bm, Mm = (mpmath.mpf(v) for v in (m, n, b, M))
+        sm = lam.margin_at_loss_fn("mpmath").func(Lm, Mm)
+        if not sm > 0:
+            raise ValueError(f"loss must be in (0, log M) = (0, {math.log(M)!r}); got {loss!r}")
+
+        def g(u):
+            return G(u, sm, rm, mm, nm, bm, Mm)
+        cands = [mpmath.mpf(c) for c in bounds(sm, rm, mm, nm, bm, Mm)] + [mpmath.mpf(0)]
+        values = [(c, g(c)[0]) for c in cands if mpmath.isfinite(c)]
+        lo = max((c for c, v in values if v <= 0), default=None)
+        hi = min((c for c, v in values if v >= 0), default=None)
+        if lo is None or hi is None:  # pragma: no cover - the bounds are proven
+            raise ArithmeticError("no bracket for the state equation")
+        tol = mpmath.mpf(2) ** (4 - mpmath.mp.prec)
+        u = lo if abs(g(lo)[0]) < abs(g(hi)[0]) else hi
+        for _ in range(20 * mpmath.mp.prec):
+            val, slope = g(u)
+            if val == 0:
+                break
+            if val < 0:
+                lo = u
+            else:
+                hi = u
+            new = u - val / slope
+            if not (lo <= new <= hi):
+                new = (lo + hi) / 2
+            if abs(new - u) <= tol * abs(new) or hi - lo <= tol * abs(new):
+                u = new
+                break
+            u = new
+        else:  # pragma: no cover - Newton/bisection on a sign-checked bracket converges
+            raise ArithmeticError("state_at_loss_mpmath did not converge")
+        out = lam.state_from_mu_QK_fn("mpmath")(u, sm, mm, nm, bm, Mm)
+        out["mu_QK"], out["s"] = u, sm
+    return {k: +out[k] for k in ("mu_OV", "mu_QK", "alpha", "p", "s")}
+
+
+def _newton(u_lo, u_hi, s, r, m, n, b, M, maxiter=100):
+    """Safeguarded vectorized Newton for G(u) = 0 on [u_lo, u_hi] (G increasing).
+    Returns (u, converged mask)."""
+    G = lam.state_equation_mu_fn("numpy").func
+    g_lo = G(u_lo, s, r, m, n, b, M)[0]
+    g_hi = G(u_hi, s, r, m, n, b, M)[0]
+    u = np.where(np.abs(g_lo) < np.abs(g_hi), u_lo, u_hi)
+    lo, hi = u_lo.copy(), u_hi.copy()
+    active = np.ones(u.shape, dtype=bool)
+    idx = np.arange(u.size)
+    u, lo, hi = u.ravel().copy(), lo.ravel().copy(), hi.ravel().copy()
+    s_, r_ = s.ravel(), r.ravel()
+    done = np.zeros(u.size, dtype=bool)
+    for _ in range(maxiter):
+        i = idx[~done]
+        if i.size == 0:
+            break
+        g, dg = G(u[i], s_[i], r_[i], m, n, b, M)
+        neg = g < 0
+        lo[i] = np.where(neg, u[i], lo[i])
+        hi[i] = np.where(neg, hi[i], u[i])
+        step = g / dg
+        new = u[i] - step
+        outside = ~((new >= lo[i]) & (new <= hi[i])) | ~np.isfinite(new)
+        new = np.where(outside, 0.5 * (lo[i] + hi[i]), new)
+        conv = (g == 0) | (np.abs(new - u[i]) <= 2 * _EPS * np.abs(new)) | (hi[i] - lo[i] <= 2 * _EPS * np.abs(new))
+        u[i] = np.where(g == 0, u[i], new)
+        done[i] = conv
+    return u.reshape(s.shape), done.reshape(s.shape)
+
+
+def _solve_doubles(s, r, m, n, b, M):
+    """mu_QK at margins ``s`` and ratios ``r`` in doubles: the sign-checked
+    Wright-omega bracket, then :func:`_newton`. Returns ``(mu_QK, ok)``; the
+    entries not ``ok`` (no bracket, no convergence) are left to mpmath."""
+    cands = lam.state_bounds_fn("numpy").func(s, r, m, n, b, M)
+    G = lam.state_equation_mu_fn("numpy").func
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        C = np.stack([np.broadcast_to(c, s.shape) for c in cands] + [np.zeros_like(s)])
+        C = np.where(np.isfinite(C), C, 0.0)
+        gC = G(C, s, r, m, n, b, M)[0]
+    lo = np.max(np.where(gC <= 0, C, -np.inf), axis=0)
+    hi = np.min(np.where(gC >= 0, C, np.inf), axis=0)
+    good = np.isfinite(lo) & np.isfinite(hi)
+    u = np.full(s.shape, np.nan)
+    if good.any():
+        u[good], conv = _newton(lo[good], hi[good], s[good], r[good], m, n, b, M)
+        good[good] = conv
+    return u, good
+
+
+def state_at_loss(loss, ratio, *, m=5, n=50, b=50, M=20):
+    r"""The CACO state (zero init, eta_OV = 1, eta_QK = ratio) at a given loss.
+
+    Solves the state equation :math:`F(p; s(L), r) = 0` (see the module
+    docstring) for every broadcast pair (loss, ratio) at once.
+
+    Parameters
+    ----------
+    loss : array_like
+        Loss levels, each in (0, log M). Values as small as 1e-300 are fine.
+    ratio : array_like
+        Learning-rate ratios :math:`r = \eta_{QK}/\eta_{OV}` in [1e-12, 1e12];
+        broadcast against ``loss``.
+    m, n, b : float, optional
+        Relevant / irrelevant token counts and embedding scale, each in
+        [1e-8, 1e8] (:data:`SUPPORTED_RANGE`). Defaults: the paper's setting.
+    M : int, optional
+        Number of classes, an integer in [2, 2**53].
+
+    Returns
+    -------
+    State
+        :class:`~numerics.dynamics.state.StateAtLoss` of arrays with the
+        broadcast shape: ``mu_OV, mu_QK, alpha, loss, ratio, p, s``, then
+        ``method="closed form"`` and ``coordinates``.
+
+    Raises
+    ------
+    ValueError
+        ``loss`` outside (0, log M) or non-finite (a target loss the
+        dynamics never reach), ``ratio`` or a model parameter outside
+        :data:`SUPPORTED_RANGE` or invalid (the message names the range).
+
+    Notes
+    -----
+    Relative accuracy about 1e-13 over loss in [1e-300, log M) and the
+    :data:`SUPPORTED_RANGE` of ratio, m, n, b (its corners tested against
+    :func:`state_at_loss_mpmath` and the loss level); outside it a ValueError
+    names the range.
+    """
+    m, n, b, M = check_supported(m, n, b, M)
+    L, r = _check_loss_ratio(loss, ratio, M)
+    shape = L.shape
+    L, r = L.ravel(), r.ravel()
+    s = lam.margin_at_loss_fn("numpy").func(L, M)
+    # error estimate of s = log((M-1)/expm1(L)): the quotient carries a few ulps of
+    # relative error, i.e. an absolute error of a few eps in its logarithm
+    with np.errstate(divide="ignore"):
+        err = 8 * _EPS * (1 + np.abs(s)) / np.abs(s)
+    slow = ~(err < MARGIN_RTOL)
+    fast = ~slow
+    mu_QK = np.empty_like(L)
+    ok = np.ones(L.shape, dtype=bool)
+    if fast.any():
+        mu_QK[fast], ok[fast] = _solve_doubles(s[fast], r[fast], m, n, b, M)
+    redo = slow | ~ok
+    st = lam.state_from_mu_QK_fn("numpy").func(mu_QK, s, m, n, b, M)
+    alpha, mu_OV, p = (np.asarray(v, dtype=float).copy() for v in st)
+    for i in np.flatnonzero(redo):
+        ref = state_at_loss_mpmath(L[i], r[i], m=m, n=n, b=b, M=M, dps=30)
+        mu_QK[i], mu_OV[i], alpha[i], p[i], s[i] = (float(ref[k]) for k in
+                                                    ("mu_QK", "mu_OV", "alpha", "p", "s"))
+    out = (mu_OV, mu_QK, alpha, L, r, p, s)
+    if not all(np.isfinite(v).all() for v in out):  # pragma: no cover - never silently
+        raise ArithmeticError("state_at_loss produced a non-finite value")
+    mu_OV, mu_QK, alpha, L, r, p, s = (v.reshape(shape) for v in out)
+    return State(mu_OV, mu_QK, alpha, L, r, p, s, method="closed form",
+                 coordinates={"mu_OV": mu_OV, "mu_QK": mu_QK})
+
+
+def time_to_loss(loss, ratio, *, m=5, n=50, b=50, M=20, rtol=1e-11):
+    r"""Time for the CACO flow (zero init, eta_OV = 1, eta_QK = ratio) to reach a loss.
+
+    .. math:: t(L) = \int_0^{\mu_{OV}^*} \frac{dt}{d\mu_{OV}}\,d\mu_{OV},
+              \qquad \frac{dt}{d\mu_{OV}} = \frac{b\,(e^{\alpha\mu_{OV}} + M - 1)}{\eta_{OV}\,\alpha},
+
+    with alpha on the explicit orbit through (0, 0)
+    (:func:`derivations.asymptotics.time_integrand`) and
+    :math:`\mu_{OV}^*` from :func:`state_at_loss`. Adaptive Gauss-Kronrod
+    quadrature (:func:`scipy.integrate.quad`), one per entry.
+
+    Parameters
+    ----------
+    loss, ratio : array_like
+        As in :func:`state_at_loss` (broadcast).
+    m, n, b, M : float, optional
+    rtol : float, optional
+        Relative tolerance of the quadrature.
+
+    Returns
+    -------
+    ndarray
+        Times, broadcast shape.
+
+    Raises
+    ------
+    ValueError
+        As :func:`state_at_loss`.
+    """
+    from scipy.integrate import quad
+    st = state_at_loss(loss, ratio, m=m, n=n, b=b, M=M)
+    f = lam.time_integrand_fn("CACO", "numpy").func
+    m, n, b, M = check_model_parameters(m, n, b, M)
+    out = np.empty(st.mu_OV.shape)
+    for i in np.ndindex(out.shape):
+        r_i, x_end = float(st.ratio[i]), float(st.mu_OV[i])
+        integrand = lambda x: f(x, 0.0, 0.0, m, n, b, M, r_i, 1.0,  # noqa: E731
+                                1.0, 1.0, 1.0, 1.0, 0.0, 0.0)
+        # The integrand grows like e^{alpha mu_OV}: split at points where it
+        # has grown by e^{10} so every panel is well resolved.
+        pts = _panels(x_end, st.s[i])
+        total = 0.0
+        for a, c in zip(pts[:-1], pts[1:]):
+            with np.errstate(over="ignore", invalid="ignore"):
+                val, err = quad(integrand, a, c, epsabs=0.0, epsrel=rtol, limit=200)
+            if not (np.isfinite(val) and err <= 1e3 * rtol * abs(val)):
+                # the integrand overflows doubles near the end (tiny loss): this panel in mpmath
+                val = _panel_mpmath(a, c, r_i, m, n, b, M, rtol)
+            total += val
+        if not np.isfinite(total):
+            raise ValueError(f"the time to reach loss {float(st.loss[i])!r} exceeds the "
+                             "double-precision range; use a larger loss")
+        out[i] = total
+    return out
+
+
+def _panel_mpmath(a, c, ratio, m, n, b, M, rtol):
+    """The time integral over one panel [a, c] in mpmath (no overflow); may be inf."""
+    import mpmath
+    f = lam.time_integrand_fn("CACO", "mpmath").func
+    with mpmath.workdps(max(20, int(-math.log10(rtol)) + 5)):
+        args = [mpmath.mpf(v) for v in (0, 0, m, n, b, M, ratio, 1, 1, 1, 1, 1, 0, 0)]
+        total = mpmath.quad(lambda x: f(x, *args), [mpmath.mpf(float(a)), mpmath.mpf(float(c))])
+    return float(total) if total < mpmath.mpf(np.finfo(float).max) else math.inf
+
+
+def _panels(x_end, s_end):
+    """Break points of [0, x_end]: uniform in the margin, about one e-fold of
+    the integrand per 5 units of margin (the margin grows monotonically)."""
+    k = max(1, int(math.ceil(float(s_end) / 5.0)))
+    return np.linspace(0.0, x_end, k + 1)

@@ -1,0 +1,207 @@
+r"""The run-time lambdify backend of a reduced system: a flow given as SymPy expressions.
+
+The task engine (:func:`derivations.task_reduction.reduce_task`) writes a
+task's reduced system as SymPy expressions: the right-hand side
+:math:`\dot y = f(y;\theta)`, the loss :math:`L(y;\theta)` and the attention on
+the relevant tokens :math:`\alpha(y;\theta)` (:math:`\theta`: the task's
+parameters and the learning rates). :class:`LambdifiedFlow` lambdifies them
+once (``math`` backend, the stable rewrites of
+:func:`numerics.functions.lambdified.numeric`), and on first use the Jacobian
+:math:`\partial f/\partial y` (SymPy's ``Matrix.jacobian`` of the same
+expressions), so that no SymPy runs on the hot path.
+
+It is the backend of :class:`numerics.dynamics.reduced_system.ReducedSystem`
+for every task without generated code (the paper's task has generated code),
+and, under its older name ``TaskReducedSystem``, the object of
+:func:`numerics.dynamics.task_systems.reduced_system`, whose :meth:`~LambdifiedFlow.solve`
+returns a ``dict`` (kept for its callers). Both integrate with the one bounded
+loop :func:`numerics.dynamics.bounded_ivp.solve_loss_levels`.
+
+>>> from numerics.dynamics.task_systems import reduced_system
+>>> flow = reduced_system("paper", "CACO")
+>>> flow.names, flow.param_names
+(('mu_QK', 'mu_OV'), ('M', 'b', 'eta_OV', 'eta_QK', 'm', 'n'))
+>>> values = dict(m=5, n=50, b=50, M=20, eta_QK=1.0, eta_OV=1.0)
+>>> flow.jacobian_at((0.0, 0.0), values).shape
+(2, 2)
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .bounded_ivp import solve_loss_levels
+
+__all__ = ["LambdifiedFlow", "TaskReducedSystem"]
+
+
+@dataclass(frozen=True, eq=False)
+class LambdifiedFlow:
+    r"""A reduced ODE :math:`\dot y = f(y;\theta)` with its loss, attention and Jacobian.
+
+    Parameters
+    ----------
+    coords : tuple of sympy.Symbol
+        The reduced coordinates :math:`y`.
+    rhs : tuple of sympy.Expr
+        :math:`\dot y`, one expression per coordinate.
+    loss, alpha : sympy.Expr
+        Loss and relevant attention as functions of :math:`y` and :math:`\theta`.
+    params : tuple of sympy.Symbol
+        :math:`\theta`, in the positional order of the numeric calls.
+    name : str
+    via : (tuple of Symbol, tuple of Expr), optional
+        ``(observables, their expressions in y)``: ``loss`` and ``alpha`` are
+        then written in the observables (small expressions, stabilized), which
+        are evaluated from ``y`` first.
+
+    Attributes
+    ----------
+    names, param_names : tuple[str]
+    """
+
+    coords: tuple
+    rhs: tuple
+    loss: object
+    alpha: object
+    params: tuple
+    name: str = ""
+    via: tuple | None = None
+
+    def __post_init__(self):
+        from ..functions.lambdified import numeric   # lambdified once per system (imports SymPy)
+        args = tuple(self.coords) + tuple(self.params)
+        # the right-hand side: common subexpressions shared (lambdify cse), which
+        # makes both the lambdification and the calls ~100x faster on the family
+        # flows of factorized circuits; loss and alpha get the stable rewrites
+        # (log1p/expm1) that matter at small loss
+        self._set("_f", numeric(tuple(self.rhs), args, "math", stable=False, cse=True).func)
+        if self.via is None:
+            self._set("_L", numeric(self.loss, args, "math").func)
+            self._set("_a", numeric(self.alpha, args, "math").func)
+        else:  # loss and alpha are functions of the observables, which are functions of y
+            osyms, oexprs = self.via
+            O = numeric(tuple(oexprs), args, "math", stable=False, cse=True).func
+            oargs = tuple(osyms) + tuple(self.params)
+            Lo = numeric(self.loss, oargs, "math").func
+            ao = numeric(self.alpha, oargs, "math").func
+            p = len(self.coords)
+            self._set("_L", lambda *a: Lo(*O(*a), *a[p:]))
+            self._set("_a", lambda *a: ao(*O(*a), *a[p:]))
+        self._set("_J", None)
+        self._set("names", tuple(str(c) for c in self.coords))
+        self._set("param_names", tuple(str(p) for p in self.params))
+
+    def _set(self, name, value):
+        object.__setattr__(self, name, value)
+
+    def jacobian_function(self):
+        r"""The raw Jacobian ``J(*y, *theta)`` (nested tuples, row i = :math:`\partial f_i/\partial y`):
+        SymPy's ``Matrix.jacobian`` of :attr:`rhs`, lambdified with shared
+        subexpressions on first use (imports SymPy then, never on the paper's
+        generated path)."""
+        if self._J is None:
+            import sympy as sp
+
+            from ..functions.lambdified import numeric
+            J = sp.Matrix(self.rhs).jacobian(sp.Matrix(self.coords))
+            rows = tuple(tuple(J.row(i)) for i in range(J.rows))
+            flat = numeric(tuple(e for row in rows for e in row), tuple(self.coords) + tuple(self.params),
+                           "math", stable=False, cse=True).func
+            d = len(self.coords)
+            self._set("_J", lambda *a: np.array(flat(*a), dtype=float).reshape(d, d))
+        return self._J
+
+    def _pvals(self, values):
+        missing = [p for p in self.param_names if p not in values]
+        if missing:
+            raise ValueError(f"{self.name}: missing parameter values {missing}")
+        return tuple(float(values[p]) for p in self.param_names)
+
+    def loss_at(self, y, values) -> float:
+        """Loss at coordinates ``y`` with parameter ``values`` (dict by name)."""
+        return float(self._L(*y, *self._pvals(values)))
+
+    def alpha_at(self, y, values) -> float:
+        """Relevant attention at ``y``."""
+        return float(self._a(*y, *self._pvals(values)))
+
+    def rhs_at(self, y, values) -> np.ndarray:
+        """:math:`\\dot y` at ``y``."""
+        return np.array(self._f(*y, *self._pvals(values)), dtype=float)
+
+    def jacobian_at(self, y, values) -> np.ndarray:
+        r"""The Jacobian :math:`\partial\dot y/\partial y` at ``y`` (d x d)."""
+        return self.jacobian_function()(*y, *self._pvals(values))
+
+    def solve(self, y0, values, *, target_loss=None, loss_thresholds=(), t_span=(0.0, np.inf),
+              t_eval=None, rtol=1e-12, atol=1e-14, method="DOP853", max_nfev=1_000_000) -> dict:
+        r"""Integrate from ``y0``; stop at ``target_loss`` (terminal event) if given.
+
+        The one bounded loop (:func:`~numerics.dynamics.bounded_ivp.solve_loss_levels`,
+        events on :math:`\log L`), returned as a ``dict`` for the callers of
+        this method; :meth:`numerics.dynamics.reduced_system.ReducedSystem.integrate`
+        returns the same run as a :class:`~numerics.dynamics.trajectory.Trajectory`.
+
+        Returns
+        -------
+        dict
+            ``t`` (records), ``y`` (records x coords), ``loss``, ``alpha`` (at the
+            records), ``crossings`` (``{level: {"t", "y", "loss", "alpha"}}`` for
+            each level crossed downwards), ``status`` (1 target reached, 0 end of
+            ``t_span``, -1 failure), ``message``, ``nfev``.
+        """
+        pv = self._pvals(values)
+        y0 = np.asarray(y0, dtype=float)
+        if y0.shape != (len(self.coords),) or not np.all(np.isfinite(y0)):
+            raise ValueError(f"y0 must be {len(self.coords)} finite numbers, got {y0!r}")
+        levels = [float(v) for v in loss_thresholds]
+        if target_loss is not None:
+            levels.append(float(target_loss))
+        for v in levels:
+            if not (math.isfinite(v) and v > 0):
+                raise ValueError(f"loss levels must be finite and > 0, got {v!r}")
+        if not math.isfinite(t_span[1]) and target_loss is None:
+            raise ValueError("an infinite t_span needs target_loss")
+        run = self.run(y0, pv, levels, len(loss_thresholds), t_span=t_span, t_eval=t_eval,
+                       rtol=rtol, atol=atol, method=method, max_nfev=max_nfev)
+        return self._as_dict(run, levels, pv)
+
+    def run(self, y0, pv, levels, n_thresholds, **options):
+        """The bounded integration from ``y0`` at parameter values ``pv``
+        (positional, :attr:`param_names`): :func:`~numerics.dynamics.bounded_ivp.solve_loss_levels`."""
+        f, Lf = self._f, self._L
+        options = dict(options)
+        t_span = options.pop("t_span")
+
+        def fun(t, y):
+            return np.array(f(*y, *pv), dtype=float)
+
+        def log_loss(y):
+            return math.log(Lf(*y, *pv))
+
+        if options.pop("jac", False):   # the symbolic Jacobian, for the implicit methods
+            J = self.jacobian_function()
+            options["jac"] = lambda t, y: J(*y, *pv)
+        return solve_loss_levels(fun, t_span, y0, log_loss, levels, n_thresholds, **options)
+
+    def _as_dict(self, run, levels, pv) -> dict:
+        Lf, af = self._L, self._a
+        crossings = {}
+        for lev, hit in zip(levels, run.hits):
+            if hit is not None and lev not in crossings:
+                ye = np.asarray(hit[1], dtype=float)
+                crossings[lev] = {"t": float(hit[0]), "y": ye.copy(),
+                                  "loss": float(Lf(*ye, *pv)), "alpha": float(af(*ye, *pv))}
+        Y = run.y
+        return {"t": run.t, "y": Y,
+                "loss": np.array([Lf(*y, *pv) for y in Y], dtype=float),
+                "alpha": np.array([af(*y, *pv) for y in Y], dtype=float),
+                "crossings": crossings, "status": int(run.status), "message": str(run.message),
+                "nfev": int(run.nfev)}
+
+
+#: The older name of :class:`LambdifiedFlow` (its ``solve`` returns a dict).
+TaskReducedSystem = LambdifiedFlow

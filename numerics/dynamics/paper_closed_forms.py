@@ -1,0 +1,172 @@
+r"""The paper's closed forms as capabilities of its reduced system.
+
+The paper's task has closed forms that a general task lacks: the first
+integral :math:`H` of the balanced flow, its orbits (explicit Wright-omega
+orbits for a collapsed QK circuit, implicit ones for a factorized one) and the
+state at a loss (:func:`numerics.dynamics.closed_form.state_at_loss` for CACO
+from zero; else the orbit through the initial point meets the margin
+:math:`\alpha\mu_{OV} = s(L)`). :class:`PaperClosedForms` holds them as methods
+of :class:`numerics.dynamics.reduced_system.ReducedSystem`; each asks first for
+the capability: a system of another task raises ``ValueError`` saying why
+(the state at a loss of a task is :func:`numerics.dynamics.state.state_at_loss`,
+which maps onto the paper's closed form where the engine found the map).
+
+>>> from numerics.dynamics.reduced_system import ReducedSystem
+>>> system = ReducedSystem("CAFO", eta_QK=3.0)
+>>> u = system.orbit([0.0, 1.0, 5.0])
+>>> drift = system.first_integral(5.0, u[2]) - system.first_integral(*system.mu0)
+>>> bool(abs(drift) < 1e-9 * system.first_integral_scale(5.0, u[2]))
+True
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.optimize import brentq
+
+from derivations.vocabulary import qk_factorized
+
+from ..functions import lambdified as lam
+from ..validation import check_loss_level
+
+__all__ = ["PaperClosedForms"]
+
+_EPS = np.finfo(float).eps
+
+
+class PaperClosedForms:
+    """The closed-form capabilities of the paper's reduced system (a mixin of
+    :class:`~numerics.dynamics.reduced_system.ReducedSystem`, which sets
+    ``task``, ``parameterization``, ``params``, ``mu0``, ``balanced``, ``m``,
+    ``n``, ``b``, ``M``, ``C_QK``, ``C_OV``, ``alpha``, ``loss`` and ``ratio``)."""
+
+    def _require_closed_form(self, what):
+        if self.task != "paper":
+            raise ValueError(f"{what} is a closed form of the paper's task; task {self.task!r} "
+                             "has none (integrate its flow instead)")
+
+    def _require_balanced(self, what):
+        self._require_closed_form(what)
+        if not self.balanced:
+            raise ValueError(f"{what} is derived for balanced factors (C_QK = C_OV = 0); "
+                             f"this system has C_QK={self.C_QK!r}, C_OV={self.C_OV!r}")
+
+    def _task_state_at_loss(self, loss):
+        if self.parameterization != "CACO" or any(self.mu0):
+            raise ValueError(f"the state at a loss of task {self.task!r} is defined for "
+                             "collapsed circuits (CACO) from zero initialization")
+        from .state import state_at_loss
+        rates = {"eta_QK", "eta_OV", "eta_Q", "eta_K", "eta_O", "eta_V"}
+        params = {k: v for k, v in self.values.items() if k not in rates | {"eps", "mu0"}}
+        st = state_at_loss(loss, self.ratio, task=self.task, **params)
+        return {**st.coordinates, "alpha": st.alpha}
+
+    def first_integral(self, mu_OV, mu_QK):
+        """First integral H of the balanced flow (constant along trajectories)."""
+        self._require_balanced("first_integral")
+        return lam.first_integral_fn(self.parameterization).func(mu_OV, mu_QK, *self.params)
+
+    def first_integral_scale(self, mu_OV, mu_QK):
+        """Sum of the absolute values of H's terms: the scale on which H
+        cancels, the denominator of a relative drift of H."""
+        self._require_closed_form("first_integral_scale")
+        f = lam.first_integral_scale_fn(self.parameterization).func
+        shape = np.broadcast(np.asarray(mu_OV), np.asarray(mu_QK)).shape
+        return np.broadcast_to(np.asarray(f(mu_OV, mu_QK, *self.params), dtype=float), shape)
+
+    def orbit(self, mu_OV, *, precise=False):
+        r"""mu_QK on the orbit through :attr:`mu0` at the given mu_OV (balanced).
+
+        Collapsed QK circuit: the explicit orbit
+        (:func:`numerics.functions.lambdified.orbit_fn`, :math:`\log\omega(K+\log(m/n)) - \log(m/n)`),
+        which loses relative accuracy while mu_QK is tiny; ``precise``
+        evaluates it with mpmath at 40 digits. Factorized QK circuit: the
+        implicit orbit (:func:`~numerics.functions.lambdified.orbit_residual_fn`,
+        increasing in mu_QK), solved per point by :func:`scipy.optimize.brentq`
+        in :math:`\log\mu_{QK}`.
+        """
+        self._require_balanced("orbit")
+        x = np.asarray(mu_OV, dtype=float)
+        P, (x0, u0) = self.parameterization, self.mu0
+        if not qk_factorized(P):
+            if not precise:
+                return np.asarray(lam.orbit_fn(P).func(x, x0, u0, *self.params), dtype=float)
+            import mpmath
+            f = lam.orbit_fn(P, "mpmath").func
+            with mpmath.workdps(40):
+                args = [mpmath.mpf(v) for v in (x0, u0, *self.params)]
+                out = [float(f(mpmath.mpf(float(xi)), *args)) for xi in x.ravel()]
+            return np.array(out).reshape(x.shape)
+        if not u0 > 0:
+            raise ValueError(f"the implicit orbit of {P} needs mu_QK(0) > 0; got {u0!r}")
+        res = lam.orbit_residual_fn(P).func
+        out = np.empty(x.shape)
+        for i in np.ndindex(x.shape):
+            g = lambda lu, xi=x[i]: res(xi, math.exp(lu), x0, u0, *self.params)  # noqa: E731
+            out[i] = math.exp(self._bracketed_root(g, math.log(u0)))
+        return out
+
+    @staticmethod
+    def _bracketed_root(g, lo, step=1.0, grow=60):
+        """Root of increasing ``g`` above ``lo`` (``g(lo) <= 0``): widen the
+        bracket geometrically, then :func:`scipy.optimize.brentq`."""
+        if g(lo) >= 0:
+            return lo
+        hi = lo + step
+        for _ in range(grow):
+            if g(hi) >= 0:
+                return brentq(g, lo, hi, xtol=4 * _EPS, rtol=4 * _EPS, maxiter=200)
+            lo, hi, step = hi, hi + 2 * step, 2 * step
+        raise ArithmeticError("no bracket for the orbit equation")
+
+    def state_at_loss(self, loss) -> dict:
+        r"""State ``{"mu_OV", "mu_QK", "alpha"}`` of the balanced flow from
+        :attr:`mu0` at the given losses (arrays), from the closed forms.
+
+        CACO from zero: :func:`numerics.dynamics.closed_form.state_at_loss` at the
+        ratio :math:`\eta_{QK}/\eta_{OV}`. Otherwise: the orbit through
+        :attr:`mu0` meets the margin :math:`\alpha\mu_{OV} = s(L)`
+        (:func:`numerics.functions.lambdified.margin_at_loss_fn`); along
+        :math:`\mu_{OV} = s/\alpha(\mu_{QK})` the orbit residual increases in
+        :math:`\mu_{QK}`, so one bracketed :func:`~scipy.optimize.brentq` per
+        loss (in :math:`\log\mu_{QK}` for a factorized QK circuit) finds it.
+        Losses must lie in (0, log M) and below the initial loss.
+
+        Another task (CACO from zero): :func:`numerics.dynamics.state.state_at_loss`
+        (its closed form where the engine maps it onto the paper's, else its
+        reduced flow), ``{<coordinates>, "alpha"}``.
+        """
+        if self.task != "paper":
+            return self._task_state_at_loss(loss)
+        self._require_balanced("state_at_loss")
+        L = np.asarray(loss, dtype=float)
+        for v in L.ravel():
+            check_loss_level("loss", float(v), self.M)
+        P, (x0, u0) = self.parameterization, self.mu0
+        if P == "CACO" and x0 == 0.0 and u0 == 0.0:
+            from .closed_form import state_at_loss   # looked up here (tests replace it)
+            st = state_at_loss(L, self.ratio, m=self.m, n=self.n, b=self.b, M=self.M)
+            return {k: np.asarray(getattr(st, k), dtype=float) for k in ("mu_OV", "mu_QK", "alpha")}
+        s = np.asarray(lam.margin_at_loss_fn().func(L, self.M), dtype=float)
+        s0 = float(self.alpha(u0)) * x0
+        if np.any(s <= s0):
+            raise ValueError(f"loss must be below the initial loss {float(self.loss(x0, u0))!r}")
+        res = lam.orbit_residual_fn(P).func
+        orb = None if qk_factorized(P) else lam.orbit_fn(P).func
+        alpha = self._alpha
+        u = np.empty(L.shape)
+        for i in np.ndindex(L.shape):
+            si = float(s[i])
+            if orb is None:      # implicit orbit, mu_QK > 0: root in log mu_QK
+                def g(lu, si=si):
+                    uu = math.exp(lu)
+                    return res(si / alpha(uu, self.m, self.n), uu, x0, u0, *self.params)
+                u[i] = math.exp(self._bracketed_root(g, math.log(u0)))
+            else:
+                def g(uu, si=si):
+                    return uu - orb(si / alpha(uu, self.m, self.n), x0, u0, *self.params)
+                u[i] = self._bracketed_root(g, u0)
+        a = np.asarray(self.alpha(u), dtype=float)
+        return {"mu_OV": s / a, "mu_QK": u, "alpha": a}
+

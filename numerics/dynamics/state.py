@@ -1,0 +1,350 @@
+r"""The state at a loss, for every task: one entry point, one result type.
+
+Setting of the paper's fixed-loss comparison (Figure 4): collapsed circuits
+(CACO) from zero initialization, :math:`\eta_{OV} = 1`, :math:`\eta_{QK} = r`
+(the *ratio*); the state is where the loss first reaches ``loss``.
+:func:`state_at_loss` answers
+
+* with the **closed form** where the task has it: the paper's task
+  (:func:`numerics.dynamics.closed_form.state_at_loss`, no SymPy imported),
+  and every task whose CACO flow the engine maps onto the paper's equations
+  (``eta_QK -> kappa_QK eta_QK``, ``eta_OV -> kappa_OV eta_OV``; for example
+  ``shared-irrelevant`` with :math:`\kappa_{QK} = (n_c+1)/n_c`): the paper's
+  state at the mapped ratio :math:`r\,\kappa_{QK}/\kappa_{OV}`;
+* with the **reduced flow** otherwise: the task's reduced ODE
+  (:class:`~numerics.dynamics.lambdified_flow.LambdifiedFlow`) integrated from
+  zero by DOP853 (``rtol``, ``atol``) to the terminal event
+  :math:`\log L = \log L^*`.
+
+Both return a :class:`StateAtLoss` whose ``method`` says which answered. Each
+method has the range it is tested on (:data:`REDUCED_FLOW_RANGE`,
+:data:`numerics.dynamics.closed_form.SUPPORTED_RANGE`); outside it a
+``ValueError`` names the user's parameter and the range, never a wrong number
+and never the mapped ratio.
+
+>>> from numerics.dynamics.state import state_at_loss
+>>> paper = state_at_loss(0.1, 10.0)
+>>> paper.method, round(float(paper.alpha), 6)
+('closed form', 0.695206)
+>>> mapped = state_at_loss(0.1, 10.0, task="shared-irrelevant", n_c=5)
+>>> mapped.method, float(mapped.mapped_ratio)
+('closed form', 12.0)
+>>> flow = state_at_loss(0.1, 10.0, task="query-in-context")
+>>> flow.method, sorted(flow.coordinates), round(float(flow.alpha), 6)
+('reduced flow', ['mu_OV', 'mu_OV_q', 'mu_QK', 'mu_QK_q'], 0.693866)
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = ["StateAtLoss", "state_at_loss", "task_state_at_loss", "METHODS",
+           "REDUCED_FLOW_RANGE"]
+
+#: The methods that answer, in the order :func:`state_at_loss` tries them.
+METHODS = ("closed form", "reduced flow")
+#: Ranges on which the reduced-flow state is tested against the paper's closed
+#: form (every corner, relative error below 1e-8, each under two seconds;
+#: ``tests/test_task_numerics_state.py``). ``loss`` runs from the lower bound
+#: up to the initial loss (exclusive); ``M`` is an integer.
+REDUCED_FLOW_RANGE = {"ratio": (1e-4, 1e4), "loss": (1e-8, math.inf), "m": (1e-3, 1e3),
+                      "n": (1e-3, 1e3), "b": (0.1, 1e3), "M": (2, 10**6)}
+
+
+class StateAtLoss(NamedTuple):
+    """The state at a loss, and which method found it.
+
+    The first seven fields are those of the closed form's former ``State``
+    (``mu_OV, mu_QK, alpha, loss, ratio, p, s``), so that reading them by
+    name or position works as before.
+
+    Attributes
+    ----------
+    mu_OV, mu_QK, alpha : ndarray
+        The paper's coordinates (None for a task without such an observable)
+        and the attention on the relevant tokens.
+    loss : ndarray
+        The loss at the state (closed form: the requested loss; reduced flow:
+        the loss evaluated at the located crossing).
+    ratio : ndarray
+        :math:`\\eta_{QK}/\\eta_{OV}` as given.
+    p, s : ndarray or None
+        Attention odds :math:`\\alpha/(1-\\alpha)` and margin
+        :math:`\\alpha\\mu_{OV}` (closed form only).
+    method : str
+        ``"closed form"`` or ``"reduced flow"`` (:data:`METHODS`).
+    time : ndarray or None
+        Time of the crossing (reduced flow).
+    coordinates : dict or None
+        ``{name: value}`` of the task's reduced coordinates.
+    task : str
+    mapped_ratio : ndarray or None
+        The paper's ratio the closed form was evaluated at, for a task mapped
+        onto the paper's equations.
+    """
+
+    mu_OV: np.ndarray
+    mu_QK: np.ndarray
+    alpha: np.ndarray
+    loss: np.ndarray
+    ratio: np.ndarray
+    p: np.ndarray = None
+    s: np.ndarray = None
+    method: str = "closed form"
+    time: np.ndarray = None
+    coordinates: dict = None
+    task: str = "paper"
+    mapped_ratio: np.ndarray = None
+
+
+def _show(value):
+    """A number as the user would type it (no ``np.float64(...)``)."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return repr(int(value))
+    try:
+        return repr(float(value))
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _first_bad(values, ok):
+    return np.asarray(values, dtype=float)[~ok].ravel()[0]
+
+
+def _bound(value):
+    """A range bound, short where that is exact (``1e-08``), else in full."""
+    if float(f"{value:g}") == value:
+        return f"{value:g}"
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def check_in_range(name, values, lo, hi, what, *, hi_open=False):
+    """Every entry of ``values`` finite and in ``[lo, hi]`` (``[lo, hi)`` if
+    ``hi_open``); else ValueError naming ``name``, the range and ``what``."""
+    x = np.asarray(values, dtype=float)
+    ok = np.isfinite(x) & (x >= lo) & ((x < hi) if hi_open else (x <= hi))
+    if not ok.all():
+        bracket = ")" if hi_open else "]"
+        raise ValueError(f"{name} must be in [{_bound(lo)}, {_bound(hi)}{bracket} for {what} "
+                         f"(the range it is tested on); got "
+                         f"{_show(values if x.ndim == 0 else _first_bad(x, ok))}")
+    return x
+
+
+def state_at_loss(loss, ratio=1.0, *, task="paper", parameterization="CACO", method=None,
+                  rtol=1e-12, atol=1e-14, **params) -> StateAtLoss:
+    r"""The state where the loss first reaches ``loss``, for any task.
+
+    Parameters
+    ----------
+    loss : array_like
+        Loss levels below the initial loss (:math:`\log M` for class outputs).
+    ratio : array_like
+        :math:`r = \eta_{QK}/\eta_{OV}` (broadcast against ``loss``).
+    task : str
+        A built-in task of :mod:`derivations.task` the engine reduces.
+    parameterization : str
+        ``"CACO"`` (the fixed-loss comparison). The paper's task also answers
+        the factorized ones in closed form (its balanced orbits through the
+        paper's initialization, :meth:`ReducedSystem.state_at_loss
+        <numerics.dynamics.paper_closed_forms.PaperClosedForms.state_at_loss>`).
+    method : {None, "closed form", "reduced flow"}
+        Force a method; default: the closed form where the task has it.
+    rtol, atol : float
+        Tolerances of the reduced flow's DOP853.
+    **params
+        The task's parameters (``m, n, b, M`` and its own, e.g. ``n_c``).
+
+    Returns
+    -------
+    StateAtLoss
+
+    Raises
+    ------
+    ValueError
+        Unknown task, parameter or method; a value outside the range the
+        answering method is tested on (the message names it).
+    RuntimeError
+        The reduced flow failed (the message says why; never silently).
+    """
+    if method is not None and method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
+    if task == "paper" and parameterization == "CACO" and method != "reduced flow":
+        return _paper_closed_form(loss, ratio, params)      # the cold path: no SymPy
+    from derivations.vocabulary import check_parameterization
+    P = check_parameterization(parameterization)
+    if P != "CACO":
+        if task != "paper" or method == "reduced flow":
+            raise ValueError(f"the state at a loss of task {task!r} is defined for collapsed "
+                             f"circuits (CACO) from zero initialization; got {P}")
+        return _paper_orbit(loss, ratio, P, params)
+    from derivations.task import get_task
+
+    from .task_systems import task_parameters
+    values = task_parameters(task, **params)
+    get_task(task).check_symbolic()     # a task the engine does not reduce says so
+    shown = {**values, **params}     # the user's values, for the messages
+    kappa = None if method == "reduced flow" else _ratio_map(task, values)
+    if kappa is not None:
+        from .closed_form import SUPPORTED_RANGE
+        ranges = {**SUPPORTED_RANGE, "M": (2, 2**53)}
+        _check_model_range(shown, ranges, f"the closed-form state of task {task!r}")
+        return _mapped_closed_form(loss, ratio, task, values, *kappa)
+    if method == "closed form":
+        raise ValueError(f"task {task!r} has no closed-form state: the engine maps its flow onto "
+                         "no equation of the paper's (use method='reduced flow')")
+    _check_model_range(shown, REDUCED_FLOW_RANGE, f"the reduced-flow state of task {task!r}")
+    return _reduced_flow(loss, ratio, task, values, rtol, atol)
+
+
+def _check_model_range(values, ranges, what):
+    for key in ("m", "n", "b", "M"):
+        check_in_range(key, values[key], *ranges[key], what)
+
+
+def _paper_closed_form(loss, ratio, params):
+    from .closed_form import state_at_loss as closed
+    unknown = sorted(set(params) - {"m", "n", "b", "M"})
+    if unknown:
+        raise ValueError(f"task 'paper' has no parameter {unknown[0]!r} (parameters: m, n, b, M)")
+    return closed(loss, ratio, **params)
+
+
+def _paper_orbit(loss, ratio, P, params):
+    from .reduced_system import ReducedSystem
+    L, r = np.broadcast_arrays(np.asarray(loss, dtype=float), np.asarray(ratio, dtype=float))
+    out = {k: np.empty(L.shape) for k in ("mu_OV", "mu_QK", "alpha")}
+    for i in np.ndindex(L.shape):
+        st = ReducedSystem(P, eta_QK=float(r[i]), **params).state_at_loss(float(L[i]))
+        for k in out:
+            out[k][i] = float(st[k])
+    coords = {"mu_OV": out["mu_OV"], "mu_QK": out["mu_QK"]}
+    return StateAtLoss(out["mu_OV"], out["mu_QK"], out["alpha"], L, r, coordinates=coords)
+
+
+def _ratio_map(task, values):
+    """``(kappa_QK, kappa_OV)`` (SymPy numbers) of a task whose CACO flow the
+    engine maps onto the paper's, else None."""
+    if task == "paper":
+        return 1, 1
+    import sympy as sp
+
+    from derivations.symbols import SYMBOLS, eta_OV, eta_QK
+    from derivations.task import TASK_PARAMETERS, get_task
+
+    from .task_systems import task_reduction
+    red = task_reduction(get_task(task), "CACO")
+    if red.mapping is None:
+        return None
+    table = {**SYMBOLS, **TASK_PARAMETERS}
+    subs = {table[k]: sp.Integer(int(v)) if float(v) == int(v) else sp.Float(v)
+            for k, v in values.items()}
+    k_qk = (red.mapping.get(eta_QK, eta_QK) / eta_QK).subs(subs)
+    k_ov = (red.mapping.get(eta_OV, eta_OV) / eta_OV).subs(subs)
+    return k_qk, k_ov
+
+
+def _mapped_closed_form(loss, ratio, task, values, k_qk, k_ov):
+    """The paper's closed form at the mapped ratio ``ratio * k_qk / k_ov``;
+    its ratio range is the closed form's divided by the map, named in the
+    user's terms (never the mapped value)."""
+    from .closed_form import SUPPORTED_RANGE
+    from .closed_form import state_at_loss as closed
+    lo, hi = SUPPORTED_RANGE["ratio"]
+    k = float(k_qk / k_ov)
+    r = np.asarray(ratio, dtype=float)
+    # as derivations.task_dynamics computes it: ratio * k_QK / k_OV in SymPy, then rounded
+    with np.errstate(invalid="ignore", over="ignore"):
+        mapped = np.vectorize(lambda x: float(float(x) * k_qk / k_ov), otypes=[float])(r)
+    ok = np.isfinite(mapped) & (mapped >= lo) & (mapped <= hi)
+    if not ok.all():
+        scale = "" if k == 1 else f", the paper's at ratio x {k:.15g}"
+        raise ValueError(f"ratio must be in [{lo / k:.6g}, {hi / k:.6g}] for the closed-form "
+                         f"state of task {task!r}{scale} (the range it is tested on); "
+                         f"got {_show(_first_bad(r, ok))}")
+    model = {key: values[key] for key in ("m", "n", "b", "M")}
+    st = closed(loss, mapped, **model)
+    return st._replace(ratio=np.broadcast_to(r, st.ratio.shape).copy(), task=task,
+                       mapped_ratio=st.ratio)
+
+
+def _check_reduced_flow_range(loss, ratio, task, values, flow, y0):
+    """The arguments within :data:`REDUCED_FLOW_RANGE`, the loss below the initial loss."""
+    what = f"the reduced-flow state of task {task!r}"
+    r = check_in_range("ratio", ratio, *REDUCED_FLOW_RANGE["ratio"], what)
+    L0 = flow.loss_at(y0, dict(values, eta_QK=1.0, eta_OV=1.0))   # the initial loss
+    L = check_in_range("loss", loss, REDUCED_FLOW_RANGE["loss"][0], L0,
+                       what + " up to its initial loss", hi_open=True)
+    return np.broadcast_arrays(L, r)
+
+
+def _reduced_flow(loss, ratio, task, values, rtol, atol):
+    """The task's reduced flow from zero, one integration per (loss, ratio)."""
+    from .task_systems import reduced_system
+    flow = reduced_system(task, "CACO")
+    y0 = np.zeros(len(flow.names))
+    L, r = _check_reduced_flow_range(loss, ratio, task, values, flow, y0)
+    fields = {k: np.empty(L.shape) for k in ("loss", "alpha", "time", *flow.names)}
+    for i in np.ndindex(L.shape):
+        vals = dict(values, eta_QK=float(r[i]), eta_OV=1.0)
+        pv = flow._pvals(vals)
+        run = flow.run(y0, pv, [float(L[i])], 0, t_span=(0.0, np.inf), t_eval=None, rtol=rtol,
+                       atol=atol, method="DOP853", max_nfev=1_000_000)
+        if run.status != 1:
+            raise RuntimeError(f"task {task!r}: the reduced flow did not reach loss "
+                               f"{float(L[i])}: {run.message}")
+        t_hit, y_hit = run.hits[0]
+        y_hit = np.asarray(y_hit, dtype=float)
+        fields["time"][i] = float(t_hit)
+        fields["loss"][i] = float(flow._L(*y_hit, *pv))
+        fields["alpha"][i] = float(flow._a(*y_hit, *pv))
+        for name, v in zip(flow.names, y_hit):
+            fields[name][i] = float(v)
+    coords = {name: fields[name] for name in flow.names}
+    return StateAtLoss(coords.get("mu_OV"), coords.get("mu_QK"), fields["alpha"],
+                       fields["loss"], r.copy(), method="reduced flow", time=fields["time"],
+                       coordinates=coords, task=task)
+
+
+def task_state_at_loss(task_name, ratio, loss, *, rtol=1e-12, atol=1e-14, **params) -> dict:
+    r"""The reduced-flow state of a task at one loss, as a ``dict`` (kept for its callers).
+
+    :func:`state_at_loss` with ``method="reduced flow"`` (for every task,
+    also the paper's): the task's reduced ODE integrated from zero (CACO,
+    :math:`\eta_{OV} = 1`, :math:`\eta_{QK} =` ``ratio``) to the terminal
+    event :math:`\log L = \log L^*` (agreement with the ``paper`` closed
+    form: 1e-8 over :data:`REDUCED_FLOW_RANGE`).
+
+    Returns
+    -------
+    dict
+        ``alpha`` (total attention on the m relevant tokens, class average),
+        ``t`` (time of the crossing), ``loss``, ``ratio``, ``coordinates``
+        (``{name: value}``, also as top-level keys), ``task``, ``params``.
+
+    Raises
+    ------
+    ValueError
+        Unknown task or parameter, an invalid value, or one outside
+        :data:`REDUCED_FLOW_RANGE` (the same range for every task; the
+        message names it).
+    RuntimeError
+        The integration failed (never silently: the message says why).
+    """
+    for name, value in (("ratio", ratio), ("loss", loss)):
+        if isinstance(value, bool) or not np.isscalar(value):
+            raise ValueError(f"{name} must be a number; got {value!r}")
+    st = state_at_loss(loss, ratio, task=task_name, method="reduced flow", rtol=rtol,
+                       atol=atol, **params)
+    from .task_systems import task_parameters
+    values = dict(task_parameters(task_name, **params), eta_QK=float(ratio), eta_OV=1.0)
+    coords = {k: float(v) for k, v in st.coordinates.items()}
+    out = {"task": task_name, "ratio": float(ratio), "loss": float(st.loss),
+           "alpha": float(st.alpha), "t": float(st.time), "coordinates": coords,
+           "params": values}
+    for k, v in coords.items():
+        out.setdefault(k, v)
+    return out

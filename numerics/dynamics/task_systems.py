@@ -1,0 +1,124 @@
+r"""The engine's reduced systems of the built-in tasks, lambdified.
+
+The symbolic engine (:mod:`derivations`) reduces the gradient flow of a task to
+a few scalar coordinates :math:`y = (y_1, \dots, y_p)` with
+:math:`\dot y = f(y; \theta)`, the loss :math:`L(y; \theta)` and the attention
+on the relevant tokens :math:`\alpha(y;\theta)` (:math:`\theta`: the task's
+parameters and the learning rates). :func:`reduced_system` and
+:func:`family_system` lambdify them once per task and parameterization
+(:class:`~numerics.dynamics.lambdified_flow.LambdifiedFlow`, also known as
+``TaskReducedSystem``), from the engine's cache (:func:`task_reduction`);
+:func:`task_parameters` resolves a task's parameter values.
+:func:`~numerics.dynamics.state.task_state_at_loss` (the reduced-flow state at
+a loss, as a dict) is re-exported here for its callers.
+
+>>> from numerics.dynamics.task_systems import reduced_system, task_parameters
+>>> reduced_system("shared-irrelevant", "CACO").names
+('mu_QK', 'mu_OV')
+>>> task_parameters("shared-irrelevant", n_c=3)
+{'m': 5.0, 'n': 50.0, 'b': 50.0, 'M': 20, 'n_c': 3}
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from .lambdified_flow import LambdifiedFlow, TaskReducedSystem
+from .state import task_state_at_loss
+
+__all__ = ["TaskReducedSystem", "reduced_system", "family_system", "task_state_at_loss",
+           "task_parameters", "task_reduction"]
+
+
+# --------------------------------------------------------------------------- #
+# the engine's systems
+# --------------------------------------------------------------------------- #
+@lru_cache(maxsize=None)
+def reduced_system(task_name="paper", parameterization="CACO") -> LambdifiedFlow:
+    """The reduced system of a built-in task (SymPy once per process, then cached).
+
+    Raises ValueError for an unknown task, a parameterization not in the four,
+    or a task the symbolic engine does not reduce (e.g. ``authors``).
+    """
+    from derivations.model import check_parameterization
+    from derivations.task import get_task
+    check_parameterization(parameterization)
+    task = get_task(task_name)
+    task.check_symbolic()
+    return _engine_system(task, parameterization)
+
+
+@lru_cache(maxsize=None)
+def family_system(task_name="paper", parameterization="CACO") -> LambdifiedFlow:
+    """The flow of a built-in task on its family coordinates (see :func:`reduced_system`)."""
+    from derivations.model import check_parameterization
+    from derivations.task import get_task
+    check_parameterization(parameterization)
+    task = get_task(task_name)
+    task.check_symbolic()
+    return _engine_system(task, parameterization, family=True)
+
+
+def task_reduction(task, parameterization):
+    """The engine's reduction of ``task``: from the engine's on-disk cache
+    (``derivations.task_catalog.task_reduction``) for a built-in task when that
+    module is present, else derived (:func:`derivations.task_reduction.reduce_task`)."""
+    from derivations.task import TASKS
+    if TASKS.get(task.name) is task:
+        try:
+            from derivations.task_catalog import task_reduction as cached
+        except ImportError:
+            cached = None
+        if cached is not None:
+            return cached(task.name, parameterization)
+    from derivations.task_reduction import reduce_task
+    return reduce_task(task, parameterization)
+
+
+def _engine_system(task, parameterization, *, family=False):
+    """The reduced system of :func:`derivations.task_reduction.reduce_task`.
+
+    ``family=False``: the closed ODEs of the observables (score gaps ``mu_QK*``,
+    logit gaps ``mu_OV*``) when the engine found them, else the family flow;
+    ``family=True``: always the flow of the family coordinates. The parameters
+    are the remaining free symbols (``m, n, b, M, n_c, eta_*``), by name."""
+    red = task_reduction(task, parameterization)
+    obs = red.observables
+    if red.odes is not None and not family:
+        coords = tuple(red.odes)
+        rhs = tuple(red.odes[c] for c in coords)
+        loss, alpha = red.loss, red.alpha
+    else:
+        coords = tuple(c.symbol for c in red.coordinates)
+        rhs = tuple(red.family_odes[c] for c in coords)
+        osyms = tuple(obs)
+        via = (osyms, tuple(obs[o] for o in osyms))
+        free = set().union(*(e.free_symbols for e in (*rhs, *via[1], red.loss, red.alpha)))
+        params = tuple(sorted(free - set(coords) - set(osyms), key=str))
+        return LambdifiedFlow(coords, rhs, red.loss, red.alpha, params,
+                          name=f"{task.name}/{parameterization}", via=via)
+    free = set().union(*(e.free_symbols for e in (*rhs, loss, alpha))) - set(coords)
+    params = tuple(sorted(free, key=str))
+    return LambdifiedFlow(coords, rhs, loss, alpha, params,
+                          name=f"{task.name}/{parameterization}")
+
+
+def task_parameters(task_name, **params) -> dict:
+    """The task's numeric parameter values: its defaults updated with ``params``.
+
+    Raises ValueError for a parameter the task does not have or an invalid value
+    (:func:`derivations.task.validate_parameter`).
+    """
+    from derivations.task import get_task, validate_parameter
+    task = get_task(task_name)
+    allowed = ("m", "n", "b", "M") + tuple(task.parameter_names())
+    values = dict(task.defaults)
+    for key, v in params.items():
+        if key not in allowed:
+            raise ValueError(f"task {task_name!r} has no parameter {key!r} "
+                             f"(parameters: {', '.join(allowed)})")
+        values[key] = v
+    out = {}
+    for k, v in values.items():
+        x = validate_parameter(k, v)
+        out[k] = int(x) if k in ("M", "n_c") else float(x)
+    return out

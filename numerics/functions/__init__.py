@@ -1,0 +1,15 @@
+"""Numeric functions of the derived theory, SymPy-free at import.
+
+* :mod:`numerics.functions.lambdified`: named wrappers over the code generated
+  ahead of time from the derivation catalog (:mod:`numerics._generated`), and
+  :func:`~numerics.functions.lambdified.numeric`, the run-time lambdify backend
+  for expressions that have no generated code (imports SymPy when called).
+* :mod:`numerics.functions.special_functions`: the special functions the
+  generated code calls (vectorized Wright omega, Ei, their mpmath variants).
+"""
+from .lambdified import *  # noqa: F401,F403
+from .lambdified import __all__ as _lambdified_all
+from .special_functions import *  # noqa: F401,F403
+from .special_functions import __all__ as _special_all
+
+__all__ = list(_lambdified_all) + list(_special_all)
