@@ -18,8 +18,16 @@ bad input prints one line and exits with status 2, nothing written.
 """
 import sys
 
+from .output import latex as _builder
 from .output.latex import *  # noqa: F401,F403
-from .output.latex import __all__, main  # noqa: F401
+
+__all__ = ["main"]
+
+
+def main(argv=None) -> int:
+    """Run ``python -m derivations.latex`` (:func:`derivations.output.latex.main`); returns the exit status."""
+    return _builder.main(argv)
+
 
 if __name__ == "__main__":
     sys.exit(main())

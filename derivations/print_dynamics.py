@@ -58,8 +58,7 @@ from .core.output import emit
 from .output.dynamics import (SYMBOL_MEANINGS, build_parser, closed_form_ratio,  # noqa: F401
                               parse_params, render)
 
-__all__ = ["SYMBOL_MEANINGS", "build_parser", "parse_params", "render", "numeric_state", "main",
-           "NUMERIC_LOSS_RANGE"]
+__all__ = ["NUMERIC_LOSS_RANGE", "numeric_state", "main"]
 
 #: Losses the numerical integration of a task's reduced ODE answers: below the
 #: lower end the loss, evaluated as a difference of order one, has lost too

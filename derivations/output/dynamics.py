@@ -32,7 +32,7 @@ from ..core.vocabulary import (MODEL_PARAMETER_MEANINGS, PAPER_SETTING, PARAMETE
                                check_classes, check_positive)
 
 __all__ = ["SYMBOL_MEANINGS", "OneLine", "build_parser", "parse_params", "task_list", "render",
-           "paper_sections", "task_sections", "closed_form_ratio", "exact_number", "StateAnswer"]
+           "paper_sections", "task_sections", "closed_form_ratio", "exact_number"]
 
 SYMBOL_MEANINGS = {
     **MODEL_PARAMETER_MEANINGS,
@@ -42,11 +42,6 @@ SYMBOL_MEANINGS = {
     "mu_QK": "score of a relevant token minus score of an irrelevant token",
     "mu_OV_0": "initial mu_OV", "mu_QK_0": "initial mu_QK",
 }
-
-#: The type of the ``answer`` argument of :func:`render`:
-#: ``answer(task, loss, ratio, params) -> {"mu_OV", "mu_QK", "alpha", "loss", ..., "method"}``.
-StateAnswer = "Callable[[Task, float, float, dict], dict]"
-
 
 class OneLine:
     """An expression that the pretty format prints as one line (``str``)."""
