@@ -250,23 +250,27 @@ def _bad_outputs(tmp_path):
     snip_file = tmp_path / "has_snippet_file"
     snip_file.mkdir()
     (snip_file / L.SNIPPET_DIR).write_text("x")
-    return [("", "empty path"), (str(a_file), "is a file"), (str(a_file / "sub"), "below a file"),
-            (str(snip_file), "is a file"), ("/proc/qkov_out", "not writable"),
-            (str(tmp_path / ("a" * 300)), "too long"),
-            (str(tmp_path / "/".join(["b" * 200] * 25)), "too long")]
+    return [("", "must name a directory"), (str(a_file), "cannot take files"),
+            (str(a_file / "sub"), "cannot take files"), (str(snip_file), "cannot take files"),
+            ("/proc/qkov_out", "cannot take files"), (str(tmp_path / ("a" * 300)), "cannot take files"),
+            (str(tmp_path / "/".join(["b" * 200] * 25)), "cannot take files")]
 
 
 def test_bad_output_one_line_exit_2_nothing_written(tmp_path, capsys, monkeypatch):
-    """Checked before any work: the document is never built for a bad path."""
+    """Checked before any work (derivations.core.cli.prepare_output_dir): the
+    document is never built for a bad path, and nothing is left behind."""
+    from derivations.output import latex as builder
+
     def no_work():
         raise AssertionError("the document was built for a bad output path")
-    monkeypatch.setattr(L, "document", no_work)
+    monkeypatch.setattr(builder, "document", no_work)
     bad = _bad_outputs(tmp_path)
     before = sorted(p.name for p in tmp_path.rglob("*"))
     for out, needle in bad:
         assert L.main(["--output", out]) == 2, out
         err = capsys.readouterr().err
-        assert needle in err and err.count("\n") == 1 and "Traceback" not in err, (out, err)
+        assert err.startswith("latex: error: --output") and needle in err, (out, err)
+        assert err.count("\n") == 1 and "Traceback" not in err, (out, err)
     assert sorted(p.name for p in tmp_path.rglob("*")) == before
 
 

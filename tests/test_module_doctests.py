@@ -8,8 +8,10 @@ MODULES = ["derivations.symbols", "derivations.special_functions", "derivations.
            "derivations.reduction", "derivations.factorization", "derivations.first_integral",
            "derivations.sharpness", "derivations.asymptotics", "derivations.catalog",
            "derivations.print_dynamics", "derivations.srepr_reader",
-           "derivations.numeric_codegen", "derivations.latex", "derivations.core.cli", "derivations.core.output", "derivations.core.vocabulary", "derivations.core.atomic_file", "derivations.core.expression_cache", "derivations.core.authors_setting",
-           "derivations.latex_format"]   # numerics: tests/test_numerics_doctests.py
+           "derivations.output.numeric_codegen", "derivations.latex", "derivations.core.cli",
+           "derivations.core.output", "derivations.core.vocabulary", "derivations.core.atomic_file",
+           "derivations.core.expression_cache", "derivations.core.authors_setting",
+           "derivations.output.tex"]   # numerics: tests/test_numerics_doctests.py
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -1,4 +1,5 @@
 """The print_dynamics CLI: outputs, machine-readable JSON, and bad input."""
+import ast
 import json
 import os
 import subprocess
@@ -93,8 +94,8 @@ def test_state_at_loss_in_json(capsys):
     (["--loss", "abc"], "loss must be a number"),
     (["--parameterization", "CAXO"], "invalid choice"),
     (["--format", "yaml"], "invalid choice"),
-    (["--params", "m=5,m=6"], "m given more than once"),
-    (["--params", "M=20,n=3,M=21"], "M given more than once"),
+    (["--params", "m=5,m=6"], "--params names m twice"),
+    (["--params", "M=20,n=3,M=21"], "--params names M twice"),
     (["--params", "M=1e23"], "M must be an integer in [2, 9007199254740992]"),
     (["--params", "M=" + "1" * 400], "M must be an integer in [2, 9007199254740992]"),
     (["--loss", "0.5", "--ratio", "1e30"], "ratio must be finite and in [1e-12, 1e+12]"),
@@ -152,3 +153,62 @@ def test_every_option_has_help():
     from derivations.print_dynamics import build_parser
     for action in build_parser()._actions:
         assert action.help, action.dest
+
+
+def _imports_numerics(tree) -> list:
+    """``(line, at module level?)`` of every import of numerics in ``tree``."""
+    found = []
+
+    def visit(node, top):
+        for child in ast.iter_child_nodes(node):
+            names = []
+            if isinstance(child, ast.Import):
+                names = [a.name for a in child.names]
+            elif isinstance(child, ast.ImportFrom) and child.level == 0:
+                names = [child.module or ""]
+            if any(n == "numerics" or n.startswith("numerics.") for n in names):
+                found.append((child.lineno, top))
+            inner = top and not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            visit(child, inner)
+    visit(tree, True)
+    return found
+
+
+def test_symbolic_code_never_imports_numerics():
+    """derivations/ never imports numerics; the one exception is the print_dynamics
+    command-line entry, lazily (inside functions), for the numbers at a loss."""
+    entry = ROOT / "derivations" / "print_dynamics.py"
+    offenders, lazy = [], []
+    for path in sorted((ROOT / "derivations").rglob("*.py")):
+        for line, top in _imports_numerics(ast.parse(path.read_text(), str(path))):
+            if path == entry and not top:
+                lazy.append(line)
+            else:
+                offenders.append(f"{path.relative_to(ROOT)}:{line}")
+    assert not offenders, offenders
+    assert lazy, "the print_dynamics entry answers --loss with numerics (lazily)"
+    code = ("import sys, derivations.print_dynamics, derivations.output.dynamics, derivations.latex, "
+            "derivations.task_dynamics\nprint(sorted(m for m in sys.modules if m.split('.')[0] == 'numerics'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=ENV)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out
+
+
+def test_latex_closed_pipe_and_full_device_end_without_traceback(tmp_path):
+    cmd = f"{sys.executable} -m derivations.latex --output {tmp_path / 'a'} | true"
+    out = subprocess.run(["bash", "-c", "set -o pipefail; " + cmd], capture_output=True, text=True,
+                         cwd=ROOT, env=ENV)
+    assert out.returncode == 0 and out.stderr == "", out
+    if os.path.exists("/dev/full"):
+        with open("/dev/full", "w") as full:
+            res = subprocess.run([sys.executable, "-m", "derivations.latex", "--output", str(tmp_path / "b")],
+                                 stdout=full, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=ENV)
+        assert res.returncode == 1 and "Traceback" not in res.stderr
+        assert res.stderr.count("\n") == 1 and "cannot write the output" in res.stderr
+
+
+@pytest.mark.parametrize("task", ["paper", "shared-irrelevant", "query-in-context"])
+def test_print_dynamics_into_a_closed_pipe_ends_quietly(task):
+    cmd = f"{sys.executable} -m derivations.print_dynamics --task {task} | true"
+    out = subprocess.run(["bash", "-c", "set -o pipefail; " + cmd], capture_output=True, text=True,
+                         cwd=ROOT, env=ENV)
+    assert out.returncode == 0 and out.stderr == "", out

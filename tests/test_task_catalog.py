@@ -82,8 +82,8 @@ def _shipped_results():
 
 
 @pytest.mark.parametrize("name", ["derivations.task", "derivations.symmetry", "derivations.task_reduction",
-                                  "derivations.task_catalog", "derivations.task_dynamics",
-                                  "derivations.task_latex", "derivations.exp_zero"])
+                                  "derivations.task_catalog", "derivations.output.dynamics",
+                                  "derivations.output.latex_sections", "derivations.exp_zero"])
 def test_module_doctests(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0

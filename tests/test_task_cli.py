@@ -32,8 +32,8 @@ def test_task_list(capsys):
 
 @pytest.mark.parametrize("args,message", [
     (["--task", "nope"], "unknown task 'nope'"),
-    (["--task", "shared-irrelevant", "--params", "n_c=0"], "n_c must be an integer >= 1"),
-    (["--task", "shared-irrelevant", "--params", "n_c=2.5"], "n_c must be an integer >= 1"),
+    (["--task", "shared-irrelevant", "--params", "n_c=0"], "n_c must be an integer"),
+    (["--task", "shared-irrelevant", "--params", "n_c=2.5"], "n_c must be an integer"),
     (["--task", "query-in-context", "--params", "n_c=2"], "has no parameter 'n_c'"),
     (["--task", "paper", "--params", "n_c=2"], "unknown parameter 'n_c'"),
     (["--task", "shared-irrelevant", "--loss", "9"], "loss must be in (0, log M)"),
@@ -92,3 +92,109 @@ def test_query_in_context_state_at_loss_numeric(capsys):
     state = json.loads(capsys.readouterr().out)["state_at_loss"]
     assert "numerical" in state["method"] and 0 < state["alpha"] < 1
     assert state["loss"] == pytest.approx(0.5, rel=1e-9)
+
+
+SYMBOLIC = ["paper", "shared-irrelevant", "query-in-context", "shared-irrelevant+query-in-context"]
+
+
+def _one_line_error(capsys, args):
+    """``main(args)`` with warnings as errors: exit 2, one line on stderr, nothing on stdout."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        status = main(args)
+    captured = capsys.readouterr()
+    assert status == 2 and captured.out == "", (args, status, captured)
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in captured.err, captured.err
+    return lines[0]
+
+
+@pytest.mark.parametrize("task,params", [("paper", "m=1,m=2"), ("shared-irrelevant", "n_c=1,n_c=2"),
+                                         ("query-in-context", "M=3,M=4"), ("authors", "M=4,M=4"),
+                                         ("shared-irrelevant+query-in-context", "n_c=2,b=1,n_c=2")])
+def test_duplicate_params_refused_for_every_task(capsys, task, params):
+    """Issue 15 item 12: a name given twice is refused for every task (not: the last wins)."""
+    line = _one_line_error(capsys, ["--task", task, "--params", params])
+    assert "twice" in line and params.split("=")[0] in line
+
+
+@pytest.mark.parametrize("task", SYMBOLIC)
+@pytest.mark.parametrize("params,needle", [("M=1e300", "M must be an integer in [2, 9007199254740992]"),
+                                           ("m=1e300", "m must be in [1e-08, 1e+08]"),
+                                           ("b=1e-300", "b must be in [1e-08, 1e+08]")])
+def test_huge_parameters_refused_naming_the_range(capsys, task, params, needle):
+    """Issue 15 item 12: M = 1e300 or m = 1e300 at a loss was an OverflowError for some tasks."""
+    line = _one_line_error(capsys, ["--task", task, "--params", params, "--ratio", "10", "--loss", "0.1"])
+    assert needle in line, line
+
+
+@pytest.mark.parametrize("task", ["shared-irrelevant", "shared-irrelevant+query-in-context"])
+def test_huge_n_c_never_prints_a_rounding_artifact(capsys, task):
+    """Issue 15 item 12: n_c = 1e23 printed 99999999999999991611392; now refused (by the
+    engine's range) or printed as the float it is."""
+    status = main(["--task", task, "--params", "n_c=1e23", "--parameterization", "CACO", "--format", "text"])
+    captured = capsys.readouterr()
+    assert "99999999999999991611392" not in captured.out + captured.err
+    if status == 0:
+        assert "n_c = 1.00000000000000E+23" in captured.out
+    else:
+        assert status == 2 and len(captured.err.strip().splitlines()) == 1 and "n_c" in captured.err
+
+
+@pytest.mark.parametrize("task", SYMBOLIC)
+@pytest.mark.parametrize("ratio", ["1e12", "1e300", "1e-300"])
+def test_extreme_ratios_name_the_users_ratio(capsys, task, ratio):
+    """Issue 15 item 13: the same behaviour for every task: answered, or one line naming
+    the user's ratio (never a mapped one, never np.float64) and the supported range;
+    no RuntimeWarning (warnings are errors here)."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        status = main(["--task", task, "--ratio", ratio, "--loss", "0.1", "--format", "json"])
+    captured = capsys.readouterr()
+    if status == 0:
+        assert float(ratio) == 1e12 and json.loads(captured.out)["state_at_loss"]["loss"] == pytest.approx(0.1)
+        return
+    line = captured.err.strip()
+    assert status == 2 and captured.out == "" and len(line.splitlines()) == 1, captured
+    assert "np.float64" not in line and line.endswith(f"got {float(ratio):.15g}") and "ratio must be" in line
+    assert "2000000000000" not in line and "2e+12" not in line   # shared-irrelevant maps r -> 2r
+
+
+@pytest.mark.parametrize("task", SYMBOLIC)
+def test_tiny_loss_answered_or_refused_with_the_range(capsys, task):
+    """Issue 15 item 13: --ratio 10 --loss 1e-16 was "math domain error" for the tasks
+    that integrate; it is answered as for the paper, or refused naming the range."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        status = main(["--task", task, "--ratio", "10", "--loss", "1e-16", "--format", "json"])
+    captured = capsys.readouterr()
+    if status == 0:
+        state = json.loads(captured.out)["state_at_loss"]
+        assert state["loss"] == pytest.approx(1e-16, rel=1e-9) and 0.5 < state["alpha"] < 1
+    else:
+        line = captured.err.strip()
+        assert status == 2 and len(line.splitlines()) == 1 and "loss must be in [1e-06, log M)" in line, line
+        assert line.endswith("got 1e-16")
+
+
+def test_integrated_state_at_the_lowest_supported_loss_is_accurate(capsys):
+    """The lower end of the integrated range is answered, and the loss reached is the one asked."""
+    assert main(["--task", "query-in-context", "--ratio", "10", "--loss", "1e-6", "--format", "json"]) == 0
+    state = json.loads(capsys.readouterr().out)["state_at_loss"]
+    assert state["loss"] == pytest.approx(1e-6, rel=1e-8)
+
+
+def test_authors_task_takes_only_its_own_parameter(capsys):
+    """Issue 15 item 17: the authors' task has fixed m, n, b; only M (= 4) is its parameter."""
+    line = _one_line_error(capsys, ["--task", "authors", "--params", "m=3"])
+    assert "has no parameter 'm' (valid: M)" in line
+    assert main(["--task", "authors", "--params", "M=4", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["task"] == "authors"
+
+
+@pytest.mark.parametrize("args", [["--ratio", ""], ["--eta-qk", ""], ["--loss", ""], ["--params", "m="]])
+def test_empty_values_refused(capsys, args):
+    assert "must be" in _one_line_error(capsys, ["--task", "shared-irrelevant", *args])

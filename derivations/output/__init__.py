@@ -1,0 +1,29 @@
+"""What the derivations show: printed dynamics, the LaTeX document, generated code.
+
+* :mod:`~derivations.output.dynamics`: the one renderer of
+  ``python -m derivations.print_dynamics`` (every task, every format);
+* :mod:`~derivations.output.tex` and :mod:`~derivations.output.latex`: the one
+  LaTeX builder (``python -m derivations.latex``);
+* :mod:`~derivations.output.numeric_codegen`: the generator of the SymPy-free
+  ``numerics/_generated.py``.
+
+Nothing here imports :mod:`numerics`. The names below are loaded on first use,
+so that importing one module of the package does not import the others.
+"""
+import importlib
+
+_HOMES = {
+    "dynamics": ("render", "parse_params", "task_list", "closed_form_ratio", "OneLine"),
+    "tex": ("abbreviate", "equation_lines"),
+    "latex": ("document", "snippet", "write"),
+    "numeric_codegen": ("function_specs", "generate", "generator_key"),
+}
+
+__all__ = [name for names in _HOMES.values() for name in names]
+
+
+def __getattr__(name):
+    for module, names in _HOMES.items():
+        if name in names:
+            return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,114 @@
+r"""How derived results are written in LaTeX, once for the paper and the tasks.
+
+The symbol names, the product sign, the one :func:`tex` function, the
+abbreviation of long results and the ``equation`` environment used by the
+document builder :mod:`derivations.output.latex` for the paper's results and
+for the task engine's sections alike.
+
+>>> from derivations import symbols as S
+>>> from derivations.output.tex import tex
+>>> tex(S.mu_OV_0 * S.b)
+'b\\,\\mu_{OV,0}'
+>>> import sympy as sp
+>>> tex(sp.Symbol("W_QK[q_k,r_k]", real=True) / sp.Symbol("b", positive=True), engine=True)
+'\\frac{(W_{QK})_{q_k r_k}}{b}'
+"""
+from __future__ import annotations
+
+import re
+
+import sympy as sp
+
+from .. import symbols as S
+
+__all__ = ["MUL_SYMBOL", "SYMBOL_NAMES", "ABBREVIATIONS", "LONG", "tex", "engine_names", "abbreviate",
+           "equation_lines", "escape"]
+
+#: Product sign handed to ``sympy.latex`` (a thin space).
+MUL_SYMBOL = r"\,"
+#: Nicer names for some symbols (everything else prints with SymPy's defaults).
+SYMBOL_NAMES = {
+    S.mu_OV_0: r"\mu_{OV,0}",
+    S.mu_QK_0: r"\mu_{QK,0}",
+    S.ETA_EFF["QK"]: r"\eta^{QK}_{\mathrm{eff}}",
+    S.ETA_EFF["OV"]: r"\eta^{OV}_{\mathrm{eff}}",
+}
+#: Symbols used for abbreviated subexpressions of long results, in order.
+ABBREVIATIONS = (sp.Symbol("zeta"), sp.Symbol("xi"))
+#: Expressions whose LaTeX is longer than this are abbreviated.
+LONG = 300
+
+
+def engine_names(expr) -> dict:
+    """LaTeX names of the task engine's symbols in ``expr``: matrix entries
+    ``W_QK[q_k,r_k]`` -> ``(W_{QK})_{q_k r_k}``, group observables
+    ``mu_QK_q`` -> ``\\mu_{QK}^{(q)}``."""
+    out = {}
+    for x in sp.sympify(expr).free_symbols | ({expr} if isinstance(expr, sp.Symbol) else set()):
+        mt = re.fullmatch(r"W_(\w+)\[(\w)_(\w),(\w)_(\w)\]", x.name)
+        if mt:
+            w, a, i, c, j = mt.groups()
+            out[x] = r"(W_{%s})_{%s_%s %s_%s}" % (w, a, i, c, j)
+        mt = re.fullmatch(r"mu_(QK|OV)_(\w+)", x.name)
+        if mt:
+            out[x] = r"\mu_{%s}^{(%s)}" % mt.groups()
+    return out
+
+
+def tex(expr, engine: bool = False) -> str:
+    """``sympy.latex`` with this module's settings; ``engine=True`` also names the
+    task engine's symbols (:func:`engine_names`, which take precedence)."""
+    names = {**SYMBOL_NAMES, **engine_names(expr)} if engine else SYMBOL_NAMES
+    return sp.latex(expr, mul_symbol=MUL_SYMBOL, symbol_names=names)
+
+
+def escape(text: str) -> str:
+    """Plain text for LaTeX: backslash, ``_ & % # ^`` escaped, ``->`` as an arrow."""
+    return (text.replace("\\", r"\textbackslash{}").replace("_", r"\_").replace("&", r"\&")
+            .replace("%", r"\%").replace("#", r"\#").replace("^", r"\^{}").replace("->", r"$\to$"))
+
+
+def abbreviate(expr, limit: int = LONG):
+    """``(reduced, [(symbol, subexpression), ...])``: while the LaTeX is longer
+    than ``limit``, replace the repeated subexpression that saves the most
+    LaTeX by the next symbol of :data:`ABBREVIATIONS`."""
+    defs = []
+    for sym in ABBREVIATIONS:
+        if len(tex(expr)) <= limit:
+            break
+        counts = {}
+        for node in sp.preorder_traversal(expr):
+            if not node.is_Atom and node != expr:
+                counts[node] = counts.get(node, 0) + 1
+        # saving in LaTeX length; ties broken by srepr (deterministic)
+        scored = [((c - 1) * len(tex(e)), sp.srepr(e), e) for e, c in counts.items() if c >= 2]
+        scored = [x for x in scored if x[0] >= 40]
+        if not scored:
+            break
+        best = max(scored, key=lambda x: x[:2])[2]
+        expr = expr.xreplace({best: sym})
+        defs.append((sym, best))
+    return expr, defs
+
+
+def equation_lines(label: str, expr, lhs=None, relation: str = "=", render=tex) -> list:
+    """The lines of an ``equation`` environment ``lhs relation expr`` labelled
+    ``label``, long subexpressions of ``expr`` abbreviated (:func:`abbreviate`;
+    a matrix is kept whole) and aligned below it; ``render`` writes an
+    expression as LaTeX."""
+    expr, defs = (expr, []) if isinstance(expr, sp.MatrixBase) else abbreviate(expr)
+    lines = [r"\begin{equation}", r"\label{%s}" % label]
+    amp = "&" if defs else ""
+    if defs:
+        lines.append(r"\begin{aligned}")
+    if lhs is not None:
+        lines.append(f"{render(lhs)} {amp}{relation}")
+    elif defs:
+        lines.append("&")
+    lines.append(render(expr))
+    for sym, sub in defs:
+        lines += [r"\\", f"{render(sym)} &=", render(sub)]
+    if defs:
+        lines.append(r"\end{aligned}")
+    lines.append(r"\end{equation}")
+    return lines
