@@ -55,66 +55,22 @@ import sys
 
 from .core.cli import UsageError, usage_error
 from .core.output import emit
-from .output.dynamics import (SYMBOL_MEANINGS, build_parser, closed_form_ratio,  # noqa: F401
-                              parse_params, render)
+from .output.dynamics import SYMBOL_MEANINGS, build_parser, parse_params, render  # noqa: F401
 
-__all__ = ["NUMERIC_LOSS_RANGE", "numeric_state", "main"]
+__all__ = ["numeric_state", "main"]
 
-#: Losses the numerical integration of a task's reduced ODE answers: below the
-#: lower end the loss, evaluated as a difference of order one, has lost too
-#: many digits for the event to locate it.
-NUMERIC_LOSS_RANGE = (1e-6, None)
-
-
-def _check_ranges(task, ratio, params, scale, method):
-    """The user's ``ratio`` (the paper's ratio is ``scale * ratio``) and m, n, b
-    within the range ``method`` is verified on (numerics.closed_form.SUPPORTED_RANGE)."""
-    from numerics.closed_form import SUPPORTED_RANGE
-    lo, hi = SUPPORTED_RANGE["ratio"]
-    lo, hi = lo / scale, hi / scale
-    if not lo <= ratio <= hi:
-        where = "" if task.name == "paper" else f" for task {task.name!r}"
-        raise UsageError(f"ratio must be finite and in [{lo:.6g}, {hi:.6g}]{where} (the range the "
-                         f"{method} state is verified on); got {ratio:.15g}")
-    for name in ("m", "n", "b"):
-        lo, hi = SUPPORTED_RANGE[name]
-        value = params[name]
-        if not lo <= value <= hi:
-            raise UsageError(f"{name} must be in [{lo:g}, {hi:g}] for the {method} state "
-                             f"(the range it is verified on); got {value!r}")
-
-
-def _closed_form(task, loss, ratio, mapped, full):
-    from numerics.closed_form import state_at_loss   # the one root-find (lazy: numerics)
-    _check_ranges(task, ratio, full, mapped / ratio, "closed-form")
-    st = state_at_loss(loss, mapped, m=full["m"], n=full["n"], b=full["b"], M=full["M"])
-    state = {k: float(getattr(st, k)) for k in ("mu_OV", "mu_QK", "alpha", "loss")}
-    state["method"] = f"closed form: the paper's state equation at the mapped ratio {mapped:.15g}"
-    return state
-
-
-def _integrated(task, loss, ratio, full):
-    import warnings
-
-    from numerics.task_state import task_state_at_loss   # lazy: numerics
-    _check_ranges(task, ratio, full, 1.0, "integrated")
-    low = NUMERIC_LOSS_RANGE[0]
-    if loss < low:
-        raise UsageError(f"loss must be in [{low:g}, log M) for task {task.name!r} (its state at a loss "
-                         f"is integrated numerically and verified on that range); got {loss!r}")
-    fixed = task.classes.is_Integer
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", RuntimeWarning)
-        try:
-            raw = task_state_at_loss(task.name, ratio, loss,
-                                     **{k: v for k, v in full.items() if k != "M" or not fixed})
-        except (RuntimeError, RuntimeWarning, ArithmeticError) as exc:
-            raise ValueError(f"task {task.name!r}: no state at loss {loss!r} for ratio {ratio:.15g}: "
-                             f"{exc}") from None
-    state = {k: float(v) for k, v in raw.get("coordinates", {}).items()}
-    state.update(alpha=float(raw["alpha"]), loss=float(raw["loss"]))
-    if "t" in raw:
-        state["t"] = float(raw["t"])
+def _state_dict(st, ratio) -> dict:
+    """The printed state of a :class:`numerics.dynamics.StateAtLoss`: the paper's
+    coordinates (closed form) or the task's own (reduced flow), and the method."""
+    if st.method == "closed form":
+        state = {k: float(getattr(st, k)) for k in ("mu_OV", "mu_QK", "alpha", "loss")}
+        mapped = ratio if st.mapped_ratio is None else float(st.mapped_ratio)
+        state["method"] = f"closed form: the paper's state equation at the mapped ratio {mapped:.15g}"
+        return state
+    state = {k: float(v) for k, v in (st.coordinates or {}).items()}
+    state.update(alpha=float(st.alpha), loss=float(st.loss))
+    if st.time is not None:
+        state["t"] = float(st.time)
     state["method"] = "numerical integration of the reduced ODE (numerics.task_state.task_state_at_loss)"
     return state
 
@@ -122,18 +78,28 @@ def _integrated(task, loss, ratio, full):
 def numeric_state(task, loss: float, ratio: float, params: dict) -> dict:
     """The state at ``loss`` from zero initialization (CACO, eta_OV = 1, eta_QK = ratio).
 
-    Returns ``{"mu_OV", "mu_QK", "alpha", "loss", ..., "method"}``: in closed
+    Answered by the one entry :func:`numerics.dynamics.state_at_loss` (imported
+    here, lazily: the only import of numerics in :mod:`derivations`): in closed
     form for the paper and for a task that maps onto it (method ``"closed form:
     the paper's state equation at the mapped ratio R'"``), else by integrating
     the task's reduced ODE (``"numerical integration ..."``). Raises
     UsageError naming the user's value and the supported range otherwise."""
+    import warnings
+
+    from numerics.dynamics import state_at_loss
     full = {**dict(task.defaults), **params}
     if task.classes.is_Integer:
-        full["M"] = int(task.classes)
-    mapped = closed_form_ratio(task.name, ratio, full)
-    if mapped is not None:
-        return _closed_form(task, loss, ratio, mapped, full)
-    return _integrated(task, loss, ratio, full)
+        full.pop("M", None)       # fixed by the task (the authors' task: M = 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        try:
+            st = state_at_loss(loss, ratio, task=task.name, **full)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        except (RuntimeError, RuntimeWarning, ArithmeticError) as exc:
+            raise ValueError(f"task {task.name!r}: no state at loss {loss!r} for ratio {ratio:.15g}: "
+                             f"{exc}") from None
+    return _state_dict(st, ratio)
 
 
 def main(argv=None) -> int:

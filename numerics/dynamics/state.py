@@ -105,7 +105,7 @@ def _show(value):
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         return repr(int(value))
     try:
-        return repr(float(value))
+        return f"{float(value):.15g}"
     except (TypeError, ValueError):
         return repr(value)
 
