@@ -43,8 +43,10 @@ from .cli_output import emit
 from .expression_cache import PACKAGE_DIR, save_first_writable, source_key, user_cache
 
 SHIPPED_CACHE = PACKAGE_DIR / "_cache" / "derived.json"
-SOURCE_MODULES = ("core/vocabulary", "symbols", "special_functions", "model", "reduction", "factorization",
-                  "first_integral", "sharpness", "asymptotics", "catalog")
+SOURCE_MODULES = ("core/vocabulary", "symbolic/symbols", "symbolic/special_functions", "symbolic/forms",
+                  "tasks/paper/model", "tasks/paper/reduction", "tasks/paper/factorization",
+                  "tasks/paper/first_integral", "tasks/paper/sharpness", "tasks/paper/asymptotics",
+                  "engine/first_integral", "engine/explicit", "catalog")
 
 
 def cache_key() -> str:

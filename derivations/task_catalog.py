@@ -35,8 +35,9 @@ from .atomic_file import atomic_write_text
 from .expression_cache import PACKAGE_DIR, save_first_writable, source_key, user_cache
 
 SHIPPED_CACHE = PACKAGE_DIR / "_cache" / "tasks.json"
-SOURCE_MODULES = ("core/vocabulary", "symbols", "special_functions", "factorization", "model", "reduction",
-                  "symmetry", "task", "task_reduction", "task_catalog")
+SOURCE_MODULES = ("core/vocabulary", "symbolic/symbols", "symbolic/special_functions", "symbolic/forms",
+                  "tasks/paper/factorization", "tasks/paper/model", "engine/symmetry", "engine/task",
+                  "engine/family", "engine/reduce", "engine/first_integral", "tasks/variants", "task_catalog")
 FORMAT = 2
 
 

@@ -81,9 +81,13 @@ def _shipped_results():
     return json.loads(path.read_text())["results"]
 
 
-@pytest.mark.parametrize("name", ["derivations.task", "derivations.symmetry", "derivations.task_reduction",
+@pytest.mark.parametrize("name", ["derivations.engine", "derivations.engine.task", "derivations.engine.symmetry",
+                                  "derivations.engine.family", "derivations.engine.reduce",
+                                  "derivations.engine.first_integral", "derivations.engine.explicit",
+                                  "derivations.tasks", "derivations.tasks.variants", "derivations.tasks.authors",
+                                  "derivations.tasks.registry", "derivations.symbolic.exp_zero",
                                   "derivations.task_catalog", "derivations.task_dynamics",
-                                  "derivations.task_latex", "derivations.exp_zero"])
+                                  "derivations.task_latex"])
 def test_module_doctests(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
