@@ -58,6 +58,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from ..symbolic.symbols import M, b, m, n
+from .checks import MAX_INTEGER, _exact_integer as _integer_or_none, check_expression, validate_parameter
 
 __all__ = ["Task", "TokenGroup", "TaskInstance", "TASK_PARAMETERS", "n_c", "validate_parameter"]
 
@@ -68,6 +69,8 @@ n_c = sp.Symbol("n_c", positive=True, integer=True)
 
 #: Task parameters beyond the paper's (name -> symbol).
 TASK_PARAMETERS = {"n_c": n_c}
+#: The symbols a task may use without declaring them: the paper's m, n, b, M.
+MODEL_SYMBOLS = {"m": m, "n": n, "b": b, "M": M}
 
 
 @dataclass(frozen=True)
@@ -97,17 +100,21 @@ class TokenGroup:
     embedded: bool = True
 
     def __post_init__(self):
-        if not self.name or not self.name.isidentifier():
+        if not isinstance(self.name, str) or not self.name.isidentifier():
             raise ValueError(f"TokenGroup name must be an identifier; got {self.name!r}")
-        for attr in ("multiplicity", "other_multiplicity", "types"):
-            object.__setattr__(self, attr, sp.sympify(getattr(self, attr)))
+        for attr in ("per_class", "embedded"):
+            if not isinstance(getattr(self, attr), bool):
+                raise ValueError(f"group {self.name!r}: {attr} must be True or False; got {getattr(self, attr)!r}")
+        names = {**MODEL_SYMBOLS, **TASK_PARAMETERS}
+        for attr in ("multiplicity", "other_multiplicity"):
+            object.__setattr__(self, attr, check_expression(f"group {self.name!r}: {attr}", getattr(self, attr),
+                                                            "nonnegative", names=names))
+        object.__setattr__(self, "types", check_expression(f"group {self.name!r}: types", self.types,
+                                                           "positive integer", names=names))
         if self.per_class and self.types != 1:
             raise ValueError(f"group {self.name!r}: per-class groups have one token per class (types=1)")
         if not self.per_class and self.other_multiplicity != 0:
             raise ValueError(f"group {self.name!r}: other_multiplicity applies to per-class groups only")
-        for attr in ("multiplicity", "other_multiplicity"):
-            if getattr(self, attr).is_negative:
-                raise ValueError(f"group {self.name!r}: {attr} must be >= 0")
 
 
 @dataclass(frozen=True)
@@ -221,13 +228,57 @@ class Task:
     defaults: tuple = (("m", 5), ("n", 50), ("b", 50), ("M", 20))
 
     def __post_init__(self):
-        object.__setattr__(self, "groups", tuple(self.groups))
-        object.__setattr__(self, "relevant", tuple(self.relevant))
-        for attr in ("classes", "embedding_scale", "score_scale"):
-            object.__setattr__(self, attr, sp.sympify(getattr(self, attr)))
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"task name must be a non-empty string; got {self.name!r}")
+        for attr in ("groups", "relevant", "parameters"):
+            value = getattr(self, attr)
+            if isinstance(value, str) or not hasattr(value, "__iter__"):
+                raise ValueError(f"task {self.name!r}: {attr} must be a tuple; got {value!r}")
+            object.__setattr__(self, attr, tuple(value))
+        if not isinstance(self.query_in_context, bool):
+            raise ValueError(f"task {self.name!r}: query_in_context must be True or False; "
+                             f"got {self.query_in_context!r}")
+        self._check_groups()
+        self._check_numbers()
+        self._check_roles()
+
+    def _check_groups(self):
+        if not self.groups:
+            raise ValueError(f"task {self.name!r}: at least one token group is needed")
+        for g in self.groups:
+            if not isinstance(g, TokenGroup):
+                raise ValueError(f"task {self.name!r}: groups must be TokenGroup objects; got {g!r}")
         names = [g.name for g in self.groups]
         if len(set(names)) != len(names):
             raise ValueError(f"task {self.name!r}: group names must be distinct; got {names}")
+
+    def _check_numbers(self):
+        """Known parameters; scales positive; every symbol known; classes M or an integer in [2, 2**53]."""
+        for p in self.parameters:
+            if p not in TASK_PARAMETERS:
+                raise ValueError(f"task {self.name!r}: unknown task parameter {p!r} "
+                                 f"(known: {', '.join(TASK_PARAMETERS)})")
+        known = {**MODEL_SYMBOLS, **{p: TASK_PARAMETERS[p] for p in self.parameters}}
+        for attr in ("embedding_scale", "score_scale"):
+            object.__setattr__(self, attr, check_expression(f"task {self.name!r}: {attr}", getattr(self, attr),
+                                                            "positive", set(known.values()), known))
+        for g in self.groups:
+            for attr in ("multiplicity", "other_multiplicity", "types"):
+                check_expression(f"task {self.name!r}: group {g.name!r}: {attr}", getattr(g, attr),
+                                 "nonnegative", set(known.values()))
+        classes = self.classes
+        if not (isinstance(classes, sp.Basic) and classes == M):
+            v = None if isinstance(classes, bool) else _integer_or_none(classes)
+            if v is None or not 2 <= v <= MAX_INTEGER:
+                raise ValueError(f"task {self.name!r}: classes must be the symbol M or an integer in "
+                                 f"[2, 2**53]; got {classes!r}")
+            classes = sp.Integer(v)
+        object.__setattr__(self, "classes", classes)
+
+    def _check_roles(self):
+        """The query, the relevant groups and the outputs."""
+        if not isinstance(self.query, str):
+            raise ValueError(f"task {self.name!r}: query must be a group name; got {self.query!r}")
         q = self.group(self.query)
         if not q.per_class:
             raise ValueError(f"task {self.name!r}: the query group {self.query!r} must be per-class")
@@ -236,20 +287,26 @@ class Task:
                              "(a zero query attends uniformly and learns nothing)")
         if not self.relevant:
             raise ValueError(f"task {self.name!r}: at least one relevant group is needed")
+        if len(set(self.relevant)) != len(self.relevant):
+            raise ValueError(f"task {self.name!r}: relevant groups must be distinct; got {self.relevant}")
         for r_ in self.relevant:
-            if not self.group(r_).per_class:
+            if not isinstance(r_, str):
+                raise ValueError(f"task {self.name!r}: relevant must hold group names; got {r_!r}")
+            g = self.group(r_)
+            if not g.per_class:
                 raise ValueError(f"task {self.name!r}: relevant group {r_!r} must be per-class")
+            if r_ == self.query:
+                raise ValueError(f"task {self.name!r}: the query group {r_!r} cannot be relevant "
+                                 "(relevant tokens are the context tokens the query should attend to)")
+            if sp.sympify(self.own_count(g)).is_zero:
+                raise ValueError(f"task {self.name!r}: relevant group {r_!r} has no copies in its class's "
+                                 "context (multiplicity 0): its attention alpha would be 0 forever")
         if self.outputs not in ("classes", "vocabulary"):
             raise ValueError(f"task {self.name!r}: outputs must be 'classes' or 'vocabulary'; got {self.outputs!r}")
         if self.outputs == "vocabulary":
-            if self.label is None or not self.group(self.label).per_class or not self.group(self.label).embedded:
+            if (not isinstance(self.label, str) or not self.group(self.label).per_class
+                    or not self.group(self.label).embedded):
                 raise ValueError(f"task {self.name!r}: outputs='vocabulary' needs label = an embedded per-class group")
-        for p in self.parameters:
-            if p not in TASK_PARAMETERS:
-                raise ValueError(f"task {self.name!r}: unknown task parameter {p!r} "
-                                 f"(known: {', '.join(TASK_PARAMETERS)})")
-        if self.classes != M and not (self.classes.is_Integer and self.classes >= 2):
-            raise ValueError(f"task {self.name!r}: classes must be the symbol M or an integer >= 2")
 
     # ------------------------------------------------------------ structure
     def group(self, name: str) -> TokenGroup:
@@ -394,24 +451,3 @@ class Task:
         return TaskInstance(M=K, token_names=names, embeddings=embeddings, counts=counts, query=query,
                             label=label, relevant=relevant, d=d, n_out=n_out, h_QK=hidden, h_OV=hidden,
                             score_scale=num(self.score_scale), hidden_of_class=list(range(K)))
-
-
-def validate_parameter(name: str, value):
-    """Validate a parameter value: m, n, b > 0 finite; M integer >= 2; n_c integer >= 1.
-    Returns a SymPy number; raises ValueError naming the parameter and the valid range."""
-    if name in ("M", "n_c"):
-        lo = 2 if name == "M" else 1
-        try:
-            v = float(value)
-        except (TypeError, ValueError):
-            raise ValueError(f"{name} must be an integer >= {lo}; got {value!r}") from None
-        if not math.isfinite(v) or v != int(v) or v < lo:
-            raise ValueError(f"{name} must be an integer >= {lo}; got {value!r}")
-        return sp.Integer(int(v))
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number > 0; got {value!r}") from None
-    if not (math.isfinite(v) and v > 0):
-        raise ValueError(f"{name} must be a finite number > 0; got {value!r}")
-    return sp.Integer(int(v)) if v == int(v) else sp.Float(v)
