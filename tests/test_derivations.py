@@ -14,7 +14,7 @@ from derivations.catalog import cache_key, derive_all, records, results, SHIPPED
 from derivations.model import PARAMETERIZATIONS, family, check_parameterization
 from derivations.special_functions import wright_omega
 from derivations.symbols import (M, b, eta_K, eta_O, eta_OV, eta_Q, eta_QK, eta_V, m, mu_OV,
-                                 mu_OV_0, mu_QK, mu_QK_0, n, p, r, s)
+                                 mu_OV_0, mu_QK, mu_QK_0, n)
 
 PAPER = {m: 5, n: 50, b: 50, M: 20}
 

@@ -5,7 +5,7 @@ import re
 import pytest
 import sympy as sp
 
-from derivations.task import (TASKS, Task, TokenGroup, get_task, n_c, symbolic_task_names,
+from derivations.task import (Task, TokenGroup, get_task, n_c, symbolic_task_names,
                               task_names, validate_parameter)
 from derivations.symbols import m, n
 
