@@ -1,5 +1,5 @@
 """The paper's closed forms as capabilities: native for the paper, inherited by mapped tasks,
-refused with a reason otherwise (derivations.tasks.capabilities)."""
+refused with a reason otherwise (derivations.tasks.closed_forms)."""
 import random
 
 import pytest

@@ -91,6 +91,7 @@ def _shipped_results():
                                   "derivations.engine.first_integral", "derivations.engine.explicit",
                                   "derivations.tasks", "derivations.tasks.variants", "derivations.tasks.authors",
                                   "derivations.tasks.registry", "derivations.symbolic.exp_zero",
+                                  "derivations.engine.checks", "derivations.tasks.closed_forms",
                                   "derivations.task_catalog", "derivations.task_dynamics",
                                   "derivations.task_latex"])
 def test_module_doctests(name):

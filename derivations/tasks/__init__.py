@@ -7,7 +7,7 @@
 * :mod:`~derivations.tasks.paper`: the paper's closed forms (the invariant
   family for symbolic M, reduced ODEs, factorization, first integrals,
   sharpness, asymptotics, the published equations);
-* :mod:`~derivations.tasks.capabilities`: those closed forms as capabilities of
+* :mod:`~derivations.tasks.closed_forms`: those closed forms as capabilities of
   the tasks that have them (the paper, and the tasks the engine maps onto its
   equations), or the reason a task does not.
 
@@ -25,7 +25,7 @@ Task, get_task`` (or the older ``derivations.task``) reads one name space.
 "task 'query-in-context' (CACO) has no orbit: the engine does not map it onto the"
 """
 from ..engine.task import TASK_PARAMETERS, Task, TaskInstance, TokenGroup, n_c, validate_parameter
-from .capabilities import CAPABILITIES, CapabilityUnavailable, capabilities, capability
+from .closed_forms import CAPABILITIES, CapabilityUnavailable, capabilities, capability
 from .registry import TASKS, get_task, symbolic_task_names, task_names
 
 __all__ = ["Task", "TokenGroup", "TaskInstance", "TASK_PARAMETERS", "n_c", "validate_parameter",

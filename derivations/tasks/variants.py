@@ -6,7 +6,7 @@ irrelevant tokens over ``n_c`` shared one-hot types, let the query attend to
 itself, or both. Each is reduced by the engine
 (:func:`derivations.engine.reduce.reduce_task`); those the engine maps onto
 the paper's equations inherit the paper's closed forms
-(:mod:`derivations.tasks.capabilities`).
+(:mod:`derivations.tasks.closed_forms`).
 
 >>> from derivations.tasks.variants import VARIANTS
 >>> list(VARIANTS)

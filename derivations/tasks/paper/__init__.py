@@ -3,7 +3,7 @@
 The engine reduces the ``paper`` task (:func:`derivations.engine.reduce_task`)
 to the same ODEs as these modules (tests hold them equal); what the paper adds
 are closed forms for symbolic M, attached to the task as *capabilities*
-(:mod:`derivations.tasks.capabilities`):
+(:mod:`derivations.tasks.closed_forms`):
 
 * :mod:`~derivations.tasks.paper.model`: the invariant family for symbolic M
   and explicit instances of the paper's model;

@@ -5,20 +5,20 @@ paper's model is its ``paper`` task. What the paper has *beyond* the reduced
 ODEs -- closed forms derived for symbolic M in :mod:`derivations.tasks.paper`
 -- is attached to the task as a **capability**, looked up by name:
 
-======================  ==================================================  =====================
-capability              what it returns (``{name: sympy expression}``)      parameterizations
-======================  ==================================================  =====================
-``published_equations`` the authors' published alpha, loss and CACO ODEs    CACO
-``reduced_odes``        dmu_OV/dt, dmu_QK/dt (balanced factors), in alpha   all
-``unbalanced_rates``    the ODEs and effective rates with ``C_QK``/``C_OV`` factorized ones
-``line_coordinates``    X(mu_OV), Y(mu_QK) and the slope of the line        all
-``orbit``               the first integral H and the orbit (Wright omega,   all
-                        or implicit with Ei)
-``state_at_loss``       margin at a loss, the state equation F(p; s, r)     CACO
-                        and the state in the attention odds p
-``sharpness_signs``     signs of the r-derivatives of the state at a loss   CACO
-``asymptotics``         the early phase and the late-time limits            CACO
-======================  ==================================================  =====================
+=======================  ======================================================  =================
+capability               what it returns (``{name: sympy expression}``)          parameterizations
+=======================  ======================================================  =================
+``published_equations``  the authors' published alpha, loss and CACO ODEs        CACO
+``reduced_odes``         dmu_OV/dt, dmu_QK/dt (balanced factors), in alpha       all
+``unbalanced_rates``     the ODEs and effective rates with ``C_QK``, ``C_OV``    CAFO, FACO, FAFO
+``line_coordinates``     X(mu_OV), Y(mu_QK) and the slope of the line            all
+``orbit``                the first integral H and the orbit (Wright omega,       all
+                         or implicit with Ei)
+``state_at_loss``        margin at a loss, the state equation F(p; s, r)         CACO
+                         and the state in the attention odds p
+``sharpness_signs``      signs of the r-derivatives of the state at a loss       CACO
+``asymptotics``          the early phase and the late-time limits                CACO
+=======================  ======================================================  =================
 
 The paper has them natively. A task that the engine maps onto the paper's
 equations (:attr:`~derivations.engine.reduce.TaskReduction.mapping`, e.g.
