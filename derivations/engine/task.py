@@ -29,6 +29,23 @@ attended positions (softmax with the counts as multiplicities), context
 cross-entropy. Factorized circuits have ``h_QK = h_OV = M`` hidden units, one
 per class (the symmetry permutes them with the classes).
 
+Checked when built
+------------------
+A :class:`TokenGroup` or :class:`Task` that cannot mean anything is refused
+by its constructor with a ``ValueError`` naming the problem
+(:mod:`derivations.engine.checks`): groups that are not :class:`TokenGroup`
+objects; counts that are not finite and ``>= 0`` for every value of the
+parameters (``nan``, ``oo``, ``I``, ``m - n``) or are no expression
+(``"m+"``); shared ``types`` that are not positive integers; scales that are
+not ``> 0``; symbols other than ``m, n, b, M`` and the declared parameters;
+a relevant group that is the query or has no copies in its class's context;
+``classes`` other than ``M`` or an integer in ``[2, 2**53]``.
+
+>>> TokenGroup("r", per_class=True, multiplicity="m - n")
+Traceback (most recent call last):
+...
+ValueError: group 'r': multiplicity must be a finite expression >= 0 for every value of the parameters; got m - n
+
 What the symbolic engine supports (:func:`Task.check_symbolic`)
 ---------------------------------------------------------------
 ``M`` symbolic; outputs ``"classes"``; every per-class group has
