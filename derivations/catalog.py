@@ -5,13 +5,17 @@ results (the ``print_dynamics`` CLI, the LaTeX writer, the generator of
 ``numerics/_generated.py``) load them from a JSON cache. Each result is a typed
 :class:`Result` record (name, left side, expression, relation); the cache stores
 their ``sympy.srepr`` text and reads it back *as data*
-(:func:`derivations.srepr_reader.from_srepr`, no ``eval``).
+(:func:`derivations.symbolic.srepr_reader.from_srepr`, no ``eval``).
 
 Cache
 -----
-* The key is a SHA-256 over the source of every module that computes a result
-  (:data:`SOURCE_MODULES`) and the SymPy version. Editing any of them changes
-  the key and invalidates the cache.
+The store :data:`STORE` of the one expression cache
+(:class:`derivations.core.expression_cache.ExpressionStore`):
+
+* The key is a SHA-256 over the source of every module of
+  ``derivations/core``, ``symbolic``, ``engine``, ``tasks`` and of this
+  module, the file format and the SymPy version
+  (:func:`derivations.core.expression_cache.source_key`): no hand-kept list.
 * Look-up order: the cache shipped in the package
   (``derivations/_cache/derived.json``), then the user cache
   (``$XDG_CACHE_HOME/qkov/derived-<key>.json``, default ``~/.cache``). On a
@@ -33,23 +37,13 @@ alpha*eta_OV/(b*(M + exp(alpha*mu_OV) - 1))
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 from typing import NamedTuple
 
-from .atomic_file import atomic_write_text
-from .cli_output import emit
-from .expression_cache import PACKAGE_DIR, save_first_writable, source_key, user_cache
+from .core.expression_cache import ExpressionStore
 
-SHIPPED_CACHE = PACKAGE_DIR / "_cache" / "derived.json"
-SOURCE_MODULES = ("core/vocabulary", "symbols", "special_functions", "model", "reduction", "factorization",
-                  "first_integral", "sharpness", "asymptotics", "catalog")
-
-
-def cache_key() -> str:
-    """SHA-256 of the deriving modules' source and the SymPy version."""
-    return source_key(SOURCE_MODULES)
+__all__ = ["Result", "RELATIONS", "STORE", "SHIPPED_CACHE", "cache_key", "write_cache", "derive_all", "records",
+           "results", "build_parser", "main"]
 
 
 class Result(NamedTuple):
@@ -76,58 +70,70 @@ class Result(NamedTuple):
 RELATIONS = ("=", "~")
 
 
-def derive_all() -> dict:
-    """Run every derivation; returns ``{name: Result}`` (insertion-ordered)."""
+def _d(f, x=None):
     import sympy as sp
 
-    from . import asymptotics, factorization, first_integral, reduction, sharpness
-    from . import symbols as S
-    from .model import family
-    from .vocabulary import PARAMETERIZATIONS
+    from .symbolic import symbols as S
+    return sp.Derivative(f, S.t if x is None else x)
 
-    out = {}
 
-    def add(name, expr, lhs=None, relation="="):
-        out[name] = Result(name, lhs, expr, relation)
+def _reduced_system_results(add):
+    """The model, and per parameterization the reduced ODEs, first integral, lines and orbit."""
+    import sympy as sp
 
-    def d(f, x=S.t):
-        return sp.Derivative(f, x)
-
+    from .core.vocabulary import PARAMETERIZATIONS
+    from .symbolic import symbols as S
+    from .tasks.paper import first_integral, reduction
+    from .tasks.paper.model import family
     add("model.alpha", reduction.alpha_expr(), S.alpha)
     add("model.loss", reduction.reduced_loss(), S.LOSS)
     add("model.loss_alpha", family("CACO").reduced_loss(), S.LOSS)
     for name in PARAMETERIZATIONS:
         d_ov, d_qk = reduction.reduced_odes(name)
         a_ov, a_qk = reduction.reduced_odes(name, in_alpha=True)
-        add(f"{name}.dmu_OV_dt", d_ov, d(S.mu_OV))
-        add(f"{name}.dmu_QK_dt", d_qk, d(S.mu_QK))
-        add(f"{name}.dmu_OV_dt_alpha", a_ov, d(S.mu_OV))
-        add(f"{name}.dmu_QK_dt_alpha", a_qk, d(S.mu_QK))
+        add(f"{name}.dmu_OV_dt", d_ov, _d(S.mu_OV))
+        add(f"{name}.dmu_QK_dt", d_qk, _d(S.mu_QK))
+        add(f"{name}.dmu_OV_dt_alpha", a_ov, _d(S.mu_OV))
+        add(f"{name}.dmu_QK_dt_alpha", a_qk, _d(S.mu_QK))
         if name != "CACO":
             u_ov, u_qk = reduction.reduced_odes(name, balanced=False, in_alpha=True)
-            add(f"{name}.dmu_OV_dt_unbalanced_alpha", u_ov, d(S.mu_OV))
-            add(f"{name}.dmu_QK_dt_unbalanced_alpha", u_qk, d(S.mu_QK))
+            add(f"{name}.dmu_OV_dt_unbalanced_alpha", u_ov, _d(S.mu_OV))
+            add(f"{name}.dmu_QK_dt_unbalanced_alpha", u_qk, _d(S.mu_QK))
         add(f"{name}.first_integral", first_integral.first_integral(name), S.H)
-        add(f"{name}.dH_dt", first_integral.dH_dt(name), d(S.H))
+        add(f"{name}.dH_dt", first_integral.dH_dt(name), _d(S.H))
         X, Y, slope = first_integral.line_coordinates(name)
         add(f"{name}.line_X", X, S.X)
         add(f"{name}.line_Y", Y, S.Y)
-        add(f"{name}.line_slope", slope, d(S.Y, S.X))
+        add(f"{name}.line_slope", slope, _d(S.Y, S.X))
         orbit = first_integral.orbit(name)
         add(f"{name}.orbit", orbit, None if isinstance(orbit, sp.Equality) else S.mu_QK)
+
+
+def _factorization_results(add):
+    """Rate factors, conserved quantities and effective rates of both circuits; the induced flow."""
+    from .symbolic import symbols as S
+    from .tasks.paper import factorization, first_integral
     for circuit in ("QK", "OV"):
         C, dC = factorization.conserved_quantity(circuit)
         conserved = factorization.circuit_symbols(circuit).conserved
         eta = S.ETA_EFF[circuit]
         add(f"factorization.{circuit}.rate_factor", factorization.rate_factor(circuit), eta)
         add(f"factorization.{circuit}.conserved", C, conserved)
-        add(f"factorization.{circuit}.conserved_dt", dC, d(conserved))
+        add(f"factorization.{circuit}.conserved_dt", dC, _d(conserved))
         add(f"factorization.{circuit}.effective_rate", factorization.effective_rate(circuit), eta)
         add(f"factorization.{circuit}.effective_rate_unbalanced",
             factorization.effective_rate(circuit, balanced=False), eta)
     dW, gA, gB = factorization.induced_flow()
-    add("factorization.induced_flow", dW, d(S.W))
+    add("factorization.induced_flow", dW, _d(S.W))
     add("CACO.alpha_on_orbit", first_integral.attention_on_orbit("CACO"), S.alpha)
+
+
+def _sharpness_results(add):
+    """The state at a loss and the signs of its rate-ratio derivatives."""
+    import sympy as sp
+
+    from .symbolic import symbols as S
+    from .tasks.paper import sharpness
     add("sharpness.margin", sharpness.margin_at_loss(), S.s)
     add("sharpness.state_equation", sharpness.state_equation(), sp.Function("F")(S.p, S.s, S.r))
     state_names = {"alpha": S.alpha, "mu_QK": S.mu_QK, "mu_OV": S.mu_OV}
@@ -137,10 +143,18 @@ def derive_all() -> dict:
                      "dalpha/dr": (S.alpha, S.r), "dmu_QK/dr": (S.mu_QK, S.r),
                      "dmu_OV/dr": (S.mu_OV, S.r)}
     for key, (expr, sign) in sharpness.sharpness_signs().items():
-        deriv = d(*derivative_of[key])
+        deriv = _d(*derivative_of[key])
         add(f"sharpness.sign.{key}", expr, deriv)
         add(f"sharpness.sign_value.{key}", sp.Integer(sign), sp.sign(deriv))
-    add("asymptotics.time_integrand", asymptotics.time_integrand("CACO"), d(S.t, S.mu_OV))
+
+
+def _asymptotics_results(add):
+    """Time along the orbit, the early phase and the late-time limits."""
+    import sympy as sp
+
+    from .symbolic import symbols as S
+    from .tasks.paper import asymptotics
+    add("asymptotics.time_integrand", asymptotics.time_integrand("CACO"), _d(S.t, S.mu_OV))
     early_lhs = {"alpha_0": S.ALPHA_0, "t_of_mu_OV_alpha": S.t, "mu_OV_of_t_alpha": S.mu_OV,
                  "t_of_mu_OV": S.t, "mu_OV_of_t": S.mu_OV, "loss_of_t": S.LOSS}
     for key, value in asymptotics.early_phase().items():
@@ -156,86 +170,63 @@ def derive_all() -> dict:
         "loss_leading": (S.LOSS, "~")}
     for key, value in late.items():
         add(f"asymptotics.late.{key}", value, *late_lhs[key])
+
+
+def derive_all() -> dict:
+    """Run every derivation; returns ``{name: Result}`` (insertion-ordered)."""
+    out = {}
+
+    def add(name, expr, lhs=None, relation="="):
+        out[name] = Result(name, lhs, expr, relation)
+
+    for group in (_reduced_system_results, _factorization_results, _sharpness_results, _asymptotics_results):
+        group(add)
     return out
 
 
-def _user_cache(key):
-    return user_cache("derived", key)
+def _encode(records: dict) -> dict:
+    """``{name: {"lhs", "expr", "relation"}}``: every expression as checked srepr text."""
+    from .symbolic.srepr_reader import to_srepr
+    return {name: {"lhs": None if rec.lhs is None else to_srepr(rec.lhs), "expr": to_srepr(rec.expr),
+                   "relation": rec.relation} for name, rec in records.items()}
 
 
-def _decode(data, key):
-    """``{name: Result}`` from parsed JSON, or None when the key differs (a
-    stale cache). Raises ValueError when the data is damaged: wrong shape, or
-    an entry that is not a whitelisted srepr tree (:mod:`derivations.srepr_reader`)."""
-    from .srepr_reader import from_srepr
-    if not isinstance(data, dict) or not isinstance(data.get("key"), str):
-        raise ValueError("cache is not an object with a string 'key'")
-    if data["key"] != key:
-        return None
-    entries = data.get("results")
-    if not isinstance(entries, dict) or not entries:
-        raise ValueError("cache has no 'results' object")
+def _decode(entries: dict) -> dict:
+    """``{name: Result}`` from the stored entries. Raises ValueError when the data is
+    damaged: wrong shape, or an entry that is not a whitelisted srepr tree."""
+    from .symbolic.srepr_reader import from_srepr
     out = {}
     for name, entry in entries.items():
         if not (isinstance(entry, dict) and set(entry) == {"lhs", "expr", "relation"}
-                and entry["relation"] in RELATIONS and isinstance(entry["expr"], str)
-                and (entry["lhs"] is None or isinstance(entry["lhs"], str))):
+                and entry["relation"] in RELATIONS):
             raise ValueError(f"cache entry {name!r} has the wrong shape")
         lhs = None if entry["lhs"] is None else from_srepr(entry["lhs"])
         out[name] = Result(name, lhs, from_srepr(entry["expr"]), entry["relation"])
     return out
 
 
-def _read(path, key):
-    """The cached records at ``path`` under ``key``; None when missing, stale
-    or damaged (a damaged file is then rebuilt by :func:`records`)."""
-    try:
-        data = json.loads(Path(path).read_text())
-        return _decode(data, key)
-    except (OSError, ValueError, RecursionError):
-        return None
+#: The paper's results in the one expression cache (``derivations/_cache/derived.json``).
+STORE = ExpressionStore("derived", __file__, lambda: derive_all(), _encode, _decode,
+                        prog="derivations.catalog", what="derivation cache")
+#: The shipped cache file.
+SHIPPED_CACHE = STORE.shipped
 
 
-def write_cache(path: Path, key: str, records: dict) -> None:
-    """Write ``records`` (``{name: Result}``) as srepr strings under ``key``,
-    atomically: a temporary file in the same directory, then ``os.replace``.
-    Sorted keys: byte-stable."""
-    atomic_write_text(Path(path), _encode(key, records))
+def write_cache(path, key: str, records: dict) -> None:
+    """Write ``records`` under ``key`` to ``path``, atomically (:meth:`ExpressionStore.write`)."""
+    STORE.write(path, key, records)
 
 
-def _encode(key, records) -> str:
-    """The cache file's text: ``records`` as checked srepr strings under ``key``."""
-    from .srepr_reader import to_srepr
-    payload = {"key": key, "results": {
-        name: {"lhs": None if rec.lhs is None else to_srepr(rec.lhs), "expr": to_srepr(rec.expr),
-               "relation": rec.relation} for name, rec in records.items()}}
-    return json.dumps(payload, indent=1, sort_keys=True) + "\n"
-
-
-_RECORDS = None
-_WARNED = False
+def cache_key() -> str:
+    """The cache key: SHA-256 of the source the results depend on, the format and the SymPy version."""
+    return STORE.key()
 
 
 def records(*, rebuild: bool = False) -> dict:
     """All derived results as typed records ``{name: Result}``, from the cache
     when it is fresh; otherwise derived and saved (a warning on stderr, once,
     when no cache location is writable)."""
-    global _RECORDS, _WARNED
-    if _RECORDS is not None and not rebuild:
-        return _RECORDS
-    key = cache_key()
-    data = None if rebuild else (_read(SHIPPED_CACHE, key) or _read(_user_cache(key), key))
-    if data is None:
-        data = derive_all()
-        errors = save_first_writable((SHIPPED_CACHE, _user_cache(key)), _encode(key, data))
-        if errors:
-            if not _WARNED:
-                _WARNED = True
-                print("derivations.catalog: warning: cannot save the derivation cache ("
-                      + "; ".join(errors) + "); results will be derived again next time",
-                      file=sys.stderr)
-    _RECORDS = data
-    return data
+    return STORE.load(rebuild=rebuild)
 
 
 def results(*, rebuild: bool = False) -> dict:
@@ -257,30 +248,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _generated_is_fresh(key) -> bool:
+    from .numeric_codegen import GENERATED_MODULE, generator_key
+    try:
+        return f'GENERATOR_KEY = "{generator_key(key)}"' in GENERATED_MODULE.read_text()
+    except OSError:
+        return False
+
+
+def _regenerate(key, recs) -> list:
+    from . import numeric_codegen
+    return numeric_codegen.write(key, {name: rec.expr for name, rec in recs.items()})
+
+
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    key = cache_key()
-    if args.check:
-        from .numeric_codegen import GENERATED_MODULE, generator_key
-        fresh = _read(SHIPPED_CACHE, key) is not None
-        try:
-            generated = f'GENERATOR_KEY = "{generator_key(key)}"' in GENERATED_MODULE.read_text()
-        except OSError:
-            generated = False
-        status = emit("shipped cache is " + ("fresh" if fresh else "STALE") + "; generated numeric module is "
-                      + ("fresh" if generated else "STALE")
-                      + ("" if fresh and generated else ": run python -m derivations.catalog --rebuild"),
-                      "derivations.catalog")
-        return status or (0 if fresh and generated else 1)
-    if args.rebuild:
-        global _RECORDS
-        from . import numeric_codegen
-        _RECORDS = derive_all()
-        write_cache(SHIPPED_CACHE, key, _RECORDS)
-        paths = numeric_codegen.write(key, {name: rec.expr for name, rec in _RECORDS.items()})
-        return emit(f"wrote {SHIPPED_CACHE} (key {key[:12]}), " + ", ".join(str(p) for p in paths),
-                    "derivations.catalog")
-    return emit("\n".join(f"{name}: {expr}" for name, expr in results().items()), "derivations.catalog")
+    """Entry point of ``python -m derivations.catalog``; returns the exit status."""
+    return STORE.main(argv, build_parser(), shipped_label="shipped cache",
+                      extra_checks=[("generated numeric module", _generated_is_fresh)],
+                      after_rebuild=_regenerate,
+                      listing=lambda: "\n".join(f"{name}: {expr}" for name, expr in results().items()))
 
 
 if __name__ == "__main__":

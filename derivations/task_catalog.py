@@ -6,13 +6,18 @@ result for a built-in task, from a JSON cache when it is fresh, so that the
 
 Cache
 -----
+The store :data:`STORE` of the one expression cache
+(:class:`derivations.core.expression_cache.ExpressionStore`), as the paper's
+catalog (:mod:`derivations.catalog`):
+
 * Data, never code: every expression is stored as its ``srepr`` text, checked
   on writing and rebuilt on reading from a whitelist of SymPy constructors
-  (:func:`derivations.srepr_reader.to_srepr`,
-  :func:`derivations.srepr_reader.from_srepr`), the format of the paper's
-  catalog (:mod:`derivations.catalog`); loading never evaluates text.
-* The key is a SHA-256 over the source of the engine's modules
-  (:data:`SOURCE_MODULES`) and the SymPy version. Look-up: the shipped file
+  (:func:`derivations.symbolic.srepr_reader.to_srepr`,
+  :func:`derivations.symbolic.srepr_reader.from_srepr`); loading never evaluates text.
+* The key is a SHA-256 over the source of every module of
+  ``derivations/core``, ``symbolic``, ``engine``, ``tasks`` and of this
+  module, the file format and the SymPy version
+  (:func:`derivations.core.expression_cache.source_key`). Look-up: the shipped file
   ``derivations/_cache/tasks.json``, then ``$XDG_CACHE_HOME/qkov/tasks-<key>.json``.
   A missing, stale or damaged cache (an entry of the wrong shape or outside the
   whitelist) is rebuilt and written atomically; when no location is writable,
@@ -27,28 +32,17 @@ Cache
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 
-from .atomic_file import atomic_write_text
-from .expression_cache import PACKAGE_DIR, save_first_writable, source_key, user_cache
+from .core.expression_cache import FORMAT, ExpressionStore  # noqa: F401 - FORMAT re-exported
 
-SHIPPED_CACHE = PACKAGE_DIR / "_cache" / "tasks.json"
-SOURCE_MODULES = ("core/vocabulary", "symbols", "special_functions", "factorization", "model", "reduction",
-                  "symmetry", "task", "task_reduction", "task_catalog")
-FORMAT = 2
-
-
-def cache_key() -> str:
-    """SHA-256 of the engine modules' source, the format and the SymPy version."""
-    return source_key(SOURCE_MODULES, f"{FORMAT}/")
+__all__ = ["STORE", "SHIPPED_CACHE", "cache_key", "write_cache", "derive_all", "task_reduction", "build_parser", "main"]
 
 
 # ---------------------------------------------------------------- reductions as data
 
 def _dump(red) -> dict:
-    from .srepr_reader import to_srepr as e
+    from .symbolic.srepr_reader import to_srepr as e
     return {
         "task": red.task, "parameterization": red.parameterization, "reference": red.reference, "note": red.note,
         "coordinates": [{"symbol": e(c.symbol), "matrix": c.matrix, "pattern": [[r, list(l)] for r, l in c.pattern],
@@ -71,8 +65,9 @@ def _dump(red) -> dict:
 def _load(d):
     import sympy as sp
 
-    from .srepr_reader import from_srepr as f
-    from .task_reduction import Coordinate, TaskReduction
+    from .engine.family import Coordinate
+    from .engine.reduce import TaskReduction
+    from .symbolic.srepr_reader import from_srepr as f
 
     def pairs(x):
         return None if x is None else {f(k): f(v) for k, v in x}
@@ -91,68 +86,51 @@ def _load(d):
 
 def derive_all() -> dict:
     """Every built-in symbolic task in every parameterization: ``{"task/P": dumped}``."""
-    from .task import symbolic_task_names
-    from .task_reduction import PARAMETERIZATIONS, reduce_task
+    from .core.vocabulary import PARAMETERIZATIONS
+    from .engine.reduce import reduce_task
+    from .tasks.registry import symbolic_task_names
     return {f"{t}/{p}": _dump(reduce_task(t, p)) for t in symbolic_task_names() for p in PARAMETERIZATIONS}
 
 
-def _user_cache(key):
-    return user_cache("tasks", key)
+def _entries(results: dict) -> dict:
+    """The stored entries, checked to be objects (each is read when asked for, by :func:`_load`)."""
+    if not all(isinstance(v, dict) for v in results.values()):
+        raise ValueError("task cache entries must be objects")
+    return dict(results)
 
 
-def _read(path, key):
-    try:
-        data = json.loads(path.read_text())
-        if data.get("key") != key or not isinstance(data.get("results"), dict):
-            return None
-        return data
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
-def _encode(key: str, dumped: dict) -> str:
-    """The cache file's text; sorted keys, byte-stable."""
-    return json.dumps({"key": key, "format": FORMAT, "results": dumped}, indent=None, sort_keys=True) + "\n"
-
-
-def write_cache(path: Path, key: str, dumped: dict) -> None:
-    """Write atomically (temporary file + rename)."""
-    atomic_write_text(Path(path), _encode(key, dumped))
-
-
+#: The task engine's results in the one expression cache (``derivations/_cache/tasks.json``).
+STORE = ExpressionStore("tasks", __file__, lambda: derive_all(), _entries, _entries,
+                        prog="derivations.task_catalog", what="task cache")
+#: The shipped cache file.
+SHIPPED_CACHE = STORE.shipped
 _MEMO = {}
-_WARNED = False
+
+
+def write_cache(path, key: str, dumped: dict) -> None:
+    """Write ``dumped`` under ``key`` to ``path``, atomically (:meth:`ExpressionStore.write`)."""
+    STORE.write(path, key, dumped)
+
+
+def cache_key() -> str:
+    """The cache key: SHA-256 of the source the results depend on, the format and the SymPy version."""
+    return STORE.key()
 
 
 def task_reduction(task: str, parameterization: str = "CACO"):
-    """The :class:`~derivations.task_reduction.TaskReduction` of a built-in task,
+    """The :class:`~derivations.engine.reduce.TaskReduction` of a built-in task,
     from the cache when fresh (derived and cached otherwise)."""
-    from .task import get_task
-    from .task_reduction import _check_param
+    from .core.vocabulary import check_parameterization
+    from .tasks.registry import get_task
     get_task(task).check_symbolic()
-    _check_param(parameterization)
+    check_parameterization(parameterization)
     name = f"{task}/{parameterization}"
-    if name in _MEMO:
-        return _MEMO[name]
-    key = cache_key()
-    data = _read(SHIPPED_CACHE, key) or _read(_user_cache(key), key)
-    red = None
-    if data is not None and name in data["results"]:
+    if name not in _MEMO:
         try:
-            red = _load(data["results"][name])
-        except (ValueError, KeyError, TypeError, IndexError):
-            red = None   # damaged entry: rebuilt below
-    if red is None:
-        global _WARNED
-        dumped = derive_all()
-        errors = save_first_writable((SHIPPED_CACHE, _user_cache(key)), _encode(key, dumped))
-        if errors and not _WARNED:
-            _WARNED = True
-            print("derivations.task_catalog: warning: cannot save the task cache (" + "; ".join(errors)
-                  + "); results will be derived again next time", file=sys.stderr)
-        red = _load(dumped[name])
-    _MEMO[name] = red
-    return red
+            _MEMO[name] = _load(STORE.load()[name])
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError):
+            _MEMO[name] = _load(STORE.load(rebuild=True)[name])   # damaged entry: derived again
+    return _MEMO[name]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -168,20 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     """Entry point of ``python -m derivations.task_catalog``; returns the exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    key = cache_key()
-    if args.check:
-        fresh = _read(SHIPPED_CACHE, key) is not None
-        print("shipped task cache is " + ("fresh" if fresh else
-                                          "STALE: run python -m derivations.task_catalog --rebuild"))
-        return 0 if fresh else 1
-    if args.rebuild:
-        write_cache(SHIPPED_CACHE, key, derive_all())
-        print(f"wrote {SHIPPED_CACHE} (key {key[:12]})")
-        return 0
-    parser.print_help()
-    return 0
+    return STORE.main(argv, build_parser(), shipped_label="shipped task cache")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ import pytest
 import sympy as sp
 
 from derivations import catalog
+from derivations.core.expression_cache import FORMAT
 from derivations.srepr_reader import UnsafeExpression, from_srepr
 
 
@@ -13,10 +14,10 @@ def isolated_cache(tmp_path, monkeypatch):
     """A catalog whose shipped and user caches live under tmp_path (derivation
     replaced by a cheap stand-in that counts its calls)."""
     shipped = tmp_path / "pkg" / "derived.json"
-    monkeypatch.setattr(catalog, "SHIPPED_CACHE", shipped)
-    monkeypatch.setattr(catalog, "_user_cache", lambda key: tmp_path / "user" / f"derived-{key}.json")
-    monkeypatch.setattr(catalog, "_RECORDS", None)
-    monkeypatch.setattr(catalog, "_WARNED", False)
+    monkeypatch.setattr(catalog.STORE, "shipped", shipped)
+    monkeypatch.setattr(catalog.STORE, "user_path", lambda key: tmp_path / "user" / f"derived-{key}.json")
+    monkeypatch.setattr(catalog.STORE, "memo", None)
+    monkeypatch.setattr(catalog.STORE, "warned", False)
     x = sp.Symbol("x", positive=True)
     calls = []
 
@@ -36,7 +37,7 @@ def test_crafted_entry_is_not_executed(isolated_cache, tmp_path):
     marker = tmp_path / "pwned"
     evil = f"__import__('pathlib').Path({str(marker)!r}).touch()"
     shipped.parent.mkdir(parents=True)
-    shipped.write_text(json.dumps({"key": _key(), "results": {
+    shipped.write_text(json.dumps({"format": FORMAT, "key": _key(), "results": {
         "demo.f": {"lhs": None, "expr": evil, "relation": "="}}}))
     recs = catalog.records()
     assert not marker.exists()
@@ -46,12 +47,16 @@ def test_crafted_entry_is_not_executed(isolated_cache, tmp_path):
 
 
 @pytest.mark.parametrize("text", ["[]", "{}", '{"key": "K"}', "null", "not json",
-                                  '{"key": "K", "results": []}', '{"key": "K", "results": {"a": "Integer(1)"}}',
-                                  '{"key": "K", "results": {"a": {"lhs": null, "expr": "Integer(1)", "relation": "<"}}}'])
+                                  '{"format": F, "key": "K", "results": []}',
+                                  '{"format": F, "key": "K", "results": {"a": "Integer(1)"}}',
+                                  '{"format": F, "key": "K", "results": {"a": {"lhs": null, "expr": "Integer(1)", '
+                                  '"relation": "<"}}}',
+                                  '{"format": 2, "key": "K", "results": {"demo.f": {"lhs": null, '
+                                  '"expr": "Integer(1)", "relation": "="}}}'])
 def test_wrong_shape_is_rebuilt(isolated_cache, text):
     shipped, calls = isolated_cache
     shipped.parent.mkdir(parents=True)
-    shipped.write_text(text.replace('"K"', json.dumps(_key())))
+    shipped.write_text(text.replace('"K"', json.dumps(_key())).replace(": F,", f": {FORMAT},"))
     recs = catalog.records()
     assert calls == [1] and list(recs) == ["demo.f"]
     assert json.loads(shipped.read_text())["key"] == _key()
@@ -60,7 +65,7 @@ def test_wrong_shape_is_rebuilt(isolated_cache, text):
 def test_round_trip_and_no_second_derivation(isolated_cache, monkeypatch):
     shipped, calls = isolated_cache
     first = catalog.records()
-    monkeypatch.setattr(catalog, "_RECORDS", None)
+    monkeypatch.setattr(catalog.STORE, "memo", None)
     second = catalog.records()
     assert calls == [1] and first == second
     assert [p.name for p in shipped.parent.iterdir()] == ["derived.json"]   # no temp files left
@@ -70,10 +75,10 @@ def test_unwritable_cache_warns_once(isolated_cache, tmp_path, monkeypatch, caps
     shipped, calls = isolated_cache
     blocker = tmp_path / "blocker"
     blocker.write_text("a file, not a directory")
-    monkeypatch.setattr(catalog, "SHIPPED_CACHE", blocker / "derived.json")
-    monkeypatch.setattr(catalog, "_user_cache", lambda key: blocker / "user.json")
+    monkeypatch.setattr(catalog.STORE, "shipped", blocker / "derived.json")
+    monkeypatch.setattr(catalog.STORE, "user_path", lambda key: blocker / "user.json")
     for _ in range(2):
-        monkeypatch.setattr(catalog, "_RECORDS", None)
+        monkeypatch.setattr(catalog.STORE, "memo", None)
         assert list(catalog.records()) == ["demo.f"]
     err = capsys.readouterr().err
     assert err.count("cannot save the derivation cache") == 1 and err.count("\n") == 1
@@ -121,3 +126,51 @@ def test_cli_output_into_closed_pipe_or_full_device():
             res = subprocess.run([sys.executable, "-m", "derivations.catalog", "--check"], stdout=full,
                                  stderr=subprocess.PIPE, text=True, cwd=root, env=env)
         assert res.returncode == 1 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
+
+
+def test_one_cache_keyed_on_every_source_module(tmp_path, monkeypatch):
+    """Both stores are one implementation, keyed automatically on every module of core, symbolic,
+    engine and tasks (no hand-kept list): a new module, or an edit anywhere there, changes both keys."""
+    from derivations import task_catalog
+    from derivations.core import expression_cache as ec
+    files = [p.relative_to(ec.PACKAGE_DIR).as_posix() for p in ec.source_files()]
+    assert files == sorted(files)
+    for needed in ("core/vocabulary.py", "core/expression_cache.py", "symbolic/symbols.py", "engine/reduce.py",
+                   "tasks/paper/model.py", "tasks/variants.py", "tasks/authors.py"):
+        assert needed in files
+    assert type(catalog.STORE) is type(task_catalog.STORE) is ec.ExpressionStore
+    before = (catalog.cache_key(), task_catalog.cache_key())
+    assert before[0] != before[1]                     # each store's own module is part of its key
+    fake = tmp_path / "derivations"
+    for package in ec.SOURCE_PACKAGES:
+        (fake / package).mkdir(parents=True)
+        for path in (ec.PACKAGE_DIR / package).rglob("*.py"):
+            target = fake / path.relative_to(ec.PACKAGE_DIR)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(path.read_bytes())
+    monkeypatch.setattr(ec, "PACKAGE_DIR", fake)
+    owner = ec.PACKAGE_DIR / "catalog.py"
+    owner.write_bytes(catalog.STORE.owner.read_bytes())
+    monkeypatch.setattr(catalog.STORE, "owner", owner)
+    key = catalog.cache_key()
+    (fake / "engine" / "new_module.py").write_text("x = 1\n")
+    assert catalog.cache_key() != key
+    (fake / "engine" / "new_module.py").unlink()
+    assert catalog.cache_key() == key
+    (fake / "core" / "vocabulary.py").write_text((fake / "core" / "vocabulary.py").read_text() + "# edit\n")
+    assert catalog.cache_key() != key
+
+
+def test_both_commands_share_the_check_and_rebuild_texts(tmp_path, monkeypatch, capsys):
+    from derivations import task_catalog
+    monkeypatch.setattr(task_catalog.STORE, "shipped", tmp_path / "tasks.json")
+    assert task_catalog.main(["--check"]) == 1
+    assert capsys.readouterr().out == ("shipped task cache is STALE: run python -m derivations.task_catalog "
+                                       "--rebuild\n")
+    monkeypatch.setattr(task_catalog.STORE, "derive", lambda: {"paper/CACO": {"demo": 1}})
+    assert task_catalog.main(["--rebuild"]) == 0
+    assert capsys.readouterr().out == f"wrote {tmp_path / 'tasks.json'} (key {task_catalog.cache_key()[:12]})\n"
+    assert task_catalog.main(["--check"]) == 0
+    assert capsys.readouterr().out == "shipped task cache is fresh\n"
+    data = json.loads((tmp_path / "tasks.json").read_text())
+    assert data == {"format": FORMAT, "key": task_catalog.cache_key(), "results": {"paper/CACO": {"demo": 1}}}

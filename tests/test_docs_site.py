@@ -160,15 +160,15 @@ def test_every_public_function_and_class_has_a_reference_page(site):
     assert not missing, f"no reference page for: {missing}"
     assert count >= 50
     api_index = site.page("api/index.html")
-    assert "numerics.dynamics.closed_form" in api_index and "derivations.reduction" in api_index
+    assert "numerics.dynamics.closed_form" in api_index and "derivations.tasks.paper.reduction" in api_index
 
 
 def test_reference_pages_show_the_docstrings_and_link_to_numpy(site):
     page = site.page("api/generated/numerics.dynamics.closed_form.state_at_loss.html")
     assert "Parameters" in page and "Returns" in page
     assert "https://numpy.org/doc/stable/glossary.html#term-array_like" in page
-    model = site.page("api/generated/derivations.model.html")
-    assert "derivations.model.family" in model
+    model = site.page("api/generated/derivations.tasks.paper.model.html")
+    assert "derivations.tasks.paper.model.family" in model
 
 
 def test_shipped_inventories_are_valid_and_fresh():

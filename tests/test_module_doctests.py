@@ -4,10 +4,12 @@ import importlib
 
 import pytest
 
-MODULES = ["derivations.symbols", "derivations.special_functions", "derivations.model",
-           "derivations.reduction", "derivations.factorization", "derivations.first_integral",
-           "derivations.sharpness", "derivations.asymptotics", "derivations.catalog",
-           "derivations.print_dynamics", "derivations.srepr_reader",
+MODULES = ["derivations.symbolic.symbols", "derivations.symbolic.special_functions",
+           "derivations.symbolic.forms", "derivations.tasks.paper.model",
+           "derivations.tasks.paper.reduction", "derivations.tasks.paper.factorization",
+           "derivations.tasks.paper.first_integral", "derivations.tasks.paper.sharpness",
+           "derivations.tasks.paper.asymptotics", "derivations.catalog",
+           "derivations.print_dynamics", "derivations.symbolic.srepr_reader",
            "derivations.output.numeric_codegen", "derivations.latex", "derivations.core.cli",
            "derivations.core.output", "derivations.core.vocabulary", "derivations.core.atomic_file",
            "derivations.core.expression_cache", "derivations.core.authors_setting",

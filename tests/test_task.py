@@ -1,11 +1,12 @@
 """The Task description: built-in tasks, concrete instances, bad input."""
 import math
+import re
 
 import pytest
 import sympy as sp
 
-from derivations.task import (TASKS, Task, TokenGroup, get_task, n_c, symbolic_task_names,
-                              task_names)
+from derivations.task import (Task, TokenGroup, get_task, n_c, symbolic_task_names,
+                              task_names, validate_parameter)
 from derivations.symbols import m, n
 
 
@@ -81,3 +82,127 @@ def test_initial_factors_paper_structure():
     assert f["W_Q"][0] == [0.1, 0.0] and f["W_K"][2] == [0.1, 0.0]
     assert f["W_O"] == [[0.05, -0.05], [-0.05, 0.05]]
     assert f["W_V"][0][2:] == [0.05, -0.05]
+
+
+# ---------------------------------------------------------------- a Task is validated when it is built (issue 15, item 14)
+
+def _groups(**relevant):
+    return (TokenGroup("q", per_class=True), TokenGroup("r", per_class=True, multiplicity=m, **relevant),
+            TokenGroup("z", per_class=False, multiplicity=n, embedded=False))
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"embedding_scale": 0}, "embedding_scale must be a finite expression > 0 for every value of the parameters; got 0"),
+    ({"embedding_scale": -1}, "embedding_scale must be a finite expression > 0 .*got -1"),
+    ({"embedding_scale": sp.oo}, "embedding_scale must be a finite expression > 0 .*got oo"),
+    ({"score_scale": sp.nan}, "score_scale must be a finite expression > 0 .*got nan"),
+    ({"embedding_scale": "b+"}, "embedding_scale must be .*not an expression"),
+    ({"embedding_scale": sp.Symbol("k", positive=True)}, "embedding_scale uses unknown symbols k"),
+    ({"relevant": ("q",)}, "the query group 'q' cannot be relevant"),
+    ({"relevant": ("r", "r")}, "relevant groups must be distinct"),
+    ({"relevant": ("nope",)}, "has no token group 'nope'"),
+    ({"relevant": "r"}, "relevant must be a tuple"),
+    ({"classes": 1}, r"classes must be the symbol M or an integer in \[2, 2\*\*53\]; got 1"),
+    ({"classes": 2.5}, "classes must be the symbol M or an integer"),
+    ({"classes": 2 ** 60}, "classes must be the symbol M or an integer"),
+    ({"parameters": ("k",)}, "unknown task parameter 'k'"),
+    ({"query_in_context": "yes"}, "query_in_context must be True or False"),
+    ({"outputs": "tokens"}, "outputs must be 'classes' or 'vocabulary'"),
+    ({"outputs": "vocabulary"}, "outputs='vocabulary' needs label"),
+])
+def test_a_task_is_checked_when_built(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        Task("t", "", _groups(), query="q", **kwargs)
+
+
+def test_a_relevant_group_without_copies_is_refused_in_every_parameterization():
+    """Multiplicity 0 of the relevant group crashed the engine for FAFO: refused when built."""
+    groups = (TokenGroup("q", per_class=True), TokenGroup("r", per_class=True, multiplicity=0),
+              TokenGroup("z", per_class=False, multiplicity=n, embedded=False))
+    with pytest.raises(ValueError, match="relevant group 'r' has no copies in its class's context"):
+        Task("t", "", groups, query="q")
+
+
+def test_groups_must_be_token_groups_and_symbols_known():
+    with pytest.raises(ValueError, match="groups must be TokenGroup objects; got 'q'"):
+        Task("t", "", ("q", TokenGroup("r", per_class=True, multiplicity=m)), query="q")
+    with pytest.raises(ValueError, match="at least one token group"):
+        Task("t", "", (), query="q")
+    with pytest.raises(ValueError, match="task name must be a non-empty string"):
+        Task("", "", _groups(), query="q")
+    # n_c is known only to a task that declares it
+    shared = (*_groups()[:2], TokenGroup("u", per_class=False, multiplicity=n / n_c, types=n_c))
+    with pytest.raises(ValueError, match="uses unknown symbols n_c"):
+        Task("t", "", shared, query="q")
+    assert Task("t", "", shared, query="q", parameters=("n_c",)).parameter_names() == ("n_c",)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"multiplicity": "m+"}, "group 'r': multiplicity must be a finite expression >= 0; got 'm\\+', which is not"),
+    ({"multiplicity": sp.nan}, "group 'r': multiplicity must be a finite expression >= 0 .*got nan"),
+    ({"multiplicity": sp.oo}, "multiplicity must be a finite expression >= 0 .*got oo"),
+    ({"multiplicity": sp.I}, "multiplicity must be a finite expression >= 0 .*got I"),
+    ({"multiplicity": m - n}, "multiplicity must be a finite expression >= 0 for every value of the parameters; "
+                              "got m - n"),
+    ({"multiplicity": -1}, "multiplicity must be a finite expression >= 0"),
+    ({"other_multiplicity": float("nan")}, "other_multiplicity must be a finite expression >= 0"),
+    ({"per_class": "yes"}, "per_class must be True or False"),
+    ({"types": 2}, "per-class groups have one token per class"),
+])
+def test_a_token_group_is_checked_when_built(kwargs, message):
+    args = {"name": "r", "per_class": True, "multiplicity": m, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        TokenGroup(**args)
+
+
+@pytest.mark.parametrize("types", [0, -2, sp.Rational(5, 2), 2.5, sp.nan, sp.oo, m])
+def test_shared_types_must_be_a_positive_integer(types):
+    with pytest.raises(ValueError, match="group 'u': types must be a positive integer"):
+        TokenGroup("u", per_class=False, multiplicity=1, types=types)
+
+
+def test_text_uses_the_model_symbols():
+    assert TokenGroup("r", per_class=True, multiplicity="m").multiplicity == m
+    assert TokenGroup("u", per_class=False, multiplicity="n/n_c", types="n_c").types == n_c
+
+
+# ---------------------------------------------------------------- parameter values (issue 15, item 12)
+
+@pytest.mark.parametrize("name, value", [("M", 1e300), ("M", 1e23), ("n_c", 1e23), ("n_c", "1e300"),
+                                         ("M", 2 ** 53 + 1), ("n_c", str(2 ** 53 + 1)), ("M", 1), ("n_c", 0),
+                                         ("n_c", 2.5), ("M", "x"), ("M", float("inf")), ("n_c", True)])
+def test_integer_parameters_are_exact_and_bounded(name, value):
+    lo = 2 if name == "M" else 1
+    with pytest.raises(ValueError, match=rf"^{name} must be an integer >= {lo} and <= 2\*\*53 = 9007199254740992; "
+                                         rf"got {re.escape(repr(value))}$"):
+        validate_parameter(name, value)
+
+
+def test_integer_parameters_accept_integer_values():
+    assert validate_parameter("M", 2 ** 53) == 2 ** 53
+    assert validate_parameter("n_c", "7") == 7 and validate_parameter("M", 20.0) == 20
+    assert validate_parameter("m", "2.5") == sp.Float(2.5) and validate_parameter("b", 50) == 50
+    for value in (0, -1, "nan", float("inf"), "x", None, True):
+        with pytest.raises(ValueError, match=rf"^m must be a finite number > 0; got {re.escape(repr(value))}$"):
+            validate_parameter("m", value)
+
+
+def test_instances_refuse_huge_integer_parameters():
+    with pytest.raises(ValueError, match="n_c must be an integer >= 1 and <= 2"):
+        get_task("shared-irrelevant").instance(M=3, values={"n_c": 1e23})
+    with pytest.raises(ValueError, match="M must be an integer >= 2 and <= 2"):
+        get_task("paper").instance(M=1e300)
+
+
+def test_the_authors_task_is_read_from_the_authors_setting():
+    """One definition: every count of the engine's authors' task is (SEQ_LEN - 2) w / TICKETS of
+    derivations.core.authors_setting, and the description's numbers come from it too."""
+    from derivations.core import authors_setting as S
+    task = get_task("authors")
+    context = S.SEQ_LEN - 2
+    assert task.group("r0").multiplicity == sp.Rational(context, S.TICKETS)        # weight 0.1: 1 tenth
+    assert task.group("r9").multiplicity == sp.Rational(context * 10, S.TICKETS)
+    assert task.group("c").types == S.NUM_COMMON - len(S.QUERY_TOKENS) - len(S.LABEL_TOKENS)
+    assert task.classes == S.NUM_CLASSES and task.score_scale ** 2 == sp.Rational(*S.SCORE_SCALE_SQUARED)
+    assert len(task.relevant) == S.RELEVANT_PER_CLASS
+    assert f"V = {S.VOCAB} one-hot tokens" in task.description and "0.4, 0.8, ..., 4 expected" in task.description

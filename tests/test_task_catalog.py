@@ -13,7 +13,7 @@ from derivations.symbols import M, alpha, b, mu_OV, mu_QK, n
 
 
 def test_shipped_cache_is_fresh():
-    assert C._read(C.SHIPPED_CACHE, C.cache_key()) is not None, \
+    assert C.STORE.read(C.SHIPPED_CACHE, C.cache_key()) is not None, \
         "stale: python -m derivations.task_catalog --rebuild"
 
 
@@ -43,9 +43,8 @@ def test_crafted_entry_is_rebuilt_not_executed(tmp_path, monkeypatch):
     results = _shipped_results()
     results["paper/CACO"]["alpha"] = f"__import__('pathlib').Path({str(marker)!r}).touch()"
     shipped = tmp_path / "tasks.json"
-    C.write_cache(shipped, C.cache_key(), results)
-    monkeypatch.setattr(C, "SHIPPED_CACHE", shipped)
-    monkeypatch.setattr(C, "_MEMO", {})
+    C.STORE.write(shipped, C.cache_key(), results)
+    _isolate(monkeypatch, shipped)
     calls = []
     monkeypatch.setattr(C, "derive_all", lambda: calls.append(1) or _shipped_results())
     red = C.task_reduction("paper", "CACO")
@@ -66,13 +65,19 @@ def test_damaged_cache_is_rebuilt(tmp_path, monkeypatch):
     """A damaged shipped file is ignored and replaced by a fresh one (user cache fallback)."""
     shipped = tmp_path / "tasks.json"
     shipped.write_text("{not json")
-    monkeypatch.setattr(C, "SHIPPED_CACHE", shipped)
-    monkeypatch.setattr(C, "_MEMO", {})
+    _isolate(monkeypatch, shipped)
     calls = []
     monkeypatch.setattr(C, "derive_all", lambda: calls.append(1) or _shipped_results())
     red = C.task_reduction("paper", "CACO")
     assert calls == [1] and red.odes is not None
-    assert C._read(shipped, C.cache_key()) is not None   # rewritten atomically
+    assert C.STORE.read(shipped, C.cache_key()) is not None   # rewritten atomically
+
+
+def _isolate(monkeypatch, shipped):
+    monkeypatch.setattr(C.STORE, "shipped", shipped)
+    monkeypatch.setattr(C.STORE, "user_path", lambda key: shipped.parent / "user" / f"tasks-{key}.json")
+    monkeypatch.setattr(C.STORE, "memo", None)
+    monkeypatch.setattr(C, "_MEMO", {})
 
 
 def _shipped_results():
@@ -81,9 +86,14 @@ def _shipped_results():
     return json.loads(path.read_text())["results"]
 
 
-@pytest.mark.parametrize("name", ["derivations.task", "derivations.symmetry", "derivations.task_reduction",
+@pytest.mark.parametrize("name", ["derivations.engine", "derivations.engine.task", "derivations.engine.symmetry",
+                                  "derivations.engine.family", "derivations.engine.reduce",
+                                  "derivations.engine.first_integral", "derivations.engine.explicit",
+                                  "derivations.tasks", "derivations.tasks.variants", "derivations.tasks.authors",
+                                  "derivations.tasks.registry", "derivations.symbolic.exp_zero",
+                                  "derivations.engine.checks", "derivations.tasks.closed_forms",
                                   "derivations.task_catalog", "derivations.output.dynamics",
-                                  "derivations.output.latex_sections", "derivations.exp_zero"])
+                                  "derivations.output.latex_sections"])
 def test_module_doctests(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0

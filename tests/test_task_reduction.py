@@ -138,7 +138,7 @@ def test_invariance_check_can_fail_exact():
 
 def test_invariance_exact_m3_needs_no_simplify(monkeypatch):
     """The M = 3 residuals are proved zero by the exp-as-symbols test alone (simplify never runs)."""
-    import derivations.task_reduction as tr
+    import derivations.engine.explicit as tr
     reduce_task("shared-irrelevant", "CACO")   # the derivation itself may simplify
 
     def no_simplify(*args, **kwargs):
@@ -149,7 +149,7 @@ def test_invariance_exact_m3_needs_no_simplify(monkeypatch):
 
 def test_invariance_exact_falls_back_to_simplify(monkeypatch):
     """A residual the fast test cannot prove zero is still decided exactly, by simplify."""
-    import derivations.task_reduction as tr
+    import derivations.engine.explicit as tr
     monkeypatch.setattr(tr, "is_zero_exactly", lambda expr: False)
     assert invariance_residual("paper", "CACO", 2) == []
 

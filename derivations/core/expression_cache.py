@@ -1,39 +1,74 @@
-"""What the derivation caches share: the source key, the user-cache path, saving.
+"""The one expression cache: derived results stored as data, keyed on the source they come from.
 
 :mod:`derivations.catalog` (the paper's results) and
-:mod:`derivations.task_catalog` (the task engine's) each keep a JSON file of
-derived expressions, stored as whitelisted ``srepr`` text
-(:func:`derivations.srepr_reader.to_srepr`, read back without ``eval`` by
-:func:`derivations.srepr_reader.from_srepr`), under a key that changes
-whenever the source of a deriving module or the SymPy version changes.
+:mod:`derivations.task_catalog` (the task engine's) are two
+:class:`ExpressionStore` s of this module: one file format, one reader and
+writer, one warning when nothing is writable, one command line
+(``--rebuild``, ``--check``).
+
+* **Data, never code.** The store module turns its results into JSON values
+  (expressions as whitelisted ``srepr`` text,
+  :func:`derivations.symbolic.srepr_reader.to_srepr`) and back
+  (:func:`~derivations.symbolic.srepr_reader.from_srepr`, no ``eval``); a
+  file that is not valid JSON, has the wrong shape or holds anything outside
+  the whitelist is *damaged* and rebuilt.
+* **Keyed automatically** (:func:`source_key`): a SHA-256 over the source of
+  every ``.py`` file of ``derivations/core``, ``symbolic``, ``engine`` and
+  ``tasks`` (sorted by path), the store's own module, the file format
+  :data:`FORMAT` and the SymPy version. No list to keep by hand: editing any
+  module a derivation can depend on invalidates the cache.
+* **Where.** The file shipped in the package (``derivations/_cache/<stem>.json``),
+  then the user cache ``$XDG_CACHE_HOME/qkov/<stem>-<key>.json`` (default
+  ``~/.cache``). On a miss the results are derived and written atomically to
+  the first writable of the two; when neither is, one line on stderr says so
+  (once per process).
+
+The file: ``{"format": FORMAT, "key": <key>, "results": {name: value}}``,
+sorted keys, one line per entry (byte-stable).
+
+Plain Python at import, as the rest of :mod:`derivations.core`.
 
 >>> from derivations.core.expression_cache import source_key, user_cache
->>> len(source_key(["symbols"]))
+>>> len(source_key())
 64
 >>> user_cache("derived", "abc").name
 'derived-abc.json'
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import sys
 from pathlib import Path
 
 from .atomic_file import atomic_write_text
 
-__all__ = ["PACKAGE_DIR", "source_key", "user_cache", "save_first_writable"]
+__all__ = ["PACKAGE_DIR", "FORMAT", "SOURCE_PACKAGES", "source_files", "source_key", "user_cache",
+           "save_first_writable", "ExpressionStore"]
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent   # the derivations package
+#: Version of the cache file format (part of the key).
+FORMAT = 3
+#: The subpackages of :mod:`derivations` whose source keys every cache.
+SOURCE_PACKAGES = ("core", "symbolic", "engine", "tasks")
 
 
-def source_key(modules, tag: str = "") -> str:
-    """SHA-256 over the source of ``derivations.<name>`` for each name in
-    ``modules``, then ``tag`` and the SymPy version."""
-    import hashlib
+def source_files(*extra) -> list:
+    """Every ``.py`` file of :data:`SOURCE_PACKAGES` (sorted by path), then ``extra`` paths."""
+    files = sorted(p for package in SOURCE_PACKAGES for p in (PACKAGE_DIR / package).rglob("*.py"))
+    return files + [Path(p) for p in extra]
+
+
+def source_key(*extra) -> str:
+    """SHA-256 over :func:`source_files` (path relative to the package and content), the
+    file format and the SymPy version."""
     import importlib.metadata as md
     h = hashlib.sha256()
-    for name in modules:
-        h.update((PACKAGE_DIR / f"{name}.py").read_bytes())
-    h.update(f"{tag}{md.version('sympy')}".encode())
+    for path in source_files(*extra):
+        h.update(str(Path(path).resolve().relative_to(PACKAGE_DIR)).encode() + b"\0")
+        h.update(Path(path).read_bytes() + b"\0")
+    h.update(f"format {FORMAT}; sympy {md.version('sympy')}".encode())
     return h.hexdigest()
 
 
@@ -56,3 +91,112 @@ def save_first_writable(paths, text: str) -> list:
         except OSError as exc:
             errors.append(f"{path}: {exc.strerror or exc}")
     return errors
+
+
+class ExpressionStore:
+    """One cache of derived results (see the module docstring).
+
+    Parameters
+    ----------
+    stem : str
+        File stem: ``derivations/_cache/<stem>.json`` and the user cache name.
+    owner : str or Path
+        The store's module file (part of the key).
+    derive : callable
+        ``derive() -> results``: computes every result (``{name: result}``, of the
+        type that ``decode`` returns).
+    encode, decode : callable
+        ``encode(results) -> {name: JSON value}`` and back; ``decode`` raises
+        ``ValueError`` (or ``KeyError``/``TypeError``/``IndexError``) on damaged data.
+    prog, what : str
+        The command (``derivations.catalog``) and the cache's name in messages
+        (``derivation cache``).
+
+    The attributes ``shipped``, ``derive`` and :meth:`user_path` may be replaced
+    (tests point them at temporary files).
+    """
+
+    def __init__(self, stem, owner, derive, encode, decode, *, prog, what):
+        self.stem, self.owner = stem, Path(owner)
+        self.shipped = PACKAGE_DIR / "_cache" / f"{stem}.json"
+        self.derive, self.encode, self.decode = derive, encode, decode
+        self.prog, self.what = prog, what
+        self.memo, self.warned = None, False
+
+    def key(self) -> str:
+        """The cache key (:func:`source_key` with the store's module)."""
+        return source_key(self.owner)
+
+    def user_path(self, key: str) -> Path:
+        """The user cache file of ``key``."""
+        return user_cache(self.stem, key)
+
+    def text(self, key: str, results: dict) -> str:
+        """The cache file's text for ``results`` under ``key``."""
+        payload = {"format": FORMAT, "key": key, "results": self.encode(results)}
+        return json.dumps(payload, indent=1, sort_keys=True) + "\n"
+
+    def write(self, path, key: str, results: dict) -> None:
+        """Write ``results`` under ``key`` to ``path``, atomically."""
+        atomic_write_text(Path(path), self.text(key, results))
+
+    def read(self, path, key: str):
+        """The decoded results at ``path`` under ``key``; None when missing, stale or damaged."""
+        try:
+            data = json.loads(Path(path).read_text())
+            if not (isinstance(data, dict) and data.get("format") == FORMAT and data.get("key") == key
+                    and isinstance(data.get("results"), dict) and data["results"]):
+                return None
+            return self.decode(data["results"])
+        except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError):
+            return None
+
+    def load(self, *, rebuild: bool = False) -> dict:
+        """Every result: from memory, else a fresh cache, else derived and saved (a
+        warning on stderr, once, when no location is writable)."""
+        if self.memo is not None and not rebuild:
+            return self.memo
+        key = self.key()
+        data = None if rebuild else (self.read(self.shipped, key) or self.read(self.user_path(key), key))
+        if data is None:
+            data = self.derive()
+            errors = save_first_writable((self.shipped, self.user_path(key)), self.text(key, data))
+            if errors and not self.warned:
+                self.warned = True
+                print(f"{self.prog}: warning: cannot save the {self.what} (" + "; ".join(errors)
+                      + "); results will be derived again next time", file=sys.stderr)
+        self.memo = data
+        return data
+
+    def rebuild(self) -> str:
+        """Derive every result, rewrite the shipped file; returns the key."""
+        key = self.key()
+        self.memo = self.derive()
+        self.write(self.shipped, key, self.memo)
+        return key
+
+    def main(self, argv, parser, *, shipped_label: str, extra_checks=(), after_rebuild=None,
+             listing=None) -> int:
+        """The command line of a store: ``--check`` (exit 1 while stale), ``--rebuild``, else
+        ``listing()`` (the text to print) or the help.
+
+        ``extra_checks``: ``[(label, is_fresh(key))]`` reported after the shipped file;
+        ``after_rebuild(key, results)`` returns the paths it wrote besides the shipped file."""
+        from .output import emit
+        args = parser.parse_args(argv)
+        if args.check:
+            key = self.key()
+            states = [(shipped_label, self.read(self.shipped, key) is not None)]
+            states += [(label, fresh(key)) for label, fresh in extra_checks]
+            ok = all(fresh for _, fresh in states)
+            text = "; ".join(f"{label} is {'fresh' if fresh else 'STALE'}" for label, fresh in states)
+            status = emit(text + ("" if ok else f": run python -m {self.prog} --rebuild"), self.prog)
+            return status or (0 if ok else 1)
+        if args.rebuild:
+            key = self.rebuild()
+            paths = after_rebuild(key, self.memo) if after_rebuild else []
+            return emit(f"wrote {self.shipped} (key {key[:12]})" + "".join(f", {p}" for p in paths), self.prog)
+        if listing is None:
+            parser.print_help()
+            return 0
+        return emit(listing(), self.prog)

@@ -1,0 +1,126 @@
+"""Input checks of the task description: parameter values and the fields of a task.
+
+Every check raises ``ValueError`` naming the parameter or field, the valid
+range and the value given, before anything is derived or computed.
+
+* :func:`validate_parameter`: a value of ``m``, ``n``, ``b`` (finite, > 0) or
+  of an integer parameter ``M`` (``>= 2``), ``n_c`` (``>= 1``), both exact
+  integers at most ``2**53``;
+* :func:`check_expression`: a count, number of types or scale of a task (a
+  SymPy expression in the task's known symbols, finite, and nonnegative,
+  positive or a positive integer for *every* value of the parameters).
+
+>>> validate_parameter("n_c", "3")
+3
+>>> validate_parameter("M", 1e300)
+Traceback (most recent call last):
+...
+ValueError: M must be an integer >= 2 and <= 2**53 = 9007199254740992; got 1e+300
+>>> validate_parameter("b", "-1")
+Traceback (most recent call last):
+...
+ValueError: b must be a finite number > 0; got '-1'
+"""
+from __future__ import annotations
+
+import math
+from tokenize import TokenError
+
+import sympy as sp
+
+__all__ = ["MAX_INTEGER", "INTEGER_PARAMETERS", "validate_parameter", "check_expression"]
+
+#: Largest value of an integer parameter: beyond it doubles do not hold every integer.
+MAX_INTEGER = 2 ** 53
+#: The integer parameters and their smallest value.
+INTEGER_PARAMETERS = {"M": 2, "n_c": 1}
+
+
+def _exact_integer(value):
+    """``int`` of an integer-valued number or text; None when it is none (a float above
+    2**53 is refused by its range later: such floats are not exact)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, sp.Integer)):
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            pass
+    try:
+        v = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if not math.isfinite(v) or v != math.floor(v):
+        return None
+    return int(v) if abs(v) <= MAX_INTEGER else math.inf
+
+
+def validate_parameter(name: str, value):
+    """Validate a parameter value; returns it as a SymPy number.
+
+    ``m``, ``n``, ``b`` (and any other real parameter): finite and > 0.
+    ``M`` (>= 2) and ``n_c`` (>= 1): exact integers at most ``2**53``
+    (integer-valued floats and texts accepted).
+
+    Raises
+    ------
+    ValueError
+        Naming the parameter, its valid range and the value given.
+    """
+    if name in INTEGER_PARAMETERS:
+        lo = INTEGER_PARAMETERS[name]
+        v = _exact_integer(value)
+        if v is None or not lo <= v <= MAX_INTEGER:
+            raise ValueError(f"{name} must be an integer >= {lo} and <= 2**53 = {MAX_INTEGER}; got {value!r}")
+        return sp.Integer(v)
+    message = f"{name} must be a finite number > 0; got {value!r}"
+    if isinstance(value, bool):
+        raise ValueError(message)
+    try:
+        v = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(message) from None
+    if not (math.isfinite(v) and v > 0):
+        raise ValueError(message)
+    return sp.Integer(int(v)) if v == int(v) else sp.Float(v)
+
+
+_RULES = {"nonnegative": ("a finite expression >= 0", lambda e: e.is_nonnegative),
+          "positive": ("a finite expression > 0", lambda e: e.is_positive),
+          "positive integer": ("a positive integer (or a positive-integer parameter such as n_c)",
+                               lambda e: e.is_integer and e.is_positive)}
+
+
+def check_expression(what: str, value, rule: str, known=None, names=None):
+    """``sympify(value)`` checked against ``rule`` ("nonnegative", "positive" or
+    "positive integer") for every value of the parameters, finite, real, and
+    (with ``known``, a set of symbols) free only of known symbols. Text is parsed
+    with ``names`` (``{name: symbol}``), so that ``"m"`` is the model's positive ``m``.
+
+    Raises
+    ------
+    ValueError
+        ``"<what> must be <rule>; got <value>"`` and what is wrong.
+    """
+    described, holds = _RULES[rule]
+    try:
+        if isinstance(value, str):
+            expr = sp.sympify(value, locals=dict(names or {}))
+        else:
+            expr = sp.sympify(value, strict=True)
+    except (sp.SympifyError, SyntaxError, TypeError, ValueError, AttributeError, TokenError):
+        raise ValueError(f"{what} must be {described}; got {value!r}, which is not an expression") from None
+    if not isinstance(expr, sp.Expr):
+        raise ValueError(f"{what} must be {described}; got {value!r}")
+    if known is not None:
+        unknown = sorted(str(s) for s in expr.free_symbols - set(known))
+        if unknown:
+            raise ValueError(f"{what} uses unknown symbols {', '.join(unknown)} (known: "
+                             f"{', '.join(sorted(str(s) for s in known))}: the symbols of derivations.symbols "
+                             "and the task's declared parameters)")
+    if not (expr.is_finite and holds(expr)):
+        raise ValueError(f"{what} must be {described} for every value of the parameters; got {expr}")
+    return expr
+

@@ -1,0 +1,169 @@
+r"""The symmetry group of a task and the orbits of matrix entries under it.
+
+A task's population loss is unchanged when the classes are permuted (acting
+together on the class-specific tokens, on the output classes and, for
+factorized circuits, on the hidden units) and when the types of a shared group
+are permuted among themselves. Gradient flow commutes with these permutations,
+so the matrices fixed by the whole group -- the *fixed-point subspace* -- are
+an invariant family. Its natural basis is the orbit sums: the 0/1 indicator
+matrix of each orbit of entry positions.
+
+Indices
+-------
+An index of a matrix row or column is ``(role, label)``: ``role`` is
+``"tok:<group>"`` (a token of a group), ``"out"`` (an output class) or
+``"hid"`` (a hidden unit of a factorized circuit); ``label`` is
+``("c", i)`` (class i) or ``("s", group, i)`` (type i of a shared group).
+
+Orbits, for any number of classes
+---------------------------------
+The group is a product of full symmetric groups (S_M on class labels, S_{n_g}
+on each shared group's labels). Two tuples of indices lie in the same orbit
+exactly when they have the same roles and the same *equality pattern* of
+labels; :func:`canonical` writes that pattern with labels renumbered in order
+of first appearance, and the orbit has
+``M (M-1) ... (M-c+1) * prod_g n_g (n_g-1) ...`` elements (:func:`orbit_size`),
+with c distinct class labels and per shared group that many distinct types.
+This holds for symbolic M and n_g; :func:`orbits_by_generators` computes the
+orbits of a concrete instance by closing under the group's generators (a
+transposition and a cycle per symmetric group), as an independent check.
+
+>>> from derivations.engine.symmetry import canonical, orbit_size, pattern_name
+>>> import sympy as sp
+>>> i, j = ("tok:q", ("c", 2)), ("tok:r", ("c", 0))
+>>> canonical((i, j))
+(('tok:q', ('c', 0)), ('tok:r', ('c', 1)))
+>>> pattern_name(canonical((i, j)))
+'q_k,r_j'
+>>> orbit_size(canonical((i, j)), sp.Symbol("M"), {})
+M*(M - 1)
+"""
+from __future__ import annotations
+
+import itertools
+
+import sympy as sp
+
+__all__ = ["canonical", "orbit_size", "index_name", "pattern_name", "class_sum", "orbits_by_generators",
+           "CLASS_NAMES", "SHARED_NAMES"]
+
+CLASS_NAMES = "kjilmn"
+SHARED_NAMES = "stuvw"
+
+
+def canonical(indices: tuple) -> tuple:
+    """The orbit representative of a tuple of indices: class labels and each
+    shared group's labels renumbered 0, 1, ... in order of first appearance."""
+    classes, shared = {}, {}
+    out = []
+    for role, label in indices:
+        if label[0] == "c":
+            new = ("c", classes.setdefault(label[1], len(classes)))
+        else:
+            g = label[1]
+            table = shared.setdefault(g, {})
+            new = ("s", g, table.setdefault(label[2], len(table)))
+        out.append((role, new))
+    return tuple(out)
+
+
+def _falling(x, k):
+    out = sp.S.One
+    for i in range(k):
+        out *= (x - i)
+    return out
+
+
+def orbit_size(pattern: tuple, M, shared_types: dict):
+    """Number of index tuples in the orbit of ``pattern`` (canonical), for M
+    classes and ``shared_types[g]`` types of shared group g (symbols allowed)."""
+    classes = {lab[1] for _, lab in pattern if lab[0] == "c"}
+    out = _falling(M, len(classes))
+    groups = {}
+    for _, lab in pattern:
+        if lab[0] == "s":
+            groups.setdefault(lab[1], set()).add(lab[2])
+    for g, labels in groups.items():
+        out *= _falling(sp.sympify(shared_types[g]), len(labels))
+    return sp.factor(out)
+
+
+def index_name(index) -> str:
+    """``q_k``, ``r_j``, ``o_k``, ``h_j``, ``u_s``: role letter(s) and label letter."""
+    role, label = index
+    head = {"out": "o", "hid": "h"}.get(role, role.partition(":")[2])
+    letter = CLASS_NAMES[label[1]] if label[0] == "c" else SHARED_NAMES[label[2]]
+    return f"{head}_{letter}"
+
+
+def pattern_name(pattern: tuple) -> str:
+    """A readable name of an orbit, e.g. ``'q_k,r_k'``."""
+    return ",".join(index_name(i) for i in pattern)
+
+
+def class_sum(term, present: tuple, M, *, exclude: tuple = ()):
+    """``sum over class labels c (not in exclude) of term(c)``, for symbolic M.
+
+    ``term(label)`` must depend on the label only through the equality pattern
+    with the labels in ``present`` (true for functions of the family's
+    entries). The sum is ``sum_{c in present, c not excluded} term(c)`` plus
+    ``(M - len(present))`` copies of ``term(fresh)`` with a new label."""
+    present = tuple(dict.fromkeys(present))
+    out = sum((term(c) for c in present if c not in exclude), sp.S.Zero)
+    fresh = max(present, default=-1) + 1
+    return out + (M - len(present)) * term(fresh)
+
+
+# ---------------------------------------------------------------- concrete instances
+
+def orbits_by_generators(rows: list, cols: list, M_value: int, shared_types: dict) -> list:
+    """Orbits of entry positions (i, j) of a concrete matrix, by closing under
+    the generators of the symmetry group (for each symmetric group a
+    transposition and an M-cycle), without using :func:`canonical`.
+
+    ``rows``/``cols`` are lists of indices ``(role, label)``. Returns a list of
+    sets of (row position, column position)."""
+    def perms():
+        cyc = {i: (i + 1) % M_value for i in range(M_value)}
+        swap = {i: i for i in range(M_value)}
+        swap[0], swap[1] = 1, 0
+        for p in (cyc, swap):
+            yield (p, None)
+        for g, n_types in shared_types.items():
+            if n_types >= 2:
+                cyc_s = {i: (i + 1) % n_types for i in range(n_types)}
+                swap_s = {i: i for i in range(n_types)}
+                swap_s[0], swap_s[1] = 1, 0
+                for p in (cyc_s, swap_s):
+                    yield (None, (g, p))
+
+    def act(index, perm):
+        role, label = index
+        pc, ps = perm
+        if label[0] == "c" and pc is not None:
+            return role, ("c", pc[label[1]])
+        if label[0] == "s" and ps is not None and ps[0] == label[1]:
+            return role, ("s", label[1], ps[1][label[2]])
+        return index
+
+    row_pos = {x: i for i, x in enumerate(rows)}
+    col_pos = {x: i for i, x in enumerate(cols)}
+    gens = list(perms())
+    parent = {}
+
+    def find(x):
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for i, j in itertools.product(range(len(rows)), range(len(cols))):
+        for perm in gens:
+            i2, j2 = row_pos[act(rows[i], perm)], col_pos[act(cols[j], perm)]
+            a, b = find((i, j)), find((i2, j2))
+            if a != b:
+                parent[a] = b
+    orbits = {}
+    for i, j in itertools.product(range(len(rows)), range(len(cols))):
+        orbits.setdefault(find((i, j)), set()).add((i, j))
+    return list(orbits.values())

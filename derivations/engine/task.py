@@ -1,0 +1,470 @@
+r"""Attention tasks as data: what the derivation engine reduces.
+
+A :class:`Task` describes the population of sequences a single attention
+layer is trained on, in the form the theory needs (contexts by their token
+*counts*, since the model has no positions):
+
+* ``M`` classes (a symbol, or a fixed integer for numeric-only tasks);
+* **token groups** (:class:`TokenGroup`). A *per-class* group has one token per
+  class (``q_k``, ``r_k``, ...); a class-k context holds ``multiplicity``
+  copies of its own token and ``other_multiplicity`` copies of each other
+  class's token. A *shared* group has ``types`` tokens common to all classes
+  (a symbol such as ``n_c`` or an integer); each class's context holds
+  ``multiplicity`` copies of each. A group is embedded one-hot (one embedding
+  dimension per token, scaled by ``1/sqrt(embedding_scale)``) or as zero
+  vectors (no dimension; such tokens only dilute the softmax);
+* the **query**: a per-class group whose class-k token is the query of class k;
+  ``query_in_context`` makes the query one of the attended positions (its own
+  count +1);
+* the **relevant** groups: per-class groups whose total attention is ``alpha``;
+* the **outputs**: ``"classes"`` (M outputs, class k labelled k) or
+  ``"vocabulary"`` (one output per embedded token; class k labelled by its
+  token of the per-class group ``label``);
+* ``score_scale`` multiplies every attention score (the authors use
+  ``1/sqrt(50)``), ``embedding_scale`` is ``b`` (one-hot / sqrt(b)).
+
+The model (all tasks): score ``s_j = score_scale * x_q^T W_QK x_j`` over the
+attended positions (softmax with the counts as multiplicities), context
+``c = sum_j a_j x_j``, logits ``z = W_OV c``, loss the class-averaged
+cross-entropy. Factorized circuits have ``h_QK = h_OV = M`` hidden units, one
+per class (the symmetry permutes them with the classes).
+
+Checked when built
+------------------
+A :class:`TokenGroup` or :class:`Task` that cannot mean anything is refused
+by its constructor with a ``ValueError`` naming the problem
+(:mod:`derivations.engine.checks`): groups that are not :class:`TokenGroup`
+objects; counts that are not finite and ``>= 0`` for every value of the
+parameters (``nan``, ``oo``, ``I``, ``m - n``) or are no expression
+(``"m+"``); shared ``types`` that are not positive integers; scales that are
+not ``> 0``; symbols other than ``m, n, b, M`` and the declared parameters;
+a relevant group that is the query or has no copies in its class's context;
+``classes`` other than ``M`` or an integer in ``[2, 2**53]``.
+
+>>> TokenGroup("r", per_class=True, multiplicity="m - n")
+Traceback (most recent call last):
+...
+ValueError: group 'r': multiplicity must be a finite expression >= 0 for every value of the parameters; got m - n
+
+What the symbolic engine supports (:func:`Task.check_symbolic`)
+---------------------------------------------------------------
+``M`` symbolic; outputs ``"classes"``; every per-class group has
+``other_multiplicity == 0`` (a context holds only its own class's tokens and
+shared tokens); the query group is embedded; at least one relevant group;
+``score_scale == 1``. Anything else raises ``ValueError`` naming the problem
+(such tasks -- e.g. :data:`derivations.tasks.TASKS` ``["authors"]`` -- are still valid for the
+NumPy full-matrix model through :meth:`Task.instance`).
+
+Example
+-------
+>>> from derivations.tasks import get_task
+>>> task = get_task("shared-irrelevant")
+>>> [g.name for g in task.groups], task.parameter_names()
+(['q', 'r', 'u'], ('n_c',))
+>>> inst = task.instance(M=2, values={"m": 5, "n": 50, "b": 50, "n_c": 2})
+>>> inst.d, inst.n_out, inst.token_names
+(6, 2, ['q_0', 'q_1', 'r_0', 'r_1', 'u_0', 'u_1'])
+>>> inst.counts[0]
+[0.0, 0.0, 5.0, 0.0, 25.0, 25.0]
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import sympy as sp
+
+from ..symbolic.symbols import M, b, m, n
+from .checks import MAX_INTEGER, _exact_integer as _integer_or_none, check_expression, validate_parameter
+
+__all__ = ["Task", "TokenGroup", "TaskInstance", "TASK_PARAMETERS", "n_c", "validate_parameter"]
+
+_M = M
+
+#: Number of shared irrelevant token types of ``shared-irrelevant`` (a positive integer).
+n_c = sp.Symbol("n_c", positive=True, integer=True)
+
+#: Task parameters beyond the paper's (name -> symbol).
+TASK_PARAMETERS = {"n_c": n_c}
+#: The symbols a task may use without declaring them: the paper's m, n, b, M.
+MODEL_SYMBOLS = {"m": m, "n": n, "b": b, "M": M}
+
+
+@dataclass(frozen=True)
+class TokenGroup:
+    """A group of token types (see the module docstring).
+
+    Attributes
+    ----------
+    name : str
+        Short name, used for token labels ``<name>_<index>``.
+    per_class : bool
+        True: one token per class; False: ``types`` tokens shared by all classes.
+    multiplicity : sympy.Expr or number
+        Copies in a class's context of its own token (per-class) or of each shared type.
+    other_multiplicity : sympy.Expr or number
+        Per-class groups: copies of each *other* class's token (0 in the symbolic engine).
+    types : sympy.Expr or int
+        Shared groups: number of types (a positive-integer symbol or an int).
+    embedded : bool
+        One-hot (scaled by ``1/sqrt(embedding_scale)``) if True, zero vector otherwise.
+    """
+    name: str
+    per_class: bool
+    multiplicity: object = 0
+    other_multiplicity: object = 0
+    types: object = 1
+    embedded: bool = True
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise ValueError(f"TokenGroup name must be an identifier; got {self.name!r}")
+        for attr in ("per_class", "embedded"):
+            if not isinstance(getattr(self, attr), bool):
+                raise ValueError(f"group {self.name!r}: {attr} must be True or False; got {getattr(self, attr)!r}")
+        names = {**MODEL_SYMBOLS, **TASK_PARAMETERS}
+        for attr in ("multiplicity", "other_multiplicity"):
+            object.__setattr__(self, attr, check_expression(f"group {self.name!r}: {attr}", getattr(self, attr),
+                                                            "nonnegative", names=names))
+        object.__setattr__(self, "types", check_expression(f"group {self.name!r}: types", self.types,
+                                                           "positive integer", names=names))
+        if self.per_class and self.types != 1:
+            raise ValueError(f"group {self.name!r}: per-class groups have one token per class (types=1)")
+        if not self.per_class and self.other_multiplicity != 0:
+            raise ValueError(f"group {self.name!r}: other_multiplicity applies to per-class groups only")
+
+
+@dataclass(frozen=True)
+class TaskInstance:
+    """A concrete task (numbers only, plain Python lists; ``numpy.asarray`` them).
+
+    Attributes
+    ----------
+    M : int
+        Number of classes K.
+    token_names : list[str]
+        Names of the T token types (embedded ones first, in embedding order).
+    embeddings : list[list[float]]
+        (T, d): row t is the embedding of token type t (zero rows for zero-embedded types).
+    counts : list[list[float]]
+        (K, T): multiplicity of type t among class k's attended positions
+        (including the query when it is in its own context).
+    query, label : list[int]
+        (K,): class k's query token type and output index.
+    relevant : list[list[bool]]
+        (K, T): type t is relevant for class k (its attention counts into alpha).
+    d, n_out, h_QK, h_OV : int
+        Embedding dimension, number of outputs, hidden units of factorized circuits.
+    score_scale : float
+    hidden_of_class : list[int]
+        (K,): the hidden unit of class k (factorized circuits).
+    """
+    M: int
+    token_names: list
+    embeddings: list
+    counts: list
+    query: list
+    label: list
+    relevant: list
+    d: int
+    n_out: int
+    h_QK: int
+    h_OV: int
+    score_scale: float
+    hidden_of_class: list
+
+    def initial_factors(self, eps: float) -> dict:
+        """The paper's structured initialization of factorized circuits, scale ``eps``
+        (``{"W_Q", "W_K", "W_O", "W_V"}`` as nested lists):
+        ``W_Q[q_k, h_k] = W_K[r_k, h_k] = eps`` for every relevant token r_k,
+        ``W_O = eps (I - 11^T/M)`` on the class outputs and hidden units,
+        ``W_V[h, r_k] = eps (delta_{h h_k} - 1/M)``. Collapsed circuits start at 0."""
+        K, d = self.M, self.d
+        WQ = [[0.0] * self.h_QK for _ in range(d)]
+        WK = [[0.0] * self.h_QK for _ in range(d)]
+        WO = [[0.0] * self.h_OV for _ in range(self.n_out)]
+        WV = [[0.0] * d for _ in range(self.h_OV)]
+        for k in range(K):
+            hq, ho = self.hidden_of_class[k], self.hidden_of_class[k]
+            WQ[_embedding_index(self, self.query[k])][hq] = eps
+            for j in range(K):
+                WO[self.label[j]][ho] = eps * ((1.0 if j == k else 0.0) - 1.0 / K)
+            for t, rel in enumerate(self.relevant[k]):
+                if rel and _embedding_index(self, t) is not None:
+                    WK[_embedding_index(self, t)][hq] = eps
+                    for h in range(K):
+                        WV[self.hidden_of_class[h]][_embedding_index(self, t)] = eps * ((1.0 if h == k else 0.0) - 1.0 / K)
+        return {"W_Q": WQ, "W_K": WK, "W_O": WO, "W_V": WV}
+
+
+def _embedding_index(inst, t):
+    """The embedding dimension of token type t (None for a zero-embedded type)."""
+    row = inst.embeddings[t]
+    for i, v in enumerate(row):
+        if v != 0:
+            return i
+    return None
+
+
+@dataclass(frozen=True)
+class Task:
+    """An attention task (see the module docstring for the fields' meaning).
+
+    Attributes
+    ----------
+    name, description : str
+    groups : tuple[TokenGroup, ...]
+    query : str
+        Name of the per-class, embedded group holding the queries.
+    query_in_context : bool
+    relevant : tuple[str, ...]
+        Names of the relevant per-class groups (alpha = their total attention).
+    outputs : {"classes", "vocabulary"}
+    label : str or None
+        With ``outputs="vocabulary"``: the per-class embedded group of label tokens.
+    classes : sympy.Expr or int
+        The number of classes (the symbol ``M`` or a fixed integer).
+    embedding_scale, score_scale : sympy.Expr or number
+    parameters : tuple[str, ...]
+        Names (keys of :data:`TASK_PARAMETERS`) of the task's own parameters, e.g. ``("n_c",)``.
+    defaults : tuple[tuple[str, float], ...]
+        Default values of parameters for numeric use (the paper's setting for m, n, b, M).
+    """
+    name: str
+    description: str
+    groups: tuple
+    query: str
+    query_in_context: bool = False
+    relevant: tuple = ("r",)
+    outputs: str = "classes"
+    label: object = None
+    classes: object = M
+    embedding_scale: object = b
+    score_scale: object = 1
+    parameters: tuple = ()
+    defaults: tuple = (("m", 5), ("n", 50), ("b", 50), ("M", 20))
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"task name must be a non-empty string; got {self.name!r}")
+        for attr in ("groups", "relevant", "parameters"):
+            value = getattr(self, attr)
+            if isinstance(value, str) or not hasattr(value, "__iter__"):
+                raise ValueError(f"task {self.name!r}: {attr} must be a tuple; got {value!r}")
+            object.__setattr__(self, attr, tuple(value))
+        if not isinstance(self.query_in_context, bool):
+            raise ValueError(f"task {self.name!r}: query_in_context must be True or False; "
+                             f"got {self.query_in_context!r}")
+        self._check_groups()
+        self._check_numbers()
+        self._check_roles()
+
+    def _check_groups(self):
+        if not self.groups:
+            raise ValueError(f"task {self.name!r}: at least one token group is needed")
+        for g in self.groups:
+            if not isinstance(g, TokenGroup):
+                raise ValueError(f"task {self.name!r}: groups must be TokenGroup objects; got {g!r}")
+        names = [g.name for g in self.groups]
+        if len(set(names)) != len(names):
+            raise ValueError(f"task {self.name!r}: group names must be distinct; got {names}")
+
+    def _check_numbers(self):
+        """Known parameters; scales positive; every symbol known; classes M or an integer in [2, 2**53]."""
+        for p in self.parameters:
+            if p not in TASK_PARAMETERS:
+                raise ValueError(f"task {self.name!r}: unknown task parameter {p!r} "
+                                 f"(known: {', '.join(TASK_PARAMETERS)})")
+        known = {**MODEL_SYMBOLS, **{p: TASK_PARAMETERS[p] for p in self.parameters}}
+        for attr in ("embedding_scale", "score_scale"):
+            object.__setattr__(self, attr, check_expression(f"task {self.name!r}: {attr}", getattr(self, attr),
+                                                            "positive", set(known.values()), known))
+        for g in self.groups:
+            for attr in ("multiplicity", "other_multiplicity", "types"):
+                check_expression(f"task {self.name!r}: group {g.name!r}: {attr}", getattr(g, attr),
+                                 "nonnegative", set(known.values()))
+        classes = self.classes
+        if not (isinstance(classes, sp.Basic) and classes == M):
+            v = None if isinstance(classes, bool) else _integer_or_none(classes)
+            if v is None or not 2 <= v <= MAX_INTEGER:
+                raise ValueError(f"task {self.name!r}: classes must be the symbol M or an integer in "
+                                 f"[2, 2**53]; got {classes!r}")
+            classes = sp.Integer(v)
+        object.__setattr__(self, "classes", classes)
+
+    def _check_roles(self):
+        """The query, the relevant groups and the outputs."""
+        if not isinstance(self.query, str):
+            raise ValueError(f"task {self.name!r}: query must be a group name; got {self.query!r}")
+        q = self.group(self.query)
+        if not q.per_class:
+            raise ValueError(f"task {self.name!r}: the query group {self.query!r} must be per-class")
+        if not q.embedded:
+            raise ValueError(f"task {self.name!r}: the query group {self.query!r} must be embedded "
+                             "(a zero query attends uniformly and learns nothing)")
+        if not self.relevant:
+            raise ValueError(f"task {self.name!r}: at least one relevant group is needed")
+        if len(set(self.relevant)) != len(self.relevant):
+            raise ValueError(f"task {self.name!r}: relevant groups must be distinct; got {self.relevant}")
+        for r_ in self.relevant:
+            if not isinstance(r_, str):
+                raise ValueError(f"task {self.name!r}: relevant must hold group names; got {r_!r}")
+            g = self.group(r_)
+            if not g.per_class:
+                raise ValueError(f"task {self.name!r}: relevant group {r_!r} must be per-class")
+            if r_ == self.query:
+                raise ValueError(f"task {self.name!r}: the query group {r_!r} cannot be relevant "
+                                 "(relevant tokens are the context tokens the query should attend to)")
+            if sp.sympify(self.own_count(g)).is_zero:
+                raise ValueError(f"task {self.name!r}: relevant group {r_!r} has no copies in its class's "
+                                 "context (multiplicity 0): its attention alpha would be 0 forever")
+        if self.outputs not in ("classes", "vocabulary"):
+            raise ValueError(f"task {self.name!r}: outputs must be 'classes' or 'vocabulary'; got {self.outputs!r}")
+        if self.outputs == "vocabulary":
+            if (not isinstance(self.label, str) or not self.group(self.label).per_class
+                    or not self.group(self.label).embedded):
+                raise ValueError(f"task {self.name!r}: outputs='vocabulary' needs label = an embedded per-class group")
+
+    # ------------------------------------------------------------ structure
+    def group(self, name: str) -> TokenGroup:
+        """The group called ``name`` (ValueError if there is none)."""
+        for g in self.groups:
+            if g.name == name:
+                return g
+        raise ValueError(f"task {self.name!r} has no token group {name!r} "
+                         f"(groups: {', '.join(g.name for g in self.groups)})")
+
+    def parameter_names(self) -> tuple:
+        """The task's own parameters (beyond m, n, b, M)."""
+        return tuple(self.parameters)
+
+    def own_count(self, group: TokenGroup):
+        """Copies of a class's own token of a per-class ``group`` among the attended
+        positions (the query's +1 when it is in its own context)."""
+        extra = 1 if (self.query_in_context and group.name == self.query) else 0
+        return group.multiplicity + extra
+
+    def free_symbols(self) -> set:
+        """Every symbol the task's counts, scales and class number depend on."""
+        out = set()
+        for g in self.groups:
+            for e in (g.multiplicity, g.other_multiplicity, g.types):
+                out |= e.free_symbols
+        for e in (self.classes, self.embedding_scale, self.score_scale):
+            out |= e.free_symbols
+        return out
+
+    def check_symbolic(self) -> "Task":
+        """Return self if the symbolic engine supports the task, else raise
+        ``ValueError`` naming the first unsupported construction."""
+        if self.classes != M:
+            raise ValueError(f"task {self.name!r}: the symbolic engine needs M symbolic; got classes={self.classes}")
+        if self.outputs != "classes":
+            raise ValueError(f"task {self.name!r}: the symbolic engine supports outputs='classes' only")
+        if self.score_scale != 1:
+            raise ValueError(f"task {self.name!r}: the symbolic engine supports score_scale = 1 only")
+        for g in self.groups:
+            if g.per_class and g.other_multiplicity != 0:
+                raise ValueError(f"task {self.name!r}: group {g.name!r} puts other classes' tokens in a "
+                                 "context (other_multiplicity != 0); the symbolic engine does not support it")
+        return self
+
+    # ------------------------------------------------------------ numbers
+    def layout(self, M_value: int, shared_types: dict) -> list:
+        """The token types of a concrete instance, in :class:`TaskInstance` order:
+        ``[(group, class index or None, shared index or None), ...]``, embedded
+        types first (their position is their embedding dimension), then the
+        zero-embedded ones; within each, groups in order, classes/types in order.
+        ``shared_types`` maps each shared group's name to its number of types."""
+        out = []
+        for embedded in (True, False):
+            for g in self.groups:
+                if g.embedded != embedded:
+                    continue
+                if g.per_class:
+                    out += [(g, k, None) for k in range(M_value)]
+                else:
+                    out += [(g, None, s) for s in range(int(shared_types[g.name]))]
+        return out
+
+    def _values(self, M_value, values):
+        known = {"m": m, "n": n, "b": b, "M": M, **TASK_PARAMETERS}
+        vals = dict(self.defaults)
+        for key, v in (values or {}).items():
+            if key not in known:
+                raise ValueError(f"task {self.name!r}: unknown parameter {key!r}")
+            vals[key] = v
+        if M_value is not None:
+            vals["M"] = M_value
+        if self.classes != M:
+            if "M" in (values or {}) or M_value is not None:
+                if int(vals["M"]) != int(self.classes):
+                    raise ValueError(f"task {self.name!r} has a fixed number of classes, M = {self.classes}")
+            vals["M"] = int(self.classes)
+        subs = {}
+        for key, v in vals.items():
+            sym = known[key]
+            if sym in self.free_symbols() or key == "M":
+                subs[sym] = validate_parameter(key, v)
+        missing = [str(s) for s in self.free_symbols() if s not in subs]
+        if missing:
+            raise ValueError(f"task {self.name!r}: give values for {', '.join(sorted(missing))}")
+        return subs
+
+    def instance(self, M: int | None = None, values: dict | None = None) -> TaskInstance:
+        """The task with numbers: see :class:`TaskInstance`.
+
+        Parameters
+        ----------
+        M : int, optional
+            Number of classes (default: ``values["M"]`` or the task's default, 20).
+        values : dict, optional
+            ``{"m": 5, "n": 50, "b": 50, "n_c": 2, ...}``; missing ones take the
+            task's defaults. Unknown names or invalid values raise ValueError.
+        """
+        subs = self._values(M, values)
+        K = int(subs[_M])
+
+        def num(e):
+            v = sp.sympify(e).subs(subs)
+            if v.free_symbols:
+                raise ValueError(f"task {self.name!r}: {e} has no value (free {v.free_symbols})")
+            return float(v)
+
+        def count(e, what):
+            v = sp.sympify(e).subs(subs)
+            if not (v.is_Integer and v >= 1):
+                raise ValueError(f"task {self.name!r}: {what} must be a positive integer; got {v}")
+            return int(v)
+
+        layout = self.layout(K, {g.name: count(g.types, f"types of group {g.name!r}")
+                                 for g in self.groups if not g.per_class})
+        names = [f"{g.name}_{k if k is not None else s}" for g, k, s in layout]
+        owner = [(g, k) for g, k, _ in layout]
+        d = sum(1 for g, _ in owner if g.embedded)
+        scale = 1.0 / math.sqrt(num(self.embedding_scale))
+        T = len(names)
+        embeddings = [[(scale if (owner[t][0].embedded and i == t) else 0.0) for i in range(d)]
+                      for t in range(T)]
+        index = {(g.name, k): t for t, (g, k) in enumerate(owner) if k is not None}
+        counts, relevant = [], []
+        for k in range(K):
+            row, rel = [], []
+            for g, j in owner:
+                if g.per_class:
+                    c = self.own_count(g) if j == k else g.other_multiplicity
+                else:
+                    c = g.multiplicity
+                row.append(num(c))
+                rel.append(bool(g.per_class and j == k and g.name in self.relevant))
+            counts.append(row)
+            relevant.append(rel)
+        query = [index[(self.query, k)] for k in range(K)]
+        if self.outputs == "classes":
+            label, n_out = list(range(K)), K
+        else:
+            label, n_out = [index[(self.label, k)] for k in range(K)], d
+        hidden = K if self.outputs == "classes" else d
+        return TaskInstance(M=K, token_names=names, embeddings=embeddings, counts=counts, query=query,
+                            label=label, relevant=relevant, d=d, n_out=n_out, h_QK=hidden, h_OV=hidden,
+                            score_scale=num(self.score_scale), hidden_of_class=list(range(K)))

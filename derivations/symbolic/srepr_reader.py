@@ -1,0 +1,158 @@
+"""Rebuild SymPy expressions from ``sympy.srepr`` text without ``eval``.
+
+The derivation cache (:mod:`derivations.catalog`) stores every result as the
+``srepr`` of its expression tree. Reading it back with ``eval`` (or with
+``sympify``/``parse_expr``, which evaluate Python too) would let a cache file
+run arbitrary code. :func:`from_srepr` instead parses the text with
+:func:`ast.parse` and rebuilds the tree from a whitelist:
+
+* calls of the SymPy classes and functions in :data:`ALLOWED_CALLS` (with
+  ``expm1``/``log1p`` of :mod:`sympy.codegen.cfunctions`) and of the project's
+  own :class:`~derivations.special_functions.wright_omega`;
+* ``Function('F')(...)`` (undefined functions, for left-hand sides);
+* the SymPy singletons in :data:`ALLOWED_NAMES` (``oo``, ``pi``, ...);
+* arguments that are such calls, ints, strings, or a negated int;
+* keyword arguments that are assumptions with a ``True``/``False`` value, or
+  ``precision=<int>`` of ``Float``.
+
+Anything else (attribute access, other names, lambdas, subscripts, ...)
+raises :class:`UnsafeExpression` before a single constructor is called.
+:func:`to_srepr` is the writing side: it refuses an expression that
+:func:`from_srepr` would reject, so no cache is written that every later read
+would throw away. Both derivation caches (:mod:`derivations.catalog`,
+:mod:`derivations.task_catalog`) and the generated expressions of
+:mod:`derivations.numeric_codegen` use this one format.
+
+>>> import sympy as sp
+>>> from derivations.symbolic.srepr_reader import from_srepr
+>>> x = sp.Symbol("x", positive=True)
+>>> from_srepr(sp.srepr(sp.exp(-x) / 2)) == sp.exp(-x) / 2
+True
+>>> from_srepr("__import__('os').system('echo pwned')")
+Traceback (most recent call last):
+...
+derivations.symbolic.srepr_reader.UnsafeExpression: call of Attribute not allowed
+>>> from_srepr("Symbol(__import__('os'))")
+Traceback (most recent call last):
+...
+derivations.symbolic.srepr_reader.UnsafeExpression: call of a non-whitelisted name: '__import__'
+"""
+from __future__ import annotations
+
+import ast
+
+import sympy as sp
+from sympy.codegen.cfunctions import expm1, log1p
+
+from .special_functions import wright_omega
+
+__all__ = ["from_srepr", "to_srepr", "UnsafeExpression", "ALLOWED_CALLS", "ALLOWED_NAMES"]
+
+#: Constructors that may appear in a cached expression.
+ALLOWED_CALLS = {name: getattr(sp, name) for name in (
+    "Symbol", "Integer", "Rational", "Float", "Add", "Mul", "Pow", "exp", "log", "Ei",
+    "LambertW", "Abs", "sign", "Equality", "Tuple", "Derivative", "Limit", "Integral",
+    "MatrixSymbol", "MatMul", "MatAdd", "Transpose", "ZeroMatrix", "Function")}
+ALLOWED_CALLS["Str"] = sp.core.symbol.Str
+ALLOWED_CALLS["expm1"] = expm1
+ALLOWED_CALLS["log1p"] = log1p
+ALLOWED_CALLS["wright_omega"] = wright_omega
+#: Bare names (SymPy singletons) that may appear.
+ALLOWED_NAMES = {"oo": sp.oo, "zoo": sp.zoo, "nan": sp.nan, "pi": sp.pi, "E": sp.E, "I": sp.I,
+                 "true": sp.true, "false": sp.false}
+#: Keyword arguments accepted with a bool value (SymPy assumptions).
+ASSUMPTIONS = frozenset({
+    "real", "positive", "negative", "nonnegative", "nonpositive", "integer", "finite",
+    "nonzero", "zero", "rational", "complex", "commutative", "extended_real", "even", "odd"})
+
+
+class UnsafeExpression(ValueError):
+    """The text is not an srepr tree made of whitelisted constructors."""
+
+
+def _build(node):
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, (int, str)) and not isinstance(node.value, bool):
+            return node.value
+        raise UnsafeExpression(f"constant of type {type(node.value).__name__} not allowed")
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) \
+            and isinstance(node.operand, ast.Constant) and type(node.operand.value) is int:
+        return -node.operand.value
+    if isinstance(node, ast.Name):
+        if node.id in ALLOWED_NAMES:
+            return ALLOWED_NAMES[node.id]
+        raise UnsafeExpression(f"name not allowed: {node.id!r}")
+    if isinstance(node, ast.Call):
+        func = node.func
+        if isinstance(func, ast.Name):
+            if func.id not in ALLOWED_CALLS:
+                raise UnsafeExpression(f"call of a non-whitelisted name: {func.id!r}")
+            target = ALLOWED_CALLS[func.id]
+            if func.id == "Function" and (len(node.args) != 1 or node.keywords
+                                          or not isinstance(node.args[0], ast.Constant)
+                                          or not isinstance(node.args[0].value, str)):
+                raise UnsafeExpression("Function takes one name")
+        elif isinstance(func, ast.Call) and isinstance(func.func, ast.Name) and func.func.id == "Function":
+            target = _build(func)           # Function('F')(args): an undefined function applied
+        else:
+            raise UnsafeExpression(f"call of {type(func).__name__} not allowed")
+        args = [_build(a) for a in node.args]
+        kwargs = {}
+        for kw in node.keywords:
+            value = kw.value
+            if kw.arg in ASSUMPTIONS and isinstance(value, ast.Constant) and isinstance(value.value, bool):
+                kwargs[kw.arg] = value.value
+            elif kw.arg == "precision" and isinstance(value, ast.Constant) and type(value.value) is int:
+                kwargs[kw.arg] = value.value
+            else:
+                raise UnsafeExpression(f"keyword argument not allowed: {kw.arg!r}")
+        return target(*args, **kwargs)
+    raise UnsafeExpression(f"syntax not allowed: {type(node).__name__}")
+
+
+def from_srepr(text: str):
+    """The SymPy object whose ``srepr`` is ``text``, rebuilt without ``eval``.
+
+    Raises
+    ------
+    UnsafeExpression
+        ``text`` is not valid Python, or uses anything outside the whitelist.
+    """
+    if not isinstance(text, str):
+        raise UnsafeExpression(f"expected srepr text, got {type(text).__name__}")
+    try:
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError, RecursionError) as exc:
+        raise UnsafeExpression(f"not an expression: {exc}") from None
+    try:
+        return _build(tree.body)
+    except UnsafeExpression:
+        raise
+    except RecursionError:
+        raise UnsafeExpression("expression nested too deeply") from None
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise UnsafeExpression(f"constructor failed: {exc}") from None
+
+
+def to_srepr(expr) -> str:
+    """``sympy.srepr(expr)``, checked to read back with :func:`from_srepr`.
+
+    Raises
+    ------
+    UnsafeExpression
+        ``expr`` holds a node outside the whitelist (it could not be stored).
+
+    >>> import sympy as sp
+    >>> to_srepr(sp.Symbol("x", real=True) + 1)
+    "Add(Symbol('x', real=True), Integer(1))"
+    >>> to_srepr(sp.sin(sp.Symbol("x")))
+    Traceback (most recent call last):
+    ...
+    derivations.symbolic.srepr_reader.UnsafeExpression: cannot store sin(x): call of a non-whitelisted name: 'sin'
+    """
+    text = sp.srepr(expr)
+    try:
+        from_srepr(text)
+    except UnsafeExpression as exc:
+        raise UnsafeExpression(f"cannot store {expr}: {exc}") from None
+    return text

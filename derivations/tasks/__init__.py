@@ -1,0 +1,33 @@
+"""Layer 3: the concrete tasks, built with the engine.
+
+* :mod:`~derivations.tasks.variants`: the paper's task and its variants;
+* :mod:`~derivations.tasks.authors`: the authors' Figure-2 task, from
+  :mod:`derivations.core.authors_setting`;
+* :mod:`~derivations.tasks.registry`: the built-in tasks by name;
+* :mod:`~derivations.tasks.paper`: the paper's closed forms (the invariant
+  family for symbolic M, reduced ODEs, factorization, first integrals,
+  sharpness, asymptotics, the published equations);
+* :mod:`~derivations.tasks.closed_forms`: those closed forms as capabilities of
+  the tasks that have them (the paper, and the tasks the engine maps onto its
+  equations), or the reason a task does not.
+
+The task description itself (:class:`~derivations.engine.task.Task`,
+:class:`~derivations.engine.task.TokenGroup`, :func:`validate_parameter`) is
+the engine's and is re-exported here, so that ``from derivations.tasks import
+Task, get_task`` (or the older ``derivations.task``) reads one name space.
+
+>>> from derivations.tasks import get_task, capability, capabilities
+>>> get_task("shared-irrelevant").parameter_names()
+('n_c',)
+>>> capability("shared-irrelevant", "reduced_odes")["dmu_QK_dt"]
+-alpha*eta_QK*mu_OV*(M - 1)*(alpha - 1)*(n_c + 1)/(M*b**2*n_c*(M + exp(alpha*mu_OV) - 1))
+>>> capabilities("query-in-context")["orbit"][:80]
+"task 'query-in-context' (CACO) has no orbit: the engine does not map it onto the"
+"""
+from ..engine.task import TASK_PARAMETERS, Task, TaskInstance, TokenGroup, n_c, validate_parameter
+from .closed_forms import CAPABILITIES, CapabilityUnavailable, capabilities, capability
+from .registry import TASKS, get_task, symbolic_task_names, task_names
+
+__all__ = ["Task", "TokenGroup", "TaskInstance", "TASK_PARAMETERS", "n_c", "validate_parameter",
+           "TASKS", "get_task", "task_names", "symbolic_task_names",
+           "CAPABILITIES", "CapabilityUnavailable", "capability", "capabilities"]
