@@ -249,7 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _generated_is_fresh(key) -> bool:
-    from .numeric_codegen import GENERATED_MODULE, generator_key
+    from .output.numeric_codegen import GENERATED_MODULE, generator_key
     try:
         return f'GENERATOR_KEY = "{generator_key(key)}"' in GENERATED_MODULE.read_text()
     except OSError:

@@ -99,7 +99,7 @@ def parse_params(text: str, task=None) -> dict:
     :func:`~derivations.core.vocabulary.check_classes`), and every value, the
     task's own parameters included, by :func:`derivations.task.validate_parameter`.
     Raises :class:`~derivations.core.cli.UsageError` (one line) otherwise."""
-    from ..task import get_task, validate_parameter
+    from ..tasks import get_task, validate_parameter
     task = get_task("paper") if task is None else task
     paper = task.name == "paper"
     allowed = (*dict(task.defaults), *(k for k in task.parameters if k not in dict(task.defaults)))
@@ -131,15 +131,15 @@ def exact_number(value):
 
 
 def _substitutions(params, rates) -> dict:
-    from ..symbols import SYMBOLS
-    from ..task import TASK_PARAMETERS
+    from ..symbolic.symbols import SYMBOLS
+    from ..tasks import TASK_PARAMETERS
     table = {**SYMBOLS, **TASK_PARAMETERS}
     return {table[k]: exact_number(v) for k, v in {**params, **rates}.items()}
 
 
 def task_list() -> str:
     """One line per built-in task: name, parameters, description."""
-    from ..task import TASKS
+    from ..tasks import TASKS
     lines = []
     for name, task in TASKS.items():
         params = f" (parameters: {', '.join(task.parameters)})" if task.parameters else ""
@@ -372,7 +372,7 @@ def render(args, answer=None) -> str:
     entry :mod:`derivations.print_dynamics` supplies the numeric one."""
     if args.task == "list":
         return task_list()
-    from ..task import get_task
+    from ..tasks import get_task
     task = get_task(args.task)
     params = parse_params(args.params, task)
     rates = rate_values(args)

@@ -55,7 +55,7 @@ from pathlib import Path
 
 import sympy as sp
 
-from .. import symbols as S
+from ..symbolic import symbols as S
 from ..core.cli import OneLineParser, UsageError, prepare_output_dir, usage_error
 from ..core.output import emit
 from .tex import ABBREVIATIONS, abbreviate, equation_lines, tex  # noqa: F401  (re-exported)

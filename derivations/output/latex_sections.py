@@ -200,7 +200,7 @@ def _equation(label, lhs, expr):
 
 def _reduction_lines(name, p, red) -> list:
     """The LaTeX lines of one task's reduction ``red`` in parameterization ``p``."""
-    from ..symbols import t
+    from ..symbolic.symbols import t
     base = f"eq:task.{name}.{p}"
     out = [r"\subsection*{%s, %s}" % (escape(name), p)]
     coords = ", ".join("$" + _engine_tex(c.symbol) + "$" for c in red.coordinates)
@@ -236,7 +236,7 @@ def _reduction_lines(name, p, red) -> list:
 
 def task_sections() -> list:
     """LaTeX lines: a ``\\section`` per built-in task (see the module docstring)."""
-    from ..task import TASKS
+    from ..tasks import TASKS
     from ..task_catalog import task_reduction
     out = []
     for name, task in TASKS.items():

@@ -50,9 +50,9 @@ from sympy.codegen.rewriting import optimize, optims_c99
 from sympy.printing.numpy import SciPyPrinter
 from sympy.printing.pycode import MpmathPrinter, PythonCodePrinter
 
-from .. import symbols as S
+from ..symbolic import symbols as S
 from ..core.vocabulary import PARAMETERIZATIONS
-from ..special_functions import lambert_to_wright_omega, wright_omega
+from ..symbolic.special_functions import lambert_to_wright_omega, wright_omega
 
 __all__ = ["ROOT", "GENERATED_MODULE", "GENERATED_EXPRESSIONS", "BACKENDS", "PARAMS", "eps", "x_logp", "c_sym",
            "stabilize", "as_log1p", "as_logaddexp", "omega_identity", "FunctionSpec", "function_specs",
@@ -204,7 +204,7 @@ def _model_specs(add, res):
 def _parameterization_specs(add, res, P, alpha_expr):
     """One parameterization: reduced right-hand sides and Jacobians, first integral, line
     coordinates, orbit and time integrand, initial point."""
-    from .. import factorization
+    from ..tasks.paper import factorization
     for balanced in (True, False):
         if balanced or P == "CACO":
             odes = (res[f"{P}.dmu_OV_dt"], res[f"{P}.dmu_QK_dt"])
@@ -274,7 +274,7 @@ def _sharpness_specs(add, res):
 def function_specs(res: dict) -> dict:
     """``{name: FunctionSpec}`` of every generated function, from the catalog's
     results ``res`` (``{name: expr}``; SymPy work, several seconds)."""
-    from .. import factorization
+    from ..tasks.paper import factorization
     specs = {}
     add = _spec_adder(specs)
     alpha_expr = _model_specs(add, res)

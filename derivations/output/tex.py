@@ -19,7 +19,7 @@ import re
 
 import sympy as sp
 
-from .. import symbols as S
+from ..symbolic import symbols as S
 
 __all__ = ["MUL_SYMBOL", "SYMBOL_NAMES", "ABBREVIATIONS", "LONG", "tex", "engine_names", "abbreviate",
            "equation_lines", "escape"]
