@@ -82,6 +82,9 @@ def test_cli_bad_input(argv, capsys):
     ["--task", "shared-irrelevant", "--params", "n_c=1e23"],
     ["--task", "query-in-context", "--params", "M=1e300"],
     ["--task", "shared-irrelevant", "--params", "m=1e300"],
+    # model parameters outside the range the reduced flow is tested on (b=1e300 never finished)
+    ["--task", "shared-irrelevant", "--params", "b=1e300"],
+    ["--task", "query-in-context", "--params", "n=1e-9"],
     # item 12: a parameter given twice (the last one used to win), an empty ratio list
     ["--task", "shared-irrelevant", "--params", "n_c=1,n_c=2"],
     ["--task", "paper", "--ratios", ""],

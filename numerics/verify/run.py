@@ -104,10 +104,15 @@ def check_task(task_name, params):
     """The parameter values of an engine task's full-model check, else ValueError.
 
     The task must be one the engine reduces; ``params`` (``M`` and the task's
-    own) must be valid, ``M <= TASK_M_MAX`` and the instance at most
+    own) must be valid, ``m``, ``n``, ``b`` within the range the reduced flow
+    is tested on (:data:`numerics.dynamics.state.REDUCED_FLOW_RANGE`: outside
+    it the flows overflow or creep, e.g. ``b = 1e300`` never reached the
+    target), ``M <= TASK_M_MAX`` and the instance at most
     :data:`MAX_TOKEN_TYPES` token types (refused before anything is built).
     """
     from derivations.task import get_task
+
+    from ..dynamics.state import REDUCED_FLOW_RANGE, check_in_range
 
     from ..task_state import task_parameters
     try:
@@ -119,6 +124,11 @@ def check_task(task_name, params):
         values = task_parameters(task_name, **params)
     except ValueError as exc:
         raise ValueError(f"--params: {exc}") from None
+    for key in ("m", "n", "b"):
+        try:
+            check_in_range(key, values[key], *REDUCED_FLOW_RANGE[key], f"the checks of task {task_name!r}")
+        except ValueError as exc:
+            raise ValueError(f"--params: {exc}") from None
     if values["M"] > TASK_M_MAX:
         raise ValueError(f"--params: M must be <= {TASK_M_MAX} for the full-model check (its "
                          f"matrices are (2M + n_c)^2); got {values['M']:g}")
