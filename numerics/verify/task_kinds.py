@@ -5,9 +5,9 @@ parameterization and one learning-rate ratio :math:`r = \eta_{QK}/\eta_{OV}`
 (:math:`\eta_{OV} = 1`, factor rates equal to their circuit's), on a concrete
 instance (default :math:`M = 4` and the task's default parameters):
 
-* **full model**: :class:`numerics.task_model.TaskModel` built from the task's
-  concrete instance (:func:`numerics.task_model.instance_of_task`), gradient
-  flow with :func:`scipy.integrate.solve_ivp` (DOP853, rtol 1e-11, atol 1e-13)
+* **full model**: :class:`numerics.model.attention.TaskModel` built from the task's
+  concrete instance (:func:`numerics.model.instance.instance_of_task`), gradient
+  flow with :func:`numerics.dynamics.training.gradient_flow` (DOP853, rtol 1e-11, atol 1e-13)
   from a point of the invariant family: zero for a collapsed circuit, the
   structured factor initialization of scale ``eps`` (default 0.1,
   :func:`numerics.model.family.structured_params`) for a factorized one;
@@ -129,15 +129,15 @@ class TaskRun:
     theta0: np.ndarray
     theta: np.ndarray        # projected full trajectory (n_times, n_coords)
     distance: list           # distance from the family, initial point first
-    full: object             # numerics.task_model.FlowResult
+    full: object             # numerics.dynamics.trajectory.Trajectory (with states y)
     reduced: dict
     family: TaskFamily
     projector: FamilyProjector
 
 
 def _instance(task_name, values):
-    """The task's concrete instance (:class:`numerics.task_model.TaskInstance`)."""
-    from ..task_model import instance_of_task
+    """The task's concrete instance (:class:`numerics.model.instance.TaskInstance`)."""
+    from ..model.instance import instance_of_task
     rest = {k: v for k, v in values.items() if k != "M"}
     return instance_of_task(task_name, M=int(values["M"]), **rest)
 
@@ -148,7 +148,8 @@ def task_run(ctx) -> TaskRun:
 
 
 def _compute_run(ctx):
-    from ..task_model import TaskModel, task_gradient_flow
+    from ..dynamics.training import gradient_flow
+    from ..model.attention import TaskModel
     o, r = ctx.options, ctx.ratio
     tol = dict(rtol=o["rtol"], atol=o["atol"])
     inst = ctx.once("instance", lambda: _instance(ctx.task, ctx.settings))
@@ -168,7 +169,7 @@ def _compute_run(ctx):
     n = o["n_times"]
     grid = T * np.linspace(1.0 / n, 1.0, n)
     red = fam.system.solve(theta0, vals, t_span=(0.0, T), t_eval=grid, **tol)
-    full = task_gradient_flow(model, p0, t_span=(0.0, T), t_eval=grid, **tol)
+    full = gradient_flow(model, p0, grid, t_span=(0.0, T), keep_states=True, **tol)
     if full.status != 0 or red["status"] != 0 or full.t.size != n:
         ctx.add("integration", math.nan, 0.0, message=f"{full.message}; {red['message']}")
         raise Missing("task_run")
