@@ -198,6 +198,8 @@ def test_gradient_flow_is_bounded_by_max_nfev():
     model = TaskModel(paper_instance(M=3, m=5, n=50, b=5), "CACO", eta_QK=3.0)
     res = gradient_flow(model, model.init_params("zero"), t_span=(0.0, np.inf), target_loss=0.01,
                         max_nfev=40, keep_states=True)
-    assert res.status == -1 and not res.success and res.nfev == 41
-    assert res.t.size == 0 and res.y.shape == (0, model.n_params)
+    # checked after every step (DOP853: 12 evaluations a step), the records kept
+    assert res.status == -1 and not res.success and 40 < res.nfev <= 40 + 12
+    assert res.t.size >= 1 and res.y.shape == (res.t.size, model.n_params)
+    assert res.target_state is None and res.loss[-1] > 0.01
     assert "max_nfev=40" in res.message
