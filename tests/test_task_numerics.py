@@ -148,14 +148,30 @@ def _task_model_and_raw(name, P, **values):
 @pytest.mark.parametrize("name", ["paper", "shared-irrelevant", "query-in-context", "authors"])
 @pytest.mark.parametrize("P", PARAMETERIZATIONS)
 def test_structured_params_is_the_engines_initialization(name, P):
-    # independent source: derivations.task.TaskInstance.initial_factors (plain Python lists)
+    # structured_params of a task model is the engine's initial_factors (on the instance's
+    # numbers); independent source: the rule written here with NumPy on the model's instance
     model, raw, _ = _task_model_and_raw(name, P)
     p = structured_params(model, 0.1)
-    fac = raw.initial_factors(0.1)
+    inst, eps = model.instance, 0.1
+    K = inst.K
+    nonzero = inst.embeddings != 0
+    column = np.where(nonzero.any(axis=1), nonzero.argmax(axis=1), -1)
+    ref = {k: np.zeros(shape) for k, shape in model.shapes.items()}
+    for k in range(K):
+        relevant = [int(column[t]) for t in np.flatnonzero(inst.relevant[k]) if column[t] >= 0]
+        if model.qk_factorized:
+            ref["W_Q"][column[inst.query[k]], k] = eps
+            ref["W_K"][relevant, k] = eps
+        if model.ov_factorized:
+            ref["W_O"][inst.label, k] = eps * ((np.arange(K) == k) - 1.0 / K)
+            ref["W_V"][:K, relevant] = (eps * ((np.arange(K) == k) - 1.0 / K))[:, None]
+    assert sorted(p) == sorted(ref)
     for k in model.keys:
-        ref = np.asarray(fac[k], dtype=float) if k in fac and k not in ("W_QK", "W_OV") \
-            else np.zeros(model.shapes[k])
-        np.testing.assert_array_equal(p[k], ref)
+        np.testing.assert_array_equal(p[k], ref[k])
+    if P != "CACO":
+        fac = raw.initial_factors(eps)      # the engine's own instance: the same matrices
+        for k in set(model.keys) - {"W_QK", "W_OV"}:
+            np.testing.assert_array_equal(p[k], np.asarray(fac[k], dtype=float))
 
 
 @pytest.mark.parametrize("P", ["CACO", "FAFO"])
