@@ -42,15 +42,15 @@ def test_check_can_fail():
     # the same comparison with the reduced flow run at the wrong rate must fail
     from numerics import task_verify as tv
     fam = tv.task_family("paper", "CACO")
-    orig = fam.system.solve
+    orig, k = fam.system.run, fam.system.param_names.index("eta_QK")
 
-    def wrong(y0, values, **kw):
-        return orig(y0, {**values, "eta_QK": values["eta_QK"] * 1.01}, **kw)
-    object.__setattr__(fam.system, "solve", wrong)
+    def wrong(y0, pv, *args, **kw):
+        return orig(y0, pv[:k] + (pv[k] * 1.01,) + pv[k + 1:], *args, **kw)
+    object.__setattr__(fam.system, "run", wrong)
     try:
         checks = run_task_checks("paper", ["CACO"], (3.0,), M=3, target_loss=0.5)
     finally:
-        object.__delattr__(fam.system, "solve")
+        object.__delattr__(fam.system, "run")
     assert any(c["status"] == "FAIL" for c in checks if c["quantity"] == "theta")
 
 

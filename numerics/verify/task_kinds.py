@@ -12,7 +12,8 @@ instance (default :math:`M = 4` and the task's default parameters):
   structured factor initialization of scale ``eps`` (default 0.1,
   :func:`numerics.model.family.structured_params`) for a factorized one;
 * **reduced system**: the engine's flow on the family coordinates
-  :math:`\theta_i` (:class:`numerics.task_state.TaskReducedSystem`, same
+  :math:`\theta_i` (:class:`numerics.dynamics.reduced_system.ReducedSystem` of
+  the flow :func:`numerics.dynamics.task_systems.family_system`, same
   integrator), started at the projection of the same initial point;
 * compared on a common grid of 24 times in :math:`(0, T]`, where :math:`T` is
   the time the reduced flow needs to reach the target loss (default 0.1):
@@ -68,10 +69,10 @@ class TaskFamily:
 
     Attributes
     ----------
-    system : TaskReducedSystem
+    system : LambdifiedFlow
         Flow on the family coordinates (``system.coords``); the basis of the
         coordinates is :func:`numerics.model.family.task_basis`.
-    observables : (TaskReducedSystem, callable) or None
+    observables : (LambdifiedFlow, callable) or None
         The closed ODE of the observables and ``obs(theta, values)``, when the
         engine found one.
     """
@@ -130,7 +131,7 @@ class TaskRun:
     theta: np.ndarray        # projected full trajectory (n_times, n_coords)
     distance: list           # distance from the family, initial point first
     full: object             # numerics.dynamics.trajectory.Trajectory (with states y)
-    reduced: dict
+    reduced: object          # numerics.dynamics.trajectory.Trajectory (with coordinates y)
     family: TaskFamily
     projector: FamilyProjector
 
@@ -140,6 +141,14 @@ def _instance(task_name, values):
     from ..model.instance import instance_of_task
     rest = {k: v for k, v in values.items() if k != "M"}
     return instance_of_task(task_name, M=int(values["M"]), **rest)
+
+
+def _reduced(ctx, flow, y0):
+    r"""The :class:`~numerics.dynamics.reduced_system.ReducedSystem` of the engine's ``flow``
+    from ``y0``, at the group's values (:math:`\eta_{OV} = 1`, :math:`\eta_{QK} = r`)."""
+    from ..dynamics.reduced_system import ReducedSystem
+    return ReducedSystem(ctx.parameterization, task=ctx.task, flow=flow, mu0=y0,
+                         eta_QK=ctx.ratio, eta_OV=1.0, **ctx.settings)
 
 
 def task_run(ctx) -> TaskRun:
@@ -160,18 +169,18 @@ def _compute_run(ctx):
     model = TaskModel(inst, ctx.parameterization, eta_QK=r, eta_OV=1.0)
     p0 = structured_params(model, ctx.options["task_eps"])
     theta0, d0 = proj(p0)
-    target = o["target_loss"]
-    red = fam.system.solve(theta0, vals, target_loss=target, **tol)
-    if red["status"] != 1:
-        ctx.add("reduced flow reaches target", math.nan, 0.0, message=red["message"])
+    system = _reduced(ctx, fam.system, theta0)
+    red = system.integrate(target_loss=o["target_loss"], **tol)
+    if red.status != 1:
+        ctx.add("reduced flow reaches target", math.nan, 0.0, message=red.message)
         raise Missing("task_run")
-    T = red["crossings"][target]["t"]
+    T = red.target_state["t"]
     n = o["n_times"]
     grid = T * np.linspace(1.0 / n, 1.0, n)
-    red = fam.system.solve(theta0, vals, t_span=(0.0, T), t_eval=grid, **tol)
+    red = system.integrate((0.0, T), grid, **tol)
     full = gradient_flow(model, p0, grid, t_span=(0.0, T), keep_states=True, **tol)
-    if full.status != 0 or red["status"] != 0 or full.t.size != n:
-        ctx.add("integration", math.nan, 0.0, message=f"{full.message}; {red['message']}")
+    if full.status != 0 or red.status != 0 or full.t.size != n:
+        ctx.add("integration", math.nan, 0.0, message=f"{full.message}; {red.message}")
         raise Missing("task_run")
     th, dist = [], [d0]
     for y in full.y:
@@ -188,7 +197,7 @@ def _compute_run(ctx):
 def check_theta(ctx):
     """Family coordinates: projected full flow vs reduced flow (per coordinate in detail)."""
     run = task_run(ctx)
-    per = run.projector.deviations(run.theta, run.reduced["y"])
+    per = run.projector.deviations(run.theta, run.reduced.y)
     ctx.add("theta", max(per.values()), ctx.tolerances["theta"], **per)
 
 
@@ -198,14 +207,14 @@ def check_observables(ctx):
     run = task_run(ctx)
     o = ctx.options
     osys, obs_of = run.family.observables
-    o_red = osys.solve(obs_of(run.theta0, run.values), run.values, t_span=(0.0, run.T),
-                       t_eval=run.grid, rtol=o["rtol"], atol=o["atol"])
+    o_red = _reduced(ctx, osys, obs_of(run.theta0, run.values)).integrate(
+        (0.0, run.T), run.grid, rtol=o["rtol"], atol=o["atol"])
     o_full = np.array([obs_of(t_, run.values) for t_ in run.theta])
-    if o_red["status"] != 0 or o_red["y"].shape != o_full.shape:
-        ctx.add("observables", math.nan, 0.0, message=o_red["message"])
+    if o_red.status != 0 or o_red.y.shape != o_full.shape:
+        ctx.add("observables", math.nan, 0.0, message=o_red.message)
         return
-    scale = np.max(np.abs(o_red["y"]), axis=0)
-    per = {nm: float(np.max(np.abs(o_full[:, i] - o_red["y"][:, i])) / scale[i])
+    scale = np.max(np.abs(o_red.y), axis=0)
+    per = {nm: float(np.max(np.abs(o_full[:, i] - o_red.y[:, i])) / scale[i])
            for i, nm in enumerate(osys.names)}
     ctx.add("observables", max(per.values()), ctx.tolerances["observables"], **per)
 
@@ -214,14 +223,14 @@ def check_observables(ctx):
 def check_loss(ctx):
     """Loss along the grid: full vs reduced."""
     run = task_run(ctx)
-    ctx.add("loss", _rel(run.full.loss, run.reduced["loss"]), ctx.tolerances["loss"])
+    ctx.add("loss", _rel(run.full.loss, run.reduced.loss), ctx.tolerances["loss"])
 
 
 @check_kind("alpha", suite="task", requires=("task_model",))
 def check_alpha(ctx):
     """Attention on the relevant tokens along the grid: full vs reduced."""
     run = task_run(ctx)
-    ctx.add("alpha", _rel(run.full.alpha, run.reduced["alpha"]), ctx.tolerances["alpha"])
+    ctx.add("alpha", _rel(run.full.alpha, run.reduced.alpha), ctx.tolerances["alpha"])
 
 
 @check_kind("distance", suite="task", requires=("task_model",))
