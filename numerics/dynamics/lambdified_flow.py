@@ -13,10 +13,9 @@ expressions), so that no SymPy runs on the hot path.
 It is the backend of :class:`numerics.dynamics.reduced_system.ReducedSystem`
 for every task without generated code (the paper's task has generated code),
 and the object of :func:`numerics.dynamics.task_systems.reduced_system` (also
-known as ``TaskReducedSystem``); :meth:`~LambdifiedFlow.run` integrates it
-with the one bounded loop :func:`numerics.dynamics.bounded_ivp.solve_loss_levels`
-(a :class:`~numerics.dynamics.trajectory.Trajectory` comes from
-:meth:`ReducedSystem.integrate <numerics.dynamics.reduced_system.ReducedSystem.integrate>`).
+known as ``TaskReducedSystem``); :meth:`ReducedSystem.integrate
+<numerics.dynamics.reduced_system.ReducedSystem.integrate>` integrates it with
+the one bounded loop :func:`numerics.dynamics.bounded_ivp.solve_loss_levels`.
 
 >>> from numerics.dynamics.task_systems import reduced_system
 >>> flow = reduced_system("paper", "CACO")
@@ -28,12 +27,9 @@ with the one bounded loop :func:`numerics.dynamics.bounded_ivp.solve_loss_levels
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
-
-from .bounded_ivp import IMPLICIT, solve_loss_levels
 
 __all__ = ["LambdifiedFlow", "TaskReducedSystem"]
 
@@ -136,24 +132,6 @@ class LambdifiedFlow:
     def jacobian_at(self, y, values) -> np.ndarray:
         r"""The Jacobian :math:`\partial\dot y/\partial y` at ``y`` (d x d)."""
         return self.jacobian_function()(*y, *self._pvals(values))
-
-    def run(self, y0, pv, levels, n_thresholds, **options):
-        """The bounded integration from ``y0`` at parameter values ``pv``
-        (positional, :attr:`param_names`): :func:`~numerics.dynamics.bounded_ivp.solve_loss_levels`."""
-        f, Lf = self._f, self._L
-        options = dict(options)
-        t_span = options.pop("t_span")
-
-        def fun(t, y):
-            return np.array(f(*y, *pv), dtype=float)
-
-        def log_loss(y):
-            return math.log(Lf(*y, *pv))
-
-        if options.pop("jac", False) and options.get("method") in IMPLICIT:   # the symbolic Jacobian
-            J = self.jacobian_function()
-            options["jac"] = lambda t, y: J(*y, *pv)
-        return solve_loss_levels(fun, t_span, y0, log_loss, levels, n_thresholds, **options)
 
 
 #: The older name of :class:`LambdifiedFlow`.

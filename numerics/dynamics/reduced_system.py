@@ -76,7 +76,7 @@ from ..functions import lambdified as lam
 from ..validation import (check_int, check_loss_level, check_loss_levels,
                           check_model_parameters, check_point, check_positive, check_t_span,
                           check_times)
-from .bounded_ivp import DEFAULT_MAX_STEPS, HORIZON, METHODS, solve_loss_levels
+from .bounded_ivp import DEFAULT_MAX_STEPS, HORIZON, IMPLICIT, METHODS, solve_loss_levels
 from .paper_closed_forms import PaperClosedForms
 from .trajectory import Trajectory
 
@@ -375,22 +375,16 @@ class ReducedSystem(PaperClosedForms):
     def _run(self, t0, t1, y0, t_eval, levels, n_thr, jac, opts, out):
         """:func:`numerics.dynamics.bounded_ivp.solve_loss_levels`: the loss
         events on ``log L - log level`` (well scaled at tiny losses)."""
-        if self._flow is None:
-            p, f = self.params, self._rhs
+        def fun(t, y):
+            return np.array(self.rhs(*y), dtype=float)
 
-            def fun(t, y):
-                d_ov, d_qk = f(y[0], y[1], *p)
-                return np.array([d_ov, d_qk], dtype=float)
+        def log_loss(y):
+            return math.log(self.loss(*y))
 
-            def log_loss(y):
-                return math.log(self.loss(y[0], y[1]))
-
-            jacobian = (lambda t, y: self.jacobian(y[0], y[1])) if jac else None
-            run = solve_loss_levels(fun, (t0, t1), y0, log_loss, levels, n_thr, t_eval=t_eval,
-                                    jac=jacobian, **opts)
-        else:
-            run = self._flow.run(y0, self.params, levels, n_thr, t_span=(t0, t1),
-                                 t_eval=t_eval, jac=jac, **opts)
+        # the Jacobian only for the implicit methods (another task's is lambdified on first use)
+        jacobian = (lambda t, y: self.jacobian(*y)) if jac and opts["method"] in IMPLICIT else None
+        run = solve_loss_levels(fun, (t0, t1), y0, log_loss, levels, n_thr, t_eval=t_eval,
+                                jac=jacobian, **opts)
         for k, hit in enumerate(run.hits):
             if hit is not None:
                 rec = self.state(*hit)
