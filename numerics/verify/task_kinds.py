@@ -54,6 +54,7 @@ import numpy as np
 
 from ..model.family import FamilyProjector, structured_params, task_basis
 from .context import Missing
+from .records import rel_dev
 from .registry import check_kind
 
 __all__ = ["TaskFamily", "task_family", "TOLERANCES"]
@@ -105,15 +106,6 @@ def _observables(task_name, parameterization, red, system):
     names = tuple(str(p) for p in pars)
     return osys, lambda theta, values: np.array(
         f(*theta, *(float(values[p]) for p in names)), dtype=float)
-
-
-def _rel(x, ref, scale=None):
-    x, ref = np.asarray(x, float), np.asarray(ref, float)
-    if scale is None:
-        scale = np.abs(ref)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = np.where(scale > 0, np.abs(x - ref) / np.where(scale > 0, scale, 1), np.abs(x - ref))
-    return float(np.max(r)) if r.size else math.nan
 
 
 # --------------------------------------------------------------------------- #
@@ -223,14 +215,14 @@ def check_observables(ctx):
 def check_loss(ctx):
     """Loss along the grid: full vs reduced."""
     run = task_run(ctx)
-    ctx.add("loss", _rel(run.full.loss, run.reduced.loss), ctx.tolerances["loss"])
+    ctx.add("loss", rel_dev(run.full.loss, run.reduced.loss), ctx.tolerances["loss"])
 
 
 @check_kind("alpha", suite="task", requires=("task_model",))
 def check_alpha(ctx):
     """Attention on the relevant tokens along the grid: full vs reduced."""
     run = task_run(ctx)
-    ctx.add("alpha", _rel(run.full.alpha, run.reduced.alpha), ctx.tolerances["alpha"])
+    ctx.add("alpha", rel_dev(run.full.alpha, run.reduced.alpha), ctx.tolerances["alpha"])
 
 
 @check_kind("distance", suite="task", requires=("task_model",))
