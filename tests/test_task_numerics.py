@@ -1,4 +1,4 @@
-"""Full-matrix task model (numerics.model, numerics.task_model): agreement with the paper's
+"""Full-matrix task model (numerics.model; numerics.task_model forwards): agreement with the paper's
 model, finite-difference gradients on generic instances, gradient flow with loss events, the
 invariant family of every task (structured initialization, projector)."""
 import math
@@ -8,8 +8,9 @@ import pytest
 
 from numerics.attention_model import AttentionModel
 from numerics.model.family import FamilyProjector, structured_params, task_basis
+from numerics.dynamics.training import gradient_flow
 from numerics.task_model import (PARAMETERIZATIONS, TaskInstance, TaskModel, instance_of_task,
-                                 paper_instance, task_gradient_flow)
+                                 paper_instance)
 
 
 @pytest.mark.parametrize("P", PARAMETERIZATIONS)
@@ -71,13 +72,13 @@ def test_attention_uses_multiplicities():
 
 def test_flow_target_loss_event_and_descent():
     model = TaskModel(paper_instance(M=3, m=5, n=50, b=5), "CACO", eta_QK=3.0)
-    res = task_gradient_flow(model, model.init_params("zero"), target_loss=0.5,
-                             loss_thresholds=(0.9,))
+    res = gradient_flow(model, model.init_params("zero"), t_span=(0.0, np.inf), target_loss=0.5,
+                        loss_thresholds=(0.9,), log_events=True)
     assert res.status == 1
-    assert res.crossings[0.5]["loss"] == pytest.approx(0.5, rel=1e-9)
-    assert res.crossings[0.9]["t"] < res.crossings[0.5]["t"]
+    assert res.target_state["loss"] == pytest.approx(0.5, rel=1e-9)
+    assert res.crossings[0]["t"] < res.target_state["t"]
     assert np.all(np.diff(res.loss) <= 1e-15)          # the flow decreases the loss
-    assert res.t[-1] == res.crossings[0.5]["t"]
+    assert res.t[-1] == res.target_state["t"]
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -102,8 +103,8 @@ def test_model_rejects_bad_input():
         TaskModel(inst, "CAXO")
     with pytest.raises(ValueError, match="eta_QK"):
         TaskModel(inst, "CACO", eta_QK=-1.0)
-    with pytest.raises(ValueError, match="target_loss"):
-        task_gradient_flow(TaskModel(inst), TaskModel(inst).init_params("zero"))
+    with pytest.raises(ValueError, match="finite t1"):      # an infinite span needs a target loss
+        gradient_flow(TaskModel(inst), TaskModel(inst).init_params("zero"), t_span=(0, np.inf))
 
 
 @pytest.mark.parametrize("P", ["CACO", "FAFO"])
@@ -117,7 +118,7 @@ def test_engine_paper_instance_is_the_paper_model(P):
     assert abs(L1 - L2) <= 1e-12 * L1 and np.max(np.abs(g1 - g2)) <= 1e-12 * np.max(np.abs(g1))
 
 
-@pytest.mark.parametrize("name", ["numerics.task_model", "numerics.experiments.theory"])
+@pytest.mark.parametrize("name", ["numerics.model.attention", "numerics.experiments.theory"])
 def test_module_doctests(name):
     import doctest
     import importlib
@@ -147,14 +148,30 @@ def _task_model_and_raw(name, P, **values):
 @pytest.mark.parametrize("name", ["paper", "shared-irrelevant", "query-in-context", "authors"])
 @pytest.mark.parametrize("P", PARAMETERIZATIONS)
 def test_structured_params_is_the_engines_initialization(name, P):
-    # independent source: derivations.task.TaskInstance.initial_factors (plain Python lists)
+    # structured_params of a task model is the engine's initial_factors (on the instance's
+    # numbers); independent source: the rule written here with NumPy on the model's instance
     model, raw, _ = _task_model_and_raw(name, P)
     p = structured_params(model, 0.1)
-    fac = raw.initial_factors(0.1)
+    inst, eps = model.instance, 0.1
+    K = inst.K
+    nonzero = inst.embeddings != 0
+    column = np.where(nonzero.any(axis=1), nonzero.argmax(axis=1), -1)
+    ref = {k: np.zeros(shape) for k, shape in model.shapes.items()}
+    for k in range(K):
+        relevant = [int(column[t]) for t in np.flatnonzero(inst.relevant[k]) if column[t] >= 0]
+        if model.qk_factorized:
+            ref["W_Q"][column[inst.query[k]], k] = eps
+            ref["W_K"][relevant, k] = eps
+        if model.ov_factorized:
+            ref["W_O"][inst.label, k] = eps * ((np.arange(K) == k) - 1.0 / K)
+            ref["W_V"][:K, relevant] = (eps * ((np.arange(K) == k) - 1.0 / K))[:, None]
+    assert sorted(p) == sorted(ref)
     for k in model.keys:
-        ref = np.asarray(fac[k], dtype=float) if k in fac and k not in ("W_QK", "W_OV") \
-            else np.zeros(model.shapes[k])
-        np.testing.assert_array_equal(p[k], ref)
+        np.testing.assert_array_equal(p[k], ref[k])
+    if P != "CACO":
+        fac = raw.initial_factors(eps)      # the engine's own instance: the same matrices
+        for k in set(model.keys) - {"W_QK", "W_OV"}:
+            np.testing.assert_array_equal(p[k], np.asarray(fac[k], dtype=float))
 
 
 @pytest.mark.parametrize("P", ["CACO", "FAFO"])
@@ -193,9 +210,12 @@ def test_one_gradient_flow_for_the_general_and_the_paper_model():
     assert b.y.shape == (b.t.size, tm.n_params) and "y" not in a
 
 
-def test_task_gradient_flow_is_bounded_by_max_nfev():
+def test_gradient_flow_is_bounded_by_max_nfev():
     model = TaskModel(paper_instance(M=3, m=5, n=50, b=5), "CACO", eta_QK=3.0)
-    res = task_gradient_flow(model, model.init_params("zero"), target_loss=0.01, max_nfev=40)
-    assert res.status == -1 and not res.success and res.nfev == 41
-    assert res.t.size == 0 and res.y.shape == (0, model.n_params)
+    res = gradient_flow(model, model.init_params("zero"), t_span=(0.0, np.inf), target_loss=0.01,
+                        max_nfev=40, keep_states=True)
+    # checked after every step (DOP853: 12 evaluations a step), the records kept
+    assert res.status == -1 and not res.success and 40 < res.nfev <= 40 + 12
+    assert res.t.size >= 1 and res.y.shape == (res.t.size, model.n_params)
+    assert res.target_state is None and res.loss[-1] > 0.01
     assert "max_nfev=40" in res.message

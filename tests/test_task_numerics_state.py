@@ -48,12 +48,13 @@ def test_shared_irrelevant_is_the_paper_with_a_faster_qk_rate():
 
 
 def test_query_in_context_matches_full_matrix_flow():
-    from numerics.task_model import TaskModel, instance_of_task, task_gradient_flow
+    from numerics.dynamics.training import gradient_flow
+    from numerics.model import TaskModel, instance_of_task
     st = task_state_at_loss("query-in-context", 3.0, 0.5, M=4)
     model = TaskModel(instance_of_task("query-in-context", M=4), "CACO", eta_QK=3.0, eta_OV=1.0)
-    res = task_gradient_flow(model, model.init_params("zero"), target_loss=0.5, rtol=1e-11,
-                             atol=1e-13)
-    c = res.crossings[0.5]
+    res = gradient_flow(model, model.init_params("zero"), t_span=(0.0, np.inf), target_loss=0.5,
+                        rtol=1e-11, atol=1e-13, log_events=True)
+    c = res.target_state
     assert c["alpha"] == pytest.approx(st["alpha"], rel=1e-8)
     assert c["t"] == pytest.approx(st["t"], rel=1e-8)
 

@@ -42,15 +42,16 @@ def test_check_can_fail():
     # the same comparison with the reduced flow run at the wrong rate must fail
     from numerics import task_verify as tv
     fam = tv.task_family("paper", "CACO")
-    orig = fam.system.solve
+    orig = fam.system._f
+    k = len(fam.system.names) + fam.system.param_names.index("eta_QK")
 
-    def wrong(y0, values, **kw):
-        return orig(y0, {**values, "eta_QK": values["eta_QK"] * 1.01}, **kw)
-    object.__setattr__(fam.system, "solve", wrong)
+    def wrong(*args):       # the right-hand side at eta_QK * 1.01
+        return orig(*args[:k], args[k] * 1.01, *args[k + 1:])
+    object.__setattr__(fam.system, "_f", wrong)
     try:
         checks = run_task_checks("paper", ["CACO"], (3.0,), M=3, target_loss=0.5)
     finally:
-        object.__delattr__(fam.system, "solve")
+        object.__setattr__(fam.system, "_f", orig)
     assert any(c["status"] == "FAIL" for c in checks if c["quantity"] == "theta")
 
 

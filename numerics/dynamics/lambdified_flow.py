@@ -12,10 +12,10 @@ expressions), so that no SymPy runs on the hot path.
 
 It is the backend of :class:`numerics.dynamics.reduced_system.ReducedSystem`
 for every task without generated code (the paper's task has generated code),
-and, under its older name ``TaskReducedSystem``, the object of
-:func:`numerics.dynamics.task_systems.reduced_system`, whose :meth:`~LambdifiedFlow.solve`
-returns a ``dict`` (kept for its callers). Both integrate with the one bounded
-loop :func:`numerics.dynamics.bounded_ivp.solve_loss_levels`.
+and the object of :func:`numerics.dynamics.task_systems.reduced_system` (also
+known as ``TaskReducedSystem``); :meth:`ReducedSystem.integrate
+<numerics.dynamics.reduced_system.ReducedSystem.integrate>` integrates it with
+the one bounded loop :func:`numerics.dynamics.bounded_ivp.solve_loss_levels`.
 
 >>> from numerics.dynamics.task_systems import reduced_system
 >>> flow = reduced_system("paper", "CACO")
@@ -27,12 +27,9 @@ loop :func:`numerics.dynamics.bounded_ivp.solve_loss_levels`.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
-
-from .bounded_ivp import solve_loss_levels
 
 __all__ = ["LambdifiedFlow", "TaskReducedSystem"]
 
@@ -136,72 +133,6 @@ class LambdifiedFlow:
         r"""The Jacobian :math:`\partial\dot y/\partial y` at ``y`` (d x d)."""
         return self.jacobian_function()(*y, *self._pvals(values))
 
-    def solve(self, y0, values, *, target_loss=None, loss_thresholds=(), t_span=(0.0, np.inf),
-              t_eval=None, rtol=1e-12, atol=1e-14, method="DOP853", max_nfev=1_000_000) -> dict:
-        r"""Integrate from ``y0``; stop at ``target_loss`` (terminal event) if given.
 
-        The one bounded loop (:func:`~numerics.dynamics.bounded_ivp.solve_loss_levels`,
-        events on :math:`\log L`), returned as a ``dict`` for the callers of
-        this method; :meth:`numerics.dynamics.reduced_system.ReducedSystem.integrate`
-        returns the same run as a :class:`~numerics.dynamics.trajectory.Trajectory`.
-
-        Returns
-        -------
-        dict
-            ``t`` (records), ``y`` (records x coords), ``loss``, ``alpha`` (at the
-            records), ``crossings`` (``{level: {"t", "y", "loss", "alpha"}}`` for
-            each level crossed downwards), ``status`` (1 target reached, 0 end of
-            ``t_span``, -1 failure), ``message``, ``nfev``.
-        """
-        pv = self._pvals(values)
-        y0 = np.asarray(y0, dtype=float)
-        if y0.shape != (len(self.coords),) or not np.all(np.isfinite(y0)):
-            raise ValueError(f"y0 must be {len(self.coords)} finite numbers, got {y0!r}")
-        levels = [float(v) for v in loss_thresholds]
-        if target_loss is not None:
-            levels.append(float(target_loss))
-        for v in levels:
-            if not (math.isfinite(v) and v > 0):
-                raise ValueError(f"loss levels must be finite and > 0, got {v!r}")
-        if not math.isfinite(t_span[1]) and target_loss is None:
-            raise ValueError("an infinite t_span needs target_loss")
-        run = self.run(y0, pv, levels, len(loss_thresholds), t_span=t_span, t_eval=t_eval,
-                       rtol=rtol, atol=atol, method=method, max_nfev=max_nfev)
-        return self._as_dict(run, levels, pv)
-
-    def run(self, y0, pv, levels, n_thresholds, **options):
-        """The bounded integration from ``y0`` at parameter values ``pv``
-        (positional, :attr:`param_names`): :func:`~numerics.dynamics.bounded_ivp.solve_loss_levels`."""
-        f, Lf = self._f, self._L
-        options = dict(options)
-        t_span = options.pop("t_span")
-
-        def fun(t, y):
-            return np.array(f(*y, *pv), dtype=float)
-
-        def log_loss(y):
-            return math.log(Lf(*y, *pv))
-
-        if options.pop("jac", False):   # the symbolic Jacobian, for the implicit methods
-            J = self.jacobian_function()
-            options["jac"] = lambda t, y: J(*y, *pv)
-        return solve_loss_levels(fun, t_span, y0, log_loss, levels, n_thresholds, **options)
-
-    def _as_dict(self, run, levels, pv) -> dict:
-        Lf, af = self._L, self._a
-        crossings = {}
-        for lev, hit in zip(levels, run.hits):
-            if hit is not None and lev not in crossings:
-                ye = np.asarray(hit[1], dtype=float)
-                crossings[lev] = {"t": float(hit[0]), "y": ye.copy(),
-                                  "loss": float(Lf(*ye, *pv)), "alpha": float(af(*ye, *pv))}
-        Y = run.y
-        return {"t": run.t, "y": Y,
-                "loss": np.array([Lf(*y, *pv) for y in Y], dtype=float),
-                "alpha": np.array([af(*y, *pv) for y in Y], dtype=float),
-                "crossings": crossings, "status": int(run.status), "message": str(run.message),
-                "nfev": int(run.nfev)}
-
-
-#: The older name of :class:`LambdifiedFlow` (its ``solve`` returns a dict).
+#: The older name of :class:`LambdifiedFlow`.
 TaskReducedSystem = LambdifiedFlow

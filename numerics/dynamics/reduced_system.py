@@ -76,7 +76,7 @@ from ..functions import lambdified as lam
 from ..validation import (check_int, check_loss_level, check_loss_levels,
                           check_model_parameters, check_point, check_positive, check_t_span,
                           check_times)
-from .bounded_ivp import DEFAULT_MAX_STEPS, HORIZON, METHODS, solve_loss_levels
+from .bounded_ivp import DEFAULT_MAX_STEPS, HORIZON, IMPLICIT, METHODS, solve_loss_levels
 from .paper_closed_forms import PaperClosedForms
 from .trajectory import Trajectory
 
@@ -117,6 +117,13 @@ class ReducedSystem(PaperClosedForms):
         ``(mu_OV, mu_QK)`` (the conserved quantities stay those of the
         eps-initialization); another task: one value per :attr:`names`
         (default 0, required for factorized circuits).
+    flow : LambdifiedFlow, optional
+        The engine's flow to integrate instead of the task's default backend:
+        the flow of its family coordinates
+        (:func:`~numerics.dynamics.task_systems.family_system`), or the engine's
+        lambdified reduced system of the paper's task
+        (:func:`~numerics.dynamics.task_systems.reduced_system`); ``mu0`` then
+        gives one value per coordinate of that flow.
     **task_parameters
         The task's own parameters (e.g. ``n_c``).
 
@@ -141,7 +148,7 @@ class ReducedSystem(PaperClosedForms):
 
     def __init__(self, parameterization="CACO", *, task="paper", m=None, n=None, b=None,
                  M=None, eta_QK=1.0, eta_OV=1.0, eta_Q=None, eta_K=None, eta_O=None,
-                 eta_V=None, eps=None, mu0=None, **task_parameters):
+                 eta_V=None, eps=None, mu0=None, flow=None, **task_parameters):
         self.parameterization = check_parameterization(parameterization)
         self.task = task
         self.eta_QK = check_positive("eta_QK", eta_QK)
@@ -152,10 +159,10 @@ class ReducedSystem(PaperClosedForms):
         self.eta_V = self.eta_OV if eta_V is None else check_positive("eta_V", eta_V)
         self.eps = DEFAULT_EPS if eps is None else check_positive("eps", eps)
         model = {k: v for k, v in dict(m=m, n=n, b=b, M=M).items() if v is not None}
-        if task == "paper" and not task_parameters:
+        if task == "paper" and not task_parameters and flow is None:
             self._bind_generated(model, mu0)
         else:
-            self._bind_lambdified(model, task_parameters, mu0)
+            self._bind_lambdified(model, task_parameters, mu0, flow)
 
     def _bind_generated(self, model, mu0):
         """Paper's task: the generated functions, bound to the values."""
@@ -181,14 +188,15 @@ class ReducedSystem(PaperClosedForms):
         self._alpha = lam.alpha_fn().func
         self._flow = None
 
-    def _bind_lambdified(self, model, task_parameters, mu0):
-        """Another task: the engine's reduced system, lambdified (SymPy at build time)."""
+    def _bind_lambdified(self, model, task_parameters, mu0, flow):
+        """Another task (or a given ``flow``): the engine's reduced system,
+        lambdified (SymPy at build time)."""
         from .task_systems import reduced_system, task_parameters as resolve
         P = self.parameterization
         values = resolve(self.task, **model, **task_parameters)
         self.m, self.n, self.b, self.M = (values[k] for k in ("m", "n", "b", "M"))
         self._values = dict(values, **{k: getattr(self, k) for k in RATE_NAMES})
-        self._flow = flow = reduced_system(self.task, P)
+        self._flow = flow = reduced_system(self.task, P) if flow is None else flow
         self.names = flow.names
         self.params = flow._pvals(self._values)
         self.C_QK = self.C_OV = None
@@ -367,22 +375,16 @@ class ReducedSystem(PaperClosedForms):
     def _run(self, t0, t1, y0, t_eval, levels, n_thr, jac, opts, out):
         """:func:`numerics.dynamics.bounded_ivp.solve_loss_levels`: the loss
         events on ``log L - log level`` (well scaled at tiny losses)."""
-        if self._flow is None:
-            p, f = self.params, self._rhs
+        def fun(t, y):
+            return np.array(self.rhs(*y), dtype=float)
 
-            def fun(t, y):
-                d_ov, d_qk = f(y[0], y[1], *p)
-                return np.array([d_ov, d_qk], dtype=float)
+        def log_loss(y):
+            return math.log(self.loss(*y))
 
-            def log_loss(y):
-                return math.log(self.loss(y[0], y[1]))
-
-            jacobian = (lambda t, y: self.jacobian(y[0], y[1])) if jac else None
-            run = solve_loss_levels(fun, (t0, t1), y0, log_loss, levels, n_thr, t_eval=t_eval,
-                                    jac=jacobian, **opts)
-        else:
-            run = self._flow.run(y0, self.params, levels, n_thr, t_span=(t0, t1),
-                                 t_eval=t_eval, jac=jac, **opts)
+        # the Jacobian only for the implicit methods (another task's is lambdified on first use)
+        jacobian = (lambda t, y: self.jacobian(*y)) if jac and opts["method"] in IMPLICIT else None
+        run = solve_loss_levels(fun, (t0, t1), y0, log_loss, levels, n_thr, t_eval=t_eval,
+                                jac=jacobian, **opts)
         for k, hit in enumerate(run.hits):
             if hit is not None:
                 rec = self.state(*hit)

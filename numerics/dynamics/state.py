@@ -282,27 +282,25 @@ def _check_reduced_flow_range(loss, ratio, task, values, flow, y0):
 
 
 def _reduced_flow(loss, ratio, task, values, rtol, atol):
-    """The task's reduced flow from zero, one integration per (loss, ratio)."""
+    """The task's reduced flow from zero (:meth:`ReducedSystem.integrate
+    <numerics.dynamics.reduced_system.ReducedSystem.integrate>` of its lambdified
+    system), one integration per (loss, ratio)."""
+    from .reduced_system import ReducedSystem
     from .task_systems import reduced_system
     flow = reduced_system(task, "CACO")
     y0 = np.zeros(len(flow.names))
     L, r = _check_reduced_flow_range(loss, ratio, task, values, flow, y0)
-    fields = {k: np.empty(L.shape) for k in ("loss", "alpha", "time", *flow.names)}
+    fields = {k: np.empty(L.shape) for k in ("loss", "alpha", "t", *flow.names)}
     for i in np.ndindex(L.shape):
-        vals = dict(values, eta_QK=float(r[i]), eta_OV=1.0)
-        pv = flow._pvals(vals)
-        run = flow.run(y0, pv, [float(L[i])], 0, t_span=(0.0, np.inf), t_eval=None, rtol=rtol,
-                       atol=atol, method="DOP853", max_nfev=1_000_000)
+        system = ReducedSystem("CACO", task=task, flow=flow, mu0=y0, eta_QK=float(r[i]),
+                               eta_OV=1.0, **values)
+        run = system.integrate(target_loss=float(L[i]), rtol=rtol, atol=atol)
         if run.status != 1:
             raise RuntimeError(f"task {task!r}: the reduced flow did not reach loss "
                                f"{float(L[i])}: {run.message}")
-        t_hit, y_hit = run.hits[0]
-        y_hit = np.asarray(y_hit, dtype=float)
-        fields["time"][i] = float(t_hit)
-        fields["loss"][i] = float(flow._L(*y_hit, *pv))
-        fields["alpha"][i] = float(flow._a(*y_hit, *pv))
-        for name, v in zip(flow.names, y_hit):
-            fields[name][i] = float(v)
+        for name in fields:
+            fields[name][i] = run.target_state[name]
+    fields["time"] = fields.pop("t")
     coords = {name: fields[name] for name in flow.names}
     return StateAtLoss(coords.get("mu_OV"), coords.get("mu_QK"), fields["alpha"],
                        fields["loss"], r.copy(), method="reduced flow", time=fields["time"],

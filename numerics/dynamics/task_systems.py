@@ -32,30 +32,28 @@ __all__ = ["TaskReducedSystem", "reduced_system", "family_system", "task_state_a
 # --------------------------------------------------------------------------- #
 # the engine's systems
 # --------------------------------------------------------------------------- #
-@lru_cache(maxsize=None)
 def reduced_system(task_name="paper", parameterization="CACO") -> LambdifiedFlow:
     """The reduced system of a built-in task (SymPy once per process, then cached).
 
     Raises ValueError for an unknown task, a parameterization not in the four,
     or a task the symbolic engine does not reduce (e.g. ``authors``).
     """
-    from derivations.model import check_parameterization
-    from derivations.task import get_task
-    check_parameterization(parameterization)
-    task = get_task(task_name)
-    task.check_symbolic()
-    return _engine_system(task, parameterization)
+    return _system(task_name, parameterization, False)
+
+
+def family_system(task_name="paper", parameterization="CACO") -> LambdifiedFlow:
+    """The flow of a built-in task on its family coordinates (see :func:`reduced_system`)."""
+    return _system(task_name, parameterization, True)
 
 
 @lru_cache(maxsize=None)
-def family_system(task_name="paper", parameterization="CACO") -> LambdifiedFlow:
-    """The flow of a built-in task on its family coordinates (see :func:`reduced_system`)."""
+def _system(task_name, parameterization, family):
     from derivations.model import check_parameterization
     from derivations.task import get_task
     check_parameterization(parameterization)
     task = get_task(task_name)
     task.check_symbolic()
-    return _engine_system(task, parameterization, family=True)
+    return _engine_system(task, parameterization, family=family)
 
 
 def task_reduction(task, parameterization):
@@ -82,24 +80,19 @@ def _engine_system(task, parameterization, *, family=False):
     ``family=True``: always the flow of the family coordinates. The parameters
     are the remaining free symbols (``m, n, b, M, n_c, eta_*``), by name."""
     red = task_reduction(task, parameterization)
-    obs = red.observables
+    via, osyms = None, ()
     if red.odes is not None and not family:
         coords = tuple(red.odes)
         rhs = tuple(red.odes[c] for c in coords)
-        loss, alpha = red.loss, red.alpha
     else:
         coords = tuple(c.symbol for c in red.coordinates)
         rhs = tuple(red.family_odes[c] for c in coords)
-        osyms = tuple(obs)
-        via = (osyms, tuple(obs[o] for o in osyms))
-        free = set().union(*(e.free_symbols for e in (*rhs, *via[1], red.loss, red.alpha)))
-        params = tuple(sorted(free - set(coords) - set(osyms), key=str))
-        return LambdifiedFlow(coords, rhs, red.loss, red.alpha, params,
+        osyms = tuple(red.observables)
+        via = (osyms, tuple(red.observables[o] for o in osyms))
+    exprs = (*rhs, *(via[1] if via else ()), red.loss, red.alpha)
+    free = set().union(*(e.free_symbols for e in exprs)) - set(coords) - set(osyms)
+    return LambdifiedFlow(coords, rhs, red.loss, red.alpha, tuple(sorted(free, key=str)),
                           name=f"{task.name}/{parameterization}", via=via)
-    free = set().union(*(e.free_symbols for e in (*rhs, loss, alpha))) - set(coords)
-    params = tuple(sorted(free, key=str))
-    return LambdifiedFlow(coords, rhs, loss, alpha, params,
-                          name=f"{task.name}/{parameterization}")
 
 
 def task_parameters(task_name, **params) -> dict:

@@ -42,10 +42,6 @@ from ..validation import check_int, check_positive, check_t_span, check_times
 __all__ = ["gradient_flow", "gradient_descent"]
 
 
-class _TooManyEvaluations(Exception):
-    """Raised by the flow's right-hand side past ``max_nfev`` evaluations."""
-
-
 def _check_thresholds(loss_thresholds, target_loss):
     if isinstance(loss_thresholds, (str, bytes)) or not np.iterable(loss_thresholds):
         raise ValueError("loss_thresholds must be a sequence of finite numbers > 0, "
@@ -129,23 +125,17 @@ def _result(model, t, summary, final_vec, status, message, found, thresholds, ta
         **{k: v for k, v in extra.items() if v is not None})
 
 
-def _flow_rhs(model, max_nfev):
-    r"""``(rhs, counter)``: :math:`-\eta\odot\nabla L`, counting its evaluations in
-    ``counter[0]`` and raising :class:`_TooManyEvaluations` past ``max_nfev``."""
+def _flow_rhs(model):
+    r"""The right-hand side :math:`-\eta\odot\nabla L` of the flow."""
     rates = model.rates_vector()
     lg = model._loss_and_grad_flat
-    counter = [0]
-    bound = math.inf if max_nfev is None else max_nfev
 
     def rhs(t, y):
-        counter[0] += 1
-        if counter[0] > bound:
-            raise _TooManyEvaluations
         _, g = lg(y)
         g *= rates
         np.negative(g, out=g)
         return g
-    return rhs, counter
+    return rhs
 
 
 def _level_function(model, levels, log_events):
@@ -192,8 +182,9 @@ def gradient_flow(model, params0, t_eval=None, *, t_span=None, rtol=1e-10, atol=
         Bound on the solver steps (>= 1): past it the run stops with status
         -1 and what it has recorded.
     max_nfev : int, optional
-        Bound on the gradient evaluations: past it the run stops with status
-        -1, no records and a message (instead of creeping towards the target).
+        Bound on the gradient evaluations, checked after every solver step:
+        past it the run stops with status -1, a message and what it has
+        recorded (instead of creeping towards the target).
     log_events : bool
         Locate the loss levels on :math:`\log L - \log L_i` instead of
         :math:`L - L_i` (the same crossing, found with relative accuracy at
@@ -213,28 +204,19 @@ def gradient_flow(model, params0, t_eval=None, *, t_span=None, rtol=1e-10, atol=
     thr, target_loss = _check_thresholds(loss_thresholds, target_loss)
     rtol, atol, max_steps, max_nfev = _check_solver(method, rtol, atol, max_steps, max_nfev)
     t_eval, t_span = _check_times(t_eval, t_span, target_loss is not None)
-    rhs, counter = _flow_rhs(model, max_nfev)
     levels = thr + ((target_loss,) if target_loss is not None else ())
-    try:
-        run = solve_bounded(rhs, t_span, vec0, t_eval=t_eval,
-                            levels=_level_function(model, levels, log_events),
-                            terminal=len(thr) if target_loss is not None else None,
-                            method=method, rtol=rtol, atol=atol, max_step=max_step,
-                            max_steps=max_steps)
-    except _TooManyEvaluations:
-        message = (f"stopped after max_nfev={max_nfev} gradient evaluations "
-                   f"(initial loss {model._loss_flat(vec0):.6g})")
-        empty = np.empty((0, model.n_params))
-        return _result(model, np.empty(0), _summaries(model, empty), vec0, -1, message,
-                       [None] * len(levels), thr, target_loss, counter[0],
-                       y=empty if keep_states else None)
+    run = solve_bounded(_flow_rhs(model), t_span, vec0, t_eval=t_eval,
+                        levels=_level_function(model, levels, log_events),
+                        terminal=len(thr) if target_loss is not None else None,
+                        method=method, rtol=rtol, atol=atol, max_step=max_step,
+                        max_steps=max_steps, max_nfev=max_nfev)
     found = [None if hit is None else _state(model, *hit) for hit in run.hits]
     final = run.y[-1] if run.y.shape[0] else vec0      # the terminal state is the last record
     message = run.message
     if run.reason == "terminal":
         message = f"target_loss={target_loss} reached at t={found[len(thr)]['t']:.6g}"
     return _result(model, run.t, _summaries(model, run.y), final, run.status, message, found,
-                   thr, target_loss, counter[0], nsteps=run.nsteps,
+                   thr, target_loss, run.nfev, nsteps=run.nsteps,
                    y=run.y if keep_states else None)
 
 

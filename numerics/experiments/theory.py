@@ -17,14 +17,14 @@ expected count vector
 
 (:func:`numerics.experiments.data.expected_counts`), and the population loss is
 the class average of the cross-entropies of these four "mean sequences"
-(:class:`numerics.task_model.TaskModel` with the softmax taken with
+(:class:`numerics.model.attention.TaskModel` with the softmax taken with
 multiplicities).  The prediction is the gradient flow of that loss on the full
 :math:`50\times 50` matrices, :math:`\dot W = -\eta_W\nabla_W L` with
 :math:`\eta_{OV} = \mathrm{lr}_{OV}`, :math:`\eta_{QK} = r\,\mathrm{lr}_{OV}`
 (both factors of a circuit share its rate), so flow time is measured in SGD
 steps.  It is integrated at :math:`\mathrm{lr}_{OV} = 1` and its time divided
 by :math:`\mathrm{lr}_{OV}` (the path does not depend on the rate), with
-:func:`numerics.task_model.task_gradient_flow` (DOP853), until the loss first
+:func:`numerics.dynamics.training.gradient_flow` (DOP853), until the loss first
 reaches the lowest target; every higher target is a non-terminal event of the
 same flow, so one flow answers every target.
 
@@ -68,7 +68,8 @@ import numpy as np
 from derivations.core import authors_setting as _setting
 from derivations.vocabulary import check_positive
 
-from ..task_model import TaskInstance, TaskModel, task_gradient_flow
+from ..dynamics.training import gradient_flow
+from ..model import TaskInstance, TaskModel
 from . import data, measure, models
 
 __all__ = ["VOCAB", "N_CLASSES", "QUERY_IDS", "LABEL_IDS", "INITS", "RATIO_RANGE",
@@ -103,7 +104,7 @@ def token_probabilities() -> np.ndarray:
 
 
 def authors_instance(seq_len=_setting.SEQ_LEN, counts=None, query=None, label=None) -> TaskInstance:
-    r"""The task as a :class:`~numerics.task_model.TaskInstance`.
+    r"""The task as a :class:`~numerics.model.instance.TaskInstance`.
 
     Parameters
     ----------
@@ -252,7 +253,8 @@ def flow_to_losses(parameterization, ratio, target_losses, *, lr_ov=0.01, seq_le
     init, init_scale, seed
         See :func:`authors_init` (``init_scale`` in :data:`INIT_SCALE_RANGE`).
     rtol, atol, max_nfev
-        Passed to :func:`numerics.task_model.task_gradient_flow`.
+        Passed to :func:`numerics.dynamics.training.gradient_flow` (``max_nfev``
+        also bounds its steps; loss events on :math:`\log L`).
 
     Returns
     -------
@@ -275,15 +277,15 @@ def flow_to_losses(parameterization, ratio, target_losses, *, lr_ov=0.01, seq_le
     p0 = authors_init(model, init, init_scale, seed)
     L0 = model.loss(p0)
     targets = check_target_losses(target_losses, L0)
-    res = task_gradient_flow(model, p0, target_loss=targets[-1], loss_thresholds=targets[:-1],
-                             rtol=rtol, atol=atol, keep_states=False, max_nfev=max_nfev)
+    res = gradient_flow(model, p0, t_span=(0.0, np.inf), target_loss=targets[-1],
+                        loss_thresholds=targets[:-1], rtol=rtol, atol=atol, log_events=True,
+                        max_steps=max_nfev, max_nfev=max_nfev)
     records = []
-    for target in targets:
-        hit = res.crossings.get(target)
+    for target, hit in zip(targets, [*res.crossings, res.target_state]):
         if hit is None:
             records.append(_unreached(target))
             continue
-        p = model.unflatten(hit["y"])
+        p = hit["params"]
         records.append({"target_loss": target, "reached": True, "steps": hit["t"] / lr_ov,
                         "loss": model.loss(p), **attention_shares(model, p)})
     return {"records": records, "initial_loss": L0, "status": res.status, "message": res.message,

@@ -123,27 +123,22 @@ def structured_params(model, eps=1e-2) -> dict:
     return {k: eps * np.array(out[k], dtype=float) for k in model.keys}
 
 
-
-
 def _task_structured_params(model, eps):
-    """The engine's structured initialization on a task instance (see :func:`structured_params`)."""
+    """The engine's structured initialization on a task instance (see
+    :func:`structured_params`): :meth:`derivations.task.TaskInstance.initial_factors`
+    of the instance's numbers, hidden unit ``k`` for class ``k``; zero for
+    collapsed circuits."""
+    from derivations.task import TaskInstance as EngineInstance   # the description only
     inst = model.instance
-    K = inst.K
-    nonzero = inst.embeddings != 0
-    column = np.where(nonzero.any(axis=1), nonzero.argmax(axis=1), -1)   # embedding index of a type
-    out = {k: np.zeros(shape) for k, shape in model.shapes.items()}
-    for k in range(K):
-        relevant = [int(column[t]) for t in np.flatnonzero(inst.relevant[k]) if column[t] >= 0]
-        if model.qk_factorized:
-            out["W_Q"][column[inst.query[k]], k] = eps
-            out["W_K"][relevant, k] = eps
-        if model.ov_factorized:
-            for j in range(K):
-                out["W_O"][inst.label[j], k] = eps * ((1.0 if j == k else 0.0) - 1.0 / K)
-            for c in relevant:
-                for h in range(K):
-                    out["W_V"][h, c] = eps * ((1.0 if h == k else 0.0) - 1.0 / K)
-    return out
+    factors = EngineInstance(
+        M=inst.K, token_names=[f"t_{t}" for t in range(inst.T)],
+        embeddings=inst.embeddings.tolist(), counts=inst.counts.tolist(),
+        query=inst.query.tolist(), label=inst.label.tolist(), relevant=inst.relevant.tolist(),
+        d=inst.d, n_out=inst.n_out, h_QK=inst.h_QK, h_OV=inst.h_OV,
+        score_scale=inst.score_scale, hidden_of_class=list(range(inst.K))).initial_factors(eps)
+    trained = set(model.keys) - {"W_QK", "W_OV"}
+    return {k: np.array(factors[k], dtype=float) if k in trained else np.zeros(shape)
+            for k, shape in model.shapes.items()}
 
 
 def family_params(model, mu_OV, mu_QK, *, a=None, o=None, w=0.0) -> dict:

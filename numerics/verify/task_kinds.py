@@ -5,14 +5,15 @@ parameterization and one learning-rate ratio :math:`r = \eta_{QK}/\eta_{OV}`
 (:math:`\eta_{OV} = 1`, factor rates equal to their circuit's), on a concrete
 instance (default :math:`M = 4` and the task's default parameters):
 
-* **full model**: :class:`numerics.task_model.TaskModel` built from the task's
-  concrete instance (:func:`numerics.task_model.instance_of_task`), gradient
-  flow with :func:`scipy.integrate.solve_ivp` (DOP853, rtol 1e-11, atol 1e-13)
+* **full model**: :class:`numerics.model.attention.TaskModel` built from the task's
+  concrete instance (:func:`numerics.model.instance.instance_of_task`), gradient
+  flow with :func:`numerics.dynamics.training.gradient_flow` (DOP853, rtol 1e-11, atol 1e-13)
   from a point of the invariant family: zero for a collapsed circuit, the
   structured factor initialization of scale ``eps`` (default 0.1,
   :func:`numerics.model.family.structured_params`) for a factorized one;
 * **reduced system**: the engine's flow on the family coordinates
-  :math:`\theta_i` (:class:`numerics.task_state.TaskReducedSystem`, same
+  :math:`\theta_i` (:class:`numerics.dynamics.reduced_system.ReducedSystem` of
+  the flow :func:`numerics.dynamics.task_systems.family_system`, same
   integrator), started at the projection of the same initial point;
 * compared on a common grid of 24 times in :math:`(0, T]`, where :math:`T` is
   the time the reduced flow needs to reach the target loss (default 0.1):
@@ -53,6 +54,7 @@ import numpy as np
 
 from ..model.family import FamilyProjector, structured_params, task_basis
 from .context import Missing
+from .records import rel_dev
 from .registry import check_kind
 
 __all__ = ["TaskFamily", "task_family", "TOLERANCES"]
@@ -68,10 +70,10 @@ class TaskFamily:
 
     Attributes
     ----------
-    system : TaskReducedSystem
+    system : LambdifiedFlow
         Flow on the family coordinates (``system.coords``); the basis of the
         coordinates is :func:`numerics.model.family.task_basis`.
-    observables : (TaskReducedSystem, callable) or None
+    observables : (LambdifiedFlow, callable) or None
         The closed ODE of the observables and ``obs(theta, values)``, when the
         engine found one.
     """
@@ -106,15 +108,6 @@ def _observables(task_name, parameterization, red, system):
         f(*theta, *(float(values[p]) for p in names)), dtype=float)
 
 
-def _rel(x, ref, scale=None):
-    x, ref = np.asarray(x, float), np.asarray(ref, float)
-    if scale is None:
-        scale = np.abs(ref)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = np.where(scale > 0, np.abs(x - ref) / np.where(scale > 0, scale, 1), np.abs(x - ref))
-    return float(np.max(r)) if r.size else math.nan
-
-
 # --------------------------------------------------------------------------- #
 # the shared prerequisite: both flows of one group on the common grid
 # --------------------------------------------------------------------------- #
@@ -129,17 +122,25 @@ class TaskRun:
     theta0: np.ndarray
     theta: np.ndarray        # projected full trajectory (n_times, n_coords)
     distance: list           # distance from the family, initial point first
-    full: object             # numerics.task_model.FlowResult
-    reduced: dict
+    full: object             # numerics.dynamics.trajectory.Trajectory (with states y)
+    reduced: object          # numerics.dynamics.trajectory.Trajectory (with coordinates y)
     family: TaskFamily
     projector: FamilyProjector
 
 
 def _instance(task_name, values):
-    """The task's concrete instance (:class:`numerics.task_model.TaskInstance`)."""
-    from ..task_model import instance_of_task
+    """The task's concrete instance (:class:`numerics.model.instance.TaskInstance`)."""
+    from ..model.instance import instance_of_task
     rest = {k: v for k, v in values.items() if k != "M"}
     return instance_of_task(task_name, M=int(values["M"]), **rest)
+
+
+def _reduced(ctx, flow, y0):
+    r"""The :class:`~numerics.dynamics.reduced_system.ReducedSystem` of the engine's ``flow``
+    from ``y0``, at the group's values (:math:`\eta_{OV} = 1`, :math:`\eta_{QK} = r`)."""
+    from ..dynamics.reduced_system import ReducedSystem
+    return ReducedSystem(ctx.parameterization, task=ctx.task, flow=flow, mu0=y0,
+                         eta_QK=ctx.ratio, eta_OV=1.0, **ctx.settings)
 
 
 def task_run(ctx) -> TaskRun:
@@ -148,7 +149,8 @@ def task_run(ctx) -> TaskRun:
 
 
 def _compute_run(ctx):
-    from ..task_model import TaskModel, task_gradient_flow
+    from ..dynamics.training import gradient_flow
+    from ..model.attention import TaskModel
     o, r = ctx.options, ctx.ratio
     tol = dict(rtol=o["rtol"], atol=o["atol"])
     inst = ctx.once("instance", lambda: _instance(ctx.task, ctx.settings))
@@ -159,18 +161,18 @@ def _compute_run(ctx):
     model = TaskModel(inst, ctx.parameterization, eta_QK=r, eta_OV=1.0)
     p0 = structured_params(model, ctx.options["task_eps"])
     theta0, d0 = proj(p0)
-    target = o["target_loss"]
-    red = fam.system.solve(theta0, vals, target_loss=target, **tol)
-    if red["status"] != 1:
-        ctx.add("reduced flow reaches target", math.nan, 0.0, message=red["message"])
+    system = _reduced(ctx, fam.system, theta0)
+    red = system.integrate(target_loss=o["target_loss"], **tol)
+    if red.status != 1:
+        ctx.add("reduced flow reaches target", math.nan, 0.0, message=red.message)
         raise Missing("task_run")
-    T = red["crossings"][target]["t"]
+    T = red.target_state["t"]
     n = o["n_times"]
     grid = T * np.linspace(1.0 / n, 1.0, n)
-    red = fam.system.solve(theta0, vals, t_span=(0.0, T), t_eval=grid, **tol)
-    full = task_gradient_flow(model, p0, t_span=(0.0, T), t_eval=grid, **tol)
-    if full.status != 0 or red["status"] != 0 or full.t.size != n:
-        ctx.add("integration", math.nan, 0.0, message=f"{full.message}; {red['message']}")
+    red = system.integrate((0.0, T), grid, **tol)
+    full = gradient_flow(model, p0, grid, t_span=(0.0, T), keep_states=True, **tol)
+    if full.status != 0 or red.status != 0 or full.t.size != n:
+        ctx.add("integration", math.nan, 0.0, message=f"{full.message}; {red.message}")
         raise Missing("task_run")
     th, dist = [], [d0]
     for y in full.y:
@@ -187,7 +189,7 @@ def _compute_run(ctx):
 def check_theta(ctx):
     """Family coordinates: projected full flow vs reduced flow (per coordinate in detail)."""
     run = task_run(ctx)
-    per = run.projector.deviations(run.theta, run.reduced["y"])
+    per = run.projector.deviations(run.theta, run.reduced.y)
     ctx.add("theta", max(per.values()), ctx.tolerances["theta"], **per)
 
 
@@ -197,14 +199,14 @@ def check_observables(ctx):
     run = task_run(ctx)
     o = ctx.options
     osys, obs_of = run.family.observables
-    o_red = osys.solve(obs_of(run.theta0, run.values), run.values, t_span=(0.0, run.T),
-                       t_eval=run.grid, rtol=o["rtol"], atol=o["atol"])
+    o_red = _reduced(ctx, osys, obs_of(run.theta0, run.values)).integrate(
+        (0.0, run.T), run.grid, rtol=o["rtol"], atol=o["atol"])
     o_full = np.array([obs_of(t_, run.values) for t_ in run.theta])
-    if o_red["status"] != 0 or o_red["y"].shape != o_full.shape:
-        ctx.add("observables", math.nan, 0.0, message=o_red["message"])
+    if o_red.status != 0 or o_red.y.shape != o_full.shape:
+        ctx.add("observables", math.nan, 0.0, message=o_red.message)
         return
-    scale = np.max(np.abs(o_red["y"]), axis=0)
-    per = {nm: float(np.max(np.abs(o_full[:, i] - o_red["y"][:, i])) / scale[i])
+    scale = np.max(np.abs(o_red.y), axis=0)
+    per = {nm: float(np.max(np.abs(o_full[:, i] - o_red.y[:, i])) / scale[i])
            for i, nm in enumerate(osys.names)}
     ctx.add("observables", max(per.values()), ctx.tolerances["observables"], **per)
 
@@ -213,14 +215,14 @@ def check_observables(ctx):
 def check_loss(ctx):
     """Loss along the grid: full vs reduced."""
     run = task_run(ctx)
-    ctx.add("loss", _rel(run.full.loss, run.reduced["loss"]), ctx.tolerances["loss"])
+    ctx.add("loss", rel_dev(run.full.loss, run.reduced.loss), ctx.tolerances["loss"])
 
 
 @check_kind("alpha", suite="task", requires=("task_model",))
 def check_alpha(ctx):
     """Attention on the relevant tokens along the grid: full vs reduced."""
     run = task_run(ctx)
-    ctx.add("alpha", _rel(run.full.alpha, run.reduced["alpha"]), ctx.tolerances["alpha"])
+    ctx.add("alpha", rel_dev(run.full.alpha, run.reduced.alpha), ctx.tolerances["alpha"])
 
 
 @check_kind("distance", suite="task", requires=("task_model",))
