@@ -30,9 +30,9 @@ Modules
     The memory a configuration's arrays take, checked before any work.
 :mod:`~numerics.experiments.commands`
     The command line, one module per command (``fig2``, ``fig3``, ``sweep``,
-    ``reproduce``) and what they share.
+    ``reproduce``, ``predict``) and what they share.
 
-Command line: ``python -m numerics.experiments {fig2,fig3,sweep,reproduce} --help``.
+Command line: ``python -m numerics.experiments {fig2,fig3,sweep,reproduce,predict} --help``.
 
 Importing this package imports no submodule (the CLI starts fast).
 """
