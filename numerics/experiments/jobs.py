@@ -8,7 +8,7 @@ result depends on (settings and seeds); its result depends on nothing else
 * :func:`fig2_job` -- ``{"experiment": "fig2", "config": Fig2Config.to_dict(), "seeds": [...]}``
   -> ``{"runs": [...]}`` (one entry per seed, see :func:`fig2_run_summary`).
 * :func:`fig3_job` -- ``{"experiment": "fig3", "config": Fig3Config.to_dict()}``
-  -> the dict of :func:`numerics.experiments.sgd.train_fig3`.
+  -> the dict of :func:`numerics.experiments.fixed_attention.train_fig3`.
 * :func:`sweep_job` -- ``{"experiment": "sweep", "config": ..., "seeds": [...], "ratio": r}``
   -> ``{"rows": [...]}`` (one row of ``results.csv`` per seed).
 """
