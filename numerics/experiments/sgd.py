@@ -264,9 +264,11 @@ def _train_epoch(params, batch, c, step, scheduled, n_active, k_this):
 class _Runs:
     """Book-keeping of the stacked runs: which still train, their losses, stops and final parameters."""
 
-    def __init__(self, seeds, c):
+    def __init__(self, seeds, c, record_losses=()):
         n = len(seeds)
         self.seeds = seeds
+        self.record_losses = tuple(record_losses)
+        self.marks = [{} for _ in range(n)]          # per run: {loss: {"steps", "params"}}
         self.active = np.arange(n)                  # indices (into seeds) of runs still training
         self.epoch_losses = [[] for _ in range(n)]
         self.stopped_epoch = [None] * n
@@ -293,6 +295,17 @@ class _Runs:
             self.stopped_epoch[i] = None if diverged[j] else epoch + 1
         return stop | diverged
 
+    def mark(self, params, sums, k_this, keys) -> None:
+        """Keep the state of each active run whose epoch-mean loss first reached a recorded loss
+        (the same test as :class:`TargetLossRule`'s)."""
+        for loss in self.record_losses:
+            hit = np.asarray(sums) / np.full(len(self.active), k_this) <= loss
+            for j in np.flatnonzero(hit):
+                i = self.active[j]
+                if loss not in self.marks[i]:
+                    self.marks[i][loss] = {"steps": self.steps_done[i],
+                                           "params": {key: params[key][j].copy() for key in keys}}
+
     def drop(self, params, stop, keys) -> dict:
         """Keep the final parameters of the runs that ``stop``; return the others' parameters."""
         for j in np.flatnonzero(stop):
@@ -311,11 +324,12 @@ class _Runs:
             el = self.epoch_losses[i]
             log = [float(np.mean(el[b:b + LOG_EVERY])) for b in range(0, len(el), LOG_EVERY)]
             out.append({"seed": s, "steps": self.steps_done[i], "stopped_epoch": self.stopped_epoch[i],
-                        "status": self.status[i], "epoch_loss": el, "loss_log": log, "params": self.final[i]})
+                        "status": self.status[i], "epoch_loss": el, "loss_log": log, "params": self.final[i],
+                        **({"marks": self.marks[i]} if self.record_losses else {})})
         return out
 
 
-def train_fig2(config: Fig2Config, seeds, *, progress=None) -> list:
+def train_fig2(config: Fig2Config, seeds, *, progress=None, record_losses=()) -> list:
     """Train one configuration for several seeds, stacked; return one dict per seed.
 
     Parameters
@@ -327,6 +341,10 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None) -> list:
     progress : callable, optional
         Called as ``progress(epochs_done)`` after every epoch (e.g. a tqdm
         bar's ``update``).
+    record_losses : sequence of float, optional
+        Losses at which to keep each run's state without stopping it: the
+        first epoch whose mean training loss is at most the loss (the test of
+        the target-loss rule). Training itself is unchanged (same numbers).
 
     Returns
     -------
@@ -338,7 +356,9 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None) -> list:
     there, the others go on, their numbers unchanged), ``epoch_loss`` (mean
     training loss of every epoch trained), ``loss_log`` (mean training loss of
     each block of :data:`LOG_EVERY` epochs; the last may be partial) and
-    ``params`` (final parameters, ``(V, V)`` arrays; not finite for a diverged run).
+    ``params`` (final parameters, ``(V, V)`` arrays; not finite for a diverged run);
+    with ``record_losses``, ``marks``: ``{loss: {"steps", "params"}}`` for each
+    recorded loss the run reached (steps trained by then, the parameters then).
     """
     seeds = _check_seeds(seeds)
     if not isinstance(config, Fig2Config):
@@ -349,7 +369,8 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None) -> list:
     keys = list(params)
     scheduled = c.epochs * c.steps_per_epoch     # the ramp's T (the notebooks' total_steps)
     total = c.total_steps
-    runs = _Runs(seeds, c)
+    record_losses = [float(x) for x in record_losses]
+    runs = _Runs(seeds, c, record_losses)
     buffers = {}                                 # per-epoch arrays, reused
     step = 0
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):   # divergence is reported, not warned
@@ -360,7 +381,10 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None) -> list:
             batch = _EpochBatch(rngs, runs.active, k_this, c, params, buffers)
             losses = _train_epoch(params, batch, c, step, scheduled, len(runs.active), k_this)
             step += k_this
-            stop = runs.record(epoch, losses.sum(axis=1), k_this)
+            sums = losses.sum(axis=1)
+            stop = runs.record(epoch, sums, k_this)
+            if record_losses:
+                runs.mark(params, sums, k_this, keys)
             if progress is not None:
                 progress(1)
             if stop.any():
