@@ -120,3 +120,25 @@ def test_bad_targets_one_line_exit_2_before_any_work(targets, message, tmp_path,
     o, err = capsys.readouterr()
     assert o == "" and len(err.strip().splitlines()) == 1 and message in err
     assert not out.exists()
+
+
+def test_sweep_json_sets_each_run_beside_its_seeds_flow_and_reports_agreement(tmp_path, capsys):
+    out = tmp_path / "t"
+    assert main([*SWEEP, "--target-loss", "3.75,3.85", "--output", str(out), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d == json.loads((out / "sweep.json").read_text())
+    rows = sweep.read_csv(out / "results.csv")
+    pred = d["prediction"]
+    assert [(t["parameterization"], t["ratio"], t["seed"], t["target_loss"]) for t in pred] == \
+        [(r["parameterization"], r["ratio"], r["seed"], r["target_loss"]) for r in rows]
+    for t, r in zip(pred, rows):
+        assert t["measured_loss"] == r["loss"]
+        assert t["at_measured_loss"]["loss"] == pytest.approx(r["loss"], rel=1e-6)
+        assert t["loss"] == pytest.approx(t["target_loss"], rel=1e-6)
+    assert [(a["parameterization"], a["target_loss"]) for a in d["agreement"]] == \
+        [(p, t) for p in ("CACO", "FACO") for t in (3.85, 3.75)]
+    for a in d["agreement"]:
+        assert sorted(a["agree"] + a["disagree"] + a["undetermined"]) == [1.0, 4.0]
+        assert a["compared_at"] == "each run's measured loss"
+    import matplotlib.image
+    assert matplotlib.image.imread(out / "sweep.png").shape[0] > 500      # two rows of panels
