@@ -142,3 +142,16 @@ def test_sweep_json_sets_each_run_beside_its_seeds_flow_and_reports_agreement(tm
         assert a["compared_at"] == "each run's measured loss"
     import matplotlib.image
     assert matplotlib.image.imread(out / "sweep.png").shape[0] > 500      # two rows of panels
+
+
+def test_extend_a_sweep_of_several_targets_keeps_its_rows(tmp_path, capsys):
+    out = tmp_path / "e"
+    base = [a for a in SWEEP if a not in ("CACO,FACO",)]
+    base[base.index("--parameterizations") + 1:base.index("--parameterizations") + 1] = ["CACO"]
+    small = [*base, "--target-loss", "3.85,3.8", "--no-theory", "--output", str(out)]
+    assert main(small) == 0
+    before = (out / "results.csv").read_text().splitlines()
+    wider = [a if a != "1,4" else "1,4,2" for a in small]
+    assert main([*wider, "--resume", "--extend"]) == 0
+    after = (out / "results.csv").read_text().splitlines()
+    assert len(after) == 1 + 3 * 2 * 2 and set(before) <= set(after)
