@@ -39,6 +39,8 @@ def test_fig2_json_shape(capsys):
     assert [r["seed"] for r in d["runs"]] == [1234, 1235]
     for r in d["runs"]:
         assert {"seed", "steps", "stopped_epoch", "loss_log", "final_loss", "accuracy"} <= set(r)
+        shares = r["relevant_attention"] + r["self_attention"] + r["other_attention"]
+        assert shares == pytest.approx(1.0, abs=1e-12)      # where the attention goes, per run
         assert r["steps"] == 20 and r["stopped_epoch"] is None and len(r["loss_log"]) == 1
     assert d["settings"]["parameterization"] == "CAFO" and d["settings"]["stop"] == "authors"
 
@@ -187,7 +189,7 @@ def test_unreachable_scheduler_subprocess():
 def test_every_option_has_help():
     parser = build_parser()
     sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
-    assert set(sub.choices) == {"fig2", "fig3", "sweep", "reproduce"}
+    assert set(sub.choices) == {"fig2", "fig3", "sweep", "reproduce", "predict"}
     for name, p in sub.choices.items():
         for action in p._actions:
             if action.dest != "help":
@@ -206,6 +208,7 @@ def test_diverged_fig2_writes_valid_json_with_nulls_and_exits_3(tmp_path, capsys
     assert "NaN" not in captured.out and d == json.loads((out / "fig2.json").read_text())
     run, = d["runs"]
     assert run["status"] == "diverged" and run["final_loss"] is None and run["stopped_epoch"] is None
+    assert run["self_attention"] is None and run["other_attention"] is None    # the shares, like the rest
     assert d["heatmap"] is None and d["separability"] == {"mean": None, "std": None}
     assert captured.err.count("\n") == 2 and "seed 1 diverged" in captured.err   # the run, no figure
     assert "Traceback" not in captured.err

@@ -16,7 +16,9 @@ def _rows():
                 rows.append({"parameterization": p, "ratio": r, "seed": s, "steps": 100, "reached": s != 1236,
                              "loss": 0.1, "relevant_attention": 0.4 + slope * math.log(r) + noise,
                              "label_probability": 0.9, "accuracy": 1.0,
-                             "status": "reached" if s != 1236 else "completed"})
+                             "status": "reached" if s != 1236 else "completed",
+                             "self_attention": 0.3, "other_attention": 0.3 - slope * math.log(r) - noise,
+                             "target_loss": 0.1})
     return rows
 
 

@@ -16,6 +16,8 @@ Modules
     Plain SGD with one rate per circuit, the linear QK ramp, the authors' stop
     rule (with its 100-epoch running-sum quirk) or a target loss; the seeds of
     one configuration are trained stacked (one batched step for all seeds).
+:mod:`~numerics.experiments.fixed_attention`
+    The Figure-3 fixed-attention runs (stacked over the attention levels).
 :mod:`~numerics.experiments.measure`
     Heatmap, separability, final loss and accuracy on fresh batches.
 :mod:`~numerics.experiments.jobs`, :mod:`~numerics.experiments.sweep`, :mod:`~numerics.experiments.reproduce`
@@ -30,9 +32,9 @@ Modules
     The memory a configuration's arrays take, checked before any work.
 :mod:`~numerics.experiments.commands`
     The command line, one module per command (``fig2``, ``fig3``, ``sweep``,
-    ``reproduce``) and what they share.
+    ``reproduce``, ``predict``) and what they share.
 
-Command line: ``python -m numerics.experiments {fig2,fig3,sweep,reproduce} --help``.
+Command line: ``python -m numerics.experiments {fig2,fig3,sweep,reproduce,predict} --help``.
 
 Importing this package imports no submodule (the CLI starts fast).
 """

@@ -1,4 +1,4 @@
-r"""Command line of the experiments: ``python -m numerics.experiments {fig2,fig3,sweep,reproduce}``.
+r"""Command line of the experiments: ``python -m numerics.experiments {fig2,fig3,sweep,reproduce,predict}``.
 
 ``fig2``
     One Figure-2 configuration (defaults: the published equal-rate run of the
@@ -16,6 +16,10 @@ r"""Command line of the experiments: ``python -m numerics.experiments {fig2,fig3
 ``reproduce``
     Every published Figure-2/3 run; ``OUTPUT/report.md``, ``report.json``
     and figures.
+``predict``
+    The theory alone (no SGD): the expected-count flow of the authors' task
+    from each sweep seed's initial matrices, one record per (parameterization,
+    ratio, seed, target) (:mod:`numerics.experiments.predict`).
 
 The JSON is always valid: a number that is undefined (the separability when
 no evaluation sequence holds a relevant token, the measurements of a diverged
@@ -67,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
                                        "matched-loss sweep over learning-rate ratios, in NumPy.",
                            epilog="Exit status: 0 done; 2 bad input (one line, nothing written); 3 done, but "
                                   "a run diverged (its status says so); 1 the work or its output failed.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{fig2,fig3,sweep,reproduce}",
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{fig2,fig3,sweep,reproduce,predict}",
                                 parser_class=functools.partial(OneLineParser, prefix_prog=True))
     for module in _MODULES.values():
         module.add_parser(sub)

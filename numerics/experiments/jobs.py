@@ -8,7 +8,7 @@ result depends on (settings and seeds); its result depends on nothing else
 * :func:`fig2_job` -- ``{"experiment": "fig2", "config": Fig2Config.to_dict(), "seeds": [...]}``
   -> ``{"runs": [...]}`` (one entry per seed, see :func:`fig2_run_summary`).
 * :func:`fig3_job` -- ``{"experiment": "fig3", "config": Fig3Config.to_dict()}``
-  -> the dict of :func:`numerics.experiments.sgd.train_fig3`.
+  -> the dict of :func:`numerics.experiments.fixed_attention.train_fig3`.
 * :func:`sweep_job` -- ``{"experiment": "sweep", "config": ..., "seeds": [...], "ratio": r}``
   -> ``{"rows": [...]}`` (one row of ``results.csv`` per seed).
 """
@@ -18,7 +18,7 @@ import numpy as np
 
 from . import measure, sgd
 
-__all__ = ["fig2_job", "fig3_job", "sweep_job", "fig2_run_summary", "combine_runs", "split_seeds",
+__all__ = ["fig2_job", "fig3_job", "sweep_job", "sweep_targets", "fig2_run_summary", "combine_runs", "split_seeds",
            "valid_result", "FIG2_RUN_KEYS", "SWEEP_ROW_KEYS"]
 
 
@@ -33,7 +33,10 @@ FIG2_RUN_KEYS = ("seed", "steps", "stopped_epoch", "loss_log", *MEASURED,
                  "separability_n", "separability_sum", "separability_sumsq")
 #: The keys of a sweep row (:data:`numerics.experiments.sweep.CSV_COLUMNS`).
 SWEEP_ROW_KEYS = ("parameterization", "ratio", "seed", "steps", "reached", "loss", "relevant_attention",
-                  "label_probability", "accuracy", "status")
+                  "label_probability", "accuracy", "status", "self_attention", "other_attention", "target_loss")
+#: Measurements of a sweep row (numbers, or None for a diverged run).
+_SWEEP_MEASURED = ("loss", "relevant_attention", "label_probability", "accuracy", "self_attention",
+                   "other_attention")
 
 
 def fig2_run_summary(config: sgd.Fig2Config, run: dict) -> dict:
@@ -44,7 +47,8 @@ def fig2_run_summary(config: sgd.Fig2Config, run: dict) -> dict:
     out = {"seed": run["seed"], "steps": run["steps"], "stopped_epoch": run["stopped_epoch"],
            "loss_log": run["loss_log"]}
     if run["status"] == "diverged":
-        out.update(dict.fromkeys(MEASURED), separability_n=0, separability_sum=0.0, separability_sumsq=0.0)
+        out.update(dict.fromkeys(MEASURED), separability_n=0, separability_sum=0.0, separability_sumsq=0.0,
+                   self_attention=None, other_attention=None)
     else:
         ev = measure.evaluate_fig2(run["params"], sgd.eval_rng(run["seed"]), config.eval_batches,
                                    config.batch_size, config.seq_len)
@@ -74,28 +78,54 @@ def fig3_job(job: dict, progress=None) -> dict:
     return sgd.train_fig3(sgd.Fig3Config(**job["config"]), progress=progress)
 
 
-def sweep_job(job: dict, progress=None) -> dict:
-    """Train the seeds of one (parameterization, ratio) to the target loss and measure."""
-    config = _fig2_config(job)
-    runs = sgd.train_fig2(config, job["seeds"], progress=progress)
-    rows = []
-    for r in runs:
-        if r["status"] == "diverged":
-            rows.append({"parameterization": config.parameterization, "ratio": job["ratio"], "seed": r["seed"],
-                         "steps": r["steps"], "reached": False, "loss": None, "relevant_attention": None,
-                         "label_probability": None, "accuracy": None, "status": "diverged"})
-            continue
-        ev = measure.evaluate_fig2(r["params"], sgd.eval_rng(r["seed"]), config.eval_batches,
+def sweep_targets(job: dict) -> list:
+    """The target losses of a sweep job, highest first: ``job["target_losses"]`` when the
+    job names several, else the one of its config (the job of a one-target sweep is as before)."""
+    return [float(t) for t in job.get("target_losses") or [job["config"]["target_loss"]]]
+
+
+def _sweep_row(config, job, run, target, state):
+    """One row of ``results.csv``: ``run`` measured at ``state`` (None: diverged, nothing measured)."""
+    row = {"parameterization": config.parameterization, "ratio": job["ratio"], "seed": run["seed"]}
+    if state is None:
+        row.update(steps=run["steps"], reached=False, loss=None, relevant_attention=None,
+                   label_probability=None, accuracy=None, status="diverged",
+                   self_attention=None, other_attention=None)
+    else:
+        ev = measure.evaluate_fig2(state["params"], sgd.eval_rng(run["seed"]), config.eval_batches,
                                    config.batch_size, config.seq_len)
-        rows.append({
-            "parameterization": config.parameterization, "ratio": job["ratio"], "seed": r["seed"],
-            "steps": r["steps"], "reached": r["stopped_epoch"] is not None,
-            "loss": float(ev["loss"].mean()),
-            "relevant_attention": float(ev["relevant_attention"].mean()),
-            "label_probability": float(ev["label_probability"].mean()),
-            "accuracy": float(ev["correct"].mean()), "status": r["status"],
-        })
-    return {"rows": rows}
+        row.update(steps=state["steps"], reached=state["reached"], loss=float(ev["loss"].mean()),
+                   relevant_attention=float(ev["relevant_attention"].mean()),
+                   label_probability=float(ev["label_probability"].mean()),
+                   accuracy=float(ev["correct"].mean()), status=state["status"],
+                   self_attention=float(ev["self_attention"].mean()),
+                   other_attention=float(ev["other_attention"].mean()))
+    row["target_loss"] = target
+    return row
+
+
+def _state_at(run, target, lowest):
+    """The state of ``run`` for ``target``: where its epoch-mean loss first reached it, else
+    (not reached) its final state; None for a diverged run that had not reached it."""
+    mark = run.get("marks", {}).get(target) if target != lowest else None
+    if mark is not None:
+        return {"params": mark["params"], "steps": mark["steps"], "reached": True, "status": "reached"}
+    if run["status"] == "diverged":
+        return None
+    reached = target == lowest and run["stopped_epoch"] is not None
+    return {"params": run["params"], "steps": run["steps"], "reached": reached, "status": run["status"]}
+
+
+def sweep_job(job: dict, progress=None) -> dict:
+    """Train the seeds of one (parameterization, ratio) to the lowest target loss and measure
+    each run at every target (:func:`sweep_targets`): one row per seed and target, seed by
+    seed, targets highest first. Every state is measured on the same fresh batches (the
+    seed's evaluation stream, restarted), so the lowest target's row is the one-target sweep's."""
+    config = _fig2_config(job)
+    targets = sweep_targets(job)
+    lowest = targets[-1]
+    runs = sgd.train_fig2(config, job["seeds"], progress=progress, record_losses=targets[:-1])
+    return {"rows": [_sweep_row(config, job, r, t, _state_at(r, t, lowest)) for r in runs for t in targets]}
 
 
 def _is_number(x, *, none=False):
@@ -111,13 +141,13 @@ def _valid_fig2_run(run, seed) -> bool:
             and run.get("status", "completed") in sgd.RUN_STATUSES)
 
 
-def _valid_sweep_row(row, job, seed) -> bool:
-    keys = [k for k in SWEEP_ROW_KEYS if k != "status"]   # rows stored before the status column
-    return (isinstance(row, dict) and all(k in row for k in keys) and row["seed"] == seed
+def _valid_sweep_row(row, job, seed, target) -> bool:
+    """A stored row of every column (a row stored before the attention shares is recomputed)."""
+    return (isinstance(row, dict) and all(k in row for k in SWEEP_ROW_KEYS) and row["seed"] == seed
             and row["ratio"] == job["ratio"] and row["parameterization"] == job["config"]["parameterization"]
-            and isinstance(row["reached"], bool) and _is_number(row["steps"])
-            and all(_is_number(row[k], none=True) for k in keys[5:])
-            and row.get("status", "completed") in sgd.RUN_STATUSES)
+            and row["target_loss"] == target and isinstance(row["reached"], bool) and _is_number(row["steps"])
+            and all(_is_number(row[k], none=True) for k in _SWEEP_MEASURED)
+            and row["status"] in sgd.RUN_STATUSES)
 
 
 def _valid_fig3(result, job) -> bool:
@@ -141,11 +171,15 @@ def valid_result(job: dict, result) -> bool:
     if key is None or not isinstance(seeds, list) or not isinstance(result.get(key), list):
         return False
     items = result[key]
-    if len(items) != len(seeds):
-        return False
     if kind == "fig2":
-        return all(_valid_fig2_run(r, s) for r, s in zip(items, seeds))
-    return all(_valid_sweep_row(r, job, s) for r, s in zip(items, seeds))
+        return len(items) == len(seeds) and all(_valid_fig2_run(r, s) for r, s in zip(items, seeds))
+    try:
+        targets = sweep_targets(job)
+    except (KeyError, TypeError, ValueError):
+        return False
+    expected = [(s, t) for s in seeds for t in targets]
+    return len(items) == len(expected) and all(_valid_sweep_row(r, job, s, t)
+                                               for r, (s, t) in zip(items, expected))
 
 
 def split_seeds(seeds, parts: int) -> list:

@@ -1,4 +1,4 @@
-r"""Plain SGD on online batches, vectorized over the seeds of one configuration.
+r"""Plain SGD on online batches, vectorized over the seeds of one configuration (Figure 2, the sweep).
 
 :func:`train_fig2` trains the Figure-2 model for several seeds at once: the
 parameters of all seeds are stacked along a leading axis and every step is
@@ -36,7 +36,6 @@ Stop rules (checked after every epoch, per seed):
 """
 from __future__ import annotations
 
-import math
 import numbers
 from dataclasses import asdict, dataclass, replace
 
@@ -44,10 +43,12 @@ import numpy as np
 
 from ..validation import check_int, check_positive
 from . import data, models
+# Figure 3 moved to numerics.experiments.fixed_attention; its names stay importable from here
+from .fixed_attention import ALPHA_STEP, Fig3Config, train_fig3  # noqa: F401
 
 __all__ = [
     "STOP_RULES", "LOG_EVERY", "Fig2Config", "published_fig2_defaults", "AuthorsStopRule",
-    "TargetLossRule", "RUN_STATUSES", "train_fig2", "Fig3Config", "train_fig3", "eval_rng",
+    "TargetLossRule", "RUN_STATUSES", "train_fig2", "eval_rng",
 ]
 
 STOP_RULES = ("authors", "none")
@@ -70,12 +71,6 @@ def published_fig2_defaults(parameterization: str) -> dict:
     models._check_parameterization(parameterization)
     d = _PUBLISHED_ROW1[parameterization]
     return dict(epochs=d["epochs"], steps_per_epoch=d["steps_per_epoch"], seeds=list(d["seeds"]))
-
-
-def eval_rng(seed: int) -> np.random.Generator:
-    """The evaluation stream of a seed: a child of ``SeedSequence(seed)``,
-    independent of the training stream ``default_rng(seed)``."""
-    return np.random.default_rng(np.random.SeedSequence(int(seed)).spawn(1)[0])
 
 
 @dataclass(frozen=True)
@@ -182,6 +177,12 @@ class TargetLossRule:
         pass
 
 
+def eval_rng(seed: int) -> np.random.Generator:
+    """The evaluation stream of a seed: a child of ``SeedSequence(seed)``,
+    independent of the training stream ``default_rng(seed)``."""
+    return np.random.default_rng(np.random.SeedSequence(int(seed)).spawn(1)[0])
+
+
 def _check_seeds(seeds):
     seeds = list(seeds)
     if not seeds:
@@ -263,9 +264,11 @@ def _train_epoch(params, batch, c, step, scheduled, n_active, k_this):
 class _Runs:
     """Book-keeping of the stacked runs: which still train, their losses, stops and final parameters."""
 
-    def __init__(self, seeds, c):
+    def __init__(self, seeds, c, record_losses=()):
         n = len(seeds)
         self.seeds = seeds
+        self.record_losses = tuple(record_losses)
+        self.marks = [{} for _ in range(n)]          # per run: {loss: {"steps", "params"}}
         self.active = np.arange(n)                  # indices (into seeds) of runs still training
         self.epoch_losses = [[] for _ in range(n)]
         self.stopped_epoch = [None] * n
@@ -292,6 +295,17 @@ class _Runs:
             self.stopped_epoch[i] = None if diverged[j] else epoch + 1
         return stop | diverged
 
+    def mark(self, params, sums, k_this, keys) -> None:
+        """Keep the state of each active run whose epoch-mean loss first reached a recorded loss
+        (the same test as :class:`TargetLossRule`'s)."""
+        for loss in self.record_losses:
+            hit = np.asarray(sums) / np.full(len(self.active), k_this) <= loss
+            for j in np.flatnonzero(hit):
+                i = self.active[j]
+                if loss not in self.marks[i]:
+                    self.marks[i][loss] = {"steps": self.steps_done[i],
+                                           "params": {key: params[key][j].copy() for key in keys}}
+
     def drop(self, params, stop, keys) -> dict:
         """Keep the final parameters of the runs that ``stop``; return the others' parameters."""
         for j in np.flatnonzero(stop):
@@ -310,11 +324,12 @@ class _Runs:
             el = self.epoch_losses[i]
             log = [float(np.mean(el[b:b + LOG_EVERY])) for b in range(0, len(el), LOG_EVERY)]
             out.append({"seed": s, "steps": self.steps_done[i], "stopped_epoch": self.stopped_epoch[i],
-                        "status": self.status[i], "epoch_loss": el, "loss_log": log, "params": self.final[i]})
+                        "status": self.status[i], "epoch_loss": el, "loss_log": log, "params": self.final[i],
+                        **({"marks": self.marks[i]} if self.record_losses else {})})
         return out
 
 
-def train_fig2(config: Fig2Config, seeds, *, progress=None) -> list:
+def train_fig2(config: Fig2Config, seeds, *, progress=None, record_losses=()) -> list:
     """Train one configuration for several seeds, stacked; return one dict per seed.
 
     Parameters
@@ -326,6 +341,10 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None) -> list:
     progress : callable, optional
         Called as ``progress(epochs_done)`` after every epoch (e.g. a tqdm
         bar's ``update``).
+    record_losses : sequence of float, optional
+        Losses at which to keep each run's state without stopping it: the
+        first epoch whose mean training loss is at most the loss (the test of
+        the target-loss rule). Training itself is unchanged (same numbers).
 
     Returns
     -------
@@ -337,7 +356,9 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None) -> list:
     there, the others go on, their numbers unchanged), ``epoch_loss`` (mean
     training loss of every epoch trained), ``loss_log`` (mean training loss of
     each block of :data:`LOG_EVERY` epochs; the last may be partial) and
-    ``params`` (final parameters, ``(V, V)`` arrays; not finite for a diverged run).
+    ``params`` (final parameters, ``(V, V)`` arrays; not finite for a diverged run);
+    with ``record_losses``, ``marks``: ``{loss: {"steps", "params"}}`` for each
+    recorded loss the run reached (steps trained by then, the parameters then).
     """
     seeds = _check_seeds(seeds)
     if not isinstance(config, Fig2Config):
@@ -348,7 +369,8 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None) -> list:
     keys = list(params)
     scheduled = c.epochs * c.steps_per_epoch     # the ramp's T (the notebooks' total_steps)
     total = c.total_steps
-    runs = _Runs(seeds, c)
+    record_losses = [float(x) for x in record_losses]
+    runs = _Runs(seeds, c, record_losses)
     buffers = {}                                 # per-epoch arrays, reused
     step = 0
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):   # divergence is reported, not warned
@@ -359,7 +381,10 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None) -> list:
             batch = _EpochBatch(rngs, runs.active, k_this, c, params, buffers)
             losses = _train_epoch(params, batch, c, step, scheduled, len(runs.active), k_this)
             step += k_this
-            stop = runs.record(epoch, losses.sum(axis=1), k_this)
+            sums = losses.sum(axis=1)
+            stop = runs.record(epoch, sums, k_this)
+            if record_losses:
+                runs.mark(params, sums, k_this, keys)
             if progress is not None:
                 progress(1)
             if stop.any():
@@ -367,118 +392,3 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None) -> list:
                 if runs.active.size == 0:
                     break
     return runs.results(params, keys)
-
-
-# --------------------------------------------------------------------------- #
-# Figure 3
-# --------------------------------------------------------------------------- #
-#: Step of the finite difference of the incentive to sharpen.
-ALPHA_STEP = 0.005
-
-
-@dataclass(frozen=True)
-class Fig3Config:
-    """Settings of the published Figure-3 run (fixed attention)."""
-
-    output_circuit: str = "collapsed"
-    alphas: tuple = (0.2, 0.4, 0.6, 0.8, 1.0)
-    epochs: int = 500
-    steps_per_epoch: int = 250
-    batch_size: int = 128
-    seq_len: int = 64
-    lr: float = 0.01
-    eval_batches: int = 8
-    seed: int = 1234
-
-    def __post_init__(self):
-        if self.output_circuit not in models.OUTPUT_CIRCUITS:
-            raise ValueError(f"output_circuit must be one of {models.OUTPUT_CIRCUITS}, "
-                             f"got {self.output_circuit!r}")
-        alphas = tuple(float(a) for a in self.alphas)
-        if not alphas:
-            raise ValueError("alphas must be a non-empty list of numbers in (0, 1]")
-        for a in alphas:
-            if not (math.isfinite(a) and 0.0 < a <= 1.0):
-                raise ValueError(f"alpha must lie in (0, 1], got {a!r}")
-        object.__setattr__(self, "alphas", alphas)
-        check_int("epochs", self.epochs, 1)
-        check_int("steps_per_epoch", self.steps_per_epoch, 1)
-        check_int("batch_size", self.batch_size, 4)
-        if self.batch_size % data.NUM_CLASSES:
-            raise ValueError(f"batch_size must be a multiple of 4, got {self.batch_size}")
-        check_int("seq_len", self.seq_len, 3)
-        check_positive("lr", self.lr)
-        check_int("eval_batches", self.eval_batches, 1)
-        check_int("seed", self.seed, 0)
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["alphas"] = list(self.alphas)
-        return d
-
-
-def _fig3_eval(params, rng, c, alphas):
-    """Mean loss at ``alphas`` and at ``alphas + ALPHA_STEP`` on the same fresh batches."""
-    b = data.sample_fig3_batches(rng, c.eval_batches, c.batch_size, c.seq_len)
-    counts = b.counts.reshape(-1, data.V)
-    tgt = b.target.reshape(-1)
-    out = []
-    for shift in (0.0, ALPHA_STEP):
-        al = np.minimum(alphas + shift, 1.0)
-        ctx = models.fixed_attention_context(counts, al)               # (A, N, V)
-        loss, _ = models.fig3_loss_and_grad(params, ctx, tgt, grad=False)
-        out.append(loss)
-    return out
-
-
-def train_fig3(config: Fig3Config, *, progress=None) -> dict:
-    r"""Train the fixed-attention model at every :math:`\alpha` (stacked) and measure.
-
-    Every :math:`\alpha` uses the same seed, hence (as in the notebooks, which
-    reseed per :math:`\alpha`) the same initialization and the same batches:
-    both come from ``default_rng(seed)``; evaluation batches from
-    :func:`eval_rng` ``(seed)``.  At epoch 0 and after every epoch the mean
-    loss over ``eval_batches`` fresh batches is measured at :math:`\alpha` and
-    at :math:`\alpha + 0.005` (same batches); the incentive to sharpen is
-    :math:`(L(\alpha) - L(\alpha + 0.005))/0.005`, defined 0 at :math:`\alpha = 1`.
-
-    Returns a dict with ``alpha`` (list), ``loss`` and ``loss_shifted`` and
-    ``incentive`` (``[alpha][epoch]``, epochs ``0..E``), ``train_loss``
-    (``[alpha][epoch]`` mean training loss of epochs ``1..E``) and
-    ``final_loss`` (per alpha).
-    """
-    c = config
-    alphas = np.asarray(c.alphas)
-    A = len(alphas)
-    rng = np.random.default_rng(c.seed)
-    init = models.fig3_init(c.output_circuit, rng)
-    params = {k: np.repeat(v[None], A, axis=0) for k, v in init.items()}
-    erng = eval_rng(c.seed)
-    L, Lp = [], []
-    l0, l1 = _fig3_eval(params, erng, c, alphas)
-    L.append(l0)
-    Lp.append(l1)
-    train = []
-    for epoch in range(c.epochs):
-        b = data.sample_fig3_batches(rng, c.steps_per_epoch, c.batch_size, c.seq_len)
-        losses = np.empty((A, c.steps_per_epoch))
-        for k in range(c.steps_per_epoch):
-            ctx = models.fixed_attention_context(b.counts[k], alphas)
-            loss, grads = models.fig3_loss_and_grad(params, ctx, b.target[k])
-            losses[:, k] = loss
-            for key, g in grads.items():
-                g *= c.lr
-                params[key] -= g
-        train.append(losses.sum(axis=1) / c.steps_per_epoch)
-        l0, l1 = _fig3_eval(params, erng, c, alphas)
-        L.append(l0)
-        Lp.append(l1)
-        if progress is not None:
-            progress(1)
-    L = np.array(L).T
-    Lp = np.array(Lp).T
-    inc = (L - Lp) / ALPHA_STEP
-    inc[alphas >= 1.0] = 0.0
-    return {"alpha": [float(a) for a in alphas], "loss": L.tolist(), "loss_shifted": Lp.tolist(),
-            "incentive": inc.tolist(), "train_loss": np.array(train).T.tolist(),
-            "final_loss": L[:, -1].tolist()}

@@ -3,19 +3,30 @@ r"""Matched-loss sweep over learning-rate ratios: the paper's central claim, mea
 Every (parameterization, ratio :math:`r = \eta_{QK}/\eta_{OV}`, seed) is
 trained with plain SGD (:math:`\eta_{OV}` fixed, :math:`\eta_{QK} = r\,\eta_{OV}`)
 until the mean training loss of an epoch reaches the target loss (or
-``max_steps``), then measured on fresh batches: relevant-token attention,
-label probability, loss and accuracy.  The theory predicts that the attention
-at matched loss increases with :math:`r`.
+``max_steps``), then measured on fresh batches: where the attention goes
+(relevant tokens, the query's own token, other positions:
+:func:`numerics.experiments.measure.attention_shares`), label probability,
+loss and accuracy.  The theory predicts that the attention at matched loss
+increases with :math:`r`.
+
+Several target losses: one run answers every target.  It is trained until
+the lowest target and its state is kept where its epoch-mean training loss
+first reached each higher one (:func:`numerics.experiments.sgd.train_fig2`'s
+``record_losses``); every state is measured on the same fresh batches.  A
+one-target sweep's jobs, and so its numbers, are those of a sweep before
+several targets existed.
 
 One job per (parameterization, ratio) trains its seeds stacked
 (:func:`numerics.experiments.jobs.sweep_job`); the job partition does not
 depend on the number of workers, so a :class:`~numerics.experiments.runner.ResultStore`
 written by one run is reused by ``--resume`` with any worker count.
-``results.csv`` (:data:`CSV_COLUMNS`) has one row per run in the order
-parameterizations x ratios x seeds as given (duplicates removed); ``status``
-says whether the run reached the target (``reached``), ended at
-``max_steps`` (``completed``) or diverged (``diverged``: a non-finite training
-loss stopped it; its measurements are empty cells).
+``results.csv`` (:data:`CSV_COLUMNS`) has one row per run and target in the
+order parameterizations x ratios x seeds as given (duplicates removed) x
+targets (highest first); ``steps`` are the steps trained by the row's state,
+``status`` says whether the run reached the row's target (``reached``), ended
+at ``max_steps`` before it (``completed``: the row holds its final state) or
+diverged before it (``diverged``: a non-finite training loss stopped it; its
+measurements are empty cells).
 
 The directory records its settings (:data:`SETTINGS_FILE`, written before any
 work): ``--resume`` with other settings is refused, naming the difference
@@ -40,13 +51,14 @@ from derivations.core.atomic_file import atomic_write_text
 
 from . import sgd
 
-__all__ = ["CSV_COLUMNS", "FIRST_SEED", "SETTINGS_FILE", "sweep_jobs", "rows_from_results", "summarize",
+__all__ = ["CSV_COLUMNS", "FIRST_SEED", "SETTINGS_FILE", "target_losses", "sweep_jobs", "rows_from_results", "summarize",
            "spearman", "write_csv", "read_csv", "initial_losses", "read_settings", "write_settings",
            "settings_difference", "extend_settings", "lock_directory", "DirectoryLocked"]
 
 #: Columns of ``results.csv``.
 CSV_COLUMNS = ("parameterization", "ratio", "seed", "steps", "reached", "loss",
-               "relevant_attention", "label_probability", "accuracy", "status")
+               "relevant_attention", "label_probability", "accuracy", "status",
+               "self_attention", "other_attention", "target_loss")
 #: The file in a sweep directory that records the sweep's settings.
 SETTINGS_FILE = "sweep-settings.json"
 _SETTINGS_FORMAT = "qkov.experiments.sweep.settings/1"
@@ -60,11 +72,34 @@ def _dedupe(seq):
     return list(dict.fromkeys(seq))
 
 
-def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss: float, *, max_steps: int = 200_000,
+def target_losses(target_loss) -> list:
+    """One target or several as a list, highest first; ``ValueError`` for an empty list, a
+    number that is not finite and > 0, or a duplicate (any order is fine).
+
+    >>> target_losses([0.1, 0.5, 0.2]), target_losses(0.1)
+    ([0.5, 0.2, 0.1], [0.1])
+    """
+    values = [target_loss] if isinstance(target_loss, (int, float)) else list(target_loss)
+    if not values:
+        raise ValueError("target_loss must name at least one loss")
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
+            raise ValueError(f"target_loss must be a finite number > 0, got {v!r}")
+    values = [float(v) for v in values]
+    twice = sorted({v for v in values if values.count(v) > 1})
+    if twice:
+        raise ValueError(f"target_loss names {twice[0]:g} twice")
+    return sorted(values, reverse=True)
+
+
+def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_steps: int = 200_000,
                lr_ov: float = 0.01, seq_len: int = 64, batch_size: int = 32, steps_per_epoch: int = 100,
                init: str = "authors", eval_batches: int = 50, seed_blocks=None) -> list:
     """The jobs of a sweep (validated; duplicates of parameterizations/ratios dropped).
 
+    ``target_loss`` is one loss or several (:func:`target_losses`): the runs
+    train to the lowest; a job of several targets names them all
+    (``target_losses``, highest first), a job of one is as it always was.
     One job per (parameterization, ratio, block of seeds); ``seed_blocks``
     (sizes summing to ``n_seeds``, default one block) is how a sweep extended
     by ``--extend`` keeps the jobs it has stored."""
@@ -86,6 +121,7 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss: float, *, m
         raise ValueError(f"max_steps must be an integer >= 1, got {max_steps!r}")
     if isinstance(steps_per_epoch, bool) or not isinstance(steps_per_epoch, int) or steps_per_epoch < 1:
         raise ValueError(f"steps_per_epoch must be an integer >= 1, got {steps_per_epoch!r}")
+    targets = target_losses(target_loss)
     blocks = _seed_blocks(n_seeds, seed_blocks)
     jobs = []
     for p in parameterizations:
@@ -93,9 +129,12 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss: float, *, m
             cfg = sgd.Fig2Config(parameterization=p, lr_qk=r * lr_ov, lr_ov=lr_ov, seq_len=seq_len,
                                  batch_size=batch_size, epochs=-(-max_steps // steps_per_epoch),
                                  steps_per_epoch=steps_per_epoch, stop="none", init=init,
-                                 eval_batches=eval_batches, target_loss=target_loss, max_steps=max_steps)
+                                 eval_batches=eval_batches, target_loss=targets[-1], max_steps=max_steps)
             for seeds in blocks:
-                jobs.append({"experiment": "sweep", "ratio": r, "config": cfg.to_dict(), "seeds": seeds})
+                job = {"experiment": "sweep", "ratio": r, "config": cfg.to_dict(), "seeds": seeds}
+                if len(targets) > 1:
+                    job["target_losses"] = targets
+                jobs.append(job)
     return jobs
 
 
@@ -123,38 +162,55 @@ def _none_if_nan(x):
     return None if x is None or not math.isfinite(x) else float(x)
 
 
-def summarize(rows) -> list:
-    """Per-(parameterization, ratio) summary: means over seeds and a 95 % t-interval of the attention."""
+#: The attention shares of a row (:data:`numerics.experiments.measure.SHARES`).
+SHARES = ("relevant_attention", "self_attention", "other_attention")
+
+
+def _mean_ci(values):
+    """Mean and 95 % t-interval (``[None, None]`` for one value) of a list of numbers."""
     from scipy import stats
 
+    v = np.array(values, dtype=float)
+    mean = float(v.mean())
+    if len(v) < 2:
+        return mean, [None, None]
+    half = float(stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v)))
+    return mean, [mean - half, mean + half]
+
+
+def _summary_entry(p, r, target, n, g) -> dict:
+    """The summary of one (parameterization, ratio, target) from its measured rows ``g``."""
+    out = {"parameterization": p, "ratio": r, "n": n}
+    if not g:
+        out.update(reached=0, relevant_attention_mean=None, relevant_attention_ci95=[None, None],
+                   label_probability_mean=None, loss_mean=None, accuracy_mean=None, steps_mean=None)
+    else:
+        mean, ci = _mean_ci([float(x["relevant_attention"]) for x in g])
+        out.update(reached=int(sum(_as_bool(x["reached"]) for x in g)), relevant_attention_mean=mean,
+                   relevant_attention_ci95=ci,
+                   label_probability_mean=float(np.mean([float(x["label_probability"]) for x in g])),
+                   loss_mean=float(np.mean([float(x["loss"]) for x in g])),
+                   accuracy_mean=float(np.mean([float(x["accuracy"]) for x in g])),
+                   steps_mean=float(np.mean([float(x["steps"]) for x in g])))
+    for share in SHARES[1:]:
+        values = [_number(x.get(share)) for x in g]
+        mean, ci = _mean_ci(values) if values and None not in values else (None, [None, None])
+        out[f"{share}_mean"], out[f"{share}_ci95"] = mean, ci
+    out["target_loss"] = target
+    return out
+
+
+def summarize(rows) -> list:
+    """Per-(parameterization, ratio, target loss) summary: means over seeds and a 95 %
+    t-interval of each attention share (the relevant share's keys first, as always)."""
     groups = {}
     for row in rows:
-        groups.setdefault((row["parameterization"], float(row["ratio"])), []).append(row)
+        target = _number(row.get("target_loss"))
+        groups.setdefault((row["parameterization"], float(row["ratio"]), target), []).append(row)
     out = []
-    for (p, r), g in groups.items():
-        n = len(g)
-        g = [x for x in g if _number(x["relevant_attention"]) is not None]   # diverged runs measure nothing
-        if not g:
-            out.append({"parameterization": p, "ratio": r, "n": n, "reached": 0, "relevant_attention_mean": None,
-                        "relevant_attention_ci95": [None, None], "label_probability_mean": None,
-                        "loss_mean": None, "accuracy_mean": None, "steps_mean": None})
-            continue
-        att = np.array([float(x["relevant_attention"]) for x in g])
-        mean = float(att.mean())
-        if len(g) > 1:
-            half = float(stats.t.ppf(0.975, len(g) - 1) * att.std(ddof=1) / math.sqrt(len(g)))
-            ci = [mean - half, mean + half]
-        else:
-            ci = [None, None]
-        out.append({
-            "parameterization": p, "ratio": r, "n": n,
-            "reached": int(sum(_as_bool(x["reached"]) for x in g)),
-            "relevant_attention_mean": mean, "relevant_attention_ci95": ci,
-            "label_probability_mean": float(np.mean([float(x["label_probability"]) for x in g])),
-            "loss_mean": float(np.mean([float(x["loss"]) for x in g])),
-            "accuracy_mean": float(np.mean([float(x["accuracy"]) for x in g])),
-            "steps_mean": float(np.mean([float(x["steps"]) for x in g])),
-        })
+    for (p, r, target), g in groups.items():
+        measured = [x for x in g if _number(x["relevant_attention"]) is not None]   # diverged runs measure nothing
+        out.append(_summary_entry(p, r, target, len(g), measured))
     return out
 
 
@@ -217,7 +273,10 @@ def read_csv(path) -> list:
                         "reached": row["reached"] == "True", "loss": _number(row["loss"]),
                         "relevant_attention": _number(row["relevant_attention"]),
                         "label_probability": _number(row["label_probability"]),
-                        "accuracy": _number(row["accuracy"]), "status": row.get("status") or None})
+                        "accuracy": _number(row["accuracy"]), "status": row.get("status") or None,
+                        "self_attention": _number(row.get("self_attention")),
+                        "other_attention": _number(row.get("other_attention")),
+                        "target_loss": _number(row.get("target_loss"))})
     return out
 
 

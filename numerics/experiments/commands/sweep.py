@@ -13,14 +13,17 @@ __all__ = ["add_parser", "prepare", "format_sweep"]
 def add_parser(sub):
     sw = sub.add_parser("sweep", help="matched-loss sweep over eta_QK / eta_OV",
                         description="Train every (parameterization, ratio, seed) until the mean training loss of "
-                                    "an epoch reaches the target, then measure relevant-token attention.")
+                                    "an epoch reaches the target (the lowest, if several), and measure where the "
+                                    "attention goes (relevant tokens, the query's own token, other positions) at "
+                                    "each target.")
     sw.add_argument("--parameterizations", required=True, metavar="LIST",
                     help="comma-separated subset of CACO,CAFO,FACO,FAFO")
     sw.add_argument("--ratios", required=True, metavar="LIST", help="comma-separated eta_QK / eta_OV, each > 0")
     sw.add_argument("--seeds", required=True, metavar="K", help="number of seeds per configuration (1234, 1235, ...)")
-    sw.add_argument("--target-loss", required=True, metavar="L",
+    sw.add_argument("--target-loss", required=True, metavar="L[,L...]",
                     help="stop when an epoch's mean loss <= L (> 0 and below every run's initial loss, "
-                         "about 3.91)")
+                         "about 3.91); several distinct losses (any order): each run trains to the lowest "
+                         "and is measured where it first reaches each one (one row per run and target)")
     sw.add_argument("--max-steps", default="200000", metavar="N", help="step cap per run (default 200000)")
     sw.add_argument("--lr-ov", default="0.01", metavar="Y", help="OV learning rate (default 0.01)")
     sw.add_argument("--seq-len", default="64", metavar="N", help="sequence length (default 64)")
@@ -32,9 +35,10 @@ def add_parser(sub):
     sw.add_argument("--eval-batches", default="50", metavar="N",
                     help="fresh batches for the measurements (default 50)")
     sw.add_argument("--no-theory", action="store_true",
-                    help="do not overlay the theory's prediction (the expected-count gradient flow of the "
-                         "authors' task, numerics.authors_task, from the same initialization) on the plot "
-                         "and in the JSON")
+                    help="do not set the theory beside the runs (the expected-count gradient flow of the "
+                         "authors' task from each seed's own initial matrices, read at the loss each run "
+                         "measured; numerics.experiments.overlay) in the plot and sweep.json, nor report "
+                         "where the two agree")
     sw.add_argument("--resume", action="store_true",
                     help="continue the sweep saved in --output (finished runs are not recomputed); refused "
                          "if the settings differ from the stored sweep's")
@@ -51,12 +55,32 @@ def _parameterization(text):
     return text
 
 
+def _targets(text):
+    """``--target-loss``: one number (as always), or several distinct ones, highest first."""
+    from ..sweep import target_losses
+
+    values = parse_list("--target-loss", text, lambda t: number("--target-loss", t))
+    try:
+        values = target_losses(values)
+    except ValueError as exc:
+        raise UsageError(common.option_message(exc)) from None
+    return values[0] if len(values) == 1 else values
+
+
+def _lowest(s) -> float:
+    return min(s["target_loss"]) if isinstance(s["target_loss"], list) else s["target_loss"]
+
+
+def _highest(s) -> float:
+    return max(s["target_loss"]) if isinstance(s["target_loss"], list) else s["target_loss"]
+
+
 def _settings(args) -> dict:
     """The sweep's settings from the command line (validated numbers, duplicates dropped)."""
     return {"parameterizations": list(dict.fromkeys(parse_list("--parameterizations", args.parameterizations,
                                                                _parameterization))),
             "ratios": list(dict.fromkeys(parse_list("--ratios", args.ratios, lambda t: number("ratio", t)))),
-            "seeds": integer("--seeds", args.seeds, 1, common.MAX_SEEDS), "target_loss": number("--target-loss", args.target_loss),
+            "seeds": integer("--seeds", args.seeds, 1, common.MAX_SEEDS), "target_loss": _targets(args.target_loss),
             "lr_ov": number("--lr-ov", args.lr_ov), "seq_len": integer("--seq-len", args.seq_len, 3),
             "batch_size": integer("--batch-size", args.batch_size, 1),
             "steps_per_epoch": integer("--steps-per-epoch", args.steps_per_epoch, 1),
@@ -98,8 +122,8 @@ def _check_target(s) -> None:
 
     losses = sweep_mod.initial_losses(s["parameterizations"], s["seeds"], init=s["init"], seq_len=s["seq_len"])
     (p, seed), lowest = min(losses.items(), key=lambda kv: kv[1])
-    if s["target_loss"] >= lowest:
-        raise UsageError(f"--target-loss {s['target_loss']:g} is not below the initial loss {lowest:.6g} "
+    if _highest(s) >= lowest:
+        raise UsageError(f"--target-loss {_highest(s):g} is not below the initial loss {lowest:.6g} "
                          f"(of {p} seed {seed}, the lowest of the sweep's runs): it would be reached "
                          f"before anything is learned")
 
@@ -162,7 +186,6 @@ def _run(args, output, jobs, settings, workers, scheduler):
     from derivations.core.atomic_file import atomic_write_text
 
     from .. import jobs as jobs_mod
-    from .. import plots
     from .. import sweep as sweep_mod
     from ..runner import ResultStore, run_jobs
 
@@ -171,36 +194,57 @@ def _run(args, output, jobs, settings, workers, scheduler):
                        progress=not args.quiet, desc="sweep")
     rows = sweep_mod.rows_from_results(results)
     rows.sort(key=lambda r: (settings["parameterizations"].index(r["parameterization"]),
-                             settings["ratios"].index(r["ratio"]), r["seed"]))
+                             settings["ratios"].index(r["ratio"]), r["seed"], -r["target_loss"]))
     for r in rows:
-        if r["status"] == "diverged":
+        if r["status"] == "diverged" and r["target_loss"] == _lowest(settings):
             common.warn_diverged(f"sweep run {r['parameterization']} ratio {r['ratio']:g} seed {r['seed']}",
                                  r["steps"], "empty")
     sweep_mod.write_csv(rows, output / "results.csv")
     summary = sweep_mod.summarize(rows)
     shown = {k: v for k, v in settings.items() if k != "seed_blocks"}
-    payload = {"summary": summary, "spearman": sweep_mod.spearman(rows), "settings": shown}
-    prediction = None if args.no_theory else _prediction(settings)
-    if prediction is not None:
-        payload["prediction"] = {P: {"ratio": [float(x) for x in rx], "relevant_attention": [float(y) for y in ry]}
-                                 for P, (rx, ry) in prediction.items()}
+    payload = {"summary": summary, "spearman": sweep_mod.spearman(_at(rows, _lowest(settings))),
+               "settings": shown}
+    if isinstance(settings["target_loss"], list):
+        payload["spearman_by_target"] = {f"{t:g}": sweep_mod.spearman(_at(rows, t))
+                                         for t in settings["target_loss"]}
+    theory = None if args.no_theory else _theory(rows, settings)
+    if theory is not None:
+        from ..overlay import agreement
+
+        payload["prediction"] = theory
+        payload["agreement"] = agreement(rows, theory)
     atomic_write_text(output / "sweep.json", common.json_text(payload))
-    plots.save_figure(plots.plot_sweep(summary, prediction,
-                                       title=f"training stopped at loss {settings['target_loss']:g}"),
-                      output, "sweep")
+    _figure(output, summary, rows, theory, settings)
     return payload
 
 
-def _prediction(s):
-    """The theory at matched loss (expected-count gradient flow), or None with a warning."""
-    from ...authors_task import sweep_prediction
+def _at(rows, target):
+    """The rows of one target loss."""
+    return [r for r in rows if r["target_loss"] == target]
 
-    try:
-        return sweep_prediction(s["parameterizations"], s["ratios"], s["target_loss"], lr_ov=s["lr_ov"],
-                                seq_len=s["seq_len"], init=s["init"])
-    except (ValueError, RuntimeError) as exc:   # the measured sweep stands without it
-        common.warn(f"no theory overlay ({exc})")
-        return None
+
+def _theory(rows, settings):
+    """The theory beside every run (:func:`numerics.experiments.overlay.theory_beside_runs`), or None."""
+    from ..overlay import theory_beside_runs
+
+    records = theory_beside_runs(rows, settings, warn=lambda m: common.warn(f"no theory overlay: {m}"))
+    return records or None
+
+
+def _figure(output, summary, rows, theory, settings):
+    """``sweep.png/pdf``: the three shares against the ratio, one row of panels per target."""
+    from .. import plots
+    from ..overlay import plotted_theory
+
+    targets = settings["target_loss"] if isinstance(settings["target_loss"], list) else [settings["target_loss"]]
+    title = ("SGD: each run measured where its epoch-mean training loss first reached the target "
+             f"({', '.join(f'{t:g}' for t in targets)}); points: seeds, solid line: their mean")
+    if theory is not None:
+        title += ("\ntheory: the expected-count flow from each seed's own initial matrices, read at the "
+                  "loss that run measured;\nthin dashed: seeds, thick dashed: their mean")
+    fig = plots.plot_sweep(summary, rows=rows, theory=None if theory is None else plotted_theory(theory),
+                           title=title)
+    plots.save_figure(fig, output, "sweep")
 
 
 def _f(x, spec):
@@ -208,14 +252,21 @@ def _f(x, spec):
 
 
 def format_sweep(p) -> str:
-    """The human-readable table of the sweep."""
-    lines = ["param  ratio   reached   attention (95% CI)          label prob   loss      steps"]
+    """The human-readable table of the sweep (and, with the theory, where it agrees with SGD)."""
+    lines = ["param  ratio   target  reached   relevant (95% CI)           self    other   label prob   "
+             "loss      steps"]
     for s in p["summary"]:
         lo, hi = s["relevant_attention_ci95"]
         ci = "" if lo is None else f"[{lo:.3f}, {hi:.3f}]"
-        lines.append(f"{s['parameterization']}  {s['ratio']:6.3g}   {s['reached']}/{s['n']}       "
-                     f"{_f(s['relevant_attention_mean'], '.4f')} {ci:18s}  {_f(s['label_probability_mean'], '.4f')}"
-                     f"     {_f(s['loss_mean'], '.4f')}    {_f(s['steps_mean'], '.0f')}")
+        lines.append(f"{s['parameterization']}  {s['ratio']:6.3g}  {_f(s.get('target_loss'), '<6g')}  "
+                     f"{s['reached']}/{s['n']}       "
+                     f"{_f(s['relevant_attention_mean'], '.4f')} {ci:18s}  {_f(s.get('self_attention_mean'), '.4f')}"
+                     f"  {_f(s.get('other_attention_mean'), '.4f')}  {_f(s['label_probability_mean'], '.4f')}"
+                     f"       {_f(s['loss_mean'], '.4f')}    {_f(s['steps_mean'], '.0f')}")
     for name, sp in p["spearman"].items():
         lines.append(f"Spearman(ratio, attention) {name}: rho = {sp['rho']}, p = {sp['pvalue']}")
+    if p.get("agreement"):
+        from ..overlay import format_agreement
+
+        lines.append(format_agreement(p["agreement"]))
     return "\n".join(lines)

@@ -1,0 +1,193 @@
+r"""The theory beside the sweep's runs, like with like, and where the two agree.
+
+:func:`theory_beside_runs` answers every SGD run of a sweep with the
+expected-count gradient flow of the authors' task (:func:`numerics.experiments.predict.predict`)
+from **that run's seed's** initial matrices (the sweep's seeds 1234, 1235, ...;
+the same initialization), read off
+
+* at the run's **target** loss (where the run's training was checked), and
+* at the **loss the run actually measured** on its fresh evaluation batches
+  (by then a little lower or higher than the target: the state is taken at the
+  first epoch whose mean training loss reaches the target).
+
+One flow per seed answers every target and every measured loss: they are the
+flow's loss thresholds. The sweep figure and :func:`agreement` compare each run
+with the flow read at its measured loss.
+
+:func:`agreement` reports, per parameterization and target, for each ratio and
+attention share (relevant tokens, the query's own token, other positions): the
+mean over seeds of SGD and of the theory, their difference, the seed spread
+(the larger of the two standard deviations over seeds, SGD's and the theory's)
+and whether they agree: :math:`|\text{difference}| \le \text{spread}`
+(undetermined, ``None``, with fewer than two seeds).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["SHARES", "theory_beside_runs", "plotted_theory", "agreement", "format_agreement"]
+
+#: The attention shares compared (:data:`numerics.experiments.measure.SHARES`).
+SHARES = ("relevant_attention", "self_attention", "other_attention")
+_READ = ("reached", "steps", "loss", *SHARES)
+
+
+def _finite(x):
+    return x is not None and x != "" and math.isfinite(float(x))
+
+
+def _losses_to_read(rows, targets, floor):
+    """The targets and every measured loss the flow can answer (in ``[TARGET_LOSS_MIN, floor)``)."""
+    from .theory import TARGET_LOSS_MIN
+
+    measured = {float(r["loss"]) for r in rows if _finite(r.get("loss"))}
+    return sorted({*targets, *(x for x in measured if TARGET_LOSS_MIN <= x < floor)}, reverse=True)
+
+
+def _group_records(P, ratio, rows, targets, settings):
+    """Predict's records of one (parameterization, ratio), keyed ``(seed, loss)``."""
+    from . import predict, theory
+
+    seeds = sorted({int(r["seed"]) for r in rows})
+    floor = min(theory.initial_loss(P, settings["init"], s, seq_len=settings["seq_len"]) for s in seeds)
+    reads = _losses_to_read(rows, targets, floor)
+    recs = predict.predict([P], [ratio], reads, seeds, init=settings["init"], seq_len=settings["seq_len"],
+                           lr_ov=settings["lr_ov"])
+    return {(rec["seed"], rec["target_loss"]): rec for rec in recs}
+
+
+def theory_beside_runs(rows, settings, *, warn=None) -> list:
+    """One record per SGD row: the flow of the row's seed at its target and at its measured loss.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Rows of the sweep's ``results.csv`` (``parameterization``, ``ratio``,
+        ``seed``, ``target_loss``, ``loss``).
+    settings : dict
+        The sweep's ``init``, ``seq_len``, ``lr_ov``.
+    warn : callable, optional
+        Called with one line for each (parameterization, ratio) the theory
+        cannot answer (e.g. a ratio outside its range); those runs get no record.
+
+    Returns
+    -------
+    list of dict
+        ``parameterization``, ``ratio``, ``seed``, ``target_loss`` and the
+        flow at the target (``reached``, ``steps``, ``loss`` and the three
+        shares, as :data:`numerics.experiments.predict.RECORD_FIELDS`), then
+        ``measured_loss`` (the run's) and ``at_measured_loss``: the flow at
+        that loss (the same fields), or None where the run measured nothing or
+        a loss the flow never had.
+    """
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["parameterization"], float(r["ratio"])), []).append(r)
+    out = []
+    for (P, ratio), g in groups.items():
+        targets = sorted({float(r["target_loss"]) for r in g}, reverse=True)
+        try:
+            found = _group_records(P, ratio, g, targets, settings)
+        except (ValueError, RuntimeError) as exc:    # the measured sweep stands without it
+            if warn is not None:
+                warn(f"no theory for {P} ratio {ratio:g} ({exc})")
+            continue
+        for r in g:
+            seed, target = int(r["seed"]), float(r["target_loss"])
+            at_target = found[seed, target]
+            measured = float(r["loss"]) if _finite(r.get("loss")) else None
+            matched = found.get((seed, measured))
+            out.append({"parameterization": P, "ratio": ratio, "seed": seed, "target_loss": target,
+                        **{k: at_target[k] for k in _READ}, "measured_loss": measured,
+                        "at_measured_loss": None if matched is None else {k: matched[k] for k in _READ}})
+    return out
+
+
+def plotted_theory(records) -> list:
+    """The records as the sweep figure draws them: the flow at each run's measured loss."""
+    return [{"parameterization": t["parameterization"], "ratio": t["ratio"], "seed": t["seed"],
+             "target_loss": t["target_loss"], **(t["at_measured_loss"] or dict.fromkeys(SHARES))}
+            for t in records]
+
+
+def _sd(values):
+    return float(np.std(values, ddof=1)) if len(values) > 1 else None
+
+
+def _compare(pairs):
+    """One share at one ratio: SGD and theory means over the paired seeds, difference, spread."""
+    sgd = [a for a, _ in pairs]
+    th = [b for _, b in pairs]
+    if not pairs:
+        return {"sgd": None, "theory": None, "difference": None, "spread": None, "agree": None}
+    spreads = [s for s in (_sd(sgd), _sd(th)) if s is not None]
+    spread = max(spreads) if spreads else None
+    diff = float(np.mean(sgd) - np.mean(th))
+    return {"sgd": float(np.mean(sgd)), "theory": float(np.mean(th)), "difference": diff,
+            "spread": spread, "agree": None if spread is None else bool(abs(diff) <= spread)}
+
+
+def _ratio_entry(ratio, rows, theory):
+    """Every share at one ratio, over the seeds with both an SGD measurement and a theory reading."""
+    by_seed = {int(t["seed"]): t["at_measured_loss"] for t in theory if t["at_measured_loss"]}
+    kept = [r for r in rows if int(r["seed"]) in by_seed and _finite(r.get("relevant_attention"))
+            and by_seed[int(r["seed"])]["reached"]]
+    entry = {"ratio": ratio, "n": len(kept)}
+    for share in SHARES:
+        entry[share] = _compare([(float(r[share]), float(by_seed[int(r["seed"])][share])) for r in kept])
+    flags = [entry[s]["agree"] for s in SHARES]
+    entry["agree"] = None if None in flags else all(flags)
+    return entry
+
+
+def agreement(rows, theory) -> list:
+    """Where SGD and the theory (read at each run's measured loss) agree, per parameterization
+    and target: one dict with ``parameterization``, ``target_loss``, ``agree`` / ``disagree`` /
+    ``undetermined`` (the ratios), ``largest_difference`` (share, ratio and difference of the
+    largest ``|difference|``) and ``ratios`` (per ratio: ``n`` paired seeds, ``agree``, and per
+    share ``sgd``, ``theory``, ``difference``, ``spread``, ``agree``)."""
+    keys = list(dict.fromkeys((r["parameterization"], float(r["target_loss"])) for r in rows))
+    out = []
+    for P, target in keys:
+        mine = [r for r in rows if r["parameterization"] == P and float(r["target_loss"]) == target]
+        entries = []
+        for ratio in sorted({float(r["ratio"]) for r in mine}):
+            at = [t for t in theory if t["parameterization"] == P and t["ratio"] == ratio
+                  and t["target_loss"] == target]
+            entries.append(_ratio_entry(ratio, [r for r in mine if float(r["ratio"]) == ratio], at))
+        diffs = [(abs(e[s]["difference"]), s, e["ratio"], e[s]["difference"]) for e in entries for s in SHARES
+                 if e[s]["difference"] is not None]
+        largest = max(diffs) if diffs else None
+        out.append({"parameterization": P, "target_loss": target, "compared_at": "each run's measured loss",
+                    "agree": [e["ratio"] for e in entries if e["agree"] is True],
+                    "disagree": [e["ratio"] for e in entries if e["agree"] is False],
+                    "undetermined": [e["ratio"] for e in entries if e["agree"] is None],
+                    "largest_difference": None if largest is None else
+                    {"share": largest[1], "ratio": largest[2], "difference": largest[3]},
+                    "ratios": entries})
+    return out
+
+
+def _ratios(values) -> str:
+    return ", ".join(f"{v:g}" for v in values) or "none"
+
+
+def format_agreement(report) -> str:
+    """One line per parameterization and target: where SGD and the theory agree, with numbers."""
+    lines = ["SGD vs theory (flow of each seed read at its run's measured loss; agree: |mean difference| "
+             "<= seed spread, per share)"]
+    for a in report:
+        line = (f"{a['parameterization']} loss {a['target_loss']:g}: agree at ratios {_ratios(a['agree'])}; "
+                f"differ at {_ratios(a['disagree'])}")
+        if a["undetermined"]:
+            line += f"; undetermined at {_ratios(a['undetermined'])}"
+        big = a["largest_difference"]
+        if big is not None:
+            entry = next(e for e in a["ratios"] if e["ratio"] == big["ratio"])[big["share"]]
+            line += (f"; largest difference {big['difference']:+.3f} ({big['share'].split('_')[0]}, ratio "
+                     f"{big['ratio']:g}: SGD {entry['sgd']:.3f}, theory {entry['theory']:.3f}, spread "
+                     + ("n/a" if entry["spread"] is None else f"{entry['spread']:.3f}") + ")")
+        lines.append(line)
+    return "\n".join(lines)
