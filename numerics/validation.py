@@ -26,7 +26,7 @@ import numbers
 
 import numpy as np
 
-from derivations.vocabulary import (check_model_parameters, check_parameterization,
+from derivations.core.vocabulary import (check_model_parameters, check_parameterization,
                                     check_positive)
 
 __all__ = ["check_positive", "check_int", "check_model_parameters", "check_parameterization",

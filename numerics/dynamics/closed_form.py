@@ -42,7 +42,7 @@ import math
 
 import numpy as np
 
-from derivations.vocabulary import check_model_parameters as _check_model_parameters
+from derivations.core.vocabulary import check_model_parameters as _check_model_parameters
 
 from ..functions import lambdified as lam
 from .state import StateAtLoss

@@ -25,7 +25,7 @@ import math
 import numpy as np
 from scipy.optimize import brentq
 
-from derivations.vocabulary import qk_factorized
+from derivations.core.vocabulary import qk_factorized
 
 from ..functions import lambdified as lam
 from ..validation import check_loss_level

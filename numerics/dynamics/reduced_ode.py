@@ -23,7 +23,7 @@ sqrt(b) mu_OV), with the conserved C of its factors (0 when balanced).
 """
 from __future__ import annotations
 
-from derivations.vocabulary import PAPER_SETTING
+from derivations.core.vocabulary import PAPER_SETTING
 
 from .reduced_system import DEFAULT_MAX_STEPS, ReducedSystem
 

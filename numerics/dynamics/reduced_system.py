@@ -69,7 +69,7 @@ import math
 
 import numpy as np
 
-from derivations.vocabulary import (CIRCUITS, MODEL_PARAMETERS, PAPER_SETTING, RATE_NAMES,
+from derivations.core.vocabulary import (CIRCUITS, MODEL_PARAMETERS, PAPER_SETTING, RATE_NAMES,
                                     check_parameterization, ov_factorized, qk_factorized)
 
 from ..functions import lambdified as lam

@@ -174,14 +174,14 @@ def state_at_loss(loss, ratio=1.0, *, task="paper", parameterization="CACO", met
         raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
     if task == "paper" and parameterization == "CACO" and method != "reduced flow":
         return _paper_closed_form(loss, ratio, params)      # the cold path: no SymPy
-    from derivations.vocabulary import check_parameterization
+    from derivations.core.vocabulary import check_parameterization
     P = check_parameterization(parameterization)
     if P != "CACO":
         if task != "paper" or method == "reduced flow":
             raise ValueError(f"the state at a loss of task {task!r} is defined for collapsed "
                              f"circuits (CACO) from zero initialization; got {P}")
         return _paper_orbit(loss, ratio, P, params)
-    from derivations.task import get_task
+    from derivations.tasks import get_task
 
     from .task_systems import task_parameters
     values = task_parameters(task, **params)
@@ -232,8 +232,8 @@ def _ratio_map(task, values):
         return 1, 1
     import sympy as sp
 
-    from derivations.symbols import SYMBOLS, eta_OV, eta_QK
-    from derivations.task import TASK_PARAMETERS, get_task
+    from derivations.symbolic.symbols import SYMBOLS, eta_OV, eta_QK
+    from derivations.tasks import TASK_PARAMETERS, get_task
 
     from .task_systems import task_reduction
     red = task_reduction(get_task(task), "CACO")

@@ -48,8 +48,8 @@ def family_system(task_name="paper", parameterization="CACO") -> LambdifiedFlow:
 
 @lru_cache(maxsize=None)
 def _system(task_name, parameterization, family):
-    from derivations.model import check_parameterization
-    from derivations.task import get_task
+    from derivations.tasks.paper.model import check_parameterization
+    from derivations.tasks import get_task
     check_parameterization(parameterization)
     task = get_task(task_name)
     task.check_symbolic()
@@ -60,7 +60,7 @@ def task_reduction(task, parameterization):
     """The engine's reduction of ``task``: from the engine's on-disk cache
     (``derivations.task_catalog.task_reduction``) for a built-in task when that
     module is present, else derived (:func:`derivations.task_reduction.reduce_task`)."""
-    from derivations.task import TASKS
+    from derivations.tasks import TASKS
     if TASKS.get(task.name) is task:
         try:
             from derivations.task_catalog import task_reduction as cached
@@ -68,7 +68,7 @@ def task_reduction(task, parameterization):
             cached = None
         if cached is not None:
             return cached(task.name, parameterization)
-    from derivations.task_reduction import reduce_task
+    from derivations.engine import reduce_task
     return reduce_task(task, parameterization)
 
 
@@ -101,7 +101,7 @@ def task_parameters(task_name, **params) -> dict:
     Raises ValueError for a parameter the task does not have or an invalid value
     (:func:`derivations.task.validate_parameter`).
     """
-    from derivations.task import get_task, validate_parameter
+    from derivations.tasks import get_task, validate_parameter
     task = get_task(task_name)
     allowed = ("m", "n", "b", "M") + tuple(task.parameter_names())
     values = dict(task.defaults)

@@ -34,9 +34,9 @@ import math
 
 import numpy as np
 
-from ..bounded_ivp import DEFAULT_MAX_STEPS, METHODS, solve_bounded
+from .bounded_ivp import DEFAULT_MAX_STEPS, METHODS, solve_bounded
 from ..model.attention import TaskModel
-from ..trajectory import Trajectory
+from .trajectory import Trajectory
 from ..validation import check_int, check_positive, check_t_span, check_times
 
 __all__ = ["gradient_flow", "gradient_descent"]

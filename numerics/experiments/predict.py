@@ -41,7 +41,7 @@ from derivations.core import authors_setting as _setting
 from derivations.core.cli import (OneLineParser, UsageError, parse_int, parse_list, parse_number,
                                   progress_bar, usage_error)
 from derivations.core.output import emit
-from derivations.vocabulary import PARAMETERIZATIONS, check_parameterization
+from derivations.core.vocabulary import PARAMETERIZATIONS, check_parameterization
 
 from . import models, theory
 from .sweep import FIRST_SEED

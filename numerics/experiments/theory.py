@@ -66,7 +66,7 @@ import time
 import numpy as np
 
 from derivations.core import authors_setting as _setting
-from derivations.vocabulary import check_positive
+from derivations.core.vocabulary import check_positive
 
 from ..dynamics.training import gradient_flow
 from ..model import TaskInstance, TaskModel

@@ -47,7 +47,7 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-from derivations.vocabulary import check_circuit, check_parameterization
+from derivations.core.vocabulary import check_circuit, check_parameterization
 
 from .. import _generated
 from . import special_functions
@@ -92,7 +92,7 @@ def __getattr__(name):
         module, attr = _SYMPY_NAMES[name]
         return getattr(importlib.import_module(module), attr)
     if not name.startswith("_"):
-        from derivations.symbols import SYMBOLS
+        from derivations.symbolic.symbols import SYMBOLS
         if name in SYMBOLS:
             return SYMBOLS[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -139,7 +139,7 @@ class NumericFunction:
         self._args, self._expr = args, expr
 
     def _load(self):
-        from derivations.srepr_reader import from_srepr
+        from derivations.symbolic.srepr_reader import from_srepr
         entry = _expressions()[self.name]
         self._args = tuple(from_srepr(a) for a in entry["args"])
         exprs = tuple(from_srepr(e) for e in entry["exprs"])
@@ -245,7 +245,7 @@ def numeric(expr, args, backend="numpy", *, stable=True, cse=False):
     """
     import sympy as sp
 
-    from derivations.numeric_codegen import stabilize as _stabilize
+    from derivations.output.numeric_codegen import stabilize as _stabilize
     _check_backend(backend)
     keys = None
     if isinstance(expr, dict):

@@ -56,7 +56,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from derivations.vocabulary import (CIRCUITS, check_parameterization, check_positive,
+from derivations.core.vocabulary import (CIRCUITS, check_parameterization, check_positive,
                                     ov_factorized, qk_factorized)
 
 from .instance import TaskInstance

@@ -40,7 +40,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from derivations.vocabulary import CIRCUITS
+from derivations.core.vocabulary import CIRCUITS
 
 from .. import lambdified as lam
 from ..validation import check_positive
@@ -55,7 +55,7 @@ def basis(name, M) -> np.ndarray:
     """Basis matrix ``name`` (``"QK", "Q", "K", "OV", "O", "V", "V1"``) for M
     classes: :func:`derivations.model.basis_matrix` as a read-only float array
     (computed once per ``(name, M)``)."""
-    from derivations.model import basis_matrix   # SymPy: once per (name, M)
+    from derivations.tasks.paper.model import basis_matrix   # SymPy: once per (name, M)
     U = np.array(basis_matrix(name, int(M)).tolist(), dtype=float)
     U.flags.writeable = False
     return U
@@ -65,7 +65,7 @@ def basis(name, M) -> np.ndarray:
 def _integer_basis(name, M):
     """``(M U, ||M U||_F^2)``: M times a basis matrix has integer entries, so
     inner products with it round only once per entry."""
-    from derivations.model import basis_matrix
+    from derivations.tasks.paper.model import basis_matrix
     MU = np.array((M * basis_matrix(name, int(M))).tolist(), dtype=float)   # exact integers
     MU.flags.writeable = False
     return MU, float(np.vdot(MU, MU))
@@ -128,7 +128,7 @@ def _task_structured_params(model, eps):
     :func:`structured_params`): :meth:`derivations.task.TaskInstance.initial_factors`
     of the instance's numbers, hidden unit ``k`` for class ``k``; zero for
     collapsed circuits."""
-    from derivations.task import TaskInstance as EngineInstance   # the description only
+    from derivations.tasks import TaskInstance as EngineInstance   # the description only
     inst = model.instance
     factors = EngineInstance(
         M=inst.K, token_names=[f"t_{t}" for t in range(inst.T)],
@@ -280,12 +280,11 @@ def task_basis(task_name, parameterization, M_value, values) -> dict:
         (:func:`derivations.task_reduction.basis_matrices`; SymPy, the engine's
         reduction from its cache).
     """
-    from derivations.task import TASK_PARAMETERS, get_task
-    from derivations.task_reduction import basis_matrices
-
-    from ..task_state import task_reduction
+    from derivations.tasks import TASK_PARAMETERS, get_task
+    from derivations.engine import basis_matrices
+    from derivations.task_catalog import task_reduction
     task = get_task(task_name)
-    red = task_reduction(task, parameterization)
+    red = task_reduction(task_name, parameterization)
     subs = {TASK_PARAMETERS[k]: v for k, v in values.items() if k in TASK_PARAMETERS}
     shared = {g.name: int(g.types.subs(subs)) for g in task.groups if not g.per_class}
     return {nm: (mat, np.array(U, dtype=float))

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from derivations.vocabulary import check_positive
+from derivations.core.vocabulary import check_positive
 
 __all__ = ["TaskInstance", "paper_instance", "instance_of_task"]
 
@@ -170,7 +170,7 @@ def instance_of_task(task, M=None, **values) -> TaskInstance:
     >>> inst.d, inst.n_out, inst.counts[0].tolist()
     (6, 2, [0.0, 0.0, 5.0, 0.0, 25.0, 25.0])
     """
-    from derivations.task import Task, get_task  # the description only; no derivation runs
+    from derivations.tasks import Task, get_task  # the description only; no derivation runs
 
     if isinstance(task, str):
         task = get_task(task)

@@ -65,7 +65,7 @@ import math
 import numpy as np
 from scipy.special import expit
 
-from derivations.vocabulary import PAPER_SETTING
+from derivations.core.vocabulary import PAPER_SETTING
 
 from ..validation import check_model_parameters, check_parameterization
 from .attention import TaskModel

@@ -27,7 +27,7 @@ def plot_time_course(*, quick=False, ratios=RATIOS, params=None):
 
     Returns the :class:`matplotlib.figure.Figure`.
     """
-    from ..reduced_ode import solve_reduced
+    from ..dynamics.reduced_ode import solve_reduced
 
     params = dict(PAPER if params is None else params)
     t = _time_grid(quick)
@@ -67,7 +67,7 @@ def plot_stopping_curves(*, quick=False, ratios=RATIOS, params=None, n_threshold
     :func:`numerics.closed_form.state_at_loss`. The loss axis decreases to the
     right (training proceeds left to right).
     """
-    from ..closed_form import state_at_loss
+    from ..dynamics.closed_form import state_at_loss
 
     params = dict(PAPER if params is None else params)
     losses = np.logspace(0.0, -4.0, 12 if quick else n_thresholds)
@@ -110,7 +110,7 @@ def _line_coordinates(parameterization="CACO"):
     """The generated line coordinates ``(X, Y, slope)`` of the first integral
     (:func:`numerics.lambdified.line_coordinates_fn`, catalog ``<P>.line_X``,
     ``line_Y``, ``line_slope``) and their SymPy expressions (for the labels)."""
-    from ..lambdified import line_coordinates_fn
+    from ..functions.lambdified import line_coordinates_fn
 
     f = line_coordinates_fn(parameterization)
     return f.func, dict(zip(f.keys, f.expr))
@@ -133,7 +133,7 @@ def plot_line_coordinates(*, quick=False, ratios=RATIOS, params=None):
     with unit log-slope, offset by log r); trajectories solid, the theoretical
     lines dashed. Panel (b): relative drift of H along the numerical solution.
     """
-    from ..reduced_ode import solve_reduced
+    from ..dynamics.reduced_ode import solve_reduced
 
     params = dict(PAPER if params is None else params)
     line, exprs = _line_coordinates("CACO")
@@ -201,11 +201,11 @@ def plot_simulation_vs_theory(*, quick=False, ratios=(0.1, 1.0, 10.0), params=No
     the loss from the closed form (:func:`numerics.closed_form.state_at_loss`)
     evaluated at the same losses as the markers and on a fine grid.
     """
-    from ..attention_model import AttentionModel
-    from ..closed_form import state_at_loss
-    from ..invariant_family import structured_params
-    from ..reduced_ode import solve_reduced
-    from ..training import gradient_flow
+    from ..model.paper import AttentionModel
+    from ..dynamics.closed_form import state_at_loss
+    from ..model.family import structured_params
+    from ..dynamics.reduced_ode import solve_reduced
+    from ..dynamics.training import gradient_flow
 
     params = dict(PAPER if params is None else params)
     t_line = np.logspace(0.0, 8.0, 60 if quick else 300)
@@ -278,7 +278,7 @@ def plot_parameterizations(*, quick=False, params=None, eps=1e-2):
     loss, alpha, mu_OV, mu_QK against time, alpha against the loss, and the
     trajectory in the (mu_OV, mu_QK) plane.
     """
-    from ..reduced_ode import solve_reduced
+    from ..dynamics.reduced_ode import solve_reduced
 
     params = dict(PAPER if params is None else params)
     t = np.logspace(-1.0, 9.0, 80 if quick else 400)

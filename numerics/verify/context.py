@@ -85,18 +85,18 @@ class Context:
 
     @cached_property
     def system(self):
-        from ..reduced_system import ReducedSystem
+        from ..dynamics.reduced_system import ReducedSystem
         return ReducedSystem(self.parameterization, **self.paper_settings, **self.rates,
                              eps=self.options["eps"])
 
     @cached_property
     def model(self):
-        from ..attention_model import AttentionModel
+        from ..model.paper import AttentionModel
         return AttentionModel(self.parameterization, **self.paper_settings, **self.rates)
 
     @cached_property
     def p0(self):
-        from ..invariant_family import structured_params
+        from ..model.family import structured_params
         return structured_params(self.model, eps=self.options["eps"])
 
     def reduced(self, **kw):
@@ -125,7 +125,7 @@ class Context:
     def flows(self):
         """``(full, reduced)`` trajectories on the grid, with the loss thresholds."""
         def compute():
-            from ..training import gradient_flow
+            from ..dynamics.training import gradient_flow
             T, grid = self.horizon
             thr = self.options["thresholds"]
             full = gradient_flow(self.model, self.p0, grid, t_span=(0.0, T), rtol=FULL_RTOL,

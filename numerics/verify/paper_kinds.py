@@ -86,7 +86,7 @@ def check_flow_vs_closed_form(ctx):
 @check_kind("first_integral", requires=("paper_model", "first_integral"))
 def check_first_integral(ctx):
     """Relative drift of the first integral along the full-model trajectory."""
-    from ..invariant_family import project
+    from ..model.family import project
     full, _ = ctx.flows
     sys = ctx.system
     mo0, mq0 = project(ctx.model, ctx.p0)
@@ -107,7 +107,7 @@ def check_crossings(ctx):
         return
     full, red = ctx.flows
     if ctx.parameterization == "CACO":
-        from ..closed_form import time_to_loss
+        from ..dynamics.closed_form import time_to_loss
         st = ctx.closed_state(np.array(thresholds))
         ts = np.atleast_1d(time_to_loss(np.array(thresholds), ctx.ratio, **ctx.paper_settings))
         refs = [{"t": float(ts[i]), **{q: float(st[q][i]) for q in ("mu_OV", "mu_QK", "alpha")}}
@@ -129,7 +129,7 @@ def check_crossings(ctx):
 def check_family_distance(ctx):
     """Distance from the invariant family: structured init (checked), random
     init (reported)."""
-    from ..training import gradient_flow
+    from ..dynamics.training import gradient_flow
     full, _ = ctx.flows
     ctx.add("family distance (structured, max)", float(np.max(full.distance)),
             ctx.tolerances["distance"])
@@ -160,7 +160,7 @@ def check_descent_order(ctx):
     while an order is off and the coarse error exceeds
     :data:`ASYMPTOTIC_ERROR`); reported as not verifiable when they exceed
     :data:`MAX_DESCENT_STEPS` or the runs stay out of the first-order regime."""
-    from ..training import gradient_descent, gradient_flow
+    from ..dynamics.training import gradient_descent, gradient_flow
     P, r, tol = ctx.parameterization, ctx.ratio, ctx.tolerances["order"]
     Ns = descent_steps(P, r, ctx.options["gd_steps"])
     if len(Ns) < 2:

@@ -97,9 +97,9 @@ def capabilities(task, parameterization) -> dict:
         return out
     if task != "paper":
         out["paper_model"] = out["closed_form"] = _NOT_PAPER.format(task=task)
-    from derivations.task import get_task
+    from derivations.tasks import get_task
 
-    from ..task_state import task_reduction
+    from ..dynamics.task_systems import task_reduction
     red = task_reduction(get_task(task), parameterization)
     if red.odes is None:
         out["observables"] = f"no closed ODE in the observables, because {_reason(red.note)}"

@@ -94,7 +94,7 @@ def _token_types(task, values):
     """Number of token types of the task's concrete instance, without building it."""
     import sympy as sp
 
-    from derivations.task import TASK_PARAMETERS
+    from derivations.tasks import TASK_PARAMETERS
     subs = {TASK_PARAMETERS[k]: v for k, v in values.items() if k in TASK_PARAMETERS}
     return sum(int(values["M"]) if g.per_class else int(sp.sympify(g.types).subs(subs))
                for g in task.groups)
@@ -110,11 +110,11 @@ def check_task(task_name, params):
     target), ``M <= TASK_M_MAX`` and the instance at most
     :data:`MAX_TOKEN_TYPES` token types (refused before anything is built).
     """
-    from derivations.task import get_task
+    from derivations.tasks import get_task
 
     from ..dynamics.state import REDUCED_FLOW_RANGE, check_in_range
 
-    from ..task_state import task_parameters
+    from ..dynamics.task_systems import task_parameters
     try:
         task = get_task(task_name)
         task.check_symbolic()

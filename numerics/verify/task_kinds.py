@@ -85,8 +85,8 @@ class TaskFamily:
 @lru_cache(maxsize=None)
 def task_family(task_name, parameterization) -> TaskFamily:
     """The family of a built-in task from the engine (SymPy once per process)."""
-    from ..task_state import family_system, task_reduction
-    from derivations.task import get_task
+    from ..dynamics.task_systems import family_system, task_reduction
+    from derivations.tasks import get_task
     system = family_system(task_name, parameterization)
     red = task_reduction(get_task(task_name), parameterization)
     observables = None if red.odes is None else _observables(task_name, parameterization, red,
@@ -96,8 +96,8 @@ def task_family(task_name, parameterization) -> TaskFamily:
 
 def _observables(task_name, parameterization, red, system):
     """The closed ODE of the observables and the map from family coordinates to them."""
-    from ..lambdified import numeric
-    from ..task_state import reduced_system
+    from ..functions.lambdified import numeric
+    from ..dynamics.task_systems import reduced_system
     osys = reduced_system(task_name, parameterization)
     exprs = tuple(red.observables[c] for c in osys.coords)
     free = set().union(*(e.free_symbols for e in exprs)) - set(system.coords)
