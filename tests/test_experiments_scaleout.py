@@ -85,7 +85,7 @@ def test_sweep_same_files_uninterrupted_killed_and_resumed_and_on_dask(cluster, 
     proc.send_signal(signal.SIGKILL)
     proc.communicate()
     saved = len(list((killed / "runs").glob("*.json")))
-    assert 1 <= saved < 6 and not (killed / "results.csv").exists(), f"{saved} runs saved"
+    assert 1 <= saved < 4 and not (killed / "results.csv").exists(), f"{saved} runs saved"
     deadline = time.monotonic() + 20
     while processes_tagged(tag.encode()) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -96,7 +96,7 @@ def test_sweep_same_files_uninterrupted_killed_and_resumed_and_on_dask(cluster, 
     rows = list(csv.DictReader(open(killed / "results.csv")))
     keys = [(r["parameterization"], r["ratio"], r["seed"]) for r in rows]
     assert len(keys) == len(set(keys)) == 12
-    assert len(list((killed / "runs").glob("*.json"))) == 6
+    assert len(list((killed / "runs").glob("*.json"))) == 4  # one job per (parameterization, seed)
     assert not list((killed / "runs").glob(".*"))  # no temporary files left over
 
     dask = tmp_path / "dask"

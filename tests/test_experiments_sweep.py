@@ -25,11 +25,14 @@ def _rows():
 def test_jobs_dedupe_and_rates():
     jobs = sweep.sweep_jobs(["CACO", "CACO", "FAFO"], [1, 2, 1], 3, 0.1, max_steps=250, steps_per_epoch=100,
                             lr_ov=0.02)
-    assert [(j["config"]["parameterization"], j["ratio"]) for j in jobs] == \
-        [("CACO", 1.0), ("CACO", 2.0), ("FAFO", 1.0), ("FAFO", 2.0)]
+    # one job per (parameterization, seed), every ratio stacked: the config is ratio 1's
+    assert [(j["config"]["parameterization"], j["seeds"], j["ratios"]) for j in jobs] == \
+        [(p, [s], [1.0, 2.0]) for p in ("CACO", "FAFO") for s in (1234, 1235, 1236)]
     j = jobs[1]
-    assert j["seeds"] == [1234, 1235, 1236]
-    assert j["config"]["lr_qk"] == 0.04 and j["config"]["lr_ov"] == 0.02
+    assert j["config"]["lr_qk"] == 0.02 and j["config"]["lr_ov"] == 0.02
+    # the partition does not depend on how the seeds were extended (resume with any history)
+    assert sweep.sweep_jobs(["CACO", "FAFO"], [1, 2], 3, 0.1, max_steps=250, steps_per_epoch=100, lr_ov=0.02,
+                            seed_blocks=[2, 1]) == jobs
     assert j["config"]["epochs"] == 3 and j["config"]["max_steps"] == 250 and j["config"]["target_loss"] == 0.1
     with pytest.raises(ValueError, match="ratio"):
         sweep.sweep_jobs(["CACO"], [0], 1, 0.1)

@@ -80,9 +80,10 @@ def cross_entropy(z, target, weights, grad: bool, tidx=None, scale=1.0, class_ax
     zy = z.take(tidx).reshape(batch_shape)
     p = np.exp(z)                                             # z is kept for the fallback below
     ssum = sum_classes(p)                                     # (..., B, 1) or (..., 1, B)
-    if np.minimum.reduce(ssum, axis=None) < 1e-280:
+    # decided per run (a diverged run's nan must not hide another run's underflow)
+    deep = np.minimum.reduce(ssum.reshape(lead + (-1,)), axis=-1) < 1e-280
+    if deep.any():
         # a row far below its run's maximum underflowed: shift every row of that run by its own max
-        deep = np.minimum.reduce(ssum.reshape(lead + (-1,)), axis=-1) < 1e-280   # decided per run
         if lead:
             z[deep] -= z[deep].max(axis=class_axis, keepdims=True)
         else:
@@ -102,7 +103,8 @@ def cross_entropy(z, target, weights, grad: bool, tidx=None, scale=1.0, class_ax
     # scale * w_b (softmax(z_b) - e_{y_b}), scaled in one pass
     if weights is None:
         p *= scale / (ssum * B)
-        p.reshape(-1)[tidx] -= scale / B
+        # a per-run scale (..., 1, 1) (stacked runs with their own rates): each run's own scale / B
+        p.reshape(-1)[tidx] -= scale / B if np.ndim(scale) == 0 else np.repeat(np.reshape(scale, -1) / B, B)
     else:
         w = scale * weights
         p *= np.expand_dims(w, class_axis) / ssum

@@ -9,16 +9,18 @@ result depends on (settings and seeds); its result depends on nothing else
   -> ``{"runs": [...]}`` (one entry per seed, see :func:`fig2_run_summary`).
 * :func:`fig3_job` -- ``{"experiment": "fig3", "config": Fig3Config.to_dict()}``
   -> the dict of :func:`numerics.experiments.fixed_attention.train_fig3`.
-* :func:`sweep_job` -- ``{"experiment": "sweep", "config": ..., "seeds": [...], "ratio": r}``
-  -> ``{"rows": [...]}`` (one row of ``results.csv`` per seed).
+* :func:`sweep_job` -- ``{"experiment": "sweep", "config": ..., "seeds": [...], "ratios": [...]}``
+  -> ``{"rows": [...]}`` (one row of ``results.csv`` per ratio, seed and target), every
+  ratio x seed trained in one stack (:func:`numerics.experiments.stack.train_stack`);
+  the older form with one ``"ratio"`` (its seeds stacked) is still run and read.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from . import measure, sgd
+from . import measure, sgd, stack
 
-__all__ = ["fig2_job", "fig3_job", "sweep_job", "sweep_targets", "fig2_run_summary", "combine_runs", "split_seeds",
+__all__ = ["fig2_job", "fig3_job", "sweep_job", "sweep_targets", "sweep_runs", "fig2_run_summary", "combine_runs", "split_seeds",
            "valid_result", "FIG2_RUN_KEYS", "SWEEP_ROW_KEYS"]
 
 
@@ -84,9 +86,16 @@ def sweep_targets(job: dict) -> list:
     return [float(t) for t in job.get("target_losses") or [job["config"]["target_loss"]]]
 
 
-def _sweep_row(config, job, run, target, state):
+def sweep_runs(job: dict) -> list:
+    """The ``(ratio, seed)`` of each run of a sweep job, in the order of its rows: ratio by
+    ratio, seed by seed (one ratio for a job of the older form with ``"ratio"``)."""
+    ratios = job["ratios"] if "ratios" in job else [job["ratio"]]
+    return [(r, s) for r in ratios for s in job["seeds"]]
+
+
+def _sweep_row(config, ratio, run, target, state):
     """One row of ``results.csv``: ``run`` measured at ``state`` (None: diverged, nothing measured)."""
-    row = {"parameterization": config.parameterization, "ratio": job["ratio"], "seed": run["seed"]}
+    row = {"parameterization": config.parameterization, "ratio": ratio, "seed": run["seed"]}
     if state is None:
         row.update(steps=run["steps"], reached=False, loss=None, relevant_attention=None,
                    label_probability=None, accuracy=None, status="diverged",
@@ -117,15 +126,24 @@ def _state_at(run, target, lowest):
 
 
 def sweep_job(job: dict, progress=None) -> dict:
-    """Train the seeds of one (parameterization, ratio) to the lowest target loss and measure
-    each run at every target (:func:`sweep_targets`): one row per seed and target, seed by
-    seed, targets highest first. Every state is measured on the same fresh batches (the
-    seed's evaluation stream, restarted), so the lowest target's row is the one-target sweep's."""
+    """Train the runs of a job (:func:`sweep_runs`: its ratios x seeds, in one stack) to the
+    lowest target loss and measure each run at every target (:func:`sweep_targets`): one row
+    per run and target, in the order of :func:`sweep_runs`, targets highest first. Ratio ``r``
+    trains with ``lr_qk = r * lr_ov`` (the config's ``lr_qk`` is that of the older one-ratio
+    form). Every state is measured on the same fresh batches (the seed's evaluation stream,
+    restarted), so the lowest target's row is the one-target sweep's, and each row is the one
+    of the run trained alone."""
     config = _fig2_config(job)
     targets = sweep_targets(job)
     lowest = targets[-1]
-    runs = sgd.train_fig2(config, job["seeds"], progress=progress, record_losses=targets[:-1])
-    return {"rows": [_sweep_row(config, job, r, t, _state_at(r, t, lowest)) for r in runs for t in targets]}
+    pairs = sweep_runs(job)
+    if "ratios" in job:
+        configs = [config.replace(lr_qk=float(r) * config.lr_ov) for r, _ in pairs]
+        runs = stack.train_stack(configs, [s for _, s in pairs], progress=progress, record_losses=targets[:-1])
+    else:
+        runs = sgd.train_fig2(config, job["seeds"], progress=progress, record_losses=targets[:-1])
+    return {"rows": [_sweep_row(config, ratio, r, t, _state_at(r, t, lowest))
+                     for (ratio, _), r in zip(pairs, runs) for t in targets]}
 
 
 def _is_number(x, *, none=False):
@@ -141,10 +159,10 @@ def _valid_fig2_run(run, seed) -> bool:
             and run.get("status", "completed") in sgd.RUN_STATUSES)
 
 
-def _valid_sweep_row(row, job, seed, target) -> bool:
+def _valid_sweep_row(row, job, ratio, seed, target) -> bool:
     """A stored row of every column (a row stored before the attention shares is recomputed)."""
     return (isinstance(row, dict) and all(k in row for k in SWEEP_ROW_KEYS) and row["seed"] == seed
-            and row["ratio"] == job["ratio"] and row["parameterization"] == job["config"]["parameterization"]
+            and row["ratio"] == ratio and row["parameterization"] == job["config"]["parameterization"]
             and row["target_loss"] == target and isinstance(row["reached"], bool) and _is_number(row["steps"])
             and all(_is_number(row[k], none=True) for k in _SWEEP_MEASURED)
             and row["status"] in sgd.RUN_STATUSES)
@@ -175,11 +193,11 @@ def valid_result(job: dict, result) -> bool:
         return len(items) == len(seeds) and all(_valid_fig2_run(r, s) for r, s in zip(items, seeds))
     try:
         targets = sweep_targets(job)
+        expected = [(r, s, t) for r, s in sweep_runs(job) for t in targets]
     except (KeyError, TypeError, ValueError):
         return False
-    expected = [(s, t) for s in seeds for t in targets]
-    return len(items) == len(expected) and all(_valid_sweep_row(r, job, s, t)
-                                               for r, (s, t) in zip(items, expected))
+    return len(items) == len(expected) and all(_valid_sweep_row(row, job, r, s, t)
+                                               for row, (r, s, t) in zip(items, expected))
 
 
 def split_seeds(seeds, parts: int) -> list:

@@ -234,7 +234,8 @@ def _attention(table, counts, slot):
     The largest score of the row is subtracted before exponentiating (done once per
     distinct query); a row whose maximum sits on an absent token so far above the
     present ones that their terms would underflow (normalizer < 1e-280) is recomputed
-    with the maximum over present tokens only (row by row, so stacking is irrelevant).
+    with the maximum over present tokens only (row by row, in the runs where it happens, so
+    stacking is irrelevant).
     """
     e = table - np.maximum.reduce(table, axis=-1)[..., None]
     e *= 1.0 / _SQRT_V
@@ -242,8 +243,11 @@ def _attention(table, counts, slot):
     e = e.reshape(-1, V).take(slot, axis=0)
     e *= counts
     z = np.matmul(e, _ONES_COLUMN)                            # row sums (..., B, 1), one BLAS call
-    if np.minimum.reduce(z, axis=None) < 1e-280:
-        bad = z < 1e-280
+    # decided run by run: a run's nan (diverged) must not hide another run's underflow, nor the
+    # reverse (the numbers of a run stay those of the run alone)
+    deep = np.minimum.reduce(z.reshape(z.shape[:-2] + (-1,)), axis=-1) < 1e-280
+    if deep.any():
+        bad = (z < 1e-280) & deep[..., None, None]
         rows = np.take(table.reshape(-1, V), slot, axis=0)
         s = np.where(counts > 0, rows, -np.inf)
         s = (s - s.max(axis=-1, keepdims=True)) * (1.0 / _SQRT_V)

@@ -239,13 +239,18 @@ class _EpochBatch:
         self.blocks = {"W_QK": (Ellipsis, qsel, slice(None)), "W_Q": (Ellipsis, slice(None), qsel)}
 
 
-def _train_epoch(params, batch, c, step, scheduled, n_active, k_this):
-    """``k_this`` SGD steps on ``batch`` (in place); returns the ``(S, K)`` step losses."""
+def _train_epoch(params, batch, rates, step, scheduled, n_active, k_this):
+    """``k_this`` SGD steps on ``batch`` (in place); returns the ``(S, K)`` step losses.
+
+    ``rates``: ``(lr_qk, lr_ov, qk_ramp)``, floats shared by the stack, or per-run arrays
+    ``(S, 1, 1)`` (:func:`train_stack`): every operation on them is the same IEEE operation
+    on each run's own rate, so a run's numbers do not depend on the rates stacked with it."""
     losses = np.empty((n_active, k_this))    # (S, K): row sums are stack-independent
     plan = [(w, batch.blocks.get(key, Ellipsis)) for key, w in params.items()]
-    lr_ov, ramp = c.lr_ov, c.qk_ramp
+    lr_qk0, lr_ov, ramp = rates
+    ramped = bool(np.any(np.asarray(ramp) != 1.0))
     for k in range(k_this):
-        lr_qk = c.lr_qk if ramp == 1.0 else c.lr_qk * (1.0 + (ramp - 1.0) * step / scheduled)
+        lr_qk = lr_qk0 if not ramped else lr_qk0 * (1.0 + (ramp - 1.0) * step / scheduled)
         loss, steps = models.loss_and_grad(params, batch.counts[k], batch.query[k], batch.target[k],
                                            _query_set=(batch.table_ids, batch.onehot_t[k], batch.slots[k],
                                                        batch.tidx[k]),
@@ -363,7 +368,12 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None, record_losses=()) ->
     seeds = _check_seeds(seeds)
     if not isinstance(config, Fig2Config):
         raise ValueError(f"config must be a Fig2Config, got {type(config).__name__}")
-    c = config
+    return _train(config, seeds, (config.lr_qk, config.lr_ov, config.qk_ramp), progress, record_losses)
+
+
+def _train(c, seeds, rates, progress, record_losses) -> list:
+    """The loop of :func:`train_fig2` and :func:`numerics.experiments.stack.train_stack`:
+    the runs of ``seeds`` (one generator each) with ``rates`` (see :func:`_train_epoch`)."""
     rngs = [np.random.default_rng(s) for s in seeds]
     params = models.stack_params([models.init_params(c.parameterization, c.init, r) for r in rngs])
     keys = list(params)
@@ -379,7 +389,7 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None, record_losses=()) ->
             if k_this <= 0:
                 break
             batch = _EpochBatch(rngs, runs.active, k_this, c, params, buffers)
-            losses = _train_epoch(params, batch, c, step, scheduled, len(runs.active), k_this)
+            losses = _train_epoch(params, batch, rates, step, scheduled, len(runs.active), k_this)
             step += k_this
             sums = losses.sum(axis=1)
             stop = runs.record(epoch, sums, k_this)
@@ -389,6 +399,8 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None, record_losses=()) ->
                 progress(1)
             if stop.any():
                 params = runs.drop(params, stop, keys)
+                # per-run rates leave the stack with their runs (the stack is compacted)
+                rates = tuple(r[~stop] if isinstance(r, np.ndarray) else r for r in rates)
                 if runs.active.size == 0:
                     break
     return runs.results(params, keys)

@@ -16,10 +16,16 @@ first reached each higher one (:func:`numerics.experiments.sgd.train_fig2`'s
 one-target sweep's jobs, and so its numbers, are those of a sweep before
 several targets existed.
 
-One job per (parameterization, ratio) trains its seeds stacked
-(:func:`numerics.experiments.jobs.sweep_job`); the job partition does not
-depend on the number of workers, so a :class:`~numerics.experiments.runner.ResultStore`
-written by one run is reused by ``--resume`` with any worker count.
+One job per (parameterization, seed) trains that seed at every ratio in one
+stack (:func:`numerics.experiments.jobs.sweep_job`,
+:func:`numerics.experiments.stack.train_stack`: a run that reaches the lowest
+target or diverges leaves the stack; each run's numbers are those of the run
+trained alone); there are as many jobs as parameterizations x seeds, enough to
+keep every worker busy.  The job partition does not depend on the number of
+workers, so a :class:`~numerics.experiments.runner.ResultStore` written by one
+run is reused by ``--resume`` with any worker count.  (A store of the older
+one-job-per-(parameterization, ratio) layout is not reused: its runs are
+recomputed, to the same numbers.)
 ``results.csv`` (:data:`CSV_COLUMNS`) has one row per run and target in the
 order parameterizations x ratios x seeds as given (duplicates removed) x
 targets (highest first); ``steps`` are the steps trained by the row's state,
@@ -32,8 +38,9 @@ The directory records its settings (:data:`SETTINGS_FILE`, written before any
 work): ``--resume`` with other settings is refused, naming the difference
 (:func:`settings_difference`); ``--extend`` adds parameterizations, ratios or
 seeds to a stored sweep and keeps every stored row (the added seeds are
-trained as a block of their own, which gives the same numbers: seeds are
-independent of the seeds stacked with them). :func:`lock_directory` holds an
+trained in jobs of their own; added ratios change every job's stack, so its
+runs are recomputed, to the same numbers: runs are independent of the runs
+stacked with them). :func:`lock_directory` holds an
 exclusive lock on the directory while a sweep writes into it.
 """
 from __future__ import annotations
@@ -100,9 +107,10 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_step
     ``target_loss`` is one loss or several (:func:`target_losses`): the runs
     train to the lowest; a job of several targets names them all
     (``target_losses``, highest first), a job of one is as it always was.
-    One job per (parameterization, ratio, block of seeds); ``seed_blocks``
-    (sizes summing to ``n_seeds``, default one block) is how a sweep extended
-    by ``--extend`` keeps the jobs it has stored."""
+    One job per (parameterization, seed), stacking every ratio (``"ratios"``;
+    the config is that of ratio 1, ratio ``r`` trains with ``lr_qk = r * lr_ov``);
+    ``seed_blocks`` (sizes summing to ``n_seeds``, default one block) is still
+    checked, and no longer changes the jobs."""
     parameterizations = _dedupe(parameterizations)
     ratios = _dedupe(float(r) for r in ratios)
     if not parameterizations:
@@ -125,16 +133,15 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_step
     blocks = _seed_blocks(n_seeds, seed_blocks)
     jobs = []
     for p in parameterizations:
-        for r in ratios:
-            cfg = sgd.Fig2Config(parameterization=p, lr_qk=r * lr_ov, lr_ov=lr_ov, seq_len=seq_len,
-                                 batch_size=batch_size, epochs=-(-max_steps // steps_per_epoch),
-                                 steps_per_epoch=steps_per_epoch, stop="none", init=init,
-                                 eval_batches=eval_batches, target_loss=targets[-1], max_steps=max_steps)
-            for seeds in blocks:
-                job = {"experiment": "sweep", "ratio": r, "config": cfg.to_dict(), "seeds": seeds}
-                if len(targets) > 1:
-                    job["target_losses"] = targets
-                jobs.append(job)
+        cfg = sgd.Fig2Config(parameterization=p, lr_qk=lr_ov, lr_ov=lr_ov, seq_len=seq_len,
+                             batch_size=batch_size, epochs=-(-max_steps // steps_per_epoch),
+                             steps_per_epoch=steps_per_epoch, stop="none", init=init,
+                             eval_batches=eval_batches, target_loss=targets[-1], max_steps=max_steps)
+        for seed in (s for block in blocks for s in block):
+            job = {"experiment": "sweep", "ratios": ratios, "config": cfg.to_dict(), "seeds": [seed]}
+            if len(targets) > 1:
+                job["target_losses"] = targets
+            jobs.append(job)
     return jobs
 
 

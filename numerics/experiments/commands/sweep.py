@@ -109,11 +109,12 @@ def _check_memory(s, workers, address) -> None:
                         lr_ov=s["lr_ov"], seq_len=s["seq_len"], batch_size=s["batch_size"],
                         steps_per_epoch=s["steps_per_epoch"], epochs=1, eval_batches=s["eval_batches"],
                         max_steps=s["max_steps"])
-    at_once = max(1, common.processes(workers, len(s["parameterizations"]) * len(s["ratios"]), address))
-    common.check_memory(at_once * fig2_bytes(one, s["seeds"]),
+    # one job per (parameterization, seed) stacks the seed's runs at every ratio
+    at_once = max(1, common.processes(workers, len(s["parameterizations"]) * s["seeds"], address))
+    common.check_memory(at_once * fig2_bytes(one, len(s["ratios"])),
                         f"sweep with --seq-len {s['seq_len']}, --batch-size {s['batch_size']}, "
                         f"--steps-per-epoch {s['steps_per_epoch']}, --eval-batches {s['eval_batches']} "
-                        f"and {s['seeds']} stacked seeds in each of {at_once} process(es)")
+                        f"and {len(s['ratios'])} stacked runs (one per ratio) in each of {at_once} process(es)")
 
 
 def _check_target(s) -> None:
