@@ -167,15 +167,6 @@ def rate_values(args) -> dict:
     return out
 
 
-def _render(expr, fmt):
-    import sympy as sp
-    if fmt == "pretty":
-        return sp.pretty(expr, use_unicode=True, wrap_line=False)
-    if fmt == "latex":
-        return sp.latex(expr)
-    return str(expr)
-
-
 def parse_loss(text: str, M_value, error=UsageError) -> float:
     """The ``--loss`` value ``text`` as a float in (0, log M); raises ``error`` otherwise."""
     try:
