@@ -44,7 +44,7 @@ suppress_warnings = []
 
 # Docstrings of modules other work items are rewriting, with reST problems that would fail
 # this -W build. Their warnings are written to <outdir>/known-docstring-issues.txt instead of
-# being counted; tests/test_docs_site.py fails once an entry no longer warns, so remove
+# being counted; tests/docs/test_docs_site.py fails once an entry no longer warns, so remove
 # entries as the docstrings are fixed. QKOV_DOCS_STRICT=1 ignores this list.
 qkov_known_docstring_issues = []
 

@@ -160,3 +160,20 @@ def test_size_limits_of_hand_written_code(limit_module, limit_function):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _code_lines(node) > limit_function:
                 long_functions.append(f"{rel}:{node.lineno} {node.name}: {_code_lines(node)} lines")
     assert long_modules == [] and long_functions == []
+
+
+def test_tests_mirror_the_tree():
+    """Every test module sits in ``tests/<package path>/`` of the code it tests: the folders under
+    ``tests/`` are packages of derivations/numerics (or ``docs``); only whole-tree checks and shared
+    fixtures sit at the top."""
+    tests = ROOT / "tests"
+    top_level = {"test_architecture.py"}
+    for path in tests.rglob("test_*.py"):
+        rel = path.relative_to(tests)
+        if len(rel.parts) == 1:
+            assert rel.name in top_level, f"{rel}: put it in tests/<package>/ beside the code it tests"
+            continue
+        folder = Path(*rel.parts[:-1])
+        target = ROOT / folder
+        assert folder.parts[0] == "docs" or (target / "__init__.py").is_file(), \
+            f"tests/{rel}: tests/{folder} mirrors no package ({folder.as_posix().replace('/', '.')})"

@@ -19,7 +19,7 @@ Rules
   object naming the quantity (left-hand sides such as
   ``Derivative(mu_OV, t)``). Nothing is typed by hand. Products are printed
   with a thin space (``mul_symbol=r"\,"``) so that the text parses back
-  unambiguously (``\,`` -> ``\cdot``, see ``tests/test_latex.py``).
+  unambiguously (``\,`` -> ``\cdot``, see ``tests/derivations/output/test_latex.py``).
 * Very long expressions are shown with abbreviations: a subexpression that
   occurs at least twice is replaced by :data:`~derivations.output.tex.ABBREVIATIONS` (``zeta``, ``xi``)
   and defined on a following line of the same equation (:func:`abbreviate`).

@@ -48,7 +48,7 @@ __all__ = ["StateAtLoss", "state_at_loss", "task_state_at_loss", "METHODS",
 METHODS = ("closed form", "reduced flow")
 #: Ranges on which the reduced-flow state is tested against the paper's closed
 #: form (every corner, relative error below 1e-8, each under two seconds;
-#: ``tests/test_task_numerics_state.py``). ``loss`` runs from the lower bound
+#: ``tests/numerics/dynamics/test_task_numerics_state.py``). ``loss`` runs from the lower bound
 #: up to the initial loss (exclusive); ``M`` is an integer.
 REDUCED_FLOW_RANGE = {"ratio": (1e-4, 1e4), "loss": (1e-8, math.inf), "m": (1e-3, 1e3),
                       "n": (1e-3, 1e3), "b": (0.1, 1e3), "M": (2, 10**6)}

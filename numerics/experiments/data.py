@@ -43,7 +43,7 @@ counts in one table look-up and one :func:`numpy.bincount`
 (:func:`counts_from_tickets`), much cheaper than one ``Generator.multinomial``
 per sequence.  :func:`sample_fig2_sequences` returns the same draws as explicit
 token-id sequences; :func:`sequences_to_counts` maps them to exactly the
-counts of :func:`sample_fig2_batches` (``tests/test_experiments_models.py``
+counts of :func:`sample_fig2_batches` (``tests/numerics/experiments/test_experiments_models.py``
 checks this, that the count model and a per-position reference agree on the
 same sequences, and the sampler against the exact multinomial probabilities
 with chi-square tests).

@@ -7,7 +7,7 @@ Each seed owns its :func:`numpy.random.default_rng` ``(seed)`` stream, used
 for its initialization and then, epoch by epoch, for its training batches;
 every array operation acts slice by slice on the seed axis.  A seed's numbers
 are therefore the same whether it is trained alone or stacked with others, on
-any worker (``tests/test_experiments_sgd.py`` checks bitwise equality).
+any worker (``tests/numerics/experiments/test_experiments_sgd.py`` checks bitwise equality).
 
 Update rule (no momentum, no weight decay): for a parameter of circuit
 :math:`c \in \{QK, OV\}` at global step :math:`t` (0-based) of

@@ -9,7 +9,7 @@ one seed may appear with several rates.  A run that stops (its stop rule fires,
 or it diverges) leaves the stack, which is compacted: finished runs cost
 nothing.  Every run's numbers (losses, steps, marks, final parameters) are
 bitwise those of the run trained alone with ``train_fig2``
-(``tests/test_experiments_stack.py`` checks it for every parameterization).
+(``tests/numerics/experiments/test_experiments_stack.py`` checks it for every parameterization).
 
 >>> from numerics.experiments.sgd import Fig2Config
 >>> c = Fig2Config(parameterization="CACO", epochs=2, steps_per_epoch=5, stop="none")

@@ -23,7 +23,7 @@ def wright_omega(z):
     Corless and Jeffrey, ACM TOMS 38 (2012), Algorithm 917, which SciPy's
     ``wrightomega`` implements); below z = -40, omega = e^z to double
     precision. Agrees with mpmath to a few ulp on [-1e3, 1e300]
-    (``tests/test_generated.py``).
+    (``tests/derivations/output/test_generated.py``).
     """
     z = numpy.asarray(z, dtype=float)
     with numpy.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):

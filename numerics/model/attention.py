@@ -43,7 +43,7 @@ The layout machinery (keys, shapes, rates, :meth:`TaskModel.flatten`,
 :meth:`TaskModel.unflatten`, the parameter checks, the circuits) is written
 once here; the paper's model :class:`numerics.model.paper.AttentionModel` is
 this class on the paper's instance with a sparse :math:`O(M^2)` forward pass and
-gradient (the two agree to 1e-12, ``tests/test_task_numerics.py``).
+gradient (the two agree to 1e-12, ``tests/numerics/model/test_task_numerics.py``).
 
 >>> from numerics.model import TaskModel, paper_instance
 >>> model = TaskModel(paper_instance(M=3, m=5, n=50, b=50), "CACO")

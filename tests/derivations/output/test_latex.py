@@ -42,7 +42,7 @@ from derivations import latex as L
 from derivations.catalog import results
 from derivations.special_functions import wright_omega
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 GENERATED = ROOT / "docs" / "generated"
 
 

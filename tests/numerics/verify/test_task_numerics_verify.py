@@ -122,7 +122,7 @@ def _cli(args, **kw):
     import subprocess
     import sys
     from pathlib import Path
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[3]
     env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.run([sys.executable, "-m", "numerics.verify", *args], cwd=root, env=env,
                           stderr=subprocess.PIPE, text=True, timeout=300, **kw)

@@ -20,7 +20,7 @@ from numerics.experiments.runner import (STORE_FORMAT, JobError, ResultStore, ch
 
 from _jobs import counted_job, failing_job, sgd_job
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 SGD_JOBS = [{"seed": seed, "steps": 60, "lr": 0.5} for seed in (7, 3, 11, 5)]
 
 

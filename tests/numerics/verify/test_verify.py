@@ -13,7 +13,7 @@ import pytest
 from numerics import verify
 from numerics.verify import Check, run_checks
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _run_cli(*args, timeout=120):

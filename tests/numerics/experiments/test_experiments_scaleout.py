@@ -24,7 +24,7 @@ import pytest
 
 from numerics.experiments.__main__ import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 FIG2 = ["fig2", "--parameterization", "FAFO", "--epochs", "2", "--steps-per-epoch", "10", "--eval-batches", "2",
         "--seeds", "1234,1235,1236", "--json", "--quiet"]

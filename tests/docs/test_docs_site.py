@@ -43,7 +43,7 @@ from urllib.parse import urlsplit, unquote
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 sys.path.insert(0, str(DOCS / "_ext"))
 import qkov_docs  # noqa: E402  (the docs' own extension: module discovery, snippet reader)
@@ -284,7 +284,7 @@ def test_fence_bare_doctests():
 
 PAGES = sorted(p for p in DOCS.glob("*.md") if p.name != "README.md")
 PYCON = re.compile(r"^```pycon\n(.*?)^```", flags=re.M | re.S)
-# pages with fenced examples; usage.md is a bare doctest file run by tests/test_docs.py
+# pages with fenced examples; usage.md is a bare doctest file run by tests/docs/test_docs.py
 PYCON_PAGES = [p for p in PAGES if PYCON.search(p.read_text(encoding="utf-8"))]
 
 

@@ -10,7 +10,7 @@ pytest.importorskip("matplotlib")
 
 from numerics import figures  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 

@@ -116,7 +116,7 @@ def test_cli_output_into_closed_pipe_or_full_device():
     import subprocess
     import sys
     from pathlib import Path
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     env = dict(os.environ, PYTHONPATH=str(root))
     out = subprocess.run(["bash", "-c", f"set -o pipefail; {sys.executable} -m derivations.catalog | head -n 1"],
                          capture_output=True, text=True, cwd=root, env=env)

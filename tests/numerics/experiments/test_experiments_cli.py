@@ -1,7 +1,7 @@
 """python -m numerics.experiments: JSON shapes, sweep CSV and resume after a kill, bad input.
 
 The Dask and multi-process paths of the same commands are tested end to end in
-tests/test_experiments_scaleout.py (bitwise equality across backends)."""
+tests/numerics/experiments/test_experiments_scaleout.py (bitwise equality across backends)."""
 import csv
 import json
 import os
@@ -16,7 +16,7 @@ import pytest
 from numerics.experiments import sweep as sweep_mod
 from numerics.experiments.__main__ import build_parser, main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 

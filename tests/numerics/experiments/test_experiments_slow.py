@@ -1,6 +1,6 @@
 """Full-length reproductions of the published runs (slow: minutes to a quarter of an hour each).
 
-Run with ``python -m pytest -m slow tests/test_experiments_slow.py``.  The numbers of the
+Run with ``python -m pytest -m slow tests/numerics/experiments/test_experiments_slow.py``.  The numbers of the
 published figures are not known here, so these check the procedure's invariants and
 the qualitative statements of the spec, on the full schedules.
 """

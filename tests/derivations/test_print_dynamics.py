@@ -12,7 +12,7 @@ import sympy as sp
 from derivations.print_dynamics import main
 from derivations.symbols import SYMBOLS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
 
 

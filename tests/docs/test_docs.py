@@ -2,7 +2,7 @@
 import doctest
 from pathlib import Path
 
-USAGE = Path(__file__).resolve().parent.parent / "docs" / "usage.md"
+USAGE = Path(__file__).resolve().parents[2] / "docs" / "usage.md"
 
 
 def test_usage_examples():

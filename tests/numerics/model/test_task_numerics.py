@@ -129,7 +129,7 @@ def test_module_doctests(name):
 def test_docs_task_numerics_examples():
     import doctest
     from pathlib import Path
-    path = Path(__file__).resolve().parent.parent / "docs" / "task_numerics.md"
+    path = Path(__file__).resolve().parents[3] / "docs" / "task_numerics.md"
     res = doctest.testfile(str(path), module_relative=False,
                            optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert res.failed == 0 and res.attempted >= 8

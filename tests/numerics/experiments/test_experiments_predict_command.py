@@ -13,7 +13,7 @@ import pytest
 from numerics.experiments import predict, theory
 from numerics.experiments.__main__ import COMMANDS, build_parser, main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 ARGV = ["--parameterizations", "FACO", "--ratios", "2", "--target-loss", "0.5,1", "--seeds", "2",
         "--init", "identity", "--json"]
 

@@ -9,7 +9,7 @@ import pytest
 
 from numerics.experiments import predict, theory
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, os.pardir))
 
 
 def _no_flow(monkeypatch):
