@@ -154,7 +154,7 @@ def init_kinds(parameterization: str, init: str = "authors") -> dict:
 
 def init_params(parameterization: str, init: str = "authors",
                 rng: np.random.Generator | None = None, *,
-                identity_scale: float = IDENTITY_SCALE) -> dict:
+                identity_scale: float = IDENTITY_SCALE, shapes: dict | None = None) -> dict:
     r"""Initial parameters of one run, each ``(V, V)``: the one builder of a seed's
     initial matrices, for SGD (:func:`numerics.experiments.sgd.train_fig2` passes
     ``numpy.random.default_rng(seed)``, then trains from the same generator) and for
@@ -170,12 +170,17 @@ def init_params(parameterization: str, init: str = "authors",
     :func:`param_keys` (:func:`init_kinds` says which).  ``identity_scale``
     replaces :math:`10^{-6}` (the SGD experiments always use
     :data:`IDENTITY_SCALE`; the theory offers the scale as an option).
+    ``shapes``: an engine task's matrix shapes instead of the authors' :math:`V\times V`
+    (:func:`numerics.experiments.task_model.init_shaped`).
     """
     kinds = init_kinds(parameterization, init)
     if rng is None and "uniform" in kinds.values():
         raise ValueError("rng (a numpy.random.Generator) is required for a uniform initialization")
     bound = 1.0 / _SQRT_V
     out = {}
+    if shapes is not None:
+        from .task_model import init_shaped
+        return init_shaped(parameterization, kinds, rng, identity_scale, shapes)
     for key in param_keys(parameterization):
         if kinds[key] == "uniform":
             out[key] = rng.uniform(-bound, bound, size=(V, V))
