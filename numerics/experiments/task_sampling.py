@@ -222,7 +222,12 @@ def _check_values(name, params) -> dict:
 def _build(name: str, params: tuple) -> SampledTask:
     from derivations.tasks import get_task
 
-    task = get_task(name)
+    return _from_task(get_task(name), params)
+
+
+def _from_task(task, params: tuple) -> SampledTask:
+    """The sampled version of the engine ``Task`` at ``params`` (ValueError if it cannot be sampled)."""
+    name = task.name
     inst = task.instance(values=dict(params) or None)
     K, T, d = inst.M, len(inst.token_names), inst.d
     if T > MAX_TYPES:
@@ -247,9 +252,10 @@ def _build(name: str, params: tuple) -> SampledTask:
                        token_names=tuple(inst.token_names), **arrays)
 
 
-def sampled_task(name: str, params=()) -> SampledTask:
+def sampled_task(name, params=()) -> SampledTask:
     """The sampled version of built-in task ``name`` at parameter values ``params``
-    (``{name: value}`` or pairs; missing ones take the task's defaults).
+    (``{name: value}`` or pairs; missing ones take the task's defaults).  ``name`` may
+    also be a :class:`derivations.engine.task.Task` object (a task you built; not cached).
 
     Raises
     ------
@@ -259,6 +265,12 @@ def sampled_task(name: str, params=()) -> SampledTask:
         is refused here: it is the default path (:mod:`numerics.experiments.data`).
     """
     params = canonical_params(params)
+    if not isinstance(name, str):
+        from derivations.tasks import Task
+
+        if not isinstance(name, Task):
+            raise ValueError(f"task must be a task name or a derivations Task; got {name!r}")
+        return _from_task(name, params)
     _check_values(name, params)
     if name == DEFAULT_TASK:
         raise ValueError(f"task {DEFAULT_TASK!r} is sampled by numerics.experiments.data (the default path)")
