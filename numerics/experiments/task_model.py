@@ -51,7 +51,7 @@ import numpy as np
 
 from . import models
 
-__all__ = ["param_shapes", "init_shaped", "forward", "loss_and_grad", "train_epoch", "evaluate"]
+__all__ = ["param_shapes", "forward", "loss_and_grad", "train_epoch", "evaluate"]
 
 
 def param_shapes(st, parameterization: str) -> dict:
@@ -60,23 +60,6 @@ def param_shapes(st, parameterization: str) -> dict:
     shapes = {"W_QK": (d, d), "W_Q": (d, d), "W_K": (d, d), "W_OV": (n_out, d), "W_O": (n_out, d),
               "W_V": (d, d)}
     return {k: shapes[k] for k in models.param_keys(parameterization)}
-
-
-def init_shaped(parameterization, kinds, rng, identity_scale, shapes) -> dict:
-    r"""The matrices of :func:`numerics.experiments.models.init_params` (the one builder of a
-    seed's initial matrices) for an engine task's ``shapes`` (:func:`param_shapes`): in
-    :func:`~numerics.experiments.models.param_keys` order, ``"uniform"`` matrices drawn
-    from ``rng`` on :math:`\pm 1/\sqrt{\text{cols}}` (PyTorch's bound for a ``Linear``
-    with ``cols`` inputs), ``"identity"`` ones ``identity_scale`` times the rectangular identity."""
-    out = {}
-    for key in models.param_keys(parameterization):
-        rows, cols = shapes[key]
-        if kinds[key] == "uniform":
-            bound = 1.0 / np.sqrt(cols)
-            out[key] = rng.uniform(-bound, bound, size=(rows, cols))
-        else:
-            out[key] = identity_scale * np.eye(rows, cols)
-    return out
 
 
 def _tr(a):
