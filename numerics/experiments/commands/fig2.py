@@ -104,7 +104,8 @@ def _write(output, config, payload, n_seeds):
     if payload["heatmap"] is None:
         common.warn("every run diverged: no heatmap figure")
         return
-    title = (f"{config.parameterization}, QK {config.lr_qk:g} / OV {config.lr_ov:g}"
+    task = "" if config.sampled_task is None else f"task {config.task}, "
+    title = (f"{task}{config.parameterization}, QK {config.lr_qk:g} / OV {config.lr_ov:g}"
              + (f", ramp x{config.qk_ramp:g}" if config.qk_ramp != 1 else ""))
     plots.save_figure(plots.plot_fig2_heatmaps(
         [dict(title=title, heatmap=payload["heatmap"], heatmap_std=payload["heatmap_std"],

@@ -236,3 +236,26 @@ def test_bad_task_input_is_one_line_exit_2_before_any_work(command, bad, message
     assert captured.out == ""
     assert len(captured.err.strip().splitlines()) == 1 and message in captured.err, captured.err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["sweep", "predict"])
+def test_a_target_not_below_the_tasks_initial_loss_is_refused(command, tmp_path, capsys):
+    """The paper's task with M = 4 starts near log 4 = 1.386 (not the authors' log 50)."""
+    def argv(target, out):
+        return ([c if c != "0.5" else target for c in COMMANDS[command]] + ["--task", "paper", "--params", "M=4"]
+                + (["--output", str(out), "--max-steps", "1"] if command == "sweep" else []) + ["--quiet"])
+
+    assert main(argv("1.5", tmp_path / "out")) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "initial loss 1.38" in err, err
+    assert not (tmp_path / "out").exists()
+    assert main(argv("1.2", tmp_path / "ok")) == 0
+
+
+def test_seq_len_is_required_when_the_task_has_no_integer_length(capsys):
+    st = task_sampling.sampled_task("paper", {"M": 3, "m": 0.5})
+    assert st.own_seq_len is None and st.tickets == 2 * 50 + 1
+    assert main(COMMANDS["predict"] + ["--task", "paper", "--params", "M=3,m=0.5"]) == 2
+    assert "--seq-len is required" in capsys.readouterr().err
+    assert main(COMMANDS["predict"] + ["--task", "paper", "--params", "M=3,m=0.5", "--seq-len", "40",
+                                       "--quiet"]) == 0
