@@ -46,12 +46,15 @@ from derivations.core.vocabulary import PARAMETERIZATIONS, check_parameterizatio
 from . import models, task_sampling, theory
 from .sweep import FIRST_SEED
 
-__all__ = ["RECORD_FIELDS", "predict", "check_settings", "add_arguments", "build_parser",
+__all__ = ["RECORD_FIELDS", "TASK_RECORD_FIELDS", "predict", "check_settings", "add_arguments", "build_parser",
            "settings_from_args", "command", "format_table", "main"]
 
 #: Fields of a record of :func:`predict`, in order.
 RECORD_FIELDS = ("parameterization", "ratio", "seed", "target_loss", "reached", "steps", "loss",
                  "relevant_attention", "self_attention", "other_attention")
+#: Further fields of a record for an engine task (not the authors'): the engine's state at the
+#: target from zero initialization (:func:`numerics.experiments.theory.closed_form_attention`).
+TASK_RECORD_FIELDS = ("closed_form_method", "closed_form_relevant_attention")
 
 
 def _seed_list(seeds) -> list:
@@ -160,9 +163,10 @@ def predict(parameterizations, ratios, target_losses, seeds=1, init="authors",
     Returns
     -------
     list of dict
-        Fields :data:`RECORD_FIELDS`, in the order parameterization x ratio x
-        seed x target; ``reached`` False (and None for the numbers) where a
-        flow stopped at ``max_nfev`` before a target.
+        Fields :data:`RECORD_FIELDS` (and :data:`TASK_RECORD_FIELDS` for an engine
+        task: None where the engine has no state at a loss), in the order
+        parameterization x ratio x seed x target; ``reached`` False (and None
+        for the numbers) where a flow stopped at ``max_nfev`` before a target.
     """
     s = check_settings(parameterizations, ratios, target_losses, seeds, init, seq_len, lr_ov,
                        init_scale, task=task, task_params=task_params)
@@ -171,6 +175,8 @@ def predict(parameterizations, ratios, target_losses, seeds=1, init="authors",
     for P in s["parameterizations"]:
         for r in s["ratios"]:
             shared = None
+            closed = None if sampled is None else theory.closed_form_attention(
+                sampled, P, r, s["target_losses"], s["seq_len"])
             for seed in s["seeds"]:
                 if shared is None or _draws(P, init):
                     shared = theory.flow_to_losses(
@@ -181,7 +187,10 @@ def predict(parameterizations, ratios, target_losses, seeds=1, init="authors",
                     progress()
                 for rec in shared["records"]:
                     row = {"parameterization": P, "ratio": r, "seed": seed, **rec}
-                    records.append({k: row[k] for k in RECORD_FIELDS})
+                    if closed is not None:
+                        row.update(closed_form_method=closed["method"], closed_form_relevant_attention=
+                                   closed["relevant_attention"][rec["target_loss"]])
+                    records.append({k: row[k] for k in RECORD_FIELDS + (TASK_RECORD_FIELDS if closed else ())})
     return records
 
 
@@ -276,14 +285,18 @@ def format_table(payload) -> str:
     lines = [f"expected-count flow of {task} (init {s['init']}, identity scale "
              f"{s['init_scale']:g}, seq_len {s['seq_len']}, lr_ov {s['lr_ov']:g}): attention where the "
              "loss first reaches each target",
-             "param   ratio   seed  target        steps      loss  relevant    self   other"]
+             "param   ratio   seed  target        steps      loss  relevant    self   other"
+             + ("" if "task" not in s else "  engine, zero init (method)")]
     for r in payload["records"]:
         head = f"{r['parameterization']:6}{r['ratio']:7g}{r['seed']:7d}  {r['target_loss']:<7g}"
         if not r["reached"]:
             lines.append(head + "   not reached")
             continue
+        closed = r.get("closed_form_relevant_attention")
         lines.append(head + f"{r['steps']:12.1f}{r['loss']:10.4g}{r['relevant_attention']:10.4f}"
-                     f"{r['self_attention']:8.4f}{r['other_attention']:8.4f}")
+                     f"{r['self_attention']:8.4f}{r['other_attention']:8.4f}"
+                     + ("" if "closed_form_method" not in r else
+                        f"  {'-' if closed is None else format(closed, '.4f')} ({r['closed_form_method']})"))
     return "\n".join(lines)
 
 

@@ -74,7 +74,7 @@ from . import data, measure, models
 
 __all__ = ["VOCAB", "N_CLASSES", "QUERY_IDS", "LABEL_IDS", "INITS", "RATIO_RANGE",
            "TARGET_LOSS_MIN", "INIT_SCALE_RANGE", "LR_OV_RANGE", "token_probabilities",
-           "authors_instance", "authors_model", "task_model", "theory_params", "authors_init", "initial_loss",
+           "authors_instance", "authors_model", "task_model", "closed_form_attention", "theory_params", "authors_init", "initial_loss",
            "attention_shares", "check_ratio", "check_target_losses", "check_init_scale",
            "check_lr_ov", "flow_to_losses", "flow_to_loss", "predicted_attention_at_loss",
            "sweep_prediction"]
@@ -192,6 +192,35 @@ def task_model(task, parameterization, ratio, *, lr_ov=0.01, seq_len=None) -> Ta
         raise ValueError(f"task {task.name!r} has no integer length of its own: give seq_len")
     return TaskModel(task_sampling.theory_instance(task, seq_len), parameterization,
                      eta_QK=ratio * lr_ov, eta_OV=lr_ov)
+
+
+def closed_form_attention(task, parameterization, ratio, target_losses, seq_len) -> dict:
+    r"""The engine's own answer for an engine task: the relevant-token attention where the
+    CACO flow from zero initialization first reaches each loss
+    (:func:`numerics.dynamics.state.state_at_loss`: the paper's closed form, or the one a task
+    inherits through the engine's rate map, else the engine's reduced flow).
+
+    It describes the flow of this module from the ``identity`` initialization
+    (:math:`10^{-6} I`, zero to within that scale) at the task's own length, where the expected
+    counts are the engine's instance. Returns ``{"method", "relevant_attention"}``
+    (``{target: alpha}``), or ``{"method": None, "reason": ...}`` where there is no such answer
+    (another parameterization, another length, a task the engine does not reduce)."""
+    def none(reason):
+        return {"method": None, "reason": reason, "relevant_attention": dict.fromkeys(target_losses)}
+
+    if parameterization != "CACO":
+        return none("the engine's state at a loss is for CACO from zero initialization")
+    if seq_len != task.own_seq_len:
+        return none(f"seq_len {seq_len} is not the task's own length {task.own_seq_len}")
+    from ..dynamics.state import state_at_loss
+
+    try:
+        st = state_at_loss(np.asarray(target_losses, dtype=float), float(ratio), task=task.name,
+                           **dict(task.params))
+    except (ValueError, RuntimeError) as exc:
+        return none(str(exc))
+    alpha = np.atleast_1d(np.asarray(st.alpha, dtype=float))
+    return {"method": st.method, "relevant_attention": {t: float(a) for t, a in zip(target_losses, alpha)}}
 
 
 def attention_shares(model, params) -> dict:
