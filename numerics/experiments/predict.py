@@ -15,8 +15,12 @@ forwards here)::
 
     --parameterizations P,...  --ratios R,...  --target-loss L,...  --seeds K
     --init {authors,identity,uniform}  [--init-scale S]  [--seq-len N]  [--lr-ov X]  [--json]
+    [--task NAME [--params name=value,...]]
 
 prints a table, or with ``--json`` one object ``{"settings": ..., "records": [...]}``.
+``--task`` sets an engine task's sampled version (:mod:`numerics.experiments.task_sampling`)
+beside the SGD runs of the same task; its records also carry the engine's own state at each
+target from zero initialization (:data:`TASK_RECORD_FIELDS`).
 Bad input (an unknown parameterization, a ratio outside
 :data:`~numerics.experiments.theory.RATIO_RANGE`, a duplicate target, a target
 not below a seed's initial loss, ``--lr-ov 1,2``, ``--init-scale`` where no
