@@ -31,8 +31,9 @@ context.  The class is uniform per sequence.  The expected counts are
 which at the task's own length :math:`L_0 = \sum_t \mu_{kt} + 2` are exactly
 the engine's counts :math:`c_k` (:func:`expected_counts`).
 
-Which tasks can be sampled (:func:`sampled_task`, else ``ValueError``)
----------------------------------------------------------------------
+Which tasks can be sampled
+--------------------------
+:func:`sampled_task` builds the sampled version, else raises ``ValueError``.
 At the given parameter values every :math:`\mu_{kt}` must be a nonnegative
 rational :math:`a_{kt}/D` with a common denominator :math:`D` such that the
 ticket table of a class, :math:`N = D \sum_t \mu_{kt}` tickets, has at most

@@ -170,7 +170,7 @@ def authors_init(model, init="identity", scale=models.IDENTITY_SCALE, seed=1234)
 
 
 def _sgd_shapes(model):
-    """The SGD model's matrix shapes of ``model`` (``W_Q``, ``W_K`` transposed), or None for
+    r"""The SGD model's matrix shapes of ``model`` (``W_Q``, ``W_K`` transposed), or None for
     the authors' :math:`V\times V` matrices (today's path of the builder)."""
     shapes = {k: (s[::-1] if k in ("W_Q", "W_K") else s) for k, s in model.shapes.items()}
     return None if all(s == (VOCAB, VOCAB) for s in shapes.values()) else shapes
