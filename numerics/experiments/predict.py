@@ -245,8 +245,8 @@ def add_arguments(parser) -> None:
 def build_parser(prog: str = "python -m numerics.experiments.predict") -> argparse.ArgumentParser:
     """The standalone parser (errors raise :class:`~derivations.core.cli.UsageError`)."""
     parser = OneLineParser(prog=prog, description=(
-        "The theory beside the sweep: the expected-count gradient flow of the authors' task from each "
-        "SGD seed's initial matrices, read off where the loss first reaches each target (steps, loss, "
+        "The theory beside the sweep: the expected-count gradient flow of the authors' task (or --task) from "
+        "each SGD seed's initial matrices, read off where the loss first reaches each target (steps, loss, "
         "attention on relevant tokens / the query's own token / other positions)."))
     add_arguments(parser)
     return parser

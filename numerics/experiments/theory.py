@@ -43,6 +43,16 @@ position and its copies among the common tokens of the context: the models have
 no positions, so the copies are one mechanism) and all other positions; class
 averages of :func:`numerics.experiments.measure.attention_shares`, summing to 1.
 
+**Any engine task.** :func:`task_model` builds the same expected-count model for a sampled
+engine task (:mod:`numerics.experiments.task_sampling`: counts
+:math:`(L-2)\,p_k` plus the query where it is in context, the task's embeddings, score scale
+and outputs; factorized circuits with :math:`d` hidden units, as the SGD model's), and every
+function here takes ``task=`` (a
+:class:`~numerics.experiments.task_sampling.SampledTask`; None: the authors' task);
+:func:`authors_init` then builds the task's shapes with the same builder.
+:func:`closed_form_attention` adds the engine's own answer (closed form or reduced flow) from
+zero initialization, for CACO.
+
 What the limit leaves out: the sampling noise of SGD and the difference between
 the softmax of the expected counts and the expected softmax of sampled counts
 (a Jensen gap of relative size :math:`\sim 1/\sqrt{\mathrm{seq\_len}}` per type).
@@ -74,7 +84,8 @@ from . import data, measure, models
 
 __all__ = ["VOCAB", "N_CLASSES", "QUERY_IDS", "LABEL_IDS", "INITS", "RATIO_RANGE",
            "TARGET_LOSS_MIN", "INIT_SCALE_RANGE", "LR_OV_RANGE", "token_probabilities",
-           "authors_instance", "authors_model", "task_model", "closed_form_attention", "theory_params", "authors_init", "initial_loss",
+           "authors_instance", "authors_model", "task_model", "closed_form_attention",
+           "theory_params", "authors_init", "initial_loss",
            "attention_shares", "check_ratio", "check_target_losses", "check_init_scale",
            "check_lr_ov", "flow_to_losses", "flow_to_loss", "predicted_attention_at_loss",
            "sweep_prediction"]

@@ -38,9 +38,9 @@ def add_parser(sub):
                     help="fresh batches for the measurements (default 50)")
     sw.add_argument("--no-theory", action="store_true",
                     help="do not set the theory beside the runs (the expected-count gradient flow of the "
-                         "authors' task from each seed's own initial matrices, read at the loss each run "
-                         "measured; numerics.experiments.overlay) in the plot and sweep.json, nor report "
-                         "where the two agree")
+                         "authors' task, or the --task trained, from each seed's own initial matrices, read at "
+                         "the loss each run measured; numerics.experiments.overlay) in the plot and sweep.json, "
+                         "nor report where the two agree")
     sw.add_argument("--resume", action="store_true",
                     help="continue the sweep saved in --output (finished runs are not recomputed); refused "
                          "if the settings differ from the stored sweep's")

@@ -290,3 +290,23 @@ def test_sgd_from_identity_lands_near_the_closed_form():
     for row in jobs.sweep_job(job)["rows"]:
         closed = float(state_at_loss(row["loss"], row["ratio"], task="paper", M=4, b=1).alpha)
         assert abs(row["relevant_attention"] - closed) < 0.03, (row, closed)
+
+
+@pytest.mark.parametrize("P", models.PARAMETERIZATIONS)
+def test_task_model_with_the_authors_geometry_is_the_authors_model(P):
+    """The general count model, given the authors' geometry (T = d = n_out = 50, score 1/sqrt(50),
+    value 1), reproduces models.loss_and_grad on sampled authors batches (relative 1e-12)."""
+    from types import SimpleNamespace
+
+    from numerics.experiments import data
+
+    geometry = SimpleNamespace(T=data.V, d=data.V, n_out=data.V, score_multiplier=1 / np.sqrt(data.V),
+                               value_multiplier=1.0)
+    rng = np.random.default_rng(4)
+    p = {k: 0.5 * rng.normal(size=(data.V, data.V)) for k in models.param_keys(P)}
+    b = data.sample_fig2_batches(np.random.default_rng(9), 1, 64, 64)
+    loss, grads = task_model.loss_and_grad(geometry, p, b.counts[0], b.query[0], b.target[0])
+    ref_loss, ref_grads = models.loss_and_grad(p, b.counts[0], b.query[0], b.target[0])
+    assert abs(float(loss) - float(ref_loss)) <= 1e-12 * abs(float(ref_loss))
+    for key, g in ref_grads.items():
+        np.testing.assert_allclose(grads[key], g, rtol=1e-12, atol=1e-12 * np.abs(g).max())
