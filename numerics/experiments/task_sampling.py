@@ -181,7 +181,8 @@ def _embedding_scale(inst, name) -> float:
 
 
 def _tickets(mu, name) -> tuple:
-    """``(ticket counts (K, T) int, tickets per class)`` of the multiplicities ``mu``, or ValueError."""
+    """``(ticket counts (K, T) int, tickets per class, total multiplicity as a Fraction)`` of the
+    multiplicities ``mu`` (K, T), or ValueError naming why they cannot be sampled."""
     fracs = []
     for row in mu:
         out = []
