@@ -181,6 +181,11 @@ def test_default_run_identity_is_unchanged():
     task_job = sweep.sweep_jobs(["CACO"], [1.0], 1, 0.5, task="paper", task_params={"M": 3})[0]
     assert task_job["config"]["task"] == "paper" and task_job["config"]["task_params"] == [["M", 3]]
     assert sgd.Fig2Config(**task_job["config"]) == sgd.Fig2Config(**task_job["config"]).replace()
+    # results of different tasks (or parameter values) never share a run file
+    from numerics.experiments.store import job_key
+
+    other = sweep.sweep_jobs(["CACO"], [1.0], 1, 0.5, task="paper", task_params={"M": 4})[0]
+    assert len({job_key(job), job_key(task_job), job_key(other)}) == 3
 
 
 def test_resume_refuses_another_task():
