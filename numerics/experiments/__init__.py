@@ -16,6 +16,11 @@ Modules
     Plain SGD with one rate per circuit, the linear QK ramp, the authors' stop
     rule (with its 100-epoch running-sum quirk) or a target loss; the seeds of
     one configuration are trained stacked (one batched step for all seeds).
+:mod:`~numerics.experiments.task_sampling`, :mod:`~numerics.experiments.task_model`
+    SGD on the engine's tasks (``--task``, ``--params``): a task's sampled version
+    (ticket tables from its multiplicities) and its count model on :math:`T` token
+    types (:math:`d` embedded, :math:`n_{out}` outputs), with gradients, SGD epochs
+    and measurements.
 :mod:`~numerics.experiments.fixed_attention`
     The Figure-3 fixed-attention runs (stacked over the attention levels).
 :mod:`~numerics.experiments.measure`

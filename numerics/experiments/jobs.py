@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import measure, sgd, stack
+from . import measure, sgd, stack, task_model
 
 __all__ = ["fig2_job", "fig3_job", "sweep_job", "sweep_targets", "sweep_runs", "fig2_run_summary", "combine_runs", "split_seeds",
            "valid_result", "FIG2_RUN_KEYS", "SWEEP_ROW_KEYS"]
@@ -41,6 +41,17 @@ _SWEEP_MEASURED = ("loss", "relevant_attention", "label_probability", "accuracy"
                    "other_attention")
 
 
+def _evaluate(config, params, seed) -> dict:
+    """Measure ``params`` on fresh batches of the seed's evaluation stream: the authors' task
+    (:func:`measure.evaluate_fig2`) or the config's engine task (:func:`task_model.evaluate`)."""
+    st = config.sampled_task
+    if st is None:
+        return measure.evaluate_fig2(params, sgd.eval_rng(seed), config.eval_batches, config.batch_size,
+                                     config.seq_len)
+    return task_model.evaluate(st, params, sgd.eval_rng(seed), config.eval_batches, config.batch_size,
+                               config.seq_len)
+
+
 def fig2_run_summary(config: sgd.Fig2Config, run: dict) -> dict:
     """Evaluate one trained run (a dict of :func:`sgd.train_fig2`) on fresh batches.
 
@@ -52,8 +63,7 @@ def fig2_run_summary(config: sgd.Fig2Config, run: dict) -> dict:
         out.update(dict.fromkeys(MEASURED), separability_n=0, separability_sum=0.0, separability_sumsq=0.0,
                    self_attention=None, other_attention=None)
     else:
-        ev = measure.evaluate_fig2(run["params"], sgd.eval_rng(run["seed"]), config.eval_batches,
-                                   config.batch_size, config.seq_len)
+        ev = _evaluate(config, run["params"], run["seed"])
         out.update(measure.summarize_one(ev))
     out["status"] = run["status"]
     return out
@@ -101,8 +111,7 @@ def _sweep_row(config, ratio, run, target, state):
                    label_probability=None, accuracy=None, status="diverged",
                    self_attention=None, other_attention=None)
     else:
-        ev = measure.evaluate_fig2(state["params"], sgd.eval_rng(run["seed"]), config.eval_batches,
-                                   config.batch_size, config.seq_len)
+        ev = _evaluate(config, state["params"], run["seed"])
         row.update(steps=state["steps"], reached=state["reached"], loss=float(ev["loss"].mean()),
                    relevant_attention=float(ev["relevant_attention"].mean()),
                    label_probability=float(ev["label_probability"].mean()),

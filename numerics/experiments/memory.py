@@ -37,10 +37,23 @@ def fig2_bytes(config, seeds_per_job: int) -> int:
     evaluation hold at once for one job of ``seeds_per_job`` stacked seeds."""
     c = config
     steps = min(c.steps_per_epoch, c.total_steps)
+    st = getattr(c, "sampled_task", None)
+    if st is not None:
+        return _task_bytes(c, st, steps, seeds_per_job)
     per_sequence = 4 * (c.seq_len - 2) + 2 * _V + 88
     train = steps * seeds_per_job * c.batch_size * per_sequence
     evaluation = c.eval_batches * c.batch_size * (2 * (c.seq_len - 2) + 9 * 8 * _V)
     return train + evaluation + seeds_per_job * PARAMS_PER_SEED
+
+
+def _task_bytes(c, st, steps, seeds_per_job) -> int:
+    """:func:`fig2_bytes` of an engine task (:mod:`numerics.experiments.task_model`): int64 tickets
+    and tokens, float64 counts over its ``T`` types, matrices of at most ``max(d, n_out) x d``."""
+    width = max(st.T, st.n_out)
+    per_sequence = 24 * (c.seq_len - 2) + 16 * width + 88
+    train = steps * seeds_per_job * c.batch_size * per_sequence
+    evaluation = c.eval_batches * c.batch_size * (24 * (c.seq_len - 2) + 9 * 8 * width)
+    return train + evaluation + seeds_per_job * 16 * 8 * max(st.d, st.n_out) * st.d
 
 
 def fig3_bytes(config) -> int:

@@ -154,33 +154,34 @@ def init_kinds(parameterization: str, init: str = "authors") -> dict:
 
 def init_params(parameterization: str, init: str = "authors",
                 rng: np.random.Generator | None = None, *,
-                identity_scale: float = IDENTITY_SCALE) -> dict:
-    r"""Initial parameters of one run, each ``(V, V)``: the one builder of a seed's
-    initial matrices, for SGD (:func:`numerics.experiments.sgd.train_fig2` passes
-    ``numpy.random.default_rng(seed)``, then trains from the same generator) and for
-    the theory (:func:`numerics.experiments.theory.authors_init` converts them to the
-    expected-count model's convention).
+                identity_scale: float = IDENTITY_SCALE, shapes: dict | None = None) -> dict:
+    r"""Initial parameters of one run: the one builder of a seed's initial matrices, for SGD
+    (:func:`numerics.experiments.sgd.train_fig2` passes ``numpy.random.default_rng(seed)``, then
+    trains from the same generator) and for the theory (:func:`numerics.experiments.theory.authors_init`
+    converts them to the expected-count model's convention), on the authors' task and any engine task.
 
-    ``init="authors"``: the notebooks' row-1 choice (see the spec: FAFO
-    :math:`W_Q, W_K` uniform and :math:`W_O = W_V = 10^{-6} I`; FACO and CAFO
-    all :math:`10^{-6} I`; CACO uniform); ``"identity"``: every matrix
-    :math:`10^{-6} I`; ``"uniform"``: every matrix i.i.d.
-    :math:`U(-1/\sqrt{50}, 1/\sqrt{50})` (PyTorch's default for a 50×50
-    ``Linear``).  Uniform matrices are drawn from ``rng`` in the order of
-    :func:`param_keys` (:func:`init_kinds` says which).  ``identity_scale``
+    ``init="authors"``: the notebooks' row-1 choice (see the spec: FAFO :math:`W_Q, W_K` uniform
+    and :math:`W_O = W_V = 10^{-6} I`; FACO and CAFO all :math:`10^{-6} I`; CACO uniform);
+    ``"identity"``: every matrix :math:`10^{-6} I`; ``"uniform"``: every matrix i.i.d.
+    :math:`U(-1/\sqrt{c}, 1/\sqrt{c})` for :math:`c` columns (PyTorch's default for a ``Linear`` with
+    :math:`c` inputs: :math:`1/\sqrt{50}` for the authors' 50×50).  Uniform matrices are drawn from
+    ``rng`` in the order of :func:`param_keys` (:func:`init_kinds` says which).  ``identity_scale``
     replaces :math:`10^{-6}` (the SGD experiments always use
-    :data:`IDENTITY_SCALE`; the theory offers the scale as an option).
+    :data:`IDENTITY_SCALE`; the theory offers the scale as an option).  ``shapes``: ``{key: (rows,
+    cols)}`` of an engine task (:func:`numerics.experiments.task_model.param_shapes`; the identity is
+    then rectangular); default every matrix ``(V, V)``, the authors'.
     """
     kinds = init_kinds(parameterization, init)
     if rng is None and "uniform" in kinds.values():
         raise ValueError("rng (a numpy.random.Generator) is required for a uniform initialization")
-    bound = 1.0 / _SQRT_V
+    shapes = dict.fromkeys(kinds, (V, V)) if shapes is None else shapes
     out = {}
     for key in param_keys(parameterization):
         if kinds[key] == "uniform":
-            out[key] = rng.uniform(-bound, bound, size=(V, V))
+            bound = 1.0 / math.sqrt(shapes[key][1])        # == 1 / _SQRT_V for the authors' V columns
+            out[key] = rng.uniform(-bound, bound, size=shapes[key])
         else:
-            out[key] = identity_scale * np.eye(V)
+            out[key] = identity_scale * np.eye(*shapes[key])
     return out
 
 

@@ -51,10 +51,13 @@ def _group_records(P, ratio, rows, targets, settings):
     from . import predict, theory
 
     seeds = sorted({int(r["seed"]) for r in rows})
-    floor = min(theory.initial_loss(P, settings["init"], s, seq_len=settings["seq_len"]) for s in seeds)
+    task = {"task": settings.get("task"), "task_params": settings.get("task_params", ())}
+    sampled, _ = predict._task(**task)
+    floor = min(theory.initial_loss(P, settings["init"], s, seq_len=settings["seq_len"], task=sampled)
+                for s in seeds)
     reads = _losses_to_read(rows, targets, floor)
     recs = predict.predict([P], [ratio], reads, seeds, init=settings["init"], seq_len=settings["seq_len"],
-                           lr_ov=settings["lr_ov"])
+                           lr_ov=settings["lr_ov"], **task)
     return {(rec["seed"], rec["target_loss"]): rec for rec in recs}
 
 

@@ -15,8 +15,12 @@ forwards here)::
 
     --parameterizations P,...  --ratios R,...  --target-loss L,...  --seeds K
     --init {authors,identity,uniform}  [--init-scale S]  [--seq-len N]  [--lr-ov X]  [--json]
+    [--task NAME [--params name=value,...]]
 
 prints a table, or with ``--json`` one object ``{"settings": ..., "records": [...]}``.
+``--task`` sets an engine task's sampled version (:mod:`numerics.experiments.task_sampling`)
+beside the SGD runs of the same task; its records also carry the engine's own state at each
+target from zero initialization (:data:`TASK_RECORD_FIELDS`).
 Bad input (an unknown parameterization, a ratio outside
 :data:`~numerics.experiments.theory.RATIO_RANGE`, a duplicate target, a target
 not below a seed's initial loss, ``--lr-ov 1,2``, ``--init-scale`` where no
@@ -43,15 +47,18 @@ from derivations.core.cli import (OneLineParser, UsageError, parse_int, parse_li
 from derivations.core.output import emit
 from derivations.core.vocabulary import PARAMETERIZATIONS, check_parameterization
 
-from . import models, theory
+from . import models, task_sampling, theory
 from .sweep import FIRST_SEED
 
-__all__ = ["RECORD_FIELDS", "predict", "check_settings", "add_arguments", "build_parser",
+__all__ = ["RECORD_FIELDS", "TASK_RECORD_FIELDS", "predict", "check_settings", "add_arguments", "build_parser",
            "settings_from_args", "command", "format_table", "main"]
 
 #: Fields of a record of :func:`predict`, in order.
 RECORD_FIELDS = ("parameterization", "ratio", "seed", "target_loss", "reached", "steps", "loss",
                  "relevant_attention", "self_attention", "other_attention")
+#: Further fields of a record for an engine task (not the authors'): the engine's state at the
+#: target from zero initialization (:func:`numerics.experiments.theory.closed_form_attention`).
+TASK_RECORD_FIELDS = ("closed_form_method", "closed_form_relevant_attention")
 
 
 def _seed_list(seeds) -> list:
@@ -73,8 +80,17 @@ def _draws(parameterization, init) -> bool:
     return "uniform" in models.init_kinds(parameterization, init).values()
 
 
+def _task(task, task_params):
+    """``(SampledTask or None, canonical params)``: None for the authors' task (ValueError if unknown
+    or not sampleable, :func:`numerics.experiments.task_sampling.sampled_task`)."""
+    params = task_sampling.canonical_params(task_params)
+    if task_sampling.is_default(task, params):
+        return None, params
+    return task_sampling.sampled_task(task, params), params
+
+
 def check_settings(parameterizations, ratios, target_losses, seeds=1, init="authors",
-                   seq_len=_setting.SEQ_LEN, lr_ov=0.01, init_scale=None) -> dict:
+                   seq_len=None, lr_ov=0.01, init_scale=None, *, task=None, task_params=()) -> dict:
     """Validate every argument of :func:`predict` before any flow: a dict of the
     cleaned settings (duplicates of parameterizations and ratios dropped, targets
     sorted high to low), or ``ValueError`` naming the parameter and its range.
@@ -83,7 +99,12 @@ def check_settings(parameterizations, ratios, target_losses, seeds=1, init="auth
     (computed here: one forward pass each). ``init_scale`` (default
     :data:`numerics.experiments.models.IDENTITY_SCALE`) is refused when no
     requested matrix is a multiple of the identity (``init="uniform"``, or
-    ``"authors"`` for CACO alone): it would have no effect."""
+    ``"authors"`` for CACO alone): it would have no effect. ``task``, ``task_params``: an
+    engine task and its parameter values (default the authors' task); ``seq_len`` (default
+    the task's own length, 64 for the authors') as in the SGD runs."""
+    sampled, task_params = _task(task, task_params)
+    if seq_len is None:
+        seq_len = _setting.SEQ_LEN if sampled is None else sampled.own_seq_len
     params = list(dict.fromkeys(check_parameterization(p) for p in parameterizations))
     if not params:
         raise ValueError("parameterizations must not be empty")
@@ -99,19 +120,22 @@ def check_settings(parameterizations, ratios, target_losses, seeds=1, init="auth
     scale = theory.check_init_scale(models.IDENTITY_SCALE if init_scale is None else init_scale)
     seeds = _seed_list(seeds)
     lr_ov = theory.check_lr_ov(lr_ov)
-    theory.authors_instance(seq_len)                        # seq_len check
+    theory.task_model(sampled, params[0], 1.0, seq_len=seq_len)      # seq_len check
     targets = theory.check_target_losses(target_losses)
-    initial = min(theory.initial_loss(p, init, s, seq_len=seq_len, init_scale=scale)
+    initial = min(theory.initial_loss(p, init, s, seq_len=seq_len, init_scale=scale, task=sampled)
                   for p in params for s in (seeds if _draws(p, init) else seeds[:1]))
     theory.check_target_losses(targets, initial)
-    return {"parameterizations": params, "ratios": ratios, "target_losses": list(targets),
-            "seeds": seeds, "init": init, "init_scale": scale, "seq_len": int(seq_len),
-            "lr_ov": lr_ov}
+    out = {"parameterizations": params, "ratios": ratios, "target_losses": list(targets),
+           "seeds": seeds, "init": init, "init_scale": scale, "seq_len": int(seq_len),
+           "lr_ov": lr_ov}
+    if sampled is not None:
+        out.update(task=sampled.name, task_params=[list(p) for p in task_params])
+    return out
 
 
 def predict(parameterizations, ratios, target_losses, seeds=1, init="authors",
-            seq_len=_setting.SEQ_LEN, lr_ov=0.01, *, init_scale=None, rtol=1e-8, atol=1e-13,
-            max_nfev=500_000, progress=None) -> list:
+            seq_len=None, lr_ov=0.01, *, init_scale=None, rtol=1e-8, atol=1e-13,
+            max_nfev=500_000, progress=None, task=None, task_params=()) -> list:
     r"""The theory's records: one per (parameterization, ratio, seed, target).
 
     Parameters
@@ -125,10 +149,14 @@ def predict(parameterizations, ratios, target_losses, seeds=1, init="authors",
         The number of seeds (numbered as the sweep's, 1234, 1235, ...) or the seeds.
     init : {"authors", "identity", "uniform"}
         The SGD experiments' initialization (:func:`numerics.experiments.models.init_params`).
-    seq_len : int
-        Sequence length of the task (>= 3).
+    seq_len : int, optional
+        Sequence length (>= 3): context, query and label; default the task's own (64 for
+        the authors' task).
     lr_ov : float
         OV learning rate: converts flow time to SGD steps.
+    task, task_params : str, dict, optional
+        An engine task that can be sampled and its parameter values
+        (:mod:`numerics.experiments.task_sampling`); default the authors' task.
     init_scale : float, optional
         Scale of the identity matrices (default ``1e-6``, the SGD models').
     rtol, atol, max_nfev
@@ -139,27 +167,34 @@ def predict(parameterizations, ratios, target_losses, seeds=1, init="authors",
     Returns
     -------
     list of dict
-        Fields :data:`RECORD_FIELDS`, in the order parameterization x ratio x
-        seed x target; ``reached`` False (and None for the numbers) where a
-        flow stopped at ``max_nfev`` before a target.
+        Fields :data:`RECORD_FIELDS` (and :data:`TASK_RECORD_FIELDS` for an engine
+        task: None where the engine has no state at a loss), in the order
+        parameterization x ratio x seed x target; ``reached`` False (and None
+        for the numbers) where a flow stopped at ``max_nfev`` before a target.
     """
     s = check_settings(parameterizations, ratios, target_losses, seeds, init, seq_len, lr_ov,
-                       init_scale)
+                       init_scale, task=task, task_params=task_params)
+    sampled, _ = _task(task, task_params)
     records = []
     for P in s["parameterizations"]:
         for r in s["ratios"]:
             shared = None
+            closed = None if sampled is None else theory.closed_form_attention(
+                sampled, P, r, s["target_losses"], s["seq_len"])
             for seed in s["seeds"]:
                 if shared is None or _draws(P, init):
                     shared = theory.flow_to_losses(
                         P, r, s["target_losses"], lr_ov=s["lr_ov"], seq_len=s["seq_len"], init=init,
                         init_scale=s["init_scale"], seed=seed, rtol=rtol, atol=atol,
-                        max_nfev=max_nfev)
+                        max_nfev=max_nfev, task=sampled)
                 if progress is not None:
                     progress()
                 for rec in shared["records"]:
                     row = {"parameterization": P, "ratio": r, "seed": seed, **rec}
-                    records.append({k: row[k] for k in RECORD_FIELDS})
+                    if closed is not None:
+                        row.update(closed_form_method=closed["method"], closed_form_relevant_attention=
+                                   closed["relevant_attention"][rec["target_loss"]])
+                    records.append({k: row[k] for k in RECORD_FIELDS + (TASK_RECORD_FIELDS if closed else ())})
     return records
 
 
@@ -168,7 +203,7 @@ def predict(parameterizations, ratios, target_losses, seeds=1, init="authors",
 # --------------------------------------------------------------------------- #
 _FLAGS = {"parameterization": "--parameterizations", "ratio": "--ratios", "target_loss": "--target-loss",
           "init_scale": "--init-scale", "lr_ov": "--lr-ov", "seq_len": "--seq-len", "seeds": "--seeds",
-          "init": "--init"}
+          "init": "--init", "task": "--task"}
 #: Most seeds one command line asks for (each random-start seed is one flow of ~0.1-10 s).
 MAX_SEEDS = 10_000
 #: Longest sequence of the command line (the expected counts are real numbers; any length works).
@@ -197,8 +232,10 @@ def add_arguments(parser) -> None:
       help=f"scale of the identity matrices of --init identity or authors, in [{slo:g}, {shi:g}] "
            "(default 1e-6, the SGD models'; refused where no matrix is a multiple of I, e.g. --init "
            "uniform)")
-    a("--seq-len", default=str(_setting.SEQ_LEN), metavar="N",
-      help=f"sequence length (integer in [3, {MAX_SEQ_LEN}]; default {_setting.SEQ_LEN})")
+    a("--seq-len", default=None, metavar="N",
+      help=f"sequence length: context, query and label (integer in [3, {MAX_SEQ_LEN}]; default "
+           f"{_setting.SEQ_LEN} for the authors' task, the task's own length for another --task)")
+    task_sampling.add_task_arguments(parser)
     a("--lr-ov", default="0.01", metavar="X",
       help="OV learning rate: converts flow time to SGD steps (default 0.01)")
     a("--json", action="store_true", help="print one JSON object on stdout")
@@ -208,8 +245,8 @@ def add_arguments(parser) -> None:
 def build_parser(prog: str = "python -m numerics.experiments.predict") -> argparse.ArgumentParser:
     """The standalone parser (errors raise :class:`~derivations.core.cli.UsageError`)."""
     parser = OneLineParser(prog=prog, description=(
-        "The theory beside the sweep: the expected-count gradient flow of the authors' task from each "
-        "SGD seed's initial matrices, read off where the loss first reaches each target (steps, loss, "
+        "The theory beside the sweep: the expected-count gradient flow of the authors' task (or --task) from "
+        "each SGD seed's initial matrices, read off where the loss first reaches each target (steps, loss, "
         "attention on relevant tokens / the query's own token / other positions)."))
     add_arguments(parser)
     return parser
@@ -232,11 +269,14 @@ def settings_from_args(args) -> dict:
     ratios = parse_list("--ratios", args.ratios, lambda t: number("--ratios", t))
     targets = parse_list("--target-loss", args.target_loss, lambda t: number("--target-loss", t))
     seeds = parse_int("--seeds", args.seeds, 1, MAX_SEEDS)
-    seq_len = parse_int("--seq-len", args.seq_len, 3, MAX_SEQ_LEN)
+    sampled, task_params = task_sampling.task_from_args(args)
+    seq_len = task_sampling.seq_len_for(sampled, args.seq_len, _setting.SEQ_LEN)
+    parse_int("--seq-len", seq_len, 3, MAX_SEQ_LEN)
     lr_ov = number("--lr-ov", args.lr_ov)
     scale = None if args.init_scale is None else number("--init-scale", args.init_scale)
     try:
-        settings = check_settings(params, ratios, targets, seeds, args.init, seq_len, lr_ov, scale)
+        settings = check_settings(params, ratios, targets, seeds, args.init, seq_len, lr_ov, scale,
+                                  task=args.task, task_params=task_params)
     except ValueError as exc:
         raise UsageError(_flag_message(exc)) from None
     return settings, scale
@@ -245,17 +285,22 @@ def settings_from_args(args) -> dict:
 def format_table(payload) -> str:
     """The human-readable table of a ``predict`` payload (one line per record)."""
     s = payload["settings"]
-    lines = [f"expected-count flow of the authors' task (init {s['init']}, identity scale "
+    task = "the authors' task" if "task" not in s else f"task {s['task']} {s['task_params']}"
+    lines = [f"expected-count flow of {task} (init {s['init']}, identity scale "
              f"{s['init_scale']:g}, seq_len {s['seq_len']}, lr_ov {s['lr_ov']:g}): attention where the "
              "loss first reaches each target",
-             "param   ratio   seed  target        steps      loss  relevant    self   other"]
+             "param   ratio   seed  target        steps      loss  relevant    self   other"
+             + ("" if "task" not in s else "  engine, zero init (method)")]
     for r in payload["records"]:
         head = f"{r['parameterization']:6}{r['ratio']:7g}{r['seed']:7d}  {r['target_loss']:<7g}"
         if not r["reached"]:
             lines.append(head + "   not reached")
             continue
+        closed = r.get("closed_form_relevant_attention")
         lines.append(head + f"{r['steps']:12.1f}{r['loss']:10.4g}{r['relevant_attention']:10.4f}"
-                     f"{r['self_attention']:8.4f}{r['other_attention']:8.4f}")
+                     f"{r['self_attention']:8.4f}{r['other_attention']:8.4f}"
+                     + ("" if "closed_form_method" not in r else
+                        f"  {'-' if closed is None else format(closed, '.4f')} ({r['closed_form_method']})"))
     return "\n".join(lines)
 
 
@@ -271,7 +316,7 @@ def command(args):
         try:
             records = predict(s["parameterizations"], s["ratios"], s["target_losses"], s["seeds"],
                               s["init"], s["seq_len"], s["lr_ov"], init_scale=init_scale,
-                              progress=bar.update)
+                              progress=bar.update, task=s.get("task"), task_params=s.get("task_params", ()))
         finally:
             bar.close()
         return {"settings": s, "records": records}

@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from ..validation import check_int, check_positive
-from . import data, models
+from . import data, models, task_model
 # Figure 3 moved to numerics.experiments.fixed_attention; its names stay importable from here
 from .fixed_attention import ALPHA_STEP, Fig3Config, train_fig3  # noqa: F401
 
@@ -94,6 +94,10 @@ class Fig2Config:
     eval_batches: int = 200
     target_loss: float | None = None
     max_steps: int | None = None
+    #: The engine task trained (:mod:`numerics.experiments.task_sampling`) and its parameter
+    #: values (sorted pairs); the default, the authors' task, takes today's code path.
+    task: str = "authors"
+    task_params: tuple = ()
 
     def __post_init__(self):
         models._check_parameterization(self.parameterization)
@@ -113,9 +117,33 @@ class Fig2Config:
             check_positive("target_loss", self.target_loss)
         if self.max_steps is not None:
             check_int("max_steps", self.max_steps, 1)
+        self._check_task()
+
+    def _check_task(self):
+        from . import task_sampling
+
+        object.__setattr__(self, "task_params", task_sampling.canonical_params(self.task_params))
+        if not task_sampling.is_default(self.task, self.task_params):
+            task_sampling.sampled_task(self.task, self.task_params)        # ValueError if it cannot be sampled
+
+    @property
+    def sampled_task(self):
+        """The :class:`~numerics.experiments.task_sampling.SampledTask`, or None for the authors' task."""
+        from . import task_sampling
+
+        if task_sampling.is_default(self.task, self.task_params):
+            return None
+        return task_sampling.sampled_task(self.task, self.task_params)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The settings as a dict; ``task`` and ``task_params`` only for a task other than the
+        authors' (so a default run's identity and settings are what they always were)."""
+        out = asdict(self)
+        if self.sampled_task is None:
+            del out["task"], out["task_params"]
+        else:
+            out["task_params"] = [list(p) for p in self.task_params]
+        return out
 
     @property
     def total_steps(self) -> int:
@@ -375,7 +403,10 @@ def _train(c, seeds, rates, progress, record_losses) -> list:
     """The loop of :func:`train_fig2` and :func:`numerics.experiments.stack.train_stack`:
     the runs of ``seeds`` (one generator each) with ``rates`` (see :func:`_train_epoch`)."""
     rngs = [np.random.default_rng(s) for s in seeds]
-    params = models.stack_params([models.init_params(c.parameterization, c.init, r) for r in rngs])
+    sampled = c.sampled_task                     # None: the authors' task, today's path
+    shapes = None if sampled is None else task_model.param_shapes(sampled, c.parameterization)
+    params = models.stack_params([models.init_params(c.parameterization, c.init, r, shapes=shapes)
+                                  for r in rngs])
     keys = list(params)
     scheduled = c.epochs * c.steps_per_epoch     # the ramp's T (the notebooks' total_steps)
     total = c.total_steps
@@ -388,8 +419,12 @@ def _train(c, seeds, rates, progress, record_losses) -> list:
             k_this = min(c.steps_per_epoch, total - step)
             if k_this <= 0:
                 break
-            batch = _EpochBatch(rngs, runs.active, k_this, c, params, buffers)
-            losses = _train_epoch(params, batch, rates, step, scheduled, len(runs.active), k_this)
+            if sampled is None:
+                batch = _EpochBatch(rngs, runs.active, k_this, c, params, buffers)
+                losses = _train_epoch(params, batch, rates, step, scheduled, len(runs.active), k_this)
+            else:
+                losses = task_model.train_epoch(sampled, params, rngs, runs.active, k_this, c, rates, step,
+                                                scheduled)
             step += k_this
             sums = losses.sum(axis=1)
             stop = runs.record(epoch, sums, k_this)

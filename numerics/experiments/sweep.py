@@ -101,7 +101,8 @@ def target_losses(target_loss) -> list:
 
 def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_steps: int = 200_000,
                lr_ov: float = 0.01, seq_len: int = 64, batch_size: int = 32, steps_per_epoch: int = 100,
-               init: str = "authors", eval_batches: int = 50, seed_blocks=None) -> list:
+               init: str = "authors", eval_batches: int = 50, seed_blocks=None, task: str = "authors",
+               task_params=()) -> list:
     """The jobs of a sweep (validated; duplicates of parameterizations/ratios dropped).
 
     ``target_loss`` is one loss or several (:func:`target_losses`): the runs
@@ -110,7 +111,8 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_step
     One job per (parameterization, seed), stacking every ratio (``"ratios"``;
     the config is that of ratio 1, ratio ``r`` trains with ``lr_qk = r * lr_ov``);
     ``seed_blocks`` (sizes summing to ``n_seeds``, default one block) is still
-    checked, and no longer changes the jobs."""
+    checked, and no longer changes the jobs. ``task``, ``task_params``: the engine task trained
+    (:class:`~numerics.experiments.sgd.Fig2Config`; default the authors')."""
     parameterizations = _dedupe(parameterizations)
     ratios = _dedupe(float(r) for r in ratios)
     if not parameterizations:
@@ -136,7 +138,8 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_step
         cfg = sgd.Fig2Config(parameterization=p, lr_qk=lr_ov, lr_ov=lr_ov, seq_len=seq_len,
                              batch_size=batch_size, epochs=-(-max_steps // steps_per_epoch),
                              steps_per_epoch=steps_per_epoch, stop="none", init=init,
-                             eval_batches=eval_batches, target_loss=targets[-1], max_steps=max_steps)
+                             eval_batches=eval_batches, target_loss=targets[-1], max_steps=max_steps,
+                             task=task, task_params=task_params)
         for seed in (s for block in blocks for s in block):
             job = {"experiment": "sweep", "ratios": ratios, "config": cfg.to_dict(), "seeds": [seed]}
             if len(targets) > 1:
@@ -289,16 +292,22 @@ def read_csv(path) -> list:
 
 # --------------------------------------------------------------------------- the sweep directory
 
-def initial_losses(parameterizations, n_seeds: int, *, init: str = "authors", seq_len: int = 64) -> dict:
+def initial_losses(parameterizations, n_seeds: int, *, init: str = "authors", seq_len: int = 64,
+                   task=None) -> dict:
     """``{(parameterization, seed): loss}``: each run's population loss at its initialization.
 
     The loss of the initial parameters on the expected token counts of each
     class (:func:`numerics.experiments.data.expected_counts`), averaged over the
     four equally likely classes: about ``log 50 = 3.91`` for the authors'
     near-zero initializations. A target loss at or above it is "reached" at the
-    first check, before anything is learned.
+    first check, before anything is learned. ``task``: a
+    :class:`~numerics.experiments.task_sampling.SampledTask` (its expected counts and
+    matrices, :mod:`numerics.experiments.task_model`) instead of the authors' task.
     """
     from . import data, models
+
+    if task is not None:
+        return _task_initial_losses(parameterizations, n_seeds, init, seq_len, task)
 
     counts = data.expected_counts(seq_len)
     out = {}
@@ -307,6 +316,19 @@ def initial_losses(parameterizations, n_seeds: int, *, init: str = "authors", se
             params = models.init_params(p, init, np.random.default_rng(seed))
             loss, _ = models.loss_and_grad(params, counts, data.QUERY_TOKENS, data.LABEL_TOKENS, grad=False)
             out[p, seed] = float(loss)
+    return out
+
+
+def _task_initial_losses(parameterizations, n_seeds, init, seq_len, st) -> dict:
+    from . import models, task_model, task_sampling
+
+    counts = task_sampling.expected_counts(st, seq_len)
+    out = {}
+    for p in _dedupe(parameterizations):
+        for seed in range(FIRST_SEED, FIRST_SEED + n_seeds):
+            params = models.init_params(p, init, np.random.default_rng(seed),
+                                        shapes=task_model.param_shapes(st, p))
+            out[p, seed] = float(task_model.loss_and_grad(st, params, counts, st.query, st.label, grad=False)[0])
     return out
 
 
@@ -347,6 +369,10 @@ def settings_difference(stored: dict, given: dict, *, extend: bool = False):
     """None when ``given`` may continue the sweep of ``stored`` settings, else one line naming
     the first difference. With ``extend``, ``given`` may add parameterizations, ratios or
     seeds (:data:`EXTENDABLE`) but not drop any."""
+    for key in ("task", "task_params"):          # absent: the authors' task
+        if key in stored and key not in given:
+            return (f"the sweep in this directory was run with --{key.replace('task_params', 'params')} "
+                    f"{_shown(stored[key])}, not the default (--resume continues it with its own settings)")
     for key, value in given.items():
         if key == "seed_blocks" or stored.get(key) == value:
             continue

@@ -43,6 +43,16 @@ position and its copies among the common tokens of the context: the models have
 no positions, so the copies are one mechanism) and all other positions; class
 averages of :func:`numerics.experiments.measure.attention_shares`, summing to 1.
 
+**Any engine task.** :func:`task_model` builds the same expected-count model for a sampled
+engine task (:mod:`numerics.experiments.task_sampling`: counts
+:math:`(L-2)\,p_k` plus the query where it is in context, the task's embeddings, score scale
+and outputs; factorized circuits with :math:`d` hidden units, as the SGD model's), and every
+function here takes ``task=`` (a
+:class:`~numerics.experiments.task_sampling.SampledTask`; None: the authors' task);
+:func:`authors_init` then builds the task's shapes with the same builder.
+:func:`closed_form_attention` adds the engine's own answer (closed form or reduced flow) from
+zero initialization, for CACO.
+
 What the limit leaves out: the sampling noise of SGD and the difference between
 the softmax of the expected counts and the expected softmax of sampled counts
 (a Jensen gap of relative size :math:`\sim 1/\sqrt{\mathrm{seq\_len}}` per type).
@@ -74,7 +84,8 @@ from . import data, measure, models
 
 __all__ = ["VOCAB", "N_CLASSES", "QUERY_IDS", "LABEL_IDS", "INITS", "RATIO_RANGE",
            "TARGET_LOSS_MIN", "INIT_SCALE_RANGE", "LR_OV_RANGE", "token_probabilities",
-           "authors_instance", "authors_model", "theory_params", "authors_init", "initial_loss",
+           "authors_instance", "authors_model", "task_model", "closed_form_attention",
+           "theory_params", "authors_init", "initial_loss",
            "attention_shares", "check_ratio", "check_target_losses", "check_init_scale",
            "check_lr_ov", "flow_to_losses", "flow_to_loss", "predicted_attention_at_loss",
            "sweep_prediction"]
@@ -165,8 +176,62 @@ def authors_init(model, init="identity", scale=models.IDENTITY_SCALE, seed=1234)
     ``scale * I``), converted by :func:`theory_params`."""
     scale = check_positive("init_scale", scale)
     sgd = models.init_params(model.parameterization, init, np.random.default_rng(seed),
-                             identity_scale=scale)
+                             identity_scale=scale, shapes=_sgd_shapes(model))
     return theory_params(sgd)
+
+
+def _sgd_shapes(model):
+    r"""The SGD model's matrix shapes of ``model`` (``W_Q``, ``W_K`` transposed), or None for
+    the authors' :math:`V\times V` matrices (today's path of the builder)."""
+    shapes = {k: (s[::-1] if k in ("W_Q", "W_K") else s) for k, s in model.shapes.items()}
+    return None if all(s == (VOCAB, VOCAB) for s in shapes.values()) else shapes
+
+
+def task_model(task, parameterization, ratio, *, lr_ov=0.01, seq_len=None) -> TaskModel:
+    """:class:`TaskModel` of a sampled engine task's expected counts
+    (:func:`numerics.experiments.task_sampling.theory_instance`; ``task`` a
+    :class:`~numerics.experiments.task_sampling.SampledTask`, ``seq_len`` default the task's
+    own length), or of the authors' task when ``task`` is None (:func:`authors_model`)."""
+    if task is None:
+        return authors_model(parameterization, ratio, lr_ov=lr_ov,
+                             seq_len=_setting.SEQ_LEN if seq_len is None else seq_len)
+    from . import task_sampling
+
+    ratio, lr_ov = check_positive("ratio", ratio), check_positive("lr_ov", lr_ov)
+    seq_len = task.own_seq_len if seq_len is None else seq_len
+    if seq_len is None:
+        raise ValueError(f"task {task.name!r} has no integer length of its own: give seq_len")
+    return TaskModel(task_sampling.theory_instance(task, seq_len), parameterization,
+                     eta_QK=ratio * lr_ov, eta_OV=lr_ov)
+
+
+def closed_form_attention(task, parameterization, ratio, target_losses, seq_len) -> dict:
+    r"""The engine's own answer for an engine task: the relevant-token attention where the
+    CACO flow from zero initialization first reaches each loss
+    (:func:`numerics.dynamics.state.state_at_loss`: the paper's closed form, or the one a task
+    inherits through the engine's rate map, else the engine's reduced flow).
+
+    It describes the flow of this module from the ``identity`` initialization
+    (:math:`10^{-6} I`, zero to within that scale) at the task's own length, where the expected
+    counts are the engine's instance. Returns ``{"method", "relevant_attention"}``
+    (``{target: alpha}``), or ``{"method": None, "reason": ...}`` where there is no such answer
+    (another parameterization, another length, a task the engine does not reduce)."""
+    def none(reason):
+        return {"method": None, "reason": reason, "relevant_attention": dict.fromkeys(target_losses)}
+
+    if parameterization != "CACO":
+        return none("the engine's state at a loss is for CACO from zero initialization")
+    if seq_len != task.own_seq_len:
+        return none(f"seq_len {seq_len} is not the task's own length {task.own_seq_len}")
+    from ..dynamics.state import state_at_loss
+
+    try:
+        st = state_at_loss(np.asarray(target_losses, dtype=float), float(ratio), task=task.name,
+                           **dict(task.params))
+    except (ValueError, RuntimeError) as exc:
+        return none(str(exc))
+    alpha = np.atleast_1d(np.asarray(st.alpha, dtype=float))
+    return {"method": st.method, "relevant_attention": {t: float(a) for t, a in zip(target_losses, alpha)}}
 
 
 def attention_shares(model, params) -> dict:
@@ -178,9 +243,9 @@ def attention_shares(model, params) -> dict:
 
 
 def initial_loss(parameterization, init="authors", seed=1234, *, seq_len=_setting.SEQ_LEN,
-                 init_scale=models.IDENTITY_SCALE) -> float:
-    """The expected-count loss at seed ``seed``'s initial matrices."""
-    model = authors_model(parameterization, 1.0, lr_ov=1.0, seq_len=seq_len)
+                 init_scale=models.IDENTITY_SCALE, task=None) -> float:
+    """The expected-count loss at seed ``seed``'s initial matrices (``task``: see :func:`task_model`)."""
+    model = task_model(task, parameterization, 1.0, lr_ov=1.0, seq_len=seq_len)
     return model.loss(authors_init(model, init, init_scale, seed))
 
 
@@ -235,7 +300,7 @@ def _unreached(target):
 
 def flow_to_losses(parameterization, ratio, target_losses, *, lr_ov=0.01, seq_len=_setting.SEQ_LEN,
                    init="authors", init_scale=models.IDENTITY_SCALE, seed=1234, rtol=1e-8,
-                   atol=1e-13, max_nfev=500_000) -> dict:
+                   atol=1e-13, max_nfev=500_000, task=None) -> dict:
     r"""One gradient flow of the expected-count task from seed ``seed``'s initial
     matrices, read off where the loss first reaches each target.
 
@@ -255,6 +320,8 @@ def flow_to_losses(parameterization, ratio, target_losses, *, lr_ov=0.01, seq_le
     rtol, atol, max_nfev
         Passed to :func:`numerics.dynamics.training.gradient_flow` (``max_nfev``
         also bounds its steps; loss events on :math:`\log L`).
+    task : SampledTask, optional
+        An engine task's sampled version (:func:`task_model`); default the authors' task.
 
     Returns
     -------
@@ -273,7 +340,7 @@ def flow_to_losses(parameterization, ratio, target_losses, *, lr_ov=0.01, seq_le
     t0 = time.perf_counter()
     ratio, lr_ov = check_ratio(ratio), check_lr_ov(lr_ov)
     init_scale = check_init_scale(init_scale)
-    model = authors_model(parameterization, ratio, lr_ov=1.0, seq_len=seq_len)
+    model = task_model(task, parameterization, ratio, lr_ov=1.0, seq_len=seq_len)
     p0 = authors_init(model, init, init_scale, seed)
     L0 = model.loss(p0)
     targets = check_target_losses(target_losses, L0)

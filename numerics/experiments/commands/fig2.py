@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
+from .. import task_sampling
 from . import common
 from .common import integer, number
 
@@ -19,8 +20,9 @@ def add_parser(sub):
     f2.add_argument("--lr-ov", default="0.01", metavar="Y", help="learning rate of the OV circuit (> 0; default 0.01)")
     f2.add_argument("--qk-ramp", default="1", metavar="F",
                     help="multiply the QK rate by 1 + (F - 1) step / total_steps (default 1: no ramp)")
-    f2.add_argument("--seq-len", default="64", metavar="N",
-                    help="sequence length including query and label (integer >= 3; default 64)")
+    f2.add_argument("--seq-len", default=None, metavar="N",
+                    help="sequence length including query and label (integer >= 3; default 64, or the "
+                         "--task's own length: its context multiplicities' total + 2)")
     f2.add_argument("--batch-size", default="32", metavar="B", help="sequences per SGD step (default 32)")
     f2.add_argument("--epochs", default=None, metavar="E",
                     help="epochs (default: the published run's, 2500; 5000 for CAFO)")
@@ -37,22 +39,25 @@ def add_parser(sub):
                          "1234-1238 for CAFO, 1234-1236 for CACO)")
     f2.add_argument("--eval-batches", default="200", metavar="N",
                     help="fresh batches for the final measurements (default 200, i.e. 6400 sequences)")
+    task_sampling.add_task_arguments(f2)
     common.add_common(f2)
 
 
 def _config(args):
     from .. import sgd
 
+    sampled, task_params = task_sampling.task_from_args(args)
     pub = sgd.published_fig2_defaults(args.parameterization)
     return common.config(
         sgd.Fig2Config, parameterization=args.parameterization,
         lr_qk=number("--lr-qk", args.lr_qk), lr_ov=number("--lr-ov", args.lr_ov),
-        qk_ramp=number("--qk-ramp", args.qk_ramp), seq_len=integer("--seq-len", args.seq_len, 3),
+        qk_ramp=number("--qk-ramp", args.qk_ramp), seq_len=task_sampling.seq_len_for(sampled, args.seq_len),
         batch_size=integer("--batch-size", args.batch_size, 1),
         epochs=integer("--epochs", args.epochs, 1) if args.epochs is not None else pub["epochs"],
         steps_per_epoch=(integer("--steps-per-epoch", args.steps_per_epoch, 1)
                          if args.steps_per_epoch is not None else pub["steps_per_epoch"]),
-        stop=args.stop, init=args.init, eval_batches=integer("--eval-batches", args.eval_batches, 1)), pub
+        stop=args.stop, init=args.init, eval_batches=integer("--eval-batches", args.eval_batches, 1),
+        **({} if sampled is None else {"task": sampled.name, "task_params": task_params})), pub
 
 
 def prepare(args):
@@ -99,7 +104,8 @@ def _write(output, config, payload, n_seeds):
     if payload["heatmap"] is None:
         common.warn("every run diverged: no heatmap figure")
         return
-    title = (f"{config.parameterization}, QK {config.lr_qk:g} / OV {config.lr_ov:g}"
+    task = "" if config.sampled_task is None else f"task {config.task}, "
+    title = (f"{task}{config.parameterization}, QK {config.lr_qk:g} / OV {config.lr_ov:g}"
              + (f", ramp x{config.qk_ramp:g}" if config.qk_ramp != 1 else ""))
     plots.save_figure(plots.plot_fig2_heatmaps(
         [dict(title=title, heatmap=payload["heatmap"], heatmap_std=payload["heatmap_std"],

@@ -14,8 +14,8 @@ def add_parser(sub):
     from .. import predict
 
     pp = sub.add_parser("predict", help="the theory's prediction: the expected-count flow per seed",
-                        description="The expected-count gradient flow of the authors' task from each SGD "
-                                    "seed's initial matrices, read off where the loss first reaches each "
+                        description="The expected-count gradient flow of the authors' task (or --task) from "
+                                    "each SGD seed's initial matrices, read off where the loss first reaches each "
                                     "target: one record per (parameterization, ratio, seed, target) with "
                                     "the flow time in SGD steps, the loss and the attention on relevant "
                                     "tokens / the query's own token / other positions.")

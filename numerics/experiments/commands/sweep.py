@@ -4,6 +4,7 @@ from __future__ import annotations
 from derivations.core.cli import UsageError, parse_list
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
+from .. import task_sampling
 from . import common
 from .common import integer, number
 
@@ -26,7 +27,8 @@ def add_parser(sub):
                          "and is measured where it first reaches each one (one row per run and target)")
     sw.add_argument("--max-steps", default="200000", metavar="N", help="step cap per run (default 200000)")
     sw.add_argument("--lr-ov", default="0.01", metavar="Y", help="OV learning rate (default 0.01)")
-    sw.add_argument("--seq-len", default="64", metavar="N", help="sequence length (default 64)")
+    sw.add_argument("--seq-len", default=None, metavar="N",
+                    help="sequence length: context, query and label (default 64, or the --task's own length)")
     sw.add_argument("--batch-size", default="32", metavar="B", help="sequences per step (default 32)")
     sw.add_argument("--steps-per-epoch", default="100", metavar="K",
                     help="steps between checks of the target (default 100)")
@@ -36,15 +38,16 @@ def add_parser(sub):
                     help="fresh batches for the measurements (default 50)")
     sw.add_argument("--no-theory", action="store_true",
                     help="do not set the theory beside the runs (the expected-count gradient flow of the "
-                         "authors' task from each seed's own initial matrices, read at the loss each run "
-                         "measured; numerics.experiments.overlay) in the plot and sweep.json, nor report "
-                         "where the two agree")
+                         "authors' task, or the --task trained, from each seed's own initial matrices, read at "
+                         "the loss each run measured; numerics.experiments.overlay) in the plot and sweep.json, "
+                         "nor report where the two agree")
     sw.add_argument("--resume", action="store_true",
                     help="continue the sweep saved in --output (finished runs are not recomputed); refused "
                          "if the settings differ from the stored sweep's")
     sw.add_argument("--extend", action="store_true",
                     help="with --resume: add parameterizations, ratios or seeds to the stored sweep; every "
                          "stored row is kept (give the stored ones too), the other settings must be the same")
+    task_sampling.add_task_arguments(sw)
     common.add_common(sw, output_required=True)
 
 
@@ -76,23 +79,26 @@ def _highest(s) -> float:
 
 
 def _settings(args) -> dict:
-    """The sweep's settings from the command line (validated numbers, duplicates dropped)."""
+    """The sweep's settings from the command line (validated numbers, duplicates dropped); ``task``
+    and ``task_params`` only for a task other than the authors' (a default sweep's settings are as before)."""
+    sampled, task_params = task_sampling.task_from_args(args)
+    task = {} if sampled is None else {"task": sampled.name, "task_params": [list(p) for p in task_params]}
     return {"parameterizations": list(dict.fromkeys(parse_list("--parameterizations", args.parameterizations,
                                                                _parameterization))),
             "ratios": list(dict.fromkeys(parse_list("--ratios", args.ratios, lambda t: number("ratio", t)))),
             "seeds": integer("--seeds", args.seeds, 1, common.MAX_SEEDS), "target_loss": _targets(args.target_loss),
-            "lr_ov": number("--lr-ov", args.lr_ov), "seq_len": integer("--seq-len", args.seq_len, 3),
+            "lr_ov": number("--lr-ov", args.lr_ov), "seq_len": task_sampling.seq_len_for(sampled, args.seq_len),
             "batch_size": integer("--batch-size", args.batch_size, 1),
             "steps_per_epoch": integer("--steps-per-epoch", args.steps_per_epoch, 1),
             "max_steps": integer("--max-steps", args.max_steps, 1), "init": args.init,
-            "eval_batches": integer("--eval-batches", args.eval_batches, 1)}
+            "eval_batches": integer("--eval-batches", args.eval_batches, 1), **task}
 
 
 def _jobs(s) -> list:
     from .. import sweep as sweep_mod
 
     options = {k: s[k] for k in ("max_steps", "lr_ov", "seq_len", "batch_size", "steps_per_epoch", "init",
-                                 "eval_batches")}
+                                 "eval_batches", "task", "task_params") if k in s}
     try:
         return sweep_mod.sweep_jobs(s["parameterizations"], s["ratios"], s["seeds"], s["target_loss"],
                                     seed_blocks=s.get("seed_blocks"), **options)
@@ -108,7 +114,7 @@ def _check_memory(s, workers, address) -> None:
     one = common.config(sgd.Fig2Config, parameterization=s["parameterizations"][0], lr_qk=s["lr_ov"],
                         lr_ov=s["lr_ov"], seq_len=s["seq_len"], batch_size=s["batch_size"],
                         steps_per_epoch=s["steps_per_epoch"], epochs=1, eval_batches=s["eval_batches"],
-                        max_steps=s["max_steps"])
+                        max_steps=s["max_steps"], **{k: s[k] for k in ("task", "task_params") if k in s})
     # one job per (parameterization, seed) stacks the seed's runs at every ratio
     at_once = max(1, common.processes(workers, len(s["parameterizations"]) * s["seeds"], address))
     common.check_memory(at_once * fig2_bytes(one, len(s["ratios"])),
@@ -121,7 +127,9 @@ def _check_target(s) -> None:
     """Refuse a target the runs "reach" before learning anything: not below their initial loss."""
     from .. import sweep as sweep_mod
 
-    losses = sweep_mod.initial_losses(s["parameterizations"], s["seeds"], init=s["init"], seq_len=s["seq_len"])
+    sampled = None if "task" not in s else task_sampling.sampled_task(s["task"], s["task_params"])
+    losses = sweep_mod.initial_losses(s["parameterizations"], s["seeds"], init=s["init"], seq_len=s["seq_len"],
+                                      task=sampled)
     (p, seed), lowest = min(losses.items(), key=lambda kv: kv[1])
     if _highest(s) >= lowest:
         raise UsageError(f"--target-loss {_highest(s):g} is not below the initial loss {lowest:.6g} "

@@ -47,9 +47,11 @@ def test_fig2_json_shape(capsys):
 
 def test_fig2_defaults_are_the_published_run():
     from numerics.experiments import sgd
+    from numerics.experiments.commands.fig2 import _config
     args = build_parser().parse_args(["fig2", "--parameterization", "CAFO"])
-    assert (args.lr_qk, args.lr_ov, args.seq_len, args.batch_size, args.stop, args.init) == \
-        ("0.01", "0.01", "64", "32", "authors", "authors")
+    assert (args.lr_qk, args.lr_ov, args.batch_size, args.stop, args.init, args.task, args.params) == \
+        ("0.01", "0.01", "32", "authors", "authors", "authors", None)
+    assert args.seq_len is None and _config(args)[0].seq_len == 64      # None: 64, or a task's own length
     assert sgd.published_fig2_defaults("CAFO") == {"epochs": 5000, "steps_per_epoch": 200,
                                                    "seeds": [1234, 1235, 1236, 1237, 1238]}
     assert sgd.published_fig2_defaults("FAFO") == {"epochs": 2500, "steps_per_epoch": 250, "seeds": [1234]}

@@ -5,7 +5,8 @@ import importlib
 import pytest
 
 MODULES = ["numerics.experiments.data", "numerics.experiments.models", "numerics.experiments.sgd",
-           "numerics.experiments.measure", "numerics.experiments.jobs", "numerics.experiments.__main__"]
+           "numerics.experiments.measure", "numerics.experiments.jobs", "numerics.experiments.__main__",
+           "numerics.experiments.task_sampling", "numerics.experiments.task_model"]
 
 
 @pytest.mark.parametrize("name", MODULES)
