@@ -188,7 +188,6 @@ def _newton(u_lo, u_hi, s, r, m, n, b, M, maxiter=100):
     g_hi = G(u_hi, s, r, m, n, b, M)[0]
     u = np.where(np.abs(g_lo) < np.abs(g_hi), u_lo, u_hi)
     lo, hi = u_lo.copy(), u_hi.copy()
-    active = np.ones(u.shape, dtype=bool)
     idx = np.arange(u.size)
     u, lo, hi = u.ravel().copy(), lo.ravel().copy(), hi.ravel().copy()
     s_, r_ = s.ravel(), r.ravel()
