@@ -42,7 +42,7 @@ from typing import NamedTuple
 
 from .core.expression_cache import ExpressionStore
 
-__all__ = ["Result", "RELATIONS", "STORE", "SHIPPED_CACHE", "cache_key", "write_cache", "derive_all", "records",
+__all__ = ["Result", "RELATIONS", "STORE", "SHIPPED_CACHE", "cache_key", "derive_all", "records",
            "results", "build_parser", "main"]
 
 
@@ -210,11 +210,6 @@ STORE = ExpressionStore("derived", __file__, lambda: derive_all(), _encode, _dec
                         prog="derivations.catalog", what="derivation cache")
 #: The shipped cache file.
 SHIPPED_CACHE = STORE.shipped
-
-
-def write_cache(path, key: str, records: dict) -> None:
-    """Write ``records`` under ``key`` to ``path``, atomically (:meth:`ExpressionStore.write`)."""
-    STORE.write(path, key, records)
 
 
 def cache_key() -> str:

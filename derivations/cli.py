@@ -1,3 +1,3 @@
 """Moved to :mod:`derivations.core.cli`; this name forwards to it."""
 from .core.cli import *  # noqa: F401,F403
-from .core.cli import __all__, _number, _positive_float  # noqa: F401
+from .core.cli import __all__  # noqa: F401

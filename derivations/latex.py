@@ -6,15 +6,9 @@ module re-exports). ``DIR/qkov_dynamics.tex`` is a standalone article with
 every result of :func:`derivations.catalog.results` as a numbered equation and
 a section per built-in task; ``DIR/snippets/<name>.tex`` holds each result's
 equation alone. The output directory is created and probed before any work;
-bad input prints one line and exits with status 2, nothing written.
-
->>> from derivations.latex import snippet
->>> print(snippet("CACO.dmu_OV_dt_alpha"), end="")
-\begin{equation}
-\label{eq:CACO.dmu_OV_dt_alpha}
-\frac{d}{d t} \mu_{OV} =
-\frac{\alpha\,\eta_{OV}}{b\,\left(M + e^{\alpha\,\mu_{OV}} - 1\right)}
-\end{equation}
+bad input prints one line and exits with status 2, nothing written. The
+names of :mod:`derivations.output.latex` (:func:`~derivations.output.latex.snippet`,
+:func:`~derivations.output.latex.document`, ...) are importable from here.
 """
 import sys
 

@@ -1,4 +1,4 @@
 """Moved to :mod:`derivations.tasks.paper.model`; this name forwards to it."""
 from .tasks.paper.model import *  # noqa: F401,F403
 from .tasks.paper.model import __all__  # noqa: F401
-from .tasks.paper.model import _circuits, _RATE_SYMBOLS, _FAMILY_COORDINATES, _basis_norm2_symbolic, _family_flow  # noqa: F401
+from .tasks.paper.model import _family_flow  # noqa: F401

@@ -1,4 +1,3 @@
 """Moved to :mod:`derivations.tasks`; this name forwards to it."""
 from .tasks import *  # noqa: F401,F403
 from .tasks import __all__  # noqa: F401
-from .engine.task import _embedding_index  # noqa: F401

@@ -36,7 +36,7 @@ import sys
 
 from .core.expression_cache import FORMAT, ExpressionStore  # noqa: F401 - FORMAT re-exported
 
-__all__ = ["STORE", "SHIPPED_CACHE", "cache_key", "write_cache", "derive_all", "task_reduction", "build_parser", "main"]
+__all__ = ["STORE", "SHIPPED_CACHE", "cache_key", "derive_all", "task_reduction", "build_parser", "main"]
 
 
 # ---------------------------------------------------------------- reductions as data
@@ -105,11 +105,6 @@ STORE = ExpressionStore("tasks", __file__, lambda: derive_all(), _entries, _entr
 #: The shipped cache file.
 SHIPPED_CACHE = STORE.shipped
 _MEMO = {}
-
-
-def write_cache(path, key: str, dumped: dict) -> None:
-    """Write ``dumped`` under ``key`` to ``path``, atomically (:meth:`ExpressionStore.write`)."""
-    STORE.write(path, key, dumped)
 
 
 def cache_key() -> str:

@@ -2,9 +2,7 @@
 from .engine import *  # noqa: F401,F403
 from .engine import __all__  # noqa: F401
 from .core.vocabulary import PARAMETERIZATIONS  # noqa: F401
-from .engine.explicit import _explicit_indices, _shared_values  # noqa: F401
+from .engine.explicit import _explicit_indices  # noqa: F401
 from .engine.family import RATE_OF, eps  # noqa: F401
-from .engine.reduce import as_task as _as_task  # noqa: F401
 from .engine.reduce import active_coordinates  # noqa: F401
 from .engine.symmetry import canonical, class_sum, orbit_size, pattern_name  # noqa: F401
-from .core.vocabulary import check_parameterization as _check_param  # noqa: F401

@@ -90,13 +90,14 @@ def check_t_span(t_span, *, allow_infinite_end=False) -> tuple:
     return t0, t1
 
 
-def check_point(name, value) -> tuple:
-    """Two finite numbers ``(mu_OV, mu_QK)``."""
+def check_point(name, value, names=("mu_OV", "mu_QK")) -> tuple:
+    """``len(names)`` finite numbers (default two: ``(mu_OV, mu_QK)``)."""
+    count = "two" if len(names) == 2 else len(names)
+    message = f"{name} must be {count} finite numbers ({', '.join(names)}); got {value!r}"
     try:
         pt = tuple(float(v) for v in value)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be two finite numbers (mu_OV, mu_QK); "
-                         f"got {value!r}") from None
-    if len(pt) != 2 or not all(math.isfinite(v) for v in pt):
-        raise ValueError(f"{name} must be two finite numbers (mu_OV, mu_QK); got {value!r}")
+        raise ValueError(message) from None
+    if len(pt) != len(names) or not all(math.isfinite(v) for v in pt):
+        raise ValueError(message)
     return pt

@@ -188,7 +188,7 @@ def _in_alpha(odes, alpha, obs):
 
 def _random_point(symbols, rng):
     vals = {}
-    for s in symbols:
+    for s in sorted(symbols, key=str):   # a set's order follows the hash seed: sorted, reproducible
         if s == M:
             vals[s] = sp.Rational(rng.randint(35, 65), 10)
         elif s.is_positive:

@@ -123,18 +123,18 @@ def orbits_by_generators(rows: list, cols: list, M_value: int, shared_types: dic
 
     ``rows``/``cols`` are lists of indices ``(role, label)``. Returns a list of
     sets of (row position, column position)."""
-    def perms():
-        cyc = {i: (i + 1) % M_value for i in range(M_value)}
-        swap = {i: i for i in range(M_value)}
+    def generators(n):
+        """An n-cycle and a transposition of range(n): they generate its symmetric group."""
+        swap = {i: i for i in range(n)}
         swap[0], swap[1] = 1, 0
-        for p in (cyc, swap):
+        return {i: (i + 1) % n for i in range(n)}, swap
+
+    def perms():
+        for p in generators(M_value):
             yield (p, None)
         for g, n_types in shared_types.items():
             if n_types >= 2:
-                cyc_s = {i: (i + 1) % n_types for i in range(n_types)}
-                swap_s = {i: i for i in range(n_types)}
-                swap_s[0], swap_s[1] = 1, 0
-                for p in (cyc_s, swap_s):
+                for p in generators(n_types):
                     yield (None, (g, p))
 
     def act(index, perm):

@@ -96,7 +96,7 @@ def as_logaddexp(expr):
     overflow of ``e^{v}`` (the loss at a large negative margin is about
     ``log(c) + v``, not inf). Other ``log1p`` are left alone."""
     def repl(arg):
-        coeff, rest = sp.S.One, []
+        coeff = sp.S.One
         exps = []
         for factor in sp.Mul.make_args(arg):
             if isinstance(factor, sp.exp):

@@ -42,13 +42,13 @@ import math
 
 import numpy as np
 
-from derivations.core.vocabulary import check_model_parameters as _check_model_parameters
+from derivations.core.vocabulary import check_model_parameters
 
 from ..functions import lambdified as lam
 from .state import StateAtLoss
 
 __all__ = ["State", "state_at_loss", "state_at_loss_mpmath", "time_to_loss",
-           "check_model_parameters", "check_supported", "SUPPORTED_RANGE"]
+           "check_supported", "SUPPORTED_RANGE"]
 
 _EPS = np.finfo(float).eps
 #: Estimated relative error of the double-precision margin above which the
@@ -68,19 +68,12 @@ State = StateAtLoss
 SUPPORTED_RANGE = {"ratio": (1e-12, 1e12), "m": (1e-8, 1e8), "n": (1e-8, 1e8), "b": (1e-8, 1e8)}
 
 
-def check_model_parameters(m, n, b, M):
-    """The model-parameter rule of :func:`derivations.vocabulary.check_model_parameters`,
-    returning ``(m, n, b, M)`` as floats (kept for callers of this name;
-    prefer the vocabulary's)."""
-    m, n, b, M = _check_model_parameters(m, n, b, M)
-    return m, n, b, float(M)
-
-
 def check_supported(m, n, b, M):
-    """:func:`check_model_parameters` and the range the closed forms support
-    (:data:`SUPPORTED_RANGE`). Returns ``(m, n, b, M)`` as floats; raises
-    ValueError naming the parameter and its range."""
+    """The model-parameter rule of :func:`derivations.core.vocabulary.check_model_parameters`
+    and the range the closed forms support (:data:`SUPPORTED_RANGE`). Returns
+    ``(m, n, b, M)`` as floats; raises ValueError naming the parameter and its range."""
     m, n, b, M = check_model_parameters(m, n, b, M)
+    M = float(M)
     for name, value in (("m", m), ("n", n), ("b", b)):
         lo, hi = SUPPORTED_RANGE[name]
         if not lo <= value <= hi:
@@ -188,7 +181,6 @@ def _newton(u_lo, u_hi, s, r, m, n, b, M, maxiter=100):
     g_hi = G(u_hi, s, r, m, n, b, M)[0]
     u = np.where(np.abs(g_lo) < np.abs(g_hi), u_lo, u_hi)
     lo, hi = u_lo.copy(), u_hi.copy()
-    active = np.ones(u.shape, dtype=bool)
     idx = np.arange(u.size)
     u, lo, hi = u.ravel().copy(), lo.ravel().copy(), hi.ravel().copy()
     s_, r_ = s.ravel(), r.ravel()
@@ -333,7 +325,7 @@ def time_to_loss(loss, ratio, *, m=5, n=50, b=50, M=20, rtol=1e-11):
     from scipy.integrate import quad
     st = state_at_loss(loss, ratio, m=m, n=n, b=b, M=M)
     f = lam.time_integrand_fn("CACO", "numpy").func
-    m, n, b, M = check_model_parameters(m, n, b, M)
+    m, n, b, M = check_supported(m, n, b, M)
     out = np.empty(st.mu_OV.shape)
     for i in np.ndindex(out.shape):
         r_i, x_end = float(st.ratio[i]), float(st.mu_OV[i])

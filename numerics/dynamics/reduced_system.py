@@ -206,7 +206,7 @@ class ReducedSystem(PaperClosedForms):
                 raise ValueError(f"task {self.task!r}, {P}: give mu0, the initial values of "
                                  f"{', '.join(self.names)} (only collapsed circuits start at 0)")
             mu0 = (0.0,) * len(self.names)
-        self.mu0 = _check_start(mu0, self.names)
+        self.mu0 = check_point("mu0", mu0, self.names)
 
     def _param_tuple(self):
         return tuple(getattr(self, name) for name in PARAMETER_ORDER)
@@ -420,15 +420,3 @@ class ReducedSystem(PaperClosedForms):
             t=t, **coords, alpha=alpha, loss=loss, status=int(status),
             message=message, success=status >= 0, nfev=int(nfev), njev=int(njev),
             nsteps=int(steps), **out)
-
-
-def _check_start(mu0, names) -> tuple:
-    """``len(names)`` finite numbers."""
-    try:
-        pt = tuple(float(v) for v in mu0)
-    except (TypeError, ValueError):
-        pt = ()
-    if len(pt) != len(names) or not all(math.isfinite(v) for v in pt):
-        raise ValueError(f"mu0 must be {len(names)} finite numbers ({', '.join(names)}); "
-                         f"got {mu0!r}")
-    return pt

@@ -21,11 +21,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import OptimizeResult
 
-__all__ = ["Trajectory", "STATE_FIELDS"]
-
-#: Scalar fields of a state record (a crossing, the target state), besides
-#: any extra ones (``distance``, ``params`` for the full model).
-STATE_FIELDS = ("t", "mu_OV", "mu_QK", "alpha", "loss")
+__all__ = ["Trajectory"]
 
 
 class Trajectory(OptimizeResult):

@@ -96,26 +96,10 @@ arguments or settings it cannot finish (M > 200, with ``--task`` M > 30 or
 more than :data:`~numerics.verify.run.MAX_TOKEN_TYPES` token types, ratios
 outside :data:`RATIO_RANGE`; one line on stderr, before any work).
 
-Options::
-
-    --params m=5,n=50,b=50,M=20     any subset of the model parameters (M <= 200)
-    --ratios 0.1,1,10               learning-rate ratios eta_QK / eta_OV, each in
-                                    [1e-4, 1e4]
-    --parameterization {CACO,CAFO,FACO,FAFO,all}
-    --quick                         fewer checks (ratio 1 unless --ratios is
-                                    given; 12 grid points on [T/10, T]; target
-                                    loss 0.1; thresholds 1, 0.3; GD with 500
-                                    and 1000 steps; no random init)
-    --json                          machine-readable output
-    --task NAME                     verify a task of derivations.task instead
-                                    (reduced system vs full matrix model of that
-                                    task; see numerics.verify.task_kinds)
-    --target-loss L                 end of the comparison (see --help)
-    --kinds K1,K2                   kinds of check to run
-
-Programs can call :func:`run_checks` directly; it returns a list of
-:class:`Check` records (``kinds=`` selects kinds of check). The parser is
-:func:`build_parser`.
+The options are those of the parser :func:`build_parser` (``python -m
+numerics.verify --help``; the site's command-line reference is rendered from
+it). Programs can call :func:`run_checks` directly; it returns a list of
+:class:`Check` records (``kinds=`` selects kinds of check).
 
 >>> from numerics.verify import run_checks, summarize
 >>> checks = run_checks("CACO", [1.0], quick=True, kinds=["flow"])

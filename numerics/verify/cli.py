@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import sys
 import time
 
 from derivations.core.cli import (OneLineParser, UsageError, parse_list, parse_number,

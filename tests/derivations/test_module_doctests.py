@@ -10,7 +10,7 @@ MODULES = ["derivations.symbolic.symbols", "derivations.symbolic.special_functio
            "derivations.tasks.paper.first_integral", "derivations.tasks.paper.sharpness",
            "derivations.tasks.paper.asymptotics", "derivations.catalog",
            "derivations.print_dynamics", "derivations.symbolic.srepr_reader",
-           "derivations.output.numeric_codegen", "derivations.latex", "derivations.core.cli",
+           "derivations.output.numeric_codegen", "derivations.output.latex", "derivations.core.cli",
            "derivations.core.output", "derivations.core.vocabulary", "derivations.core.atomic_file",
            "derivations.core.expression_cache", "derivations.core.authors_setting",
            "derivations.output.tex"]   # numerics: tests/numerics/test_numerics_doctests.py

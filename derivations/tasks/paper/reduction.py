@@ -36,7 +36,7 @@ from .factorization import factorized_reduced_odes
 from .model import (basis_matrix, canonical, check_parameterization, dalpha_dmu,  # noqa: F401
                     explicit_family_point, explicit_model, family, mu_QK_of_alpha)
 
-__all__ = ["alpha_expr", "family_flow", "family_mu_flow", "family_to_mu", "collapsed_reduced_odes",
+__all__ = ["alpha_expr", "family_flow", "family_mu_flow", "collapsed_reduced_odes",
            "reduced_odes", "published_caco", "reduced_loss", "published_difference", "invariance_residual",
            "canonical", "dalpha_dmu", "mu_QK_of_alpha", "basis_matrix", "explicit_family_point",
            "explicit_model", "family", "check_parameterization"]
@@ -58,13 +58,6 @@ def family_mu_flow(parameterization: str):
     """``(dmu_OV/dt, dmu_QK/dt)`` by the chain rule, in family coordinates and
     alpha (:meth:`derivations.tasks.paper.model.Family.mu_flow`)."""
     return family(check_parameterization(parameterization)).mu_flow()
-
-
-def family_to_mu(parameterization: str = "CACO") -> dict:
-    """The collapsed coordinates in (mu_OV, mu_QK), solved from the family's mu
-    map (:meth:`derivations.tasks.paper.model.Family.coordinates_of_mu`): theta_QK = b mu_QK,
-    theta_OV = sqrt(b) mu_OV."""
-    return family(check_parameterization(parameterization)).coordinates_of_mu()
 
 
 def collapsed_reduced_odes():
