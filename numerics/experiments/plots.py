@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..output.style import PARAM_COLORS as _PARAM_COLORS
+
 __all__ = ["save_figure", "plot_fig2_heatmaps", "plot_fig3", "plot_sweep", "DPI"]
 
 DPI = 150
-_PARAM_COLORS = {"CACO": "#1b9e77", "CAFO": "#d95f02", "FACO": "#7570b3", "FAFO": "#e7298a"}
 _STYLE = {"font.size": 8, "axes.titlesize": 8.5, "axes.labelsize": 8, "xtick.labelsize": 7,
           "ytick.labelsize": 7, "legend.fontsize": 7, "savefig.dpi": DPI, "pdf.fonttype": 42,
           "figure.constrained_layout.use": True}
