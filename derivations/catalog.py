@@ -242,8 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "(derivations/_cache/derived.json) and the numeric module generated from it "
                     "(numerics/_generated.py).")
     parser.add_argument("--rebuild", action="store_true",
-                        help="derive everything, rewrite the shipped cache and regenerate numerics/_generated.py "
-                             "and the printed results of print_dynamics")
+                        help="derive everything, rewrite the shipped cache and regenerate numerics/_generated.py")
     parser.add_argument("--check", action="store_true",
                         help="exit 1 if the shipped cache or the generated numeric module is stale")
     return parser
@@ -259,22 +258,13 @@ def _generated_is_fresh(key) -> bool:
 
 def _regenerate(key, recs) -> list:
     from . import numeric_codegen
-    from .output.dynamics import PRINTED
-    paths = numeric_codegen.write(key, {name: rec.expr for name, rec in recs.items()})
-    PRINTED.rebuild()          # print_dynamics' texts of these results
-    return [*paths, PRINTED.shipped]
-
-
-def _printed_is_fresh(key) -> bool:
-    from .output.dynamics import PRINTED
-    return PRINTED.read(PRINTED.shipped, PRINTED.key()) is not None
+    return numeric_codegen.write(key, {name: rec.expr for name, rec in recs.items()})
 
 
 def main(argv=None) -> int:
     """Entry point of ``python -m derivations.catalog``; returns the exit status."""
     return STORE.main(argv, build_parser(), shipped_label="shipped cache",
-                      extra_checks=[("generated numeric module", _generated_is_fresh),
-                                    ("printed-results cache", _printed_is_fresh)],
+                      extra_checks=[("generated numeric module", _generated_is_fresh)],
                       after_rebuild=_regenerate,
                       listing=lambda: "\n".join(f"{name}: {expr}" for name, expr in results().items()))
 
