@@ -538,7 +538,14 @@ BROWSER_PAGES = {
 }
 
 
-@pytest.mark.parametrize("page", list(BROWSER_PAGES))
+#: The pages of the module docstring's claim (landing, derivation, API page); the other two are
+#: the same check on more pages (-m slow).
+BROWSER_PAGES_DEFAULT = ("index.html", "theory.html",
+                         "api/generated/numerics.dynamics.closed_form.state_at_loss.html")
+
+
+@pytest.mark.parametrize("page", [pytest.param(page, marks=() if page in BROWSER_PAGES_DEFAULT else pytest.mark.slow)
+                                  for page in BROWSER_PAGES])
 def test_pages_render_in_chromium(page, served_site, tmp_path, site):
     browser = _chromium()
     if browser is None:

@@ -13,7 +13,7 @@ MODULES = ["derivations.symbolic.symbols", "derivations.symbolic.special_functio
            "derivations.output.numeric_codegen", "derivations.latex", "derivations.core.cli",
            "derivations.core.output", "derivations.core.vocabulary", "derivations.core.atomic_file",
            "derivations.core.expression_cache", "derivations.core.authors_setting",
-           "derivations.output.tex"]   # numerics: tests/test_numerics_doctests.py
+           "derivations.output.tex", "derivations.core.exports"]   # numerics: tests/test_numerics_doctests.py
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -13,16 +13,14 @@ processes and command lines import it without cost:
 * :mod:`~derivations.core.output`: the output writer (``| head``, a full disk);
 * :mod:`~derivations.core.expression_cache`: where derived expressions are
   cached, under a key of their sources;
-* :func:`lazy_exports`: how the symbolic subpackages export their API without
+* :mod:`~derivations.core.exports`: how a subpackage exports its API without
   importing every module at once.
 """
-import importlib
-import sys
-
 from .atomic_file import atomic_write, atomic_write_text
 from .cli import (OneLineParser, UsageError, assignments, isatty, parse_int, parse_list, parse_loss,
                   parse_number, parse_params, prepare_output_dir, progress_bar, rate_values,
                   usage_error)
+from .exports import lazy_exports
 from .output import emit
 from .vocabulary import (CIRCUITS, MAX_CLASSES, MODEL_PARAMETERS, PAPER_SETTING, PARAMETERIZATIONS,
                          RATE_NAMES, Circuit, check_circuit, check_classes, check_model_parameters,
@@ -37,32 +35,3 @@ __all__ = ["atomic_write", "atomic_write_text", "emit",
            "check_positive", "check_classes", "Circuit", "CIRCUITS", "check_circuit", "RATE_NAMES",
            "lazy_exports"]
 
-
-def lazy_exports(package: str, homes: dict):
-    """``__getattr__`` and ``__dir__`` (PEP 562) of a package that exports the names of
-    its modules without importing them.
-
-    ``homes`` maps each module (relative to ``package``: ``".reduce"``,
-    ``"..engine.task"``) to the names the package exports from it. A name is
-    imported from its module on first access (``from package import name``
-    included) and then kept as an attribute of the package, so that importing
-    one module of a package (the command line that needs three of them) does
-    not import the others. Unknown names raise AttributeError, as usual.
-
-    >>> import derivations.engine as engine
-    >>> engine.reduce_task.__module__
-    'derivations.engine.reduce'
-    """
-    where = {name: module for module, names in homes.items() for name in names}
-
-    def __getattr__(name):
-        if name not in where:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(where[name], package), name)
-        setattr(sys.modules[package], name, value)
-        return value
-
-    def __dir__():
-        return sorted({*vars(sys.modules[package]), *where})
-
-    return __getattr__, __dir__
