@@ -12,12 +12,15 @@ processes and command lines import it without cost:
   the progress bar;
 * :mod:`~derivations.core.output`: the output writer (``| head``, a full disk);
 * :mod:`~derivations.core.expression_cache`: where derived expressions are
-  cached, under a key of their sources.
+  cached, under a key of their sources;
+* :mod:`~derivations.core.exports`: how a subpackage exports its API without
+  importing every module at once.
 """
 from .atomic_file import atomic_write, atomic_write_text
 from .cli import (OneLineParser, UsageError, assignments, isatty, parse_int, parse_list, parse_loss,
                   parse_number, parse_params, prepare_output_dir, progress_bar, rate_values,
                   usage_error)
+from .exports import lazy_exports
 from .output import emit
 from .vocabulary import (CIRCUITS, MAX_CLASSES, MODEL_PARAMETERS, PAPER_SETTING, PARAMETERIZATIONS,
                          RATE_NAMES, Circuit, check_circuit, check_classes, check_model_parameters,
@@ -29,4 +32,6 @@ __all__ = ["atomic_write", "atomic_write_text", "emit",
            "progress_bar", "isatty",
            "PARAMETERIZATIONS", "check_parameterization", "qk_factorized", "ov_factorized",
            "PAPER_SETTING", "MODEL_PARAMETERS", "MAX_CLASSES", "check_model_parameters",
-           "check_positive", "check_classes", "Circuit", "CIRCUITS", "check_circuit", "RATE_NAMES"]
+           "check_positive", "check_classes", "Circuit", "CIRCUITS", "check_circuit", "RATE_NAMES",
+           "lazy_exports"]
+

@@ -4,7 +4,9 @@
 :mod:`derivations.task_catalog` (the task engine's) are two
 :class:`ExpressionStore` s of this module: one file format, one reader and
 writer, one warning when nothing is writable, one command line
-(``--rebuild``, ``--check``).
+(``--rebuild``, ``--check``). A third, :data:`derivations.output.dynamics.PRINTED`,
+keeps the paper's results as ``print_dynamics`` prints them. A command that
+shows a part of the results decodes only that part (:meth:`ExpressionStore.lazy`).
 
 * **Data, never code.** The store module turns its results into JSON values
   (expressions as whitelisted ``srepr`` text,
@@ -40,12 +42,13 @@ import hashlib
 import json
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from .atomic_file import atomic_write_text
 
-__all__ = ["PACKAGE_DIR", "FORMAT", "SOURCE_PACKAGES", "source_files", "source_key", "user_cache",
-           "save_first_writable", "ExpressionStore"]
+__all__ = ["PACKAGE_DIR", "FORMAT", "SOURCE_PACKAGES", "source_files", "sympy_version", "source_key",
+           "user_cache", "save_first_writable", "LazyResults", "ExpressionStore"]
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent   # the derivations package
 #: Version of the cache file format (part of the key).
@@ -60,15 +63,26 @@ def source_files(*extra) -> list:
     return files + [Path(p) for p in extra]
 
 
+def sympy_version() -> str:
+    """The installed SymPy's version: ``sympy.__version__`` when SymPy is already
+    imported (reading the distribution's metadata costs about 20 ms of a cold
+    start), else from the metadata, without importing SymPy. Both are the same
+    string (SymPy's packaging takes the version from ``sympy/release.py``)."""
+    version = getattr(sys.modules.get("sympy"), "__version__", None)
+    if version is None:
+        import importlib.metadata as md
+        version = md.version("sympy")
+    return version
+
+
 def source_key(*extra) -> str:
     """SHA-256 over :func:`source_files` (path relative to the package and content), the
-    file format and the SymPy version."""
-    import importlib.metadata as md
+    file format and the SymPy version (:func:`sympy_version`)."""
     h = hashlib.sha256()
     for path in source_files(*extra):
         h.update(str(Path(path).resolve().relative_to(PACKAGE_DIR)).encode() + b"\0")
         h.update(Path(path).read_bytes() + b"\0")
-    h.update(f"format {FORMAT}; sympy {md.version('sympy')}".encode())
+    h.update(f"format {FORMAT}; sympy {sympy_version()}".encode())
     return h.hexdigest()
 
 
@@ -93,6 +107,33 @@ def save_first_writable(paths, text: str) -> list:
     return errors
 
 
+#: What decoding a damaged cache entry raises.
+_DAMAGED = (ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError)
+
+
+class LazyResults(Mapping):
+    """The results of a store's fresh cache file, each decoded on first access
+    (:meth:`ExpressionStore.lazy`)."""
+
+    def __init__(self, store, entries: dict):
+        self._store, self._entries, self._decoded = store, entries, {}
+
+    def __getitem__(self, name):
+        if name not in self._decoded:
+            entry = self._entries[name]            # KeyError for a name the cache does not have
+            try:
+                self._decoded[name] = self._store.decode({name: entry})[name]
+            except _DAMAGED:                       # a damaged entry: load (and rebuild) everything
+                self._decoded = self._entries = self._store.load()
+        return self._decoded[name]
+
+    def __iter__(self):
+        return iter(self._entries)
+
+    def __len__(self):
+        return len(self._entries)
+
+
 class ExpressionStore:
     """One cache of derived results (see the module docstring).
 
@@ -111,21 +152,24 @@ class ExpressionStore:
     prog, what : str
         The command (``derivations.catalog``) and the cache's name in messages
         (``derivation cache``).
+    sources : sequence of str or Path, optional
+        Further files outside :data:`SOURCE_PACKAGES` that the results depend on
+        (also part of the key).
 
     The attributes ``shipped``, ``derive`` and :meth:`user_path` may be replaced
     (tests point them at temporary files).
     """
 
-    def __init__(self, stem, owner, derive, encode, decode, *, prog, what):
-        self.stem, self.owner = stem, Path(owner)
+    def __init__(self, stem, owner, derive, encode, decode, *, prog, what, sources=()):
+        self.stem, self.owner, self.sources = stem, Path(owner), tuple(Path(p) for p in sources)
         self.shipped = PACKAGE_DIR / "_cache" / f"{stem}.json"
         self.derive, self.encode, self.decode = derive, encode, decode
         self.prog, self.what = prog, what
         self.memo, self.warned = None, False
 
     def key(self) -> str:
-        """The cache key (:func:`source_key` with the store's module)."""
-        return source_key(self.owner)
+        """The cache key (:func:`source_key` with the store's module and its ``sources``)."""
+        return source_key(self.owner, *self.sources)
 
     def user_path(self, key: str) -> Path:
         """The user cache file of ``key``."""
@@ -140,15 +184,24 @@ class ExpressionStore:
         """Write ``results`` under ``key`` to ``path``, atomically."""
         atomic_write_text(Path(path), self.text(key, results))
 
-    def read(self, path, key: str):
-        """The decoded results at ``path`` under ``key``; None when missing, stale or damaged."""
+    def entries(self, path, key: str):
+        """The stored entries ``{name: JSON value}`` at ``path`` under ``key``, not decoded;
+        None when the file is missing, stale, not JSON or of the wrong shape."""
         try:
             data = json.loads(Path(path).read_text())
-            if not (isinstance(data, dict) and data.get("format") == FORMAT and data.get("key") == key
-                    and isinstance(data.get("results"), dict) and data["results"]):
-                return None
-            return self.decode(data["results"])
-        except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError):
+        except (OSError, ValueError, RecursionError):
+            return None
+        if not (isinstance(data, dict) and data.get("format") == FORMAT and data.get("key") == key
+                and isinstance(data.get("results"), dict) and data["results"]):
+            return None
+        return data["results"]
+
+    def read(self, path, key: str):
+        """The decoded results at ``path`` under ``key``; None when missing, stale or damaged."""
+        entries = self.entries(path, key)
+        try:
+            return None if entries is None else self.decode(entries)
+        except _DAMAGED:
             return None
 
     def load(self, *, rebuild: bool = False) -> dict:
@@ -167,6 +220,21 @@ class ExpressionStore:
                       + "); results will be derived again next time", file=sys.stderr)
         self.memo = data
         return data
+
+    def lazy(self) -> Mapping:
+        """Every result, as :meth:`load` gives them, but each decoded on first access.
+
+        For a command that shows a part of the results (``print_dynamics``
+        prints about 60 of the paper's 91): the rest are never decoded. The
+        file's shape and key are checked at once; an entry that turns out to
+        be damaged when it is read makes the mapping fall back to
+        :meth:`load`, which rebuilds the cache. ``decode`` must accept any
+        subset of the entries."""
+        if self.memo is not None:
+            return self.memo
+        key = self.key()
+        entries = self.entries(self.shipped, key) or self.entries(self.user_path(key), key)
+        return self.load() if entries is None else LazyResults(self, entries)
 
     def rebuild(self) -> str:
         """Derive every result, rewrite the shipped file; returns the key."""

@@ -17,13 +17,18 @@ Concrete tasks are built with the engine in :mod:`derivations.tasks`.
 >>> reduce_task("paper", "CACO").odes_alpha[mu_OV]
 alpha*eta_OV/(b*(M + exp(alpha*mu_OV) - 1))
 """
-from .explicit import basis_matrices, explicit_loss, invariance_residual, nonzero_entries
-from .family import Coordinate, TaskFamily
-from .first_integral import first_integral_of, integrals, orbit_of, separate
-from .reduce import TaskReduction, reduce_task
-from .task import TASK_PARAMETERS, Task, TaskInstance, TokenGroup, validate_parameter
+from ..core import lazy_exports
 
 __all__ = ["Task", "TokenGroup", "TaskInstance", "TASK_PARAMETERS", "validate_parameter",
            "Coordinate", "TaskFamily", "TaskReduction", "reduce_task",
            "separate", "integrals", "first_integral_of", "orbit_of",
            "basis_matrices", "explicit_loss", "invariance_residual", "nonzero_entries"]
+
+# loaded on first use: describing a task (engine.task) does not import the reduction
+__getattr__, __dir__ = lazy_exports(__name__, {
+    ".task": ("Task", "TokenGroup", "TaskInstance", "TASK_PARAMETERS", "validate_parameter"),
+    ".family": ("Coordinate", "TaskFamily"),
+    ".reduce": ("TaskReduction", "reduce_task"),
+    ".first_integral": ("separate", "integrals", "first_integral_of", "orbit_of"),
+    ".explicit": ("basis_matrices", "explicit_loss", "invariance_residual", "nonzero_entries"),
+})

@@ -10,20 +10,15 @@
 Nothing here imports :mod:`numerics`. The names below are loaded on first use,
 so that importing one module of the package does not import the others.
 """
-import importlib
+from ..core import lazy_exports
 
 _HOMES = {
-    "dynamics": ("render", "parse_params", "task_list", "OneLine"),
-    "tex": ("abbreviate", "equation_lines"),
-    "latex": ("document", "snippet", "write"),
-    "numeric_codegen": ("function_specs", "generate", "generator_key"),
+    ".dynamics": ("render", "parse_params", "task_list", "OneLine"),
+    ".tex": ("abbreviate", "equation_lines"),
+    ".latex": ("document", "snippet", "write"),
+    ".numeric_codegen": ("function_specs", "generate", "generator_key"),
 }
 
 __all__ = [name for names in _HOMES.values() for name in names]
 
-
-def __getattr__(name):
-    for module, names in _HOMES.items():
-        if name in names:
-            return getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)

@@ -27,12 +27,13 @@ from __future__ import annotations
 import json
 
 from ..core.cli import OneLineParser, UsageError, parse_loss, rate_values
+from ..core.expression_cache import PACKAGE_DIR, ExpressionStore
 from ..core.cli import parse_params as _text_params
 from ..core.vocabulary import (MODEL_PARAMETER_MEANINGS, PAPER_SETTING, PARAMETERIZATIONS,
                                check_classes, check_positive)
 
 __all__ = ["SYMBOL_MEANINGS", "OneLine", "build_parser", "parse_params", "task_list", "render",
-           "paper_sections", "task_sections", "exact_number"]
+           "paper_sections", "task_sections", "exact_number", "PRINTED_FORMATS", "PRINTED"]
 
 SYMBOL_MEANINGS = {
     **MODEL_PARAMETER_MEANINGS,
@@ -293,6 +294,58 @@ def _task_payload(task, names, js, why) -> dict:
 
 # ----------------------------------------------------------------- the renderer
 
+class _Expressions:
+    """``name -> expression`` of the catalog's records (a read-only view)."""
+
+    def __init__(self, records):
+        self.records = records
+
+    def __getitem__(self, name):
+        return self.records[name].expr
+
+
+#: The formats of :data:`PRINTED` (``json`` shows the ``text`` form).
+PRINTED_FORMATS = ("pretty", "text", "latex")
+
+
+def _print_results() -> dict:
+    """``{format: {name: text}}``: every result of :func:`derivations.catalog.results` as
+    this module prints it without substitutions, in each of :data:`PRINTED_FORMATS`."""
+    from ..catalog import results
+    res = results()
+    return {fmt: {name: _format(expr, fmt) for name, expr in res.items()} for fmt in PRINTED_FORMATS}
+
+
+def _checked_texts(data) -> dict:
+    """``data`` when it is ``{format: {name: text}}`` for every printed format; else
+    ValueError (a damaged cache, rebuilt)."""
+    if not (isinstance(data, dict) and set(data) == set(PRINTED_FORMATS) and all(
+            isinstance(texts, dict) and all(isinstance(t, str) for t in texts.values())
+            for texts in data.values())):
+        raise ValueError("the printed results have the wrong shape")
+    return data
+
+
+#: The paper's results as printed, in the one expression cache
+#: (``derivations/_cache/printed.json``), keyed on the derivations' sources, this
+#: module and :mod:`derivations.catalog`: the command without ``--params`` or rates
+#: prints them without decoding or printing an expression (a third of its start).
+PRINTED = ExpressionStore("printed", __file__, _print_results, _checked_texts, _checked_texts,
+                          prog="derivations.print_dynamics", what="printed-results cache",
+                          sources=[PACKAGE_DIR / "catalog.py"])
+
+
+def _paper_results(fmt: str, subs: dict):
+    """The paper's results by name for the format ``fmt``: the texts of :data:`PRINTED`
+    when nothing is substituted, else the expressions of
+    :func:`derivations.catalog.results`, each decoded when it is first printed
+    (:meth:`~derivations.core.expression_cache.ExpressionStore.lazy`)."""
+    if not subs:
+        return PRINTED.load()["text" if fmt == "json" else fmt]
+    from ..catalog import STORE
+    return _Expressions(STORE.lazy())
+
+
 def _why_not_symbolic(task):
     """None when the symbolic engine reduces ``task``, else the reason it does not."""
     try:
@@ -336,8 +389,7 @@ def _json(task, names, subs, state, why) -> str:
     def js(e):
         return str(e.subs(subs) if subs else e)
     if task.name == "paper":
-        from ..catalog import results
-        payload = _paper_payload(results(), names, js)
+        payload = _paper_payload(_paper_results("json", subs), names, js)
         if state is not None:
             payload["state_at_loss"] = {k: state[k] for k in ("mu_OV", "mu_QK", "alpha", "loss")}
     else:
@@ -383,6 +435,5 @@ def render(args, answer=None) -> str:
     if args.format == "json":
         return _json(task, names, subs, state, why)
     if task.name == "paper":
-        from ..catalog import results
-        return "\n".join(_paper_text(results(), names, subs, state, args.format))
+        return "\n".join(_paper_text(_paper_results(args.format, subs), names, subs, state, args.format))
     return "\n".join(_task_text(task, names, subs, state, args.format, why))

@@ -12,11 +12,16 @@
 
 Imports only :mod:`derivations.core` and SymPy.
 """
-from .exp_zero import exp_to_symbols, is_zero_exactly
-from .forms import canonical
-from .special_functions import lambert_to_wright_omega, wright_omega
-from .srepr_reader import UnsafeExpression, from_srepr, to_srepr
-from .symbols import RATES, SYMBOLS
+from ..core import lazy_exports
 
 __all__ = ["canonical", "exp_to_symbols", "is_zero_exactly", "wright_omega", "lambert_to_wright_omega",
            "from_srepr", "to_srepr", "UnsafeExpression", "SYMBOLS", "RATES"]
+
+# loaded on first use: reading a cache does not import the zero test or the canonical form
+__getattr__, __dir__ = lazy_exports(__name__, {
+    ".forms": ("canonical",),
+    ".exp_zero": ("exp_to_symbols", "is_zero_exactly"),
+    ".special_functions": ("wright_omega", "lambert_to_wright_omega"),
+    ".srepr_reader": ("from_srepr", "to_srepr", "UnsafeExpression"),
+    ".symbols": ("SYMBOLS", "RATES"),
+})

@@ -24,10 +24,15 @@ Task, get_task`` (or the older ``derivations.task``) reads one name space.
 >>> capabilities("query-in-context")["orbit"][:80]
 "task 'query-in-context' (CACO) has no orbit: the engine does not map it onto the"
 """
-from ..engine.task import TASK_PARAMETERS, Task, TaskInstance, TokenGroup, n_c, validate_parameter
-from .closed_forms import CAPABILITIES, CapabilityUnavailable, capabilities, capability
-from .registry import TASKS, get_task, symbolic_task_names, task_names
+from ..core import lazy_exports
 
 __all__ = ["Task", "TokenGroup", "TaskInstance", "TASK_PARAMETERS", "n_c", "validate_parameter",
            "TASKS", "get_task", "task_names", "symbolic_task_names",
            "CAPABILITIES", "CapabilityUnavailable", "capability", "capabilities"]
+
+# loaded on first use: looking up a task does not import the engine's reduction or the closed forms
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "..engine.task": ("Task", "TokenGroup", "TaskInstance", "TASK_PARAMETERS", "n_c", "validate_parameter"),
+    ".registry": ("TASKS", "get_task", "task_names", "symbolic_task_names"),
+    ".closed_forms": ("CAPABILITIES", "CapabilityUnavailable", "capability", "capabilities"),
+})

@@ -128,6 +128,40 @@ def test_cli_output_into_closed_pipe_or_full_device():
         assert res.returncode == 1 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
 
 
+def test_lazy_results_decode_only_what_is_read_and_rebuild_a_damaged_entry(isolated_cache, monkeypatch):
+    """ExpressionStore.lazy checks the file at once, decodes an entry when it is read, and
+    falls back to load (which rebuilds the damaged cache) when an entry read is damaged."""
+    shipped, calls = isolated_cache
+    x = sp.Symbol("x", positive=True)
+    entries = catalog._encode({"demo.f": catalog.Result("demo.f", None, sp.exp(-x) / 2, "=")})
+    entries["demo.g"] = {"lhs": None, "expr": "__import__('os')", "relation": "="}
+    shipped.parent.mkdir(parents=True)
+    shipped.write_text(json.dumps({"format": FORMAT, "key": _key(), "results": entries}))
+    decoded = []
+    decode = catalog.STORE.decode
+    monkeypatch.setattr(catalog.STORE, "decode", lambda e: decoded.extend(e) or decode(e))
+    lazy = catalog.STORE.lazy()
+    assert sorted(lazy) == ["demo.f", "demo.g"] and decoded == [] and calls == []
+    assert str(lazy["demo.f"].expr) == "exp(-x)/2" and decoded == ["demo.f"] and calls == []
+    with pytest.raises(KeyError):
+        lazy["demo.g"]                                     # damaged: everything derived again
+    assert calls == [1] and list(lazy) == ["demo.f"] and "demo.g" not in shipped.read_text()
+    assert catalog.STORE.lazy() is catalog.STORE.memo      # loaded once: the memo from now on
+
+
+def test_key_is_the_same_with_or_without_sympy_imported(monkeypatch):
+    """The SymPy version in the key comes from the loaded module when there is one (cheap)
+    and from the distribution otherwise: both must give the same key."""
+    import importlib.metadata as md
+    import sys
+
+    from derivations.core import expression_cache as ec
+    assert ec.sympy_version() == sp.__version__ == md.version("sympy")
+    with_sympy = ec.source_key()
+    monkeypatch.delitem(sys.modules, "sympy")
+    assert ec.sympy_version() == md.version("sympy") and ec.source_key() == with_sympy
+
+
 def test_one_cache_keyed_on_every_source_module(tmp_path, monkeypatch):
     """Both stores are one implementation, keyed automatically on every module of core, symbolic,
     engine and tasks (no hand-kept list): a new module, or an edit anywhere there, changes both keys."""

@@ -206,7 +206,23 @@ def _equal_numerically(a, b, symbols, rng):
     return True
 
 
-@pytest.mark.parametrize("name", sorted(results()))
+#: One snippet of each kind of LaTeX the writer produces (plain quotient, reduced ODE in mu and in
+#: alpha, unbalanced factor rates, first integral, orbits with Ei and Wright omega, abbreviations,
+#: a matrix flow, an equation, a derivative's sign, a limit, an integrand): the default suite
+#: reads these back; every other snippet is the same check on another result (-m slow).
+REPRESENTATIVE_SNIPPETS = frozenset({
+    "model.loss", "CACO.dmu_OV_dt", "FACO.dmu_QK_dt_alpha", "FAFO.dmu_QK_dt_unbalanced_alpha",
+    "CAFO.first_integral", "CAFO.orbit", "FACO.orbit", "CACO.alpha_on_orbit", "factorization.induced_flow",
+    "sharpness.state_equation", "sharpness.sign.dmu_QK/dr", "asymptotics.late.loss_times_t_limit",
+    "asymptotics.time_integrand", "asymptotics.early.mu_OV_of_t"})
+
+
+def test_representative_snippets_are_results():
+    assert REPRESENTATIVE_SNIPPETS <= set(results())
+
+
+@pytest.mark.parametrize("name", [pytest.param(name, marks=() if name in REPRESENTATIVE_SNIPPETS
+                                               else pytest.mark.slow) for name in sorted(results())])
 def test_snippet_parses_back(name, fresh):
     expected = results()[name]
     snippet = (fresh / L.SNIPPET_DIR / L.snippet_filename(name)).read_text()

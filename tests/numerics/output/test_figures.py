@@ -28,14 +28,24 @@ def _check_files(paths, names, formats):
 
 @pytest.fixture(scope="module")
 def quick_figures(tmp_path_factory):
+    """Every figure as PNG (quick grids). The other formats are the same figures through
+    another matplotlib backend: PNG, PDF and SVG of one figure in test_cli_in_process, PNG and
+    PDF of every figure in the slow test_make_figures_writes_png_and_pdf."""
     out = tmp_path_factory.mktemp("figs")
-    return out, figures.make_figures(out, quick=True)
+    return out, figures.make_figures(out, ("png",), quick=True)
 
 
-def test_make_figures_writes_png_and_pdf(quick_figures):
+def test_make_figures_writes_every_figure(quick_figures):
     out, paths = quick_figures
-    _check_files(paths, figures.FIGURES, ("png", "pdf"))
+    _check_files(paths, figures.FIGURES, ("png",))
     assert all(p.parent == out for p in paths)
+
+
+@pytest.mark.slow
+def test_make_figures_writes_png_and_pdf(tmp_path):
+    paths = figures.make_figures(tmp_path, quick=True)
+    _check_files(paths, figures.FIGURES, ("png", "pdf"))
+    assert all(p.parent == tmp_path for p in paths)
 
 
 def test_png_size_is_paper_width(quick_figures):
