@@ -13,11 +13,7 @@ MODULES = ["derivations.symbolic.symbols", "derivations.symbolic.special_functio
            "derivations.output.numeric_codegen", "derivations.output.latex", "derivations.core.cli",
            "derivations.core.output", "derivations.core.vocabulary", "derivations.core.atomic_file",
            "derivations.core.expression_cache", "derivations.core.authors_setting",
-<<<<<<< HEAD:tests/derivations/test_module_doctests.py
-           "derivations.output.tex"]   # numerics: tests/numerics/test_numerics_doctests.py
-=======
-           "derivations.output.tex", "derivations.core.exports"]   # numerics: tests/test_numerics_doctests.py
->>>>>>> cold-suite:tests/test_module_doctests.py
+           "derivations.output.tex", "derivations.core.exports"]   # numerics: tests/numerics/test_numerics_doctests.py
 
 
 @pytest.mark.parametrize("name", MODULES)
