@@ -42,16 +42,19 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from ..validation import check_int, check_positive
-from . import data, models
+from . import data, models, precision
 # Figure 3 moved to numerics.experiments.fixed_attention; its names stay importable from here
 from .fixed_attention import ALPHA_STEP, Fig3Config, train_fig3  # noqa: F401
 
 __all__ = [
-    "STOP_RULES", "LOG_EVERY", "Fig2Config", "published_fig2_defaults", "AuthorsStopRule",
+    "STOP_RULES", "DTYPES", "LOG_EVERY", "Fig2Config", "published_fig2_defaults", "AuthorsStopRule",
     "TargetLossRule", "RUN_STATUSES", "train_fig2", "eval_rng",
 ]
 
 STOP_RULES = ("authors", "none")
+#: Floating types of the SGD step (:class:`Fig2Config` ``dtype``): float64, the default and bitwise
+#: reproducible, or float32 (the authors trained in float32; :mod:`numerics.experiments.precision`).
+DTYPES = ("float64", "float32")
 #: Epochs per entry of the loss log (the notebooks print every 100 epochs).
 LOG_EVERY = 100
 #: Threshold of the authors' stop rule.
@@ -94,6 +97,7 @@ class Fig2Config:
     eval_batches: int = 200
     target_loss: float | None = None
     max_steps: int | None = None
+    dtype: str = "float64"
 
     def __post_init__(self):
         models._check_parameterization(self.parameterization)
@@ -113,9 +117,17 @@ class Fig2Config:
             check_positive("target_loss", self.target_loss)
         if self.max_steps is not None:
             check_int("max_steps", self.max_steps, 1)
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The settings as a dict; ``dtype`` only when it is not the default float64, so the
+        identity of a float64 run (its job key, its ``settings``) is the one it always had and
+        a float32 run's is another."""
+        d = asdict(self)
+        if d["dtype"] == DTYPES[0]:
+            del d["dtype"]
+        return d
 
     @property
     def total_steps(self) -> int:
@@ -226,6 +238,7 @@ class _EpochBatch:
         # (the paper's queries 5..8), a view instead of a fancy-indexed copy and write-back
         qsel = slice(qids[0], qids[-1] + 1) if qids[-1] - qids[0] + 1 == qids.size else qids
         self.onehot_t = models.query_onehot_t(self.query, qids)              # (K, S, U, B)
+        self.onehot_t = self.onehot_t.astype(next(iter(params.values())).dtype, copy=False)   # the step's dtype
         # flat gather indices of every step: score-table row of each sequence, target logit
         self.slots = models._query_slots(self.query, qids, lead=(len(active),))   # (K, S, B)
         tidx = models._target_index(self.target, class_axis=-2).reshape(k_this, -1)   # class-major logits
@@ -376,6 +389,7 @@ def _train(c, seeds, rates, progress, record_losses) -> list:
     the runs of ``seeds`` (one generator each) with ``rates`` (see :func:`_train_epoch`)."""
     rngs = [np.random.default_rng(s) for s in seeds]
     params = models.stack_params([models.init_params(c.parameterization, c.init, r) for r in rngs])
+    params, rates = precision.step_arrays(params, rates, c.dtype)
     keys = list(params)
     scheduled = c.epochs * c.steps_per_epoch     # the ramp's T (the notebooks' total_steps)
     total = c.total_steps
@@ -403,4 +417,4 @@ def _train(c, seeds, rates, progress, record_losses) -> list:
                 rates = tuple(r[~stop] if isinstance(r, np.ndarray) else r for r in rates)
                 if runs.active.size == 0:
                     break
-    return runs.results(params, keys)
+    return precision.as_float64(runs.results(params, keys))

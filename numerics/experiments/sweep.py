@@ -71,6 +71,8 @@ SETTINGS_FILE = "sweep-settings.json"
 _SETTINGS_FORMAT = "qkov.experiments.sweep.settings/1"
 #: Settings that ``--extend`` may change (others must equal the stored ones).
 EXTENDABLE = ("parameterizations", "ratios", "seeds")
+#: Settings recorded only when they differ from these defaults (a float64 sweep's settings are as before).
+_UNNAMED_DEFAULTS = {"dtype": "float64"}
 #: Seeds of a sweep are FIRST_SEED, FIRST_SEED + 1, ... (the notebooks' 1234, 1235, ...).
 FIRST_SEED = 1234
 
@@ -101,7 +103,7 @@ def target_losses(target_loss) -> list:
 
 def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_steps: int = 200_000,
                lr_ov: float = 0.01, seq_len: int = 64, batch_size: int = 32, steps_per_epoch: int = 100,
-               init: str = "authors", eval_batches: int = 50, seed_blocks=None) -> list:
+               init: str = "authors", eval_batches: int = 50, seed_blocks=None, dtype: str = "float64") -> list:
     """The jobs of a sweep (validated; duplicates of parameterizations/ratios dropped).
 
     ``target_loss`` is one loss or several (:func:`target_losses`): the runs
@@ -110,7 +112,8 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_step
     One job per (parameterization, seed), stacking every ratio (``"ratios"``;
     the config is that of ratio 1, ratio ``r`` trains with ``lr_qk = r * lr_ov``);
     ``seed_blocks`` (sizes summing to ``n_seeds``, default one block) is still
-    checked, and no longer changes the jobs."""
+    checked, and no longer changes the jobs. ``dtype``: the step's floating type
+    (:class:`~numerics.experiments.sgd.Fig2Config`; a float32 job has another key)."""
     parameterizations = _dedupe(parameterizations)
     ratios = _dedupe(float(r) for r in ratios)
     if not parameterizations:
@@ -136,7 +139,7 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_step
         cfg = sgd.Fig2Config(parameterization=p, lr_qk=lr_ov, lr_ov=lr_ov, seq_len=seq_len,
                              batch_size=batch_size, epochs=-(-max_steps // steps_per_epoch),
                              steps_per_epoch=steps_per_epoch, stop="none", init=init,
-                             eval_batches=eval_batches, target_loss=targets[-1], max_steps=max_steps)
+                             eval_batches=eval_batches, target_loss=targets[-1], max_steps=max_steps, dtype=dtype)
         for seed in (s for block in blocks for s in block):
             job = {"experiment": "sweep", "ratios": ratios, "config": cfg.to_dict(), "seeds": [seed]}
             if len(targets) > 1:
@@ -346,7 +349,9 @@ def _shown(value) -> str:
 def settings_difference(stored: dict, given: dict, *, extend: bool = False):
     """None when ``given`` may continue the sweep of ``stored`` settings, else one line naming
     the first difference. With ``extend``, ``given`` may add parameterizations, ratios or
-    seeds (:data:`EXTENDABLE`) but not drop any."""
+    seeds (:data:`EXTENDABLE`) but not drop any. A setting recorded only when it is not its
+    default (:data:`_UNNAMED_DEFAULTS`: ``dtype``) compares as its default when absent."""
+    stored, given = {**_UNNAMED_DEFAULTS, **stored}, {**_UNNAMED_DEFAULTS, **given}
     for key, value in given.items():
         if key == "seed_blocks" or stored.get(key) == value:
             continue

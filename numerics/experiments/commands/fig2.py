@@ -37,6 +37,7 @@ def add_parser(sub):
                          "1234-1238 for CAFO, 1234-1236 for CACO)")
     f2.add_argument("--eval-batches", default="200", metavar="N",
                     help="fresh batches for the final measurements (default 200, i.e. 6400 sequences)")
+    common.add_dtype(f2)
     common.add_common(f2)
 
 
@@ -52,7 +53,8 @@ def _config(args):
         epochs=integer("--epochs", args.epochs, 1) if args.epochs is not None else pub["epochs"],
         steps_per_epoch=(integer("--steps-per-epoch", args.steps_per_epoch, 1)
                          if args.steps_per_epoch is not None else pub["steps_per_epoch"]),
-        stop=args.stop, init=args.init, eval_batches=integer("--eval-batches", args.eval_batches, 1)), pub
+        stop=args.stop, init=args.init, eval_batches=integer("--eval-batches", args.eval_batches, 1),
+        dtype=args.dtype), pub
 
 
 def prepare(args):
