@@ -16,6 +16,9 @@ Modules
     Plain SGD with one rate per circuit, the linear QK ramp, the authors' stop
     rule (with its 100-epoch running-sum quirk) or a target loss; the seeds of
     one configuration are trained stacked (one batched step for all seeds).
+:mod:`~numerics.experiments.precision`
+    The floating type of the SGD step: float64 (default, bitwise reproducible)
+    or float32 (as the authors trained; ``--dtype float32``).
 :mod:`~numerics.experiments.fixed_attention`
     The Figure-3 fixed-attention runs (stacked over the attention levels).
 :mod:`~numerics.experiments.measure`

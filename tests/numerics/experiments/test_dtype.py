@@ -103,3 +103,25 @@ def test_sweep_jobs_and_resume_never_mix_dtypes():
     assert sweep.settings_difference(stored, {"ratios": [1.0], "seeds": 1}) is None
     assert "--dtype float64, not float32" in sweep.settings_difference(stored, {**stored, "dtype": "float32"})
     assert "--dtype float32, not float64" in sweep.settings_difference({**stored, "dtype": "float32"}, stored)
+
+
+def test_reproduce_jobs_name_the_dtype_of_their_figure2_runs():
+    from numerics.experiments.reproduce import published_jobs
+
+    for (_, j64), (_, j32) in zip(published_jobs(True), published_jobs(True, dtype="float32")):
+        assert "dtype" not in j64["config"]
+        assert j32["config"].get("dtype") == ("float32" if j32["experiment"] == "fig2" else None)
+
+
+def test_fig2_command_dtype():
+    import json
+    import subprocess
+    import sys
+
+    args = [sys.executable, "-m", "numerics.experiments", "fig2", "--epochs", "1", "--steps-per-epoch", "5",
+            "--eval-batches", "1", "--seeds", "1234", "--workers", "1", "--json", "--quiet"]
+    r = subprocess.run(args + ["--dtype", "float32"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["settings"]["dtype"] == "float32"
+    r = subprocess.run(args + ["--dtype", "float16"], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--dtype" in r.stderr and not r.stdout
