@@ -196,7 +196,8 @@ def format_report(report) -> str:
         s = r["settings"]
         lines += [f"### {name}: {r['title']}", "",
                   f"rates QK {s['lr_qk']:g} / OV {s['lr_ov']:g}, ramp x{s['qk_ramp']:g}, seq_len {s['seq_len']}, "
-                  f"{s['epochs']} x {s['steps_per_epoch']} steps, stop {s['stop']}, init {s['init']}", "",
+                  f"{s['epochs']} x {s['steps_per_epoch']} steps, stop {s['stop']}, init {s['init']}"
+                  + (f", {s['dtype']} step" if "dtype" in s else ""), "",
                   "| attention \\ label prob | 0-.2 | .2-.4 | .4-.6 | .6-.8 | .8-1 |", "|---|---|---|---|---|---|"]
         edges = ["0-.2", ".2-.4", ".4-.6", ".6-.8", ".8-1"]
         heat = r["heatmap"] or [[float("nan")] * 5] * 5      # every seed diverged: no heatmap

@@ -125,3 +125,14 @@ def test_fig2_command_dtype():
     assert json.loads(r.stdout)["settings"]["dtype"] == "float32"
     r = subprocess.run(args + ["--dtype", "float16"], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--dtype" in r.stderr and not r.stdout
+
+
+def test_report_names_a_float32_step_only():
+    from numerics.experiments.reproduce import format_report
+
+    run = {"title": "t", "experiment": "fig2", "heatmap": None, "separability": {"mean": None, "std": None},
+           "runs": [], "settings": sgd.Fig2Config().to_dict()}
+    report = {"quick": True, "wall_seconds": None, "runs": {"CACO": run}}
+    assert "step" not in format_report(report).split("init authors")[1].splitlines()[0]
+    run["settings"] = sgd.Fig2Config(dtype="float32").to_dict()
+    assert "init authors, float32 step" in format_report(report)
