@@ -136,3 +136,10 @@ def test_report_names_a_float32_step_only():
     assert "step" not in format_report(report).split("init authors")[1].splitlines()[0]
     run["settings"] = sgd.Fig2Config(dtype="float32").to_dict()
     assert "init authors, float32 step" in format_report(report)
+
+
+def test_a_stack_refuses_runs_of_two_dtypes():
+    c = _short("CACO")
+    for pair in ([c, c.replace(dtype="float32")], [c.replace(dtype="float32"), c]):
+        with pytest.raises(ValueError, match="differ in dtype"):
+            stack.train_stack(pair, [1234, 1235])
