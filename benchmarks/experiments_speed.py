@@ -98,16 +98,16 @@ def plain_loop(parameterization, steps, seed=0, lr=0.01, batch=32, seq_len=64, s
     return p
 
 
-def matmul_floor(parameterization, seeds=5, batch=32, repeat=2000, clock=time.perf_counter):
+def matmul_floor(parameterization, seeds=5, batch=32, repeat=2000, clock=time.perf_counter, dtype=np.float64):
     """Seconds per step of the matrix products alone of one stacked step (``seeds`` runs):
     the logits and the output circuit's gradients, as the trainer computes them (class-major
     activations ``(S, V, B)``, weights ``(S, V, V)`` C-contiguous): 3 products for a collapsed
-    output (``W a^T``, ``g^T a``, ``W^T g^T``), 6 for a factorized one."""
+    output (``W a^T``, ``g^T a``, ``W^T g^T``), 6 for a factorized one; in ``dtype``."""
     rng = np.random.default_rng(0)
     V = data.V
-    a, aT = rng.random((seeds, batch, V)), rng.random((seeds, V, batch))
-    gT = rng.random((seeds, V, batch))
-    W1, W2 = rng.random((seeds, V, V)), rng.random((seeds, V, V))
+    a, aT = rng.random((seeds, batch, V)).astype(dtype), rng.random((seeds, V, batch)).astype(dtype)
+    gT = rng.random((seeds, V, batch)).astype(dtype)
+    W1, W2 = rng.random((seeds, V, V)).astype(dtype), rng.random((seeds, V, V)).astype(dtype)
     T = (lambda x: x.swapaxes(-1, -2))
     if parameterization[2] == "C":
         def step():

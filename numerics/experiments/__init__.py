@@ -21,6 +21,9 @@ Modules
     (ticket tables from its multiplicities) and its count model on :math:`T` token
     types (:math:`d` embedded, :math:`n_{out}` outputs), with gradients, SGD epochs
     and measurements.
+:mod:`~numerics.experiments.precision`
+    The floating type of the SGD step: float64 (default, bitwise reproducible)
+    or float32 (as the authors trained; ``--dtype float32``).
 :mod:`~numerics.experiments.fixed_attention`
     The Figure-3 fixed-attention runs (stacked over the attention levels).
 :mod:`~numerics.experiments.measure`

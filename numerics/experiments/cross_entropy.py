@@ -24,9 +24,33 @@ __all__ = ["target_index", "log_softmax", "cross_entropy"]
 # sums over the V classes as products (one BLAS call; numpy's reductions cost twice as much here)
 _ONES_COLUMN = np.ones((V, 1))
 _ONES_ROW = np.ones((1, V))
+# the same in float32, for a float32 step (numerics.experiments.sgd, dtype="float32"): a float64
+# factor would turn the product into a float64 one
+_ONES = {np.dtype(np.float64): (_ONES_COLUMN, _ONES_ROW),
+         np.dtype(np.float32): (_ONES_COLUMN.astype(np.float32), _ONES_ROW.astype(np.float32))}
+#: Underflow threshold of a sum of exponentials, by dtype: below it a row is recomputed with its own
+#: maximum subtracted (float32: far enough above its smallest normal number, 1.2e-38).
+UNDERFLOW = {np.dtype(np.float64): 1e-280, np.dtype(np.float32): 1e-30}
+
+
+def ones_column(dtype):
+    """``(V, 1)`` ones of ``dtype`` (float64 or float32; else float64): sums over the classes as a product."""
+    return _ONES.get(np.dtype(dtype), _ONES[np.dtype(np.float64)])[0]
+
+
+def ones_row(dtype):
+    """``(1, V)`` ones of ``dtype`` (float64 or float32; else float64)."""
+    return _ONES.get(np.dtype(dtype), _ONES[np.dtype(np.float64)])[1]
+
+
+def underflow(dtype) -> float:
+    """:data:`UNDERFLOW` of ``dtype`` (1e-280 for float64 and any other dtype)."""
+    return UNDERFLOW.get(np.dtype(dtype), 1e-280)
+
+
 # class axis -> (sums over the classes, keeping that axis as length 1; dropping that axis)
-_CLASS_SUMS = {-1: (lambda x: np.matmul(x, _ONES_COLUMN), lambda x: x[..., 0]),
-               -2: (lambda x: np.matmul(_ONES_ROW, x), lambda x: x[..., 0, :])}
+_CLASS_SUMS = {-1: (lambda x: np.matmul(x, ones_column(x.dtype)), lambda x: x[..., 0]),
+               -2: (lambda x: np.matmul(ones_row(x.dtype), x), lambda x: x[..., 0, :])}
 
 
 def target_index(target, class_axis=-1):
@@ -63,8 +87,8 @@ def cross_entropy(z, target, weights, grad: bool, tidx=None, scale=1.0, class_ax
     Log-sum-exp is shifted by the largest logit of each run (one constant per
     stacked run, so a run's numbers do not depend on what it is stacked with; a
     reduction over whole runs is several times cheaper than one per row).  If
-    a row of a run then underflows (its sum of exponentials is below 1e-280: its
-    largest logit lies more than ~645 below the run's), every row of that run is
+    a row of a run then underflows (its sum of exponentials is below 1e-280 in float64,
+    :data:`UNDERFLOW`: its largest logit lies more than ~645 below the run's), every row of that run is
     shifted by its own maximum instead."""
     sum_classes, drop = _CLASS_SUMS[class_axis]
     batch_shape = z.shape[:-1] if class_axis == -1 else z.shape[:-2] + z.shape[-1:]
@@ -81,7 +105,7 @@ def cross_entropy(z, target, weights, grad: bool, tidx=None, scale=1.0, class_ax
     p = np.exp(z)                                             # z is kept for the fallback below
     ssum = sum_classes(p)                                     # (..., B, 1) or (..., 1, B)
     # decided per run (a diverged run's nan must not hide another run's underflow)
-    deep = np.minimum.reduce(ssum.reshape(lead + (-1,)), axis=-1) < 1e-280
+    deep = np.minimum.reduce(ssum.reshape(lead + (-1,)), axis=-1) < underflow(ssum.dtype)
     if deep.any():
         # a row far below its run's maximum underflowed: shift every row of that run by its own max
         if lead:

@@ -77,7 +77,7 @@ from derivations.core.authors_setting import SCORE_SCALE_SQUARED as _SCORE_SCALE
 from derivations.vocabulary import PARAMETERIZATIONS
 from derivations.vocabulary import check_parameterization as _check_parameterization
 
-from .cross_entropy import _ONES_COLUMN, _ONES_ROW
+from .cross_entropy import ones_column as _ones_column, ones_row as _ones_row, underflow as _underflow
 from .cross_entropy import cross_entropy as _cross_entropy
 from .cross_entropy import log_softmax as _log_softmax
 from .cross_entropy import target_index as _target_index
@@ -243,16 +243,17 @@ def _attention(table, counts, slot):
     np.exp(e, out=e)
     e = e.reshape(-1, V).take(slot, axis=0)
     e *= counts
-    z = np.matmul(e, _ONES_COLUMN)                            # row sums (..., B, 1), one BLAS call
+    z = np.matmul(e, _ones_column(e.dtype))                   # row sums (..., B, 1), one BLAS call
     # decided run by run: a run's nan (diverged) must not hide another run's underflow, nor the
     # reverse (the numbers of a run stay those of the run alone)
-    deep = np.minimum.reduce(z.reshape(z.shape[:-2] + (-1,)), axis=-1) < 1e-280
+    tiny = _underflow(z.dtype)
+    deep = np.minimum.reduce(z.reshape(z.shape[:-2] + (-1,)), axis=-1) < tiny
     if deep.any():
-        bad = (z < 1e-280) & deep[..., None, None]
+        bad = (z < tiny) & deep[..., None, None]
         rows = np.take(table.reshape(-1, V), slot, axis=0)
         s = np.where(counts > 0, rows, -np.inf)
         s = (s - s.max(axis=-1, keepdims=True)) * (1.0 / _SQRT_V)
-        e2 = np.exp(s) * counts
+        e2 = (np.exp(s) * counts).astype(e.dtype, copy=False)     # (float counts: e's dtype)
         e = np.where(bad, e2, e)
         z = np.where(bad, e2.sum(axis=-1, keepdims=True), z)
     e *= 1.0 / z
@@ -323,10 +324,10 @@ def _qk_grads(params, grads, gcT, aT, onehot_t, ids, wq_ids, scale, sparse):
     ``gcT`` (..., V, B), the gradient of the context (overwritten), to ``scale`` times the
     gradient of the score matrix's rows ``ids`` and of ``W_QK`` or ``W_Q, W_K``."""
     gsT = gcT                                                 # (a fresh array: updated in place)
-    gsT -= np.matmul(_ONES_ROW, aT * gcT)                     # g_c - a.g_c
+    gsT -= np.matmul(_ones_row(aT.dtype), aT * gcT)           # g_c - a.g_c
     gsT *= aT                                                 # sqrt(V) dL/dA[q, :] per sequence, (..., V, B)
     # dL/dA = E^T gs / sqrt(V) (E: one-hot queries): only the rows of the distinct queries are non-zero
-    dA_rows = np.matmul(onehot_t, _tr(gsT))                   # (..., U, V)
+    dA_rows = np.matmul(onehot_t.astype(gsT.dtype, copy=False), _tr(gsT))   # (..., U, V)
     dA_rows *= scale
     if wq_ids is None:
         grads["W_QK"] = dA_rows
@@ -336,7 +337,7 @@ def _qk_grads(params, grads, gcT, aT, onehot_t, ids, wq_ids, scale, sparse):
         grads["W_K"] = np.matmul(wq_ids, dA_rows)
     if not sparse:
         qk = "W_QK" if wq_ids is None else "W_Q"
-        full = np.zeros(gsT.shape[:-2] + (V, V))
+        full = np.zeros(gsT.shape[:-2] + (V, V), dtype=gsT.dtype)
         if wq_ids is None:
             full[..., ids, :] = grads[qk]
         else:

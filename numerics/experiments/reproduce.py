@@ -71,8 +71,9 @@ def _quick(settings, fig3):
     return s
 
 
-def published_jobs(quick: bool = False, *, shortest_first: bool = False) -> list:
-    """``[(name, job)]`` for every published run, longest first (estimated cost), or shortest first."""
+def published_jobs(quick: bool = False, *, shortest_first: bool = False, dtype: str = "float64") -> list:
+    """``[(name, job)]`` for every published run, longest first (estimated cost), or shortest first;
+    ``dtype``: the floating type of the Figure-2 runs' SGD step (Figure 3 is always float64)."""
     out = []
     for name, (_, settings, seeds) in PUBLISHED_RUNS.items():
         fig3 = seeds is None
@@ -80,7 +81,8 @@ def published_jobs(quick: bool = False, *, shortest_first: bool = False) -> list
         if fig3:
             out.append((name, {"experiment": "fig3", "config": sgd.Fig3Config(**s).to_dict()}))
         else:
-            out.append((name, {"experiment": "fig2", "config": sgd.Fig2Config(**s).to_dict(), "seeds": seeds}))
+            config = sgd.Fig2Config(**s, dtype=dtype).to_dict()
+            out.append((name, {"experiment": "fig2", "config": config, "seeds": seeds}))
 
     def cost(item):
         job = item[1]
@@ -98,7 +100,7 @@ def _dispatch(job):
 
 
 def reproduce(output, *, workers=None, scheduler=None, progress=True, quick=False,
-              shortest_first=False) -> dict:
+              shortest_first=False, dtype="float64") -> dict:
     """Run every published run; write the report and the figures to ``output``; return the report.
 
     Runs start longest first, which finishes soonest on several workers;
@@ -108,7 +110,7 @@ def reproduce(output, *, workers=None, scheduler=None, progress=True, quick=Fals
 
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
-    named = published_jobs(quick, shortest_first=shortest_first)
+    named = published_jobs(quick, shortest_first=shortest_first, dtype=dtype)
     t0 = time.perf_counter()
     results = run_jobs(_dispatch, [j for _, j in named], workers=workers, scheduler=scheduler,
                        store=ResultStore(output / "runs", validate=jobs_mod.valid_result), progress=progress,
@@ -116,7 +118,7 @@ def reproduce(output, *, workers=None, scheduler=None, progress=True, quick=Fals
     return _write_report(output, named, results, time.perf_counter() - t0, quick)
 
 
-def collect(output, *, quick=False) -> dict:
+def collect(output, *, quick=False, dtype="float64") -> dict:
     """Report and figures from the runs already finished in ``output/runs`` (no training).
 
     For a reproduction that was interrupted (or is still running): the report
@@ -127,7 +129,7 @@ def collect(output, *, quick=False) -> dict:
 
     output = Path(output)
     store = ResultStore(output / "runs", validate=jobs_mod.valid_result)
-    named = published_jobs(quick)
+    named = published_jobs(quick, dtype=dtype)
     results = [store.get(json.loads(json.dumps(job))) for _, job in named]
     return _write_report(output, named, results, None, quick)
 
@@ -194,7 +196,8 @@ def format_report(report) -> str:
         s = r["settings"]
         lines += [f"### {name}: {r['title']}", "",
                   f"rates QK {s['lr_qk']:g} / OV {s['lr_ov']:g}, ramp x{s['qk_ramp']:g}, seq_len {s['seq_len']}, "
-                  f"{s['epochs']} x {s['steps_per_epoch']} steps, stop {s['stop']}, init {s['init']}", "",
+                  f"{s['epochs']} x {s['steps_per_epoch']} steps, stop {s['stop']}, init {s['init']}"
+                  + (f", {s['dtype']} step" if "dtype" in s else ""), "",
                   "| attention \\ label prob | 0-.2 | .2-.4 | .4-.6 | .6-.8 | .8-1 |", "|---|---|---|---|---|---|"]
         edges = ["0-.2", ".2-.4", ".4-.6", ".6-.8", ".8-1"]
         heat = r["heatmap"] or [[float("nan")] * 5] * 5      # every seed diverged: no heatmap

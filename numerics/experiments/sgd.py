@@ -42,16 +42,19 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from ..validation import check_int, check_positive
-from . import data, models, task_model
+from . import data, models, precision, task_model
 # Figure 3 moved to numerics.experiments.fixed_attention; its names stay importable from here
 from .fixed_attention import ALPHA_STEP, Fig3Config, train_fig3  # noqa: F401
 
 __all__ = [
-    "STOP_RULES", "LOG_EVERY", "Fig2Config", "published_fig2_defaults", "AuthorsStopRule",
+    "STOP_RULES", "DTYPES", "LOG_EVERY", "Fig2Config", "published_fig2_defaults", "AuthorsStopRule",
     "TargetLossRule", "RUN_STATUSES", "train_fig2", "eval_rng",
 ]
 
 STOP_RULES = ("authors", "none")
+#: Floating types of the SGD step (:class:`Fig2Config` ``dtype``): float64, the default and bitwise
+#: reproducible, or float32 (the authors trained in float32; :mod:`numerics.experiments.precision`).
+DTYPES = ("float64", "float32")
 #: Epochs per entry of the loss log (the notebooks print every 100 epochs).
 LOG_EVERY = 100
 #: Threshold of the authors' stop rule.
@@ -98,6 +101,7 @@ class Fig2Config:
     #: values (sorted pairs); the default, the authors' task, takes today's code path.
     task: str = "authors"
     task_params: tuple = ()
+    dtype: str = "float64"
 
     def __post_init__(self):
         models._check_parameterization(self.parameterization)
@@ -117,6 +121,8 @@ class Fig2Config:
             check_positive("target_loss", self.target_loss)
         if self.max_steps is not None:
             check_int("max_steps", self.max_steps, 1)
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
         self._check_task()
 
     def _check_task(self):
@@ -125,6 +131,9 @@ class Fig2Config:
         object.__setattr__(self, "task_params", task_sampling.canonical_params(self.task_params))
         if not task_sampling.is_default(self.task, self.task_params):
             task_sampling.sampled_task(self.task, self.task_params)        # ValueError if it cannot be sampled
+            if self.dtype != DTYPES[0]:
+                raise ValueError(f"dtype {self.dtype!r} applies to the authors' task only; "
+                                 f"task {self.task!r} trains in float64")
 
     @property
     def sampled_task(self):
@@ -137,12 +146,15 @@ class Fig2Config:
 
     def to_dict(self) -> dict:
         """The settings as a dict; ``task`` and ``task_params`` only for a task other than the
-        authors' (so a default run's identity and settings are what they always were)."""
+        authors', ``dtype`` only when it is not the default float64 (so a default run's identity,
+        its job key and ``settings``, is what it always was, and a float32 run's is another)."""
         out = asdict(self)
         if self.sampled_task is None:
             del out["task"], out["task_params"]
         else:
             out["task_params"] = [list(p) for p in self.task_params]
+        if out["dtype"] == DTYPES[0]:
+            del out["dtype"]
         return out
 
     @property
@@ -228,6 +240,21 @@ def _check_seeds(seeds):
 RUN_STATUSES = ("reached", "completed", "diverged")
 
 
+def _draw_epoch(rngs, active, k_this, c, tickets):
+    """Draw one epoch's batches of every active run from its own generator: the classes
+    ``(K, S, B)`` are returned, the tickets written into ``tickets`` ``(K, S, B, T)``.
+
+    Each run's draw is copied into the stacked buffer at once and freed before the next
+    run draws, so every draw reuses the same memory: drawing all runs first (30 runs'
+    epochs, megabytes) made the allocator hand back fresh pages every epoch."""
+    classes = []
+    for j, i in enumerate(active):
+        cls, tick = data.draw_fig2_tickets(rngs[i], k_this, c.batch_size, c.seq_len)
+        tickets[:, j] = tick
+        classes.append(cls)
+    return np.stack(classes, axis=1)
+
+
 class _EpochBatch:
     """One epoch's batches of the runs still training, with the trainer's gather indices.
 
@@ -235,8 +262,6 @@ class _EpochBatch:
     caller) when the epoch has the same shape: no fresh pages every epoch."""
 
     def __init__(self, rngs, active, k_this, c, params, buffers):
-        # each seed draws from its own stream; all seeds' draws become counts in one pass
-        draws = [data.draw_fig2_tickets(rngs[i], k_this, c.batch_size, c.seq_len) for i in active]
         lead = (k_this, len(active), c.batch_size)
         if buffers.get("lead") != lead:
             # counts are small integers: uint16 holds them exactly in a quarter of float64's memory,
@@ -244,16 +269,17 @@ class _EpochBatch:
             uint16 = np.dtype(np.uint16)
             counts_dtype = uint16 if c.seq_len - 1 <= data.EXACT_COUNT_DTYPES[uint16] else np.float64
             buffers.update(lead=lead, counts=np.empty(lead + (data.V,), dtype=counts_dtype),
-                           tickets=np.empty(lead + draws[0][1].shape[-1:], dtype=draws[0][1].dtype))
-        batch = data.fig2_batch_from_tickets(np.stack([d[0] for d in draws], axis=1),
-                                             np.stack([d[1] for d in draws], axis=1, out=buffers["tickets"]),
-                                             out=buffers["counts"])
+                           tickets=np.empty(lead + (c.seq_len - 2,), dtype=np.int16))   # data.draw_tickets'
+        # each seed draws from its own stream; all seeds' draws become counts in one pass
+        classes = _draw_epoch(rngs, active, k_this, c, buffers["tickets"])
+        batch = data.fig2_batch_from_tickets(classes, buffers["tickets"], out=buffers["counts"])
         self.counts, self.query, self.target = batch.counts, batch.query, batch.target   # (K, S, B, ...)
         qids = np.flatnonzero(np.bincount(self.query.reshape(-1), minlength=data.V))   # sorted distinct
         # the update's index of those rows (W_QK) / columns (W_Q): a slice when consecutive
         # (the paper's queries 5..8), a view instead of a fancy-indexed copy and write-back
         qsel = slice(qids[0], qids[-1] + 1) if qids[-1] - qids[0] + 1 == qids.size else qids
         self.onehot_t = models.query_onehot_t(self.query, qids)              # (K, S, U, B)
+        self.onehot_t = self.onehot_t.astype(next(iter(params.values())).dtype, copy=False)   # the step's dtype
         # flat gather indices of every step: score-table row of each sequence, target logit
         self.slots = models._query_slots(self.query, qids, lead=(len(active),))   # (K, S, B)
         tidx = models._target_index(self.target, class_axis=-2).reshape(k_this, -1)   # class-major logits
@@ -407,6 +433,7 @@ def _train(c, seeds, rates, progress, record_losses) -> list:
     shapes = None if sampled is None else task_model.param_shapes(sampled, c.parameterization)
     params = models.stack_params([models.init_params(c.parameterization, c.init, r, shapes=shapes)
                                   for r in rngs])
+    params, rates = precision.step_arrays(params, rates, c.dtype)
     keys = list(params)
     scheduled = c.epochs * c.steps_per_epoch     # the ramp's T (the notebooks' total_steps)
     total = c.total_steps
@@ -438,4 +465,4 @@ def _train(c, seeds, rates, progress, record_losses) -> list:
                 rates = tuple(r[~stop] if isinstance(r, np.ndarray) else r for r in rates)
                 if runs.active.size == 0:
                     break
-    return runs.results(params, keys)
+    return precision.as_float64(runs.results(params, keys))

@@ -20,6 +20,7 @@ bitwise those of the run trained alone with ``train_fig2``
 from __future__ import annotations
 
 import numbers
+from dataclasses import asdict
 
 import numpy as np
 
@@ -46,7 +47,7 @@ def _check_runs(configs, seeds):
     base = configs[0].replace(**shared)
     for c in configs[1:]:
         if c.replace(**shared) != base:
-            diff = next(k for k, v in c.to_dict().items() if k not in RATE_FIELDS and v != getattr(base, k))
+            diff = next(k for k, v in asdict(c).items() if k not in RATE_FIELDS and v != getattr(base, k))
             raise ValueError(f"the runs of a stack may differ only in {', '.join(RATE_FIELDS)}; "
                              f"they differ in {diff}")
     pairs = [(tuple(getattr(c, k) for k in RATE_FIELDS), int(s)) for c, s in zip(configs, seeds)]

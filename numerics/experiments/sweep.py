@@ -71,6 +71,8 @@ SETTINGS_FILE = "sweep-settings.json"
 _SETTINGS_FORMAT = "qkov.experiments.sweep.settings/1"
 #: Settings that ``--extend`` may change (others must equal the stored ones).
 EXTENDABLE = ("parameterizations", "ratios", "seeds")
+#: Settings recorded only when they differ from these defaults (a float64 sweep's settings are as before).
+_UNNAMED_DEFAULTS = {"dtype": "float64"}
 #: Seeds of a sweep are FIRST_SEED, FIRST_SEED + 1, ... (the notebooks' 1234, 1235, ...).
 FIRST_SEED = 1234
 
@@ -102,7 +104,7 @@ def target_losses(target_loss) -> list:
 def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_steps: int = 200_000,
                lr_ov: float = 0.01, seq_len: int = 64, batch_size: int = 32, steps_per_epoch: int = 100,
                init: str = "authors", eval_batches: int = 50, seed_blocks=None, task: str = "authors",
-               task_params=()) -> list:
+               task_params=(), dtype: str = "float64") -> list:
     """The jobs of a sweep (validated; duplicates of parameterizations/ratios dropped).
 
     ``target_loss`` is one loss or several (:func:`target_losses`): the runs
@@ -112,7 +114,8 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_step
     the config is that of ratio 1, ratio ``r`` trains with ``lr_qk = r * lr_ov``);
     ``seed_blocks`` (sizes summing to ``n_seeds``, default one block) is still
     checked, and no longer changes the jobs. ``task``, ``task_params``: the engine task trained
-    (:class:`~numerics.experiments.sgd.Fig2Config`; default the authors')."""
+    (:class:`~numerics.experiments.sgd.Fig2Config`; default the authors'). ``dtype``: the step's
+    floating type (a float32 job has another key)."""
     parameterizations = _dedupe(parameterizations)
     ratios = _dedupe(float(r) for r in ratios)
     if not parameterizations:
@@ -139,7 +142,7 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_step
                              batch_size=batch_size, epochs=-(-max_steps // steps_per_epoch),
                              steps_per_epoch=steps_per_epoch, stop="none", init=init,
                              eval_batches=eval_batches, target_loss=targets[-1], max_steps=max_steps,
-                             task=task, task_params=task_params)
+                             task=task, task_params=task_params, dtype=dtype)
         for seed in (s for block in blocks for s in block):
             job = {"experiment": "sweep", "ratios": ratios, "config": cfg.to_dict(), "seeds": [seed]}
             if len(targets) > 1:
@@ -368,11 +371,13 @@ def _shown(value) -> str:
 def settings_difference(stored: dict, given: dict, *, extend: bool = False):
     """None when ``given`` may continue the sweep of ``stored`` settings, else one line naming
     the first difference. With ``extend``, ``given`` may add parameterizations, ratios or
-    seeds (:data:`EXTENDABLE`) but not drop any."""
+    seeds (:data:`EXTENDABLE`) but not drop any. A setting recorded only when it is not its
+    default (:data:`_UNNAMED_DEFAULTS`: ``dtype``) compares as its default when absent."""
     for key in ("task", "task_params"):          # absent: the authors' task
         if key in stored and key not in given:
             return (f"the sweep in this directory was run with --{key.replace('task_params', 'params')} "
                     f"{_shown(stored[key])}, not the default (--resume continues it with its own settings)")
+    stored, given = {**_UNNAMED_DEFAULTS, **stored}, {**_UNNAMED_DEFAULTS, **given}
     for key, value in given.items():
         if key == "seed_blocks" or stored.get(key) == value:
             continue

@@ -39,6 +39,13 @@ def add_common(p, *, output_required=False):
     p.add_argument("--quiet", action="store_true", help="no progress bar and no human-readable summary")
 
 
+def add_dtype(p) -> None:
+    """``--dtype``: the floating type of the SGD step (:mod:`numerics.experiments.precision`)."""
+    p.add_argument("--dtype", default="float64", choices=("float64", "float32"),
+                   help="floating type of the SGD step: float64 (default; bitwise reproducible) or float32 "
+                        "(as the authors trained; faster; a float32 run is another run for --resume)")
+
+
 def number(name, text, *, positive=True) -> float:
     """A finite number (``> 0`` unless ``positive=False``) or :class:`UsageError`."""
     return parse_number(name, text, positive=positive)

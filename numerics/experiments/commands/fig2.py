@@ -40,6 +40,7 @@ def add_parser(sub):
     f2.add_argument("--eval-batches", default="200", metavar="N",
                     help="fresh batches for the final measurements (default 200, i.e. 6400 sequences)")
     task_sampling.add_task_arguments(f2)
+    common.add_dtype(f2)
     common.add_common(f2)
 
 
@@ -57,6 +58,7 @@ def _config(args):
         steps_per_epoch=(integer("--steps-per-epoch", args.steps_per_epoch, 1)
                          if args.steps_per_epoch is not None else pub["steps_per_epoch"]),
         stop=args.stop, init=args.init, eval_batches=integer("--eval-batches", args.eval_batches, 1),
+        dtype=args.dtype,
         **({} if sampled is None else {"task": sampled.name, "task_params": task_params})), pub
 
 

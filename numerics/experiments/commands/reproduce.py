@@ -22,6 +22,7 @@ def add_parser(sub):
     rp.add_argument("--collect", action="store_true",
                     help="no training: write the report and figures from the runs already finished in "
                          "OUTPUT/runs (the report names the missing ones)")
+    common.add_dtype(rp)
     common.add_common(rp, output_required=True)
 
 
@@ -46,7 +47,7 @@ def prepare(args):
         raise UsageError(f"--collect: no runs in {str(Path(args.output or '') / 'runs')!r}")
     output = common.output_dir(args)
     if args.collect:    # reads the runs finished so far, also while a reproduction still runs: no lock
-        return (lambda: rep.collect(output, quick=args.quick)), rep.format_report
+        return (lambda: rep.collect(output, quick=args.quick, dtype=args.dtype)), rep.format_report
     try:
         lock = lock_directory(output)
     except DirectoryLocked as exc:
@@ -55,7 +56,7 @@ def prepare(args):
     def work():
         try:
             report = rep.reproduce(output, workers=workers, scheduler=scheduler, progress=not args.quiet,
-                                   quick=args.quick, shortest_first=args.shortest_first)
+                                   quick=args.quick, shortest_first=args.shortest_first, dtype=args.dtype)
         finally:
             lock.close()
         for name, run in report["runs"].items():

@@ -48,6 +48,7 @@ def add_parser(sub):
                     help="with --resume: add parameterizations, ratios or seeds to the stored sweep; every "
                          "stored row is kept (give the stored ones too), the other settings must be the same")
     task_sampling.add_task_arguments(sw)
+    common.add_dtype(sw)
     common.add_common(sw, output_required=True)
 
 
@@ -91,7 +92,9 @@ def _settings(args) -> dict:
             "batch_size": integer("--batch-size", args.batch_size, 1),
             "steps_per_epoch": integer("--steps-per-epoch", args.steps_per_epoch, 1),
             "max_steps": integer("--max-steps", args.max_steps, 1), "init": args.init,
-            "eval_batches": integer("--eval-batches", args.eval_batches, 1), **task}
+            "eval_batches": integer("--eval-batches", args.eval_batches, 1), **task,
+            # float64 (the default) is not named: the settings of a float64 sweep stay as they always were
+            **({"dtype": args.dtype} if args.dtype != "float64" else {})}
 
 
 def _jobs(s) -> list:
@@ -99,6 +102,7 @@ def _jobs(s) -> list:
 
     options = {k: s[k] for k in ("max_steps", "lr_ov", "seq_len", "batch_size", "steps_per_epoch", "init",
                                  "eval_batches", "task", "task_params") if k in s}
+    options["dtype"] = s.get("dtype", "float64")
     try:
         return sweep_mod.sweep_jobs(s["parameterizations"], s["ratios"], s["seeds"], s["target_loss"],
                                     seed_blocks=s.get("seed_blocks"), **options)

@@ -1,0 +1,62 @@
+r"""The floating type of the Figure-2 SGD step: float64 (default, bitwise reproducible) or float32.
+
+:class:`numerics.experiments.sgd.Fig2Config` ``dtype`` (the commands' ``--dtype``) chooses it.
+With ``"float32"`` the parameters, the learning rates and every array of the step
+(:func:`numerics.experiments.models.loss_and_grad` follows the dtype of its
+parameters) are float32, as in the authors' PyTorch training: the matrix
+products run as ``sgemm`` and every pass over the data moves half the bytes.
+The random draws are the same (a seed's batches do not depend on the dtype); the
+initial matrices are the float64 draws rounded to float32.  The per-step losses
+are summed in float64 (as ``loss.item()`` does in the notebooks), and the
+final (and marked) parameters are returned as float64, so that every measurement
+after training (:mod:`numerics.experiments.measure`) is the float64 one, of the
+float32-trained matrices.
+
+A float32 run is another run: ``dtype`` is part of its settings and of its job's
+identity (:meth:`~numerics.experiments.sgd.Fig2Config.to_dict` names it when it
+is not float64), so ``--resume`` never mixes float32 and float64 results, and a
+float64 run's identity is the one it always had.
+
+How far float32 moves the results is measured by ``benchmarks/float32_deviation.py``
+(the numbers are in ``docs/experiments.md``).
+
+>>> import numpy as np
+>>> params, rates = step_arrays({"W_OV": np.eye(2)[None]}, (0.01, np.full((1, 1, 1), 0.01), 1.0), "float32")
+>>> params["W_OV"].dtype, rates[0].dtype, rates[1].dtype
+(dtype('float32'), dtype('float32'), dtype('float32'))
+>>> as_float64([{"params": params}])[0]["params"]["W_OV"].dtype
+dtype('float64')
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["step_arrays", "as_float64"]
+
+
+def step_arrays(params: dict, rates: tuple, dtype: str):
+    """``(params, rates)`` in the step's ``dtype``: unchanged (the same objects) for
+    float64; for float32 the stacked parameters converted and every rate too, a
+    per-run array ``(S, 1, 1)`` or a float shared by the stack (a float32 scalar: then
+    a run's rate arithmetic, e.g. ``lr_qk / (lr_ov sqrt(V))``, is the same float32
+    arithmetic whether it is alone or stacked with runs of other rates)."""
+    dtype = np.dtype(dtype)
+    if dtype == np.float64:
+        return params, rates
+    params = {k: v.astype(dtype) for k, v in params.items()}
+    rates = tuple(np.asarray(r).astype(dtype)[()] for r in rates)
+    return params, rates
+
+
+def _params64(params):
+    return None if params is None else {k: np.asarray(v).astype(np.float64, copy=False) for k, v in params.items()}
+
+
+def as_float64(results: list) -> list:
+    """The trainer's results with their final and marked parameters as float64 (the same
+    arrays when they already are)."""
+    for r in results:
+        r["params"] = _params64(r.get("params"))
+        for mark in r.get("marks", {}).values():
+            mark["params"] = _params64(mark["params"])
+    return results
