@@ -77,10 +77,8 @@ from derivations.core.authors_setting import SCORE_SCALE_SQUARED as _SCORE_SCALE
 from derivations.vocabulary import PARAMETERIZATIONS
 from derivations.vocabulary import check_parameterization as _check_parameterization
 
-from .cross_entropy import ones_column as _ones_column, ones_row as _ones_row, underflow as _underflow
-from .cross_entropy import cross_entropy as _cross_entropy
-from .cross_entropy import log_softmax as _log_softmax
-from .cross_entropy import target_index as _target_index
+from .cross_entropy import (cross_entropy as _cross_entropy, log_softmax as _log_softmax, ones_column as _ones_column,
+                            ones_row as _ones_row, target_index as _target_index, underflow as _underflow)
 from .data import RELEVANT, V
 
 __all__ = [
