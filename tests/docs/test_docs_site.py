@@ -102,9 +102,10 @@ def site(tmp_path_factory, request):
     warm = math_cache.is_dir() and any(math_cache.iterdir())
     if warm:
         shutil.copytree(math_cache, math_out, dirs_exist_ok=True)
-    # cold: -j auto, the math images (LaTeX + dvipng, most of a cold build) render on every core;
-    # warm: one process (-j auto then costs more CPU than it saves while the other test worker runs)
-    cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-j", "1" if warm else "auto", "-b", "html",
+    # alone and cold: -j auto, the math images (LaTeX + dvipng) render on every core; warm, or beside
+    # other pytest-xdist workers: one process (-j auto then costs more CPU than it saves)
+    jobs = "1" if warm or os.environ.get("PYTEST_XDIST_WORKER") else "auto"
+    cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-j", jobs, "-b", "html",
            "-q", "-d", str(doctrees), str(DOCS), str(html)]
     env = dict(os.environ, PYTHONWARNINGS="ignore", PYTHONHASHSEED="0")
     start = time.perf_counter()
