@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from numerics.experiments import data, models
+from _stats import chisquare_pvalue as _chisquare_pvalue
 
 V = data.V
 
@@ -44,17 +45,6 @@ def test_fig2_batches_layout_and_mean_counts():
         z = np.abs(sel.mean(0) - exp[cls])[sd > 0] / sd[sd > 0]
         assert z.max() < 5.5, z.max()
         assert np.all(sel[:, sd == 0] == exp[cls][sd == 0])       # tokens of other classes never appear
-
-
-def _chisquare_pvalue(observed, expected, min_expected=5.0):
-    """Pearson chi-square p-value; bins with expected < min_expected are pooled into one."""
-    from scipy import stats
-    observed, expected = np.asarray(observed, float).ravel(), np.asarray(expected, float).ravel()
-    small = expected < min_expected
-    obs = np.append(observed[~small], observed[small].sum())
-    exp = np.append(expected[~small], expected[small].sum())
-    keep = exp > 0
-    return stats.chisquare(obs[keep], exp[keep] * obs.sum() / exp[keep].sum()).pvalue
 
 
 def _pair_outcomes(counts, cls_probs):

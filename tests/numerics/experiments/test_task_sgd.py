@@ -18,17 +18,7 @@ SAMPLEABLE = ("paper", "shared-irrelevant", "query-in-context", "shared-irreleva
 #: Small instances of every built-in variant (M = 3 keeps the tests fast; n_c = 3 gives thirds).
 SMALL = {"paper": {"M": 3}, "shared-irrelevant": {"M": 3, "n_c": 3}, "query-in-context": {"M": 3},
          "shared-irrelevant+query-in-context": {"M": 3, "n_c": 2, "m": 4, "n": 20}}
-
-
-def _chisquare_pvalue(observed, expected, min_expected=5.0):
-    """Pearson chi-square p-value; bins with expected < min_expected are pooled into one."""
-    from scipy import stats
-    observed, expected = np.asarray(observed, float).ravel(), np.asarray(expected, float).ravel()
-    small = expected < min_expected
-    obs = np.append(observed[~small], observed[small].sum())
-    exp = np.append(expected[~small], expected[small].sum())
-    keep = exp > 0
-    return stats.chisquare(obs[keep], exp[keep] * obs.sum() / exp[keep].sum()).pvalue
+from _stats import chisquare_pvalue as _chisquare_pvalue
 
 
 def _engine_probabilities(name, values):
