@@ -189,7 +189,7 @@ def _tickets(mu, name) -> tuple:
         for x in row:
             f = Fraction(float(x)).limit_denominator(_MAX_DENOMINATOR)
             if float(f) != float(x) or f < 0:
-                raise ValueError(f"task {name!r} cannot be sampled: multiplicity {x!r} is not a nonnegative "
+                raise ValueError(f"task {name!r} cannot be sampled: multiplicity {float(x)!r} is not a nonnegative "
                                  f"rational with a denominator <= {_MAX_DENOMINATOR}")
             out.append(f)
         fracs.append(out)
