@@ -34,7 +34,7 @@ import numpy as np
 
 from . import data, models
 
-__all__ = ["BIN_EDGES", "SHARES", "attention_shares", "evaluate_fig2", "heatmap", "summarize_fig2",
+__all__ = ["BIN_EDGES", "SHARES", "attention_shares", "evaluate_fig2", "measurements", "heatmap", "summarize_fig2",
            "summarize_one", "combine_summaries"]
 
 #: Histogram edges on both axes.
@@ -98,23 +98,34 @@ def evaluate_fig2(params: dict, rng: np.random.Generator, eval_batches: int = 20
     b = data.sample_fig2_batches(rng, eval_batches, batch_size, seq_len)
     counts = b.counts.reshape(-1, data.V)
     query = b.query.reshape(-1)
-    target = b.target.reshape(-1)
-    f = models.forward(params, counts, query)
-    a, pos, logp = f["attention"], f["position_attention"], f["log_probs"]
+    return measurements(models.forward(params, counts, query), counts, query, b.target.reshape(-1),
+                        data.RELEVANT)
+
+
+def measurements(forward, counts, query, target, relevant) -> dict:
+    """The per-sequence measurements of :func:`evaluate_fig2` from a forward pass of the
+    authors' model or an engine task's (:func:`numerics.experiments.task_model.evaluate`).
+
+    ``forward``: the dict of ``forward`` (``attention``, ``position_attention``,
+    ``logits``, ``log_probs``) on ``counts`` ``(N, T)`` with queries and targets ``(N,)``;
+    ``relevant``: ``(T,)`` or ``(N, T)`` bool.  Separability is the largest per-position
+    attention of a present relevant token minus the smallest of a present other token
+    (nan for a sequence without one of them)."""
+    a, pos, logp = forward["attention"], forward["position_attention"], forward["log_probs"]
     present = counts > 0
-    rel = present & data.RELEVANT
-    com = present & ~data.RELEVANT
+    rel = present & relevant
+    other = present & ~relevant
     max_rel = np.where(rel, pos, -np.inf).max(axis=-1)
-    min_com = np.where(com, pos, np.inf).min(axis=-1)
-    sep = np.where(rel.any(-1), max_rel - min_com, np.nan)
+    min_other = np.where(other, pos, np.inf).min(axis=-1)
+    sep = np.where(rel.any(-1) & other.any(-1), max_rel - min_other, np.nan)
     lp = np.take_along_axis(logp, target[:, None], -1)[:, 0]
-    shares = attention_shares(a, query)
+    shares = attention_shares(a, query, relevant)
     return {
         "relevant_attention": shares["relevant_attention"],
         "label_probability": np.exp(lp),
         "separability": sep,
         "loss": -lp,
-        "correct": f["logits"].argmax(-1) == target,
+        "correct": forward["logits"].argmax(-1) == target,
         "self_attention": shares["self_attention"],
         "other_attention": shares["other_attention"],
     }

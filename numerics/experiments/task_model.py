@@ -50,6 +50,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import models
+from .cross_entropy import log_softmax as _log_softmax
+from .models import _logits, _tr
 
 __all__ = ["param_shapes", "forward", "loss_and_grad", "train_epoch", "evaluate"]
 
@@ -60,10 +62,6 @@ def param_shapes(st, parameterization: str) -> dict:
     shapes = {"W_QK": (d, d), "W_Q": (d, d), "W_K": (d, d), "W_OV": (n_out, d), "W_O": (n_out, d),
               "W_V": (d, d)}
     return {k: shapes[k] for k in models.param_keys(parameterization)}
-
-
-def _tr(a):
-    return a.swapaxes(-1, -2)
 
 
 def _score_matrix(params):
@@ -87,22 +85,14 @@ def _attention(st, A, counts, query):
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def _output(params, c):
-    if "W_OV" in params:
-        return np.matmul(c, _tr(params["W_OV"])), None
-    h = np.matmul(c, _tr(params["W_V"]))
-    return np.matmul(h, _tr(params["W_O"])), h
-
-
 def forward(st, params: dict, counts, query) -> dict:
     """``attention`` ``(..., B, T)``, ``position_attention`` (``a_t / n_t``, 0 where absent),
     ``logits`` and ``log_probs`` ``(..., B, n_out)``."""
     counts = np.asarray(counts, dtype=float)
     query = np.asarray(query)
     a = _attention(st, _score_matrix(params), counts, query)
-    z, _ = _output(params, st.value_multiplier * a[..., :st.d])
-    logp = z - z.max(axis=-1, keepdims=True)
-    logp -= np.log(np.exp(logp).sum(axis=-1, keepdims=True))
+    z, _ = _logits(params, st.value_multiplier * a[..., :st.d])
+    logp = _log_softmax(z)
     with np.errstate(divide="ignore", invalid="ignore"):
         pos = np.where(counts > 0, a / counts, 0.0)
     return {"attention": a, "position_attention": pos, "logits": z, "log_probs": logp}
@@ -116,19 +106,16 @@ def loss_and_grad(st, params: dict, counts, query, target, *, weights=None, grad
     A = _score_matrix(params)
     a = _attention(st, A, counts, query)
     c = st.value_multiplier * a[..., :st.d]
-    z, h = _output(params, c)
+    z, h = _logits(params, c)
     B = counts.shape[-2]
     w = np.full(target.shape, 1.0 / B) if weights is None else np.asarray(weights, dtype=float)
-    zmax = z.max(axis=-1, keepdims=True)
-    ez = np.exp(z - zmax)
-    lse = np.log(ez.sum(axis=-1)) + zmax[..., 0]
-    zy = np.take_along_axis(z, np.broadcast_to(target, z.shape[:-1])[..., None], axis=-1)[..., 0]
-    loss = ((lse - zy) * w).sum(axis=-1)
+    logp = _log_softmax(z)
+    at_target = np.broadcast_to(target, z.shape[:-1])[..., None]
+    loss = -(np.take_along_axis(logp, at_target, axis=-1)[..., 0] * w).sum(axis=-1)
     if not grad:
         return loss, None
-    gz = ez / ez.sum(axis=-1, keepdims=True)
-    np.put_along_axis(gz, np.broadcast_to(target, z.shape[:-1])[..., None],
-                      np.take_along_axis(gz, np.broadcast_to(target, z.shape[:-1])[..., None], -1) - 1.0, -1)
+    gz = np.exp(logp)                                              # softmax(z) - e_y, times w
+    np.put_along_axis(gz, at_target, np.take_along_axis(gz, at_target, -1) - 1.0, -1)
     gz *= np.broadcast_to(w, z.shape[:-1])[..., None]
     grads = {}
     if h is None:
@@ -182,16 +169,5 @@ def evaluate(st, params: dict, rng, eval_batches: int = 200, batch_size: int = 3
 
     b = task_sampling.sample_batches(st, rng, eval_batches, batch_size, seq_len)
     counts, query = b.counts.reshape(-1, st.T), b.query.reshape(-1)
-    target, classes = b.target.reshape(-1), b.label_class.reshape(-1)
-    f = forward(st, params, counts, query)
-    relevant = st.relevant[classes]
-    present = counts > 0
-    rel, other = present & relevant, present & ~relevant
-    max_rel = np.where(rel, f["position_attention"], -np.inf).max(axis=-1)
-    min_other = np.where(other, f["position_attention"], np.inf).min(axis=-1)
-    lp = np.take_along_axis(f["log_probs"], target[:, None], -1)[:, 0]
-    shares = measure.attention_shares(f["attention"], query, relevant)
-    return {"relevant_attention": shares["relevant_attention"], "label_probability": np.exp(lp),
-            "separability": np.where(rel.any(-1) & other.any(-1), max_rel - min_other, np.nan),
-            "loss": -lp, "correct": f["logits"].argmax(-1) == target,
-            "self_attention": shares["self_attention"], "other_attention": shares["other_attention"]}
+    return measure.measurements(forward(st, params, counts, query), counts, query, b.target.reshape(-1),
+                                st.relevant[b.label_class.reshape(-1)])
