@@ -48,11 +48,11 @@ def _losses_to_read(rows, targets, floor):
 
 def _group_records(P, ratio, rows, targets, settings):
     """Predict's records of one (parameterization, ratio), keyed ``(seed, loss)``."""
-    from . import predict, theory
+    from . import predict, task_sampling, theory
 
     seeds = sorted({int(r["seed"]) for r in rows})
     task = {"task": settings.get("task"), "task_params": settings.get("task_params", ())}
-    sampled, _ = predict._task(**task)
+    sampled, _ = task_sampling.resolve(task["task"], task["task_params"])
     floor = min(theory.initial_loss(P, settings["init"], s, seq_len=settings["seq_len"], task=sampled)
                 for s in seeds)
     reads = _losses_to_read(rows, targets, floor)

@@ -80,15 +80,6 @@ def _draws(parameterization, init) -> bool:
     return "uniform" in models.init_kinds(parameterization, init).values()
 
 
-def _task(task, task_params):
-    """``(SampledTask or None, canonical params)``: None for the authors' task (ValueError if unknown
-    or not sampleable, :func:`numerics.experiments.task_sampling.sampled_task`)."""
-    params = task_sampling.canonical_params(task_params)
-    if task_sampling.is_default(task, params):
-        return None, params
-    return task_sampling.sampled_task(task, params), params
-
-
 def check_settings(parameterizations, ratios, target_losses, seeds=1, init="authors",
                    seq_len=None, lr_ov=0.01, init_scale=None, *, task=None, task_params=()) -> dict:
     """Validate every argument of :func:`predict` before any flow: a dict of the
@@ -102,7 +93,7 @@ def check_settings(parameterizations, ratios, target_losses, seeds=1, init="auth
     ``"authors"`` for CACO alone): it would have no effect. ``task``, ``task_params``: an
     engine task and its parameter values (default the authors' task); ``seq_len`` (default
     the task's own length, 64 for the authors') as in the SGD runs."""
-    sampled, task_params = _task(task, task_params)
+    sampled, task_params = task_sampling.resolve(task, task_params)
     if seq_len is None:
         seq_len = _setting.SEQ_LEN if sampled is None else sampled.own_seq_len
     params = list(dict.fromkeys(check_parameterization(p) for p in parameterizations))
@@ -174,7 +165,7 @@ def predict(parameterizations, ratios, target_losses, seeds=1, init="authors",
     """
     s = check_settings(parameterizations, ratios, target_losses, seeds, init, seq_len, lr_ov,
                        init_scale, task=task, task_params=task_params)
-    sampled, _ = _task(task, task_params)
+    sampled, _ = task_sampling.resolve(task, task_params)
     records = []
     for P in s["parameterizations"]:
         for r in s["ratios"]:

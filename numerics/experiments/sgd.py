@@ -128,21 +128,18 @@ class Fig2Config:
     def _check_task(self):
         from . import task_sampling
 
-        object.__setattr__(self, "task_params", task_sampling.canonical_params(self.task_params))
-        if not task_sampling.is_default(self.task, self.task_params):
-            task_sampling.sampled_task(self.task, self.task_params)        # ValueError if it cannot be sampled
-            if self.dtype != DTYPES[0]:
-                raise ValueError(f"dtype {self.dtype!r} applies to the authors' task only; "
-                                 f"task {self.task!r} trains in float64")
+        sampled, params = task_sampling.resolve(self.task, self.task_params)   # ValueError if it cannot be sampled
+        object.__setattr__(self, "task_params", params)
+        if sampled is not None and self.dtype != DTYPES[0]:
+            raise ValueError(f"dtype {self.dtype!r} applies to the authors' task only; "
+                             f"task {self.task!r} trains in float64")
 
     @property
     def sampled_task(self):
         """The :class:`~numerics.experiments.task_sampling.SampledTask`, or None for the authors' task."""
         from . import task_sampling
 
-        if task_sampling.is_default(self.task, self.task_params):
-            return None
-        return task_sampling.sampled_task(self.task, self.task_params)
+        return task_sampling.resolve(self.task, self.task_params)[0]
 
     def to_dict(self) -> dict:
         """The settings as a dict; ``task`` and ``task_params`` only for a task other than the
