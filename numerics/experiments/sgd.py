@@ -290,6 +290,15 @@ class _EpochBatch:
         self.blocks = {"W_QK": (Ellipsis, qsel, slice(None)), "W_Q": (Ellipsis, slice(None), qsel)}
 
 
+def qk_rates(lr_qk, ramp, step: int, scheduled: int, k_this: int) -> list:
+    r"""The QK learning rate of each of ``k_this`` steps from step ``step``: ``lr_qk`` times
+    the linear ramp :math:`1 + (F - 1)\,t/T` (``ramp`` :math:`F`, ``scheduled`` :math:`T`),
+    or ``lr_qk`` itself when there is no ramp (:math:`F = 1` for every run)."""
+    if not np.any(np.asarray(ramp) != 1.0):
+        return [lr_qk] * k_this
+    return [lr_qk * (1.0 + (ramp - 1.0) * (step + k) / scheduled) for k in range(k_this)]
+
+
 def _train_epoch(params, batch, rates, step, scheduled, n_active, k_this):
     """``k_this`` SGD steps on ``batch`` (in place); returns the ``(S, K)`` step losses.
 
@@ -299,9 +308,7 @@ def _train_epoch(params, batch, rates, step, scheduled, n_active, k_this):
     losses = np.empty((n_active, k_this))    # (S, K): row sums are stack-independent
     plan = [(w, batch.blocks.get(key, Ellipsis)) for key, w in params.items()]
     lr_qk0, lr_ov, ramp = rates
-    ramped = bool(np.any(np.asarray(ramp) != 1.0))
-    for k in range(k_this):
-        lr_qk = lr_qk0 if not ramped else lr_qk0 * (1.0 + (ramp - 1.0) * step / scheduled)
+    for k, lr_qk in enumerate(qk_rates(lr_qk0, ramp, step, scheduled, k_this)):
         loss, steps = models.loss_and_grad(params, batch.counts[k], batch.query[k], batch.target[k],
                                            _query_set=(batch.table_ids, batch.onehot_t[k], batch.slots[k],
                                                        batch.tidx[k]),
@@ -313,7 +320,6 @@ def _train_epoch(params, batch, rates, step, scheduled, n_active, k_this):
                 w -= d
             else:
                 w[block] -= d
-        step += 1
     return losses
 
 

@@ -46,6 +46,7 @@ exclusive lock on the directory while a sweep writes into it.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import math
@@ -307,31 +308,20 @@ def initial_losses(parameterizations, n_seeds: int, *, init: str = "authors", se
     :class:`~numerics.experiments.task_sampling.SampledTask` (its expected counts and
     matrices, :mod:`numerics.experiments.task_model`) instead of the authors' task.
     """
-    from . import data, models
+    from . import data, models, task_model, task_sampling
 
-    if task is not None:
-        return _task_initial_losses(parameterizations, n_seeds, init, seq_len, task)
-
-    counts = data.expected_counts(seq_len)
+    if task is None:
+        counts, query, label = data.expected_counts(seq_len), data.QUERY_TOKENS, data.LABEL_TOKENS
+        loss, shapes = models.loss_and_grad, lambda p: None
+    else:
+        counts, query, label = task_sampling.expected_counts(task, seq_len), task.query, task.label
+        loss = functools.partial(task_model.loss_and_grad, task)
+        shapes = functools.partial(task_model.param_shapes, task)
     out = {}
     for p in _dedupe(parameterizations):
         for seed in range(FIRST_SEED, FIRST_SEED + n_seeds):
-            params = models.init_params(p, init, np.random.default_rng(seed))
-            loss, _ = models.loss_and_grad(params, counts, data.QUERY_TOKENS, data.LABEL_TOKENS, grad=False)
-            out[p, seed] = float(loss)
-    return out
-
-
-def _task_initial_losses(parameterizations, n_seeds, init, seq_len, st) -> dict:
-    from . import models, task_model, task_sampling
-
-    counts = task_sampling.expected_counts(st, seq_len)
-    out = {}
-    for p in _dedupe(parameterizations):
-        for seed in range(FIRST_SEED, FIRST_SEED + n_seeds):
-            params = models.init_params(p, init, np.random.default_rng(seed),
-                                        shapes=task_model.param_shapes(st, p))
-            out[p, seed] = float(task_model.loss_and_grad(st, params, counts, st.query, st.label, grad=False)[0])
+            params = models.init_params(p, init, np.random.default_rng(seed), shapes=shapes(p))
+            out[p, seed] = float(loss(params, counts, query, label, grad=False)[0])
     return out
 
 

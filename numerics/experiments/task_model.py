@@ -142,21 +142,18 @@ def loss_and_grad(st, params: dict, counts, query, target, *, weights=None, grad
 def train_epoch(st, params, rngs, active, k_this, c, rates, step, scheduled):
     """``k_this`` SGD steps of the runs ``active`` (each drawing from its generator ``rngs[i]``),
     in place, with the trainer's update rule and QK ramp; returns the ``(S, K)`` step losses."""
-    from . import task_sampling
+    from . import sgd, task_sampling
 
     draws = [task_sampling.draw_tickets(st, rngs[i], k_this, c.batch_size, c.seq_len) for i in active]
     batch = task_sampling.batch_from_tickets(st, np.stack([d[0] for d in draws], axis=1),
                                              np.stack([d[1] for d in draws], axis=1))
     losses = np.empty((len(active), k_this))
     lr_qk0, lr_ov, ramp = rates
-    ramped = bool(np.any(np.asarray(ramp) != 1.0))
-    for k in range(k_this):
-        lr_qk = lr_qk0 if not ramped else lr_qk0 * (1.0 + (ramp - 1.0) * step / scheduled)
+    for k, lr_qk in enumerate(sgd.qk_rates(lr_qk0, ramp, step, scheduled, k_this)):
         loss, grads = loss_and_grad(st, params, batch.counts[k], batch.query[k], batch.target[k])
         losses[:, k] = loss
         for key, g in grads.items():
             params[key] -= (lr_qk if models.circuit_of(key) == "QK" else lr_ov) * g
-        step += 1
     return losses
 
 
