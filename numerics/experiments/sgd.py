@@ -48,7 +48,7 @@ from .fixed_attention import ALPHA_STEP, Fig3Config, train_fig3  # noqa: F401
 
 __all__ = [
     "STOP_RULES", "DTYPES", "LOG_EVERY", "Fig2Config", "published_fig2_defaults", "AuthorsStopRule",
-    "TargetLossRule", "RUN_STATUSES", "train_fig2", "eval_rng",
+    "TargetLossRule", "RUN_STATUSES", "train_fig2", "eval_rng", "qk_rates",
 ]
 
 STOP_RULES = ("authors", "none")
