@@ -145,8 +145,16 @@ def _level_function(model, levels, log_events):
     loss_of = model._loss_flat
     if log_events:
         logs = [math.log(x) for x in levels]
-        return lambda y: [math.log(loss_of(y)) - x for x in logs]
-    return lambda y: [loss_of(y) - x for x in levels]
+
+        def log_values(y):                 # one loss evaluation answers every level
+            log_loss = math.log(loss_of(y))
+            return [log_loss - x for x in logs]
+        return log_values
+
+    def values(y):
+        loss = loss_of(y)
+        return [loss - x for x in levels]
+    return values
 
 
 def gradient_flow(model, params0, t_eval=None, *, t_span=None, rtol=1e-10, atol=1e-12,
