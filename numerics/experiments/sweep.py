@@ -16,16 +16,21 @@ first reached each higher one (:func:`numerics.experiments.sgd.train_fig2`'s
 one-target sweep's jobs, and so its numbers, are those of a sweep before
 several targets existed.
 
-One job per (parameterization, seed) trains that seed at every ratio in one
+One job per parameterization and block of :data:`SEEDS_PER_JOB` consecutive
+seeds (1234-1236, 1237-1239, ...) trains those seeds at every ratio in one
 stack (:func:`numerics.experiments.jobs.sweep_job`,
 :func:`numerics.experiments.stack.train_stack`: a run that reaches the lowest
 target or diverges leaves the stack; each run's numbers are those of the run
-trained alone); there are as many jobs as parameterizations x seeds, enough to
-keep every worker busy.  The job partition does not depend on the number of
-workers, so a :class:`~numerics.experiments.runner.ResultStore` written by one
-run is reused by ``--resume`` with any worker count.  (A store of the older
-one-job-per-(parameterization, ratio) layout is not reused: its runs are
-recomputed, to the same numbers.)
+trained alone).  A step's fixed cost (NumPy's per-call overhead, about 0.05 ms)
+is paid once per stack and step, so the fewer stacks the better, and a stack's
+length is that of its longest run (the lowest ratio's); blocks of three seeds
+keep the README sweep's 60 runs in 4 jobs, and a sweep of more seeds in enough
+jobs to keep every worker busy.  The job partition does not depend on the
+number of workers nor on how a sweep's seeds were extended, so a
+:class:`~numerics.experiments.runner.ResultStore` written by one run is reused
+by ``--resume`` with any worker count.  (A store of an older layout, one job per
+(parameterization, ratio) or per (parameterization, seed), is not reused: its
+runs are recomputed, to the same numbers.)
 ``results.csv`` (:data:`CSV_COLUMNS`) has one row per run and target in the
 order parameterizations x ratios x seeds as given (duplicates removed) x
 targets (highest first); ``steps`` are the steps trained by the row's state,
@@ -59,7 +64,7 @@ from derivations.core.atomic_file import atomic_write_text
 
 from . import sgd
 
-__all__ = ["CSV_COLUMNS", "FIRST_SEED", "SETTINGS_FILE", "target_losses", "sweep_jobs", "rows_from_results", "summarize",
+__all__ = ["CSV_COLUMNS", "FIRST_SEED", "SEEDS_PER_JOB", "SETTINGS_FILE", "target_losses", "sweep_jobs", "rows_from_results", "summarize",
            "spearman", "write_csv", "read_csv", "initial_losses", "read_settings", "write_settings",
            "settings_difference", "extend_settings", "lock_directory", "DirectoryLocked"]
 
@@ -76,6 +81,8 @@ EXTENDABLE = ("parameterizations", "ratios", "seeds")
 _UNNAMED_DEFAULTS = {"dtype": "float64"}
 #: Seeds of a sweep are FIRST_SEED, FIRST_SEED + 1, ... (the notebooks' 1234, 1235, ...).
 FIRST_SEED = 1234
+#: Seeds stacked in one job (with every ratio): the seeds are cut into consecutive blocks of this size.
+SEEDS_PER_JOB = 3
 
 
 def _dedupe(seq):
@@ -111,10 +118,10 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_step
     ``target_loss`` is one loss or several (:func:`target_losses`): the runs
     train to the lowest; a job of several targets names them all
     (``target_losses``, highest first), a job of one is as it always was.
-    One job per (parameterization, seed), stacking every ratio (``"ratios"``;
-    the config is that of ratio 1, ratio ``r`` trains with ``lr_qk = r * lr_ov``);
-    ``seed_blocks`` (sizes summing to ``n_seeds``, default one block) is still
-    checked, and no longer changes the jobs. ``task``, ``task_params``: the engine task trained
+    One job per parameterization and block of :data:`SEEDS_PER_JOB` consecutive seeds, stacking
+    every ratio (``"ratios"``; the config is that of ratio 1, ratio ``r`` trains with
+    ``lr_qk = r * lr_ov``); ``seed_blocks`` (sizes summing to ``n_seeds``, default one block, the
+    history of ``--extend``) is still checked, and does not change the jobs. ``task``, ``task_params``: the engine task trained
     (:class:`~numerics.experiments.sgd.Fig2Config`; default the authors'). ``dtype``: the step's
     floating type (a float32 job has another key)."""
     parameterizations = _dedupe(parameterizations)
@@ -136,7 +143,9 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_step
     if isinstance(steps_per_epoch, bool) or not isinstance(steps_per_epoch, int) or steps_per_epoch < 1:
         raise ValueError(f"steps_per_epoch must be an integer >= 1, got {steps_per_epoch!r}")
     targets = target_losses(target_loss)
-    blocks = _seed_blocks(n_seeds, seed_blocks)
+    _check_seed_blocks(n_seeds, seed_blocks)
+    seeds = list(range(FIRST_SEED, FIRST_SEED + n_seeds))
+    blocks = [seeds[i:i + SEEDS_PER_JOB] for i in range(0, n_seeds, SEEDS_PER_JOB)]
     jobs = []
     for p in parameterizations:
         cfg = sgd.Fig2Config(parameterization=p, lr_qk=lr_ov, lr_ov=lr_ov, seq_len=seq_len,
@@ -144,24 +153,19 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_step
                              steps_per_epoch=steps_per_epoch, stop="none", init=init,
                              eval_batches=eval_batches, target_loss=targets[-1], max_steps=max_steps,
                              task=task, task_params=task_params, dtype=dtype)
-        for seed in (s for block in blocks for s in block):
-            job = {"experiment": "sweep", "ratios": ratios, "config": cfg.to_dict(), "seeds": [seed]}
+        for block in blocks:
+            job = {"experiment": "sweep", "ratios": ratios, "config": cfg.to_dict(), "seeds": block}
             if len(targets) > 1:
                 job["target_losses"] = targets
             jobs.append(job)
     return jobs
 
 
-def _seed_blocks(n_seeds, sizes) -> list:
-    """The seeds ``FIRST_SEED ...`` cut into consecutive blocks of ``sizes`` (default: one block)."""
+def _check_seed_blocks(n_seeds, sizes) -> None:
+    """``sizes`` (None, or the blocks of seeds a sweep was extended by) must be >= 1 and sum to ``n_seeds``."""
     sizes = [n_seeds] if sizes is None else [int(k) for k in sizes]
     if sum(sizes) != n_seeds or any(k < 1 for k in sizes):
         raise ValueError(f"seed_blocks must be sizes >= 1 summing to seeds = {n_seeds}, got {sizes!r}")
-    out, start = [], FIRST_SEED
-    for k in sizes:
-        out.append(list(range(start, start + k)))
-        start += k
-    return out
 
 
 def rows_from_results(results) -> list:
