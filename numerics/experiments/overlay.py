@@ -11,7 +11,9 @@ the same initialization), read off
   first epoch whose mean training loss reaches the target).
 
 One flow per seed answers every target and every measured loss: they are the
-flow's loss thresholds. The sweep figure and :func:`agreement` compare each run
+flow's loss thresholds.  The flows of one (parameterization, ratio) are one job
+(:func:`theory_job`), so a sweep runs them on its workers
+(``theory_beside_runs(..., run=...)``). The sweep figure and :func:`agreement` compare each run
 with the flow read at its measured loss.
 
 :func:`agreement` reports, per parameterization and target, for each ratio and
@@ -27,7 +29,8 @@ import math
 
 import numpy as np
 
-__all__ = ["SHARES", "theory_beside_runs", "plotted_theory", "agreement", "format_agreement"]
+__all__ = ["SHARES", "theory_jobs", "theory_job", "theory_beside_runs", "plotted_theory", "agreement",
+           "format_agreement"]
 
 #: The attention shares compared (:data:`numerics.experiments.measure.SHARES`).
 SHARES = ("relevant_attention", "self_attention", "other_attention")
@@ -47,7 +50,7 @@ def _losses_to_read(rows, targets, floor):
 
 
 def _group_records(P, ratio, rows, targets, settings):
-    """Predict's records of one (parameterization, ratio), keyed ``(seed, loss)``."""
+    """Predict's records of one (parameterization, ratio): one list per seed and loss read."""
     from . import predict, task_sampling, theory
 
     seeds = sorted({int(r["seed"]) for r in rows})
@@ -56,12 +59,39 @@ def _group_records(P, ratio, rows, targets, settings):
     floor = min(theory.initial_loss(P, settings["init"], s, seq_len=settings["seq_len"], task=sampled)
                 for s in seeds)
     reads = _losses_to_read(rows, targets, floor)
-    recs = predict.predict([P], [ratio], reads, seeds, init=settings["init"], seq_len=settings["seq_len"],
+    return predict.predict([P], [ratio], reads, seeds, init=settings["init"], seq_len=settings["seq_len"],
                            lr_ov=settings["lr_ov"], **task)
-    return {(rec["seed"], rec["target_loss"]): rec for rec in recs}
 
 
-def theory_beside_runs(rows, settings, *, warn=None) -> list:
+#: The settings a theory job reads.
+_SETTINGS = ("init", "seq_len", "lr_ov", "task", "task_params")
+
+
+def theory_jobs(rows, settings) -> list:
+    """One JSON job per (parameterization, ratio) of ``rows`` (in order of appearance): its rows'
+    seeds and measured losses, its targets and the settings the flow needs (:func:`theory_job`)."""
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["parameterization"], float(r["ratio"])), []).append(r)
+    return [{"experiment": "theory", "parameterization": P, "ratio": ratio,
+             "targets": sorted({float(r["target_loss"]) for r in g}, reverse=True),
+             "rows": [{"seed": int(r["seed"]), "loss": float(r["loss"]) if _finite(r.get("loss")) else None}
+                      for r in g],
+             "settings": {k: settings[k] for k in _SETTINGS if k in settings}}
+            for (P, ratio), g in groups.items()]
+
+
+def theory_job(job: dict) -> dict:
+    """The flows of one :func:`theory_jobs` job: ``{"records": [...]}`` (predict's records, one
+    per seed and loss read), or ``{"error": message}`` where the theory cannot answer."""
+    try:
+        return {"records": _group_records(job["parameterization"], job["ratio"], job["rows"], job["targets"],
+                                          job["settings"])}
+    except (ValueError, RuntimeError) as exc:    # the measured sweep stands without it
+        return {"error": str(exc)}
+
+
+def theory_beside_runs(rows, settings, *, warn=None, run=None) -> list:
     """One record per SGD row: the flow of the row's seed at its target and at its measured loss.
 
     Parameters
@@ -74,6 +104,10 @@ def theory_beside_runs(rows, settings, *, warn=None) -> list:
     warn : callable, optional
         Called with one line for each (parameterization, ratio) the theory
         cannot answer (e.g. a ratio outside its range); those runs get no record.
+    run : callable, optional
+        ``run(theory_job, jobs) -> results`` in job order (e.g. a
+        :func:`numerics.experiments.runner.run_jobs` on the sweep's workers);
+        default: one after the other, here.
 
     Returns
     -------
@@ -85,19 +119,19 @@ def theory_beside_runs(rows, settings, *, warn=None) -> list:
         that loss (the same fields), or None where the run measured nothing or
         a loss the flow never had.
     """
-    groups = {}
-    for r in rows:
-        groups.setdefault((r["parameterization"], float(r["ratio"])), []).append(r)
+    jobs = theory_jobs(rows, settings)
+    results = [theory_job(j) for j in jobs] if run is None else run(theory_job, jobs)
     out = []
-    for (P, ratio), g in groups.items():
-        targets = sorted({float(r["target_loss"]) for r in g}, reverse=True)
-        try:
-            found = _group_records(P, ratio, g, targets, settings)
-        except (ValueError, RuntimeError) as exc:    # the measured sweep stands without it
+    for job, result in zip(jobs, results):
+        P, ratio = job["parameterization"], job["ratio"]
+        if "error" in result:
             if warn is not None:
-                warn(f"no theory for {P} ratio {ratio:g} ({exc})")
+                warn(f"no theory for {P} ratio {ratio:g} ({result['error']})")
             continue
-        for r in g:
+        found = {(rec["seed"], rec["target_loss"]): rec for rec in result["records"]}
+        for r in rows:
+            if (r["parameterization"], float(r["ratio"])) != (P, ratio):
+                continue
             seed, target = int(r["seed"]), float(r["target_loss"])
             at_target = found[seed, target]
             measured = float(r["loss"]) if _finite(r.get("loss")) else None

@@ -220,7 +220,7 @@ def _run(args, output, jobs, settings, workers, scheduler):
     if isinstance(settings["target_loss"], list):
         payload["spearman_by_target"] = {f"{t:g}": sweep_mod.spearman(_at(rows, t))
                                          for t in settings["target_loss"]}
-    theory = None if args.no_theory else _theory(rows, settings)
+    theory = None if args.no_theory else _theory(rows, settings, workers, scheduler, not args.quiet)
     if theory is not None:
         from ..overlay import agreement
 
@@ -236,11 +236,15 @@ def _at(rows, target):
     return [r for r in rows if r["target_loss"] == target]
 
 
-def _theory(rows, settings):
-    """The theory beside every run (:func:`numerics.experiments.overlay.theory_beside_runs`), or None."""
+def _theory(rows, settings, workers, scheduler, progress):
+    """The theory beside every run (:func:`numerics.experiments.overlay.theory_beside_runs`), or None;
+    its flows run on the sweep's workers, one job per (parameterization, ratio)."""
     from ..overlay import theory_beside_runs
+    from ..runner import run_jobs
 
-    records = theory_beside_runs(rows, settings, warn=lambda m: common.warn(f"no theory overlay: {m}"))
+    def run(func, jobs):
+        return run_jobs(func, jobs, workers=workers, scheduler=scheduler, progress=progress, desc="theory")
+    records = theory_beside_runs(rows, settings, warn=lambda m: common.warn(f"no theory overlay: {m}"), run=run)
     return records or None
 
 

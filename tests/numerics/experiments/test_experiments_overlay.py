@@ -42,6 +42,22 @@ def test_a_ratio_the_theory_cannot_answer_is_warned_and_left_out():
     assert [t["ratio"] for t in recs] == [2.0] and len(said) == 1 and "FACO ratio 10000" in said[0]
 
 
+def test_the_flows_on_worker_processes_give_the_same_records():
+    """The sweep runs the flows of each (parameterization, ratio) as jobs on its workers; the
+    records are bitwise those computed here (JSON keeps every float), warnings included."""
+    from numerics.experiments.runner import run_jobs
+
+    rows = [_row("CACO", 2.0, 1234, 1.0, 1.07), _row("CACO", 2.0, 1235, 1.0, 0.93),
+            _row("FACO", 1e4, 1234, 1.0, 1.0), _row("CACO", 5.0, 1234, 1.0, None)]
+    jobs = overlay.theory_jobs(rows, SETTINGS)
+    assert [(j["parameterization"], j["ratio"]) for j in jobs] == [("CACO", 2.0), ("FACO", 1e4), ("CACO", 5.0)]
+    here, there = [], []
+    want = overlay.theory_beside_runs(rows, SETTINGS, warn=here.append)
+    got = overlay.theory_beside_runs(rows, SETTINGS, warn=there.append, run=lambda f, js: run_jobs(
+        f, js, workers=2, progress=False))
+    assert got == want and there == here and len(here) == 1 and len(got) == 3
+
+
 def _theory(P, ratio, seed, target, shares, reached=True):
     return {"parameterization": P, "ratio": ratio, "seed": seed, "target_loss": target,
             "at_measured_loss": {"reached": reached, **dict(zip(overlay.SHARES, shares))}}
