@@ -126,7 +126,12 @@ def expected_counts(seq_len: int = _setting.SEQ_LEN, *, layout: str = "fig2") ->
 class Batch(NamedTuple):
     """A stack of batches: ``counts`` ``(..., B, V)`` float64 (context plus last
     input token), ``query`` ``(..., B)`` the last input token id, ``target``
-    ``(..., B)`` the token id to predict, ``label_class`` ``(..., B)`` the class."""
+    ``(..., B)`` the token id to predict, ``label_class`` ``(..., B)`` the class.
+
+    Also the batches of a sampled engine task
+    (:data:`numerics.experiments.task_sampling.TaskBatch`): ``counts`` ``(..., B, T)``
+    over its ``T`` token types (the attended positions), ``query`` the query types,
+    ``target`` the outputs."""
 
     counts: np.ndarray
     query: np.ndarray

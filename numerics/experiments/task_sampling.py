@@ -62,11 +62,11 @@ import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import NamedTuple
 
 import numpy as np
 
 from ..validation import check_int
+from .data import Batch
 
 __all__ = ["DEFAULT_TASK", "MAX_TICKETS", "MAX_TYPES", "SampledTask", "TaskBatch", "task_parameter_names",
            "canonical_params", "is_default", "resolve", "sampled_task", "expected_counts", "draw_tickets",
@@ -294,14 +294,10 @@ def expected_counts(st: SampledTask, seq_len: int) -> np.ndarray:
     return counts
 
 
-class TaskBatch(NamedTuple):
-    """Batches of a sampled task: ``counts`` ``(..., B, T)`` float64 (attended positions),
-    ``query`` ``(..., B)`` query types, ``target`` ``(..., B)`` outputs, ``label_class`` the classes."""
-
-    counts: np.ndarray
-    query: np.ndarray
-    target: np.ndarray
-    label_class: np.ndarray
+#: Batches of a sampled task: the authors' :class:`~numerics.experiments.data.Batch` record,
+#: ``counts`` ``(..., B, T)`` float64 (attended positions), ``query`` ``(..., B)`` query types,
+#: ``target`` ``(..., B)`` outputs, ``label_class`` the classes.
+TaskBatch = Batch
 
 
 def draw_tickets(st: SampledTask, rng, n_batches: int, batch_size: int, seq_len: int):
