@@ -294,9 +294,7 @@ def expected_counts(st: SampledTask, seq_len: int) -> np.ndarray:
     return counts
 
 
-#: Batches of a sampled task: the authors' :class:`~numerics.experiments.data.Batch` record,
-#: ``counts`` ``(..., B, T)`` float64 (attended positions), ``query`` ``(..., B)`` query types,
-#: ``target`` ``(..., B)`` outputs, ``label_class`` the classes.
+#: Batches of a sampled task: :class:`~numerics.experiments.data.Batch`, counts over the task's types.
 TaskBatch = Batch
 
 
