@@ -104,19 +104,21 @@ def solve_bounded(fun, t_span, y0, *, t_eval=None, levels=None, terminal=None,
                      terminal, max_steps, max_nfev)
 
 
-def solve_loss_levels(fun, t_span, y0, log_loss, levels, n_thresholds, **options):
+def solve_loss_levels(fun, t_span, y0, log_loss, levels, n_thresholds, *, log=True, **options):
     r""":func:`solve_bounded` with loss events: level ``k`` is crossed where
     :math:`\log L(y) = \log` ``levels[k]`` (well scaled at tiny losses).
 
     ``levels[:n_thresholds]`` are recorded only; a level after them (the
     target loss) ends the run. ``log_loss`` maps a state to :math:`\log L`;
-    ``options`` go to :func:`solve_bounded`.
+    with ``log=False`` it maps a state to :math:`L` itself, and level ``k`` is
+    crossed where :math:`L(y) =` ``levels[k]``. ``options`` go to
+    :func:`solve_bounded`.
     """
-    log_levels = [math.log(v) for v in levels]
+    marks = [math.log(v) for v in levels] if log else list(levels)
 
     def g(y):
         value = log_loss(y)
-        return [value - lv for lv in log_levels]
+        return [value - lv for lv in marks]
 
     terminal = n_thresholds if n_thresholds < len(levels) else None
     return solve_bounded(fun, t_span, y0, levels=g if levels else None, terminal=terminal,

@@ -34,7 +34,7 @@ import math
 
 import numpy as np
 
-from .bounded_ivp import DEFAULT_MAX_STEPS, METHODS, solve_bounded
+from .bounded_ivp import DEFAULT_MAX_STEPS, METHODS, solve_loss_levels
 from ..model.attention import TaskModel
 from .trajectory import Trajectory
 from ..validation import check_int, check_positive, check_t_span, check_times
@@ -138,25 +138,6 @@ def _flow_rhs(model):
     return rhs
 
 
-def _level_function(model, levels, log_events):
-    """Event values of the loss levels: :math:`L - L_i` or :math:`\\log L - \\log L_i`."""
-    if not levels:
-        return None
-    loss_of = model._loss_flat
-    if log_events:
-        logs = [math.log(x) for x in levels]
-
-        def log_values(y):                 # one loss evaluation answers every level
-            log_loss = math.log(loss_of(y))
-            return [log_loss - x for x in logs]
-        return log_values
-
-    def values(y):
-        loss = loss_of(y)
-        return [loss - x for x in levels]
-    return values
-
-
 def gradient_flow(model, params0, t_eval=None, *, t_span=None, rtol=1e-10, atol=1e-12,
                   method="DOP853", loss_thresholds=(), target_loss=None, max_step=np.inf,
                   max_steps=DEFAULT_MAX_STEPS, max_nfev=None, log_events=False,
@@ -213,11 +194,12 @@ def gradient_flow(model, params0, t_eval=None, *, t_span=None, rtol=1e-10, atol=
     rtol, atol, max_steps, max_nfev = _check_solver(method, rtol, atol, max_steps, max_nfev)
     t_eval, t_span = _check_times(t_eval, t_span, target_loss is not None)
     levels = thr + ((target_loss,) if target_loss is not None else ())
-    run = solve_bounded(_flow_rhs(model), t_span, vec0, t_eval=t_eval,
-                        levels=_level_function(model, levels, log_events),
-                        terminal=len(thr) if target_loss is not None else None,
-                        method=method, rtol=rtol, atol=atol, max_step=max_step,
-                        max_steps=max_steps, max_nfev=max_nfev)
+    loss_of = model._loss_flat      # the events: L - L_i, or log L - log L_i
+    run = solve_loss_levels(_flow_rhs(model), t_span, vec0,
+                            (lambda y: math.log(loss_of(y))) if log_events else loss_of,
+                            levels, len(thr), log=log_events, t_eval=t_eval, method=method,
+                            rtol=rtol, atol=atol, max_step=max_step, max_steps=max_steps,
+                            max_nfev=max_nfev)
     found = [None if hit is None else _state(model, *hit) for hit in run.hits]
     final = run.y[-1] if run.y.shape[0] else vec0      # the terminal state is the last record
     message = run.message

@@ -2,8 +2,10 @@ r"""The weighted cross-entropy of the experiments' models and its gradient, on l
 
 :func:`cross_entropy` is the loss of both the Figure-2 models
 (:func:`numerics.experiments.models.loss_and_grad`, on class-major logits
-``(..., V, B)``, in the trainer's hot path) and the Figure-3 models
-(:func:`numerics.experiments.models.fig3_loss_and_grad`, on ``(..., B, V)``);
+``(..., V, B)``, in the trainer's hot path), the Figure-3 models
+(:func:`numerics.experiments.models.fig3_loss_and_grad`, on ``(..., B, V)``) and
+the engine tasks' count model (:func:`numerics.experiments.task_model.loss_and_grad`,
+on ``(..., B, n_out)``): the number of classes is read from the logits' shape;
 :func:`target_index` is the flat index of the targets it reads, which the trainer
 precomputes once per epoch.
 
@@ -21,26 +23,35 @@ from .data import V
 
 __all__ = ["target_index", "log_softmax", "cross_entropy"]
 
-# sums over the V classes as products (one BLAS call; numpy's reductions cost twice as much here)
-_ONES_COLUMN = np.ones((V, 1))
-_ONES_ROW = np.ones((1, V))
-# the same in float32, for a float32 step (numerics.experiments.sgd, dtype="float32"): a float64
-# factor would turn the product into a float64 one
-_ONES = {np.dtype(np.float64): (_ONES_COLUMN, _ONES_ROW),
-         np.dtype(np.float32): (_ONES_COLUMN.astype(np.float32), _ONES_ROW.astype(np.float32))}
+# sums over the classes as products (one BLAS call; numpy's reductions cost twice as much here):
+# ones vectors cached per (dtype, class count), in float64 or float32 (a float32 step,
+# numerics.experiments.sgd dtype="float32": a float64 factor would turn the product into a float64
+# one)
+_F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
+_ONES = {}
 #: Underflow threshold of a sum of exponentials, by dtype: below it a row is recomputed with its own
 #: maximum subtracted (float32: far enough above its smallest normal number, 1.2e-38).
-UNDERFLOW = {np.dtype(np.float64): 1e-280, np.dtype(np.float32): 1e-30}
+UNDERFLOW = {_F64: 1e-280, _F32: 1e-30}
 
 
-def ones_column(dtype):
-    """``(V, 1)`` ones of ``dtype`` (float64 or float32; else float64): sums over the classes as a product."""
-    return _ONES.get(np.dtype(dtype), _ONES[np.dtype(np.float64)])[0]
+def _ones(dtype, n):
+    """``((n, 1), (1, n))`` ones of ``dtype`` (float64 or float32; else float64), made once."""
+    key = (_F32 if np.dtype(dtype) == _F32 else _F64, n)
+    ones = _ONES.get(key)
+    if ones is None:
+        ones = _ONES[key] = (np.ones((n, 1), dtype=key[0]), np.ones((1, n), dtype=key[0]))
+    return ones
 
 
-def ones_row(dtype):
-    """``(1, V)`` ones of ``dtype`` (float64 or float32; else float64)."""
-    return _ONES.get(np.dtype(dtype), _ONES[np.dtype(np.float64)])[1]
+def ones_column(dtype, n: int = V):
+    """``(n, 1)`` ones of ``dtype`` (float64 or float32; else float64): sums over ``n`` classes
+    (default the authors' V = 50) as a product."""
+    return _ones(dtype, n)[0]
+
+
+def ones_row(dtype, n: int = V):
+    """``(1, n)`` ones of ``dtype`` (float64 or float32; else float64)."""
+    return _ones(dtype, n)[1]
 
 
 def underflow(dtype) -> float:
@@ -49,19 +60,19 @@ def underflow(dtype) -> float:
 
 
 # class axis -> (sums over the classes, keeping that axis as length 1; dropping that axis)
-_CLASS_SUMS = {-1: (lambda x: np.matmul(x, ones_column(x.dtype)), lambda x: x[..., 0]),
-               -2: (lambda x: np.matmul(ones_row(x.dtype), x), lambda x: x[..., 0, :])}
+_CLASS_SUMS = {-1: (lambda x: np.matmul(x, _ones(x.dtype, x.shape[-1])[0]), lambda x: x[..., 0]),
+               -2: (lambda x: np.matmul(_ones(x.dtype, x.shape[-2])[1], x), lambda x: x[..., 0, :])}
 
 
-def target_index(target, class_axis=-1):
+def target_index(target, class_axis=-1, n_classes: int = V):
     """Flat index of the target entries of a C-contiguous logit array: ``x[..., b, target[..., b]]``
     of ``(..., B, V)`` (``class_axis=-1``) or ``x[..., target[..., b], b]`` of ``(..., V, B)``
-    (``class_axis=-2``)."""
+    (``class_axis=-2``), with ``V = n_classes`` classes (default the authors' 50)."""
     if class_axis == -1:
-        return np.arange(target.size) * V + target.reshape(-1)
+        return np.arange(target.size) * n_classes + target.reshape(-1)
     B = target.shape[-1]
     t = target.reshape(-1, B)
-    return ((np.arange(t.shape[0]) * (V * B))[:, None] + t * B + np.arange(B)).reshape(-1)
+    return ((np.arange(t.shape[0]) * (n_classes * B))[:, None] + t * B + np.arange(B)).reshape(-1)
 
 
 def log_softmax(z):
@@ -79,7 +90,8 @@ def cross_entropy(z, target, weights, grad: bool, tidx=None, scale=1.0, class_ax
     with respect to ``z`` (else None), in the layout of ``z``.
 
     ``z`` is ``(..., B, V)`` (``class_axis=-1``) or class-major ``(..., V, B)``
-    (``class_axis=-2``, the layout of :func:`loss_and_grad`'s products); it is
+    (``class_axis=-2``, the layout of :func:`loss_and_grad`'s products), with any number
+    ``V`` of classes (the authors' 50, or a task's outputs); it is
     overwritten.  ``tidx``, the flat index of the targets in ``z``
     (:func:`target_index`), may be passed precomputed by the trainer's hot path;
     otherwise it is computed from ``target`` (broadcast over stacked runs).
@@ -95,7 +107,7 @@ def cross_entropy(z, target, weights, grad: bool, tidx=None, scale=1.0, class_ax
     if tidx is None:
         if target.shape != batch_shape:                       # targets shared by stacked runs
             target = np.broadcast_to(target, batch_shape)
-        tidx = target_index(target, class_axis)
+        tidx = target_index(target, class_axis, z.shape[class_axis])
     if not z.flags.c_contiguous:
         z = np.ascontiguousarray(z)
     lead = z.shape[:-2]

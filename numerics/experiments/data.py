@@ -126,7 +126,12 @@ def expected_counts(seq_len: int = _setting.SEQ_LEN, *, layout: str = "fig2") ->
 class Batch(NamedTuple):
     """A stack of batches: ``counts`` ``(..., B, V)`` float64 (context plus last
     input token), ``query`` ``(..., B)`` the last input token id, ``target``
-    ``(..., B)`` the token id to predict, ``label_class`` ``(..., B)`` the class."""
+    ``(..., B)`` the token id to predict, ``label_class`` ``(..., B)`` the class.
+
+    Also the batches of a sampled engine task
+    (:data:`numerics.experiments.task_sampling.TaskBatch`): ``counts`` ``(..., B, T)``
+    over its ``T`` token types (the attended positions), ``query`` the query types,
+    ``target`` the outputs."""
 
     counts: np.ndarray
     query: np.ndarray
@@ -143,7 +148,6 @@ _TICKET_TOKENS = np.array([np.repeat(np.arange(V), _setting.weight_tenths(k)) fo
 assert _TICKET_TOKENS.shape == (NUM_CLASSES, TICKETS)
 _TICKET_TOKENS_FLAT = _TICKET_TOKENS.reshape(-1).astype(np.intp)
 _TICKET_TOKENS_INT16 = _TICKET_TOKENS_FLAT.astype(np.int16)
-_INT16_ROWS = (np.iinfo(np.int16).max + 1) // V          # rows whose "row * V + token" fit in int16
 #: Count dtypes :func:`counts_from_tickets` can write into, with the largest count each holds exactly.
 EXACT_COUNT_DTYPES = {np.dtype(np.float64): 2 ** 53, np.dtype(np.float32): 2 ** 24,
                       np.dtype(np.uint16): np.iinfo(np.uint16).max}
@@ -163,7 +167,7 @@ def tickets_to_tokens(classes, tickets):
     return _TICKET_TOKENS_FLAT[idx]
 
 
-def counts_from_tickets(classes, tickets, last, out=None):
+def counts_from_tickets(classes, tickets, last, out=None, *, table=None, n_types=V):
     """Token-count vectors ``(..., V)`` float64 of the context tickets ``(..., T)`` plus the
     last input token ``last`` ``(...)``: a table look-up and a :func:`numpy.bincount` for
     all sequences (any leading shape, e.g. steps x seeds x batch).
@@ -175,16 +179,21 @@ def counts_from_tickets(classes, tickets, last, out=None):
     an optional array of the result's shape to write into, of a dtype of
     :data:`EXACT_COUNT_DTYPES` that holds counts up to ``T + 1`` exactly (the
     trainer reuses one ``uint16`` buffer across epochs: a quarter of the memory
-    traffic, and the same numbers once multiplied by a float64)."""
+    traffic, and the same numbers once multiplied by a float64).
+
+    ``table``: the ticket table ``(K, N)`` of another task (the token type of every
+    ticket of each class; :attr:`numerics.experiments.task_sampling.SampledTask.ticket_tokens`)
+    with ``n_types`` token types, counts ``(..., n_types)``; default the authors' (:data:`TICKETS`
+    per class, :data:`V` ids).  ``last`` None adds no last token."""
+    flat_table, n_classes, n_tickets, itype = _ticket_table(table, n_types)
     classes = np.asarray(classes)
     n = classes.size
     tickets = np.asarray(tickets).reshape(n, -1)
-    if tickets.size and (tickets.min() < 0 or tickets.max() >= TICKETS):
-        raise ValueError(f"tickets must lie in [0, {TICKETS}), got range [{tickets.min()}, {tickets.max()}]")
-    if n and (classes.min() < 0 or classes.max() >= NUM_CLASSES):
-        raise ValueError(f"classes must lie in [0, {NUM_CLASSES}), got range [{classes.min()}, {classes.max()}]")
-    last = np.asarray(last).reshape(-1)
-    shape = classes.shape + (V,)
+    if tickets.size and (tickets.min() < 0 or tickets.max() >= n_tickets):
+        raise ValueError(f"tickets must lie in [0, {n_tickets}), got range [{tickets.min()}, {tickets.max()}]")
+    if n and (classes.min() < 0 or classes.max() >= n_classes):
+        raise ValueError(f"classes must lie in [0, {n_classes}), got range [{classes.min()}, {classes.max()}]")
+    shape = classes.shape + (n_types,)
     T = tickets.shape[1]
     if out is None:
         out = np.empty(shape)
@@ -194,23 +203,39 @@ def counts_from_tickets(classes, tickets, last, out=None):
                          f"counts up to {T + 1} exactly ({', '.join(map(str, EXACT_COUNT_DTYPES))}), got "
                          f"{out.dtype} {out.shape}")
     result, out = out, out.reshape(-1)
-    # sequences per chunk: cache-sized, and few enough that "row * V + token" fits in int16,
-    # so the look-up, the row offsets and the counting index stay 2-byte integers
-    c = max(1, min(n, _CHUNK_TICKETS // max(T, 1), _INT16_ROWS))
-    base = (classes.reshape(-1, 1) * TICKETS).astype(np.int16)
-    idx = np.empty((c, T), dtype=np.int16)
-    tok = np.empty((c, T), dtype=np.int16)
-    offsets = (np.arange(c) * V).astype(np.int16)[:, None]
-    rows = np.arange(c) * V
+    # sequences per chunk: cache-sized, and few enough that "row * n_types + token" fits in the
+    # index type (int16 for the authors' table), so the look-up, the row offsets and the counting
+    # index stay small integers
+    c = max(1, min(n, _CHUNK_TICKETS // max(T, 1), (int(np.iinfo(itype).max) + 1) // n_types))
+    base = (classes.reshape(-1, 1) * n_tickets).astype(itype)
+    idx = np.empty((c, T), dtype=itype)
+    tok = np.empty((c, T), dtype=itype)
+    offsets = (np.arange(c) * n_types).astype(itype)[:, None]
+    rows = np.arange(c) * n_types
+    if last is not None:
+        last = np.asarray(last).reshape(-1)
     for s0 in range(0, n, c):
         m = min(c, n - s0)
         np.add(tickets[s0:s0 + m], base[s0:s0 + m], out=idx[:m])
-        np.take(_TICKET_TOKENS_INT16, idx[:m], out=tok[:m])
+        np.take(flat_table, idx[:m], out=tok[:m])
         tok[:m] += offsets[:m]
-        flat = np.bincount(tok[:m].reshape(-1), minlength=m * V)
-        flat[rows[:m] + last[s0:s0 + m]] += 1
-        out[s0 * V:(s0 + m) * V] = flat
+        flat = np.bincount(tok[:m].reshape(-1), minlength=m * n_types)
+        if last is not None:
+            flat[rows[:m] + last[s0:s0 + m]] += 1
+        out[s0 * n_types:(s0 + m) * n_types] = flat
     return result
+
+
+def _ticket_table(table, n_types):
+    """``(flat table, classes, tickets per class, index type)``: the authors' int16 table, or
+    ``table`` ``(K, N)`` in the smallest integer type that holds ``K N`` and ``n_types``."""
+    if table is None:
+        return _TICKET_TOKENS_INT16, NUM_CLASSES, TICKETS, np.int16
+    table = np.asarray(table)
+    K, N = table.shape
+    need = max(K * N, n_types)
+    itype = next(t for t in (np.int16, np.int32, np.int64) if need <= int(np.iinfo(t).max) + 1)
+    return table.reshape(-1).astype(itype), K, N, itype
 
 
 def sample_fig2_batches(rng: np.random.Generator, n_batches: int, batch_size: int,

@@ -50,7 +50,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import models
-from .cross_entropy import log_softmax as _log_softmax
+from .cross_entropy import cross_entropy as _cross_entropy, log_softmax as _log_softmax
 from .models import _logits, _tr
 
 __all__ = ["param_shapes", "forward", "loss_and_grad", "train_epoch", "evaluate"]
@@ -107,16 +107,9 @@ def loss_and_grad(st, params: dict, counts, query, target, *, weights=None, grad
     a = _attention(st, A, counts, query)
     c = st.value_multiplier * a[..., :st.d]
     z, h = _logits(params, c)
-    B = counts.shape[-2]
-    w = np.full(target.shape, 1.0 / B) if weights is None else np.asarray(weights, dtype=float)
-    logp = _log_softmax(z)
-    at_target = np.broadcast_to(target, z.shape[:-1])[..., None]
-    loss = -(np.take_along_axis(logp, at_target, axis=-1)[..., 0] * w).sum(axis=-1)
+    loss, gz = _cross_entropy(z, target, weights, grad)            # gz: w (softmax(z) - e_y)
     if not grad:
         return loss, None
-    gz = np.exp(logp)                                              # softmax(z) - e_y, times w
-    np.put_along_axis(gz, at_target, np.take_along_axis(gz, at_target, -1) - 1.0, -1)
-    gz *= np.broadcast_to(w, z.shape[:-1])[..., None]
     grads = {}
     if h is None:
         grads["W_OV"] = np.matmul(_tr(gz), c)

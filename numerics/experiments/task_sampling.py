@@ -62,11 +62,11 @@ import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import NamedTuple
 
 import numpy as np
 
 from ..validation import check_int
+from .data import Batch, counts_from_tickets
 
 __all__ = ["DEFAULT_TASK", "MAX_TICKETS", "MAX_TYPES", "SampledTask", "TaskBatch", "task_parameter_names",
            "canonical_params", "is_default", "resolve", "sampled_task", "expected_counts", "draw_tickets",
@@ -294,14 +294,8 @@ def expected_counts(st: SampledTask, seq_len: int) -> np.ndarray:
     return counts
 
 
-class TaskBatch(NamedTuple):
-    """Batches of a sampled task: ``counts`` ``(..., B, T)`` float64 (attended positions),
-    ``query`` ``(..., B)`` query types, ``target`` ``(..., B)`` outputs, ``label_class`` the classes."""
-
-    counts: np.ndarray
-    query: np.ndarray
-    target: np.ndarray
-    label_class: np.ndarray
+#: Batches of a sampled task: :class:`~numerics.experiments.data.Batch`, counts over the task's types.
+TaskBatch = Batch
 
 
 def draw_tickets(st: SampledTask, rng, n_batches: int, batch_size: int, seq_len: int):
@@ -313,21 +307,13 @@ def draw_tickets(st: SampledTask, rng, n_batches: int, batch_size: int, seq_len:
 
 def batch_from_tickets(st: SampledTask, classes, tickets) -> TaskBatch:
     """Counts of drawn ``classes`` ``(...)`` and ``tickets`` ``(..., L-2)``: one table look-up and
-    one :func:`numpy.bincount` for all sequences, plus the query where it is in context."""
+    one :func:`numpy.bincount` for all sequences (:func:`numerics.experiments.data.counts_from_tickets`
+    on the task's ticket table), plus the query where it is in context."""
     classes = np.asarray(classes)
-    n = classes.size
-    # flat int32 indices (half the memory traffic of int64) while every index fits
-    small = st.K * st.tickets < 2 ** 31 and n * st.T < 2 ** 31
-    itype = np.int32 if small else np.int64
-    idx = np.asarray(tickets).reshape(n, -1).astype(itype, copy=False) \
-        + (classes.reshape(-1, 1) * st.tickets).astype(itype)
-    tokens = st.ticket_tokens.reshape(-1).astype(itype).take(idx)
-    tokens += (np.arange(n, dtype=itype) * st.T)[:, None]
-    counts = np.bincount(tokens.reshape(-1), minlength=n * st.T).astype(float)
     query = st.query[classes]
-    if st.query_in_context:
-        counts[np.arange(n) * st.T + query.reshape(-1)] += 1.0
-    return TaskBatch(counts.reshape(classes.shape + (st.T,)), query, st.label[classes], classes)
+    counts = counts_from_tickets(classes, tickets, query if st.query_in_context else None,
+                                 table=st.ticket_tokens, n_types=st.T)
+    return TaskBatch(counts, query, st.label[classes], classes)
 
 
 def sample_batches(st: SampledTask, rng, n_batches: int, batch_size: int, seq_len: int) -> TaskBatch:

@@ -365,16 +365,18 @@ def test_trainer_hot_path_is_rate_times_gradient(p):
 
 
 @pytest.mark.parametrize("class_axis", [-1, -2])
-def test_cross_entropy_rows_far_below_the_run_maximum(class_axis):
+@pytest.mark.parametrize("n_classes", [V, 7])
+def test_cross_entropy_rows_far_below_the_run_maximum(class_axis, n_classes):
     """One constant shift per run, and a per-row shift for a run with a row that underflows
-    (2000 below the rest); a row 640 below needs no fallback.  In both layouts, losses and
-    gradients stay finite and match log-sum-exp row by row (scipy), to 1e-12."""
+    (2000 below the rest); a row 640 below needs no fallback.  In both layouts, and for the
+    authors' V = 50 classes as for a task's 7 outputs (the class count read from the logits),
+    losses and gradients stay finite and match log-sum-exp row by row (scipy), to 1e-12."""
     from scipy.special import logsumexp, softmax
     rng = np.random.default_rng(4)
-    z = rng.normal(size=(2, 3, V))
+    z = rng.normal(size=(2, 3, n_classes))
     z[1, 2] -= 2000.0                           # run 1, row 2: all logits 2000 below the rest
     z[0, 1] += 640.0                            # run 0: rows 0 and 2 lie 640 below row 1
-    target = np.array([[0, 3, 49], [1, 2, 40]])
+    target = np.array([[0, 3, n_classes - 1], [1, 2, n_classes - 10 if n_classes == V else 5]])
     zin = z.copy() if class_axis == -1 else np.ascontiguousarray(z.swapaxes(-1, -2))
     loss, gz = models._cross_entropy(zin, target, None, True, class_axis=class_axis)
     if class_axis == -2:
