@@ -55,3 +55,11 @@ def slow_job(job):
         open(os.path.join(job["pids"], f"pid-{os.getpid()}"), "w").close()
     time.sleep(job.get("sleep", 0.0))
     return {"x": job["x"]}
+
+
+def epoch_job(job, progress=None):
+    """Reports ``job["epochs"]`` epochs with ``progress(1)`` (if given) and returns their count."""
+    for _ in range(job["epochs"]):
+        if progress is not None:
+            progress(1)
+    return {"x": job["x"], "reported": progress is not None}

@@ -20,7 +20,7 @@ import numpy as np
 
 from . import measure, sgd, stack, task_model
 
-__all__ = ["fig2_job", "fig3_job", "sweep_job", "sweep_targets", "sweep_runs", "fig2_run_summary", "combine_runs", "split_seeds",
+__all__ = ["job_epochs", "fig2_job", "fig3_job", "sweep_job", "sweep_targets", "sweep_runs", "fig2_run_summary", "combine_runs", "split_seeds",
            "valid_result", "FIG2_RUN_KEYS", "SWEEP_ROW_KEYS"]
 
 
@@ -76,6 +76,18 @@ def combine_runs(runs: list) -> dict:
     if not kept:
         return {"heatmap": None, "heatmap_std": None, "separability": {"mean": None, "std": None}}
     return measure.combine_summaries(kept)
+
+
+def job_epochs(job: dict) -> int:
+    """The epochs a job trains at most (its stack's schedule; runs that reach their target stop
+    sooner): the unit of the progress bars of :func:`numerics.experiments.runner.run_jobs`."""
+    c = job["config"]
+    if job.get("experiment") == "fig3":
+        return int(c["epochs"])
+    steps = c["epochs"] * c["steps_per_epoch"]
+    if c.get("max_steps") is not None:
+        steps = min(steps, c["max_steps"])
+    return -(-steps // c["steps_per_epoch"])
 
 
 def fig2_job(job: dict, progress=None) -> dict:

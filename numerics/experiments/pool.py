@@ -13,16 +13,22 @@ import time
 
 __all__ = ["run_pool"]
 
+#: In a worker process: the queue its jobs report their epochs to (None: they report nothing).
+_PROGRESS = None
+
 _THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                      "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
 
 
-def _init_worker(parent: int) -> None:
-    """Worker-process setup: one BLAS thread, Ctrl-C left to the parent, exit when the parent dies.
+def _init_worker(parent: int, progress=None) -> None:
+    """Worker-process setup: one BLAS thread, Ctrl-C left to the parent, exit when the parent dies;
+    ``progress``: the queue the worker's jobs report their epochs to (or None).
 
     A pool's workers otherwise outlive a parent killed with SIGKILL (they hold
     their own queues open), finishing their job and then waiting forever.
     """
+    global _PROGRESS
+    _PROGRESS = progress
     for name in _THREAD_VARIABLES:
         os.environ.setdefault(name, "1")
     try:
@@ -60,21 +66,41 @@ def _mp_context():
     return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
 
 
-def run_pool(func, jobs, pending, workers, collect) -> None:
+def _call(func, job, index):
+    """``func(job)`` in a worker; with a progress queue, ``func(job, progress=...)`` whose calls
+    ``progress(n)`` (n epochs done) reach the parent as ``(index, n)``."""
+    if _PROGRESS is None:
+        return func(job)
+    queue = _PROGRESS
+    return func(job, progress=lambda n=1: queue.put((index, n)))
+
+
+def _drain(queue, report) -> None:
+    while not queue.empty():
+        report(*queue.get())
+
+
+def run_pool(func, jobs, pending, workers, collect, report=None) -> None:
     """Run ``func(jobs[i])`` for ``i`` in ``pending`` on ``workers`` local processes;
     ``collect(i, future)`` as each finishes (in index order among those finishing together).
+    ``report``: if given, ``func`` is called with ``progress=`` and each of its calls
+    ``progress(n)`` in a worker becomes ``report(i, n)`` here (a few times a second).
 
     On an error raised by ``collect`` or Ctrl-C the queued jobs are dropped and
     the jobs in flight stopped (their results are lost anyway)."""
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-    executor = ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context(), initializer=_init_worker,
-                                   initargs=(os.getpid(),))
+    context = _mp_context()
+    queue = None if report is None else context.SimpleQueue()
+    executor = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
+                                   initargs=(os.getpid(), queue))
     clean = False
     try:
-        futures = {executor.submit(func, jobs[index]): index for index in pending}
+        futures = {executor.submit(_call, func, jobs[index], index): index for index in pending}
         remaining = set(futures)
         while remaining:
-            done, remaining = wait(remaining, return_when=FIRST_COMPLETED)
+            done, remaining = wait(remaining, timeout=None if queue is None else 0.2, return_when=FIRST_COMPLETED)
+            if queue is not None:
+                _drain(queue, report)
             for future in sorted(done, key=futures.__getitem__):
                 collect(futures[future], future)
         clean = True

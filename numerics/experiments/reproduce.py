@@ -95,8 +95,8 @@ def published_jobs(quick: bool = False, *, shortest_first: bool = False, dtype: 
     return sorted(out, key=cost, reverse=not shortest_first)
 
 
-def _dispatch(job):
-    return jobs_mod.fig3_job(job) if job["experiment"] == "fig3" else jobs_mod.fig2_job(job)
+def _dispatch(job, progress=None):
+    return (jobs_mod.fig3_job if job["experiment"] == "fig3" else jobs_mod.fig2_job)(job, progress)
 
 
 def reproduce(output, *, workers=None, scheduler=None, progress=True, quick=False,
@@ -114,7 +114,7 @@ def reproduce(output, *, workers=None, scheduler=None, progress=True, quick=Fals
     t0 = time.perf_counter()
     results = run_jobs(_dispatch, [j for _, j in named], workers=workers, scheduler=scheduler,
                        store=ResultStore(output / "runs", validate=jobs_mod.valid_result), progress=progress,
-                       desc="reproduce")
+                       desc="reproduce", epochs=jobs_mod.job_epochs)
     return _write_report(output, named, results, time.perf_counter() - t0, quick)
 
 

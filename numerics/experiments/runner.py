@@ -52,9 +52,10 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from typing import Any, Callable, Sequence
 
-from derivations.core.cli import progress_bar
+from derivations.core.cli import isatty, progress_bar
 
 from .cluster import SchedulerLost, check_scheduler, parse_address, run_dask
 from .pool import run_pool
@@ -107,7 +108,7 @@ def _check_workers(workers) -> int:
 
 def run_jobs(func: Callable[[dict], dict], jobs: Sequence[dict], *, workers: int | None = None,
              scheduler: str | None = None, store: ResultStore | str | os.PathLike | None = None,
-             progress: bool = True, desc: str | None = None) -> list:
+             progress: bool = True, desc: str | None = None, epochs: Callable[[dict], int] | None = None) -> list:
     """Run ``func(job)`` for every job, locally or on Dask, and return the results in job order.
 
     Parameters
@@ -136,6 +137,13 @@ def run_jobs(func: Callable[[dict], dict], jobs: Sequence[dict], *, workers: int
         Show a tqdm bar on stderr (only if stderr is a terminal).
     desc : str or None, optional
         Label of the progress bar (default: ``func``'s name).
+    epochs : callable or None, optional
+        ``epochs(job)``: the epochs a job trains at most.  Then the bar counts
+        epochs, not jobs: ``func`` is called as ``func(job, progress=p)`` and
+        reports each epoch with ``p(1)``, from a worker process too (a queue
+        carries the counts; on Dask only finished jobs count), and a job that
+        stops early (its runs reached their target) is counted whole when it
+        finishes.  The result does not depend on it.
 
     Returns
     -------
@@ -190,18 +198,29 @@ def run_jobs(func: Callable[[dict], dict], jobs: Sequence[dict], *, workers: int
             pending.append(index)
         else:
             results[index] = stored
-    bar = progress_bar(len(first_index), initial=len(first_index) - len(pending), desc=desc, unit="job",
-                       show=progress, smoothing=0.1)
+    sizes = [1] * len(normalised) if epochs is None else [int(epochs(job)) for job in normalised]
+    total = sum(sizes[index] for index in first_index.values())
+    bar = progress_bar(total, initial=total - sum(sizes[index] for index in pending), desc=desc,
+                       unit="job" if epochs is None else "epoch", show=progress, smoothing=0.1)
+    shown = [0] * len(normalised)        # epochs of each job on the bar
+
+    def advance(index: int, n) -> None:
+        n = min(n, sizes[index] - shown[index])
+        if results[index] is None and n > 0:
+            shown[index] += n
+            bar.update(n)
 
     def finish(index: int, value) -> None:
         value = _normalise_result(value, index, normalised[index])
         if store is not None:
             store.put(normalised[index], value)
         results[index] = value
-        bar.update(1)
+        bar.update(sizes[index] - shown[index])
+        shown[index] = sizes[index]
 
+    report = advance if epochs is not None and progress and isatty(sys.stderr) else None
     try:
-        _dispatch(func, normalised, keys, pending, workers, scheduler, finish)
+        _dispatch(func, normalised, keys, pending, workers, scheduler, finish, report)
     finally:
         bar.close()
     for index, key in enumerate(keys):
@@ -237,8 +256,9 @@ def _check_inputs(func, jobs, workers, scheduler, store):
     return keys, normalised, workers, store
 
 
-def _dispatch(func, jobs, keys, pending, workers, scheduler, finish) -> None:
-    """Run the ``pending`` jobs on the chosen backend, handing each value to ``finish``."""
+def _dispatch(func, jobs, keys, pending, workers, scheduler, finish, report=None) -> None:
+    """Run the ``pending`` jobs on the chosen backend, handing each value to ``finish``; with
+    ``report``, ``func`` gets ``progress=`` and its epochs reach ``report(index, n)`` (not on Dask)."""
     def collect(index, future):
         try:
             value = future.result()
@@ -253,12 +273,13 @@ def _dispatch(func, jobs, keys, pending, workers, scheduler, finish) -> None:
     elif workers == 1 or len(pending) == 1:
         for index in pending:
             try:
-                value = func(jobs[index])
+                value = func(jobs[index]) if report is None else func(
+                    jobs[index], progress=lambda n=1, index=index: report(index, n))
             except Exception as exc:
                 raise JobError(index, jobs[index], exc) from exc
             finish(index, value)
     else:
-        run_pool(func, jobs, pending, min(workers, len(pending)), collect)
+        run_pool(func, jobs, pending, min(workers, len(pending)), collect, report)
 
 
 def _example_job(job: dict) -> dict:

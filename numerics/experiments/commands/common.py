@@ -12,7 +12,7 @@ import math
 import os
 import re
 
-from derivations.core.cli import UsageError, parse_int, parse_number, prepare_output_dir, progress_bar
+from derivations.core.cli import UsageError, parse_int, parse_number, prepare_output_dir
 
 __all__ = ["PROG", "add_common", "number", "integer", "parse_seeds", "workers", "scheduler",
            "output_dir", "config", "option_message", "json_text", "finite_or_none", "run_single_or_pool",
@@ -173,17 +173,11 @@ def warn_diverged(what: str, steps: int, measurements: str = "null") -> None:
 
 
 def run_single_or_pool(func, jobs, args, n_workers, address, desc, epochs_each, store=None):
-    """Run jobs; in-process with an epoch-level bar when only one process would be used."""
+    """Run jobs (in-process when only one process would be used) with an epoch-level bar."""
     from ..runner import run_jobs
 
-    show = not args.quiet
-    if address is None and store is None and (n_workers == 1 or len(jobs) == 1):
-        bar = progress_bar(epochs_each * len(jobs), desc=desc, unit="epoch", show=show)
-        try:
-            return [json.loads(json.dumps(func(job, progress=bar.update))) for job in jobs]
-        finally:
-            bar.close()
-    return run_jobs(func, jobs, workers=n_workers, scheduler=address, store=store, progress=show, desc=desc)
+    return run_jobs(func, jobs, workers=n_workers, scheduler=address, store=store, progress=not args.quiet,
+                    desc=desc, epochs=lambda job: epochs_each)
 
 
 def memory_budget() -> int:

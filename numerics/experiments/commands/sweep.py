@@ -204,7 +204,7 @@ def _run(args, output, jobs, settings, workers, scheduler):
 
     store = ResultStore(output / "runs", validate=jobs_mod.valid_result)
     results = run_jobs(jobs_mod.sweep_job, jobs, workers=workers, scheduler=scheduler, store=store,
-                       progress=not args.quiet, desc="sweep")
+                       progress=not args.quiet, desc="sweep", epochs=jobs_mod.job_epochs)
     rows = sweep_mod.rows_from_results(results)
     rows.sort(key=lambda r: (settings["parameterizations"].index(r["parameterization"]),
                              settings["ratios"].index(r["ratio"]), r["seed"], -r["target_loss"]))

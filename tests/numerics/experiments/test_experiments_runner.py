@@ -18,7 +18,7 @@ import pytest
 from numerics.experiments.runner import (STORE_FORMAT, JobError, ResultStore, check_scheduler, job_key,
                                          run_jobs)
 
-from _jobs import counted_job, failing_job, sgd_job
+from _jobs import counted_job, epoch_job, failing_job, sgd_job
 
 ROOT = Path(__file__).resolve().parents[3]
 SGD_JOBS = [{"seed": seed, "steps": 60, "lr": 0.5} for seed in (7, 3, 11, 5)]
@@ -351,3 +351,32 @@ def test_docstring_examples_of_the_split_modules_run(name):
     module = importlib.import_module(f"numerics.experiments.{name}")
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_bar_counts_the_epochs_the_jobs_report_from_any_process(monkeypatch, workers):
+    """With ``epochs=``, the bar counts epochs: each job's ``progress(1)`` calls, from worker processes
+    through a queue, and a job that trained fewer epochs than its budget (runs stopped early) is counted
+    whole when it finishes; the results are those of a run without a bar."""
+    import numerics.experiments.runner as runner
+
+    class Bar:
+        def __init__(self, total, initial=0, **options):
+            self.total, self.n, self.unit, self.updates = total, initial, options.get("unit"), 0
+
+        def update(self, n=1):
+            self.n += n
+            self.updates += 1
+
+        def close(self):
+            bars.append(self)
+    bars = []
+    monkeypatch.setattr(runner, "progress_bar", Bar)
+    monkeypatch.setattr(runner, "isatty", lambda stream: True)
+    jobs = [{"x": x, "epochs": 30 if x else 7} for x in range(3)]
+    results = run_jobs(epoch_job, jobs, workers=workers, epochs=lambda job: 30)
+    assert results == [{"x": x, "reported": True} for x in range(3)]
+    [bar] = bars
+    assert (bar.total, bar.n, bar.unit) == (90, 90, "epoch") and bar.updates >= 30 + 7
+    assert run_jobs(epoch_job, jobs, workers=workers, progress=False) == [{"x": x, "reported": False}
+                                                                           for x in range(3)]
