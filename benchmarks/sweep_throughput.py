@@ -15,7 +15,7 @@ per epoch), one process, for each step dtype of ``--dtypes`` (float64, float32).
 * ``per-ratio``: the layout of the sweep before stacking the ratios, one
   :func:`numerics.experiments.sgd.train_fig2` of 5 stacked seeds per ratio;
 * ``stacked``: all 30 runs in one :func:`numerics.experiments.stack.train_stack`
-  (the sweep's jobs stack the ratios of one seed: 6 runs; see ``--runs-per-job``);
+  (the sweep's jobs stack every ratio of a block of three seeds: 18 runs here; see ``--runs-per-job``);
 * ``floor``: the matrix products alone of one 30-run step, in the dtype
   (``experiments_speed.matmul_floor``);
 
@@ -100,7 +100,7 @@ def main(argv=None):
     parser.add_argument("--parameterizations", default="CACO,CAFO,FACO,FAFO", help="comma-separated list")
     parser.add_argument("--dtypes", default="float64,float32", help="step dtypes (default float64,float32)")
     parser.add_argument("--runs-per-job", type=int, default=30,
-                        help="runs per stack in 'stacked' (default 30: all; the sweep's jobs stack 6)")
+                        help="runs per stack in 'stacked' (default 30: all; the sweep's jobs stack 18: 3 seeds x 6 ratios)")
     args = parser.parse_args(argv)
     dtypes = tuple(args.dtypes.split(","))
     print(f"6 ratios x 5 seeds, {args.steps} steps per run, one process; best of {args.repeat}; "
