@@ -219,3 +219,21 @@ def test_gradient_flow_is_bounded_by_max_nfev():
     assert res.t.size >= 1 and res.y.shape == (res.t.size, model.n_params)
     assert res.target_state is None and res.loss[-1] > 0.01
     assert "max_nfev=40" in res.message
+
+
+def test_logsumexp_rows_is_scipys_bit_for_bit():
+    """TaskModel's log-sum-exp (plain NumPy calls) equals scipy.special.logsumexp(z, axis=-1) exactly:
+    random rows of every scale, rows with a repeated maximum, and rows that are not finite (SciPy's own)."""
+    from scipy.special import logsumexp
+
+    from numerics.model.attention import logsumexp_rows
+
+    rng = np.random.default_rng(5)
+    for shape in [(3,), (4, 50), (6, 3, 5)]:
+        for scale in (1e-9, 1.0, 30.0, 800.0):
+            z = rng.normal(size=shape) * scale
+            z[..., -1] = z.max(axis=-1)                       # a tie at the maximum
+            for x in (z, rng.normal(size=shape) * scale):
+                assert np.array_equal(logsumexp_rows(x), logsumexp(x, axis=-1)), (shape, scale)
+    odd = np.array([[np.inf, 1.0], [-np.inf, -np.inf], [np.nan, 1.0], [-np.inf, 2.0]])
+    np.testing.assert_array_equal(logsumexp_rows(odd), logsumexp(odd, axis=-1))
