@@ -113,18 +113,23 @@ def _jobs(s) -> list:
 def _check_memory(s, workers, address) -> None:
     """Refuse sizes whose arrays would not fit, before a job (or a list of seeds) is built."""
     from .. import sgd
+    from .. import sweep as sweep_mod
     from ..memory import fig2_bytes
 
     one = common.config(sgd.Fig2Config, parameterization=s["parameterizations"][0], lr_qk=s["lr_ov"],
                         lr_ov=s["lr_ov"], seq_len=s["seq_len"], batch_size=s["batch_size"],
                         steps_per_epoch=s["steps_per_epoch"], epochs=1, eval_batches=s["eval_batches"],
                         max_steps=s["max_steps"], **{k: s[k] for k in ("task", "task_params") if k in s})
-    # one job per (parameterization, seed) stacks the seed's runs at every ratio
-    at_once = max(1, common.processes(workers, len(s["parameterizations"]) * s["seeds"], address))
-    common.check_memory(at_once * fig2_bytes(one, len(s["ratios"])),
+    # one job per parameterization and block of seeds stacks the block's runs at every ratio
+    seeds = min(s["seeds"], sweep_mod.SEEDS_PER_JOB)
+    n_jobs = len(s["parameterizations"]) * -(-s["seeds"] // sweep_mod.SEEDS_PER_JOB)
+    at_once = max(1, common.processes(workers, n_jobs, address))
+    runs = len(s["ratios"]) * seeds
+    common.check_memory(at_once * fig2_bytes(one, runs),
                         f"sweep with --seq-len {s['seq_len']}, --batch-size {s['batch_size']}, "
                         f"--steps-per-epoch {s['steps_per_epoch']}, --eval-batches {s['eval_batches']} "
-                        f"and {len(s['ratios'])} stacked runs (one per ratio) in each of {at_once} process(es)")
+                        f"and {runs} stacked runs ({len(s['ratios'])} ratios x {seeds} seeds) in each of "
+                        f"{at_once} process(es)")
 
 
 def _check_target(s) -> None:

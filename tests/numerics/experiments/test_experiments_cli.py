@@ -432,6 +432,9 @@ def test_dev_full_and_a_closed_pipe_end_without_a_traceback():
     ["fig3", "--eval-batches", "1000000000"],
     ["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1", "--target-loss", "1",
      "--seq-len", "1000000000", "--output", "OUT"],
+    # a job stacks every ratio of 3 seeds: 30 runs of 20000-step epochs (8 GiB; 10 runs would fit)
+    ["sweep", "--parameterizations", "CACO", "--ratios", "1,2,3,4,5,6,7,8,9,10", "--seeds", "3", "--target-loss",
+     "1", "--steps-per-epoch", "20000", "--workers", "1", "--output", "OUT"],
 ])
 def test_huge_sizes_are_refused_with_the_memory_they_need(argv, tmp_path, monkeypatch, capsys):
     from numerics.experiments.commands import common
