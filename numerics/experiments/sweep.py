@@ -16,21 +16,25 @@ first reached each higher one (:func:`numerics.experiments.sgd.train_fig2`'s
 one-target sweep's jobs, and so its numbers, are those of a sweep before
 several targets existed.
 
-One job per parameterization and block of :data:`SEEDS_PER_JOB` consecutive
-seeds (1234-1236, 1237-1239, ...) trains those seeds at every ratio in one
-stack (:func:`numerics.experiments.jobs.sweep_job`,
+One job per parameterization and block of consecutive seeds (at most
+:data:`SEEDS_PER_JOB`: 1234-1236, 1237-1239, ...) trains those seeds at every
+ratio in one stack (:func:`numerics.experiments.jobs.sweep_job`,
 :func:`numerics.experiments.stack.train_stack`: a run that reaches the lowest
 target or diverges leaves the stack; each run's numbers are those of the run
 trained alone).  A step's fixed cost (NumPy's per-call overhead, about 0.05 ms)
 is paid once per stack and step, so the fewer stacks the better, and a stack's
 length is that of its longest run (the lowest ratio's); blocks of three seeds
-keep the README sweep's 60 runs in 4 jobs, and a sweep of more seeds in enough
-jobs to keep every worker busy.  The job partition does not depend on the
-number of workers nor on how a sweep's seeds were extended, so a
+keep the README sweep's 60 runs in 4 jobs.  A smaller sweep takes smaller
+blocks, down to one seed, so that it still has :data:`MIN_JOBS` jobs where it
+can (:func:`seeds_per_job`): one parameterization of 3 seeds is 3 jobs, not one
+that would leave a worker idle.  The job partition depends on the sweep's
+parameterizations and seeds, never on the number of workers, so a
 :class:`~numerics.experiments.runner.ResultStore` written by one run is reused
-by ``--resume`` with any worker count.  (A store of an older layout, one job per
-(parameterization, ratio) or per (parameterization, seed), is not reused: its
-runs are recomputed, to the same numbers.)
+by ``--resume`` with any worker count; ``--extend`` may change the blocks, and
+the runs of a changed block are retrained, to the same numbers.  (A store of an
+older layout, one job per (parameterization, ratio) or per (parameterization,
+seed) where blocks are larger now, is not reused either: its runs are
+recomputed, to the same numbers, and ``sweep`` says so.)
 ``results.csv`` (:data:`CSV_COLUMNS`) has one row per run and target in the
 order parameterizations x ratios x seeds as given (duplicates removed) x
 targets (highest first); ``steps`` are the steps trained by the row's state,
@@ -42,10 +46,11 @@ measurements are empty cells).
 The directory records its settings (:data:`SETTINGS_FILE`, written before any
 work): ``--resume`` with other settings is refused, naming the difference
 (:func:`settings_difference`); ``--extend`` adds parameterizations, ratios or
-seeds to a stored sweep and keeps every stored row (the added seeds are
-trained in jobs of their own; added ratios change every job's stack, so its
-runs are recomputed, to the same numbers: runs are independent of the runs
-stacked with them). :func:`lock_directory` holds an
+seeds to a stored sweep and keeps every stored row (the stored jobs whose
+stack, parameterization, ratios and block of seeds, is unchanged are reused;
+added ratios change every job's stack and added seeds or parameterizations may
+change the blocks, and those runs are recomputed, to the same numbers: runs are
+independent of the runs stacked with them). :func:`lock_directory` holds an
 exclusive lock on the directory while a sweep writes into it.
 """
 from __future__ import annotations
@@ -64,7 +69,7 @@ from derivations.core.atomic_file import atomic_write_text
 
 from . import sgd
 
-__all__ = ["CSV_COLUMNS", "FIRST_SEED", "SEEDS_PER_JOB", "SETTINGS_FILE", "target_losses", "sweep_jobs", "rows_from_results", "summarize",
+__all__ = ["CSV_COLUMNS", "FIRST_SEED", "SEEDS_PER_JOB", "MIN_JOBS", "seeds_per_job", "SETTINGS_FILE", "target_losses", "sweep_jobs", "rows_from_results", "summarize",
            "spearman", "write_csv", "read_csv", "initial_losses", "read_settings", "write_settings",
            "settings_difference", "extend_settings", "lock_directory", "DirectoryLocked"]
 
@@ -81,8 +86,10 @@ EXTENDABLE = ("parameterizations", "ratios", "seeds")
 _UNNAMED_DEFAULTS = {"dtype": "float64"}
 #: Seeds of a sweep are FIRST_SEED, FIRST_SEED + 1, ... (the notebooks' 1234, 1235, ...).
 FIRST_SEED = 1234
-#: Seeds stacked in one job (with every ratio): the seeds are cut into consecutive blocks of this size.
+#: Most seeds stacked in one job (with every ratio): the seeds are cut into consecutive blocks.
 SEEDS_PER_JOB = 3
+#: Jobs a sweep has at least where its parameterizations and seeds allow (:func:`seeds_per_job`).
+MIN_JOBS = 4
 
 
 def _dedupe(seq):
@@ -118,7 +125,7 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_step
     ``target_loss`` is one loss or several (:func:`target_losses`): the runs
     train to the lowest; a job of several targets names them all
     (``target_losses``, highest first), a job of one is as it always was.
-    One job per parameterization and block of :data:`SEEDS_PER_JOB` consecutive seeds, stacking
+    One job per parameterization and block of :func:`seeds_per_job` consecutive seeds, stacking
     every ratio (``"ratios"``; the config is that of ratio 1, ratio ``r`` trains with
     ``lr_qk = r * lr_ov``); ``seed_blocks`` (sizes summing to ``n_seeds``, default one block, the
     history of ``--extend``) is still checked, and does not change the jobs. ``task``, ``task_params``: the engine task trained
@@ -145,7 +152,8 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_step
     targets = target_losses(target_loss)
     _check_seed_blocks(n_seeds, seed_blocks)
     seeds = list(range(FIRST_SEED, FIRST_SEED + n_seeds))
-    blocks = [seeds[i:i + SEEDS_PER_JOB] for i in range(0, n_seeds, SEEDS_PER_JOB)]
+    size = seeds_per_job(len(parameterizations), n_seeds)
+    blocks = [seeds[i:i + size] for i in range(0, n_seeds, size)]
     jobs = []
     for p in parameterizations:
         cfg = sgd.Fig2Config(parameterization=p, lr_qk=lr_ov, lr_ov=lr_ov, seq_len=seq_len,
@@ -159,6 +167,19 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_step
                 job["target_losses"] = targets
             jobs.append(job)
     return jobs
+
+
+def seeds_per_job(n_parameterizations: int, n_seeds: int) -> int:
+    """Seeds stacked in one job of a sweep: :data:`SEEDS_PER_JOB`, or the largest fewer that still
+    gives :data:`MIN_JOBS` jobs (one per parameterization and block), or 1.
+
+    >>> seeds_per_job(4, 3), seeds_per_job(2, 3), seeds_per_job(1, 3), seeds_per_job(1, 10)
+    (3, 2, 1, 3)
+    """
+    for size in range(SEEDS_PER_JOB, 1, -1):
+        if n_parameterizations * -(-n_seeds // size) >= MIN_JOBS:
+            return size
+    return 1
 
 
 def _check_seed_blocks(n_seeds, sizes) -> None:
@@ -392,7 +413,8 @@ def settings_difference(stored: dict, given: dict, *, extend: bool = False):
 
 def extend_settings(stored: dict, given: dict) -> dict:
     """The settings of ``stored`` extended by ``given``'s new parameterizations, ratios and seeds
-    (stored ones first, so every stored job keeps its key); a new block of seeds if any."""
+    (stored ones first, in the stored order); the seeds' history in ``seed_blocks`` (a new block
+    if seeds are added; it is recorded, and does not change the jobs)."""
     out = dict(given)
     for key in ("parameterizations", "ratios"):
         out[key] = list(stored[key]) + [v for v in given[key] if v not in stored[key]]

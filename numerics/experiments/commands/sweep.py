@@ -121,8 +121,8 @@ def _check_memory(s, workers, address) -> None:
                         steps_per_epoch=s["steps_per_epoch"], epochs=1, eval_batches=s["eval_batches"],
                         max_steps=s["max_steps"], **{k: s[k] for k in ("task", "task_params") if k in s})
     # one job per parameterization and block of seeds stacks the block's runs at every ratio
-    seeds = min(s["seeds"], sweep_mod.SEEDS_PER_JOB)
-    n_jobs = len(s["parameterizations"]) * -(-s["seeds"] // sweep_mod.SEEDS_PER_JOB)
+    seeds = sweep_mod.seeds_per_job(len(s["parameterizations"]), s["seeds"])
+    n_jobs = len(s["parameterizations"]) * -(-s["seeds"] // seeds)
     at_once = max(1, common.processes(workers, n_jobs, address))
     runs = len(s["ratios"]) * seeds
     common.check_memory(at_once * fig2_bytes(one, runs),

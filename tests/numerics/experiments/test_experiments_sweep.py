@@ -25,14 +25,17 @@ def _rows():
 def test_jobs_dedupe_and_rates():
     jobs = sweep.sweep_jobs(["CACO", "CACO", "FAFO"], [1, 2, 1], 3, 0.1, max_steps=250, steps_per_epoch=100,
                             lr_ov=0.02)
-    # one job per parameterization and block of 3 seeds, every ratio stacked: the config is ratio 1's
+    # one job per parameterization and block of seeds, every ratio stacked: the config is ratio 1's;
+    # blocks of 2 here, so that the sweep has 4 jobs (blocks of 3 would give 2)
     assert [(j["config"]["parameterization"], j["seeds"], j["ratios"]) for j in jobs] == \
-        [(p, [1234, 1235, 1236], [1.0, 2.0]) for p in ("CACO", "FAFO")]
-    seven = sweep.sweep_jobs(["CACO"], [1], 7, 0.1)
-    assert [j["seeds"] for j in seven] == [[1234, 1235, 1236], [1237, 1238, 1239], [1240]]
-    # extending 7 seeds to 8 keeps the jobs of the full blocks (their stored runs are reused)
-    assert sweep.sweep_jobs(["CACO"], [1], 8, 0.1, seed_blocks=[7, 1])[:2] == seven[:2]
-    j = jobs[1]
+        [(p, s, [1.0, 2.0]) for p in ("CACO", "FAFO") for s in ([1234, 1235], [1236])]
+    blocks = lambda P, n: [j["seeds"] for j in sweep.sweep_jobs(P, [1], n, 0.1)]   # noqa: E731
+    assert blocks(["CACO"], 10) == [[1234, 1235, 1236], [1237, 1238, 1239], [1240, 1241, 1242], [1243]]
+    assert blocks(["CACO"], 3) == [[1234], [1235], [1236]]                   # not one job for two workers
+    assert blocks(["CACO", "CAFO", "FACO", "FAFO"], 3) == [[1234, 1235, 1236]] * 4   # the README sweep
+    # extending 10 seeds to 11 keeps the jobs of the full blocks (their stored runs are reused)
+    assert blocks(["CACO"], 11)[:3] == blocks(["CACO"], 10)[:3]
+    j = jobs[0]
     assert j["config"]["lr_qk"] == 0.02 and j["config"]["lr_ov"] == 0.02
     # the partition does not depend on how the seeds were extended (resume with any history)
     assert sweep.sweep_jobs(["CACO", "FAFO"], [1, 2], 3, 0.1, max_steps=250, steps_per_epoch=100, lr_ov=0.02,
