@@ -63,3 +63,10 @@ def epoch_job(job, progress=None):
         if progress is not None:
             progress(1)
     return {"x": job["x"], "reported": progress is not None}
+
+
+def failing_job_with_progress(job, progress=None):
+    """:func:`failing_job` that reports an epoch first."""
+    if progress is not None:
+        progress(1)
+    return failing_job(job)

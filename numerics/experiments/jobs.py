@@ -81,13 +81,10 @@ def combine_runs(runs: list) -> dict:
 def job_epochs(job: dict) -> int:
     """The epochs a job trains at most (its stack's schedule; runs that reach their target stop
     sooner): the unit of the progress bars of :func:`numerics.experiments.runner.run_jobs`."""
-    c = job["config"]
     if job.get("experiment") == "fig3":
-        return int(c["epochs"])
-    steps = c["epochs"] * c["steps_per_epoch"]
-    if c.get("max_steps") is not None:
-        steps = min(steps, c["max_steps"])
-    return -(-steps // c["steps_per_epoch"])
+        return int(job["config"]["epochs"])
+    config = _fig2_config(job)
+    return -(-config.total_steps // config.steps_per_epoch)
 
 
 def fig2_job(job: dict, progress=None) -> dict:

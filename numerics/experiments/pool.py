@@ -66,13 +66,25 @@ def _mp_context():
     return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
 
 
+#: Seconds between two progress messages of a job (its epochs are added up in between).
+_REPORT_EVERY = 0.1
+
+
 def _call(func, job, index):
     """``func(job)`` in a worker; with a progress queue, ``func(job, progress=...)`` whose calls
-    ``progress(n)`` (n epochs done) reach the parent as ``(index, n)``."""
+    ``progress(n)`` (n epochs done) reach the parent as ``(index, epochs)`` messages, at most
+    one per :data:`_REPORT_EVERY` seconds (the parent counts a finished job whole anyway)."""
     if _PROGRESS is None:
         return func(job)
-    queue = _PROGRESS
-    return func(job, progress=lambda n=1: queue.put((index, n)))
+    queue, pending, last = _PROGRESS, [0], [time.monotonic()]
+
+    def progress(n=1):
+        pending[0] += n
+        now = time.monotonic()
+        if now - last[0] >= _REPORT_EVERY:
+            queue.put((index, pending[0]))
+            pending[0], last[0] = 0, now
+    return func(job, progress=progress)
 
 
 def _drain(queue, report) -> None:
@@ -105,6 +117,8 @@ def run_pool(func, jobs, pending, workers, collect, report=None) -> None:
                 collect(futures[future], future)
         clean = True
     finally:
+        if queue is not None:
+            queue.close()
         if clean:
             executor.shutdown(wait=True)
         else:

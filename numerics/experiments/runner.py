@@ -139,11 +139,14 @@ def run_jobs(func: Callable[[dict], dict], jobs: Sequence[dict], *, workers: int
         Label of the progress bar (default: ``func``'s name).
     epochs : callable or None, optional
         ``epochs(job)``: the epochs a job trains at most.  Then the bar counts
-        epochs, not jobs: ``func`` is called as ``func(job, progress=p)`` and
-        reports each epoch with ``p(1)``, from a worker process too (a queue
-        carries the counts; on Dask only finished jobs count), and a job that
-        stops early (its runs reached their target) is counted whole when it
-        finishes.  The result does not depend on it.
+        epochs, not jobs, and ``func`` must take a keyword ``progress``
+        (default None): where the bar is shown (on a terminal, in this process
+        or local worker processes), ``func`` is called as
+        ``func(job, progress=p)`` and reports each epoch with ``p(1)`` (a queue
+        carries the counts from worker processes, a few times a second); on
+        Dask, or without a bar, it is called as ``func(job)``.  A job is counted
+        whole when it finishes (its runs may have stopped early, at their
+        target).  The results do not depend on it.
 
     Returns
     -------
@@ -185,6 +188,8 @@ def run_jobs(func: Callable[[dict], dict], jobs: Sequence[dict], *, workers: int
     [{'square': 0.25}, {'square': 4.0}]
     """
     keys, normalised, workers, store = _check_inputs(func, jobs, workers, scheduler, store)
+    if epochs is not None and not _takes_progress(func):
+        raise ValueError("func must take a progress= keyword when epochs is given")
     if desc is None:
         desc = getattr(func, "__name__", None)
     results: list = [None] * len(normalised)
@@ -227,6 +232,15 @@ def run_jobs(func: Callable[[dict], dict], jobs: Sequence[dict], *, workers: int
         if results[index] is None:
             results[index] = results[first_index[key]]
     return results
+
+
+def _takes_progress(func) -> bool:
+    import inspect
+    try:
+        parameters = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):      # pragma: no cover - a builtin without a signature
+        return False
+    return any(p.name == "progress" or p.kind is p.VAR_KEYWORD for p in parameters)
 
 
 def _check_inputs(func, jobs, workers, scheduler, store):

@@ -15,7 +15,7 @@ import re
 from derivations.core.cli import UsageError, parse_int, parse_number, prepare_output_dir
 
 __all__ = ["PROG", "add_common", "number", "integer", "parse_seeds", "workers", "scheduler",
-           "output_dir", "config", "option_message", "json_text", "finite_or_none", "run_single_or_pool",
+           "output_dir", "config", "option_message", "json_text", "finite_or_none",
            "check_memory", "memory_budget", "MAX_SEEDS", "warn", "warn_diverged", "DIVERGED"]
 
 #: Program name of the one-line messages.
@@ -170,14 +170,6 @@ def warn_diverged(what: str, steps: int, measurements: str = "null") -> None:
     DIVERGED.append(what)
     warn(f"{what} diverged (non-finite training loss after {steps} steps): stopped there, its "
          f"measurements are {measurements}")
-
-
-def run_single_or_pool(func, jobs, args, n_workers, address, desc, epochs_each, store=None):
-    """Run jobs (in-process when only one process would be used) with an epoch-level bar."""
-    from ..runner import run_jobs
-
-    return run_jobs(func, jobs, workers=n_workers, scheduler=address, store=store, progress=not args.quiet,
-                    desc=desc, epochs=lambda job: epochs_each)
 
 
 def memory_budget() -> int:

@@ -65,6 +65,7 @@ def _config(args):
 def prepare(args):
     """Check every input (then the output directory); return ``(work, format)``, no work done yet."""
     from .. import jobs as jobs_mod
+    from ..runner import run_jobs
     from ..memory import fig2_bytes
 
     config, pub = _config(args)
@@ -81,8 +82,8 @@ def prepare(args):
 
     def work():
         job_list = [{"experiment": "fig2", "config": config.to_dict(), "seeds": g} for g in groups]
-        results = common.run_single_or_pool(jobs_mod.fig2_job, job_list, args, workers, scheduler, "fig2",
-                                            config.epochs)
+        results = run_jobs(jobs_mod.fig2_job, job_list, workers=workers, scheduler=scheduler,
+                           progress=not args.quiet, desc="fig2", epochs=jobs_mod.job_epochs)
         runs = [r for res in results for r in res["runs"]]
         for r in runs:
             if r["status"] == "diverged":

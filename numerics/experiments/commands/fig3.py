@@ -41,6 +41,7 @@ def _alpha(text):
 def prepare(args):
     """Check every input (then the output directory); return ``(work, format)``, no work done yet."""
     from .. import jobs as jobs_mod
+    from ..runner import run_jobs
     from .. import sgd
     from ..memory import fig3_bytes
 
@@ -62,8 +63,8 @@ def prepare(args):
 
     def work():
         job = {"experiment": "fig3", "config": config.to_dict()}
-        res = common.run_single_or_pool(jobs_mod.fig3_job, [job], args, workers, scheduler, "fig3",
-                                        config.epochs)[0]
+        res = run_jobs(jobs_mod.fig3_job, [job], workers=workers, scheduler=scheduler, progress=not args.quiet,
+                       desc="fig3", epochs=jobs_mod.job_epochs)[0]
         payload = {"alpha": res["alpha"], "loss": res["loss"], "incentive": res["incentive"],
                    "final_loss": res["final_loss"], "loss_shifted": res["loss_shifted"],
                    "train_loss": res["train_loss"], "settings": config.to_dict()}

@@ -18,7 +18,7 @@ import pytest
 from numerics.experiments.runner import (STORE_FORMAT, JobError, ResultStore, check_scheduler, job_key,
                                          run_jobs)
 
-from _jobs import counted_job, epoch_job, failing_job, sgd_job
+from _jobs import counted_job, epoch_job, failing_job, failing_job_with_progress, sgd_job
 
 ROOT = Path(__file__).resolve().parents[3]
 SGD_JOBS = [{"seed": seed, "steps": 60, "lr": 0.5} for seed in (7, 3, 11, 5)]
@@ -377,6 +377,15 @@ def test_the_bar_counts_the_epochs_the_jobs_report_from_any_process(monkeypatch,
     results = run_jobs(epoch_job, jobs, workers=workers, epochs=lambda job: 30)
     assert results == [{"x": x, "reported": True} for x in range(3)]
     [bar] = bars
-    assert (bar.total, bar.n, bar.unit) == (90, 90, "epoch") and bar.updates >= 30 + 7
+    assert (bar.total, bar.n, bar.unit) == (90, 90, "epoch")
+    if workers == 1:          # in this process every epoch moves the bar (worker processes: a few times a second)
+        assert bar.updates >= 30 + 7
     assert run_jobs(epoch_job, jobs, workers=workers, progress=False) == [{"x": x, "reported": False}
                                                                            for x in range(3)]
+    # a job that fails with the bar on: named, the pool and its queue closed, nothing hangs
+    with pytest.raises(JobError, match="x is 3"):
+        run_jobs(failing_job_with_progress, [{"x": 1}, {"x": 3}], workers=workers, epochs=lambda job: 5)
+    # epochs= with a job function that cannot report them: refused before any work, on any stream
+    monkeypatch.setattr(runner, "isatty", lambda stream: False)
+    with pytest.raises(ValueError, match="progress"):
+        run_jobs(counted_job, [{"x": 1}], workers=workers, epochs=lambda job: 5)
