@@ -243,12 +243,17 @@ def _at(rows, target):
 
 def _theory(rows, settings, workers, scheduler, progress):
     """The theory beside every run (:func:`numerics.experiments.overlay.theory_beside_runs`), or None;
-    its flows run on the sweep's workers, one job per (parameterization, ratio)."""
+    its flows run on the sweep's workers, one job per (parameterization, ratio), or here if those
+    fail (a lost Dask scheduler, a broken pool): the measured sweep is written either way."""
     from ..overlay import theory_beside_runs
-    from ..runner import run_jobs
+    from ..runner import JobError, SchedulerLost, run_jobs
 
     def run(func, jobs):
-        return run_jobs(func, jobs, workers=workers, scheduler=scheduler, progress=progress, desc="theory")
+        try:
+            return run_jobs(func, jobs, workers=workers, scheduler=scheduler, progress=progress, desc="theory")
+        except (JobError, SchedulerLost, ValueError, OSError) as exc:
+            common.warn(f"the theory overlay is computed in this process ({exc})")
+            return [func(job) for job in jobs]
     records = theory_beside_runs(rows, settings, warn=lambda m: common.warn(f"no theory overlay: {m}"), run=run)
     return records or None
 

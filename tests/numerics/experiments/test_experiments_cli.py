@@ -91,6 +91,29 @@ def test_sweep_csv_json_plot_and_refuses_to_overwrite(tmp_path, capsys):
     assert "--resume" in capsys.readouterr().err
 
 
+def test_the_theory_is_computed_here_when_the_workers_fail_it(tmp_path, capsys, monkeypatch):
+    """The overlay's flows run on the sweep's workers; if that fails (a lost scheduler, a broken pool),
+    they are computed in this process with a warning: the same sweep.json as a sweep where they ran."""
+    from numerics.experiments import runner
+    from numerics.experiments.cluster import SchedulerLost
+
+    ok = tmp_path / "ok"
+    assert main([*SWEEP, "--output", str(ok), "--workers", "1"]) == 0
+    real = runner.run_jobs
+
+    def lost_for_the_theory(func, jobs, **options):
+        if options.get("desc") == "theory":
+            raise SchedulerLost("the Dask scheduler at tcp://x:1 was lost")
+        return real(func, jobs, **options)
+    monkeypatch.setattr(runner, "run_jobs", lost_for_the_theory)
+    capsys.readouterr()
+    lost = tmp_path / "lost"
+    assert main([*SWEEP, "--output", str(lost), "--workers", "1"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "computed in this process" in err and "was lost" in err
+    assert (lost / "sweep.json").read_bytes() == (ok / "sweep.json").read_bytes()
+
+
 def test_sweep_resume_after_kill_equals_uninterrupted(tmp_path):
     args = ["sweep", "--parameterizations", "CACO,FACO", "--ratios", "1,3,9", "--seeds", "2", "--target-loss",
             "0.5", "--max-steps", "600", "--steps-per-epoch", "100", "--eval-batches", "1", "--workers", "1",
