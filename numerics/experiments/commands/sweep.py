@@ -208,6 +208,7 @@ def _run(args, output, jobs, settings, workers, scheduler):
     from ..runner import ResultStore, run_jobs
 
     store = ResultStore(output / "runs", validate=jobs_mod.valid_result)
+    _warn_other_layout(store, jobs)
     results = run_jobs(jobs_mod.sweep_job, jobs, workers=workers, scheduler=scheduler, store=store,
                        progress=not args.quiet, desc="sweep", epochs=jobs_mod.job_epochs)
     rows = sweep_mod.rows_from_results(results)
@@ -234,6 +235,17 @@ def _run(args, output, jobs, settings, workers, scheduler):
     atomic_write_text(output / "sweep.json", common.json_text(payload))
     _figure(output, summary, rows, theory, settings)
     return payload
+
+
+def _warn_other_layout(store, jobs) -> None:
+    """One warning if the store holds job files but none of this sweep's jobs (a sweep stored by an
+    older qkov, whose jobs were cut otherwise): every run is trained again, to the same numbers."""
+    from ..runner import job_key
+
+    files = {p.stem for p in store.directory.glob("*.json")}
+    if files and not files & {job_key(job) for job in jobs}:
+        common.warn(f"the {len(files)} stored job file(s) in {store.directory} are of another job layout "
+                    f"(an older qkov): every run is trained again, to the same numbers")
 
 
 def _at(rows, target):

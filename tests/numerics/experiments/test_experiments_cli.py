@@ -114,6 +114,27 @@ def test_the_theory_is_computed_here_when_the_workers_fail_it(tmp_path, capsys, 
     assert (lost / "sweep.json").read_bytes() == (ok / "sweep.json").read_bytes()
 
 
+def test_a_sweep_stored_in_another_job_layout_is_retrained_and_says_so(tmp_path, capsys):
+    """A store whose files belong to none of the sweep's jobs (an older qkov cut them per (parameterization,
+    seed)): one warning, every run trained again, the same results.csv; the next resume is silent."""
+    from numerics.experiments.runner import ResultStore
+
+    out = tmp_path / "s"
+    assert main([*SWEEP, "--output", str(out), "--workers", "1"]) == 0
+    want = (out / "results.csv").read_bytes()
+    store = ResultStore(out / "runs")
+    for job, result in list(store.items()):             # the same runs under other job keys
+        store.path(job).unlink()
+        store.put({**job, "layout": "older"}, result)
+    capsys.readouterr()
+    assert main([*SWEEP, "--output", str(out), "--workers", "1", "--resume"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "another job layout" in err and "trained again" in err
+    assert (out / "results.csv").read_bytes() == want
+    assert main([*SWEEP, "--output", str(out), "--workers", "1", "--resume"]) == 0
+    assert capsys.readouterr().err == ""
+
+
 def test_sweep_resume_after_kill_equals_uninterrupted(tmp_path):
     args = ["sweep", "--parameterizations", "CACO,FACO", "--ratios", "1,3,9", "--seeds", "2", "--target-loss",
             "0.5", "--max-steps", "600", "--steps-per-epoch", "100", "--eval-batches", "1", "--workers", "1",
