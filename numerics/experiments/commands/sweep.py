@@ -208,7 +208,8 @@ def _run(args, output, jobs, settings, workers, scheduler):
     from ..runner import ResultStore, run_jobs
 
     store = ResultStore(output / "runs", validate=jobs_mod.valid_result)
-    _warn_other_layout(store, jobs)
+    if not args.extend:                 # (an --extend that adds ratios changes every job: documented)
+        _warn_other_layout(store, jobs)
     results = run_jobs(jobs_mod.sweep_job, jobs, workers=workers, scheduler=scheduler, store=store,
                        progress=not args.quiet, desc="sweep", epochs=jobs_mod.job_epochs)
     rows = sweep_mod.rows_from_results(results)
