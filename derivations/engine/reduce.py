@@ -57,7 +57,7 @@ from functools import lru_cache
 
 import sympy as sp
 
-from ..core.vocabulary import CIRCUITS, PARAMETERIZATIONS, check_parameterization, ov_factorized, qk_factorized
+from ..core.vocabulary import CIRCUITS, PARAMETERIZATIONS, check_parameterization
 from ..symbolic.forms import canonical
 from ..symbolic.symbols import M, alpha as S_alpha, eta_OV, eta_QK, mu_QK
 from .family import RATE_OF, Coordinate, GapForm, TaskFamily, loss_in_gaps
@@ -306,12 +306,8 @@ def factorized_flow(task: Task, parameterization: str, coords):
     same = _circuits_like_paper(parameterization, coords, paper_fam)
     bad = [c for c, ok in same.items() if not ok]
     if base.odes is not None and not bad:
-        from ..tasks.paper.factorization import effective_rate
-        subs = {}
-        if qk_factorized(parameterization):
-            subs[eta_QK] = effective_rate("QK")
-        if ov_factorized(parameterization):
-            subs[eta_OV] = effective_rate("OV")
+        from ..tasks.paper.factorization import effective_rates
+        subs = effective_rates(parameterization)
         odes_alpha = None
         if base.odes_alpha is not None:
             odes_alpha = {k: v.subs(subs) for k, v in base.odes_alpha.items()}
