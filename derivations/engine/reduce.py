@@ -142,12 +142,6 @@ class TaskReduction:
     odes_alpha: object = None
     orbit: object = None
 
-    def coordinate(self, name: str) -> Coordinate:
-        for c in self.coordinates:
-            if str(c.symbol) == name:
-                return c
-        raise ValueError(f"no coordinate {name!r}")
-
 
 def _circuits_like_paper(parameterization, coords, paper_fam):
     """Per factorized circuit: does the task's factor family equal the paper's (same orbit patterns)?"""
