@@ -106,10 +106,6 @@ class ExplicitModel:
     rates: dict
     loss: sp.Expr
 
-    def circuits(self, params=None):
-        """The two circuits ``(W_QK, W_OV)`` built from ``params``."""
-        return _circuits(self.parameterization, params or self.params)
-
     def gradient_flow(self):
         """``{name: -eta_name * dL/dW_name}`` as SymPy matrices."""
         return {name: -self.rates[name] * W.applyfunc(lambda w: sp.diff(self.loss, w))
