@@ -370,6 +370,15 @@ class Task:
                                  "context (other_multiplicity != 0); the symbolic engine does not support it")
         return self
 
+    def why_not_symbolic(self):
+        """None when the symbolic engine supports the task, else the reason it does not
+        (the message of :meth:`check_symbolic`)."""
+        try:
+            self.check_symbolic()
+        except ValueError as exc:
+            return str(exc)
+        return None
+
     # ------------------------------------------------------------ numbers
     def layout(self, M_value: int, shared_types: dict) -> list:
         """The token types of a concrete instance, in :class:`TaskInstance` order:

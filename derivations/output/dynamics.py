@@ -346,15 +346,6 @@ def _paper_results(fmt: str, subs: dict):
     return _Expressions(STORE.lazy())
 
 
-def _why_not_symbolic(task):
-    """None when the symbolic engine reduces ``task``, else the reason it does not."""
-    try:
-        task.check_symbolic()
-    except ValueError as exc:
-        return str(exc)
-    return None
-
-
 def _paper_text(res, names, subs, state, fmt) -> list:
     lines = ["qkov: query-key / output-value gradient-flow dynamics, derived with SymPy",
              "(Vashisht & Ramaswamy, 'Faster Query-Key Learning Sharpens Attention in Self-Attention Models', ICML 2026)"]
@@ -428,7 +419,7 @@ def render(args, answer=None) -> str:
     task = get_task(args.task)
     params = parse_params(args.params, task)
     rates = rate_values(args)
-    why = _why_not_symbolic(task)
+    why = task.why_not_symbolic()
     state = _state(task, args, params, rates, why, answer)
     names = PARAMETERIZATIONS if args.parameterization == "all" else (args.parameterization,)
     subs = _substitutions(params, rates)
