@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 
-from ..core.cli import OneLineParser, UsageError, parse_loss, rate_values
+from ..core.cli import OneLineParser, UsageError, parse_float, parse_loss, rate_values
 from ..core.expression_cache import PACKAGE_DIR, ExpressionStore
 from ..core.cli import parse_params as _text_params
 from ..core.vocabulary import (MODEL_PARAMETER_MEANINGS, PAPER_SETTING, PARAMETERIZATIONS,
@@ -83,10 +83,7 @@ def build_parser():
 
 def _model_value(name, text):
     """A model parameter by the vocabulary's rule: m, n, b finite > 0; M an integer in [2, 2**53]."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise UsageError(f"{name} must be a number; got {text!r}") from None
+    value = parse_float(name, text)
     return check_classes(value) if name == "M" else check_positive(name, value)
 
 
