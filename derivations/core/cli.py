@@ -14,6 +14,7 @@ name                             what
 :func:`assignments`              ``--params`` text -> ``(name, value)`` pairs
 :func:`parse_params`             ``--params`` text -> dict (duplicates refused)
 :func:`parse_list`               a non-empty comma-separated list
+:func:`parse_float`              a number (any float, inf and nan included)
 :func:`parse_number`             a finite number (optionally > 0)
 :func:`parse_int`                an integer in a range
 :func:`parse_loss`               a loss in ``(0, log M)``
@@ -50,7 +51,7 @@ from pathlib import Path
 from .vocabulary import check_positive
 
 __all__ = ["UsageError", "OneLineParser", "usage_error", "assignments", "parse_params",
-           "parse_list", "parse_number", "parse_int", "parse_loss", "rate_values",
+           "parse_list", "parse_float", "parse_number", "parse_int", "parse_loss", "rate_values",
            "prepare_output_dir", "progress_bar", "isatty"]
 
 
@@ -109,12 +110,17 @@ def parse_list(name: str, text, convert=str, error=UsageError) -> list:
     return [convert(t) for t in items]
 
 
-def parse_number(name: str, text, *, positive: bool = False, error=UsageError) -> float:
-    """``text`` as a finite float (``> 0`` with ``positive``), else ``error``."""
+def parse_float(name: str, text, error=UsageError) -> float:
+    """``float(text)`` (inf and nan included), else ``error`` naming ``name``."""
     try:
-        value = float(text)
+        return float(text)
     except (TypeError, ValueError):
         raise error(f"{name} must be a number; got {text!r}") from None
+
+
+def parse_number(name: str, text, *, positive: bool = False, error=UsageError) -> float:
+    """``text`` as a finite float (``> 0`` with ``positive``), else ``error``."""
+    value = parse_float(name, text, error)
     if not math.isfinite(value):
         raise error(f"{name} must be finite; got {text!r}")
     if positive and value <= 0:
@@ -134,16 +140,9 @@ def parse_int(name: str, text, minimum: int, maximum: int | None = None, error=U
     return value
 
 
-def _number(name, text):
-    try:
-        return float(text)
-    except ValueError:
-        raise UsageError(f"{name} must be a number; got {text!r}") from None
-
-
 def _positive_float(name, text):
     try:
-        return check_positive(name, _number(name, text))
+        return check_positive(name, parse_float(name, text))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
@@ -169,10 +168,7 @@ def rate_values(args) -> dict:
 
 def parse_loss(text: str, M_value, error=UsageError) -> float:
     """The ``--loss`` value ``text`` as a float in (0, log M); raises ``error`` otherwise."""
-    try:
-        loss_value = float(text)
-    except ValueError:
-        raise error(f"loss must be a number; got {text!r}") from None
+    loss_value = parse_float("loss", text, error)
     if not (math.isfinite(loss_value) and 0 < loss_value < math.log(M_value)):
         raise error(f"loss must be in (0, log M) = (0, {math.log(M_value):.6g}); got {text!r}")
     return loss_value

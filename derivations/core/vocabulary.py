@@ -84,13 +84,15 @@ def check_parameterization(name) -> str:
 
 
 def qk_factorized(parameterization: str) -> bool:
-    """True when the QK (attention) circuit is factorized, ``W_QK = W_Q W_K^T``."""
-    return check_parameterization(parameterization)[0] == "F"
+    """True when the QK (attention) circuit is factorized, ``W_QK = W_Q W_K^T``
+    (:meth:`Circuit.factorized` of :data:`CIRCUITS` ``["QK"]``)."""
+    return CIRCUITS["QK"].factorized(parameterization)
 
 
 def ov_factorized(parameterization: str) -> bool:
-    """True when the OV (output) circuit is factorized, ``W_OV = W_O W_V``."""
-    return check_parameterization(parameterization)[2] == "F"
+    """True when the OV (output) circuit is factorized, ``W_OV = W_O W_V``
+    (:meth:`Circuit.factorized` of :data:`CIRCUITS` ``["OV"]``)."""
+    return CIRCUITS["OV"].factorized(parameterization)
 
 
 # --------------------------------------------------------------------------

@@ -141,16 +141,15 @@ def invariance_residual(task, parameterization: str = "CACO", M_value: int = 2, 
     idx = _explicit_indices(task, M_value, shared_types)
     mats = (["W_Q", "W_K"] if qk_factorized(parameterization) else ["W_QK"]) + \
            (["W_O", "W_V"] if ov_factorized(parameterization) else ["W_OV"])
-    params, point = {}, {}
+    coordinate_at = {(c.matrix, c.pattern): c.symbol for c in red.coordinates}
+    params, point = {}, {}     # point: each entry -> its family coordinate, or 0 off the family
     for name in mats:
         rows, cols = idx[name]
         W = sp.Matrix(len(rows), len(cols), lambda i, j: sp.Symbol(f"{name}_{i}_{j}", real=True))
         params[name] = W
         for i, ri in enumerate(rows):
             for j, cj in enumerate(cols):
-                pat = canonical((ri, cj))
-                match = [c.symbol for c in red.coordinates if c.matrix == name and c.pattern == pat]
-                point[W[i, j]] = match[0] if match else 0
+                point[W[i, j]] = coordinate_at.get((name, canonical((ri, cj))), 0)
     loss = explicit_loss(task, M_value, params, shared_types)
     values = {M: M_value}
     for g in task.groups:
@@ -163,7 +162,5 @@ def invariance_residual(task, parameterization: str = "CACO", M_value: int = 2, 
         for i in range(len(rows)):
             for j in range(len(cols)):
                 full = -RATE_OF[name] * sp.diff(loss, W[i, j]).xreplace(point)
-                pat = canonical((rows[i], cols[j]))
-                match = [c.symbol for c in red.coordinates if c.matrix == name and c.pattern == pat]
-                entries.append(((name, i, j), full - (flows[match[0]] if match else 0)))
+                entries.append(((name, i, j), full - flows.get(point[W[i, j]], 0)))
     return nonzero_entries(entries, exact=exact, rng=rng)

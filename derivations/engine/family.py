@@ -19,15 +19,17 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from ..core.vocabulary import ov_factorized, qk_factorized
-from ..symbolic.symbols import M, eta_K, eta_O, eta_OV, eta_Q, eta_QK, eta_V, mu_OV, mu_QK
+from ..core.vocabulary import CIRCUITS, ov_factorized, qk_factorized
+from ..symbolic.symbols import SYMBOLS, M, mu_OV, mu_QK
 from .symmetry import canonical, class_sum, orbit_size, pattern_name
 from .task import Task
 
 __all__ = ["Coordinate", "TaskFamily", "RATE_OF", "eps", "class_label", "group_symbol", "GapForm", "loss_in_gaps"]
 
-#: The learning rate of each trained matrix.
-RATE_OF = {"W_QK": eta_QK, "W_OV": eta_OV, "W_Q": eta_Q, "W_K": eta_K, "W_O": eta_O, "W_V": eta_V}
+#: The learning rate of each trained matrix, read off the circuit table
+#: (:data:`derivations.core.vocabulary.CIRCUITS`).
+RATE_OF = {matrix: SYMBOLS[rate] for circuit in CIRCUITS.values()
+           for matrix, rate in ((circuit.matrix, circuit.rate), *zip(circuit.factors, circuit.factor_rates))}
 #: Scale of the factorized circuits' structured initialization.
 eps = sp.Symbol("epsilon", positive=True)
 

@@ -57,7 +57,7 @@ from functools import lru_cache
 
 import sympy as sp
 
-from ..core.vocabulary import PARAMETERIZATIONS, check_parameterization, ov_factorized, qk_factorized
+from ..core.vocabulary import CIRCUITS, PARAMETERIZATIONS, check_parameterization
 from ..symbolic.forms import canonical
 from ..symbolic.symbols import M, alpha as S_alpha, eta_OV, eta_QK, mu_QK
 from .family import RATE_OF, Coordinate, GapForm, TaskFamily, loss_in_gaps
@@ -142,28 +142,20 @@ class TaskReduction:
     odes_alpha: object = None
     orbit: object = None
 
-    def coordinate(self, name: str) -> Coordinate:
-        for c in self.coordinates:
-            if str(c.symbol) == name:
-                return c
-        raise ValueError(f"no coordinate {name!r}")
-
-
-_FACTORS = {"QK": ("W_Q", "W_K"), "OV": ("W_O", "W_V")}
-
 
 def _circuits_like_paper(parameterization, coords, paper_fam):
     """Per factorized circuit: does the task's factor family equal the paper's (same orbit patterns)?"""
     out = {}
-    for circuit, mats in _FACTORS.items():
-        if not (qk_factorized if circuit == "QK" else ov_factorized)(parameterization):
+    for circuit in CIRCUITS.values():
+        if not circuit.factorized(parameterization):
             continue
+        mats = circuit.factors
         mine = {(c.matrix, pattern_name(c.pattern)) for c in coords if c.matrix in mats}
         if paper_fam is None:
-            out[circuit] = True
+            out[circuit.name] = True
         else:
             theirs = {(c.matrix, pattern_name(c.pattern)) for c in paper_fam.coordinates if c.matrix in mats}
-            out[circuit] = mine == theirs
+            out[circuit.name] = mine == theirs
     return out
 
 
@@ -266,7 +258,7 @@ def conserved_quantities(coords, obs, J, what: str = "") -> tuple:
     conserved = []
     Gs = {a: sp.Symbol(f"G_{a}") for a in obs}
     opaque = {c.symbol: -c.rate / c.orbit * sum(Gs[a] * J[(a, c.symbol)] for a in obs) for c in coords}
-    for A, B in _FACTORS.values():
+    for A, B in (circuit.factors for circuit in CIRCUITS.values()):
         ca = [c for c in coords if c.matrix == A]
         cb = [c for c in coords if c.matrix == B]
         if not ca:
@@ -308,12 +300,8 @@ def factorized_flow(task: Task, parameterization: str, coords):
     same = _circuits_like_paper(parameterization, coords, paper_fam)
     bad = [c for c, ok in same.items() if not ok]
     if base.odes is not None and not bad:
-        from ..tasks.paper.factorization import effective_rate
-        subs = {}
-        if qk_factorized(parameterization):
-            subs[eta_QK] = effective_rate("QK")
-        if ov_factorized(parameterization):
-            subs[eta_OV] = effective_rate("OV")
+        from ..tasks.paper.factorization import effective_rates
+        subs = effective_rates(parameterization)
         odes_alpha = None
         if base.odes_alpha is not None:
             odes_alpha = {k: v.subs(subs) for k, v in base.odes_alpha.items()}
@@ -325,7 +313,7 @@ def factorized_flow(task: Task, parameterization: str, coords):
         return odes, odes_alpha, (base.mapping or None), note
     why = []
     for circuit in bad:
-        extra = sorted(str(c.symbol) for c in coords if c.matrix in _FACTORS[circuit]
+        extra = sorted(str(c.symbol) for c in coords if c.matrix in CIRCUITS[circuit].factors
                        and (paper_fam is None or c.pattern not in {p.pattern for p in paper_fam.coordinates
                                                                    if p.matrix == c.matrix}))
         why.append(f"the factorized {circuit} circuit reaches coordinates the paper's does not "

@@ -74,6 +74,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from ..core.vocabulary import PAPER_SETTING
 from ..symbolic.symbols import M, b, m, n
 from .checks import MAX_INTEGER, _exact_integer as _integer_or_none, check_expression, validate_parameter
 
@@ -242,7 +243,7 @@ class Task:
     embedding_scale: object = b
     score_scale: object = 1
     parameters: tuple = ()
-    defaults: tuple = (("m", 5), ("n", 50), ("b", 50), ("M", 20))
+    defaults: tuple = tuple(PAPER_SETTING.items())
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -369,6 +370,15 @@ class Task:
                                  "context (other_multiplicity != 0); the symbolic engine does not support it")
         return self
 
+    def why_not_symbolic(self):
+        """None when the symbolic engine supports the task, else the reason it does not
+        (the message of :meth:`check_symbolic`)."""
+        try:
+            self.check_symbolic()
+        except ValueError as exc:
+            return str(exc)
+        return None
+
     # ------------------------------------------------------------ numbers
     def layout(self, M_value: int, shared_types: dict) -> list:
         """The token types of a concrete instance, in :class:`TaskInstance` order:
@@ -388,7 +398,7 @@ class Task:
         return out
 
     def _values(self, M_value, values):
-        known = {"m": m, "n": n, "b": b, "M": M, **TASK_PARAMETERS}
+        known = {**MODEL_SYMBOLS, **TASK_PARAMETERS}
         vals = dict(self.defaults)
         for key, v in (values or {}).items():
             if key not in known:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 
-from ..core.cli import OneLineParser, UsageError, parse_loss, rate_values
+from ..core.cli import OneLineParser, UsageError, parse_float, parse_loss, rate_values
 from ..core.expression_cache import PACKAGE_DIR, ExpressionStore
 from ..core.cli import parse_params as _text_params
 from ..core.vocabulary import (MODEL_PARAMETER_MEANINGS, PAPER_SETTING, PARAMETERIZATIONS,
@@ -83,10 +83,7 @@ def build_parser():
 
 def _model_value(name, text):
     """A model parameter by the vocabulary's rule: m, n, b finite > 0; M an integer in [2, 2**53]."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise UsageError(f"{name} must be a number; got {text!r}") from None
+    value = parse_float(name, text)
     return check_classes(value) if name == "M" else check_positive(name, value)
 
 
@@ -346,15 +343,6 @@ def _paper_results(fmt: str, subs: dict):
     return _Expressions(STORE.lazy())
 
 
-def _why_not_symbolic(task):
-    """None when the symbolic engine reduces ``task``, else the reason it does not."""
-    try:
-        task.check_symbolic()
-    except ValueError as exc:
-        return str(exc)
-    return None
-
-
 def _paper_text(res, names, subs, state, fmt) -> list:
     lines = ["qkov: query-key / output-value gradient-flow dynamics, derived with SymPy",
              "(Vashisht & Ramaswamy, 'Faster Query-Key Learning Sharpens Attention in Self-Attention Models', ICML 2026)"]
@@ -428,7 +416,7 @@ def render(args, answer=None) -> str:
     task = get_task(args.task)
     params = parse_params(args.params, task)
     rates = rate_values(args)
-    why = _why_not_symbolic(task)
+    why = task.why_not_symbolic()
     state = _state(task, args, params, rates, why, answer)
     names = PARAMETERIZATIONS if args.parameterization == "all" else (args.parameterization,)
     subs = _substitutions(params, rates)

@@ -241,10 +241,9 @@ def task_sections() -> list:
     out = []
     for name, task in TASKS.items():
         out += [r"\section{Task \texttt{%s}}\label{sec:task.%s}" % (name, name), escape(task.description), ""]
-        try:
-            task.check_symbolic()
-        except ValueError as exc:
-            out += [f"The symbolic engine does not reduce this task ({escape(str(exc))}); its gradient flow is "
+        why = task.why_not_symbolic()
+        if why is not None:
+            out += [f"The symbolic engine does not reduce this task ({escape(why)}); its gradient flow is "
                     r"integrated on the full matrices by \texttt{numerics}.", ""]
             continue
         for p in PARAMETERIZATIONS:

@@ -52,7 +52,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.vocabulary import CIRCUITS, check_parameterization
+from ..core.vocabulary import CIRCUITS, PARAMETERIZATIONS, check_parameterization
 
 __all__ = ["CapabilityUnavailable", "Capability", "CAPABILITIES", "capability", "capabilities"]
 
@@ -100,7 +100,6 @@ def _unbalanced(P):
     return out
 
 
-_ALL = ("CACO", "CAFO", "FACO", "FAFO")
 _SIGNS = ("dF/dp", "dF/dr", "dp/dr", "dalpha/dr", "dmu_QK/dr", "dmu_OV/dr")
 _EARLY = ("alpha_0", "t_of_mu_OV", "mu_OV_of_t", "loss_of_t")
 _LATE = ("one_minus_alpha_leading", "loss_times_t_limit", "loss_leading")
@@ -109,14 +108,14 @@ _LATE = ("one_minus_alpha_leading", "loss_times_t_limit", "loss_leading")
 CAPABILITIES = {c.name: c for c in (
     Capability("published_equations", "the authors' published alpha, loss and CACO reduced ODEs", ("CACO",),
                "the authors published the collapsed (CACO) equations only", None),
-    Capability("reduced_odes", "dmu_OV/dt and dmu_QK/dt, balanced factors, written in alpha", _ALL, "",
-               _per_parameterization(dmu_OV_dt="dmu_OV_dt_alpha", dmu_QK_dt="dmu_QK_dt_alpha")),
+    Capability("reduced_odes", "dmu_OV/dt and dmu_QK/dt, balanced factors, written in alpha",
+               PARAMETERIZATIONS, "", _per_parameterization(dmu_OV_dt="dmu_OV_dt_alpha", dmu_QK_dt="dmu_QK_dt_alpha")),
     Capability("unbalanced_rates", "reduced ODEs and effective rates with the conserved C_QK, C_OV",
                ("CAFO", "FACO", "FAFO"), "collapsed circuits have no factors, hence no conserved C_QK, C_OV",
                _unbalanced),
-    Capability("line_coordinates", "X(mu_OV), Y(mu_QK) and the slope: trajectories are straight lines", _ALL,
-               "", _per_parameterization(X="line_X", Y="line_Y", slope="line_slope")),
-    Capability("orbit", "the first integral H and the orbit through (mu_OV_0, mu_QK_0)", _ALL, "",
+    Capability("line_coordinates", "X(mu_OV), Y(mu_QK) and the slope: trajectories are straight lines",
+               PARAMETERIZATIONS, "", _per_parameterization(X="line_X", Y="line_Y", slope="line_slope")),
+    Capability("orbit", "the first integral H and the orbit through (mu_OV_0, mu_QK_0)", PARAMETERIZATIONS, "",
                _per_parameterization(first_integral="first_integral", orbit="orbit")),
     Capability("state_at_loss", "the margin at a loss, the state equation F(p; s, r) = 0 and the state in p",
                ("CACO",), "the state at a loss is derived for CACO from zero initialization only "

@@ -30,11 +30,4 @@ def get_task(name: str) -> Task:
 
 def symbolic_task_names() -> tuple:
     """Built-in tasks the symbolic engine derives (all but the numeric-only ones)."""
-    out = []
-    for name, task in TASKS.items():
-        try:
-            task.check_symbolic()
-        except ValueError:
-            continue
-        out.append(name)
-    return tuple(out)
+    return tuple(name for name, task in TASKS.items() if task.why_not_symbolic() is None)

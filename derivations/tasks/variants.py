@@ -14,6 +14,7 @@ the paper's equations inherit the paper's closed forms
 """
 from __future__ import annotations
 
+from ..core.vocabulary import PAPER_SETTING
 from ..engine.task import Task, TokenGroup, n_c
 from ..symbolic.symbols import m, n
 
@@ -32,7 +33,7 @@ def paper_like(name: str, description: str, *, shared: bool, query_in_context: b
     return Task(name=name, description=description, groups=tuple(groups), query="q",
                 query_in_context=query_in_context, relevant=("r",),
                 parameters=("n_c",) if shared else (),
-                defaults=(("m", 5), ("n", 50), ("b", 50), ("M", 20)) + ((("n_c", 1),) if shared else ()))
+                defaults=tuple(PAPER_SETTING.items()) + ((("n_c", 1),) if shared else ()))
 
 
 #: The paper's task and its three variants, by name.

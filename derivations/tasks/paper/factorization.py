@@ -38,12 +38,12 @@ from typing import NamedTuple
 import sympy as sp
 
 from .model import family
-from ...symbolic.symbols import SYMBOLS, eta_OV, eta_QK
-from ...core.vocabulary import check_circuit, ov_factorized, qk_factorized
+from ...symbolic.symbols import SYMBOLS
+from ...core.vocabulary import CIRCUITS, check_circuit
 
 __all__ = ["CircuitSymbols", "circuit_symbols", "induced_flow", "conserved_quantity", "conserved_matrix_derivative",
-           "rate_factor", "balanced_factors", "effective_rate", "initial_conserved", "initial_point",
-           "factorized_reduced_odes"]
+           "rate_factor", "balanced_factors", "effective_rate", "effective_rates", "initial_conserved",
+           "initial_point", "factorized_reduced_odes"]
 
 
 class CircuitSymbols(NamedTuple):
@@ -214,14 +214,18 @@ def initial_point(parameterization: str, eps):
     return sp.simplify(mu_ov_of.subs(values)), sp.simplify(mu_qk_of.subs(values))
 
 
+def effective_rates(parameterization: str, balanced: bool = True) -> dict:
+    """``{eta_QK: ..., eta_OV: ...}``: the collapsed rate of each factorized circuit of
+    ``parameterization`` replaced by its :func:`effective_rate` (the one substitution that
+    turns the CACO flow into a factorized one, for the paper and the engine alike)."""
+    return {SYMBOLS[c.rate]: effective_rate(c.name, balanced) for c in CIRCUITS.values()
+            if c.factorized(parameterization)}
+
+
 @lru_cache(maxsize=None)
 def factorized_reduced_odes(parameterization: str, balanced: bool = True):
     """Reduced ODEs ``(dmu_OV/dt, dmu_QK/dt)`` (in alpha) of a parameterization
     with at least one factorized circuit: CACO's with eta_QK and/or eta_OV
-    replaced by :func:`effective_rate`."""
-    subs = {}
-    if qk_factorized(parameterization):
-        subs[eta_QK] = effective_rate("QK", balanced)
-    if ov_factorized(parameterization):
-        subs[eta_OV] = effective_rate("OV", balanced)
+    replaced by :func:`effective_rate` (:func:`effective_rates`)."""
+    subs = effective_rates(parameterization, balanced)
     return tuple(e.subs(subs) for e in family("CACO").mu_flow(in_mu=True))

@@ -45,8 +45,9 @@ import sympy as sp
 
 from ...core.vocabulary import (CIRCUITS, PARAMETERIZATIONS, check_classes,  # noqa: F401 - re-exported
                                 check_parameterization, ov_factorized, qk_factorized)
+from ...engine.family import RATE_OF
 from ...symbolic.forms import canonical  # noqa: F401 - re-exported
-from ...symbolic.symbols import M, alpha, b, eta_K, eta_O, eta_OV, eta_Q, eta_QK, eta_V, m, mu_OV, mu_QK, n
+from ...symbolic.symbols import SYMBOLS, M, alpha, b, m, mu_OV, mu_QK, n
 
 __all__ = ["class_loss", "ExplicitModel", "explicit_shapes", "explicit_population_loss", "explicit_model",
            "theta_QK", "theta_OV", "a_Q", "c_K", "o_O", "v_V", "w_V", "basis_matrix", "Family", "family",
@@ -105,10 +106,6 @@ class ExplicitModel:
     rates: dict
     loss: sp.Expr
 
-    def circuits(self, params=None):
-        """The two circuits ``(W_QK, W_OV)`` built from ``params``."""
-        return _circuits(self.parameterization, params or self.params)
-
     def gradient_flow(self):
         """``{name: -eta_name * dL/dW_name}`` as SymPy matrices."""
         return {name: -self.rates[name] * W.applyfunc(lambda w: sp.diff(self.loss, w))
@@ -149,19 +146,6 @@ def explicit_population_loss(M_value: int, W_QK, W_OV):
     return total / M_value
 
 
-_RATE_SYMBOLS = {"eta_QK": eta_QK, "eta_OV": eta_OV, "eta_Q": eta_Q, "eta_K": eta_K,
-                 "eta_O": eta_O, "eta_V": eta_V}
-
-
-def _rate_of(matrix):
-    """The learning-rate symbol of a trained matrix (from the circuit table)."""
-    for circuit in CIRCUITS.values():
-        for mat, rate in ((circuit.matrix, circuit.rate), *zip(circuit.factors, circuit.factor_rates)):
-            if mat == matrix:
-                return _RATE_SYMBOLS[rate]
-    raise ValueError(f"unknown trained matrix {matrix!r}")
-
-
 @lru_cache(maxsize=None)
 def explicit_model(M_value: int, parameterization: str = "CACO") -> ExplicitModel:
     """Build the explicit instance with ``M_value`` classes.
@@ -176,7 +160,7 @@ def explicit_model(M_value: int, parameterization: str = "CACO") -> ExplicitMode
     W_QK, W_OV = _circuits(parameterization, params)
     loss = explicit_population_loss(M_value, W_QK, W_OV)
     return ExplicitModel(M_value, parameterization, params,
-                         {name: _rate_of(name) for name in params}, loss)
+                         {name: RATE_OF[name] for name in params}, loss)
 
 
 # --------------------------------------------------------------------------
@@ -431,7 +415,7 @@ def family(parameterization: str = "CACO") -> Family:
         product = sp.S.One
         for mat, basis, rate in trained:
             c = _FAMILY_COORDINATES[mat, basis]
-            coords[c] = (mat, basis, _RATE_SYMBOLS[rate])
+            coords[c] = (mat, basis, SYMBOLS[rate])
             if basis in (circuit.basis, *circuit.factor_bases):
                 product *= c
         products[circuit.name] = product

@@ -76,6 +76,14 @@ def test_bad_input():
         get_task("authors").check_symbolic()
 
 
+def test_why_not_symbolic_is_check_symbolic_as_a_reason():
+    """None for a task the engine reduces; else check_symbolic's message, word for word."""
+    assert get_task("shared-irrelevant").why_not_symbolic() is None
+    with pytest.raises(ValueError) as exc:
+        get_task("authors").check_symbolic()
+    assert get_task("authors").why_not_symbolic() == str(exc.value)
+
+
 def test_initial_factors_paper_structure():
     inst = get_task("paper").instance(M=2, values={"m": 5, "n": 50, "b": 50})
     f = inst.initial_factors(0.1)

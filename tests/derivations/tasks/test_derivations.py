@@ -87,6 +87,16 @@ def test_rate_factor_form():
     assert sp.simplify(factorization.rate_factor("OV") - (eta_O * v_V**2 + eta_V * o_O**2)) == 0
 
 
+def test_effective_rates_replace_the_rate_of_each_factorized_circuit():
+    """The one substitution of the paper and the engine: a factorized circuit's collapsed rate
+    -> its effective rate, balanced or not; collapsed circuits keep theirs."""
+    assert factorization.effective_rates("CACO") == {}
+    assert factorization.effective_rates("CAFO") == {eta_OV: factorization.effective_rate("OV")}
+    assert factorization.effective_rates("FACO", balanced=False) == {
+        eta_QK: factorization.effective_rate("QK", balanced=False)}
+    assert list(factorization.effective_rates("FAFO")) == [eta_QK, eta_OV]
+
+
 @pytest.mark.parametrize("param", ["CAFO", "FACO", "FAFO"])
 def test_factorized_odes_equal_family_flow_on_balanced_factors(param):
     """The reduced ODEs built with the effective rate equal the chain rule on the
