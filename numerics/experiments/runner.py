@@ -204,26 +204,17 @@ def run_jobs(func: Callable[[dict], dict], jobs: Sequence[dict], *, workers: int
         else:
             results[index] = stored
     sizes = [1] * len(normalised) if epochs is None else [int(epochs(job)) for job in normalised]
-    total = sum(sizes[index] for index in first_index.values())
-    bar = progress_bar(total, initial=total - sum(sizes[index] for index in pending), desc=desc,
-                       unit="job" if epochs is None else "epoch", show=progress, smoothing=0.1)
-    shown = [0] * len(normalised)        # epochs of each job on the bar
-
-    def advance(index: int, n) -> None:
-        n = min(n, sizes[index] - shown[index])
-        if results[index] is None and n > 0:
-            shown[index] += n
-            bar.update(n)
+    bar = _JobBar(sizes, first_index.values(), pending, desc=desc, unit="job" if epochs is None else "epoch",
+                  show=progress)
 
     def finish(index: int, value) -> None:
         value = _normalise_result(value, index, normalised[index])
         if store is not None:
             store.put(normalised[index], value)
         results[index] = value
-        bar.update(sizes[index] - shown[index])
-        shown[index] = sizes[index]
+        bar.finish(index)
 
-    report = advance if epochs is not None and progress and isatty(sys.stderr) else None
+    report = bar.advance if epochs is not None and progress and isatty(sys.stderr) else None
     try:
         _dispatch(func, normalised, keys, pending, workers, scheduler, finish, report)
     finally:
@@ -232,6 +223,30 @@ def run_jobs(func: Callable[[dict], dict], jobs: Sequence[dict], *, workers: int
         if results[index] is None:
             results[index] = results[first_index[key]]
     return results
+
+
+class _JobBar:
+    """:func:`run_jobs`' bar: ``sizes[i]`` units for job ``i`` (1, or its epochs), of which the
+    jobs ``counted`` count once and the ``pending`` ones are still to come; a job's reports
+    never take more than its size, and a finished job is counted whole."""
+
+    def __init__(self, sizes, counted, pending, **options):
+        total = sum(sizes[index] for index in counted)
+        self.sizes, self.shown = sizes, [0] * len(sizes)
+        self.bar = progress_bar(total, initial=total - sum(sizes[index] for index in pending), smoothing=0.1,
+                                **options)
+
+    def advance(self, index: int, n) -> None:
+        n = min(n, self.sizes[index] - self.shown[index])    # nothing once the job is counted whole
+        if n > 0:
+            self.shown[index] += n
+            self.bar.update(n)
+
+    def finish(self, index: int) -> None:
+        self.advance(index, self.sizes[index] - self.shown[index])
+
+    def close(self) -> None:
+        self.bar.close()
 
 
 def _takes_progress(func) -> bool:
