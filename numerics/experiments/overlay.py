@@ -67,18 +67,30 @@ def _group_records(P, ratio, rows, targets, settings):
 _SETTINGS = ("init", "seq_len", "lr_ov", "task", "task_params")
 
 
-def theory_jobs(rows, settings) -> list:
-    """One JSON job per (parameterization, ratio) of ``rows`` (in order of appearance): its rows'
-    seeds and measured losses, its targets and the settings the flow needs (:func:`theory_job`)."""
+def _groups(rows) -> dict:
+    """``{(parameterization, ratio): rows}``, in order of appearance."""
     groups = {}
     for r in rows:
         groups.setdefault((r["parameterization"], float(r["ratio"])), []).append(r)
-    return [{"experiment": "theory", "parameterization": P, "ratio": ratio,
-             "targets": sorted({float(r["target_loss"]) for r in g}, reverse=True),
-             "rows": [{"seed": int(r["seed"]), "loss": float(r["loss"]) if _finite(r.get("loss")) else None}
-                      for r in g],
-             "settings": {k: settings[k] for k in _SETTINGS if k in settings}}
-            for (P, ratio), g in groups.items()]
+    return groups
+
+
+def _measured(row):
+    """The loss a run measured, or None (a diverged run measured nothing)."""
+    return float(row["loss"]) if _finite(row.get("loss")) else None
+
+
+def _job(P, ratio, rows, settings) -> dict:
+    return {"experiment": "theory", "parameterization": P, "ratio": ratio,
+            "targets": sorted({float(r["target_loss"]) for r in rows}, reverse=True),
+            "rows": [{"seed": int(r["seed"]), "loss": _measured(r)} for r in rows],
+            "settings": {k: settings[k] for k in _SETTINGS if k in settings}}
+
+
+def theory_jobs(rows, settings) -> list:
+    """One JSON job per (parameterization, ratio) of ``rows`` (in order of appearance): its rows'
+    seeds and measured losses, its targets and the settings the flow needs (:func:`theory_job`)."""
+    return [_job(P, ratio, g, settings) for (P, ratio), g in _groups(rows).items()]
 
 
 def theory_job(job: dict) -> dict:
@@ -119,22 +131,20 @@ def theory_beside_runs(rows, settings, *, warn=None, run=None) -> list:
         that loss (the same fields), or None where the run measured nothing or
         a loss the flow never had.
     """
-    jobs = theory_jobs(rows, settings)
+    groups = _groups(rows)
+    jobs = [_job(P, ratio, g, settings) for (P, ratio), g in groups.items()]
     results = [theory_job(j) for j in jobs] if run is None else run(theory_job, jobs)
     out = []
-    for job, result in zip(jobs, results):
-        P, ratio = job["parameterization"], job["ratio"]
+    for ((P, ratio), g), result in zip(groups.items(), results):
         if "error" in result:
             if warn is not None:
                 warn(f"no theory for {P} ratio {ratio:g} ({result['error']})")
             continue
         found = {(rec["seed"], rec["target_loss"]): rec for rec in result["records"]}
-        for r in rows:
-            if (r["parameterization"], float(r["ratio"])) != (P, ratio):
-                continue
+        for r in g:
             seed, target = int(r["seed"]), float(r["target_loss"])
             at_target = found[seed, target]
-            measured = float(r["loss"]) if _finite(r.get("loss")) else None
+            measured = _measured(r)
             matched = found.get((seed, measured))
             out.append({"parameterization": P, "ratio": ratio, "seed": seed, "target_loss": target,
                         **{k: at_target[k] for k in _READ}, "measured_loss": measured,
