@@ -69,8 +69,8 @@ from derivations.core.atomic_file import atomic_write_text
 
 from . import sgd
 
-__all__ = ["CSV_COLUMNS", "FIRST_SEED", "SEEDS_PER_JOB", "MIN_JOBS", "seeds_per_job", "SETTINGS_FILE", "target_losses", "sweep_jobs", "rows_from_results", "summarize",
-           "spearman", "write_csv", "read_csv", "initial_losses", "read_settings", "write_settings",
+__all__ = ["CSV_COLUMNS", "FIRST_SEED", "SEEDS_PER_JOB", "MIN_JOBS", "seeds_per_job", "job_seed_blocks",
+           "SETTINGS_FILE", "target_losses", "sweep_jobs", "rows_from_results", "summarize", "spearman", "write_csv", "read_csv", "initial_losses", "read_settings", "write_settings",
            "settings_difference", "extend_settings", "lock_directory", "DirectoryLocked"]
 
 #: Columns of ``results.csv``.
@@ -151,9 +151,7 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_step
         raise ValueError(f"steps_per_epoch must be an integer >= 1, got {steps_per_epoch!r}")
     targets = target_losses(target_loss)
     _check_seed_blocks(n_seeds, seed_blocks)
-    seeds = list(range(FIRST_SEED, FIRST_SEED + n_seeds))
-    size = seeds_per_job(len(parameterizations), n_seeds)
-    blocks = [seeds[i:i + size] for i in range(0, n_seeds, size)]
+    blocks = job_seed_blocks(len(parameterizations), n_seeds)
     jobs = []
     for p in parameterizations:
         cfg = sgd.Fig2Config(parameterization=p, lr_qk=lr_ov, lr_ov=lr_ov, seq_len=seq_len,
@@ -180,6 +178,17 @@ def seeds_per_job(n_parameterizations: int, n_seeds: int) -> int:
         if n_parameterizations * -(-n_seeds // size) >= MIN_JOBS:
             return size
     return 1
+
+
+def job_seed_blocks(n_parameterizations: int, n_seeds: int) -> list:
+    """The seeds ``FIRST_SEED ...`` of a sweep cut into its jobs' blocks of :func:`seeds_per_job`.
+
+    >>> job_seed_blocks(1, 4)
+    [[1234], [1235], [1236], [1237]]
+    """
+    seeds = list(range(FIRST_SEED, FIRST_SEED + n_seeds))
+    size = seeds_per_job(n_parameterizations, n_seeds)
+    return [seeds[i:i + size] for i in range(0, n_seeds, size)]
 
 
 def _check_seed_blocks(n_seeds, sizes) -> None:

@@ -121,9 +121,9 @@ def _check_memory(s, workers, address) -> None:
                         steps_per_epoch=s["steps_per_epoch"], epochs=1, eval_batches=s["eval_batches"],
                         max_steps=s["max_steps"], **{k: s[k] for k in ("task", "task_params") if k in s})
     # one job per parameterization and block of seeds stacks the block's runs at every ratio
-    seeds = sweep_mod.seeds_per_job(len(s["parameterizations"]), s["seeds"])
-    n_jobs = len(s["parameterizations"]) * -(-s["seeds"] // seeds)
-    at_once = max(1, common.processes(workers, n_jobs, address))
+    blocks = sweep_mod.job_seed_blocks(len(s["parameterizations"]), s["seeds"])
+    seeds = len(blocks[0])
+    at_once = max(1, common.processes(workers, len(s["parameterizations"]) * len(blocks), address))
     runs = len(s["ratios"]) * seeds
     common.check_memory(at_once * fig2_bytes(one, runs),
                         f"sweep with --seq-len {s['seq_len']}, --batch-size {s['batch_size']}, "
