@@ -70,8 +70,9 @@ from derivations.core.atomic_file import atomic_write_text
 from . import sgd
 
 __all__ = ["CSV_COLUMNS", "FIRST_SEED", "SEEDS_PER_JOB", "MIN_JOBS", "seeds_per_job", "job_seed_blocks",
-           "SETTINGS_FILE", "target_losses", "sweep_jobs", "rows_from_results", "summarize", "spearman", "write_csv", "read_csv", "initial_losses", "read_settings", "write_settings",
-           "settings_difference", "extend_settings", "lock_directory", "DirectoryLocked"]
+           "SETTINGS_FILE", "target_losses", "sweep_jobs", "rows_from_results", "summarize", "spearman",
+           "write_csv", "read_csv", "initial_losses", "read_settings", "write_settings", "settings_difference",
+           "extend_settings", "lock_directory", "DirectoryLocked"]
 
 #: Columns of ``results.csv``.
 CSV_COLUMNS = ("parameterization", "ratio", "seed", "steps", "reached", "loss",
