@@ -100,7 +100,8 @@ def main(argv=None):
     parser.add_argument("--parameterizations", default="CACO,CAFO,FACO,FAFO", help="comma-separated list")
     parser.add_argument("--dtypes", default="float64,float32", help="step dtypes (default float64,float32)")
     parser.add_argument("--runs-per-job", type=int, default=30,
-                        help="runs per stack in 'stacked' (default 30: all; the sweep's jobs stack 18: 3 seeds x 6 ratios)")
+                        help="runs per stack in 'stacked' (default 30: all; the sweep's jobs stack 18: "
+                             "3 seeds x 6 ratios)")
     args = parser.parse_args(argv)
     dtypes = tuple(args.dtypes.split(","))
     print(f"6 ratios x 5 seeds, {args.steps} steps per run, one process; best of {args.repeat}; "

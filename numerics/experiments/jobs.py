@@ -20,8 +20,8 @@ import numpy as np
 
 from . import measure, sgd, stack, task_model
 
-__all__ = ["job_epochs", "fig2_job", "fig3_job", "sweep_job", "sweep_targets", "sweep_runs", "fig2_run_summary", "combine_runs", "split_seeds",
-           "valid_result", "FIG2_RUN_KEYS", "SWEEP_ROW_KEYS"]
+__all__ = ["job_epochs", "fig2_job", "fig3_job", "sweep_job", "sweep_targets", "sweep_runs", "fig2_run_summary",
+           "combine_runs", "split_seeds", "valid_result", "FIG2_RUN_KEYS", "SWEEP_ROW_KEYS"]
 
 
 def _fig2_config(job):

@@ -126,12 +126,12 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_step
     ``target_loss`` is one loss or several (:func:`target_losses`): the runs
     train to the lowest; a job of several targets names them all
     (``target_losses``, highest first), a job of one is as it always was.
-    One job per parameterization and block of :func:`seeds_per_job` consecutive seeds, stacking
-    every ratio (``"ratios"``; the config is that of ratio 1, ratio ``r`` trains with
+    One job per parameterization and block of consecutive seeds (:func:`job_seed_blocks`),
+    stacking every ratio (``"ratios"``; the config is that of ratio 1, ratio ``r`` trains with
     ``lr_qk = r * lr_ov``); ``seed_blocks`` (sizes summing to ``n_seeds``, default one block, the
-    history of ``--extend``) is still checked, and does not change the jobs. ``task``, ``task_params``: the engine task trained
-    (:class:`~numerics.experiments.sgd.Fig2Config`; default the authors'). ``dtype``: the step's
-    floating type (a float32 job has another key)."""
+    history of ``--extend``) is still checked, and does not change the jobs. ``task``,
+    ``task_params``: the engine task trained (:class:`~numerics.experiments.sgd.Fig2Config`;
+    default the authors'). ``dtype``: the step's floating type (a float32 job has another key)."""
     parameterizations = _dedupe(parameterizations)
     ratios = _dedupe(float(r) for r in ratios)
     if not parameterizations:
