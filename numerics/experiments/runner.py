@@ -32,6 +32,16 @@ unparsable, of the wrong shape, or holding another job) count as missing and
 are recomputed and overwritten.  The store holds data only (JSON, never
 pickle).
 
+*Progress*: a tqdm bar on stderr (on a terminal) counts finished jobs, or,
+with ``run_jobs(epochs=...)``, epochs: ``epochs(job)`` gives the epochs a job
+trains at most, and ``func`` must then take a keyword ``progress`` (default
+None).  Where the bar is shown (in this process or local worker processes),
+``func`` is called as ``func(job, progress=p)`` and reports each epoch with
+``p(1)`` (a queue carries the counts from worker processes, a few times a
+second); on Dask, or without a bar, it is called as ``func(job)``.  A job is
+counted whole when it finishes (its runs may have stopped early, at their
+target).
+
 Determinism is the job function's business (seed its own
 ``numpy.random.Generator`` from the job); the runner adds none of its own
 randomness and gives each job the same JSON-normalised dict on every backend.
@@ -41,6 +51,10 @@ killed run leaves no orphans), ignore ``SIGINT`` (the parent handles Ctrl-C) and
 ask for one BLAS/OpenMP thread (``OMP_NUM_THREADS`` etc., effective when the
 job module loads NumPy after the worker starts), as Dask's nanny does for its
 workers: two workers on two cores should not each start two BLAS threads.
+Because ``forkserver`` and ``spawn`` re-import the main module of a script, a
+script that calls :func:`run_jobs` with ``workers > 1`` must guard its entry
+point with ``if __name__ == "__main__":``, as with any :mod:`multiprocessing`
+pool; ``python -m numerics.experiments`` and pytest need nothing.
 For the 50 × 50 matrices of the paper's experiments the BLAS thread count does
 not change results; for large matrix products (hundreds of rows) OpenBLAS's
 multithreaded kernels can differ in the last bits from its single-threaded
@@ -138,15 +152,9 @@ def run_jobs(func: Callable[[dict], dict], jobs: Sequence[dict], *, workers: int
     desc : str or None, optional
         Label of the progress bar (default: ``func``'s name).
     epochs : callable or None, optional
-        ``epochs(job)``: the epochs a job trains at most.  Then the bar counts
-        epochs, not jobs, and ``func`` must take a keyword ``progress``
-        (default None): where the bar is shown (on a terminal, in this process
-        or local worker processes), ``func`` is called as
-        ``func(job, progress=p)`` and reports each epoch with ``p(1)`` (a queue
-        carries the counts from worker processes, a few times a second); on
-        Dask, or without a bar, it is called as ``func(job)``.  A job is counted
-        whole when it finishes (its runs may have stopped early, at their
-        target).  The results do not depend on it.
+        ``epochs(job)``: the epochs a job trains at most; the bar then counts
+        epochs, reported by ``func(job, progress=p)`` (see *Progress* in the
+        module docstring).  The results do not depend on it.
 
     Returns
     -------
@@ -168,14 +176,6 @@ def run_jobs(func: Callable[[dict], dict], jobs: Sequence[dict], *, workers: int
         Pending jobs are cancelled and worker processes stopped; results
         already finished stay in ``store``.
 
-    Notes
-    -----
-    Worker processes start with ``forkserver`` (or ``spawn``), which re-import
-    the main module of a script: a script that calls ``run_jobs`` with
-    ``workers > 1`` must guard its entry point with
-    ``if __name__ == "__main__":``, as with any :mod:`multiprocessing` pool.
-    ``python -m numerics.experiments`` and pytest need nothing.
-
     Examples
     --------
     >>> import tempfile
@@ -187,42 +187,48 @@ def run_jobs(func: Callable[[dict], dict], jobs: Sequence[dict], *, workers: int
     >>> run_jobs(_example_job, jobs, workers=1, store=store, progress=False)  # read back, not recomputed
     [{'square': 0.25}, {'square': 4.0}]
     """
-    keys, normalised, workers, store = _check_inputs(func, jobs, workers, scheduler, store)
-    if epochs is not None and not _takes_progress(func):
-        raise ValueError("func must take a progress= keyword when epochs is given")
-    if desc is None:
-        desc = getattr(func, "__name__", None)
-    results: list = [None] * len(normalised)
+    keys, normalised, workers, store = _check_inputs(func, jobs, workers, scheduler, store, epochs)
+    desc = getattr(func, "__name__", None) if desc is None else desc
+    results, first_index, pending = _read_stored(keys, normalised, store)
+    sizes = [1] * len(normalised) if epochs is None else [int(epochs(job)) for job in normalised]
+    bar = _JobBar(sizes, first_index.values(), pending, desc=desc, unit="job" if epochs is None else "epoch",
+                  show=progress)
+    report = bar.advance if epochs is not None and progress and isatty(sys.stderr) else None
+    try:
+        _dispatch(func, normalised, keys, pending, workers, scheduler,
+                  _finisher(normalised, results, store, bar), report)
+    finally:
+        bar.close()
+    return [results[first_index[key]] for key in keys]      # equal jobs share the first one's result
+
+
+def _finisher(jobs, results, store, bar):
+    """``finish(index, value)``: normalise a finished job's value, save it in ``store``, keep it in
+    ``results`` and count the job on ``bar``."""
+    def finish(index: int, value) -> None:
+        value = _normalise_result(value, index, jobs[index])
+        if store is not None:
+            store.put(jobs[index], value)
+        results[index] = value
+        bar.finish(index)
+    return finish
+
+
+def _read_stored(keys, jobs, store):
+    """``(results, first_index, pending)``: the stored result of the first job of each key (None
+    where missing), ``{key: index of its first job}`` and the indices of those still to run."""
+    results: list = [None] * len(jobs)
     first_index: dict[str, int] = {}
     for index, key in enumerate(keys):
         first_index.setdefault(key, index)
-    pending: list[int] = []            # indices of the first job of each key still to run
-    for key, index in first_index.items():
-        stored = store.get(normalised[index]) if store is not None else None
+    pending: list[int] = []
+    for index in first_index.values():
+        stored = store.get(jobs[index]) if store is not None else None
         if stored is None:
             pending.append(index)
         else:
             results[index] = stored
-    sizes = [1] * len(normalised) if epochs is None else [int(epochs(job)) for job in normalised]
-    bar = _JobBar(sizes, first_index.values(), pending, desc=desc, unit="job" if epochs is None else "epoch",
-                  show=progress)
-
-    def finish(index: int, value) -> None:
-        value = _normalise_result(value, index, normalised[index])
-        if store is not None:
-            store.put(normalised[index], value)
-        results[index] = value
-        bar.finish(index)
-
-    report = bar.advance if epochs is not None and progress and isatty(sys.stderr) else None
-    try:
-        _dispatch(func, normalised, keys, pending, workers, scheduler, finish, report)
-    finally:
-        bar.close()
-    for index, key in enumerate(keys):
-        if results[index] is None:
-            results[index] = results[first_index[key]]
-    return results
+    return results, first_index, pending
 
 
 class _JobBar:
@@ -258,10 +264,12 @@ def _takes_progress(func) -> bool:
     return any(p.name == "progress" or p.kind is p.VAR_KEYWORD for p in parameters)
 
 
-def _check_inputs(func, jobs, workers, scheduler, store):
+def _check_inputs(func, jobs, workers, scheduler, store, epochs=None):
     """Validate :func:`run_jobs`' arguments before any work: ``(keys, normalised jobs, workers, store)``."""
     if not callable(func):
         raise ValueError(f"func must be a callable taking one job dict, got {type(func).__name__}")
+    if epochs is not None and not _takes_progress(func):
+        raise ValueError("func must take a progress= keyword when epochs is given")
     if isinstance(jobs, (str, bytes, dict)) or not hasattr(jobs, "__iter__"):
         raise ValueError(f"jobs must be a sequence of dicts, got {type(jobs).__name__}")
     jobs = list(jobs)
