@@ -26,6 +26,7 @@ extensions = [
     "sphinx.ext.autosummary",
     "sphinx.ext.intersphinx",
     "sphinx.ext.imgmath",
+    "qkov_math",
     "sphinx.ext.viewcode",
     "numpydoc",
     "myst_parser",

@@ -47,27 +47,13 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 sys.path.insert(0, str(DOCS / "_ext"))
 import qkov_docs  # noqa: E402  (the docs' own extension: module discovery, snippet reader)
+from _docs_conf import docs_conf  # noqa: E402
 
 CHROMIUM_CANDIDATES = ("chromium", "chromium-browser", "google-chrome")
 BUILD_TIMEOUT = 600
 
 
-def _docs_conf():
-    """The qkov_* settings of docs/conf.py (executed in a namespace, as Sphinx does)."""
-    namespace = {"__file__": str(DOCS / "conf.py")}
-    saved_path, saved_texinputs = list(sys.path), os.environ.get("TEXINPUTS")
-    try:
-        exec(compile((DOCS / "conf.py").read_text(), str(DOCS / "conf.py"), "exec"), namespace)
-    finally:
-        sys.path[:] = saved_path
-        if saved_texinputs is None:
-            os.environ.pop("TEXINPUTS", None)
-        else:
-            os.environ["TEXINPUTS"] = saved_texinputs
-    return namespace
-
-
-CONF = _docs_conf()
+CONF = docs_conf()
 
 
 def _module_available(name: str) -> bool:
@@ -102,8 +88,9 @@ def site(tmp_path_factory, request):
     warm = math_cache.is_dir() and any(math_cache.iterdir())
     if warm:
         shutil.copytree(math_cache, math_out, dirs_exist_ok=True)
-    # alone and cold: -j auto, the math images (LaTeX + dvipng) render on every core; warm, or beside
-    # other pytest-xdist workers: one process (-j auto then costs more CPU than it saves)
+    # alone and cold: -j auto, pages read and written on every core (the math of a cold build is one
+    # LaTeX run, docs/_ext/qkov_math.py); warm, or beside other pytest-xdist workers: one process
+    # (-j auto then costs more CPU than it saves)
     jobs = "1" if warm or os.environ.get("PYTEST_XDIST_WORKER") else "auto"
     cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-j", jobs, "-b", "html",
            "-q", "-d", str(doctrees), str(DOCS), str(html)]
