@@ -1,9 +1,8 @@
 """The documentation site: it builds warning-free and offline, shows what the code is, and renders.
 
 The site is built once per test session (``python -m sphinx -W --keep-going -b html docs``)
-into a temporary directory. The math images are content-addressed (SHA-1 of their LaTeX),
-so they are cached between sessions in pytest's cache directory; everything else is built
-from scratch. The checks:
+into a temporary directory, from scratch (the ~430 math images in one LaTeX run,
+``docs/_ext/qkov_math.py``: 0.4 s). The checks:
 
 * the build passes with warnings as errors, and every entry of conf.py's
   ``qkov_known_docstring_issues`` (docstring problems of modules being rewritten, not
@@ -75,23 +74,16 @@ class Site:
 
 
 @pytest.fixture(scope="session")
-def site(tmp_path_factory, request):
+def site(tmp_path_factory):
     missing = [tool for tool in ("latex", "dvipng") if shutil.which(tool) is None]
     if missing:
         pytest.skip(f"the site renders its math with LaTeX and dvipng; not found: {', '.join(missing)} "
                     "(Debian: apt-get install texlive-latex-base dvipng)")
     out = tmp_path_factory.mktemp("docs-site")
     html, doctrees = out / "html", out / "doctrees"
-    cache = getattr(request.config, "cache", None)      # None under -p no:cacheprovider
-    math_cache = Path(cache.mkdir("qkov-docs-imgmath")) if cache else out / "no-cache"
-    math_out = html / "_images" / "math"
-    warm = math_cache.is_dir() and any(math_cache.iterdir())
-    if warm:
-        shutil.copytree(math_cache, math_out, dirs_exist_ok=True)
-    # alone and cold: -j auto, pages read and written on every core (the math of a cold build is one
-    # LaTeX run, docs/_ext/qkov_math.py); warm, or beside other pytest-xdist workers: one process
-    # (-j auto then costs more CPU than it saves)
-    jobs = "1" if warm or os.environ.get("PYTEST_XDIST_WORKER") else "auto"
+    # alone: -j auto, pages read and written on every core; beside other pytest-xdist workers: one
+    # process (-j auto then costs more CPU than it saves)
+    jobs = "1" if os.environ.get("PYTEST_XDIST_WORKER") else "auto"
     cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-j", jobs, "-b", "html",
            "-q", "-d", str(doctrees), str(DOCS), str(html)]
     env = dict(os.environ, PYTHONWARNINGS="ignore", PYTHONHASHSEED="0")
@@ -101,8 +93,6 @@ def site(tmp_path_factory, request):
     seconds = time.perf_counter() - start
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, f"the documentation build failed ({' '.join(cmd)}):\n{log[-6000:]}"
-    if math_out.is_dir():
-        shutil.copytree(math_out, math_cache, dirs_exist_ok=True)
     print(f"\ndocs site built in {seconds:.1f} s")
     return Site(html, seconds, log)
 
