@@ -14,8 +14,9 @@ are read (``env-updated``):
    of that source);
 2. for the formulas whose image is not there yet, compile one document holding every
    formula's page (the shared preamble once, each formula's body on a page of its
-   own) with one ``latex`` run, and turn every page into a PNG with one ``dvipng`` run,
-   with ``imgmath``'s own options;
+   own) with one ``latex`` run and turn every page into a PNG with one ``dvipng`` run, both
+   through ``imgmath``'s own functions (``compile_math``, ``convert_dvi_to_png``), so the
+   commands and options are imgmath's;
 3. move page ``i`` to formula ``i``'s file.  ``imgmath`` then finds every image and
    starts no process.
 
@@ -29,8 +30,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
-import tempfile
 from hashlib import sha1
 from pathlib import Path
 
@@ -58,21 +57,20 @@ def image_name(source: str) -> str:
 
 def render_batch(sources, out_dir: Path, config) -> int:
     """Render the documents ``sources`` (sharing one preamble) into ``out_dir`` under
-    :func:`image_name`, with one ``latex`` and one ``dvipng`` run; returns how many were
-    written (0 when anything is unusual: the caller's formulas are then left to ``imgmath``)."""
+    :func:`image_name`, with ``imgmath``'s own ``compile_math`` and ``convert_dvi_to_png`` run
+    once on a document of one page per source; returns how many were written (0 when anything is
+    unusual: the caller's formulas are then left to ``imgmath``)."""
     parts = [_BODY.match(s) for s in sources]
     if not sources or any(p is None for p in parts) or len({p["head"] for p in parts}) != 1:
         return 0
     document = parts[0]["head"] + "\n\\clearpage\n".join(p["body"] for p in parts) + parts[0]["tail"]
-    work = Path(tempfile.mkdtemp(suffix="-qkov-math"))
     try:
-        (work / "math.tex").write_text(document, encoding="utf-8")
-        latex = [config.imgmath_latex, "--interaction=nonstopmode", *config.imgmath_latex_args, "math.tex"]
-        dvipng = [config.imgmath_dvipng, "-o", "page%d.png", "-T", "tight", "-z9", *config.imgmath_dvipng_args,
-                  "math.dvi"]
-        for command in (latex, dvipng):
-            if subprocess.run(command, cwd=work, capture_output=True).returncode != 0:
-                return 0
+        dvi = imgmath.compile_math(document, config=config)
+    except (imgmath.MathExtError, imgmath.InvokeError):
+        return 0
+    work = dvi.parent                                     # imgmath's temporary directory
+    try:
+        imgmath.convert_dvi_to_png(dvi, work / "page%d.png", config=config)   # dvipng: one file a page
         pages = sorted(work.glob("page*.png"), key=lambda p: int(p.stem[4:]))
         if len(pages) != len(sources):
             return 0
@@ -80,7 +78,7 @@ def render_batch(sources, out_dir: Path, config) -> int:
         for page, source in zip(pages, sources):
             shutil.move(str(page), out_dir / image_name(source))
         return len(pages)
-    except OSError:
+    except (imgmath.MathExtError, imgmath.InvokeError, OSError):
         return 0
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -90,24 +88,25 @@ def _is_math(node) -> bool:
     return isinstance(node, (nodes.math, nodes.math_block))
 
 
+def _pages(env) -> dict:
+    """``{docname: imgmath documents of its formulas}``, kept in the environment (so an incremental
+    build keeps those of the pages it does not read again)."""
+    return vars(env).setdefault("qkov_math", {})
+
+
 def _collect(app, doctree):
-    """``doctree-read``: keep the imgmath documents of the page just read (in the environment,
-    so an incremental build keeps those of the pages it does not read again)."""
-    env = app.env
-    if not hasattr(env, "qkov_math"):
-        env.qkov_math = {}
-    env.qkov_math[env.docname] = {imgmath_source(n, app.config, app.confdir) for n in doctree.findall(_is_math)}
+    """``doctree-read``: note the imgmath documents of the page just read."""
+    _pages(app.env)[app.env.docname] = {imgmath_source(n, app.config, app.confdir)
+                                        for n in doctree.findall(_is_math)}
 
 
 def _purge(app, env, docname):
-    getattr(env, "qkov_math", {}).pop(docname, None)
+    _pages(env).pop(docname, None)
 
 
 def _merge(app, env, docnames, other):
     """``env-merge-info``: the pages read by a parallel reader."""
-    if not hasattr(env, "qkov_math"):
-        env.qkov_math = {}
-    env.qkov_math.update((d, s) for d, s in getattr(other, "qkov_math", {}).items() if d in docnames)
+    _pages(env).update((d, s) for d, s in _pages(other).items() if d in docnames)
 
 
 def _prerender(app, env):
@@ -117,7 +116,7 @@ def _prerender(app, env):
             or config.imgmath_use_preview or config.imgmath_embed):
         return
     out_dir = Path(app.builder.outdir) / app.builder.imagedir / "math"
-    sources = set().union(*getattr(env, "qkov_math", {}).values())
+    sources = set().union(*_pages(env).values())
     render_batch(sorted(s for s in sources if not (out_dir / image_name(s)).is_file()), out_dir, config)
 
 

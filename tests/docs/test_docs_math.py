@@ -65,7 +65,9 @@ def test_one_batch_gives_imgmath_own_images(tmp_path):
     for source in sources:
         alone = tmp_path / "alone" / qkov_math.image_name(source)
         alone.parent.mkdir(exist_ok=True)
-        imgmath.convert_dvi_to_png(imgmath.compile_math(source, config=CONFIG), alone, config=CONFIG)
+        dvi = imgmath.compile_math(source, config=CONFIG)
+        imgmath.convert_dvi_to_png(dvi, alone, config=CONFIG)
+        shutil.rmtree(dvi.parent)                   # imgmath leaves its temporary directory
         batch = tmp_path / "batch" / qkov_math.image_name(source)
         assert batch.read_bytes() == alone.read_bytes(), source
 
