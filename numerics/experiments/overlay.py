@@ -131,8 +131,8 @@ def theory_beside_runs(rows, settings, *, warn=None, run=None) -> list:
         that loss (the same fields), or None where the run measured nothing or
         a loss the flow never had.
     """
-    groups = _groups(rows)
-    jobs = [_job(P, ratio, g, settings) for (P, ratio), g in groups.items()]
+    groups = _groups(rows)                          # in the order of theory_jobs' jobs
+    jobs = theory_jobs(rows, settings)
     results = [theory_job(j) for j in jobs] if run is None else run(theory_job, jobs)
     out = []
     for ((P, ratio), g), result in zip(groups.items(), results):
