@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import measure, sgd, stack, task_model
+from . import measure, proxies, sgd, stack, task_model
 
 __all__ = ["job_epochs", "fig2_job", "fig3_job", "sweep_job", "sweep_targets", "sweep_runs", "fig2_run_summary",
            "combine_runs", "split_seeds", "valid_result", "FIG2_RUN_KEYS", "SWEEP_ROW_KEYS"]
@@ -35,7 +35,8 @@ FIG2_RUN_KEYS = ("seed", "steps", "stopped_epoch", "loss_log", *MEASURED,
                  "separability_n", "separability_sum", "separability_sumsq")
 #: The keys of a sweep row (:data:`numerics.experiments.sweep.CSV_COLUMNS`).
 SWEEP_ROW_KEYS = ("parameterization", "ratio", "seed", "steps", "reached", "loss", "relevant_attention",
-                  "label_probability", "accuracy", "status", "self_attention", "other_attention", "target_loss")
+                  "label_probability", "accuracy", "status", "self_attention", "other_attention", "target_loss",
+                  *proxies.PROXIES)
 #: Measurements of a sweep row (numbers, or None for a diverged run).
 _SWEEP_MEASURED = ("loss", "relevant_attention", "label_probability", "accuracy", "self_attention",
                    "other_attention")
@@ -61,7 +62,7 @@ def fig2_run_summary(config: sgd.Fig2Config, run: dict) -> dict:
            "loss_log": run["loss_log"]}
     if run["status"] == "diverged":
         out.update(dict.fromkeys(MEASURED), separability_n=0, separability_sum=0.0, separability_sumsq=0.0,
-                   self_attention=None, other_attention=None)
+                   self_attention=None, other_attention=None, **dict.fromkeys(proxies.PROXIES))
     else:
         ev = _evaluate(config, run["params"], run["seed"])
         out.update(measure.summarize_one(ev))
@@ -118,7 +119,7 @@ def _sweep_row(config, ratio, run, target, state):
     if state is None:
         row.update(steps=run["steps"], reached=False, loss=None, relevant_attention=None,
                    label_probability=None, accuracy=None, status="diverged",
-                   self_attention=None, other_attention=None)
+                   self_attention=None, other_attention=None, **dict.fromkeys(proxies.PROXIES))
     else:
         ev = _evaluate(config, state["params"], run["seed"])
         row.update(steps=state["steps"], reached=state["reached"], loss=float(ev["loss"].mean()),
@@ -126,7 +127,7 @@ def _sweep_row(config, ratio, run, target, state):
                    label_probability=float(ev["label_probability"].mean()),
                    accuracy=float(ev["correct"].mean()), status=state["status"],
                    self_attention=float(ev["self_attention"].mean()),
-                   other_attention=float(ev["other_attention"].mean()))
+                   other_attention=float(ev["other_attention"].mean()), **proxies.summary_means(ev))
     row["target_loss"] = target
     return row
 
@@ -178,11 +179,12 @@ def _valid_fig2_run(run, seed) -> bool:
 
 
 def _valid_sweep_row(row, job, ratio, seed, target) -> bool:
-    """A stored row of every column (a row stored before the attention shares is recomputed)."""
+    """A stored row of every column (a row stored before the attention shares or the proxies is
+    recomputed)."""
     return (isinstance(row, dict) and all(k in row for k in SWEEP_ROW_KEYS) and row["seed"] == seed
             and row["ratio"] == ratio and row["parameterization"] == job["config"]["parameterization"]
             and row["target_loss"] == target and isinstance(row["reached"], bool) and _is_number(row["steps"])
-            and all(_is_number(row[k], none=True) for k in _SWEEP_MEASURED)
+            and all(_is_number(row[k], none=True) for k in (*_SWEEP_MEASURED, *proxies.PROXIES))
             and row["status"] in sgd.RUN_STATUSES)
 
 

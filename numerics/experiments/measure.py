@@ -30,9 +30,11 @@ low to high, the value 1 in the last bin).
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
-from . import data, models
+from . import data, models, proxies
 
 __all__ = ["BIN_EDGES", "SHARES", "attention_shares", "evaluate_fig2", "measurements", "heatmap", "summarize_fig2",
            "summarize_one", "combine_summaries"]
@@ -93,13 +95,16 @@ def evaluate_fig2(params: dict, rng: np.random.Generator, eval_batches: int = 20
     ``params`` unstacked ``(V, V)`` arrays.  Returns arrays of length
     ``eval_batches * batch_size``: ``relevant_attention``,
     ``label_probability``, ``separability``, ``loss``, ``correct``,
-    ``self_attention``, ``other_attention`` (:func:`attention_shares`).
+    ``self_attention``, ``other_attention`` (:func:`attention_shares`) and the
+    interpretability proxies (:data:`numerics.experiments.proxies.PROXIES`).
     """
     b = data.sample_fig2_batches(rng, eval_batches, batch_size, seq_len)
     counts = b.counts.reshape(-1, data.V)
-    query = b.query.reshape(-1)
-    return measurements(models.forward(params, counts, query), counts, query, b.target.reshape(-1),
-                        data.RELEVANT)
+    query, target = b.query.reshape(-1), b.target.reshape(-1)
+    fwd = models.forward(params, counts, query)
+    out = measurements(fwd, counts, query, target, data.RELEVANT)
+    out.update(proxies.measure(fwd, counts, query, target, data.RELEVANT, functools.partial(models.forward, params)))
+    return out
 
 
 def measurements(forward, counts, query, target, relevant) -> dict:
@@ -156,7 +161,8 @@ def summarize_fig2(evals: list) -> dict:
 
 
 def summarize_one(e: dict) -> dict:
-    """JSON-ready summary of one seed's :func:`evaluate_fig2` result."""
+    """JSON-ready summary of one seed's :func:`evaluate_fig2` result (the proxies' means over the
+    sequences that define them, :func:`numerics.experiments.proxies.summary_means`)."""
     sep = e["separability"][np.isfinite(e["separability"])]
     return {
         "heatmap": heatmap(e["relevant_attention"], e["label_probability"]).tolist(),
@@ -169,6 +175,7 @@ def summarize_one(e: dict) -> dict:
         "separability_sumsq": float((sep ** 2).sum()),
         "self_attention": float(e["self_attention"].mean()),
         "other_attention": float(e["other_attention"].mean()),
+        **proxies.summary_means(e),
     }
 
 

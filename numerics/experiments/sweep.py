@@ -68,16 +68,18 @@ import numpy as np
 from derivations.core.atomic_file import atomic_write_text
 
 from . import sgd
+from .proxies import PROXIES
 
 __all__ = ["CSV_COLUMNS", "FIRST_SEED", "SEEDS_PER_JOB", "MIN_JOBS", "seeds_per_job", "job_seed_blocks",
            "SETTINGS_FILE", "target_losses", "sweep_jobs", "rows_from_results", "summarize", "spearman",
            "write_csv", "read_csv", "initial_losses", "read_settings", "write_settings", "settings_difference",
            "extend_settings", "lock_directory", "DirectoryLocked"]
 
-#: Columns of ``results.csv``.
+#: Columns of ``results.csv``: the run, its measurements, then the interpretability proxies' means
+#: over the evaluated sequences (:data:`numerics.experiments.proxies.PROXIES`).
 CSV_COLUMNS = ("parameterization", "ratio", "seed", "steps", "reached", "loss",
                "relevant_attention", "label_probability", "accuracy", "status",
-               "self_attention", "other_attention", "target_loss")
+               "self_attention", "other_attention", "target_loss", *PROXIES)
 #: The file in a sweep directory that records the sweep's settings.
 SETTINGS_FILE = "sweep-settings.json"
 _SETTINGS_FORMAT = "qkov.experiments.sweep.settings/1"
@@ -246,12 +248,17 @@ def _summary_entry(p, r, target, n, g) -> dict:
         mean, ci = _mean_ci(values) if values and None not in values else (None, [None, None])
         out[f"{share}_mean"], out[f"{share}_ci95"] = mean, ci
     out["target_loss"] = target
+    for name in PROXIES:            # over the runs that define it (a run without a rationale has none)
+        values = [v for v in (_number(x.get(name)) for x in g) if v is not None]
+        mean, ci = _mean_ci(values) if values else (None, [None, None])
+        out[f"{name}_mean"], out[f"{name}_ci95"] = mean, ci
     return out
 
 
 def summarize(rows) -> list:
     """Per-(parameterization, ratio, target loss) summary: means over seeds and a 95 %
-    t-interval of each attention share (the relevant share's keys first, as always)."""
+    t-interval of each attention share (the relevant share's keys first, as always), then of each
+    interpretability proxy (``{name}_mean``, ``{name}_ci95``)."""
     groups = {}
     for row in rows:
         target = _number(row.get("target_loss"))
@@ -325,7 +332,8 @@ def read_csv(path) -> list:
                         "accuracy": _number(row["accuracy"]), "status": row.get("status") or None,
                         "self_attention": _number(row.get("self_attention")),
                         "other_attention": _number(row.get("other_attention")),
-                        "target_loss": _number(row.get("target_loss"))})
+                        "target_loss": _number(row.get("target_loss")),
+                        **{k: _number(row.get(k)) for k in PROXIES}})
     return out
 
 

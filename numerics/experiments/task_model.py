@@ -154,10 +154,15 @@ def evaluate(st, params: dict, rng, eval_batches: int = 200, batch_size: int = 3
     """Per-sequence measurements of one trained model on fresh batches, the keys of
     :func:`numerics.experiments.measure.evaluate_fig2` (relevant types: the class's
     relevant types; separability: the largest per-position attention of a present
-    relevant type minus the smallest of a present other type)."""
-    from . import measure, task_sampling
+    relevant type minus the smallest of a present other type), and the proxies of
+    :mod:`numerics.experiments.proxies` (the query's position attended where the task says so)."""
+    from . import measure, proxies, task_sampling
 
     b = task_sampling.sample_batches(st, rng, eval_batches, batch_size, seq_len)
-    counts, query = b.counts.reshape(-1, st.T), b.query.reshape(-1)
-    return measure.measurements(forward(st, params, counts, query), counts, query, b.target.reshape(-1),
-                                st.relevant[b.label_class.reshape(-1)])
+    counts, query, target = b.counts.reshape(-1, st.T), b.query.reshape(-1), b.target.reshape(-1)
+    relevant = st.relevant[b.label_class.reshape(-1)]
+    fwd = forward(st, params, counts, query)
+    out = measure.measurements(fwd, counts, query, target, relevant)
+    out.update(proxies.measure(fwd, counts, query, target, relevant, lambda c, q: forward(st, params, c, q),
+                               query_attended=st.query_in_context))
+    return out

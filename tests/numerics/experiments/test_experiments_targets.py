@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from numerics.experiments import jobs, sgd, sweep
+from numerics.experiments.proxies import PROXIES
 from numerics.experiments.__main__ import main
 
 CFG = sgd.Fig2Config(parameterization="CACO", epochs=60, steps_per_epoch=25, stop="none", init="authors",
@@ -89,7 +90,7 @@ def test_sweep_cli_several_targets_rows_summary_settings(tmp_path, capsys):
         rows = list(csv.DictReader(f))
     assert list(rows[0])[:10] == ["parameterization", "ratio", "seed", "steps", "reached", "loss",
                                   "relevant_attention", "label_probability", "accuracy", "status"]
-    assert list(rows[0])[10:] == ["self_attention", "other_attention", "target_loss"]
+    assert list(rows[0])[10:] == ["self_attention", "other_attention", "target_loss", *PROXIES]
     assert [(r["parameterization"], float(r["ratio"]), int(r["seed"]), float(r["target_loss"])) for r in rows] == \
         [(p, r, s, t) for p in ("CACO", "FACO") for r in (1.0, 4.0) for s in (1234, 1235) for t in (3.85, 3.75)]
     assert [(s["parameterization"], s["ratio"], s["target_loss"]) for s in d["summary"]] == \
@@ -108,7 +109,8 @@ def test_one_target_rows_equal_the_lowest_of_several(tmp_path, capsys):
     assert main([*SWEEP, "--target-loss", "3.85,3.75", "--output", str(tmp_path / "two"), "--no-theory"]) == 0
     one = (tmp_path / "one" / "results.csv").read_text().splitlines()
     two = (tmp_path / "two" / "results.csv").read_text().splitlines()
-    assert one[0] == two[0] and one[1:] == [line for line in two[1:] if line.endswith(",3.75")]
+    target = one[0].split(",").index("target_loss")
+    assert one[0] == two[0] and one[1:] == [line for line in two[1:] if line.split(",")[target] == "3.75"]
 
 
 @pytest.mark.parametrize("targets, message", [("0.5,0.2,0.5", "--target-loss names 0.5 twice"),

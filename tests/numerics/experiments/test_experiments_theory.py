@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from numerics.experiments import data, measure, models, predict, sgd, theory
+from numerics.experiments.proxies import PROXIES
 
 V = data.V
 
@@ -90,7 +91,7 @@ def test_shares_against_per_position_reference(P):
     assert np.array_equal(ev["relevant_attention"], a[:, data.RELEVANT].sum(-1))
     s = measure.summarize_one(ev)
     assert s["self_attention"] == float(ev["self_attention"].mean())
-    assert list(s)[-2:] == ["self_attention", "other_attention"]
+    assert list(s)[-2 - len(PROXIES):] == ["self_attention", "other_attention", *PROXIES]
 
 
 @pytest.mark.parametrize("P", models.PARAMETERIZATIONS)

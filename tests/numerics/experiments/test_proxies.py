@@ -1,0 +1,237 @@
+"""Interpretability proxies (numerics.experiments.proxies) against scikit-learn and a direct
+per-position computation on explicit token sequences, their ranges, the worked example, and the
+evaluations that record them."""
+import heapq
+import math
+import zlib
+
+import numpy as np
+import pytest
+from sklearn.metrics import average_precision_score
+
+from numerics.experiments import data, jobs, measure, models, proxies, sgd, sweep, task_model, task_sampling
+
+TOL = 1e-12
+
+
+# --------------------------------------------------------------------------- direct reference
+def _softmax(s):
+    e = np.exp(s - s.max())
+    return e / e.sum()
+
+
+def _direct_probability(model, positions, q, label):
+    """Label probability of the model read position by position: softmax over the positions'
+    scores, context = sum of the attended one-hot embeddings, the output circuit."""
+    if not positions:
+        return 1.0 / model["n_out"]
+    a = _softmax(np.array([model["score"](q, t) for t in positions]))
+    c = sum(w * model["embed"](t) for w, t in zip(a, positions))
+    return float(_softmax(model["out"](c))[label])
+
+
+def _direct(model, doc, q, label, relevant):
+    """Every proxy of one explicit sequence (context tokens ``doc``, query ``q``), following
+    ERASER's reference code literally (heapq on (attention, token) pairs, sklearn's AP)."""
+    attended = list(doc) + ([q] if model["query_attended"] else [])
+    w = _softmax(np.array([model["score"](q, t) for t in attended]))
+    h = float(-(w * np.log(w)).sum())
+    ctx_w = w[:len(doc)]
+    mask = np.array([relevant[t] for t in doc], dtype=int)
+    R = int(mask.sum())
+    ap = float(average_precision_score(mask, ctx_w)) if 0 < R < len(doc) else math.nan
+    top = [t for _, t in heapq.nlargest(R, zip(ctx_w, doc))]
+    tp = sum(bool(relevant[t]) for t in top)
+    f1 = (0.0 if tp == 0 else 2 * (tp / R) ** 2 / (2 * tp / R)) if R else math.nan
+    own = [q] if model["query_attended"] else []
+    full = _direct_probability(model, attended, q, label)
+    comp, suff = [], []
+    L = len(doc)
+    for f in proxies.BINS:
+        kept = [t for _, t in heapq.nsmallest(int((1 - f) * L), zip(ctx_w, doc))]
+        only = [t for _, t in heapq.nlargest(int(f * L), zip(ctx_w, doc))]
+        comp.append(full - _direct_probability(model, kept + own, q, label))
+        suff.append(full - _direct_probability(model, only + own, q, label))
+    return [h, h / math.log(len(attended)), ap, f1, float(np.mean(comp)), float(np.mean(suff))]
+
+
+def _authors_model(params):
+    A = params["W_QK"] if "W_QK" in params else params["W_Q"].T @ params["W_K"]
+    out = (lambda c: params["W_OV"] @ c) if "W_OV" in params else (lambda c: params["W_O"] @ (params["W_V"] @ c))
+    return {"score": lambda q, t: A[q, t] / math.sqrt(data.V), "embed": lambda t: np.eye(data.V)[t],
+            "out": out, "n_out": data.V, "query_attended": True}
+
+
+def _task_model(st, params):
+    A = params["W_QK"] if "W_QK" in params else params["W_Q"].T @ params["W_K"]
+    out = (lambda c: params["W_OV"] @ c) if "W_OV" in params else (lambda c: params["W_O"] @ (params["W_V"] @ c))
+    return {"score": lambda q, t: st.score_multiplier * A[q, t] if t < st.d else 0.0,
+            "embed": lambda t: st.value_multiplier * np.eye(st.T)[t][:st.d], "out": out, "n_out": st.n_out,
+            "query_attended": st.query_in_context}
+
+
+def _coarse(params, rng):
+    """Random matrices on a grid of halves (products and sums exact: many exact ties between scores)."""
+    return {k: rng.integers(-3, 4, size=v.shape) * 0.5 for k, v in params.items()}
+
+
+# --------------------------------------------------------------------------- the tasks
+def _authors_case(P, rng, n_seq=10, seq_len=24, coarse=False):
+    params = models.init_params(P, "uniform", rng)
+    params = _coarse(params, rng) if coarse else {k: 4 * v for k, v in params.items()}
+    probs = data.class_probabilities()
+    cls = rng.integers(0, 4, size=n_seq)
+    docs = [list(rng.choice(data.V, size=seq_len - 2, p=probs[k])) for k in cls]
+    q, y = data.QUERY_TOKENS[cls], data.LABEL_TOKENS[cls]
+    counts = np.array([np.bincount(d + [qq], minlength=data.V) for d, qq in zip(docs, q)], dtype=float)
+    fwd = lambda c, qq: models.forward(params, c, qq)   # noqa: E731
+    got = proxies.measure(fwd(counts, q), counts, q, y, data.RELEVANT, fwd)
+    model = _authors_model(params)
+    want = [_direct(model, d, qq, yy, data.RELEVANT) for d, qq, yy in zip(docs, q, y)]
+    return got, want
+
+
+def _task_case(name, P, rng, n_seq=10, seq_len=20, coarse=False):
+    st = task_sampling.sampled_task(name, {"M": 3})
+    params = models.init_params(P, "uniform", rng, shapes=task_model.param_shapes(st, P))
+    params = _coarse(params, rng) if coarse else {k: 4 * v for k, v in params.items()}
+    cls = rng.integers(0, st.K, size=n_seq)
+    docs = [list(rng.choice(st.T, size=seq_len - 2, p=st.probabilities[k])) for k in cls]
+    q, y = st.query[cls], st.label[cls]
+    own = [[qq] if st.query_in_context else [] for qq in q]
+    counts = np.array([np.bincount(d + o, minlength=st.T) for d, o in zip(docs, own)], dtype=float)
+    fwd = lambda c, qq: task_model.forward(st, params, c, qq)   # noqa: E731
+    got = proxies.measure(fwd(counts, q), counts, q, y, st.relevant[cls], fwd,
+                          query_attended=st.query_in_context)
+    model = _task_model(st, params)
+    want = [_direct(model, d, qq, yy, st.relevant[k]) for d, qq, yy, k in zip(docs, q, y, cls)]
+    return got, want
+
+
+CASES = [("authors", P, coarse) for P in ("CACO", "FAFO", "FACO", "CAFO") for coarse in (False, True)] + \
+        [(name, P, coarse) for name in ("paper", "query-in-context") for P in ("CACO", "FAFO")
+         for coarse in (False, True)]
+
+
+@pytest.mark.parametrize("task,P,coarse", CASES)
+def test_proxies_match_sklearn_and_a_direct_per_position_computation(task, P, coarse):
+    """Entropy, AP (sklearn's average_precision_score), top-R F1 and the AOPCs (heapq on
+    (attention, token) as ERASER's code) of explicit sequences equal the count computation to
+    1e-12, for the authors' task and engine tasks (query attended or not), with random scores
+    and with scores on a coarse grid (exact ties between different tokens)."""
+    rng = np.random.default_rng(zlib.crc32(f"{task}{P}{coarse}".encode()))
+    got, want = _authors_case(P, rng, coarse=coarse) if task == "authors" else \
+        _task_case(task, P, rng, coarse=coarse)
+    want = np.array(want)
+    for j, name in enumerate(proxies.PROXIES):
+        np.testing.assert_allclose(got[name], want[:, j], rtol=0, atol=TOL, equal_nan=True, err_msg=name)
+    if coarse:      # the grid really made ties between different tokens inside the context
+        assert np.isfinite(got["plausibility_auprc"]).any()
+
+
+def test_ties_follow_sklearn_and_erasers_tie_break():
+    """A hand-made vector: sklearn's AP (ties grouped) and heapq's tie break (larger token first)."""
+    counts = np.array([[2., 3., 1., 2., 1.]])        # token 4 is the (attended) query
+    w = np.array([[0.1, 0.1, 0.2, 0.05, 0.0]])
+    w[0, 4] = (1 - (counts[0, :4] * w[0, :4]).sum())
+    rel = np.array([True, False, True, True, False])
+    ap, f1 = proxies.plausibility(w, counts, np.array([4]), rel)
+    doc = [0, 0, 1, 1, 1, 2, 3, 3]
+    ctx_w = [w[0, t] for t in doc]
+    mask = [int(rel[t]) for t in doc]
+    assert abs(ap[0] - average_precision_score(mask, ctx_w)) < TOL
+    top = [t for _, t in heapq.nlargest(5, zip(ctx_w, doc))]      # 2, then the tie 1,1,1 before 0,0 -> one 0
+    assert top == [2, 1, 1, 1, 0]
+    assert abs(f1[0] - 2 / 5) < TOL
+
+
+def test_worked_example():
+    """The docs' worked example (docs/proxies.md), against fractions worked by hand."""
+    counts = np.array([3., 1., 2., 1.])
+    s = np.array([1., 1., 0.5, 0.])
+    w = np.exp(s) / (counts * np.exp(s)).sum()
+    rel = np.array([False, True, True, False])
+    h, hn = proxies.attention_entropy(w, counts)
+    positions = np.repeat(np.arange(4), counts.astype(int))
+    wp = w[positions]
+    assert abs(h - float(-(wp * np.log(wp)).sum())) < TOL and abs(hn - h / math.log(7)) < TOL
+    ap, f1 = proxies.plausibility(w, counts, 3, rel)
+    # thresholds e^1 (4 positions, 1 relevant) and e^0.5 (6 positions, 3 relevant)
+    assert abs(ap - (1 / 3 * 1 / 4 + 2 / 3 * 3 / 6)) < TOL and abs(ap - 5 / 12) < TOL
+    assert abs(f1 - 1 / 3) < TOL
+    ctx = proxies.context_counts(counts, 3)
+    order, _ = proxies.ranking(w, ctx)
+    L = 6
+    removed = proxies.top_positions(order, ctx, [L - math.floor((1 - f) * L) for f in proxies.BINS])
+    kept = proxies.top_positions(order, ctx, [math.floor(f * L) for f in proxies.BINS])
+    assert removed.tolist() == [[0, 1, 0, 0]] * 3 + [[1, 1, 0, 0], [2, 1, 0, 0]]
+    assert kept.tolist() == [[0, 0, 0, 0]] * 3 + [[0, 1, 0, 0], [2, 1, 0, 0]]
+
+
+def test_ranges_and_stacking():
+    """Entropy in [0, log positions], AP and F1 in [0, 1], AOPCs in [-1, 1] on trained-like random
+    models; a stack of two seeds gives each seed's numbers."""
+    rng = np.random.default_rng(3)
+    stacked = models.stack_params([{k: 6 * v for k, v in models.init_params("FAFO", "uniform", rng).items()}
+                                   for _ in range(2)])
+    b = data.sample_fig2_batches(rng, 2, 16, 40)
+    counts, q, y = b.counts.reshape(-1, data.V), b.query.reshape(-1), b.target.reshape(-1)
+    counts2 = np.stack([counts, counts])
+    q2, y2 = np.stack([q, q]), np.stack([y, y])
+    fwd = lambda c, qq: models.forward(stacked, c, qq)   # noqa: E731
+    got = proxies.measure(fwd(counts2, q2), counts2, q2, y2, data.RELEVANT, fwd)
+    assert np.all((got["attention_entropy"] >= 0) & (got["attention_entropy"] <= np.log(39) + TOL))
+    assert np.all((got["attention_entropy_normalized"] >= 0) & (got["attention_entropy_normalized"] <= 1 + TOL))
+    for name in ("plausibility_auprc", "plausibility_token_f1"):
+        v = got[name][np.isfinite(got[name])]
+        assert v.size and np.all((v >= 0) & (v <= 1))
+    for name in ("comprehensiveness", "sufficiency"):
+        assert np.all(np.abs(got[name]) <= 1)
+    for i in range(2):
+        one = {k: v[i] for k, v in stacked.items()}
+        f1 = lambda c, qq: models.forward(one, c, qq)   # noqa: E731,B023
+        alone = proxies.measure(f1(counts, q), counts, q, y, data.RELEVANT, f1)
+        for name in proxies.PROXIES:
+            np.testing.assert_allclose(got[name][i], alone[name], rtol=0, atol=TOL, equal_nan=True)
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="bins"):
+        proxies.faithfulness(lambda c, q, t: None, np.ones((1, 3)), np.ones((1, 3)), [0], [0], bins=[0.0])
+    with pytest.raises(ValueError, match="query"):
+        proxies.context_counts(np.array([1., 0., 2.]), 1)
+
+
+def test_evaluations_record_the_proxies():
+    """evaluate_fig2 and task_model.evaluate return the proxies beside the other measurements,
+    which stay what measurements() gives; the run summary and the sweep row carry their means."""
+    rng = np.random.default_rng(5)
+    params = models.init_params("CACO", "uniform", rng)
+    ev = measure.evaluate_fig2(params, np.random.default_rng(1), eval_batches=2, batch_size=8, seq_len=20)
+    b = data.sample_fig2_batches(np.random.default_rng(1), 2, 8, 20)
+    counts, q = b.counts.reshape(-1, data.V), b.query.reshape(-1)
+    base = measure.measurements(models.forward(params, counts, q), counts, q, b.target.reshape(-1), data.RELEVANT)
+    for k, v in base.items():
+        np.testing.assert_array_equal(ev[k], v)
+    assert set(proxies.PROXIES) <= set(ev)
+    s = measure.summarize_one(ev)
+    assert all(isinstance(s[k], float) for k in proxies.PROXIES)
+    st = task_sampling.sampled_task("paper", {"M": 3})
+    tp = models.init_params("CACO", "uniform", rng, shapes=task_model.param_shapes(st, "CACO"))
+    tev = task_model.evaluate(st, tp, np.random.default_rng(2), 2, 8, 20)
+    assert set(proxies.PROXIES) <= set(tev) and tev["comprehensiveness"].shape == (16,)
+
+
+def test_sweep_row_has_the_proxy_columns_after_the_old_ones():
+    assert sweep.CSV_COLUMNS[:13] == ("parameterization", "ratio", "seed", "steps", "reached", "loss",
+                                      "relevant_attention", "label_probability", "accuracy", "status",
+                                      "self_attention", "other_attention", "target_loss")
+    assert sweep.CSV_COLUMNS[13:] == proxies.PROXIES
+    config = sgd.Fig2Config("CACO", lr_qk=0.01, lr_ov=0.01, seq_len=16, batch_size=4, epochs=1,
+                            steps_per_epoch=2, stop="none", eval_batches=1, target_loss=0.1, max_steps=2)
+    job = {"experiment": "sweep", "ratios": [1.0], "config": config.to_dict(), "seeds": [1234]}
+    rows = jobs.sweep_job(job)["rows"]
+    assert all(k in rows[0] for k in proxies.PROXIES)
+    assert jobs.valid_result(job, {"rows": rows})
+    old = [{k: v for k, v in r.items() if k not in proxies.PROXIES} for r in rows]
+    assert not jobs.valid_result(job, {"rows": old})          # a row stored before the proxies is recomputed
