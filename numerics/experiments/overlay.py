@@ -29,12 +29,14 @@ import math
 
 import numpy as np
 
+from .proxies import THEORY_PROXIES
+
 __all__ = ["SHARES", "theory_jobs", "theory_job", "theory_beside_runs", "plotted_theory", "agreement",
            "format_agreement"]
 
 #: The attention shares compared (:data:`numerics.experiments.measure.SHARES`).
 SHARES = ("relevant_attention", "self_attention", "other_attention")
-_READ = ("reached", "steps", "loss", *SHARES)
+_READ = ("reached", "steps", "loss", *SHARES, *THEORY_PROXIES)
 
 
 def _finite(x):

@@ -48,6 +48,7 @@ from derivations.core.output import emit
 from derivations.core.vocabulary import PARAMETERIZATIONS, check_parameterization
 
 from . import models, task_sampling, theory
+from .proxies import THEORY_PROXIES
 from .sweep import FIRST_SEED
 
 __all__ = ["RECORD_FIELDS", "TASK_RECORD_FIELDS", "predict", "check_settings", "add_arguments", "build_parser",
@@ -55,7 +56,7 @@ __all__ = ["RECORD_FIELDS", "TASK_RECORD_FIELDS", "predict", "check_settings", "
 
 #: Fields of a record of :func:`predict`, in order.
 RECORD_FIELDS = ("parameterization", "ratio", "seed", "target_loss", "reached", "steps", "loss",
-                 "relevant_attention", "self_attention", "other_attention")
+                 "relevant_attention", "self_attention", "other_attention", *THEORY_PROXIES)
 #: Further fields of a record for an engine task (not the authors'): the engine's state at the
 #: target from zero initialization (:func:`numerics.experiments.theory.closed_form_attention`).
 TASK_RECORD_FIELDS = ("closed_form_method", "closed_form_relevant_attention")

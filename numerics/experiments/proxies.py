@@ -71,14 +71,17 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["BINS", "PROXIES", "TIE_RTOL", "attention_entropy", "context_counts", "ranking", "top_positions",
-           "plausibility", "faithfulness", "measure", "summary_means"]
+__all__ = ["BINS", "PROXIES", "THEORY_PROXIES", "TIE_RTOL", "attention_entropy", "context_counts", "ranking",
+           "top_positions", "plausibility", "faithfulness", "measure", "summary_means", "expected_count_proxies"]
 
 #: ERASER's AOPC bins: fractions of the context positions removed or kept.
 BINS = (0.01, 0.05, 0.1, 0.2, 0.5)
 #: The per-sequence proxies of :func:`measure`, in the order of the sweep's columns.
 PROXIES = ("attention_entropy", "attention_entropy_normalized", "plausibility_auprc", "plausibility_token_f1",
            "comprehensiveness", "sufficiency")
+#: The proxies the expected-count theory gives (:func:`expected_count_proxies`): no faithfulness,
+#: which needs sampled sequences to remove positions from.
+THEORY_PROXIES = PROXIES[:4]
 #: Relative difference up to which two position weights are one tie.
 TIE_RTOL = 1e-12
 
@@ -328,4 +331,39 @@ def summary_means(evaluation: dict) -> dict:
         v = np.asarray(evaluation[name], dtype=float)
         v = v[np.isfinite(v)]
         out[name] = float(v.mean()) if v.size else None
+    return out
+
+
+def expected_count_proxies(attention, instance, *, query_attended: bool = True) -> dict:
+    r"""Entropy and plausibility of the expected-count model's attention, averaged over its classes.
+
+    The expected counts :math:`\bar n_k` (real numbers) stand for the positions: the proxies of
+    :func:`attention_entropy` and :func:`plausibility` at :math:`n = \bar n_k`,
+    :math:`w = a_k / \bar n_k`, weighted by the class weights :math:`\pi_k`.
+
+    Parameters
+    ----------
+    attention : array_like, shape ``(K, T)``
+        Token attention masses :math:`a_k` of the classes (``TaskModel.attention``).
+    instance : numerics.model.TaskInstance
+        Its ``counts``, ``query``, ``relevant`` and ``weights``.
+    query_attended : bool
+        Whether the counts hold the query's own position (the authors' task: yes).
+
+    Returns
+    -------
+    dict
+        ``{name: float}`` for each name of :data:`THEORY_PROXIES` (None where no class defines it).
+    """
+    a = np.asarray(attention, dtype=float)
+    n = np.asarray(instance.counts, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = np.where(n > 0, a / n, 0.0)
+    h, hn = attention_entropy(w, n)
+    ap, f1 = plausibility(w, n, np.asarray(instance.query) if query_attended else None, instance.relevant)
+    pi = np.asarray(instance.weights, dtype=float)
+    out = {}
+    for name, v in zip(THEORY_PROXIES, (h, hn, ap, f1)):
+        ok = np.isfinite(v)
+        out[name] = float(v[ok] @ pi[ok] / pi[ok].sum()) if ok.any() else None
     return out

@@ -80,7 +80,7 @@ from derivations.core.vocabulary import check_positive
 
 from ..dynamics.training import gradient_flow
 from ..model import TaskInstance, TaskModel
-from . import data, measure, models
+from . import data, measure, models, proxies
 
 __all__ = ["VOCAB", "N_CLASSES", "QUERY_IDS", "LABEL_IDS", "INITS", "RATIO_RANGE",
            "TARGET_LOSS_MIN", "INIT_SCALE_RANGE", "LR_OV_RANGE", "token_probabilities",
@@ -295,7 +295,7 @@ def check_target_losses(targets, initial=None) -> tuple:
 
 def _unreached(target):
     return {"target_loss": target, "reached": False, "steps": None, "loss": None,
-            **dict.fromkeys(measure.SHARES)}
+            **dict.fromkeys(measure.SHARES), **dict.fromkeys(proxies.THEORY_PROXIES)}
 
 
 def flow_to_losses(parameterization, ratio, target_losses, *, lr_ov=0.01, seq_len=_setting.SEQ_LEN,
@@ -328,8 +328,10 @@ def flow_to_losses(parameterization, ratio, target_losses, *, lr_ov=0.01, seq_le
     dict
         ``records``: one per target, highest first, each with ``target_loss``,
         ``reached``, ``steps`` (flow time in SGD steps of rate ``lr_ov``),
-        ``loss`` (at the crossing) and the three shares of
-        :func:`attention_shares` (None where not reached); ``initial_loss``,
+        ``loss`` (at the crossing), the three shares of :func:`attention_shares` and
+        the entropy and plausibility of the expected-count attention
+        (:func:`numerics.experiments.proxies.expected_count_proxies`) (None where not
+        reached); ``initial_loss``,
         ``status``, ``message``, ``nfev`` and ``seconds`` of the flow.
 
     Raises
@@ -354,7 +356,9 @@ def flow_to_losses(parameterization, ratio, target_losses, *, lr_ov=0.01, seq_le
             continue
         p = hit["params"]
         records.append({"target_loss": target, "reached": True, "steps": hit["t"] / lr_ov,
-                        "loss": model.loss(p), **attention_shares(model, p)})
+                        "loss": model.loss(p), **attention_shares(model, p),
+                        **proxies.expected_count_proxies(model.attention(p), model.instance,
+                                                         query_attended=task is None or task.query_in_context)})
     return {"records": records, "initial_loss": L0, "status": res.status, "message": res.message,
             "nfev": res.nfev, "seconds": time.perf_counter() - t0}
 

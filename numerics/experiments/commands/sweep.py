@@ -272,8 +272,11 @@ def _theory(rows, settings, workers, scheduler, progress):
 
 
 def _figure(output, summary, rows, theory, settings):
-    """``sweep.png/pdf``: the three shares against the ratio, one row of panels per target."""
+    """``sweep.png/pdf``: the three shares against the ratio, one row of panels per target;
+    ``proxies.png/pdf``: the interpretability proxies and predictive performance
+    (:func:`numerics.experiments.proxy_plots.plot_proxies`)."""
     from .. import plots
+    from ..proxy_plots import plot_proxies
     from ..overlay import plotted_theory
 
     targets = settings["target_loss"] if isinstance(settings["target_loss"], list) else [settings["target_loss"]]
@@ -285,6 +288,7 @@ def _figure(output, summary, rows, theory, settings):
     fig = plots.plot_sweep(summary, rows=rows, theory=None if theory is None else plotted_theory(theory),
                            title=title)
     plots.save_figure(fig, output, "sweep")
+    plots.save_figure(plot_proxies(rows, None if theory is None else plotted_theory(theory)), output, "proxies")
 
 
 def _f(x, spec):

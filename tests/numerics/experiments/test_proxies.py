@@ -235,3 +235,44 @@ def test_sweep_row_has_the_proxy_columns_after_the_old_ones():
     assert jobs.valid_result(job, {"rows": rows})
     old = [{k: v for k, v in r.items() if k not in proxies.PROXIES} for r in rows]
     assert not jobs.valid_result(job, {"rows": old})          # a row stored before the proxies is recomputed
+
+
+@pytest.mark.parametrize("name", ["paper", "query-in-context"])
+def test_expected_count_proxies_against_explicit_positions(name):
+    """The theory's proxies at integer expected counts (an engine task at its own length) are the
+    class-weighted per-position entropy and sklearn AP / heapq top-R F1 of those positions."""
+    from numerics.experiments import theory
+
+    st = task_sampling.sampled_task(name, {"M": 3})
+    model = theory.task_model(st, "CACO", 2.0, seq_len=st.own_seq_len)
+    rng = np.random.default_rng(0)
+    p = {k: rng.normal(size=np.shape(v)) for k, v in theory.authors_init(model, "identity").items()}
+    a = model.attention(p)
+    inst = model.instance
+    got = proxies.expected_count_proxies(a, inst, query_attended=st.query_in_context)
+    rows = []
+    for k in range(st.K):
+        n = np.round(inst.counts[k]).astype(int)
+        assert np.array_equal(n, inst.counts[k])
+        tokens = np.repeat(np.arange(st.T), n)
+        w = a[k][tokens] / n[tokens]
+        doc = list(tokens)
+        if st.query_in_context:
+            doc.remove(st.query[k])
+        ctx_w = [a[k][t] / n[t] for t in doc]
+        mask = [int(inst.relevant[k][t]) for t in doc]
+        R = sum(mask)
+        top = [t for _, t in heapq.nlargest(R, zip(ctx_w, doc))]
+        rows.append([-(w * np.log(w)).sum(), -(w * np.log(w)).sum() / math.log(len(tokens)),
+                     average_precision_score(mask, ctx_w), sum(inst.relevant[k][t] for t in top) / R])
+    want = np.asarray(inst.weights) @ np.array(rows)
+    for name_, v in zip(proxies.THEORY_PROXIES, want):
+        assert abs(got[name_] - v) < TOL, name_
+
+
+def test_theory_records_carry_the_proxies():
+    from numerics.experiments import predict
+
+    recs = predict.predict(["CACO"], [1.0], [3.0], seeds=1)
+    assert all(recs[0][k] is not None and 0 <= recs[0][k] for k in proxies.THEORY_PROXIES)
+    assert 0 <= recs[0]["plausibility_auprc"] <= 1 and 0 <= recs[0]["attention_entropy_normalized"] <= 1
