@@ -28,10 +28,13 @@ Modules
     The Figure-3 fixed-attention runs (stacked over the attention levels).
 :mod:`~numerics.experiments.measure`
     Heatmap, separability, final loss and accuracy on fresh batches.
+:mod:`~numerics.experiments.proxies`
+    Interpretability proxies: attention entropy, plausibility (AUPRC, token F1)
+    and faithfulness (ERASER's comprehensiveness and sufficiency AOPC).
 :mod:`~numerics.experiments.jobs`, :mod:`~numerics.experiments.sweep`, :mod:`~numerics.experiments.reproduce`
     Job functions, the matched-loss sweep, every published run.
-:mod:`~numerics.experiments.plots`
-    Figure-2 heatmaps, Figure-3 curves, the sweep plot (PNG + PDF).
+:mod:`~numerics.experiments.plots`, :mod:`~numerics.experiments.proxy_plots`
+    Figure-2 heatmaps, Figure-3 curves, the sweep plot, the proxies' plot (PNG + PDF).
 :mod:`~numerics.experiments.runner`
     Running jobs in-process, on local processes (:mod:`~numerics.experiments.pool`)
     or on a Dask cluster (:mod:`~numerics.experiments.cluster`), with an atomic,
