@@ -235,7 +235,7 @@ def plausibility(position_attention, counts, query, relevant):
 
 
 def faithfulness(label_probability, position_attention, counts, query, target, bins=BINS, *,
-                 query_attended: bool = True):
+                 query_attended: bool = True, full=None):
     """ERASER's comprehensiveness and sufficiency AOPC of the attention ranking.
 
     Parameters
@@ -253,6 +253,8 @@ def faithfulness(label_probability, position_attention, counts, query, target, b
         Fractions of the context positions (default :data:`BINS`).
     query_attended : bool
         Whether the query's own position is attended (then it is never removed; default True).
+    full : array_like, shape ``(..., N)``, optional
+        The label probabilities of the sequences themselves, if known (default: computed).
 
     Returns
     -------
@@ -275,15 +277,18 @@ def faithfulness(label_probability, position_attention, counts, query, target, b
     shape = (-1,) + (1,) * L.ndim
     removed = top_positions(order, ctx, L - np.floor((1.0 - f).reshape(shape) * L))
     kept = top_positions(order, ctx, np.floor(f.reshape(shape) * L))
-    variants = np.concatenate([n[None], n - removed, n - ctx + kept])           # (1 + 2K, ..., N, T)
+    variants = np.concatenate(([n[None]] if full is None else [])
+                              + [n - removed, n - ctx + kept])                  # ([1 +] 2K, ..., N, T)
     k = variants.shape[0]
     flat = np.moveaxis(variants, 0, -3).reshape(n.shape[:-2] + (k * n.shape[-2], n.shape[-1]))
     tile = (lambda x: np.broadcast_to(x[..., None, :], x.shape[:-1] + (k, x.shape[-1]))
             .reshape(x.shape[:-1] + (k * x.shape[-1],)))
     p = np.asarray(label_probability(flat, tile(query), tile(target)), dtype=float)
     p = p.reshape(n.shape[:-2] + (k, n.shape[-2]))
-    full = p[..., :1, :]
-    return (full - p[..., 1:1 + f.size, :]).mean(-2), (full - p[..., 1 + f.size:, :]).mean(-2)
+    if full is None:
+        full, p = p[..., 0, :], p[..., 1:, :]
+    full = np.asarray(full, dtype=float)[..., None, :]
+    return (full - p[..., :f.size, :]).mean(-2), (full - p[..., f.size:, :]).mean(-2)
 
 
 def measure(forward_out, counts, query, target, relevant, forward, *, query_attended: bool = True) -> dict:
@@ -292,7 +297,7 @@ def measure(forward_out, counts, query, target, relevant, forward, *, query_atte
     Parameters
     ----------
     forward_out : dict
-        The model's forward pass on ``counts`` (its ``position_attention`` is used).
+        The model's forward pass on ``counts`` (its ``position_attention`` and ``log_probs``).
     counts : array_like, shape ``(..., N, T)``
         Attended positions per token of ``N`` sequences (leading axes: stacked runs).
     query, target : array_like of int, shape ``(..., N)``
@@ -319,7 +324,9 @@ def measure(forward_out, counts, query, target, relevant, forward, *, query_atte
     w = forward_out["position_attention"]
     h, hn = attention_entropy(w, counts)
     ap, f1 = plausibility(w, counts, query if query_attended else None, relevant)
-    comp, suff = faithfulness(label_probability, w, counts, query, target, query_attended=query_attended)
+    full = np.exp(np.take_along_axis(forward_out["log_probs"], np.asarray(target)[..., None], -1)[..., 0])
+    comp, suff = faithfulness(label_probability, w, counts, query, target, query_attended=query_attended,
+                              full=full)
     return dict(zip(PROXIES, (h, hn, ap, f1, comp, suff)))
 
 
