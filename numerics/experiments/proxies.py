@@ -72,7 +72,8 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["BINS", "PROXIES", "THEORY_PROXIES", "TIE_RTOL", "attention_entropy", "context_counts", "ranking",
-           "top_positions", "plausibility", "faithfulness", "measure", "summary_means", "expected_count_proxies"]
+           "top_positions", "plausibility", "faithfulness", "measure", "summary_means", "expected_count_proxies",
+           "BETTER", "trends", "format_trends"]
 
 #: ERASER's AOPC bins: fractions of the context positions removed or kept.
 BINS = (0.01, 0.05, 0.1, 0.2, 0.5)
@@ -374,3 +375,68 @@ def expected_count_proxies(attention, instance, *, query_attended: bool = True) 
         ok = np.isfinite(v)
         out[name] = float(v[ok] @ pi[ok] / pi[ok].sum()) if ok.any() else None
     return out
+
+
+#: +1 where a larger value reads as more interpretable (or better), -1 where a smaller one does.
+BETTER = {"attention_entropy": -1, "attention_entropy_normalized": -1, "plausibility_auprc": 1,
+          "plausibility_token_f1": 1, "comprehensiveness": 1, "sufficiency": -1, "accuracy": 1,
+          "label_probability": 1}
+
+
+def _seed_values(rows, p, ratio, target, key):
+    return [float(r[key]) for r in rows if r["parameterization"] == p and float(r["ratio"]) == ratio
+            and float(r["target_loss"]) == target and r.get(key) is not None and np.isfinite(float(r[key]))]
+
+
+def trends(rows, target_loss, *, keys=tuple(BETTER), min_change: float = 0.01) -> dict:
+    """Per parameterization, whether each measure improves from the lowest ratio to the highest.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Rows of a sweep's ``results.csv`` (:func:`numerics.experiments.sweep.read_csv`).
+    target_loss : float
+        The target whose rows are compared.
+    keys : sequence of str
+        Measures (keys of :data:`BETTER`).
+    min_change : float
+        Smallest change that counts (default 0.01).
+
+    Returns
+    -------
+    dict
+        ``{parameterization: {key: {"low", "high", "change", "verdict"}}}``: the means over seeds at
+        the lowest and the highest ratio, their difference, and ``"improves"`` / ``"worsens"``
+        when the change in the better direction (:data:`BETTER`) exceeds both ``min_change`` and
+        the seed spread (the larger standard deviation over seeds at the two ratios), else ``"flat"``
+        (None where a ratio has no value).
+    """
+    out = {}
+    for p in dict.fromkeys(r["parameterization"] for r in rows):
+        ratios = sorted({float(r["ratio"]) for r in rows if r["parameterization"] == p})
+        out[p] = {}
+        for key in keys:
+            lo, hi = (_seed_values(rows, p, ratios[i], target_loss, key) for i in (0, -1))
+            if not lo or not hi:
+                out[p][key] = {"low": None, "high": None, "change": None, "verdict": None}
+                continue
+            change = float(np.mean(hi) - np.mean(lo))
+            spread = max(np.std(lo, ddof=1) if len(lo) > 1 else 0.0, np.std(hi, ddof=1) if len(hi) > 1 else 0.0)
+            better = BETTER[key] * change
+            verdict = ("improves" if better > max(min_change, spread) else
+                       "worsens" if -better > max(min_change, spread) else "flat")
+            out[p][key] = {"low": float(np.mean(lo)), "high": float(np.mean(hi)), "change": change,
+                           "verdict": verdict}
+    return out
+
+
+def format_trends(table) -> str:
+    """:func:`trends` as a Markdown table: one row per parameterization, one column per measure
+    (``low -> high`` and the verdict)."""
+    keys = list(next(iter(table.values()))) if table else []
+    lines = ["| parameterization | " + " | ".join(keys) + " |", "|---" * (len(keys) + 1) + "|"]
+    for p, cells in table.items():
+        shown = [("n/a" if c["verdict"] is None else f"{c['low']:.3f} → {c['high']:.3f} {c['verdict']}")
+                 for c in cells.values()]
+        lines.append(f"| {p} | " + " | ".join(shown) + " |")
+    return "\n".join(lines)

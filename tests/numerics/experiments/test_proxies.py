@@ -276,3 +276,36 @@ def test_theory_records_carry_the_proxies():
     recs = predict.predict(["CACO"], [1.0], [3.0], seeds=1)
     assert all(recs[0][k] is not None and 0 <= recs[0][k] for k in proxies.THEORY_PROXIES)
     assert 0 <= recs[0]["plausibility_auprc"] <= 1 and 0 <= recs[0]["attention_entropy_normalized"] <= 1
+
+
+def _trend_rows():
+    rows = []
+    for seed, jitter in ((1, 0.0), (2, 0.002)):
+        for ratio, ent, ap, acc in ((1.0, 0.9, 0.8, 0.95), (20.0, 0.5, 0.6, 0.951)):
+            rows.append({"parameterization": "FACO", "ratio": ratio, "seed": seed, "target_loss": 0.2,
+                         "attention_entropy_normalized": ent + jitter, "plausibility_auprc": ap - jitter,
+                         "accuracy": acc, "sufficiency": None})
+    return rows
+
+
+def test_trends_say_which_measures_improve():
+    t = proxies.trends(_trend_rows(), 0.2, keys=("attention_entropy_normalized", "plausibility_auprc",
+                                                  "accuracy", "sufficiency"))["FACO"]
+    assert t["attention_entropy_normalized"]["verdict"] == "improves"      # lower entropy is better
+    assert t["plausibility_auprc"]["verdict"] == "worsens"
+    assert t["accuracy"]["verdict"] == "flat" and t["sufficiency"]["verdict"] is None
+    assert abs(t["plausibility_auprc"]["change"] + 0.2) < TOL
+    text = proxies.format_trends({"FACO": t})
+    assert "0.799 → 0.599 worsens" in text and "n/a" in text
+
+
+def test_proxy_figure_has_a_panel_per_measure_and_parameterization():
+    from numerics.experiments import proxy_plots
+
+    rows = _trend_rows() + [dict(r, parameterization="CACO") for r in _trend_rows()]
+    theory = [{"parameterization": r["parameterization"], "ratio": r["ratio"], "seed": r["seed"],
+               "target_loss": 0.2, "plausibility_auprc": 0.5} for r in rows]
+    fig = proxy_plots.plot_proxies(rows, theory, title="t")
+    assert len(fig.axes) == len(proxy_plots.PANELS) * 2
+    ap_axis = fig.axes[2 * [k for k, _ in proxy_plots.PANELS].index("plausibility_auprc")]
+    assert any(line.get_linestyle() == "--" for line in ap_axis.get_lines())
