@@ -100,7 +100,7 @@ def _dispatch(job, progress=None):
 
 
 def reproduce(output, *, workers=None, scheduler=None, progress=True, quick=False,
-              shortest_first=False, dtype="float64") -> dict:
+              shortest_first=False, dtype="float64", connect_timeout=30.0) -> dict:
     """Run every published run; write the report and the figures to ``output``; return the report.
 
     ``output`` is a directory path, opened and locked here as a reproduction's
@@ -108,7 +108,7 @@ def reproduce(output, *, workers=None, scheduler=None, progress=True, quick=Fals
     directory its caller holds. Runs start longest first, which finishes
     soonest on several workers; ``shortest_first=True`` finishes more runs
     early (if the run may be interrupted: :func:`collect` reports the finished
-    ones)."""
+    ones). ``connect_timeout``: with ``scheduler``, seconds to wait for it and for a worker."""
     from .directory import ExperimentDirectory
     from .runner import run_jobs
 
@@ -117,12 +117,12 @@ def reproduce(output, *, workers=None, scheduler=None, progress=True, quick=Fals
         with ExperimentDirectory(output, "reproduction") as directory:
             directory.begin()
             return reproduce(directory, workers=workers, scheduler=scheduler, progress=progress, quick=quick,
-                             shortest_first=shortest_first, dtype=dtype)
+                             shortest_first=shortest_first, dtype=dtype, connect_timeout=connect_timeout)
     named = published_jobs(quick, shortest_first=shortest_first, dtype=dtype)
     t0 = time.perf_counter()
     results = run_jobs(_dispatch, [j for _, j in named], workers=workers, scheduler=scheduler,
                        store=output.store(validate=jobs_mod.valid_result), progress=progress,
-                       desc="reproduce", epochs=jobs_mod.job_epochs)
+                       desc="reproduce", epochs=jobs_mod.job_epochs, connect_timeout=connect_timeout)
     return _write_report(output.path, named, results, time.perf_counter() - t0, quick)
 
 

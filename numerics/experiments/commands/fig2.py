@@ -81,10 +81,10 @@ def prepare(args):
 
     def work():
         if directory is None:
-            return _work(config, seeds, groups, workers, scheduler, args.quiet, None)
+            return _work(config, seeds, groups, workers, (scheduler, args.connect_timeout), args.quiet, None)
         with directory:
             directory.begin()
-            return _work(config, seeds, groups, workers, scheduler, args.quiet, directory)
+            return _work(config, seeds, groups, workers, (scheduler, args.connect_timeout), args.quiet, directory)
     return work, format_fig2
 
 
@@ -103,13 +103,14 @@ def _open_directory(args, settings):
     return directory
 
 
-def _work(config, seeds, groups, workers, scheduler, quiet, directory):
-    """Train the seeds' jobs, combine them; write ``fig2.json`` and the figure into ``directory`` (if any)."""
+def _work(config, seeds, groups, workers, dask, quiet, directory):
+    """Train the seeds' jobs (``dask``: the scheduler or None, and its connection timeout), combine
+    them; write ``fig2.json`` and the figure into ``directory`` (if any)."""
     from .. import jobs as jobs_mod
     from ..runner import run_jobs
 
     job_list = [{"experiment": "fig2", "config": config.to_dict(), "seeds": g} for g in groups]
-    results = run_jobs(jobs_mod.fig2_job, job_list, workers=workers, scheduler=scheduler,
+    results = run_jobs(jobs_mod.fig2_job, job_list, workers=workers, scheduler=dask[0], connect_timeout=dask[1],
                        progress=not quiet, desc="fig2", epochs=jobs_mod.job_epochs)
     runs = [r for res in results for r in res["runs"]]
     for r in runs:

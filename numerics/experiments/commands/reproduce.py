@@ -44,7 +44,8 @@ def prepare(args):
         with directory:
             directory.begin()
             report = rep.reproduce(directory, workers=workers, scheduler=scheduler, progress=not args.quiet,
-                                   quick=args.quick, shortest_first=args.shortest_first, dtype=args.dtype)
+                                   quick=args.quick, shortest_first=args.shortest_first, dtype=args.dtype,
+                                   connect_timeout=args.connect_timeout)
         for name, run in report["runs"].items():
             for r in run.get("runs", []):
                 if r.get("status") == "diverged":

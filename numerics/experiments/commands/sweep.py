@@ -214,7 +214,8 @@ def _run(args, directory, jobs, settings, workers, scheduler):
     output = directory.path
     store = directory.store(validate=jobs_mod.valid_result)
     results = run_jobs(jobs_mod.sweep_job, jobs, workers=workers, scheduler=scheduler, store=store,
-                       progress=not args.quiet, desc="sweep", epochs=jobs_mod.job_epochs)
+                       progress=not args.quiet, desc="sweep", epochs=jobs_mod.job_epochs,
+                       connect_timeout=args.connect_timeout)
     rows = sweep_mod.rows_from_results(results)
     rows.sort(key=lambda r: (settings["parameterizations"].index(r["parameterization"]),
                              settings["ratios"].index(r["ratio"]), r["seed"], -r["target_loss"]))
@@ -230,7 +231,8 @@ def _run(args, directory, jobs, settings, workers, scheduler):
     if isinstance(settings["target_loss"], list):
         payload["spearman_by_target"] = {f"{t:g}": sweep_mod.spearman(_at(rows, t))
                                          for t in settings["target_loss"]}
-    theory = None if args.no_theory else _theory(rows, settings, workers, scheduler, not args.quiet)
+    theory = None if args.no_theory else _theory(rows, settings, workers, (scheduler, args.connect_timeout),
+                                                 not args.quiet)
     if theory is not None:
         from ..overlay import agreement
 
@@ -246,7 +248,7 @@ def _at(rows, target):
     return [r for r in rows if r["target_loss"] == target]
 
 
-def _theory(rows, settings, workers, scheduler, progress):
+def _theory(rows, settings, workers, dask, progress):
     """The theory beside every run (:func:`numerics.experiments.overlay.theory_beside_runs`), or None;
     its flows run on the sweep's workers, one job per (parameterization, ratio), or here if those
     fail (a lost Dask scheduler, a broken pool): the measured sweep is written either way."""
@@ -255,7 +257,8 @@ def _theory(rows, settings, workers, scheduler, progress):
 
     def run(func, jobs):
         try:
-            return run_jobs(func, jobs, workers=workers, scheduler=scheduler, progress=progress, desc="theory")
+            return run_jobs(func, jobs, workers=workers, scheduler=dask[0], progress=progress, desc="theory",
+                            connect_timeout=dask[1])
         except (JobError, SchedulerLost, ValueError, OSError) as exc:
             common.warn(f"the theory overlay is computed in this process ({exc})")
             return [func(job) for job in jobs]
