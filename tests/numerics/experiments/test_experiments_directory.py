@@ -212,3 +212,41 @@ def test_the_lock_is_created_without_following_and_released(tmp_path):
         held.begin()
         assert (tmp_path / ".lock").read_text() == f"{os.getpid()}\n"
     ExperimentDirectory(tmp_path, "reproduction").close()           # released
+
+
+def test_report_json_is_the_same_for_runs_read_back_from_the_store(tmp_path, monkeypatch):
+    """Issue 25.17: a run computed now and the same run read back from the store (whose files keep
+    their keys sorted) give the same report.json bytes."""
+    from numerics.experiments import reproduce
+    from numerics.experiments.store import ResultStore
+    monkeypatch.setattr(reproduce, "make_figures", lambda report, output: [])
+    name, job = next((n, j) for n, j in reproduce.published_jobs(quick=True) if j["experiment"] == "fig2")
+    run = {"seed": 1234, "steps": 10, "stopped_epoch": None, "loss_log": [3.9], "heatmap": [[4.0] * 5] * 5,
+           "final_loss": 3.9, "accuracy": 0.25, "relevant_attention": 0.1, "label_probability": 0.2,
+           "separability_n": 1, "separability_sum": 0.5, "separability_sumsq": 0.25, "self_attention": 0.5,
+           "other_attention": 0.4, "status": "completed"}
+    fresh = {"runs": [dict(run, seed=s) for s in job["seeds"]]}
+    store = ResultStore(tmp_path / "runs")
+    store.put(job, fresh)
+    read_back = store.get(job)
+    assert list(read_back["runs"][0]) != list(fresh["runs"][0])            # the store sorts the keys
+    texts = []
+    for result in (fresh, read_back):
+        reproduce._write_report(tmp_path, [(name, job)], [result], None, True)
+        texts.append((tmp_path / "report.json").read_bytes())
+    assert texts[0] == texts[1]
+
+
+@pytest.mark.parametrize("option, value", [("--target-loss", "3.5,,"), ("--ratios", "1,,4"),
+                                           ("--params", "m=5,,n=3")])
+def test_a_list_with_an_empty_item_is_refused_before_any_work(option, value, tmp_path, capsys):
+    """Issue 25.18."""
+    argv = [*TINY_SWEEP, "--output", str(tmp_path / "out")]
+    if option == "--params":
+        argv += ["--task", "paper", option, value]
+    else:
+        argv[argv.index(option) + 1] = value
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "empty item" in err and option in err
+    assert not (tmp_path / "out").exists()
