@@ -5,30 +5,21 @@ An :class:`ExperimentDirectory` is the one way the ``sweep``, ``reproduce`` and
 before any work and refuses, with :class:`DirectoryRefused` (one line), a
 directory it cannot use, changing nothing in it:
 
-* **Lock.** ``.lock`` (:data:`LOCK_FILE`) is opened without following links
-  (``O_NOFOLLOW``; created with ``O_EXCL``) and held with ``fcntl.flock`` while
-  the directory is open, released by the kernel however the process ends. A
-  ``.lock`` that is a link, a directory or any other non-regular file is
-  refused, and so is a lock another process holds.
+* **Lock.** ``.lock`` is opened without following links (``O_NOFOLLOW``,
+  created with ``O_EXCL``) and held with ``fcntl.flock`` while the directory
+  is open (the kernel releases it however the process ends); a ``.lock`` that
+  is not a regular file, or is held, is refused.
 * **Kind.** A directory holds one kind of experiment (:data:`KINDS`), known by
-  its files: a sweep (``sweep-settings.json``, ``results.csv``, ``sweep.json``),
-  a reproduction (``report.json``, ``report.md``) or one Figure-2 run
-  (``fig2.json``); stored runs (``runs/``) of a directory without these name
-  their kind by their jobs' ``experiment``. Another kind is refused.
-* **Settings.** A sweep records its settings in :data:`SETTINGS_FILE` (tagged
-  :data:`SETTINGS_FORMAT`) before any work; a Figure-2 run's are those of its
-  ``fig2.json``. :meth:`ExperimentDirectory.settings` reads them, checked
-  (:func:`check_sweep_settings`, messages in the file's terms): a file that
-  cannot be read, or a sweep's stored runs without settings (a damaged
-  directory, or one written by an earlier layout, which is not read), is
-  refused; no stored result is ever removed. :func:`settings_difference`
-  names the first setting a continuation would change, as its option.
-* **Files.** :meth:`ExperimentDirectory.begin` starts the work: it records the
-  process id in the lock file and removes temporary files (``.*.tmp``) left in
-  the directory by writes that were killed (the lock says no one else writes
-  here). Every file is written atomically (:meth:`ExperimentDirectory.write_text`);
-  the stored runs are a :class:`~numerics.experiments.store.ResultStore` in
-  ``runs/`` (:meth:`ExperimentDirectory.store`).
+  its files, or by the ``experiment`` of its stored runs; another is refused.
+* **Settings.** A sweep records them in :data:`SETTINGS_FILE` before any work,
+  a Figure-2 run in its ``fig2.json``; :meth:`ExperimentDirectory.settings`
+  reads them checked (:func:`check_sweep_settings`). Stored runs of unknown
+  settings (a damaged sweep, or one of an earlier layout, which is not read)
+  are refused; no stored result is ever removed.
+* **Files.** :meth:`ExperimentDirectory.begin` records the process id in the
+  lock file and removes the temporary files (``.*.tmp``) of killed writes;
+  files are written atomically; the stored runs are a
+  :class:`~numerics.experiments.store.ResultStore` in ``runs/``.
 """
 from __future__ import annotations
 
@@ -64,8 +55,6 @@ EXTENDABLE = ("parameterizations", "ratios", "seeds")
 _UNNAMED_DEFAULTS = {"dtype": "float64"}
 #: Largest settings file read (bytes); ``fig2.json`` holds every run's loss log.
 _MAX_BYTES = {SETTINGS_FILE: 1 << 20, "fig2.json": 1 << 30}
-#: Most seeds a sweep may record (as ``--seeds`` allows).
-_MAX_SEEDS = 1_000_000
 
 
 class DirectoryRefused(UsageError, ValueError):
@@ -407,14 +396,12 @@ def check_sweep_settings(settings: dict):
         if key in settings and not ok(settings[key]):
             return f'"{key}" must be {what}; got {_shown(settings[key])}'
     for key, least in _WHOLE.items():
-        most = _MAX_SEEDS if key == "seeds" else math.inf
-        if not (_whole(settings[key]) and least <= settings[key] <= most):
-            return (f'"{key}" must be a whole number >= {least}' + (f" and <= {most}" if key == "seeds" else "")
-                    + f"; got {_shown(settings[key])}")
+        if not (_whole(settings[key]) and settings[key] >= least):
+            return f'"{key}" must be a whole number >= {least}; got {_shown(settings[key])}'
     blocks = settings.get("seed_blocks", [settings["seeds"]])
     if not (isinstance(blocks, list) and all(_whole(k) and k >= 1 for k in blocks)
             and sum(blocks) == settings["seeds"]):
-        return (f'"seed_blocks" must be a list of whole numbers >= 1 adding up to "seeds" ({settings["seeds"]}); '
+        return (f'"seed_blocks" must be a list of whole numbers >= 1 adding up to "seeds" ({_shown(settings["seeds"])}); '
                 f'got {_shown(blocks)}')
     return None
 
@@ -424,15 +411,22 @@ def _option(key) -> str:
     return "--params" if key == "task_params" else "--" + key.replace("_", "-")
 
 
+def _text(v) -> str:
+    """A number as on the command line (``%g`` for floats; a huge integer as ``1e+300``)."""
+    if isinstance(v, float) or (isinstance(v, int) and abs(v) >= 10 ** 15):
+        return f"{v:g}" if isinstance(v, float) else f"{v:.3g}"
+    return str(v)
+
+
 def _as_option(key, value) -> str:
-    """A setting's value as it is written on the command line (``--params m=5,n=50``)."""
+    """A setting's value as it is written on the command line (``--params m=5,n=50``), cut short."""
     if key == "task" and value is None:
-        return "authors"
-    if key == "task_params":
-        return ",".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in value or ()) or "(none)"
-    if isinstance(value, list):
-        return ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value)
-    return f"{value:g}" if isinstance(value, float) else str(value)
+        text = "authors"
+    elif key == "task_params":
+        text = ",".join(f"{k}={_text(v)}" for k, v in value or ()) or "(none)"
+    else:
+        text = ",".join(map(_text, value)) if isinstance(value, list) else _text(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _task_values(task, params) -> dict:
