@@ -121,8 +121,8 @@ class ExperimentDirectory:
 
         path = self.path / LOCK_FILE
         what = _entry_kind(path)
-        if what not in (None, "file"):
-            raise self._refuse(f"has a {LOCK_FILE} that is {_described(path)}, not a lock file (links in an output "
+        if what not in (None, "a file"):
+            raise self._refuse(f"has a {LOCK_FILE} that is {_entry_kind(path)}, not a lock file (links in an output "
                                f"directory are never followed); remove it or choose another directory")
         flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
         try:
@@ -143,8 +143,8 @@ class ExperimentDirectory:
 
     def _check_entries(self) -> None:
         """Refuse a ``runs`` that is not a directory and a directory of another kind."""
-        if self.kind != "fig2" and _entry_kind(self.path / RUNS) not in (None, "directory", "a link to a directory"):
-            raise self._refuse(f"has a {RUNS} that is {_described(self.path / RUNS)}, not the folder of "
+        if self.kind != "fig2" and _entry_kind(self.path / RUNS) not in (None, "a directory", "a link to a directory"):
+            raise self._refuse(f"has a {RUNS} that is {_entry_kind(self.path / RUNS)}, not the folder of "
                                f"stored runs; move it away or choose another directory")
         held = self.held_kind()
         if held is not None and held != self.kind:
@@ -178,9 +178,9 @@ class ExperimentDirectory:
         what = _entry_kind(path)
         if what is None:
             return None
-        if what != "file":
-            raise self._refuse(f"has a {name} that is {_described(path)}; its settings cannot be read (links in an output "
-                               f"directory are never followed); choose another directory")
+        if what != "a file":
+            raise self._refuse(f"has a {name} that is {_entry_kind(path)}; its settings cannot be read (links "
+                               f"in an output directory are never followed); choose another directory")
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
             with os.fdopen(fd, "rb") as fh:
@@ -243,8 +243,8 @@ class ExperimentDirectory:
     def write_settings(self, settings: dict) -> None:
         """Record a sweep's ``settings`` in :data:`SETTINGS_FILE` (atomically); refused if it cannot be written."""
         text = json.dumps({"format": SETTINGS_FORMAT, **settings}, indent=1, allow_nan=False)
-        if _entry_kind(self.path / SETTINGS_FILE) not in (None, "file"):
-            raise self._refuse(f"has a {SETTINGS_FILE} that is {_described(self.path / SETTINGS_FILE)}; "
+        if _entry_kind(self.path / SETTINGS_FILE) not in (None, "a file"):
+            raise self._refuse(f"has a {SETTINGS_FILE} that is {_entry_kind(self.path / SETTINGS_FILE)}; "
                                f"the settings cannot be written: choose another directory")
         try:
             atomic_write_text(self.path / SETTINGS_FILE, text, fsync=True)
@@ -260,7 +260,7 @@ class ExperimentDirectory:
         except OSError:
             pass
         for tmp in self.path.glob(".*.tmp"):
-            if _entry_kind(tmp) == "file":
+            if _entry_kind(tmp) == "a file":
                 try:
                     tmp.unlink()
                 except OSError:
@@ -302,7 +302,7 @@ class ExperimentDirectory:
 
 
 def _entry_kind(path: Path):
-    """What ``path`` is, without following a link: None (absent), ``"file"``, ``"directory"``,
+    """What ``path`` is, without following a link: None (absent), ``"a file"``, ``"a directory"``,
     ``"a link to a directory"``, ``"a dangling link"``, ``"a link"`` or ``"a special file"``."""
     try:
         mode = os.lstat(path).st_mode
@@ -315,14 +315,8 @@ def _entry_kind(path: Path):
             return "a dangling link"
         return "a link to a directory" if os.path.isdir(path) else "a link"
     if stat.S_ISDIR(mode):
-        return "directory"
-    return "file" if stat.S_ISREG(mode) else "a special file"
-
-
-def _described(path: Path) -> str:
-    """:func:`_entry_kind` of ``path`` as words (``a directory``)."""
-    what = _entry_kind(path)
-    return {"file": "a file", "directory": "a directory", None: "missing"}.get(what, what)
+        return "a directory"
+    return "a file" if stat.S_ISREG(mode) else "a special file"
 
 
 # --------------------------------------------------------------------------- a sweep's settings
@@ -401,8 +395,8 @@ def check_sweep_settings(settings: dict):
     blocks = settings.get("seed_blocks", [settings["seeds"]])
     if not (isinstance(blocks, list) and all(_whole(k) and k >= 1 for k in blocks)
             and sum(blocks) == settings["seeds"]):
-        return (f'"seed_blocks" must be a list of whole numbers >= 1 adding up to "seeds" ({_shown(settings["seeds"])}); '
-                f'got {_shown(blocks)}')
+        return (f'"seed_blocks" must be a list of whole numbers >= 1 adding up to "seeds" '
+                f'({_shown(settings["seeds"])}); got {_shown(blocks)}')
     return None
 
 
@@ -461,8 +455,8 @@ def settings_difference(stored: dict, given: dict, *, extend: bool = False):
 
     Examples
     --------
-    >>> settings_difference({"ratios": [1.0], "seeds": 1}, {"ratios": [1.0, 4.0], "seeds": 1})
-    'the sweep in this directory was run with --ratios 1, not 1,4 (--resume continues it with its own settings; pass --extend to add parameterizations, ratios or seeds)'
+    >>> settings_difference({"ratios": [1.0], "seeds": 1}, {"ratios": [1.0, 4.0], "seeds": 1})[:60]
+    'the sweep in this directory was run with --ratios 1, not 1,4'
     """
     stored, given = {**_UNNAMED_DEFAULTS, **stored}, {**_UNNAMED_DEFAULTS, **given}
     for key in dict.fromkeys([*given, "task", "task_params"]):
@@ -485,7 +479,8 @@ def settings_difference(stored: dict, given: dict, *, extend: bool = False):
 
 def continued_settings(stored: dict, given: dict) -> dict:
     """The settings that continue the sweep of ``stored`` with ``given`` (no difference between
-    them but what ``--extend`` may add: :func:`settings_difference`): ``given``'s keys in its order, with the stored values;
+    them but what ``--extend`` may add: :func:`settings_difference`): ``given``'s keys in its order,
+    with the stored values;
     ``given``'s new parameterizations, ratios and seeds after the stored ones; the seeds'
     history in ``seed_blocks`` (a new block where seeds are added; it is recorded, and does
     not change the jobs)."""

@@ -31,10 +31,7 @@ that would leave a worker idle.  The job partition depends on the sweep's
 parameterizations and seeds, never on the number of workers, so a
 :class:`~numerics.experiments.runner.ResultStore` written by one run is reused
 by ``--resume`` with any worker count; ``--extend`` may change the blocks, and
-the runs of a changed block are retrained, to the same numbers.  (A store of an
-older layout, one job per (parameterization, ratio) or per (parameterization,
-seed) where blocks are larger now, is not reused either: its runs are
-recomputed, to the same numbers, and ``sweep`` says so.)
+the runs of a changed block are retrained, to the same numbers.
 ``results.csv`` (:data:`CSV_COLUMNS`) has one row per run and target in the
 order parameterizations x ratios x seeds as given (duplicates removed) x
 targets (highest first); ``steps`` are the steps trained by the row's state,

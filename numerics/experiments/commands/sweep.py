@@ -60,7 +60,7 @@ def _parameterization(text):
 
 
 def _targets(text):
-    """``--target-loss``: one number (as always), or several distinct ones, highest first."""
+    """``--target-loss``: one number, or several distinct ones (a list, highest first)."""
     from ..sweep import target_losses
 
     values = parse_list("--target-loss", text, lambda t: number("--target-loss", t))
@@ -81,7 +81,7 @@ def _highest(s) -> float:
 
 def _settings(args) -> dict:
     """The sweep's settings from the command line (validated numbers, duplicates dropped); ``task``
-    and ``task_params`` only for a task other than the authors' (a default sweep's settings are as before)."""
+    and ``task_params`` only for a task other than the authors' (the authors' task is not named)."""
     sampled, task_params = task_sampling.task_from_args(args)
     task = {} if sampled is None else {"task": sampled.name, "task_params": [list(p) for p in task_params]}
     return {"parameterizations": list(dict.fromkeys(parse_list("--parameterizations", args.parameterizations,
@@ -93,7 +93,7 @@ def _settings(args) -> dict:
             "steps_per_epoch": integer("--steps-per-epoch", args.steps_per_epoch, 1),
             "max_steps": integer("--max-steps", args.max_steps, 1), "init": args.init,
             "eval_batches": integer("--eval-batches", args.eval_batches, 1), **task,
-            # float64 (the default) is not named: the settings of a float64 sweep stay as they always were
+            # float64, the default, is not named (nor in the jobs: a float64 job's key does not say it)
             **({"dtype": args.dtype} if args.dtype != "float64" else {})}
 
 
