@@ -7,13 +7,15 @@ predictive performance (accuracy, label probability) -- against the
 learning-rate ratio :math:`\eta_{QK}/\eta_{OV}`, one colour per target loss:
 SGD seeds as points and their mean as a solid line, the theory (where it gives
 the measure: the expected-count attention's entropy and plausibility) dashed.
-The sweep writes it as ``proxies.png/pdf`` beside ``sweep.png``.
+The sweep writes it as ``proxies.png/pdf`` beside ``sweep.png``. The figure is a
+:class:`matplotlib.figure.Figure` made in :data:`~numerics.output.style.EXPERIMENT_STYLE`
+(:func:`~numerics.output.style.new_figure`: no pyplot, no global state).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from . import plots
+from ..output.style import EXPERIMENT_STYLE, new_figure
 
 __all__ = ["PANELS", "plot_proxies"]
 
@@ -25,16 +27,6 @@ PANELS = (("attention_entropy_normalized", "entropy / log positions"),
           ("sufficiency", "sufficiency (AOPC)"),
           ("accuracy", "accuracy"),
           ("label_probability", "label probability"))
-
-
-def _new_figure(nrows, ncols, figsize):
-    """A :class:`matplotlib.figure.Figure` (no pyplot) and its axes, in the experiments' style."""
-    import matplotlib
-    from matplotlib.figure import Figure
-
-    with matplotlib.rc_context(plots._STYLE):
-        fig = Figure(figsize=figsize, layout="constrained")
-        return fig, fig.subplots(nrows, ncols, squeeze=False, sharex=True, sharey="row")
 
 
 def _series(records, p, target, key):
@@ -79,12 +71,19 @@ def plot_proxies(rows, theory=None, *, title: str | None = None):
     -------
     matplotlib.figure.Figure
     """
+    import matplotlib
+
+    with matplotlib.rc_context(EXPERIMENT_STYLE):
+        return _plot(rows, theory, title)
+
+
+def _plot(rows, theory, title):
     params = list(dict.fromkeys(r["parameterization"] for r in rows))
     targets = sorted({float(r["target_loss"]) for r in rows if r.get("target_loss") is not None},
                      reverse=True) or [None]
     ratios = sorted({float(r["ratio"]) for r in rows})
-    fig, axes = _new_figure(len(PANELS), max(1, len(params)), (2.6 * max(1, len(params)) + 0.4,
-                                                              1.7 * len(PANELS) + 0.6))
+    fig, axes = new_figure(len(PANELS), max(1, len(params)), style=EXPERIMENT_STYLE, sharex=True, sharey="row",
+                           figsize=(2.6 * max(1, len(params)) + 0.4, 1.7 * len(PANELS) + 0.6))
     import matplotlib
 
     colours = matplotlib.colormaps["viridis"](np.linspace(0.0, 0.85, len(targets)))

@@ -305,7 +305,11 @@ def test_proxy_figure_has_a_panel_per_measure_and_parameterization():
     rows = _trend_rows() + [dict(r, parameterization="CACO") for r in _trend_rows()]
     theory = [{"parameterization": r["parameterization"], "ratio": r["ratio"], "seed": r["seed"],
                "target_loss": 0.2, "plausibility_auprc": 0.5} for r in rows]
+    import matplotlib
+
+    before = dict(matplotlib.rcParams)
     fig = proxy_plots.plot_proxies(rows, theory, title="t")
+    assert dict(matplotlib.rcParams) == before and type(fig).__name__ == "Figure"    # no global state
     assert len(fig.axes) == len(proxy_plots.PANELS) * 2
     ap_axis = fig.axes[2 * [k for k, _ in proxy_plots.PANELS].index("plausibility_auprc")]
     assert any(line.get_linestyle() == "--" for line in ap_axis.get_lines())
