@@ -103,7 +103,11 @@ def _plot(rows, theory, title):
                 ax.set_title(p)
             if i == len(PANELS) - 1:
                 ax.set_xlabel(r"ratio $\eta_{QK}/\eta_{OV}$")
-    axes[0, 0].legend(loc="best")
+    legend = {}                                       # one entry per target loss drawn anywhere
+    for ax in axes.flat:
+        legend.update(zip(*ax.get_legend_handles_labels()[::-1]))
+    if legend:
+        axes[0, 0].legend(list(legend.values()), list(legend), loc="best")
     if title:
         fig.suptitle(title)
     return fig
