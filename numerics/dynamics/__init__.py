@@ -41,7 +41,7 @@ _HOMES = {
     "ReducedSystem": "reduced_system",
     "solve_reduced": "reduced_ode",
     "state_at_loss": "state",
-    "StateAtLoss": "state",
+    "StateAtLoss": "state_result",
     "REDUCED_FLOW_RANGE": "state",
     "state_at_loss_mpmath": "closed_form",
     "time_to_loss": "closed_form",

@@ -45,7 +45,7 @@ import numpy as np
 from derivations.core.vocabulary import check_model_parameters
 
 from ..functions import lambdified as lam
-from .state import StateAtLoss
+from .state_result import StateAtLoss
 
 __all__ = ["State", "state_at_loss", "state_at_loss_mpmath", "time_to_loss",
            "check_supported", "SUPPORTED_RANGE"]
@@ -57,7 +57,7 @@ MARGIN_RTOL = 1e-13
 
 
 #: The state at a loss: the one result type of every state-at-loss answer
-#: (:class:`numerics.dynamics.state.StateAtLoss`; fields ``mu_OV, mu_QK, alpha,
+#: (:class:`numerics.dynamics.state_result.StateAtLoss`; fields ``mu_OV, mu_QK, alpha,
 #: loss, ratio, p, s`` first, then ``method`` = ``"closed form"`` here).
 State = StateAtLoss
 
@@ -245,7 +245,7 @@ def state_at_loss(loss, ratio, *, m=5, n=50, b=50, M=20):
     Returns
     -------
     State
-        :class:`~numerics.dynamics.state.StateAtLoss` of arrays with the
+        :class:`~numerics.dynamics.state_result.StateAtLoss` of arrays with the
         broadcast shape: ``mu_OV, mu_QK, alpha, loss, ratio, p, s``, then
         ``method="closed form"`` and ``coordinates``.
 

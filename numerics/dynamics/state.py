@@ -37,11 +37,12 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["StateAtLoss", "state_at_loss", "task_state_at_loss", "METHODS",
+from .state_result import StateAtLoss
+
+__all__ = ["state_at_loss", "task_state_at_loss", "METHODS",
            "REDUCED_FLOW_RANGE"]
 
 #: The methods that answer, in the order :func:`state_at_loss` tries them.
@@ -52,52 +53,6 @@ METHODS = ("closed form", "reduced flow")
 #: up to the initial loss (exclusive); ``M`` is an integer.
 REDUCED_FLOW_RANGE = {"ratio": (1e-4, 1e4), "loss": (1e-8, math.inf), "m": (1e-3, 1e3),
                       "n": (1e-3, 1e3), "b": (0.1, 1e3), "M": (2, 10**6)}
-
-
-class StateAtLoss(NamedTuple):
-    """The state at a loss, and which method found it.
-
-    The first seven fields are those of the closed form's former ``State``
-    (``mu_OV, mu_QK, alpha, loss, ratio, p, s``), so that reading them by
-    name or position works as before.
-
-    Attributes
-    ----------
-    mu_OV, mu_QK, alpha : ndarray
-        The paper's coordinates (None for a task without such an observable)
-        and the attention on the relevant tokens.
-    loss : ndarray
-        The loss at the state (closed form: the requested loss; reduced flow:
-        the loss evaluated at the located crossing).
-    ratio : ndarray
-        :math:`\\eta_{QK}/\\eta_{OV}` as given.
-    p, s : ndarray or None
-        Attention odds :math:`\\alpha/(1-\\alpha)` and margin
-        :math:`\\alpha\\mu_{OV}` (closed form only).
-    method : str
-        ``"closed form"`` or ``"reduced flow"`` (:data:`METHODS`).
-    time : ndarray or None
-        Time of the crossing (reduced flow).
-    coordinates : dict or None
-        ``{name: value}`` of the task's reduced coordinates.
-    task : str
-    mapped_ratio : ndarray or None
-        The paper's ratio the closed form was evaluated at, for a task mapped
-        onto the paper's equations.
-    """
-
-    mu_OV: np.ndarray
-    mu_QK: np.ndarray
-    alpha: np.ndarray
-    loss: np.ndarray
-    ratio: np.ndarray
-    p: np.ndarray = None
-    s: np.ndarray = None
-    method: str = "closed form"
-    time: np.ndarray = None
-    coordinates: dict = None
-    task: str = "paper"
-    mapped_ratio: np.ndarray = None
 
 
 def _show(value):
