@@ -34,9 +34,9 @@ Options
 The numbers at a loss are the one place where derivations meet numerics: this
 entry (and nothing else in :mod:`derivations`) imports :mod:`numerics`, lazily,
 only for ``--loss``. The state comes from the paper's state equation
-(:func:`numerics.closed_form.state_at_loss`) for the paper and for every task
+(:func:`numerics.dynamics.closed_form.state_at_loss`) for the paper and for every task
 whose reduced ODEs are the paper's at a mapped ratio, else from integrating the
-task's reduced ODE (:func:`numerics.task_state.task_state_at_loss`). The ratio,
+task's reduced ODE (:func:`numerics.dynamics.state_at_loss`, ``method="reduced flow"``). The ratio,
 m, n, b and the loss are checked against the range each method is verified
 on; the message names the value the user gave.
 
@@ -74,7 +74,7 @@ def _state_dict(st, ratio) -> dict:
     state.update(alpha=float(st.alpha), loss=float(st.loss))
     if st.time is not None:
         state["t"] = float(st.time)
-    state["method"] = "numerical integration of the reduced ODE (numerics.task_state.task_state_at_loss)"
+    state["method"] = "numerical integration of the reduced ODE (numerics.dynamics.state_at_loss)"
     return state
 
 

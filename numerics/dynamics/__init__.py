@@ -51,7 +51,6 @@ _HOMES = {
     "family_system": "task_systems",
     "task_parameters": "task_systems",
     "task_reduction": "task_systems",
-    "task_state_at_loss": "state",
     "gradient_flow": "training",
     "gradient_descent": "training",
 }

@@ -54,7 +54,7 @@ True
 >>> res = system.integrate(target_loss=0.1)
 >>> res.status, round(res.target_state["alpha"], 6)
 (1, 0.695206)
->>> round(float(system.state_at_loss(0.1)["alpha"]), 6)
+>>> round(float(system.state_at_loss(0.1).alpha), 6)
 0.695206
 >>> task = ReducedSystem("CACO", task="query-in-context", eta_QK=10.0)
 >>> task.names

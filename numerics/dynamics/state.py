@@ -42,8 +42,7 @@ import numpy as np
 
 from .state_result import StateAtLoss
 
-__all__ = ["state_at_loss", "task_state_at_loss", "METHODS",
-           "REDUCED_FLOW_RANGE"]
+__all__ = ["state_at_loss", "METHODS", "REDUCED_FLOW_RANGE"]
 
 #: The methods that answer, in the order :func:`state_at_loss` tries them.
 METHODS = ("closed form", "reduced flow")
@@ -175,7 +174,7 @@ def _paper_orbit(loss, ratio, P, params):
     for i in np.ndindex(L.shape):
         st = ReducedSystem(P, eta_QK=float(r[i]), **params).state_at_loss(float(L[i]))
         for k in out:
-            out[k][i] = float(st[k])
+            out[k][i] = float(getattr(st, k))
     coords = {"mu_OV": out["mu_OV"], "mu_QK": out["mu_QK"]}
     return StateAtLoss(out["mu_OV"], out["mu_QK"], out["alpha"], L, r, coordinates=coords)
 
@@ -260,44 +259,3 @@ def _reduced_flow(loss, ratio, task, values, rtol, atol):
     return StateAtLoss(coords.get("mu_OV"), coords.get("mu_QK"), fields["alpha"],
                        fields["loss"], r.copy(), method="reduced flow", time=fields["time"],
                        coordinates=coords, task=task)
-
-
-def task_state_at_loss(task_name, ratio, loss, *, rtol=1e-12, atol=1e-14, **params) -> dict:
-    r"""The reduced-flow state of a task at one loss, as a ``dict`` (kept for its callers).
-
-    :func:`state_at_loss` with ``method="reduced flow"`` (for every task,
-    also the paper's): the task's reduced ODE integrated from zero (CACO,
-    :math:`\eta_{OV} = 1`, :math:`\eta_{QK} =` ``ratio``) to the terminal
-    event :math:`\log L = \log L^*` (agreement with the ``paper`` closed
-    form: 1e-8 over :data:`REDUCED_FLOW_RANGE`).
-
-    Returns
-    -------
-    dict
-        ``alpha`` (total attention on the m relevant tokens, class average),
-        ``t`` (time of the crossing), ``loss``, ``ratio``, ``coordinates``
-        (``{name: value}``, also as top-level keys), ``task``, ``params``.
-
-    Raises
-    ------
-    ValueError
-        Unknown task or parameter, an invalid value, or one outside
-        :data:`REDUCED_FLOW_RANGE` (the same range for every task; the
-        message names it).
-    RuntimeError
-        The integration failed (never silently: the message says why).
-    """
-    for name, value in (("ratio", ratio), ("loss", loss)):
-        if isinstance(value, bool) or not np.isscalar(value):
-            raise ValueError(f"{name} must be a number; got {value!r}")
-    st = state_at_loss(loss, ratio, task=task_name, method="reduced flow", rtol=rtol,
-                       atol=atol, **params)
-    from .task_systems import task_parameters
-    values = dict(task_parameters(task_name, **params), eta_QK=float(ratio), eta_OV=1.0)
-    coords = {k: float(v) for k, v in st.coordinates.items()}
-    out = {"task": task_name, "ratio": float(ratio), "loss": float(st.loss),
-           "alpha": float(st.alpha), "t": float(st.time), "coordinates": coords,
-           "params": values}
-    for k, v in coords.items():
-        out.setdefault(k, v)
-    return out

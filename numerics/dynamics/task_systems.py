@@ -9,8 +9,6 @@ parameters and the learning rates). :func:`reduced_system` and
 (:class:`~numerics.dynamics.lambdified_flow.LambdifiedFlow`, also known as
 ``TaskReducedSystem``), from the engine's cache (:func:`task_reduction`);
 :func:`task_parameters` resolves a task's parameter values.
-:func:`~numerics.dynamics.state.task_state_at_loss` (the reduced-flow state at
-a loss, as a dict) is re-exported here for its callers.
 
 >>> from numerics.dynamics.task_systems import reduced_system, task_parameters
 >>> reduced_system("shared-irrelevant", "CACO").names
@@ -23,10 +21,9 @@ from __future__ import annotations
 from functools import lru_cache
 
 from .lambdified_flow import LambdifiedFlow, TaskReducedSystem
-from .state import task_state_at_loss
 
-__all__ = ["TaskReducedSystem", "reduced_system", "family_system", "task_state_at_loss",
-           "task_parameters", "task_reduction"]
+__all__ = ["TaskReducedSystem", "reduced_system", "family_system", "task_parameters",
+           "task_reduction"]
 
 
 # --------------------------------------------------------------------------- #

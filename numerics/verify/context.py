@@ -141,9 +141,9 @@ class Context:
 
     def closed_state(self, loss):
         """:meth:`ReducedSystem.state_at_loss`, or the injected replacement
-        (CACO, called as ``f(loss, ratio, m=, n=, b=, M=)``)."""
+        (CACO, called as ``f(loss, ratio, m=, n=, b=, M=)``): a
+        :class:`~numerics.dynamics.StateAtLoss`."""
         f = self.state_at_loss_override
         if f is None or self.parameterization != "CACO":
             return self.system.state_at_loss(loss)
-        st = f(loss, self.ratio, **self.paper_settings)
-        return {k: np.asarray(getattr(st, k), dtype=float) for k in ("mu_OV", "mu_QK", "alpha")}
+        return f(loss, self.ratio, **self.paper_settings)

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from numerics.closed_form import State, state_at_loss, state_at_loss_mpmath, time_to_loss
+from numerics.dynamics import StateAtLoss
+from numerics.dynamics.closed_form import state_at_loss, state_at_loss_mpmath, time_to_loss
 from numerics.reduced_ode import solve_reduced
 
 LOG20 = math.log(20)
@@ -53,7 +54,7 @@ def test_accuracy_vectorized_grid_matches_scalar_reference():
 
 def test_broadcasting_shapes():
     st = state_at_loss(np.full((3, 1), 0.1), np.array([0.1, 1, 10, 100]))
-    assert isinstance(st, State) and st.method == "closed form"
+    assert isinstance(st, StateAtLoss) and st.method == "closed form"
     for v in st[:7]:        # the array fields mu_OV .. s; then method, time, coordinates, ...
         assert v.shape == (3, 4)
     assert st.coordinates["mu_QK"] is st.mu_QK
