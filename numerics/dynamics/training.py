@@ -36,6 +36,7 @@ import numpy as np
 
 from .bounded_ivp import DEFAULT_MAX_STEPS, METHODS, solve_loss_levels
 from ..model.attention import TaskModel
+from ..model.family import summarize
 from .trajectory import Trajectory
 from ..validation import check_int, check_positive, check_t_span, check_times
 
@@ -97,7 +98,7 @@ def _check_solver(method, rtol, atol, max_steps, max_nfev):
 
 def _state(model, t, vec):
     out = {"t": float(t)}
-    out.update({k: float(v) for k, v in model.summarize(vec).items()})
+    out.update({k: float(v) for k, v in summarize(model, vec).items()})
     out["params"] = {k: v.copy() for k, v in model.unflatten(vec).items()}
     return out
 
@@ -105,7 +106,7 @@ def _state(model, t, vec):
 def _summaries(model, Y):
     """The model's summaries of the records ``Y`` (n, n_params), empty arrays if n = 0."""
     with np.errstate(over="ignore", invalid="ignore"):   # non-finite: status -1 in _result
-        return {k: np.asarray(v, dtype=float) for k, v in model.summarize(Y).items()}
+        return {k: np.asarray(v, dtype=float) for k, v in summarize(model, Y).items()}
 
 
 def _result(model, t, summary, final_vec, status, message, found, thresholds, target_loss,

@@ -42,7 +42,7 @@ import numpy as np
 
 from derivations.core.vocabulary import CIRCUITS
 
-from .. import lambdified as lam
+from ..functions import lambdified as lam
 from ..validation import check_positive
 from .paper import AttentionModel
 
@@ -237,11 +237,25 @@ def distance_from_family(model, params):
 
 
 def summarize(model, vecs) -> dict:
-    """Trajectory summaries for flat states ``vecs`` of shape ``(..., n_params)``.
+    """Trajectory summaries for flat states of a model.
 
-    Returns a dict of arrays over the leading axes: ``loss``, ``alpha``
-    (class mean), ``mu_OV``, ``mu_QK``, ``distance``.
+    Parameters
+    ----------
+    model : TaskModel
+        The model the states belong to (the paper's
+        :class:`~numerics.model.paper.AttentionModel` or any other task's).
+    vecs : ndarray
+        Flat states, shape ``(..., n_params)``.
+
+    Returns
+    -------
+    dict
+        Arrays over the leading axes: ``loss`` and ``alpha`` (class mean);
+        for the paper's model also the family coordinates ``mu_OV``,
+        ``mu_QK`` and the ``distance`` from the family.
     """
+    if not isinstance(model, AttentionModel):
+        return model.summarize(vecs)
     p = model.unflatten(vecs)
     alpha, lk = model.attention_and_class_losses(p)
     W_QK, W_OV = model.circuits(p)
