@@ -55,8 +55,8 @@ from . import special_functions
 #: The public names. The SymPy-side names (``PARAMS``, ``eps``, ``stabilize``,
 #: ``as_log1p``, ``omega_identity`` and the symbols such as ``mu_QK``) are
 #: resolved on first access by the module ``__getattr__`` and kept out of
-#: ``__all__``, so that ``from numerics.functions.lambdified import *`` (and the
-#: forwarding module ``numerics.functions.lambdified``) does not import SymPy.
+#: ``__all__``, so that ``from numerics.functions.lambdified import *`` does not
+#: import SymPy.
 __all__ = [
     "PARAM_NAMES", "BACKENDS", "NumericFunction", "numeric", "lambdify_modules",
     "alpha_fn", "loss_fn", "loss_of_margin_fn", "reduced_rhs", "reduced_jacobian",
@@ -74,13 +74,13 @@ PARAM_NAMES = ("m", "n", "b", "M", "eta_QK", "eta_OV", "eta_Q", "eta_K", "eta_O"
 _EXPRESSIONS = Path(__file__).resolve().parent.parent / "_generated_expressions.json"
 #: SymPy-side names, resolved on first access (module ``__getattr__``).
 _SYMPY_NAMES = {
-    "PARAMS": ("derivations.numeric_codegen", "PARAMS"),
-    "eps": ("derivations.numeric_codegen", "eps"),
-    "x_logp": ("derivations.numeric_codegen", "x_logp"),
-    "c_sym": ("derivations.numeric_codegen", "c_sym"),
-    "stabilize": ("derivations.numeric_codegen", "stabilize"),
-    "as_log1p": ("derivations.numeric_codegen", "as_log1p"),
-    "omega_identity": ("derivations.numeric_codegen", "omega_identity"),
+    "PARAMS": ("derivations.output.numeric_codegen", "PARAMS"),
+    "eps": ("derivations.output.numeric_codegen", "eps"),
+    "x_logp": ("derivations.output.numeric_codegen", "x_logp"),
+    "c_sym": ("derivations.output.numeric_codegen", "c_sym"),
+    "stabilize": ("derivations.output.numeric_codegen", "stabilize"),
+    "as_log1p": ("derivations.output.numeric_codegen", "as_log1p"),
+    "omega_identity": ("derivations.output.numeric_codegen", "omega_identity"),
 }
 
 
