@@ -252,7 +252,7 @@ def _generated_is_fresh(key) -> bool:
 
 
 def _regenerate(key, recs) -> list:
-    from . import numeric_codegen
+    from .output import numeric_codegen
     return numeric_codegen.write(key, {name: rec.expr for name, rec in recs.items()})
 
 

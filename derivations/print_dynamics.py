@@ -19,7 +19,7 @@ Options
     --parameterization {CACO,CAFO,FACO,FAFO,all}
     --format {pretty,text,latex,json}
     --params m=5,n=50,b=50,M=20     substitute numbers (any subset, each name once;
-                                   the rule of derivations.vocabulary)
+                                   the rule of derivations.core.vocabulary)
     --ratio R                      eta_QK/eta_OV with eta_OV = 1 (factor rates equal
                                    their circuit's rate: eta_Q = eta_K = eta_QK, ...)
     --eta-qk X --eta-ov Y          the two rates explicitly
@@ -27,7 +27,7 @@ Options
                                    zero initialization); parameters not given in
                                    --params take the paper's values m=5,n=50,b=50,M=20
                                    and the ratio defaults to 1
-    --task NAME                    a built-in task of derivations.task (default paper;
+    --task NAME                    a built-in task of derivations.tasks (default paper;
                                    'list' lists them); --params then also takes the
                                    task's own parameters (n_c)
 

@@ -5,7 +5,7 @@ paper's task (``--task paper``, the default) prints the catalog of
 :func:`derivations.catalog.results` (model, factorization, the reduced ODEs,
 first integrals and orbits of the four parameterizations, sharpness,
 asymptotics); every other task prints, per parameterization, what
-:mod:`derivations.task_reduction` derived (read from the cache of
+:mod:`derivations.engine` derived (read from the cache of
 :mod:`derivations.task_catalog`): the family found by symmetry, observables,
 attention and loss, the metric, the reduced ODEs (or the family flow where the
 system does not close in the observables), conserved quantities, the mapping to
@@ -18,7 +18,7 @@ The command-line entry :mod:`derivations.print_dynamics` hands :func:`render`
 an ``answer`` function that does (lazily).
 
 >>> from derivations.output.dynamics import parse_params
->>> from derivations.task import get_task
+>>> from derivations.tasks import get_task
 >>> parse_params("n_c=5,m=3", get_task("shared-irrelevant"))
 {'n_c': 5, 'm': 3.0}
 """
@@ -72,9 +72,9 @@ def build_parser():
     parser.add_argument("--loss", type=str, default=None,
                         help="also print the CACO state (mu_OV, mu_QK, alpha) at this loss, from zero "
                              "initialization; unset parameters take the paper's values and the ratio "
-                             "defaults to 1 (computed by numerics.closed_form)")
+                             "defaults to 1 (computed by numerics.dynamics.closed_form)")
     parser.add_argument("--task", default="paper",
-                        help="a built-in task of derivations.task; 'list' lists them; --params "
+                        help="a built-in task of derivations.tasks; 'list' lists them; --params "
                              "then also takes the task's own parameters such as n_c (default: paper)")
     return parser
 
@@ -95,9 +95,10 @@ def parse_params(text: str, task=None) -> dict:
     (:func:`derivations.core.cli.parse_params`); m, n, b,
     M by the vocabulary's rule (:func:`derivations.core.vocabulary.check_positive`,
     :func:`~derivations.core.vocabulary.check_classes`), and every value, the
-    task's own parameters included, by :func:`derivations.task.validate_parameter`.
+    task's own parameters included, by :func:`derivations.engine.validate_parameter`.
     Raises :class:`~derivations.core.cli.UsageError` (one line) otherwise."""
-    from ..tasks import get_task, validate_parameter
+    from ..engine import validate_parameter
+    from ..tasks import get_task
     task = get_task("paper") if task is None else task
     paper = task.name == "paper"
     allowed = (*dict(task.defaults), *(k for k in task.parameters if k not in dict(task.defaults)))
@@ -130,7 +131,7 @@ def exact_number(value):
 
 def _substitutions(params, rates) -> dict:
     from ..symbolic.symbols import SYMBOLS
-    from ..tasks import TASK_PARAMETERS
+    from ..engine import TASK_PARAMETERS
     table = {**SYMBOLS, **TASK_PARAMETERS}
     return {table[k]: exact_number(v) for k, v in {**params, **rates}.items()}
 
@@ -365,7 +366,7 @@ def _task_text(task, names, subs, state, fmt, why) -> list:
         lines += _section_lines(task_sections(task.name, names, subs), fmt)
     else:
         lines += ["", f"symbolic reduction: not supported ({why}); the NumPy full-matrix model of "
-                      "numerics.task_model integrates it"]
+                      "numerics.model integrates it"]
     if state is not None:
         lines += ["", f"== state_at_loss: L = {state['loss']:g} (CACO, zero init, eta_QK/eta_OV = "
                       f"{state['ratio']:g}) ==", "", f"method: {state['method']}"]

@@ -39,7 +39,7 @@ _HOMES = {
     ".state": ("state_at_loss", "REDUCED_FLOW_RANGE"),
     ".state_result": ("StateAtLoss",),
     ".closed_form": ("state_at_loss_mpmath", "time_to_loss"),
-    ".lambdified_flow": ("LambdifiedFlow", "TaskReducedSystem"),
+    ".lambdified_flow": ("LambdifiedFlow",),
     ".task_systems": ("reduced_system", "family_system", "task_parameters", "task_reduction"),
     ".training": ("gradient_flow", "gradient_descent"),
 }

@@ -16,7 +16,7 @@ records step for step, with what a verification needs on top:
 Every reduced flow (:meth:`numerics.dynamics.reduced_system.ReducedSystem.integrate`
 for every task, through :func:`solve_loss_levels`, the loss events on
 :math:`\log L`) and the full model's gradient flow
-(:func:`numerics.training.gradient_flow`) use it.
+(:func:`numerics.dynamics.training.gradient_flow`) use it.
 
 >>> import numpy as np
 >>> from numerics.dynamics.bounded_ivp import solve_bounded

@@ -15,7 +15,7 @@ and the first integral pins the state: with the attention odds
 
 increasing in p (unique root); then :math:`\alpha = p/(1+p)`,
 :math:`\mu_{QK} = \log(np/m)`, :math:`\mu_{OV} = s(1+p)/p`.
-All of these come from :mod:`derivations.sharpness` through the generated
+All of these come from :mod:`derivations.tasks.paper.sharpness` through the generated
 module (:mod:`numerics.functions.lambdified`, :mod:`numerics._generated`); importing this
 module does not import SymPy.
 
@@ -294,7 +294,7 @@ def time_to_loss(loss, ratio, *, m=5, n=50, b=50, M=20, rtol=1e-11):
               \qquad \frac{dt}{d\mu_{OV}} = \frac{b\,(e^{\alpha\mu_{OV}} + M - 1)}{\eta_{OV}\,\alpha},
 
     with alpha on the explicit orbit through (0, 0)
-    (:func:`derivations.asymptotics.time_integrand`) and
+    (:func:`derivations.tasks.paper.asymptotics.time_integrand`) and
     :math:`\mu_{OV}^*` from :func:`state_at_loss`. Adaptive Gauss-Kronrod
     quadrature (:func:`scipy.integrate.quad`), one per entry.
 

@@ -18,7 +18,7 @@ reduced dynamics. Two backends, one interface:
 The procedure (paper's task):
 
 1. **Validate** the parameterization and the model parameters by the one
-   rule of :mod:`derivations.vocabulary` (``m, n, b`` finite and > 0, ``M``
+   rule of :mod:`derivations.core.vocabulary` (``m, n, b`` finite and > 0, ``M``
    an integer >= 2), and every learning rate (finite, > 0).
 2. **Resolve the rates**: a factor rate left out is its circuit's rate
    (:math:`\eta_Q = \eta_K = \eta_{QK}`, :math:`\eta_O = \eta_V = \eta_{OV}`).
@@ -86,7 +86,7 @@ __all__ = ["ReducedSystem", "PARAMETER_ORDER", "DEFAULT_EPS"]
 DEFAULT_EPS = 1e-2
 #: Order of the parameters every generated flow function takes after its state
 #: variables (:data:`numerics.functions.lambdified.PARAM_NAMES`): model parameters, rates,
-#: conserved quantities, all named by :mod:`derivations.vocabulary`.
+#: conserved quantities, all named by :mod:`derivations.core.vocabulary`.
 PARAMETER_ORDER = MODEL_PARAMETERS + RATE_NAMES + tuple(c.conserved for c in CIRCUITS.values())
 #: The paper's coordinates, in the order of the generated code.
 PAPER_COORDINATES = ("mu_OV", "mu_QK")
@@ -99,7 +99,7 @@ class ReducedSystem(PaperClosedForms):
     ----------
     parameterization : {"CACO", "CAFO", "FACO", "FAFO"}
     task : str
-        A built-in task of :mod:`derivations.task` the engine reduces
+        A built-in task of :mod:`derivations.tasks` the engine reduces
         (default ``"paper"``: the generated backend and the closed forms).
     m, n, b : float
         Relevant / irrelevant token counts and embedding scale (> 0); the

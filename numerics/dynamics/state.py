@@ -99,7 +99,7 @@ def state_at_loss(loss, ratio=1.0, *, task="paper", parameterization="CACO", met
     ratio : array_like
         :math:`r = \eta_{QK}/\eta_{OV}` (broadcast against ``loss``).
     task : str
-        A built-in task of :mod:`derivations.task` the engine reduces.
+        A built-in task of :mod:`derivations.tasks` the engine reduces.
     parameterization : str
         ``"CACO"`` (the fixed-loss comparison). The paper's task also answers
         the factorized ones in closed form (its balanced orbits through the
@@ -187,7 +187,8 @@ def _ratio_map(task, values):
     import sympy as sp
 
     from derivations.symbolic.symbols import SYMBOLS, eta_OV, eta_QK
-    from derivations.tasks import TASK_PARAMETERS, get_task
+    from derivations.engine import TASK_PARAMETERS
+    from derivations.tasks import get_task
 
     from .task_systems import task_reduction
     red = task_reduction(get_task(task), "CACO")
@@ -210,7 +211,7 @@ def _mapped_closed_form(loss, ratio, task, values, k_qk, k_ov):
     lo, hi = SUPPORTED_RANGE["ratio"]
     k = float(k_qk / k_ov)
     r = np.asarray(ratio, dtype=float)
-    # as derivations.task_dynamics computes it: ratio * k_QK / k_OV in SymPy, then rounded
+    # as derivations.output.dynamics computes it: ratio * k_QK / k_OV in SymPy, then rounded
     with np.errstate(invalid="ignore", over="ignore"):
         mapped = np.vectorize(lambda x: float(float(x) * k_qk / k_ov), otypes=[float])(r)
     ok = np.isfinite(mapped) & (mapped >= lo) & (mapped <= hi)

@@ -6,8 +6,7 @@ a few scalar coordinates :math:`y = (y_1, \dots, y_p)` with
 on the relevant tokens :math:`\alpha(y;\theta)` (:math:`\theta`: the task's
 parameters and the learning rates). :func:`reduced_system` and
 :func:`family_system` lambdify them once per task and parameterization
-(:class:`~numerics.dynamics.lambdified_flow.LambdifiedFlow`, also known as
-``TaskReducedSystem``), from the engine's cache (:func:`task_reduction`);
+(:class:`~numerics.dynamics.lambdified_flow.LambdifiedFlow`), from the engine's cache (:func:`task_reduction`);
 :func:`task_parameters` resolves a task's parameter values.
 
 >>> from numerics.dynamics.task_systems import reduced_system, task_parameters
@@ -20,10 +19,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .lambdified_flow import LambdifiedFlow, TaskReducedSystem
+from .lambdified_flow import LambdifiedFlow
 
-__all__ = ["TaskReducedSystem", "reduced_system", "family_system", "task_parameters",
-           "task_reduction"]
+__all__ = ["reduced_system", "family_system", "task_parameters", "task_reduction"]
 
 
 # --------------------------------------------------------------------------- #
@@ -56,7 +54,7 @@ def _system(task_name, parameterization, family):
 def task_reduction(task, parameterization):
     """The engine's reduction of ``task``: from the engine's on-disk cache
     (``derivations.task_catalog.task_reduction``) for a built-in task when that
-    module is present, else derived (:func:`derivations.task_reduction.reduce_task`)."""
+    module is present, else derived (:func:`derivations.engine.reduce_task`)."""
     from derivations.tasks import TASKS
     if TASKS.get(task.name) is task:
         try:
@@ -70,7 +68,7 @@ def task_reduction(task, parameterization):
 
 
 def _engine_system(task, parameterization, *, family=False):
-    """The reduced system of :func:`derivations.task_reduction.reduce_task`.
+    """The reduced system of :func:`derivations.engine.reduce_task`.
 
     ``family=False``: the closed ODEs of the observables (score gaps ``mu_QK*``,
     logit gaps ``mu_OV*``) when the engine found them, else the family flow;
@@ -96,9 +94,10 @@ def task_parameters(task_name, **params) -> dict:
     """The task's numeric parameter values: its defaults updated with ``params``.
 
     Raises ValueError for a parameter the task does not have or an invalid value
-    (:func:`derivations.task.validate_parameter`).
+    (:func:`derivations.engine.validate_parameter`).
     """
-    from derivations.tasks import get_task, validate_parameter
+    from derivations.engine import validate_parameter
+    from derivations.tasks import get_task
     task = get_task(task_name)
     allowed = ("m", "n", "b", "M") + tuple(task.parameter_names())
     values = dict(task.defaults)

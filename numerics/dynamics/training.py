@@ -6,12 +6,12 @@ Both integrators work on the flat parameter vector :math:`\theta` of
 general model and the paper's :class:`~numerics.model.paper.AttentionModel` alike:
 
 * gradient flow  :math:`\dot\theta = -\eta\odot\nabla_\theta L(\theta)`
-  (:func:`gradient_flow`, bounded :func:`numerics.bounded_ivp.solve_bounded`);
+  (:func:`gradient_flow`, bounded :func:`numerics.dynamics.bounded_ivp.solve_bounded`);
 * gradient descent :math:`\theta_{s+1} = \theta_s - \mathrm{lr}\,\eta\odot\nabla_\theta L(\theta_s)`
   (:func:`gradient_descent`), reported at time :math:`t = s\cdot\mathrm{lr}` so
   that it converges to the flow at first order as :math:`\mathrm{lr}\to 0`.
 
-Both return a :class:`numerics.trajectory.Trajectory` (the type the reduced
+Both return a :class:`numerics.dynamics.trajectory.Trajectory` (the type the reduced
 flow returns too) with the model's summaries of every record
 (:meth:`~numerics.model.attention.TaskModel.summarize`: the loss and the
 class-averaged attention :math:`\alpha`; for the paper's model also the
@@ -159,7 +159,7 @@ def gradient_flow(model, params0, t_eval=None, *, t_span=None, rtol=1e-10, atol=
     rtol, atol : float
         Relative and absolute tolerances (finite, > 0).
     method : str
-        A key of :data:`numerics.bounded_ivp.METHODS` (default ``"DOP853"``).
+        A key of :data:`numerics.dynamics.bounded_ivp.METHODS` (default ``"DOP853"``).
     loss_thresholds : sequence of float
         ``crossings[i]`` records the state where the loss first falls through
         ``loss_thresholds[i]`` (located between solver steps to solver accuracy).
@@ -184,7 +184,7 @@ def gradient_flow(model, params0, t_eval=None, *, t_span=None, rtol=1e-10, atol=
 
     Returns
     -------
-    numerics.trajectory.Trajectory
+    numerics.dynamics.trajectory.Trajectory
         Records at ``t_eval`` (those reached before a terminal event, then
         the terminal state), with the model's summaries and the final
         ``params``. Status -1 if the solver failed, ran out of ``max_steps``
@@ -294,7 +294,7 @@ def gradient_descent(model, params0, lr, steps, record_every=1, *, loss_threshol
 
     Returns
     -------
-    numerics.trajectory.Trajectory
+    numerics.dynamics.trajectory.Trajectory
         With ``step`` holding the step index of each record. Status -1 (and
         the step in the message) as soon as the loss, the gradient, the
         parameters or a recorded summary is non-finite: a step size too large

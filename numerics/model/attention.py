@@ -188,7 +188,7 @@ class TaskModel:
 
     def rates(self) -> dict:
         """``{key: learning rate}`` of the trained matrices (names from the
-        circuit table :data:`derivations.vocabulary.CIRCUITS`)."""
+        circuit table :data:`derivations.core.vocabulary.CIRCUITS`)."""
         return {k: getattr(self, _RATE_NAME[k]) for k in self.keys}
 
     def rates_vector(self) -> np.ndarray:

@@ -1,11 +1,11 @@
 r"""The invariant family of the full-matrix model, for the paper and every task:
 structured initialization, points of the family, projection and distance.
 
-Every task (:mod:`derivations.task`): from the structured initialization
+Every task (:mod:`derivations.tasks`): from the structured initialization
 (:func:`structured_params`) the flow stays on a linear family
 :math:`W = \sum_i \theta_i U_i` of every trained matrix, with the basis
 matrices :math:`U_i` of the engine (:func:`task_basis`,
-:func:`derivations.task_reduction.basis_matrices`); :class:`FamilyProjector`
+:func:`derivations.engine.basis_matrices`); :class:`FamilyProjector`
 gives the least-squares coordinates :math:`\theta` of any parameters and
 their relative distance from the family.
 
@@ -18,11 +18,11 @@ From the structured (or zero) initialization the flow stays on
 
     W_{QK} = b\,\mu_{QK}\,U_{QK}, \qquad W_{OV} = \sqrt{b}\,\mu_{OV}\,U_{OV},
 
-with the basis matrices :math:`U` of :func:`derivations.model.basis_matrix`
+with the basis matrices :math:`U` of :func:`derivations.tasks.paper.model.basis_matrix`
 (:math:`U_{QK} = \sum_k e_{q_k}e_{r_k}^\top`,
 :math:`U_{OV} = \sum_k (e_k - \mathbf 1/M)e_{r_k}^\top`, and for the factors
 :math:`U_Q, U_K, U_O, U_V, U_{V1}`; which factor moves along which basis
-matrix is the circuit table :data:`derivations.vocabulary.CIRCUITS`). The
+matrix is the circuit table :data:`derivations.core.vocabulary.CIRCUITS`). The
 basis matrices are evaluated once per M to read-only NumPy arrays and cached,
 so SymPy is imported only on the first call for a given M, never on the flow's
 hot path.
@@ -53,7 +53,7 @@ __all__ = ["basis", "structured_params", "family_params", "project", "distance_f
 @lru_cache(maxsize=64)
 def basis(name, M) -> np.ndarray:
     """Basis matrix ``name`` (``"QK", "Q", "K", "OV", "O", "V", "V1"``) for M
-    classes: :func:`derivations.model.basis_matrix` as a read-only float array
+    classes: :func:`derivations.tasks.paper.model.basis_matrix` as a read-only float array
     (computed once per ``(name, M)``)."""
     from derivations.tasks.paper.model import basis_matrix   # SymPy: once per (name, M)
     U = np.array(basis_matrix(name, int(M)).tolist(), dtype=float)
@@ -82,7 +82,7 @@ def _coordinate(model, W, circuit):
 def _circuit_scale(model, circuit):
     r"""Entry scale of a circuit on the family, :math:`W = \text{scale}\cdot\mu\,U`:
     the circuit magnitude derived from the family's mu map
-    (:func:`numerics.lambdified.circuit_magnitudes_fn`, linear in mu; :math:`b`
+    (:func:`numerics.functions.lambdified.circuit_magnitudes_fn`, linear in mu; :math:`b`
     for QK, :math:`\sqrt b` for OV), evaluated at :math:`\mu = 1`."""
     return float(_magnitudes(1.0, 1.0, model.b)[circuit])
 
@@ -96,13 +96,13 @@ def structured_params(model, eps=1e-2) -> dict:
 
     Collapsed circuits are zero. The paper's model
     (:class:`~numerics.model.paper.AttentionModel`): every factor is ``eps``
-    times its basis matrix (:data:`derivations.vocabulary.CIRCUITS`), with
+    times its basis matrix (:data:`derivations.core.vocabulary.CIRCUITS`), with
     :math:`W_V = \varepsilon(U_V + U_{V1}/M) = \varepsilon\sum_k e_k e_{r_k}^\top`;
     the point lies on the family with :math:`\mu_{QK} = \varepsilon^2/b`,
     :math:`\mu_{OV} = \varepsilon^2/\sqrt b` for factorized circuits, 0 for
     collapsed ones. Any other model (:class:`~numerics.model.attention.TaskModel`
     of a task instance): the engine's factor initialization
-    (:meth:`derivations.task.TaskInstance.initial_factors`), with hidden unit
+    (:meth:`derivations.engine.TaskInstance.initial_factors`), with hidden unit
     :math:`k` for class :math:`k`: :math:`W_Q[q_k, k] = W_K[r, k] = \varepsilon`
     for every relevant token :math:`r` of class :math:`k`,
     :math:`W_O[y_j, k] = \varepsilon(\delta_{jk} - 1/K)`,
@@ -125,10 +125,10 @@ def structured_params(model, eps=1e-2) -> dict:
 
 def _task_structured_params(model, eps):
     """The engine's structured initialization on a task instance (see
-    :func:`structured_params`): :meth:`derivations.task.TaskInstance.initial_factors`
+    :func:`structured_params`): :meth:`derivations.engine.TaskInstance.initial_factors`
     of the instance's numbers, hidden unit ``k`` for class ``k``; zero for
     collapsed circuits."""
-    from derivations.tasks import TaskInstance as EngineInstance   # the description only
+    from derivations.engine import TaskInstance as EngineInstance   # the description only
     inst = model.instance
     factors = EngineInstance(
         M=inst.K, token_names=[f"t_{t}" for t in range(inst.T)],
@@ -278,7 +278,7 @@ def task_basis(task_name, parameterization, M_value, values) -> dict:
     Parameters
     ----------
     task_name : str
-        A built-in task of :mod:`derivations.task`.
+        A built-in task of :mod:`derivations.tasks`.
     parameterization : {"CACO", "CAFO", "FACO", "FAFO"}
     M_value : int
         Number of classes.
@@ -291,10 +291,11 @@ def task_basis(task_name, parameterization, M_value, values) -> dict:
     dict
         ``{coordinate name: (matrix name, U ndarray)}``, rows and columns in
         the token order of the task's concrete instance
-        (:func:`derivations.task_reduction.basis_matrices`; SymPy, the engine's
+        (:func:`derivations.engine.basis_matrices`; SymPy, the engine's
         reduction from its cache).
     """
-    from derivations.tasks import TASK_PARAMETERS, get_task
+    from derivations.engine import TASK_PARAMETERS
+    from derivations.tasks import get_task
     from derivations.engine import basis_matrices
     from derivations.task_catalog import task_reduction
     task = get_task(task_name)

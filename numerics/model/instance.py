@@ -15,7 +15,7 @@ single-layer, position-free attention model needs, with concrete numbers:
   the authors' experiments) and the set of *relevant* types of each kind.
 
 :func:`paper_instance` builds the paper's task directly, :func:`instance_of_task`
-any task of the symbolic engine (:mod:`derivations.task`); the model on an
+any task of the symbolic engine (:mod:`derivations.tasks`); the model on an
 instance is :class:`numerics.model.attention.TaskModel`.
 """
 from __future__ import annotations
@@ -155,12 +155,12 @@ def paper_instance(M=20, m=5.0, n=50.0, b=50.0) -> TaskInstance:
 
 
 def instance_of_task(task, M=None, **values) -> TaskInstance:
-    r"""The concrete instance of an engine task (:mod:`derivations.task`) as a :class:`TaskInstance`.
+    r"""The concrete instance of an engine task (:mod:`derivations.tasks`) as a :class:`TaskInstance`.
 
     Parameters
     ----------
-    task : str or derivations.task.Task
-        A built-in task name (:func:`derivations.task.get_task`) or a user-built ``Task``.
+    task : str or derivations.engine.Task
+        A built-in task name (:func:`derivations.tasks.get_task`) or a user-built ``Task``.
     M : int, optional
         Number of classes (default: the task's).
     **values
@@ -170,12 +170,13 @@ def instance_of_task(task, M=None, **values) -> TaskInstance:
     >>> inst.d, inst.n_out, inst.counts[0].tolist()
     (6, 2, [0.0, 0.0, 5.0, 0.0, 25.0, 25.0])
     """
-    from derivations.tasks import Task, get_task  # the description only; no derivation runs
+    from derivations.engine import Task  # the description only; no derivation runs
+    from derivations.tasks import get_task
 
     if isinstance(task, str):
         task = get_task(task)
     elif not isinstance(task, Task):
-        raise ValueError(f"task must be a task name or a derivations.task.Task, got {task!r}")
+        raise ValueError(f"task must be a task name or a derivations.engine.Task, got {task!r}")
     raw = task.instance(M=M, values=values or None)
     return TaskInstance(np.asarray(raw.embeddings, dtype=float), np.asarray(raw.counts, dtype=float),
                         np.asarray(raw.query, dtype=int), np.asarray(raw.label, dtype=int),

@@ -37,10 +37,10 @@ class Context:
     options : dict
         Run options (grid, thresholds, GD step counts, ...).
     tolerances : dict
-    system : numerics.reduced_system.ReducedSystem
+    system : numerics.dynamics.reduced_system.ReducedSystem
         The paper's reduced system: balanced rates eta_OV = 1, eta_QK = ratio,
         paper initialization (paper kinds only; built on first use).
-    model : numerics.attention_model.AttentionModel
+    model : numerics.model.paper.AttentionModel
         The paper's full model (paper kinds only).
     p0 : dict
         Structured initialization of the paper's full model.

@@ -94,7 +94,7 @@ def _token_types(task, values):
     """Number of token types of the task's concrete instance, without building it."""
     import sympy as sp
 
-    from derivations.tasks import TASK_PARAMETERS
+    from derivations.engine import TASK_PARAMETERS
     subs = {TASK_PARAMETERS[k]: v for k, v in values.items() if k in TASK_PARAMETERS}
     return sum(int(values["M"]) if g.per_class else int(sp.sympify(g.types).subs(subs))
                for g in task.groups)
@@ -246,7 +246,7 @@ def run_checks(parameterizations=PARAMETERIZATIONS, ratios=None, *, state_at_los
         ``first_integral``, ``distance``, ``order``) and of the task kinds'
         tolerances.
     state_at_loss : callable, optional
-        Replacement of :func:`numerics.closed_form.state_at_loss` (to show
+        Replacement of :func:`numerics.dynamics.closed_form.state_at_loss` (to show
         that a wrong closed form is detected).
     progress : callable, optional
         Called with a short string before each group.
@@ -256,7 +256,7 @@ def run_checks(parameterizations=PARAMETERIZATIONS, ratios=None, *, state_at_los
         capability the subject lacks is skipped; the reason is in the
         result's ``skipped``.
     task : str, optional
-        An engine task (:mod:`derivations.task`) to verify instead of the
+        An engine task (:mod:`derivations.tasks`) to verify instead of the
         paper's model.
     task_eps : float
         Scale of the structured factor initialization of a task's full model.

@@ -10,7 +10,7 @@ import pytest
 import sympy as sp
 
 from derivations.print_dynamics import main
-from derivations.symbols import SYMBOLS
+from derivations.symbolic import SYMBOLS
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -117,9 +117,9 @@ def test_bad_input_as_subprocess_has_no_traceback():
 @pytest.mark.parametrize("loss,ratio", [("2.99573227355398", "1e-8"), ("2.99573227355399", "1"),
                                         ("0.01", "10")])
 def test_state_at_loss_is_the_closed_form(loss, ratio, capsys):
-    """--loss prints what numerics.closed_form returns (its old bisection gave a
+    """--loss prints what numerics.dynamics.closed_form returns (its old bisection gave a
     negative mu_QK at the first point and was 13 % off at the second)."""
-    from numerics.closed_form import state_at_loss_mpmath
+    from numerics.dynamics import state_at_loss_mpmath
     assert main(["--format", "json", "--parameterization", "CACO", "--loss", loss, "--ratio", ratio]) == 0
     state = json.loads(capsys.readouterr().out)["state_at_loss"]
     ref = state_at_loss_mpmath(float(loss), float(ratio), dps=40)
@@ -188,7 +188,7 @@ def test_symbolic_code_never_imports_numerics():
     assert not offenders, offenders
     assert lazy, "the print_dynamics entry answers --loss with numerics (lazily)"
     code = ("import sys, derivations.print_dynamics, derivations.output.dynamics, derivations.latex, "
-            "derivations.task_dynamics\nprint(sorted(m for m in sys.modules if m.split('.')[0] == 'numerics'))")
+            "derivations.output.dynamics\nprint(sorted(m for m in sys.modules if m.split('.')[0] == 'numerics'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=ENV)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out
 

@@ -57,7 +57,7 @@ def test_shared_irrelevant_is_the_paper_with_a_faster_qk_rate():
 
 
 def test_query_in_context_matches_full_matrix_flow():
-    from numerics.dynamics.training import gradient_flow
+    from numerics.dynamics import gradient_flow
     from numerics.model import TaskModel, instance_of_task
     st = task_state_at_loss("query-in-context", 3.0, 0.5, M=4)
     model = TaskModel(instance_of_task("query-in-context", M=4), "CACO", eta_QK=3.0, eta_OV=1.0)

@@ -60,7 +60,7 @@ def test_quick_gd_orders_near_one(quick_checks):
 # the verifier can fail
 # --------------------------------------------------------------------------- #
 def _wrong_state_at_loss(rel):
-    from numerics.closed_form import state_at_loss
+    from numerics.dynamics.closed_form import state_at_loss
 
     def wrong(loss, ratio, **kw):
         st = state_at_loss(loss, ratio, **kw)
