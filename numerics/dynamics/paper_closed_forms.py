@@ -53,13 +53,39 @@ class PaperClosedForms:
                              f"this system has C_QK={self.C_QK!r}, C_OV={self.C_OV!r}")
 
     def first_integral(self, mu_OV, mu_QK):
-        """First integral H of the balanced flow (constant along trajectories)."""
+        """First integral H of the balanced flow (constant along trajectories).
+
+        Parameters
+        ----------
+        mu_OV, mu_QK : float or array_like
+            A point (arrays broadcast).
+
+        Returns
+        -------
+        float or ndarray
+
+        Raises
+        ------
+        ValueError
+            Another task than the paper's, or unbalanced factors.
+        """
         self._require_balanced("first_integral")
         return lam.first_integral_fn(self.parameterization).func(mu_OV, mu_QK, *self.params)
 
     def first_integral_scale(self, mu_OV, mu_QK):
         """Sum of the absolute values of H's terms: the scale on which H
-        cancels, the denominator of a relative drift of H."""
+        cancels, the denominator of a relative drift of H.
+
+        Parameters
+        ----------
+        mu_OV, mu_QK : float or array_like
+            A point (arrays broadcast).
+
+        Returns
+        -------
+        ndarray
+            Of the broadcast shape.
+        """
         self._require_closed_form("first_integral_scale")
         f = lam.first_integral_scale_fn(self.parameterization).func
         shape = np.broadcast(np.asarray(mu_OV), np.asarray(mu_QK)).shape
@@ -75,6 +101,23 @@ class PaperClosedForms:
         implicit orbit (:func:`~numerics.functions.lambdified.orbit_residual_fn`,
         increasing in mu_QK), solved per point by :func:`scipy.optimize.brentq`
         in :math:`\log\mu_{QK}`.
+
+        Parameters
+        ----------
+        mu_OV : float or array_like
+        precise : bool
+            Evaluate the explicit orbit with mpmath at 40 digits.
+
+        Returns
+        -------
+        ndarray
+            ``mu_QK``, shaped like ``mu_OV``.
+
+        Raises
+        ------
+        ValueError
+            Another task than the paper's, unbalanced factors, or an implicit
+            orbit through ``mu_QK(0) <= 0``.
         """
         self._require_balanced("orbit")
         x = np.asarray(mu_OV, dtype=float)

@@ -237,29 +237,71 @@ class ReducedSystem(PaperClosedForms):
     # derived functions (paper: vectorized; another task: scalars)
     # ------------------------------------------------------------------ #
     def rhs(self, *y):
-        """The time derivative of the coordinates (:attr:`names`) at ``y``."""
+        """The time derivative of the coordinates at a point.
+
+        Parameters
+        ----------
+        *y : float or array_like
+            One value per coordinate (:attr:`names`); arrays broadcast (paper).
+
+        Returns
+        -------
+        tuple or ndarray
+            One derivative per coordinate.
+        """
         if self._flow is None:
             return self._rhs(*y, *self.params)
         return np.array(self._flow._f(*y, *self.params), dtype=float)
 
     def jacobian(self, *y) -> np.ndarray:
-        """The d x d Jacobian of :meth:`rhs` at one point (paper: generated;
-        another task: SymPy's Jacobian of the engine's right-hand side)."""
+        """The Jacobian of :meth:`rhs` at one point (paper: generated;
+        another task: SymPy's Jacobian of the engine's right-hand side).
+
+        Parameters
+        ----------
+        *y : float
+            One value per coordinate (:attr:`names`).
+
+        Returns
+        -------
+        ndarray
+            Shape ``(d, d)``, ``d = len(names)``.
+        """
         if self._flow is None:
             return np.array(self._jac(*y, *self.params), dtype=float).reshape(2, 2)
         return self._flow.jacobian_function()(*y, *self.params)
 
     def loss(self, *y):
-        r"""Loss at ``y`` (paper: :math:`\log(1 + (M-1)e^{-\alpha\mu_{OV}})`, vectorized, stable)."""
+        r"""Loss at a point (paper: :math:`\log(1 + (M-1)e^{-\alpha\mu_{OV}})`, vectorized, stable).
+
+        Parameters
+        ----------
+        *y : float or array_like
+            One value per coordinate (:attr:`names`).
+
+        Returns
+        -------
+        float or ndarray
+        """
         if self._flow is None:
             mu_OV, mu_QK = y
             return self._loss(mu_OV, mu_QK, self.m, self.n, self.M)
         return float(self._flow._L(*y, *self.params))
 
     def alpha(self, *y):
-        r"""Attention on the relevant tokens. Paper: of ``mu_QK`` alone,
-        :math:`\alpha = m e^{\mu_{QK}}/(m e^{\mu_{QK}} + n)` (vectorized);
-        another task: of all coordinates ``y``."""
+        r"""Attention on the relevant tokens.
+
+        Parameters
+        ----------
+        *y : float or array_like
+            Paper: ``mu_QK`` alone,
+            :math:`\alpha = m e^{\mu_{QK}}/(m e^{\mu_{QK}} + n)` (vectorized);
+            another task: one value per coordinate (:attr:`names`).
+
+        Returns
+        -------
+        float or ndarray
+        """
         if self._flow is None:
             (mu_QK,) = y
             return self._alpha(mu_QK, self.m, self.n)
@@ -269,7 +311,19 @@ class ReducedSystem(PaperClosedForms):
         return self.alpha(y[1]) if self._flow is None else self.alpha(*y)
 
     def state(self, t, y) -> dict:
-        """A state record ``{"t", <coordinates>, "alpha", "loss"}``."""
+        """A state record at time ``t`` and point ``y``.
+
+        Parameters
+        ----------
+        t : float
+        y : sequence of float
+            One value per coordinate (:attr:`names`).
+
+        Returns
+        -------
+        dict
+            ``{"t", <coordinates>, "alpha", "loss"}`` as floats.
+        """
         out = {"t": float(t)}
         out.update(zip(self.names, (float(v) for v in y)))
         out.update(alpha=float(self._alpha_at(y)), loss=float(self.loss(*y)))

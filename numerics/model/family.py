@@ -52,9 +52,20 @@ __all__ = ["basis", "structured_params", "family_params", "project", "distance_f
 
 @lru_cache(maxsize=64)
 def basis(name, M) -> np.ndarray:
-    """Basis matrix ``name`` (``"QK", "Q", "K", "OV", "O", "V", "V1"``) for M
-    classes: :func:`derivations.tasks.paper.model.basis_matrix` as a read-only float array
-    (computed once per ``(name, M)``)."""
+    """A basis matrix of the paper's family as a read-only float array.
+
+    :func:`derivations.tasks.paper.model.basis_matrix`, computed once per ``(name, M)``.
+
+    Parameters
+    ----------
+    name : {"QK", "Q", "K", "OV", "O", "V", "V1"}
+    M : int
+        Number of classes.
+
+    Returns
+    -------
+    ndarray
+    """
     from derivations.tasks.paper.model import basis_matrix   # SymPy: once per (name, M)
     U = np.array(basis_matrix(name, int(M)).tolist(), dtype=float)
     U.flags.writeable = False
@@ -107,6 +118,23 @@ def structured_params(model, eps=1e-2) -> dict:
     for every relevant token :math:`r` of class :math:`k`,
     :math:`W_O[y_j, k] = \varepsilon(\delta_{jk} - 1/K)`,
     :math:`W_V[h, r] = \varepsilon(\delta_{hk} - 1/K)`.
+
+    Parameters
+    ----------
+    model : TaskModel
+        The paper's :class:`~numerics.model.paper.AttentionModel` or another task's model.
+    eps : float
+        Scale of the factors (finite, > 0).
+
+    Returns
+    -------
+    dict
+        ``{key: matrix}`` (``model.keys``).
+
+    Raises
+    ------
+    ValueError
+        ``eps`` not finite and > 0.
     """
     if not isinstance(model, AttentionModel):
         return _task_structured_params(model, check_positive("eps", eps))
@@ -150,6 +178,22 @@ def family_params(model, mu_OV, mu_QK, *, a=None, o=None, w=0.0) -> dict:
     with :math:`v = \sqrt b\,\mu_{OV}/o`. ``a`` and ``o`` default to the
     balanced choices :math:`\sqrt{b|\mu_{QK}|}`, :math:`\sqrt{\sqrt b|\mu_{OV}|}`
     (or 1 if these vanish).
+
+    Parameters
+    ----------
+    model : AttentionModel
+        The paper's model.
+    mu_OV, mu_QK : float
+        The family coordinates.
+    a, o : float, optional
+        Scales of the first factors ``W_Q`` and ``W_O``.
+    w : float
+        Coefficient of :math:`U_{V1}` in ``W_V``.
+
+    Returns
+    -------
+    dict
+        ``{key: matrix}`` (``model.keys``).
     """
     M = model.M
     magnitude = _magnitudes(float(mu_OV), float(mu_QK), model.b)
@@ -186,7 +230,17 @@ def project(model, params):
         \mu_{QK} = \frac{\langle W_{QK}, U_{QK}\rangle}{b\,\|U_{QK}\|_F^2},\qquad
         \mu_{OV} = \frac{\langle W_{OV}, U_{OV}\rangle}{\sqrt b\,\|U_{OV}\|_F^2}.
 
-    Floats, or arrays over leading batch axes.
+    Parameters
+    ----------
+    model : AttentionModel
+        The paper's model.
+    params : dict
+        ``{key: matrix}``; leading batch axes allowed.
+
+    Returns
+    -------
+    (float, float) or (ndarray, ndarray)
+        ``(mu_OV, mu_QK)``: floats, or arrays over the leading batch axes.
     """
     mu_OV, mu_QK = _project_circuits(model, *model.circuits(params))
     if np.ndim(mu_OV) == 0:
@@ -230,7 +284,18 @@ def distance_from_family(model, params):
     zero -- for a factorized circuit: of norm at most
     :math:`64\,\varepsilon_{\rm mach}\|A\|_F\|B\|_F` for factors :math:`A, B`,
     i.e. zero up to the round-off of the product -- counts as distance 0.
-    Float, or array over leading batch axes.
+
+    Parameters
+    ----------
+    model : AttentionModel
+        The paper's model.
+    params : dict
+        ``{key: matrix}``; leading batch axes allowed.
+
+    Returns
+    -------
+    float or ndarray
+        A float, or an array over the leading batch axes.
     """
     dist = _distance_circuits(model, *model.circuits(params), *_roundoff_floors(model, params))
     return float(dist) if np.ndim(dist) == 0 else dist

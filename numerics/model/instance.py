@@ -138,6 +138,22 @@ def paper_instance(M=20, m=5.0, n=50.0, b=50.0) -> TaskInstance:
     Types: queries :math:`q_k` (:math:`e_k/\sqrt b`), relevant tokens :math:`r_k`
     (:math:`e_{M+k}/\sqrt b`), one irrelevant type (zero embedding); class
     :math:`k` attends to ``m`` copies of :math:`r_k` and ``n`` irrelevant tokens.
+
+    Parameters
+    ----------
+    M : int
+        Number of classes (>= 2).
+    m, n, b : float
+        Relevant / irrelevant token counts and embedding scale (finite, > 0).
+
+    Returns
+    -------
+    TaskInstance
+
+    Raises
+    ------
+    ValueError
+        ``M`` not an integer >= 2, or ``m``, ``n``, ``b`` not finite and > 0.
     """
     if isinstance(M, bool) or not isinstance(M, numbers.Integral) or M < 2:
         raise ValueError(f"M must be an integer >= 2, got {M!r}")
@@ -155,7 +171,7 @@ def paper_instance(M=20, m=5.0, n=50.0, b=50.0) -> TaskInstance:
 
 
 def instance_of_task(task, M=None, **values) -> TaskInstance:
-    r"""The concrete instance of an engine task (:mod:`derivations.tasks`) as a :class:`TaskInstance`.
+    r"""The concrete instance of an engine task as a :class:`TaskInstance`.
 
     Parameters
     ----------
