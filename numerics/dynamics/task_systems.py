@@ -56,7 +56,16 @@ def reduced_system(task_name="paper", parameterization="CACO") -> LambdifiedFlow
 def family_system(task_name="paper", parameterization="CACO") -> LambdifiedFlow:
     """The flow of a built-in task on its family coordinates, lambdified and cached.
 
-    Parameters and errors as :func:`reduced_system`.
+    Parameters
+    ----------
+    task_name : str
+        A built-in task the engine reduces.
+    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}
+
+    Raises
+    ------
+    ValueError
+        As :func:`reduced_system`.
 
     Returns
     -------
