@@ -6,7 +6,7 @@ integrals and explicit orbits, the fixed-loss sharpness result and the
 asymptotics. Everything printed is a derived result from
 :func:`derivations.catalog.results` (cached, so the command starts fast:
 without ``--params`` or rates the printed texts themselves come from the
-cache :data:`derivations.output.dynamics.PRINTED`, so no expression is read
+cache :data:`derivations.catalog.PRINTED`, so no expression is read
 or printed; with them only the printed results are decoded);
 ``--task NAME`` prints what the task engine derived for another built-in task.
 The text is built by :func:`derivations.output.dynamics.render`, the one

@@ -124,9 +124,10 @@ def test_the_floor_and_the_cold_paths_import_no_sympy():
 
 
 def _is_forwarder(path: Path) -> bool:
-    """A module (not a package's ``__init__``) whose body is a docstring, imports, ``__all__``
-    and at most a ``__main__`` guard: a second name for code that lives elsewhere."""
-    if path.name == "__init__.py":
+    """A module (not a package's ``__init__`` or ``__main__``, the entry of ``python -m``) whose
+    body is a docstring, imports, ``__all__`` and at most a ``__main__`` guard: a second name for
+    code that lives elsewhere."""
+    if path.name in ("__init__.py", "__main__.py"):
         return False
     body = ast.parse(path.read_text(encoding="utf-8")).body
     if not body or not (isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)):

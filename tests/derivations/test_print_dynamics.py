@@ -216,14 +216,14 @@ def test_print_dynamics_into_a_closed_pipe_ends_quietly(task):
 
 def test_printed_cache_is_fresh_and_is_what_the_expressions_print():
     """Without --params or rates the paper's results are printed from the printed-results
-    cache: it must be fresh (keyed on the derivations, the catalog and the renderer) and
+    cache: it must be fresh (keyed on the derivations, the catalog and the formats) and
     hold, for every result and format, exactly what printing the cached expression gives."""
-    from derivations.output import dynamics
-    store = dynamics.PRINTED
-    assert {store.owner.name, *(p.name for p in store.sources)} == {"dynamics.py", "catalog.py"}
+    from derivations import catalog
+    store = catalog.PRINTED
+    assert {store.owner.name, *(p.name for p in store.sources)} == {"catalog.py", "formats.py"}
     shipped = store.read(store.shipped, store.key())
-    assert shipped is not None, "derivations/_cache/printed.json is stale: run python -m derivations.print_dynamics"
-    assert shipped == dynamics._print_results()
+    assert shipped is not None, "derivations/_cache/printed.json is stale: run python -m derivations.catalog --rebuild"
+    assert shipped == catalog._print_results()
 
 
 def test_cold_start_decodes_and_imports_only_what_it_prints():
