@@ -5,7 +5,7 @@ import sys
 import time
 from pathlib import Path
 
-from derivations.core.cli import OneLineParser, UsageError, usage_error
+from derivations.core.cli import OneLineParser, UsageError, exit_on_interrupt, usage_error
 from derivations.core.output import emit
 
 from .files import FORMATS, check_dpi, check_formats, prepare_figure_dir, save_figure
@@ -110,9 +110,10 @@ def build_parser():
     return p
 
 
+@exit_on_interrupt(PROG)
 def main(argv=None):
     """Command-line entry point; returns the exit status (0 ok, 1 a write
-    failed, 2 bad arguments: one line on stderr, nothing written)."""
+    failed, 2 bad arguments: one line on stderr, nothing written; 130 Ctrl-C, one line)."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
