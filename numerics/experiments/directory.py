@@ -321,10 +321,10 @@ def _entry_kind(path: Path):
 
 # --------------------------------------------------------------------------- a sweep's settings
 
-#: Settings every sweep records, and those recorded only when given (``seed_blocks``: the seeds' history).
+#: Settings every sweep records (``seed_blocks``: the seeds' history), and those recorded only when given.
 _REQUIRED = ("parameterizations", "ratios", "seeds", "target_loss", "lr_ov", "seq_len", "batch_size",
-             "steps_per_epoch", "max_steps", "init", "eval_batches")
-_OPTIONAL = ("task", "task_params", "dtype", "seed_blocks")
+             "steps_per_epoch", "max_steps", "init", "eval_batches", "seed_blocks")
+_OPTIONAL = ("task", "task_params", "dtype")
 #: Whole-number settings and their least value.
 _WHOLE = {"seeds": 1, "seq_len": 3, "batch_size": 1, "steps_per_epoch": 1, "max_steps": 1, "eval_batches": 1}
 
@@ -392,7 +392,7 @@ def check_sweep_settings(settings: dict):
     for key, least in _WHOLE.items():
         if not (_whole(settings[key]) and settings[key] >= least):
             return f'"{key}" must be a whole number >= {least}; got {_shown(settings[key])}'
-    blocks = settings.get("seed_blocks", [settings["seeds"]])
+    blocks = settings["seed_blocks"]
     if not (isinstance(blocks, list) and all(_whole(k) and k >= 1 for k in blocks)
             and sum(blocks) == settings["seeds"]):
         return (f'"seed_blocks" must be a list of whole numbers >= 1 adding up to "seeds" '
@@ -487,7 +487,7 @@ def continued_settings(stored: dict, given: dict) -> dict:
     out = {key: stored.get(key, value) for key, value in given.items() if key != "seed_blocks"}
     for key in ("parameterizations", "ratios"):
         out[key] = list(stored[key]) + [v for v in given[key] if v not in stored[key]]
-    blocks = list(stored.get("seed_blocks") or [stored["seeds"]])
+    blocks = list(stored["seed_blocks"])
     if given["seeds"] > stored["seeds"]:
         blocks.append(given["seeds"] - stored["seeds"])
     out["seeds"] = max(given["seeds"], stored["seeds"])
