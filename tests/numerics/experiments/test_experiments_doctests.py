@@ -6,7 +6,8 @@ import pytest
 
 MODULES = ["numerics.experiments.data", "numerics.experiments.models", "numerics.experiments.sgd",
            "numerics.experiments.measure", "numerics.experiments.jobs", "numerics.experiments.__main__",
-           "numerics.experiments.task_sampling", "numerics.experiments.task_model", "numerics.experiments.directory"]
+           "numerics.experiments.task_sampling", "numerics.experiments.task_model", "numerics.experiments.directory",
+           "numerics.experiments.settings"]
 
 
 @pytest.mark.parametrize("name", MODULES)
