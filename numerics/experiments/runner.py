@@ -75,7 +75,8 @@ from .cluster import CONNECT_TIMEOUT, SchedulerLost, check_scheduler, parse_addr
 from .pool import run_pool
 from .store import STORE_FORMAT, ResultStore, _canonical, job_key
 
-__all__ = ["run_jobs", "ResultStore", "JobError", "SchedulerLost", "job_key", "check_scheduler", "STORE_FORMAT"]
+__all__ = ["run_jobs", "ResultStore", "JobError", "SchedulerLost", "job_key", "check_scheduler", "STORE_FORMAT",
+           "usable_cpus"]
 
 
 class JobError(RuntimeError):
@@ -112,9 +113,17 @@ def _normalise_result(result: Any, index: int, job: dict) -> dict:
         raise JobError(index, job, TypeError(f"the result is not JSON-serialisable: {exc}")) from exc
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (``os.sched_getaffinity``, where the system
+    has it; else ``os.cpu_count()``): the default number of local workers."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
 def _check_workers(workers) -> int:
     if workers is None:
-        return os.cpu_count() or 1
+        return usable_cpus()
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be an integer >= 1 (or None for the CPU count), got {workers!r}")
     return workers
@@ -136,7 +145,7 @@ def run_jobs(func: Callable[[dict], dict], jobs: Sequence[dict], *, workers: int
         JSON-serialisable job descriptions.  Equal jobs (same :func:`job_key`)
         run once and share their result.
     workers : int or None, optional
-        Local processes, >= 1; ``None`` means :func:`os.cpu_count`.  ``1`` (or a
+        Local processes, >= 1; ``None`` means :func:`usable_cpus`.  ``1`` (or a
         single pending job) runs in this process, without a pool.  Ignored when
         ``scheduler`` is given.
     scheduler : str or None, optional

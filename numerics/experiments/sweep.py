@@ -204,15 +204,20 @@ SHARES = ("relevant_attention", "self_attention", "other_attention")
 
 
 def _mean_ci(values):
-    """Mean and 95 % t-interval (``[None, None]`` for one value) of a list of numbers."""
+    """Mean and 95 % t-interval of the mean (``scipy.stats.t.interval`` with the
+    standard error ``scipy.stats.sem``; ``[None, None]`` for one value, ``[mean, mean]``
+    for equal values) of a list of numbers."""
     from scipy import stats
 
     v = np.array(values, dtype=float)
     mean = float(v.mean())
     if len(v) < 2:
         return mean, [None, None]
-    half = float(stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v)))
-    return mean, [mean - half, mean + half]
+    sem = float(stats.sem(v))
+    if sem == 0:                                   # equal values: the interval is the point
+        return mean, [mean, mean]
+    low, high = stats.t.interval(0.95, len(v) - 1, loc=mean, scale=sem)
+    return mean, [float(low), float(high)]
 
 
 def _summary_entry(p, r, target, n, g) -> dict:

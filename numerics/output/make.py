@@ -9,7 +9,7 @@ from derivations.core.cli import OneLineParser, UsageError, exit_on_interrupt, u
 from derivations.core.output import emit
 
 from .files import FORMATS, check_dpi, check_formats, prepare_figure_dir, save_figure
-from .style import DPI, DPI_RANGE, STYLE, mpl
+from .style import DPI, DPI_RANGE, STYLE
 from .theory import FIGURES
 
 __all__ = ["DEFAULT_OUTPUT", "make_figures", "check_output_dir", "build_parser", "main"]
@@ -79,7 +79,7 @@ def make_figures(output_dir=DEFAULT_OUTPUT, formats=("png", "pdf"), *, names=Non
     names = _check_names(names)
     dpi = check_dpi(dpi)
     output_dir = check_output_dir(output_dir, names, formats)
-    matplotlib, _ = mpl()
+    import matplotlib
     paths = []
     for name in names:
         t0 = time.perf_counter()

@@ -92,9 +92,10 @@ def parse_seeds(text) -> list:
 
 
 def workers(args) -> int:
-    """``--workers`` (default: the CPU count)."""
+    """``--workers`` (default: the CPUs this process may run on, :func:`~numerics.experiments.runner.usable_cpus`)."""
     if args.workers is None:
-        return os.cpu_count() or 1
+        from ..runner import usable_cpus
+        return usable_cpus()
     return integer("--workers", args.workers, 1)
 
 

@@ -323,7 +323,7 @@ def test_output_that_cannot_take_files_leaves_nothing(kind, tmp_path, capsys):
 def no_figures(monkeypatch):
     """Skip drawing figures (a PDF takes about a second) in tests about the stored numbers."""
     from numerics.experiments import plots
-    monkeypatch.setattr(plots, "save_figure", lambda fig, directory, name: plots._plt().close(fig) or [])
+    monkeypatch.setattr(plots, "save_figure", lambda fig, directory, name: [])
 
 
 TINY_SWEEP = ["sweep", "--parameterizations", "CACO", "--target-loss", "3.5", "--max-steps", "40",
