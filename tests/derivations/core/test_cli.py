@@ -57,7 +57,7 @@ def test_an_interrupted_command_is_one_line_and_exit_130(capsys):
 
 
 @pytest.mark.parametrize("module", ["derivations.print_dynamics", "derivations.output.latex",
-                                    "numerics.output.make", "numerics.verify.cli", "numerics.experiments.__main__"])
+                                    "numerics.figures", "numerics.verify.cli", "numerics.experiments.__main__"])
 def test_every_long_command_ends_on_ctrl_c_with_one_line(module, monkeypatch, capsys):
     """Issue 25.9: the commands share exit_on_interrupt (the experiments and verify are also
     interrupted for real, in tests/numerics/experiments/test_experiments_interrupt.py)."""
