@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from derivations.engine.task import Task, TokenGroup
-from derivations.symbolic.symbols import m, n
+from derivations.engine import Task, TokenGroup
+from derivations.symbolic import m, n
 from derivations.tasks import get_task
-from numerics.experiments import directory, jobs, models, predict, sgd, sweep, task_model, task_sampling, theory
+from numerics.experiments import jobs, models, predict, settings, sgd, sweep, task_model, task_sampling, theory
 from numerics.experiments.__main__ import main
 from numerics.model import TaskInstance, TaskModel, instance_of_task
 
@@ -180,10 +180,10 @@ def test_default_run_identity_is_unchanged():
 
 def test_resume_refuses_another_task():
     stored = {"parameterizations": ["CACO"], "task": "paper", "task_params": [["M", 3]]}
-    assert "--task" in directory.settings_difference(stored, {"parameterizations": ["CACO"]})
-    assert "--task" in directory.settings_difference(stored, {"parameterizations": ["CACO"], "task": "query-in-context",
+    assert "--task" in settings.settings_difference(stored, {"parameterizations": ["CACO"]})
+    assert "--task" in settings.settings_difference(stored, {"parameterizations": ["CACO"], "task": "query-in-context",
                                                           "task_params": [["M", 3]]})
-    assert directory.settings_difference(stored, dict(stored)) is None
+    assert settings.settings_difference(stored, dict(stored)) is None
 
 
 def test_a_task_that_cannot_be_sampled_is_refused():
@@ -276,7 +276,7 @@ def test_sgd_from_identity_lands_near_the_closed_form():
     """SGD on the paper's task (M = 4, b = 1, CACO from 1e-6 I, lr_ov 0.5, ratios 1 and 10): the relevant
     attention where each run measured its loss is within 0.03 of the paper's closed form at that loss
     (numerics.dynamics.state.state_at_loss; seen: 0.001 and 0.007)."""
-    from numerics.dynamics.state import state_at_loss
+    from numerics.dynamics import state_at_loss
 
     cfg = sgd.Fig2Config(parameterization="CACO", task="paper", task_params={"M": 4, "b": 1}, seq_len=57,
                          init="identity", lr_qk=0.5, lr_ov=0.5, epochs=100, steps_per_epoch=50, stop="none",
