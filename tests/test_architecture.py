@@ -126,7 +126,7 @@ def test_the_floor_and_the_cold_paths_import_no_sympy():
 def _is_forwarder(path: Path) -> bool:
     """A module (not a package's ``__init__``) whose body is a docstring, imports, ``__all__``
     and at most a ``__main__`` guard: a second name for code that lives elsewhere."""
-    if path.name == "__init__.py":
+    if path.name in ("__init__.py", "__main__.py"):      # a package, a program
         return False
     body = ast.parse(path.read_text(encoding="utf-8")).body
     if not body or not (isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)):
@@ -234,9 +234,12 @@ def _cycles(graph: dict) -> list:
     return sorted(groups)
 
 
-#: The one cycle left, inside numerics/experiments, which the restructure of that package (issue 24
-#: item 1) removes; the assertion is exact, so that this line goes with it.
-KNOWN_CYCLES = [["numerics.experiments.fixed_attention", "numerics.experiments.sgd",
+#: The cycles left, to be removed (the assertion is exact, so that each line goes with its cycle):
+#: the catalog command rebuilds the printed-results cache of output.dynamics, which reads the
+#: catalog; and one inside numerics/experiments, which the restructure of that package (issue 24
+#: item 1) removes.
+KNOWN_CYCLES = [["derivations.catalog", "derivations.output.dynamics"],
+                ["numerics.experiments.fixed_attention", "numerics.experiments.sgd",
                  "numerics.experiments.task_model"]]
 
 
