@@ -6,7 +6,7 @@ integrals and explicit orbits, the fixed-loss sharpness result and the
 asymptotics. Everything printed is a derived result from
 :func:`derivations.catalog.results` (cached, so the command starts fast:
 without ``--params`` or rates the printed texts themselves come from the
-cache :data:`derivations.output.dynamics.PRINTED`, so no expression is read
+cache :data:`derivations.catalog.PRINTED`, so no expression is read
 or printed; with them only the printed results are decoded);
 ``--task NAME`` prints what the task engine derived for another built-in task.
 The text is built by :func:`derivations.output.dynamics.render`, the one
@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import sys
 
-from .core.cli import UsageError, usage_error
+from .core.cli import UsageError, exit_on_interrupt, usage_error
 from .core.output import emit
 from .output.dynamics import SYMBOL_MEANINGS, build_parser, parse_params, render  # noqa: F401
 
@@ -129,6 +129,7 @@ def numeric_state(task, loss: float, ratio: float, params: dict) -> dict:
     return _state_dict(st, ratio)
 
 
+@exit_on_interrupt("print_dynamics")
 def main(argv=None) -> int:
     """Run ``python -m derivations.print_dynamics``.
 
@@ -140,7 +141,8 @@ def main(argv=None) -> int:
     Returns
     -------
     int
-        Exit status: 0 ok, 2 bad input, 1 the output could not be written.
+        Exit status: 0 ok, 2 bad input, 1 the output could not be written,
+        130 Ctrl-C.
     """
     try:
         args = build_parser().parse_args(argv)

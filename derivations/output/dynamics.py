@@ -27,13 +27,13 @@ from __future__ import annotations
 import json
 
 from ..core.cli import OneLineParser, UsageError, parse_float, parse_loss, rate_values
-from ..core.expression_cache import PACKAGE_DIR, ExpressionStore
 from ..core.cli import parse_params as _text_params
+from .formats import OneLine, format_expression
 from ..core.vocabulary import (MODEL_PARAMETER_MEANINGS, PAPER_SETTING, PARAMETERIZATIONS,
                                check_classes, check_positive)
 
 __all__ = ["SYMBOL_MEANINGS", "OneLine", "build_parser", "parse_params", "task_list", "render",
-           "paper_sections", "task_sections", "exact_number", "PRINTED_FORMATS", "PRINTED"]
+           "paper_sections", "task_sections", "exact_number"]
 
 SYMBOL_MEANINGS = {
     **MODEL_PARAMETER_MEANINGS,
@@ -43,12 +43,6 @@ SYMBOL_MEANINGS = {
     "mu_QK": "score of a relevant token minus score of an irrelevant token",
     "mu_OV_0": "initial mu_OV", "mu_QK_0": "initial mu_QK",
 }
-
-class OneLine:
-    """An expression that the pretty format prints as one line (``str``)."""
-
-    def __init__(self, expr):
-        self.expr = expr
 
 
 def build_parser():
@@ -230,23 +224,12 @@ def task_sections(task_name: str, names, subs) -> list:
     return out
 
 
-def _format(expr, fmt) -> str:
-    import sympy as sp
-    if isinstance(expr, str):
-        return expr
-    if isinstance(expr, OneLine):
-        return sp.latex(expr.expr) if fmt == "latex" else str(expr.expr)
-    if fmt == "pretty":
-        return sp.pretty(expr, use_unicode=True, wrap_line=False)
-    return sp.latex(expr) if fmt == "latex" else str(expr)
-
-
 def _section_lines(sections, fmt) -> list:
     lines = []
     for title, items in sections:
         lines += ["", f"== {title} ==", ""]
         for label, expr in items:
-            text = _format(expr, fmt)
+            text = format_expression(expr, fmt)
             if "\n" in text:
                 lines += [f"{label} =", text, ""]
             else:
@@ -302,45 +285,14 @@ class _Expressions:
         return self.records[name].expr
 
 
-#: The formats of :data:`PRINTED` (``json`` shows the ``text`` form).
-PRINTED_FORMATS = ("pretty", "text", "latex")
-
-
-def _print_results() -> dict:
-    """``{format: {name: text}}``: every result of :func:`derivations.catalog.results` as
-    this module prints it without substitutions, in each of :data:`PRINTED_FORMATS`."""
-    from ..catalog import results
-    res = results()
-    return {fmt: {name: _format(expr, fmt) for name, expr in res.items()} for fmt in PRINTED_FORMATS}
-
-
-def _checked_texts(data) -> dict:
-    """``data`` when it is ``{format: {name: text}}`` for every printed format; else
-    ValueError (a damaged cache, rebuilt)."""
-    if not (isinstance(data, dict) and set(data) == set(PRINTED_FORMATS) and all(
-            isinstance(texts, dict) and all(isinstance(t, str) for t in texts.values())
-            for texts in data.values())):
-        raise ValueError("the printed results have the wrong shape")
-    return data
-
-
-#: The paper's results as printed, in the one expression cache
-#: (``derivations/_cache/printed.json``), keyed on the derivations' sources, this
-#: module and :mod:`derivations.catalog`: the command without ``--params`` or rates
-#: prints them without decoding or printing an expression (a third of its start).
-PRINTED = ExpressionStore("printed", __file__, _print_results, _checked_texts, _checked_texts,
-                          prog="derivations.print_dynamics", what="printed-results cache",
-                          sources=[PACKAGE_DIR / "catalog.py"])
-
-
 def _paper_results(fmt: str, subs: dict):
     """The paper's results by name for the format ``fmt``: the texts of :data:`PRINTED`
     when nothing is substituted, else the expressions of
     :func:`derivations.catalog.results`, each decoded when it is first printed
     (:meth:`~derivations.core.expression_cache.ExpressionStore.lazy`)."""
+    from ..catalog import PRINTED, STORE
     if not subs:
         return PRINTED.load()["text" if fmt == "json" else fmt]
-    from ..catalog import STORE
     return _Expressions(STORE.lazy())
 
 

@@ -116,7 +116,7 @@ class PaperClosedForms:
             Another task than the paper's, unbalanced factors, or an implicit
             orbit through ``mu_QK(0) <= 0``.
         ArithmeticError
-            No root found for some point (:meth:`_increasing_root`).
+            The implicit orbit's root not bracketed or not converged at some point.
         """
         self._require_balanced("orbit")
         x = np.asarray(mu_OV, dtype=float)
