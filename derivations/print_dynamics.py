@@ -85,8 +85,32 @@ def numeric_state(task, loss: float, ratio: float, params: dict) -> dict:
     here, lazily: the only import of numerics in :mod:`derivations`): in closed
     form for the paper and for a task that maps onto it (method ``"closed form:
     the paper's state equation at the mapped ratio R'"``), else by integrating
-    the task's reduced ODE (``"numerical integration ..."``). Raises
-    UsageError naming the user's value and the supported range otherwise."""
+    the task's reduced ODE (``"numerical integration ..."``).
+
+    Parameters
+    ----------
+    task : derivations.engine.Task
+        A built-in task.
+    loss : float
+        The loss level.
+    ratio : float
+        eta_QK / eta_OV.
+    params : dict
+        The task's parameter values given on the command line.
+
+    Returns
+    -------
+    dict
+        The printed state: coordinates, ``alpha``, ``loss`` (and ``t``), ``method``.
+
+    Raises
+    ------
+    UsageError
+        A value outside the range the answering method is tested on (the
+        message names the user's value and the range).
+    ValueError
+        The state could not be computed (the message says why).
+    """
     import warnings
 
     from numerics.dynamics import state_at_loss
@@ -107,7 +131,19 @@ def numeric_state(task, loss: float, ratio: float, params: dict) -> dict:
 
 @exit_on_interrupt("print_dynamics")
 def main(argv=None) -> int:
-    """Run the CLI; returns the exit status (2: bad input, 1: output could not be written, 130: Ctrl-C)."""
+    """Run ``python -m derivations.print_dynamics``.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        Exit status: 0 ok, 2 bad input, 1 the output could not be written,
+        130 Ctrl-C.
+    """
     try:
         args = build_parser().parse_args(argv)
         text = render(args, numeric_state)

@@ -114,8 +114,23 @@ def cache_key() -> str:
 
 
 def task_reduction(task: str, parameterization: str = "CACO"):
-    """The :class:`~derivations.engine.reduce.TaskReduction` of a built-in task,
-    from the cache when fresh (derived and cached otherwise)."""
+    """The reduction of a built-in task, from the cache when fresh (derived and cached otherwise).
+
+    Parameters
+    ----------
+    task : str
+        A built-in task the engine reduces.
+    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}
+
+    Returns
+    -------
+    derivations.engine.TaskReduction
+
+    Raises
+    ------
+    ValueError
+        An unknown task or parameterization, or a task the engine does not reduce.
+    """
     from .core.vocabulary import check_parameterization
     from .tasks.registry import get_task
     get_task(task).check_symbolic()

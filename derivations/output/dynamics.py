@@ -358,11 +358,27 @@ def _state(task, args, params, rates, why, answer):
 
 
 def render(args, answer=None) -> str:
-    """The whole output for parsed ``args``, any task (raises UsageError/ValueError on bad input).
+    """The whole output of ``print_dynamics`` for parsed arguments, any task.
 
-    ``answer(task, loss, ratio, params)`` computes the state at ``--loss``
-    (``{"mu_OV", "mu_QK", "alpha", "loss", ..., "method"}``); the command-line
-    entry :mod:`derivations.print_dynamics` supplies the numeric one."""
+    Parameters
+    ----------
+    args : argparse.Namespace
+        From :func:`build_parser`.
+    answer : callable, optional
+        ``answer(task, loss, ratio, params)``: the state at ``--loss``
+        (``{"mu_OV", "mu_QK", "alpha", "loss", ..., "method"}``); the
+        command-line entry :mod:`derivations.print_dynamics` supplies the
+        numeric one.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    UsageError, ValueError
+        Bad input (the message names it).
+    """
     if args.task == "list":
         return task_list()
     from ..tasks import get_task

@@ -186,9 +186,25 @@ def _prepare(output) -> Path:
 
 
 def write(output) -> list[Path]:
-    """Write the document and all snippets below ``output`` (each file
-    atomically); returns the paths. The directory is checked first and the
-    whole text is built before the first file is written."""
+    """Write the document and all snippets below ``output``, each file atomically.
+
+    The directory is checked first and the whole text is built before the
+    first file is written.
+
+    Parameters
+    ----------
+    output : str or path-like
+        The output directory.
+
+    Returns
+    -------
+    list of pathlib.Path
+
+    Raises
+    ------
+    ValueError
+        The directory cannot take the files (the message names ``--output``).
+    """
     from ..core.atomic_file import atomic_write_text
     output = _prepare(output)
     files = {output / DOCUMENT_NAME: document()}
