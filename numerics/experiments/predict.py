@@ -93,9 +93,9 @@ def check_settings(parameterizations, ratios, target_losses, seeds=1, init="auth
     ``"authors"`` for CACO alone): it would have no effect. ``task``, ``task_params``: an
     engine task and its parameter values (default the authors' task); ``seq_len`` (default
     the task's own length, 64 for the authors') as in the SGD runs."""
-    sampled, task_params = task_sampling.resolve(task, task_params)
+    st = task_sampling.sampled_task(task, task_params)
     if seq_len is None:
-        seq_len = _setting.SEQ_LEN if sampled is None else sampled.own_seq_len
+        seq_len = st.own_seq_len
     params = list(dict.fromkeys(check_parameterization(p) for p in parameterizations))
     if not params:
         raise ValueError("parameterizations must not be empty")
@@ -111,22 +111,20 @@ def check_settings(parameterizations, ratios, target_losses, seeds=1, init="auth
     scale = theory.check_init_scale(models.IDENTITY_SCALE if init_scale is None else init_scale)
     seeds = _seed_list(seeds)
     lr_ov = theory.check_lr_ov(lr_ov)
-    theory.task_model(sampled, params[0], 1.0, seq_len=seq_len)      # seq_len check
+    theory.task_model(st, params[0], 1.0, seq_len=seq_len)      # seq_len check
     targets = theory.check_target_losses(target_losses)
-    initial = min(theory.initial_loss(p, init, s, seq_len=seq_len, init_scale=scale, task=sampled)
+    initial = min(theory.initial_loss(st, p, init, s, seq_len=seq_len, init_scale=scale)
                   for p in params for s in (seeds if _draws(p, init) else seeds[:1]))
     theory.check_target_losses(targets, initial)
     out = {"parameterizations": params, "ratios": ratios, "target_losses": list(targets),
            "seeds": seeds, "init": init, "init_scale": scale, "seq_len": int(seq_len),
-           "lr_ov": lr_ov}
-    if sampled is not None:
-        out.update(task=sampled.name, task_params=[list(p) for p in task_params])
+           "lr_ov": lr_ov, **task_sampling.task_settings(st)}
     return out
 
 
 def predict(parameterizations, ratios, target_losses, seeds=1, init="authors",
             seq_len=None, lr_ov=0.01, *, init_scale=None, rtol=1e-8, atol=1e-13,
-            max_nfev=500_000, progress=None, task=None, task_params=()) -> list:
+            max_nfev=500_000, progress=None, task=task_sampling.DEFAULT_TASK, task_params=()) -> list:
     r"""The theory's records: one per (parameterization, ratio, seed, target).
 
     Parameters
@@ -165,19 +163,18 @@ def predict(parameterizations, ratios, target_losses, seeds=1, init="authors",
     """
     s = check_settings(parameterizations, ratios, target_losses, seeds, init, seq_len, lr_ov,
                        init_scale, task=task, task_params=task_params)
-    sampled, _ = task_sampling.resolve(task, task_params)
+    st = task_sampling.sampled_task(task, task_params)
     records = []
     for P in s["parameterizations"]:
         for r in s["ratios"]:
             shared = None
-            closed = None if sampled is None else theory.closed_form_attention(
-                sampled, P, r, s["target_losses"], s["seq_len"])
+            closed = None if not st.engine_state else theory.closed_form_attention(
+                st, P, r, s["target_losses"], s["seq_len"])
             for seed in s["seeds"]:
                 if shared is None or _draws(P, init):
                     shared = theory.flow_to_losses(
-                        P, r, s["target_losses"], lr_ov=s["lr_ov"], seq_len=s["seq_len"], init=init,
-                        init_scale=s["init_scale"], seed=seed, rtol=rtol, atol=atol,
-                        max_nfev=max_nfev, task=sampled)
+                        st, P, r, s["target_losses"], lr_ov=s["lr_ov"], seq_len=s["seq_len"], init=init,
+                        init_scale=s["init_scale"], seed=seed, rtol=rtol, atol=atol, max_nfev=max_nfev)
                 if progress is not None:
                     progress()
                 for rec in shared["records"]:
@@ -260,14 +257,14 @@ def settings_from_args(args) -> dict:
     ratios = parse_list("--ratios", args.ratios, lambda t: number("--ratios", t))
     targets = parse_list("--target-loss", args.target_loss, lambda t: number("--target-loss", t))
     seeds = parse_int("--seeds", args.seeds, 1, MAX_SEEDS)
-    sampled, task_params = task_sampling.task_from_args(args)
-    seq_len = task_sampling.seq_len_for(sampled, args.seq_len, _setting.SEQ_LEN)
+    st = task_sampling.task_from_args(args)
+    seq_len = task_sampling.seq_len_for(st, args.seq_len)
     parse_int("--seq-len", seq_len, 3, MAX_SEQ_LEN)
     lr_ov = number("--lr-ov", args.lr_ov)
     scale = None if args.init_scale is None else number("--init-scale", args.init_scale)
     try:
         settings = check_settings(params, ratios, targets, seeds, args.init, seq_len, lr_ov, scale,
-                                  task=args.task, task_params=task_params)
+                                  task=st.name, task_params=st.params)
     except ValueError as exc:
         raise UsageError(_flag_message(exc)) from None
     return settings, scale
@@ -307,7 +304,8 @@ def command(args):
         try:
             records = predict(s["parameterizations"], s["ratios"], s["target_losses"], s["seeds"],
                               s["init"], s["seq_len"], s["lr_ov"], init_scale=init_scale,
-                              progress=bar.update, task=s.get("task"), task_params=s.get("task_params", ()))
+                              progress=bar.update, task=s.get("task", task_sampling.DEFAULT_TASK),
+                              task_params=s.get("task_params", ()))
         finally:
             bar.close()
         return {"settings": s, "records": records}

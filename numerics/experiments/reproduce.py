@@ -35,7 +35,7 @@ from pathlib import Path
 from derivations.core.atomic_file import atomic_write_text
 
 from . import jobs as jobs_mod
-from . import plots, sgd
+from . import fixed_attention, plots, sgd
 from .commands.common import json_text
 
 __all__ = ["PUBLISHED_RUNS", "published_jobs", "reproduce", "collect", "format_report", "make_figures"]
@@ -79,7 +79,7 @@ def published_jobs(quick: bool = False, *, shortest_first: bool = False, dtype: 
         fig3 = seeds is None
         s = _quick(settings, fig3) if quick else settings
         if fig3:
-            out.append((name, {"experiment": "fig3", "config": sgd.Fig3Config(**s).to_dict()}))
+            out.append((name, {"experiment": "fig3", "config": fixed_attention.Fig3Config(**s).to_dict()}))
         else:
             config = sgd.Fig2Config(**s, dtype=dtype).to_dict()
             out.append((name, {"experiment": "fig2", "config": config, "seeds": seeds}))

@@ -42,9 +42,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from ..validation import check_int, check_positive
-from . import data, models, precision, task_model
-# Figure 3 moved to numerics.experiments.fixed_attention; its names stay importable from here
-from .fixed_attention import ALPHA_STEP, Fig3Config, train_fig3  # noqa: F401
+from . import models, precision, task_sampling
 
 __all__ = [
     "STOP_RULES", "DTYPES", "LOG_EVERY", "Fig2Config", "published_fig2_defaults", "AuthorsStopRule",
@@ -97,9 +95,9 @@ class Fig2Config:
     eval_batches: int = 200
     target_loss: float | None = None
     max_steps: int | None = None
-    #: The engine task trained (:mod:`numerics.experiments.task_sampling`) and its parameter
-    #: values (sorted pairs); the default, the authors' task, takes today's code path.
-    task: str = "authors"
+    #: The task trained (:func:`numerics.experiments.task_sampling.sampled_task`) and its
+    #: parameter values (sorted pairs).
+    task: str = task_sampling.DEFAULT_TASK
     task_params: tuple = ()
     dtype: str = "float64"
 
@@ -126,30 +124,21 @@ class Fig2Config:
         self._check_task()
 
     def _check_task(self):
-        from . import task_sampling
-
-        sampled, params = task_sampling.resolve(self.task, self.task_params)   # ValueError if it cannot be sampled
-        object.__setattr__(self, "task_params", params)
-        if sampled is not None and self.dtype != DTYPES[0]:
-            raise ValueError(f"dtype {self.dtype!r} applies to the authors' task only; "
-                             f"task {self.task!r} trains in float64")
+        st = task_sampling.sampled_task(self.task, self.task_params)   # ValueError if it cannot be sampled
+        object.__setattr__(self, "task_params", st.params)
 
     @property
     def sampled_task(self):
-        """The :class:`~numerics.experiments.task_sampling.SampledTask`, or None for the authors' task."""
-        from . import task_sampling
-
-        return task_sampling.resolve(self.task, self.task_params)[0]
+        """The :class:`~numerics.experiments.task_sampling.SampledTask` trained."""
+        return task_sampling.sampled_task(self.task, self.task_params)
 
     def to_dict(self) -> dict:
-        """The settings as a dict; ``task`` and ``task_params`` only for a task other than the
-        authors', ``dtype`` only when it is not the default float64 (so a default run's identity,
-        its job key and ``settings``, is what it always was, and a float32 run's is another)."""
+        """The settings as a dict: a run's identity (its job key and ``settings``); the task
+        (:func:`~numerics.experiments.task_sampling.task_settings`) and the ``dtype`` are named
+        only when they are not the defaults."""
         out = asdict(self)
-        if self.sampled_task is None:
-            del out["task"], out["task_params"]
-        else:
-            out["task_params"] = [list(p) for p in self.task_params]
+        del out["task"], out["task_params"]
+        out.update(task_sampling.task_settings(self.sampled_task))
         if out["dtype"] == DTYPES[0]:
             del out["dtype"]
         return out
@@ -237,7 +226,7 @@ def _check_seeds(seeds):
 RUN_STATUSES = ("reached", "completed", "diverged")
 
 
-def _draw_epoch(rngs, active, k_this, c, tickets):
+def _draw_epoch(st, rngs, active, k_this, c, tickets):
     """Draw one epoch's batches of every active run from its own generator: the classes
     ``(K, S, B)`` are returned, the tickets written into ``tickets`` ``(K, S, B, T)``.
 
@@ -246,7 +235,7 @@ def _draw_epoch(rngs, active, k_this, c, tickets):
     epochs, megabytes) made the allocator hand back fresh pages every epoch."""
     classes = []
     for j, i in enumerate(active):
-        cls, tick = data.draw_fig2_tickets(rngs[i], k_this, c.batch_size, c.seq_len)
+        cls, tick = task_sampling.draw_tickets(st, rngs[i], k_this, c.batch_size, c.seq_len)
         tickets[:, j] = tick
         classes.append(cls)
     return np.stack(classes, axis=1)
@@ -258,29 +247,29 @@ class _EpochBatch:
     The arrays are built once per epoch, reusing ``buffers`` (a dict kept by the
     caller) when the epoch has the same shape: no fresh pages every epoch."""
 
-    def __init__(self, rngs, active, k_this, c, params, buffers):
+    def __init__(self, st, rngs, active, k_this, c, params, buffers):
         lead = (k_this, len(active), c.batch_size)
         if buffers.get("lead") != lead:
             # counts are small integers: uint16 holds them exactly in a quarter of float64's memory,
             # and the attention's float64 product with them is the same number
             uint16 = np.dtype(np.uint16)
-            counts_dtype = uint16 if c.seq_len - 1 <= data.EXACT_COUNT_DTYPES[uint16] else np.float64
-            buffers.update(lead=lead, counts=np.empty(lead + (data.V,), dtype=counts_dtype),
-                           tickets=np.empty(lead + (c.seq_len - 2,), dtype=np.int16))   # data.draw_tickets'
+            counts_dtype = uint16 if c.seq_len - 1 <= task_sampling.EXACT_COUNT_DTYPES[uint16] else np.float64
+            buffers.update(lead=lead, counts=np.empty(lead + (st.T,), dtype=counts_dtype),
+                           tickets=np.empty(lead + (c.seq_len - 2,), dtype=st.ticket_dtype))
         # each seed draws from its own stream; all seeds' draws become counts in one pass
-        classes = _draw_epoch(rngs, active, k_this, c, buffers["tickets"])
-        batch = data.fig2_batch_from_tickets(classes, buffers["tickets"], out=buffers["counts"])
+        classes = _draw_epoch(st, rngs, active, k_this, c, buffers["tickets"])
+        batch = task_sampling.batch_from_tickets(st, classes, buffers["tickets"], out=buffers["counts"])
         self.counts, self.query, self.target = batch.counts, batch.query, batch.target   # (K, S, B, ...)
-        qids = np.flatnonzero(np.bincount(self.query.reshape(-1), minlength=data.V))   # sorted distinct
+        qids = np.flatnonzero(np.bincount(self.query.reshape(-1)))   # sorted distinct
         # the update's index of those rows (W_QK) / columns (W_Q): a slice when consecutive
-        # (the paper's queries 5..8), a view instead of a fancy-indexed copy and write-back
+        # (the authors' queries 5..8), a view instead of a fancy-indexed copy and write-back
         qsel = slice(qids[0], qids[-1] + 1) if qids[-1] - qids[0] + 1 == qids.size else qids
         self.onehot_t = models.query_onehot_t(self.query, qids)              # (K, S, U, B)
         self.onehot_t = self.onehot_t.astype(next(iter(params.values())).dtype, copy=False)   # the step's dtype
         # flat gather indices of every step: score-table row of each sequence, target logit
         self.slots = models._query_slots(self.query, qids, lead=(len(active),))   # (K, S, B)
-        tidx = models._target_index(self.target, class_axis=-2).reshape(k_this, -1)   # class-major logits
-        tidx -= (np.arange(k_this) * tidx.shape[1] * data.V)[:, None]
+        tidx = models._target_index(self.target, -2, st.n_out).reshape(k_this, -1)   # class-major logits
+        tidx -= (np.arange(k_this) * tidx.shape[1] * st.n_out)[:, None]
         self.tidx = tidx
         # W_QK's score rows are read through the same index (a view when it is a slice);
         # factorized attention keeps the id array (its products stay on contiguous copies)
@@ -299,7 +288,7 @@ def qk_rates(lr_qk, ramp, step: int, scheduled: int, k_this: int) -> list:
     return [lr_qk * (1.0 + (ramp - 1.0) * (step + k) / scheduled) for k in range(k_this)]
 
 
-def _train_epoch(params, batch, rates, step, scheduled, n_active, k_this):
+def _train_epoch(st, params, batch, rates, step, scheduled, n_active, k_this):
     """``k_this`` SGD steps on ``batch`` (in place); returns the ``(S, K)`` step losses.
 
     ``rates``: ``(lr_qk, lr_ov, qk_ramp)``, floats shared by the stack, or per-run arrays
@@ -309,7 +298,7 @@ def _train_epoch(params, batch, rates, step, scheduled, n_active, k_this):
     plan = [(w, batch.blocks.get(key, Ellipsis)) for key, w in params.items()]
     lr_qk0, lr_ov, ramp = rates
     for k, lr_qk in enumerate(qk_rates(lr_qk0, ramp, step, scheduled, k_this)):
-        loss, steps = models.loss_and_grad(params, batch.counts[k], batch.query[k], batch.target[k],
+        loss, steps = models.loss_and_grad(st, params, batch.counts[k], batch.query[k], batch.target[k],
                                            _query_set=(batch.table_ids, batch.onehot_t[k], batch.slots[k],
                                                        batch.tidx[k]),
                                            _sparse_qk=True, _rates=(lr_qk, lr_ov))
@@ -418,7 +407,8 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None, record_losses=()) ->
     there, the others go on, their numbers unchanged), ``epoch_loss`` (mean
     training loss of every epoch trained), ``loss_log`` (mean training loss of
     each block of :data:`LOG_EVERY` epochs; the last may be partial) and
-    ``params`` (final parameters, ``(V, V)`` arrays; not finite for a diverged run);
+    ``params`` (final parameters, :func:`~numerics.experiments.models.param_shapes`; not finite
+    for a diverged run);
     with ``record_losses``, ``marks``: ``{loss: {"steps", "params"}}`` for each
     recorded loss the run reached (steps trained by then, the parameters then).
     """
@@ -432,10 +422,8 @@ def _train(c, seeds, rates, progress, record_losses) -> list:
     """The loop of :func:`train_fig2` and :func:`numerics.experiments.stack.train_stack`:
     the runs of ``seeds`` (one generator each) with ``rates`` (see :func:`_train_epoch`)."""
     rngs = [np.random.default_rng(s) for s in seeds]
-    sampled = c.sampled_task                     # None: the authors' task, today's path
-    shapes = None if sampled is None else task_model.param_shapes(sampled, c.parameterization)
-    params = models.stack_params([models.init_params(c.parameterization, c.init, r, shapes=shapes)
-                                  for r in rngs])
+    st = c.sampled_task
+    params = models.stack_params([models.init_params(st, c.parameterization, c.init, r) for r in rngs])
     params, rates = precision.step_arrays(params, rates, c.dtype)
     keys = list(params)
     scheduled = c.epochs * c.steps_per_epoch     # the ramp's T (the notebooks' total_steps)
@@ -449,12 +437,8 @@ def _train(c, seeds, rates, progress, record_losses) -> list:
             k_this = min(c.steps_per_epoch, total - step)
             if k_this <= 0:
                 break
-            if sampled is None:
-                batch = _EpochBatch(rngs, runs.active, k_this, c, params, buffers)
-                losses = _train_epoch(params, batch, rates, step, scheduled, len(runs.active), k_this)
-            else:
-                losses = task_model.train_epoch(sampled, params, rngs, runs.active, k_this, c, rates, step,
-                                                scheduled)
+            batch = _EpochBatch(st, rngs, runs.active, k_this, c, params, buffers)
+            losses = _train_epoch(st, params, batch, rates, step, scheduled, len(runs.active), k_this)
             step += k_this
             sums = losses.sum(axis=1)
             stop = runs.record(epoch, sums, k_this)

@@ -56,7 +56,6 @@ exclusive lock on the directory while a sweep writes into it.
 from __future__ import annotations
 
 import csv
-import functools
 import io
 import json
 import math
@@ -71,7 +70,7 @@ from . import sgd
 
 __all__ = ["CSV_COLUMNS", "FIRST_SEED", "SEEDS_PER_JOB", "MIN_JOBS", "seeds_per_job", "job_seed_blocks",
            "SETTINGS_FILE", "target_losses", "sweep_jobs", "rows_from_results", "summarize", "spearman",
-           "write_csv", "read_csv", "initial_losses", "read_settings", "write_settings", "settings_difference",
+           "write_csv", "read_csv", "read_settings", "write_settings", "settings_difference",
            "extend_settings", "lock_directory", "DirectoryLocked"]
 
 #: Columns of ``results.csv``.
@@ -330,35 +329,6 @@ def read_csv(path) -> list:
 
 
 # --------------------------------------------------------------------------- the sweep directory
-
-def initial_losses(parameterizations, n_seeds: int, *, init: str = "authors", seq_len: int = 64,
-                   task=None) -> dict:
-    """``{(parameterization, seed): loss}``: each run's population loss at its initialization.
-
-    The loss of the initial parameters on the expected token counts of each
-    class (:func:`numerics.experiments.data.expected_counts`), averaged over the
-    four equally likely classes: about ``log 50 = 3.91`` for the authors'
-    near-zero initializations. A target loss at or above it is "reached" at the
-    first check, before anything is learned. ``task``: a
-    :class:`~numerics.experiments.task_sampling.SampledTask` (its expected counts and
-    matrices, :mod:`numerics.experiments.task_model`) instead of the authors' task.
-    """
-    from . import data, models, task_model, task_sampling
-
-    if task is None:
-        counts, query, label = data.expected_counts(seq_len), data.QUERY_TOKENS, data.LABEL_TOKENS
-        loss, shapes = models.loss_and_grad, lambda p: None
-    else:
-        counts, query, label = task_sampling.expected_counts(task, seq_len), task.query, task.label
-        loss = functools.partial(task_model.loss_and_grad, task)
-        shapes = functools.partial(task_model.param_shapes, task)
-    out = {}
-    for p in _dedupe(parameterizations):
-        for seed in range(FIRST_SEED, FIRST_SEED + n_seeds):
-            params = models.init_params(p, init, np.random.default_rng(seed), shapes=shapes(p))
-            out[p, seed] = float(loss(params, counts, query, label, grad=False)[0])
-    return out
-
 
 def write_settings(directory, settings: dict) -> None:
     """Record ``settings`` (the sweep's options, ``seed_blocks``) in ``directory``/:data:`SETTINGS_FILE`."""

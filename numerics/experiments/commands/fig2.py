@@ -47,19 +47,18 @@ def add_parser(sub):
 def _config(args):
     from .. import sgd
 
-    sampled, task_params = task_sampling.task_from_args(args)
+    st = task_sampling.task_from_args(args)
     pub = sgd.published_fig2_defaults(args.parameterization)
     return common.config(
         sgd.Fig2Config, parameterization=args.parameterization,
         lr_qk=number("--lr-qk", args.lr_qk), lr_ov=number("--lr-ov", args.lr_ov),
-        qk_ramp=number("--qk-ramp", args.qk_ramp), seq_len=task_sampling.seq_len_for(sampled, args.seq_len),
+        qk_ramp=number("--qk-ramp", args.qk_ramp), seq_len=task_sampling.seq_len_for(st, args.seq_len),
         batch_size=integer("--batch-size", args.batch_size, 1),
         epochs=integer("--epochs", args.epochs, 1) if args.epochs is not None else pub["epochs"],
         steps_per_epoch=(integer("--steps-per-epoch", args.steps_per_epoch, 1)
                          if args.steps_per_epoch is not None else pub["steps_per_epoch"]),
         stop=args.stop, init=args.init, eval_batches=integer("--eval-batches", args.eval_batches, 1),
-        dtype=args.dtype,
-        **({} if sampled is None else {"task": sampled.name, "task_params": task_params})), pub
+        dtype=args.dtype, task=st.name, task_params=st.params), pub
 
 
 def prepare(args):
@@ -107,7 +106,7 @@ def _write(output, config, payload, n_seeds):
     if payload["heatmap"] is None:
         common.warn("every run diverged: no heatmap figure")
         return
-    task = "" if config.sampled_task is None else f"task {config.task}, "
+    task = f"task {config.task}, " if task_sampling.task_settings(config.sampled_task) else ""
     title = (f"{task}{config.parameterization}, QK {config.lr_qk:g} / OV {config.lr_ov:g}"
              + (f", ramp x{config.qk_ramp:g}" if config.qk_ramp != 1 else ""))
     plots.save_figure(plots.plot_fig2_heatmaps(

@@ -42,12 +42,12 @@ def prepare(args):
     """Check every input (then the output directory); return ``(work, format)``, no work done yet."""
     from .. import jobs as jobs_mod
     from ..runner import run_jobs
-    from .. import sgd
+    from .. import fixed_attention
     from ..memory import fig3_bytes
 
     alphas = parse_list("--alphas", args.alphas, _alpha)
     config = common.config(
-        sgd.Fig3Config, output_circuit=args.output_circuit, alphas=tuple(alphas),
+        fixed_attention.Fig3Config, output_circuit=args.output_circuit, alphas=tuple(alphas),
         epochs=integer("--epochs", args.epochs, 1),
         steps_per_epoch=integer("--steps-per-epoch", args.steps_per_epoch, 1),
         batch_size=integer("--batch-size", args.batch_size, 4), seq_len=integer("--seq-len", args.seq_len, 3),

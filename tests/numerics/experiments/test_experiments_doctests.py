@@ -4,9 +4,9 @@ import importlib
 
 import pytest
 
-MODULES = ["numerics.experiments.data", "numerics.experiments.models", "numerics.experiments.sgd",
-           "numerics.experiments.measure", "numerics.experiments.jobs", "numerics.experiments.__main__",
-           "numerics.experiments.task_sampling", "numerics.experiments.task_model"]
+MODULES = ["numerics.experiments.models", "numerics.experiments.sgd", "numerics.experiments.measure",
+           "numerics.experiments.jobs", "numerics.experiments.__main__", "numerics.experiments.task_sampling",
+           "numerics.experiments.theory", "numerics.experiments.memory", "numerics.experiments.cross_entropy"]
 
 
 @pytest.mark.parametrize("name", MODULES)

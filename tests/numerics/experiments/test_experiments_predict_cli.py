@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from numerics.experiments import predict, theory
+from numerics.experiments.task_sampling import AUTHORS
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, os.pardir))
 
@@ -17,7 +18,7 @@ def _no_flow(monkeypatch):
 
 
 def _uniform_initial_loss():
-    return min(theory.initial_loss(P, "uniform", 1234) for P in ("CACO", "FAFO"))
+    return min(theory.initial_loss(AUTHORS, P, "uniform", 1234) for P in ("CACO", "FAFO"))
 
 
 @pytest.mark.parametrize("argv", [
