@@ -107,7 +107,6 @@ def matmul_floor(parameterization, seeds=5, batch=32, repeat=2000, clock=time.pe
     activations ``(S, V, B)``, weights ``(S, V, V)`` C-contiguous): 3 products for a collapsed
     output (``W a^T``, ``g^T a``, ``W^T g^T``), 6 for a factorized one; in ``dtype``."""
     rng = np.random.default_rng(0)
-    V = V
     a, aT = rng.random((seeds, batch, V)).astype(dtype), rng.random((seeds, V, batch)).astype(dtype)
     gT = rng.random((seeds, V, batch)).astype(dtype)
     W1, W2 = rng.random((seeds, V, V)).astype(dtype), rng.random((seeds, V, V)).astype(dtype)
