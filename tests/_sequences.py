@@ -3,7 +3,7 @@ the count model and the sampler against a per-position reference; importable bec
 puts ``tests/`` on ``sys.path``, as for ``_stats``)."""
 import numpy as np
 
-from numerics.experiments import task_sampling as ts
+from numerics.experiments import sampler
 from numerics.experiments.task_sampling import AUTHORS
 
 V = AUTHORS.T
@@ -13,7 +13,7 @@ def sequences(rng, batch_size, seq_len):
     """Explicit sequences of the authors' task, position by position: ``(tokens, target)``, tokens
     ``(batch_size, seq_len - 1)`` (the context drawn as tickets, then the query), consuming the
     generator like ``sample_batches(AUTHORS, rng, 1, batch_size, seq_len)``."""
-    classes, tickets = ts.draw_tickets(AUTHORS, rng, 1, batch_size, seq_len)
+    classes, tickets = sampler.draw_tickets(AUTHORS, rng, 1, batch_size, seq_len)
     classes, tickets = classes[0], tickets[0]
     tokens = np.empty((batch_size, seq_len - 1), dtype=np.int64)
     tokens[:, :-1] = AUTHORS.ticket_tokens[classes[:, None], tickets]

@@ -4,9 +4,10 @@ Modules
 -------
 :mod:`~numerics.experiments.task_sampling`
     The sampled task: the authors' (:data:`~numerics.experiments.task_sampling.AUTHORS`)
-    and every task of the engine (``--task``, ``--params``); the one sampler
-    (exact multinomial counts from uniform tickets, :class:`numpy.random.Generator`)
-    and the expected counts.
+    and every task of the engine (``--task``, ``--params``), its expected counts.
+:mod:`~numerics.experiments.sampler`
+    The one sampler: exact multinomial counts from uniform tickets
+    (:class:`numpy.random.Generator`), of many runs in one pass.
 :mod:`~numerics.experiments.models`
     The count model of every task, four parameterizations (FAFO, FACO, CAFO,
     CACO), with analytic gradients: :func:`~numerics.experiments.models.loss_and_grad`

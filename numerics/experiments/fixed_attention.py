@@ -25,7 +25,8 @@ import numpy as np
 from ..validation import check_int, check_positive
 from .cross_entropy import cross_entropy as _cross_entropy
 from .sgd import eval_rng
-from .task_sampling import AUTHORS, Batch, counts_from_tickets, draw_context
+from .sampler import Batch, counts_from_tickets, draw_context
+from .task_sampling import AUTHORS
 
 __all__ = ["ALPHA_STEP", "OUTPUT_CIRCUITS", "Fig3Config", "sample_fig3_batches", "fixed_attention_context",
            "fig3_init", "fig3_loss_and_grad", "train_fig3"]

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import models, task_sampling
+from . import models, sampler
 
 __all__ = ["BIN_EDGES", "SHARES", "attention_shares", "evaluate", "measurements", "heatmap", "summarize_one",
            "combine_summaries"]
@@ -104,7 +104,7 @@ def evaluate(st, params: dict, rng: np.random.Generator, eval_batches: int = 200
     dict
         Arrays of length ``eval_batches * batch_size`` (:func:`measurements`).
     """
-    b = task_sampling.sample_batches(st, rng, eval_batches, batch_size, seq_len)
+    b = sampler.sample_batches(st, rng, eval_batches, batch_size, seq_len)
     counts, query = b.counts.reshape(-1, st.T), b.query.reshape(-1)
     return measurements(models.forward(st, params, counts, query), counts, query, b.target.reshape(-1),
                         st.relevant_of(b.label_class.reshape(-1)))

@@ -37,21 +37,15 @@ beyond :math:`d`); :math:`g_{s,t} = a_t (g_{a,t} - a^\top g_a)`;
 :math:`\partial A = e_q\, g_s^\top/\delta`; and :math:`\partial W_Q = W_K\, \partial A^\top`,
 :math:`\partial W_K = W_Q\, \partial A`.
 
-Counts may be real-valued (e.g. :func:`numerics.experiments.task_sampling.expected_counts`),
-which gives the expected-count (population-limit) model of the task.
+Counts may be real-valued (:func:`numerics.experiments.task_sampling.expected_counts`: the
+expected-count, population-limit model).
 
-Shapes and stacking
--------------------
-Parameters are a ``dict`` of arrays (keys :func:`param_keys`), each unstacked or
-stacked ``(S, ...)`` over independent runs (seeds); counts are ``(B, T)`` or
-``(S, B, T)``, query and target ids ``(B,)`` or ``(S, B)``.  Every operation acts
-slice by slice on the leading axis (batched ``matmul``, reductions over trailing
-axes), so the numbers of a run do not depend on which other runs are stacked with
-it.  Inside :func:`loss_and_grad` the output circuit works on class-major
-activations ``(..., T, B)`` (logits ``W_OV @ c^T``): every product then reads both
-factors as stored or as a plain transpose of a weight (``W^T @ x``), never a
-right-hand factor transposed, which BLAS handles at about 1.5 times the cost for
-these small matrices.
+Parameters are a ``dict`` of arrays (keys :func:`param_keys`), unstacked or stacked
+``(S, ...)`` over runs (seeds); counts ``(B, T)`` or ``(S, B, T)``, ids ``(B,)`` or
+``(S, B)``.  Every operation acts slice by slice on the leading axis, so the numbers of
+a run do not depend on the runs stacked with it.  :func:`loss_and_grad` works on
+class-major activations ``(..., T, B)``: every product reads its factors as stored or as
+a plain transpose of a weight, never a right-hand factor transposed (1.5 times the cost).
 
 Example: population loss and gradients of CACO at the authors' initialization
 
@@ -74,7 +68,7 @@ from .cross_entropy import (cross_entropy as _cross_entropy, log_softmax as _log
                             ones_row as _ones_row, target_index as _target_index, underflow as _underflow)
 
 __all__ = ["INITS", "IDENTITY_SCALE", "param_keys", "param_shapes", "circuit_of", "init_kinds", "init_params",
-           "stack_params", "forward", "query_onehot_t", "loss_and_grad"]
+           "forward", "query_onehot_t", "loss_and_grad"]
 
 #: Initializations: the notebooks' per-parameterization choice, 1e-6·I everywhere, PyTorch uniform.
 INITS = ("authors", "identity", "uniform")
@@ -233,21 +227,6 @@ def init_params(st, parameterization: str, init: str = "authors", rng: np.random
         else:
             out[key] = identity_scale * np.eye(*shapes[key])
     return out
-
-
-def stack_params(list_of_params) -> dict:
-    """Stack per-run parameter dicts along a new leading axis.
-
-    Parameters
-    ----------
-    list_of_params : list of dict
-
-    Returns
-    -------
-    dict
-    """
-    keys = list(list_of_params[0])
-    return {k: np.stack([p[k] for p in list_of_params]) for k in keys}
 
 
 def _tr(a):

@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from ..validation import check_int, check_positive
-from . import models, precision, task_sampling
+from . import models, precision, sampler, task_sampling
 
 __all__ = [
     "STOP_RULES", "DTYPES", "LOG_EVERY", "Fig2Config", "published_fig2_defaults", "AuthorsStopRule",
@@ -235,7 +235,7 @@ def _draw_epoch(st, rngs, active, k_this, c, tickets):
     epochs, megabytes) made the allocator hand back fresh pages every epoch."""
     classes = []
     for j, i in enumerate(active):
-        cls, tick = task_sampling.draw_tickets(st, rngs[i], k_this, c.batch_size, c.seq_len)
+        cls, tick = sampler.draw_tickets(st, rngs[i], k_this, c.batch_size, c.seq_len)
         tickets[:, j] = tick
         classes.append(cls)
     return np.stack(classes, axis=1)
@@ -253,12 +253,12 @@ class _EpochBatch:
             # counts are small integers: uint16 holds them exactly in a quarter of float64's memory,
             # and the attention's float64 product with them is the same number
             uint16 = np.dtype(np.uint16)
-            counts_dtype = uint16 if c.seq_len - 1 <= task_sampling.EXACT_COUNT_DTYPES[uint16] else np.float64
+            counts_dtype = uint16 if c.seq_len - 1 <= sampler.EXACT_COUNT_DTYPES[uint16] else np.float64
             buffers.update(lead=lead, counts=np.empty(lead + (st.T,), dtype=counts_dtype),
                            tickets=np.empty(lead + (c.seq_len - 2,), dtype=st.ticket_dtype))
         # each seed draws from its own stream; all seeds' draws become counts in one pass
         classes = _draw_epoch(st, rngs, active, k_this, c, buffers["tickets"])
-        batch = task_sampling.batch_from_tickets(st, classes, buffers["tickets"], out=buffers["counts"])
+        batch = sampler.batch_from_tickets(st, classes, buffers["tickets"], out=buffers["counts"])
         self.counts, self.query, self.target = batch.counts, batch.query, batch.target   # (K, S, B, ...)
         qids = np.flatnonzero(np.bincount(self.query.reshape(-1)))   # sorted distinct
         # the update's index of those rows (W_QK) / columns (W_Q): a slice when consecutive
@@ -423,7 +423,8 @@ def _train(c, seeds, rates, progress, record_losses) -> list:
     the runs of ``seeds`` (one generator each) with ``rates`` (see :func:`_train_epoch`)."""
     rngs = [np.random.default_rng(s) for s in seeds]
     st = c.sampled_task
-    params = models.stack_params([models.init_params(st, c.parameterization, c.init, r) for r in rngs])
+    inits = [models.init_params(st, c.parameterization, c.init, r) for r in rngs]
+    params = {k: np.stack([p[k] for p in inits]) for k in inits[0]}
     params, rates = precision.step_arrays(params, rates, c.dtype)
     keys = list(params)
     scheduled = c.epochs * c.steps_per_epoch     # the ramp's T (the notebooks' total_steps)

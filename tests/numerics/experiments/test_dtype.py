@@ -3,7 +3,7 @@ the step, stack-independent, close to float64, and never mixed with float64 resu
 import numpy as np
 import pytest
 
-from numerics.experiments import models, sgd, stack, sweep, task_sampling as ts
+from numerics.experiments import models, sampler, sgd, stack, sweep
 from numerics.experiments.task_sampling import AUTHORS
 
 V = AUTHORS.T
@@ -31,7 +31,7 @@ def test_step_is_float32_throughout(p, monkeypatch):
     loss and gradients are float32."""
     rng = np.random.default_rng(0)
     params = {k: v[None].astype(np.float32) for k, v in models.init_params(AUTHORS, p, "uniform", rng).items()}
-    batch = ts.sample_batches(AUTHORS, rng, 1, 16, 64)
+    batch = sampler.sample_batches(AUTHORS, rng, 1, 16, 64)
     seen = []
     matmul = np.matmul
 

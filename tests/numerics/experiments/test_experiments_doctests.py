@@ -6,7 +6,8 @@ import pytest
 
 MODULES = ["numerics.experiments.models", "numerics.experiments.sgd", "numerics.experiments.measure",
            "numerics.experiments.jobs", "numerics.experiments.__main__", "numerics.experiments.task_sampling",
-           "numerics.experiments.theory", "numerics.experiments.memory", "numerics.experiments.cross_entropy"]
+           "numerics.experiments.theory", "numerics.experiments.memory", "numerics.experiments.cross_entropy",
+           "numerics.experiments.sampler"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from derivations.core.vocabulary import PARAMETERIZATIONS
-from numerics.experiments import fixed_attention, models, task_sampling as ts
+from numerics.experiments import fixed_attention, models, sampler, task_sampling as ts
 from numerics.experiments.task_sampling import AUTHORS
 
 V = AUTHORS.T
@@ -33,7 +33,7 @@ def test_class_distribution_matches_spec():
 
 def test_fig2_batches_layout_and_mean_counts():
     rng = np.random.default_rng(7)
-    b = ts.sample_batches(AUTHORS, rng, 400, 50, 64)         # 20000 sequences
+    b = sampler.sample_batches(AUTHORS, rng, 400, 50, 64)         # 20000 sequences
     assert np.all(b.counts.sum(-1) == 63)
     assert np.all(b.query == AUTHORS.query[b.label_class])
     assert np.all(b.target == AUTHORS.label[b.label_class])
@@ -75,7 +75,7 @@ def test_ticket_sampler_matches_exact_multinomial_probabilities():
     seq_len 64 (Binomial(62, p)); and the same statistic rejects a slightly wrong law."""
     from scipy import stats
     probs = AUTHORS.probabilities
-    b = ts.sample_batches(AUTHORS, np.random.default_rng(2024), 4, 30000, 4)     # 2 context tokens
+    b = sampler.sample_batches(AUTHORS, np.random.default_rng(2024), 4, 30000, 4)     # 2 context tokens
     ctx = b.counts.reshape(-1, V).copy()
     ctx[np.arange(ctx.shape[0]), b.query.reshape(-1)] -= 1
     k = b.label_class.reshape(-1)
@@ -88,7 +88,7 @@ def test_ticket_sampler_matches_exact_multinomial_probabilities():
         wrong /= wrong.sum()
         _, exp_wrong = _pair_outcomes(ctx[k == cls][:1], wrong)
         assert _chisquare_pvalue(obs, exp_wrong * obs.sum()) < 1e-6
-    b = ts.sample_batches(AUTHORS, np.random.default_rng(7), 100, 100, 64)      # 10000 sequences
+    b = sampler.sample_batches(AUTHORS, np.random.default_rng(7), 100, 100, 64)      # 10000 sequences
     ctx = b.counts.reshape(-1, V).copy()
     ctx[np.arange(ctx.shape[0]), b.query.reshape(-1)] -= 1
     k = b.label_class.reshape(-1)
@@ -111,15 +111,15 @@ def test_ticket_table_is_the_class_distribution_exactly():
 def test_batches_are_the_counts_of_the_explicit_sequences_and_stack_per_stream():
     """Same generator state: sample_fig2_batches counts == sequences_to_counts of the
     explicit sequences drawn position by position; counts of stacked streams == each alone."""
-    b = ts.sample_batches(AUTHORS, np.random.default_rng(5), 1, 40, 64)
+    b = sampler.sample_batches(AUTHORS, np.random.default_rng(5), 1, 40, 64)
     tokens, target = _sequences(np.random.default_rng(5), 40, 64)
     np.testing.assert_array_equal(b.counts[0], _sequence_counts(tokens))
     np.testing.assert_array_equal(b.target[0], target)
     assert np.all(tokens[:, -1] == b.query[0])
-    draws = [ts.draw_tickets(AUTHORS, np.random.default_rng(s), 3, 8, 20) for s in (1, 2, 3)]
-    stacked = ts.batch_from_tickets(AUTHORS, np.stack([d[0] for d in draws], 1), np.stack([d[1] for d in draws], 1))
+    draws = [sampler.draw_tickets(AUTHORS, np.random.default_rng(s), 3, 8, 20) for s in (1, 2, 3)]
+    stacked = sampler.batch_from_tickets(AUTHORS, np.stack([d[0] for d in draws], 1), np.stack([d[1] for d in draws], 1))
     for j, s in enumerate((1, 2, 3)):
-        alone = ts.sample_batches(AUTHORS, np.random.default_rng(s), 3, 8, 20)
+        alone = sampler.sample_batches(AUTHORS, np.random.default_rng(s), 3, 8, 20)
         np.testing.assert_array_equal(stacked.counts[:, j], alone.counts)
         np.testing.assert_array_equal(stacked.target[:, j], alone.target)
 
@@ -127,23 +127,24 @@ def test_batches_are_the_counts_of_the_explicit_sequences_and_stack_per_stream()
 def test_counts_from_tickets_rejects_bad_tickets_and_classes():
     tickets = np.zeros((2, 5), dtype=np.int16)
     with pytest.raises(ValueError, match=r"tickets must lie in \[0, 155\)"):
-        ts.counts_from_tickets(AUTHORS, np.array([0, 1]), tickets + 155, np.array([5, 6]))
+        sampler.counts_from_tickets(AUTHORS, np.array([0, 1]), tickets + 155, np.array([5, 6]))
     with pytest.raises(ValueError, match=r"classes must lie in \[0, 4\)"):
-        ts.counts_from_tickets(AUTHORS, np.array([0, 4]), tickets, np.array([5, 6]))
+        sampler.counts_from_tickets(AUTHORS, np.array([0, 4]), tickets, np.array([5, 6]))
 
 
 def test_uint16_counts_give_the_same_numbers():
     """The trainer keeps counts as uint16: the same counts, and the same loss and gradients bit
     for bit (an exact integer times a float64 is the same product); dtypes that cannot hold the
     counts are refused."""
-    classes, tickets = ts.draw_tickets(AUTHORS, np.random.default_rng(3), 2, 16, 40)
+    classes, tickets = sampler.draw_tickets(AUTHORS, np.random.default_rng(3), 2, 16, 40)
     query = AUTHORS.query[classes]
-    ref = ts.counts_from_tickets(AUTHORS, classes, tickets, query)
-    small = ts.counts_from_tickets(AUTHORS, classes, tickets, query, out=np.empty(ref.shape, dtype=np.uint16))
+    ref = sampler.counts_from_tickets(AUTHORS, classes, tickets, query)
+    small = sampler.counts_from_tickets(AUTHORS, classes, tickets, query, out=np.empty(ref.shape, dtype=np.uint16))
     np.testing.assert_array_equal(small, ref)
     with pytest.raises(ValueError, match="holds counts up to 39"):
-        ts.counts_from_tickets(AUTHORS, classes, tickets, query, out=np.empty(ref.shape, dtype=np.uint8))
-    params = models.stack_params([_params("CAFO", np.random.default_rng(s), 0.5) for s in (1, 2)])
+        sampler.counts_from_tickets(AUTHORS, classes, tickets, query, out=np.empty(ref.shape, dtype=np.uint8))
+    runs = [_params("CAFO", np.random.default_rng(s), 0.5) for s in (1, 2)]
+    params = {k: np.stack([r[k] for r in runs]) for k in runs[0]}
     target = AUTHORS.label[classes]
     qids = np.unique(query)
     hot = (qids, models.query_onehot_t(query, qids), models._query_slots(query, qids),
@@ -253,7 +254,7 @@ def _fd_check(fun, params, grads, rng, n_entries=12, h=1e-5, rtol=1e-6):
 def test_gradients_match_finite_differences_stacked_and_weighted(p):
     rng = np.random.default_rng(3)
     params = {k: np.stack([v, 0.5 * v]) for k, v in _params(p, rng, 0.5).items()}   # S = 2
-    b = ts.sample_batches(AUTHORS, rng, 2, 8, 20)                                    # (2, 8, V)
+    b = sampler.sample_batches(AUTHORS, rng, 2, 8, 20)                                    # (2, 8, V)
     weights = rng.random((2, 8))
     loss, grads = models.loss_and_grad(AUTHORS, params, b.counts, b.query, b.target, weights=weights)
     assert loss.shape == (2,)
@@ -346,7 +347,7 @@ def test_trainer_hot_path_is_rate_times_gradient(p):
     in) returns lr_QK x / lr_OV x the public gradients, and nothing outside the sparse block."""
     rng = np.random.default_rng(11)
     params = {k: np.stack([v, -0.7 * v]) for k, v in _params(p, rng, 0.5).items()}   # S = 2
-    b = ts.sample_batches(AUTHORS, rng, 2, 16, 30)
+    b = sampler.sample_batches(AUTHORS, rng, 2, 16, 30)
     loss, grads = models.loss_and_grad(AUTHORS, params, b.counts, b.query, b.target)
     qids = np.unique(b.query)
     hot = (qids, models.query_onehot_t(b.query, qids), models._query_slots(b.query, qids),

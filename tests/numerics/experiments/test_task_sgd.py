@@ -10,7 +10,7 @@ from derivations.engine.task import Task, TokenGroup
 from derivations.symbolic.symbols import m, n
 from derivations.tasks import get_task
 from derivations.core.vocabulary import PARAMETERIZATIONS
-from numerics.experiments import jobs, models, predict, sgd, sweep, task_sampling, theory
+from numerics.experiments import jobs, models, predict, sampler, sgd, sweep, task_sampling, theory
 from numerics.experiments.__main__ import main
 from numerics.model import TaskInstance, TaskModel, instance_of_task
 
@@ -40,7 +40,7 @@ def test_sampler_matches_the_tasks_probabilities(name):
     probs, inst = _engine_probabilities(name, SMALL[name])
     np.testing.assert_allclose(st.probabilities, probs, rtol=1e-15, atol=0)
     seq_len = 12
-    b = task_sampling.sample_batches(st, np.random.default_rng(3), 60, 200, seq_len)
+    b = sampler.sample_batches(st, np.random.default_rng(3), 60, 200, seq_len)
     counts = b.counts.reshape(-1, st.T).copy()
     k, q = b.label_class.reshape(-1), b.query.reshape(-1)
     np.testing.assert_array_equal(q, np.array(inst.query)[k])
