@@ -33,7 +33,7 @@ MEASURED = ("heatmap", "final_loss", "accuracy", "relevant_attention", "label_pr
 #: The keys of a Figure-2 run summary (a stored result without them is damaged).
 FIG2_RUN_KEYS = ("seed", "steps", "stopped_epoch", "loss_log", *MEASURED,
                  "separability_n", "separability_sum", "separability_sumsq")
-#: The keys of a sweep row (:data:`numerics.experiments.sweep.CSV_COLUMNS`).
+#: The keys of a sweep row, the columns of the sweep's ``results.csv``.
 SWEEP_ROW_KEYS = ("parameterization", "ratio", "seed", "steps", "reached", "loss", "relevant_attention",
                   "label_probability", "accuracy", "status", "self_attention", "other_attention", "target_loss")
 #: Measurements of a sweep row (numbers, or None for a diverged run).

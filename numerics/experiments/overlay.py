@@ -29,11 +29,11 @@ import math
 
 import numpy as np
 
-__all__ = ["SHARES", "theory_jobs", "theory_job", "theory_beside_runs", "plotted_theory", "agreement",
+from .measure import SHARES
+
+__all__ = ["theory_jobs", "theory_job", "theory_beside_runs", "plotted_theory", "agreement",
            "format_agreement"]
 
-#: The attention shares compared (:data:`numerics.experiments.measure.SHARES`).
-SHARES = ("relevant_attention", "self_attention", "other_attention")
 _READ = ("reached", "steps", "loss", *SHARES)
 
 

@@ -29,13 +29,14 @@ import numbers
 from derivations.core.vocabulary import check_parameterization
 
 from . import models, task_sampling, theory
+from .measure import SHARES
+from .sgd import check_seeds
 from .sweep import FIRST_SEED
 
 __all__ = ["RECORD_FIELDS", "TASK_RECORD_FIELDS", "predict", "check_settings"]
 
 #: Fields of a record of :func:`predict`, in order.
-RECORD_FIELDS = ("parameterization", "ratio", "seed", "target_loss", "reached", "steps", "loss",
-                 "relevant_attention", "self_attention", "other_attention")
+RECORD_FIELDS = ("parameterization", "ratio", "seed", "target_loss", "reached", "steps", "loss", *SHARES)
 #: Further fields of a record where the engine answers the task: its state at the target from zero
 #: initialization (:func:`numerics.experiments.theory.closed_form_attention`).
 TASK_RECORD_FIELDS = ("closed_form_method", "closed_form_relevant_attention")
@@ -48,11 +49,7 @@ def _seed_list(seeds) -> list:
         if seeds < 1:
             raise ValueError(f"seeds must be an integer >= 1 (the number of seeds); got {seeds!r}")
         return list(range(FIRST_SEED, FIRST_SEED + int(seeds)))
-    out = list(dict.fromkeys(seeds))
-    if not out or not all(isinstance(s, numbers.Integral) and not isinstance(s, bool) and s >= 0
-                          for s in out):
-        raise ValueError(f"seeds must be integers >= 0; got {seeds!r}")
-    return [int(s) for s in out]
+    return check_seeds(dict.fromkeys(seeds))
 
 
 def _draws(parameterization, init) -> bool:

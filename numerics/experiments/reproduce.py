@@ -42,13 +42,16 @@ __all__ = ["PUBLISHED_RUNS", "published_jobs", "reproduce", "collect", "format_r
 
 _SEEDS5 = [1234, 1235, 1236, 1237, 1238]
 
-#: name -> (title, job settings)
+def _equal_rates(parameterization):
+    """The published equal-rate (row-1) run: title, schedule and seeds (:func:`sgd.published_fig2_defaults`)."""
+    d = sgd.published_fig2_defaults(parameterization)
+    settings = dict(parameterization=parameterization, epochs=d["epochs"], steps_per_epoch=d["steps_per_epoch"])
+    return f"{parameterization}, equal rates", settings, d["seeds"]
+
+
+#: name -> (title, job settings, seeds)
 PUBLISHED_RUNS = {
-    "FAFO": ("FAFO, equal rates", dict(parameterization="FAFO", epochs=2500, steps_per_epoch=250), [1234]),
-    "FACO": ("FACO, equal rates", dict(parameterization="FACO", epochs=2500, steps_per_epoch=250), [1234]),
-    "CAFO": ("CAFO, equal rates", dict(parameterization="CAFO", epochs=5000, steps_per_epoch=200), _SEEDS5),
-    "CACO": ("CACO, equal rates", dict(parameterization="CACO", epochs=2500, steps_per_epoch=200),
-             [1234, 1235, 1236]),
+    **{P: _equal_rates(P) for P in ("FAFO", "FACO", "CAFO", "CACO")},
     "CACO_fast_qk": ("CACO, QK 5x faster", dict(parameterization="CACO", lr_qk=0.05, seq_len=128, epochs=2000,
                                                 steps_per_epoch=100, stop="none"), _SEEDS5),
     "CACO_ramp": ("CACO, QK ramp to 10x", dict(parameterization="CACO", qk_ramp=10.0, seq_len=128, epochs=2000,

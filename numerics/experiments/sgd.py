@@ -36,6 +36,7 @@ Stop rules (checked after every epoch, per seed):
 """
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import asdict, dataclass, replace
 
@@ -46,7 +47,7 @@ from . import models, precision, sampler, task_sampling
 
 __all__ = [
     "STOP_RULES", "DTYPES", "LOG_EVERY", "Fig2Config", "published_fig2_defaults", "AuthorsStopRule",
-    "TargetLossRule", "RUN_STATUSES", "train_fig2", "eval_rng", "qk_rates",
+    "TargetLossRule", "RUN_STATUSES", "check_seeds", "target_losses", "train_fig2", "eval_rng", "qk_rates",
 ]
 
 STOP_RULES = ("authors", "none")
@@ -203,20 +204,70 @@ class TargetLossRule:
         pass
 
 
+def target_losses(target_loss) -> list:
+    """One target loss or several as a list, highest first (the order a run reaches them).
+
+    Parameters
+    ----------
+    target_loss : float or iterable of float
+        Distinct, finite and > 0, in any order.
+
+    Returns
+    -------
+    list of float
+
+    Raises
+    ------
+    ValueError
+        An empty list, a number that is not finite and > 0, or a duplicate.
+
+    >>> target_losses([0.1, 0.5, 0.2]), target_losses(0.1)
+    ([0.5, 0.2, 0.1], [0.1])
+    """
+    values = [target_loss] if isinstance(target_loss, (int, float)) else list(target_loss)
+    if not values:
+        raise ValueError("target_loss must name at least one loss")
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
+            raise ValueError(f"target_loss must be a finite number > 0, got {v!r}")
+    values = [float(v) for v in values]
+    twice = sorted({v for v in values if values.count(v) > 1})
+    if twice:
+        raise ValueError(f"target_loss names {twice[0]:g} twice")
+    return sorted(values, reverse=True)
+
+
 def eval_rng(seed: int) -> np.random.Generator:
     """The evaluation stream of a seed: a child of ``SeedSequence(seed)``,
     independent of the training stream ``default_rng(seed)``."""
     return np.random.default_rng(np.random.SeedSequence(int(seed)).spawn(1)[0])
 
 
-def _check_seeds(seeds):
+def check_seeds(seeds, *, distinct: bool = True) -> list:
+    """The seeds as a list of ints.
+
+    Parameters
+    ----------
+    seeds : iterable of int
+    distinct : bool
+        Refuse a seed given twice.
+
+    Returns
+    -------
+    list of int
+
+    Raises
+    ------
+    ValueError
+        An empty list, a seed that is not an integer >= 0, or (``distinct``) a repeated seed.
+    """
     seeds = list(seeds)
     if not seeds:
         raise ValueError("seeds must be a non-empty list of integers >= 0")
     for s in seeds:
         if isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 0:
             raise ValueError(f"seeds must be integers >= 0, got {s!r}")
-    if len(set(seeds)) != len(seeds):
+    if distinct and len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds must be distinct, got {seeds}")
     return [int(s) for s in seeds]
 
@@ -412,7 +463,7 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None, record_losses=()) ->
     with ``record_losses``, ``marks``: ``{loss: {"steps", "params"}}`` for each
     recorded loss the run reached (steps trained by then, the parameters then).
     """
-    seeds = _check_seeds(seeds)
+    seeds = check_seeds(seeds)
     if not isinstance(config, Fig2Config):
         raise ValueError(f"config must be a Fig2Config, got {type(config).__name__}")
     return _train(config, seeds, (config.lr_qk, config.lr_ov, config.qk_ramp), progress, record_losses)

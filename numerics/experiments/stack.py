@@ -19,7 +19,6 @@ bitwise those of the run trained alone with ``train_fig2``
 """
 from __future__ import annotations
 
-import numbers
 from dataclasses import asdict
 
 import numpy as np
@@ -40,9 +39,7 @@ def _check_runs(configs, seeds):
     for c in configs:
         if not isinstance(c, sgd.Fig2Config):
             raise ValueError(f"configs must be Fig2Config, got {type(c).__name__}")
-    for s in seeds:
-        if isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 0:
-            raise ValueError(f"seeds must be integers >= 0, got {s!r}")
+    seeds = sgd.check_seeds(seeds, distinct=False)
     shared = dict.fromkeys(RATE_FIELDS, 0.01)
     base = configs[0].replace(**shared)
     for c in configs[1:]:
@@ -53,7 +50,7 @@ def _check_runs(configs, seeds):
     pairs = [(tuple(getattr(c, k) for k in RATE_FIELDS), int(s)) for c, s in zip(configs, seeds)]
     if len(set(pairs)) != len(pairs):
         raise ValueError("a run (rates and seed) appears twice in the stack")
-    return configs, [int(s) for s in seeds]
+    return configs, seeds
 
 
 def train_stack(configs, seeds, *, progress=None, record_losses=()) -> list:

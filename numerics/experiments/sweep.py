@@ -35,7 +35,7 @@ the runs of a changed block are retrained, to the same numbers.  (A store of an
 older layout, one job per (parameterization, ratio) or per (parameterization,
 seed) where blocks are larger now, is not reused either: its runs are
 recomputed, to the same numbers, and ``sweep`` says so.)
-``results.csv`` (:data:`CSV_COLUMNS`) has one row per run and target in the
+``results.csv`` (:data:`numerics.experiments.jobs.SWEEP_ROW_KEYS`) has one row per run and target in the
 order parameterizations x ratios x seeds as given (duplicates removed) x
 targets (highest first); ``steps`` are the steps trained by the row's state,
 ``status`` says whether the run reached the row's target (``reached``), ended
@@ -67,16 +67,14 @@ import numpy as np
 from derivations.core.atomic_file import atomic_write_text
 
 from . import sgd
+from .jobs import SWEEP_ROW_KEYS
+from .measure import SHARES
 
-__all__ = ["CSV_COLUMNS", "FIRST_SEED", "SEEDS_PER_JOB", "MIN_JOBS", "seeds_per_job", "job_seed_blocks",
-           "SETTINGS_FILE", "target_losses", "sweep_jobs", "rows_from_results", "summarize", "spearman",
-           "write_csv", "read_csv", "read_settings", "write_settings", "settings_difference",
+__all__ = ["FIRST_SEED", "SEEDS_PER_JOB", "MIN_JOBS", "seeds_per_job", "job_seed_blocks",
+           "SETTINGS_FILE", "sweep_jobs", "rows_from_results", "summarize", "spearman",
+           "write_csv", "read_settings", "write_settings", "settings_difference",
            "extend_settings", "lock_directory", "DirectoryLocked"]
 
-#: Columns of ``results.csv``.
-CSV_COLUMNS = ("parameterization", "ratio", "seed", "steps", "reached", "loss",
-               "relevant_attention", "label_probability", "accuracy", "status",
-               "self_attention", "other_attention", "target_loss")
 #: The file in a sweep directory that records the sweep's settings.
 SETTINGS_FILE = "sweep-settings.json"
 _SETTINGS_FORMAT = "qkov.experiments.sweep.settings/1"
@@ -96,33 +94,13 @@ def _dedupe(seq):
     return list(dict.fromkeys(seq))
 
 
-def target_losses(target_loss) -> list:
-    """One target or several as a list, highest first; ``ValueError`` for an empty list, a
-    number that is not finite and > 0, or a duplicate (any order is fine).
-
-    >>> target_losses([0.1, 0.5, 0.2]), target_losses(0.1)
-    ([0.5, 0.2, 0.1], [0.1])
-    """
-    values = [target_loss] if isinstance(target_loss, (int, float)) else list(target_loss)
-    if not values:
-        raise ValueError("target_loss must name at least one loss")
-    for v in values:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
-            raise ValueError(f"target_loss must be a finite number > 0, got {v!r}")
-    values = [float(v) for v in values]
-    twice = sorted({v for v in values if values.count(v) > 1})
-    if twice:
-        raise ValueError(f"target_loss names {twice[0]:g} twice")
-    return sorted(values, reverse=True)
-
-
 def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_steps: int = 200_000,
                lr_ov: float = 0.01, seq_len: int = 64, batch_size: int = 32, steps_per_epoch: int = 100,
                init: str = "authors", eval_batches: int = 50, seed_blocks=None, task: str = "authors",
                task_params=(), dtype: str = "float64") -> list:
     """The jobs of a sweep (validated; duplicates of parameterizations/ratios dropped).
 
-    ``target_loss`` is one loss or several (:func:`target_losses`): the runs
+    ``target_loss`` is one loss or several (:func:`~numerics.experiments.sgd.target_losses`): the runs
     train to the lowest; a job of several targets names them all
     (``target_losses``, highest first), a job of one is as it always was.
     One job per parameterization and block of consecutive seeds (:func:`job_seed_blocks`),
@@ -149,7 +127,7 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_step
         raise ValueError(f"max_steps must be an integer >= 1, got {max_steps!r}")
     if isinstance(steps_per_epoch, bool) or not isinstance(steps_per_epoch, int) or steps_per_epoch < 1:
         raise ValueError(f"steps_per_epoch must be an integer >= 1, got {steps_per_epoch!r}")
-    targets = target_losses(target_loss)
+    targets = sgd.target_losses(target_loss)
     _check_seed_blocks(n_seeds, seed_blocks)
     blocks = job_seed_blocks(len(parameterizations), n_seeds)
     jobs = []
@@ -208,10 +186,6 @@ def rows_from_results(results) -> list:
 
 def _none_if_nan(x):
     return None if x is None or not math.isfinite(x) else float(x)
-
-
-#: The attention shares of a row (:data:`numerics.experiments.measure.SHARES`).
-SHARES = ("relevant_attention", "self_attention", "other_attention")
 
 
 def _mean_ci(values):
@@ -303,29 +277,12 @@ def write_csv(rows, path) -> Path:
     """Write ``rows`` to ``path`` atomically (temporary file, fsync, rename)."""
     path = Path(path)
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    w = csv.DictWriter(buf, fieldnames=SWEEP_ROW_KEYS, lineterminator="\n")
     w.writeheader()
     for row in rows:
-        w.writerow({k: _cell(row.get(k)) for k in CSV_COLUMNS})
+        w.writerow({k: _cell(row.get(k)) for k in SWEEP_ROW_KEYS})
     atomic_write_text(path, buf.getvalue(), fsync=True)
     return path
-
-
-def read_csv(path) -> list:
-    """Rows of a ``results.csv`` (numbers parsed, ``reached`` as bool)."""
-    out = []
-    with open(path, newline="") as f:
-        for row in csv.DictReader(f):
-            out.append({"parameterization": row["parameterization"], "ratio": float(row["ratio"]),
-                        "seed": int(row["seed"]), "steps": int(row["steps"]),
-                        "reached": row["reached"] == "True", "loss": _number(row["loss"]),
-                        "relevant_attention": _number(row["relevant_attention"]),
-                        "label_probability": _number(row["label_probability"]),
-                        "accuracy": _number(row["accuracy"]), "status": row.get("status") or None,
-                        "self_attention": _number(row.get("self_attention")),
-                        "other_attention": _number(row.get("other_attention")),
-                        "target_loss": _number(row.get("target_loss"))})
-    return out
 
 
 # --------------------------------------------------------------------------- the sweep directory

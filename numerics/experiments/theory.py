@@ -66,7 +66,7 @@ from derivations.core.vocabulary import check_positive
 
 from ..dynamics.training import gradient_flow
 from ..model import TaskModel
-from . import measure, models, task_sampling
+from . import measure, models, sgd, task_sampling
 
 __all__ = ["RATIO_RANGE", "TARGET_LOSS_MIN", "INIT_SCALE_RANGE", "LR_OV_RANGE", "task_model",
            "closed_form_attention", "theory_params", "init_matrices", "initial_loss", "attention_shares",
@@ -246,17 +246,28 @@ def check_lr_ov(lr_ov) -> float:
 
 
 def check_target_losses(targets, initial=None) -> tuple:
-    """Targets sorted high to low (the order the flow reaches them); ``ValueError`` for
-    an empty list, a duplicate, a target below :data:`TARGET_LOSS_MIN` or not below
-    the initial loss ``initial`` (when given)."""
-    values = list(np.atleast_1d(np.asarray(targets, dtype=object)).tolist())
-    if not values:
-        raise ValueError("target_loss must name at least one loss")
-    span = f"[{TARGET_LOSS_MIN:g}, initial loss)"
-    vals = [_in_range("target_loss", v, (TARGET_LOSS_MIN, math.inf), span) for v in values]
-    dup = sorted({v for v in vals if vals.count(v) > 1})
-    if dup:
-        raise ValueError(f"target_loss names {dup[0]:g} twice")
+    """Targets sorted high to low (the order the flow reaches them).
+
+    Parameters
+    ----------
+    targets : float or iterable of float
+    initial : float, optional
+        The initial loss: every target must lie below it.
+
+    Returns
+    -------
+    tuple of float
+
+    Raises
+    ------
+    ValueError
+        Targets :func:`numerics.experiments.sgd.target_losses` refuses, a target below
+        :data:`TARGET_LOSS_MIN` or not below ``initial`` (when given).
+    """
+    vals = sgd.target_losses(targets)
+    if min(vals) < TARGET_LOSS_MIN:
+        raise ValueError(f"target_loss must be a number in [{TARGET_LOSS_MIN:g}, initial loss) (the range the "
+                         f"expected-count flow answers in bounded time); got {min(vals)!r}")
     if initial is not None and max(vals) >= initial:
         raise ValueError(f"target_loss must be below the initial loss {initial:.6g}; "
                          f"got {max(vals):g}")

@@ -11,6 +11,8 @@ __all__ = ["add_parser", "prepare", "format_fig2"]
 
 
 def add_parser(sub):
+    from .. import models, sgd
+
     f2 = sub.add_parser("fig2", help="one Figure-2 configuration: SGD on sampled sequences, heatmap",
                         description="Train one Figure-2 configuration for its seeds (stacked) and measure the "
                                     "heatmap of relevant-token attention x label probability on fresh batches.")
@@ -28,10 +30,10 @@ def add_parser(sub):
                     help="epochs (default: the published run's, 2500; 5000 for CAFO)")
     f2.add_argument("--steps-per-epoch", default=None, metavar="K",
                     help="SGD steps per epoch (default: the published run's, 250; 200 for CAFO and CACO)")
-    f2.add_argument("--stop", default="authors", choices=("authors", "none"),
+    f2.add_argument("--stop", default="authors", choices=sgd.STOP_RULES,
                     help="the notebooks' stop rule (mean loss <= 0.001 with the 100-epoch running-sum quirk) "
                          "or none (default authors)")
-    f2.add_argument("--init", default="authors", choices=("authors", "identity", "uniform"),
+    f2.add_argument("--init", default="authors", choices=models.INITS,
                     help="the notebooks' initialization of the parameterization, 1e-6 I everywhere, "
                          "or uniform(+-1/sqrt(50)) everywhere (default authors)")
     f2.add_argument("--seeds", default=None, metavar="LIST",

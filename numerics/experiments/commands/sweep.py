@@ -12,6 +12,8 @@ __all__ = ["add_parser", "prepare", "format_sweep"]
 
 
 def add_parser(sub):
+    from .. import models
+
     sw = sub.add_parser("sweep", help="matched-loss sweep over eta_QK / eta_OV",
                         description="Train every (parameterization, ratio, seed) until the mean training loss of "
                                     "an epoch reaches the target (the lowest, if several), and measure where the "
@@ -32,7 +34,7 @@ def add_parser(sub):
     sw.add_argument("--batch-size", default="32", metavar="B", help="sequences per step (default 32)")
     sw.add_argument("--steps-per-epoch", default="100", metavar="K",
                     help="steps between checks of the target (default 100)")
-    sw.add_argument("--init", default="authors", choices=("authors", "identity", "uniform"),
+    sw.add_argument("--init", default="authors", choices=models.INITS,
                     help="initialization (default authors)")
     sw.add_argument("--eval-batches", default="50", metavar="N",
                     help="fresh batches for the measurements (default 50)")
@@ -61,7 +63,7 @@ def _parameterization(text):
 
 def _targets(text):
     """``--target-loss``: one number (as always), or several distinct ones, highest first."""
-    from ..sweep import target_losses
+    from ..sgd import target_losses
 
     values = parse_list("--target-loss", text, lambda t: number("--target-loss", t))
     try:

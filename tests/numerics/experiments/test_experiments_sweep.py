@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from numerics.experiments import sweep
+from _results_csv import read_csv
+from numerics.experiments import jobs, sweep
 
 
 def _rows():
@@ -64,6 +65,6 @@ def test_summary_interval_and_spearman():
 def test_csv_round_trip(tmp_path):
     rows = _rows()
     path = sweep.write_csv(rows, tmp_path / "results.csv")
-    assert path.read_text().splitlines()[0] == ",".join(sweep.CSV_COLUMNS)
-    assert sweep.read_csv(path) == rows
+    assert path.read_text().splitlines()[0] == ",".join(jobs.SWEEP_ROW_KEYS)
+    assert read_csv(path) == rows
     assert not list(tmp_path.glob(".*tmp"))
