@@ -1,13 +1,10 @@
 r"""Plain SGD on online batches, vectorized over the seeds of one configuration (Figure 2, the sweep).
 
-:func:`train_fig2` trains the Figure-2 model for several seeds at once: the
-parameters of all seeds are stacked along a leading axis and every step is
-one batched forward/backward pass (:func:`numerics.experiments.models.loss_and_grad`).
-Each seed owns its :func:`numpy.random.default_rng` ``(seed)`` stream, used
-for its initialization and then, epoch by epoch, for its training batches;
-every array operation acts slice by slice on the seed axis.  A seed's numbers
-are therefore the same whether it is trained alone or stacked with others, on
-any worker (``tests/numerics/experiments/test_experiments_sgd.py`` checks bitwise equality).
+:func:`train_fig2` trains the count model of any task for several seeds at once, their
+parameters stacked: one batched step (:func:`numerics.experiments.models.loss_and_grad`) for
+all.  Each seed's :func:`numpy.random.default_rng` ``(seed)`` stream gives its initialization,
+then its batches epoch by epoch; every operation acts seed by seed, so a seed's numbers are
+the same alone or stacked, on any worker.
 
 Update rule (no momentum, no weight decay): for a parameter of circuit
 :math:`c \in \{QK, OV\}` at global step :math:`t` (0-based) of
@@ -24,11 +21,8 @@ cross-entropy of the step's batch.
 
 Stop rules (checked after every epoch, per seed):
 
-* ``"authors"`` (:class:`AuthorsStopRule`): the notebooks' rule.  A running
-  sum of per-step losses is reset only at the start of epochs 0, 100, 200, ...
-  and training stops when ``running_sum / steps_per_epoch <= 0.001``; in effect
-  it fires on the first epoch after a 100-epoch boundary whose mean loss is
-  at most 0.001.
+* ``"authors"`` (:class:`AuthorsStopRule`): the notebooks' rule, with its 100-epoch
+  running-sum quirk.
 * ``"none"``: train all epochs.
 * ``target_loss`` (:class:`TargetLossRule`, used by the sweep): stop when the
   mean training loss of an epoch is at most the target.  ``max_steps`` caps
@@ -282,8 +276,7 @@ def _draw_epoch(st, rngs, active, k_this, c, tickets):
     ``(K, S, B)`` are returned, the tickets written into ``tickets`` ``(K, S, B, T)``.
 
     Each run's draw is copied into the stacked buffer at once and freed before the next
-    run draws, so every draw reuses the same memory: drawing all runs first (30 runs'
-    epochs, megabytes) made the allocator hand back fresh pages every epoch."""
+    run draws, so every draw reuses the same memory (no fresh pages every epoch)."""
     classes = []
     for j, i in enumerate(active):
         cls, tick = sampler.draw_tickets(st, rngs[i], k_this, c.batch_size, c.seq_len)
