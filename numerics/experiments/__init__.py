@@ -13,7 +13,7 @@ Modules
     CACO), with analytic gradients: :func:`~numerics.experiments.models.loss_and_grad`
     (batch or population loss for given, possibly real-valued, counts; optional
     per-sequence weights), sparse in the query rows and stacked over runs.
-:mod:`~numerics.experiments.sgd`
+:mod:`~numerics.experiments.sgd`, :mod:`~numerics.experiments.stopping`
     Plain SGD with one rate per circuit, the linear QK ramp, the authors' stop
     rule (with its 100-epoch running-sum quirk) or a target loss; the seeds of
     one configuration are trained stacked (one batched step for all seeds).

@@ -43,17 +43,46 @@ def _ones(dtype, n):
 
 def ones_column(dtype, n: int):
     """``(n, 1)`` ones of ``dtype`` (float64 or float32; else float64): sums over ``n`` classes
-    as a product."""
+    as a product.
+
+    Parameters
+    ----------
+    dtype : numpy.dtype
+    n : int
+
+    Returns
+    -------
+    ndarray, shape (n, 1)
+    """
     return _ones(dtype, n)[0]
 
 
 def ones_row(dtype, n: int):
-    """``(1, n)`` ones of ``dtype`` (float64 or float32; else float64)."""
+    """``(1, n)`` ones of ``dtype`` (float64 or float32; else float64).
+
+    Parameters
+    ----------
+    dtype : numpy.dtype
+    n : int
+
+    Returns
+    -------
+    ndarray, shape (1, n)
+    """
     return _ones(dtype, n)[1]
 
 
 def underflow(dtype) -> float:
-    """:data:`UNDERFLOW` of ``dtype`` (1e-280 for float64 and any other dtype)."""
+    """:data:`UNDERFLOW` of ``dtype`` (1e-280 for float64 and any other dtype).
+
+    Parameters
+    ----------
+    dtype : numpy.dtype
+
+    Returns
+    -------
+    float
+    """
     return UNDERFLOW.get(np.dtype(dtype), 1e-280)
 
 
@@ -65,7 +94,18 @@ _CLASS_SUMS = {-1: (lambda x: np.matmul(x, _ones(x.dtype, x.shape[-1])[0]), lamb
 def target_index(target, class_axis, n_classes: int):
     """Flat index of the target entries of a C-contiguous logit array: ``x[..., b, target[..., b]]``
     of ``(..., B, V)`` (``class_axis=-1``) or ``x[..., target[..., b], b]`` of ``(..., V, B)``
-    (``class_axis=-2``), with ``V = n_classes`` classes."""
+    (``class_axis=-2``), with ``V = n_classes`` classes.
+
+    Parameters
+    ----------
+    target : ndarray of int
+    class_axis : {-1, -2}
+    n_classes : int
+
+    Returns
+    -------
+    ndarray of int
+    """
     if class_axis == -1:
         return np.arange(target.size) * n_classes + target.reshape(-1)
     B = target.shape[-1]
@@ -74,7 +114,16 @@ def target_index(target, class_axis, n_classes: int):
 
 
 def log_softmax(z):
-    """``z - logsumexp(z)`` over the last axis (shifted by each row's maximum)."""
+    """``z - logsumexp(z)`` over the last axis (shifted by each row's maximum).
+
+    Parameters
+    ----------
+    z : ndarray
+
+    Returns
+    -------
+    ndarray
+    """
     zmax = z.max(axis=-1, keepdims=True)
     shifted = z - zmax
     lse = np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
@@ -99,7 +148,24 @@ def cross_entropy(z, target, weights, grad: bool, tidx=None, scale=1.0, class_ax
     reduction over whole runs is several times cheaper than one per row).  If
     a row of a run then underflows (its sum of exponentials is below 1e-280 in float64,
     :data:`UNDERFLOW`: its largest logit lies more than ~645 below the run's), every row of that run is
-    shifted by its own maximum instead."""
+    shifted by its own maximum instead.
+
+    Parameters
+    ----------
+    z : ndarray
+    target : ndarray of int
+    weights : array_like or None
+    grad : bool
+    tidx : ndarray of int, optional
+    scale : float or ndarray
+    class_axis : {-1, -2}
+
+    Returns
+    -------
+    loss : ndarray
+        One per stacked run.
+    grad : ndarray or None
+    """
     sum_classes, drop = _CLASS_SUMS[class_axis]
     batch_shape = z.shape[:-1] if class_axis == -1 else z.shape[:-2] + z.shape[-1:]
     if tidx is None:

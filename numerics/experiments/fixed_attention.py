@@ -132,6 +132,21 @@ def fixed_attention_context(counts, alpha):
 
     ``counts`` ``(..., B, V)``; ``alpha`` scalar or ``(A,)`` (then the result is
     ``(A, ..., B, V)``).
+
+    Parameters
+    ----------
+    counts : array_like, shape (..., B, V)
+    alpha : float or array_like, shape (A,)
+
+    Returns
+    -------
+    ndarray
+        ``(..., B, V)``, or ``(A, ..., B, V)`` for an array ``alpha``.
+
+    Raises
+    ------
+    ValueError
+        An ``alpha`` outside ``[0, 1]``.
     """
     counts = np.asarray(counts, dtype=float)
     alpha = np.asarray(alpha, dtype=float)
@@ -156,6 +171,20 @@ def fig3_init(output_circuit: str, rng: np.random.Generator) -> dict:
     Every weight and bias i.i.d. :math:`U(-1/\sqrt{\text{fan\_in}}, 1/\sqrt{\text{fan\_in}})`
     with fan_in = 50; drawn in the order ``W, b`` (collapsed) or
     ``W_V, b_V, W_O, b_O`` (factorized).
+
+    Parameters
+    ----------
+    output_circuit : {"collapsed", "factorized"}
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    dict
+
+    Raises
+    ------
+    ValueError
+        Unknown output circuit.
     """
     if output_circuit not in OUTPUT_CIRCUITS:
         raise ValueError(f"output_circuit must be one of {OUTPUT_CIRCUITS}, got {output_circuit!r}")
@@ -171,6 +200,19 @@ def fig3_loss_and_grad(params: dict, context, target, *, weights=None, grad: boo
     runs), ``context`` ``(..., B, V)`` from :func:`fixed_attention_context`,
     ``target`` ``(B,)`` or ``(..., B)`` ids.  Same conventions as
     :func:`numerics.experiments.models.loss_and_grad`.
+
+    Parameters
+    ----------
+    params : dict
+    context : array_like
+    target : array_like of int
+    weights : array_like, optional
+    grad : bool
+
+    Returns
+    -------
+    loss : ndarray
+    grads : dict or None
     """
     context = np.asarray(context, dtype=float)
     target = np.broadcast_to(np.asarray(target), context.shape[:-1])
@@ -219,6 +261,12 @@ def train_fig3(config: Fig3Config, *, progress=None) -> dict:
     ``incentive`` (``[alpha][epoch]``, epochs ``0..E``), ``train_loss``
     (``[alpha][epoch]`` mean training loss of epochs ``1..E``) and
     ``final_loss`` (per alpha).
+
+    Parameters
+    ----------
+    config : Fig3Config
+    progress : callable, optional
+        Called as ``progress(1)`` after every epoch.
     """
     c = config
     alphas = np.asarray(c.alphas)

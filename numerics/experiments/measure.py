@@ -151,7 +151,21 @@ def measurements(forward, counts, query, target, relevant) -> dict:
 
 
 def heatmap(relevant_attention, label_probability) -> np.ndarray:
-    """5 x 5 histogram in percent (rows: attention bins; columns: label-probability bins)."""
+    """5 x 5 histogram in percent (rows: attention bins; columns: label-probability bins).
+
+    Parameters
+    ----------
+    relevant_attention, label_probability : array_like, shape (N,)
+
+    Returns
+    -------
+    ndarray, shape (5, 5)
+
+    Raises
+    ------
+    ValueError
+        Arrays of different or zero length.
+    """
     x = np.asarray(relevant_attention, dtype=float)
     y = np.asarray(label_probability, dtype=float)
     if x.shape != y.shape or x.ndim != 1 or x.size == 0:

@@ -70,7 +70,24 @@ def check_settings(parameterizations, ratios, target_losses, seeds=1, init="auth
     requested matrix is a multiple of the identity (``init="uniform"``, or
     ``"authors"`` for CACO alone): it would have no effect. ``task``, ``task_params``: an
     engine task and its parameter values (default the authors' task); ``seq_len`` (default
-    the task's own length, 64 for the authors') as in the SGD runs."""
+    the task's own length, 64 for the authors') as in the SGD runs.
+
+    Parameters
+    ----------
+    parameterizations, ratios, target_losses, seeds, init, seq_len, lr_ov, init_scale, task, task_params
+        As :func:`predict`'s.
+
+    Returns
+    -------
+    dict
+        ``parameterizations``, ``ratios``, ``target_losses``, ``seeds``, ``init``, ``init_scale``,
+        ``seq_len``, ``lr_ov`` and the task (:func:`~numerics.experiments.task_sampling.task_settings`).
+
+    Raises
+    ------
+    ValueError
+        A bad argument.
+    """
     st = task_sampling.sampled_task(task, task_params)
     if seq_len is None:
         seq_len = st.own_seq_len

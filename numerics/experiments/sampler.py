@@ -51,13 +51,36 @@ class Batch(NamedTuple):
 
 def draw_context(st, rng, shape, seq_len: int) -> np.ndarray:
     """The context tickets of sequences of leading ``shape``: ``shape + (seq_len - 2,)`` of
-    :attr:`~numerics.experiments.task_sampling.SampledTask.ticket_dtype`, uniform on ``[0, tickets)``, one ``Generator.integers`` call."""
+    :attr:`~numerics.experiments.task_sampling.SampledTask.ticket_dtype`, uniform on ``[0, tickets)``, one ``Generator.integers`` call.
+
+    Parameters
+    ----------
+    st : numerics.experiments.task_sampling.SampledTask
+    rng : numpy.random.Generator
+    shape : tuple of int
+    seq_len : int
+
+    Returns
+    -------
+    ndarray
+    """
     return rng.integers(0, st.tickets, size=tuple(shape) + (seq_len - 2,), dtype=st.ticket_dtype)
 
 
 def draw_tickets(st, rng, n_batches: int, batch_size: int, seq_len: int):
     """The random draws of :func:`sample_batches`: classes ``(n_batches, batch_size)`` (uniform),
-    then their context tickets (:func:`draw_context`)."""
+    then their context tickets (:func:`draw_context`).
+
+    Parameters
+    ----------
+    st : numerics.experiments.task_sampling.SampledTask
+    rng : numpy.random.Generator
+    n_batches, batch_size, seq_len : int
+
+    Returns
+    -------
+    classes, tickets : ndarray
+    """
     classes = rng.integers(0, st.K, size=(n_batches, batch_size))
     return classes, draw_context(st, rng, classes.shape, seq_len)
 

@@ -19,18 +19,12 @@ Update rule (no momentum, no weight decay): for a parameter of circuit
 with the QK ramp factor :math:`F` (1: no ramp), where :math:`L_t` is the mean
 cross-entropy of the step's batch.
 
-Stop rules (checked after every epoch, per seed):
-
-* ``"authors"`` (:class:`AuthorsStopRule`): the notebooks' rule, with its 100-epoch
-  running-sum quirk.
-* ``"none"``: train all epochs.
-* ``target_loss`` (:class:`TargetLossRule`, used by the sweep): stop when the
-  mean training loss of an epoch is at most the target.  ``max_steps`` caps
-  the number of steps (the last epoch may be partial).
+Stop rules (:mod:`numerics.experiments.stopping`, checked after every epoch, per seed):
+the authors' (``stop="authors"``), none (``"none"``), or a target loss (``target_loss``,
+the sweep's); ``max_steps`` caps the number of steps (the last epoch may be partial).
 """
 from __future__ import annotations
 
-import math
 import numbers
 from dataclasses import asdict, dataclass, replace
 
@@ -38,20 +32,16 @@ import numpy as np
 
 from ..validation import check_int, check_positive
 from . import models, precision, sampler, task_sampling
+from .stopping import LOG_EVERY, STOP_RULES, AuthorsStopRule, TargetLossRule
 
 __all__ = [
-    "STOP_RULES", "DTYPES", "LOG_EVERY", "Fig2Config", "published_fig2_defaults", "AuthorsStopRule",
-    "TargetLossRule", "RUN_STATUSES", "check_seeds", "target_losses", "train_fig2", "eval_rng", "qk_rates",
+    "DTYPES", "Fig2Config", "published_fig2_defaults", "RUN_STATUSES", "check_seeds", "train_fig2", "eval_rng",
+    "qk_rates",
 ]
 
-STOP_RULES = ("authors", "none")
 #: Floating types of the SGD step (:class:`Fig2Config` ``dtype``): float64, the default and bitwise
 #: reproducible, or float32 (the authors trained in float32; :mod:`numerics.experiments.precision`).
 DTYPES = ("float64", "float32")
-#: Epochs per entry of the loss log (the notebooks print every 100 epochs).
-LOG_EVERY = 100
-#: Threshold of the authors' stop rule.
-AUTHORS_THRESHOLD = 1e-3
 
 # published row-1 schedules and seeds (spec: experiments.md)
 _PUBLISHED_ROW1 = {
@@ -63,7 +53,22 @@ _PUBLISHED_ROW1 = {
 
 
 def published_fig2_defaults(parameterization: str) -> dict:
-    """Epochs, steps per epoch and seeds of the published equal-rate (row-1) run."""
+    """Epochs, steps per epoch and seeds of the published equal-rate (row-1) run.
+
+    Parameters
+    ----------
+    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}
+
+    Returns
+    -------
+    dict
+        ``epochs``, ``steps_per_epoch``, ``seeds`` (a list).
+
+    Raises
+    ------
+    ValueError
+        Unknown parameterization.
+    """
     models._check_parameterization(parameterization)
     d = _PUBLISHED_ROW1[parameterization]
     return dict(epochs=d["epochs"], steps_per_epoch=d["steps_per_epoch"], seeds=list(d["seeds"]))
@@ -148,92 +153,18 @@ class Fig2Config:
         return replace(self, **changes)
 
 
-class AuthorsStopRule:
-    """The notebooks' stop rule, for a vector of runs.
-
-    Call :meth:`update` after every epoch with the epoch index (0-based) and
-    each run's sum of per-step losses in that epoch; it returns a boolean
-    array: which runs stop now.  The running sum is reset at the start of
-    epochs ``0, every, 2 every, ...`` only (the quirk), and a run stops when
-    ``running_sum / steps_per_epoch <= threshold``.
-
-    >>> rule = AuthorsStopRule(n_runs=1, steps_per_epoch=10, every=2)
-    >>> [bool(rule.update(e, np.array([s]))[0]) for e, s in enumerate([5.0, 0.001, 0.001, 0.001])]
-    [False, False, True, True]
-    """
-
-    def __init__(self, n_runs: int, steps_per_epoch: int, *, threshold: float = AUTHORS_THRESHOLD,
-                 every: int = LOG_EVERY):
-        self.running = np.zeros(n_runs)
-        self.steps_per_epoch = steps_per_epoch
-        self.threshold = threshold
-        self.every = every
-
-    def update(self, epoch: int, epoch_loss_sums) -> np.ndarray:
-        if epoch % self.every == 0:
-            self.running[:] = 0.0
-        self.running += np.asarray(epoch_loss_sums, dtype=float)
-        return self.running / self.steps_per_epoch <= self.threshold
-
-    def select(self, keep) -> None:
-        """Keep only the runs ``keep`` (boolean mask) after others stopped."""
-        self.running = self.running[keep]
-
-
-class TargetLossRule:
-    """Stop a run when the mean training loss of an epoch is <= ``target``.
-
-    >>> rule = TargetLossRule(n_runs=2, target=0.1)
-    >>> rule.update(0, np.array([2.0, 0.5]), np.array([10, 10])).tolist()
-    [False, True]
-    """
-
-    def __init__(self, n_runs: int, target: float):
-        self.target = target
-
-    def update(self, epoch: int, epoch_loss_sums, epoch_steps) -> np.ndarray:
-        return np.asarray(epoch_loss_sums) / np.asarray(epoch_steps) <= self.target
-
-    def select(self, keep) -> None:
-        pass
-
-
-def target_losses(target_loss) -> list:
-    """One target loss or several as a list, highest first (the order a run reaches them).
+def eval_rng(seed: int) -> np.random.Generator:
+    """The evaluation stream of a seed: a child of ``SeedSequence(seed)``,
+    independent of the training stream ``default_rng(seed)``.
 
     Parameters
     ----------
-    target_loss : float or iterable of float
-        Distinct, finite and > 0, in any order.
+    seed : int
 
     Returns
     -------
-    list of float
-
-    Raises
-    ------
-    ValueError
-        An empty list, a number that is not finite and > 0, or a duplicate.
-
-    >>> target_losses([0.1, 0.5, 0.2]), target_losses(0.1)
-    ([0.5, 0.2, 0.1], [0.1])
+    numpy.random.Generator
     """
-    values = [target_loss] if isinstance(target_loss, (int, float)) else list(target_loss)
-    if not values:
-        raise ValueError("target_loss must name at least one loss")
-    for v in values:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
-            raise ValueError(f"target_loss must be a finite number > 0, got {v!r}")
-    values = [float(v) for v in values]
-    twice = sorted({v for v in values if values.count(v) > 1})
-    if twice:
-        raise ValueError(f"target_loss names {twice[0]:g} twice")
-    return sorted(values, reverse=True)
-
-
-def eval_rng(seed: int) -> np.random.Generator:
-    """The evaluation stream of a seed: a child of ``SeedSequence(seed)``,
-    independent of the training stream ``default_rng(seed)``."""
     return np.random.default_rng(np.random.SeedSequence(int(seed)).spawn(1)[0])
 
 
@@ -326,7 +257,18 @@ class _EpochBatch:
 def qk_rates(lr_qk, ramp, step: int, scheduled: int, k_this: int) -> list:
     r"""The QK learning rate of each of ``k_this`` steps from step ``step``: ``lr_qk`` times
     the linear ramp :math:`1 + (F - 1)\,t/T` (``ramp`` :math:`F`, ``scheduled`` :math:`T`),
-    or ``lr_qk`` itself when there is no ramp (:math:`F = 1` for every run)."""
+    or ``lr_qk`` itself when there is no ramp (:math:`F = 1` for every run).
+
+    Parameters
+    ----------
+    lr_qk, ramp : float or ndarray
+        Shared by the stack, or per run ``(S, 1, 1)``.
+    step, scheduled, k_this : int
+
+    Returns
+    -------
+    list
+    """
     if not np.any(np.asarray(ramp) != 1.0):
         return [lr_qk] * k_this
     return [lr_qk * (1.0 + (ramp - 1.0) * (step + k) / scheduled) for k in range(k_this)]

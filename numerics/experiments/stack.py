@@ -59,7 +59,24 @@ def train_stack(configs, seeds, *, progress=None, record_losses=()) -> list:
     The configs must be equal but for :data:`RATE_FIELDS`; a seed may repeat
     with other rates (not a run twice).  ``progress`` and ``record_losses`` as
     in :func:`numerics.experiments.sgd.train_fig2`; returns one dict per run,
-    in order, each exactly ``train_fig2(configs[i], [seeds[i]], ...)[0]``."""
+    in order, each exactly ``train_fig2(configs[i], [seeds[i]], ...)[0]``.
+
+    Parameters
+    ----------
+    configs : list of numerics.experiments.sgd.Fig2Config
+    seeds : list of int
+    progress : callable, optional
+    record_losses : sequence of float
+
+    Returns
+    -------
+    list of dict
+
+    Raises
+    ------
+    ValueError
+        Configs that differ in more than their rates, a bad seed, or a run twice.
+    """
     configs, seeds = _check_runs(configs, seeds)
     rates = tuple(np.array([float(getattr(c, k)) for c in configs]).reshape(-1, 1, 1) for k in RATE_FIELDS)
     return sgd._train(configs[0], seeds, rates, progress, record_losses)

@@ -69,6 +69,7 @@ from derivations.core.atomic_file import atomic_write_text
 from . import sgd
 from .jobs import SWEEP_ROW_KEYS
 from .measure import SHARES
+from .stopping import target_losses
 
 __all__ = ["FIRST_SEED", "SEEDS_PER_JOB", "MIN_JOBS", "seeds_per_job", "job_seed_blocks",
            "SETTINGS_FILE", "sweep_jobs", "rows_from_results", "summarize", "spearman",
@@ -100,7 +101,7 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_step
                task_params=(), dtype: str = "float64") -> list:
     """The jobs of a sweep (validated; duplicates of parameterizations/ratios dropped).
 
-    ``target_loss`` is one loss or several (:func:`~numerics.experiments.sgd.target_losses`): the runs
+    ``target_loss`` is one loss or several (:func:`~numerics.experiments.stopping.target_losses`): the runs
     train to the lowest; a job of several targets names them all
     (``target_losses``, highest first), a job of one is as it always was.
     One job per parameterization and block of consecutive seeds (:func:`job_seed_blocks`),
@@ -127,7 +128,7 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_step
         raise ValueError(f"max_steps must be an integer >= 1, got {max_steps!r}")
     if isinstance(steps_per_epoch, bool) or not isinstance(steps_per_epoch, int) or steps_per_epoch < 1:
         raise ValueError(f"steps_per_epoch must be an integer >= 1, got {steps_per_epoch!r}")
-    targets = sgd.target_losses(target_loss)
+    targets = target_losses(target_loss)
     _check_seed_blocks(n_seeds, seed_blocks)
     blocks = job_seed_blocks(len(parameterizations), n_seeds)
     jobs = []

@@ -211,7 +211,16 @@ class SampledTask:
 
     def relevant_of(self, classes) -> np.ndarray:
         """The relevant mask of sequences of class ``classes`` ``(...)``: ``(..., T)``, or ``(T,)``
-        when one mask serves every class."""
+        when one mask serves every class.
+
+        Parameters
+        ----------
+        classes : array_like of int
+
+        Returns
+        -------
+        ndarray of bool
+        """
         return self.relevant if self.relevant.ndim == 1 else self.relevant[classes]
 
 
@@ -423,7 +432,12 @@ def theory_instance(st: SampledTask, seq_len: int):
 
 # --------------------------------------------------------------------------- command line
 def add_task_arguments(parser) -> None:
-    """Add ``--task NAME`` and ``--params name=value,...`` (``fig2``, ``sweep``, ``predict``) to a parser."""
+    """Add ``--task NAME`` and ``--params name=value,...`` (``fig2``, ``sweep``, ``predict``) to a parser.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+    """
     parser.add_argument("--task", default=DEFAULT_TASK, metavar="NAME",
                         help="the task to train / predict (derivations.tasks; default authors, the "
                              "authors' task), sampled by numerics.experiments.task_sampling")

@@ -66,7 +66,8 @@ from derivations.core.vocabulary import check_positive
 
 from ..dynamics.training import gradient_flow
 from ..model import TaskModel
-from . import measure, models, sgd, task_sampling
+from . import measure, models, task_sampling
+from .stopping import target_losses
 
 __all__ = ["RATIO_RANGE", "TARGET_LOSS_MIN", "INIT_SCALE_RANGE", "LR_OV_RANGE", "task_model",
            "closed_form_attention", "theory_params", "init_matrices", "initial_loss", "attention_shares",
@@ -89,7 +90,16 @@ def theory_params(sgd_params: dict) -> dict:
     r"""The SGD model's matrices (:mod:`numerics.experiments.models`) in the
     expected-count model's convention (copies): ``W_Q``, ``W_K`` transposed
     (:math:`W_Q^\top W_K` there is :math:`W_{QK} = W_Q W_K^\top` here), every
-    other matrix as it is."""
+    other matrix as it is.
+
+    Parameters
+    ----------
+    sgd_params : dict
+
+    Returns
+    -------
+    dict
+    """
     return {k: np.array(v.T if k in ("W_Q", "W_K") else v, dtype=float)
             for k, v in sgd_params.items()}
 
@@ -165,7 +175,20 @@ def closed_form_attention(st, parameterization, ratio, target_losses, seq_len) -
     (:math:`10^{-6} I`, zero to within that scale) at the task's own length, where the expected
     counts are the engine's instance. Returns ``{"method", "relevant_attention"}``
     (``{target: alpha}``), or ``{"method": None, "reason": ...}`` where there is no such answer
-    (another parameterization, another length, a task the engine does not reduce)."""
+    (another parameterization, another length, a task the engine does not reduce).
+
+    Parameters
+    ----------
+    st : numerics.experiments.task_sampling.SampledTask
+    parameterization : str
+    ratio : float
+    target_losses : sequence of float
+    seq_len : int
+
+    Returns
+    -------
+    dict
+    """
     def none(reason):
         return {"method": None, "reason": reason, "relevant_attention": dict.fromkeys(target_losses)}
 
@@ -186,7 +209,19 @@ def closed_form_attention(st, parameterization, ratio, target_losses, seq_len) -
 
 def attention_shares(model, params) -> dict:
     """Class averages (weights of the instance) of the three attention shares of
-    :func:`numerics.experiments.measure.attention_shares` in the expected-count model."""
+    :func:`numerics.experiments.measure.attention_shares` in the expected-count model.
+
+    Parameters
+    ----------
+    model : numerics.model.TaskModel
+    params : dict
+        In the model's convention.
+
+    Returns
+    -------
+    dict
+        ``{share: float}`` (:data:`numerics.experiments.measure.SHARES`).
+    """
     inst = model.instance
     shares = measure.attention_shares(model.attention(params), inst.query, inst.relevant)
     return {k: float(v @ inst.weights) for k, v in shares.items()}
@@ -231,17 +266,59 @@ def _in_range(name, value, bounds, span=None):
 
 
 def check_ratio(ratio) -> float:
-    """``ratio`` as a float in :data:`RATIO_RANGE`, else ``ValueError`` naming the range."""
+    """``ratio`` as a float in :data:`RATIO_RANGE`, else ``ValueError`` naming the range.
+
+    Parameters
+    ----------
+    ratio : float
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        Not a number in the range.
+    """
     return _in_range("ratio", ratio, RATIO_RANGE)
 
 
 def check_init_scale(scale) -> float:
-    """``scale`` as a float in :data:`INIT_SCALE_RANGE`, else ``ValueError``."""
+    """``scale`` as a float in :data:`INIT_SCALE_RANGE`, else ``ValueError``.
+
+    Parameters
+    ----------
+    scale : float
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        Not a number in the range.
+    """
     return _in_range("init_scale", scale, INIT_SCALE_RANGE)
 
 
 def check_lr_ov(lr_ov) -> float:
-    """``lr_ov`` as a float in :data:`LR_OV_RANGE`, else ``ValueError``."""
+    """``lr_ov`` as a float in :data:`LR_OV_RANGE`, else ``ValueError``.
+
+    Parameters
+    ----------
+    lr_ov : float
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        Not a number in the range.
+    """
     return _in_range("lr_ov", lr_ov, LR_OV_RANGE)
 
 
@@ -261,10 +338,10 @@ def check_target_losses(targets, initial=None) -> tuple:
     Raises
     ------
     ValueError
-        Targets :func:`numerics.experiments.sgd.target_losses` refuses, a target below
+        Targets :func:`numerics.experiments.stopping.target_losses` refuses, a target below
         :data:`TARGET_LOSS_MIN` or not below ``initial`` (when given).
     """
-    vals = sgd.target_losses(targets)
+    vals = target_losses(targets)
     if min(vals) < TARGET_LOSS_MIN:
         raise ValueError(f"target_loss must be a number in [{TARGET_LOSS_MIN:g}, initial loss) (the range the "
                          f"expected-count flow answers in bounded time); got {min(vals)!r}")

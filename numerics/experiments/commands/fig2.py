@@ -11,7 +11,7 @@ __all__ = ["add_parser", "prepare", "format_fig2"]
 
 
 def add_parser(sub):
-    from .. import models, sgd
+    from .. import models, stopping
 
     f2 = sub.add_parser("fig2", help="one Figure-2 configuration: SGD on sampled sequences, heatmap",
                         description="Train one Figure-2 configuration for its seeds (stacked) and measure the "
@@ -30,7 +30,7 @@ def add_parser(sub):
                     help="epochs (default: the published run's, 2500; 5000 for CAFO)")
     f2.add_argument("--steps-per-epoch", default=None, metavar="K",
                     help="SGD steps per epoch (default: the published run's, 250; 200 for CAFO and CACO)")
-    f2.add_argument("--stop", default="authors", choices=sgd.STOP_RULES,
+    f2.add_argument("--stop", default="authors", choices=stopping.STOP_RULES,
                     help="the notebooks' stop rule (mean loss <= 0.001 with the 100-epoch running-sum quirk) "
                          "or none (default authors)")
     f2.add_argument("--init", default="authors", choices=models.INITS,

@@ -33,7 +33,12 @@ MAX_SEQ_LEN = 10 ** 9
 
 
 def add_parser(sub) -> None:
-    """Add the ``predict`` subcommand and its options to the subparsers ``sub``."""
+    """Add the ``predict`` subcommand and its options to the subparsers ``sub``.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+    """
     from .. import models, task_sampling, theory
     from ..sweep import FIRST_SEED
 

@@ -63,7 +63,7 @@ def _parameterization(text):
 
 def _targets(text):
     """``--target-loss``: one number (as always), or several distinct ones, highest first."""
-    from ..sgd import target_losses
+    from ..stopping import target_losses
 
     values = parse_list("--target-loss", text, lambda t: number("--target-loss", t))
     try:

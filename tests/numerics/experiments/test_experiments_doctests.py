@@ -4,10 +4,10 @@ import importlib
 
 import pytest
 
-MODULES = ["numerics.experiments.models", "numerics.experiments.sgd", "numerics.experiments.measure",
+MODULES = ["numerics.experiments.models", "numerics.experiments.measure",
            "numerics.experiments.jobs", "numerics.experiments.__main__", "numerics.experiments.task_sampling",
            "numerics.experiments.theory", "numerics.experiments.memory", "numerics.experiments.cross_entropy",
-           "numerics.experiments.sampler"]
+           "numerics.experiments.sampler", "numerics.experiments.stopping"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from derivations.core.vocabulary import PARAMETERIZATIONS
-from numerics.experiments import fixed_attention, jobs, measure, models, sgd
+from numerics.experiments import fixed_attention, jobs, measure, models, sgd, stopping
 from numerics.experiments.runner import run_jobs
 
 
@@ -80,7 +80,7 @@ def test_a_diverging_seed_stops_alone_and_the_others_are_unchanged(monkeypatch):
 def test_authors_stop_rule_scripted_sequence():
     """Running sum reset only every 100 epochs: a low epoch inside a block does not stop training."""
     K = 10
-    rule = sgd.AuthorsStopRule(n_runs=2, steps_per_epoch=K)
+    rule = stopping.AuthorsStopRule(n_runs=2, steps_per_epoch=K)
     # run 0: mean loss 1 until epoch 149, then 1e-4. Fires only at epoch 200 (first after a boundary).
     # run 1: mean loss 5e-4 from epoch 100 on: fires at epoch 100 itself (sum/K = 5e-4).
     fired = {0: None, 1: None}
@@ -93,10 +93,10 @@ def test_authors_stop_rule_scripted_sequence():
                 fired[r] = epoch
     assert fired == {0: 200, 1: 100}
     # exactly at the threshold fires; just above does not
-    rule = sgd.AuthorsStopRule(n_runs=2, steps_per_epoch=K)
+    rule = stopping.AuthorsStopRule(n_runs=2, steps_per_epoch=K)
     assert rule.update(0, np.array([1e-3 * K, 1.0000001e-3 * K])).tolist() == [True, False]
     # inside a block the running sum remembers earlier epochs: 0.002 then 0.0001 -> 0.0021 > 0.001
-    rule = sgd.AuthorsStopRule(n_runs=1, steps_per_epoch=K)
+    rule = stopping.AuthorsStopRule(n_runs=1, steps_per_epoch=K)
     assert not rule.update(0, [0.002 * K])[0]
     assert not rule.update(1, [0.0001 * K])[0]
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from _results_csv import read_csv
-from numerics.experiments import jobs, sgd, sweep
+from numerics.experiments import jobs, sgd, stopping, sweep
 from numerics.experiments.__main__ import main
 
 CFG = sgd.Fig2Config(parameterization="CACO", epochs=60, steps_per_epoch=25, stop="none", init="authors",
@@ -18,12 +18,12 @@ CFG = sgd.Fig2Config(parameterization="CACO", epochs=60, steps_per_epoch=25, sto
 
 
 def test_target_losses_sorted_and_duplicates_refused():
-    assert sgd.target_losses([0.1, 0.5, 0.2]) == [0.5, 0.2, 0.1]
-    assert sgd.target_losses(0.3) == [0.3]
+    assert stopping.target_losses([0.1, 0.5, 0.2]) == [0.5, 0.2, 0.1]
+    assert stopping.target_losses(0.3) == [0.3]
     for bad, match in (([0.1, 0.2, 0.1], "0.1 twice"), ([], "at least one"), ([0.1, -1.0], "> 0"),
                        ([float("nan")], "> 0")):
         with pytest.raises(ValueError, match=match):
-            sgd.target_losses(bad)
+            stopping.target_losses(bad)
 
 
 def test_one_target_jobs_are_as_before_and_several_name_them_all():
