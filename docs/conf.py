@@ -58,7 +58,6 @@ qkov_cli_parsers = {
     "verify": ("numerics.verify", "build_parser"),
     "figures": ("numerics.figures", "build_parser"),
     "experiments": ("numerics.experiments.__main__", "build_parser"),
-    "authors_task": ("numerics.authors_task", "build_parser"),
     "latex": ("derivations.latex", "build_parser"),
     "catalog": ("derivations.catalog", "build_parser"),
     "task_catalog": ("derivations.task_catalog", "build_parser"),

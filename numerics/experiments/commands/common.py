@@ -44,7 +44,9 @@ def add_common(p, *, output_required=False):
 
 def add_dtype(p) -> None:
     """``--dtype``: the floating type of the SGD step (:mod:`numerics.experiments.precision`)."""
-    p.add_argument("--dtype", default="float64", choices=("float64", "float32"),
+    from ..sgd import DTYPES
+
+    p.add_argument("--dtype", default=DTYPES[0], choices=DTYPES,
                    help="floating type of the SGD step: float64 (default; bitwise reproducible) or float32 "
                         "(as the authors trained; faster; a float32 run is another run for --resume)")
 
