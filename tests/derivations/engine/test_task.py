@@ -12,8 +12,8 @@ from derivations.symbols import m, n
 
 def test_registry():
     assert task_names() == ("paper", "shared-irrelevant", "query-in-context",
-                            "shared-irrelevant+query-in-context", "authors")
-    assert symbolic_task_names() == task_names()[:4]
+                            "shared-irrelevant+query-in-context", "query-copies", "authors")
+    assert symbolic_task_names() == task_names()[:5]
     with pytest.raises(ValueError, match="unknown task 'nope'; valid tasks: paper"):
         get_task("nope")
 
