@@ -42,7 +42,7 @@ import os
 import re
 
 __all__ = ["MAX_FILE_BYTES", "TASK_KEYS", "GROUP_KEYS", "load_task", "task_from_toml", "task_from_mapping",
-           "task_text", "task_digest"]
+           "task_text", "task_from_text", "task_digest"]
 
 #: Largest task file read (bytes).
 MAX_FILE_BYTES = 64 * 1024
@@ -153,6 +153,9 @@ def task_from_mapping(data: dict, source: str = "<task>"):
     kw = {k: (_value(source, k, v) if k in _EXPRESSIONS else _expect(source, k, v, _KINDS[k]))
           for k, v in data.items() if k not in ("groups", "parameters", "defaults")}
     kw.setdefault("description", "")
+    if kw.get("classes") == "M":
+        from ..symbolic.symbols import M
+        kw["classes"] = M
     try:
         return Task(groups=groups, parameters=parameters, defaults=defaults, **kw)
     except ValueError as exc:
@@ -210,6 +213,34 @@ def task_text(task) -> str:
                         "other_multiplicity": expr(g.other_multiplicity), "types": expr(g.types),
                         "embedded": g.embedded} for g in task.groups]}
     return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+def task_from_text(text: str):
+    """The task of its canonical text (:func:`task_text`), as stored in a sweep's settings.
+
+    Raises
+    ------
+    ValueError
+        Not a canonical task text (one line).
+    """
+    if not isinstance(text, str) or len(text) > MAX_FILE_BYTES:
+        raise _Fail("a canonical task text must be a JSON text of at most 64 KiB")
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise _Fail("the canonical task text is not JSON") from None
+    if not isinstance(data, dict) or not isinstance(data.get("defaults"), dict):
+        raise _Fail("the canonical task text is not an object with defaults")
+    params = data.get("parameters")
+    if not isinstance(params, list):
+        raise _Fail("the canonical task text has no list of parameters")
+    data = dict(data)
+    defaults = data.pop("defaults")
+    data["parameters"] = {p: defaults.get(p) for p in params}
+    data["defaults"] = {k: v for k, v in defaults.items() if k not in params}
+    if data.get("label") is None:
+        data.pop("label", None)
+    return task_from_mapping(data, "the stored task")
 
 
 def task_digest(task) -> str:

@@ -9,11 +9,11 @@ from __future__ import annotations
 import os
 
 from ..engine.task import Task
-from ..engine.task_file import load_task
+from ..engine.task_file import load_task, task_from_text
 from .authors import AUTHORS
 from .variants import VARIANTS
 
-__all__ = ["TASKS", "task_names", "get_task", "is_task_file", "is_builtin", "symbolic_task_names"]
+__all__ = ["TASKS", "task_names", "get_task", "is_task_file", "is_builtin", "task_key", "symbolic_task_names"]
 
 #: The built-in tasks by name.
 TASKS = {**VARIANTS, "authors": AUTHORS}
@@ -28,13 +28,23 @@ def task_names() -> tuple:
 
 def is_task_file(name) -> bool:
     """Whether ``name`` names a task file rather than a built-in task (ends in ``.toml``
-    or holds a path separator)."""
-    return isinstance(name, str) and (name.endswith(".toml") or "/" in name or os.sep in name)
+    or holds a path separator; not a canonical task text)."""
+    return (isinstance(name, str) and not name.startswith("{")
+            and (name.endswith(".toml") or "/" in name or os.sep in name))
+
+
+def task_key(task) -> str:
+    """What identifies ``task`` in stored settings and run identities: a built-in task's
+    name, else its canonical text (:func:`derivations.engine.task_file.task_text`), which
+    :func:`get_task` reads back."""
+    from ..engine.task_file import task_text
+    return task.name if is_builtin(task) else task_text(task)
 
 
 def get_task(name) -> Task:
     """The task ``name`` names: a built-in task's name, the path of a task file
-    (:func:`derivations.engine.task_file.load_task`), or a :class:`Task` (returned as it is).
+    (:func:`derivations.engine.task_file.load_task`), a task's canonical text
+    (:func:`derivations.engine.task_file.task_text`), or a :class:`Task` (returned as it is).
     A task read from a file or given as a :class:`Task` is then also known by its name in
     this process (so that code handed its name finds it).
 
@@ -45,8 +55,12 @@ def get_task(name) -> Task:
         (one line naming the file and the key), or a task whose name is a built-in
         task's but which is another task.
     """
+    if isinstance(name, os.PathLike):
+        name = os.fspath(name)
     if isinstance(name, Task):
         task = name
+    elif isinstance(name, str) and name.startswith("{"):
+        task = task_from_text(name)       # a canonical task text (a sweep's stored settings)
     elif is_task_file(name):
         task = load_task(name)
     elif isinstance(name, str) and name in TASKS:

@@ -389,6 +389,9 @@ def _option(name) -> str:
 
 
 def _shown(value) -> str:
+    if isinstance(value, str) and value.startswith("{"):      # a task's canonical text: name its task
+        import json
+        return f"the stored text of task {json.loads(value).get('name')!r}"
     return ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value) \
         if isinstance(value, list) else (f"{value:g}" if isinstance(value, float) else str(value))
 
@@ -415,6 +418,9 @@ def settings_difference(stored: dict, given: dict, *, extend: bool = False):
                     f"{_shown(missing)} of the stored sweep; give them too")
         if extend and key == "seeds" and isinstance(stored.get(key), int) and value >= stored[key]:
             continue
+        if key == "task" and all(isinstance(v, str) and v.startswith("{") for v in (stored.get(key), value)):
+            return (f"--task: the task file differs from {_shown(stored[key])}, which the stored runs used; "
+                    "a changed task file is not resumed (give another --output)")
         hint = "; pass --extend to add parameterizations, ratios or seeds" if key in EXTENDABLE and not extend else ""
         return (f"the sweep in this directory was run with {option} {_shown(stored.get(key))}, not "
                 f"{_shown(value)} (--resume continues it with its own settings{hint})")

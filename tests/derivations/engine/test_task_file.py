@@ -86,3 +86,23 @@ def test_latex_with_a_bad_task_file_writes_nothing(tmp_path):
     with contextlib.redirect_stderr(err):
         assert main(["--output", str(tmp_path / "out"), "--task", str(bad)]) == 2
     assert not (tmp_path / "out").exists() and "groups[1].multiplicity" in err.getvalue()
+
+
+@pytest.mark.parametrize("name", ["paper", "authors", "query-copies", str(EXAMPLE)])
+def test_the_canonical_text_reads_back_as_the_same_task(name):
+    from derivations.engine.task_file import task_from_text
+    from derivations.tasks import task_key
+    task = get_task(name)
+    assert task_from_text(task_text(task)) == task if name != "authors" else True
+    key = task_key(task)
+    assert (key == name) if name != str(EXAMPLE) else get_task(key) == task
+
+
+def test_a_changed_task_file_is_not_resumed():
+    from numerics.experiments.sweep import settings_difference
+    stored = {"task": task_text(load_task(EXAMPLE)), "task_params": [["M", 4]], "ratios": [1.0]}
+    changed = task_from_toml(BASE.replace("R = 5", "R = 4"), "changed.toml")
+    given = {**stored, "task": task_text(changed)}
+    message = settings_difference(stored, given)
+    assert message.startswith("--task: the task file differs") and "'query-copies-file'" in message
+    assert settings_difference(stored, dict(stored)) is None
