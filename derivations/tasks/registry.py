@@ -2,11 +2,12 @@
 
 >>> from derivations.tasks.registry import get_task, symbolic_task_names
 >>> get_task("paper").relevant, symbolic_task_names()[-1]
-(('r',), 'shared-irrelevant+query-in-context')
+(('r',), 'query-copies')
 """
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 from ..engine.task import Task
 from ..engine.task_file import load_task, task_from_text
@@ -15,8 +16,22 @@ from .variants import VARIANTS
 
 __all__ = ["TASKS", "task_names", "get_task", "is_task_file", "is_builtin", "task_key", "symbolic_task_names"]
 
-#: The built-in tasks by name.
-TASKS = {**VARIANTS, "authors": AUTHORS}
+class _BuiltinTasks(Mapping):
+    """The built-in tasks by name: the shipped task files (read on first use) and the authors'."""
+
+    def __getitem__(self, name):
+        return AUTHORS if name == "authors" else VARIANTS[name]
+
+    def __iter__(self):
+        yield from VARIANTS
+        yield "authors"
+
+    def __len__(self):
+        return len(VARIANTS) + 1
+
+
+#: The built-in tasks by name (a read-only mapping).
+TASKS = _BuiltinTasks()
 #: The other tasks this process was given (from files or as Task objects), by name.
 _OWN = {}
 

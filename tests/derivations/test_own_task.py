@@ -94,3 +94,19 @@ def test_query_copies_at_s_1_r_1_is_query_in_context():
     qic = print_dynamics("--task", "query-in-context", *args)
     for key in ("mu_QK", "mu_OV", "mu_QK_q", "mu_OV_q", "alpha", *SHARES):
         assert copies[key] == pytest.approx(qic[key], rel=1e-9, abs=1e-12)
+
+
+def _observables(*params):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-m", "derivations.print_dynamics", "--task", "query-copies",
+                          "--parameterization", "CACO", "--format", "json", *params], capture_output=True,
+                         text=True, env=env, cwd=ROOT, timeout=600)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)["parameterizations"]["CACO"]
+
+
+def test_a_hundred_relevant_types_reduce_to_the_same_observables_as_one():
+    many, one = _observables("--params", "R=100"), _observables("--params", "R=1")
+    assert list(many["observables"]) == list(one["observables"]) == ["mu_QK_q", "mu_QK", "mu_OV_q", "mu_OV"]
+    assert many["coordinates"] == one["coordinates"]
+    assert "R" not in many["odes"]["mu_OV"] and "100" in many["odes"]["mu_OV"]

@@ -106,3 +106,15 @@ def test_a_changed_task_file_is_not_resumed():
     message = settings_difference(stored, given)
     assert message.startswith("--task: the task file differs") and "'query-copies-file'" in message
     assert settings_difference(stored, dict(stored)) is None
+
+
+@pytest.mark.parametrize("text, message", [
+    ("s=0", "s must be an integer >= 1"), ("R=2.5", "R must be an integer >= 1"),
+    ("R=1e300", "R must be an integer >= 1 and <= 2\\*\\*53"), ("x=1", "has no parameter 'x'"),
+])
+def test_params_of_a_task_are_checked_by_their_domain(text, message):
+    from derivations.core.cli import UsageError
+    from derivations.output.dynamics import parse_params
+    with pytest.raises(UsageError, match=message):
+        parse_params(text, get_task(str(EXAMPLE)))
+    assert parse_params("s=3,R=10,m=2", get_task("query-copies")) == {"s": 3, "R": 10, "m": 2.0}
