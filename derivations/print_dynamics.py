@@ -95,13 +95,15 @@ def numeric_state(task, loss: float, ratio: float, params: dict) -> dict:
     import warnings
 
     from numerics.dynamics import state_at_loss
+
+    from .tasks import is_builtin
     full = {**dict(task.defaults), **params}
     if task.classes.is_Integer:
         full.pop("M", None)       # fixed by the task (the authors' task: M = 4)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         try:
-            st = state_at_loss(loss, ratio, task=task, **full)
+            st = state_at_loss(loss, ratio, task=task.name if is_builtin(task) else task, **full)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         except (RuntimeError, RuntimeWarning, ArithmeticError) as exc:
