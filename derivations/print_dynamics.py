@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import sys
 
-from .core.cli import UsageError, usage_error
+from .core.cli import UsageError, exit_on_interrupt, usage_error
 from .core.output import emit
 from .output.dynamics import SYMBOL_MEANINGS, build_parser, parse_params, render  # noqa: F401
 
@@ -112,8 +112,9 @@ def numeric_state(task, loss: float, ratio: float, params: dict) -> dict:
     return _state_dict(st, ratio)
 
 
+@exit_on_interrupt("print_dynamics")
 def main(argv=None) -> int:
-    """Run the CLI; returns the exit status (2: bad input, 1: output could not be written)."""
+    """Run the CLI; returns the exit status (2: bad input, 1: output could not be written, 130: Ctrl-C)."""
     try:
         args = build_parser().parse_args(argv)
         text = render(args, numeric_state)

@@ -277,7 +277,7 @@ def test_tests_mirror_the_tree():
     ``tests/`` are packages of derivations/numerics (or ``docs``); only whole-tree checks and shared
     fixtures sit at the top."""
     tests = ROOT / "tests"
-    top_level = {"test_architecture.py"}
+    top_level = {"test_architecture.py", "test_packaging.py"}   # whole-tree checks: the layout, the package
     for path in tests.rglob("test_*.py"):
         rel = path.relative_to(tests)
         if len(rel.parts) == 1:

@@ -300,7 +300,10 @@ def exit_on_interrupt(prog: str, note=None):
                 except ValueError:              # pragma: no cover - not the main thread
                     previous = None
                 try:
-                    kept = note(argv) if note is not None else None
+                    try:
+                        kept = note(argv) if note is not None else None
+                    except (Exception, KeyboardInterrupt):      # the line is printed all the same
+                        kept = None
                     print(f"{prog}: interrupted" + (f"; {kept}" if kept else ""), file=sys.stderr, flush=True)
                 finally:
                     if previous is not None:

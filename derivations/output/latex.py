@@ -56,7 +56,7 @@ from pathlib import Path
 import sympy as sp
 
 from ..symbolic import symbols as S
-from ..core.cli import OneLineParser, UsageError, prepare_output_dir, usage_error
+from ..core.cli import OneLineParser, UsageError, exit_on_interrupt, prepare_output_dir, usage_error
 from ..core.output import emit
 from .tex import ABBREVIATIONS, abbreviate, equation_lines, tex  # noqa: F401  (re-exported)
 
@@ -214,9 +214,10 @@ def build_parser() -> OneLineParser:
     return parser
 
 
+@exit_on_interrupt("latex")
 def main(argv=None) -> int:
     """Run the CLI; bad input or an unusable output directory: one line on
-    stderr, exit status 2, nothing written (checked before any work)."""
+    stderr, exit status 2, nothing written (checked before any work); Ctrl-C: one line, 130."""
     try:
         args = build_parser().parse_args(argv)
         from ..tasks import get_task

@@ -36,9 +36,10 @@ Modules
     Running jobs in-process, on local processes (:mod:`~numerics.experiments.pool`)
     or on a Dask cluster (:mod:`~numerics.experiments.cluster`), with an atomic,
     resumable result store (:mod:`~numerics.experiments.store`).
-:mod:`~numerics.experiments.directory`
+:mod:`~numerics.experiments.directory`, :mod:`~numerics.experiments.settings`
     An experiment's output directory (sweep, reproduction, one Figure-2 run):
-    its lock, its kind, its checked settings, its files.
+    its lock, its kind, its checked settings, its files; a sweep's recorded
+    settings checked, compared with a command line's and continued.
 :mod:`~numerics.experiments.memory`
     The memory a configuration's arrays take, checked before any work.
 :mod:`~numerics.experiments.commands`

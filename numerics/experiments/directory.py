@@ -24,17 +24,16 @@ directory it cannot use, changing nothing in it:
 from __future__ import annotations
 
 import json
-import math
 import os
 import stat
 from pathlib import Path
 
 from derivations.core.atomic_file import atomic_write_text
 from derivations.core.cli import UsageError
-from derivations.core.vocabulary import PARAMETERIZATIONS
 
-__all__ = ["ExperimentDirectory", "DirectoryRefused", "KINDS", "LOCK_FILE", "SETTINGS_FILE", "SETTINGS_FORMAT",
-           "RUNS", "EXTENDABLE", "check_sweep_settings", "settings_difference", "continued_settings"]
+from .settings import check_sweep_settings, different_setting, shown, shown_option
+
+__all__ = ["ExperimentDirectory", "DirectoryRefused", "KINDS", "LOCK_FILE", "SETTINGS_FILE", "SETTINGS_FORMAT", "RUNS"]
 
 #: The lock file of a directory.
 LOCK_FILE = ".lock"
@@ -49,25 +48,12 @@ KINDS = {"sweep": (SETTINGS_FILE, "results.csv", "sweep.json"), "reproduction": 
          "fig2": ("fig2.json",)}
 #: The kind of a stored run, by its job's ``experiment``.
 _KIND_OF_JOB = {"sweep": "sweep", "fig2": "reproduction", "fig3": "reproduction"}
-#: Settings that ``--extend`` may change (others must equal the stored ones).
-EXTENDABLE = ("parameterizations", "ratios", "seeds")
-#: Settings recorded only when they differ from these defaults (a float64 sweep does not name its dtype).
-_UNNAMED_DEFAULTS = {"dtype": "float64"}
 #: Largest settings file read (bytes); ``fig2.json`` holds every run's loss log.
 _MAX_BYTES = {SETTINGS_FILE: 1 << 20, "fig2.json": 1 << 30}
 
 
 class DirectoryRefused(UsageError, ValueError):
     """An output directory that cannot be used as asked (one line, exit status 2, nothing changed)."""
-
-
-def _shown(value, limit: int = 40) -> str:
-    """A stored value as JSON text, cut to ``limit`` characters (a 300-digit number stays short)."""
-    try:
-        text = json.dumps(value)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 class ExperimentDirectory:
@@ -222,7 +208,7 @@ class ExperimentDirectory:
             return None
         if not isinstance(data, dict) or data.get("format") != SETTINGS_FORMAT:
             tag = data.get("format") if isinstance(data, dict) else None
-            raise self._refuse(f"has a {SETTINGS_FILE} of another layout (format {_shown(tag)}, not "
+            raise self._refuse(f"has a {SETTINGS_FILE} of another layout (format {shown(tag)}, not "
                                f"{SETTINGS_FORMAT!r}), which is not read; choose another directory")
         found = {k: v for k, v in data.items() if k != "format"}
         problem = check_sweep_settings(found)
@@ -232,16 +218,38 @@ class ExperimentDirectory:
 
     def refuse_other_settings(self, settings: dict) -> None:
         """Refuse, naming the first difference as its option, to replace results of other settings
-        than ``settings`` (a Figure-2 run's; results of the same settings may be written again)."""
+        (results of the same settings may be written again).
+
+        Parameters
+        ----------
+        settings : dict
+            The settings of the run to write (a Figure-2 run's: its config and seeds).
+
+        Raises
+        ------
+        DirectoryRefused
+            The directory holds a run of other settings.
+        """
         stored, given = self.settings(), json.loads(json.dumps(settings))
-        for key in dict.fromkeys([*given, *(stored or ())]):
-            if stored is not None and not _same(key, stored, given):
-                raise self._refuse(f"holds a {self.kind} run of other settings ({_option(key)} "
-                                   f"{_as_option(key, stored.get(key))}, not {_as_option(key, given.get(key))}), "
-                                   f"which it would replace; choose another directory")
+        key = None if stored is None else different_setting(stored, given)
+        if key is not None:
+            raise self._refuse(f"holds a {self.kind} run of other settings ({shown_option(key, stored.get(key))}, "
+                               f"not {shown_option(key, given.get(key))}), which it would replace; choose "
+                               f"another directory")
 
     def write_settings(self, settings: dict) -> None:
-        """Record a sweep's ``settings`` in :data:`SETTINGS_FILE` (atomically); refused if it cannot be written."""
+        """Record a sweep's settings in :data:`SETTINGS_FILE`, atomically.
+
+        Parameters
+        ----------
+        settings : dict
+            The settings to run (JSON values), ``seed_blocks`` included.
+
+        Raises
+        ------
+        DirectoryRefused
+            The file cannot be written (nothing is changed then).
+        """
         text = json.dumps({"format": SETTINGS_FORMAT, **settings}, indent=1, allow_nan=False)
         if _entry_kind(self.path / SETTINGS_FILE) not in (None, "a file"):
             raise self._refuse(f"has a {SETTINGS_FILE} that is {_entry_kind(self.path / SETTINGS_FILE)}; "
@@ -267,19 +275,50 @@ class ExperimentDirectory:
                     pass
 
     def store(self, validate=None):
-        """The :class:`~numerics.experiments.store.ResultStore` of the stored runs (``runs/``)."""
+        """The stored runs.
+
+        Parameters
+        ----------
+        validate : callable, optional
+            ``validate(job, result) -> bool`` (:class:`~numerics.experiments.store.ResultStore`).
+
+        Returns
+        -------
+        ResultStore
+            The store in ``runs/`` (created if missing).
+        """
         from .store import ResultStore
 
         return ResultStore(self.path / RUNS, validate=validate)
 
     def write_text(self, name: str, text: str) -> Path:
-        """Write ``text`` to ``name`` in the directory atomically; returns its path."""
+        """Write a file of the directory atomically.
+
+        Parameters
+        ----------
+        name : str
+            The file's name in the directory.
+        text : str
+            Its text.
+
+        Returns
+        -------
+        pathlib.Path
+            The file written.
+        """
         path = self.path / name
         atomic_write_text(path, text)
         return path
 
     def close(self, refused: bool = False) -> None:
-        """Release the lock (a lock file this object created for a refused open is removed)."""
+        """Release the lock.
+
+        Parameters
+        ----------
+        refused : bool, optional
+            The directory was refused before any work: a lock file this object
+            created is removed again (nothing in the directory changed).
+        """
         if self._fd is None:
             return
         if refused and self._created:
@@ -317,183 +356,3 @@ def _entry_kind(path: Path):
     if stat.S_ISDIR(mode):
         return "a directory"
     return "a file" if stat.S_ISREG(mode) else "a special file"
-
-
-# --------------------------------------------------------------------------- a sweep's settings
-
-#: Settings every sweep records, and those recorded only when given (``seed_blocks``: the seeds' history).
-_REQUIRED = ("parameterizations", "ratios", "seeds", "target_loss", "lr_ov", "seq_len", "batch_size",
-             "steps_per_epoch", "max_steps", "init", "eval_batches")
-_OPTIONAL = ("task", "task_params", "dtype", "seed_blocks")
-#: Whole-number settings and their least value.
-_WHOLE = {"seeds": 1, "seq_len": 3, "batch_size": 1, "steps_per_epoch": 1, "max_steps": 1, "eval_batches": 1}
-
-
-def _whole(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _positive(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
-
-
-def _positives(v) -> bool:
-    return isinstance(v, list) and bool(v) and all(map(_positive, v))
-
-
-def _pairs(v) -> bool:
-    return isinstance(v, list) and all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str)
-                                       and isinstance(p[1], (int, float)) and not isinstance(p[1], bool)
-                                       for p in v)
-
-
-def check_sweep_settings(settings: dict):
-    """None when ``settings`` (read from :data:`SETTINGS_FILE`) are whole, else what is wrong,
-    in the file's terms (its keys and JSON values, long values cut short).
-
-    Parameters
-    ----------
-    settings : dict
-        The stored settings, without the ``format`` tag.
-
-    Returns
-    -------
-    str or None
-        The first problem found.
-
-    Examples
-    --------
-    >>> good = {"parameterizations": ["CACO"], "ratios": [1.0], "seeds": 2, "target_loss": 3.5, "lr_ov": 0.01,
-    ...         "seq_len": 64, "batch_size": 32, "steps_per_epoch": 100, "max_steps": 100, "init": "authors",
-    ...         "eval_batches": 50, "seed_blocks": [2]}
-    >>> check_sweep_settings(good) is None
-    True
-    >>> check_sweep_settings({**good, "seed_blocks": [[2]]})
-    '"seed_blocks" must be a list of whole numbers >= 1 adding up to "seeds" (2); got [[2]]'
-    """
-    for key in _REQUIRED:
-        if key not in settings:
-            return f'"{key}" is missing'
-    for key in settings:
-        if key not in _REQUIRED + _OPTIONAL:
-            return f'{_shown(key)} is not a setting of a sweep'
-    p = settings["parameterizations"]
-    if not isinstance(p, list) or not p or not all(isinstance(x, str) and x in PARAMETERIZATIONS for x in p):
-        return f'"parameterizations" must be a non-empty list of {", ".join(PARAMETERIZATIONS)}; got {_shown(p)}'
-    checks = [("ratios", _positives, "a non-empty list of numbers > 0"),
-              ("target_loss", lambda v: _positive(v) or _positives(v), "a number > 0 or a list of them"),
-              ("lr_ov", _positive, "a number > 0"), ("init", lambda v: isinstance(v, str), "a name"),
-              ("task", lambda v: isinstance(v, str), "a task name"),
-              ("task_params", _pairs, 'a list of ["name", number] pairs'),
-              ("dtype", lambda v: v in ("float64", "float32"), '"float64" or "float32"')]
-    for key, ok, what in checks:
-        if key in settings and not ok(settings[key]):
-            return f'"{key}" must be {what}; got {_shown(settings[key])}'
-    for key, least in _WHOLE.items():
-        if not (_whole(settings[key]) and settings[key] >= least):
-            return f'"{key}" must be a whole number >= {least}; got {_shown(settings[key])}'
-    blocks = settings.get("seed_blocks", [settings["seeds"]])
-    if not (isinstance(blocks, list) and all(_whole(k) and k >= 1 for k in blocks)
-            and sum(blocks) == settings["seeds"]):
-        return (f'"seed_blocks" must be a list of whole numbers >= 1 adding up to "seeds" '
-                f'({_shown(settings["seeds"])}); got {_shown(blocks)}')
-    return None
-
-
-def _option(key) -> str:
-    """The command-line option of a setting."""
-    return "--params" if key == "task_params" else "--" + key.replace("_", "-")
-
-
-def _text(v) -> str:
-    """A number as on the command line (``%g`` for floats; a huge integer as ``1e+300``)."""
-    if isinstance(v, float) or (isinstance(v, int) and abs(v) >= 10 ** 15):
-        return f"{v:g}" if isinstance(v, float) else f"{v:.3g}"
-    return str(v)
-
-
-def _as_option(key, value) -> str:
-    """A setting's value as it is written on the command line (``--params m=5,n=50``), cut short."""
-    if key == "task" and value is None:
-        text = "authors"
-    elif key == "task_params":
-        text = ",".join(f"{k}={_text(v)}" for k, v in value or ()) or "(none)"
-    else:
-        text = ",".join(map(_text, value)) if isinstance(value, list) else _text(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _task_values(task, params) -> dict:
-    """Every parameter of ``task`` at ``params``, missing ones at the task's defaults."""
-    from .task_sampling import canonical_params, task_parameter_names
-
-    values = dict(canonical_params(params or ()))
-    try:
-        from derivations.tasks import get_task
-
-        names = task_parameter_names(task)
-        defaults = dict(canonical_params([(k, v) for k, v in get_task(task).defaults if k in names]))
-    except (ValueError, TypeError, KeyError):
-        return values
-    return {**defaults, **values}
-
-
-def _same(key, stored: dict, given: dict) -> bool:
-    """Whether a setting is the same in both (task parameters by their values, defaults filled in)."""
-    if key == "task_params" and stored.get(key) != given.get(key):
-        return (stored.get("task") == given.get("task")
-                and _task_values(given.get("task"), stored.get(key)) == _task_values(given.get("task"), given.get(key)))
-    return stored.get(key) == given.get(key)
-
-
-def settings_difference(stored: dict, given: dict, *, extend: bool = False):
-    """None when ``given`` may continue the sweep of ``stored`` settings, else one line naming
-    the first difference as its option. With ``extend``, ``given`` may add parameterizations,
-    ratios or seeds (:data:`EXTENDABLE`) but not drop any. A setting recorded only when it is
-    not its default (``dtype``, ``task``, ``task_params``) compares as its default when absent;
-    task parameters compare by value (``--params m=5`` equals the default ``m``).
-
-    Examples
-    --------
-    >>> settings_difference({"ratios": [1.0], "seeds": 1}, {"ratios": [1.0, 4.0], "seeds": 1})[:60]
-    'the sweep in this directory was run with --ratios 1, not 1,4'
-    """
-    stored, given = {**_UNNAMED_DEFAULTS, **stored}, {**_UNNAMED_DEFAULTS, **given}
-    for key in dict.fromkeys([*given, "task", "task_params"]):
-        if key == "seed_blocks" or _same(key, stored, given):
-            continue
-        option = _option(key)
-        if extend and key in ("parameterizations", "ratios"):
-            missing = [v for v in stored.get(key, []) if v not in given[key]]
-            if not missing:
-                continue
-            return (f"--extend keeps every stored row, but {option} {_as_option(key, given[key])} leaves out "
-                    f"{_as_option(key, missing)} of the stored sweep; give them too")
-        if extend and key == "seeds" and isinstance(stored.get(key), int) and given[key] >= stored[key]:
-            continue
-        if key == "task" and all(isinstance(v, str) and v.startswith("{") for v in (stored.get(key), given.get(key))):
-            return (f"--task: the task file differs from the stored text of task "
-                    f"{json.loads(stored[key]).get('name')!r}, which the stored runs used; a changed task file "
-                    "is not resumed (give another --output)")
-        hint = "; pass --extend to add parameterizations, ratios or seeds" if key in EXTENDABLE and not extend else ""
-        return (f"the sweep in this directory was run with {option} {_as_option(key, stored.get(key))}, not "
-                f"{_as_option(key, given.get(key))} (--resume continues it with its own settings{hint})")
-    return None
-
-
-def continued_settings(stored: dict, given: dict) -> dict:
-    """The settings that continue the sweep of ``stored`` with ``given`` (no difference between
-    them but what ``--extend`` may add: :func:`settings_difference`): ``given``'s keys in its order,
-    with the stored values;
-    ``given``'s new parameterizations, ratios and seeds after the stored ones; the seeds'
-    history in ``seed_blocks`` (a new block where seeds are added; it is recorded, and does
-    not change the jobs)."""
-    out = {key: stored.get(key, value) for key, value in given.items() if key != "seed_blocks"}
-    for key in ("parameterizations", "ratios"):
-        out[key] = list(stored[key]) + [v for v in given[key] if v not in stored[key]]
-    blocks = list(stored.get("seed_blocks") or [stored["seeds"]])
-    if given["seeds"] > stored["seeds"]:
-        blocks.append(given["seeds"] - stored["seeds"])
-    out["seeds"] = max(given["seeds"], stored["seeds"])
-    out["seed_blocks"] = blocks
-    return out

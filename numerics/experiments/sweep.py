@@ -43,7 +43,7 @@ measurements are empty cells).
 The sweep's directory (:class:`~numerics.experiments.directory.ExperimentDirectory`)
 records its settings before any work: ``--resume`` with other settings is
 refused, naming the difference
-(:func:`~numerics.experiments.directory.settings_difference`); ``--extend``
+(:func:`~numerics.experiments.settings.settings_difference`); ``--extend``
 adds parameterizations, ratios or seeds to a stored sweep and keeps every
 stored row (the stored jobs whose stack, parameterization, ratios and block of
 seeds, is unchanged are reused; added ratios change every job's stack and added

@@ -151,7 +151,8 @@ def _open_directory(args, settings):
     runs, record the settings (:class:`~numerics.experiments.directory.ExperimentDirectory`).
 
     Returns ``(directory, settings to run, jobs)``."""
-    from ..directory import ExperimentDirectory, continued_settings, settings_difference
+    from ..directory import ExperimentDirectory
+    from ..settings import continued_settings, settings_difference
 
     directory = ExperimentDirectory(common.output_dir(args), "sweep")
     try:

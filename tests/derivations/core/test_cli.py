@@ -54,3 +54,20 @@ def test_an_interrupted_command_is_one_line_and_exit_130(capsys):
     assert main(["out"]) == EXIT_INTERRUPTED == 130
     assert capsys.readouterr().err == "demo: interrupted; kept in out\n"
     assert signal.getsignal(signal.SIGINT) is handler          # Ctrl-C works again afterwards
+
+
+@pytest.mark.parametrize("module", ["derivations.print_dynamics", "derivations.output.latex",
+                                    "numerics.figures", "numerics.verify.cli", "numerics.experiments.__main__"])
+def test_every_long_command_ends_on_ctrl_c_with_one_line(module, monkeypatch, capsys):
+    """Issue 25.9: the commands share exit_on_interrupt (the experiments and verify are also
+    interrupted for real, in tests/numerics/experiments/test_experiments_interrupt.py)."""
+    import importlib
+
+    mod = importlib.import_module(module)
+
+    def interrupted():
+        raise KeyboardInterrupt
+    monkeypatch.setattr(mod, "build_parser", interrupted)
+    assert mod.main([]) == 130
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "interrupted" in err

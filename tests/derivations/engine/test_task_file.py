@@ -99,7 +99,7 @@ def test_the_canonical_text_reads_back_as_the_same_task(name):
 
 
 def test_a_changed_task_file_is_not_resumed():
-    from numerics.experiments.directory import settings_difference
+    from numerics.experiments.settings import settings_difference
     stored = {"task": task_text(load_task(EXAMPLE)), "task_params": [["M", 4]], "ratios": [1.0]}
     changed = task_from_toml(BASE.replace("R = 5", "R = 4"), "changed.toml")
     given = {**stored, "task": task_text(changed)}

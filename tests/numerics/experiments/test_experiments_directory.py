@@ -183,7 +183,7 @@ def test_fig2_refuses_to_replace_a_run_of_other_settings(tmp_path, capsys, no_fi
     assert main([*FIG2, "--output", str(out)]) == 0
     first = (out / "fig2.json").read_bytes()
     refused([*FIG2, "--lr-qk", "0.02", "--output", str(out)], out, capsys, "other settings", "--lr-qk 0.01",
-            "not 0.02")
+            "not --lr-qk 0.02")
     refused([*FIG2, "--parameterization", "FAFO", "--output", str(out)], out, capsys, "--parameterization CACO")
     assert main([*FIG2, "--output", str(out)]) == 0
     assert (out / "fig2.json").read_bytes() == first

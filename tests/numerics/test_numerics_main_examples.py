@@ -1,4 +1,4 @@
-"""The examples of the packages' ``__main__`` modules, which pytest's ``--doctest-modules`` never imports
+"""The examples of numerics' ``__main__`` modules, which pytest's ``--doctest-modules`` never imports
 (it skips every ``__main__.py``); every other module's examples run through ``--doctest-modules`` (setup.cfg)."""
 import doctest
 import importlib
@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MAINS = sorted(str(p.relative_to(ROOT).with_suffix("")).replace("/", ".")
-               for package in ("derivations", "numerics") for p in (ROOT / package).rglob("__main__.py"))
+               for p in (ROOT / "numerics").rglob("__main__.py"))
 
 
 @pytest.mark.parametrize("name", MAINS)

@@ -1,0 +1,285 @@
+r"""An experiment's recorded settings: checked, compared with a command line's, continued.
+
+A sweep records its settings (:data:`~numerics.experiments.directory.SETTINGS_FILE`);
+:func:`check_sweep_settings` says what is wrong with stored ones in the file's
+terms; :func:`settings_difference` names the first setting a ``--resume`` (or
+``--resume --extend``) would change, as its option; :func:`continued_settings`
+gives the settings that continue a stored sweep. Settings compare by value:
+the task parameters with the task's defaults filled in (``--params m=5`` is the
+default ``m``), a setting recorded only when it is not its default (``dtype``)
+as that default when absent.
+"""
+from __future__ import annotations
+
+import json
+import math
+
+from derivations.core.vocabulary import PARAMETERIZATIONS
+
+__all__ = ["EXTENDABLE", "check_sweep_settings", "settings_difference", "continued_settings", "different_setting",
+           "shown", "shown_option"]
+
+#: Settings that ``--extend`` may change (others must equal the stored ones).
+EXTENDABLE = ("parameterizations", "ratios", "seeds")
+#: Settings recorded only when they differ from these defaults (a float64 sweep does not name its dtype).
+_UNNAMED_DEFAULTS = {"dtype": "float64"}
+
+
+def shown(value, limit: int = 40) -> str:
+    """A stored value as JSON text, cut to ``limit`` characters (a 300-digit number stays short).
+
+    >>> shown([[2]]), shown(10 ** 300)[-6:]
+    ('[[2]]', '000...')
+    """
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+#: Settings every sweep records (``seed_blocks``: the seeds' history), and those recorded only when given.
+_REQUIRED = ("parameterizations", "ratios", "seeds", "target_loss", "lr_ov", "seq_len", "batch_size",
+             "steps_per_epoch", "max_steps", "init", "eval_batches", "seed_blocks")
+_OPTIONAL = ("task", "task_params", "dtype")
+#: Whole-number settings and their least value.
+_WHOLE = {"seeds": 1, "seq_len": 3, "batch_size": 1, "steps_per_epoch": 1, "max_steps": 1, "eval_batches": 1}
+
+
+def _whole(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _positive(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+
+
+def _positives(v) -> bool:
+    return isinstance(v, list) and bool(v) and all(map(_positive, v))
+
+
+def _pairs(v) -> bool:
+    return isinstance(v, list) and all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str)
+                                       and isinstance(p[1], (int, float)) and not isinstance(p[1], bool)
+                                       for p in v)
+
+
+def check_sweep_settings(settings: dict):
+    """None when ``settings`` (read from :data:`SETTINGS_FILE`) are whole, else what is wrong,
+    in the file's terms (its keys and JSON values, long values cut short).
+
+    Parameters
+    ----------
+    settings : dict
+        The stored settings, without the ``format`` tag.
+
+    Returns
+    -------
+    str or None
+        The first problem found.
+
+    Examples
+    --------
+    >>> good = {"parameterizations": ["CACO"], "ratios": [1.0], "seeds": 2, "target_loss": 3.5, "lr_ov": 0.01,
+    ...         "seq_len": 64, "batch_size": 32, "steps_per_epoch": 100, "max_steps": 100, "init": "authors",
+    ...         "eval_batches": 50, "seed_blocks": [2]}
+    >>> check_sweep_settings(good) is None
+    True
+    >>> check_sweep_settings({**good, "seed_blocks": [[2]]})
+    '"seed_blocks" must be a list of whole numbers >= 1 adding up to "seeds" (2); got [[2]]'
+    """
+    for key in _REQUIRED:
+        if key not in settings:
+            return f'"{key}" is missing'
+    for key in settings:
+        if key not in _REQUIRED + _OPTIONAL:
+            return f'{shown(key)} is not a setting of a sweep'
+    p = settings["parameterizations"]
+    if not isinstance(p, list) or not p or not all(isinstance(x, str) and x in PARAMETERIZATIONS for x in p):
+        return f'"parameterizations" must be a non-empty list of {", ".join(PARAMETERIZATIONS)}; got {shown(p)}'
+    checks = [("ratios", _positives, "a non-empty list of numbers > 0"),
+              ("target_loss", lambda v: _positive(v) or _positives(v), "a number > 0 or a list of them"),
+              ("lr_ov", _positive, "a number > 0"), ("init", lambda v: isinstance(v, str), "a name"),
+              ("task", lambda v: isinstance(v, str), "a task name"),
+              ("task_params", _pairs, 'a list of ["name", number] pairs'),
+              ("dtype", lambda v: v in ("float64", "float32"), '"float64" or "float32"')]
+    for key, ok, what in checks:
+        if key in settings and not ok(settings[key]):
+            return f'"{key}" must be {what}; got {shown(settings[key])}'
+    for key, least in _WHOLE.items():
+        if not (_whole(settings[key]) and settings[key] >= least):
+            return f'"{key}" must be a whole number >= {least}; got {shown(settings[key])}'
+    blocks = settings["seed_blocks"]
+    if not (isinstance(blocks, list) and all(_whole(k) and k >= 1 for k in blocks)
+            and sum(blocks) == settings["seeds"]):
+        return (f'"seed_blocks" must be a list of whole numbers >= 1 adding up to "seeds" '
+                f'({shown(settings["seeds"])}); got {shown(blocks)}')
+    return None
+
+
+def _option(key) -> str:
+    """The command-line option of a setting."""
+    return "--params" if key == "task_params" else "--" + key.replace("_", "-")
+
+
+def _text(v) -> str:
+    """A number as on the command line (``%g`` for floats; a huge integer as ``1e+300``)."""
+    if isinstance(v, float) or (isinstance(v, int) and abs(v) >= 10 ** 15):
+        return f"{v:g}" if isinstance(v, float) else f"{v:.3g}"
+    return str(v)
+
+
+def _as_option(key, value) -> str:
+    """A setting's value as it is written on the command line (``--params m=5,n=50``), cut short."""
+    if key == "task" and value is None:
+        text = "authors"
+    elif key == "task_params":
+        text = ",".join(f"{k}={_text(v)}" for k, v in value or ()) or "(none)"
+    else:
+        text = ",".join(map(_text, value)) if isinstance(value, list) else _text(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _task_values(task, params) -> dict:
+    """Every parameter of ``task`` at ``params``, missing ones at the task's defaults."""
+    from .task_sampling import canonical_params, task_parameter_names
+
+    values = dict(canonical_params(params or ()))
+    try:
+        from derivations.tasks import get_task
+
+        names = task_parameter_names(task)
+        defaults = dict(canonical_params([(k, v) for k, v in get_task(task).defaults if k in names]))
+    except (ValueError, TypeError, KeyError):
+        return values
+    return {**defaults, **values}
+
+
+def _same(key, stored: dict, given: dict) -> bool:
+    """Whether a setting is the same in both (task parameters by their values, defaults filled in)."""
+    if key == "task_params" and stored.get(key) != given.get(key):
+        return (stored.get("task") == given.get("task")
+                and _task_values(given.get("task"), stored.get(key)) == _task_values(given.get("task"), given.get(key)))
+    return stored.get(key) == given.get(key)
+
+
+def shown_option(key: str, value) -> str:
+    """A setting as it is written on the command line, its value cut short.
+
+    Parameters
+    ----------
+    key : str
+        The setting's name (``lr_qk``, ``task_params``, ...).
+    value
+        Its value (JSON).
+
+    Returns
+    -------
+    str
+        The option and its value.
+
+    >>> shown_option("task_params", [["M", 4], ["m", 3]]), shown_option("lr_qk", 0.01), shown_option("seeds", 10**300)
+    ('--params M=4,m=3', '--lr-qk 0.01', '--seeds 1e+300')
+    """
+    return f"{_option(key)} {_as_option(key, value)}"
+
+
+def different_setting(stored: dict, given: dict):
+    """The first setting (``given``'s in order, then ``stored``'s) whose values differ, or None.
+
+    Parameters
+    ----------
+    stored, given : dict
+        Two settings (JSON values).
+
+    Returns
+    -------
+    str or None
+        The setting's name.
+
+    >>> different_setting({"task": "paper", "task_params": []}, {"task": "paper", "task_params": [["m", 5]]})
+    >>> different_setting({"lr_qk": 0.01}, {"lr_qk": 0.02})
+    'lr_qk'
+    """
+    stored, given = {**_UNNAMED_DEFAULTS, **stored}, {**_UNNAMED_DEFAULTS, **given}
+    return next((key for key in dict.fromkeys([*given, *stored]) if not _same(key, stored, given)), None)
+
+
+def settings_difference(stored: dict, given: dict, *, extend: bool = False):
+    """None when ``given`` may continue the sweep of ``stored`` settings, else one line naming
+    the first difference as its option. With ``extend``, ``given`` may add parameterizations,
+    ratios or seeds (:data:`EXTENDABLE`) but not drop any. A setting recorded only when it is
+    not its default (``dtype``, ``task``, ``task_params``) compares as its default when absent;
+    task parameters compare by value (``--params m=5`` equals the default ``m``).
+
+    Parameters
+    ----------
+    stored : dict
+        The stored sweep's settings.
+    given : dict
+        The command line's.
+    extend : bool, optional
+        ``--extend``: ``given`` may add parameterizations, ratios or seeds.
+
+    Returns
+    -------
+    str or None
+        The line naming the first difference.
+
+    Examples
+    --------
+    >>> settings_difference({"ratios": [1.0], "seeds": 1}, {"ratios": [1.0, 4.0], "seeds": 1})[:60]
+    'the sweep in this directory was run with --ratios 1, not 1,4'
+    """
+    stored, given = {**_UNNAMED_DEFAULTS, **stored}, {**_UNNAMED_DEFAULTS, **given}
+    for key in dict.fromkeys([*given, "task", "task_params"]):
+        if key == "seed_blocks" or _same(key, stored, given):
+            continue
+        option = _option(key)
+        if extend and key in ("parameterizations", "ratios"):
+            missing = [v for v in stored.get(key, []) if v not in given[key]]
+            if not missing:
+                continue
+            return (f"--extend keeps every stored row, but {option} {_as_option(key, given[key])} leaves out "
+                    f"{_as_option(key, missing)} of the stored sweep; give them too")
+        if extend and key == "seeds" and isinstance(stored.get(key), int) and given[key] >= stored[key]:
+            continue
+        if key == "task" and all(isinstance(v, str) and v.startswith("{") for v in (stored.get(key), given.get(key))):
+            return (f"--task: the task file differs from the stored text of task "
+                    f"{json.loads(stored[key]).get('name')!r}, which the stored runs used; a changed task file "
+                    "is not resumed (give another --output)")
+        hint = "; pass --extend to add parameterizations, ratios or seeds" if key in EXTENDABLE and not extend else ""
+        return (f"the sweep in this directory was run with {option} {_as_option(key, stored.get(key))}, not "
+                f"{_as_option(key, given.get(key))} (--resume continues it with its own settings{hint})")
+    return None
+
+
+def continued_settings(stored: dict, given: dict) -> dict:
+    """The settings that continue the sweep of ``stored`` with ``given`` (no difference between
+    them but what ``--extend`` may add: :func:`settings_difference`): ``given``'s keys in its order,
+    with the stored values;
+    ``given``'s new parameterizations, ratios and seeds after the stored ones; the seeds'
+    history in ``seed_blocks`` (a new block where seeds are added; it is recorded, and does
+    not change the jobs).
+
+    Parameters
+    ----------
+    stored : dict
+        The stored sweep's settings (checked: :func:`check_sweep_settings`).
+    given : dict
+        The command line's (no difference but what ``--extend`` adds: :func:`settings_difference`).
+
+    Returns
+    -------
+    dict
+        The settings to run and record.
+    """
+    out = {key: stored.get(key, value) for key, value in given.items() if key != "seed_blocks"}
+    for key in ("parameterizations", "ratios"):
+        out[key] = list(stored[key]) + [v for v in given[key] if v not in stored[key]]
+    blocks = list(stored["seed_blocks"])
+    if given["seeds"] > stored["seeds"]:
+        blocks.append(given["seeds"] - stored["seeds"])
+    out["seeds"] = max(given["seeds"], stored["seeds"])
+    out["seed_blocks"] = blocks
+    return out

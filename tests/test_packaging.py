@@ -1,0 +1,86 @@
+"""The package as installed: one version, a licence, the test extra's floors, and (slow) an install from
+a wheel that writes nothing under its install directory."""
+import configparser
+import importlib.metadata
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CFG = configparser.ConfigParser()
+CFG.read(ROOT / "setup.cfg")
+
+
+def _floor(extra: str, name: str):
+    for line in CFG["options.extras_require"][extra].split("\n"):
+        match = re.fullmatch(rf"{re.escape(name)}>=([\d.]+)", line.strip())
+        if match:
+            return tuple(int(x) for x in match.group(1).split("."))
+    return None
+
+
+def test_one_version_one_licence_one_python():
+    from tests._docs_conf import docs_conf
+    version = CFG["metadata"]["version"]
+    assert docs_conf()["release"] == importlib.metadata.version("qkov") == version
+    assert f'"{version}"' not in (ROOT / "docs" / "conf.py").read_text()      # not typed a second time
+    assert "Copyright (c) 2026 the qkov developers" in (ROOT / "LICENSE").read_text()
+    assert CFG["metadata"]["license"] == "MIT" and CFG["metadata"]["license_files"] == "LICENSE"
+    assert CFG["options"]["python_requires"] == ">=3.11"
+
+
+def test_the_test_extra_floors_carry_the_pytest_options():
+    """addopts' --no-loadscope-reorder exists from pytest-xdist 3.8 on; --doctest-modules output is NumPy 2's."""
+    addopts = CFG["tool:pytest"]["addopts"]
+    if "--no-loadscope-reorder" in addopts:
+        assert _floor("test", "pytest-xdist") >= (3, 8)
+    assert "--doctest-modules" in addopts and CFG["tool:pytest"]["faulthandler_timeout"]
+    assert tuple(int(x) for x in re.search(r"numpy>=([\d.]+)", CFG["options"]["install_requires"])
+                 .group(1).split(".")) >= (2, 0)
+
+
+def _snapshot(*dirs):
+    return sorted((str(p), p.stat().st_size, p.stat().st_mtime_ns) for d in dirs for p in Path(d).rglob("*"))
+
+
+def _run(python, *args, env, cwd):
+    out = subprocess.run([str(python), *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=900)
+    assert out.returncode == 0, (args, out.stderr[-2000:])
+    return out.stdout
+
+
+@pytest.mark.slow
+def test_installed_wheel_writes_nothing_under_its_install_directory(tmp_path):
+    """Issue 28: a wheel installed into a fresh venv whose shipped caches are stale for it (their key
+    replaced, as for a SymPy other than the one they were derived with) runs print_dynamics,
+    verify --quick and an experiments command; the derived data goes to $XDG_CACHE_HOME/qkov and
+    nothing under the install directory changes. About 4 minutes (a wheel build and the derivations)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(ROOT), "-w", str(tmp_path / "dist")],
+                   check=True, env=env, cwd=tmp_path, capture_output=True)
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(tmp_path / "venv")], check=True)
+    python = tmp_path / "venv" / "bin" / "python"
+    wheel = next((tmp_path / "dist").glob("qkov-*.whl"))
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True, env=env,
+                   capture_output=True)
+    site = Path(_run(python, "-c", "import derivations, os; print(os.path.dirname(os.path.dirname("
+                     "derivations.__file__)))", env=env, cwd=tmp_path).strip())
+    assert site.is_relative_to(tmp_path / "venv"), site          # qkov from the wheel, not the checkout
+    for cache in (site / "derivations" / "_cache").glob("*.json"):
+        data = json.loads(cache.read_text())
+        cache.write_text(json.dumps(dict(data, key="0" * 64), indent=1, sort_keys=True) + "\n")
+    installed = (site / "derivations", site / "numerics")
+    before = _snapshot(*installed)
+    env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
+    assert "dmu_OV" in _run(python, "-m", "derivations.print_dynamics", env=env, cwd=tmp_path)
+    assert " 0 failed" in _run(python, "-m", "numerics.verify", "--quick", env=env, cwd=tmp_path)
+    _run(python, "-m", "numerics.experiments", "predict", "--ratios", "1", "--parameterizations", "CACO",
+         "--quiet", env=env, cwd=tmp_path)
+    assert _snapshot(*installed) == before
+    assert not list(site.glob("derivations/_cache/.*tmp"))
+    assert {p.name.split("-")[0] for p in (tmp_path / "xdg" / "qkov").iterdir()} >= {"derived", "printed"}
