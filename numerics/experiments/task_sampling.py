@@ -159,6 +159,9 @@ class SampledTask:
     Attributes
     ----------
     name : str
+    key : str
+        What identifies the task in stored settings: a built-in task's name, else its
+        canonical text (:func:`derivations.tasks.task_key`; ``--task`` reads it back).
     params : tuple
         :func:`canonical_params` of the values given.
     K, T, d, n_out : int
@@ -189,6 +192,7 @@ class SampledTask:
         (:func:`numerics.experiments.theory.closed_form_attention`).
     """
     name: str
+    key: str
     params: tuple
     K: int
     T: int
@@ -249,7 +253,7 @@ def _authors_task() -> SampledTask:
                  label=S.LABEL_TOKENS, relevant=relevant, ticket_dtype=np.int16, d=V, n_out=V,
                  score_scale=1.0 / math.sqrt(den / num), score_divisor=math.sqrt(den / num),
                  value_multiplier=1.0, query_in_context=True, own_seq_len=S.SEQ_LEN,
-                 token_names=tuple(str(v) for v in range(V)), engine_state=False)
+                 token_names=tuple(str(v) for v in range(V)), engine_state=False, key="authors")
 
 
 #: The authors' task.
@@ -325,12 +329,13 @@ def _from_task(task, params: tuple) -> SampledTask:
     if task.query_in_context:
         mu[np.arange(K), query] -= 1.0
     counts, D, total = _tickets(mu, name)
+    from derivations.tasks import task_key
     return _make(name, params, counts, D, query=query, label=inst.label, relevant=inst.relevant,
                  ticket_dtype=np.int32, d=d, n_out=int(inst.n_out), score_scale=float(inst.score_scale),
                  score_divisor=1.0 / (float(inst.score_scale) * scale * scale), value_multiplier=scale,
                  query_in_context=bool(task.query_in_context),
                  own_seq_len=int(total) + 2 if total.denominator == 1 else None,
-                 token_names=tuple(inst.token_names), engine_state=True)
+                 token_names=tuple(inst.token_names), engine_state=True, key=task_key(task))
 
 
 def sampled_task(name=DEFAULT_TASK, params=()) -> SampledTask:
@@ -379,7 +384,7 @@ def task_settings(st: SampledTask) -> dict:
     """
     if st.name == DEFAULT_TASK and not st.params:
         return {}
-    return {"task": st.name, "task_params": [list(p) for p in st.params]}
+    return {"task": st.key, "task_params": [list(p) for p in st.params]}
 
 
 def expected_counts(st: SampledTask, seq_len: int) -> np.ndarray:

@@ -60,7 +60,7 @@ def _config(args):
         steps_per_epoch=(integer("--steps-per-epoch", args.steps_per_epoch, 1)
                          if args.steps_per_epoch is not None else pub["steps_per_epoch"]),
         stop=args.stop, init=args.init, eval_batches=integer("--eval-batches", args.eval_batches, 1),
-        dtype=args.dtype, task=st.name, task_params=st.params), pub
+        dtype=args.dtype, task=st.key, task_params=st.params), pub
 
 
 def prepare(args):
