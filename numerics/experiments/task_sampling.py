@@ -80,7 +80,7 @@ from ..validation import check_int
 
 __all__ = ["DEFAULT_TASK", "MAX_TICKETS", "MAX_TYPES", "SampledTask", "AUTHORS", "task_parameter_names",
            "canonical_params", "sampled_task", "task_settings", "expected_counts", "theory_instance",
-           "add_task_arguments", "task_from_args", "seq_len_for"]
+]
 
 #: The task trained and predicted when none is named: the authors'.
 DEFAULT_TASK = "authors"
@@ -433,72 +433,3 @@ def theory_instance(st: SampledTask, seq_len: int):
     E[np.arange(st.d), np.arange(st.d)] = st.value_multiplier
     return TaskInstance(E, expected_counts(st, seq_len), st.query, st.label, st.n_out, st.relevant,
                         score_scale=st.score_scale, h_QK=st.d, h_OV=st.d, name=st.name)
-
-
-# --------------------------------------------------------------------------- command line
-def add_task_arguments(parser) -> None:
-    """Add ``--task NAME`` and ``--params name=value,...`` (``fig2``, ``sweep``, ``predict``) to a parser.
-
-    Parameters
-    ----------
-    parser : argparse.ArgumentParser
-    """
-    parser.add_argument("--task", default=DEFAULT_TASK, metavar="NAME",
-                        help="the task to train / predict (derivations.tasks; default authors, the "
-                             "authors' task), sampled by numerics.experiments.task_sampling")
-    parser.add_argument("--params", default=None, metavar="NAME=VALUE[,...]",
-                        help="the task's parameter values (e.g. m=5,n=50,b=50,M=20,n_c=2; missing ones take "
-                             "the task's defaults)")
-
-
-def task_from_args(args) -> SampledTask:
-    """The :class:`SampledTask` of ``--task``/``--params``.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-
-    Returns
-    -------
-    SampledTask
-
-    Raises
-    ------
-    derivations.core.cli.UsageError
-        One line, before any work: an unknown task or parameter, a bad value or a task that
-        cannot be sampled.
-    """
-    from derivations.core.cli import UsageError, parse_number, parse_params
-
-    raw = {} if args.params is None else parse_params(args.params)
-    values = {k: parse_number(f"--params {k}", v) for k, v in raw.items()}
-    try:
-        return sampled_task(args.task, values)
-    except ValueError as exc:
-        raise UsageError(f"--task {args.task}: {exc}") from None
-
-
-def seq_len_for(st: SampledTask, text) -> int:
-    """``--seq-len``: the text given, else the task's own length.
-
-    Parameters
-    ----------
-    st : SampledTask
-    text : str or None
-
-    Returns
-    -------
-    int
-
-    Raises
-    ------
-    derivations.core.cli.UsageError
-        Not an integer >= 3, or none given for a task without a length of its own.
-    """
-    from derivations.core.cli import UsageError, parse_int
-
-    if text is not None:
-        return parse_int("--seq-len", text, 3)
-    if st.own_seq_len is None:
-        raise UsageError(f"--seq-len is required for task {st.name!r} (its total multiplicity is not an integer)")
-    return st.own_seq_len

@@ -5,7 +5,7 @@ from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from .. import task_sampling
 from . import common
-from .common import integer, number
+from .common import add_task_arguments, integer, number, seq_len_for, task_from_args
 
 __all__ = ["add_parser", "prepare", "format_fig2"]
 
@@ -41,7 +41,7 @@ def add_parser(sub):
                          "1234-1238 for CAFO, 1234-1236 for CACO)")
     f2.add_argument("--eval-batches", default="200", metavar="N",
                     help="fresh batches for the final measurements (default 200, i.e. 6400 sequences)")
-    task_sampling.add_task_arguments(f2)
+    add_task_arguments(f2)
     common.add_dtype(f2)
     common.add_common(f2)
 
@@ -49,12 +49,12 @@ def add_parser(sub):
 def _config(args):
     from .. import sgd
 
-    st = task_sampling.task_from_args(args)
+    st = task_from_args(args)
     pub = sgd.published_fig2_defaults(args.parameterization)
     return common.config(
         sgd.Fig2Config, parameterization=args.parameterization,
         lr_qk=number("--lr-qk", args.lr_qk), lr_ov=number("--lr-ov", args.lr_ov),
-        qk_ramp=number("--qk-ramp", args.qk_ramp), seq_len=task_sampling.seq_len_for(st, args.seq_len),
+        qk_ramp=number("--qk-ramp", args.qk_ramp), seq_len=seq_len_for(st, args.seq_len),
         batch_size=integer("--batch-size", args.batch_size, 1),
         epochs=integer("--epochs", args.epochs, 1) if args.epochs is not None else pub["epochs"],
         steps_per_epoch=(integer("--steps-per-epoch", args.steps_per_epoch, 1)

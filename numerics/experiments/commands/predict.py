@@ -19,7 +19,7 @@ from pathlib import Path
 from derivations.core.cli import UsageError, parse_int, parse_list, parse_number, progress_bar
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
-from .common import json_text
+from .common import add_task_arguments, json_text, seq_len_for, task_from_args
 
 __all__ = ["MAX_SEEDS", "MAX_SEQ_LEN", "add_parser", "prepare", "format_table"]
 
@@ -39,7 +39,7 @@ def add_parser(sub) -> None:
     ----------
     sub : argparse._SubParsersAction
     """
-    from .. import models, task_sampling, theory
+    from .. import models, theory
     from ..sweep import FIRST_SEED
 
     pp = sub.add_parser("predict", help="the theory's prediction: the expected-count flow per seed",
@@ -71,7 +71,7 @@ def add_parser(sub) -> None:
     a("--seq-len", default=None, metavar="N",
       help=f"sequence length: context, query and label (integer in [3, {MAX_SEQ_LEN}]; default "
            "the task's own length, 64 for the authors')")
-    task_sampling.add_task_arguments(pp)
+    add_task_arguments(pp)
     a("--lr-ov", default="0.01", metavar="X",
       help="OV learning rate: converts flow time to SGD steps (default 0.01)")
     a("--output", default=None, metavar="FILE",
@@ -90,7 +90,6 @@ def _flag_message(exc) -> str:
 def _settings(args) -> tuple:
     """``(settings, init_scale)``: the checked settings of :func:`~numerics.experiments.predict.predict`
     and the ``--init-scale`` given (None if none), or a one-line UsageError."""
-    from .. import task_sampling
     from ..predict import check_settings
 
     def number(flag, text):
@@ -100,8 +99,8 @@ def _settings(args) -> tuple:
     ratios = parse_list("--ratios", args.ratios, lambda t: number("--ratios", t))
     targets = parse_list("--target-loss", args.target_loss, lambda t: number("--target-loss", t))
     seeds = parse_int("--seeds", args.seeds, 1, MAX_SEEDS)
-    st = task_sampling.task_from_args(args)
-    seq_len = task_sampling.seq_len_for(st, args.seq_len)
+    st = task_from_args(args)
+    seq_len = seq_len_for(st, args.seq_len)
     parse_int("--seq-len", seq_len, 3, MAX_SEQ_LEN)
     lr_ov = number("--lr-ov", args.lr_ov)
     scale = None if args.init_scale is None else number("--init-scale", args.init_scale)

@@ -6,7 +6,7 @@ from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from .. import task_sampling
 from . import common
-from .common import integer, number
+from .common import add_task_arguments, integer, number, seq_len_for, task_from_args
 
 __all__ = ["add_parser", "prepare", "format_sweep"]
 
@@ -49,7 +49,7 @@ def add_parser(sub):
     sw.add_argument("--extend", action="store_true",
                     help="with --resume: add parameterizations, ratios or seeds to the stored sweep; every "
                          "stored row is kept (give the stored ones too), the other settings must be the same")
-    task_sampling.add_task_arguments(sw)
+    add_task_arguments(sw)
     common.add_dtype(sw)
     common.add_common(sw, output_required=True)
 
@@ -84,13 +84,13 @@ def _highest(s) -> float:
 def _settings(args) -> dict:
     """The sweep's settings from the command line (validated numbers, duplicates dropped; the task
     as :func:`~numerics.experiments.task_sampling.task_settings` names it)."""
-    st = task_sampling.task_from_args(args)
+    st = task_from_args(args)
     task = task_sampling.task_settings(st)
     return {"parameterizations": list(dict.fromkeys(parse_list("--parameterizations", args.parameterizations,
                                                                _parameterization))),
             "ratios": list(dict.fromkeys(parse_list("--ratios", args.ratios, lambda t: number("ratio", t)))),
             "seeds": integer("--seeds", args.seeds, 1, common.MAX_SEEDS), "target_loss": _targets(args.target_loss),
-            "lr_ov": number("--lr-ov", args.lr_ov), "seq_len": task_sampling.seq_len_for(st, args.seq_len),
+            "lr_ov": number("--lr-ov", args.lr_ov), "seq_len": seq_len_for(st, args.seq_len),
             "batch_size": integer("--batch-size", args.batch_size, 1),
             "steps_per_epoch": integer("--steps-per-epoch", args.steps_per_epoch, 1),
             "max_steps": integer("--max-steps", args.max_steps, 1), "init": args.init,
