@@ -21,6 +21,10 @@ r"""The dynamics of the reduced coordinates: integration, closed forms, the stat
   flow).
 * :mod:`~numerics.dynamics.training`: :func:`gradient_flow` and
   :func:`gradient_descent` of every full-matrix model (a :class:`Trajectory`).
+* :mod:`~numerics.dynamics.crossover`: where attention goes, the master curve of
+  the CACO flow (:func:`master_shares`, shares as functions of
+  :math:`\Lambda`) and the crossover ratio (:func:`crossover_lambda`,
+  :func:`boundary`).
 * :mod:`~numerics.dynamics.closed_form`: the paper's CACO state at a loss in
   closed form (:func:`numerics.dynamics.closed_form.state_at_loss`, the
   documented ``numerics.closed_form.state_at_loss``), its mpmath reference and
@@ -54,6 +58,12 @@ _HOMES = {
     "task_state_at_loss": "state",
     "gradient_flow": "training",
     "gradient_descent": "training",
+    "master_shares": "crossover",
+    "crossover_lambda": "crossover",
+    "boundary": "crossover",
+    "lambda_of_ratio": "crossover",
+    "ratio_of_lambda": "crossover",
+    "margin_at_loss": "crossover",
 }
 
 __all__ = list(_HOMES)
