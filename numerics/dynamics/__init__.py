@@ -64,6 +64,7 @@ _HOMES = {
     "lambda_of_ratio": "crossover",
     "ratio_of_lambda": "crossover",
     "margin_at_loss": "crossover",
+    "task_shape": "crossover",
 }
 
 __all__ = list(_HOMES)

@@ -31,7 +31,7 @@ import math
 import numpy as np
 
 __all__ = ["margin_at_loss", "lambda_of_ratio", "ratio_of_lambda", "master_shares",
-           "window_reason", "crossover_lambda", "boundary"]
+           "window_reason", "crossover_lambda", "boundary", "task_shape"]
 
 #: The ratio range :func:`boundary` searches by default.
 RATIO_RANGE = (1e-4, 1e6)
@@ -317,3 +317,62 @@ def boundary(*, s, m, n, R, target_loss, M, b, ratio_range=RATIO_RANGE):
                                  f"r* = {ratio:.6g} at this loss)")
         records.append(rec)
     return records
+
+
+def task_shape(task="query-in-context", **params) -> dict:
+    r"""The numbers of a task of the ``query-copies`` shape: ``s, m, n, R, M, b``.
+
+    The shape: the query group per class and embedded (``s`` its attended copies, its own
+    position included; 0 where the query is not attended), one relevant per-class embedded
+    group (``m`` copies in all, over ``R`` types), every other group zero-embedded (``n``
+    tokens in all), no copies of other classes' tokens, scores unscaled.
+
+    Parameters
+    ----------
+    task : str or Task
+        A built-in task's name or a :class:`~derivations.engine.task.Task`.
+    **params
+        The task's parameter values (defaults: the task's).
+
+    Returns
+    -------
+    dict
+
+    Raises
+    ------
+    ValueError
+        An unknown task or parameter, or a task not of this shape (the message says why).
+    """
+    from derivations.tasks import get_task
+    spec = get_task(task) if isinstance(task, str) else task
+    values = {**dict(spec.defaults), **params}
+    subs = {sym: values[sym.name] for sym in spec.free_symbols() if sym.name in values}
+
+    def number(expr, what):
+        value = expr.subs(subs) if hasattr(expr, "subs") else expr
+        try:
+            return float(value)
+        except TypeError:
+            raise ValueError(f"task {spec.name!r}: give a value for {what} ({value})") from None
+    why = None
+    if number(spec.score_scale, "the score scale") != 1:
+        why = "its scores are scaled"
+    elif len(spec.relevant) != 1:
+        why = "it has more than one relevant group"
+    shape = {"s": 0.0, "n": 0.0, "R": 1.0}
+    for g in spec.groups:
+        if g.per_class and number(g.other_multiplicity, f"{g.name}'s other multiplicity") != 0:
+            why = f"group {g.name!r} has copies of other classes' tokens"
+        count = number(spec.own_count(g) if g.per_class else g.multiplicity * g.types, g.name)
+        if g.name == spec.query and g.per_class and g.embedded:
+            shape["s"] = count
+        elif g.name in spec.relevant and g.per_class and g.embedded:
+            shape["m"], shape["R"] = count, number(g.types, f"{g.name}'s types")
+        elif not g.embedded:
+            shape["n"] += count
+        else:
+            why = f"group {g.name!r} is embedded but neither the query nor relevant"
+    if why is not None:
+        raise ValueError(f"task {spec.name!r} is not of the query-copies shape: {why}")
+    shape.update(M=number(spec.classes, "M"), b=number(spec.embedding_scale, "b"))
+    return shape

@@ -1,0 +1,54 @@
+"""``python -m numerics.experiments boundary``: records, reasons, one-line errors."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from numerics.experiments.__main__ import main
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _run(*argv):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "numerics.experiments", "boundary", *argv],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+
+
+def test_records_per_parameterization_and_loss(capsys):
+    assert main(["boundary", "--task", "query-in-context", "--target-loss", "0.1,0.5",
+                 "--parameterizations", "CACO,FAFO", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    recs = out["records"]
+    assert [(r["parameterization"], r["target_loss"]) for r in recs] == [
+        ("CACO", 0.1), ("CACO", 0.5), ("FAFO", 0.1), ("FAFO", 0.5)]
+    assert all(r["crossover_ratio"] is None and r["crossover_lambda"] is None for r in recs)
+    # query-in-context: s = 1 copy of the query's token against m = 5 relevant of one type
+    assert recs[0]["reason"].startswith("outside the window") and "s <= m/R" in recs[0]["reason"]
+    assert recs[2]["reason"].startswith("no master curve")
+    assert out["settings"]["shape"] == {"s": 1.0, "m": 5.0, "n": 50.0, "R": 1.0, "M": 20.0, "b": 50.0}
+
+
+def test_tie_when_the_query_and_relevant_copies_are_equal(capsys):
+    assert main(["boundary", "--task", "query-in-context", "--params", "m=1", "--json"]) == 0
+    [rec] = json.loads(capsys.readouterr().out)["records"]
+    assert rec["crossover_ratio"] is None and rec["reason"].startswith("tie at s = m")
+
+
+@pytest.mark.parametrize("argv, word", [
+    (["--target-loss", "9"], "--target-loss must be in (0, log M"),
+    (["--task", "shared-irrelevant"], "not of the query-copies shape"),
+    (["--params", "q=1"], "has no parameter 'q'"),
+    (["--parameterizations", "XX"], "--parameterizations: unknown"),
+    (["--ratio-range", "5,1"], "--ratio-range must be LO,HI"),
+    (["--ratio-range", "1"], "--ratio-range must be LO,HI"),
+])
+def test_bad_input_is_one_line_and_exit_2(argv, word):
+    proc = _run(*argv)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and word in proc.stderr
