@@ -25,9 +25,14 @@ The statements decided on the master flow (:func:`exchange_symmetry`,
 :func:`no_crossover_identity`, :func:`window_signs`, :func:`early_growth_ratio`) name the self
 group (the query's own token) and the relevant group.
 
->>> flow = master_flow("query-in-context")
+>>> flow = master_flow("query-copies")
 >>> sorted(str(s) for s in flow.rhs[flow.x["r"]].free_symbols)
-['Lambda', 'Y_q', 'Y_r', 'm', 'mu_QK', 'mu_QK_q', 'n']
+['Lambda', 'R', 'Y_q', 'Y_r', 'm', 'mu_QK', 'mu_QK_q', 'n', 's']
+>>> window_signs(flow)
+(-m + s, s - m/R)
+>>> one = flow.subs({flow.symbol("R"): 1})
+>>> exchange_symmetry(one, {flow.symbol("s"): flow.symbol("m"), flow.symbol("m"): flow.symbol("s")})
+True
 """
 from __future__ import annotations
 
@@ -77,6 +82,30 @@ class MasterFlow:
     rhs: dict
     self_group: str | None
     relevant_group: str
+
+    def subs(self, values: dict) -> "MasterFlow":
+        """The flow with task parameters replaced (e.g. ``{R: 1}``), shares and margin included.
+
+        Parameters
+        ----------
+        values : dict
+            Symbol -> value or expression.
+
+        Returns
+        -------
+        MasterFlow
+        """
+        return MasterFlow(self.task, self.x, self.Y, {g: a.subs(values) for g, a in self.shares.items()},
+                          self.margin.subs(values), {k: v.subs(values) for k, v in self.rhs.items()},
+                          self.self_group, self.relevant_group)
+
+    def symbol(self, name: str) -> sp.Symbol:
+        """The flow's symbol called ``name`` (ValueError if it has none)."""
+        for expr in (*self.rhs.values(), *self.shares.values()):
+            for sym in expr.free_symbols:
+                if sym.name == name:
+                    return sym
+        raise ValueError(f"task {self.task!r}: the master flow has no symbol {name!r}")
 
 
 def margin_of_loss(loss: sp.Expr, M: sp.Symbol) -> sp.Expr:

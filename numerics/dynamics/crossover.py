@@ -363,7 +363,7 @@ def task_shape(task="query-in-context", **params) -> dict:
     for g in spec.groups:
         if g.per_class and number(g.other_multiplicity, f"{g.name}'s other multiplicity") != 0:
             why = f"group {g.name!r} has copies of other classes' tokens"
-        count = number(spec.own_count(g) if g.per_class else g.multiplicity * g.types, g.name)
+        count = number((spec.own_count(g) if g.per_class else g.multiplicity) * g.types, g.name)
         if g.name == spec.query and g.per_class and g.embedded:
             shape["s"] = count
         elif g.name in spec.relevant and g.per_class and g.embedded:

@@ -237,3 +237,45 @@ def test_early_growth_ratio_does_not_depend_on_lambda():
         z = solve_ivp(_rhs(lam, 1.0, m, n, 1.0), (0, 1e-3 / max(1, lam)), np.zeros(4),
                       rtol=1e-12, atol=1e-30).y[:, -1]
         assert z[0] / z[1] == pytest.approx(derived, rel=1e-3)
+
+
+def test_the_numeric_master_flow_is_the_derived_one():
+    """numerics' right-hand side equals the master flow derived from the engine's query-copies
+    reduction (derivations.tasks.crossover.master_flow), at random points."""
+    import sympy as sp
+    from derivations.tasks.crossover import Lambda, master_flow
+    from numerics.dynamics.crossover import _rhs
+    flow = master_flow("query-copies")
+    sym = {name: flow.symbol(name) for name in ("s", "m", "n", "R")}
+    order = [flow.x["q"], flow.x["r"], flow.Y["q"], flow.Y["r"]]
+    derived = sp.lambdify([Lambda, *sym.values(), *order], [flow.rhs[v] for v in order])
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        lam, s, m, n, R = rng.uniform(0.01, 50), rng.uniform(0.5, 9), rng.uniform(0.5, 20), \
+            rng.uniform(0, 60), rng.integers(1, 12)
+        z = rng.normal(size=4) * [3, 3, 1, 1]
+        assert np.allclose(_rhs(lam, s, m, n, float(R))(0.0, z), derived(lam, s, m, n, R, *z),
+                           rtol=1e-12, atol=1e-14)
+
+
+def test_task_shape_of_query_copies():
+    from numerics.dynamics import task_shape
+    assert task_shape("query-copies", s=2, R=5, m=5, n=10, M=4, b=2) == {
+        "s": 2.0, "m": 5.0, "n": 10.0, "R": 5.0, "M": 4.0, "b": 2.0}
+    assert task_shape("paper")["s"] == 0.0
+
+
+@pytest.mark.slow
+def test_lambda_collapse_of_the_engine_query_copies_flow():
+    """The engine's reduced query-copies flow at two (r, L, M, b) of one Lambda: the master curve's
+    shares, to 1e-6."""
+    from numerics.dynamics import state_at_loss
+    s, m, n, R, lam = 2, 5, 10, 5, 0.7
+    expected = master_shares(lam, s=s, m=m, n=n, R=R)
+    for L, M, b in ((0.2, 4, 2.0), (0.5, 7, 0.5)):
+        ratio = float(ratio_of_lambda(lam, L, M, b))
+        st_ = state_at_loss(L, ratio, task="query-copies", method="reduced flow", s=s, R=R, m=m, n=n, M=M, b=b)
+        xq, xr = float(st_.coordinates["mu_QK_q"]), float(st_.coordinates["mu_QK"])
+        Z = s * math.exp(xq) + m * math.exp(xr) + n
+        assert s * math.exp(xq) / Z == pytest.approx(float(expected["self_attention"]), abs=1e-6)
+        assert m * math.exp(xr) / Z == pytest.approx(float(expected["relevant_attention"]), abs=1e-6)

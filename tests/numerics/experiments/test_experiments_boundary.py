@@ -52,3 +52,17 @@ def test_bad_input_is_one_line_and_exit_2(argv, word):
     proc = _run(*argv)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and word in proc.stderr
+
+
+def test_query_copies_inside_the_window(capsys):
+    """s = 2 copies of the query's token against m = 5 relevant copies over R = 5 types: one
+    Lambda* for both losses, r* = Lambda* M b / ((M - 1) l(L)^2)."""
+    import math
+    assert main(["boundary", "--task", "query-copies", "--params", "s=2,R=5,m=5,n=10,M=4,b=2",
+                 "--target-loss", "0.2,0.5", "--json"]) == 0
+    recs = json.loads(capsys.readouterr().out)["records"]
+    assert all(r["reason"] is None for r in recs)
+    assert recs[0]["crossover_lambda"] == recs[1]["crossover_lambda"]
+    for r in recs:
+        ell = math.log(3 / math.expm1(r["target_loss"]))
+        assert r["crossover_ratio"] == pytest.approx(r["crossover_lambda"] * 4 * 2 / (3 * ell ** 2), rel=1e-12)
