@@ -146,7 +146,7 @@ html_theme_options = {
     "pygments_light_style": "default",
     "pygments_dark_style": "monokai",
 }
-html_sidebars = {page: [] for page in ("index", "theory", "usage", "cli", "experiments", "tasks", "task_numerics")}
+html_sidebars = {page: [] for page in ("index", "theory", "usage", "cli", "experiments", "tasks", "task_numerics", "attention")}
 # the ~700 generated API pages carry no section navigation: drawing the navigation tree on each was
 # about 40 % of a build; they are reached from their package's page and the API index (breadcrumbs)
 html_sidebars["api/generated/*"] = []
