@@ -19,13 +19,15 @@ The store :data:`STORE` of the one expression cache
 * Look-up order: the cache shipped in the package
   (``derivations/_cache/derived.json``), then the user cache
   (``$XDG_CACHE_HOME/qkov/derived-<key>.json``, default ``~/.cache``). On a
-  miss the results are derived, and written to the package file if writable,
-  else to the user cache.
-* A cache file that is not valid JSON, has the wrong shape, or holds anything
-  but a whitelisted srepr tree is treated as damaged and rebuilt. Writes are
-  atomic (temporary file + rename); when no location is writable, one line
-  on stderr says so.
-* Rebuild the shipped cache and the generated numeric module after changing a
+  miss the results are derived and written to the user cache only (the
+  package's directory is never written by a program that uses it).
+* A cache file that is not valid JSON, has the wrong shape, whose results do
+  not match the digest kept with its key, or that holds anything but a
+  bounded whitelisted srepr tree is treated as damaged and derived again.
+  Writes are atomic (temporary file + rename); when the user cache is not
+  writable, one line on stderr says so.
+* Rebuild the shipped caches (with the printed-results cache of
+  :data:`derivations.output.dynamics.PRINTED`) and the generated numeric module after changing a
   derivation: ``python -m derivations.catalog --rebuild`` (tests fail while
   either is stale; ``--check`` reports it).
 
@@ -36,10 +38,10 @@ alpha*eta_OV/(b*(M + exp(alpha*mu_OV) - 1))
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import NamedTuple
 
+from .core.cli import OneLineParser
 from .core.expression_cache import ExpressionStore
 
 __all__ = ["Result", "RELATIONS", "STORE", "SHIPPED_CACHE", "cache_key", "derive_all", "records",
@@ -229,17 +231,19 @@ def results(*, rebuild: bool = False) -> dict:
     return {name: rec.expr for name, rec in records(rebuild=rebuild).items()}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> OneLineParser:
     """The command-line parser of ``python -m derivations.catalog``."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m derivations.catalog",
         description="List, check or rebuild the derived results: the shipped cache "
                     "(derivations/_cache/derived.json) and the numeric module generated from it "
                     "(numerics/_generated.py).")
-    parser.add_argument("--rebuild", action="store_true",
-                        help="derive everything, rewrite the shipped cache and regenerate numerics/_generated.py")
-    parser.add_argument("--check", action="store_true",
-                        help="exit 1 if the shipped cache or the generated numeric module is stale")
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument("--rebuild", action="store_true",
+                       help="derive everything, rewrite the shipped caches (derived.json, printed.json) "
+                            "and regenerate numerics/_generated.py")
+    modes.add_argument("--check", action="store_true",
+                       help="exit 1 if a shipped cache or the generated numeric module is stale")
     return parser
 
 
@@ -251,15 +255,25 @@ def _generated_is_fresh(key) -> bool:
         return False
 
 
+def _printed_is_fresh(key) -> bool:
+    from .output.dynamics import PRINTED
+    return PRINTED.read(PRINTED.shipped, PRINTED.key()) is not None
+
+
 def _regenerate(key, recs) -> list:
-    from . import numeric_codegen
-    return numeric_codegen.write(key, {name: rec.expr for name, rec in recs.items()})
+    """Regenerate the numeric module and rebuild the printed-results cache from ``recs``."""
+    from .output import numeric_codegen
+    from .output.dynamics import PRINTED
+    paths = numeric_codegen.write(key, {name: rec.expr for name, rec in recs.items()})
+    PRINTED.rebuild()
+    return [*paths, PRINTED.shipped]
 
 
 def main(argv=None) -> int:
     """Entry point of ``python -m derivations.catalog``; returns the exit status."""
     return STORE.main(argv, build_parser(), shipped_label="shipped cache",
-                      extra_checks=[("generated numeric module", _generated_is_fresh)],
+                      extra_checks=[("generated numeric module", _generated_is_fresh),
+                                    ("printed-results cache", _printed_is_fresh)],
                       after_rebuild=_regenerate,
                       listing=lambda: "\n".join(f"{name}: {expr}" for name, expr in results().items()))
 

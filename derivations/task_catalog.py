@@ -20,8 +20,9 @@ catalog (:mod:`derivations.catalog`):
   (:func:`derivations.core.expression_cache.source_key`). Look-up: the shipped file
   ``derivations/_cache/tasks.json``, then ``$XDG_CACHE_HOME/qkov/tasks-<key>.json``.
   A missing, stale or damaged cache (an entry of the wrong shape or outside the
-  whitelist) is rebuilt and written atomically; when no location is writable,
-  one line on stderr says so.
+  whitelist, or results that do not match the file's digest) is derived again
+  and written atomically to the user cache only; when it is not writable, one
+  line on stderr says so.
 * ``python -m derivations.task_catalog --rebuild`` rewrites the shipped cache;
   ``--check`` exits 1 when it is stale.
 
@@ -31,9 +32,9 @@ catalog (:mod:`derivations.catalog`):
 """
 from __future__ import annotations
 
-import argparse
 import sys
 
+from .core.cli import OneLineParser
 from .core.expression_cache import FORMAT, ExpressionStore  # noqa: F401 - FORMAT re-exported
 
 __all__ = ["STORE", "SHIPPED_CACHE", "cache_key", "derive_all", "task_reduction", "build_parser", "main"]
@@ -128,14 +129,15 @@ def task_reduction(task: str, parameterization: str = "CACO"):
     return _MEMO[name]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> OneLineParser:
     """The argparse parser of ``python -m derivations.task_catalog`` (rendered in the docs)."""
-    parser = argparse.ArgumentParser(prog="python -m derivations.task_catalog",
-                                     description="Rebuild or check the cache of the task engine's results.")
-    parser.add_argument("--rebuild", action="store_true",
-                        help="derive every built-in task and rewrite the shipped cache")
-    parser.add_argument("--check", action="store_true",
-                        help="exit status 1 while the shipped cache is stale")
+    parser = OneLineParser(prog="python -m derivations.task_catalog",
+                           description="Rebuild or check the cache of the task engine's results.")
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument("--rebuild", action="store_true",
+                       help="derive every built-in task and rewrite the shipped cache")
+    modes.add_argument("--check", action="store_true",
+                       help="exit status 1 while the shipped cache is stale")
     return parser
 
 

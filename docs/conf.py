@@ -6,6 +6,7 @@ Build (warnings are errors, no network needed)::
 
 See docs/README.md for the fix loop and for what is generated at build time.
 """
+import importlib.metadata
 import importlib.util
 import sys
 from pathlib import Path
@@ -19,7 +20,9 @@ sys.path.insert(0, str(DOCS / "_ext"))
 project = "qkov"
 author = "the qkov developers"
 copyright = "2026, the qkov developers"
-release = version = "0.1.0"
+#: The one version: setup.cfg's, read from the installed distribution's metadata
+#: (README: ``pip install '.[test]'`` before building).
+release = version = importlib.metadata.version("qkov")
 
 extensions = [
     "sphinx.ext.autodoc",

@@ -1,5 +1,11 @@
-"""Fixtures shared by several test modules."""
+"""Fixtures shared by several test modules, and the suite's Hypothesis profile."""
 import pytest
+from hypothesis import HealthCheck, settings
+
+#: The suite's Hypothesis settings (one place): no per-example deadline (the first example of a test
+#: may import SymPy or compile), 25 examples unless a test asks for another count with ``@settings``.
+settings.register_profile("qkov", deadline=None, max_examples=25, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("qkov")
 
 #: The longest test files, longest first (seconds on the 2-core machine: 46, 30, 18, 15, 14, 13, 11; the
 #: documentation site is built once, then checked): collected first, in this order, so that under

@@ -17,8 +17,8 @@ processes and command lines import it without cost:
   importing every module at once.
 """
 from .atomic_file import atomic_write, atomic_write_text
-from .cli import (OneLineParser, UsageError, assignments, isatty, parse_float, parse_int, parse_list,
-                  parse_loss, parse_number, parse_params, prepare_output_dir, progress_bar, rate_values,
+from .cli import (EXIT_INTERRUPTED, OneLineParser, UsageError, assignments, exit_on_interrupt, isatty,
+                  parse_float, parse_int, parse_list, parse_loss, parse_number, parse_params, prepare_output_dir, progress_bar, rate_values,
                   usage_error)
 from .exports import lazy_exports
 from .output import emit
@@ -29,7 +29,7 @@ from .vocabulary import (CIRCUITS, MAX_CLASSES, MODEL_PARAMETERS, PAPER_SETTING,
 __all__ = ["atomic_write", "atomic_write_text", "emit",
            "OneLineParser", "UsageError", "usage_error", "assignments", "parse_params", "parse_list",
            "parse_float", "parse_number", "parse_int", "parse_loss", "rate_values", "prepare_output_dir",
-           "progress_bar", "isatty",
+           "progress_bar", "isatty", "exit_on_interrupt", "EXIT_INTERRUPTED",
            "PARAMETERIZATIONS", "check_parameterization", "qk_factorized", "ov_factorized",
            "PAPER_SETTING", "MODEL_PARAMETERS", "MAX_CLASSES", "check_model_parameters",
            "check_positive", "check_classes", "Circuit", "CIRCUITS", "check_circuit", "RATE_NAMES",

@@ -20,6 +20,18 @@ from pathlib import Path
 __all__ = ["atomic_write", "atomic_write_text"]
 
 
+def _read_umask() -> int:
+    """The process's umask, read once at import (``os.umask`` can only read it by
+    setting it, which is process-wide and would race with other threads)."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
+
+
+#: The umask in force when this module was imported: new files get ``0o666 & ~UMASK``.
+UMASK = _read_umask()
+
+
 def atomic_write(path, write, *, binary: bool = False, fsync: bool = False, prefix: str = None,
                  encoding: str = None) -> None:
     """Write ``path`` atomically: ``write(handle)`` fills a temporary file in the
@@ -47,9 +59,7 @@ def atomic_write(path, write, *, binary: bool = False, fsync: bool = False, pref
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=prefix or f".{path.name}.", suffix=".tmp")
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)            # mkstemp's 0600 -> the usual permissions
+        os.chmod(tmp, 0o666 & ~UMASK)            # mkstemp's 0600 -> the usual permissions
         with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else encoding) as fh:
             write(fh)
             if fsync:

@@ -14,6 +14,7 @@ name                             what
 :func:`assignments`              ``--params`` text -> ``(name, value)`` pairs
 :func:`parse_params`             ``--params`` text -> dict (duplicates refused)
 :func:`parse_list`               a non-empty comma-separated list
+:func:`exit_on_interrupt`        a command's ``main``: Ctrl-C is one line, exit 130
 :func:`parse_float`              a number (any float, inf and nan included)
 :func:`parse_number`             a finite number (optionally > 0)
 :func:`parse_int`                an integer in a range
@@ -52,7 +53,7 @@ from .vocabulary import check_positive
 
 __all__ = ["UsageError", "OneLineParser", "usage_error", "assignments", "parse_params",
            "parse_list", "parse_float", "parse_number", "parse_int", "parse_loss", "rate_values",
-           "prepare_output_dir", "progress_bar", "isatty"]
+           "prepare_output_dir", "progress_bar", "isatty", "exit_on_interrupt", "EXIT_INTERRUPTED"]
 
 
 class UsageError(Exception):
@@ -80,10 +81,26 @@ def usage_error(prog: str, message) -> int:
     return 2
 
 
+def _items(name: str, text, error) -> list:
+    """The stripped comma-separated items of ``text`` (none for blank text); an empty
+    item (``"0.5,,"``, ``",m=5"``) raises ``error`` naming ``name``."""
+    text = str(text)
+    if not text.strip():
+        return []
+    items = [part.strip() for part in text.split(",")]
+    if not all(items):
+        raise error(f"{name} must not have an empty item between commas; got {text!r}")
+    return items
+
+
 def assignments(text: str, error=UsageError):
     """The ``(name, value)`` text pairs of ``--params`` text ``"m=5, n=50"``, in
-    order (empty items skipped); ``error`` for an item without ``=``."""
-    for item in filter(None, (part.strip() for part in text.split(","))):
+    order; ``error`` for an empty item (``"m=5,,n=3"``) or an item without ``=``.
+
+    >>> list(assignments("m=5, n=50"))
+    [('m', '5'), ('n', '50')]
+    """
+    for item in _items("--params", text, error):
         if "=" not in item:
             raise error(f"--params entries look like name=value; got {item!r}")
         name, value = (x.strip() for x in item.split("=", 1))
@@ -103,8 +120,13 @@ def parse_params(text: str, error=UsageError) -> dict:
 
 def parse_list(name: str, text, convert=str, error=UsageError) -> list:
     """A non-empty comma-separated list, each item through ``convert``; an empty
-    list (``--ratios ''``) raises ``error`` instead of meaning the default."""
-    items = [t.strip() for t in str(text).split(",") if t.strip()]
+    list (``--ratios ''``) or an empty item (``--target-loss 0.5,,``) raises
+    ``error`` instead of meaning the default.
+
+    >>> parse_list("--ratios", "1, 4", float)
+    [1.0, 4.0]
+    """
+    items = _items(name, text, error)
     if not items:
         raise error(f"{name} must be a non-empty comma-separated list; got {text!r}")
     return [convert(t) for t in items]
@@ -228,6 +250,64 @@ def prepare_output_dir(output, *, name: str = "--output", longest_name: int = 64
         where = f" ({exc.filename})" if exc.filename and str(exc.filename) != text else ""
         raise ValueError(f"{name} {text[:80]!r} cannot take files: {reason}{where}"[:300]) from None
     return path
+
+
+#: Exit status of a command stopped by Ctrl-C (128 + SIGINT, as a shell reports it).
+EXIT_INTERRUPTED = 130
+
+
+def exit_on_interrupt(prog: str, note=None):
+    """Decorate a command's ``main(argv=None) -> int`` so that Ctrl-C ends it with one line.
+
+    ``KeyboardInterrupt`` anywhere in ``main`` (whose ``finally`` clauses have
+    stopped its workers and removed its temporary files on the way out) prints
+    ``prog: interrupted`` and ``note(argv)``'s text, if any (what is kept and how
+    to continue), as one line on stderr and returns :data:`EXIT_INTERRUPTED`.
+    A second Ctrl-C while that line is printed is ignored.
+
+    Parameters
+    ----------
+    prog : str
+        The program name that starts the line.
+    note : callable, optional
+        ``note(argv) -> str or None``: what the interrupted command keeps.
+
+    Returns
+    -------
+    callable
+        The decorator.
+
+    >>> @exit_on_interrupt("demo")
+    ... def main(argv=None):
+    ...     raise KeyboardInterrupt
+    >>> import contextlib, io
+    >>> with contextlib.redirect_stderr(io.StringIO()) as err:
+    ...     status = main([])
+    >>> status, err.getvalue()
+    (130, 'demo: interrupted\\n')
+    """
+    import functools
+    import signal
+
+    def decorate(main):
+        @functools.wraps(main)
+        def guarded(argv=None):
+            try:
+                return main(argv)
+            except KeyboardInterrupt:
+                try:
+                    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+                except ValueError:              # pragma: no cover - not the main thread
+                    previous = None
+                try:
+                    kept = note(argv) if note is not None else None
+                    print(f"{prog}: interrupted" + (f"; {kept}" if kept else ""), file=sys.stderr, flush=True)
+                finally:
+                    if previous is not None:
+                        signal.signal(signal.SIGINT, previous)
+                return EXIT_INTERRUPTED
+        return guarded
+    return decorate
 
 
 def isatty(stream) -> bool:

@@ -19,14 +19,21 @@ shows a part of the results decodes only that part (:meth:`ExpressionStore.lazy`
   ``tasks`` (sorted by path), the store's own module, the file format
   :data:`FORMAT` and the SymPy version. No list to keep by hand: editing any
   module a derivation can depend on invalidates the cache.
-* **Where.** The file shipped in the package (``derivations/_cache/<stem>.json``),
-  then the user cache ``$XDG_CACHE_HOME/qkov/<stem>-<key>.json`` (default
-  ``~/.cache``). On a miss the results are derived and written atomically to
-  the first writable of the two; when neither is, one line on stderr says so
-  (once per process).
+* **Where.** Shipped data is read, never written, by a program that uses it:
+  the file in the package (``derivations/_cache/<stem>.json``, read with
+  :mod:`importlib.resources`), then the user cache
+  ``<cache dir>/qkov/<stem>-<key>.json`` (:func:`cache_dir`). On a miss the
+  results are derived and written atomically to the user cache only, so an
+  installed package's directory is never changed; when the user cache is not
+  writable, one line on stderr says so (once per process). Only
+  ``--rebuild`` (:meth:`ExpressionStore.rebuild`, for the repository) writes
+  the shipped file.
+* **Checked.** Each file keeps a SHA-256 digest of its results with its key:
+  a file whose results were edited (even into well-formed ones) is stale, at
+  load and for ``--check``.
 
-The file: ``{"format": FORMAT, "key": <key>, "results": {name: value}}``,
-sorted keys, one line per entry (byte-stable).
+The file: ``{"digest": <digest>, "format": FORMAT, "key": <key>, "results": {name: value}}``
+(:func:`results_digest`), sorted keys, one line per entry (byte-stable).
 
 Plain Python at import, as the rest of :mod:`derivations.core`.
 
@@ -35,10 +42,13 @@ Plain Python at import, as the rest of :mod:`derivations.core`.
 64
 >>> user_cache("derived", "abc").name
 'derived-abc.json'
+>>> results_digest({"a": 1}) == results_digest({"a": 1}) != results_digest({"a": 2})
+True
 """
 from __future__ import annotations
 
 import hashlib
+import importlib.resources
 import json
 import os
 import sys
@@ -48,11 +58,11 @@ from pathlib import Path
 from .atomic_file import atomic_write_text
 
 __all__ = ["PACKAGE_DIR", "FORMAT", "SOURCE_PACKAGES", "source_files", "sympy_version", "source_key",
-           "user_cache", "save_first_writable", "LazyResults", "ExpressionStore"]
+           "cache_dir", "user_cache", "results_digest", "save_first_writable", "LazyResults", "ExpressionStore"]
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent   # the derivations package
 #: Version of the cache file format (part of the key).
-FORMAT = 3
+FORMAT = 4
 #: The subpackages of :mod:`derivations` whose source keys every cache.
 SOURCE_PACKAGES = ("core", "symbolic", "engine", "tasks")
 
@@ -86,10 +96,32 @@ def source_key(*extra) -> str:
     return h.hexdigest()
 
 
+def cache_dir() -> Path:
+    """The user's cache directory of qkov: ``$XDG_CACHE_HOME/qkov`` when that
+    variable holds an absolute path (the XDG Base Directory rule: a relative
+    one is ignored), else ``~/.cache/qkov``.
+
+    >>> import os
+    >>> os.environ["XDG_CACHE_HOME"] = "/tmp/xdg"
+    >>> str(cache_dir())
+    '/tmp/xdg/qkov'
+    >>> del os.environ["XDG_CACHE_HOME"]
+    """
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".cache"
+    return root / "qkov"
+
+
 def user_cache(stem: str, key: str) -> Path:
-    """The user cache file ``$XDG_CACHE_HOME/qkov/<stem>-<key>.json`` (default ``~/.cache``)."""
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "qkov" / f"{stem}-{key}.json"
+    """The user cache file ``<cache_dir()>/<stem>-<key>.json`` (:func:`cache_dir`)."""
+    return cache_dir() / f"{stem}-{key}.json"
+
+
+def results_digest(results) -> str:
+    """SHA-256 of the JSON value ``results`` (compact, sorted keys, ASCII): the
+    digest a cache file keeps of its body."""
+    text = json.dumps(results, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def save_first_writable(paths, text: str) -> list:
@@ -162,7 +194,7 @@ class ExpressionStore:
 
     def __init__(self, stem, owner, derive, encode, decode, *, prog, what, sources=()):
         self.stem, self.owner, self.sources = stem, Path(owner), tuple(Path(p) for p in sources)
-        self.shipped = PACKAGE_DIR / "_cache" / f"{stem}.json"
+        self.shipped = importlib.resources.files("derivations").joinpath("_cache", f"{stem}.json")
         self.derive, self.encode, self.decode = derive, encode, decode
         self.prog, self.what = prog, what
         self.memo, self.warned = None, False
@@ -177,7 +209,8 @@ class ExpressionStore:
 
     def text(self, key: str, results: dict) -> str:
         """The cache file's text for ``results`` under ``key``."""
-        payload = {"format": FORMAT, "key": key, "results": self.encode(results)}
+        body = self.encode(results)
+        payload = {"digest": results_digest(body), "format": FORMAT, "key": key, "results": body}
         return json.dumps(payload, indent=1, sort_keys=True) + "\n"
 
     def write(self, path, key: str, results: dict) -> None:
@@ -185,35 +218,39 @@ class ExpressionStore:
         atomic_write_text(Path(path), self.text(key, results))
 
     def entries(self, path, key: str):
-        """The stored entries ``{name: JSON value}`` at ``path`` under ``key``, not decoded;
-        None when the file is missing, stale, not JSON or of the wrong shape."""
+        """The stored entries ``{name: JSON value}`` at ``path`` (a path or an
+        :mod:`importlib.resources` resource) under ``key``, not decoded; None when
+        the file is missing, stale, not JSON, of the wrong shape, or its results do
+        not match its digest (edited)."""
         try:
-            data = json.loads(Path(path).read_text())
+            data = json.loads(path.read_text())
         except (OSError, ValueError, RecursionError):
             return None
         if not (isinstance(data, dict) and data.get("format") == FORMAT and data.get("key") == key
-                and isinstance(data.get("results"), dict) and data["results"]):
+                and isinstance(data.get("results"), dict) and data["results"]
+                and data.get("digest") == results_digest(data["results"])):
             return None
         return data["results"]
 
     def read(self, path, key: str):
         """The decoded results at ``path`` under ``key``; None when missing, stale or damaged."""
-        entries = self.entries(path, key)
+        entries = self.entries(Path(path) if isinstance(path, str) else path, key)
         try:
             return None if entries is None else self.decode(entries)
         except _DAMAGED:
             return None
 
     def load(self, *, rebuild: bool = False) -> dict:
-        """Every result: from memory, else a fresh cache, else derived and saved (a
-        warning on stderr, once, when no location is writable)."""
+        """Every result: from memory, else a fresh cache (shipped, then the user's),
+        else derived and saved to the user cache (a warning on stderr, once, when
+        it is not writable). Never writes the shipped file (:meth:`rebuild` does)."""
         if self.memo is not None and not rebuild:
             return self.memo
         key = self.key()
         data = None if rebuild else (self.read(self.shipped, key) or self.read(self.user_path(key), key))
         if data is None:
             data = self.derive()
-            errors = save_first_writable((self.shipped, self.user_path(key)), self.text(key, data))
+            errors = save_first_writable((self.user_path(key),), self.text(key, data))
             if errors and not self.warned:
                 self.warned = True
                 print(f"{self.prog}: warning: cannot save the {self.what} (" + "; ".join(errors)
@@ -237,10 +274,11 @@ class ExpressionStore:
         return self.load() if entries is None else LazyResults(self, entries)
 
     def rebuild(self) -> str:
-        """Derive every result, rewrite the shipped file; returns the key."""
+        """Derive every result, rewrite the shipped file (in the repository's
+        checkout: the one command that writes it); returns the key."""
         key = self.key()
         self.memo = self.derive()
-        self.write(self.shipped, key, self.memo)
+        self.write(Path(str(self.shipped)), key, self.memo)
         return key
 
     def main(self, argv, parser, *, shipped_label: str, extra_checks=(), after_rebuild=None,
@@ -249,9 +287,15 @@ class ExpressionStore:
         ``listing()`` (the text to print) or the help.
 
         ``extra_checks``: ``[(label, is_fresh(key))]`` reported after the shipped file;
-        ``after_rebuild(key, results)`` returns the paths it wrote besides the shipped file."""
+        ``after_rebuild(key, results)`` returns the paths it wrote besides the shipped file.
+        Bad options (``parser`` a :class:`~derivations.core.cli.OneLineParser`):
+        one line on stderr, exit status 2, nothing done."""
+        from .cli import UsageError, usage_error
         from .output import emit
-        args = parser.parse_args(argv)
+        try:
+            args = parser.parse_args(argv)
+        except UsageError as exc:
+            return usage_error(self.prog, exc)
         if args.check:
             key = self.key()
             states = [(shipped_label, self.read(self.shipped, key) is not None)]

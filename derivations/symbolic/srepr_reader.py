@@ -16,7 +16,11 @@ run arbitrary code. :func:`from_srepr` instead parses the text with
   ``precision=<int>`` of ``Float``.
 
 Anything else (attribute access, other names, lambdas, subscripts, ...)
-raises :class:`UnsafeExpression` before a single constructor is called.
+raises :class:`UnsafeExpression` before a single constructor is called, and
+so does text beyond the size bounds (:data:`LIMITS`: length, nesting depth,
+node count, integer size, ``Float`` precision), or a power of numbers whose
+value would exceed :data:`LIMITS` ``["power_bits"]`` (``Pow(Integer(10),
+Integer(10**12))`` would take SymPy minutes to evaluate).
 :func:`to_srepr` is the writing side: it refuses an expression that
 :func:`from_srepr` would reject, so no cache is written that every later read
 would throw away. Both derivation caches (:mod:`derivations.catalog`,
@@ -36,6 +40,10 @@ derivations.symbolic.srepr_reader.UnsafeExpression: call of Attribute not allowe
 Traceback (most recent call last):
 ...
 derivations.symbolic.srepr_reader.UnsafeExpression: call of a non-whitelisted name: '__import__'
+>>> from_srepr("Pow(Integer(10), Integer(1000000000000))")
+Traceback (most recent call last):
+...
+derivations.symbolic.srepr_reader.UnsafeExpression: power of numbers too large: (10)**(1000000000000)
 """
 from __future__ import annotations
 
@@ -46,7 +54,15 @@ from sympy.codegen.cfunctions import expm1, log1p
 
 from .special_functions import wright_omega
 
-__all__ = ["from_srepr", "to_srepr", "UnsafeExpression", "ALLOWED_CALLS", "ALLOWED_NAMES"]
+__all__ = ["from_srepr", "to_srepr", "UnsafeExpression", "ALLOWED_CALLS", "ALLOWED_NAMES", "LIMITS"]
+
+#: Bounds on what :func:`from_srepr` reads: characters of text, nesting depth of
+#: the syntax tree, its nodes, bits of an integer literal, ``Float`` precision
+#: (bits), and bits of the value of a power whose base and exponent are both
+#: rational numbers. The largest entry of the shipped caches uses a quarter of
+#: the length and node count, far less of the rest.
+LIMITS = {"chars": 200_000, "depth": 200, "nodes": 50_000, "int_bits": 1024, "precision": 10_000,
+          "power_bits": 100_000}
 
 #: Constructors that may appear in a cached expression.
 ALLOWED_CALLS = {name: getattr(sp, name) for name in (
@@ -68,6 +84,35 @@ ASSUMPTIONS = frozenset({
 
 class UnsafeExpression(ValueError):
     """The text is not an srepr tree made of whitelisted constructors."""
+
+
+def _check_size(tree) -> None:
+    """Raise :class:`UnsafeExpression` when ``tree`` is deeper or larger than :data:`LIMITS`."""
+    nodes, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        nodes += 1
+        if depth > LIMITS["depth"]:
+            raise UnsafeExpression(f"expression nested deeper than {LIMITS['depth']}")
+        if nodes > LIMITS["nodes"]:
+            raise UnsafeExpression(f"expression of more than {LIMITS['nodes']} nodes")
+        if isinstance(node, ast.Constant) and type(node.value) is int \
+                and abs(node.value).bit_length() > LIMITS["int_bits"]:
+            raise UnsafeExpression(f"integer of more than {LIMITS['int_bits']} bits")
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+
+
+def _checked_call(target, args, kwargs):
+    """``target(*args, **kwargs)`` after the bounds that SymPy's evaluation needs."""
+    if target is sp.Pow and len(args) == 2 and all(isinstance(a, sp.Rational) for a in args):
+        base, exponent = args
+        bits = max(abs(base.p).bit_length(), base.q.bit_length())
+        if bits > 1 and abs(exponent) * bits > LIMITS["power_bits"]:
+            shown = [str(x) if len(str(x)) <= 30 else "<a large number>" for x in (base, exponent)]
+            raise UnsafeExpression(f"power of numbers too large: ({shown[0]})**({shown[1]})")
+    if kwargs.get("precision", 0) > LIMITS["precision"]:
+        raise UnsafeExpression(f"Float precision above {LIMITS['precision']}")
+    return target(*args, **kwargs)
 
 
 def _build(node):
@@ -106,7 +151,7 @@ def _build(node):
                 kwargs[kw.arg] = value.value
             else:
                 raise UnsafeExpression(f"keyword argument not allowed: {kw.arg!r}")
-        return target(*args, **kwargs)
+        return _checked_call(target, args, kwargs)
     raise UnsafeExpression(f"syntax not allowed: {type(node).__name__}")
 
 
@@ -116,14 +161,18 @@ def from_srepr(text: str):
     Raises
     ------
     UnsafeExpression
-        ``text`` is not valid Python, or uses anything outside the whitelist.
+        ``text`` is not valid Python, uses anything outside the whitelist, or
+        exceeds :data:`LIMITS`.
     """
     if not isinstance(text, str):
         raise UnsafeExpression(f"expected srepr text, got {type(text).__name__}")
+    if len(text) > LIMITS["chars"]:
+        raise UnsafeExpression(f"text longer than {LIMITS['chars']} characters")
     try:
         tree = ast.parse(text, mode="eval")
-    except (SyntaxError, ValueError, RecursionError) as exc:
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise UnsafeExpression(f"not an expression: {exc}") from None
+    _check_size(tree)
     try:
         return _build(tree.body)
     except UnsafeExpression:

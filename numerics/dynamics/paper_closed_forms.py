@@ -20,10 +20,7 @@ True
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
-from scipy.optimize import brentq
 
 from derivations.core.vocabulary import qk_factorized
 
@@ -83,8 +80,8 @@ class PaperClosedForms:
         which loses relative accuracy while mu_QK is tiny; ``precise``
         evaluates it with mpmath at 40 digits. Factorized QK circuit: the
         implicit orbit (:func:`~numerics.functions.lambdified.orbit_residual_fn`,
-        increasing in mu_QK), solved per point by :func:`scipy.optimize.brentq`
-        in :math:`\log\mu_{QK}`.
+        increasing in mu_QK), solved for every point at once in
+        :math:`\log\mu_{QK}` (:meth:`_increasing_root`).
         """
         self._require_balanced("orbit")
         x = np.asarray(mu_OV, dtype=float)
@@ -98,27 +95,56 @@ class PaperClosedForms:
                 args = [mpmath.mpf(v) for v in (x0, u0, *self.params)]
                 out = [float(f(mpmath.mpf(float(xi)), *args)) for xi in x.ravel()]
             return np.array(out).reshape(x.shape)
+        self._require_positive_u0()
+        res, params = lam.orbit_residual_fn(P).func, self.params
+
+        def g(lu, xi):
+            return res(xi, np.exp(lu), x0, u0, *params)
+        return np.exp(self._increasing_root(g, np.full(x.shape, np.log(u0)), x))
+
+    def _require_positive_u0(self):
+        u0 = self.mu0[1]
         if not u0 > 0:
-            raise ValueError(f"the implicit orbit of {P} needs mu_QK(0) > 0; got {u0!r}")
-        res = lam.orbit_residual_fn(P).func
-        out = np.empty(x.shape)
-        for i in np.ndindex(x.shape):
-            g = lambda lu, xi=x[i]: res(xi, math.exp(lu), x0, u0, *self.params)  # noqa: E731
-            out[i] = math.exp(self._bracketed_root(g, math.log(u0)))
-        return out
+            raise ValueError(f"the implicit orbit of {self.parameterization} needs mu_QK(0) > 0; got {u0!r}")
 
     @staticmethod
-    def _bracketed_root(g, lo, step=1.0, grow=60):
-        """Root of increasing ``g`` above ``lo`` (``g(lo) <= 0``): widen the
-        bracket geometrically, then :func:`scipy.optimize.brentq`."""
-        if g(lo) >= 0:
-            return lo
-        hi = lo + step
-        for _ in range(grow):
-            if g(hi) >= 0:
-                return brentq(g, lo, hi, xtol=4 * _EPS, rtol=4 * _EPS, maxiter=200)
-            lo, hi, step = hi, hi + 2 * step, 2 * step
-        raise ArithmeticError("no bracket for the orbit equation")
+    def _increasing_root(g, lo, *args):
+        """Elementwise root of ``g(x, *args)``, increasing in ``x``, at or above ``lo``
+        (arrays of one shape): ``lo`` where ``g(lo) >= 0``; elsewhere a bracket grown
+        to the right of ``lo`` (:func:`scipy.optimize.elementwise.bracket_root`, the
+        width doubling) and the root in it
+        (:func:`scipy.optimize.elementwise.find_root`, to 4 ulp).
+
+        Raises
+        ------
+        ArithmeticError
+            ``g`` is NaN at ``lo``, or for some element no bracket or no root was
+            found (per-element status: never a NaN in the result).
+        """
+        from scipy.optimize import elementwise
+
+        lo = np.asarray(lo, dtype=float)
+        args = tuple(np.broadcast_to(np.asarray(a, dtype=float), lo.shape) for a in args)
+        g0 = np.asarray(g(lo, *args), dtype=float)
+        if np.isnan(g0).any():
+            raise ArithmeticError("the orbit equation is undefined at the initial point")
+        out = lo.copy()
+        todo = g0 < 0
+        if not todo.any():
+            return out
+        a = tuple(arg[todo] for arg in args)
+        bracket = elementwise.bracket_root(g, lo[todo], lo[todo] + 1.0, xmin=lo[todo], factor=2.0, args=a,
+                                           maxiter=60)
+        if not np.all(bracket.success):
+            raise ArithmeticError(f"no bracket for the orbit equation at {int(np.sum(~bracket.success))} "
+                                  f"of {int(todo.sum())} points")
+        root = elementwise.find_root(g, bracket.bracket, args=a, maxiter=200,
+                                     tolerances={"xatol": 4 * _EPS, "xrtol": 4 * _EPS})
+        if not np.all(root.success):
+            raise ArithmeticError(f"the orbit equation did not converge at {int(np.sum(~root.success))} "
+                                  f"of {int(todo.sum())} points")
+        out[todo] = root.x
+        return out
 
     def state_at_loss(self, loss) -> dict:
         r"""State ``{"mu_OV", "mu_QK", "alpha"}`` of the balanced flow from
@@ -129,8 +155,8 @@ class PaperClosedForms:
         :attr:`mu0` meets the margin :math:`\alpha\mu_{OV} = s(L)`
         (:func:`numerics.functions.lambdified.margin_at_loss_fn`); along
         :math:`\mu_{OV} = s/\alpha(\mu_{QK})` the orbit residual increases in
-        :math:`\mu_{QK}`, so one bracketed :func:`~scipy.optimize.brentq` per
-        loss (in :math:`\log\mu_{QK}` for a factorized QK circuit) finds it.
+        :math:`\mu_{QK}`, so a bracketed root (:meth:`_increasing_root`, every loss
+        at once; in :math:`\log\mu_{QK}` for a factorized QK circuit) finds it.
         Losses must lie in (0, log M) and below the initial loss.
 
         Another task (CACO from zero): :func:`numerics.dynamics.state.state_at_loss`
@@ -152,21 +178,20 @@ class PaperClosedForms:
         s0 = float(self.alpha(u0)) * x0
         if np.any(s <= s0):
             raise ValueError(f"loss must be below the initial loss {float(self.loss(x0, u0))!r}")
-        res = lam.orbit_residual_fn(P).func
-        orb = None if qk_factorized(P) else lam.orbit_fn(P).func
-        alpha = self._alpha
-        u = np.empty(L.shape)
-        for i in np.ndindex(L.shape):
-            si = float(s[i])
-            if orb is None:      # implicit orbit, mu_QK > 0: root in log mu_QK
-                def g(lu, si=si):
-                    uu = math.exp(lu)
-                    return res(si / alpha(uu, self.m, self.n), uu, x0, u0, *self.params)
-                u[i] = math.exp(self._bracketed_root(g, math.log(u0)))
-            else:
-                def g(uu, si=si):
-                    return uu - orb(si / alpha(uu, self.m, self.n), x0, u0, *self.params)
-                u[i] = self._bracketed_root(g, u0)
+        res, params, alpha, m, n = lam.orbit_residual_fn(P).func, self.params, self._alpha, self.m, self.n
+        if qk_factorized(P):      # implicit orbit, mu_QK > 0: root in log mu_QK
+            self._require_positive_u0()
+
+            def g(lu, si):
+                uu = np.exp(lu)
+                return res(si / alpha(uu, m, n), uu, x0, u0, *params)
+            u = np.exp(self._increasing_root(g, np.full(L.shape, np.log(u0)), s))
+        else:
+            orb = lam.orbit_fn(P).func
+
+            def g(uu, si):
+                return uu - orb(si / alpha(uu, m, n), x0, u0, *params)
+            u = self._increasing_root(g, np.full(L.shape, float(u0)), s)
         a = np.asarray(self.alpha(u), dtype=float)
         return {"mu_OV": s / a, "mu_QK": u, "alpha": a}
 

@@ -36,6 +36,9 @@ Modules
     Running jobs in-process, on local processes (:mod:`~numerics.experiments.pool`)
     or on a Dask cluster (:mod:`~numerics.experiments.cluster`), with an atomic,
     resumable result store (:mod:`~numerics.experiments.store`).
+:mod:`~numerics.experiments.directory`
+    An experiment's output directory (sweep, reproduction, one Figure-2 run):
+    its lock, its kind, its checked settings, its files.
 :mod:`~numerics.experiments.memory`
     The memory a configuration's arrays take, checked before any work.
 :mod:`~numerics.experiments.commands`

@@ -32,7 +32,10 @@ run) is ``null``. A run whose training loss stops being finite is stopped
 there with ``status`` ``"diverged"`` (one warning line on stderr); the other
 runs go on and every output is still written.
 
-Exit status: **0** done, every output written; **2** bad input (one line on
+Exit status: **0** done, every output written; **130** stopped by Ctrl-C (one
+line on stderr saying what is kept: the finished runs of a sweep or a
+reproduction stay in ``OUTPUT/runs`` and the same command, with ``--resume`` for a
+sweep, continues; no temporary file is left); **2** bad input (one line on
 stderr, before any work, nothing written: this includes an output directory
 that cannot take files, a sweep directory locked by another sweep or holding a
 sweep of other settings); **3** done and every output written, but at least
@@ -53,7 +56,7 @@ import functools
 import sys
 import time
 
-from derivations.core.cli import OneLineParser, UsageError, usage_error
+from derivations.core.cli import OneLineParser, UsageError, exit_on_interrupt, usage_error
 from derivations.core.output import emit
 
 from .commands import COMMANDS as _MODULES
@@ -84,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _kept(args) -> str:
-    """What a lost scheduler leaves behind, and how to finish the work."""
+    """What a lost scheduler or Ctrl-C leaves behind, and how to finish the work."""
     if args.command == "sweep":
         return (f"the finished runs are kept in {args.output}/runs: rerun the same command with --resume "
                 f"to complete them")
@@ -107,6 +110,15 @@ def _run(work, args):
     return None, 1
 
 
+def _interrupted(argv):
+    """What an interrupted command keeps (:func:`_kept`), for its one line."""
+    try:
+        return _kept(build_parser().parse_args(argv))
+    except UsageError:
+        return None
+
+
+@exit_on_interrupt(PROG, note=_interrupted)
 def main(argv=None) -> int:
     """Run the command line; returns the exit status (module docstring)."""
     try:

@@ -17,9 +17,11 @@ import socket
 import time
 import uuid
 
-__all__ = ["check_scheduler", "parse_address", "run_dask", "SchedulerLost"]
+__all__ = ["check_scheduler", "parse_address", "run_dask", "SchedulerLost", "CONNECT_TIMEOUT"]
 
 _ADDRESS = re.compile(r"^tcp://(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?P<port>[0-9]{1,5})$")
+#: Seconds to wait, by default, for a scheduler to answer and for a worker to be connected to it.
+CONNECT_TIMEOUT = 30.0
 #: Most frames a Dask handshake message is split into (it has a handful).
 _MAX_FRAMES = 64
 
@@ -123,22 +125,26 @@ def _connect(address: str, timeout: float):
         raise ValueError(f"cannot reach the Dask scheduler at {address}: {reason}") from None
 
 
-def check_scheduler(address: str, timeout: float = 10) -> dict:
+def check_scheduler(address: str, timeout: float = 10, *, need_workers: bool = False) -> dict:
     """Check that a Dask ``distributed`` scheduler answers at ``address``.
 
     A command line calls this before any work so that a mistyped or dead
     address fails at once, with one line.  A plain TCP connection is tried
     first and must be greeted by the Dask protocol's handshake (fails fast
     when nothing listens, and within ``timeout`` when something else listens),
-    then a ``distributed.Client`` asks for the number of workers; the whole
-    check takes about ``timeout`` seconds at most, plus Dask's import time.
+    then a ``distributed.Client`` asks for the number of workers (and, with
+    ``need_workers``, waits up to ``timeout`` seconds for one to connect);
+    the whole check takes about twice ``timeout`` seconds at most, plus Dask's
+    import time.
 
     Parameters
     ----------
     address : str
         ``tcp://host:port`` (``tls://`` is refused: no security options).
     timeout : float, optional
-        Seconds to wait for the connection, > 0.
+        Seconds to wait for the connection (and for a worker), > 0.
+    need_workers : bool, optional
+        Refuse a scheduler to which no worker connects within ``timeout``.
 
     Returns
     -------
@@ -148,8 +154,9 @@ def check_scheduler(address: str, timeout: float = 10) -> dict:
     Raises
     ------
     ValueError
-        If the address is malformed, ``distributed`` is not installed, or no
-        scheduler answers within ``timeout``; the message names the address.
+        If the address is malformed, ``distributed`` is not installed, no
+        scheduler answers within ``timeout``, or (``need_workers``) no worker
+        is connected to it within ``timeout``; the message names the address.
 
     Examples
     --------
@@ -164,10 +171,24 @@ def check_scheduler(address: str, timeout: float = 10) -> dict:
         raise ValueError(f"timeout must be a finite number of seconds > 0, got {timeout!r}")
     client = _connect(address, timeout)
     try:
+        if need_workers:
+            _wait_for_a_worker(client, address, timeout, ValueError)
         workers = len(client.scheduler_info().get("workers", {}))
     finally:
         client.close()
     return {"address": address, "workers": workers}
+
+
+def _wait_for_a_worker(client, address: str, timeout: float, error) -> None:
+    """Return once a worker is connected to the scheduler; ``error`` after ``timeout`` seconds."""
+    if client.scheduler_info().get("workers"):
+        return
+    try:
+        client.wait_for_workers(1, timeout=timeout)
+    except (TimeoutError, OSError) as exc:
+        if client.scheduler_info().get("workers"):
+            return
+        raise error(f"no worker is connected to the Dask scheduler at {address} (waited {timeout:g} s)") from exc
 
 
 class _QuietDistributed:
@@ -202,19 +223,16 @@ def _lost(exc) -> bool:
         or isinstance(exc, (asyncio.CancelledError, ConnectionError, TimeoutError))
 
 
-def run_dask(func, jobs, keys, pending, scheduler, collect) -> None:
+def run_dask(func, jobs, keys, pending, scheduler, collect, timeout: float = CONNECT_TIMEOUT) -> None:
     """Submit ``func(jobs[i])`` for ``i`` in ``pending`` to ``scheduler``; ``collect(i, future)``
-    as each completes. A scheduler lost on the way raises :class:`SchedulerLost`
-    (what ``collect`` saved stays saved)."""
+    as each completes. A scheduler lost on the way, or one to which no worker is connected
+    within ``timeout`` seconds, raises :class:`SchedulerLost` (what ``collect`` saved stays saved)."""
     distributed = _import_distributed()
-    client = _connect(scheduler, 30)
+    client = _connect(scheduler, timeout)
     futures = {}
     quiet = _QuietDistributed()
     try:
-        if not client.scheduler_info().get("workers"):
-            import warnings
-            warnings.warn(f"the Dask scheduler at {scheduler} has no workers yet: the jobs wait until some join",
-                          RuntimeWarning, stacklevel=3)
+        _wait_for_a_worker(client, scheduler, timeout, SchedulerLost)
         token = uuid.uuid4().hex[:8]
         name = getattr(func, "__name__", "job")
         for index in pending:

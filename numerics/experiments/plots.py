@@ -1,4 +1,4 @@
-r"""Figures of the experiments (matplotlib, Agg backend; PNG + PDF).
+r"""Figures of the experiments (:class:`matplotlib.figure.Figure` objects; PNG + PDF).
 
 * :func:`plot_fig2_heatmaps` -- the paper's Figure-2 layout: one panel per
   run, the 5 x 5 histogram of relevant-token attention (x) against the
@@ -16,39 +16,46 @@ r"""Figures of the experiments (matplotlib, Agg backend; PNG + PDF).
   per target loss, SGD per seed as points with their mean, the theory per seed
   as thin lines with their mean.
 
-:func:`save_figure` writes ``<name>.png`` (150 dpi) and ``<name>.pdf``.
+:func:`save_figure` writes ``<name>.png`` (:data:`~numerics.output.style.DPI` dpi) and
+``<name>.pdf``. Each figure is made and saved in
+:data:`~numerics.output.style.EXPERIMENT_STYLE` by
+:func:`~numerics.output.style.new_figure` (no pyplot, no global ``rcParams`` changed).
 """
 from __future__ import annotations
 
 import numpy as np
 
+import functools
+
+from ..output.style import DPI, EXPERIMENT_STYLE
 from ..output.style import PARAM_COLORS as _PARAM_COLORS
+from ..output.style import new_figure
 
-__all__ = ["save_figure", "plot_fig2_heatmaps", "plot_fig3", "plot_sweep", "DPI"]
-
-DPI = 150
-_STYLE = {"font.size": 8, "axes.titlesize": 8.5, "axes.labelsize": 8, "xtick.labelsize": 7,
-          "ytick.labelsize": 7, "legend.fontsize": 7, "savefig.dpi": DPI, "pdf.fonttype": 42,
-          "figure.constrained_layout.use": True}
+__all__ = ["save_figure", "plot_fig2_heatmaps", "plot_fig3", "plot_sweep"]
 
 
-def _plt():
-    import matplotlib
+def _in_style(plot):
+    """Run ``plot`` with :data:`~numerics.output.style.EXPERIMENT_STYLE` in force (an rc_context)."""
+    @functools.wraps(plot)
+    def wrapper(*args, **kwargs):
+        import matplotlib
+        with matplotlib.rc_context(EXPERIMENT_STYLE):
+            return plot(*args, **kwargs)
+    return wrapper
 
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
 
-    plt.rcParams.update(_STYLE)
-    return plt
+def _figure(nrows, ncols, figsize, **subplots):
+    return new_figure(nrows, ncols, figsize=figsize, style=EXPERIMENT_STYLE, **subplots)
 
 
 def save_figure(fig, directory, name: str) -> list:
-    """Write ``fig`` as ``directory/name.png`` and ``.pdf``; close it; return the paths
-    (the package's one :func:`numerics.output.files.save_figure`)."""
+    """Write ``fig`` as ``directory/name.png`` and ``.pdf`` in the experiments' style; return
+    the paths (the package's one :func:`numerics.output.files.save_figure`)."""
     from ..output.files import save_figure as save
-    return save(fig, directory, name, ("png", "pdf"), DPI)
+    return save(fig, directory, name, ("png", "pdf"), DPI, style=EXPERIMENT_STYLE)
 
 
+@_in_style
 def plot_fig2_heatmaps(panels, *, ncols: int = 4, title: str | None = None):
     """Grid of annotated Figure-2 heatmaps.
 
@@ -58,14 +65,12 @@ def plot_fig2_heatmaps(panels, *, ncols: int = 4, title: str | None = None):
         Each with ``title`` (str), ``heatmap`` (5 x 5, ``[attention bin][label-probability bin]``,
         percent) and optionally ``heatmap_std`` and ``n_seeds``.
     """
-    plt = _plt()
     n = len(panels)
     if n == 0:
         raise ValueError("panels must not be empty")
     ncols = min(ncols, n)
     nrows = -(-n // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(1.85 * ncols + 0.6, 1.95 * nrows + 0.3),
-                             squeeze=False)
+    fig, axes = _figure(nrows, ncols, (1.85 * ncols + 0.6, 1.95 * nrows + 0.3))
     ticks = np.arange(6) - 0.5
     labels = ["0", ".2", ".4", ".6", ".8", "1"]
     im = None
@@ -99,15 +104,16 @@ def plot_fig2_heatmaps(panels, *, ncols: int = 4, title: str | None = None):
     return fig
 
 
+@_in_style
 def plot_fig3(results: dict, *, title: str | None = None):
     r"""Figure-3 curves: one row per output circuit (``results[circuit]`` from
     :func:`numerics.experiments.sgd.train_fig3`), columns :math:`L(\alpha)` and incentive."""
-    plt = _plt()
+    import matplotlib
     if not results:
         raise ValueError("results must not be empty")
     rows = list(results.items())
-    fig, axes = plt.subplots(len(rows), 2, figsize=(7.0, 2.3 * len(rows) + 0.3), squeeze=False)
-    cmap = plt.get_cmap("viridis")
+    fig, axes = _figure(len(rows), 2, (7.0, 2.3 * len(rows) + 0.3))
+    cmap = matplotlib.colormaps["viridis"]
     for r, (circuit, res) in enumerate(rows):
         alphas = res["alpha"]
         for i, a in enumerate(alphas):
@@ -218,6 +224,7 @@ def _finish_sweep_axis(ax, ratios, ylabel, legend):
         ax.legend(loc="best")
 
 
+@_in_style
 def plot_sweep(summary, prediction=None, *, title: str | None = None, rows=None, theory=None):
     r"""Attention at matched loss against :math:`\eta_{QK}/\eta_{OV}`, one colour per parameterization.
 
@@ -249,14 +256,12 @@ def plot_sweep(summary, prediction=None, *, title: str | None = None, rows=None,
     dashed line and their mean as a thick one. Records without
     ``target_loss`` belong to every row.
     """
-    plt = _plt()
     if rows is None and theory is None:
-        fig, ax = plt.subplots(figsize=(4.6, 3.2))
-        axes, shares, targets = np.array([[ax]]), ("relevant_attention",), [None]
+        fig, axes = _figure(1, 1, (4.6, 3.2))
+        shares, targets = ("relevant_attention",), [None]
     else:
         shares, targets = tuple(_SHARE_LABELS), _sweep_targets(rows, theory)
-        fig, axes = plt.subplots(len(targets), 3, figsize=(9.6, 2.7 * len(targets) + 0.4),
-                                 squeeze=False, sharey=True)
+        fig, axes = _figure(len(targets), 3, (9.6, 2.7 * len(targets) + 0.4), sharey=True)
     params = list(dict.fromkeys(r["parameterization"] for src in (summary, rows, theory)
                                 for r in (src or ())))
     ratios = sorted({float(r["ratio"]) for src in (summary, rows, theory) for r in (src or ())})

@@ -3,7 +3,11 @@ r"""Local worker processes for :func:`numerics.experiments.runner.run_jobs`.
 Workers start with the ``forkserver`` method (``spawn`` where that is
 unavailable), exit as soon as the parent process dies (a killed run leaves no
 orphans), ignore ``SIGINT`` (the parent handles Ctrl-C) and ask for one
-BLAS/OpenMP thread, as Dask's nanny does for its workers.
+BLAS/OpenMP thread, as Dask's nanny does for its workers. The pool's queues
+are semaphores that :mod:`multiprocessing`'s resource tracker removes when
+their process ends; after a parent killed with SIGKILL it does so with a
+"leaked semaphore objects" warning, which says nothing to the user: the
+tracker is started with that warning silenced (:data:`TRACKER_WARNING`).
 """
 from __future__ import annotations
 
@@ -60,6 +64,19 @@ def _exit_with_parent(parent: int) -> None:
     os._exit(1)
 
 
+#: The warnings filter (``-W``) the resource tracker starts with: its cleanup after a killed parent is silent.
+TRACKER_WARNING = "ignore:resource_tracker:UserWarning:multiprocessing.resource_tracker"
+
+
+def _quiet_resource_tracker() -> None:
+    """Have the resource tracker (not yet started) start with :data:`TRACKER_WARNING`: it takes this
+    process's ``-W`` options (``sys.warnoptions``) on its command line."""
+    import sys
+
+    if TRACKER_WARNING not in sys.warnoptions:
+        sys.warnoptions.append(TRACKER_WARNING)
+
+
 def _mp_context():
     import multiprocessing
     methods = multiprocessing.get_all_start_methods()
@@ -101,6 +118,7 @@ def run_pool(func, jobs, pending, workers, collect, report=None) -> None:
     On an error raised by ``collect`` or Ctrl-C the queued jobs are dropped and
     the jobs in flight stopped (their results are lost anyway)."""
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    _quiet_resource_tracker()
     context = _mp_context()
     queue = None if report is None else context.SimpleQueue()
     executor = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,

@@ -100,22 +100,30 @@ def _dispatch(job, progress=None):
 
 
 def reproduce(output, *, workers=None, scheduler=None, progress=True, quick=False,
-              shortest_first=False, dtype="float64") -> dict:
+              shortest_first=False, dtype="float64", connect_timeout=30.0) -> dict:
     """Run every published run; write the report and the figures to ``output``; return the report.
 
-    Runs start longest first, which finishes soonest on several workers;
-    ``shortest_first=True`` finishes more runs early (if the run may be
-    interrupted: :func:`collect` reports the finished ones)."""
-    from .runner import ResultStore, run_jobs
+    ``output`` is a directory path, opened and locked here as a reproduction's
+    :class:`~numerics.experiments.directory.ExperimentDirectory`, or such a
+    directory its caller holds. Runs start longest first, which finishes
+    soonest on several workers; ``shortest_first=True`` finishes more runs
+    early (if the run may be interrupted: :func:`collect` reports the finished
+    ones). ``connect_timeout``: with ``scheduler``, seconds to wait for it and for a worker."""
+    from .directory import ExperimentDirectory
+    from .runner import run_jobs
 
-    output = Path(output)
-    output.mkdir(parents=True, exist_ok=True)
+    if not isinstance(output, ExperimentDirectory):
+        Path(output).mkdir(parents=True, exist_ok=True)
+        with ExperimentDirectory(output, "reproduction") as directory:
+            directory.begin()
+            return reproduce(directory, workers=workers, scheduler=scheduler, progress=progress, quick=quick,
+                             shortest_first=shortest_first, dtype=dtype, connect_timeout=connect_timeout)
     named = published_jobs(quick, shortest_first=shortest_first, dtype=dtype)
     t0 = time.perf_counter()
     results = run_jobs(_dispatch, [j for _, j in named], workers=workers, scheduler=scheduler,
-                       store=ResultStore(output / "runs", validate=jobs_mod.valid_result), progress=progress,
-                       desc="reproduce", epochs=jobs_mod.job_epochs)
-    return _write_report(output, named, results, time.perf_counter() - t0, quick)
+                       store=output.store(validate=jobs_mod.valid_result), progress=progress,
+                       desc="reproduce", epochs=jobs_mod.job_epochs, connect_timeout=connect_timeout)
+    return _write_report(output.path, named, results, time.perf_counter() - t0, quick)
 
 
 def collect(output, *, quick=False, dtype="float64") -> dict:
@@ -146,9 +154,10 @@ def _write_report(output, named, results, seconds, quick):
                                     "loss": res["loss"], "incentive": res["incentive"]}
         else:
             summ = jobs_mod.combine_runs(res["runs"])
+            runs = [dict(sorted(r.items())) for r in res["runs"]]     # keys in order, as the store keeps them
             report["runs"][name] = {"title": title, "experiment": "fig2", "settings": job["config"],
                                     "heatmap": summ["heatmap"], "heatmap_std": summ["heatmap_std"],
-                                    "separability": summ["separability"], "runs": res["runs"]}
+                                    "separability": summ["separability"], "runs": runs}
     report["runs"] = {k: report["runs"][k] for k in PUBLISHED_RUNS if k in report["runs"]}
     report["missing"] = [k for k in PUBLISHED_RUNS if k in report["missing"]]
     atomic_write_text(output / "report.json", json_text(report))

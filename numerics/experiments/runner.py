@@ -71,11 +71,12 @@ from typing import Any, Callable, Sequence
 
 from derivations.core.cli import isatty, progress_bar
 
-from .cluster import SchedulerLost, check_scheduler, parse_address, run_dask
+from .cluster import CONNECT_TIMEOUT, SchedulerLost, check_scheduler, parse_address, run_dask
 from .pool import run_pool
 from .store import STORE_FORMAT, ResultStore, _canonical, job_key
 
-__all__ = ["run_jobs", "ResultStore", "JobError", "SchedulerLost", "job_key", "check_scheduler", "STORE_FORMAT"]
+__all__ = ["run_jobs", "ResultStore", "JobError", "SchedulerLost", "job_key", "check_scheduler", "STORE_FORMAT",
+           "usable_cpus"]
 
 
 class JobError(RuntimeError):
@@ -112,9 +113,17 @@ def _normalise_result(result: Any, index: int, job: dict) -> dict:
         raise JobError(index, job, TypeError(f"the result is not JSON-serialisable: {exc}")) from exc
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (``os.sched_getaffinity``, where the system
+    has it; else ``os.cpu_count()``): the default number of local workers."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
 def _check_workers(workers) -> int:
     if workers is None:
-        return os.cpu_count() or 1
+        return usable_cpus()
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be an integer >= 1 (or None for the CPU count), got {workers!r}")
     return workers
@@ -122,7 +131,8 @@ def _check_workers(workers) -> int:
 
 def run_jobs(func: Callable[[dict], dict], jobs: Sequence[dict], *, workers: int | None = None,
              scheduler: str | None = None, store: ResultStore | str | os.PathLike | None = None,
-             progress: bool = True, desc: str | None = None, epochs: Callable[[dict], int] | None = None) -> list:
+             progress: bool = True, desc: str | None = None, epochs: Callable[[dict], int] | None = None,
+             connect_timeout: float = CONNECT_TIMEOUT) -> list:
     """Run ``func(job)`` for every job, locally or on Dask, and return the results in job order.
 
     Parameters
@@ -135,7 +145,7 @@ def run_jobs(func: Callable[[dict], dict], jobs: Sequence[dict], *, workers: int
         JSON-serialisable job descriptions.  Equal jobs (same :func:`job_key`)
         run once and share their result.
     workers : int or None, optional
-        Local processes, >= 1; ``None`` means :func:`os.cpu_count`.  ``1`` (or a
+        Local processes, >= 1; ``None`` means :func:`usable_cpus`.  ``1`` (or a
         single pending job) runs in this process, without a pool.  Ignored when
         ``scheduler`` is given.
     scheduler : str or None, optional
@@ -195,7 +205,7 @@ def run_jobs(func: Callable[[dict], dict], jobs: Sequence[dict], *, workers: int
                   show=progress)
     report = bar.advance if epochs is not None and progress and isatty(sys.stderr) else None
     try:
-        _dispatch(func, normalised, keys, pending, workers, scheduler,
+        _dispatch(func, normalised, keys, pending, workers, (scheduler, connect_timeout),
                   _finisher(normalised, results, store, bar), report)
     finally:
         bar.close()
@@ -293,9 +303,11 @@ def _check_inputs(func, jobs, workers, scheduler, store, epochs=None):
     return keys, normalised, workers, store
 
 
-def _dispatch(func, jobs, keys, pending, workers, scheduler, finish, report=None) -> None:
-    """Run the ``pending`` jobs on the chosen backend, handing each value to ``finish``; with
-    ``report``, ``func`` gets ``progress=`` and its epochs reach ``report(index, n)`` (not on Dask)."""
+def _dispatch(func, jobs, keys, pending, workers, dask, finish, report=None) -> None:
+    """Run the ``pending`` jobs on the chosen backend (``dask``: the scheduler's address, or None,
+    and its connection timeout), handing each value to ``finish``; with ``report``, ``func`` gets
+    ``progress=`` and its epochs reach ``report(index, n)`` (not on Dask)."""
+    scheduler, timeout = dask
     def collect(index, future):
         try:
             value = future.result()
@@ -306,7 +318,7 @@ def _dispatch(func, jobs, keys, pending, workers, scheduler, finish, report=None
     if not pending:
         return
     if scheduler is not None:
-        run_dask(func, jobs, keys, pending, scheduler, collect)
+        run_dask(func, jobs, keys, pending, scheduler, collect, timeout)
     elif workers == 1 or len(pending) == 1:
         for index in pending:
             try:

@@ -108,6 +108,9 @@ class ResultStore:
         ``validate(job, result) -> bool``: whether a stored result body is
         whole (every key, the right lengths and types). A result it rejects
         counts as missing, like a damaged envelope (default: any dict).
+    read_only : bool, optional
+        Only read: the directory is neither created nor cleaned of temporary
+        files (a missing one holds nothing), and :meth:`put` is refused.
 
     Raises
     ------
@@ -127,9 +130,13 @@ class ResultStore:
     ({'loss': 0.125}, True, 1)
     """
 
-    def __init__(self, directory, validate: Callable[[dict, dict], bool] | None = None):
-        self.validate = validate
+    def __init__(self, directory, validate: Callable[[dict, dict], bool] | None = None, *,
+                 read_only: bool = False):
+        self.validate, self.read_only = validate, read_only
         path = Path(directory)
+        if read_only:
+            self.directory = path
+            return
         try:
             path.mkdir(parents=True, exist_ok=True)
         except (FileExistsError, NotADirectoryError):
@@ -203,6 +210,8 @@ class ResultStore:
         ValueError
             If ``job`` or ``result`` is not JSON-serialisable.
         """
+        if self.read_only:
+            raise ValueError(f"{self!r} is read only")
         key = job_key(job)
         if not isinstance(result, dict):
             raise ValueError(f"result must be a dict, got {type(result).__name__}")
@@ -218,6 +227,8 @@ class ResultStore:
 
     def items(self) -> Iterator[tuple[dict, dict]]:
         """``(job, result)`` for every intact file, in file-name order."""
+        if not self.directory.is_dir():
+            return
         for path in sorted(self.directory.glob("*.json")):
             if not path.is_file():
                 continue

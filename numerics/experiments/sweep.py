@@ -31,10 +31,7 @@ that would leave a worker idle.  The job partition depends on the sweep's
 parameterizations and seeds, never on the number of workers, so a
 :class:`~numerics.experiments.runner.ResultStore` written by one run is reused
 by ``--resume`` with any worker count; ``--extend`` may change the blocks, and
-the runs of a changed block are retrained, to the same numbers.  (A store of an
-older layout, one job per (parameterization, ratio) or per (parameterization,
-seed) where blocks are larger now, is not reused either: its runs are
-recomputed, to the same numbers, and ``sweep`` says so.)
+the runs of a changed block are retrained, to the same numbers.
 ``results.csv`` (:data:`CSV_COLUMNS`) has one row per run and target in the
 order parameterizations x ratios x seeds as given (duplicates removed) x
 targets (highest first); ``steps`` are the steps trained by the row's state,
@@ -43,24 +40,23 @@ at ``max_steps`` before it (``completed``: the row holds its final state) or
 diverged before it (``diverged``: a non-finite training loss stopped it; its
 measurements are empty cells).
 
-The directory records its settings (:data:`SETTINGS_FILE`, written before any
-work): ``--resume`` with other settings is refused, naming the difference
-(:func:`settings_difference`); ``--extend`` adds parameterizations, ratios or
-seeds to a stored sweep and keeps every stored row (the stored jobs whose
-stack, parameterization, ratios and block of seeds, is unchanged are reused;
-added ratios change every job's stack and added seeds or parameterizations may
-change the blocks, and those runs are recomputed, to the same numbers: runs are
-independent of the runs stacked with them). :func:`lock_directory` holds an
-exclusive lock on the directory while a sweep writes into it.
+The sweep's directory (:class:`~numerics.experiments.directory.ExperimentDirectory`)
+records its settings before any work: ``--resume`` with other settings is
+refused, naming the difference
+(:func:`~numerics.experiments.directory.settings_difference`); ``--extend``
+adds parameterizations, ratios or seeds to a stored sweep and keeps every
+stored row (the stored jobs whose stack, parameterization, ratios and block of
+seeds, is unchanged are reused; added ratios change every job's stack and added
+seeds or parameterizations may change the blocks, and those runs are
+recomputed, to the same numbers: runs are independent of the runs stacked with
+them).
 """
 from __future__ import annotations
 
 import csv
 import functools
 import io
-import json
 import math
-import os
 from pathlib import Path
 
 import numpy as np
@@ -70,21 +66,13 @@ from derivations.core.atomic_file import atomic_write_text
 from . import sgd
 
 __all__ = ["CSV_COLUMNS", "FIRST_SEED", "SEEDS_PER_JOB", "MIN_JOBS", "seeds_per_job", "job_seed_blocks",
-           "SETTINGS_FILE", "target_losses", "sweep_jobs", "rows_from_results", "summarize", "spearman",
-           "write_csv", "read_csv", "initial_losses", "read_settings", "write_settings", "settings_difference",
-           "extend_settings", "lock_directory", "DirectoryLocked"]
+           "target_losses", "sweep_jobs", "rows_from_results", "summarize", "spearman", "write_csv", "read_csv",
+           "initial_losses"]
 
 #: Columns of ``results.csv``.
 CSV_COLUMNS = ("parameterization", "ratio", "seed", "steps", "reached", "loss",
                "relevant_attention", "label_probability", "accuracy", "status",
                "self_attention", "other_attention", "target_loss")
-#: The file in a sweep directory that records the sweep's settings.
-SETTINGS_FILE = "sweep-settings.json"
-_SETTINGS_FORMAT = "qkov.experiments.sweep.settings/1"
-#: Settings that ``--extend`` may change (others must equal the stored ones).
-EXTENDABLE = ("parameterizations", "ratios", "seeds")
-#: Settings recorded only when they differ from these defaults (a float64 sweep's settings are as before).
-_UNNAMED_DEFAULTS = {"dtype": "float64"}
 #: Seeds of a sweep are FIRST_SEED, FIRST_SEED + 1, ... (the notebooks' 1234, 1235, ...).
 FIRST_SEED = 1234
 #: Most seeds stacked in one job (with every ratio): the seeds are cut into consecutive blocks.
@@ -193,18 +181,18 @@ def job_seed_blocks(n_parameterizations: int, n_seeds: int) -> list:
 
 
 def _check_seed_blocks(n_seeds, sizes) -> None:
-    """``sizes`` (None, or the blocks of seeds a sweep was extended by) must be >= 1 and sum to ``n_seeds``."""
-    sizes = [n_seeds] if sizes is None else [int(k) for k in sizes]
-    if sum(sizes) != n_seeds or any(k < 1 for k in sizes):
-        raise ValueError(f"seed_blocks must be sizes >= 1 summing to seeds = {n_seeds}, got {sizes!r}")
+    """``sizes`` (None, or the blocks of seeds a sweep was extended by) must be whole numbers >= 1
+    summing to ``n_seeds``."""
+    sizes = [n_seeds] if sizes is None else sizes
+    if not (isinstance(sizes, (list, tuple)) and all(isinstance(k, int) and not isinstance(k, bool) and k >= 1
+                                                     for k in sizes) and sum(sizes) == n_seeds):
+        shown = repr(sizes) if len(repr(sizes)) <= 40 else repr(sizes)[:37] + "..."
+        raise ValueError(f"seed_blocks must be whole numbers >= 1 summing to seeds = {n_seeds}, got {shown}")
 
 
 def rows_from_results(results) -> list:
-    """Flatten the results of :func:`numerics.experiments.jobs.sweep_job` (job order) into CSV rows
-    (a row stored before the ``status`` column gets it from ``reached``)."""
-    rows = [row for res in results for row in res["rows"]]
-    return [row if "status" in row else {**row, "status": "reached" if row["reached"] else "completed"}
-            for row in rows]
+    """Flatten the results of :func:`numerics.experiments.jobs.sweep_job` (job order) into CSV rows."""
+    return [row for res in results for row in res["rows"]]
 
 
 def _none_if_nan(x):
@@ -216,15 +204,20 @@ SHARES = ("relevant_attention", "self_attention", "other_attention")
 
 
 def _mean_ci(values):
-    """Mean and 95 % t-interval (``[None, None]`` for one value) of a list of numbers."""
+    """Mean and 95 % t-interval of the mean (``scipy.stats.t.interval`` with the
+    standard error ``scipy.stats.sem``; ``[None, None]`` for one value, ``[mean, mean]``
+    for equal values) of a list of numbers."""
     from scipy import stats
 
     v = np.array(values, dtype=float)
     mean = float(v.mean())
     if len(v) < 2:
         return mean, [None, None]
-    half = float(stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v)))
-    return mean, [mean - half, mean + half]
+    sem = float(stats.sem(v))
+    if sem == 0:                                   # equal values: the interval is the point
+        return mean, [mean, mean]
+    low, high = stats.t.interval(0.95, len(v) - 1, loc=mean, scale=sem)
+    return mean, [float(low), float(high)]
 
 
 def _summary_entry(p, r, target, n, g) -> dict:
@@ -358,109 +351,3 @@ def initial_losses(parameterizations, n_seeds: int, *, init: str = "authors", se
             params = models.init_params(p, init, np.random.default_rng(seed), shapes=shapes(p))
             out[p, seed] = float(loss(params, counts, query, label, grad=False)[0])
     return out
-
-
-def write_settings(directory, settings: dict) -> None:
-    """Record ``settings`` (the sweep's options, ``seed_blocks``) in ``directory``/:data:`SETTINGS_FILE`."""
-    atomic_write_text(Path(directory) / SETTINGS_FILE,
-                      json.dumps({"format": _SETTINGS_FORMAT, **settings}, indent=1, allow_nan=False), fsync=True)
-
-
-def read_settings(directory):
-    """The recorded settings of the sweep in ``directory``: from :data:`SETTINGS_FILE`, else from
-    the ``settings`` of an older sweep's ``sweep.json``; None when neither says."""
-    directory = Path(directory)
-    for name, pick in ((SETTINGS_FILE, lambda d: d if d.get("format") == _SETTINGS_FORMAT else None),
-                       ("sweep.json", lambda d: d.get("settings"))):
-        try:
-            with open(directory / name, encoding="utf-8") as fh:
-                found = pick(json.load(fh))
-        except (OSError, ValueError, AttributeError):
-            continue
-        if isinstance(found, dict):
-            found = {k: v for k, v in found.items() if k != "format"}
-            found.setdefault("seed_blocks", [found.get("seeds")])
-            return found
-    return None
-
-
-def _option(name) -> str:
-    return "--" + name.replace("_", "-")
-
-
-def _shown(value) -> str:
-    return ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value) \
-        if isinstance(value, list) else (f"{value:g}" if isinstance(value, float) else str(value))
-
-
-def settings_difference(stored: dict, given: dict, *, extend: bool = False):
-    """None when ``given`` may continue the sweep of ``stored`` settings, else one line naming
-    the first difference. With ``extend``, ``given`` may add parameterizations, ratios or
-    seeds (:data:`EXTENDABLE`) but not drop any. A setting recorded only when it is not its
-    default (:data:`_UNNAMED_DEFAULTS`: ``dtype``) compares as its default when absent."""
-    for key in ("task", "task_params"):          # absent: the authors' task
-        if key in stored and key not in given:
-            return (f"the sweep in this directory was run with --{key.replace('task_params', 'params')} "
-                    f"{_shown(stored[key])}, not the default (--resume continues it with its own settings)")
-    stored, given = {**_UNNAMED_DEFAULTS, **stored}, {**_UNNAMED_DEFAULTS, **given}
-    for key, value in given.items():
-        if key == "seed_blocks" or stored.get(key) == value:
-            continue
-        option = _option(key)
-        if extend and key in ("parameterizations", "ratios"):
-            missing = [v for v in stored.get(key, []) if v not in value]
-            if not missing:
-                continue
-            return (f"--extend keeps every stored row, but {option} {_shown(value)} leaves out "
-                    f"{_shown(missing)} of the stored sweep; give them too")
-        if extend and key == "seeds" and isinstance(stored.get(key), int) and value >= stored[key]:
-            continue
-        hint = "; pass --extend to add parameterizations, ratios or seeds" if key in EXTENDABLE and not extend else ""
-        return (f"the sweep in this directory was run with {option} {_shown(stored.get(key))}, not "
-                f"{_shown(value)} (--resume continues it with its own settings{hint})")
-    return None
-
-
-def extend_settings(stored: dict, given: dict) -> dict:
-    """The settings of ``stored`` extended by ``given``'s new parameterizations, ratios and seeds
-    (stored ones first, in the stored order); the seeds' history in ``seed_blocks`` (a new block
-    if seeds are added; it is recorded, and does not change the jobs)."""
-    out = dict(given)
-    for key in ("parameterizations", "ratios"):
-        out[key] = list(stored[key]) + [v for v in given[key] if v not in stored[key]]
-    blocks = list(stored.get("seed_blocks") or [stored["seeds"]])
-    if given["seeds"] > stored["seeds"]:
-        blocks.append(given["seeds"] - stored["seeds"])
-    out["seeds"] = max(given["seeds"], stored["seeds"])
-    out["seed_blocks"] = blocks
-    return out
-
-
-class DirectoryLocked(RuntimeError):
-    """Another process holds the lock of an output directory."""
-
-
-def lock_directory(directory):
-    """Hold an exclusive lock on ``directory`` (``fcntl.flock`` on ``directory/.lock``).
-
-    Returns the open lock file: the lock lasts while it stays open, i.e. until
-    the process ends, however it ends (the kernel releases it). Raises
-    :class:`DirectoryLocked` at once if another process holds it."""
-    import fcntl
-
-    handle = open(Path(directory) / ".lock", "a+")
-    try:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        handle.close()
-        raise DirectoryLocked(f"{str(directory)!r} is in use by another sweep or reproduction "
-                              f"(its lock file .lock is held); wait for it to end or choose another "
-                              f"directory") from None
-    try:
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"{os.getpid()}\n")
-        handle.flush()
-    except OSError:
-        pass
-    return handle

@@ -3,14 +3,15 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from pathlib import Path
 
 from derivations.core.atomic_file import atomic_write
 from derivations.core.cli import prepare_output_dir
 
-from .style import DPI, DPI_RANGE, mpl
+from .style import DPI, DPI_RANGE
 
-__all__ = ["FORMATS", "save_figure", "check_formats", "check_dpi", "prepare_figure_dir"]
+__all__ = ["FORMATS", "METADATA", "save_figure", "check_formats", "check_dpi", "prepare_figure_dir"]
 
 #: Output formats :func:`save_figure` writes.
 FORMATS = ("png", "pdf", "svg")
@@ -109,22 +110,39 @@ def prepare_figure_dir(output_dir, file_names=("figure.png",)) -> Path:
     return prepare_output_dir(text, name="output", longest_name=longest)
 
 
+#: The metadata each format is saved with: no creation date, so that the same
+#: figure gives the same bytes (PNG has none by default).
+METADATA = {"pdf": {"CreationDate": None}, "svg": {"Date": None}}
+
+
 def save_figure(fig, output_dir, name, formats=("png", "pdf"), dpi=DPI, style=None) -> list:
-    """Save ``fig`` as ``output_dir/name.<fmt>`` for each format and close it.
+    """Save ``fig`` as ``output_dir/name.<fmt>`` for each format.
 
     Each file is written to a temporary file and renamed, so it is complete or
     absent; ``output_dir`` is created if missing; ``style`` (rc parameters,
-    e.g. :data:`~numerics.output.style.STYLE`) is in force while saving.
+    e.g. :data:`~numerics.output.style.STYLE`) is in force while saving, in a
+    :func:`matplotlib.rc_context` (the global ``rcParams`` are left as they
+    were). No creation date is written (:data:`METADATA`): the same figure
+    gives the same bytes. A pyplot figure is closed afterwards.
     Returns the list of paths, in the order of ``formats``.
     """
-    matplotlib, plt = mpl()
+    import matplotlib
+
     directory = Path(output_dir)
     directory.mkdir(parents=True, exist_ok=True)
     out = []
     with matplotlib.rc_context(style or {}):
         for fmt in check_formats(formats):
             path = directory / f"{name}.{fmt}"
-            atomic_write(path, lambda fh: fig.savefig(fh, dpi=dpi, format=fmt), binary=True)
+            atomic_write(path, lambda fh: fig.savefig(fh, dpi=dpi, format=fmt, metadata=METADATA.get(fmt)),
+                         binary=True)
             out.append(path)
-    plt.close(fig)
+    _close_if_pyplot(fig)
     return out
+
+
+def _close_if_pyplot(fig) -> None:
+    """Close ``fig`` in pyplot when pyplot manages it (without importing pyplot otherwise)."""
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is not None and getattr(fig, "number", None) is not None and pyplot.fignum_exists(fig.number):
+        pyplot.close(fig)

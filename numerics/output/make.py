@@ -5,11 +5,11 @@ import sys
 import time
 from pathlib import Path
 
-from derivations.core.cli import OneLineParser, UsageError, usage_error
+from derivations.core.cli import OneLineParser, UsageError, exit_on_interrupt, usage_error
 from derivations.core.output import emit
 
 from .files import FORMATS, check_dpi, check_formats, prepare_figure_dir, save_figure
-from .style import DPI, DPI_RANGE, STYLE, mpl
+from .style import DPI, DPI_RANGE, STYLE
 from .theory import FIGURES
 
 __all__ = ["DEFAULT_OUTPUT", "make_figures", "check_output_dir", "build_parser", "main"]
@@ -79,7 +79,7 @@ def make_figures(output_dir=DEFAULT_OUTPUT, formats=("png", "pdf"), *, names=Non
     names = _check_names(names)
     dpi = check_dpi(dpi)
     output_dir = check_output_dir(output_dir, names, formats)
-    matplotlib, _ = mpl()
+    import matplotlib
     paths = []
     for name in names:
         t0 = time.perf_counter()
@@ -110,9 +110,10 @@ def build_parser():
     return p
 
 
+@exit_on_interrupt(PROG)
 def main(argv=None):
     """Command-line entry point; returns the exit status (0 ok, 1 a write
-    failed, 2 bad arguments: one line on stderr, nothing written)."""
+    failed, 2 bad arguments: one line on stderr, nothing written; 130 Ctrl-C, one line)."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -1,12 +1,17 @@
-"""One style for the package's figures: sizes, colors, labels, matplotlib on Agg."""
+"""One style for the package's figures: sizes, colors, labels, and the one way figures are made.
+
+Figures are :class:`matplotlib.figure.Figure` objects made by :func:`new_figure`
+inside :func:`matplotlib.rc_context`: no pyplot state, no backend switch, no
+change to the global ``rcParams`` (a notebook that plots with qkov keeps its
+backend and style).
+"""
 from __future__ import annotations
 
 from derivations.core.vocabulary import PAPER_SETTING
 
-__all__ = ["PAPER", "RATIOS", "WIDTH", "DPI", "DPI_RANGE", "BASE_STYLE", "STYLE", "PARAM_STYLE",
-           "PARAM_COLORS", "T_LABEL", "LOSS_LABEL", "ALPHA_LABEL", "MU_OV_LABEL", "MU_QK_LABEL",
-           "mpl", "ratio_colors", "ratio_label", "ratio_legend_title", "panel_letter",
-           "new_figure"]
+__all__ = ["PAPER", "RATIOS", "WIDTH", "DPI", "DPI_RANGE", "BASE_STYLE", "STYLE", "EXPERIMENT_STYLE",
+           "PARAM_STYLE", "PARAM_COLORS", "T_LABEL", "LOSS_LABEL", "ALPHA_LABEL", "MU_OV_LABEL", "MU_QK_LABEL",
+           "ratio_colors", "ratio_label", "ratio_legend_title", "panel_letter", "new_figure"]
 
 #: The paper's setting (:data:`derivations.core.vocabulary.PAPER_SETTING`).
 PAPER = dict(PAPER_SETTING)
@@ -17,8 +22,10 @@ WIDTH = 7.0
 #: Raster resolution of every figure of the package (dots per inch).
 DPI = 150
 #: What every figure of the package shares (the experiments' figures too):
-#: resolution, embedded TrueType fonts in PDFs, constrained layout.
-BASE_STYLE = {"savefig.dpi": DPI, "pdf.fonttype": 42, "figure.constrained_layout.use": True}
+#: resolution, embedded TrueType fonts in PDFs, constrained layout, and a fixed
+#: salt for the SVG ids (so that the same figure gives the same SVG bytes).
+BASE_STYLE = {"savefig.dpi": DPI, "pdf.fonttype": 42, "figure.constrained_layout.use": True,
+              "svg.hashsalt": "qkov"}
 #: Accepted raster resolutions (dots per inch).
 DPI_RANGE = (10.0, 2400.0)
 
@@ -36,6 +43,18 @@ STYLE = {
     "axes.grid": True,
     "grid.alpha": 0.3,
     "grid.linewidth": 0.5,
+    **BASE_STYLE,
+}
+
+#: The experiments' figures' style (:data:`BASE_STYLE` plus smaller text for
+#: their many panels).
+EXPERIMENT_STYLE = {
+    "font.size": 8,
+    "axes.titlesize": 8.5,
+    "axes.labelsize": 8,
+    "xtick.labelsize": 7,
+    "ytick.labelsize": 7,
+    "legend.fontsize": 7,
     **BASE_STYLE,
 }
 
@@ -57,20 +76,11 @@ MU_OV_LABEL = r"$\mu_{OV}$ (logit gap per unit $\alpha$)"
 MU_QK_LABEL = r"$\mu_{QK}$ (relevant $-$ irrelevant score)"
 
 
-def mpl():
-    """Import matplotlib with the Agg backend (lazily: the CLI parses first)."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    return matplotlib, plt
-
-
 def ratio_colors(ratios):
     """One color per ratio from a sequential map (small r light -> large r dark)."""
-    _, plt = mpl()
-    cmap = plt.get_cmap("viridis")
+    import matplotlib
+
+    cmap = matplotlib.colormaps["viridis"]
     k = len(ratios)
     return [cmap(0.82 - 0.8 * i / max(k - 1, 1)) for i in range(k)]
 
@@ -91,9 +101,35 @@ def panel_letter(ax, i):
             ha="right", va="bottom", fontsize=9, fontweight="bold")
 
 
-def new_figure(nrows, ncols, height):
-    """A figure of the paper's text width in :data:`STYLE`, axes as a 2-D array."""
-    matplotlib, plt = mpl()
-    with matplotlib.rc_context(STYLE):
-        fig, axes = plt.subplots(nrows, ncols, figsize=(WIDTH, height), squeeze=False)
+def new_figure(nrows, ncols, height=None, *, figsize=None, style=None, **subplots):
+    """A :class:`matplotlib.figure.Figure` (no pyplot) made in ``style`` (default
+    :data:`STYLE`), axes as a 2-D array.
+
+    Parameters
+    ----------
+    nrows, ncols : int
+        The grid of axes.
+    height : float, optional
+        Height in inches at the paper's text width :data:`WIDTH`.
+    figsize : (float, float), optional
+        Width and height in inches, instead of ``height``.
+    style : dict, optional
+        rc parameters in force while the figure and its axes are made.
+    **subplots
+        Further arguments of :meth:`matplotlib.figure.Figure.subplots`.
+
+    Returns
+    -------
+    fig, axes : Figure, ndarray of Axes
+
+    >>> fig, axes = new_figure(1, 2, 3.0)
+    >>> axes.shape, type(fig).__name__, fig.get_size_inches().tolist()
+    ((1, 2), 'Figure', [7.0, 3.0])
+    """
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    with matplotlib.rc_context(STYLE if style is None else style):
+        fig = Figure(figsize=figsize if figsize is not None else (WIDTH, height))
+        axes = fig.subplots(nrows, ncols, squeeze=False, **subplots)
     return fig, axes

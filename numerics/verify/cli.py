@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import time
 
-from derivations.core.cli import (OneLineParser, UsageError, parse_list, parse_number,
+from derivations.core.cli import (OneLineParser, UsageError, exit_on_interrupt, parse_list, parse_number,
                                   parse_params, progress_bar, usage_error)
 from derivations.core.output import emit
 from derivations.core.vocabulary import PARAMETERIZATIONS
@@ -180,8 +180,9 @@ class _Progress:
         self.calls += 1
 
 
+@exit_on_interrupt(PROG)
 def main(argv=None) -> int:
-    """Command-line entry point; returns the exit status."""
+    """Command-line entry point; returns the exit status (130 after Ctrl-C, one line)."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -5,7 +5,7 @@ import pytest
 import sympy as sp
 
 from derivations import catalog
-from derivations.core.expression_cache import FORMAT
+from derivations.core.expression_cache import FORMAT, results_digest
 from derivations.srepr_reader import UnsafeExpression, from_srepr
 
 
@@ -32,18 +32,27 @@ def _key():
     return catalog.cache_key()
 
 
+def _file_text(results) -> str:
+    """A well-formed cache file of ``results`` (JSON entries) under the current key, with its digest."""
+    return json.dumps({"digest": results_digest(results), "format": FORMAT, "key": _key(), "results": results})
+
+
+def _user_file(tmp_path):
+    return tmp_path / "user" / f"derived-{_key()}.json"
+
+
 def test_crafted_entry_is_not_executed(isolated_cache, tmp_path):
     shipped, calls = isolated_cache
     marker = tmp_path / "pwned"
     evil = f"__import__('pathlib').Path({str(marker)!r}).touch()"
     shipped.parent.mkdir(parents=True)
-    shipped.write_text(json.dumps({"format": FORMAT, "key": _key(), "results": {
-        "demo.f": {"lhs": None, "expr": evil, "relation": "="}}}))
+    shipped.write_text(_file_text({"demo.f": {"lhs": None, "expr": evil, "relation": "="}}))
     recs = catalog.records()
     assert not marker.exists()
     assert calls == [1]                       # treated as damaged: derived again
     assert str(recs["demo.f"].expr) == "exp(-x)/2"
-    assert "__import__" not in shipped.read_text()   # and rewritten
+    assert "__import__" in shipped.read_text()                  # the shipped file is never written
+    assert "__import__" not in _user_file(tmp_path).read_text()  # the result went to the user cache
 
 
 @pytest.mark.parametrize("text", ["[]", "{}", '{"key": "K"}', "null", "not json",
@@ -53,22 +62,62 @@ def test_crafted_entry_is_not_executed(isolated_cache, tmp_path):
                                   '"relation": "<"}}}',
                                   '{"format": 2, "key": "K", "results": {"demo.f": {"lhs": null, '
                                   '"expr": "Integer(1)", "relation": "="}}}'])
-def test_wrong_shape_is_rebuilt(isolated_cache, text):
+def test_wrong_shape_is_rebuilt(isolated_cache, text, tmp_path):
     shipped, calls = isolated_cache
     shipped.parent.mkdir(parents=True)
     shipped.write_text(text.replace('"K"', json.dumps(_key())).replace(": F,", f": {FORMAT},"))
     recs = catalog.records()
     assert calls == [1] and list(recs) == ["demo.f"]
-    assert json.loads(shipped.read_text())["key"] == _key()
+    assert json.loads(_user_file(tmp_path).read_text())["key"] == _key()
 
 
-def test_round_trip_and_no_second_derivation(isolated_cache, monkeypatch):
+def test_edited_well_formed_cache_is_not_believed(isolated_cache, tmp_path, capsys):
+    """Issue 25 item 3: a cache file edited into another well-formed expression (Integer(-1) ->
+    Integer(-2)) no longer matches the digest kept with its key: stale for --check, derived again."""
+    shipped, calls = isolated_cache
+    catalog.STORE.write(shipped, _key(), catalog.derive_all())
+    calls.clear()
+    assert catalog.STORE.read(shipped, _key()) is not None
+    catalog.main(["--check"])
+    assert capsys.readouterr().out.startswith("shipped cache is fresh;")
+    text = shipped.read_text()
+    assert "Integer(-1)" in text
+    shipped.write_text(text.replace("Integer(-1)", "Integer(-2)"))
+    assert catalog.STORE.read(shipped, _key()) is None
+    assert catalog.main(["--check"]) == 1
+    assert capsys.readouterr().out.startswith("shipped cache is STALE;")
+    assert str(catalog.records()["demo.f"].expr) == "exp(-x)/2" and calls == [1]
+
+
+@pytest.mark.parametrize("expr", ["Pow(Integer(10), Integer(1000000000000))",
+                                  "Pow(Pow(Pow(Integer(10), Integer(1000)), Integer(1000)), Integer(1000))",
+                                  "Integer(" + "9" * 400 + ")", "Float('1.0', precision=100000000)",
+                                  "Add(" * 300 + "Integer(1)" + ")" * 300,
+                                  "Tuple(" + ", ".join(["Integer(1)"] * 17_000) + ")"],
+                         ids=["10**10**12", "nested powers", "400 digits", "precision", "depth 300", "51000 nodes"])
+def test_oversized_cache_entry_is_derived_again_quickly(isolated_cache, tmp_path, expr):
+    """Issue 25 item 3: the reader bounds integer size, nesting, node count, precision and powers of
+    numbers, so an entry such as Pow(Integer(10), Integer(10**12)) (which SymPy would evaluate for
+    minutes) is refused at once and the results are derived again."""
+    import time
+    shipped, calls = isolated_cache
+    shipped.parent.mkdir(parents=True)
+    shipped.write_text(_file_text({"demo.f": {"lhs": None, "expr": expr, "relation": "="}}))
+    start = time.perf_counter()
+    assert str(catalog.records()["demo.f"].expr) == "exp(-x)/2" and calls == [1]
+    assert time.perf_counter() - start < 5
+    with pytest.raises(UnsafeExpression):
+        from_srepr(expr)
+
+
+def test_round_trip_and_no_second_derivation(isolated_cache, monkeypatch, tmp_path):
     shipped, calls = isolated_cache
     first = catalog.records()
     monkeypatch.setattr(catalog.STORE, "memo", None)
     second = catalog.records()
     assert calls == [1] and first == second
-    assert [p.name for p in shipped.parent.iterdir()] == ["derived.json"]   # no temp files left
+    assert not shipped.parent.exists()                      # nothing written beside the shipped file
+    assert [p.name for p in _user_file(tmp_path).parent.iterdir()] == [_user_file(tmp_path).name]  # no temp files
 
 
 def test_unwritable_cache_warns_once(isolated_cache, tmp_path, monkeypatch, capsys):
@@ -128,7 +177,8 @@ def test_cli_output_into_closed_pipe_or_full_device():
         assert res.returncode == 1 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
 
 
-def test_lazy_results_decode_only_what_is_read_and_rebuild_a_damaged_entry(isolated_cache, monkeypatch):
+def test_lazy_results_decode_only_what_is_read_and_rebuild_a_damaged_entry(isolated_cache, monkeypatch,
+                                                                          tmp_path):
     """ExpressionStore.lazy checks the file at once, decodes an entry when it is read, and
     falls back to load (which rebuilds the damaged cache) when an entry read is damaged."""
     shipped, calls = isolated_cache
@@ -136,7 +186,7 @@ def test_lazy_results_decode_only_what_is_read_and_rebuild_a_damaged_entry(isola
     entries = catalog._encode({"demo.f": catalog.Result("demo.f", None, sp.exp(-x) / 2, "=")})
     entries["demo.g"] = {"lhs": None, "expr": "__import__('os')", "relation": "="}
     shipped.parent.mkdir(parents=True)
-    shipped.write_text(json.dumps({"format": FORMAT, "key": _key(), "results": entries}))
+    shipped.write_text(_file_text(entries))
     decoded = []
     decode = catalog.STORE.decode
     monkeypatch.setattr(catalog.STORE, "decode", lambda e: decoded.extend(e) or decode(e))
@@ -145,7 +195,7 @@ def test_lazy_results_decode_only_what_is_read_and_rebuild_a_damaged_entry(isola
     assert str(lazy["demo.f"].expr) == "exp(-x)/2" and decoded == ["demo.f"] and calls == []
     with pytest.raises(KeyError):
         lazy["demo.g"]                                     # damaged: everything derived again
-    assert calls == [1] and list(lazy) == ["demo.f"] and "demo.g" not in shipped.read_text()
+    assert calls == [1] and list(lazy) == ["demo.f"] and "demo.g" not in _user_file(tmp_path).read_text()
     assert catalog.STORE.lazy() is catalog.STORE.memo      # loaded once: the memo from now on
 
 
@@ -207,4 +257,48 @@ def test_both_commands_share_the_check_and_rebuild_texts(tmp_path, monkeypatch, 
     assert task_catalog.main(["--check"]) == 0
     assert capsys.readouterr().out == "shipped task cache is fresh\n"
     data = json.loads((tmp_path / "tasks.json").read_text())
-    assert data == {"format": FORMAT, "key": task_catalog.cache_key(), "results": {"paper/CACO": {"demo": 1}}}
+    assert data == {"format": FORMAT, "key": task_catalog.cache_key(), "results": {"paper/CACO": {"demo": 1}},
+                    "digest": results_digest({"paper/CACO": {"demo": 1}})}
+
+
+@pytest.mark.parametrize("command", ["catalog", "task_catalog"])
+@pytest.mark.parametrize("argv", [["--bogus"], ["--check", "--rebuild"], ["--rebuild", "--check"], ["extra"]])
+def test_bad_options_one_line_exit_2_nothing_done(command, argv, tmp_path, monkeypatch, capsys):
+    """Issue 25 item 11: an unknown option, or --check with --rebuild, is one line and exit 2,
+    before any work (nothing derived, nothing written)."""
+    import importlib
+    module = importlib.import_module(f"derivations.{command}")
+    monkeypatch.setattr(module.STORE, "shipped", tmp_path / "x.json")
+    monkeypatch.setattr(module.STORE, "derive", lambda: pytest.fail("derived"))
+    assert module.main(argv) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and out.err.count("\n") == 1 and out.err.startswith(f"derivations.{command}: error: ")
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_user_cache_location_follows_xdg(monkeypatch, tmp_path):
+    """Derived data goes to $XDG_CACHE_HOME/qkov when that is an absolute path (the XDG rule),
+    else ~/.cache/qkov."""
+    from derivations.core import expression_cache as ec
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert ec.user_cache("derived", "k") == tmp_path / "xdg" / "qkov" / "derived-k.json"
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    for unset in ("", "relative/dir"):
+        monkeypatch.setenv("XDG_CACHE_HOME", unset)
+        assert ec.cache_dir() == tmp_path / "home" / ".cache" / "qkov"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert ec.cache_dir() == tmp_path / "home" / ".cache" / "qkov"
+
+
+def test_a_cache_miss_writes_only_the_user_cache(tmp_path, monkeypatch):
+    """Issue 28: on a miss (another key, as for a SymPy version other than the shipped cache's) the
+    results go to the user cache only; the shipped file, read with importlib.resources, is untouched."""
+    import importlib.resources
+
+    from derivations.core import expression_cache as ec
+    store = ec.ExpressionStore("demo", catalog.__file__, lambda: {"a": 1}, dict, dict, prog="demo", what="demo")
+    assert store.shipped == importlib.resources.files("derivations") / "_cache" / "demo.json"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(ec, "sympy_version", lambda: "0.0-not-the-shipped-one")
+    assert store.load() == {"a": 1} and not store.shipped.is_file()
+    assert [p.name for p in (tmp_path / "qkov").iterdir()] == [f"demo-{store.key()}.json"]

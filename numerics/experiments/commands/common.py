@@ -32,6 +32,9 @@ def add_common(p, *, output_required=False):
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="address tcp://host:port of a running Dask distributed scheduler to send the runs to "
                         "(needs the optional extra qkov[distributed]; tls:// is not supported)")
+    p.add_argument("--connect-timeout", default="30", metavar="SECONDS",
+                   help="with --scheduler: seconds to wait for the scheduler to answer and for a worker to be "
+                        "connected to it, before any work and again when the runs are sent (default 30)")
     p.add_argument("--output", default=None, required=output_required, metavar="DIR",
                    help="directory for results and figures (created and tried before any work)"
                    + ("" if output_required else "; default: print only"))
@@ -89,22 +92,26 @@ def parse_seeds(text) -> list:
 
 
 def workers(args) -> int:
-    """``--workers`` (default: the CPU count)."""
+    """``--workers`` (default: the CPUs this process may run on, :func:`~numerics.experiments.runner.usable_cpus`)."""
     if args.workers is None:
-        return os.cpu_count() or 1
+        from ..runner import usable_cpus
+        return usable_cpus()
     return integer("--workers", args.workers, 1)
 
 
 def scheduler(args):
-    """``--scheduler``, checked (address form, a Dask scheduler answering) before any work."""
+    """``--scheduler``, checked (address form, a Dask scheduler answering, a worker connected to it
+    within ``--connect-timeout`` seconds) before any work; ``args.connect_timeout`` becomes a number."""
+    args.connect_timeout = number("--connect-timeout", args.connect_timeout)
     if args.scheduler is None:
         return None
     from ..cluster import check_scheduler
 
     try:
-        check_scheduler(args.scheduler, timeout=10)
+        check_scheduler(args.scheduler, timeout=args.connect_timeout, need_workers=True)
     except ValueError as exc:
-        raise UsageError(f"--scheduler: {exc}") from None
+        hint = "; start a worker, or wait longer with --connect-timeout" if "no worker" in str(exc) else ""
+        raise UsageError(f"--scheduler: {exc}{hint}") from None
     return args.scheduler
 
 

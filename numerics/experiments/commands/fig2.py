@@ -65,7 +65,6 @@ def _config(args):
 def prepare(args):
     """Check every input (then the output directory); return ``(work, format)``, no work done yet."""
     from .. import jobs as jobs_mod
-    from ..runner import run_jobs
     from ..memory import fig2_bytes
 
     config, pub = _config(args)
@@ -78,32 +77,58 @@ def prepare(args):
                         f"--steps-per-epoch {config.steps_per_epoch}, --eval-batches {config.eval_batches} "
                         f"and {max(map(len, groups))} stacked seeds in each of {at_once} process(es)")
     scheduler = common.scheduler(args)
-    output = common.output_dir(args)
+    directory = _open_directory(args, {**config.to_dict(), "seeds": seeds})
 
     def work():
-        job_list = [{"experiment": "fig2", "config": config.to_dict(), "seeds": g} for g in groups]
-        results = run_jobs(jobs_mod.fig2_job, job_list, workers=workers, scheduler=scheduler,
-                           progress=not args.quiet, desc="fig2", epochs=jobs_mod.job_epochs)
-        runs = [r for res in results for r in res["runs"]]
-        for r in runs:
-            if r["status"] == "diverged":
-                common.warn_diverged(f"fig2 seed {r['seed']}", r["steps"])
-        summ = jobs_mod.combine_runs(runs)
-        payload = {"heatmap": summ["heatmap"], "heatmap_std": summ["heatmap_std"],
-                   "separability": summ["separability"], "settings": {**config.to_dict(), "seeds": seeds},
-                   "runs": runs}
-        if output is not None:
-            _write(output, config, payload, len(seeds))
-        return payload
+        if directory is None:
+            return _work(config, seeds, groups, workers, (scheduler, args.connect_timeout), args.quiet, None)
+        with directory:
+            directory.begin()
+            return _work(config, seeds, groups, workers, (scheduler, args.connect_timeout), args.quiet, directory)
     return work, format_fig2
 
 
-def _write(output, config, payload, n_seeds):
-    from derivations.core.atomic_file import atomic_write_text
+def _open_directory(args, settings):
+    """``--output`` locked as a fig2 run's directory (or None); refused if it holds a run of other settings."""
+    if args.output is None:
+        return None
+    from ..directory import ExperimentDirectory
 
+    directory = ExperimentDirectory(common.output_dir(args), "fig2")
+    try:
+        directory.refuse_other_settings(settings)
+    except BaseException:
+        directory.close(refused=True)
+        raise
+    return directory
+
+
+def _work(config, seeds, groups, workers, dask, quiet, directory):
+    """Train the seeds' jobs (``dask``: the scheduler or None, and its connection timeout), combine
+    them; write ``fig2.json`` and the figure into ``directory`` (if any)."""
+    from .. import jobs as jobs_mod
+    from ..runner import run_jobs
+
+    job_list = [{"experiment": "fig2", "config": config.to_dict(), "seeds": g} for g in groups]
+    results = run_jobs(jobs_mod.fig2_job, job_list, workers=workers, scheduler=dask[0], connect_timeout=dask[1],
+                       progress=not quiet, desc="fig2", epochs=jobs_mod.job_epochs)
+    runs = [r for res in results for r in res["runs"]]
+    for r in runs:
+        if r["status"] == "diverged":
+            common.warn_diverged(f"fig2 seed {r['seed']}", r["steps"])
+    summ = jobs_mod.combine_runs(runs)
+    payload = {"heatmap": summ["heatmap"], "heatmap_std": summ["heatmap_std"],
+               "separability": summ["separability"], "settings": {**config.to_dict(), "seeds": seeds},
+               "runs": runs}
+    if directory is not None:
+        _write(directory, config, payload, len(seeds))
+    return payload
+
+
+def _write(directory, config, payload, n_seeds):
     from .. import plots
 
-    atomic_write_text(output / "fig2.json", common.json_text(payload))
+    directory.write_text("fig2.json", common.json_text(payload))
     if payload["heatmap"] is None:
         common.warn("every run diverged: no heatmap figure")
         return
@@ -112,7 +137,7 @@ def _write(output, config, payload, n_seeds):
              + (f", ramp x{config.qk_ramp:g}" if config.qk_ramp != 1 else ""))
     plots.save_figure(plots.plot_fig2_heatmaps(
         [dict(title=title, heatmap=payload["heatmap"], heatmap_std=payload["heatmap_std"],
-              n_seeds=n_seeds)], ncols=1), output, f"fig2_{config.parameterization}")
+              n_seeds=n_seeds)], ncols=1), directory.path, f"fig2_{config.parameterization}")
 
 
 def _g(x, spec):

@@ -64,7 +64,7 @@ def prepare(args):
     def work():
         job = {"experiment": "fig3", "config": config.to_dict()}
         res = run_jobs(jobs_mod.fig3_job, [job], workers=workers, scheduler=scheduler, progress=not args.quiet,
-                       desc="fig3", epochs=jobs_mod.job_epochs)[0]
+                       desc="fig3", epochs=jobs_mod.job_epochs, connect_timeout=args.connect_timeout)[0]
         payload = {"alpha": res["alpha"], "loss": res["loss"], "incentive": res["incentive"],
                    "final_loss": res["final_loss"], "loss_shifted": res["loss_shifted"],
                    "train_loss": res["train_loss"], "settings": config.to_dict()}

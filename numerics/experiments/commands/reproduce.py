@@ -26,39 +26,26 @@ def add_parser(sub):
     common.add_common(rp, output_required=True)
 
 
-def _holds_a_sweep(path: Path) -> bool:
-    from ..sweep import SETTINGS_FILE
-
-    return any((path / name).exists() for name in (SETTINGS_FILE, "results.csv", "sweep.json"))
-
-
 def prepare(args):
     """Check every input (then the output directory); return ``(work, format)``, no work done yet."""
     from .. import reproduce as rep
-    from ..sweep import DirectoryLocked, lock_directory
+    from ..directory import ExperimentDirectory
 
     workers = common.workers(args)
     scheduler = common.scheduler(args)
-    given = Path(args.output) if args.output else None
-    if given is not None and given.is_dir() and _holds_a_sweep(given):
-        raise UsageError(f"--output {args.output!r} holds a sweep (results.csv, sweep.json), not a "
-                         "reproduction; choose another directory")
-    if args.collect and not (given is not None and (given / "runs").is_dir()):
-        raise UsageError(f"--collect: no runs in {str(Path(args.output or '') / 'runs')!r}")
-    output = common.output_dir(args)
     if args.collect:    # reads the runs finished so far, also while a reproduction still runs: no lock
-        return (lambda: rep.collect(output, quick=args.quick, dtype=args.dtype)), rep.format_report
-    try:
-        lock = lock_directory(output)
-    except DirectoryLocked as exc:
-        raise UsageError(f"--output {exc}") from None
+        if not (args.output and (Path(args.output) / "runs").is_dir()):
+            raise UsageError(f"--collect: no runs in {str(Path(args.output or '') / 'runs')!r}")
+        directory = ExperimentDirectory(args.output, "reproduction", lock=False)
+        return (lambda: rep.collect(directory.path, quick=args.quick, dtype=args.dtype)), rep.format_report
+    directory = ExperimentDirectory(common.output_dir(args), "reproduction")
 
     def work():
-        try:
-            report = rep.reproduce(output, workers=workers, scheduler=scheduler, progress=not args.quiet,
-                                   quick=args.quick, shortest_first=args.shortest_first, dtype=args.dtype)
-        finally:
-            lock.close()
+        with directory:
+            directory.begin()
+            report = rep.reproduce(directory, workers=workers, scheduler=scheduler, progress=not args.quiet,
+                                   quick=args.quick, shortest_first=args.shortest_first, dtype=args.dtype,
+                                   connect_timeout=args.connect_timeout)
         for name, run in report["runs"].items():
             for r in run.get("runs", []):
                 if r.get("status") == "diverged":

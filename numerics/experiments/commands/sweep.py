@@ -60,7 +60,7 @@ def _parameterization(text):
 
 
 def _targets(text):
-    """``--target-loss``: one number (as always), or several distinct ones, highest first."""
+    """``--target-loss``: one number, or several distinct ones (a list, highest first)."""
     from ..sweep import target_losses
 
     values = parse_list("--target-loss", text, lambda t: number("--target-loss", t))
@@ -81,7 +81,7 @@ def _highest(s) -> float:
 
 def _settings(args) -> dict:
     """The sweep's settings from the command line (validated numbers, duplicates dropped); ``task``
-    and ``task_params`` only for a task other than the authors' (a default sweep's settings are as before)."""
+    and ``task_params`` only for a task other than the authors' (the authors' task is not named)."""
     sampled, task_params = task_sampling.task_from_args(args)
     task = {} if sampled is None else {"task": sampled.name, "task_params": [list(p) for p in task_params]}
     return {"parameterizations": list(dict.fromkeys(parse_list("--parameterizations", args.parameterizations,
@@ -93,7 +93,7 @@ def _settings(args) -> dict:
             "steps_per_epoch": integer("--steps-per-epoch", args.steps_per_epoch, 1),
             "max_steps": integer("--max-steps", args.max_steps, 1), "init": args.init,
             "eval_batches": integer("--eval-batches", args.eval_batches, 1), **task,
-            # float64 (the default) is not named: the settings of a float64 sweep stay as they always were
+            # float64, the default, is not named (nor in the jobs: a float64 job's key does not say it)
             **({"dtype": args.dtype} if args.dtype != "float64" else {})}
 
 
@@ -147,36 +147,44 @@ def _check_target(s) -> None:
 
 
 def _open_directory(args, settings):
-    """Prepare and lock ``--output``; check ``--resume`` against the stored settings, record them.
+    """Lock ``--output`` as a sweep's directory, check ``--resume`` against the stored settings and
+    runs, record the settings (:class:`~numerics.experiments.directory.ExperimentDirectory`).
 
-    Returns ``(output directory, lock handle, settings to run)``."""
-    from .. import sweep as sweep_mod
+    Returns ``(directory, settings to run, jobs)``."""
+    from ..directory import ExperimentDirectory, continued_settings, settings_difference
 
-    output = common.output_dir(args)
+    directory = ExperimentDirectory(common.output_dir(args), "sweep")
     try:
-        lock = sweep_mod.lock_directory(output)
-    except sweep_mod.DirectoryLocked as exc:
-        raise UsageError(f"--output {exc}") from None
-    stored = sweep_mod.read_settings(output)
-    started = ((output / "results.csv").exists() or
-               ((output / "runs").is_dir() and any((output / "runs").iterdir())))
-    if (output / "report.json").exists():
-        raise UsageError(f"--output {str(output)!r} holds a reproduction (report.json), not a sweep; "
-                         "choose another directory")
-    if not args.resume and (started or stored is not None):
-        raise UsageError(f"--output {str(output)!r} already holds a sweep; pass --resume to continue it "
-                         "or choose another directory")
-    if stored is not None:
-        difference = sweep_mod.settings_difference(stored, settings, extend=args.extend)
-        if difference is not None:
-            raise UsageError(f"--resume: {difference}")
-        if args.extend:
-            settings = sweep_mod.extend_settings(stored, settings)
+        stored = directory.settings()
+        if stored is not None and not args.resume:
+            raise UsageError(f"--output {str(directory.path)!r} already holds a sweep; pass --resume to continue "
+                             "it or choose another directory")
+        if stored is not None:
+            difference = settings_difference(stored, settings, extend=args.extend)
+            if difference is not None:
+                raise UsageError(f"--resume: {difference}")
+            settings = continued_settings(stored, settings)
         else:
-            settings = {**settings, "seed_blocks": stored.get("seed_blocks") or [settings["seeds"]]}
-    sweep_mod.write_settings(output, {**settings, "seed_blocks": settings.get("seed_blocks") or
-                                      [settings["seeds"]]})
-    return output, lock, settings
+            settings = {**settings, "seed_blocks": [settings["seeds"]]}
+        jobs = _jobs(settings)
+        if stored is not None and not args.extend:    # (an --extend that adds ratios changes every job)
+            _check_layout(directory, jobs)
+        directory.write_settings(settings)
+    except BaseException:
+        directory.close(refused=True)
+        raise
+    return directory, settings, jobs
+
+
+def _check_layout(directory, jobs) -> None:
+    """Refuse stored runs of which none is a job of this sweep (jobs cut by an earlier layout)."""
+    from ..runner import job_key
+
+    keys = {job_key(job) for job in jobs}
+    stored = [job_key(job) for job in directory.stored_jobs()]
+    if stored and not keys & set(stored):
+        raise UsageError(f"--output {str(directory.path)!r} holds {len(stored)} stored run(s) of another job "
+                         f"layout (an earlier qkov), which is not read; choose another directory")
 
 
 def prepare(args):
@@ -186,32 +194,28 @@ def prepare(args):
     settings = _settings(args)
     workers = common.workers(args)
     _check_memory(settings, workers, args.scheduler)
-    jobs = _jobs(settings)
+    _jobs(settings)
     _check_target(settings)
     scheduler = common.scheduler(args)
-    output, lock, settings = _open_directory(args, settings)
-    jobs = _jobs(settings)
+    directory, settings, jobs = _open_directory(args, settings)
 
     def work():
-        try:
-            return _run(args, output, jobs, settings, workers, scheduler)
-        finally:
-            lock.close()
+        with directory:
+            directory.begin()
+            return _run(args, directory, jobs, settings, workers, scheduler)
     return work, format_sweep
 
 
-def _run(args, output, jobs, settings, workers, scheduler):
-    from derivations.core.atomic_file import atomic_write_text
-
+def _run(args, directory, jobs, settings, workers, scheduler):
     from .. import jobs as jobs_mod
     from .. import sweep as sweep_mod
-    from ..runner import ResultStore, run_jobs
+    from ..runner import run_jobs
 
-    store = ResultStore(output / "runs", validate=jobs_mod.valid_result)
-    if not args.extend:                 # (an --extend that adds ratios changes every job: documented)
-        _warn_other_layout(store, jobs)
+    output = directory.path
+    store = directory.store(validate=jobs_mod.valid_result)
     results = run_jobs(jobs_mod.sweep_job, jobs, workers=workers, scheduler=scheduler, store=store,
-                       progress=not args.quiet, desc="sweep", epochs=jobs_mod.job_epochs)
+                       progress=not args.quiet, desc="sweep", epochs=jobs_mod.job_epochs,
+                       connect_timeout=args.connect_timeout)
     rows = sweep_mod.rows_from_results(results)
     rows.sort(key=lambda r: (settings["parameterizations"].index(r["parameterization"]),
                              settings["ratios"].index(r["ratio"]), r["seed"], -r["target_loss"]))
@@ -227,26 +231,16 @@ def _run(args, output, jobs, settings, workers, scheduler):
     if isinstance(settings["target_loss"], list):
         payload["spearman_by_target"] = {f"{t:g}": sweep_mod.spearman(_at(rows, t))
                                          for t in settings["target_loss"]}
-    theory = None if args.no_theory else _theory(rows, settings, workers, scheduler, not args.quiet)
+    theory = None if args.no_theory else _theory(rows, settings, workers, (scheduler, args.connect_timeout),
+                                                 not args.quiet)
     if theory is not None:
         from ..overlay import agreement
 
         payload["prediction"] = theory
         payload["agreement"] = agreement(rows, theory)
-    atomic_write_text(output / "sweep.json", common.json_text(payload))
+    directory.write_text("sweep.json", common.json_text(payload))
     _figure(output, summary, rows, theory, settings)
     return payload
-
-
-def _warn_other_layout(store, jobs) -> None:
-    """One warning if the store holds job files but none of this sweep's jobs (a sweep stored by an
-    older qkov, whose jobs were cut otherwise): every run is trained again, to the same numbers."""
-    from ..runner import job_key
-
-    files = {p.stem for p in store.directory.glob("*.json")}
-    if files and not files & {job_key(job) for job in jobs}:
-        common.warn(f"the {len(files)} stored job file(s) in {store.directory} are of another job layout "
-                    f"(an older qkov): every run is trained again, to the same numbers")
 
 
 def _at(rows, target):
@@ -254,7 +248,7 @@ def _at(rows, target):
     return [r for r in rows if r["target_loss"] == target]
 
 
-def _theory(rows, settings, workers, scheduler, progress):
+def _theory(rows, settings, workers, dask, progress):
     """The theory beside every run (:func:`numerics.experiments.overlay.theory_beside_runs`), or None;
     its flows run on the sweep's workers, one job per (parameterization, ratio), or here if those
     fail (a lost Dask scheduler, a broken pool): the measured sweep is written either way."""
@@ -263,7 +257,8 @@ def _theory(rows, settings, workers, scheduler, progress):
 
     def run(func, jobs):
         try:
-            return run_jobs(func, jobs, workers=workers, scheduler=scheduler, progress=progress, desc="theory")
+            return run_jobs(func, jobs, workers=workers, scheduler=dask[0], progress=progress, desc="theory",
+                            connect_timeout=dask[1])
         except (JobError, SchedulerLost, ValueError, OSError) as exc:
             common.warn(f"the theory overlay is computed in this process ({exc})")
             return [func(job) for job in jobs]

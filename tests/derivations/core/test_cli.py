@@ -24,3 +24,33 @@ def test_number_and_loss_parsers_report_a_non_number_alike():
         parse_loss("x", 20)
     with pytest.raises(UsageError, match="^eta must be finite; got 'inf'$"):
         parse_number("eta", "inf")
+
+
+@pytest.mark.parametrize("text", ["0.5,,", "0.5,", ",0.5", "0.5, ,0.4"])
+def test_a_list_with_an_empty_item_is_refused(text):
+    from derivations.core.cli import parse_list
+    with pytest.raises(UsageError, match="^--target-loss must not have an empty item between commas"):
+        parse_list("--target-loss", text, float)
+    assert parse_list("--target-loss", " 0.5 , 0.4 ", float) == [0.5, 0.4]
+
+
+@pytest.mark.parametrize("text", ["m=5,,n=3", "m=5,", ",m=5"])
+def test_params_with_an_empty_item_are_refused(text):
+    from derivations.core.cli import parse_params
+    with pytest.raises(UsageError, match="^--params must not have an empty item between commas"):
+        parse_params(text)
+    assert parse_params("m=5, n=3") == {"m": "5", "n": "3"} and parse_params("  ") == {}
+
+
+def test_an_interrupted_command_is_one_line_and_exit_130(capsys):
+    import signal
+
+    from derivations.core.cli import EXIT_INTERRUPTED, exit_on_interrupt
+
+    @exit_on_interrupt("demo", note=lambda argv: f"kept in {argv[0]}")
+    def main(argv=None):
+        raise KeyboardInterrupt
+    handler = signal.getsignal(signal.SIGINT)
+    assert main(["out"]) == EXIT_INTERRUPTED == 130
+    assert capsys.readouterr().err == "demo: interrupted; kept in out\n"
+    assert signal.getsignal(signal.SIGINT) is handler          # Ctrl-C works again afterwards

@@ -213,7 +213,7 @@ def test_exp_to_symbols_meaning_restores_the_expression():
 
 @given(st.lists(st.tuples(st.integers(-3, 3), st.integers(-3, 3), st.integers(1, 3)), min_size=1, max_size=4),
        st.integers(-2, 2))
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 def test_fast_zero_test_on_random_sums_of_exponentials(terms, shift):
     """sum_i exp(a_i x + b_i y) / d_i against its product form: zero; plus a perturbation: not claimed."""
     lhs = sum(sp.exp((a * _x + c * _y) / d) for a, c, d in terms)

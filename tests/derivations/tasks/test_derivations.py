@@ -124,7 +124,6 @@ def test_factorized_odes_equal_family_flow_on_balanced_factors(param):
             assert math.isclose(x, y, rel_tol=1e-12)
 
 
-@settings(max_examples=25, deadline=None)
 @given(mu_ov=st.floats(0.05, 5), mu_qk=st.floats(0.05, 5), eq=st.floats(0.1, 10), ek=st.floats(0.1, 10),
        eo=st.floats(0.1, 10), ev=st.floats(0.1, 10), M_value=st.integers(2, 6))
 def test_effective_rate_matches_full_matrix_flow(mu_ov, mu_qk, eq, ek, eo, ev, M_value):
@@ -164,7 +163,7 @@ def _rhs(param, values):
     return lambda t, y: f(y[0], y[1])
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=15)
 @given(param=st.sampled_from(PARAMETERIZATIONS), mm=st.floats(0.5, 10), nn=st.floats(1, 100),
        bb=st.floats(1, 100), MM=st.integers(2, 30), rq=st.floats(0.1, 10), ro=st.floats(0.1, 10))
 def test_first_integral_conserved_along_solve_ivp(param, mm, nn, bb, MM, rq, ro):
@@ -218,7 +217,7 @@ def test_margin_inverts_loss():
             {sp.Symbol("alpha", positive=True): 1, mu_OV: sv, M: Mv})), Lv, rel_tol=1e-12)
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=20)
 @given(L_=st.floats(1e-6, 2.5), r1=st.floats(1e-3, 1e3), factor=st.floats(1.01, 100))
 def test_alpha_star_increases_with_ratio(L_, r1, factor):
     from numerics.closed_form import state_at_loss

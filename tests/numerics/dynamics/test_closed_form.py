@@ -74,7 +74,7 @@ def test_state_consistency():
     np.testing.assert_allclose(st.alpha, st.p / (1 + st.p), rtol=1e-15)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(L=st.floats(1e-250, 2.99), r1=st.floats(1e-8, 1e8), r2=st.floats(1e-8, 1e8))
 def test_alpha_increases_with_ratio(L, r1, r2):
     lo, hi = sorted((r1, r2))
@@ -83,7 +83,7 @@ def test_alpha_increases_with_ratio(L, r1, r2):
     assert st.mu_OV[0] >= st.mu_OV[1]
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=30)
 @given(L1=st.floats(1e-250, 2.99), L2=st.floats(1e-250, 2.99), r=st.floats(1e-8, 1e8))
 def test_state_grows_as_loss_falls(L1, L2, r):
     lo, hi = sorted((L1, L2))

@@ -28,7 +28,7 @@ def test_first_integral_paper_setting(param):
     assert H_drift(res) < 1e-8
 
 
-@settings(max_examples=6, deadline=None)
+@settings(max_examples=6)
 @given(param=st.sampled_from(PARAMETERIZATIONS),
        m=st.floats(0.5, 20), n=st.floats(5, 200), b=st.floats(2, 200),
        M=st.integers(2, 50), eta_QK=st.floats(0.05, 20), eta_OV=st.floats(0.05, 20),
@@ -146,7 +146,7 @@ def test_same_records_as_solve_ivp():
 
 
 @pytest.mark.slow
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(param=st.sampled_from(PARAMETERIZATIONS),
        m=st.floats(0.5, 20), n=st.floats(5, 200), b=st.floats(2, 200),
        M=st.integers(2, 50), eta_QK=st.floats(0.05, 20), eta_OV=st.floats(0.05, 20),

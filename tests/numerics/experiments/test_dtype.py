@@ -3,7 +3,7 @@ the step, stack-independent, close to float64, and never mixed with float64 resu
 import numpy as np
 import pytest
 
-from numerics.experiments import data, models, sgd, stack, sweep
+from numerics.experiments import data, directory, models, sgd, stack, sweep
 from numerics.experiments.cross_entropy import cross_entropy
 
 PARAMETERIZATIONS = ("CACO", "CAFO", "FACO", "FAFO")
@@ -100,9 +100,9 @@ def test_sweep_jobs_and_resume_never_mix_dtypes():
     j32 = sweep.sweep_jobs(["CACO"], [1.0], 1, 1.0, dtype="float32")
     assert "dtype" not in j64[0]["config"] and j32[0]["config"]["dtype"] == "float32"
     stored = {"ratios": [1.0], "seeds": 1}
-    assert sweep.settings_difference(stored, {"ratios": [1.0], "seeds": 1}) is None
-    assert "--dtype float64, not float32" in sweep.settings_difference(stored, {**stored, "dtype": "float32"})
-    assert "--dtype float32, not float64" in sweep.settings_difference({**stored, "dtype": "float32"}, stored)
+    assert directory.settings_difference(stored, {"ratios": [1.0], "seeds": 1}) is None
+    assert "--dtype float64, not float32" in directory.settings_difference(stored, {**stored, "dtype": "float32"})
+    assert "--dtype float32, not float64" in directory.settings_difference({**stored, "dtype": "float32"}, stored)
 
 
 def test_reproduce_jobs_name_the_dtype_of_their_figure2_runs():

@@ -114,26 +114,24 @@ def test_the_theory_is_computed_here_when_the_workers_fail_it(tmp_path, capsys, 
     assert (lost / "sweep.json").read_bytes() == (ok / "sweep.json").read_bytes()
 
 
-def test_a_sweep_stored_in_another_job_layout_is_retrained_and_says_so(tmp_path, capsys):
-    """A store whose files belong to none of the sweep's jobs (an older qkov cut them per (parameterization,
-    seed)): one warning, every run trained again, the same results.csv; the next resume is silent."""
+def test_a_sweep_stored_in_another_job_layout_is_refused_and_kept(tmp_path, capsys, no_figures):
+    """A store whose files belong to none of the sweep's jobs (an earlier qkov cut them otherwise) is
+    not read: --resume is refused in one line, before any work, and every stored file is kept."""
     from numerics.experiments.runner import ResultStore
 
     out = tmp_path / "s"
     args = [*SWEEP, "--output", str(out), "--workers", "1", "--no-theory"]
     assert main(args) == 0
-    want = (out / "results.csv").read_bytes()
     store = ResultStore(out / "runs")
     for job, result in list(store.items()):             # the same runs under other job keys
         store.path(job).unlink()
         store.put({**job, "layout": "older"}, result)
+    before = {p.name: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
     capsys.readouterr()
-    assert main([*args, "--resume"]) == 0
+    assert main([*args, "--resume"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "another job layout" in err and "trained again" in err
-    assert (out / "results.csv").read_bytes() == want
-    assert main([*args, "--resume"]) == 0
-    assert capsys.readouterr().err == ""
+    assert err.count("\n") == 1 and "another job layout" in err and "not read" in err
+    assert {p.name: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()} == before
 
 
 def test_sweep_resume_after_kill_equals_uninterrupted(tmp_path):
@@ -325,7 +323,7 @@ def test_output_that_cannot_take_files_leaves_nothing(kind, tmp_path, capsys):
 def no_figures(monkeypatch):
     """Skip drawing figures (a PDF takes about a second) in tests about the stored numbers."""
     from numerics.experiments import plots
-    monkeypatch.setattr(plots, "save_figure", lambda fig, directory, name: plots._plt().close(fig) or [])
+    monkeypatch.setattr(plots, "save_figure", lambda fig, directory, name: [])
 
 
 TINY_SWEEP = ["sweep", "--parameterizations", "CACO", "--target-loss", "3.5", "--max-steps", "40",
@@ -354,10 +352,10 @@ def test_resume_with_other_settings_is_refused_and_extend_keeps_every_row(tmp_pa
 
 
 def test_a_locked_sweep_directory_is_refused(tmp_path, capsys, no_figures):
-    from numerics.experiments.sweep import lock_directory
+    from numerics.experiments.directory import ExperimentDirectory
     out = tmp_path / "s"
     out.mkdir()
-    held = lock_directory(out)
+    held = ExperimentDirectory(out, "sweep")
     try:
         assert main([*TINY_SWEEP, "--ratios", "1", "--seeds", "1", "--output", str(out)]) == 2
         err = capsys.readouterr().err

@@ -28,7 +28,6 @@ def test_plot_sweep_with_theory_overlay(tmp_path):
 def test_plot_sweep_without_overlay_has_no_dashed_line():
     fig = plots.plot_sweep(_summary())
     assert not [ln for ln in fig.axes[0].get_lines() if ln.get_linestyle() == "--"]
-    plots._plt().close(fig)
 
 
 def test_heatmap_grid_annotates_every_cell():
@@ -38,7 +37,6 @@ def test_heatmap_grid_annotates_every_cell():
     texts = [t.get_text() for t in fig.axes[0].texts]
     assert len(texts) == 25 and texts[0] == "4.0\n±1.0"
     assert [t.get_text() for t in fig.axes[1].texts][0] == "4.0"
-    plots._plt().close(fig)
     with pytest.raises(ValueError):
         plots.plot_fig2_heatmaps([])
 
@@ -51,7 +49,6 @@ def test_plot_sweep_interval_stays_in_the_unit_interval():
     assert len(bands) == 1
     y = np.concatenate([path.vertices[:, 1] for path in bands[0].get_paths()])
     assert y.min() == 0.0 and y.max() == 1.0
-    plots._plt().close(fig)
 
 
 _SHARES = ("relevant_attention", "self_attention", "other_attention")
@@ -94,7 +91,6 @@ def test_plot_sweep_all_three_shares_per_seed_and_per_target():
             thin = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--" and ln.get_linewidth() < 1]
             assert len(thin) == 2 * 3                                              # every theory seed
             assert ax.get_ylim()[0] >= -0.05 and ax.get_ylim()[1] <= 1.05
-    plots._plt().close(fig)
 
 
 def test_plot_sweep_theory_records_beside_the_summary():
@@ -103,4 +99,3 @@ def test_plot_sweep_theory_records_beside_the_summary():
     axes = np.array(fig.axes).reshape(2, 3)
     np.testing.assert_allclose(_line(axes[0, 0], "CACO").get_ydata(), [0.4, 0.6])   # SGD: the summary
     assert [ln.get_label() for ln in axes[0, 1].get_lines()] == ["CACO (theory)", "FAFO (theory)"]
-    plots._plt().close(fig)

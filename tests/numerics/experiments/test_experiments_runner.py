@@ -281,14 +281,6 @@ def test_interrupted_pool_leaves_no_workers_and_keeps_finished_results(tmp_path,
     assert len(ResultStore(tmp_path / "store")) == 1
 
 
-def test_docstring_examples_run():
-    import doctest
-
-    import numerics.experiments.runner as runner
-    result = doctest.testmod(runner, optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0 and result.attempted > 0
-
-
 # ------------------------------------------------------------------ issue "Nothing lost": stores and addresses
 
 def test_store_validates_the_body_as_strictly_as_the_envelope(tmp_path):
@@ -342,15 +334,6 @@ def test_a_listener_answering_garbage_is_not_a_scheduler(greeting):
         with pytest.raises(ValueError, match="not the Dask protocol"):
             check_scheduler("tcp://127.0.0.1:%d" % server.getsockname()[1], timeout=1)
         assert time.monotonic() - start < 10
-
-
-@pytest.mark.parametrize("name", ["store", "cluster", "memory"])
-def test_docstring_examples_of_the_split_modules_run(name):
-    import doctest
-    import importlib
-    module = importlib.import_module(f"numerics.experiments.{name}")
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0 and result.attempted > 0
 
 
 @pytest.mark.parametrize("workers", [1, 2])

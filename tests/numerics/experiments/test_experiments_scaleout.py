@@ -181,3 +181,22 @@ def test_a_scheduler_lost_mid_sweep_is_one_line_and_resume_completes_it(tmp_path
     reference = tmp_path / "reference"
     assert main([*LOST_SWEEP, "--output", str(reference), "--workers", "1"]) == 0
     assert (out / "results.csv").read_bytes() == (reference / "results.csv").read_bytes()
+
+
+def test_a_scheduler_without_workers_is_one_line_after_connect_timeout(tmp_path):
+    """Issue 25.15: no worker connected: one line saying so after --connect-timeout seconds, exit 2, nothing
+    written; the runner gives up the same way (SchedulerLost) when the workers are gone by the time it sends."""
+    distributed = pytest.importorskip("distributed")
+    from numerics.experiments.runner import SchedulerLost, _example_job, run_jobs
+
+    with distributed.LocalCluster(n_workers=0, processes=False, host="127.0.0.1", dashboard_address=None,
+                                  protocol="tcp") as empty:
+        started = time.monotonic()
+        err = one_line_exit_2(cli(*SWEEP, "--output", str(tmp_path / "out"), "--scheduler", empty.scheduler_address,
+                                  "--connect-timeout", "1"), started, tmp_path / "out")
+        assert "no worker is connected" in err and "--connect-timeout" in err and "Warning" not in err
+        t0 = time.monotonic()
+        with pytest.raises(SchedulerLost, match="no worker is connected"):
+            run_jobs(_example_job, [{"x": 1.0}], scheduler=empty.scheduler_address, progress=False,
+                     connect_timeout=1)
+        assert time.monotonic() - t0 < 30

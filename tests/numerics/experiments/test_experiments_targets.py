@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from numerics.experiments import jobs, sgd, sweep
+from numerics.experiments import directory, jobs, sgd, sweep
 from numerics.experiments.__main__ import main
 
 CFG = sgd.Fig2Config(parameterization="CACO", epochs=60, steps_per_epoch=25, stop="none", init="authors",
@@ -95,7 +95,7 @@ def test_sweep_cli_several_targets_rows_summary_settings(tmp_path, capsys):
     assert [(s["parameterization"], s["ratio"], s["target_loss"]) for s in d["summary"]] == \
         [(p, r, t) for p in ("CACO", "FACO") for r in (1.0, 4.0) for t in (3.85, 3.75)]
     assert d["settings"]["target_loss"] == [3.85, 3.75] and set(d["spearman_by_target"]) == {"3.85", "3.75"}
-    assert json.loads((out / sweep.SETTINGS_FILE).read_text())["target_loss"] == [3.85, 3.75]
+    assert json.loads((out / directory.SETTINGS_FILE).read_text())["target_loss"] == [3.85, 3.75]
     # the same targets in another order continue the sweep; others are refused, naming them
     assert main([*SWEEP, "--target-loss", "3.85,3.75", "--output", str(out), "--resume", "--no-theory"]) == 0
     capsys.readouterr()

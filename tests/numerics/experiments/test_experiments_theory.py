@@ -171,15 +171,6 @@ def test_decomposition_numbers_of_the_issue():
     assert got[1] == pytest.approx((0.75, 0.11, 0.14), abs=0.011)
 
 
-@pytest.mark.parametrize("name", ["numerics.experiments.theory", "numerics.experiments.predict",
-                                  "numerics.experiments.cross_entropy", "numerics.experiments.measure"])
-def test_docstring_examples(name):
-    import doctest
-    import importlib
-    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0 and result.attempted > 0
-
-
 def test_predict_takes_seed_lists_and_numpy_integers():
     assert [r["seed"] for r in predict.predict(["CACO"], [1.0], [1.0], seeds=np.int64(2))] == [1234, 1235]
     assert [r["seed"] for r in predict.predict(["CACO"], [1.0], [1.0], seeds=np.array([7, 9]))] == [7, 9]

@@ -10,7 +10,7 @@ import sympy as sp
 from derivations.engine.task import Task, TokenGroup
 from derivations.symbolic.symbols import m, n
 from derivations.tasks import get_task
-from numerics.experiments import jobs, models, predict, sgd, sweep, task_model, task_sampling, theory
+from numerics.experiments import directory, jobs, models, predict, sgd, sweep, task_model, task_sampling, theory
 from numerics.experiments.__main__ import main
 from numerics.model import TaskInstance, TaskModel, instance_of_task
 
@@ -180,10 +180,10 @@ def test_default_run_identity_is_unchanged():
 
 def test_resume_refuses_another_task():
     stored = {"parameterizations": ["CACO"], "task": "paper", "task_params": [["M", 3]]}
-    assert "--task" in sweep.settings_difference(stored, {"parameterizations": ["CACO"]})
-    assert "--task" in sweep.settings_difference(stored, {"parameterizations": ["CACO"], "task": "query-in-context",
+    assert "--task" in directory.settings_difference(stored, {"parameterizations": ["CACO"]})
+    assert "--task" in directory.settings_difference(stored, {"parameterizations": ["CACO"], "task": "query-in-context",
                                                           "task_params": [["M", 3]]})
-    assert sweep.settings_difference(stored, dict(stored)) is None
+    assert directory.settings_difference(stored, dict(stored)) is None
 
 
 def test_a_task_that_cannot_be_sampled_is_refused():

@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from scipy.integrate import solve_ivp
 
@@ -59,7 +59,6 @@ def test_gradient_finite_differences(param, setting):
     assert_grad_matches(model, params)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     param=st.sampled_from(PARAMETERIZATIONS),
     m=st.floats(0.1, 100.0),

@@ -118,14 +118,6 @@ def test_engine_paper_instance_is_the_paper_model(P):
     assert abs(L1 - L2) <= 1e-12 * L1 and np.max(np.abs(g1 - g2)) <= 1e-12 * np.max(np.abs(g1))
 
 
-@pytest.mark.parametrize("name", ["numerics.model.attention", "numerics.experiments.theory"])
-def test_module_doctests(name):
-    import doctest
-    import importlib
-    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0 and result.attempted > 0
-
-
 def test_docs_task_numerics_examples():
     import doctest
     from pathlib import Path

@@ -1,0 +1,253 @@
+"""numerics.experiments.directory: the one output-directory object of sweep, reproduce and fig2.
+
+A damaged, foreign or locked directory is refused in one line (exit 2) before any work, with nothing
+in it changed; links are never followed; stored runs are never removed or replaced; leftovers of
+killed writes are removed when the work starts again."""
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from numerics.experiments import directory as directory_mod
+from numerics.experiments.__main__ import main
+from numerics.experiments.directory import ExperimentDirectory
+
+TINY_SWEEP = ["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1", "--target-loss", "3.5",
+              "--max-steps", "40", "--steps-per-epoch", "20", "--eval-batches", "1", "--workers", "1", "--quiet",
+              "--no-theory"]
+
+
+def _no_figures(monkeypatch):
+    from numerics.experiments import plots
+    monkeypatch.setattr(plots, "save_figure", lambda fig, directory, name: [])
+
+
+@pytest.fixture
+def no_figures(monkeypatch):
+    _no_figures(monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """A finished tiny sweep (the same for every test: copy it before changing it)."""
+    out = tmp_path_factory.mktemp("finished") / "s"
+    with pytest.MonkeyPatch.context() as mp:
+        _no_figures(mp)
+        assert main([*TINY_SWEEP, "--output", str(out)]) == 0
+    return out
+
+
+def snapshot(root) -> dict:
+    """Every entry under ``root`` (links not followed): its kind and bytes or link target."""
+    out = {}
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = Path(folder) / name
+            rel = str(path.relative_to(root))
+            if path.is_symlink():
+                out[rel] = ("link", os.readlink(path))
+            elif path.is_dir():
+                out[rel] = ("dir", None)
+            else:
+                out[rel] = ("file", path.read_bytes())
+    return out
+
+
+def copy(finished, tmp_path) -> Path:
+    out = tmp_path / "s"
+    shutil.copytree(finished, out, symlinks=True)
+    return out
+
+
+def refused(argv, out, capsys, *fragments):
+    """``main(argv)`` exits 2 with one line naming ``fragments``, changing nothing in ``out``."""
+    before = snapshot(out)
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    for fragment in fragments:
+        assert fragment in err, err
+    assert snapshot(out) == before
+    return err
+
+
+def _settings(out, **changes):
+    path = out / directory_mod.SETTINGS_FILE
+    path.write_text(json.dumps({**json.loads(path.read_text()), **changes}))
+
+
+def test_a_lock_link_is_never_followed(finished, tmp_path, capsys):
+    """Issue 25.1: ``.lock`` a link to a precious file: refused, the file untouched (fresh and --resume)."""
+    victim = tmp_path / "precious.txt"
+    victim.write_text("do not truncate")
+    out = copy(finished, tmp_path)
+    (out / ".lock").unlink()
+    (out / ".lock").symlink_to(victim)
+    refused([*TINY_SWEEP, "--output", str(out), "--resume"], out, capsys, ".lock", "link")
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    (fresh / ".lock").symlink_to(victim)
+    refused([*TINY_SWEEP, "--output", str(fresh)], fresh, capsys, ".lock", "link")
+    refused(["reproduce", "--quick", "--output", str(fresh)], fresh, capsys, ".lock")
+    assert victim.read_text() == "do not truncate"
+
+
+DAMAGE = {
+    "lock a directory": (lambda out: ((out / ".lock").unlink(), (out / ".lock").mkdir()), "a directory"),
+    "lock a dangling link": (lambda out: ((out / ".lock").unlink(), (out / ".lock").symlink_to(out / "nowhere")),
+                             "a dangling link"),
+    "runs a file": (lambda out: (shutil.rmtree(out / "runs"), (out / "runs").write_text("x")), "runs"),
+    "ratios a number": (lambda out: _settings(out, ratios=5), '"ratios" must be a non-empty list'),
+    "parameterizations null": (lambda out: _settings(out, parameterizations=None), '"parameterizations" must'),
+    "seed_blocks nested": (lambda out: _settings(out, seed_blocks=[[2]]), '"seed_blocks" must be a list of whole'),
+    "seed_blocks huge": (lambda out: _settings(out, seed_blocks=[10 ** 300]), '"seed_blocks" must'),
+    "seed_blocks text": (lambda out: _settings(out, seed_blocks=["x"]), '"seed_blocks" must'),
+    "seeds huge": (lambda out: _settings(out, seeds=10 ** 300, seed_blocks=[10 ** 300]), "--seeds 1e+300"),
+    "seeds text": (lambda out: _settings(out, seeds="1"), '"seeds" must be a whole number'),
+    "settings a directory": (lambda out: ((out / "sweep-settings.json").unlink(),
+                                          (out / "sweep-settings.json").mkdir()), "sweep-settings.json"),
+    "settings of another layout": (lambda out: _settings(out, format="qkov.experiments.sweep.settings/0"),
+                                   "another layout"),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGE)
+def test_a_damaged_sweep_directory_is_one_line_and_nothing_changes(damage, finished, tmp_path, capsys,
+                                                                   monkeypatch):
+    """Issue 25.10 and 25.13: one line in the file's terms (no 300-digit number, no int() message)."""
+    from numerics.experiments import sgd
+    monkeypatch.setattr(sgd, "_train", lambda *a, **k: pytest.fail("work started"))
+    out = copy(finished, tmp_path)
+    make, fragment = DAMAGE[damage]
+    make(out)
+    for extra in (["--resume"], ["--resume", "--extend"]):
+        err = refused([*TINY_SWEEP, "--output", str(out), *extra], out, capsys, fragment)
+        assert len(err) < 400 and "000000000000000000000000000000000000000000" not in err
+        assert "invalid literal" not in err
+
+
+def test_stored_runs_without_readable_settings_are_kept(finished, tmp_path, capsys):
+    """Issue 25.2: settings truncated, sweep.json deleted: --resume with other ratios is refused, and no
+    stored result is removed; the message does not blame an older qkov. The same without settings."""
+    out = copy(finished, tmp_path)
+    (out / "sweep-settings.json").write_text("")
+    (out / "sweep.json").unlink()
+    err = refused([*TINY_SWEEP[:4], "7", *TINY_SWEEP[5:], "--output", str(out), "--resume"], out, capsys,
+                  "sweep-settings.json", "cannot be read", "kept")
+    assert "older" not in err
+    (out / "sweep-settings.json").unlink()
+    refused([*TINY_SWEEP, "--output", str(out), "--resume"], out, capsys, "no sweep-settings.json",
+            "earlier layout")
+
+
+def test_leftover_temporary_files_are_removed_by_resume(finished, tmp_path, capsys, no_figures):
+    """Issue 25.16: temporary files of killed writes go when the sweep is resumed; the results stay."""
+    out = copy(finished, tmp_path)
+    results = (out / "results.csv").read_bytes()
+    for name in (".sweep.png.k1ll3d.tmp", ".results.csv.abc.tmp", ".sweep-settings.json.x.tmp"):
+        (out / name).write_text("half")
+    assert main([*TINY_SWEEP, "--output", str(out), "--resume"]) == 0
+    assert not list(out.glob(".*.tmp")) and (out / "results.csv").read_bytes() == results
+
+
+def test_leftover_temporary_files_are_removed_by_a_rerun_of_reproduce(tmp_path, monkeypatch, capsys):
+    from numerics.experiments import reproduce
+    out = tmp_path / "r"
+    (out / "runs").mkdir(parents=True)
+    (out / ".fig2_heatmaps.pdf.k1ll3d.tmp").write_text("half")
+    seen = []
+    monkeypatch.setattr(reproduce, "reproduce", lambda d, **k: seen.append(sorted(d.path.glob(".*.tmp")))
+                        or {"runs": {}})
+    assert main(["reproduce", "--quick", "--output", str(out), "--quiet"]) == 0
+    assert seen == [[]] and (out / "runs").is_dir()
+
+
+def test_a_directory_of_another_kind_is_refused(finished, tmp_path, capsys):
+    out = copy(finished, tmp_path)
+    refused(["reproduce", "--quick", "--output", str(out)], out, capsys, "holds a sweep")
+    refused(["fig2", "--epochs", "1", "--steps-per-epoch", "1", "--output", str(out)], out, capsys,
+            "holds a sweep")
+    assert ExperimentDirectory(out, "sweep").held_kind() == "sweep"
+
+
+FIG2 = ["fig2", "--epochs", "1", "--steps-per-epoch", "5", "--eval-batches", "1", "--workers", "1", "--quiet"]
+
+
+def test_fig2_refuses_to_replace_a_run_of_other_settings(tmp_path, capsys, no_figures):
+    """Issue 25.4: the second fig2 with other settings is refused (as sweep does); the same settings
+    may write again; the directory is locked while fig2 writes."""
+    out = tmp_path / "f"
+    assert main([*FIG2, "--output", str(out)]) == 0
+    first = (out / "fig2.json").read_bytes()
+    refused([*FIG2, "--lr-qk", "0.02", "--output", str(out)], out, capsys, "other settings", "--lr-qk 0.01",
+            "not 0.02")
+    refused([*FIG2, "--parameterization", "FAFO", "--output", str(out)], out, capsys, "--parameterization CACO")
+    assert main([*FIG2, "--output", str(out)]) == 0
+    assert (out / "fig2.json").read_bytes() == first
+    with ExperimentDirectory(out, "fig2"):
+        refused([*FIG2, "--output", str(out)], out, capsys, "in use")
+
+
+def test_resuming_a_task_sweep_with_its_default_parameter_written_out(tmp_path, capsys, no_figures):
+    """Issue 25.12: --params m=5 (the paper task's default) is the same setting as leaving m out; a real
+    difference names the real option, --params, in its command-line form."""
+    base = ["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1", "--target-loss", "1.2",
+            "--max-steps", "1", "--workers", "1", "--quiet", "--no-theory", "--task", "paper", "--seq-len", "57"]
+    out = tmp_path / "t"
+    assert main([*base, "--params", "M=4", "--output", str(out)]) == 0
+    results = (out / "results.csv").read_bytes()
+    assert main([*base, "--params", "M=4,m=5", "--output", str(out), "--resume"]) == 0
+    assert (out / "results.csv").read_bytes() == results
+    err = refused([*base, "--params", "M=4,m=3", "--output", str(out), "--resume"], out, capsys,
+                  "--params M=4, not M=4,m=3")
+    assert "[" not in err and "--task-params" not in err
+
+
+def test_the_lock_is_created_without_following_and_released(tmp_path):
+    with ExperimentDirectory(tmp_path, "sweep") as held:
+        with pytest.raises(directory_mod.DirectoryRefused, match="in use"):
+            ExperimentDirectory(tmp_path, "sweep")
+        held.begin()
+        assert (tmp_path / ".lock").read_text() == f"{os.getpid()}\n"
+    ExperimentDirectory(tmp_path, "reproduction").close()           # released
+
+
+def test_report_json_is_the_same_for_runs_read_back_from_the_store(tmp_path, monkeypatch):
+    """Issue 25.17: a run computed now and the same run read back from the store (whose files keep
+    their keys sorted) give the same report.json bytes."""
+    from numerics.experiments import reproduce
+    from numerics.experiments.store import ResultStore
+    monkeypatch.setattr(reproduce, "make_figures", lambda report, output: [])
+    name, job = next((n, j) for n, j in reproduce.published_jobs(quick=True) if j["experiment"] == "fig2")
+    run = {"seed": 1234, "steps": 10, "stopped_epoch": None, "loss_log": [3.9], "heatmap": [[4.0] * 5] * 5,
+           "final_loss": 3.9, "accuracy": 0.25, "relevant_attention": 0.1, "label_probability": 0.2,
+           "separability_n": 1, "separability_sum": 0.5, "separability_sumsq": 0.25, "self_attention": 0.5,
+           "other_attention": 0.4, "status": "completed"}
+    fresh = {"runs": [dict(run, seed=s) for s in job["seeds"]]}
+    store = ResultStore(tmp_path / "runs")
+    store.put(job, fresh)
+    read_back = store.get(job)
+    assert list(read_back["runs"][0]) != list(fresh["runs"][0])            # the store sorts the keys
+    texts = []
+    for result in (fresh, read_back):
+        reproduce._write_report(tmp_path, [(name, job)], [result], None, True)
+        texts.append((tmp_path / "report.json").read_bytes())
+    assert texts[0] == texts[1]
+
+
+@pytest.mark.parametrize("option, value", [("--target-loss", "3.5,,"), ("--ratios", "1,,4"),
+                                           ("--params", "m=5,,n=3")])
+def test_a_list_with_an_empty_item_is_refused_before_any_work(option, value, tmp_path, capsys):
+    """Issue 25.18."""
+    argv = [*TINY_SWEEP, "--output", str(tmp_path / "out")]
+    if option == "--params":
+        argv += ["--task", "paper", option, value]
+    else:
+        argv[argv.index(option) + 1] = value
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "empty item" in err and option in err
+    assert not (tmp_path / "out").exists()
