@@ -60,18 +60,23 @@ from .core.cli import UsageError, usage_error
 from .core.output import emit
 from .output.dynamics import SYMBOL_MEANINGS, build_parser, parse_params, render  # noqa: F401
 
-__all__ = ["numeric_state", "main"]
+__all__ = ["numeric_state", "main", "SHARES"]
+
+#: The attention shares printed at ``--loss`` (they sum to 1; ``alpha`` is the relevant one).
+SHARES = ("relevant_attention", "self_attention", "other_attention")
 
 def _state_dict(st, ratio) -> dict:
     """The printed state of a :class:`numerics.dynamics.StateAtLoss`: the paper's
     coordinates (closed form) or the task's own (reduced flow), and the method."""
+    shares = {k: float(getattr(st, k)) for k in SHARES if getattr(st, k) is not None}
     if st.method == "closed form":
         state = {k: float(getattr(st, k)) for k in ("mu_OV", "mu_QK", "alpha", "loss")}
+        state.update(shares)
         mapped = ratio if st.mapped_ratio is None else float(st.mapped_ratio)
         state["method"] = f"closed form: the paper's state equation at the mapped ratio {mapped:.15g}"
         return state
     state = {k: float(v) for k, v in (st.coordinates or {}).items()}
-    state.update(alpha=float(st.alpha), loss=float(st.loss))
+    state.update(alpha=float(st.alpha), **shares, loss=float(st.loss))
     if st.time is not None:
         state["t"] = float(st.time)
     state["method"] = "numerical integration of the reduced ODE (numerics.task_state.task_state_at_loss)"
@@ -96,7 +101,7 @@ def numeric_state(task, loss: float, ratio: float, params: dict) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         try:
-            st = state_at_loss(loss, ratio, task=task.name, **full)
+            st = state_at_loss(loss, ratio, task=task, **full)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         except (RuntimeError, RuntimeWarning, ArithmeticError) as exc:

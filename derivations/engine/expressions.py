@@ -23,7 +23,7 @@ directly.
 >>> parse_expression("__import__('os')", {})
 Traceback (most recent call last):
 ...
-ValueError: unexpected character '_' at position 1 (an expression holds numbers, names, + - * / ** and parentheses)
+ValueError: unexpected character '_' at position 0 (an expression holds numbers, names, + - * / ** and parentheses)
 """
 from __future__ import annotations
 

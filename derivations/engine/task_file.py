@@ -29,7 +29,7 @@ Counts, types and scales are numbers or text read by the safe arithmetic reader
 ... ''', "example.toml")
 >>> task.parameters, task.group("r").multiplicity
 (('R',), m/R)
->>> task_from_toml('name = "x"\\nquery = "q"\\ncolour = 1', "bad.toml")
+>>> task_from_toml('name = "x"\nquery = "q"\ncolour = 1', "bad.toml")
 Traceback (most recent call last):
 ...
 ValueError: bad.toml: unknown key 'colour' (valid: name, description, query, query_in_context, relevant, outputs, label, classes, embedding_scale, score_scale, parameters, defaults, groups)
@@ -42,7 +42,7 @@ import os
 import re
 
 __all__ = ["MAX_FILE_BYTES", "TASK_KEYS", "GROUP_KEYS", "load_task", "task_from_toml", "task_from_mapping",
-           "task_text", "task_digest"]
+           "task_text", "task_from_text", "task_digest"]
 
 #: Largest task file read (bytes).
 MAX_FILE_BYTES = 64 * 1024
@@ -54,17 +54,13 @@ _EXPRESSIONS = ("multiplicity", "other_multiplicity", "types", "classes", "embed
 _MAX_ITEMS = 64
 
 
-class _Fail(ValueError):
-    pass
-
-
 def _value(source, key, value):
     """A TOML value of an expression key: text as it is, a finite number as its exact text."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise _Fail(f"{source}: {key}: must be a number or an expression in quotes; got {value!r}")
+        raise ValueError(f"{source}: {key}: must be a number or an expression in quotes; got {value!r}")
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise _Fail(f"{source}: {key}: must be a finite number; got {value!r}")
+            raise ValueError(f"{source}: {key}: must be a finite number; got {value!r}")
         return repr(value)
     return value
 
@@ -78,7 +74,7 @@ def _expect(source, key, value, kind):
     if not ok:
         described = {"text": "text in quotes", "bool": "true or false", "list": "a list of names in quotes",
                      "table": "a table", "tables": "[[groups]] tables"}[kind]
-        raise _Fail(f"{source}: {key}: must be {described}; got {value!r}"[:300])
+        raise ValueError(f"{source}: {key}: must be {described}; got {value!r}"[:300])
     return value
 
 
@@ -91,16 +87,16 @@ def _group(source, i, table):
     where = f"groups[{i}]"
     unknown = [k for k in table if k not in GROUP_KEYS]
     if unknown:
-        raise _Fail(f"{source}: {where}: unknown key {unknown[0]!r} (valid: {', '.join(GROUP_KEYS)})")
+        raise ValueError(f"{source}: {where}: unknown key {unknown[0]!r} (valid: {', '.join(GROUP_KEYS)})")
     if "name" not in table or "per_class" not in table:
-        raise _Fail(f"{source}: {where}: needs the keys name and per_class")
+        raise ValueError(f"{source}: {where}: needs the keys name and per_class")
     kw = {k: (_value(source, f"{where}.{k}", v) if k in _EXPRESSIONS else
               _expect(source, f"{where}.{k}", v, _KINDS[k])) for k, v in table.items()}
     try:
         return TokenGroup(**kw)
     except ValueError as exc:
         key = next((k for k in GROUP_KEYS[1:] if f": {k}" in str(exc)), "name")
-        raise _Fail(f"{source}: {where}.{key}: {exc}") from None
+        raise ValueError(f"{source}: {where}.{key}: {exc}") from None
 
 
 def _parameters(source, data):
@@ -110,10 +106,10 @@ def _parameters(source, data):
     for key, table in (("parameters", params), ("defaults", defaults)):
         for name, value in table.items():
             if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise _Fail(f"{source}: {key}.{name}: must be a number (its default); got {value!r}")
+                raise ValueError(f"{source}: {key}.{name}: must be a number (its default); got {value!r}")
     bad = [k for k in defaults if k not in PAPER_SETTING]
     if bad:
-        raise _Fail(f"{source}: defaults.{bad[0]}: [defaults] sets m, n, b, M only (declare the task's own "
+        raise ValueError(f"{source}: defaults.{bad[0]}: [defaults] sets m, n, b, M only (declare the task's own "
                     "parameters in [parameters])")
     return tuple(params), tuple({**PAPER_SETTING, **defaults, **params}.items())
 
@@ -143,32 +139,35 @@ def task_from_mapping(data: dict, source: str = "<task>"):
     from .task import Task
     unknown = [k for k in data if k not in TASK_KEYS]
     if unknown:
-        raise _Fail(f"{source}: unknown key {unknown[0]!r} (valid: {', '.join(TASK_KEYS)})")
+        raise ValueError(f"{source}: unknown key {unknown[0]!r} (valid: {', '.join(TASK_KEYS)})")
     for key in ("name", "query", "groups"):
         if key not in data:
-            raise _Fail(f"{source}: {key}: missing (a task file needs name, query and [[groups]])")
+            raise ValueError(f"{source}: {key}: missing (a task file needs name, query and [[groups]])")
     tables = _expect(source, "groups", data["groups"], "tables")
     groups = tuple(_group(source, i, t) for i, t in enumerate(tables))
     parameters, defaults = _parameters(source, data)
     kw = {k: (_value(source, k, v) if k in _EXPRESSIONS else _expect(source, k, v, _KINDS[k]))
           for k, v in data.items() if k not in ("groups", "parameters", "defaults")}
     kw.setdefault("description", "")
+    if kw.get("classes") == "M":
+        from ..symbolic.symbols import M
+        kw["classes"] = M
     try:
         return Task(groups=groups, parameters=parameters, defaults=defaults, **kw)
     except ValueError as exc:
         key = _failed_key(exc, data, [g.name for g in groups])
-        raise _Fail(f"{source}: {key}: {exc}") from None
+        raise ValueError(f"{source}: {key}: {exc}") from None
 
 
 def task_from_toml(text: str, source: str = "<task>"):
     """The task of TOML ``text`` (:func:`task_from_mapping`); ``source`` names it in errors."""
     import tomllib
     if len(text) > MAX_FILE_BYTES:
-        raise _Fail(f"{source}: larger than {MAX_FILE_BYTES} bytes")
+        raise ValueError(f"{source}: larger than {MAX_FILE_BYTES} bytes")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise _Fail(f"{source}: not TOML: {exc}") from None
+        raise ValueError(f"{source}: not TOML: {exc}") from None
     return task_from_mapping(data, source)
 
 
@@ -186,13 +185,13 @@ def load_task(path):
         with open(path, "rb") as f:
             raw = f.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
-        raise _Fail(f"{path}: cannot read the task file ({exc.strerror or exc})") from None
+        raise ValueError(f"{path}: cannot read the task file ({exc.strerror or exc})") from None
     if len(raw) > MAX_FILE_BYTES:
-        raise _Fail(f"{path}: larger than {MAX_FILE_BYTES} bytes")
+        raise ValueError(f"{path}: larger than {MAX_FILE_BYTES} bytes")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise _Fail(f"{path}: not UTF-8 text") from None
+        raise ValueError(f"{path}: not UTF-8 text") from None
     return task_from_toml(text, path)
 
 
@@ -210,6 +209,34 @@ def task_text(task) -> str:
                         "other_multiplicity": expr(g.other_multiplicity), "types": expr(g.types),
                         "embedded": g.embedded} for g in task.groups]}
     return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+def task_from_text(text: str):
+    """The task of its canonical text (:func:`task_text`), as stored in a sweep's settings.
+
+    Raises
+    ------
+    ValueError
+        Not a canonical task text (one line).
+    """
+    if not isinstance(text, str) or len(text) > MAX_FILE_BYTES:
+        raise ValueError("a canonical task text must be a JSON text of at most 64 KiB")
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise ValueError("the canonical task text is not JSON") from None
+    if not isinstance(data, dict) or not isinstance(data.get("defaults"), dict):
+        raise ValueError("the canonical task text is not an object with defaults")
+    params = data.get("parameters")
+    if not isinstance(params, list):
+        raise ValueError("the canonical task text has no list of parameters")
+    data = dict(data)
+    defaults = data.pop("defaults")
+    data["parameters"] = {p: defaults.get(p) for p in params}
+    data["defaults"] = {k: v for k, v in defaults.items() if k not in params}
+    if data.get("label") is None:
+        data.pop("label", None)
+    return task_from_mapping(data, "the stored task")
 
 
 def task_digest(task) -> str:

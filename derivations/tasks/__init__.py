@@ -27,12 +27,12 @@ Task, get_task`` (or the older ``derivations.task``) reads one name space.
 from ..core import lazy_exports
 
 __all__ = ["Task", "TokenGroup", "TaskInstance", "TASK_PARAMETERS", "n_c", "validate_parameter",
-           "TASKS", "get_task", "task_names", "symbolic_task_names",
+           "TASKS", "get_task", "is_task_file", "is_builtin", "task_key", "task_names", "symbolic_task_names",
            "CAPABILITIES", "CapabilityUnavailable", "capability", "capabilities"]
 
 # loaded on first use: looking up a task does not import the engine's reduction or the closed forms
 __getattr__, __dir__ = lazy_exports(__name__, {
     "..engine.task": ("Task", "TokenGroup", "TaskInstance", "TASK_PARAMETERS", "n_c", "validate_parameter"),
-    ".registry": ("TASKS", "get_task", "task_names", "symbolic_task_names"),
+    ".registry": ("TASKS", "get_task", "is_task_file", "is_builtin", "task_key", "task_names", "symbolic_task_names"),
     ".closed_forms": ("CAPABILITIES", "CapabilityUnavailable", "capability", "capabilities"),
 })

@@ -17,11 +17,13 @@ the paper's equations inherit the paper's closed forms
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+from functools import lru_cache
 from importlib import resources
 
 from ..engine.task_file import task_from_toml
 
-__all__ = ["VARIANT_FILES", "VARIANTS", "variant_text"]
+__all__ = ["VARIANT_FILES", "VARIANTS", "variant_text", "variant"]
 
 #: The shipped task files, by task name (``derivations/tasks/files/<name>.toml``).
 VARIANT_FILES = ("paper", "shared-irrelevant", "query-in-context", "shared-irrelevant+query-in-context",
@@ -33,6 +35,27 @@ def variant_text(name: str) -> str:
     return resources.files(__package__).joinpath("files", f"{name}.toml").read_text(encoding="utf-8")
 
 
-#: The paper's task and its variants, by name.
-VARIANTS = {name: task_from_toml(variant_text(name), f"derivations/tasks/files/{name}.toml")
-            for name in VARIANT_FILES}
+@lru_cache(maxsize=None)
+def variant(name: str):
+    """The task of the shipped file of ``name``, read once, when first asked for (so that
+    looking up the paper's task does not read and build the others)."""
+    return task_from_toml(variant_text(name), f"derivations/tasks/files/{name}.toml")
+
+
+class _Variants(Mapping):
+    """The shipped tasks by name, each read when first looked up."""
+
+    def __getitem__(self, name):
+        if name not in VARIANT_FILES:
+            raise KeyError(name)
+        return variant(name)
+
+    def __iter__(self):
+        return iter(VARIANT_FILES)
+
+    def __len__(self):
+        return len(VARIANT_FILES)
+
+
+#: The paper's task and its variants, by name (a read-only mapping; each read on first use).
+VARIANTS = _Variants()

@@ -33,7 +33,8 @@ __all__ = ["TaskReducedSystem", "reduced_system", "family_system", "task_state_a
 # the engine's systems
 # --------------------------------------------------------------------------- #
 def reduced_system(task_name="paper", parameterization="CACO") -> LambdifiedFlow:
-    """The reduced system of a built-in task (SymPy once per process, then cached).
+    """The reduced system of a task (a built-in name, a task file's path or a
+    :class:`derivations.engine.task.Task`; SymPy once per process, then cached).
 
     Raises ValueError for an unknown task, a parameterization not in the four,
     or a task the symbolic engine does not reduce (e.g. ``authors``).
@@ -101,17 +102,17 @@ def task_parameters(task_name, **params) -> dict:
     Raises ValueError for a parameter the task does not have or an invalid value
     (:func:`derivations.task.validate_parameter`).
     """
-    from derivations.tasks import get_task, validate_parameter
+    from derivations.tasks import get_task
     task = get_task(task_name)
     allowed = ("m", "n", "b", "M") + tuple(task.parameter_names())
     values = dict(task.defaults)
     for key, v in params.items():
         if key not in allowed:
-            raise ValueError(f"task {task_name!r} has no parameter {key!r} "
+            raise ValueError(f"task {task.name!r} has no parameter {key!r} "
                              f"(parameters: {', '.join(allowed)})")
         values[key] = v
     out = {}
     for k, v in values.items():
-        x = validate_parameter(k, v)
-        out[k] = int(x) if k in ("M", "n_c") else float(x)
+        x = task.validate(k, v)
+        out[k] = int(x) if task.integer_parameter(k) else float(x)
     return out

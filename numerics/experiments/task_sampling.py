@@ -125,6 +125,9 @@ class SampledTask:
     Attributes
     ----------
     name : str
+    key : str
+        What identifies the task in stored settings: a built-in task's name, else its
+        canonical text (:func:`derivations.tasks.task_key`; ``--task`` reads it back).
     params : tuple
         :func:`canonical_params` of the values given.
     K, T, d, n_out : int
@@ -148,6 +151,7 @@ class SampledTask:
     token_names : tuple of str
     """
     name: str
+    key: str
     params: tuple
     K: int
     T: int
@@ -242,7 +246,8 @@ def _from_task(task, params: tuple) -> SampledTask:
                   probabilities=counts / float(n_tickets))
     for a in arrays.values():
         a.flags.writeable = False
-    return SampledTask(name=name, params=params, K=K, T=T, d=d, n_out=int(inst.n_out),
+    from derivations.tasks import task_key
+    return SampledTask(name=name, key=task_key(task), params=params, K=K, T=T, d=d, n_out=int(inst.n_out),
                        score_scale=float(inst.score_scale),
                        score_multiplier=float(inst.score_scale) * scale * scale, value_multiplier=scale,
                        query_in_context=bool(task.query_in_context), tickets=n_tickets,

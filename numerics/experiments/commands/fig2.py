@@ -59,7 +59,7 @@ def _config(args):
                          if args.steps_per_epoch is not None else pub["steps_per_epoch"]),
         stop=args.stop, init=args.init, eval_batches=integer("--eval-batches", args.eval_batches, 1),
         dtype=args.dtype,
-        **({} if sampled is None else {"task": sampled.name, "task_params": task_params})), pub
+        **({} if sampled is None else {"task": sampled.key, "task_params": task_params})), pub
 
 
 def prepare(args):

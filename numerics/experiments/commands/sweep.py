@@ -83,7 +83,7 @@ def _settings(args) -> dict:
     """The sweep's settings from the command line (validated numbers, duplicates dropped); ``task``
     and ``task_params`` only for a task other than the authors' (the authors' task is not named)."""
     sampled, task_params = task_sampling.task_from_args(args)
-    task = {} if sampled is None else {"task": sampled.name, "task_params": [list(p) for p in task_params]}
+    task = {} if sampled is None else {"task": sampled.key, "task_params": [list(p) for p in task_params]}
     return {"parameterizations": list(dict.fromkeys(parse_list("--parameterizations", args.parameterizations,
                                                                _parameterization))),
             "ratios": list(dict.fromkeys(parse_list("--ratios", args.ratios, lambda t: number("ratio", t)))),
