@@ -29,8 +29,8 @@ def add_parser(sub):
                                    "Lambda = r (M-1) l(L)^2 / (M b)); one record per (parameterization, "
                                    "target loss), with the reason where there is no crossover.")
     a = p.add_argument
-    a("--task", default="query-in-context", metavar="NAME",
-      help="a built-in task of the query-copies shape (default query-in-context)")
+    a("--task", default="query-in-context", metavar="NAME|FILE",
+      help="a built-in task or a task file (.toml) of the query-copies shape (default query-in-context)")
     a("--params", default=None, metavar="NAME=VALUE[,...]",
       help="the task's parameter values (e.g. m=5,n=50,b=50,M=20; missing ones take the task's defaults)")
     a("--parameterizations", default="CACO", metavar="P[,P...]",

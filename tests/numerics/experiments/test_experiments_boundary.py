@@ -66,3 +66,18 @@ def test_query_copies_inside_the_window(capsys):
     for r in recs:
         ell = math.log(3 / math.expm1(r["target_loss"]))
         assert r["crossover_ratio"] == pytest.approx(r["crossover_lambda"] * 4 * 2 / (3 * ell ** 2), rel=1e-12)
+
+
+def test_a_task_file_gives_the_built_in_task_answer(tmp_path, capsys):
+    """The query-copies task written as a TOML file answers as the built-in task."""
+    path = tmp_path / "qc.toml"
+    path.write_text('name = "qc-file"\ndescription = "query-copies as a file"\nquery = "q"\n'
+                    'query_in_context = true\nrelevant = ["r"]\n[parameters]\ns = 2\nR = 5\n'
+                    '[[groups]]\nname = "q"\nper_class = true\nmultiplicity = "s - 1"\n'
+                    '[[groups]]\nname = "r"\nper_class = true\ntypes = "R"\nmultiplicity = "m / R"\n'
+                    '[[groups]]\nname = "z"\nper_class = false\nembedded = false\nmultiplicity = "n"\n')
+    answers = []
+    for task, params in ((str(path), "M=4,b=2,m=5,n=10"), ("query-copies", "M=4,b=2,m=5,n=10,s=2,R=5")):
+        assert main(["boundary", "--task", task, "--params", params, "--target-loss", "0.2", "--json"]) == 0
+        answers.append(json.loads(capsys.readouterr().out)["records"])
+    assert answers[0] == answers[1] and answers[0][0]["crossover_ratio"] > 0
