@@ -18,7 +18,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from numerics.authors_task import flow_to_loss  # noqa: E402
-from numerics.task_model import PARAMETERIZATIONS  # noqa: E402
+from derivations.core import PARAMETERIZATIONS  # noqa: E402
 
 
 def main():

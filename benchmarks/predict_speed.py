@@ -17,7 +17,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from derivations.vocabulary import PARAMETERIZATIONS  # noqa: E402
+from derivations.core import PARAMETERIZATIONS  # noqa: E402
 from numerics.experiments.predict import predict  # noqa: E402
 
 

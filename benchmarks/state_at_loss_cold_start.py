@@ -3,7 +3,7 @@
 Run: ``python benchmarks/state_at_loss_cold_start.py [repeats] [root]`` from the
 repository root (``root``: another checkout to compare with). Goal: < 0.6 s and
 no SymPy imported (issue 8). Each run is a new process doing
-``from numerics.closed_form import state_at_loss; state_at_loss(0.5, 10.0)``.
+``from numerics.dynamics.closed_form import state_at_loss; state_at_loss(0.5, 10.0)``.
 """
 import os
 import subprocess
@@ -11,7 +11,7 @@ import sys
 import time
 
 CODE = ("import sys\n"
-        "from numerics.closed_form import state_at_loss\n"
+        "from numerics.dynamics.closed_form import state_at_loss\n"
         "state_at_loss(0.5, 10.0)\n"
         "print('sympy' in sys.modules)\n")
 

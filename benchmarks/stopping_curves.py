@@ -8,11 +8,11 @@ to 1e-4. Two ways:
     tau = t * min(eta_QK, eta_OV), step 10, plain Python loop (scalar
     ``math``-lambdified right-hand side from :mod:`derivations`), recording
     the state at the first step whose loss is below each threshold;
-(b) :func:`numerics.closed_form.state_at_loss`, vectorized over all 250
+(b) :func:`numerics.dynamics.closed_form.state_at_loss`, vectorized over all 250
     points at once.
 
 Both are compared with the mpmath 50-digit reference
-(:func:`numerics.closed_form.state_at_loss_mpmath`). Run::
+(:func:`numerics.dynamics.closed_form.state_at_loss_mpmath`). Run::
 
     python benchmarks/stopping_curves.py [--repeats 20]
 """
@@ -28,8 +28,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from numerics import lambdified as lam  # noqa: E402
-from numerics.closed_form import state_at_loss, state_at_loss_mpmath  # noqa: E402
+from numerics.functions import lambdified as lam  # noqa: E402
+from numerics.dynamics.closed_form import state_at_loss, state_at_loss_mpmath  # noqa: E402
 
 PARAMS = dict(m=5, n=50, b=50, M=20)
 RATIOS = (0.01, 0.1, 1.0, 10.0, 100.0)

@@ -17,7 +17,7 @@ PARAMS = ("CACO", "CAFO", "FACO", "FAFO")
 
 DERIVE = """
 import time
-from derivations.task_reduction import reduce_task
+from derivations.engine import reduce_task
 t0, c0 = time.perf_counter(), time.process_time()
 for p in {params!r}:
     reduce_task({task!r}, p)
@@ -26,7 +26,7 @@ print(f"{{time.process_time() - c0:.2f}} {{time.perf_counter() - t0:.2f}}")
 
 INVARIANCE = """
 import time
-from derivations.task_reduction import invariance_residual, reduce_task
+from derivations.engine import invariance_residual, reduce_task
 reduce_task({task!r}, {param!r})
 t0, c0 = time.perf_counter(), time.process_time()
 res = invariance_residual({task!r}, {param!r}, 3, {types!r}, exact={exact!r})

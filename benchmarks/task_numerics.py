@@ -1,9 +1,9 @@
-r"""Timings of the task numerics: ``task_state_at_loss`` and ``numerics.verify --task``.
+r"""Timings of the task numerics: the reduced-flow ``state_at_loss`` and ``numerics.verify --task``.
 
 For every task the symbolic engine reduces, in fresh processes (cold: SymPy reduction and
 lambdification included):
 
-* ``task_state_at_loss(task, ratio, loss)`` -- first call and the mean of 20 further calls;
+* ``state_at_loss(loss, ratio, task=task, method="reduced flow")`` -- first call and the mean of 20 further calls;
 * ``python -m numerics.verify --task NAME --quick`` and (``--full``) without ``--quick``.
 
 Run::
@@ -24,12 +24,13 @@ TASKS = ("paper", "shared-irrelevant", "query-in-context", "shared-irrelevant+qu
 STATE = """
 import time, sys
 t0 = time.perf_counter()
-from numerics.task_state import task_state_at_loss
+from numerics.dynamics import state_at_loss
 kw = {'n_c': 5} if sys.argv[1].startswith('shared') else {}
-task_state_at_loss(sys.argv[1], 10.0, 0.1, **kw)
+kw.update(task=sys.argv[1], method='reduced flow')
+state_at_loss(0.1, 10.0, **kw)
 t1 = time.perf_counter()
 for r in range(20):
-    task_state_at_loss(sys.argv[1], 1.0 + r, 0.01, **kw)
+    state_at_loss(0.01, 1.0 + r, **kw)
 t2 = time.perf_counter()
 print(f"{t1 - t0:.2f} {(t2 - t1) / 20 * 1e3:.1f}")
 """

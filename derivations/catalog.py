@@ -27,7 +27,7 @@ The store :data:`STORE` of the one expression cache
   Writes are atomic (temporary file + rename); when the user cache is not
   writable, one line on stderr says so.
 * Rebuild the shipped caches (with the printed-results cache of
-  :data:`derivations.output.dynamics.PRINTED`) and the generated numeric module after changing a
+  :data:`derivations.catalog.PRINTED`) and the generated numeric module after changing a
   derivation: ``python -m derivations.catalog --rebuild`` (tests fail while
   either is stale; ``--check`` reports it).
 
@@ -39,12 +39,13 @@ alpha*eta_OV/(b*(M + exp(alpha*mu_OV) - 1))
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import NamedTuple
 
 from .core.cli import OneLineParser
 from .core.expression_cache import ExpressionStore
 
-__all__ = ["Result", "RELATIONS", "STORE", "SHIPPED_CACHE", "cache_key", "derive_all", "records",
+__all__ = ["Result", "RELATIONS", "STORE", "PRINTED", "SHIPPED_CACHE", "cache_key", "derive_all", "records",
            "results", "build_parser", "main"]
 
 
@@ -231,6 +232,35 @@ def results(*, rebuild: bool = False) -> dict:
     return {name: rec.expr for name, rec in records(rebuild=rebuild).items()}
 
 
+def _print_results() -> dict:
+    """``{format: {name: text}}``: every result of :func:`results` as ``print_dynamics``
+    prints it without substitutions, in each of
+    :data:`~derivations.output.formats.PRINTED_FORMATS`."""
+    from .output.formats import PRINTED_FORMATS, format_expression
+    res = results()
+    return {fmt: {name: format_expression(expr, fmt) for name, expr in res.items()} for fmt in PRINTED_FORMATS}
+
+
+def _checked_texts(data) -> dict:
+    """``data`` when it is ``{format: {name: text}}`` for every printed format; else
+    ValueError (a damaged cache, rebuilt)."""
+    from .output.formats import PRINTED_FORMATS
+    if not (isinstance(data, dict) and set(data) == set(PRINTED_FORMATS) and all(
+            isinstance(texts, dict) and all(isinstance(t, str) for t in texts.values())
+            for texts in data.values())):
+        raise ValueError("the printed results have the wrong shape")
+    return data
+
+
+#: The paper's results as printed, in the one expression cache
+#: (``derivations/_cache/printed.json``), keyed on the derivations' sources, this
+#: module and :mod:`derivations.output.formats`: ``print_dynamics`` without ``--params``
+#: or rates prints them without decoding or printing an expression.
+PRINTED = ExpressionStore("printed", __file__, _print_results, _checked_texts, _checked_texts,
+                          prog="derivations.print_dynamics", what="printed-results cache",
+                          sources=[Path(__file__).parent / "output" / "formats.py"])
+
+
 def build_parser() -> OneLineParser:
     """The command-line parser of ``python -m derivations.catalog``."""
     parser = OneLineParser(
@@ -256,14 +286,12 @@ def _generated_is_fresh(key) -> bool:
 
 
 def _printed_is_fresh(key) -> bool:
-    from .output.dynamics import PRINTED
     return PRINTED.read(PRINTED.shipped, PRINTED.key()) is not None
 
 
 def _regenerate(key, recs) -> list:
     """Regenerate the numeric module and rebuild the printed-results cache from ``recs``."""
     from .output import numeric_codegen
-    from .output.dynamics import PRINTED
     paths = numeric_codegen.write(key, {name: rec.expr for name, rec in recs.items()})
     PRINTED.rebuild()
     return [*paths, PRINTED.shipped]

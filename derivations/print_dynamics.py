@@ -6,7 +6,7 @@ integrals and explicit orbits, the fixed-loss sharpness result and the
 asymptotics. Everything printed is a derived result from
 :func:`derivations.catalog.results` (cached, so the command starts fast:
 without ``--params`` or rates the printed texts themselves come from the
-cache :data:`derivations.output.dynamics.PRINTED`, so no expression is read
+cache :data:`derivations.catalog.PRINTED`, so no expression is read
 or printed; with them only the printed results are decoded);
 ``--task NAME`` prints what the task engine derived for another built-in task.
 The text is built by :func:`derivations.output.dynamics.render`, the one
@@ -19,7 +19,7 @@ Options
     --parameterization {CACO,CAFO,FACO,FAFO,all}
     --format {pretty,text,latex,json}
     --params m=5,n=50,b=50,M=20     substitute numbers (any subset, each name once;
-                                   the rule of derivations.vocabulary)
+                                   the rule of derivations.core.vocabulary)
     --ratio R                      eta_QK/eta_OV with eta_OV = 1 (factor rates equal
                                    their circuit's rate: eta_Q = eta_K = eta_QK, ...)
     --eta-qk X --eta-ov Y          the two rates explicitly
@@ -27,16 +27,16 @@ Options
                                    zero initialization); parameters not given in
                                    --params take the paper's values m=5,n=50,b=50,M=20
                                    and the ratio defaults to 1
-    --task NAME                    a built-in task of derivations.task (default paper;
+    --task NAME                    a built-in task of derivations.tasks (default paper;
                                    'list' lists them); --params then also takes the
                                    task's own parameters (n_c)
 
 The numbers at a loss are the one place where derivations meet numerics: this
 entry (and nothing else in :mod:`derivations`) imports :mod:`numerics`, lazily,
 only for ``--loss``. The state comes from the paper's state equation
-(:func:`numerics.closed_form.state_at_loss`) for the paper and for every task
+(:func:`numerics.dynamics.closed_form.state_at_loss`) for the paper and for every task
 whose reduced ODEs are the paper's at a mapped ratio, else from integrating the
-task's reduced ODE (:func:`numerics.task_state.task_state_at_loss`). The ratio,
+task's reduced ODE (:func:`numerics.dynamics.state_at_loss`, ``method="reduced flow"``). The ratio,
 m, n, b and the loss are checked against the range each method is verified
 on; the message names the value the user gave.
 
@@ -79,7 +79,7 @@ def _state_dict(st, ratio) -> dict:
     state.update(alpha=float(st.alpha), **shares, loss=float(st.loss))
     if st.time is not None:
         state["t"] = float(st.time)
-    state["method"] = "numerical integration of the reduced ODE (numerics.task_state.task_state_at_loss)"
+    state["method"] = "numerical integration of the reduced ODE (numerics.dynamics.state_at_loss)"
     return state
 
 
@@ -95,13 +95,15 @@ def numeric_state(task, loss: float, ratio: float, params: dict) -> dict:
     import warnings
 
     from numerics.dynamics import state_at_loss
+
+    from .tasks import is_builtin
     full = {**dict(task.defaults), **params}
     if task.classes.is_Integer:
         full.pop("M", None)       # fixed by the task (the authors' task: M = 4)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         try:
-            st = state_at_loss(loss, ratio, task=task, **full)
+            st = state_at_loss(loss, ratio, task=task.name if is_builtin(task) else task, **full)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         except (RuntimeError, RuntimeWarning, ArithmeticError) as exc:

@@ -1,6 +1,6 @@
 r"""The task engine's results, derived once and cached on disk as data.
 
-:func:`task_reduction` returns :func:`derivations.task_reduction.reduce_task`'s
+:func:`task_reduction` returns :func:`derivations.engine.reduce_task`'s
 result for a built-in task, from a JSON cache when it is fresh, so that the
 ``print_dynamics --task`` CLI and ``numerics`` start fast.
 

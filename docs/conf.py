@@ -55,7 +55,6 @@ qkov_known_docstring_issues = []
 qkov_cli_parsers = {
     "print_dynamics": ("derivations.print_dynamics", "build_parser"),
     "verify": ("numerics.verify", "build_parser"),
-    "verify-task": ("numerics.task_verify", "build_parser"),
     "figures": ("numerics.figures", "build_parser"),
     "experiments": ("numerics.experiments.__main__", "build_parser"),
     "authors_task": ("numerics.authors_task", "build_parser"),

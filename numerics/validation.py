@@ -2,7 +2,7 @@ r"""Input checks of the numeric solvers, each raising ``ValueError`` that names
 the parameter and its valid range.
 
 The model parameters, the parameterization names and the positivity rule come
-from :mod:`derivations.vocabulary` (one rule everywhere; re-exported here for
+from :mod:`derivations.core.vocabulary` (one rule everywhere; re-exported here for
 convenience); this module adds what only numerics needs: integers with a
 lower bound, loss levels in :math:`(0, \log M)`, solver tolerances, output
 times and integration intervals.

@@ -1,6 +1,6 @@
 r"""The authors' Figure-2 task, defined once, as plain data.
 
-The engine's ``authors`` task (:func:`derivations.task.get_task`), the theory
+The engine's ``authors`` task (:func:`derivations.tasks.get_task`), the theory
 prediction (:mod:`numerics.authors_task`) and the experiments' sampler
 (:mod:`numerics.experiments.data`) all read the task from here, so they cannot
 drift apart. Plain Python (no SymPy, no NumPy), as the rest of

@@ -4,7 +4,7 @@
 :mod:`derivations.task_catalog` (the task engine's) are two
 :class:`ExpressionStore` s of this module: one file format, one reader and
 writer, one warning when nothing is writable, one command line
-(``--rebuild``, ``--check``). A third, :data:`derivations.output.dynamics.PRINTED`,
+(``--rebuild``, ``--check``). A third, :data:`derivations.catalog.PRINTED`,
 keeps the paper's results as ``print_dynamics`` prints them. A command that
 shows a part of the results decodes only that part (:meth:`ExpressionStore.lazy`).
 

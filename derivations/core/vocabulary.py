@@ -4,7 +4,7 @@ the input checks, each defined once.
 This module is plain Python (no SymPy, no NumPy at import time), so that both
 :mod:`derivations` (symbolic) and :mod:`numerics` (numeric hot paths) import
 it without cost. Everything that is a *formula* (for example how a circuit's
-matrix entry relates to mu) is derived in :mod:`derivations.model` and shipped
+matrix entry relates to mu) is derived in :mod:`derivations.tasks.paper.model` and shipped
 to numerics in :mod:`numerics._generated`; this module holds only names, data
 and checks.
 
@@ -38,7 +38,7 @@ name                              it in their ValueError.
 
 Examples
 --------
->>> from derivations.vocabulary import PAPER_SETTING, check_model_parameters
+>>> from derivations.core.vocabulary import PAPER_SETTING, check_model_parameters
 >>> check_model_parameters(**PAPER_SETTING)
 (5.0, 50.0, 50.0, 20)
 >>> check_model_parameters(5, 50, 50, 1e23)
@@ -191,7 +191,7 @@ class Circuit(NamedTuple):
         ``"QK"`` or ``"OV"``.
     matrix, rate, basis : str
         The collapsed circuit's trained matrix, learning rate and basis matrix
-        (:func:`derivations.model.basis_matrix`) on the invariant family.
+        (:func:`derivations.tasks.paper.model.basis_matrix`) on the invariant family.
     factors, factor_rates, factor_bases : tuple[str, str]
         The factorized circuit's trained matrices (``W = A B``, for QK
         ``W_QK = W_Q W_K^T``), their rates and their family basis matrices.
@@ -237,7 +237,7 @@ class Circuit(NamedTuple):
 
 #: The circuit table. Formulas (the magnitude of a circuit in mu units, the
 #: effective rate, the conserved quantity) are derived from the model in
-#: :mod:`derivations.model` and :mod:`derivations.factorization`.
+#: :mod:`derivations.tasks.paper.model` and :mod:`derivations.tasks.paper.factorization`.
 CIRCUITS = {
     "QK": Circuit("QK", "W_QK", "eta_QK", "QK", ("W_Q", "W_K"), ("eta_Q", "eta_K"), ("Q", "K"),
                   (), "C_QK", "mu_QK", "FACO", 0),

@@ -19,14 +19,14 @@ alpha*eta_OV/(b*(M + exp(alpha*mu_OV) - 1))
 """
 from ..core import lazy_exports
 
-__all__ = ["Task", "TokenGroup", "TaskInstance", "TASK_PARAMETERS", "validate_parameter",
+__all__ = ["Task", "TokenGroup", "TaskInstance", "TASK_PARAMETERS", "n_c", "validate_parameter",
            "Coordinate", "TaskFamily", "TaskReduction", "reduce_task",
            "separate", "integrals", "first_integral_of", "orbit_of",
            "basis_matrices", "explicit_loss", "invariance_residual", "nonzero_entries"]
 
 # loaded on first use: describing a task (engine.task) does not import the reduction
 __getattr__, __dir__ = lazy_exports(__name__, {
-    ".task": ("Task", "TokenGroup", "TaskInstance", "TASK_PARAMETERS", "validate_parameter"),
+    ".task": ("Task", "TokenGroup", "TaskInstance", "TASK_PARAMETERS", "n_c", "validate_parameter"),
     ".family": ("Coordinate", "TaskFamily"),
     ".reduce": ("TaskReduction", "reduce_task"),
     ".first_integral": ("separate", "integrals", "first_integral_of", "orbit_of"),

@@ -124,7 +124,7 @@ def check_expression(what: str, value, rule: str, known=None, names=None):
         unknown = sorted(str(s) for s in expr.free_symbols - set(known))
         if unknown:
             raise ValueError(f"{what} uses unknown symbols {', '.join(unknown)} (known: "
-                             f"{', '.join(sorted(str(s) for s in known))}: the symbols of derivations.symbols "
+                             f"{', '.join(sorted(str(s) for s in known))}: the symbols of derivations.symbolic.symbols "
                              "and the task's declared parameters)")
     if not (expr.is_finite and holds(expr)):
         raise ValueError(f"{what} must be {described} for every value of the parameters; got {expr}")

@@ -72,7 +72,7 @@ def _explicit_indices(task, M_value, shared_types):
 
 def basis_matrices(reduction: TaskReduction, M_value: int, shared_types: dict | None = None) -> dict:
     """``{coordinate name: (matrix name, nested list of 0/1)}`` for a concrete
-    instance (rows/columns in :class:`~derivations.task.TaskInstance` order),
+    instance (rows/columns in :class:`~derivations.engine.TaskInstance` order),
     so that each trained matrix is ``sum theta_i U_i`` on the family."""
     from ..tasks.registry import get_task
     task = get_task(reduction.task)
@@ -133,7 +133,7 @@ def invariance_residual(task, parameterization: str = "CACO", M_value: int = 2, 
     family flow. Returns the nonzero residual entries (``[]`` = exact).
 
     ``exact=True``: every residual entry must be exactly 0: proved by
-    :func:`derivations.exp_zero.is_zero_exactly` (exponentials as powers of
+    :func:`derivations.symbolic.exp_zero.is_zero_exactly` (exponentials as powers of
     independent symbols, numerator of one fraction expanded to 0), or else
     by ``sympy.simplify`` after a 30-digit evaluation at a random point that
     catches a wrong flow early.

@@ -5,7 +5,7 @@ paper's task (``--task paper``, the default) prints the catalog of
 :func:`derivations.catalog.results` (model, factorization, the reduced ODEs,
 first integrals and orbits of the four parameterizations, sharpness,
 asymptotics); every other task prints, per parameterization, what
-:mod:`derivations.task_reduction` derived (read from the cache of
+:mod:`derivations.engine` derived (read from the cache of
 :mod:`derivations.task_catalog`): the family found by symmetry, observables,
 attention and loss, the metric, the reduced ODEs (or the family flow where the
 system does not close in the observables), conserved quantities, the mapping to
@@ -18,7 +18,7 @@ The command-line entry :mod:`derivations.print_dynamics` hands :func:`render`
 an ``answer`` function that does (lazily).
 
 >>> from derivations.output.dynamics import parse_params
->>> from derivations.task import get_task
+>>> from derivations.tasks import get_task
 >>> parse_params("n_c=5,m=3", get_task("shared-irrelevant"))
 {'n_c': 5, 'm': 3.0}
 """
@@ -27,13 +27,13 @@ from __future__ import annotations
 import json
 
 from ..core.cli import OneLineParser, UsageError, parse_float, parse_loss, rate_values
-from ..core.expression_cache import PACKAGE_DIR, ExpressionStore
 from ..core.cli import parse_params as _text_params
+from .formats import OneLine, format_expression
 from ..core.vocabulary import (MODEL_PARAMETER_MEANINGS, PAPER_SETTING, PARAMETERIZATIONS,
                                check_classes, check_positive)
 
 __all__ = ["SYMBOL_MEANINGS", "OneLine", "build_parser", "parse_params", "task_list", "render",
-           "paper_sections", "task_sections", "exact_number", "PRINTED_FORMATS", "PRINTED"]
+           "paper_sections", "task_sections", "exact_number"]
 
 SYMBOL_MEANINGS = {
     **MODEL_PARAMETER_MEANINGS,
@@ -46,13 +46,6 @@ SYMBOL_MEANINGS = {
 
 #: The attention shares of a state at a loss: relevant (alpha), the query's own token, the others.
 _SHARES = ("relevant_attention", "self_attention", "other_attention")
-
-
-class OneLine:
-    """An expression that the pretty format prints as one line (``str``)."""
-
-    def __init__(self, expr):
-        self.expr = expr
 
 
 def build_parser():
@@ -76,7 +69,7 @@ def build_parser():
     parser.add_argument("--loss", type=str, default=None,
                         help="also print the CACO state (mu_OV, mu_QK, alpha) at this loss, from zero "
                              "initialization; unset parameters take the paper's values and the ratio "
-                             "defaults to 1 (computed by numerics.closed_form)")
+                             "defaults to 1 (computed by numerics.dynamics.closed_form)")
     parser.add_argument("--task", default="paper",
                         help="a built-in task of derivations.tasks ('list' lists them) or the path of a task "
                              "file (.toml); --params then also takes the task's own parameters such as "
@@ -100,7 +93,7 @@ def parse_params(text: str, task=None) -> dict:
     (:func:`derivations.core.cli.parse_params`); m, n, b,
     M by the vocabulary's rule (:func:`derivations.core.vocabulary.check_positive`,
     :func:`~derivations.core.vocabulary.check_classes`), and every value, the
-    task's own parameters included, by :func:`derivations.task.validate_parameter`.
+    task's own parameters included, by :func:`derivations.engine.validate_parameter`.
     Raises :class:`~derivations.core.cli.UsageError` (one line) otherwise."""
     from ..tasks import get_task
     task = get_task("paper") if task is None else task
@@ -234,23 +227,12 @@ def task_sections(task, names, subs) -> list:
     return out
 
 
-def _format(expr, fmt) -> str:
-    import sympy as sp
-    if isinstance(expr, str):
-        return expr
-    if isinstance(expr, OneLine):
-        return sp.latex(expr.expr) if fmt == "latex" else str(expr.expr)
-    if fmt == "pretty":
-        return sp.pretty(expr, use_unicode=True, wrap_line=False)
-    return sp.latex(expr) if fmt == "latex" else str(expr)
-
-
 def _section_lines(sections, fmt) -> list:
     lines = []
     for title, items in sections:
         lines += ["", f"== {title} ==", ""]
         for label, expr in items:
-            text = _format(expr, fmt)
+            text = format_expression(expr, fmt)
             if "\n" in text:
                 lines += [f"{label} =", text, ""]
             else:
@@ -306,45 +288,14 @@ class _Expressions:
         return self.records[name].expr
 
 
-#: The formats of :data:`PRINTED` (``json`` shows the ``text`` form).
-PRINTED_FORMATS = ("pretty", "text", "latex")
-
-
-def _print_results() -> dict:
-    """``{format: {name: text}}``: every result of :func:`derivations.catalog.results` as
-    this module prints it without substitutions, in each of :data:`PRINTED_FORMATS`."""
-    from ..catalog import results
-    res = results()
-    return {fmt: {name: _format(expr, fmt) for name, expr in res.items()} for fmt in PRINTED_FORMATS}
-
-
-def _checked_texts(data) -> dict:
-    """``data`` when it is ``{format: {name: text}}`` for every printed format; else
-    ValueError (a damaged cache, rebuilt)."""
-    if not (isinstance(data, dict) and set(data) == set(PRINTED_FORMATS) and all(
-            isinstance(texts, dict) and all(isinstance(t, str) for t in texts.values())
-            for texts in data.values())):
-        raise ValueError("the printed results have the wrong shape")
-    return data
-
-
-#: The paper's results as printed, in the one expression cache
-#: (``derivations/_cache/printed.json``), keyed on the derivations' sources, this
-#: module and :mod:`derivations.catalog`: the command without ``--params`` or rates
-#: prints them without decoding or printing an expression (a third of its start).
-PRINTED = ExpressionStore("printed", __file__, _print_results, _checked_texts, _checked_texts,
-                          prog="derivations.print_dynamics", what="printed-results cache",
-                          sources=[PACKAGE_DIR / "catalog.py"])
-
-
 def _paper_results(fmt: str, subs: dict):
     """The paper's results by name for the format ``fmt``: the texts of :data:`PRINTED`
     when nothing is substituted, else the expressions of
     :func:`derivations.catalog.results`, each decoded when it is first printed
     (:meth:`~derivations.core.expression_cache.ExpressionStore.lazy`)."""
+    from ..catalog import PRINTED, STORE
     if not subs:
         return PRINTED.load()["text" if fmt == "json" else fmt]
-    from ..catalog import STORE
     return _Expressions(STORE.lazy())
 
 
@@ -370,7 +321,7 @@ def _task_text(task, names, subs, state, fmt, why) -> list:
         lines += _section_lines(task_sections(task, names, subs), fmt)
     else:
         lines += ["", f"symbolic reduction: not supported ({why}); the NumPy full-matrix model of "
-                      "numerics.task_model integrates it"]
+                      "numerics.model integrates it"]
     if state is not None:
         lines += ["", f"== state_at_loss: L = {state['loss']:g} (CACO, zero init, eta_QK/eta_OV = "
                       f"{state['ratio']:g}) ==", "", f"method: {state['method']}"]

@@ -5,7 +5,7 @@ abbreviation of long results and the ``equation`` environment used by the
 document builder :mod:`derivations.output.latex` for the paper's results and
 for the task engine's sections alike.
 
->>> from derivations import symbols as S
+>>> from derivations.symbolic import symbols as S
 >>> from derivations.output.tex import tex
 >>> tex(S.mu_OV_0 * S.b)
 'b\\,\\mu_{OV,0}'

@@ -1,6 +1,7 @@
 """Layer 1: the symbolic vocabulary every derivation shares (SymPy).
 
-* :mod:`~derivations.symbolic.symbols`: the model's symbols, created once with
+* :mod:`~derivations.symbolic.symbols`: the model's symbols (``m, n, b, M``, the rates,
+  ``mu_OV, mu_QK``, ...; all but ``MODEL_PARAMETERS`` exported here), created once with
   their assumptions;
 * :mod:`~derivations.symbolic.special_functions`: the Wright omega function;
 * :mod:`~derivations.symbolic.srepr_reader`: expressions stored as data
@@ -14,14 +15,18 @@ Imports only :mod:`derivations.core` and SymPy.
 """
 from ..core import lazy_exports
 
-__all__ = ["canonical", "exp_to_symbols", "is_zero_exactly", "wright_omega", "lambert_to_wright_omega",
-           "from_srepr", "to_srepr", "UnsafeExpression", "SYMBOLS", "RATES"]
-
-# loaded on first use: reading a cache does not import the zero test or the canonical form
-__getattr__, __dir__ = lazy_exports(__name__, {
+#: ``{defining module: public names}``.
+_HOMES = {
     ".forms": ("canonical",),
     ".exp_zero": ("exp_to_symbols", "is_zero_exactly"),
     ".special_functions": ("wright_omega", "lambert_to_wright_omega"),
     ".srepr_reader": ("from_srepr", "to_srepr", "UnsafeExpression"),
-    ".symbols": ("SYMBOLS", "RATES"),
-})
+    ".symbols": ("m", "n", "b", "M", "eta_QK", "eta_OV", "eta_Q", "eta_K", "eta_O", "eta_V",
+                 "mu_OV", "mu_QK", "mu_OV_0", "mu_QK_0", "C_QK", "C_OV", "alpha", "t", "L", "r",
+                 "s", "p", "RATES", "SYMBOLS", "H", "X", "Y", "F", "W", "LOSS", "ALPHA_0",
+                 "ETA_EFF"),
+}
+
+__all__ = [name for names in _HOMES.values() for name in names]
+# loaded on first use: reading a cache does not import the zero test or the canonical form
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)

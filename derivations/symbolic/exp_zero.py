@@ -1,6 +1,6 @@
 r"""An exact, cheap test that an expression in exponentials is identically zero.
 
-The invariance residuals of the task engine (:func:`derivations.task_reduction.invariance_residual`)
+The invariance residuals of the task engine (:func:`derivations.engine.invariance_residual`)
 are rational functions of symbols and of exponentials ``exp(a)``, whose arguments ``a`` are
 themselves rational in the symbols and in further exponentials (the softmax of the logits holds
 the attention weights). :func:`sympy.simplify` decides such an expression slowly; this module

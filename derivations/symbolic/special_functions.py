@@ -5,7 +5,7 @@ the principal branch of Lambert W. Orbits of the reduced dynamics come out of
 ``sympy.solve`` as ``LambertW(x * exp(y))``; for large ``y`` that argument
 overflows double precision although the value (about ``y``) is harmless, so
 :func:`lambert_to_wright_omega` rewrites them as ``wright_omega(y + log(x))``.
-Numeric code maps it to :func:`numerics.special_functions.wright_omega` (a
+Numeric code maps it to :func:`numerics.functions.special_functions.wright_omega` (a
 vectorized iteration, as in :func:`scipy.special.wrightomega`).
 
 >>> import sympy as sp

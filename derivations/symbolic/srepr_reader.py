@@ -8,7 +8,7 @@ run arbitrary code. :func:`from_srepr` instead parses the text with
 
 * calls of the SymPy classes and functions in :data:`ALLOWED_CALLS` (with
   ``expm1``/``log1p`` of :mod:`sympy.codegen.cfunctions`) and of the project's
-  own :class:`~derivations.special_functions.wright_omega`;
+  own :class:`~derivations.symbolic.special_functions.wright_omega`;
 * ``Function('F')(...)`` (undefined functions, for left-hand sides);
 * the SymPy singletons in :data:`ALLOWED_NAMES` (``oo``, ``pi``, ...);
 * arguments that are such calls, ints, strings, or a negated int;
@@ -25,7 +25,7 @@ Integer(10**12))`` would take SymPy minutes to evaluate).
 :func:`from_srepr` would reject, so no cache is written that every later read
 would throw away. Both derivation caches (:mod:`derivations.catalog`,
 :mod:`derivations.task_catalog`) and the generated expressions of
-:mod:`derivations.numeric_codegen` use this one format.
+:mod:`derivations.output.numeric_codegen` use this one format.
 
 >>> import sympy as sp
 >>> from derivations.symbolic.srepr_reader import from_srepr

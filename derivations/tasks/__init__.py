@@ -11,10 +11,9 @@
   the tasks that have them (the paper, and the tasks the engine maps onto its
   equations), or the reason a task does not.
 
-The task description itself (:class:`~derivations.engine.task.Task`,
-:class:`~derivations.engine.task.TokenGroup`, :func:`validate_parameter`) is
-the engine's and is re-exported here, so that ``from derivations.tasks import
-Task, get_task`` (or the older ``derivations.task``) reads one name space.
+The task description itself (:class:`~derivations.engine.Task`,
+:class:`~derivations.engine.TokenGroup`, :func:`~derivations.engine.validate_parameter`)
+is the engine's: ``from derivations.engine import Task, TokenGroup``.
 
 >>> from derivations.tasks import get_task, capability, capabilities
 >>> get_task("shared-irrelevant").parameter_names()
@@ -26,13 +25,11 @@ Task, get_task`` (or the older ``derivations.task``) reads one name space.
 """
 from ..core import lazy_exports
 
-__all__ = ["Task", "TokenGroup", "TaskInstance", "TASK_PARAMETERS", "n_c", "validate_parameter",
-           "TASKS", "get_task", "is_task_file", "is_builtin", "task_key", "task_names", "symbolic_task_names",
+__all__ = ["TASKS", "get_task", "is_task_file", "is_builtin", "task_key", "task_names", "symbolic_task_names",
            "CAPABILITIES", "CapabilityUnavailable", "capability", "capabilities"]
 
 # loaded on first use: looking up a task does not import the engine's reduction or the closed forms
 __getattr__, __dir__ = lazy_exports(__name__, {
-    "..engine.task": ("Task", "TokenGroup", "TaskInstance", "TASK_PARAMETERS", "n_c", "validate_parameter"),
     ".registry": ("TASKS", "get_task", "is_task_file", "is_builtin", "task_key", "task_names", "symbolic_task_names"),
     ".closed_forms": ("CAPABILITIES", "CapabilityUnavailable", "capability", "capabilities"),
 })

@@ -15,10 +15,10 @@ r"""The dynamics of the reduced coordinates: integration, closed forms, the stat
 * :mod:`~numerics.dynamics.paper_closed_forms`: the paper's closed forms
   (first integral, orbits, state at a loss) as capabilities of its system.
 * :mod:`~numerics.dynamics.state`: :func:`state_at_loss`, the one entry point
-  for the state at a loss of every task, and its one result type
-  :class:`StateAtLoss`, whose ``method`` says what answered (the closed form,
-  also for tasks the engine maps onto the paper's equations, or the reduced
-  flow).
+  for the state at a loss of every task; :mod:`~numerics.dynamics.state_result`:
+  its one result type :class:`StateAtLoss`, whose ``method`` says what
+  answered (the closed form, also for tasks the engine maps onto the paper's
+  equations, or the reduced flow).
 * :mod:`~numerics.dynamics.training`: :func:`gradient_flow` and
   :func:`gradient_descent` of every full-matrix model (a :class:`Trajectory`).
 * :mod:`~numerics.dynamics.crossover`: where attention goes, the master curve of
@@ -26,58 +26,29 @@ r"""The dynamics of the reduced coordinates: integration, closed forms, the stat
   :math:`\Lambda`) and the crossover ratio (:func:`crossover_lambda`,
   :func:`boundary`).
 * :mod:`~numerics.dynamics.closed_form`: the paper's CACO state at a loss in
-  closed form (:func:`numerics.dynamics.closed_form.state_at_loss`, the
-  documented ``numerics.closed_form.state_at_loss``), its mpmath reference and
-  :func:`time_to_loss`.
+  closed form (:func:`numerics.dynamics.closed_form.state_at_loss`), its
+  mpmath reference and :func:`time_to_loss`.
 
 The names are imported on first access, so that importing one submodule (the
 cold path of the closed form) does not import the others (SciPy's integrators).
 """
-from __future__ import annotations
+from derivations.core.exports import lazy_exports
 
-import importlib
-
-#: ``{public name: defining submodule}``.
+#: ``{defining submodule: public names}``.
 _HOMES = {
-    "Trajectory": "trajectory",
-    "solve_bounded": "bounded_ivp",
-    "solve_loss_levels": "bounded_ivp",
-    "ReducedSystem": "reduced_system",
-    "solve_reduced": "reduced_ode",
-    "state_at_loss": "state",
-    "StateAtLoss": "state",
-    "REDUCED_FLOW_RANGE": "state",
-    "state_at_loss_mpmath": "closed_form",
-    "time_to_loss": "closed_form",
-    "LambdifiedFlow": "lambdified_flow",
-    "TaskReducedSystem": "lambdified_flow",
-    "reduced_system": "task_systems",
-    "family_system": "task_systems",
-    "task_parameters": "task_systems",
-    "task_reduction": "task_systems",
-    "task_state_at_loss": "state",
-    "gradient_flow": "training",
-    "gradient_descent": "training",
-    "master_shares": "crossover",
-    "crossover_lambda": "crossover",
-    "boundary": "crossover",
-    "lambda_of_ratio": "crossover",
-    "ratio_of_lambda": "crossover",
-    "margin_at_loss": "crossover",
-    "task_shape": "crossover",
+    ".trajectory": ("Trajectory",),
+    ".bounded_ivp": ("solve_bounded", "solve_loss_levels"),
+    ".reduced_system": ("ReducedSystem",),
+    ".reduced_ode": ("solve_reduced",),
+    ".state": ("state_at_loss", "REDUCED_FLOW_RANGE"),
+    ".state_result": ("StateAtLoss",),
+    ".closed_form": ("state_at_loss_mpmath", "time_to_loss"),
+    ".lambdified_flow": ("LambdifiedFlow",),
+    ".task_systems": ("reduced_system", "family_system", "task_parameters", "task_reduction"),
+    ".training": ("gradient_flow", "gradient_descent"),
+    ".crossover": ("master_shares", "crossover_lambda", "boundary", "lambda_of_ratio",
+                   "ratio_of_lambda", "margin_at_loss", "task_shape"),
 }
 
-__all__ = list(_HOMES)
-
-
-def __getattr__(name):
-    """The public names, imported from their submodule on first access."""
-    if name in _HOMES:
-        value = getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__all__ = [name for names in _HOMES.values() for name in names]
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)

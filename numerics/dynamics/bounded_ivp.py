@@ -16,7 +16,7 @@ records step for step, with what a verification needs on top:
 Every reduced flow (:meth:`numerics.dynamics.reduced_system.ReducedSystem.integrate`
 for every task, through :func:`solve_loss_levels`, the loss events on
 :math:`\log L`) and the full model's gradient flow
-(:func:`numerics.training.gradient_flow`) use it.
+(:func:`numerics.dynamics.training.gradient_flow`) use it.
 
 >>> import numpy as np
 >>> from numerics.dynamics.bounded_ivp import solve_bounded
@@ -111,8 +111,29 @@ def solve_loss_levels(fun, t_span, y0, log_loss, levels, n_thresholds, *, log=Tr
     ``levels[:n_thresholds]`` are recorded only; a level after them (the
     target loss) ends the run. ``log_loss`` maps a state to :math:`\log L`;
     with ``log=False`` it maps a state to :math:`L` itself, and level ``k`` is
-    crossed where :math:`L(y) =` ``levels[k]``. ``options`` go to
-    :func:`solve_bounded`.
+    crossed where :math:`L(y) =` ``levels[k]``.
+
+    Parameters
+    ----------
+    fun : callable
+        ``fun(t, y)``, the right-hand side.
+    t_span : (float, float)
+    y0 : array_like
+    log_loss : callable
+        ``log_loss(y)``: :math:`\log L` (with ``log=False``: :math:`L`).
+    levels : sequence of float
+        Loss levels (> 0).
+    n_thresholds : int
+        How many of ``levels`` are recorded only; a further one ends the run.
+    log : bool
+        Compare :math:`\log L` with the logarithms of the levels.
+    **options
+        Passed to :func:`solve_bounded`.
+
+    Returns
+    -------
+    types.SimpleNamespace
+        As :func:`solve_bounded`; ``hits[k]`` is the crossing of ``levels[k]``.
     """
     marks = [math.log(v) for v in levels] if log else list(levels)
 

@@ -15,7 +15,7 @@ and the first integral pins the state: with the attention odds
 
 increasing in p (unique root); then :math:`\alpha = p/(1+p)`,
 :math:`\mu_{QK} = \log(np/m)`, :math:`\mu_{OV} = s(1+p)/p`.
-All of these come from :mod:`derivations.sharpness` through the generated
+All of these come from :mod:`derivations.tasks.paper.sharpness` through the generated
 module (:mod:`numerics.functions.lambdified`, :mod:`numerics._generated`); importing this
 module does not import SymPy.
 
@@ -45,21 +45,15 @@ import numpy as np
 from derivations.core.vocabulary import check_model_parameters
 
 from ..functions import lambdified as lam
-from .state import StateAtLoss
+from .state_result import StateAtLoss
 
-__all__ = ["State", "state_at_loss", "state_at_loss_mpmath", "time_to_loss",
+__all__ = ["state_at_loss", "state_at_loss_mpmath", "time_to_loss",
            "check_supported", "SUPPORTED_RANGE"]
 
 _EPS = np.finfo(float).eps
 #: Estimated relative error of the double-precision margin above which the
 #: entry is evaluated with mpmath instead.
 MARGIN_RTOL = 1e-13
-
-
-#: The state at a loss: the one result type of every state-at-loss answer
-#: (:class:`numerics.dynamics.state.StateAtLoss`; fields ``mu_OV, mu_QK, alpha,
-#: loss, ratio, p, s`` first, then ``method`` = ``"closed form"`` here).
-State = StateAtLoss
 
 
 #: Ranges on which :func:`state_at_loss` and :func:`state_at_loss_mpmath` are
@@ -244,8 +238,8 @@ def state_at_loss(loss, ratio, *, m=5, n=50, b=50, M=20):
 
     Returns
     -------
-    State
-        :class:`~numerics.dynamics.state.StateAtLoss` of arrays with the
+    StateAtLoss
+        :class:`~numerics.dynamics.state_result.StateAtLoss` of arrays with the
         broadcast shape: ``mu_OV, mu_QK, alpha, loss, ratio, p, s``, then
         ``method="closed form"`` and ``coordinates``.
 
@@ -289,7 +283,7 @@ def state_at_loss(loss, ratio, *, m=5, n=50, b=50, M=20):
     if not all(np.isfinite(v).all() for v in out):  # pragma: no cover - never silently
         raise ArithmeticError("state_at_loss produced a non-finite value")
     mu_OV, mu_QK, alpha, L, r, p, s = (v.reshape(shape) for v in out)
-    return State(mu_OV, mu_QK, alpha, L, r, p, s, method="closed form",
+    return StateAtLoss(mu_OV, mu_QK, alpha, L, r, p, s, method="closed form",
                  coordinates={"mu_OV": mu_OV, "mu_QK": mu_QK})
 
 
@@ -300,7 +294,7 @@ def time_to_loss(loss, ratio, *, m=5, n=50, b=50, M=20, rtol=1e-11):
               \qquad \frac{dt}{d\mu_{OV}} = \frac{b\,(e^{\alpha\mu_{OV}} + M - 1)}{\eta_{OV}\,\alpha},
 
     with alpha on the explicit orbit through (0, 0)
-    (:func:`derivations.asymptotics.time_integrand`) and
+    (:func:`derivations.tasks.paper.asymptotics.time_integrand`) and
     :math:`\mu_{OV}^*` from :func:`state_at_loss`. Adaptive Gauss-Kronrod
     quadrature (:func:`scipy.integrate.quad`), one per entry.
 

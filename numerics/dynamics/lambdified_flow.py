@@ -1,6 +1,6 @@
 r"""The run-time lambdify backend of a reduced system: a flow given as SymPy expressions.
 
-The task engine (:func:`derivations.task_reduction.reduce_task`) writes a
+The task engine (:func:`derivations.engine.reduce_task`) writes a
 task's reduced system as SymPy expressions: the right-hand side
 :math:`\dot y = f(y;\theta)`, the loss :math:`L(y;\theta)` and the attention on
 the relevant tokens :math:`\alpha(y;\theta)` (:math:`\theta`: the task's
@@ -12,8 +12,8 @@ expressions), so that no SymPy runs on the hot path.
 
 It is the backend of :class:`numerics.dynamics.reduced_system.ReducedSystem`
 for every task without generated code (the paper's task has generated code),
-and the object of :func:`numerics.dynamics.task_systems.reduced_system` (also
-known as ``TaskReducedSystem``); :meth:`ReducedSystem.integrate
+and the object of :func:`numerics.dynamics.task_systems.reduced_system`;
+:meth:`ReducedSystem.integrate
 <numerics.dynamics.reduced_system.ReducedSystem.integrate>` integrates it with
 the one bounded loop :func:`numerics.dynamics.bounded_ivp.solve_loss_levels`.
 
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["LambdifiedFlow", "TaskReducedSystem"]
+__all__ = ["LambdifiedFlow"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,7 +132,3 @@ class LambdifiedFlow:
     def jacobian_at(self, y, values) -> np.ndarray:
         r"""The Jacobian :math:`\partial\dot y/\partial y` at ``y`` (d x d)."""
         return self.jacobian_function()(*y, *self._pvals(values))
-
-
-#: The older name of :class:`LambdifiedFlow`.
-TaskReducedSystem = LambdifiedFlow

@@ -8,8 +8,7 @@ from zero; else the orbit through the initial point meets the margin
 :math:`\alpha\mu_{OV} = s(L)`). :class:`PaperClosedForms` holds them as methods
 of :class:`numerics.dynamics.reduced_system.ReducedSystem`; each asks first for
 the capability: a system of another task raises ``ValueError`` saying why
-(the state at a loss of a task is :func:`numerics.dynamics.state.state_at_loss`,
-which maps onto the paper's closed form where the engine found the map).
+(the state at a loss of every task is :func:`numerics.dynamics.state_at_loss`).
 
 >>> from numerics.dynamics.reduced_system import ReducedSystem
 >>> system = ReducedSystem("CAFO", eta_QK=3.0)
@@ -26,6 +25,7 @@ from derivations.core.vocabulary import qk_factorized
 
 from ..functions import lambdified as lam
 from ..validation import check_loss_level
+from .state_result import StateAtLoss
 
 __all__ = ["PaperClosedForms"]
 
@@ -49,24 +49,40 @@ class PaperClosedForms:
             raise ValueError(f"{what} is derived for balanced factors (C_QK = C_OV = 0); "
                              f"this system has C_QK={self.C_QK!r}, C_OV={self.C_OV!r}")
 
-    def _task_state_at_loss(self, loss):
-        if self.parameterization != "CACO" or any(self.mu0):
-            raise ValueError(f"the state at a loss of task {self.task!r} is defined for "
-                             "collapsed circuits (CACO) from zero initialization")
-        from .state import state_at_loss
-        rates = {"eta_QK", "eta_OV", "eta_Q", "eta_K", "eta_O", "eta_V"}
-        params = {k: v for k, v in self.values.items() if k not in rates | {"eps", "mu0"}}
-        st = state_at_loss(loss, self.ratio, task=self.task, **params)
-        return {**st.coordinates, "alpha": st.alpha}
-
     def first_integral(self, mu_OV, mu_QK):
-        """First integral H of the balanced flow (constant along trajectories)."""
+        """First integral H of the balanced flow (constant along trajectories).
+
+        Parameters
+        ----------
+        mu_OV, mu_QK : float or array_like
+            A point (arrays broadcast).
+
+        Returns
+        -------
+        float or ndarray
+
+        Raises
+        ------
+        ValueError
+            Another task than the paper's, or unbalanced factors.
+        """
         self._require_balanced("first_integral")
         return lam.first_integral_fn(self.parameterization).func(mu_OV, mu_QK, *self.params)
 
     def first_integral_scale(self, mu_OV, mu_QK):
         """Sum of the absolute values of H's terms: the scale on which H
-        cancels, the denominator of a relative drift of H."""
+        cancels, the denominator of a relative drift of H.
+
+        Parameters
+        ----------
+        mu_OV, mu_QK : float or array_like
+            A point (arrays broadcast).
+
+        Returns
+        -------
+        ndarray
+            Of the broadcast shape.
+        """
         self._require_closed_form("first_integral_scale")
         f = lam.first_integral_scale_fn(self.parameterization).func
         shape = np.broadcast(np.asarray(mu_OV), np.asarray(mu_QK)).shape
@@ -82,6 +98,25 @@ class PaperClosedForms:
         implicit orbit (:func:`~numerics.functions.lambdified.orbit_residual_fn`,
         increasing in mu_QK), solved for every point at once in
         :math:`\log\mu_{QK}` (:meth:`_increasing_root`).
+
+        Parameters
+        ----------
+        mu_OV : float or array_like
+        precise : bool
+            Evaluate the explicit orbit with mpmath at 40 digits.
+
+        Returns
+        -------
+        ndarray
+            ``mu_QK``, shaped like ``mu_OV``.
+
+        Raises
+        ------
+        ValueError
+            Another task than the paper's, unbalanced factors, or an implicit
+            orbit through ``mu_QK(0) <= 0``.
+        ArithmeticError
+            The implicit orbit's root not bracketed or not converged at some point.
         """
         self._require_balanced("orbit")
         x = np.asarray(mu_OV, dtype=float)
@@ -146,34 +181,50 @@ class PaperClosedForms:
         out[todo] = root.x
         return out
 
-    def state_at_loss(self, loss) -> dict:
-        r"""State ``{"mu_OV", "mu_QK", "alpha"}`` of the balanced flow from
-        :attr:`mu0` at the given losses (arrays), from the closed forms.
+    def state_at_loss(self, loss) -> StateAtLoss:
+        r"""The state of the balanced flow from :attr:`mu0` at the given losses, in closed form.
 
-        CACO from zero: :func:`numerics.dynamics.closed_form.state_at_loss` at the
-        ratio :math:`\eta_{QK}/\eta_{OV}`. Otherwise: the orbit through
+        CACO from zero: :func:`numerics.dynamics.closed_form.state_at_loss` at
+        the ratio :math:`\eta_{QK}/\eta_{OV}`. Otherwise the orbit through
         :attr:`mu0` meets the margin :math:`\alpha\mu_{OV} = s(L)`
         (:func:`numerics.functions.lambdified.margin_at_loss_fn`); along
         :math:`\mu_{OV} = s/\alpha(\mu_{QK})` the orbit residual increases in
         :math:`\mu_{QK}`, so a bracketed root (:meth:`_increasing_root`, every loss
         at once; in :math:`\log\mu_{QK}` for a factorized QK circuit) finds it.
         Losses must lie in (0, log M) and below the initial loss.
+        The state at a loss of any task is
+        :func:`numerics.dynamics.state_at_loss`, which calls this method for
+        the paper's factorized circuits.
 
-        Another task (CACO from zero): :func:`numerics.dynamics.state.state_at_loss`
-        (its closed form where the engine maps it onto the paper's, else its
-        reduced flow), ``{<coordinates>, "alpha"}``.
+        Parameters
+        ----------
+        loss : float or array_like
+            Loss levels in (0, log M), below the initial loss.
+
+        Returns
+        -------
+        StateAtLoss
+            ``mu_OV``, ``mu_QK``, ``alpha`` (arrays shaped like ``loss``),
+            ``method="closed form"``.
+
+        Raises
+        ------
+        ValueError
+            Another task than the paper's, unbalanced factors, or a loss
+            outside (0, log M) or not below the initial loss.
         """
         if self.task != "paper":
-            return self._task_state_at_loss(loss)
+            raise ValueError(f"ReducedSystem.state_at_loss is a closed form of the paper's task; "
+                             f"the state at a loss of task {self.task!r} is "
+                             f"numerics.dynamics.state_at_loss(loss, ratio, task={self.task!r})")
         self._require_balanced("state_at_loss")
         L = np.asarray(loss, dtype=float)
         for v in L.ravel():
             check_loss_level("loss", float(v), self.M)
         P, (x0, u0) = self.parameterization, self.mu0
         if P == "CACO" and x0 == 0.0 and u0 == 0.0:
-            from .closed_form import state_at_loss   # looked up here (tests replace it)
-            st = state_at_loss(L, self.ratio, m=self.m, n=self.n, b=self.b, M=self.M)
-            return {k: np.asarray(getattr(st, k), dtype=float) for k in ("mu_OV", "mu_QK", "alpha")}
+            from . import closed_form   # looked up on call (tests replace it)
+            return closed_form.state_at_loss(L, self.ratio, m=self.m, n=self.n, b=self.b, M=self.M)
         s = np.asarray(lam.margin_at_loss_fn().func(L, self.M), dtype=float)
         s0 = float(self.alpha(u0)) * x0
         if np.any(s <= s0):
@@ -193,5 +244,7 @@ class PaperClosedForms:
                 return uu - orb(si / alpha(uu, m, n), x0, u0, *params)
             u = self._increasing_root(g, np.full(L.shape, float(u0)), s)
         a = np.asarray(self.alpha(u), dtype=float)
-        return {"mu_OV": s / a, "mu_QK": u, "alpha": a}
+        mu_OV = s / a
+        return StateAtLoss(mu_OV, u, a, L, np.full(L.shape, self.ratio), s=s,
+                           coordinates={"mu_OV": mu_OV, "mu_QK": u})
 

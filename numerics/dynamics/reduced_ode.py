@@ -3,7 +3,7 @@ r"""Numeric solution of the reduced two-scalar flow (all four parameterizations)
 :func:`solve_reduced` is the one-call form of
 ``ReducedSystem(parameterization, **values).integrate(...)``
 (:class:`numerics.dynamics.reduced_system.ReducedSystem`). The right-hand sides are
-those derived by :func:`derivations.reduction.reduced_odes`
+those derived by :func:`derivations.tasks.paper.reduction.reduced_odes`
 (:func:`numerics.functions.lambdified.reduced_rhs`), their Jacobian SymPy's
 ``jacobian`` of the same expressions. For CACO
 

@@ -18,7 +18,7 @@ reduced dynamics. Two backends, one interface:
 The procedure (paper's task):
 
 1. **Validate** the parameterization and the model parameters by the one
-   rule of :mod:`derivations.vocabulary` (``m, n, b`` finite and > 0, ``M``
+   rule of :mod:`derivations.core.vocabulary` (``m, n, b`` finite and > 0, ``M``
    an integer >= 2), and every learning rate (finite, > 0).
 2. **Resolve the rates**: a factor rate left out is its circuit's rate
    (:math:`\eta_Q = \eta_K = \eta_{QK}`, :math:`\eta_O = \eta_V = \eta_{OV}`).
@@ -54,7 +54,7 @@ True
 >>> res = system.integrate(target_loss=0.1)
 >>> res.status, round(res.target_state["alpha"], 6)
 (1, 0.695206)
->>> round(float(system.state_at_loss(0.1)["alpha"]), 6)
+>>> round(float(system.state_at_loss(0.1).alpha), 6)
 0.695206
 >>> task = ReducedSystem("CACO", task="query-in-context", eta_QK=10.0)
 >>> task.names
@@ -86,7 +86,7 @@ __all__ = ["ReducedSystem", "PARAMETER_ORDER", "DEFAULT_EPS"]
 DEFAULT_EPS = 1e-2
 #: Order of the parameters every generated flow function takes after its state
 #: variables (:data:`numerics.functions.lambdified.PARAM_NAMES`): model parameters, rates,
-#: conserved quantities, all named by :mod:`derivations.vocabulary`.
+#: conserved quantities, all named by :mod:`derivations.core.vocabulary`.
 PARAMETER_ORDER = MODEL_PARAMETERS + RATE_NAMES + tuple(c.conserved for c in CIRCUITS.values())
 #: The paper's coordinates, in the order of the generated code.
 PAPER_COORDINATES = ("mu_OV", "mu_QK")
@@ -99,7 +99,7 @@ class ReducedSystem(PaperClosedForms):
     ----------
     parameterization : {"CACO", "CAFO", "FACO", "FAFO"}
     task : str
-        A built-in task of :mod:`derivations.task` the engine reduces
+        A built-in task of :mod:`derivations.tasks` the engine reduces
         (default ``"paper"``: the generated backend and the closed forms).
     m, n, b : float
         Relevant / irrelevant token counts and embedding scale (> 0); the
@@ -237,29 +237,71 @@ class ReducedSystem(PaperClosedForms):
     # derived functions (paper: vectorized; another task: scalars)
     # ------------------------------------------------------------------ #
     def rhs(self, *y):
-        """The time derivative of the coordinates (:attr:`names`) at ``y``."""
+        """The time derivative of the coordinates at a point.
+
+        Parameters
+        ----------
+        *y : float or array_like
+            One value per coordinate (:attr:`names`); arrays broadcast (paper).
+
+        Returns
+        -------
+        tuple or ndarray
+            One derivative per coordinate.
+        """
         if self._flow is None:
             return self._rhs(*y, *self.params)
         return np.array(self._flow._f(*y, *self.params), dtype=float)
 
     def jacobian(self, *y) -> np.ndarray:
-        """The d x d Jacobian of :meth:`rhs` at one point (paper: generated;
-        another task: SymPy's Jacobian of the engine's right-hand side)."""
+        """The Jacobian of :meth:`rhs` at one point (paper: generated;
+        another task: SymPy's Jacobian of the engine's right-hand side).
+
+        Parameters
+        ----------
+        *y : float
+            One value per coordinate (:attr:`names`).
+
+        Returns
+        -------
+        ndarray
+            Shape ``(d, d)``, ``d = len(names)``.
+        """
         if self._flow is None:
             return np.array(self._jac(*y, *self.params), dtype=float).reshape(2, 2)
         return self._flow.jacobian_function()(*y, *self.params)
 
     def loss(self, *y):
-        r"""Loss at ``y`` (paper: :math:`\log(1 + (M-1)e^{-\alpha\mu_{OV}})`, vectorized, stable)."""
+        r"""Loss at a point (paper: :math:`\log(1 + (M-1)e^{-\alpha\mu_{OV}})`, vectorized, stable).
+
+        Parameters
+        ----------
+        *y : float or array_like
+            One value per coordinate (:attr:`names`).
+
+        Returns
+        -------
+        float or ndarray
+        """
         if self._flow is None:
             mu_OV, mu_QK = y
             return self._loss(mu_OV, mu_QK, self.m, self.n, self.M)
         return float(self._flow._L(*y, *self.params))
 
     def alpha(self, *y):
-        r"""Attention on the relevant tokens. Paper: of ``mu_QK`` alone,
-        :math:`\alpha = m e^{\mu_{QK}}/(m e^{\mu_{QK}} + n)` (vectorized);
-        another task: of all coordinates ``y``."""
+        r"""Attention on the relevant tokens.
+
+        Parameters
+        ----------
+        *y : float or array_like
+            Paper: ``mu_QK`` alone,
+            :math:`\alpha = m e^{\mu_{QK}}/(m e^{\mu_{QK}} + n)` (vectorized);
+            another task: one value per coordinate (:attr:`names`).
+
+        Returns
+        -------
+        float or ndarray
+        """
         if self._flow is None:
             (mu_QK,) = y
             return self._alpha(mu_QK, self.m, self.n)
@@ -269,7 +311,19 @@ class ReducedSystem(PaperClosedForms):
         return self.alpha(y[1]) if self._flow is None else self.alpha(*y)
 
     def state(self, t, y) -> dict:
-        """A state record ``{"t", <coordinates>, "alpha", "loss"}``."""
+        """A state record at time ``t`` and point ``y``.
+
+        Parameters
+        ----------
+        t : float
+        y : sequence of float
+            One value per coordinate (:attr:`names`).
+
+        Returns
+        -------
+        dict
+            ``{"t", <coordinates>, "alpha", "loss"}`` as floats.
+        """
         out = {"t": float(t)}
         out.update(zip(self.names, (float(v) for v in y)))
         out.update(alpha=float(self._alpha_at(y)), loss=float(self.loss(*y)))

@@ -37,12 +37,12 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["StateAtLoss", "state_at_loss", "task_state_at_loss", "METHODS",
-           "REDUCED_FLOW_RANGE"]
+from .state_result import StateAtLoss
+
+__all__ = ["state_at_loss", "METHODS", "REDUCED_FLOW_RANGE"]
 
 #: The methods that answer, in the order :func:`state_at_loss` tries them.
 METHODS = ("closed form", "reduced flow")
@@ -52,60 +52,6 @@ METHODS = ("closed form", "reduced flow")
 #: up to the initial loss (exclusive); ``M`` is an integer.
 REDUCED_FLOW_RANGE = {"ratio": (1e-4, 1e4), "loss": (1e-8, math.inf), "m": (1e-3, 1e3),
                       "n": (1e-3, 1e3), "b": (0.1, 1e3), "M": (2, 10**6)}
-
-
-class StateAtLoss(NamedTuple):
-    """The state at a loss, and which method found it.
-
-    The first seven fields are those of the closed form's former ``State``
-    (``mu_OV, mu_QK, alpha, loss, ratio, p, s``), so that reading them by
-    name or position works as before.
-
-    Attributes
-    ----------
-    mu_OV, mu_QK, alpha : ndarray
-        The paper's coordinates (None for a task without such an observable)
-        and the attention on the relevant tokens.
-    loss : ndarray
-        The loss at the state (closed form: the requested loss; reduced flow:
-        the loss evaluated at the located crossing).
-    ratio : ndarray
-        :math:`\\eta_{QK}/\\eta_{OV}` as given.
-    p, s : ndarray or None
-        Attention odds :math:`\\alpha/(1-\\alpha)` and margin
-        :math:`\\alpha\\mu_{OV}` (closed form only).
-    method : str
-        ``"closed form"`` or ``"reduced flow"`` (:data:`METHODS`).
-    time : ndarray or None
-        Time of the crossing (reduced flow).
-    coordinates : dict or None
-        ``{name: value}`` of the task's reduced coordinates.
-    task : str
-    mapped_ratio : ndarray or None
-        The paper's ratio the closed form was evaluated at, for a task mapped
-        onto the paper's equations.
-    relevant_attention, self_attention, other_attention : ndarray or None
-        Every attention share of the query: on the relevant tokens (``alpha``), on its
-        own token (its position and its copies; 0 where the query does not attend to
-        itself) and on every other token; they sum to 1 (None where the reduced
-        coordinates are no observables).
-    """
-
-    mu_OV: np.ndarray
-    mu_QK: np.ndarray
-    alpha: np.ndarray
-    loss: np.ndarray
-    ratio: np.ndarray
-    p: np.ndarray = None
-    s: np.ndarray = None
-    method: str = "closed form"
-    time: np.ndarray = None
-    coordinates: dict = None
-    task: str = "paper"
-    mapped_ratio: np.ndarray = None
-    relevant_attention: np.ndarray = None
-    self_attention: np.ndarray = None
-    other_attention: np.ndarray = None
 
 
 def _show(value):
@@ -260,7 +206,7 @@ def _paper_orbit(loss, ratio, P, params):
     for i in np.ndindex(L.shape):
         st = ReducedSystem(P, eta_QK=float(r[i]), **params).state_at_loss(float(L[i]))
         for k in out:
-            out[k][i] = float(st[k])
+            out[k][i] = float(getattr(st, k))
     coords = {"mu_OV": out["mu_OV"], "mu_QK": out["mu_QK"]}
     return StateAtLoss(out["mu_OV"], out["mu_QK"], out["alpha"], L, r, coordinates=coords,
                        relevant_attention=out["alpha"], self_attention=np.zeros_like(out["alpha"]),
@@ -296,7 +242,7 @@ def _mapped_closed_form(loss, ratio, task, values, k_qk, k_ov):
     lo, hi = SUPPORTED_RANGE["ratio"]
     k = float(k_qk / k_ov)
     r = np.asarray(ratio, dtype=float)
-    # as derivations.task_dynamics computes it: ratio * k_QK / k_OV in SymPy, then rounded
+    # as derivations.output.dynamics computes it: ratio * k_QK / k_OV in SymPy, then rounded
     with np.errstate(invalid="ignore", over="ignore"):
         mapped = np.vectorize(lambda x: float(float(x) * k_qk / k_ov), otypes=[float])(r)
     ok = np.isfinite(mapped) & (mapped >= lo) & (mapped <= hi)
@@ -345,44 +291,3 @@ def _reduced_flow(loss, ratio, task, values, rtol, atol):
     return StateAtLoss(coords.get("mu_OV"), coords.get("mu_QK"), fields["alpha"],
                        fields["loss"], r.copy(), method="reduced flow", time=fields["time"],
                        coordinates=coords, task=task.name)
-
-
-def task_state_at_loss(task_name, ratio, loss, *, rtol=1e-12, atol=1e-14, **params) -> dict:
-    r"""The reduced-flow state of a task at one loss, as a ``dict`` (kept for its callers).
-
-    :func:`state_at_loss` with ``method="reduced flow"`` (for every task,
-    also the paper's): the task's reduced ODE integrated from zero (CACO,
-    :math:`\eta_{OV} = 1`, :math:`\eta_{QK} =` ``ratio``) to the terminal
-    event :math:`\log L = \log L^*` (agreement with the ``paper`` closed
-    form: 1e-8 over :data:`REDUCED_FLOW_RANGE`).
-
-    Returns
-    -------
-    dict
-        ``alpha`` (total attention on the m relevant tokens, class average),
-        ``t`` (time of the crossing), ``loss``, ``ratio``, ``coordinates``
-        (``{name: value}``, also as top-level keys), ``task``, ``params``.
-
-    Raises
-    ------
-    ValueError
-        Unknown task or parameter, an invalid value, or one outside
-        :data:`REDUCED_FLOW_RANGE` (the same range for every task; the
-        message names it).
-    RuntimeError
-        The integration failed (never silently: the message says why).
-    """
-    for name, value in (("ratio", ratio), ("loss", loss)):
-        if isinstance(value, bool) or not np.isscalar(value):
-            raise ValueError(f"{name} must be a number; got {value!r}")
-    st = state_at_loss(loss, ratio, task=task_name, method="reduced flow", rtol=rtol,
-                       atol=atol, **params)
-    from .task_systems import task_parameters
-    values = dict(task_parameters(task_name, **params), eta_QK=float(ratio), eta_OV=1.0)
-    coords = {k: float(v) for k, v in st.coordinates.items()}
-    out = {"task": task_name, "ratio": float(ratio), "loss": float(st.loss),
-           "alpha": float(st.alpha), "t": float(st.time), "coordinates": coords,
-           "params": values}
-    for k, v in coords.items():
-        out.setdefault(k, v)
-    return out

@@ -6,11 +6,8 @@ a few scalar coordinates :math:`y = (y_1, \dots, y_p)` with
 on the relevant tokens :math:`\alpha(y;\theta)` (:math:`\theta`: the task's
 parameters and the learning rates). :func:`reduced_system` and
 :func:`family_system` lambdify them once per task and parameterization
-(:class:`~numerics.dynamics.lambdified_flow.LambdifiedFlow`, also known as
-``TaskReducedSystem``), from the engine's cache (:func:`task_reduction`);
+(:class:`~numerics.dynamics.lambdified_flow.LambdifiedFlow`), from the engine's cache (:func:`task_reduction`);
 :func:`task_parameters` resolves a task's parameter values.
-:func:`~numerics.dynamics.state.task_state_at_loss` (the reduced-flow state at
-a loss, as a dict) is re-exported here for its callers.
 
 >>> from numerics.dynamics.task_systems import reduced_system, task_parameters
 >>> reduced_system("shared-irrelevant", "CACO").names
@@ -22,11 +19,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .lambdified_flow import LambdifiedFlow, TaskReducedSystem
-from .state import task_state_at_loss
+from .lambdified_flow import LambdifiedFlow
 
-__all__ = ["TaskReducedSystem", "reduced_system", "family_system", "task_state_at_loss",
-           "task_parameters", "task_reduction"]
+__all__ = ["reduced_system", "family_system", "task_parameters", "task_reduction"]
 
 
 # --------------------------------------------------------------------------- #
@@ -34,22 +29,55 @@ __all__ = ["TaskReducedSystem", "reduced_system", "family_system", "task_state_a
 # --------------------------------------------------------------------------- #
 def reduced_system(task_name="paper", parameterization="CACO") -> LambdifiedFlow:
     """The reduced system of a task (a built-in name, a task file's path or a
-    :class:`derivations.engine.task.Task`; SymPy once per process, then cached).
+    :class:`derivations.engine.task.Task`), lambdified (SymPy once per process, then cached).
 
-    Raises ValueError for an unknown task, a parameterization not in the four,
-    or a task the symbolic engine does not reduce (e.g. ``authors``).
+    The closed ODEs of the observables (score gaps ``mu_QK*``, logit gaps
+    ``mu_OV*``) where the engine found them, else the flow of the family
+    coordinates.
+
+    Parameters
+    ----------
+    task_name : str
+        A built-in task (:data:`derivations.tasks.TASKS`) the engine reduces.
+    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}
+
+    Returns
+    -------
+    LambdifiedFlow
+
+    Raises
+    ------
+    ValueError
+        An unknown task, a parameterization not in the four, or a task the
+        symbolic engine does not reduce (e.g. ``authors``).
     """
     return _system(task_name, parameterization, False)
 
 
 def family_system(task_name="paper", parameterization="CACO") -> LambdifiedFlow:
-    """The flow of a built-in task on its family coordinates (see :func:`reduced_system`)."""
+    """The flow of a built-in task on its family coordinates, lambdified and cached.
+
+    Parameters
+    ----------
+    task_name : str
+        A built-in task the engine reduces.
+    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}
+
+    Raises
+    ------
+    ValueError
+        As :func:`reduced_system`.
+
+    Returns
+    -------
+    LambdifiedFlow
+    """
     return _system(task_name, parameterization, True)
 
 
 @lru_cache(maxsize=None)
 def _system(task_name, parameterization, family):
-    from derivations.tasks.paper.model import check_parameterization
+    from derivations.core.vocabulary import check_parameterization
     from derivations.tasks import get_task
     check_parameterization(parameterization)
     task = get_task(task_name)
@@ -58,9 +86,20 @@ def _system(task_name, parameterization, family):
 
 
 def task_reduction(task, parameterization):
-    """The engine's reduction of ``task``: from the engine's on-disk cache
-    (``derivations.task_catalog.task_reduction``) for a built-in task when that
-    module is present, else derived (:func:`derivations.task_reduction.reduce_task`)."""
+    """The engine's reduction of a task and parameterization.
+
+    Read from the engine's on-disk cache (:func:`derivations.task_catalog.task_reduction`)
+    for a built-in task, else derived (:func:`derivations.engine.reduce_task`).
+
+    Parameters
+    ----------
+    task : derivations.engine.Task
+    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}
+
+    Returns
+    -------
+    derivations.engine.TaskReduction
+    """
     from derivations.tasks import TASKS
     if TASKS.get(task.name) is task:
         try:
@@ -74,7 +113,7 @@ def task_reduction(task, parameterization):
 
 
 def _engine_system(task, parameterization, *, family=False):
-    """The reduced system of :func:`derivations.task_reduction.reduce_task`.
+    """The reduced system of :func:`derivations.engine.reduce_task`.
 
     ``family=False``: the closed ODEs of the observables (score gaps ``mu_QK*``,
     logit gaps ``mu_OV*``) when the engine found them, else the family flow;
@@ -99,8 +138,23 @@ def _engine_system(task, parameterization, *, family=False):
 def task_parameters(task_name, **params) -> dict:
     """The task's numeric parameter values: its defaults updated with ``params``.
 
-    Raises ValueError for a parameter the task does not have or an invalid value
-    (:func:`derivations.task.validate_parameter`).
+    Parameters
+    ----------
+    task_name : str
+        A built-in task (:data:`derivations.tasks.TASKS`).
+    **params
+        Values of ``m, n, b, M`` and the task's own parameters (e.g. ``n_c``).
+
+    Returns
+    -------
+    dict
+        ``{name: value}``; ``M`` and ``n_c`` as int, the others as float.
+
+    Raises
+    ------
+    ValueError
+        An unknown task, a parameter the task does not have, or an invalid
+        value (:func:`derivations.engine.validate_parameter`).
     """
     from derivations.tasks import get_task
     task = get_task(task_name)

@@ -6,12 +6,12 @@ Both integrators work on the flat parameter vector :math:`\theta` of
 general model and the paper's :class:`~numerics.model.paper.AttentionModel` alike:
 
 * gradient flow  :math:`\dot\theta = -\eta\odot\nabla_\theta L(\theta)`
-  (:func:`gradient_flow`, bounded :func:`numerics.bounded_ivp.solve_bounded`);
+  (:func:`gradient_flow`, bounded :func:`numerics.dynamics.bounded_ivp.solve_bounded`);
 * gradient descent :math:`\theta_{s+1} = \theta_s - \mathrm{lr}\,\eta\odot\nabla_\theta L(\theta_s)`
   (:func:`gradient_descent`), reported at time :math:`t = s\cdot\mathrm{lr}` so
   that it converges to the flow at first order as :math:`\mathrm{lr}\to 0`.
 
-Both return a :class:`numerics.trajectory.Trajectory` (the type the reduced
+Both return a :class:`numerics.dynamics.trajectory.Trajectory` (the type the reduced
 flow returns too) with the model's summaries of every record
 (:meth:`~numerics.model.attention.TaskModel.summarize`: the loss and the
 class-averaged attention :math:`\alpha`; for the paper's model also the
@@ -36,6 +36,7 @@ import numpy as np
 
 from .bounded_ivp import DEFAULT_MAX_STEPS, METHODS, solve_loss_levels
 from ..model.attention import TaskModel
+from ..model.family import summarize
 from .trajectory import Trajectory
 from ..validation import check_int, check_positive, check_t_span, check_times
 
@@ -97,7 +98,7 @@ def _check_solver(method, rtol, atol, max_steps, max_nfev):
 
 def _state(model, t, vec):
     out = {"t": float(t)}
-    out.update({k: float(v) for k, v in model.summarize(vec).items()})
+    out.update({k: float(v) for k, v in summarize(model, vec).items()})
     out["params"] = {k: v.copy() for k, v in model.unflatten(vec).items()}
     return out
 
@@ -105,7 +106,7 @@ def _state(model, t, vec):
 def _summaries(model, Y):
     """The model's summaries of the records ``Y`` (n, n_params), empty arrays if n = 0."""
     with np.errstate(over="ignore", invalid="ignore"):   # non-finite: status -1 in _result
-        return {k: np.asarray(v, dtype=float) for k, v in model.summarize(Y).items()}
+        return {k: np.asarray(v, dtype=float) for k, v in summarize(model, Y).items()}
 
 
 def _result(model, t, summary, final_vec, status, message, found, thresholds, target_loss,
@@ -158,7 +159,7 @@ def gradient_flow(model, params0, t_eval=None, *, t_span=None, rtol=1e-10, atol=
     rtol, atol : float
         Relative and absolute tolerances (finite, > 0).
     method : str
-        A key of :data:`numerics.bounded_ivp.METHODS` (default ``"DOP853"``).
+        A key of :data:`numerics.dynamics.bounded_ivp.METHODS` (default ``"DOP853"``).
     loss_thresholds : sequence of float
         ``crossings[i]`` records the state where the loss first falls through
         ``loss_thresholds[i]`` (located between solver steps to solver accuracy).
@@ -183,7 +184,7 @@ def gradient_flow(model, params0, t_eval=None, *, t_span=None, rtol=1e-10, atol=
 
     Returns
     -------
-    numerics.trajectory.Trajectory
+    numerics.dynamics.trajectory.Trajectory
         Records at ``t_eval`` (those reached before a terminal event, then
         the terminal state), with the model's summaries and the final
         ``params``. Status -1 if the solver failed, ran out of ``max_steps``
@@ -293,7 +294,7 @@ def gradient_descent(model, params0, lr, steps, record_every=1, *, loss_threshol
 
     Returns
     -------
-    numerics.trajectory.Trajectory
+    numerics.dynamics.trajectory.Trajectory
         With ``step`` holding the step index of each record. Status -1 (and
         the step in the message) as soon as the loss, the gradient, the
         parameters or a recorded summary is non-finite: a step size too large

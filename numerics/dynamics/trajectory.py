@@ -1,8 +1,8 @@
 r"""One result type for every trajectory: the reduced flow
 (:meth:`numerics.dynamics.reduced_system.ReducedSystem.integrate`,
 :func:`numerics.dynamics.reduced_ode.solve_reduced`) and the full model's gradient flow
-and gradient descent (:func:`numerics.training.gradient_flow`,
-:func:`numerics.training.gradient_descent`).
+and gradient descent (:func:`numerics.dynamics.training.gradient_flow`,
+:func:`numerics.dynamics.training.gradient_descent`).
 
 Like SciPy's ``OdeResult``/``OptimizeResult`` it is a ``dict`` with attribute
 access and named fields. Loss crossings are a list aligned with the

@@ -74,8 +74,8 @@ import math
 import numpy as np
 
 from derivations.core.authors_setting import SCORE_SCALE_SQUARED as _SCORE_SCALE_SQUARED
-from derivations.vocabulary import PARAMETERIZATIONS
-from derivations.vocabulary import check_parameterization as _check_parameterization
+from derivations.core.vocabulary import PARAMETERIZATIONS
+from derivations.core.vocabulary import check_parameterization as _check_parameterization
 
 from .cross_entropy import (cross_entropy as _cross_entropy, log_softmax as _log_softmax, ones_column as _ones_column,
                             ones_row as _ones_row, target_index as _target_index, underflow as _underflow)

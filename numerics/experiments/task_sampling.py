@@ -269,7 +269,7 @@ def sampled_task(name, params=()) -> SampledTask:
     """
     params = canonical_params(params)
     if not isinstance(name, str):
-        from derivations.tasks import Task
+        from derivations.engine import Task
 
         if not isinstance(name, Task):
             raise ValueError(f"task must be a task name or a derivations Task; got {name!r}")

@@ -3,7 +3,7 @@ r"""Numeric functions of the derived theory, with named arguments.
 Every function here is a thin wrapper over code *generated ahead of time* from
 the derivation catalog (:mod:`numerics._generated`, written by
 ``python -m derivations.catalog --rebuild`` through
-:mod:`derivations.numeric_codegen`): nothing is derived or lambdified at run
+:mod:`derivations.output.numeric_codegen`): nothing is derived or lambdified at run
 time, and importing this module does not import SymPy. The generator applies
 only SymPy operations (derivatives, Jacobians, substitutions, ``solve``) and
 mechanical floating-point rewrites (``expm1``, ``log1p``, ``logaddexp``,
@@ -55,8 +55,8 @@ from . import special_functions
 #: The public names. The SymPy-side names (``PARAMS``, ``eps``, ``stabilize``,
 #: ``as_log1p``, ``omega_identity`` and the symbols such as ``mu_QK``) are
 #: resolved on first access by the module ``__getattr__`` and kept out of
-#: ``__all__``, so that ``from numerics.functions.lambdified import *`` (and the
-#: forwarding module ``numerics.functions.lambdified``) does not import SymPy.
+#: ``__all__``, so that ``from numerics.functions.lambdified import *`` does not
+#: import SymPy.
 __all__ = [
     "PARAM_NAMES", "BACKENDS", "NumericFunction", "numeric", "lambdify_modules",
     "alpha_fn", "loss_fn", "loss_of_margin_fn", "reduced_rhs", "reduced_jacobian",
@@ -74,13 +74,13 @@ PARAM_NAMES = ("m", "n", "b", "M", "eta_QK", "eta_OV", "eta_Q", "eta_K", "eta_O"
 _EXPRESSIONS = Path(__file__).resolve().parent.parent / "_generated_expressions.json"
 #: SymPy-side names, resolved on first access (module ``__getattr__``).
 _SYMPY_NAMES = {
-    "PARAMS": ("derivations.numeric_codegen", "PARAMS"),
-    "eps": ("derivations.numeric_codegen", "eps"),
-    "x_logp": ("derivations.numeric_codegen", "x_logp"),
-    "c_sym": ("derivations.numeric_codegen", "c_sym"),
-    "stabilize": ("derivations.numeric_codegen", "stabilize"),
-    "as_log1p": ("derivations.numeric_codegen", "as_log1p"),
-    "omega_identity": ("derivations.numeric_codegen", "omega_identity"),
+    "PARAMS": ("derivations.output.numeric_codegen", "PARAMS"),
+    "eps": ("derivations.output.numeric_codegen", "eps"),
+    "x_logp": ("derivations.output.numeric_codegen", "x_logp"),
+    "c_sym": ("derivations.output.numeric_codegen", "c_sym"),
+    "stabilize": ("derivations.output.numeric_codegen", "stabilize"),
+    "as_log1p": ("derivations.output.numeric_codegen", "as_log1p"),
+    "omega_identity": ("derivations.output.numeric_codegen", "omega_identity"),
 }
 
 
@@ -229,7 +229,7 @@ def numeric(expr, args, backend="numpy", *, stable=True, cse=False):
         Positional arguments; every free symbol of ``expr`` must be among them.
     backend : {"numpy", "mpmath", "math"}
     stable : bool
-        Apply :func:`derivations.numeric_codegen.stabilize` first.
+        Apply :func:`derivations.output.numeric_codegen.stabilize` first.
     cse : bool
         Compute common subexpressions once (``sympy.lambdify(cse=True)``): much
         faster to build and to call for large tuples of expressions.
@@ -368,14 +368,14 @@ def orbit_residual_fn(parameterization="CACO", backend="numpy"):
 
 def initial_point_fn(parameterization="CACO", backend="numpy"):
     """``(mu_OV(0), mu_QK(0))`` of the paper's initialization with scale eps
-    (:func:`derivations.factorization.initial_point`; collapsed circuits
+    (:func:`derivations.tasks.paper.factorization.initial_point`; collapsed circuits
     start at 0). Arguments ``(eps, b)``."""
     return generated_function(f"initial_point[{check_parameterization(parameterization)}]", backend)
 
 
 def initial_conserved_fn(circuit="QK", backend="numpy"):
     """Conserved quantity C of a factorized circuit at the paper's
-    initialization (:func:`derivations.factorization.initial_conserved`,
+    initialization (:func:`derivations.tasks.paper.factorization.initial_conserved`,
     ``eps^2 (1/eta_A - 1/eta_B)``). Arguments ``(eps, *PARAM_NAMES)``."""
     return generated_function(f"initial_conserved[{check_circuit(circuit).name}]", backend)
 
@@ -429,7 +429,7 @@ def state_bounds_fn(backend="numpy"):
     r"""Four Wright-omega candidates bracketing the root of the state
     equation, in u = mu_QK (from Lambert-type bounding equations of
     :math:`G_0(x) = k(1+e^{-x})^2`, :math:`k = r s^2 (M-1)/(2Mb)`, x = log p;
-    see :func:`derivations.numeric_codegen._state_bounds`). The caller checks
+    see :func:`derivations.output.numeric_codegen._state_bounds`). The caller checks
     the signs. Arguments ``(s, r, m, n, b, M)``."""
     return generated_function("state_bounds", backend)
 

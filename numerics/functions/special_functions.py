@@ -24,6 +24,14 @@ def wright_omega(z):
     ``wrightomega`` implements); below z = -40, omega = e^z to double
     precision. Agrees with mpmath to a few ulp on [-1e3, 1e300]
     (``tests/derivations/output/test_generated.py``).
+
+    Parameters
+    ----------
+    z : float or array_like
+
+    Returns
+    -------
+    float or ndarray
     """
     z = numpy.asarray(z, dtype=float)
     with numpy.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
@@ -40,18 +48,45 @@ def wright_omega(z):
 
 
 def wright_omega_mpmath(z):
-    """Wright omega in mpmath: ``lambertw(exp(z))`` (exact for any real z)."""
+    """Wright omega in mpmath: ``lambertw(exp(z))`` (exact for any real z).
+
+    Parameters
+    ----------
+    z : mpmath.mpf or float
+
+    Returns
+    -------
+    mpmath.mpf
+    """
     import mpmath
     return mpmath.lambertw(mpmath.exp(z)).real
 
 
 def expi(x):
-    """The exponential integral Ei (:func:`scipy.special.expi`, imported on first use)."""
+    """The exponential integral Ei (:func:`scipy.special.expi`, imported on first use).
+
+    Parameters
+    ----------
+    x : float or array_like
+
+    Returns
+    -------
+    float or ndarray
+    """
     import scipy.special
     return scipy.special.expi(x)
 
 
 def logaddexp_math(a, b):
-    """``log(e^a + e^b)`` for floats without overflow."""
+    """``log(e^a + e^b)`` for floats without overflow.
+
+    Parameters
+    ----------
+    a, b : float
+
+    Returns
+    -------
+    float
+    """
     hi, lo = (a, b) if a >= b else (b, a)
     return hi + math.log1p(math.exp(lo - hi))

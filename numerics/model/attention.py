@@ -188,7 +188,7 @@ class TaskModel:
 
     def rates(self) -> dict:
         """``{key: learning rate}`` of the trained matrices (names from the
-        circuit table :data:`derivations.vocabulary.CIRCUITS`)."""
+        circuit table :data:`derivations.core.vocabulary.CIRCUITS`)."""
         return {k: getattr(self, _RATE_NAME[k]) for k in self.keys}
 
     def rates_vector(self) -> np.ndarray:
@@ -200,6 +200,16 @@ class TaskModel:
 
         Leading batch axes are allowed: every matrix of shape
         ``(..., r, c)`` with common leading shape gives ``(..., n_params)``.
+
+        Parameters
+        ----------
+        params : dict
+            ``{key: matrix}`` (:attr:`keys`); leading batch axes allowed.
+
+        Returns
+        -------
+        ndarray
+            Shape ``(..., n_params)``.
         """
         self._check_params(params, batched=True)
         lead = np.shape(params[self.keys[0]])[:-2]
@@ -209,7 +219,20 @@ class TaskModel:
     def unflatten(self, vec) -> dict:
         """Inverse of :meth:`flatten`; returns *views* into ``vec`` when possible.
 
-        ``vec`` may have leading batch axes: shape ``(..., n_params)``.
+        Parameters
+        ----------
+        vec : array_like
+            Shape ``(..., n_params)`` (leading batch axes allowed).
+
+        Returns
+        -------
+        dict
+            ``{key: matrix}`` of shapes ``(..., r, c)``.
+
+        Raises
+        ------
+        ValueError
+            The last axis is not of length :attr:`n_params`.
         """
         vec = np.asarray(vec, dtype=float)
         if vec.ndim < 1 or vec.shape[-1] != self.n_params:
@@ -248,6 +271,24 @@ class TaskModel:
         for :func:`numpy.random.default_rng`. (The structured initialization,
         a point of the invariant family, is
         :func:`numerics.model.family.structured_params`.)
+
+        Parameters
+        ----------
+        kind : {"zero", "identity", "random"}
+        scale : float
+            Scale of the identity or standard deviation of the entries (> 0).
+        seed : int
+            Seed of the random initialization.
+
+        Returns
+        -------
+        dict
+            ``{key: matrix}`` (:attr:`keys`).
+
+        Raises
+        ------
+        ValueError
+            An unknown ``kind`` or a ``scale`` that is not finite and > 0.
         """
         if kind not in INIT_KINDS:
             raise ValueError(f"kind must be one of {INIT_KINDS}, got {kind!r}")
@@ -267,7 +308,17 @@ class TaskModel:
     # ---------------------------------------------------------------- forward
     def circuits(self, params):
         r"""Effective circuits ``(W_QK, W_OV)``: :math:`W_Q W_K^\top` and
-        :math:`W_O W_V` when factorized. Leading batch axes are supported."""
+        :math:`W_O W_V` when factorized.
+
+        Parameters
+        ----------
+        params : dict
+            ``{key: matrix}`` (:attr:`keys`); leading batch axes allowed.
+
+        Returns
+        -------
+        (ndarray, ndarray)
+        """
         self._check_params(params, batched=True)
         return self._circuits(params)
 
@@ -308,7 +359,18 @@ class TaskModel:
         return self._forward_circuits(*self.circuits(params))[-1]
 
     def loss(self, params):
-        r"""Population loss :math:`\sum_k\pi_k\,\mathrm{CE}_k` (float or array over batch axes)."""
+        r"""Population loss :math:`\sum_k\pi_k\,\mathrm{CE}_k`.
+
+        Parameters
+        ----------
+        params : dict
+            ``{key: matrix}`` (:attr:`keys`); leading batch axes allowed.
+
+        Returns
+        -------
+        float or ndarray
+            A float, or an array over the leading batch axes.
+        """
         L = self.class_losses(params) @ self._pi
         return float(L) if np.ndim(L) == 0 else L
 
@@ -322,6 +384,11 @@ class TaskModel:
     # ---------------------------------------------------------------- gradient
     def loss_and_grad(self, params):
         """Loss and analytic gradient ``{key: dL/dW}`` (see the module docstring).
+
+        Parameters
+        ----------
+        params : dict
+            ``{key: matrix}`` (:attr:`keys`), no batch axes.
 
         Returns
         -------

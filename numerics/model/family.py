@@ -1,11 +1,11 @@
 r"""The invariant family of the full-matrix model, for the paper and every task:
 structured initialization, points of the family, projection and distance.
 
-Every task (:mod:`derivations.task`): from the structured initialization
+Every task (:mod:`derivations.tasks`): from the structured initialization
 (:func:`structured_params`) the flow stays on a linear family
 :math:`W = \sum_i \theta_i U_i` of every trained matrix, with the basis
 matrices :math:`U_i` of the engine (:func:`task_basis`,
-:func:`derivations.task_reduction.basis_matrices`); :class:`FamilyProjector`
+:func:`derivations.engine.basis_matrices`); :class:`FamilyProjector`
 gives the least-squares coordinates :math:`\theta` of any parameters and
 their relative distance from the family.
 
@@ -18,11 +18,11 @@ From the structured (or zero) initialization the flow stays on
 
     W_{QK} = b\,\mu_{QK}\,U_{QK}, \qquad W_{OV} = \sqrt{b}\,\mu_{OV}\,U_{OV},
 
-with the basis matrices :math:`U` of :func:`derivations.model.basis_matrix`
+with the basis matrices :math:`U` of :func:`derivations.tasks.paper.model.basis_matrix`
 (:math:`U_{QK} = \sum_k e_{q_k}e_{r_k}^\top`,
 :math:`U_{OV} = \sum_k (e_k - \mathbf 1/M)e_{r_k}^\top`, and for the factors
 :math:`U_Q, U_K, U_O, U_V, U_{V1}`; which factor moves along which basis
-matrix is the circuit table :data:`derivations.vocabulary.CIRCUITS`). The
+matrix is the circuit table :data:`derivations.core.vocabulary.CIRCUITS`). The
 basis matrices are evaluated once per M to read-only NumPy arrays and cached,
 so SymPy is imported only on the first call for a given M, never on the flow's
 hot path.
@@ -42,7 +42,7 @@ import numpy as np
 
 from derivations.core.vocabulary import CIRCUITS
 
-from .. import lambdified as lam
+from ..functions import lambdified as lam
 from ..validation import check_positive
 from .paper import AttentionModel
 
@@ -52,9 +52,20 @@ __all__ = ["basis", "structured_params", "family_params", "project", "distance_f
 
 @lru_cache(maxsize=64)
 def basis(name, M) -> np.ndarray:
-    """Basis matrix ``name`` (``"QK", "Q", "K", "OV", "O", "V", "V1"``) for M
-    classes: :func:`derivations.model.basis_matrix` as a read-only float array
-    (computed once per ``(name, M)``)."""
+    """A basis matrix of the paper's family as a read-only float array.
+
+    :func:`derivations.tasks.paper.model.basis_matrix`, computed once per ``(name, M)``.
+
+    Parameters
+    ----------
+    name : {"QK", "Q", "K", "OV", "O", "V", "V1"}
+    M : int
+        Number of classes.
+
+    Returns
+    -------
+    ndarray
+    """
     from derivations.tasks.paper.model import basis_matrix   # SymPy: once per (name, M)
     U = np.array(basis_matrix(name, int(M)).tolist(), dtype=float)
     U.flags.writeable = False
@@ -82,7 +93,7 @@ def _coordinate(model, W, circuit):
 def _circuit_scale(model, circuit):
     r"""Entry scale of a circuit on the family, :math:`W = \text{scale}\cdot\mu\,U`:
     the circuit magnitude derived from the family's mu map
-    (:func:`numerics.lambdified.circuit_magnitudes_fn`, linear in mu; :math:`b`
+    (:func:`numerics.functions.lambdified.circuit_magnitudes_fn`, linear in mu; :math:`b`
     for QK, :math:`\sqrt b` for OV), evaluated at :math:`\mu = 1`."""
     return float(_magnitudes(1.0, 1.0, model.b)[circuit])
 
@@ -96,17 +107,34 @@ def structured_params(model, eps=1e-2) -> dict:
 
     Collapsed circuits are zero. The paper's model
     (:class:`~numerics.model.paper.AttentionModel`): every factor is ``eps``
-    times its basis matrix (:data:`derivations.vocabulary.CIRCUITS`), with
+    times its basis matrix (:data:`derivations.core.vocabulary.CIRCUITS`), with
     :math:`W_V = \varepsilon(U_V + U_{V1}/M) = \varepsilon\sum_k e_k e_{r_k}^\top`;
     the point lies on the family with :math:`\mu_{QK} = \varepsilon^2/b`,
     :math:`\mu_{OV} = \varepsilon^2/\sqrt b` for factorized circuits, 0 for
     collapsed ones. Any other model (:class:`~numerics.model.attention.TaskModel`
     of a task instance): the engine's factor initialization
-    (:meth:`derivations.task.TaskInstance.initial_factors`), with hidden unit
+    (:meth:`derivations.engine.TaskInstance.initial_factors`), with hidden unit
     :math:`k` for class :math:`k`: :math:`W_Q[q_k, k] = W_K[r, k] = \varepsilon`
     for every relevant token :math:`r` of class :math:`k`,
     :math:`W_O[y_j, k] = \varepsilon(\delta_{jk} - 1/K)`,
     :math:`W_V[h, r] = \varepsilon(\delta_{hk} - 1/K)`.
+
+    Parameters
+    ----------
+    model : TaskModel
+        The paper's :class:`~numerics.model.paper.AttentionModel` or another task's model.
+    eps : float
+        Scale of the factors (finite, > 0).
+
+    Returns
+    -------
+    dict
+        ``{key: matrix}`` (``model.keys``).
+
+    Raises
+    ------
+    ValueError
+        ``eps`` not finite and > 0.
     """
     if not isinstance(model, AttentionModel):
         return _task_structured_params(model, check_positive("eps", eps))
@@ -125,10 +153,10 @@ def structured_params(model, eps=1e-2) -> dict:
 
 def _task_structured_params(model, eps):
     """The engine's structured initialization on a task instance (see
-    :func:`structured_params`): :meth:`derivations.task.TaskInstance.initial_factors`
+    :func:`structured_params`): :meth:`derivations.engine.TaskInstance.initial_factors`
     of the instance's numbers, hidden unit ``k`` for class ``k``; zero for
     collapsed circuits."""
-    from derivations.tasks import TaskInstance as EngineInstance   # the description only
+    from derivations.engine import TaskInstance as EngineInstance   # the description only
     inst = model.instance
     factors = EngineInstance(
         M=inst.K, token_names=[f"t_{t}" for t in range(inst.T)],
@@ -150,6 +178,22 @@ def family_params(model, mu_OV, mu_QK, *, a=None, o=None, w=0.0) -> dict:
     with :math:`v = \sqrt b\,\mu_{OV}/o`. ``a`` and ``o`` default to the
     balanced choices :math:`\sqrt{b|\mu_{QK}|}`, :math:`\sqrt{\sqrt b|\mu_{OV}|}`
     (or 1 if these vanish).
+
+    Parameters
+    ----------
+    model : AttentionModel
+        The paper's model.
+    mu_OV, mu_QK : float
+        The family coordinates.
+    a, o : float, optional
+        Scales of the first factors ``W_Q`` and ``W_O``.
+    w : float
+        Coefficient of :math:`U_{V1}` in ``W_V``.
+
+    Returns
+    -------
+    dict
+        ``{key: matrix}`` (``model.keys``).
     """
     M = model.M
     magnitude = _magnitudes(float(mu_OV), float(mu_QK), model.b)
@@ -186,7 +230,17 @@ def project(model, params):
         \mu_{QK} = \frac{\langle W_{QK}, U_{QK}\rangle}{b\,\|U_{QK}\|_F^2},\qquad
         \mu_{OV} = \frac{\langle W_{OV}, U_{OV}\rangle}{\sqrt b\,\|U_{OV}\|_F^2}.
 
-    Floats, or arrays over leading batch axes.
+    Parameters
+    ----------
+    model : AttentionModel
+        The paper's model.
+    params : dict
+        ``{key: matrix}``; leading batch axes allowed.
+
+    Returns
+    -------
+    (float, float) or (ndarray, ndarray)
+        ``(mu_OV, mu_QK)``: floats, or arrays over the leading batch axes.
     """
     mu_OV, mu_QK = _project_circuits(model, *model.circuits(params))
     if np.ndim(mu_OV) == 0:
@@ -230,18 +284,43 @@ def distance_from_family(model, params):
     zero -- for a factorized circuit: of norm at most
     :math:`64\,\varepsilon_{\rm mach}\|A\|_F\|B\|_F` for factors :math:`A, B`,
     i.e. zero up to the round-off of the product -- counts as distance 0.
-    Float, or array over leading batch axes.
+
+    Parameters
+    ----------
+    model : AttentionModel
+        The paper's model.
+    params : dict
+        ``{key: matrix}``; leading batch axes allowed.
+
+    Returns
+    -------
+    float or ndarray
+        A float, or an array over the leading batch axes.
     """
     dist = _distance_circuits(model, *model.circuits(params), *_roundoff_floors(model, params))
     return float(dist) if np.ndim(dist) == 0 else dist
 
 
 def summarize(model, vecs) -> dict:
-    """Trajectory summaries for flat states ``vecs`` of shape ``(..., n_params)``.
+    """Trajectory summaries for flat states of a model.
 
-    Returns a dict of arrays over the leading axes: ``loss``, ``alpha``
-    (class mean), ``mu_OV``, ``mu_QK``, ``distance``.
+    Parameters
+    ----------
+    model : TaskModel
+        The model the states belong to (the paper's
+        :class:`~numerics.model.paper.AttentionModel` or any other task's).
+    vecs : ndarray
+        Flat states, shape ``(..., n_params)``.
+
+    Returns
+    -------
+    dict
+        Arrays over the leading axes: ``loss`` and ``alpha`` (class mean);
+        for the paper's model also the family coordinates ``mu_OV``,
+        ``mu_QK`` and the ``distance`` from the family.
     """
+    if not isinstance(model, AttentionModel):
+        return model.summarize(vecs)
     p = model.unflatten(vecs)
     alpha, lk = model.attention_and_class_losses(p)
     W_QK, W_OV = model.circuits(p)
@@ -264,7 +343,7 @@ def task_basis(task_name, parameterization, M_value, values) -> dict:
     Parameters
     ----------
     task_name : str
-        A built-in task of :mod:`derivations.task`.
+        A built-in task of :mod:`derivations.tasks`.
     parameterization : {"CACO", "CAFO", "FACO", "FAFO"}
     M_value : int
         Number of classes.
@@ -277,7 +356,7 @@ def task_basis(task_name, parameterization, M_value, values) -> dict:
     dict
         ``{coordinate name: (matrix name, U ndarray)}``, rows and columns in
         the token order of the task's concrete instance
-        (:func:`derivations.task_reduction.basis_matrices`; SymPy, the engine's
+        (:func:`derivations.engine.basis_matrices`; SymPy, the engine's
         reduction from its cache).
     """
     from derivations.tasks import get_task

@@ -15,7 +15,7 @@ single-layer, position-free attention model needs, with concrete numbers:
   the authors' experiments) and the set of *relevant* types of each kind.
 
 :func:`paper_instance` builds the paper's task directly, :func:`instance_of_task`
-any task of the symbolic engine (:mod:`derivations.task`); the model on an
+any task of the symbolic engine (:mod:`derivations.tasks`); the model on an
 instance is :class:`numerics.model.attention.TaskModel`.
 """
 from __future__ import annotations
@@ -138,6 +138,22 @@ def paper_instance(M=20, m=5.0, n=50.0, b=50.0) -> TaskInstance:
     Types: queries :math:`q_k` (:math:`e_k/\sqrt b`), relevant tokens :math:`r_k`
     (:math:`e_{M+k}/\sqrt b`), one irrelevant type (zero embedding); class
     :math:`k` attends to ``m`` copies of :math:`r_k` and ``n`` irrelevant tokens.
+
+    Parameters
+    ----------
+    M : int
+        Number of classes (>= 2).
+    m, n, b : float
+        Relevant / irrelevant token counts and embedding scale (finite, > 0).
+
+    Returns
+    -------
+    TaskInstance
+
+    Raises
+    ------
+    ValueError
+        ``M`` not an integer >= 2, or ``m``, ``n``, ``b`` not finite and > 0.
     """
     if isinstance(M, bool) or not isinstance(M, numbers.Integral) or M < 2:
         raise ValueError(f"M must be an integer >= 2, got {M!r}")
@@ -155,12 +171,12 @@ def paper_instance(M=20, m=5.0, n=50.0, b=50.0) -> TaskInstance:
 
 
 def instance_of_task(task, M=None, **values) -> TaskInstance:
-    r"""The concrete instance of an engine task (:mod:`derivations.task`) as a :class:`TaskInstance`.
+    r"""The concrete instance of an engine task as a :class:`TaskInstance`.
 
     Parameters
     ----------
-    task : str or derivations.task.Task
-        A built-in task name (:func:`derivations.task.get_task`) or a user-built ``Task``.
+    task : str or derivations.engine.Task
+        A built-in task name (:func:`derivations.tasks.get_task`) or a user-built ``Task``.
     M : int, optional
         Number of classes (default: the task's).
     **values
@@ -170,12 +186,13 @@ def instance_of_task(task, M=None, **values) -> TaskInstance:
     >>> inst.d, inst.n_out, inst.counts[0].tolist()
     (6, 2, [0.0, 0.0, 5.0, 0.0, 25.0, 25.0])
     """
-    from derivations.tasks import Task, get_task  # the description only; no derivation runs
+    from derivations.engine import Task  # the description only; no derivation runs
+    from derivations.tasks import get_task
 
     if isinstance(task, str):
         task = get_task(task)
     elif not isinstance(task, Task):
-        raise ValueError(f"task must be a task name or a derivations.task.Task, got {task!r}")
+        raise ValueError(f"task must be a task name or a derivations.engine.Task, got {task!r}")
     raw = task.instance(M=M, values=values or None)
     return TaskInstance(np.asarray(raw.embeddings, dtype=float), np.asarray(raw.counts, dtype=float),
                         np.asarray(raw.query, dtype=int), np.asarray(raw.label, dtype=int),

@@ -121,8 +121,8 @@ class AttentionModel(TaskModel):
     (the layout of :class:`~numerics.model.attention.TaskModel`). Unlike the
     general model, :meth:`attention` is the per-class attention on the
     relevant group, shape ``(..., M)`` (the general model's
-    :meth:`~numerics.model.attention.TaskModel.relevant_attention`), and
-    :meth:`summarize` adds the family coordinates and distance. The
+    :meth:`~numerics.model.attention.TaskModel.relevant_attention`); its
+    family coordinates are :func:`numerics.model.family.summarize`. The
     instance (:func:`~numerics.model.instance.paper_instance`, with its
     :math:`(2M+1)\times 2M` embedding matrix) is built only when a general
     method needs it.
@@ -240,13 +240,6 @@ class AttentionModel(TaskModel):
         self._check_params(params, batched=True)
         L = self._forward(params)[-1].mean(axis=-1)
         return float(L) if np.ndim(L) == 0 else L
-
-    def summarize(self, vecs) -> dict:
-        """``loss``, ``alpha`` (class mean), the family coordinates ``mu_OV``,
-        ``mu_QK`` and the ``distance`` from the family for flat states of shape
-        ``(..., n_params)`` (:func:`numerics.model.family.summarize`)."""
-        from .family import summarize
-        return summarize(self, vecs)
 
     # ------------------------------------------------------------------ #
     # gradient

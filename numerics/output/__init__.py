@@ -1,7 +1,7 @@
 r"""Figures (matplotlib, Agg backend): the theory figures, one style, one ``save_figure``.
 
-Run ``python -m numerics.figures [--output DIR] [--quick]`` (default
-``docs/figures``) or call :func:`make_figures`. Every figure is written as
+:mod:`numerics.figures` makes them (``python -m numerics.figures [--output DIR]
+[--quick]``, default ``docs/figures``, or :func:`numerics.figures.make_figures`). Every figure is written as
 ``<name>.png`` (150 dpi) and ``<name>.pdf``; all use the paper setting
 :data:`~numerics.output.style.PAPER` (m = 5, n = 50, b = 50, M = 20) with :math:`\eta_{OV} = 1` and
 :math:`\eta_{QK} = r` for the ratios :data:`~numerics.output.style.RATIOS` unless stated.
@@ -15,17 +15,17 @@ figure                     content (function)
 ``stopping_curves``        :func:`plot_stopping_curves` (the paper's Figure 4):
                            the state at 50 stopping losses from 1 to 1e-4,
                            from the closed form
-                           (:func:`numerics.closed_form.state_at_loss`).
+                           (:func:`numerics.dynamics.closed_form.state_at_loss`).
 ``line_coordinates``       :func:`plot_line_coordinates`: trajectories in the
                            coordinates (X, Y) of the first integral
                            (``CACO.line_X``, ``CACO.line_Y``,
                            ``CACO.line_slope`` of the catalog, generated:
-                           :func:`numerics.lambdified.line_coordinates_fn`),
+                           :func:`numerics.functions.lambdified.line_coordinates_fn`),
                            where they are the straight lines
                            :math:`Y - Y_0 = \text{slope}\,(X - X_0)`, and the
                            drift of the first integral.
 ``simulation_vs_theory``   :func:`plot_simulation_vs_theory`: full-matrix
-                           gradient flow (:func:`numerics.training.gradient_flow`,
+                           gradient flow (:func:`numerics.dynamics.training.gradient_flow`,
                            structured init = zero circuits) as markers over
                            the reduced ODE and the closed form (lines).
 ``parameterizations``      :func:`plot_parameterizations`: CACO, CAFO, FACO,
@@ -40,8 +40,8 @@ figure                     content (function)
 =========================  ====================================================
 
 Nothing here types a formula of the theory: the curves come from
-:mod:`numerics.reduced_ode`, :mod:`numerics.closed_form` and the functions
-generated from :mod:`derivations.catalog` (:mod:`numerics.lambdified`;
+:mod:`numerics.dynamics.reduced_ode`, :mod:`numerics.dynamics.closed_form` and the functions
+generated from :mod:`derivations.catalog` (:mod:`numerics.functions.lambdified`;
 their expressions' LaTeX, from :func:`sympy.latex`, labels the axes).
 
 ``--quick`` uses coarser grids (for tests); the curves are the same.
@@ -60,22 +60,15 @@ module                             what
                                    formats, resolution, output directory
 :mod:`numerics.output.theory`      the first five figures above and the registry
 :mod:`numerics.output.attention`   the figures of where attention goes
-:mod:`numerics.output.make`        :func:`make_figures`, the command line
 =================================  =============================================
-
-The output directory is created and really probed (a temporary file is
-written and removed) before any figure is made; a path that cannot take the
-files is one line on stderr and exit status 2, with nothing left behind.
 """
 from .files import FORMATS, check_dpi, check_formats, prepare_figure_dir, save_figure
-from .make import DEFAULT_OUTPUT, build_parser, check_output_dir, main, make_figures
 from .style import (ALPHA_LABEL, BASE_STYLE, DPI, DPI_RANGE, LOSS_LABEL, MU_OV_LABEL,
                     MU_QK_LABEL, PAPER, PARAM_COLORS, PARAM_STYLE, RATIOS, STYLE, T_LABEL, WIDTH)
 from .theory import (FIGURES, plot_line_coordinates, plot_parameterizations,
                      plot_simulation_vs_theory, plot_stopping_curves, plot_time_course)
 
-__all__ = ["make_figures", "save_figure", "check_output_dir", "prepare_figure_dir", "check_dpi",
-           "check_formats", "build_parser", "main", "FIGURES", "FORMATS", "DEFAULT_OUTPUT",
+__all__ = ["save_figure", "prepare_figure_dir", "check_dpi", "check_formats", "FIGURES", "FORMATS",
            "plot_time_course", "plot_stopping_curves", "plot_line_coordinates",
            "plot_simulation_vs_theory", "plot_parameterizations", "PAPER", "RATIOS", "WIDTH",
            "DPI", "DPI_RANGE", "BASE_STYLE", "STYLE", "PARAM_STYLE", "PARAM_COLORS", "T_LABEL",

@@ -18,7 +18,22 @@ FORMATS = ("png", "pdf", "svg")
 
 
 def check_formats(formats) -> tuple:
-    """The formats as a non-empty tuple of :data:`FORMATS`, else ValueError."""
+    """The output formats, checked.
+
+    Parameters
+    ----------
+    formats : str or iterable of str
+        Each one of :data:`FORMATS`.
+
+    Returns
+    -------
+    tuple of str
+
+    Raises
+    ------
+    ValueError
+        No format, or an unknown one.
+    """
     if isinstance(formats, str):
         formats = (formats,)
     formats = tuple(formats)
@@ -31,7 +46,22 @@ def check_formats(formats) -> tuple:
 
 
 def check_dpi(dpi) -> float:
-    """``float(dpi)`` if it lies in :data:`~numerics.output.style.DPI_RANGE`, else ValueError."""
+    """The resolution, checked.
+
+    Parameters
+    ----------
+    dpi : float
+        Dots per inch, in :data:`~numerics.output.style.DPI_RANGE`.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        Not a number in :data:`~numerics.output.style.DPI_RANGE`.
+    """
     lo, hi = DPI_RANGE
     try:
         v = float(dpi)
@@ -124,7 +154,31 @@ def save_figure(fig, output_dir, name, formats=("png", "pdf"), dpi=DPI, style=No
     :func:`matplotlib.rc_context` (the global ``rcParams`` are left as they
     were). No creation date is written (:data:`METADATA`): the same figure
     gives the same bytes. A pyplot figure is closed afterwards.
-    Returns the list of paths, in the order of ``formats``.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+    output_dir : str or path-like
+    name : str
+        File name without suffix.
+    formats : iterable of str
+        Each one of :data:`FORMATS`.
+    dpi : float
+        Resolution of raster formats.
+    style : dict, optional
+        Matplotlib rc parameters in force while saving.
+
+    Returns
+    -------
+    list of pathlib.Path
+        In the order of ``formats``.
+
+    Raises
+    ------
+    ValueError
+        An unknown format.
+    OSError
+        A file cannot be written.
     """
     import matplotlib
 

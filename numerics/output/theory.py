@@ -64,7 +64,7 @@ def plot_stopping_curves(*, quick=False, ratios=RATIOS, params=None, n_threshold
     """The paper's Figure 4: mu_OV, mu_QK and alpha at stopping losses
     log-spaced from 1 to 1e-4 (``n_thresholds`` of them; 12 with ``quick``),
     CACO from zero init, from the closed form
-    :func:`numerics.closed_form.state_at_loss`. The loss axis decreases to the
+    :func:`numerics.dynamics.closed_form.state_at_loss`. The loss axis decreases to the
     right (training proceeds left to right).
     """
     from ..dynamics.closed_form import state_at_loss
@@ -108,7 +108,7 @@ def plot_stopping_curves(*, quick=False, ratios=RATIOS, params=None, n_threshold
 
 def _line_coordinates(parameterization="CACO"):
     """The generated line coordinates ``(X, Y, slope)`` of the first integral
-    (:func:`numerics.lambdified.line_coordinates_fn`, catalog ``<P>.line_X``,
+    (:func:`numerics.functions.lambdified.line_coordinates_fn`, catalog ``<P>.line_X``,
     ``line_Y``, ``line_slope``) and their SymPy expressions (for the labels)."""
     from ..functions.lambdified import line_coordinates_fn
 
@@ -128,7 +128,7 @@ def plot_line_coordinates(*, quick=False, ratios=RATIOS, params=None):
     r"""CACO trajectories in the line coordinates (X, Y) of the first
     integral, :math:`H = Y - \text{slope}\cdot X` constant, so each trajectory
     is the line :math:`Y - Y_0 = \text{slope}\,(X - X_0)` (X, Y, slope from
-    the catalog, :func:`numerics.lambdified.line_coordinates_fn`). Panel (a): :math:`Y - Y_0` against
+    the catalog, :func:`numerics.functions.lambdified.line_coordinates_fn`). Panel (a): :math:`Y - Y_0` against
     :math:`X - X_0` on log-log axes (lines through the origin stay straight,
     with unit log-slope, offset by log r); trajectories solid, the theoretical
     lines dashed. Panel (b): relative drift of H along the numerical solution.
@@ -195,10 +195,10 @@ def plot_line_coordinates(*, quick=False, ratios=RATIOS, params=None):
 # --------------------------------------------------------------------------
 
 def plot_simulation_vs_theory(*, quick=False, ratios=(0.1, 1.0, 10.0), params=None):
-    """Full-matrix gradient flow (markers; :class:`numerics.attention_model.AttentionModel`,
+    """Full-matrix gradient flow (markers; :class:`numerics.model.paper.AttentionModel`,
     CACO, structured init = zero circuits, ``DOP853``) over the theory (lines):
     mu_OV, mu_QK and alpha against time from the reduced ODE, and alpha against
-    the loss from the closed form (:func:`numerics.closed_form.state_at_loss`)
+    the loss from the closed form (:func:`numerics.dynamics.closed_form.state_at_loss`)
     evaluated at the same losses as the markers and on a fine grid.
     """
     from ..model.paper import AttentionModel

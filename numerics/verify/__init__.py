@@ -6,7 +6,7 @@ FACO, FAFO) and every learning-rate ratio :math:`r = \eta_{QK}/\eta_{OV}`
 balanced factors), in the paper setting :math:`m=5, n=50, b=50, M=20`:
 
 1. **Flow comparisons** (relative tolerance ``1e-6``).  The full-model
-   gradient flow (:func:`numerics.training.gradient_flow`, structured
+   gradient flow (:func:`numerics.dynamics.training.gradient_flow`, structured
    initialization, factor scale ``eps = 1e-2``) is sampled on a common,
    log-spaced time grid :math:`t \in [10^{-4}T, T]`, where :math:`T` is the
    time at which the reduced flow reaches the target loss (default 0.01).
@@ -14,33 +14,33 @@ balanced factors), in the paper setting :math:`m=5, n=50, b=50, M=20`:
    :math:`\max_t |x(t) - x_{\rm ref}(t)|/|x_{\rm ref}(t)|` of
    :math:`\mu_{OV}, \mu_{QK}, \alpha` is reported
 
-   * against the reduced ODE (:func:`numerics.reduced_ode.solve_reduced`),
-   * against the closed forms.  CACO: :func:`numerics.closed_form.state_at_loss`
+   * against the reduced ODE (:func:`numerics.dynamics.reduced_ode.solve_reduced`),
+   * against the closed forms.  CACO: :func:`numerics.dynamics.closed_form.state_at_loss`
      at the full-model *loss* of each grid point.  The others: the
      (explicit or implicit) orbit through the initial point
-     (:meth:`ReducedSystem.orbit <numerics.reduced_system.ReducedSystem.orbit>`)
+     (:meth:`ReducedSystem.orbit <numerics.dynamics.reduced_system.ReducedSystem.orbit>`)
      gives :math:`\mu_{QK}` and :math:`\alpha` at the full-model
      :math:`\mu_{OV}`, and :math:`\mu_{OV}` is compared with the
      intersection of the orbit with the margin :math:`\alpha\mu_{OV} = s(L)`
      at the full-model loss
-     (:meth:`ReducedSystem.state_at_loss <numerics.reduced_system.ReducedSystem.state_at_loss>`).  (Going through the
+     (:meth:`ReducedSystem.state_at_loss <numerics.dynamics.reduced_system.ReducedSystem.state_at_loss>`).  (Going through the
      loss costs digits while the loss is within :math:`10^{-6}` of
      :math:`\log M`: :math:`s` then carries a relative error of about
      :math:`10^{-16}/(\log M - L)`, which is why the margin+orbit
      :math:`\mu_{OV}` rows of CAFO/FAFO show about :math:`10^{-9}`.)
 
    the relative drift of the first integral
-   (:meth:`ReducedSystem.first_integral <numerics.reduced_system.ReducedSystem.first_integral>`) along the full-model
+   (:meth:`ReducedSystem.first_integral <numerics.dynamics.reduced_system.ReducedSystem.first_integral>`) along the full-model
    trajectory, :math:`\max_t |H(t) - H(0)| / \max(S(t), S(0))` with S the
    sum of the absolute values of H's terms (the scale on which H cancels); and the
    states :math:`(t, \mu_{OV}, \mu_{QK}, \alpha)` where the loss crosses the
    thresholds (default 1, 0.3, 0.1): full-flow events vs
-   :func:`~numerics.closed_form.state_at_loss` and
-   :func:`~numerics.closed_form.time_to_loss` (CACO) or vs the reduced
+   :func:`~numerics.dynamics.closed_form.state_at_loss` and
+   :func:`~numerics.dynamics.closed_form.time_to_loss` (CACO) or vs the reduced
    flow's events (the others).
 
 2. **Invariant family.**  The relative distance of the full-model circuits
-   from the family (:func:`numerics.invariant_family.distance_from_family`) stays below
+   from the family (:func:`numerics.model.family.distance_from_family`) stays below
    ``1e-9`` along the structured-init trajectory (checked); from a random
    initialization (entries :math:`\mathcal N(0, 10^{-6})`) the distance at
    :math:`T` is only reported.
@@ -60,7 +60,7 @@ balanced factors), in the paper setting :math:`m=5, n=50, b=50, M=20`:
    ``N/V``), not as an order.
 
 With ``--task NAME`` the subject is a task of the engine
-(:mod:`derivations.task`) instead: its reduced system against the full matrix
+(:mod:`derivations.tasks`) instead: its reduced system against the full matrix
 model of the same task, in every parameterization
 (:mod:`numerics.verify.task_kinds`: kinds ``theta``, ``observables``,
 ``loss``, ``alpha``, ``distance``, ``loss_at_T``).

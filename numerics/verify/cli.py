@@ -26,7 +26,7 @@ def build_parser():
                                   "against its full matrix model (exit 0: all checks pass, 1: a "
                                   "check fails, 2: bad arguments).")
     p.add_argument("--task", metavar="NAME",
-                   help="verify a task of derivations.task instead (python -m "
+                   help="verify a task of derivations.tasks instead (python -m "
                         "derivations.print_dynamics --task list): its reduced system against the "
                         "full matrix model of the same task; --params then takes the task's own "
                         "parameters too")

@@ -37,10 +37,10 @@ class Context:
     options : dict
         Run options (grid, thresholds, GD step counts, ...).
     tolerances : dict
-    system : numerics.reduced_system.ReducedSystem
+    system : numerics.dynamics.reduced_system.ReducedSystem
         The paper's reduced system: balanced rates eta_OV = 1, eta_QK = ratio,
         paper initialization (paper kinds only; built on first use).
-    model : numerics.attention_model.AttentionModel
+    model : numerics.model.paper.AttentionModel
         The paper's full model (paper kinds only).
     p0 : dict
         Structured initialization of the paper's full model.
@@ -141,9 +141,9 @@ class Context:
 
     def closed_state(self, loss):
         """:meth:`ReducedSystem.state_at_loss`, or the injected replacement
-        (CACO, called as ``f(loss, ratio, m=, n=, b=, M=)``)."""
+        (CACO, called as ``f(loss, ratio, m=, n=, b=, M=)``): a
+        :class:`~numerics.dynamics.StateAtLoss`."""
         f = self.state_at_loss_override
         if f is None or self.parameterization != "CACO":
             return self.system.state_at_loss(loss)
-        st = f(loss, self.ratio, **self.paper_settings)
-        return {k: np.asarray(getattr(st, k), dtype=float) for k in ("mu_OV", "mu_QK", "alpha")}
+        return f(loss, self.ratio, **self.paper_settings)

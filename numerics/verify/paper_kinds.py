@@ -79,7 +79,7 @@ def check_flow_vs_closed_form(ctx):
             ctx.add(name, math.nan, NOT_VERIFIABLE, points=0, dropped=dropped,
                     message="the loss stays too close to log M to resolve the margin")
             continue
-        ref = orbit[q] if (ctx.parameterization != "CACO" and q != "mu_OV") else cf[q]
+        ref = orbit[q] if (ctx.parameterization != "CACO" and q != "mu_OV") else getattr(cf, q)
         ctx.add(name, rel_dev(full[q][m], ref), tol, points=int(m.sum()), dropped=dropped)
 
 
@@ -110,7 +110,8 @@ def check_crossings(ctx):
         from ..dynamics.closed_form import time_to_loss
         st = ctx.closed_state(np.array(thresholds))
         ts = np.atleast_1d(time_to_loss(np.array(thresholds), ctx.ratio, **ctx.paper_settings))
-        refs = [{"t": float(ts[i]), **{q: float(st[q][i]) for q in ("mu_OV", "mu_QK", "alpha")}}
+        refs = [{"t": float(ts[i]),
+                 **{q: float(np.asarray(getattr(st, q))[i]) for q in ("mu_OV", "mu_QK", "alpha")}}
                 for i in range(len(thresholds))]
         src = "closed"
     else:

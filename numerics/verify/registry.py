@@ -28,13 +28,13 @@ SUITES = ("paper", "task")
 
 #: Capability name -> what it is.
 CAPABILITIES = {
-    "paper_model": "the paper's hard-wired full model (numerics.attention_model) and its "
-                   "generated reduced system (numerics.reduced_system)",
-    "closed_form": "the paper's closed forms (numerics.closed_form: state and time at a loss, "
+    "paper_model": "the paper's hard-wired full model (numerics.model.paper) and its "
+                   "generated reduced system (numerics.dynamics.reduced_system)",
+    "closed_form": "the paper's closed forms (numerics.dynamics.closed_form: state and time at a loss, "
                    "orbits)",
     "first_integral": "a first integral of the reduced flow",
     "task_model": "the engine's reduction of the task and its full matrix model "
-                  "(numerics.task_model)",
+                  "(numerics.model)",
     "observables": "the engine's closed ODE in the observables (score and logit gaps)",
 }
 

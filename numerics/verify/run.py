@@ -49,7 +49,22 @@ class Checks(list):
 # input checks
 # --------------------------------------------------------------------------- #
 def check_ratios(ratios):
-    """The learning-rate ratios as floats in :data:`RATIO_RANGE`, else ValueError."""
+    """The learning-rate ratios, checked.
+
+    Parameters
+    ----------
+    ratios : iterable of float
+        Learning-rate ratios eta_QK / eta_OV, each finite and in :data:`RATIO_RANGE`.
+
+    Returns
+    -------
+    tuple of float
+
+    Raises
+    ------
+    ValueError
+        No ratio, or one outside :data:`RATIO_RANGE`.
+    """
     lo, hi = RATIO_RANGE
     ratios = tuple(float(r) for r in ratios)
     if not ratios or not all(math.isfinite(r) and lo <= r <= hi for r in ratios):
@@ -246,7 +261,7 @@ def run_checks(parameterizations=PARAMETERIZATIONS, ratios=None, *, state_at_los
         ``first_integral``, ``distance``, ``order``) and of the task kinds'
         tolerances.
     state_at_loss : callable, optional
-        Replacement of :func:`numerics.closed_form.state_at_loss` (to show
+        Replacement of :func:`numerics.dynamics.closed_form.state_at_loss` (to show
         that a wrong closed form is detected).
     progress : callable, optional
         Called with a short string before each group.
@@ -256,7 +271,7 @@ def run_checks(parameterizations=PARAMETERIZATIONS, ratios=None, *, state_at_los
         capability the subject lacks is skipped; the reason is in the
         result's ``skipped``.
     task : str, optional
-        An engine task (:mod:`derivations.task`) to verify instead of the
+        An engine task (:mod:`derivations.tasks`) to verify instead of the
         paper's model.
     task_eps : float
         Scale of the structured factor initialization of a task's full model.
@@ -304,8 +319,23 @@ def plan_checks(parameterizations=PARAMETERIZATIONS, ratios=None, *, m=None, n=N
                 M=None, quick=False, eps=1e-2, random_scale=1e-3, target_loss=None,
                 thresholds=None, tolerances=None, kinds=None, task=None, task_eps=0.1,
                 task_integration=None, **params) -> Plan:
-    """Validate the arguments of :func:`run_checks` (ValueError naming the
-    problem) without running anything."""
+    """The checks :func:`run_checks` would run, validated, without running anything.
+
+    Parameters
+    ----------
+    parameterizations, ratios, m, n, b, M, quick, eps, random_scale, target_loss, thresholds, \
+tolerances, kinds, task, task_eps, task_integration, **params
+        As :func:`run_checks`.
+
+    Returns
+    -------
+    Plan
+
+    Raises
+    ------
+    ValueError
+        An invalid argument (the message names it).
+    """
     settings = _subject_settings(task, quick, m, n, b, M, params)
     parameterizations = _check_parameterizations(parameterizations)
     ratios = check_ratios(((1.0,) if quick else DEFAULT_RATIOS) if ratios is None else ratios)
@@ -321,8 +351,25 @@ def plan_checks(parameterizations=PARAMETERIZATIONS, ratios=None, *, m=None, n=N
 
 
 def run_plan(plan: Plan, *, state_at_loss=None, progress=None) -> Checks:
-    """Run every (parameterization, ratio) group of ``plan``; an exception in a
-    group is recorded as a failing check and the other groups still run."""
+    """Run every (parameterization, ratio) group of a plan.
+
+    An exception in a group is recorded as a failing check and the other
+    groups still run.
+
+    Parameters
+    ----------
+    plan : Plan
+        From :func:`plan_checks`.
+    state_at_loss : callable, optional
+        Replaces the paper's closed form (CACO), called as
+        ``f(loss, ratio, m=, n=, b=, M=)``.
+    progress : callable, optional
+        Called with a label before each group.
+
+    Returns
+    -------
+    Checks
+    """
     out = Checks()
     for P, r in plan.groups:
         if progress is not None:
@@ -346,8 +393,38 @@ def run_plan(plan: Plan, *, state_at_loss=None, progress=None) -> Checks:
 def run_task_checks(task_name, parameterizations=PARAMETERIZATIONS, ratios=DEFAULT_RATIOS, *,
                     M=4, target_loss=0.1, eps=0.1, n_times=24, rtol=1e-11, atol=1e-13,
                     **params) -> list:
-    """The task suite of ``task_name`` as JSON-ready dicts (see
-    :mod:`numerics.verify.task_kinds`); ``eps`` is the factor initialization scale."""
+    """The task suite of an engine task (:mod:`numerics.verify.task_kinds`) as JSON-ready dicts.
+
+    Parameters
+    ----------
+    task_name : str
+        A built-in task the engine reduces.
+    parameterizations : sequence of str or "all"
+    ratios : sequence of float
+        In :data:`RATIO_RANGE`.
+    M : int
+        Number of classes of the concrete instance.
+    target_loss : float
+        The loss the flows run to.
+    eps : float
+        Factor initialization scale.
+    n_times : int
+        Number of comparison times.
+    rtol, atol : float
+        Tolerances of the integrations.
+    **params
+        The task's own parameters (e.g. ``n_c``) and ``m, n, b``.
+
+    Returns
+    -------
+    list of dict
+        One :meth:`Check.as_dict` per check.
+
+    Raises
+    ------
+    ValueError
+        An invalid argument (the message names it).
+    """
     checks = run_checks(parameterizations, ratios, M=M, target_loss=target_loss, task=task_name,
                         task_eps=eps, task_integration=dict(n_times=n_times, rtol=rtol, atol=atol),
                         **params)

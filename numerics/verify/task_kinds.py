@@ -1,6 +1,6 @@
 r"""The task kinds of check: an engine task's reduced system against its full matrix model.
 
-For a task of :mod:`derivations.task` that the symbolic engine reduces, one
+For a task of :mod:`derivations.tasks` that the symbolic engine reduces, one
 parameterization and one learning-rate ratio :math:`r = \eta_{QK}/\eta_{OV}`
 (:math:`\eta_{OV} = 1`, factor rates equal to their circuit's), on a concrete
 instance (default :math:`M = 4` and the task's default parameters):

@@ -6,7 +6,7 @@ import sympy as sp
 
 from derivations import catalog
 from derivations.core.expression_cache import FORMAT, results_digest
-from derivations.srepr_reader import UnsafeExpression, from_srepr
+from derivations.symbolic import UnsafeExpression, from_srepr
 
 
 @pytest.fixture
@@ -152,7 +152,7 @@ def test_reader_round_trips_every_shipped_result():
 def test_atomic_write_has_ordinary_permissions(tmp_path):
     import os
     path = tmp_path / "sub" / "file.txt"
-    from derivations.atomic_file import atomic_write_text
+    from derivations.core import atomic_write_text
     atomic_write_text(path, "hello\n")
     umask = os.umask(0)
     os.umask(umask)

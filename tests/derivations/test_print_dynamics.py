@@ -10,7 +10,7 @@ import pytest
 import sympy as sp
 
 from derivations.print_dynamics import main
-from derivations.symbols import SYMBOLS
+from derivations.symbolic import SYMBOLS
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -117,9 +117,9 @@ def test_bad_input_as_subprocess_has_no_traceback():
 @pytest.mark.parametrize("loss,ratio", [("2.99573227355398", "1e-8"), ("2.99573227355399", "1"),
                                         ("0.01", "10")])
 def test_state_at_loss_is_the_closed_form(loss, ratio, capsys):
-    """--loss prints what numerics.closed_form returns (its old bisection gave a
+    """--loss prints what numerics.dynamics.closed_form returns (its old bisection gave a
     negative mu_QK at the first point and was 13 % off at the second)."""
-    from numerics.closed_form import state_at_loss_mpmath
+    from numerics.dynamics import state_at_loss_mpmath
     assert main(["--format", "json", "--parameterization", "CACO", "--loss", loss, "--ratio", ratio]) == 0
     state = json.loads(capsys.readouterr().out)["state_at_loss"]
     ref = state_at_loss_mpmath(float(loss), float(ratio), dps=40)
@@ -188,7 +188,7 @@ def test_symbolic_code_never_imports_numerics():
     assert not offenders, offenders
     assert lazy, "the print_dynamics entry answers --loss with numerics (lazily)"
     code = ("import sys, derivations.print_dynamics, derivations.output.dynamics, derivations.latex, "
-            "derivations.task_dynamics\nprint(sorted(m for m in sys.modules if m.split('.')[0] == 'numerics'))")
+            "derivations.output.dynamics\nprint(sorted(m for m in sys.modules if m.split('.')[0] == 'numerics'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=ENV)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out
 
@@ -216,19 +216,20 @@ def test_print_dynamics_into_a_closed_pipe_ends_quietly(task):
 
 def test_printed_cache_is_fresh_and_is_what_the_expressions_print():
     """Without --params or rates the paper's results are printed from the printed-results
-    cache: it must be fresh (keyed on the derivations, the catalog and the renderer) and
+    cache: it must be fresh (keyed on the derivations, the catalog and the formats) and
     hold, for every result and format, exactly what printing the cached expression gives."""
-    from derivations.output import dynamics
-    store = dynamics.PRINTED
-    assert {store.owner.name, *(p.name for p in store.sources)} == {"dynamics.py", "catalog.py"}
+    from derivations import catalog
+    store = catalog.PRINTED
+    assert {store.owner.name, *(p.name for p in store.sources)} == {"catalog.py", "formats.py"}
     shipped = store.read(store.shipped, store.key())
-    assert shipped is not None, "derivations/_cache/printed.json is stale: run python -m derivations.print_dynamics"
-    assert shipped == dynamics._print_results()
+    assert shipped is not None, "derivations/_cache/printed.json is stale: run python -m derivations.catalog --rebuild"
+    assert shipped == catalog._print_results()
 
 
 def test_cold_start_decodes_and_imports_only_what_it_prints():
     """The cold start of the paper's output (issue 18: <= 0.5 s): no expression decoded, no
-    derivation module of the engine imported; with --params only the printed results decoded."""
+    derivation module of the engine imported (the catalog module, which holds the printed
+    store, is); with --params only the printed results decoded."""
     code = ("import sys, io, contextlib\nfrom derivations.print_dynamics import main\n"
             "with contextlib.redirect_stdout(io.StringIO()): assert main(sys.argv[1:]) == 0\n"
             "loaded = sorted(m for m in ('derivations.symbolic.srepr_reader', 'derivations.catalog', "
@@ -237,7 +238,7 @@ def test_cold_start_decodes_and_imports_only_what_it_prints():
             "from derivations.catalog import STORE\n"
             "print(loaded, STORE.memo is None)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=ENV)
-    assert out.returncode == 0 and out.stdout.strip() == "[] True", out
+    assert out.returncode == 0 and out.stdout.strip() == "['derivations.catalog'] True", out
     out = subprocess.run([sys.executable, "-c", code, "--params", "m=3"], capture_output=True, text=True,
                          cwd=ROOT, env=ENV)
     assert out.returncode == 0 and out.stdout.strip() == (

@@ -5,9 +5,9 @@ import pytest
 import sympy as sp
 
 from derivations import task_catalog as C
-from derivations.special_functions import wright_omega
-from derivations.srepr_reader import UnsafeExpression, from_srepr, to_srepr
-from derivations.symbols import M, alpha, b, mu_OV, mu_QK, n
+from derivations.symbolic import wright_omega
+from derivations.symbolic import UnsafeExpression, from_srepr, to_srepr
+from derivations.symbolic import M, alpha, b, mu_OV, mu_QK, n
 
 
 def test_shipped_cache_is_fresh():
@@ -52,7 +52,7 @@ def test_crafted_entry_is_rebuilt_not_executed(tmp_path, monkeypatch):
 
 
 def test_cached_equals_derived():
-    from derivations.task_reduction import reduce_task
+    from derivations.engine import reduce_task
     cached = C.task_reduction("paper", "CACO")
     derived = reduce_task("paper", "CACO")
     assert cached.odes == derived.odes and cached.mapping == derived.mapping

@@ -27,7 +27,8 @@ def test_task_list(capsys):
     assert main(["--task", "list"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert [line.split(":")[0].split(" ")[0] for line in out] == [
-        "paper", "shared-irrelevant", "query-in-context", "shared-irrelevant+query-in-context", "authors"]
+        "paper", "shared-irrelevant", "query-in-context", "shared-irrelevant+query-in-context", "query-copies",
+        "authors"]
 
 
 @pytest.mark.parametrize("args,message", [
@@ -56,8 +57,8 @@ def test_shared_irrelevant_state_at_loss_closed_form_matches_integration(capsys)
     payload = json.loads(capsys.readouterr().out)
     state = payload["state_at_loss"]
     assert "closed form" in state["method"] and set(state) >= {"alpha", "mu_QK", "mu_OV", "loss"}
-    from derivations.symbols import M, b, eta_OV, eta_QK, m, mu_OV, mu_QK, n
-    from derivations.task import n_c as n_c_sym
+    from derivations.symbolic import M, b, eta_OV, eta_QK, m, mu_OV, mu_QK, n
+    from derivations.engine import n_c as n_c_sym
     from derivations.task_catalog import task_reduction
     red = task_reduction("shared-irrelevant", "CACO")
     vals = {m: 5, n: 50, b: 50, M: 20, n_c_sym: n_c, eta_QK: ratio, eta_OV: 1}

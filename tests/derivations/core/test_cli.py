@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from derivations.core.cli import UsageError, parse_float, parse_loss, parse_number
+from derivations.core import UsageError, parse_float, parse_loss, parse_number
 
 
 def test_parse_float_takes_any_float_and_names_the_parameter():

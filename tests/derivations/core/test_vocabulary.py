@@ -5,13 +5,13 @@ import sys
 import numpy as np
 import pytest
 
-from derivations.vocabulary import (CIRCUITS, MAX_CLASSES, PAPER_SETTING, PARAMETERIZATIONS,
-                                    check_circuit, check_model_parameters,
-                                    check_parameterization, ov_factorized, qk_factorized)
+from derivations.core import (CIRCUITS, MAX_CLASSES, PAPER_SETTING, PARAMETERIZATIONS,
+                              check_circuit, check_model_parameters, check_parameterization,
+                              ov_factorized, qk_factorized)
 
 
 def test_imports_without_sympy_or_numpy():
-    code = ("import sys, derivations.vocabulary; "
+    code = ("import sys, derivations.core.vocabulary; "
             "print(sorted(k for k in ('sympy', 'numpy') if k in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -5,9 +5,9 @@ import re
 import pytest
 import sympy as sp
 
-from derivations.task import (Task, TokenGroup, get_task, n_c, symbolic_task_names,
-                              task_names, validate_parameter)
-from derivations.symbols import m, n
+from derivations.engine import Task, TokenGroup, n_c, validate_parameter
+from derivations.tasks import get_task, symbolic_task_names, task_names
+from derivations.symbolic import m, n
 
 
 def test_registry():

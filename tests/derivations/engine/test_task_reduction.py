@@ -7,13 +7,14 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from derivations import reduction
-from derivations.symbols import M, b, eta_QK, eta_OV, m, mu_OV, mu_QK, n
-from derivations.symmetry import canonical, orbit_size, orbits_by_generators
-from derivations.task import get_task, n_c
-from derivations.exp_zero import exp_to_symbols, is_zero_exactly
-from derivations.task_reduction import (PARAMETERIZATIONS, basis_matrices, invariance_residual,
-                                        reduce_task)
+from derivations.tasks.paper import reduction
+from derivations.symbolic import M, b, eta_QK, eta_OV, m, mu_OV, mu_QK, n
+from derivations.engine.symmetry import canonical, orbit_size, orbits_by_generators
+from derivations.tasks import get_task
+from derivations.engine import n_c
+from derivations.symbolic import exp_to_symbols, is_zero_exactly
+from derivations.core import PARAMETERIZATIONS
+from derivations.engine import basis_matrices, invariance_residual, reduce_task
 
 def _srepr(expr):
     """srepr with each symbol's assumptions in sorted order."""
@@ -80,7 +81,7 @@ def test_gradient_flow_in_observables():
 
 def test_orbits_by_generators_equal_equality_patterns():
     task = get_task("shared-irrelevant+query-in-context")
-    from derivations.task_reduction import _explicit_indices
+    from derivations.engine.explicit import _explicit_indices
     Mv, types = 3, {"u": 2}
     for name, (rows, cols) in _explicit_indices(task, Mv, types).items():
         orbits = orbits_by_generators(rows, cols, Mv, types)
@@ -249,7 +250,7 @@ def test_bad_tasks():
 
 def test_user_built_task_renamed_paper_reproduces_paper():
     """A user-built Task with other names and the paper's structure gives the paper's ODEs."""
-    from derivations.task import Task, TokenGroup
+    from derivations.engine import Task, TokenGroup
     user = Task("mine", "paper, renamed", (TokenGroup("query", True, 0), TokenGroup("signal", True, m),
                                           TokenGroup("noise", False, n, embedded=False)),
                 query="query", relevant=("signal",))
@@ -259,7 +260,7 @@ def test_user_built_task_renamed_paper_reproduces_paper():
 
 
 def test_user_built_unsupported_constructions_are_rejected():
-    from derivations.task import Task, TokenGroup
+    from derivations.engine import Task, TokenGroup
     other = Task("t", "", (TokenGroup("q", True), TokenGroup("r", True, m, other_multiplicity=1)), query="q")
     with pytest.raises(ValueError, match="other_multiplicity"):
         reduce_task(other, "CACO")
@@ -270,9 +271,9 @@ def test_user_built_unsupported_constructions_are_rejected():
 
 @pytest.mark.parametrize("param", ["CACO", "FACO"])
 def test_paper_orbit_equals_catalog_orbit(param):
-    """Engine orbit (explicit CACO / implicit FACO) == derivations.first_integral.orbit at random points."""
-    from derivations.first_integral import orbit
-    from derivations.symbols import eta_K, eta_Q, mu_OV_0, mu_QK_0
+    """Engine orbit (explicit CACO / implicit FACO) == derivations.tasks.paper.first_integral.orbit at random points."""
+    from derivations.tasks.paper.first_integral import orbit
+    from derivations.symbolic import eta_K, eta_Q, mu_OV_0, mu_QK_0
     mine, ref = reduce_task("paper", param).orbit, orbit(param)
     rng = random.Random(3)
     for _ in range(3):

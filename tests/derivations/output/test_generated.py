@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 def test_generated_module_is_fresh():
     from derivations.catalog import cache_key
-    from derivations.numeric_codegen import generator_key
+    from derivations.output import generator_key
     from numerics import _generated
     key = cache_key()
     assert _generated.CATALOG_KEY == key, "run: python -m derivations.catalog --rebuild"
@@ -21,7 +21,8 @@ def test_generated_module_is_fresh():
 @pytest.mark.slow
 def test_generated_module_regenerates_byte_identically():
     from derivations.catalog import cache_key, results
-    from derivations.numeric_codegen import GENERATED_EXPRESSIONS, GENERATED_MODULE, generate
+    from derivations.output.numeric_codegen import (GENERATED_EXPRESSIONS, GENERATED_MODULE,
+                                                    generate)
     module, exprs = generate(cache_key(), results())
     assert module == GENERATED_MODULE.read_text()
     assert exprs == GENERATED_EXPRESSIONS.read_text()
@@ -29,9 +30,9 @@ def test_generated_module_regenerates_byte_identically():
 
 def test_state_at_loss_cold_process_imports_no_sympy():
     code = ("import sys\n"
-            "from numerics.closed_form import state_at_loss\n"
+            "from numerics.dynamics.closed_form import state_at_loss\n"
             "st = state_at_loss([0.5, 1e-3], 10.0)\n"
-            "from numerics import lambdified as lam\n"
+            "from numerics.functions import lambdified as lam\n"
             "lam.reduced_rhs('FAFO', False).func(1., 1., 5, 50, 50, 20, 1, 1, 1, 1, 1, 1, 0, 0)\n"
             "print(sorted(k for k in sys.modules if k == 'sympy' or k.startswith('sympy.')))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
@@ -51,7 +52,7 @@ def test_expressions_match_their_functions():
     """The lazily read expressions are what the generated function computes."""
     import mpmath
     import sympy as sp
-    from numerics import lambdified as lam
+    from numerics.functions import lambdified as lam
     for f in (lam.first_integral_fn("FACO"), lam.state_equation_fn(), lam.reduced_rhs("CAFO")):
         values = [0.7 + 0.1 * i for i in range(len(f.names))]
         exprs = f.expr if isinstance(f.expr, tuple) else (f.expr,)
@@ -74,7 +75,7 @@ def test_no_control_characters_in_sources():
 
 def test_every_generated_expression_reads_back():
     import json
-    from derivations.srepr_reader import from_srepr
+    from derivations.symbolic import from_srepr
     data = json.loads((ROOT / "numerics" / "_generated_expressions.json").read_text())
     for name, entry in data["functions"].items():
         for text in entry["args"] + entry["exprs"]:
@@ -86,7 +87,7 @@ def test_wright_omega_against_mpmath():
     a few ulp of mpmath's lambertw(exp(z)), from underflow to huge z."""
     import mpmath
     import numpy as np
-    from numerics.special_functions import wright_omega as _wright_omega
+    from numerics.functions import wright_omega as _wright_omega
     z = np.concatenate([-np.logspace(-8, 3, 60), np.logspace(-8, 300, 120), [0.0, 1.0, -745.0]])
     w = _wright_omega(z)
     for zi, wi in zip(z, w):

@@ -40,7 +40,7 @@ import sympy as sp
 
 from derivations import latex as L
 from derivations.catalog import results
-from derivations.special_functions import wright_omega
+from derivations.symbolic import wright_omega
 
 ROOT = Path(__file__).resolve().parents[3]
 GENERATED = ROOT / "docs" / "generated"

@@ -7,10 +7,10 @@ import sympy as sp
 
 from derivations.engine import reduce_task
 from derivations.engine.task import n_c
-from derivations.symbolic.symbols import alpha, eta_QK, mu_OV, mu_QK, r
+from derivations.symbolic import alpha, eta_QK, mu_OV, mu_QK, r
 from derivations.task_catalog import task_reduction
-from derivations.tasks import (CAPABILITIES, CapabilityUnavailable, Task, capabilities, capability,
-                               get_task)
+from derivations.engine import Task
+from derivations.tasks import CAPABILITIES, CapabilityUnavailable, capabilities, capability, get_task
 from derivations.tasks.paper import first_integral, reduction, sharpness
 
 

@@ -9,12 +9,12 @@ import sympy as sp
 from hypothesis import given, settings, strategies as st
 from scipy.integrate import solve_ivp
 
-from derivations import asymptotics, factorization, first_integral, reduction, sharpness
+from derivations.tasks.paper import asymptotics, factorization, first_integral, reduction, sharpness
 from derivations.catalog import cache_key, derive_all, records, results, SHIPPED_CACHE
-from derivations.model import PARAMETERIZATIONS, family, check_parameterization
-from derivations.special_functions import wright_omega
-from derivations.symbols import (M, b, eta_K, eta_O, eta_OV, eta_Q, eta_QK, eta_V, m, mu_OV,
-                                 mu_OV_0, mu_QK, mu_QK_0, n)
+from derivations.tasks.paper.model import PARAMETERIZATIONS, family, check_parameterization
+from derivations.symbolic import wright_omega
+from derivations.symbolic import (M, b, eta_K, eta_O, eta_OV, eta_Q, eta_QK, eta_V, m, mu_OV,
+                                  mu_OV_0, mu_QK, mu_QK_0, n)
 
 PAPER = {m: 5, n: 50, b: 50, M: 20}
 
@@ -57,7 +57,7 @@ def test_invariance_check_can_fail():
 
 
 def test_loss_on_explicit_family_equals_generic_loss():
-    from derivations.model import explicit_family_point, explicit_model
+    from derivations.tasks.paper.model import explicit_family_point, explicit_model
     for M_value in (2, 3):
         em = explicit_model(M_value, "FAFO")
         point = explicit_family_point(M_value, "FAFO")
@@ -82,7 +82,7 @@ def test_induced_flow_and_conservation():
 
 
 def test_rate_factor_form():
-    from derivations.model import a_Q, c_K, o_O, v_V
+    from derivations.tasks.paper.model import a_Q, c_K, o_O, v_V
     assert sp.simplify(factorization.rate_factor("QK") - (eta_Q * c_K**2 + eta_K * a_Q**2)) == 0
     assert sp.simplify(factorization.rate_factor("OV") - (eta_O * v_V**2 + eta_V * o_O**2)) == 0
 
@@ -101,7 +101,7 @@ def test_effective_rates_replace_the_rate_of_each_factorized_circuit():
 def test_factorized_odes_equal_family_flow_on_balanced_factors(param):
     """The reduced ODEs built with the effective rate equal the chain rule on the
     factor coordinates evaluated on the balanced level set (independent route)."""
-    from derivations.model import qk_factorized, ov_factorized
+    from derivations.tasks.paper.model import qk_factorized, ov_factorized
     direct = reduction.family_mu_flow(param)
     subs = {}
     if qk_factorized(param):
@@ -129,8 +129,8 @@ def test_factorized_odes_equal_family_flow_on_balanced_factors(param):
 def test_effective_rate_matches_full_matrix_flow(mu_ov, mu_qk, eq, ek, eo, ev, M_value):
     """d(W_QK)/dt and d(W_OV)/dt of the full NumPy matrix flow at a balanced family
     point equal the collapsed flow times the derived effective rate."""
-    from numerics.attention_model import AttentionModel
-    from numerics.invariant_family import family_params
+    from numerics.model import AttentionModel
+    from numerics.model import family_params
     mdl_f = AttentionModel("FAFO", m=3, n=20, b=4, M=M_value, eta_Q=eq, eta_K=ek, eta_O=eo, eta_V=ev)
     mdl_c = AttentionModel("CACO", m=3, n=20, b=4, M=M_value, eta_QK=1.0, eta_OV=1.0)
     bq = factorization.balanced_factors("QK")
@@ -220,14 +220,14 @@ def test_margin_inverts_loss():
 @settings(max_examples=20)
 @given(L_=st.floats(1e-6, 2.5), r1=st.floats(1e-3, 1e3), factor=st.floats(1.01, 100))
 def test_alpha_star_increases_with_ratio(L_, r1, factor):
-    from numerics.closed_form import state_at_loss
+    from numerics.dynamics.closed_form import state_at_loss
     a = state_at_loss(L_, r1)
     bb = state_at_loss(L_, r1 * factor)
     assert bb.alpha > a.alpha and bb.mu_QK > a.mu_QK and bb.mu_OV < a.mu_OV
 
 
 def test_state_at_loss_lies_on_orbit_and_level():
-    from numerics.closed_form import state_at_loss
+    from numerics.dynamics.closed_form import state_at_loss
     st_ = state_at_loss(0.05, 7.0)
     point = {mu_OV: float(st_.mu_OV), mu_QK: float(st_.mu_QK)}
     H = first_integral.first_integral("CACO").subs({**PAPER, eta_QK: 7, eta_OV: 1})
@@ -350,7 +350,7 @@ def test_bad_parameterization():
 def test_family_mu_map_is_inverted_by_sympy_and_drives_the_flow():
     """Family.coordinates_of_mu inverts Family.mu (no hand inversion), and the
     mu flow in mu coordinates is what reduction dispatches for CACO."""
-    from derivations.model import theta_OV, theta_QK
+    from derivations.tasks.paper.model import theta_OV, theta_QK
     fam = family("CACO")
     inv = fam.coordinates_of_mu()
     assert inv == {theta_QK: b * mu_QK, theta_OV: sp.sqrt(b) * mu_OV}

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from numerics.closed_form import State, state_at_loss, state_at_loss_mpmath, time_to_loss
-from numerics.reduced_ode import solve_reduced
+from numerics.dynamics import StateAtLoss
+from numerics.dynamics.closed_form import state_at_loss, state_at_loss_mpmath, time_to_loss
+from numerics.dynamics import solve_reduced
 
 LOG20 = math.log(20)
 KEYS = ("mu_OV", "mu_QK", "alpha")
@@ -53,7 +54,7 @@ def test_accuracy_vectorized_grid_matches_scalar_reference():
 
 def test_broadcasting_shapes():
     st = state_at_loss(np.full((3, 1), 0.1), np.array([0.1, 1, 10, 100]))
-    assert isinstance(st, State) and st.method == "closed form"
+    assert isinstance(st, StateAtLoss) and st.method == "closed form"
     for v in st[:7]:        # the array fields mu_OV .. s; then method, time, coordinates, ...
         assert v.shape == (3, 4)
     assert st.coordinates["mu_QK"] is st.mu_QK
@@ -67,7 +68,7 @@ def test_broadcasting_shapes():
 
 def test_state_consistency():
     """The returned state has the requested loss and satisfies alpha = p/(1+p)."""
-    from numerics.lambdified import loss_fn
+    from numerics.functions import loss_fn
     L = np.array([1e-8, 1e-3, 0.5, 2.0])
     st = state_at_loss(L, 3.0)
     np.testing.assert_allclose(loss_fn().func(st.mu_OV, st.mu_QK, 5, 50, 20), L, rtol=1e-12)
@@ -168,7 +169,7 @@ def test_corners_of_the_supported_range(corner, M):
     """At the corners of SUPPORTED_RANGE the state is finite, lies on the loss
     level (loss_fn, independent of the state equation) and agrees with the
     high-precision solver."""
-    from numerics.lambdified import loss_fn
+    from numerics.functions import loss_fn
     kw = dict(corner)
     r = kw.pop("ratio")
     Ls = np.array([1e-300, 0.5, math.log(M) * (1 - 1e-15)])
@@ -192,7 +193,7 @@ def test_near_log_M_tiny_ratio_matches_high_precision():
 
 
 def test_time_to_loss_at_the_edge_of_double_range():
-    """t(L) ~ (M-1) b / L at small loss (derivations.asymptotics.late_time):
+    """t(L) ~ (M-1) b / L at small loss (derivations.tasks.paper.asymptotics.late_time):
     9.5e307 fits in a double (computed in mpmath where the integrand overflows);
     one hundredth of that loss does not and is a ValueError."""
     t = time_to_loss(1e-305, 1.0)

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from derivations.vocabulary import PARAMETERIZATIONS
-from numerics.closed_form import state_at_loss
-from numerics.reduced_ode import solve_reduced
-from numerics.trajectory import Trajectory
+from derivations.core import PARAMETERIZATIONS
+from numerics.dynamics.closed_form import state_at_loss
+from numerics.dynamics import solve_reduced
+from numerics.dynamics import Trajectory
 
 
 def H_drift(res):
@@ -163,7 +163,7 @@ def test_lambdified_backend_of_the_paper_task_matches_the_generated_code():
     """The engine's reduction of the paper task, lambdified at run time, against the
     generated code (a separate derivation: reduction.reduced_odes -> codegen)."""
     from numerics.dynamics.task_systems import reduced_system
-    from numerics.reduced_system import ReducedSystem
+    from numerics.dynamics import ReducedSystem
     gen = ReducedSystem("CACO", eta_QK=3.0, eta_OV=0.5)
     flow = reduced_system("paper", "CACO")
     values = dict(m=5, n=50, b=50, M=20, eta_QK=3.0, eta_OV=0.5)
@@ -178,7 +178,7 @@ def test_lambdified_backend_of_the_paper_task_matches_the_generated_code():
 @pytest.mark.parametrize("task, params", [("query-in-context", {}),
                                           ("shared-irrelevant", {"n_c": 3})])
 def test_task_jacobian_matches_finite_differences(task, params):
-    from numerics.reduced_system import ReducedSystem
+    from numerics.dynamics import ReducedSystem
     sys_ = ReducedSystem("CACO", task=task, eta_QK=2.0, **params)
     y = np.linspace(0.2, 1.4, len(sys_.names))
     J = sys_.jacobian(*y)
@@ -191,7 +191,7 @@ def test_task_jacobian_matches_finite_differences(task, params):
 
 
 def test_task_integration_returns_a_trajectory_and_inherits_nothing_it_lacks():
-    from numerics.reduced_system import ReducedSystem
+    from numerics.dynamics import ReducedSystem
     sys_ = ReducedSystem("CACO", task="shared-irrelevant", eta_QK=2.0, n_c=3)
     res = sys_.integrate(target_loss=0.2, loss_thresholds=(1.0,), rtol=1e-12)
     assert isinstance(res, Trajectory) and res.status == 1 and res.task == "shared-irrelevant"
@@ -215,6 +215,6 @@ def test_task_integration_returns_a_trajectory_and_inherits_nothing_it_lacks():
     (dict(task="nope"), "unknown task"),
 ])
 def test_task_system_bad_input(kwargs, match):
-    from numerics.reduced_system import ReducedSystem
+    from numerics.dynamics import ReducedSystem
     with pytest.raises(ValueError, match=match):
         ReducedSystem(**kwargs)

@@ -1,15 +1,24 @@
-"""The fixed-loss state of a task by integrating its reduced ODE (numerics.task_state)."""
+"""The fixed-loss state of a task by integrating its reduced ODE
+(numerics.dynamics.state_at_loss with method="reduced flow")."""
 import numpy as np
 import pytest
 
-from numerics.closed_form import state_at_loss, time_to_loss
-from numerics.task_state import task_state_at_loss
+from numerics.dynamics import state_at_loss as entry
+from numerics.dynamics.closed_form import state_at_loss, time_to_loss
+
+
+def task_state_at_loss(task, ratio, loss, **params):
+    """The reduced-flow state of ``task`` at one loss (floats in a dict)."""
+    st = entry(loss, ratio, task=task, method="reduced flow", **params)
+    coords = {k: float(v) for k, v in st.coordinates.items()}
+    return {**coords, "alpha": float(st.alpha), "t": float(st.time), "loss": float(st.loss),
+            "coordinates": coords}
 
 
 @pytest.mark.parametrize("ratio", [0.01, 1.0, 100.0])
 @pytest.mark.parametrize("loss", [2.0, 0.1, 1e-4])
 def test_paper_matches_closed_form(ratio, loss):
-    # independent: closed form = Newton on the first integral (numerics.closed_form)
+    # independent: closed form = Newton on the first integral (numerics.dynamics.closed_form)
     st = task_state_at_loss("paper", ratio, loss)
     cf = state_at_loss(loss, ratio)
     for key in ("mu_OV", "mu_QK", "alpha"):
@@ -48,7 +57,7 @@ def test_shared_irrelevant_is_the_paper_with_a_faster_qk_rate():
 
 
 def test_query_in_context_matches_full_matrix_flow():
-    from numerics.dynamics.training import gradient_flow
+    from numerics.dynamics import gradient_flow
     from numerics.model import TaskModel, instance_of_task
     st = task_state_at_loss("query-in-context", 3.0, 0.5, M=4)
     model = TaskModel(instance_of_task("query-in-context", M=4), "CACO", eta_QK=3.0, eta_OV=1.0)
@@ -68,7 +77,6 @@ import re  # noqa: E402
 import warnings  # noqa: E402
 
 from numerics.dynamics import REDUCED_FLOW_RANGE, StateAtLoss  # noqa: E402
-from numerics.dynamics import state_at_loss as entry  # noqa: E402
 
 TASKS = ("paper", "shared-irrelevant", "query-in-context")
 
@@ -76,7 +84,7 @@ TASKS = ("paper", "shared-irrelevant", "query-in-context")
 def test_entry_says_which_method_answered():
     paper = entry(0.1, 10.0)
     assert isinstance(paper, StateAtLoss) and paper.method == "closed form"
-    mu_OV, mu_QK, alpha, *_ = paper                       # the old State's unpacking
+    mu_OV, mu_QK, alpha, *_ = paper                       # unpacks by position
     assert float(alpha) == float(state_at_loss(0.1, 10.0).alpha)
     mapped = entry(0.1, 10.0, task="shared-irrelevant", n_c=5)
     assert mapped.method == "closed form" and float(mapped.mapped_ratio) == 12.0
@@ -93,7 +101,7 @@ def test_entry_says_which_method_answered():
 
 
 def test_entry_factorized_paper_is_its_orbit_and_other_tasks_refuse():
-    from numerics.reduced_system import ReducedSystem
+    from numerics.dynamics import ReducedSystem
     st = entry(0.1, 3.0, parameterization="FAFO")
     ref = ReducedSystem("FAFO", eta_QK=3.0).integrate(target_loss=0.1, rtol=1e-12)
     assert float(st.alpha) == pytest.approx(ref.target_state["alpha"], rel=1e-8)

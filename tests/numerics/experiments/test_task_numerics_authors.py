@@ -82,15 +82,15 @@ def test_cli_bad_input(argv, capsys):
 
 @pytest.mark.parametrize("P", ["CACO", "FACO", "CAFO", "FAFO"])
 def test_engine_authors_task_is_the_same_task(P):
-    """derivations.task's 'authors' (group-major token order) vs the id-ordered instance here:
+    """derivations.tasks's 'authors' (group-major token order) vs the id-ordered instance here:
     identical losses and gradients after permuting the vocabulary."""
-    from numerics.task_model import TaskModel, instance_of_task
+    from numerics.model import TaskModel, instance_of_task
     eng = instance_of_task("authors")
     ids = {"c_0": 0, "c_1": 9}
     ids.update({f"label_{k}": 1 + k for k in range(4)})
     ids.update({f"q_{k}": 5 + k for k in range(4)})
     ids.update({f"r{i}_{k}": 10 * (k + 1) + i for i in range(10) for k in range(4)})
-    from derivations.task import get_task
+    from derivations.tasks import get_task
     names = get_task("authors").instance().token_names
     perm = np.array([ids[nm] for nm in names])          # engine type t <-> authors id perm[t]
     assert sorted(perm) == list(range(50))

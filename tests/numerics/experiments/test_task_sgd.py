@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from derivations.engine.task import Task, TokenGroup
-from derivations.symbolic.symbols import m, n
+from derivations.engine import Task, TokenGroup
+from derivations.symbolic import m, n
 from derivations.tasks import get_task
 from numerics.experiments import directory, jobs, models, predict, sgd, sweep, task_model, task_sampling, theory
 from numerics.experiments.__main__ import main
@@ -276,7 +276,7 @@ def test_sgd_from_identity_lands_near_the_closed_form():
     """SGD on the paper's task (M = 4, b = 1, CACO from 1e-6 I, lr_ov 0.5, ratios 1 and 10): the relevant
     attention where each run measured its loss is within 0.03 of the paper's closed form at that loss
     (numerics.dynamics.state.state_at_loss; seen: 0.001 and 0.007)."""
-    from numerics.dynamics.state import state_at_loss
+    from numerics.dynamics import state_at_loss
 
     cfg = sgd.Fig2Config(parameterization="CACO", task="paper", task_params={"M": 4, "b": 1}, seq_len=57,
                          init="identity", lr_qk=0.5, lr_ov=0.5, epochs=100, steps_per_epoch=50, stop="none",

@@ -5,7 +5,7 @@ import mpmath
 import numpy as np
 import pytest
 
-from numerics import lambdified as lam
+from numerics.functions import lambdified as lam
 
 PARAMS = (5.0, 50.0, 50.0, 20.0, 0.7, 1.3, 0.9, 1.1, 0.8, 1.2, 0.0, 0.0)
 UNBAL = PARAMS[:10] + (2e-4, -3e-4)
@@ -123,7 +123,7 @@ def test_time_integrand():
 
 def test_numeric_helper_errors_and_names():
     import sympy as sp
-    from derivations.symbols import m, n, mu_QK
+    from derivations.symbolic import m, n, mu_QK
     with pytest.raises(ValueError, match="backend"):
         lam.numeric(m, (m,), backend="torch")
     with pytest.raises(ValueError, match="free symbols"):

@@ -1,4 +1,4 @@
-"""Tests for numerics.attention_model and numerics.training."""
+"""Tests for numerics.model.paper and numerics.dynamics.training."""
 
 import math
 
@@ -8,13 +8,12 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from scipy.integrate import solve_ivp
 
-from derivations.vocabulary import PAPER_SETTING as PAPER, PARAMETERIZATIONS
-from numerics.attention_model import AttentionModel
-from numerics.invariant_family import (distance_from_family, family_params, project,
-                                       structured_params)
-from numerics.reduced_system import ReducedSystem
-from numerics.trajectory import Trajectory
-from numerics.training import gradient_descent, gradient_flow
+from derivations.core import PAPER_SETTING as PAPER, PARAMETERIZATIONS
+from numerics.model import AttentionModel
+from numerics.model import distance_from_family, family_params, project, structured_params
+from numerics.dynamics import ReducedSystem
+from numerics.dynamics import Trajectory
+from numerics.dynamics import gradient_descent, gradient_flow
 
 
 def fd_gradient(model, vec, h=1e-3):
@@ -314,7 +313,7 @@ def test_descent_divergence_is_a_failure(lr):
 
 
 def test_structured_params_are_the_paper_initialization():
-    """The basis-matrix construction (derivations.model.basis_matrix) gives the
+    """The basis-matrix construction (derivations.tasks.paper.model.basis_matrix) gives the
     initialization written out entry by entry in the paper."""
     M, eps = 4, 0.3
     model = AttentionModel("FAFO", M=M)

@@ -1,4 +1,4 @@
-"""Full-matrix task model (numerics.model; numerics.task_model forwards): agreement with the paper's
+"""Full-matrix task model (numerics.model; numerics.model forwards): agreement with the paper's
 model, finite-difference gradients on generic instances, gradient flow with loss events, the
 invariant family of every task (structured initialization, projector)."""
 import math
@@ -6,16 +6,16 @@ import math
 import numpy as np
 import pytest
 
-from numerics.attention_model import AttentionModel
-from numerics.model.family import FamilyProjector, structured_params, task_basis
-from numerics.dynamics.training import gradient_flow
-from numerics.task_model import (PARAMETERIZATIONS, TaskInstance, TaskModel, instance_of_task,
-                                 paper_instance)
+from numerics.model import AttentionModel
+from numerics.model import FamilyProjector, structured_params, task_basis
+from numerics.dynamics import gradient_flow
+from derivations.core import PARAMETERIZATIONS
+from numerics.model import TaskInstance, TaskModel, instance_of_task, paper_instance
 
 
 @pytest.mark.parametrize("P", PARAMETERIZATIONS)
 def test_paper_instance_matches_attention_model(P):
-    # independent implementation: numerics.attention_model works on the M x M blocks only
+    # independent implementation: numerics.model.paper works on the M x M blocks only
     am = AttentionModel(P, M=4, m=3.0, n=40.0, b=20.0, eta_QK=2.5, eta_OV=0.7)
     tm = TaskModel(paper_instance(M=4, m=3.0, n=40.0, b=20.0), P, eta_QK=2.5, eta_OV=0.7)
     assert tm.keys == am.keys and tm.n_params == am.n_params
@@ -109,7 +109,7 @@ def test_model_rejects_bad_input():
 
 @pytest.mark.parametrize("P", ["CACO", "FAFO"])
 def test_engine_paper_instance_is_the_paper_model(P):
-    from numerics.task_model import instance_of_task
+    from numerics.model import instance_of_task
     am = AttentionModel(P, M=3, m=2.0, n=30.0, b=7.0)
     tm = TaskModel(instance_of_task("paper", M=3, m=2.0, n=30.0, b=7.0), P)
     v = am.flatten(am.random_params(scale=2.0, seed=11))
@@ -128,8 +128,8 @@ def test_docs_task_numerics_examples():
 
 
 def _task_model_and_raw(name, P, **values):
-    from derivations.task import get_task
-    from numerics.task_state import task_parameters
+    from derivations.tasks import get_task
+    from numerics.dynamics import task_parameters
     task = get_task(name)
     vals = task_parameters(name, **({} if task.classes else {"M": 3}), **values)
     Mv = int(vals["M"])
@@ -189,7 +189,7 @@ def test_family_projector_recovers_coordinates(P):
 def test_one_gradient_flow_for_the_general_and_the_paper_model():
     # the general model on the paper's instance and the paper's sparse model, both from zero,
     # integrated by the one integrator: same trajectory to integration accuracy
-    from numerics.dynamics.training import gradient_flow
+    from numerics.dynamics import gradient_flow
     am = AttentionModel("CACO", M=3, m=2.0, n=30.0, b=7.0, eta_QK=3.0)
     tm = TaskModel(paper_instance(M=3, m=2.0, n=30.0, b=7.0), "CACO", eta_QK=3.0)
     grid = np.linspace(0.0, 1000.0, 9)      # the target is reached at t = 925.2

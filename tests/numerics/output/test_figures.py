@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from numerics import figures  # noqa: E402
+from numerics import figures, output  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -37,14 +37,14 @@ def quick_figures(tmp_path_factory):
 
 def test_make_figures_writes_every_figure(quick_figures):
     out, paths = quick_figures
-    _check_files(paths, figures.FIGURES, ("png",))
+    _check_files(paths, output.FIGURES, ("png",))
     assert all(p.parent == out for p in paths)
 
 
 @pytest.mark.slow
 def test_make_figures_writes_png_and_pdf(tmp_path):
     paths = figures.make_figures(tmp_path, quick=True)
-    _check_files(paths, figures.FIGURES, ("png", "pdf"))
+    _check_files(paths, output.FIGURES, ("png", "pdf"))
     assert all(p.parent == tmp_path for p in paths)
 
 
@@ -55,7 +55,7 @@ def test_png_size_is_paper_width(quick_figures):
     for p in paths:
         if p.suffix == ".png":
             h, w = mpimg.imread(p).shape[:2]
-            assert abs(w / figures.DPI - figures.WIDTH) < 0.2, (p.name, w)
+            assert abs(w / output.DPI - output.WIDTH) < 0.2, (p.name, w)
             assert h < w
 
 
@@ -73,7 +73,7 @@ def test_cli_in_process(tmp_path, capsys):
 def test_each_plot_function_returns_figure():
     from matplotlib.figure import Figure
 
-    fig = figures.plot_stopping_curves(quick=True, ratios=(1.0, 10.0))
+    fig = output.plot_stopping_curves(quick=True, ratios=(1.0, 10.0))
     assert isinstance(fig, Figure)
     assert len(fig.axes) == 3
     import matplotlib.pyplot as plt
@@ -193,7 +193,6 @@ def test_one_save_figure(tmp_path):
     """numerics.figures and numerics.experiments.plots write through the one save_figure."""
     import matplotlib.pyplot as plt
 
-    from numerics import output
     from numerics.experiments import plots
     from numerics.output import files
     assert figures.save_figure is output.save_figure is files.save_figure

@@ -60,7 +60,7 @@ def test_quick_gd_orders_near_one(quick_checks):
 # the verifier can fail
 # --------------------------------------------------------------------------- #
 def _wrong_state_at_loss(rel):
-    from numerics.closed_form import state_at_loss
+    from numerics.dynamics.closed_form import state_at_loss
 
     def wrong(loss, ratio, **kw):
         st = state_at_loss(loss, ratio, **kw)
@@ -128,18 +128,18 @@ def test_closed_form_state_on_orbit_consistent(P):
     """The orbit-based closed form at a loss reproduces that loss, keeps the first
     integral of the initial point (an independent derived quantity), and agrees with
     the loss crossings of the integrated reduced flow."""
-    from numerics.reduced_system import ReducedSystem
+    from numerics.dynamics import ReducedSystem
     sys = ReducedSystem(P, eta_QK=2.0)
     L = np.array([2.5, 1.0, 0.1])
     st = sys.state_at_loss(L)
-    np.testing.assert_allclose(sys.loss(st["mu_OV"], st["mu_QK"]), L, rtol=1e-12)
-    H = sys.first_integral(st["mu_OV"], st["mu_QK"])
+    np.testing.assert_allclose(sys.loss(st.mu_OV, st.mu_QK), L, rtol=1e-12)
+    H = sys.first_integral(st.mu_OV, st.mu_QK)
     H0 = sys.first_integral(*sys.mu0)
-    assert np.max(np.abs(H - H0) / sys.first_integral_scale(st["mu_OV"], st["mu_QK"])) < 1e-12
+    assert np.max(np.abs(H - H0) / sys.first_integral_scale(st.mu_OV, st.mu_QK)) < 1e-12
     run = sys.integrate(loss_thresholds=tuple(L), target_loss=0.05, rtol=1e-12)
     for i, c in enumerate(run.crossings):
         for q in ("mu_OV", "mu_QK", "alpha"):
-            assert c[q] == pytest.approx(st[q][i], rel=1e-8)
+            assert c[q] == pytest.approx(getattr(st, q)[i], rel=1e-8)
 
 
 def test_run_checks_rejects_bad_arguments():
