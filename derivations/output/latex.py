@@ -174,6 +174,8 @@ def document(tasks=()) -> str:
     out = [*_PREAMBLE, prose(_INTRODUCTION), ""]
     for title, intro, blocks in paper_sections():
         out += _section_lines(title, intro, blocks)
+    from .latex_attention import attention_section
+    out += attention_section()   # where attention goes (query-copies' master flow)
     out += task_sections(tasks)    # a section per built-in task and per task given (task engine)
     out.append(r"\end{document}")
     return "\n".join(out) + "\n"

@@ -391,6 +391,8 @@ def plot_parameterizations(*, quick=False, params=None, eps=1e-2):
     return fig
 
 
+from .attention import plot_master_curve, plot_phase_diagram  # noqa: E402  (where attention goes)
+
 #: Figure name -> plotting function (keyword ``quick``; returns a Figure).
 FIGURES = {
     "time_course": plot_time_course,
@@ -398,4 +400,6 @@ FIGURES = {
     "line_coordinates": plot_line_coordinates,
     "simulation_vs_theory": plot_simulation_vs_theory,
     "parameterizations": plot_parameterizations,
+    "phase_diagram": plot_phase_diagram,
+    "master_curve": plot_master_curve,
 }
