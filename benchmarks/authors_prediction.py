@@ -1,7 +1,7 @@
 r"""Timing of the authors' Figure-2 prediction (expected-count gradient flow on 50x50 matrices).
 
 For every parameterization and ratio eta_QK/eta_OV, integrates the full-matrix gradient flow
-(:func:`numerics.authors_task.flow_to_loss`, DOP853, rtol 1e-8) from 1e-6 I to the target loss
+(:func:`numerics.experiments.theory.flow_to_losses`, DOP853, rtol 1e-8) from 1e-6 I to the target loss
 and prints the predicted relevant attention, the query-token attention, the flow time in SGD steps,
 the number of gradient evaluations and the wall time; then the convergence of the prediction
 (rtol 1e-8 vs 1e-10). Run::
@@ -17,8 +17,15 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from numerics.authors_task import flow_to_loss  # noqa: E402
 from derivations.core import PARAMETERIZATIONS  # noqa: E402
+from numerics.experiments.task_sampling import AUTHORS  # noqa: E402
+from numerics.experiments.theory import flow_to_losses  # noqa: E402
+
+
+def flow_to_loss(P, r, target, **tolerances):
+    """The record of one flow from 1e-6 I, with its gradient evaluations and seconds."""
+    out = flow_to_losses(AUTHORS, P, r, [target], init="identity", **tolerances)
+    return {**out["records"][0], "nfev": out["nfev"], "seconds": out["seconds"]}
 
 
 def main():
@@ -37,7 +44,7 @@ def main():
             ref = flow_to_loss(P, r, a.target_loss, rtol=1e-10, atol=1e-15)
             dev = abs(row["relevant_attention"] - ref["relevant_attention"])
             worst = max(worst, dev)
-            print(f"{P:6} {r:5g}  {row['relevant_attention']:.6f}  {row['query_attention']:.6f}"
+            print(f"{P:6} {r:5g}  {row['relevant_attention']:.6f}  {row['self_attention']:.6f}"
                   f"  {row['steps']:11.1f} {row['nfev']:6d}  {row['seconds']:6.3f}   {dev:.1e}")
     print(f"worst tolerance deviation {worst:.1e}; total {time.perf_counter() - t_all:.1f} s "
           "(both tolerances)")

@@ -35,7 +35,10 @@ import time
 
 import numpy as np
 
-from numerics.experiments import data, models, sgd
+from numerics.experiments import models, sgd
+from numerics.experiments.task_sampling import AUTHORS
+
+V = AUTHORS.T
 
 
 def plain_loop(parameterization, steps, seed=0, lr=0.01, batch=32, seq_len=64, sampler="multinomial"):
@@ -45,21 +48,21 @@ def plain_loop(parameterization, steps, seed=0, lr=0.01, batch=32, seq_len=64, s
     call (the obvious way); ``"tickets"``: the trainer's sampler (uniform tickets,
     a table look-up and a ``bincount``) written out for one batch."""
     rng = np.random.default_rng(seed)
-    p = models.init_params(parameterization, "uniform", rng)
-    probs = data.class_probabilities()
-    sq = np.sqrt(data.V)
-    table = data._TICKET_TOKENS
+    p = models.init_params(AUTHORS, parameterization, "uniform", rng)
+    probs = AUTHORS.probabilities
+    sq = np.sqrt(V)
+    table = AUTHORS.ticket_tokens
     rows = np.arange(batch)
     for _ in range(steps):
         cls = rng.integers(0, 4, size=batch)
-        q = data.QUERY_TOKENS[cls]
-        y = data.LABEL_TOKENS[cls]
+        q = AUTHORS.query[cls]
+        y = AUTHORS.label[cls]
         if sampler == "multinomial":
             counts = rng.multinomial(seq_len - 2, probs[cls]).astype(float)
         else:
-            tok = table[cls[:, None], rng.integers(0, data.TICKETS, size=(batch, seq_len - 2))]
-            counts = np.bincount((tok + data.V * rows[:, None]).ravel(),
-                                 minlength=batch * data.V).reshape(batch, data.V).astype(float)
+            tok = table[cls[:, None], rng.integers(0, AUTHORS.tickets, size=(batch, seq_len - 2))]
+            counts = np.bincount((tok + V * rows[:, None]).ravel(),
+                                 minlength=batch * V).reshape(batch, V).astype(float)
         counts[rows, q] += 1
         A = p["W_QK"] if "W_QK" in p else p["W_Q"].T @ p["W_K"]
         s = A[q] / sq
@@ -86,7 +89,7 @@ def plain_loop(parameterization, steps, seed=0, lr=0.01, batch=32, seq_len=64, s
             g["W_V"] = gh.T @ a
             gc = gh @ p["W_V"]
         gs = a * (gc - (a * gc).sum(1, keepdims=True)) / sq
-        dA = np.zeros((data.V, data.V))
+        dA = np.zeros((V, V))
         np.add.at(dA, q, gs)
         if "W_QK" in p:
             g["W_QK"] = dA
@@ -104,7 +107,6 @@ def matmul_floor(parameterization, seeds=5, batch=32, repeat=2000, clock=time.pe
     activations ``(S, V, B)``, weights ``(S, V, V)`` C-contiguous): 3 products for a collapsed
     output (``W a^T``, ``g^T a``, ``W^T g^T``), 6 for a factorized one; in ``dtype``."""
     rng = np.random.default_rng(0)
-    V = data.V
     a, aT = rng.random((seeds, batch, V)).astype(dtype), rng.random((seeds, V, batch)).astype(dtype)
     gT = rng.random((seeds, V, batch)).astype(dtype)
     W1, W2 = rng.random((seeds, V, V)).astype(dtype), rng.random((seeds, V, V)).astype(dtype)

@@ -221,14 +221,36 @@ def cache_key() -> str:
 
 
 def records(*, rebuild: bool = False) -> dict:
-    """All derived results as typed records ``{name: Result}``, from the cache
-    when it is fresh; otherwise derived and saved (a warning on stderr, once,
-    when no cache location is writable)."""
+    """All derived results as typed records, from the cache when it is fresh;
+    otherwise derived and saved (a warning on stderr, once, when no cache
+    location is writable).
+
+    Parameters
+    ----------
+    rebuild : bool
+        Derive again even when the cache is fresh.
+
+    Returns
+    -------
+    dict
+        ``{name: Result}``.
+    """
     return STORE.load(rebuild=rebuild)
 
 
 def results(*, rebuild: bool = False) -> dict:
-    """All derived results ``{name: expr}`` (the expressions of :func:`records`)."""
+    """All derived results as expressions (those of :func:`records`).
+
+    Parameters
+    ----------
+    rebuild : bool
+        Derive again even when the cache is fresh.
+
+    Returns
+    -------
+    dict
+        ``{name: sympy.Expr}``.
+    """
     return {name: rec.expr for name, rec in records(rebuild=rebuild).items()}
 
 

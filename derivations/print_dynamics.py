@@ -60,18 +60,23 @@ from .core.cli import UsageError, exit_on_interrupt, usage_error
 from .core.output import emit
 from .output.dynamics import SYMBOL_MEANINGS, build_parser, parse_params, render  # noqa: F401
 
-__all__ = ["numeric_state", "main"]
+__all__ = ["numeric_state", "main", "SHARES"]
+
+#: The attention shares printed at ``--loss`` (they sum to 1; ``alpha`` is the relevant one).
+SHARES = ("relevant_attention", "self_attention", "other_attention")
 
 def _state_dict(st, ratio) -> dict:
     """The printed state of a :class:`numerics.dynamics.StateAtLoss`: the paper's
     coordinates (closed form) or the task's own (reduced flow), and the method."""
+    shares = {k: float(getattr(st, k)) for k in SHARES if getattr(st, k) is not None}
     if st.method == "closed form":
         state = {k: float(getattr(st, k)) for k in ("mu_OV", "mu_QK", "alpha", "loss")}
+        state.update(shares)
         mapped = ratio if st.mapped_ratio is None else float(st.mapped_ratio)
         state["method"] = f"closed form: the paper's state equation at the mapped ratio {mapped:.15g}"
         return state
     state = {k: float(v) for k, v in (st.coordinates or {}).items()}
-    state.update(alpha=float(st.alpha), loss=float(st.loss))
+    state.update(alpha=float(st.alpha), **shares, loss=float(st.loss))
     if st.time is not None:
         state["t"] = float(st.time)
     state["method"] = "numerical integration of the reduced ODE (numerics.dynamics.state_at_loss)"
@@ -85,18 +90,44 @@ def numeric_state(task, loss: float, ratio: float, params: dict) -> dict:
     here, lazily: the only import of numerics in :mod:`derivations`): in closed
     form for the paper and for a task that maps onto it (method ``"closed form:
     the paper's state equation at the mapped ratio R'"``), else by integrating
-    the task's reduced ODE (``"numerical integration ..."``). Raises
-    UsageError naming the user's value and the supported range otherwise."""
+    the task's reduced ODE (``"numerical integration ..."``).
+
+    Parameters
+    ----------
+    task : derivations.engine.Task
+        A built-in task.
+    loss : float
+        The loss level.
+    ratio : float
+        eta_QK / eta_OV.
+    params : dict
+        The task's parameter values given on the command line.
+
+    Returns
+    -------
+    dict
+        The printed state: coordinates, ``alpha``, ``loss`` (and ``t``), ``method``.
+
+    Raises
+    ------
+    UsageError
+        A value outside the range the answering method is tested on (the
+        message names the user's value and the range).
+    ValueError
+        The state could not be computed (the message says why).
+    """
     import warnings
 
     from numerics.dynamics import state_at_loss
+
+    from .tasks import is_builtin
     full = {**dict(task.defaults), **params}
     if task.classes.is_Integer:
         full.pop("M", None)       # fixed by the task (the authors' task: M = 4)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         try:
-            st = state_at_loss(loss, ratio, task=task.name, **full)
+            st = state_at_loss(loss, ratio, task=task.name if is_builtin(task) else task, **full)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         except (RuntimeError, RuntimeWarning, ArithmeticError) as exc:
@@ -107,7 +138,19 @@ def numeric_state(task, loss: float, ratio: float, params: dict) -> dict:
 
 @exit_on_interrupt("print_dynamics")
 def main(argv=None) -> int:
-    """Run the CLI; returns the exit status (2: bad input, 1: output could not be written, 130: Ctrl-C)."""
+    """Run ``python -m derivations.print_dynamics``.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        Exit status: 0 ok, 2 bad input, 1 the output could not be written,
+        130 Ctrl-C.
+    """
     try:
         args = build_parser().parse_args(argv)
         text = render(args, numeric_state)

@@ -33,6 +33,7 @@ catalog (:mod:`derivations.catalog`):
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 
 from .core.cli import OneLineParser
 from .core.expression_cache import FORMAT, ExpressionStore  # noqa: F401 - FORMAT re-exported
@@ -113,14 +114,49 @@ def cache_key() -> str:
     return STORE.key()
 
 
-def task_reduction(task: str, parameterization: str = "CACO"):
-    """The :class:`~derivations.engine.reduce.TaskReduction` of a built-in task,
-    from the cache when fresh (derived and cached otherwise)."""
+def _builtin_like(task):
+    """The built-in task whose reduction ``task``'s is (the same groups, roles, scales and
+    parameters; the name, description and defaults do not enter a reduction), or None."""
+    from .tasks.registry import TASKS
+
+    def structure(t):
+        return (t.groups, t.query, t.query_in_context, t.relevant, t.outputs, t.label, t.classes,
+                t.embedding_scale, t.score_scale, t.parameters)
+    return next((builtin for builtin in TASKS.values() if structure(builtin) == structure(task)), None)
+
+
+def task_reduction(task, parameterization: str = "CACO"):
+    """The reduction of a task: a built-in task's from the cache when fresh (derived and
+    cached otherwise); another task's derived once per process
+    (:func:`derivations.engine.reduce_task`), or the cached one of the built-in task it
+    equals up to its name, description and defaults.
+
+    Parameters
+    ----------
+    task : str, path or derivations.engine.Task
+        A built-in task's name, a task file's path, or a Task.
+    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}
+
+    Returns
+    -------
+    derivations.engine.TaskReduction
+
+    Raises
+    ------
+    ValueError
+        An unknown task or parameterization, or a task the engine does not reduce.
+    """
     from .core.vocabulary import check_parameterization
-    from .tasks.registry import get_task
-    get_task(task).check_symbolic()
+    from .tasks.registry import get_task, is_builtin
+    task = get_task(task).check_symbolic()
     check_parameterization(parameterization)
-    name = f"{task}/{parameterization}"
+    if not is_builtin(task):
+        same = _builtin_like(task)
+        if same is None:
+            from .engine.reduce import reduce_task
+            return reduce_task(task, parameterization)
+        return replace(task_reduction(same, parameterization), task=task.name)
+    name = f"{task.name}/{parameterization}"
     if name not in _MEMO:
         try:
             _MEMO[name] = _load(STORE.load()[name])

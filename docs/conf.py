@@ -7,7 +7,7 @@ Build (warnings are errors, no network needed)::
 See docs/README.md for the fix loop and for what is generated at build time.
 """
 import importlib.metadata
-import os
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -28,8 +28,7 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.intersphinx",
-    "sphinx.ext.imgmath",
-    "qkov_math",
+    "sphinx.ext.mathjax",
     "sphinx.ext.viewcode",
     "numpydoc",
     "myst_parser",
@@ -58,7 +57,6 @@ qkov_cli_parsers = {
     "verify": ("numerics.verify", "build_parser"),
     "figures": ("numerics.figures", "build_parser"),
     "experiments": ("numerics.experiments.__main__", "build_parser"),
-    "authors_task": ("numerics.authors_task", "build_parser"),
     "latex": ("derivations.latex", "build_parser"),
     "catalog": ("derivations.catalog", "build_parser"),
     "task_catalog": ("derivations.task_catalog", "build_parser"),
@@ -113,23 +111,23 @@ intersphinx_mapping = {
 intersphinx_timeout = 1
 intersphinx_disabled_reftypes = ["std:doc"]
 
-# -- math: rendered to images at build time by LaTeX + dvipng (no MathJax, no network) -----------
-imgmath_image_format = "png"
-# Debian's texlive-latex-base has neither preview.sty nor anyfontsize.sty (both in larger
-# TeX Live packages): docs/_texinputs holds an empty stand-in for anyfontsize (12pt needs no
-# arbitrary sizes), and without preview.sty no baseline depth is computed for inline math.
-os.environ["TEXINPUTS"] = os.pathsep.join([str(DOCS / "_texinputs"), os.environ.get("TEXINPUTS", "")])
-imgmath_font_size = 12
-imgmath_dvipng_args = ["-gamma", "1.5", "-D", "120", "-bg", "Transparent"]
-imgmath_use_preview = False
-imgmath_latex_preamble = ""
+# -- math: MathJax 3, served from the site's own _static/mathjax (no network) ---------------------
+# The MathJax files come from the PyPI package sphinx-mathjax-offline (MathJax 3.2.2, Apache-2.0),
+# used as a data package: its static directory is one of html_static_path's folders, so the build
+# copies it to _static/mathjax. Its Sphinx extension is not used (it declares no parallel safety).
+# MathJax writes the formulas as text in the page's colour, so they follow the light and dark theme.
+_MATHJAX_SPEC = importlib.util.find_spec("sphinx-mathjax-offline")
+if _MATHJAX_SPEC is None:
+    raise RuntimeError("the site's math needs the package sphinx-mathjax-offline: pip install '.[docs]'")
+_MATHJAX_STATIC = Path(next(iter(_MATHJAX_SPEC.submodule_search_locations))) / "static"
+mathjax_path = "mathjax/tex-chtml.js"
 math_numfig = True
 math_eqref_format = "({number})"
 
 # -- HTML ----------------------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"
 html_title = "qkov"
-html_static_path = ["_static"]
+html_static_path = ["_static", str(_MATHJAX_STATIC)]
 html_css_files = ["qkov.css"]
 html_show_sourcelink = False
 html_copy_source = False
@@ -149,7 +147,7 @@ html_theme_options = {
     "pygments_light_style": "default",
     "pygments_dark_style": "monokai",
 }
-html_sidebars = {page: [] for page in ("index", "theory", "usage", "cli", "experiments", "tasks", "task_numerics")}
+html_sidebars = {page: [] for page in ("index", "theory", "usage", "cli", "experiments", "tasks", "task_numerics", "attention")}
 # the ~700 generated API pages carry no section navigation: drawing the navigation tree on each was
 # about 40 % of a build; they are reached from their package's page and the API index (breadcrumbs)
 html_sidebars["api/generated/*"] = []

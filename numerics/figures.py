@@ -45,6 +45,18 @@ def check_output_dir(output_dir, names=None, formats=FORMATS) -> Path:
     a check of the path, then a real write of a temporary file; nothing is
     left behind when it fails).
 
+    Parameters
+    ----------
+    output_dir : str or path-like
+    names : iterable of str, optional
+        Figures of :data:`~numerics.output.theory.FIGURES` (default: all).
+    formats : iterable of str
+        Of :data:`~numerics.output.files.FORMATS`.
+
+    Returns
+    -------
+    pathlib.Path
+
     Raises
     ------
     ValueError
@@ -120,8 +132,19 @@ def build_parser():
 
 @exit_on_interrupt(PROG)
 def main(argv=None):
-    """Command-line entry point; returns the exit status (0 ok, 1 a write
-    failed, 2 bad arguments: one line on stderr, nothing written; 130 Ctrl-C, one line)."""
+    """Run ``python -m numerics.figures``.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        Exit status: 0 ok, 1 a write failed, 2 bad arguments (one line on
+        stderr, nothing written), 130 Ctrl-C (one line).
+    """
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

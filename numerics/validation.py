@@ -35,8 +35,26 @@ __all__ = ["check_positive", "check_int", "check_model_parameters", "check_param
 
 
 def check_int(name, value, minimum, maximum=None) -> int:
-    """``int(value)`` if ``value`` is an integer in ``[minimum, maximum]``
-    (bools rejected), else ValueError naming the range."""
+    """An integer argument, checked.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, for the message.
+    value : int
+        An integer (not a bool).
+    minimum : int
+    maximum : int, optional
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValueError
+        Not an integer in ``[minimum, maximum]``; the message names the range.
+    """
     rng = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ValueError(f"{name} must be an integer {rng}; got {value!r}")
@@ -47,7 +65,26 @@ def check_int(name, value, minimum, maximum=None) -> int:
 
 
 def check_loss_level(name, value, M) -> float:
-    r"""A loss level the dynamics reach: finite, in :math:`(0, \log M)`."""
+    r"""A loss level the dynamics reach, checked.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, for the message.
+    value : float
+        Finite, in :math:`(0, \log M)`.
+    M : int
+        Number of classes.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        Outside :math:`(0, \log M)` or not a number.
+    """
     log_M = math.log(M)
     ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
     v = float(value) if ok else math.nan
@@ -58,14 +95,50 @@ def check_loss_level(name, value, M) -> float:
 
 
 def check_loss_levels(name, values, M) -> tuple:
-    """A sequence of :func:`check_loss_level` values, as a tuple (order kept)."""
+    """A sequence of loss levels, each checked by :func:`check_loss_level`.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, for the message.
+    values : sequence of float
+    M : int
+        Number of classes.
+
+    Returns
+    -------
+    tuple of float
+        In the given order.
+
+    Raises
+    ------
+    ValueError
+        Not a sequence, or a level outside (0, log M).
+    """
     if isinstance(values, (str, bytes)) or not np.iterable(values):
         raise ValueError(f"{name} must be a sequence of losses in (0, log M); got {values!r}")
     return tuple(check_loss_level(name, v, M) for v in values)
 
 
 def check_times(name, times) -> np.ndarray:
-    """Output times: a non-empty 1-d sequence of finite, strictly increasing numbers."""
+    """Output times, checked.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, for the message.
+    times : array_like
+        A non-empty 1-d sequence of finite, strictly increasing numbers.
+
+    Returns
+    -------
+    ndarray
+
+    Raises
+    ------
+    ValueError
+        Otherwise.
+    """
     try:
         t = np.asarray(times, dtype=float)
     except (TypeError, ValueError):
@@ -78,7 +151,24 @@ def check_times(name, times) -> np.ndarray:
 
 
 def check_t_span(t_span, *, allow_infinite_end=False) -> tuple:
-    """``(t0, t1)`` with ``t0`` finite and ``t1 > t0`` (finite unless allowed)."""
+    """An integration interval, checked.
+
+    Parameters
+    ----------
+    t_span : (float, float)
+        ``(t0, t1)`` with ``t0`` finite and ``t1 > t0``.
+    allow_infinite_end : bool
+        Accept ``t1 = inf``.
+
+    Returns
+    -------
+    (float, float)
+
+    Raises
+    ------
+    ValueError
+        Otherwise.
+    """
     try:
         t0, t1 = (float(v) for v in t_span)
     except (TypeError, ValueError):
@@ -91,7 +181,26 @@ def check_t_span(t_span, *, allow_infinite_end=False) -> tuple:
 
 
 def check_point(name, value, names=("mu_OV", "mu_QK")) -> tuple:
-    """``len(names)`` finite numbers (default two: ``(mu_OV, mu_QK)``)."""
+    """A point of the reduced coordinates, checked.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, for the message.
+    value : sequence of float
+        One finite number per coordinate.
+    names : tuple of str
+        The coordinates (default ``(mu_OV, mu_QK)``).
+
+    Returns
+    -------
+    tuple of float
+
+    Raises
+    ------
+    ValueError
+        Not ``len(names)`` finite numbers.
+    """
     count = "two" if len(names) == 2 else len(names)
     message = f"{name} must be {count} finite numbers ({', '.join(names)}); got {value!r}"
     try:

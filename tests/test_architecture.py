@@ -141,14 +141,9 @@ def _is_forwarder(path: Path) -> bool:
     return True
 
 
-#: The one forwarder left, which the one theory command (issue 24 item 2) deletes; the assertion
-#: is exact, so that this line goes with it.
-KNOWN_FORWARDERS = ["numerics/authors_task.py"]
-
-
 def test_no_forwarding_modules():
     """Each public name has one home: no module only re-exports another's names."""
-    assert [p.relative_to(ROOT).as_posix() for p in SOURCES if _is_forwarder(p)] == KNOWN_FORWARDERS
+    assert [p.relative_to(ROOT).as_posix() for p in SOURCES if _is_forwarder(p)] == []
 
 
 MODULES = {_module_name(p): p for p in SOURCES}
@@ -235,16 +230,10 @@ def _cycles(graph: dict) -> list:
     return sorted(groups)
 
 
-#: The one cycle left, inside numerics/experiments, which the restructure of that package (issue 24
-#: item 1) removes; the assertion is exact, so that this line goes with it.
-KNOWN_CYCLES = [["numerics.experiments.fixed_attention", "numerics.experiments.sgd",
-                 "numerics.experiments.task_model"]]
-
-
 def test_no_import_cycles():
     """No two modules import each other, directly or through others, counting the imports
     inside functions (``python -c "import tests.test_architecture as t; print(t._cycles(t._import_graph()))"``)."""
-    assert _cycles(_import_graph()) == KNOWN_CYCLES
+    assert _cycles(_import_graph()) == []
 
 
 def _code_lines(node) -> int:

@@ -1,9 +1,9 @@
 r"""The authors' Figure-2 task, defined once, as plain data.
 
-The engine's ``authors`` task (:func:`derivations.tasks.get_task`), the theory
-prediction (:mod:`numerics.authors_task`) and the experiments' sampler
-(:mod:`numerics.experiments.data`) all read the task from here, so they cannot
-drift apart. Plain Python (no SymPy, no NumPy), as the rest of
+The engine's ``authors`` task (:func:`derivations.tasks.get_task`) and the
+experiments' sampled task (:data:`numerics.experiments.task_sampling.AUTHORS`,
+which the SGD runs and the theory share) read the task from here, so they
+cannot drift apart. Plain Python (no SymPy, no NumPy), as the rest of
 :mod:`derivations.core`.
 
 The task (the authors' public notebooks): :data:`VOCAB` = 50 one-hot tokens,

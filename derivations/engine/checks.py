@@ -24,9 +24,9 @@ ValueError: b must be a finite number > 0; got '-1'
 from __future__ import annotations
 
 import math
-from tokenize import TokenError
-
 import sympy as sp
+
+from .expressions import check_bounds, parse_expression
 
 __all__ = ["MAX_INTEGER", "INTEGER_PARAMETERS", "validate_parameter", "check_expression"]
 
@@ -57,20 +57,22 @@ def _exact_integer(value):
     return int(v) if abs(v) <= MAX_INTEGER else math.inf
 
 
-def validate_parameter(name: str, value):
+def validate_parameter(name: str, value, integer=None):
     """Validate a parameter value; returns it as a SymPy number.
 
     ``m``, ``n``, ``b`` (and any other real parameter): finite and > 0.
-    ``M`` (>= 2) and ``n_c`` (>= 1): exact integers at most ``2**53``
-    (integer-valued floats and texts accepted).
+    ``M`` (>= 2) and ``n_c`` (>= 1), or any ``name`` with ``integer=True``
+    (>= 1): exact integers at most ``2**53`` (integer-valued floats and texts accepted).
 
     Raises
     ------
     ValueError
         Naming the parameter, its valid range and the value given.
     """
-    if name in INTEGER_PARAMETERS:
-        lo = INTEGER_PARAMETERS[name]
+    if integer is None:
+        integer = name in INTEGER_PARAMETERS
+    if integer:
+        lo = INTEGER_PARAMETERS.get(name, 1)
         v = _exact_integer(value)
         if v is None or not lo <= v <= MAX_INTEGER:
             raise ValueError(f"{name} must be an integer >= {lo} and <= 2**53 = {MAX_INTEGER}; got {value!r}")
@@ -94,7 +96,8 @@ _RULES = {"nonnegative": ("a finite expression >= 0", lambda e: e.is_nonnegative
 
 
 def check_expression(what: str, value, rule: str, known=None, names=None):
-    """``sympify(value)`` checked against ``rule`` ("nonnegative", "positive" or
+    """``value`` (text read by :func:`~derivations.engine.expressions.parse_expression`,
+    never by Python; or a number or SymPy expression, within the same bounds) checked against ``rule`` ("nonnegative", "positive" or
     "positive integer") for every value of the parameters, finite, real, and
     (with ``known``, a set of symbols) free only of known symbols. Text is parsed
     with ``names`` (``{name: symbol}``), so that ``"m"`` is the model's positive ``m``.
@@ -105,13 +108,16 @@ def check_expression(what: str, value, rule: str, known=None, names=None):
         ``"<what> must be <rule>; got <value>"`` and what is wrong.
     """
     described, holds = _RULES[rule]
+    shown = value if not isinstance(value, str) or len(value) <= 60 else value[:40] + "..."
     try:
         if isinstance(value, str):
-            expr = sp.sympify(value, locals=dict(names or {}))
+            expr = parse_expression(value, dict(names or {}), known_only=False)
         else:
-            expr = sp.sympify(value, strict=True)
-    except (sp.SympifyError, SyntaxError, TypeError, ValueError, AttributeError, TokenError):
-        raise ValueError(f"{what} must be {described}; got {value!r}, which is not an expression") from None
+            expr = check_bounds(sp.sympify(value, strict=True))
+    except (sp.SympifyError, TypeError, AttributeError):
+        raise ValueError(f"{what} must be {described}; got {shown!r}, which is not an expression") from None
+    except ValueError as exc:
+        raise ValueError(f"{what} must be {described}; got {shown!r}, which is not an expression ({exc})") from None
     if not isinstance(expr, sp.Expr):
         raise ValueError(f"{what} must be {described}; got {value!r}")
     if known is not None:

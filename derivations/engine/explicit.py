@@ -54,10 +54,16 @@ def nonzero_entries(residuals, *, exact: bool = True, rng=None) -> list:
     return out
 
 
+def _label(g, k, i):
+    """The symmetry label of token (class k, type i) of group g (:mod:`~derivations.engine.symmetry`)."""
+    if k is None:
+        return "s", g.name, i
+    return _cls(k) if i is None else ("c", k, i)
+
+
 def _explicit_indices(task, M_value, shared_types):
     """Row/column indices of each matrix of an explicit instance, in TaskInstance order."""
-    toks = [("tok:" + g.name, _cls(k) if k is not None else ("s", g.name, s))
-            for g, k, s in task.layout(M_value, shared_types) if g.embedded]
+    toks = [("tok:" + g.name, _label(g, k, s)) for g, k, s in task.layout(M_value, shared_types) if g.embedded]
     outs = [("out", _cls(k)) for k in range(M_value)]
     hids = [("hid", _cls(k)) for k in range(M_value)]
     return {"W_QK": (toks, toks), "W_Q": (toks, hids), "W_K": (toks, hids),
@@ -82,9 +88,9 @@ def basis_matrices(reduction: TaskReduction, M_value: int, shared_types: dict | 
 def _shared_values(task, shared_types):
     shared_types = dict(shared_types or {})
     for g in task.groups:
-        if not g.per_class and g.name not in shared_types:
+        if (not g.per_class or g.types != 1) and g.name not in shared_types:
             if g.types.free_symbols:
-                raise ValueError(f"give the number of types of shared group {g.name!r} ({g.types})")
+                raise ValueError(f"give the number of types of group {g.name!r} ({g.types})")
             shared_types[g.name] = int(g.types)
     return shared_types
 
@@ -96,8 +102,7 @@ def explicit_loss(task, M_value, params, shared_types):
     toks = idx["W_QK"][0]
     W_QK = params["W_QK"] if "W_QK" in params else params["W_Q"] * params["W_K"].T
     W_OV = params["W_OV"] if "W_OV" in params else params["W_O"] * params["W_V"]
-    nc_subs = {g.types: shared_types[g.name] for g in task.groups
-               if not g.per_class and isinstance(g.types, sp.Symbol)}
+    nc_subs = {g.types: shared_types[g.name] for g in task.groups if isinstance(g.types, sp.Symbol)}
     scale = 1 / sp.sqrt(task.embedding_scale)
     total = 0
     for k in range(M_value):
@@ -109,7 +114,7 @@ def explicit_loss(task, M_value, params, shared_types):
             if count == 0:
                 continue
             if g.embedded:
-                j = toks.index(("tok:" + g.name, _cls(kk) if kk is not None else ("s", g.name, s)))
+                j = toks.index(("tok:" + g.name, _label(g, kk, s)))
                 entries.append((task.score_scale * scale**2 * W_QK[q, j], count, j))
             else:
                 entries.append((sp.S.Zero, count, None))
@@ -153,7 +158,7 @@ def invariance_residual(task, parameterization: str = "CACO", M_value: int = 2, 
     loss = explicit_loss(task, M_value, params, shared_types)
     values = {M: M_value}
     for g in task.groups:
-        if not g.per_class and g.types.free_symbols:
+        if g.types.free_symbols:
             values.update({s: shared_types[g.name] for s in g.types.free_symbols})
     flows = {c.symbol: red.family_odes[c.symbol].subs(values) for c in red.coordinates}
     entries = []

@@ -24,7 +24,7 @@ from ..symbolic.symbols import SYMBOLS, M, mu_OV, mu_QK
 from .symmetry import canonical, class_sum, orbit_size, pattern_name
 from .task import Task
 
-__all__ = ["Coordinate", "TaskFamily", "RATE_OF", "eps", "class_label", "group_symbol", "GapForm", "loss_in_gaps"]
+__all__ = ["Coordinate", "TaskFamily", "RATE_OF", "eps", "class_label", "token_index", "group_symbol", "GapForm", "loss_in_gaps"]
 
 #: The learning rate of each trained matrix, read off the circuit table
 #: (:data:`derivations.core.vocabulary.CIRCUITS`).
@@ -53,6 +53,14 @@ def class_label(i):
     return ("c", i)
 
 
+def token_index(group, k: int = 0):
+    """The index of a token of ``group`` for class ``k`` (type 0 of a group of several types;
+    type 0 of a shared group): ``("tok:<group>", label)``."""
+    if not group.per_class:
+        return "tok:" + group.name, ("s", group.name, 0)
+    return "tok:" + group.name, (class_label(k) if group.types == 1 else ("c", k, 0))
+
+
 def group_symbol(kind, group, task):
     """Observable symbols: mu_QK / mu_OV for the (single) relevant group, else mu_QK_<g> / mu_OV_<g>."""
     if len(task.relevant) == 1 and group == task.relevant[0]:
@@ -71,7 +79,7 @@ class TaskFamily:
         self.qk_fact = qk_factorized(parameterization)
         self.ov_fact = ov_factorized(parameterization)
         self.coords = {}
-        self.shared_types = {g.name: g.types for g in task.groups if not g.per_class}
+        self.shared_types = {g.name: g.types for g in task.groups if not g.per_class or g.types != 1}
 
     def coord(self, mat, i, j):
         """The coordinate symbol of entry ``(i, j)`` of trained matrix ``mat``."""
@@ -108,13 +116,13 @@ class TaskFamily:
         if self.qk_fact:
             init[self.coord("W_Q", q0, h0)] = eps
             for r in self.task.relevant:
-                init[self.coord("W_K", ("tok:" + r, class_label(0)), h0)] = eps
+                init[self.coord("W_K", token_index(self.task.group(r)), h0)] = eps
         if self.ov_fact:
             init[self.coord("W_O", o0, h0)] = eps * (1 - 1 / M)
             init[self.coord("W_O", o1, h0)] = -eps / M
             for r in self.task.relevant:
-                init[self.coord("W_V", h0, ("tok:" + r, class_label(0)))] = eps * (1 - 1 / M)
-                init[self.coord("W_V", h1, ("tok:" + r, class_label(0)))] = -eps / M
+                init[self.coord("W_V", h0, token_index(self.task.group(r)))] = eps * (1 - 1 / M)
+                init[self.coord("W_V", h1, token_index(self.task.group(r)))] = -eps / M
         return init
 
 
@@ -150,12 +158,11 @@ def _attended_groups(task):
     """``[(group, index, count)]`` of the groups class 0 attends to (nonzero count), and the
     reference group: a zero-embedded group first, else a shared one, else an irrelevant per-class one."""
     reps = []
-    for g in task.groups:
-        count = task.own_count(g) if g.per_class else g.types * g.multiplicity
+    for g in task.groups:      # count: the copies of all the group's types in a class's context
+        count = g.types * (task.own_count(g) if g.per_class else g.multiplicity)
         if sp.simplify(count) == 0:
             continue
-        label = class_label(0) if g.per_class else ("s", g.name, 0)
-        reps.append((g, ("tok:" + g.name, label), count))
+        reps.append((g, token_index(g), count))
     order = ([r for r in reps if not r[0].embedded] + [r for r in reps if r[0].embedded and not r[0].per_class]
              + [r for r in reps if r[0].embedded and r[0].per_class and r[0].name not in task.relevant]
              + [r for r in reps if r[0].embedded and r[0].name in task.relevant])

@@ -144,17 +144,19 @@ class TaskReduction:
 
 
 def _circuits_like_paper(parameterization, coords, paper_fam):
-    """Per factorized circuit: does the task's factor family equal the paper's (same orbit patterns)?"""
+    """Per factorized circuit: does the task's factor family equal the paper's (same orbit patterns
+    and sizes: R relevant types per class make ``W_K[r_k,h_k]`` an orbit of M R entries, not M)?"""
     out = {}
     for circuit in CIRCUITS.values():
         if not circuit.factorized(parameterization):
             continue
         mats = circuit.factors
-        mine = {(c.matrix, pattern_name(c.pattern)) for c in coords if c.matrix in mats}
+        mine = {(c.matrix, pattern_name(c.pattern), c.orbit) for c in coords if c.matrix in mats}
         if paper_fam is None:
             out[circuit.name] = True
         else:
-            theirs = {(c.matrix, pattern_name(c.pattern)) for c in paper_fam.coordinates if c.matrix in mats}
+            theirs = {(c.matrix, pattern_name(c.pattern), c.orbit) for c in paper_fam.coordinates
+                      if c.matrix in mats}
             out[circuit.name] = mine == theirs
     return out
 
@@ -316,9 +318,14 @@ def factorized_flow(task: Task, parameterization: str, coords):
         extra = sorted(str(c.symbol) for c in coords if c.matrix in CIRCUITS[circuit].factors
                        and (paper_fam is None or c.pattern not in {p.pattern for p in paper_fam.coordinates
                                                                    if p.matrix == c.matrix}))
-        why.append(f"the factorized {circuit} circuit reaches coordinates the paper's does not "
-                   f"({', '.join(extra)}), so its observables share factors and no single effective rate "
-                   f"exists")
+        if extra:
+            why.append(f"the factorized {circuit} circuit reaches coordinates the paper's does not "
+                       f"({', '.join(extra)}), so its observables share factors and no single effective rate "
+                       f"exists")
+        else:
+            why.append(f"the factorized {circuit} circuit's coordinates are orbits of other sizes than the "
+                       "paper's (several token types per class), so the paper's effective rate is not derived "
+                       "for it")
     if base.odes is None:
         why.append("the collapsed system itself does not close in the observables")
     note = ("reduced system = the family flow in its " + str(len(coords)) + " coordinates; " + "; ".join(why))

@@ -54,11 +54,16 @@ SHARED_NAMES = "stuvw"
 def canonical(indices: tuple) -> tuple:
     """The orbit representative of a tuple of indices: class labels and each
     shared group's labels renumbered 0, 1, ... in order of first appearance."""
-    classes, shared = {}, {}
+    classes, shared, types = {}, {}, {}
     out = []
     for role, label in indices:
         if label[0] == "c":
-            new = ("c", classes.setdefault(label[1], len(classes)))
+            k = classes.setdefault(label[1], len(classes))
+            if len(label) == 3:    # type label[2] of a per-class group of several types
+                table = types.setdefault((role, k), {})
+                new = ("c", k, table.setdefault(label[2], len(table)))
+            else:
+                new = ("c", k)
         else:
             g = label[1]
             table = shared.setdefault(g, {})
@@ -76,14 +81,17 @@ def _falling(x, k):
 
 def orbit_size(pattern: tuple, M, shared_types: dict):
     """Number of index tuples in the orbit of ``pattern`` (canonical), for M
-    classes and ``shared_types[g]`` types of shared group g (symbols allowed)."""
+    classes and ``shared_types[g]`` types of group g (shared, or per class of a
+    per-class group of several types; symbols allowed)."""
     classes = {lab[1] for _, lab in pattern if lab[0] == "c"}
     out = _falling(M, len(classes))
     groups = {}
-    for _, lab in pattern:
+    for role, lab in pattern:
         if lab[0] == "s":
-            groups.setdefault(lab[1], set()).add(lab[2])
-    for g, labels in groups.items():
+            groups.setdefault((lab[1], None), set()).add(lab[2])
+        elif len(lab) == 3:
+            groups.setdefault((role.partition(":")[2], lab[1]), set()).add(lab[2])
+    for (g, _), labels in groups.items():
         out *= _falling(sp.sympify(shared_types[g]), len(labels))
     return sp.factor(out)
 
@@ -93,6 +101,8 @@ def index_name(index) -> str:
     role, label = index
     head = {"out": "o", "hid": "h"}.get(role, role.partition(":")[2])
     letter = CLASS_NAMES[label[1]] if label[0] == "c" else SHARED_NAMES[label[2]]
+    if label[0] == "c" and len(label) == 3:
+        letter += "'" * label[2]    # r_k: type 0 of class k's types; r_k': another of them
     return f"{head}_{letter}"
 
 
@@ -129,21 +139,30 @@ def orbits_by_generators(rows: list, cols: list, M_value: int, shared_types: dic
         swap[0], swap[1] = 1, 0
         return {i: (i + 1) % n for i in range(n)}, swap
 
+    per_class = {role.partition(":")[2] for role, label in (*rows, *cols) if label[0] == "c" and len(label) == 3}
+
     def perms():
         for p in generators(M_value):
             yield (p, None)
         for g, n_types in shared_types.items():
-            if n_types >= 2:
-                for p in generators(n_types):
+            if n_types < 2:
+                continue
+            for p in generators(n_types):
+                if g in per_class:     # the types of one class permuted, the other classes' fixed
+                    yield from ((None, (g, p, k)) for k in range(M_value))
+                else:
                     yield (None, (g, p))
 
     def act(index, perm):
         role, label = index
         pc, ps = perm
-        if label[0] == "c" and pc is not None:
-            return role, ("c", pc[label[1]])
-        if label[0] == "s" and ps is not None and ps[0] == label[1]:
-            return role, ("s", label[1], ps[1][label[2]])
+        if pc is not None:
+            return (role, ("c", pc[label[1]], *label[2:])) if label[0] == "c" else index
+        g = ps[0]
+        if len(ps) == 2 and label[0] == "s" and label[1] == g:
+            return role, ("s", g, ps[1][label[2]])
+        if len(ps) == 3 and len(label) == 3 and label[0] == "c" and role == "tok:" + g and label[1] == ps[2]:
+            return role, ("c", label[1], ps[1][label[2]])
         return index
 
     row_pos = {x: i for i, x in enumerate(rows)}

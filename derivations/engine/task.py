@@ -70,15 +70,17 @@ Example
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import sympy as sp
 
 from ..core.vocabulary import PAPER_SETTING
 from ..symbolic.symbols import M, b, m, n
 from .checks import MAX_INTEGER, _exact_integer as _integer_or_none, check_expression, validate_parameter
+from .expressions import placeholder
+from .instance import TaskInstance, build_instance
 
-__all__ = ["Task", "TokenGroup", "TaskInstance", "TASK_PARAMETERS", "n_c", "validate_parameter"]
+__all__ = ["Task", "TokenGroup", "TaskInstance", "TASK_PARAMETERS", "MODEL_SYMBOLS", "n_c", "validate_parameter"]
 
 _M = M
 
@@ -106,7 +108,8 @@ class TokenGroup:
     other_multiplicity : sympy.Expr or number
         Per-class groups: copies of each *other* class's token (0 in the symbolic engine).
     types : sympy.Expr or int
-        Shared groups: number of types (a positive-integer symbol or an int).
+        Number of types: of a shared group, or per class of a per-class group (``R`` relevant
+        types per class, exchangeable); a positive integer or a positive-integer parameter.
     embedded : bool
         One-hot (scaled by ``1/sqrt(embedding_scale)``) if True, zero vector otherwise.
     """
@@ -123,88 +126,14 @@ class TokenGroup:
         for attr in ("per_class", "embedded"):
             if not isinstance(getattr(self, attr), bool):
                 raise ValueError(f"group {self.name!r}: {attr} must be True or False; got {getattr(self, attr)!r}")
-        names = {**MODEL_SYMBOLS, **TASK_PARAMETERS}
+        names = dict(MODEL_SYMBOLS)     # other names: placeholders, resolved by the task (Task.parameters)
         for attr in ("multiplicity", "other_multiplicity"):
             object.__setattr__(self, attr, check_expression(f"group {self.name!r}: {attr}", getattr(self, attr),
                                                             "nonnegative", names=names))
         object.__setattr__(self, "types", check_expression(f"group {self.name!r}: types", self.types,
                                                            "positive integer", names=names))
-        if self.per_class and self.types != 1:
-            raise ValueError(f"group {self.name!r}: per-class groups have one token per class (types=1)")
         if not self.per_class and self.other_multiplicity != 0:
             raise ValueError(f"group {self.name!r}: other_multiplicity applies to per-class groups only")
-
-
-@dataclass(frozen=True)
-class TaskInstance:
-    """A concrete task (numbers only, plain Python lists; ``numpy.asarray`` them).
-
-    Attributes
-    ----------
-    M : int
-        Number of classes K.
-    token_names : list[str]
-        Names of the T token types (embedded ones first, in embedding order).
-    embeddings : list[list[float]]
-        (T, d): row t is the embedding of token type t (zero rows for zero-embedded types).
-    counts : list[list[float]]
-        (K, T): multiplicity of type t among class k's attended positions
-        (including the query when it is in its own context).
-    query, label : list[int]
-        (K,): class k's query token type and output index.
-    relevant : list[list[bool]]
-        (K, T): type t is relevant for class k (its attention counts into alpha).
-    d, n_out, h_QK, h_OV : int
-        Embedding dimension, number of outputs, hidden units of factorized circuits.
-    score_scale : float
-    hidden_of_class : list[int]
-        (K,): the hidden unit of class k (factorized circuits).
-    """
-    M: int
-    token_names: list
-    embeddings: list
-    counts: list
-    query: list
-    label: list
-    relevant: list
-    d: int
-    n_out: int
-    h_QK: int
-    h_OV: int
-    score_scale: float
-    hidden_of_class: list
-
-    def initial_factors(self, eps: float) -> dict:
-        """The paper's structured initialization of factorized circuits, scale ``eps``
-        (``{"W_Q", "W_K", "W_O", "W_V"}`` as nested lists):
-        ``W_Q[q_k, h_k] = W_K[r_k, h_k] = eps`` for every relevant token r_k,
-        ``W_O = eps (I - 11^T/M)`` on the class outputs and hidden units,
-        ``W_V[h, r_k] = eps (delta_{h h_k} - 1/M)``. Collapsed circuits start at 0."""
-        K, d = self.M, self.d
-        WQ = [[0.0] * self.h_QK for _ in range(d)]
-        WK = [[0.0] * self.h_QK for _ in range(d)]
-        WO = [[0.0] * self.h_OV for _ in range(self.n_out)]
-        WV = [[0.0] * d for _ in range(self.h_OV)]
-        for k in range(K):
-            hq, ho = self.hidden_of_class[k], self.hidden_of_class[k]
-            WQ[_embedding_index(self, self.query[k])][hq] = eps
-            for j in range(K):
-                WO[self.label[j]][ho] = eps * ((1.0 if j == k else 0.0) - 1.0 / K)
-            for t, rel in enumerate(self.relevant[k]):
-                if rel and _embedding_index(self, t) is not None:
-                    WK[_embedding_index(self, t)][hq] = eps
-                    for h in range(K):
-                        WV[self.hidden_of_class[h]][_embedding_index(self, t)] = eps * ((1.0 if h == k else 0.0) - 1.0 / K)
-        return {"W_Q": WQ, "W_K": WK, "W_O": WO, "W_V": WV}
-
-
-def _embedding_index(inst, t):
-    """The embedding dimension of token type t (None for a zero-embedded type)."""
-    row = inst.embeddings[t]
-    for i, v in enumerate(row):
-        if v != 0:
-            return i
-    return None
 
 
 @dataclass(frozen=True)
@@ -227,9 +156,12 @@ class Task:
         The number of classes (the symbol ``M`` or a fixed integer).
     embedding_scale, score_scale : sympy.Expr or number
     parameters : tuple[str, ...]
-        Names (keys of :data:`TASK_PARAMETERS`) of the task's own parameters, e.g. ``("n_c",)``.
+        Names of the task's own parameters, e.g. ``("n_c",)`` or ``("s", "R")``. A parameter
+        whose default is an integer is a positive integer (``>= 1``; it may count types or
+        copies); one with another default is a positive real. ``n_c`` needs no default.
     defaults : tuple[tuple[str, float], ...]
-        Default values of parameters for numeric use (the paper's setting for m, n, b, M).
+        Default values of parameters for numeric use (the paper's setting for m, n, b, M);
+        a dict is accepted.
     """
     name: str
     description: str
@@ -248,7 +180,9 @@ class Task:
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"task name must be a non-empty string; got {self.name!r}")
-        for attr in ("groups", "relevant", "parameters"):
+        if isinstance(self.defaults, dict):
+            object.__setattr__(self, "defaults", tuple(self.defaults.items()))
+        for attr in ("groups", "relevant", "parameters", "defaults"):
             value = getattr(self, attr)
             if isinstance(value, str) or not hasattr(value, "__iter__"):
                 raise ValueError(f"task {self.name!r}: {attr} must be a tuple; got {value!r}")
@@ -257,8 +191,31 @@ class Task:
             raise ValueError(f"task {self.name!r}: query_in_context must be True or False; "
                              f"got {self.query_in_context!r}")
         self._check_groups()
+        self._check_parameters()
         self._check_numbers()
         self._check_roles()
+
+    def _check_parameters(self):
+        """Own parameters: identifiers, distinct, not the paper's; defaults valid; groups' names resolved."""
+        for p in self.parameters:
+            if not isinstance(p, str) or not p.isidentifier() or p in MODEL_SYMBOLS:
+                raise ValueError(f"task {self.name!r}: a parameter must be a new name (an identifier other "
+                                 f"than m, n, b, M); got {p!r}")
+        if len(set(self.parameters)) != len(self.parameters):
+            raise ValueError(f"task {self.name!r}: parameters must be distinct; got {self.parameters}")
+        for item in self.defaults:
+            if not (isinstance(item, tuple) and len(item) == 2 and item[0] in self.symbols()):
+                raise ValueError(f"task {self.name!r}: defaults must be (name, value) pairs of its parameters "
+                                 f"({', '.join(self.symbols())}); got {item!r}")
+            self.validate(*item)
+        table = self.symbols()
+        resolve = {placeholder(p): table[p] for p in self.parameters}
+        groups = []
+        for g in self.groups:
+            new = {a: sp.sympify(getattr(g, a)).xreplace(resolve) for a in ("multiplicity", "other_multiplicity",
+                                                                            "types")}
+            groups.append(g if all(new[a] == getattr(g, a) for a in new) else replace(g, **new))
+        object.__setattr__(self, "groups", tuple(groups))
 
     def _check_groups(self):
         if not self.groups:
@@ -272,18 +229,14 @@ class Task:
 
     def _check_numbers(self):
         """Known parameters; scales positive; every symbol known; classes M or an integer in [2, 2**53]."""
-        for p in self.parameters:
-            if p not in TASK_PARAMETERS:
-                raise ValueError(f"task {self.name!r}: unknown task parameter {p!r} "
-                                 f"(known: {', '.join(TASK_PARAMETERS)})")
-        known = {**MODEL_SYMBOLS, **{p: TASK_PARAMETERS[p] for p in self.parameters}}
+        known = self.symbols()
         for attr in ("embedding_scale", "score_scale"):
             object.__setattr__(self, attr, check_expression(f"task {self.name!r}: {attr}", getattr(self, attr),
                                                             "positive", set(known.values()), known))
         for g in self.groups:
             for attr in ("multiplicity", "other_multiplicity", "types"):
                 check_expression(f"task {self.name!r}: group {g.name!r}: {attr}", getattr(g, attr),
-                                 "nonnegative", set(known.values()))
+                                 "positive integer" if attr == "types" else "nonnegative", set(known.values()))
         classes = self.classes
         if not (isinstance(classes, sp.Basic) and classes == M):
             v = None if isinstance(classes, bool) else _integer_or_none(classes)
@@ -300,6 +253,8 @@ class Task:
         q = self.group(self.query)
         if not q.per_class:
             raise ValueError(f"task {self.name!r}: the query group {self.query!r} must be per-class")
+        if q.types != 1:
+            raise ValueError(f"task {self.name!r}: the query group {self.query!r} has one type per class (types = 1)")
         if not q.embedded:
             raise ValueError(f"task {self.name!r}: the query group {self.query!r} must be embedded "
                              "(a zero query attends uniformly and learns nothing)")
@@ -323,7 +278,7 @@ class Task:
             raise ValueError(f"task {self.name!r}: outputs must be 'classes' or 'vocabulary'; got {self.outputs!r}")
         if self.outputs == "vocabulary":
             if (not isinstance(self.label, str) or not self.group(self.label).per_class
-                    or not self.group(self.label).embedded):
+                    or not self.group(self.label).embedded or self.group(self.label).types != 1):
                 raise ValueError(f"task {self.name!r}: outputs='vocabulary' needs label = an embedded per-class group")
 
     # ------------------------------------------------------------ structure
@@ -338,6 +293,27 @@ class Task:
     def parameter_names(self) -> tuple:
         """The task's own parameters (beyond m, n, b, M)."""
         return tuple(self.parameters)
+
+    def integer_parameter(self, name: str) -> bool:
+        """Whether parameter ``name`` (the task's own, or M) takes positive integers only."""
+        if name == "M":
+            return True
+        if name not in self.parameters:
+            return False
+        default = dict(self.defaults).get(name)
+        if default is None:
+            return name in TASK_PARAMETERS
+        return isinstance(default, (int, sp.Integer)) and not isinstance(default, bool)
+
+    def symbols(self) -> dict:
+        """``{name: sympy.Symbol}`` of every parameter: m, n, b, M and the task's own."""
+        return {**MODEL_SYMBOLS, **{p: sp.Symbol(p, positive=True, integer=True) if self.integer_parameter(p)
+                                    else sp.Symbol(p, positive=True) for p in self.parameters}}
+
+    def validate(self, name: str, value):
+        """``value`` of parameter ``name`` checked by its domain (:func:`validate_parameter`):
+        ``M`` an integer >= 2; an integer parameter >= 1; others finite > 0."""
+        return validate_parameter(name, value, integer=self.integer_parameter(name))
 
     def own_count(self, group: TokenGroup):
         """Copies of a class's own token of a per-class ``group`` among the attended
@@ -380,49 +356,35 @@ class Task:
         return None
 
     # ------------------------------------------------------------ numbers
-    def layout(self, M_value: int, shared_types: dict) -> list:
+    def layout(self, M_value: int, types: dict) -> list:
         """The token types of a concrete instance, in :class:`TaskInstance` order:
-        ``[(group, class index or None, shared index or None), ...]``, embedded
+        ``[(group, class index or None, type index or None), ...]``, embedded
         types first (their position is their embedding dimension), then the
-        zero-embedded ones; within each, groups in order, classes/types in order.
-        ``shared_types`` maps each shared group's name to its number of types."""
+        zero-embedded ones; within each, groups in order, classes then types in order.
+        ``types`` maps a group's name to its number of types (needed for shared groups
+        and per-class groups of several types; a per-class group of one type has type
+        index None)."""
         out = []
         for embedded in (True, False):
             for g in self.groups:
                 if g.embedded != embedded:
                     continue
-                if g.per_class:
+                n_types = int(types.get(g.name, 1) if g.types.free_symbols else g.types)
+                if g.per_class and g.types == 1:
                     out += [(g, k, None) for k in range(M_value)]
+                elif g.per_class:
+                    out += [(g, k, i) for k in range(M_value) for i in range(n_types)]
                 else:
-                    out += [(g, None, s) for s in range(int(shared_types[g.name]))]
+                    out += [(g, None, i) for i in range(n_types)]
         return out
 
-    def _values(self, M_value, values):
-        known = {**MODEL_SYMBOLS, **TASK_PARAMETERS}
-        vals = dict(self.defaults)
-        for key, v in (values or {}).items():
-            if key not in known:
-                raise ValueError(f"task {self.name!r}: unknown parameter {key!r}")
-            vals[key] = v
-        if M_value is not None:
-            vals["M"] = M_value
-        if self.classes != M:
-            if "M" in (values or {}) or M_value is not None:
-                if int(vals["M"]) != int(self.classes):
-                    raise ValueError(f"task {self.name!r} has a fixed number of classes, M = {self.classes}")
-            vals["M"] = int(self.classes)
-        subs = {}
-        for key, v in vals.items():
-            sym = known[key]
-            if sym in self.free_symbols() or key == "M":
-                subs[sym] = validate_parameter(key, v)
-        missing = [str(s) for s in self.free_symbols() if s not in subs]
-        if missing:
-            raise ValueError(f"task {self.name!r}: give values for {', '.join(sorted(missing))}")
-        return subs
+    @staticmethod
+    def token_name(group: TokenGroup, k, i) -> str:
+        """``q_3`` (class 3), ``u_2`` (shared type 2), ``r_3_1`` (class 3, type 1)."""
+        return "_".join(str(x) for x in (group.name, k, i) if x is not None)
 
     def instance(self, M: int | None = None, values: dict | None = None) -> TaskInstance:
-        """The task with numbers: see :class:`TaskInstance`.
+        """The task with numbers: see :class:`TaskInstance` and :mod:`derivations.engine.instance`.
 
         Parameters
         ----------
@@ -430,51 +392,14 @@ class Task:
             Number of classes (default: ``values["M"]`` or the task's default, 20).
         values : dict, optional
             ``{"m": 5, "n": 50, "b": 50, "n_c": 2, ...}``; missing ones take the
-            task's defaults. Unknown names or invalid values raise ValueError.
+            task's defaults.
+
+        Raises
+        ------
+        ValueError
+            An unknown name or invalid value; an instance larger than
+            :data:`~derivations.engine.instance.MAX_TYPES` token types or
+            :data:`~derivations.engine.instance.MAX_ENTRIES` count entries (checked
+            before it is built); a count above 2**53.
         """
-        subs = self._values(M, values)
-        K = int(subs[_M])
-
-        def num(e):
-            v = sp.sympify(e).subs(subs)
-            if v.free_symbols:
-                raise ValueError(f"task {self.name!r}: {e} has no value (free {v.free_symbols})")
-            return float(v)
-
-        def count(e, what):
-            v = sp.sympify(e).subs(subs)
-            if not (v.is_Integer and v >= 1):
-                raise ValueError(f"task {self.name!r}: {what} must be a positive integer; got {v}")
-            return int(v)
-
-        layout = self.layout(K, {g.name: count(g.types, f"types of group {g.name!r}")
-                                 for g in self.groups if not g.per_class})
-        names = [f"{g.name}_{k if k is not None else s}" for g, k, s in layout]
-        owner = [(g, k) for g, k, _ in layout]
-        d = sum(1 for g, _ in owner if g.embedded)
-        scale = 1.0 / math.sqrt(num(self.embedding_scale))
-        T = len(names)
-        embeddings = [[(scale if (owner[t][0].embedded and i == t) else 0.0) for i in range(d)]
-                      for t in range(T)]
-        index = {(g.name, k): t for t, (g, k) in enumerate(owner) if k is not None}
-        counts, relevant = [], []
-        for k in range(K):
-            row, rel = [], []
-            for g, j in owner:
-                if g.per_class:
-                    c = self.own_count(g) if j == k else g.other_multiplicity
-                else:
-                    c = g.multiplicity
-                row.append(num(c))
-                rel.append(bool(g.per_class and j == k and g.name in self.relevant))
-            counts.append(row)
-            relevant.append(rel)
-        query = [index[(self.query, k)] for k in range(K)]
-        if self.outputs == "classes":
-            label, n_out = list(range(K)), K
-        else:
-            label, n_out = [index[(self.label, k)] for k in range(K)], d
-        hidden = K if self.outputs == "classes" else d
-        return TaskInstance(M=K, token_names=names, embeddings=embeddings, counts=counts, query=query,
-                            label=label, relevant=relevant, d=d, n_out=n_out, h_QK=hidden, h_OV=hidden,
-                            score_scale=num(self.score_scale), hidden_of_class=list(range(K)))
+        return build_instance(self, M, values)

@@ -44,6 +44,9 @@ SYMBOL_MEANINGS = {
     "mu_OV_0": "initial mu_OV", "mu_QK_0": "initial mu_QK",
 }
 
+#: The attention shares of a state at a loss: relevant (alpha), the query's own token, the others.
+_SHARES = ("relevant_attention", "self_attention", "other_attention")
+
 
 def build_parser():
     """The command-line parser (also rendered in the docs by sphinx-argparse)."""
@@ -68,8 +71,9 @@ def build_parser():
                              "initialization; unset parameters take the paper's values and the ratio "
                              "defaults to 1 (computed by numerics.dynamics.closed_form)")
     parser.add_argument("--task", default="paper",
-                        help="a built-in task of derivations.tasks; 'list' lists them; --params "
-                             "then also takes the task's own parameters such as n_c (default: paper)")
+                        help="a built-in task of derivations.tasks ('list' lists them) or the path of a task "
+                             "file (.toml); --params then also takes the task's own parameters such as "
+                             "n_c (default: paper)")
     return parser
 
 
@@ -91,7 +95,6 @@ def parse_params(text: str, task=None) -> dict:
     :func:`~derivations.core.vocabulary.check_classes`), and every value, the
     task's own parameters included, by :func:`derivations.engine.validate_parameter`.
     Raises :class:`~derivations.core.cli.UsageError` (one line) otherwise."""
-    from ..engine import validate_parameter
     from ..tasks import get_task
     task = get_task("paper") if task is None else task
     paper = task.name == "paper"
@@ -104,7 +107,7 @@ def parse_params(text: str, task=None) -> dict:
                                            f"(valid: {', '.join(allowed)})")
         try:
             number = _model_value(name, value) if name in PAPER_SETTING else None
-            checked = validate_parameter(name, value)
+            checked = task.validate(name, value)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         exact = checked.is_Integer and abs(checked) < 2**53    # else printed as the float it is (1e23)
@@ -123,10 +126,9 @@ def exact_number(value):
     return sp.Float(value)
 
 
-def _substitutions(params, rates) -> dict:
+def _substitutions(params, rates, task) -> dict:
     from ..symbolic.symbols import SYMBOLS
-    from ..engine import TASK_PARAMETERS
-    table = {**SYMBOLS, **TASK_PARAMETERS}
+    table = {**SYMBOLS, **task.symbols()}
     return {table[k]: exact_number(v) for k, v in {**params, **rates}.items()}
 
 
@@ -209,17 +211,18 @@ def _reduction_items(red, g) -> list:
     return items
 
 
-def task_sections(task_name: str, names, subs) -> list:
-    """``[(title, [(label, expr or str)])]`` for one engine task and the parameterizations ``names``."""
+def task_sections(task, names, subs) -> list:
+    """``[(title, [(label, expr or str)])]`` for one engine task (a name, a task file or a
+    :class:`~derivations.engine.task.Task`) and the parameterizations ``names``."""
     from ..task_catalog import task_reduction
 
     def g(e):
         return e.subs(subs) if subs else e
     out = []
     for p in names:
-        red = task_reduction(task_name, p)
+        red = task_reduction(task, p)
         how = "in alpha = " + str(red.alpha) if red.odes_alpha else "in the observables"
-        title = f"{task_name}, {p}: reduced dynamics ({how if red.odes is not None else 'family flow'})"
+        title = f"{red.task}, {p}: reduced dynamics ({how if red.odes is not None else 'family flow'})"
         out.append((title, _reduction_items(red, g)))
     return out
 
@@ -267,7 +270,7 @@ def _task_payload(task, names, js, why) -> dict:
     from ..task_catalog import task_reduction
     payload = {"task": task.name, "description": task.description, "parameters": list(task.parameters)}
     if why is None:
-        payload["parameterizations"] = {p: _reduction_entry(task_reduction(task.name, p), js) for p in names}
+        payload["parameterizations"] = {p: _reduction_entry(task_reduction(task, p), js) for p in names}
     else:
         payload["symbolic"] = f"not supported: {why}"
     return payload
@@ -306,7 +309,7 @@ def _paper_text(res, names, subs, state, fmt) -> list:
         setting = {**PAPER_SETTING, **state["params"]}
         lines += ["", f"== State at loss L = {state['loss']:g} (CACO, zero init, eta_QK/eta_OV = {state['ratio']:g}, "
                   f"m={setting['m']:g}, n={setting['n']:g}, b={setting['b']:g}, M={setting['M']}) ==", ""]
-        lines += [f"{k} = {state[k]:.15g}" for k in ("mu_OV", "mu_QK", "alpha")]
+        lines += [f"{k} = {state[k]:.15g}" for k in ("mu_OV", "mu_QK", "alpha", *_SHARES) if k in state]
     return lines
 
 
@@ -315,7 +318,7 @@ def _task_text(task, names, subs, state, fmt, why) -> list:
     if subs:
         lines.append("substituted: " + ", ".join(f"{k} = {v}" for k, v in subs.items()))
     if why is None:
-        lines += _section_lines(task_sections(task.name, names, subs), fmt)
+        lines += _section_lines(task_sections(task, names, subs), fmt)
     else:
         lines += ["", f"symbolic reduction: not supported ({why}); the NumPy full-matrix model of "
                       "numerics.model integrates it"]
@@ -332,7 +335,8 @@ def _json(task, names, subs, state, why) -> str:
     if task.name == "paper":
         payload = _paper_payload(_paper_results("json", subs), names, js)
         if state is not None:
-            payload["state_at_loss"] = {k: state[k] for k in ("mu_OV", "mu_QK", "alpha", "loss")}
+            payload["state_at_loss"] = {k: state[k] for k in ("mu_OV", "mu_QK", "alpha", *_SHARES, "loss")
+                                        if k in state}
     else:
         payload = _task_payload(task, names, js, why)
         if state is not None:
@@ -358,11 +362,27 @@ def _state(task, args, params, rates, why, answer):
 
 
 def render(args, answer=None) -> str:
-    """The whole output for parsed ``args``, any task (raises UsageError/ValueError on bad input).
+    """The whole output of ``print_dynamics`` for parsed arguments, any task.
 
-    ``answer(task, loss, ratio, params)`` computes the state at ``--loss``
-    (``{"mu_OV", "mu_QK", "alpha", "loss", ..., "method"}``); the command-line
-    entry :mod:`derivations.print_dynamics` supplies the numeric one."""
+    Parameters
+    ----------
+    args : argparse.Namespace
+        From :func:`build_parser`.
+    answer : callable, optional
+        ``answer(task, loss, ratio, params)``: the state at ``--loss``
+        (``{"mu_OV", "mu_QK", "alpha", "loss", ..., "method"}``); the
+        command-line entry :mod:`derivations.print_dynamics` supplies the
+        numeric one.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    UsageError, ValueError
+        Bad input (the message names it).
+    """
     if args.task == "list":
         return task_list()
     from ..tasks import get_task
@@ -372,7 +392,7 @@ def render(args, answer=None) -> str:
     why = task.why_not_symbolic()
     state = _state(task, args, params, rates, why, answer)
     names = PARAMETERIZATIONS if args.parameterization == "all" else (args.parameterization,)
-    subs = _substitutions(params, rates)
+    subs = _substitutions(params, rates, task)
     if args.format == "json":
         return _json(task, names, subs, state, why)
     if task.name == "paper":

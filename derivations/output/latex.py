@@ -167,13 +167,16 @@ def _section_lines(title, intro, blocks) -> list:
     return out
 
 
-def document() -> str:
-    """The standalone document as a string."""
+def document(tasks=()) -> str:
+    """The standalone document as a string; ``tasks`` (Task objects) get a section each
+    after the built-in tasks'."""
     from .latex_sections import paper_sections, task_sections
     out = [*_PREAMBLE, prose(_INTRODUCTION), ""]
     for title, intro, blocks in paper_sections():
         out += _section_lines(title, intro, blocks)
-    out += task_sections()    # a section per built-in task (task engine)
+    from .latex_attention import attention_section
+    out += attention_section()   # where attention goes (query-copies' master flow)
+    out += task_sections(tasks)    # a section per built-in task and per task given (task engine)
     out.append(r"\end{document}")
     return "\n".join(out) + "\n"
 
@@ -185,13 +188,32 @@ def _prepare(output) -> Path:
     return Path(str(output))
 
 
-def write(output) -> list[Path]:
-    """Write the document and all snippets below ``output`` (each file
-    atomically); returns the paths. The directory is checked first and the
-    whole text is built before the first file is written."""
+def write(output, tasks=()) -> list[Path]:
+    """Write the document and all snippets below ``output``, each file atomically.
+
+    The directory is checked first and the whole text is built before the
+    first file is written.
+
+    Parameters
+    ----------
+    output : str or path-like
+        The output directory.
+    tasks : sequence of str or Task, optional
+        Tasks (names, files or :class:`~derivations.engine.Task` objects) whose sections
+        the document adds.
+
+    Returns
+    -------
+    list of pathlib.Path
+
+    Raises
+    ------
+    ValueError
+        The directory cannot take the files (the message names ``--output``).
+    """
     from ..core.atomic_file import atomic_write_text
     output = _prepare(output)
-    files = {output / DOCUMENT_NAME: document()}
+    files = {output / DOCUMENT_NAME: document(tasks)}
     for name in sorted(_results()):
         files[output / SNIPPET_DIR / snippet_filename(name)] = snippet(name)
     for path, text in files.items():
@@ -207,6 +229,9 @@ def build_parser() -> OneLineParser:
     parser.add_argument("--output", required=True,
                         help="output directory (created if missing): receives qkov_dynamics.tex "
                              "and snippets/<name>.tex")
+    parser.add_argument("--task", action="append", default=[],
+                        help="also a section for this task: a built-in name or the path of a task file "
+                             "(.toml); may be given several times")
     return parser
 
 
@@ -216,7 +241,9 @@ def main(argv=None) -> int:
     stderr, exit status 2, nothing written (checked before any work); Ctrl-C: one line, 130."""
     try:
         args = build_parser().parse_args(argv)
-        paths = write(args.output)
+        from ..tasks import get_task
+        tasks = [get_task(t) for t in args.task]     # a bad task file: one line, before any work
+        paths = write(args.output, tasks)
     except (UsageError, ValueError) as exc:
         return usage_error("latex", exc)
     except OSError as exc:

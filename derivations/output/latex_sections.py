@@ -234,18 +234,23 @@ def _reduction_lines(name, p, red) -> list:
     return out + [escape(red.note) + ".", ""]
 
 
-def task_sections() -> list:
-    """LaTeX lines: a ``\\section`` per built-in task (see the module docstring)."""
+def task_sections(extra=()) -> list:
+    """LaTeX lines: a ``\\section`` per built-in task and per task of ``extra`` (tasks, e.g.
+    read from files; see the module docstring)."""
+    import re
+
     from ..tasks import TASKS
     from ..task_catalog import task_reduction
     out = []
-    for name, task in TASKS.items():
-        out += [r"\section{Task \texttt{%s}}\label{sec:task.%s}" % (name, name), escape(task.description), ""]
+    tasks = [*TASKS.values(), *(t for t in extra if TASKS.get(t.name) != t)]
+    for task in tasks:
+        name, key = task.name, re.sub(r"[^A-Za-z0-9.+-]", "-", task.name)
+        out += [r"\section{Task \texttt{%s}}\label{sec:task.%s}" % (escape(name), key), escape(task.description), ""]
         why = task.why_not_symbolic()
         if why is not None:
             out += [f"The symbolic engine does not reduce this task ({escape(why)}); its gradient flow is "
                     r"integrated on the full matrices by \texttt{numerics}.", ""]
             continue
         for p in PARAMETERIZATIONS:
-            out += _reduction_lines(name, p, task_reduction(name, p))
+            out += _reduction_lines(key, p, task_reduction(task, p))
     return out

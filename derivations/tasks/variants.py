@@ -1,53 +1,61 @@
-"""The paper's task and its variants, as :class:`~derivations.engine.task.Task` data.
+"""The paper's task and its variants, read from the task files shipped in ``derivations/tasks/files``.
 
-All four share the paper's structure (a query ``q_k``, ``m`` copies of the
-relevant token ``r_k``, ``n`` irrelevant tokens); the variants spread the
-irrelevant tokens over ``n_c`` shared one-hot types, let the query attend to
-itself, or both. Each is reduced by the engine
-(:func:`derivations.engine.reduce.reduce_task`); those the engine maps onto
+All share the paper's structure (a query ``q_k``, ``m`` copies of relevant
+tokens, ``n`` irrelevant tokens); the variants spread the irrelevant tokens
+over ``n_c`` shared one-hot types, let the query attend to itself, or both;
+``query-copies`` puts the query's own token ``s`` times in its context and
+spreads the relevant copies over ``R`` types per class. Each is a TOML file
+in the format of :mod:`derivations.engine.task_file` (the format of a user's
+own task), read with :mod:`importlib.resources`; each is reduced by the engine
+(:func:`derivations.engine.reduce.reduce_task`), and those the engine maps onto
 the paper's equations inherit the paper's closed forms
 (:mod:`derivations.tasks.closed_forms`).
 
 >>> from derivations.tasks.variants import VARIANTS
 >>> list(VARIANTS)
-['paper', 'shared-irrelevant', 'query-in-context', 'shared-irrelevant+query-in-context']
+['paper', 'shared-irrelevant', 'query-in-context', 'shared-irrelevant+query-in-context', 'query-copies']
 """
 from __future__ import annotations
 
-from ..core.vocabulary import PAPER_SETTING
-from ..engine.task import Task, TokenGroup, n_c
-from ..symbolic.symbols import m, n
+from collections.abc import Mapping
+from functools import lru_cache
+from importlib import resources
 
-__all__ = ["paper_like", "VARIANTS"]
+from ..engine.task_file import task_from_toml
 
+__all__ = ["VARIANT_FILES", "VARIANTS", "variant_text", "variant"]
 
-def paper_like(name: str, description: str, *, shared: bool, query_in_context: bool) -> Task:
-    """The paper's task, with the irrelevant tokens ``shared`` over ``n_c``
-    one-hot types and/or the query ``query_in_context``."""
-    groups = [TokenGroup("q", per_class=True, multiplicity=0),
-              TokenGroup("r", per_class=True, multiplicity=m)]
-    if shared:
-        groups.append(TokenGroup("u", per_class=False, multiplicity=n / n_c, types=n_c))
-    else:
-        groups.append(TokenGroup("z", per_class=False, multiplicity=n, types=1, embedded=False))
-    return Task(name=name, description=description, groups=tuple(groups), query="q",
-                query_in_context=query_in_context, relevant=("r",),
-                parameters=("n_c",) if shared else (),
-                defaults=tuple(PAPER_SETTING.items()) + ((("n_c", 1),) if shared else ()))
+#: The shipped task files, by task name (``derivations/tasks/files/<name>.toml``).
+VARIANT_FILES = ("paper", "shared-irrelevant", "query-in-context", "shared-irrelevant+query-in-context",
+                 "query-copies")
 
 
-#: The paper's task and its three variants, by name.
-VARIANTS = {
-    "paper": paper_like(
-        "paper", "The paper's model: m copies of the class's relevant token r_k and n zero-embedded "
-        "irrelevant tokens; the query q_k attends over the context only.", shared=False, query_in_context=False),
-    "shared-irrelevant": paper_like(
-        "shared-irrelevant", "As paper, but the n irrelevant tokens are spread evenly over n_c shared "
-        "types u_1..u_{n_c}, each one-hot (embedding dimension 2M + n_c).", shared=True, query_in_context=False),
-    "query-in-context": paper_like(
-        "query-in-context", "As paper, but the query q_k is also one of the attended positions "
-        "(multiplicity 1).", shared=False, query_in_context=True),
-    "shared-irrelevant+query-in-context": paper_like(
-        "shared-irrelevant+query-in-context", "Both variants: n_c shared one-hot irrelevant types and the "
-        "query attending to itself.", shared=True, query_in_context=True),
-}
+def variant_text(name: str) -> str:
+    """The text of the shipped task file of ``name``."""
+    return resources.files(__package__).joinpath("files", f"{name}.toml").read_text(encoding="utf-8")
+
+
+@lru_cache(maxsize=None)
+def variant(name: str):
+    """The task of the shipped file of ``name``, read once, when first asked for (so that
+    looking up the paper's task does not read and build the others)."""
+    return task_from_toml(variant_text(name), f"derivations/tasks/files/{name}.toml")
+
+
+class _Variants(Mapping):
+    """The shipped tasks by name, each read when first looked up."""
+
+    def __getitem__(self, name):
+        if name not in VARIANT_FILES:
+            raise KeyError(name)
+        return variant(name)
+
+    def __iter__(self):
+        return iter(VARIANT_FILES)
+
+    def __len__(self):
+        return len(VARIANT_FILES)
+
+
+#: The paper's task and its variants, by name (a read-only mapping; each read on first use).
+VARIANTS = _Variants()

@@ -176,29 +176,14 @@ class RequiresModule(SphinxDirective):
 # ---------------------------------------------------------------------------------------
 # API index generated from the packages on disk
 
-FORWARDER = re.compile(r'^(?:[ru]?""")Moved to :mod:`([\w.]+)`')
-
-
-def is_forwarder(path: Path) -> bool:
-    """Whether the module file ``path`` only forwards an old import path to the
-    module that now holds its code (docstring ``Moved to :mod:`new.home```):
-    such a module keeps users' imports working but gets no API page of its own."""
-    try:
-        return bool(FORWARDER.match(path.read_text(encoding="utf-8")))
-    except OSError:
-        return False
-
-
 def public_modules(root: Path, package: str) -> list[str]:
     """Every public module of ``package`` (recursively), found on disk without
-    importing; forwarding modules (:func:`is_forwarder`) are left out."""
+    importing."""
     found = [package]
     pkg_dir = root / package.replace(".", "/")
     for info in pkgutil.iter_modules([str(pkg_dir)]):
         if info.name.startswith("_"):
             continue  # private modules and __main__
-        if not info.ispkg and is_forwarder(pkg_dir / f"{info.name}.py"):
-            continue  # an old import path kept working; documented at its new home
         full = f"{package}.{info.name}"
         if info.ispkg:
             found.extend(public_modules(root, full))

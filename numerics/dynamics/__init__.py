@@ -21,6 +21,10 @@ r"""The dynamics of the reduced coordinates: integration, closed forms, the stat
   equations, or the reduced flow).
 * :mod:`~numerics.dynamics.training`: :func:`gradient_flow` and
   :func:`gradient_descent` of every full-matrix model (a :class:`Trajectory`).
+* :mod:`~numerics.dynamics.crossover`: where attention goes, the master curve of
+  the CACO flow (:func:`master_shares`, shares as functions of
+  :math:`\Lambda`) and the crossover ratio (:func:`crossover_lambda`,
+  :func:`boundary`).
 * :mod:`~numerics.dynamics.closed_form`: the paper's CACO state at a loss in
   closed form (:func:`numerics.dynamics.closed_form.state_at_loss`), its
   mpmath reference and :func:`time_to_loss`.
@@ -42,6 +46,8 @@ _HOMES = {
     ".lambdified_flow": ("LambdifiedFlow",),
     ".task_systems": ("reduced_system", "family_system", "task_parameters", "task_reduction"),
     ".training": ("gradient_flow", "gradient_descent"),
+    ".crossover": ("master_shares", "crossover_lambda", "boundary", "lambda_of_ratio",
+                   "ratio_of_lambda", "margin_at_loss", "task_shape"),
 }
 
 __all__ = [name for names in _HOMES.values() for name in names]

@@ -98,8 +98,9 @@ def state_at_loss(loss, ratio=1.0, *, task="paper", parameterization="CACO", met
         Loss levels below the initial loss (:math:`\log M` for class outputs).
     ratio : array_like
         :math:`r = \eta_{QK}/\eta_{OV}` (broadcast against ``loss``).
-    task : str
-        A built-in task of :mod:`derivations.tasks` the engine reduces.
+    task : str or derivations.engine.task.Task
+        A task the engine reduces: a built-in name, the path of a task file (.toml)
+        or a :class:`~derivations.engine.task.Task`.
     parameterization : str
         ``"CACO"`` (the fixed-loss comparison). The paper's task also answers
         the factorized ones in closed form (its balanced orbits through the
@@ -126,32 +127,34 @@ def state_at_loss(loss, ratio=1.0, *, task="paper", parameterization="CACO", met
     """
     if method is not None and method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
-    if task == "paper" and parameterization == "CACO" and method != "reduced flow":
+    if isinstance(task, str) and task == "paper" and parameterization == "CACO" and method != "reduced flow":
         return _paper_closed_form(loss, ratio, params)      # the cold path: no SymPy
+    from derivations.tasks import get_task
+    task = get_task(task)      # a built-in name, a task file or a Task
     from derivations.core.vocabulary import check_parameterization
     P = check_parameterization(parameterization)
     if P != "CACO":
-        if task != "paper" or method == "reduced flow":
-            raise ValueError(f"the state at a loss of task {task!r} is defined for collapsed "
+        if task.name != "paper" or method == "reduced flow":
+            raise ValueError(f"the state at a loss of task {task.name!r} is defined for collapsed "
                              f"circuits (CACO) from zero initialization; got {P}")
         return _paper_orbit(loss, ratio, P, params)
-    from derivations.tasks import get_task
-
     from .task_systems import task_parameters
     values = task_parameters(task, **params)
-    get_task(task).check_symbolic()     # a task the engine does not reduce says so
+    task.check_symbolic()     # a task the engine does not reduce says so
     shown = {**values, **params}     # the user's values, for the messages
     kappa = None if method == "reduced flow" else _ratio_map(task, values)
     if kappa is not None:
         from .closed_form import SUPPORTED_RANGE
         ranges = {**SUPPORTED_RANGE, "M": (2, 2**53)}
-        _check_model_range(shown, ranges, f"the closed-form state of task {task!r}")
-        return _mapped_closed_form(loss, ratio, task, values, *kappa)
+        _check_model_range(shown, ranges, f"the closed-form state of task {task.name!r}")
+        st = _mapped_closed_form(loss, ratio, task, values, *kappa)
+        return st._replace(**_attention_shares(task, {"mu_QK": st.mu_QK, "mu_OV": st.mu_OV}, values))
     if method == "closed form":
-        raise ValueError(f"task {task!r} has no closed-form state: the engine maps its flow onto "
+        raise ValueError(f"task {task.name!r} has no closed-form state: the engine maps its flow onto "
                          "no equation of the paper's (use method='reduced flow')")
-    _check_model_range(shown, REDUCED_FLOW_RANGE, f"the reduced-flow state of task {task!r}")
-    return _reduced_flow(loss, ratio, task, values, rtol, atol)
+    _check_model_range(shown, REDUCED_FLOW_RANGE, f"the reduced-flow state of task {task.name!r}")
+    st = _reduced_flow(loss, ratio, task, values, rtol, atol)
+    return st._replace(**_attention_shares(task, st.coordinates, values))
 
 
 def _check_model_range(values, ranges, what):
@@ -164,7 +167,36 @@ def _paper_closed_form(loss, ratio, params):
     unknown = sorted(set(params) - {"m", "n", "b", "M"})
     if unknown:
         raise ValueError(f"task 'paper' has no parameter {unknown[0]!r} (parameters: m, n, b, M)")
-    return closed(loss, ratio, **params)
+    st = closed(loss, ratio, **params)
+    alpha = np.asarray(st.alpha, dtype=float)
+    with np.errstate(divide="ignore"):
+        other = np.where(np.isfinite(st.p), 1.0 / (1.0 + np.asarray(st.p, dtype=float)), 1.0 - alpha)
+    return st._replace(relevant_attention=alpha, self_attention=np.zeros_like(alpha), other_attention=other)
+
+
+def _attention_shares(task, coordinates, values) -> dict:
+    """``{relevant_attention, self_attention, other_attention}`` of ``task`` at its reduced
+    ``coordinates`` (observables by name, arrays) and parameter ``values``: the engine's
+    attention of each token group, summed by role; ``{}`` where the coordinates are not
+    the observables."""
+    import sympy as sp
+
+    from .task_systems import task_reduction
+    red = task_reduction(task, "CACO")
+    table = task.symbols()
+    subs = {table[k]: v for k, v in values.items() if k in table}
+    rel = sum((red.attention[g] for g in task.relevant if g in red.attention), sp.S.Zero)
+    own = red.attention.get(task.query, sp.S.Zero)
+    other = sum((v for g, v in red.attention.items() if g != task.query and g not in task.relevant), sp.S.Zero)
+    exprs = [sp.sympify(e).subs(subs) for e in (rel, own, other)]
+    free = sorted(set().union(*(e.free_symbols for e in exprs)), key=str)
+    if any(str(x) not in coordinates for x in free):
+        return {}
+    f = sp.lambdify(free, exprs, "numpy")
+    shape = np.shape(next(iter(coordinates.values())))
+    out = f(*(np.asarray(coordinates[str(x)], dtype=float) for x in free))
+    return {k: np.broadcast_to(np.asarray(v, dtype=float), shape).copy()
+            for k, v in zip(("relevant_attention", "self_attention", "other_attention"), out)}
 
 
 def _paper_orbit(loss, ratio, P, params):
@@ -176,25 +208,24 @@ def _paper_orbit(loss, ratio, P, params):
         for k in out:
             out[k][i] = float(getattr(st, k))
     coords = {"mu_OV": out["mu_OV"], "mu_QK": out["mu_QK"]}
-    return StateAtLoss(out["mu_OV"], out["mu_QK"], out["alpha"], L, r, coordinates=coords)
+    return StateAtLoss(out["mu_OV"], out["mu_QK"], out["alpha"], L, r, coordinates=coords,
+                       relevant_attention=out["alpha"], self_attention=np.zeros_like(out["alpha"]),
+                       other_attention=1.0 - out["alpha"])
 
 
 def _ratio_map(task, values):
     """``(kappa_QK, kappa_OV)`` (SymPy numbers) of a task whose CACO flow the
     engine maps onto the paper's, else None."""
-    if task == "paper":
+    if task.name == "paper":
         return 1, 1
     import sympy as sp
 
     from derivations.symbolic.symbols import SYMBOLS, eta_OV, eta_QK
-    from derivations.engine import TASK_PARAMETERS
-    from derivations.tasks import get_task
-
     from .task_systems import task_reduction
-    red = task_reduction(get_task(task), "CACO")
+    red = task_reduction(task, "CACO")
     if red.mapping is None:
         return None
-    table = {**SYMBOLS, **TASK_PARAMETERS}
+    table = {**SYMBOLS, **task.symbols()}
     subs = {table[k]: sp.Integer(int(v)) if float(v) == int(v) else sp.Float(v)
             for k, v in values.items()}
     k_qk = (red.mapping.get(eta_QK, eta_QK) / eta_QK).subs(subs)
@@ -218,17 +249,17 @@ def _mapped_closed_form(loss, ratio, task, values, k_qk, k_ov):
     if not ok.all():
         scale = "" if k == 1 else f", the paper's at ratio x {k:.15g}"
         raise ValueError(f"ratio must be in [{lo / k:.6g}, {hi / k:.6g}] for the closed-form "
-                         f"state of task {task!r}{scale} (the range it is tested on); "
+                         f"state of task {task.name!r}{scale} (the range it is tested on); "
                          f"got {_show(_first_bad(r, ok))}")
     model = {key: values[key] for key in ("m", "n", "b", "M")}
     st = closed(loss, mapped, **model)
-    return st._replace(ratio=np.broadcast_to(r, st.ratio.shape).copy(), task=task,
+    return st._replace(ratio=np.broadcast_to(r, st.ratio.shape).copy(), task=task.name,
                        mapped_ratio=st.ratio)
 
 
 def _check_reduced_flow_range(loss, ratio, task, values, flow, y0):
     """The arguments within :data:`REDUCED_FLOW_RANGE`, the loss below the initial loss."""
-    what = f"the reduced-flow state of task {task!r}"
+    what = f"the reduced-flow state of task {task.name!r}"
     r = check_in_range("ratio", ratio, *REDUCED_FLOW_RANGE["ratio"], what)
     L0 = flow.loss_at(y0, dict(values, eta_QK=1.0, eta_OV=1.0))   # the initial loss
     L = check_in_range("loss", loss, REDUCED_FLOW_RANGE["loss"][0], L0,
@@ -251,7 +282,7 @@ def _reduced_flow(loss, ratio, task, values, rtol, atol):
                                eta_OV=1.0, **values)
         run = system.integrate(target_loss=float(L[i]), rtol=rtol, atol=atol)
         if run.status != 1:
-            raise RuntimeError(f"task {task!r}: the reduced flow did not reach loss "
+            raise RuntimeError(f"task {task.name!r}: the reduced flow did not reach loss "
                                f"{float(L[i])}: {run.message}")
         for name in fields:
             fields[name][i] = run.target_state[name]
@@ -259,4 +290,4 @@ def _reduced_flow(loss, ratio, task, values, rtol, atol):
     coords = {name: fields[name] for name in flow.names}
     return StateAtLoss(coords.get("mu_OV"), coords.get("mu_QK"), fields["alpha"],
                        fields["loss"], r.copy(), method="reduced flow", time=fields["time"],
-                       coordinates=coords, task=task)
+                       coordinates=coords, task=task.name)

@@ -44,6 +44,11 @@ class StateAtLoss(NamedTuple):
     mapped_ratio : ndarray or None
         The paper's ratio the closed form was evaluated at, for a task mapped
         onto the paper's equations.
+    relevant_attention, self_attention, other_attention : ndarray or None
+        Every attention share of the query: on the relevant tokens (``alpha``), on its
+        own token (its position and its copies; 0 where the query does not attend to
+        itself) and on every other token; they sum to 1 (None where the reduced
+        coordinates are no observables).
     """
 
     mu_OV: np.ndarray
@@ -58,3 +63,6 @@ class StateAtLoss(NamedTuple):
     coordinates: dict = None
     task: str = "paper"
     mapped_ratio: np.ndarray = None
+    relevant_attention: np.ndarray = None
+    self_attention: np.ndarray = None
+    other_attention: np.ndarray = None

@@ -28,7 +28,8 @@ __all__ = ["reduced_system", "family_system", "task_parameters", "task_reduction
 # the engine's systems
 # --------------------------------------------------------------------------- #
 def reduced_system(task_name="paper", parameterization="CACO") -> LambdifiedFlow:
-    """The reduced system of a built-in task, lambdified (SymPy once per process, then cached).
+    """The reduced system of a task (a built-in name, a task file's path or a
+    :class:`derivations.engine.task.Task`), lambdified (SymPy once per process, then cached).
 
     The closed ODEs of the observables (score gaps ``mu_QK*``, logit gaps
     ``mu_OV*``) where the engine found them, else the flow of the family
@@ -155,18 +156,17 @@ def task_parameters(task_name, **params) -> dict:
         An unknown task, a parameter the task does not have, or an invalid
         value (:func:`derivations.engine.validate_parameter`).
     """
-    from derivations.engine import validate_parameter
     from derivations.tasks import get_task
     task = get_task(task_name)
     allowed = ("m", "n", "b", "M") + tuple(task.parameter_names())
     values = dict(task.defaults)
     for key, v in params.items():
         if key not in allowed:
-            raise ValueError(f"task {task_name!r} has no parameter {key!r} "
+            raise ValueError(f"task {task.name!r} has no parameter {key!r} "
                              f"(parameters: {', '.join(allowed)})")
         values[key] = v
     out = {}
     for k, v in values.items():
-        x = validate_parameter(k, v)
-        out[k] = int(x) if k in ("M", "n_c") else float(x)
+        x = task.validate(k, v)
+        out[k] = int(x) if task.integer_parameter(k) else float(x)
     return out

@@ -2,35 +2,33 @@ r"""The paper's synthetic experiments in NumPy (Figure 2, Figure 3, a matched-lo
 
 Modules
 -------
-:mod:`~numerics.experiments.data`
-    Token distributions, online Figure-2/Figure-3 batches as token-count
-    vectors (exact multinomial counts from uniform tickets, :class:`numpy.random.Generator`),
-    explicit sequences,
-    expected counts.
+:mod:`~numerics.experiments.task_sampling`
+    The sampled task: the authors' (:data:`~numerics.experiments.task_sampling.AUTHORS`)
+    and every task of the engine (``--task``, ``--params``), its expected counts.
+:mod:`~numerics.experiments.sampler`
+    The one sampler: exact multinomial counts from uniform tickets
+    (:class:`numpy.random.Generator`), of many runs in one pass.
 :mod:`~numerics.experiments.models`
-    The four Figure-2 parameterizations (FAFO, FACO, CAFO, CACO) and the
-    Figure-3 fixed-attention models on count vectors, with analytic gradients:
-    :func:`~numerics.experiments.models.loss_and_grad` (batch or population
-    loss for given, possibly real-valued, counts; optional per-sequence weights).
-:mod:`~numerics.experiments.sgd`
+    The count model of every task, four parameterizations (FAFO, FACO, CAFO,
+    CACO), with analytic gradients: :func:`~numerics.experiments.models.loss_and_grad`
+    (batch or population loss for given, possibly real-valued, counts; optional
+    per-sequence weights), sparse in the query rows and stacked over runs.
+:mod:`~numerics.experiments.sgd`, :mod:`~numerics.experiments.stopping`
     Plain SGD with one rate per circuit, the linear QK ramp, the authors' stop
     rule (with its 100-epoch running-sum quirk) or a target loss; the seeds of
     one configuration are trained stacked (one batched step for all seeds).
-:mod:`~numerics.experiments.task_sampling`, :mod:`~numerics.experiments.task_model`
-    SGD on the engine's tasks (``--task``, ``--params``): a task's sampled version
-    (ticket tables from its multiplicities) and its count model on :math:`T` token
-    types (:math:`d` embedded, :math:`n_{out}` outputs), with gradients, SGD epochs
-    and measurements.
 :mod:`~numerics.experiments.precision`
     The floating type of the SGD step: float64 (default, bitwise reproducible)
     or float32 (as the authors trained; ``--dtype float32``).
 :mod:`~numerics.experiments.fixed_attention`
-    The Figure-3 fixed-attention runs (stacked over the attention levels).
+    The Figure-3 fixed-attention model, batches and runs (stacked over the attention levels).
 :mod:`~numerics.experiments.measure`
-    Heatmap, separability, final loss and accuracy on fresh batches.
+    The evaluation: heatmap, separability, attention shares, final loss and accuracy on fresh batches.
 :mod:`~numerics.experiments.proxies`
     Interpretability proxies: attention entropy, plausibility (AUPRC, token F1)
     and faithfulness (ERASER's comprehensiveness and sufficiency AOPC).
+:mod:`~numerics.experiments.theory`, :mod:`~numerics.experiments.predict`
+    The expected-count gradient flow of a task from each seed's initial matrices, and its records.
 :mod:`~numerics.experiments.jobs`, :mod:`~numerics.experiments.sweep`, :mod:`~numerics.experiments.reproduce`
     Job functions, the matched-loss sweep, every published run.
 :mod:`~numerics.experiments.plots`, :mod:`~numerics.experiments.proxy_plots`

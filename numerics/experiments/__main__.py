@@ -1,4 +1,4 @@
-r"""Command line of the experiments: ``python -m numerics.experiments {fig2,fig3,sweep,reproduce,predict}``.
+r"""Command line of the experiments: ``python -m numerics.experiments {fig2,fig3,sweep,reproduce,predict,boundary}``.
 
 ``fig2``
     One Figure-2 configuration (defaults: the published equal-rate run of the
@@ -20,6 +20,11 @@ r"""Command line of the experiments: ``python -m numerics.experiments {fig2,fig3
     The theory alone (no SGD): the expected-count flow of the authors' task
     from each sweep seed's initial matrices, one record per (parameterization,
     ratio, seed, target) (:mod:`numerics.experiments.predict`).
+``boundary``
+    The theory alone: the ratio eta_QK/eta_OV at which the attention on the
+    query's own token equals that on the relevant tokens at each target loss
+    (:func:`numerics.dynamics.boundary`), one record per (parameterization,
+    target loss) with ``crossover_ratio``, ``crossover_lambda``, ``reason``.
 
 The JSON is always valid: a number that is undefined (the separability when
 no evaluation sequence holds a relevant token, the measurements of a diverged
@@ -74,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
                                        "matched-loss sweep over learning-rate ratios, in NumPy.",
                            epilog="Exit status: 0 done; 2 bad input (one line, nothing written); 3 done, but "
                                   "a run diverged (its status says so); 1 the work or its output failed.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{fig2,fig3,sweep,reproduce,predict}",
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{fig2,fig3,sweep,reproduce,predict,boundary}",
                                 parser_class=functools.partial(OneLineParser, prefix_prog=True))
     for module in _MODULES.values():
         module.add_parser(sub)

@@ -1,15 +1,15 @@
 r"""The weighted cross-entropy of the experiments' models and its gradient, on logits of either layout.
 
-:func:`cross_entropy` is the loss of both the Figure-2 models
+:func:`cross_entropy` is the loss of both the count model
 (:func:`numerics.experiments.models.loss_and_grad`, on class-major logits
-``(..., V, B)``, in the trainer's hot path), the Figure-3 models
-(:func:`numerics.experiments.models.fig3_loss_and_grad`, on ``(..., B, V)``) and
-the engine tasks' count model (:func:`numerics.experiments.task_model.loss_and_grad`,
-on ``(..., B, n_out)``): the number of classes is read from the logits' shape;
+``(..., n_out, B)``, in the trainer's hot path) and the Figure-3 models
+(:func:`numerics.experiments.fixed_attention.fig3_loss_and_grad`, on ``(..., B, V)``):
+the number of classes is read from the logits' shape;
 :func:`target_index` is the flat index of the targets it reads, which the trainer
 precomputes once per epoch.
 
 >>> import numpy as np
+>>> V = 50
 >>> z = np.zeros((1, V))                               # uniform over the V = 50 classes
 >>> loss, g = cross_entropy(z, np.array([3]), None, True)
 >>> bool(np.isclose(loss, np.log(V))), round(float(g[0, 3]), 12), round(float(g[0, 0]), 12)
@@ -18,8 +18,6 @@ precomputes once per epoch.
 from __future__ import annotations
 
 import numpy as np
-
-from .data import V
 
 __all__ = ["target_index", "log_softmax", "cross_entropy"]
 
@@ -43,19 +41,48 @@ def _ones(dtype, n):
     return ones
 
 
-def ones_column(dtype, n: int = V):
+def ones_column(dtype, n: int):
     """``(n, 1)`` ones of ``dtype`` (float64 or float32; else float64): sums over ``n`` classes
-    (default the authors' V = 50) as a product."""
+    as a product.
+
+    Parameters
+    ----------
+    dtype : numpy.dtype
+    n : int
+
+    Returns
+    -------
+    ndarray, shape (n, 1)
+    """
     return _ones(dtype, n)[0]
 
 
-def ones_row(dtype, n: int = V):
-    """``(1, n)`` ones of ``dtype`` (float64 or float32; else float64)."""
+def ones_row(dtype, n: int):
+    """``(1, n)`` ones of ``dtype`` (float64 or float32; else float64).
+
+    Parameters
+    ----------
+    dtype : numpy.dtype
+    n : int
+
+    Returns
+    -------
+    ndarray, shape (1, n)
+    """
     return _ones(dtype, n)[1]
 
 
 def underflow(dtype) -> float:
-    """:data:`UNDERFLOW` of ``dtype`` (1e-280 for float64 and any other dtype)."""
+    """:data:`UNDERFLOW` of ``dtype`` (1e-280 for float64 and any other dtype).
+
+    Parameters
+    ----------
+    dtype : numpy.dtype
+
+    Returns
+    -------
+    float
+    """
     return UNDERFLOW.get(np.dtype(dtype), 1e-280)
 
 
@@ -64,10 +91,21 @@ _CLASS_SUMS = {-1: (lambda x: np.matmul(x, _ones(x.dtype, x.shape[-1])[0]), lamb
                -2: (lambda x: np.matmul(_ones(x.dtype, x.shape[-2])[1], x), lambda x: x[..., 0, :])}
 
 
-def target_index(target, class_axis=-1, n_classes: int = V):
+def target_index(target, class_axis, n_classes: int):
     """Flat index of the target entries of a C-contiguous logit array: ``x[..., b, target[..., b]]``
     of ``(..., B, V)`` (``class_axis=-1``) or ``x[..., target[..., b], b]`` of ``(..., V, B)``
-    (``class_axis=-2``), with ``V = n_classes`` classes (default the authors' 50)."""
+    (``class_axis=-2``), with ``V = n_classes`` classes.
+
+    Parameters
+    ----------
+    target : ndarray of int
+    class_axis : {-1, -2}
+    n_classes : int
+
+    Returns
+    -------
+    ndarray of int
+    """
     if class_axis == -1:
         return np.arange(target.size) * n_classes + target.reshape(-1)
     B = target.shape[-1]
@@ -76,7 +114,16 @@ def target_index(target, class_axis=-1, n_classes: int = V):
 
 
 def log_softmax(z):
-    """``z - logsumexp(z)`` over the last axis (shifted by each row's maximum)."""
+    """``z - logsumexp(z)`` over the last axis (shifted by each row's maximum).
+
+    Parameters
+    ----------
+    z : ndarray
+
+    Returns
+    -------
+    ndarray
+    """
     zmax = z.max(axis=-1, keepdims=True)
     shifted = z - zmax
     lse = np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
@@ -101,7 +148,24 @@ def cross_entropy(z, target, weights, grad: bool, tidx=None, scale=1.0, class_ax
     reduction over whole runs is several times cheaper than one per row).  If
     a row of a run then underflows (its sum of exponentials is below 1e-280 in float64,
     :data:`UNDERFLOW`: its largest logit lies more than ~645 below the run's), every row of that run is
-    shifted by its own maximum instead."""
+    shifted by its own maximum instead.
+
+    Parameters
+    ----------
+    z : ndarray
+    target : ndarray of int
+    weights : array_like or None
+    grad : bool
+    tidx : ndarray of int, optional
+    scale : float or ndarray
+    class_axis : {-1, -2}
+
+    Returns
+    -------
+    loss : ndarray
+        One per stacked run.
+    grad : ndarray or None
+    """
     sum_classes, drop = _CLASS_SUMS[class_axis]
     batch_shape = z.shape[:-1] if class_axis == -1 else z.shape[:-2] + z.shape[-1:]
     if tidx is None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import measure, proxies, sgd, stack, task_model
+from . import fixed_attention, measure, proxies, sgd, stack
 
 __all__ = ["job_epochs", "fig2_job", "fig3_job", "sweep_job", "sweep_targets", "sweep_runs", "fig2_run_summary",
            "combine_runs", "split_seeds", "valid_result", "FIG2_RUN_KEYS", "SWEEP_ROW_KEYS"]
@@ -33,7 +33,7 @@ MEASURED = ("heatmap", "final_loss", "accuracy", "relevant_attention", "label_pr
 #: The keys of a Figure-2 run summary (a stored result without them is damaged).
 FIG2_RUN_KEYS = ("seed", "steps", "stopped_epoch", "loss_log", *MEASURED,
                  "separability_n", "separability_sum", "separability_sumsq")
-#: The keys of a sweep row (:data:`numerics.experiments.sweep.CSV_COLUMNS`).
+#: The keys of a sweep row, the columns of the sweep's ``results.csv``.
 SWEEP_ROW_KEYS = ("parameterization", "ratio", "seed", "steps", "reached", "loss", "relevant_attention",
                   "label_probability", "accuracy", "status", "self_attention", "other_attention", "target_loss",
                   *proxies.PROXIES)
@@ -43,14 +43,9 @@ _SWEEP_MEASURED = ("loss", "relevant_attention", "label_probability", "accuracy"
 
 
 def _evaluate(config, params, seed) -> dict:
-    """Measure ``params`` on fresh batches of the seed's evaluation stream: the authors' task
-    (:func:`measure.evaluate_fig2`) or the config's engine task (:func:`task_model.evaluate`)."""
-    st = config.sampled_task
-    if st is None:
-        return measure.evaluate_fig2(params, sgd.eval_rng(seed), config.eval_batches, config.batch_size,
-                                     config.seq_len)
-    return task_model.evaluate(st, params, sgd.eval_rng(seed), config.eval_batches, config.batch_size,
-                               config.seq_len)
+    """Measure ``params`` on fresh batches of the seed's evaluation stream (:func:`measure.evaluate`)."""
+    return measure.evaluate(config.sampled_task, params, sgd.eval_rng(seed), config.eval_batches,
+                            config.batch_size, config.seq_len)
 
 
 def fig2_run_summary(config: sgd.Fig2Config, run: dict) -> dict:
@@ -97,7 +92,7 @@ def fig2_job(job: dict, progress=None) -> dict:
 
 def fig3_job(job: dict, progress=None) -> dict:
     """Train the fixed-attention model at every alpha of the job (stacked)."""
-    return sgd.train_fig3(sgd.Fig3Config(**job["config"]), progress=progress)
+    return fixed_attention.train_fig3(fixed_attention.Fig3Config(**job["config"]), progress=progress)
 
 
 def sweep_targets(job: dict) -> list:

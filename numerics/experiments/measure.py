@@ -3,10 +3,10 @@ r"""Measurements on trained models: the Figure-2 heatmap, separability, loss, ac
 All measurements use fresh batches from the seed's evaluation stream
 (:func:`numerics.experiments.sgd.eval_rng`), never training data.
 
-Per sequence (:func:`evaluate_fig2`):
+Per sequence (:func:`evaluate`):
 
-* ``relevant_attention`` :math:`x = \sum_{v > 9} a_v`, the attention summed over
-  positions holding a relevant id;
+* ``relevant_attention`` :math:`x = \sum_{v \in R} a_v`, the attention summed over
+  positions holding a relevant token (ids > 9 in the authors' task);
 * ``self_attention``: the attention on the query's own token -- its own
   position and every copy of that token in the context (the models have no
   positions, so the copies are one mechanism);
@@ -14,8 +14,8 @@ Per sequence (:func:`evaluate_fig2`):
   sum to 1, :func:`attention_shares`);
 * ``label_probability`` :math:`y = \operatorname{softmax}(z)_{\text{label}}`;
 * ``separability``: the largest attention on one relevant position minus the
-  smallest attention on one common position (the query position included),
-  ``nan`` for a sequence without relevant positions;
+  smallest attention on one other position (the query position included),
+  ``nan`` for a sequence without one of them;
 * ``loss`` (cross-entropy) and ``correct`` (arg-max logit is the label).
 
 :func:`heatmap` is the 2-D histogram of :math:`(x, y)` with edges
@@ -34,10 +34,10 @@ import functools
 
 import numpy as np
 
-from . import data, models, proxies
+from . import models, proxies, sampler
 
-__all__ = ["BIN_EDGES", "SHARES", "attention_shares", "evaluate_fig2", "measurements", "heatmap", "summarize_fig2",
-           "summarize_one", "combine_summaries"]
+__all__ = ["BIN_EDGES", "SHARES", "attention_shares", "evaluate", "measurements", "heatmap", "summarize_one",
+           "combine_summaries"]
 
 #: Histogram edges on both axes.
 BIN_EDGES = np.linspace(0.0, 1.0, 6)
@@ -45,19 +45,19 @@ BIN_EDGES = np.linspace(0.0, 1.0, 6)
 SHARES = ("relevant_attention", "self_attention", "other_attention")
 
 
-def attention_shares(attention, query, relevant=data.RELEVANT) -> dict:
+def attention_shares(attention, query, relevant) -> dict:
     r"""Where the query's attention goes: relevant tokens, its own token, all other positions.
 
     Parameters
     ----------
-    attention : array_like, shape ``(..., V)``
+    attention : array_like, shape ``(..., T)``
         Token attention masses :math:`a_v` (the attention summed over the
         positions holding token :math:`v`; each row sums to 1), e.g.
         ``models.forward(...)["attention"]`` or the expected-count model's.
     query : array_like of int, shape ``(...)``
         The query token of each row.
-    relevant : array_like of bool, shape ``(V,)`` or ``(..., V)``
-        Relevant tokens (default :data:`numerics.experiments.data.RELEVANT`).
+    relevant : array_like of bool, shape ``(T,)`` or ``(..., T)``
+        Relevant tokens.
 
     Returns
     -------
@@ -88,34 +88,56 @@ def attention_shares(attention, query, relevant=data.RELEVANT) -> dict:
             "other_attention": other_share}
 
 
-def evaluate_fig2(params: dict, rng: np.random.Generator, eval_batches: int = 200,
-                  batch_size: int = 32, seq_len: int = 64) -> dict:
-    """Per-sequence measurements of one trained Figure-2 model on fresh batches.
+def evaluate(st, params: dict, rng: np.random.Generator, eval_batches: int = 200, batch_size: int = 32,
+             seq_len: int = 64) -> dict:
+    """Per-sequence measurements of one trained model on fresh batches.
 
-    ``params`` unstacked ``(V, V)`` arrays.  Returns arrays of length
-    ``eval_batches * batch_size``: ``relevant_attention``,
-    ``label_probability``, ``separability``, ``loss``, ``correct``,
-    ``self_attention``, ``other_attention`` (:func:`attention_shares`) and the
-    interpretability proxies (:data:`numerics.experiments.proxies.PROXIES`).
+    Parameters
+    ----------
+    st : numerics.experiments.task_sampling.SampledTask
+    params : dict
+        Unstacked matrices (:func:`numerics.experiments.models.param_shapes`).
+    rng : numpy.random.Generator
+        The seed's evaluation stream.
+    eval_batches, batch_size, seq_len : int
+
+    Returns
+    -------
+    dict
+        Arrays of length ``eval_batches * batch_size`` (:func:`measurements`) and the
+        interpretability proxies (:data:`numerics.experiments.proxies.PROXIES`; the query's
+        position attended where the task says so).
     """
-    b = data.sample_fig2_batches(rng, eval_batches, batch_size, seq_len)
-    counts = b.counts.reshape(-1, data.V)
-    query, target = b.query.reshape(-1), b.target.reshape(-1)
-    fwd = models.forward(params, counts, query)
-    out = measurements(fwd, counts, query, target, data.RELEVANT)
-    out.update(proxies.measure(fwd, counts, query, target, data.RELEVANT, functools.partial(models.forward, params)))
+    b = sampler.sample_batches(st, rng, eval_batches, batch_size, seq_len)
+    counts, query, target = b.counts.reshape(-1, st.T), b.query.reshape(-1), b.target.reshape(-1)
+    relevant = st.relevant_of(b.label_class.reshape(-1))
+    fwd = models.forward(st, params, counts, query)
+    out = measurements(fwd, counts, query, target, relevant)
+    out.update(proxies.measure(fwd, counts, query, target, relevant, functools.partial(models.forward, st, params),
+                               query_attended=st.query_in_context))
     return out
 
 
 def measurements(forward, counts, query, target, relevant) -> dict:
-    """The per-sequence measurements of :func:`evaluate_fig2` from a forward pass of the
-    authors' model or an engine task's (:func:`numerics.experiments.task_model.evaluate`).
+    """The per-sequence measurements of a forward pass.
 
-    ``forward``: the dict of ``forward`` (``attention``, ``position_attention``,
-    ``logits``, ``log_probs``) on ``counts`` ``(N, T)`` with queries and targets ``(N,)``;
-    ``relevant``: ``(T,)`` or ``(N, T)`` bool.  Separability is the largest per-position
-    attention of a present relevant token minus the smallest of a present other token
-    (nan for a sequence without one of them)."""
+    Parameters
+    ----------
+    forward : dict
+        Of :func:`numerics.experiments.models.forward` (``attention``, ``position_attention``,
+        ``logits``, ``log_probs``) on ``counts``.
+    counts : ndarray, shape (N, T)
+    query, target : ndarray of int, shape (N,)
+    relevant : ndarray of bool, shape (T,) or (N, T)
+
+    Returns
+    -------
+    dict
+        ``relevant_attention``, ``label_probability``, ``separability`` (the largest
+        per-position attention of a present relevant token minus the smallest of a present
+        other token; nan for a sequence without one of them), ``loss``, ``correct``,
+        ``self_attention``, ``other_attention`` (:func:`attention_shares`).
+    """
     a, pos, logp = forward["attention"], forward["position_attention"], forward["log_probs"]
     present = counts > 0
     rel = present & relevant
@@ -137,7 +159,21 @@ def measurements(forward, counts, query, target, relevant) -> dict:
 
 
 def heatmap(relevant_attention, label_probability) -> np.ndarray:
-    """5 x 5 histogram in percent (rows: attention bins; columns: label-probability bins)."""
+    """5 x 5 histogram in percent (rows: attention bins; columns: label-probability bins).
+
+    Parameters
+    ----------
+    relevant_attention, label_probability : array_like, shape (N,)
+
+    Returns
+    -------
+    ndarray, shape (5, 5)
+
+    Raises
+    ------
+    ValueError
+        Arrays of different or zero length.
+    """
     x = np.asarray(relevant_attention, dtype=float)
     y = np.asarray(label_probability, dtype=float)
     if x.shape != y.shape or x.ndim != 1 or x.size == 0:
@@ -146,23 +182,20 @@ def heatmap(relevant_attention, label_probability) -> np.ndarray:
     return 100.0 * h / x.size
 
 
-def summarize_fig2(evals: list) -> dict:
-    """Per-seed summaries and the across-seed heatmap of a list of :func:`evaluate_fig2` results.
-
-    Returns ``heatmap`` (mean over seeds, 5 x 5 percent), ``heatmap_std``
-    (population standard deviation over seeds, 0 for one seed),
-    ``separability`` (``mean`` and ``std`` over all sequences of all seeds)
-    and ``per_seed``: a list of dicts with ``heatmap``, ``final_loss``,
-    ``accuracy``, ``relevant_attention``, ``label_probability`` (means) and
-    the separability moments.
-    """
-    per_seed = [summarize_one(e) for e in evals]
-    return combine_summaries(per_seed)
-
-
 def summarize_one(e: dict) -> dict:
-    """JSON-ready summary of one seed's :func:`evaluate_fig2` result (the proxies' means over the
-    sequences that define them, :func:`numerics.experiments.proxies.summary_means`)."""
+    """JSON-ready summary of one seed's :func:`evaluate` result (the proxies' means over the
+    sequences that define them, :func:`numerics.experiments.proxies.summary_means`).
+
+    Parameters
+    ----------
+    e : dict
+
+    Returns
+    -------
+    dict
+        ``heatmap``, ``final_loss``, ``accuracy``, ``relevant_attention``,
+        ``label_probability`` (means), the separability moments and the mean shares.
+    """
     sep = e["separability"][np.isfinite(e["separability"])]
     return {
         "heatmap": heatmap(e["relevant_attention"], e["label_probability"]).tolist(),
@@ -180,7 +213,19 @@ def summarize_one(e: dict) -> dict:
 
 
 def combine_summaries(per_seed: list) -> dict:
-    """Across-seed heatmap mean/std and pooled separability from :func:`summarize_one` dicts."""
+    """Across-seed heatmap mean/std and pooled separability.
+
+    Parameters
+    ----------
+    per_seed : list of dict
+        :func:`summarize_one` dicts.
+
+    Returns
+    -------
+    dict
+        ``heatmap`` (mean over seeds), ``heatmap_std`` (population standard deviation),
+        ``separability`` (``mean``, ``std`` over all sequences) and ``per_seed``.
+    """
     H = np.array([s["heatmap"] for s in per_seed])
     n = sum(s["separability_n"] for s in per_seed)
     tot = sum(s["separability_sum"] for s in per_seed)

@@ -29,13 +29,12 @@ import math
 
 import numpy as np
 
+from .measure import SHARES
 from .proxies import THEORY_PROXIES
 
-__all__ = ["SHARES", "theory_jobs", "theory_job", "theory_beside_runs", "plotted_theory", "agreement",
+__all__ = ["theory_jobs", "theory_job", "theory_beside_runs", "plotted_theory", "agreement",
            "format_agreement"]
 
-#: The attention shares compared (:data:`numerics.experiments.measure.SHARES`).
-SHARES = ("relevant_attention", "self_attention", "other_attention")
 _READ = ("reached", "steps", "loss", *SHARES, *THEORY_PROXIES)
 
 
@@ -56,10 +55,9 @@ def _group_records(P, ratio, rows, targets, settings):
     from . import predict, task_sampling, theory
 
     seeds = sorted({int(r["seed"]) for r in rows})
-    task = {"task": settings.get("task"), "task_params": settings.get("task_params", ())}
-    sampled, _ = task_sampling.resolve(task["task"], task["task_params"])
-    floor = min(theory.initial_loss(P, settings["init"], s, seq_len=settings["seq_len"], task=sampled)
-                for s in seeds)
+    task = {"task": settings.get("task", task_sampling.DEFAULT_TASK), "task_params": settings.get("task_params", ())}
+    st = task_sampling.sampled_task(task["task"], task["task_params"])
+    floor = min(theory.initial_loss(st, P, settings["init"], s, seq_len=settings["seq_len"]) for s in seeds)
     reads = _losses_to_read(rows, targets, floor)
     return predict.predict([P], [ratio], reads, seeds, init=settings["init"], seq_len=settings["seq_len"],
                            lr_ov=settings["lr_ov"], **task)

@@ -39,7 +39,18 @@ def step_arrays(params: dict, rates: tuple, dtype: str):
     float64; for float32 the stacked parameters converted and every rate too, a
     per-run array ``(S, 1, 1)`` or a float shared by the stack (a float32 scalar: then
     a run's rate arithmetic, e.g. ``lr_qk / (lr_ov sqrt(V))``, is the same float32
-    arithmetic whether it is alone or stacked with runs of other rates)."""
+    arithmetic whether it is alone or stacked with runs of other rates).
+
+    Parameters
+    ----------
+    params : dict
+    rates : tuple
+    dtype : {"float64", "float32"}
+
+    Returns
+    -------
+    params, rates
+    """
     dtype = np.dtype(dtype)
     if dtype == np.float64:
         return params, rates
@@ -54,7 +65,17 @@ def _params64(params):
 
 def as_float64(results: list) -> list:
     """The trainer's results with their final and marked parameters as float64 (the same
-    arrays when they already are)."""
+    arrays when they already are).
+
+    Parameters
+    ----------
+    results : list of dict
+
+    Returns
+    -------
+    list of dict
+        ``results``, changed in place.
+    """
     for r in results:
         r["params"] = _params64(r.get("params"))
         for mark in r.get("marks", {}).values():

@@ -6,8 +6,7 @@ The models have no positions: a sequence is its token-count vector :math:`n`
 
 .. math:: w_v = \frac{e^{s_v}}{\sum_u n_u e^{s_u}}, \qquad \sum_v n_v w_v = 1,
 
-(``position_attention`` of :func:`numerics.experiments.models.forward` and
-:func:`numerics.experiments.task_model.forward`), so the positions of one token
+(``position_attention`` of :func:`numerics.experiments.models.forward`), so the positions of one token
 are always tied.  The *context* positions are the attended ones less the query's
 own position, :math:`\tilde n = n - [\text{query attended}]\, e_q` (the authors'
 task attends to the query, an engine task where its ``query_in_context`` says
@@ -385,7 +384,7 @@ BETTER = {"attention_entropy": -1, "attention_entropy_normalized": -1, "plausibi
 
 def _seed_values(rows, p, ratio, target, key):
     return [float(r[key]) for r in rows if r["parameterization"] == p and float(r["ratio"]) == ratio
-            and float(r["target_loss"]) == target and r.get(key) is not None and np.isfinite(float(r[key]))]
+            and float(r["target_loss"]) == target and r.get(key) not in (None, "") and np.isfinite(float(r[key]))]
 
 
 def trends(rows, target_loss, *, keys=tuple(BETTER), min_change: float = 0.01) -> dict:
@@ -394,7 +393,8 @@ def trends(rows, target_loss, *, keys=tuple(BETTER), min_change: float = 0.01) -
     Parameters
     ----------
     rows : list of dict
-        Rows of a sweep's ``results.csv`` (:func:`numerics.experiments.sweep.read_csv`).
+        Rows of a sweep's ``results.csv``: numbers, or the strings of :class:`csv.DictReader`
+        (an empty cell, or None, is a missing value).
     target_loss : float
         The target whose rows are compared.
     keys : sequence of str

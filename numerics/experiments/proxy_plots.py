@@ -58,7 +58,7 @@ def plot_proxies(rows, theory=None, *, title: str | None = None):
     Parameters
     ----------
     rows : list of dict
-        Rows of a sweep's ``results.csv`` (:func:`numerics.experiments.sweep.read_csv`): one per
+        Rows of a sweep (:func:`numerics.experiments.sweep.rows_from_results`): one per
         run and target loss, with the keys of :data:`PANELS`.
     theory : list of dict, optional
         One record per run: ``parameterization``, ``ratio``, ``seed``, ``target_loss`` and the

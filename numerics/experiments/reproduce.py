@@ -35,20 +35,23 @@ from pathlib import Path
 from derivations.core.atomic_file import atomic_write_text
 
 from . import jobs as jobs_mod
-from . import plots, sgd
+from . import fixed_attention, plots, sgd
 from .commands.common import json_text
 
 __all__ = ["PUBLISHED_RUNS", "published_jobs", "reproduce", "collect", "format_report", "make_figures"]
 
 _SEEDS5 = [1234, 1235, 1236, 1237, 1238]
 
-#: name -> (title, job settings)
+def _equal_rates(parameterization):
+    """The published equal-rate (row-1) run: title, schedule and seeds (:func:`sgd.published_fig2_defaults`)."""
+    d = sgd.published_fig2_defaults(parameterization)
+    settings = dict(parameterization=parameterization, epochs=d["epochs"], steps_per_epoch=d["steps_per_epoch"])
+    return f"{parameterization}, equal rates", settings, d["seeds"]
+
+
+#: name -> (title, job settings, seeds)
 PUBLISHED_RUNS = {
-    "FAFO": ("FAFO, equal rates", dict(parameterization="FAFO", epochs=2500, steps_per_epoch=250), [1234]),
-    "FACO": ("FACO, equal rates", dict(parameterization="FACO", epochs=2500, steps_per_epoch=250), [1234]),
-    "CAFO": ("CAFO, equal rates", dict(parameterization="CAFO", epochs=5000, steps_per_epoch=200), _SEEDS5),
-    "CACO": ("CACO, equal rates", dict(parameterization="CACO", epochs=2500, steps_per_epoch=200),
-             [1234, 1235, 1236]),
+    **{P: _equal_rates(P) for P in ("FAFO", "FACO", "CAFO", "CACO")},
     "CACO_fast_qk": ("CACO, QK 5x faster", dict(parameterization="CACO", lr_qk=0.05, seq_len=128, epochs=2000,
                                                 steps_per_epoch=100, stop="none"), _SEEDS5),
     "CACO_ramp": ("CACO, QK ramp to 10x", dict(parameterization="CACO", qk_ramp=10.0, seq_len=128, epochs=2000,
@@ -79,7 +82,7 @@ def published_jobs(quick: bool = False, *, shortest_first: bool = False, dtype: 
         fig3 = seeds is None
         s = _quick(settings, fig3) if quick else settings
         if fig3:
-            out.append((name, {"experiment": "fig3", "config": sgd.Fig3Config(**s).to_dict()}))
+            out.append((name, {"experiment": "fig3", "config": fixed_attention.Fig3Config(**s).to_dict()}))
         else:
             config = sgd.Fig2Config(**s, dtype=dtype).to_dict()
             out.append((name, {"experiment": "fig2", "config": config, "seeds": seeds}))

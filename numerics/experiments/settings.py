@@ -244,6 +244,10 @@ def settings_difference(stored: dict, given: dict, *, extend: bool = False):
                     f"{_as_option(key, missing)} of the stored sweep; give them too")
         if extend and key == "seeds" and isinstance(stored.get(key), int) and given[key] >= stored[key]:
             continue
+        if key == "task" and all(isinstance(v, str) and v.startswith("{") for v in (stored.get(key), given.get(key))):
+            return (f"--task: the task file differs from the stored text of task "
+                    f"{json.loads(stored[key]).get('name')!r}, which the stored runs used; a changed task file "
+                    "is not resumed (give another --output)")
         hint = "; pass --extend to add parameterizations, ratios or seeds" if key in EXTENDABLE and not extend else ""
         return (f"the sweep in this directory was run with {option} {_as_option(key, stored.get(key))}, not "
                 f"{_as_option(key, given.get(key))} (--resume continues it with its own settings{hint})")

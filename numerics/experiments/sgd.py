@@ -1,13 +1,10 @@
 r"""Plain SGD on online batches, vectorized over the seeds of one configuration (Figure 2, the sweep).
 
-:func:`train_fig2` trains the Figure-2 model for several seeds at once: the
-parameters of all seeds are stacked along a leading axis and every step is
-one batched forward/backward pass (:func:`numerics.experiments.models.loss_and_grad`).
-Each seed owns its :func:`numpy.random.default_rng` ``(seed)`` stream, used
-for its initialization and then, epoch by epoch, for its training batches;
-every array operation acts slice by slice on the seed axis.  A seed's numbers
-are therefore the same whether it is trained alone or stacked with others, on
-any worker (``tests/numerics/experiments/test_experiments_sgd.py`` checks bitwise equality).
+:func:`train_fig2` trains the count model of any task for several seeds at once, their
+parameters stacked: one batched step (:func:`numerics.experiments.models.loss_and_grad`) for
+all.  Each seed's :func:`numpy.random.default_rng` ``(seed)`` stream gives its initialization,
+then its batches epoch by epoch; every operation acts seed by seed, so a seed's numbers are
+the same alone or stacked, on any worker.
 
 Update rule (no momentum, no weight decay): for a parameter of circuit
 :math:`c \in \{QK, OV\}` at global step :math:`t` (0-based) of
@@ -22,17 +19,9 @@ Update rule (no momentum, no weight decay): for a parameter of circuit
 with the QK ramp factor :math:`F` (1: no ramp), where :math:`L_t` is the mean
 cross-entropy of the step's batch.
 
-Stop rules (checked after every epoch, per seed):
-
-* ``"authors"`` (:class:`AuthorsStopRule`): the notebooks' rule.  A running
-  sum of per-step losses is reset only at the start of epochs 0, 100, 200, ...
-  and training stops when ``running_sum / steps_per_epoch <= 0.001``; in effect
-  it fires on the first epoch after a 100-epoch boundary whose mean loss is
-  at most 0.001.
-* ``"none"``: train all epochs.
-* ``target_loss`` (:class:`TargetLossRule`, used by the sweep): stop when the
-  mean training loss of an epoch is at most the target.  ``max_steps`` caps
-  the number of steps (the last epoch may be partial).
+Stop rules (:mod:`numerics.experiments.stopping`, checked after every epoch, per seed):
+the authors' (``stop="authors"``), none (``"none"``), or a target loss (``target_loss``,
+the sweep's); ``max_steps`` caps the number of steps (the last epoch may be partial).
 """
 from __future__ import annotations
 
@@ -42,23 +31,17 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from ..validation import check_int, check_positive
-from . import data, models, precision, task_model
-# Figure 3 moved to numerics.experiments.fixed_attention; its names stay importable from here
-from .fixed_attention import ALPHA_STEP, Fig3Config, train_fig3  # noqa: F401
+from . import models, precision, sampler, task_sampling
+from .stopping import LOG_EVERY, STOP_RULES, AuthorsStopRule, TargetLossRule
 
 __all__ = [
-    "STOP_RULES", "DTYPES", "LOG_EVERY", "Fig2Config", "published_fig2_defaults", "AuthorsStopRule",
-    "TargetLossRule", "RUN_STATUSES", "train_fig2", "eval_rng", "qk_rates",
+    "DTYPES", "Fig2Config", "published_fig2_defaults", "RUN_STATUSES", "check_seeds", "train_fig2", "eval_rng",
+    "qk_rates",
 ]
 
-STOP_RULES = ("authors", "none")
 #: Floating types of the SGD step (:class:`Fig2Config` ``dtype``): float64, the default and bitwise
 #: reproducible, or float32 (the authors trained in float32; :mod:`numerics.experiments.precision`).
 DTYPES = ("float64", "float32")
-#: Epochs per entry of the loss log (the notebooks print every 100 epochs).
-LOG_EVERY = 100
-#: Threshold of the authors' stop rule.
-AUTHORS_THRESHOLD = 1e-3
 
 # published row-1 schedules and seeds (spec: experiments.md)
 _PUBLISHED_ROW1 = {
@@ -70,7 +53,22 @@ _PUBLISHED_ROW1 = {
 
 
 def published_fig2_defaults(parameterization: str) -> dict:
-    """Epochs, steps per epoch and seeds of the published equal-rate (row-1) run."""
+    """Epochs, steps per epoch and seeds of the published equal-rate (row-1) run.
+
+    Parameters
+    ----------
+    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}
+
+    Returns
+    -------
+    dict
+        ``epochs``, ``steps_per_epoch``, ``seeds`` (a list).
+
+    Raises
+    ------
+    ValueError
+        Unknown parameterization.
+    """
     models._check_parameterization(parameterization)
     d = _PUBLISHED_ROW1[parameterization]
     return dict(epochs=d["epochs"], steps_per_epoch=d["steps_per_epoch"], seeds=list(d["seeds"]))
@@ -97,9 +95,9 @@ class Fig2Config:
     eval_batches: int = 200
     target_loss: float | None = None
     max_steps: int | None = None
-    #: The engine task trained (:mod:`numerics.experiments.task_sampling`) and its parameter
-    #: values (sorted pairs); the default, the authors' task, takes today's code path.
-    task: str = "authors"
+    #: The task trained (:func:`numerics.experiments.task_sampling.sampled_task`) and its
+    #: parameter values (sorted pairs).
+    task: str = task_sampling.DEFAULT_TASK
     task_params: tuple = ()
     dtype: str = "float64"
 
@@ -126,30 +124,21 @@ class Fig2Config:
         self._check_task()
 
     def _check_task(self):
-        from . import task_sampling
-
-        sampled, params = task_sampling.resolve(self.task, self.task_params)   # ValueError if it cannot be sampled
-        object.__setattr__(self, "task_params", params)
-        if sampled is not None and self.dtype != DTYPES[0]:
-            raise ValueError(f"dtype {self.dtype!r} applies to the authors' task only; "
-                             f"task {self.task!r} trains in float64")
+        st = task_sampling.sampled_task(self.task, self.task_params)   # ValueError if it cannot be sampled
+        object.__setattr__(self, "task_params", st.params)
 
     @property
     def sampled_task(self):
-        """The :class:`~numerics.experiments.task_sampling.SampledTask`, or None for the authors' task."""
-        from . import task_sampling
-
-        return task_sampling.resolve(self.task, self.task_params)[0]
+        """The :class:`~numerics.experiments.task_sampling.SampledTask` trained."""
+        return task_sampling.sampled_task(self.task, self.task_params)
 
     def to_dict(self) -> dict:
-        """The settings as a dict; ``task`` and ``task_params`` only for a task other than the
-        authors', ``dtype`` only when it is not the default float64 (so a default run's identity,
-        its job key and ``settings``, is what it always was, and a float32 run's is another)."""
+        """The settings as a dict: a run's identity (its job key and ``settings``); the task
+        (:func:`~numerics.experiments.task_sampling.task_settings`) and the ``dtype`` are named
+        only when they are not the defaults."""
         out = asdict(self)
-        if self.sampled_task is None:
-            del out["task"], out["task_params"]
-        else:
-            out["task_params"] = [list(p) for p in self.task_params]
+        del out["task"], out["task_params"]
+        out.update(task_sampling.task_settings(self.sampled_task))
         if out["dtype"] == DTYPES[0]:
             del out["dtype"]
         return out
@@ -164,70 +153,46 @@ class Fig2Config:
         return replace(self, **changes)
 
 
-class AuthorsStopRule:
-    """The notebooks' stop rule, for a vector of runs.
-
-    Call :meth:`update` after every epoch with the epoch index (0-based) and
-    each run's sum of per-step losses in that epoch; it returns a boolean
-    array: which runs stop now.  The running sum is reset at the start of
-    epochs ``0, every, 2 every, ...`` only (the quirk), and a run stops when
-    ``running_sum / steps_per_epoch <= threshold``.
-
-    >>> rule = AuthorsStopRule(n_runs=1, steps_per_epoch=10, every=2)
-    >>> [bool(rule.update(e, np.array([s]))[0]) for e, s in enumerate([5.0, 0.001, 0.001, 0.001])]
-    [False, False, True, True]
-    """
-
-    def __init__(self, n_runs: int, steps_per_epoch: int, *, threshold: float = AUTHORS_THRESHOLD,
-                 every: int = LOG_EVERY):
-        self.running = np.zeros(n_runs)
-        self.steps_per_epoch = steps_per_epoch
-        self.threshold = threshold
-        self.every = every
-
-    def update(self, epoch: int, epoch_loss_sums) -> np.ndarray:
-        if epoch % self.every == 0:
-            self.running[:] = 0.0
-        self.running += np.asarray(epoch_loss_sums, dtype=float)
-        return self.running / self.steps_per_epoch <= self.threshold
-
-    def select(self, keep) -> None:
-        """Keep only the runs ``keep`` (boolean mask) after others stopped."""
-        self.running = self.running[keep]
-
-
-class TargetLossRule:
-    """Stop a run when the mean training loss of an epoch is <= ``target``.
-
-    >>> rule = TargetLossRule(n_runs=2, target=0.1)
-    >>> rule.update(0, np.array([2.0, 0.5]), np.array([10, 10])).tolist()
-    [False, True]
-    """
-
-    def __init__(self, n_runs: int, target: float):
-        self.target = target
-
-    def update(self, epoch: int, epoch_loss_sums, epoch_steps) -> np.ndarray:
-        return np.asarray(epoch_loss_sums) / np.asarray(epoch_steps) <= self.target
-
-    def select(self, keep) -> None:
-        pass
-
-
 def eval_rng(seed: int) -> np.random.Generator:
     """The evaluation stream of a seed: a child of ``SeedSequence(seed)``,
-    independent of the training stream ``default_rng(seed)``."""
+    independent of the training stream ``default_rng(seed)``.
+
+    Parameters
+    ----------
+    seed : int
+
+    Returns
+    -------
+    numpy.random.Generator
+    """
     return np.random.default_rng(np.random.SeedSequence(int(seed)).spawn(1)[0])
 
 
-def _check_seeds(seeds):
+def check_seeds(seeds, *, distinct: bool = True) -> list:
+    """The seeds as a list of ints.
+
+    Parameters
+    ----------
+    seeds : iterable of int
+    distinct : bool
+        Refuse a seed given twice.
+
+    Returns
+    -------
+    list of int
+
+    Raises
+    ------
+    ValueError
+        An empty list, a seed that is not an integer >= 0, or (``distinct``) a repeated seed.
+    """
     seeds = list(seeds)
     if not seeds:
         raise ValueError("seeds must be a non-empty list of integers >= 0")
     for s in seeds:
         if isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 0:
             raise ValueError(f"seeds must be integers >= 0, got {s!r}")
-    if len(set(seeds)) != len(seeds):
+    if distinct and len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds must be distinct, got {seeds}")
     return [int(s) for s in seeds]
 
@@ -237,16 +202,15 @@ def _check_seeds(seeds):
 RUN_STATUSES = ("reached", "completed", "diverged")
 
 
-def _draw_epoch(rngs, active, k_this, c, tickets):
+def _draw_epoch(st, rngs, active, k_this, c, tickets):
     """Draw one epoch's batches of every active run from its own generator: the classes
     ``(K, S, B)`` are returned, the tickets written into ``tickets`` ``(K, S, B, T)``.
 
     Each run's draw is copied into the stacked buffer at once and freed before the next
-    run draws, so every draw reuses the same memory: drawing all runs first (30 runs'
-    epochs, megabytes) made the allocator hand back fresh pages every epoch."""
+    run draws, so every draw reuses the same memory (no fresh pages every epoch)."""
     classes = []
     for j, i in enumerate(active):
-        cls, tick = data.draw_fig2_tickets(rngs[i], k_this, c.batch_size, c.seq_len)
+        cls, tick = sampler.draw_tickets(st, rngs[i], k_this, c.batch_size, c.seq_len)
         tickets[:, j] = tick
         classes.append(cls)
     return np.stack(classes, axis=1)
@@ -258,29 +222,29 @@ class _EpochBatch:
     The arrays are built once per epoch, reusing ``buffers`` (a dict kept by the
     caller) when the epoch has the same shape: no fresh pages every epoch."""
 
-    def __init__(self, rngs, active, k_this, c, params, buffers):
+    def __init__(self, st, rngs, active, k_this, c, params, buffers):
         lead = (k_this, len(active), c.batch_size)
         if buffers.get("lead") != lead:
             # counts are small integers: uint16 holds them exactly in a quarter of float64's memory,
             # and the attention's float64 product with them is the same number
             uint16 = np.dtype(np.uint16)
-            counts_dtype = uint16 if c.seq_len - 1 <= data.EXACT_COUNT_DTYPES[uint16] else np.float64
-            buffers.update(lead=lead, counts=np.empty(lead + (data.V,), dtype=counts_dtype),
-                           tickets=np.empty(lead + (c.seq_len - 2,), dtype=np.int16))   # data.draw_tickets'
+            counts_dtype = uint16 if c.seq_len - 1 <= sampler.EXACT_COUNT_DTYPES[uint16] else np.float64
+            buffers.update(lead=lead, counts=np.empty(lead + (st.T,), dtype=counts_dtype),
+                           tickets=np.empty(lead + (c.seq_len - 2,), dtype=st.ticket_dtype))
         # each seed draws from its own stream; all seeds' draws become counts in one pass
-        classes = _draw_epoch(rngs, active, k_this, c, buffers["tickets"])
-        batch = data.fig2_batch_from_tickets(classes, buffers["tickets"], out=buffers["counts"])
+        classes = _draw_epoch(st, rngs, active, k_this, c, buffers["tickets"])
+        batch = sampler.batch_from_tickets(st, classes, buffers["tickets"], out=buffers["counts"])
         self.counts, self.query, self.target = batch.counts, batch.query, batch.target   # (K, S, B, ...)
-        qids = np.flatnonzero(np.bincount(self.query.reshape(-1), minlength=data.V))   # sorted distinct
+        qids = np.flatnonzero(np.bincount(self.query.reshape(-1)))   # sorted distinct
         # the update's index of those rows (W_QK) / columns (W_Q): a slice when consecutive
-        # (the paper's queries 5..8), a view instead of a fancy-indexed copy and write-back
+        # (the authors' queries 5..8), a view instead of a fancy-indexed copy and write-back
         qsel = slice(qids[0], qids[-1] + 1) if qids[-1] - qids[0] + 1 == qids.size else qids
         self.onehot_t = models.query_onehot_t(self.query, qids)              # (K, S, U, B)
         self.onehot_t = self.onehot_t.astype(next(iter(params.values())).dtype, copy=False)   # the step's dtype
         # flat gather indices of every step: score-table row of each sequence, target logit
         self.slots = models._query_slots(self.query, qids, lead=(len(active),))   # (K, S, B)
-        tidx = models._target_index(self.target, class_axis=-2).reshape(k_this, -1)   # class-major logits
-        tidx -= (np.arange(k_this) * tidx.shape[1] * data.V)[:, None]
+        tidx = models._target_index(self.target, -2, st.n_out).reshape(k_this, -1)   # class-major logits
+        tidx -= (np.arange(k_this) * tidx.shape[1] * st.n_out)[:, None]
         self.tidx = tidx
         # W_QK's score rows are read through the same index (a view when it is a slice);
         # factorized attention keeps the id array (its products stay on contiguous copies)
@@ -293,13 +257,24 @@ class _EpochBatch:
 def qk_rates(lr_qk, ramp, step: int, scheduled: int, k_this: int) -> list:
     r"""The QK learning rate of each of ``k_this`` steps from step ``step``: ``lr_qk`` times
     the linear ramp :math:`1 + (F - 1)\,t/T` (``ramp`` :math:`F`, ``scheduled`` :math:`T`),
-    or ``lr_qk`` itself when there is no ramp (:math:`F = 1` for every run)."""
+    or ``lr_qk`` itself when there is no ramp (:math:`F = 1` for every run).
+
+    Parameters
+    ----------
+    lr_qk, ramp : float or ndarray
+        Shared by the stack, or per run ``(S, 1, 1)``.
+    step, scheduled, k_this : int
+
+    Returns
+    -------
+    list
+    """
     if not np.any(np.asarray(ramp) != 1.0):
         return [lr_qk] * k_this
     return [lr_qk * (1.0 + (ramp - 1.0) * (step + k) / scheduled) for k in range(k_this)]
 
 
-def _train_epoch(params, batch, rates, step, scheduled, n_active, k_this):
+def _train_epoch(st, params, batch, rates, step, scheduled, n_active, k_this):
     """``k_this`` SGD steps on ``batch`` (in place); returns the ``(S, K)`` step losses.
 
     ``rates``: ``(lr_qk, lr_ov, qk_ramp)``, floats shared by the stack, or per-run arrays
@@ -309,7 +284,7 @@ def _train_epoch(params, batch, rates, step, scheduled, n_active, k_this):
     plan = [(w, batch.blocks.get(key, Ellipsis)) for key, w in params.items()]
     lr_qk0, lr_ov, ramp = rates
     for k, lr_qk in enumerate(qk_rates(lr_qk0, ramp, step, scheduled, k_this)):
-        loss, steps = models.loss_and_grad(params, batch.counts[k], batch.query[k], batch.target[k],
+        loss, steps = models.loss_and_grad(st, params, batch.counts[k], batch.query[k], batch.target[k],
                                            _query_set=(batch.table_ids, batch.onehot_t[k], batch.slots[k],
                                                        batch.tidx[k]),
                                            _sparse_qk=True, _rates=(lr_qk, lr_ov))
@@ -418,11 +393,12 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None, record_losses=()) ->
     there, the others go on, their numbers unchanged), ``epoch_loss`` (mean
     training loss of every epoch trained), ``loss_log`` (mean training loss of
     each block of :data:`LOG_EVERY` epochs; the last may be partial) and
-    ``params`` (final parameters, ``(V, V)`` arrays; not finite for a diverged run);
+    ``params`` (final parameters, :func:`~numerics.experiments.models.param_shapes`; not finite
+    for a diverged run);
     with ``record_losses``, ``marks``: ``{loss: {"steps", "params"}}`` for each
     recorded loss the run reached (steps trained by then, the parameters then).
     """
-    seeds = _check_seeds(seeds)
+    seeds = check_seeds(seeds)
     if not isinstance(config, Fig2Config):
         raise ValueError(f"config must be a Fig2Config, got {type(config).__name__}")
     return _train(config, seeds, (config.lr_qk, config.lr_ov, config.qk_ramp), progress, record_losses)
@@ -432,10 +408,9 @@ def _train(c, seeds, rates, progress, record_losses) -> list:
     """The loop of :func:`train_fig2` and :func:`numerics.experiments.stack.train_stack`:
     the runs of ``seeds`` (one generator each) with ``rates`` (see :func:`_train_epoch`)."""
     rngs = [np.random.default_rng(s) for s in seeds]
-    sampled = c.sampled_task                     # None: the authors' task, today's path
-    shapes = None if sampled is None else task_model.param_shapes(sampled, c.parameterization)
-    params = models.stack_params([models.init_params(c.parameterization, c.init, r, shapes=shapes)
-                                  for r in rngs])
+    st = c.sampled_task
+    inits = [models.init_params(st, c.parameterization, c.init, r) for r in rngs]
+    params = {k: np.stack([p[k] for p in inits]) for k in inits[0]}
     params, rates = precision.step_arrays(params, rates, c.dtype)
     keys = list(params)
     scheduled = c.epochs * c.steps_per_epoch     # the ramp's T (the notebooks' total_steps)
@@ -449,12 +424,8 @@ def _train(c, seeds, rates, progress, record_losses) -> list:
             k_this = min(c.steps_per_epoch, total - step)
             if k_this <= 0:
                 break
-            if sampled is None:
-                batch = _EpochBatch(rngs, runs.active, k_this, c, params, buffers)
-                losses = _train_epoch(params, batch, rates, step, scheduled, len(runs.active), k_this)
-            else:
-                losses = task_model.train_epoch(sampled, params, rngs, runs.active, k_this, c, rates, step,
-                                                scheduled)
+            batch = _EpochBatch(st, rngs, runs.active, k_this, c, params, buffers)
+            losses = _train_epoch(st, params, batch, rates, step, scheduled, len(runs.active), k_this)
             step += k_this
             sums = losses.sum(axis=1)
             stop = runs.record(epoch, sums, k_this)

@@ -19,7 +19,6 @@ bitwise those of the run trained alone with ``train_fig2``
 """
 from __future__ import annotations
 
-import numbers
 from dataclasses import asdict
 
 import numpy as np
@@ -40,9 +39,7 @@ def _check_runs(configs, seeds):
     for c in configs:
         if not isinstance(c, sgd.Fig2Config):
             raise ValueError(f"configs must be Fig2Config, got {type(c).__name__}")
-    for s in seeds:
-        if isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 0:
-            raise ValueError(f"seeds must be integers >= 0, got {s!r}")
+    seeds = sgd.check_seeds(seeds, distinct=False)
     shared = dict.fromkeys(RATE_FIELDS, 0.01)
     base = configs[0].replace(**shared)
     for c in configs[1:]:
@@ -53,7 +50,7 @@ def _check_runs(configs, seeds):
     pairs = [(tuple(getattr(c, k) for k in RATE_FIELDS), int(s)) for c, s in zip(configs, seeds)]
     if len(set(pairs)) != len(pairs):
         raise ValueError("a run (rates and seed) appears twice in the stack")
-    return configs, [int(s) for s in seeds]
+    return configs, seeds
 
 
 def train_stack(configs, seeds, *, progress=None, record_losses=()) -> list:
@@ -62,7 +59,24 @@ def train_stack(configs, seeds, *, progress=None, record_losses=()) -> list:
     The configs must be equal but for :data:`RATE_FIELDS`; a seed may repeat
     with other rates (not a run twice).  ``progress`` and ``record_losses`` as
     in :func:`numerics.experiments.sgd.train_fig2`; returns one dict per run,
-    in order, each exactly ``train_fig2(configs[i], [seeds[i]], ...)[0]``."""
+    in order, each exactly ``train_fig2(configs[i], [seeds[i]], ...)[0]``.
+
+    Parameters
+    ----------
+    configs : list of numerics.experiments.sgd.Fig2Config
+    seeds : list of int
+    progress : callable, optional
+    record_losses : sequence of float
+
+    Returns
+    -------
+    list of dict
+
+    Raises
+    ------
+    ValueError
+        Configs that differ in more than their rates, a bad seed, or a run twice.
+    """
     configs, seeds = _check_runs(configs, seeds)
     rates = tuple(np.array([float(getattr(c, k)) for c in configs]).reshape(-1, 1, 1) for k in RATE_FIELDS)
     return sgd._train(configs[0], seeds, rates, progress, record_losses)

@@ -32,7 +32,7 @@ parameterizations and seeds, never on the number of workers, so a
 :class:`~numerics.experiments.runner.ResultStore` written by one run is reused
 by ``--resume`` with any worker count; ``--extend`` may change the blocks, and
 the runs of a changed block are retrained, to the same numbers.
-``results.csv`` (:data:`CSV_COLUMNS`) has one row per run and target in the
+``results.csv`` (:data:`numerics.experiments.jobs.SWEEP_ROW_KEYS`) has one row per run and target in the
 order parameterizations x ratios x seeds as given (duplicates removed) x
 targets (highest first); ``steps`` are the steps trained by the row's state,
 ``status`` says whether the run reached the row's target (``reached``), ended
@@ -54,7 +54,6 @@ them).
 from __future__ import annotations
 
 import csv
-import functools
 import io
 import math
 from pathlib import Path
@@ -64,17 +63,14 @@ import numpy as np
 from derivations.core.atomic_file import atomic_write_text
 
 from . import sgd
+from .jobs import SWEEP_ROW_KEYS
+from .measure import SHARES
 from .proxies import PROXIES
+from .stopping import target_losses
 
-__all__ = ["CSV_COLUMNS", "FIRST_SEED", "SEEDS_PER_JOB", "MIN_JOBS", "seeds_per_job", "job_seed_blocks",
-           "target_losses", "sweep_jobs", "rows_from_results", "summarize", "spearman", "write_csv", "read_csv",
-           "initial_losses"]
+__all__ = ["FIRST_SEED", "SEEDS_PER_JOB", "MIN_JOBS", "seeds_per_job", "job_seed_blocks", "sweep_jobs",
+           "rows_from_results", "summarize", "spearman", "write_csv"]
 
-#: Columns of ``results.csv``: the run, its measurements, then the interpretability proxies' means
-#: over the evaluated sequences (:data:`numerics.experiments.proxies.PROXIES`).
-CSV_COLUMNS = ("parameterization", "ratio", "seed", "steps", "reached", "loss",
-               "relevant_attention", "label_probability", "accuracy", "status",
-               "self_attention", "other_attention", "target_loss", *PROXIES)
 #: Seeds of a sweep are FIRST_SEED, FIRST_SEED + 1, ... (the notebooks' 1234, 1235, ...).
 FIRST_SEED = 1234
 #: Most seeds stacked in one job (with every ratio): the seeds are cut into consecutive blocks.
@@ -87,33 +83,13 @@ def _dedupe(seq):
     return list(dict.fromkeys(seq))
 
 
-def target_losses(target_loss) -> list:
-    """One target or several as a list, highest first; ``ValueError`` for an empty list, a
-    number that is not finite and > 0, or a duplicate (any order is fine).
-
-    >>> target_losses([0.1, 0.5, 0.2]), target_losses(0.1)
-    ([0.5, 0.2, 0.1], [0.1])
-    """
-    values = [target_loss] if isinstance(target_loss, (int, float)) else list(target_loss)
-    if not values:
-        raise ValueError("target_loss must name at least one loss")
-    for v in values:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
-            raise ValueError(f"target_loss must be a finite number > 0, got {v!r}")
-    values = [float(v) for v in values]
-    twice = sorted({v for v in values if values.count(v) > 1})
-    if twice:
-        raise ValueError(f"target_loss names {twice[0]:g} twice")
-    return sorted(values, reverse=True)
-
-
 def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_steps: int = 200_000,
                lr_ov: float = 0.01, seq_len: int = 64, batch_size: int = 32, steps_per_epoch: int = 100,
                init: str = "authors", eval_batches: int = 50, seed_blocks=None, task: str = "authors",
                task_params=(), dtype: str = "float64") -> list:
     """The jobs of a sweep (validated; duplicates of parameterizations/ratios dropped).
 
-    ``target_loss`` is one loss or several (:func:`target_losses`): the runs
+    ``target_loss`` is one loss or several (:func:`~numerics.experiments.stopping.target_losses`): the runs
     train to the lowest; a job of several targets names them all
     (``target_losses``, highest first), a job of one is as it always was.
     One job per parameterization and block of consecutive seeds (:func:`job_seed_blocks`),
@@ -199,10 +175,6 @@ def rows_from_results(results) -> list:
 
 def _none_if_nan(x):
     return None if x is None or not math.isfinite(x) else float(x)
-
-
-#: The attention shares of a row (:data:`numerics.experiments.measure.SHARES`).
-SHARES = ("relevant_attention", "self_attention", "other_attention")
 
 
 def _mean_ci(values):
@@ -304,58 +276,9 @@ def write_csv(rows, path) -> Path:
     """Write ``rows`` to ``path`` atomically (temporary file, fsync, rename)."""
     path = Path(path)
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    w = csv.DictWriter(buf, fieldnames=SWEEP_ROW_KEYS, lineterminator="\n")
     w.writeheader()
     for row in rows:
-        w.writerow({k: _cell(row.get(k)) for k in CSV_COLUMNS})
+        w.writerow({k: _cell(row.get(k)) for k in SWEEP_ROW_KEYS})
     atomic_write_text(path, buf.getvalue(), fsync=True)
     return path
-
-
-def read_csv(path) -> list:
-    """Rows of a ``results.csv`` (numbers parsed, ``reached`` as bool)."""
-    out = []
-    with open(path, newline="") as f:
-        for row in csv.DictReader(f):
-            out.append({"parameterization": row["parameterization"], "ratio": float(row["ratio"]),
-                        "seed": int(row["seed"]), "steps": int(row["steps"]),
-                        "reached": row["reached"] == "True", "loss": _number(row["loss"]),
-                        "relevant_attention": _number(row["relevant_attention"]),
-                        "label_probability": _number(row["label_probability"]),
-                        "accuracy": _number(row["accuracy"]), "status": row.get("status") or None,
-                        "self_attention": _number(row.get("self_attention")),
-                        "other_attention": _number(row.get("other_attention")),
-                        "target_loss": _number(row.get("target_loss")),
-                        **{k: _number(row.get(k)) for k in PROXIES}})
-    return out
-
-
-# --------------------------------------------------------------------------- the sweep directory
-
-def initial_losses(parameterizations, n_seeds: int, *, init: str = "authors", seq_len: int = 64,
-                   task=None) -> dict:
-    """``{(parameterization, seed): loss}``: each run's population loss at its initialization.
-
-    The loss of the initial parameters on the expected token counts of each
-    class (:func:`numerics.experiments.data.expected_counts`), averaged over the
-    four equally likely classes: about ``log 50 = 3.91`` for the authors'
-    near-zero initializations. A target loss at or above it is "reached" at the
-    first check, before anything is learned. ``task``: a
-    :class:`~numerics.experiments.task_sampling.SampledTask` (its expected counts and
-    matrices, :mod:`numerics.experiments.task_model`) instead of the authors' task.
-    """
-    from . import data, models, task_model, task_sampling
-
-    if task is None:
-        counts, query, label = data.expected_counts(seq_len), data.QUERY_TOKENS, data.LABEL_TOKENS
-        loss, shapes = models.loss_and_grad, lambda p: None
-    else:
-        counts, query, label = task_sampling.expected_counts(task, seq_len), task.query, task.label
-        loss = functools.partial(task_model.loss_and_grad, task)
-        shapes = functools.partial(task_model.param_shapes, task)
-    out = {}
-    for p in _dedupe(parameterizations):
-        for seed in range(FIRST_SEED, FIRST_SEED + n_seeds):
-            params = models.init_params(p, init, np.random.default_rng(seed), shapes=shapes(p))
-            out[p, seed] = float(loss(params, counts, query, label, grad=False)[0])
-    return out

@@ -1,11 +1,12 @@
-r"""Sampled versions of the engine's tasks: SGD on any task the engine describes.
+r"""The sampled tasks the experiments train on: the authors' task and every task of the engine.
 
-The Figure-2 experiments train on the authors' task (:mod:`numerics.experiments.data`).
-This module gives every task of the derivation engine
-(:class:`derivations.engine.task.Task`, by name from
-:func:`derivations.tasks.get_task`, with ``--params``) a *sampled* version,
-built from the engine's own :class:`~derivations.engine.task.TaskInstance`
-(one definition: no number is retyped here).
+A :class:`SampledTask` holds what the sampler, the count model
+(:mod:`numerics.experiments.models`), the trainer and the theory read of a task.
+The authors' task (``authors``, the default) is built from its one definition,
+:mod:`derivations.core.authors_setting`; every other task of the derivation
+engine (:class:`derivations.engine.task.Task`, by name from
+:func:`derivations.tasks.get_task`, with ``--params``) from the engine's own
+:class:`~derivations.engine.task.TaskInstance` (no number is retyped here).
 
 Sampled task
 ------------
@@ -41,14 +42,22 @@ ticket table of a class, :math:`N = D \sum_t \mu_{kt}` tickets, has at most
 vocabulary at most :data:`MAX_TYPES` types.  Then token :math:`t` owns
 :math:`a_{kt}` of the :math:`N` equally likely tickets of class :math:`k`, and
 a context token is a uniform ticket looked up in that table: exactly
-:math:`p_{kt}` (the authors' sampler does the same with 155 tickets).  Every
-built-in task can be sampled at rational parameter values: ``paper`` and
-``query-in-context`` have :math:`\mu = m` for :math:`r_k` and :math:`n` for
-the zero-embedded irrelevant type, the ``shared-irrelevant`` variants
-:math:`n / n_c` for each of the :math:`n_c` shared types (rational for integer
-:math:`n_c`), and the ``authors`` task is the default path of
-:mod:`numerics.experiments.data` itself.  Values such as ``m=0.1234567`` (a
-denominator above :math:`10^6`) or an irrational multiplicity are refused.
+:math:`p_{kt}`.  Every built-in task can be sampled at rational parameter
+values: ``paper`` and ``query-in-context`` have :math:`\mu = m` for :math:`r_k`
+and :math:`n` for the zero-embedded irrelevant type, the ``shared-irrelevant``
+variants :math:`n / n_c` for each of the :math:`n_c` shared types (rational for
+integer :math:`n_c`).  Values such as ``m=0.1234567`` (a denominator above
+:math:`10^6`) or an irrational multiplicity are refused.
+
+The authors' task
+-----------------
+:data:`AUTHORS`: 50 one-hot token ids (unscaled, :math:`d = T = n_{out} = 50`),
+4 classes; class :math:`k`'s context weights are whole tenths
+(:func:`~derivations.core.authors_setting.weight_tenths`, 155 tickets per class),
+the query attends over the context and itself, scores are scaled by
+:math:`1/\sqrt{50}`, its relevant tokens are the union of every class's
+(ids > 9), its tickets are drawn as ``int16`` and its own length is the
+published 64.
 
 >>> st = sampled_task("paper", {"M": 3})
 >>> st.K, st.T, st.d, st.n_out, st.tickets, st.own_seq_len
@@ -65,15 +74,15 @@ from fractions import Fraction
 
 import numpy as np
 
+from derivations.core import authors_setting as _authors
+
 from ..validation import check_int
-from .data import Batch, counts_from_tickets
 
-__all__ = ["DEFAULT_TASK", "MAX_TICKETS", "MAX_TYPES", "SampledTask", "TaskBatch", "task_parameter_names",
-           "canonical_params", "is_default", "resolve", "sampled_task", "expected_counts", "draw_tickets",
-           "batch_from_tickets", "sample_batches", "theory_instance", "add_task_arguments", "task_from_args",
-           "seq_len_for"]
+__all__ = ["DEFAULT_TASK", "MAX_TICKETS", "MAX_TYPES", "SampledTask", "AUTHORS", "task_parameter_names",
+           "canonical_params", "sampled_task", "task_settings", "expected_counts", "theory_instance",
+]
 
-#: The task of the Figure-2 experiments when none is named: the authors' (today's code path).
+#: The task trained and predicted when none is named: the authors'.
 DEFAULT_TASK = "authors"
 #: Largest ticket table of one class (tickets = common denominator x total multiplicity).
 MAX_TICKETS = 10 ** 6
@@ -83,8 +92,24 @@ _MAX_DENOMINATOR = 10 ** 6
 
 
 def task_parameter_names(name: str) -> tuple:
-    """The ``--params`` names a built-in task takes: the symbols its counts, scales and
-    class number depend on (``m, n, b, M`` and its own, e.g. ``n_c``); ``()`` for ``authors``."""
+    """The ``--params`` names a built-in task takes.
+
+    Parameters
+    ----------
+    name : str
+        A task of :func:`derivations.tasks.get_task`.
+
+    Returns
+    -------
+    tuple of str
+        The symbols its counts, scales and class number depend on (``m, n, b, M`` and its
+        own, e.g. ``n_c``); ``()`` for ``authors``.
+
+    Raises
+    ------
+    ValueError
+        Unknown task (the message names the valid ones).
+    """
     from derivations.tasks import get_task
 
     return tuple(sorted(str(s) for s in get_task(name).free_symbols()))
@@ -102,7 +127,21 @@ def _number(value):
 
 
 def canonical_params(params) -> tuple:
-    """``{name: value}`` or pairs as sorted ``((name, number), ...)`` (how a run stores them)."""
+    """Parameter values as sorted ``((name, number), ...)`` (how a run stores them).
+
+    Parameters
+    ----------
+    params : dict or iterable of pairs or None
+
+    Returns
+    -------
+    tuple of (str, int or float)
+
+    Raises
+    ------
+    ValueError
+        A name given twice or a value that is not a number.
+    """
     items = params.items() if isinstance(params, dict) else (params or ())
     out = {}
     for pair in items:
@@ -113,11 +152,6 @@ def canonical_params(params) -> tuple:
     return tuple(sorted(out.items()))
 
 
-def is_default(task, params=()) -> bool:
-    """Whether ``task``/``params`` name the authors' task on today's code path."""
-    return task in (None, DEFAULT_TASK) and not params
-
-
 @dataclass(frozen=True, eq=False)
 class SampledTask:
     """A task's sampled version (see the module docstring); arrays are read-only.
@@ -125,46 +159,105 @@ class SampledTask:
     Attributes
     ----------
     name : str
+    key : str
+        What identifies the task in stored settings: a built-in task's name, else its
+        canonical text (:func:`derivations.tasks.task_key`; ``--task`` reads it back).
     params : tuple
         :func:`canonical_params` of the values given.
     K, T, d, n_out : int
         Classes, token types, embedded types (the first ``d``), outputs.
     score_scale : float
         :math:`\\gamma`, the engine's score scale.
-    score_multiplier : float
-        :math:`\\gamma / b`: the score of type ``t < d`` is ``score_multiplier * A[q, t]``.
+    score_divisor : float
+        The score of type ``t < d`` is ``A[q, t] / score_divisor`` (:math:`b/\\gamma` for an
+        engine task, :math:`\\sqrt{50}` for the authors'); the others score 0.
     value_multiplier : float
         :math:`1/\\sqrt b`: the context vector is ``value_multiplier * a[:d]``.
     query, label : ndarray of int, shape (K,)
-    relevant : ndarray of bool, shape (K, T)
+    relevant : ndarray of bool, shape (K, T) or (T,)
+        Relevant types of each class, or one mask shared by every class.
     query_in_context : bool
     ticket_tokens : ndarray of int, shape (K, tickets)
         Token type of every ticket of each class.
+    ticket_dtype : numpy.dtype
+        Integer type of the ticket draws (part of the task's random stream).
     probabilities : ndarray, shape (K, T)
         :math:`p_{kt}`.
     tickets : int
     own_seq_len : int or None
-        :math:`L_0` (None when the total multiplicity is not an integer).
+        The task's own sequence length (None when it has none).
     token_names : tuple of str
+    engine_state : bool
+        Whether the engine's state at a loss answers the task
+        (:func:`numerics.experiments.theory.closed_form_attention`).
     """
     name: str
+    key: str
     params: tuple
     K: int
     T: int
     d: int
     n_out: int
     score_scale: float
-    score_multiplier: float
+    score_divisor: float
     value_multiplier: float
     query: np.ndarray
     label: np.ndarray
     relevant: np.ndarray
     query_in_context: bool
     ticket_tokens: np.ndarray
+    ticket_dtype: np.dtype
     probabilities: np.ndarray
     tickets: int
     own_seq_len: int | None
     token_names: tuple
+    engine_state: bool
+
+    def relevant_of(self, classes) -> np.ndarray:
+        """The relevant mask of sequences of class ``classes`` ``(...)``: ``(..., T)``, or ``(T,)``
+        when one mask serves every class.
+
+        Parameters
+        ----------
+        classes : array_like of int
+
+        Returns
+        -------
+        ndarray of bool
+        """
+        return self.relevant if self.relevant.ndim == 1 else self.relevant[classes]
+
+
+def _make(name, params, ticket_counts, denominator, *, query, label, relevant, ticket_dtype, **fields):
+    """A :class:`SampledTask` of per-class ticket counts ``(K, T)`` of common ``denominator``."""
+    ticket_counts = np.asarray(ticket_counts, dtype=np.int64)
+    K, T = ticket_counts.shape
+    weights = ticket_counts / float(denominator)
+    arrays = dict(query=np.asarray(query, dtype=np.intp), label=np.asarray(label, dtype=np.intp),
+                  relevant=np.asarray(relevant, dtype=bool),
+                  ticket_tokens=np.array([np.repeat(np.arange(T), row) for row in ticket_counts], dtype=np.intp),
+                  probabilities=weights / weights.sum(axis=1, keepdims=True))
+    for a in arrays.values():
+        a.flags.writeable = False
+    return SampledTask(name=name, params=params, K=K, T=T, tickets=int(ticket_counts[0].sum()),
+                       ticket_dtype=np.dtype(ticket_dtype), **arrays, **fields)
+
+
+def _authors_task() -> SampledTask:
+    """The authors' task (:mod:`derivations.core.authors_setting`; see the module docstring)."""
+    S = _authors
+    V, K = S.VOCAB, S.NUM_CLASSES
+    num, den = S.SCORE_SCALE_SQUARED
+    relevant = np.isin(np.arange(V), [v for k in range(K) for v in S.relevant_ids(k)])
+    return _make("authors", (), [S.weight_tenths(k) for k in range(K)], 10, query=S.QUERY_TOKENS,
+                 label=S.LABEL_TOKENS, relevant=relevant, ticket_dtype=np.int16, d=V, n_out=V,
+                 score_scale=1.0 / math.sqrt(den / num), score_divisor=math.sqrt(den / num),
+                 value_multiplier=1.0, query_in_context=True, own_seq_len=S.SEQ_LEN,
+                 token_names=tuple(str(v) for v in range(V)), engine_state=False, key="authors")
+
+
+#: The authors' task.
+AUTHORS = _authors_task()
 
 
 def _embedding_scale(inst, name) -> float:
@@ -181,7 +274,7 @@ def _embedding_scale(inst, name) -> float:
 
 
 def _tickets(mu, name) -> tuple:
-    """``(ticket counts (K, T) int, tickets per class, total multiplicity as a Fraction)`` of the
+    """``(ticket counts (K, T) int, common denominator, total multiplicity as a Fraction)`` of the
     multiplicities ``mu`` (K, T), or ValueError naming why they cannot be sampled."""
     fracs = []
     for row in mu:
@@ -202,7 +295,7 @@ def _tickets(mu, name) -> tuple:
     if totals[0] > MAX_TICKETS:
         raise ValueError(f"task {name!r} cannot be sampled: its ticket table needs {int(totals[0])} tickets per "
                          f"class (common denominator {D}), more than {MAX_TICKETS}")
-    return counts, int(totals[0]), Fraction(int(totals[0]), D)
+    return counts, D, Fraction(int(totals[0]), D)
 
 
 def _check_values(name, params) -> dict:
@@ -235,32 +328,36 @@ def _from_task(task, params: tuple) -> SampledTask:
     mu = np.array(inst.counts, dtype=float)
     if task.query_in_context:
         mu[np.arange(K), query] -= 1.0
-    counts, n_tickets, total = _tickets(mu, name)
-    table = np.array([np.repeat(np.arange(T), row) for row in counts], dtype=np.intp)
-    arrays = dict(query=query, label=np.asarray(inst.label, dtype=np.intp),
-                  relevant=np.asarray(inst.relevant, dtype=bool), ticket_tokens=table,
-                  probabilities=counts / float(n_tickets))
-    for a in arrays.values():
-        a.flags.writeable = False
-    return SampledTask(name=name, params=params, K=K, T=T, d=d, n_out=int(inst.n_out),
-                       score_scale=float(inst.score_scale),
-                       score_multiplier=float(inst.score_scale) * scale * scale, value_multiplier=scale,
-                       query_in_context=bool(task.query_in_context), tickets=n_tickets,
-                       own_seq_len=int(total) + 2 if total.denominator == 1 else None,
-                       token_names=tuple(inst.token_names), **arrays)
+    counts, D, total = _tickets(mu, name)
+    from derivations.tasks import task_key
+    return _make(name, params, counts, D, query=query, label=inst.label, relevant=inst.relevant,
+                 ticket_dtype=np.int32, d=d, n_out=int(inst.n_out), score_scale=float(inst.score_scale),
+                 score_divisor=1.0 / (float(inst.score_scale) * scale * scale), value_multiplier=scale,
+                 query_in_context=bool(task.query_in_context),
+                 own_seq_len=int(total) + 2 if total.denominator == 1 else None,
+                 token_names=tuple(inst.token_names), engine_state=True, key=task_key(task))
 
 
-def sampled_task(name, params=()) -> SampledTask:
-    """The sampled version of built-in task ``name`` at parameter values ``params``
-    (``{name: value}`` or pairs; missing ones take the task's defaults).  ``name`` may
-    also be a :class:`derivations.engine.task.Task` object (a task you built; not cached).
+def sampled_task(name=DEFAULT_TASK, params=()) -> SampledTask:
+    """The sampled version of a task at parameter values ``params``.
+
+    Parameters
+    ----------
+    name : str or derivations.engine.task.Task
+        ``"authors"`` (:data:`AUTHORS`), a built-in task of the engine, or a
+        :class:`derivations.engine.task.Task` you built (not cached).
+    params : dict or iterable of pairs
+        ``{name: value}``; missing ones take the task's defaults.
+
+    Returns
+    -------
+    SampledTask
 
     Raises
     ------
     ValueError
         Unknown task or parameter, an invalid value (the engine's message), or a task
-        that cannot be sampled at these values (see the module docstring); ``authors``
-        is refused here: it is the default path (:mod:`numerics.experiments.data`).
+        that cannot be sampled at these values (see the module docstring).
     """
     params = canonical_params(params)
     if not isinstance(name, str):
@@ -270,23 +367,45 @@ def sampled_task(name, params=()) -> SampledTask:
             raise ValueError(f"task must be a task name or a derivations Task; got {name!r}")
         return _from_task(name, params)
     _check_values(name, params)
-    if name == DEFAULT_TASK:
-        raise ValueError(f"task {DEFAULT_TASK!r} is sampled by numerics.experiments.data (the default path)")
-    return _build(name, params)
+    return AUTHORS if name == DEFAULT_TASK else _build(name, params)
 
 
-def resolve(task, params=()) -> tuple:
-    """``(SampledTask or None, canonical params)`` of a task name and parameter values: None
-    for the authors' task on its own code path (:func:`is_default`), else :func:`sampled_task`
-    (ValueError if the task is unknown or cannot be sampled)."""
-    params = canonical_params(params)
-    if is_default(task, params):
-        return None, params
-    return sampled_task(task, params), params
+def task_settings(st: SampledTask) -> dict:
+    """``{"task", "task_params"}`` of a task for a run's or a command's settings; ``{}`` for the
+    default task (its settings name no task).
+
+    Parameters
+    ----------
+    st : SampledTask
+
+    Returns
+    -------
+    dict
+    """
+    if st.name == DEFAULT_TASK and not st.params:
+        return {}
+    return {"task": st.key, "task_params": [list(p) for p in st.params]}
 
 
 def expected_counts(st: SampledTask, seq_len: int) -> np.ndarray:
-    r"""Expected count vectors :math:`\bar n_k = (L-2) p_k + [\text{query in context}] e_{q_k}`, ``(K, T)``."""
+    r"""Expected count vectors of the classes.
+
+    Parameters
+    ----------
+    st : SampledTask
+    seq_len : int
+        Sequence length (>= 3): context, query and label.
+
+    Returns
+    -------
+    ndarray, shape (K, T)
+        :math:`\bar n_k = (L-2) p_k + [\text{query in context}] e_{q_k}`.
+
+    Raises
+    ------
+    ValueError
+        ``seq_len`` not an integer >= 3.
+    """
     seq_len = check_int("seq_len", seq_len, 3)
     counts = (seq_len - 2) * st.probabilities
     if st.query_in_context:
@@ -294,81 +413,23 @@ def expected_counts(st: SampledTask, seq_len: int) -> np.ndarray:
     return counts
 
 
-#: Batches of a sampled task: :class:`~numerics.experiments.data.Batch`, counts over the task's types.
-TaskBatch = Batch
-
-
-def draw_tickets(st: SampledTask, rng, n_batches: int, batch_size: int, seq_len: int):
-    """The random draws of :func:`sample_batches`: classes ``(n_batches, batch_size)`` (uniform),
-    then context tickets ``(n_batches, batch_size, seq_len - 2)`` int32 uniform on ``[0, tickets)``."""
-    classes = rng.integers(0, st.K, size=(n_batches, batch_size))
-    return classes, rng.integers(0, st.tickets, size=classes.shape + (seq_len - 2,), dtype=np.int32)
-
-
-def batch_from_tickets(st: SampledTask, classes, tickets) -> TaskBatch:
-    """Counts of drawn ``classes`` ``(...)`` and ``tickets`` ``(..., L-2)``: one table look-up and
-    one :func:`numpy.bincount` for all sequences (:func:`numerics.experiments.data.counts_from_tickets`
-    on the task's ticket table), plus the query where it is in context."""
-    classes = np.asarray(classes)
-    query = st.query[classes]
-    counts = counts_from_tickets(classes, tickets, query if st.query_in_context else None,
-                                 table=st.ticket_tokens, n_types=st.T)
-    return TaskBatch(counts, query, st.label[classes], classes)
-
-
-def sample_batches(st: SampledTask, rng, n_batches: int, batch_size: int, seq_len: int) -> TaskBatch:
-    """``n_batches`` batches of ``batch_size`` sequences of length ``seq_len`` (>= 3)."""
-    n_batches = check_int("n_batches", n_batches, 1)
-    batch_size = check_int("batch_size", batch_size, 1)
-    seq_len = check_int("seq_len", seq_len, 3)
-    return batch_from_tickets(st, *draw_tickets(st, rng, n_batches, batch_size, seq_len))
-
-
 def theory_instance(st: SampledTask, seq_len: int):
-    """The expected-count task as a :class:`numerics.model.instance.TaskInstance` whose
-    factorized circuits have ``d`` hidden units (the SGD model's square factors), at ``seq_len``."""
+    """The expected-count task for the theory.
+
+    Parameters
+    ----------
+    st : SampledTask
+    seq_len : int
+
+    Returns
+    -------
+    numerics.model.TaskInstance
+        At the expected counts of ``seq_len``, its factorized circuits with ``d`` hidden units
+        (the SGD model's square factors).
+    """
     from ..model import TaskInstance
 
     E = np.zeros((st.T, st.d))
     E[np.arange(st.d), np.arange(st.d)] = st.value_multiplier
     return TaskInstance(E, expected_counts(st, seq_len), st.query, st.label, st.n_out, st.relevant,
                         score_scale=st.score_scale, h_QK=st.d, h_OV=st.d, name=st.name)
-
-
-# --------------------------------------------------------------------------- command line
-def add_task_arguments(parser) -> None:
-    """``--task NAME`` and ``--params name=value,...`` (for ``fig2``, ``sweep``, ``predict``)."""
-    parser.add_argument("--task", default=DEFAULT_TASK, metavar="NAME",
-                        help="the engine task to train / predict (derivations.tasks; default authors, the "
-                             "authors' task); the paper's task and its variants are sampled by "
-                             "numerics.experiments.task_sampling")
-    parser.add_argument("--params", default=None, metavar="NAME=VALUE[,...]",
-                        help="the task's parameter values (e.g. m=5,n=50,b=50,M=20,n_c=2; missing ones take "
-                             "the task's defaults)")
-
-
-def task_from_args(args) -> tuple:
-    """``(SampledTask or None, canonical params)`` of ``--task``/``--params``; one-line
-    :class:`~derivations.core.cli.UsageError` for an unknown task or parameter, a bad
-    value or a task that cannot be sampled (before any work)."""
-    from derivations.core.cli import UsageError, parse_number, parse_params
-
-    raw = {} if args.params is None else parse_params(args.params)
-    values = {k: parse_number(f"--params {k}", v) for k, v in raw.items()}
-    try:
-        return resolve(args.task, values)
-    except ValueError as exc:
-        raise UsageError(f"--task {args.task}: {exc}") from None
-
-
-def seq_len_for(st, text, default: int = 64) -> int:
-    """``--seq-len``: the text given, else the task's own length (``default`` for the authors')."""
-    from derivations.core.cli import UsageError, parse_int
-
-    if text is not None:
-        return parse_int("--seq-len", text, 3)
-    if st is None:
-        return default
-    if st.own_seq_len is None:
-        raise UsageError(f"--seq-len is required for task {st.name!r} (its total multiplicity is not an integer)")
-    return st.own_seq_len

@@ -359,14 +359,14 @@ def task_basis(task_name, parameterization, M_value, values) -> dict:
         (:func:`derivations.engine.basis_matrices`; SymPy, the engine's
         reduction from its cache).
     """
-    from derivations.engine import TASK_PARAMETERS
     from derivations.tasks import get_task
     from derivations.engine import basis_matrices
     from derivations.task_catalog import task_reduction
     task = get_task(task_name)
-    red = task_reduction(task_name, parameterization)
-    subs = {TASK_PARAMETERS[k]: v for k, v in values.items() if k in TASK_PARAMETERS}
-    shared = {g.name: int(g.types.subs(subs)) for g in task.groups if not g.per_class}
+    red = task_reduction(task, parameterization)
+    table = task.symbols()
+    subs = {table[k]: v for k, v in values.items() if k in table}
+    shared = {g.name: int(g.types.subs(subs)) for g in task.groups if not g.per_class or g.types != 1}
     return {nm: (mat, np.array(U, dtype=float))
             for nm, (mat, U) in basis_matrices(red, M_value, shared).items()}
 

@@ -31,6 +31,12 @@ figure                     content (function)
 ``parameterizations``      :func:`plot_parameterizations`: CACO, CAFO, FACO,
                            FAFO at equal base rates (all rates 1, factor init
                            scale 1e-2).
+``phase_diagram``          :func:`~numerics.output.attention.plot_phase_diagram`:
+                           self minus relevant share at the stopping loss over
+                           (s/m, Lambda), the crossover and the window.
+``master_curve``           :func:`~numerics.output.attention.plot_master_curve`:
+                           the shares against Lambda, the engine's flows at
+                           several (L, M, b) on the master curve.
 =========================  ====================================================
 
 Nothing here types a formula of the theory: the curves come from
@@ -52,7 +58,8 @@ module                             what
                                    figure of the package, also
                                    :func:`numerics.experiments.plots.save_figure`),
                                    formats, resolution, output directory
-:mod:`numerics.output.theory`      the five figures above
+:mod:`numerics.output.theory`      the first five figures above and the registry
+:mod:`numerics.output.attention`   the figures of where attention goes
 =================================  =============================================
 """
 from .files import FORMATS, check_dpi, check_formats, prepare_figure_dir, save_figure

@@ -25,7 +25,18 @@ def plot_time_course(*, quick=False, ratios=RATIOS, params=None):
     """mu_OV, mu_QK, alpha and the loss against time (log axis), CACO, one
     curve per ratio r = eta_QK/eta_OV (reduced ODE from zero init, eta_OV = 1).
 
-    Returns the :class:`matplotlib.figure.Figure`.
+    Parameters
+    ----------
+    quick : bool
+        Coarser grids (for tests); the curves are the same.
+    ratios : sequence of float
+        Learning-rate ratios eta_QK / eta_OV, one curve each.
+    params : dict, optional
+        ``m, n, b, M`` (default :data:`~numerics.output.style.PAPER`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
     """
     from ..dynamics.reduced_ode import solve_reduced
 
@@ -66,6 +77,21 @@ def plot_stopping_curves(*, quick=False, ratios=RATIOS, params=None, n_threshold
     CACO from zero init, from the closed form
     :func:`numerics.dynamics.closed_form.state_at_loss`. The loss axis decreases to the
     right (training proceeds left to right).
+
+    Parameters
+    ----------
+    quick : bool
+        Coarser grids (for tests); the curves are the same.
+    ratios : sequence of float
+        Learning-rate ratios eta_QK / eta_OV, one curve each.
+    n_thresholds : int
+        Number of stopping losses.
+    params : dict, optional
+        ``m, n, b, M`` (default :data:`~numerics.output.style.PAPER`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
     """
     from ..dynamics.closed_form import state_at_loss
 
@@ -132,6 +158,19 @@ def plot_line_coordinates(*, quick=False, ratios=RATIOS, params=None):
     :math:`X - X_0` on log-log axes (lines through the origin stay straight,
     with unit log-slope, offset by log r); trajectories solid, the theoretical
     lines dashed. Panel (b): relative drift of H along the numerical solution.
+
+    Parameters
+    ----------
+    quick : bool
+        Coarser grids (for tests); the curves are the same.
+    ratios : sequence of float
+        Learning-rate ratios eta_QK / eta_OV, one curve each.
+    params : dict, optional
+        ``m, n, b, M`` (default :data:`~numerics.output.style.PAPER`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
     """
     from ..dynamics.reduced_ode import solve_reduced
 
@@ -200,6 +239,19 @@ def plot_simulation_vs_theory(*, quick=False, ratios=(0.1, 1.0, 10.0), params=No
     mu_OV, mu_QK and alpha against time from the reduced ODE, and alpha against
     the loss from the closed form (:func:`numerics.dynamics.closed_form.state_at_loss`)
     evaluated at the same losses as the markers and on a fine grid.
+
+    Parameters
+    ----------
+    quick : bool
+        Coarser grids (for tests); the curves are the same.
+    ratios : sequence of float
+        Learning-rate ratios eta_QK / eta_OV, one curve each.
+    params : dict, optional
+        ``m, n, b, M`` (default :data:`~numerics.output.style.PAPER`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
     """
     from ..model.paper import AttentionModel
     from ..dynamics.closed_form import state_at_loss
@@ -277,6 +329,19 @@ def plot_parameterizations(*, quick=False, params=None, eps=1e-2):
     1; factors initialized at scale ``eps`` = 1e-2, balanced), reduced ODE:
     loss, alpha, mu_OV, mu_QK against time, alpha against the loss, and the
     trajectory in the (mu_OV, mu_QK) plane.
+
+    Parameters
+    ----------
+    quick : bool
+        Coarser grids (for tests); the curves are the same.
+    eps : float
+        Initialization scale of the factors.
+    params : dict, optional
+        ``m, n, b, M`` (default :data:`~numerics.output.style.PAPER`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
     """
     from ..dynamics.reduced_ode import solve_reduced
 
@@ -326,6 +391,8 @@ def plot_parameterizations(*, quick=False, params=None, eps=1e-2):
     return fig
 
 
+from .attention import plot_master_curve, plot_phase_diagram  # noqa: E402  (where attention goes)
+
 #: Figure name -> plotting function (keyword ``quick``; returns a Figure).
 FIGURES = {
     "time_course": plot_time_course,
@@ -333,4 +400,6 @@ FIGURES = {
     "line_coordinates": plot_line_coordinates,
     "simulation_vs_theory": plot_simulation_vs_theory,
     "parameterizations": plot_parameterizations,
+    "phase_diagram": plot_phase_diagram,
+    "master_curve": plot_master_curve,
 }

@@ -109,9 +109,9 @@ def _token_types(task, values):
     """Number of token types of the task's concrete instance, without building it."""
     import sympy as sp
 
-    from derivations.engine import TASK_PARAMETERS
-    subs = {TASK_PARAMETERS[k]: v for k, v in values.items() if k in TASK_PARAMETERS}
-    return sum(int(values["M"]) if g.per_class else int(sp.sympify(g.types).subs(subs))
+    table = task.symbols()
+    subs = {table[k]: v for k, v in values.items() if k in table}
+    return sum((int(values["M"]) if g.per_class else 1) * int(sp.sympify(g.types).subs(subs))
                for g in task.groups)
 
 

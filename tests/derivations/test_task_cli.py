@@ -27,7 +27,8 @@ def test_task_list(capsys):
     assert main(["--task", "list"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert [line.split(":")[0].split(" ")[0] for line in out] == [
-        "paper", "shared-irrelevant", "query-in-context", "shared-irrelevant+query-in-context", "authors"]
+        "paper", "shared-irrelevant", "query-in-context", "shared-irrelevant+query-in-context", "query-copies",
+        "authors"]
 
 
 @pytest.mark.parametrize("args,message", [

@@ -1,8 +1,7 @@
 """The documentation site: it builds warning-free and offline, shows what the code is, and renders.
 
 The site is built once per test session (``python -m sphinx -W --keep-going -b html docs``)
-into a temporary directory, from scratch (the ~430 math images in one LaTeX run,
-``docs/_ext/qkov_math.py``: 0.4 s). The checks:
+into a temporary directory, from scratch. The checks:
 
 * the build passes with warnings as errors, and every entry of conf.py's
   ``qkov_known_docstring_issues`` (docstring problems of modules being rewritten, not
@@ -15,8 +14,11 @@ into a temporary directory, from scratch (the ~430 math images in one LaTeX run,
 * the examples on the pages run (``pycon`` blocks are doctests; ``python -m`` command lines
   parse with the program's own parser);
 * headless Chromium renders the landing page, the derivation page and an API page: non-blank
-  screenshots, the math images present in the DOM, and no failed resource load (served by a
-  local HTTP server on 127.0.0.1 that records every request).
+  screenshots, the formulas typeset by MathJax (served from the site's own ``_static/mathjax``)
+  with no TeX error, and no failed resource load (served by a local HTTP server on 127.0.0.1
+  that records every request);
+* in the light and in the dark theme, the formulas are text in the colour of the page's text
+  (dark on light, light on dark), not images.
 """
 from __future__ import annotations
 
@@ -75,10 +77,8 @@ class Site:
 
 @pytest.fixture(scope="session")
 def site(tmp_path_factory):
-    missing = [tool for tool in ("latex", "dvipng") if shutil.which(tool) is None]
-    if missing:
-        pytest.skip(f"the site renders its math with LaTeX and dvipng; not found: {', '.join(missing)} "
-                    "(Debian: apt-get install texlive-latex-base dvipng)")
+    if not _module_available("sphinx-mathjax-offline"):
+        pytest.skip("the site's math needs the package sphinx-mathjax-offline (pip install '.[docs]')")
     out = tmp_path_factory.mktemp("docs-site")
     html, doctrees = out / "html", out / "doctrees"
     # alone: -j auto, pages read and written on every core; beside other pytest-xdist workers: one
@@ -197,7 +197,8 @@ def test_derivation_equations_are_the_generated_snippets(site):
     assert "$$" not in theory, "display equations on the derivation page must come from snippets"
     page = site.page("theory.html")
     from html import unescape
-    alts = [unescape(a) for a in re.findall(r'<img src="_images/math/[^"]+" alt="([^"]*)"', page)]
+    # each display equation's TeX, as sphinx.ext.mathjax writes it for MathJax to typeset
+    alts = [unescape(a) for a in re.findall(r'<div class="math[^"]*"[^>]*>(.*?)</div>', page, flags=re.S)]
     snippets = DOCS / CONF["qkov_snippet_dir"]
     for name in names:
         body = qkov_docs.snippet_math(snippets / f"{name}.tex")
@@ -481,9 +482,11 @@ def browser_problems(browser, server, root: Path, page: str, tmp_path: Path, min
     dom = proc.stdout
     if theme and not ("<article" in dom and "bd-article" in dom):
         problems.append("the theme's article did not render")
-    math = re.findall(r'<img[^>]+src="[^"]*_images/math/[^"]+\.png"', dom)
+    math = re.findall(r"<mjx-container\b", dom)
     if len(math) < min_math:
-        problems.append(f"{len(math)} math images in the DOM, expected at least {min_math}")
+        problems.append(f"{len(math)} formulas typeset by MathJax in the DOM, expected at least {min_math}")
+    if "<mjx-merror" in dom:
+        problems.append("MathJax reports a TeX error in a formula")
 
     # every local resource the DOM refers to exists in the build
     parser = _Resources()
@@ -504,13 +507,13 @@ def browser_problems(browser, server, root: Path, page: str, tmp_path: Path, min
                  if isinstance(code, int) and code >= 400 and not p.endswith("favicon.ico")]
     problems += [line for line in proc.stderr.splitlines()
                  if "Failed to load resource" in line or "net::ERR_" in line]
-    if min_math and not any("/_images/math/" in p for p, _ in requests):
-        problems.append("the math images were not requested")
+    if min_math and not any("/_static/mathjax/output/chtml/fonts/" in p for p, _ in requests):
+        problems.append("MathJax's fonts were not loaded from the site's _static/mathjax")
     return problems
 
 
 BROWSER_PAGES = {
-    "index.html": 3,                                                  # math images at least
+    "index.html": 3,                                                  # formulas at least
     "theory.html": 20,
     "experiments.html": 1,
     "tasks.html": 10,
@@ -540,15 +543,80 @@ def test_browser_check_detects_broken_pages(tmp_path):
     if browser is None:
         pytest.skip("headless Chromium not found (Debian: apt-get install chromium)")
     root = tmp_path / "site"
-    (root / "_images" / "math").mkdir(parents=True)
+    root.mkdir()
     (root / "blank.html").write_text("<html><body></body></html>")
     (root / "broken.html").write_text(
-        '<html><head><link rel="stylesheet" href="_static/gone.css"></head><body>'
+        '<html><head><link rel="stylesheet" href="_static/gone.css">'
+        '<script defer src="_static/mathjax/gone.js"></script></head><body>'
         + "<h1>Broken</h1><p>text</p>" * 40
-        + '<img src="_images/math/gone.png"></body></html>')
+        + r'<span class="math">\(a + b\)</span></body></html>')
     with _Server(root) as server:
         blank = browser_problems(browser, server, root, "blank.html", tmp_path / "a", 0, theme=False)
         broken = browser_problems(browser, server, root, "broken.html", tmp_path / "b", 1, theme=False)
     assert "the screenshot is blank" in blank
-    assert any("gone.css" in p for p in broken) and any("gone.png" in p for p in broken)
+    assert any("gone.css" in p for p in broken) and any("gone.js" in p for p in broken)
     assert any(p.startswith("request failed") for p in broken)
+    assert any("typeset by MathJax" in p for p in broken) and any("fonts were not" in p for p in broken)
+
+
+#: Put first in a page's <head>: the theme's own inline script then reads the colour mode from
+#: localStorage, as after a click on its theme switch.
+_MODE_SCRIPT = '<script>localStorage.setItem("mode", "{mode}"); localStorage.setItem("theme", "{mode}");</script>'
+#: Put last in a page's <body>: once MathJax has typeset the page, the colours the browser computed
+#: for the formulas' glyphs, the article's text and the page's background, written into the DOM.
+_PROBE_SCRIPT = """<script>
+window.addEventListener("load", () => MathJax.startup.promise.then(() => {
+  const colour = (el) => getComputedStyle(el).color;
+  const glyphs = [...document.querySelectorAll("mjx-container mjx-c")];
+  const text = document.querySelector(".bd-article p");
+  document.body.setAttribute("data-qkov-probe", JSON.stringify({
+    theme: document.documentElement.dataset.theme,
+    formulas: document.querySelectorAll("mjx-container").length,
+    images: document.querySelectorAll("img.math, div.math img").length,
+    glyph_colours: [...new Set(glyphs.map(colour))],
+    text: colour(text),
+    background: getComputedStyle(document.body).backgroundColor}));
+}));
+</script>"""
+
+
+def _luminance(css_colour: str) -> float:
+    """Relative luminance (0 black, 1 white) of a computed CSS colour ``rgb(r, g, b)``."""
+    r, g, b = (int(v) / 255 for v in re.findall(r"\d+", css_colour)[:3])
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def _themed_copy(site_root: Path, page: str, mode: str, root: Path) -> Path:
+    """A served root of links to the built site with a copy of ``page`` in colour mode ``mode``
+    (and the colour probe) beside the original, so that its relative links still resolve."""
+    root.mkdir(parents=True)
+    for entry in site_root.iterdir():
+        (root / entry.name).symlink_to(entry)
+    html = (site_root / page).read_text(encoding="utf-8")
+    html = html.replace("<head>", "<head>" + _MODE_SCRIPT.format(mode=mode), 1)
+    html = html.replace("</body>", _PROBE_SCRIPT + "</body>", 1)
+    copy = root / f"{Path(page).stem}-{mode}.html"
+    copy.write_text(html, encoding="utf-8")
+    return copy
+
+
+@pytest.mark.parametrize("mode", ["light", "dark"])
+def test_formulas_are_text_in_the_theme_colour(mode, site, tmp_path):
+    """The derivation page's formulas are MathJax text whose glyphs have the colour of the page's
+    text in both colour modes: dark on a light page, light on a dark one (no images)."""
+    import html as html_lib
+    import json
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("headless Chromium not found (Debian: apt-get install chromium)")
+    copy = _themed_copy(site.html, "theory.html", mode, tmp_path / "root")
+    with _Server(copy.parent) as server:
+        proc = _run_chromium(browser, f"{server.base}/{copy.name}", tmp_path, "--dump-dom")
+    found = re.search(r'data-qkov-probe="([^"]*)"', proc.stdout)
+    assert found, f"the page did not finish typesetting its formulas: {proc.stderr[-2000:]}"
+    probe = json.loads(html_lib.unescape(found.group(1)))
+    assert probe["theme"] == mode
+    assert probe["formulas"] >= BROWSER_PAGES["theory.html"] and probe["images"] == 0
+    assert probe["glyph_colours"] == [probe["text"]], probe
+    text, background = _luminance(probe["text"]), _luminance(probe["background"])
+    assert (text - background if mode == "dark" else background - text) > 0.5, probe

@@ -14,7 +14,9 @@ import re
 
 from derivations.core.cli import UsageError, parse_int, parse_number, prepare_output_dir
 
-__all__ = ["PROG", "add_common", "number", "integer", "parse_seeds", "workers", "scheduler",
+from .. import task_sampling
+
+__all__ = ["PROG", "add_common", "add_task_arguments", "task_from_args", "seq_len_for", "number", "integer", "parse_seeds", "workers", "scheduler",
            "output_dir", "config", "option_message", "json_text", "finite_or_none",
            "check_memory", "memory_budget", "MAX_SEEDS", "warn", "warn_diverged", "DIVERGED"]
 
@@ -44,7 +46,9 @@ def add_common(p, *, output_required=False):
 
 def add_dtype(p) -> None:
     """``--dtype``: the floating type of the SGD step (:mod:`numerics.experiments.precision`)."""
-    p.add_argument("--dtype", default="float64", choices=("float64", "float32"),
+    from ..sgd import DTYPES
+
+    p.add_argument("--dtype", default=DTYPES[0], choices=DTYPES,
                    help="floating type of the SGD step: float64 (default; bitwise reproducible) or float32 "
                         "(as the authors trained; faster; a float32 run is another run for --resume)")
 
@@ -206,3 +210,69 @@ def check_memory(needed: float, settings: str) -> None:
     if needed > budget:
         raise UsageError(f"{settings} would need about {_size(needed)} of memory at once, more than half "
                          f"of this machine's ({_size(2 * budget)}); choose smaller sizes")
+
+
+def add_task_arguments(parser) -> None:
+    """Add ``--task NAME`` and ``--params name=value,...`` (``fig2``, ``sweep``, ``predict``) to a parser.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+    """
+    parser.add_argument("--task", default=task_sampling.DEFAULT_TASK, metavar="NAME",
+                        help="the task to train / predict (derivations.tasks; default authors, the "
+                             "authors' task), sampled by numerics.experiments.task_sampling")
+    parser.add_argument("--params", default=None, metavar="NAME=VALUE[,...]",
+                        help="the task's parameter values (e.g. m=5,n=50,b=50,M=20,n_c=2; missing ones take "
+                             "the task's defaults)")
+
+
+def task_from_args(args) -> task_sampling.SampledTask:
+    """The :class:`~numerics.experiments.task_sampling.SampledTask` of ``--task``/``--params``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+
+    Returns
+    -------
+    numerics.experiments.task_sampling.SampledTask
+
+    Raises
+    ------
+    derivations.core.cli.UsageError
+        One line, before any work: an unknown task or parameter, a bad value or a task that
+        cannot be sampled.
+    """
+    from derivations.core.cli import parse_params
+
+    raw = {} if args.params is None else parse_params(args.params)
+    values = {k: parse_number(f"--params {k}", v) for k, v in raw.items()}
+    try:
+        return task_sampling.sampled_task(args.task, values)
+    except ValueError as exc:
+        raise UsageError(f"--task {args.task}: {exc}") from None
+
+
+def seq_len_for(st, text) -> int:
+    """``--seq-len``: the text given, else the task's own length.
+
+    Parameters
+    ----------
+    st : numerics.experiments.task_sampling.SampledTask
+    text : str or None
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    derivations.core.cli.UsageError
+        Not an integer >= 3, or none given for a task without a length of its own.
+    """
+    if text is not None:
+        return parse_int("--seq-len", text, 3)
+    if st.own_seq_len is None:
+        raise UsageError(f"--seq-len is required for task {st.name!r} (its total multiplicity is not an integer)")
+    return st.own_seq_len

@@ -5,12 +5,14 @@ from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from .. import task_sampling
 from . import common
-from .common import integer, number
+from .common import add_task_arguments, integer, number, seq_len_for, task_from_args
 
 __all__ = ["add_parser", "prepare", "format_fig2"]
 
 
 def add_parser(sub):
+    from .. import models, stopping
+
     f2 = sub.add_parser("fig2", help="one Figure-2 configuration: SGD on sampled sequences, heatmap",
                         description="Train one Figure-2 configuration for its seeds (stacked) and measure the "
                                     "heatmap of relevant-token attention x label probability on fresh batches.")
@@ -28,10 +30,10 @@ def add_parser(sub):
                     help="epochs (default: the published run's, 2500; 5000 for CAFO)")
     f2.add_argument("--steps-per-epoch", default=None, metavar="K",
                     help="SGD steps per epoch (default: the published run's, 250; 200 for CAFO and CACO)")
-    f2.add_argument("--stop", default="authors", choices=("authors", "none"),
+    f2.add_argument("--stop", default="authors", choices=stopping.STOP_RULES,
                     help="the notebooks' stop rule (mean loss <= 0.001 with the 100-epoch running-sum quirk) "
                          "or none (default authors)")
-    f2.add_argument("--init", default="authors", choices=("authors", "identity", "uniform"),
+    f2.add_argument("--init", default="authors", choices=models.INITS,
                     help="the notebooks' initialization of the parameterization, 1e-6 I everywhere, "
                          "or uniform(+-1/sqrt(50)) everywhere (default authors)")
     f2.add_argument("--seeds", default=None, metavar="LIST",
@@ -39,7 +41,7 @@ def add_parser(sub):
                          "1234-1238 for CAFO, 1234-1236 for CACO)")
     f2.add_argument("--eval-batches", default="200", metavar="N",
                     help="fresh batches for the final measurements (default 200, i.e. 6400 sequences)")
-    task_sampling.add_task_arguments(f2)
+    add_task_arguments(f2)
     common.add_dtype(f2)
     common.add_common(f2)
 
@@ -47,19 +49,18 @@ def add_parser(sub):
 def _config(args):
     from .. import sgd
 
-    sampled, task_params = task_sampling.task_from_args(args)
+    st = task_from_args(args)
     pub = sgd.published_fig2_defaults(args.parameterization)
     return common.config(
         sgd.Fig2Config, parameterization=args.parameterization,
         lr_qk=number("--lr-qk", args.lr_qk), lr_ov=number("--lr-ov", args.lr_ov),
-        qk_ramp=number("--qk-ramp", args.qk_ramp), seq_len=task_sampling.seq_len_for(sampled, args.seq_len),
+        qk_ramp=number("--qk-ramp", args.qk_ramp), seq_len=seq_len_for(st, args.seq_len),
         batch_size=integer("--batch-size", args.batch_size, 1),
         epochs=integer("--epochs", args.epochs, 1) if args.epochs is not None else pub["epochs"],
         steps_per_epoch=(integer("--steps-per-epoch", args.steps_per_epoch, 1)
                          if args.steps_per_epoch is not None else pub["steps_per_epoch"]),
         stop=args.stop, init=args.init, eval_batches=integer("--eval-batches", args.eval_batches, 1),
-        dtype=args.dtype,
-        **({} if sampled is None else {"task": sampled.name, "task_params": task_params})), pub
+        dtype=args.dtype, task=st.key, task_params=st.params), pub
 
 
 def prepare(args):
@@ -132,7 +133,7 @@ def _write(directory, config, payload, n_seeds):
     if payload["heatmap"] is None:
         common.warn("every run diverged: no heatmap figure")
         return
-    task = "" if config.sampled_task is None else f"task {config.task}, "
+    task = f"task {config.task}, " if task_sampling.task_settings(config.sampled_task) else ""
     title = (f"{task}{config.parameterization}, QK {config.lr_qk:g} / OV {config.lr_ov:g}"
              + (f", ramp x{config.qk_ramp:g}" if config.qk_ramp != 1 else ""))
     plots.save_figure(plots.plot_fig2_heatmaps(

@@ -12,10 +12,12 @@ ALPHAS = "0.2,0.4,0.6,0.8,1"
 
 
 def add_parser(sub):
+    from ..fixed_attention import OUTPUT_CIRCUITS
+
     f3 = sub.add_parser("fig3", help="Figure 3: fixed attention, the incentive to sharpen",
                         description="Train the fixed-attention models at each alpha and measure L(alpha), "
                                     "L(alpha + 0.005) and the incentive (L(alpha) - L(alpha + 0.005)) / 0.005.")
-    f3.add_argument("--output-circuit", default="collapsed", choices=("collapsed", "factorized"),
+    f3.add_argument("--output-circuit", default="collapsed", choices=OUTPUT_CIRCUITS,
                     help="W c + b, or W_O (W_V c + b_V) + b_O (default collapsed)")
     f3.add_argument("--alphas", default=ALPHAS, metavar="LIST",
                     help=f"comma-separated fixed attention on the relevant tokens, each in (0, 1] (default {ALPHAS})")
@@ -42,12 +44,12 @@ def prepare(args):
     """Check every input (then the output directory); return ``(work, format)``, no work done yet."""
     from .. import jobs as jobs_mod
     from ..runner import run_jobs
-    from .. import sgd
+    from .. import fixed_attention
     from ..memory import fig3_bytes
 
     alphas = parse_list("--alphas", args.alphas, _alpha)
     config = common.config(
-        sgd.Fig3Config, output_circuit=args.output_circuit, alphas=tuple(alphas),
+        fixed_attention.Fig3Config, output_circuit=args.output_circuit, alphas=tuple(alphas),
         epochs=integer("--epochs", args.epochs, 1),
         steps_per_epoch=integer("--steps-per-epoch", args.steps_per_epoch, 1),
         batch_size=integer("--batch-size", args.batch_size, 4), seq_len=integer("--seq-len", args.seq_len, 3),

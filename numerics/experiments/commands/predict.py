@@ -1,17 +1,46 @@
 """``python -m numerics.experiments predict``: the theory beside the sweep (no SGD).
 
-The options and the work are :mod:`numerics.experiments.predict`'s
-(:func:`~numerics.experiments.predict.add_arguments` adds ``--json`` and
-``--quiet`` itself; :func:`~numerics.experiments.predict.command` checks every
-option before any flow and returns ``(work, format)``).
+The expected-count gradient flow of a task (:func:`numerics.experiments.predict.predict`)
+from each SGD seed's initial matrices, read off where the loss first reaches each target.
+It prints a table, or with ``--json`` one object ``{"settings": ..., "records": [...]}``;
+``--output FILE`` also writes that object to ``FILE`` (atomically); ``--quiet`` hides the
+progress bar only.  A target a flow does not reach is reported as not reached, and no
+floating-point warning reaches the user.  Bad input (an unknown parameterization, a ratio
+outside :data:`~numerics.experiments.theory.RATIO_RANGE`, a duplicate target, a target not
+below a seed's initial loss, ``--lr-ov 1,2``, ``--init-scale`` where no matrix is a multiple
+of the identity, an ``--output`` that cannot be written, ...) prints one line on stderr and
+exits with status 2 before any flow is run.
 """
 from __future__ import annotations
 
-__all__ = ["add_parser", "prepare"]
+import os
+from pathlib import Path
+
+from derivations.core.cli import UsageError, parse_int, parse_list, parse_number, progress_bar
+from derivations.core.vocabulary import PARAMETERIZATIONS
+
+from .common import add_task_arguments, json_text, seq_len_for, task_from_args
+
+__all__ = ["MAX_SEEDS", "MAX_SEQ_LEN", "add_parser", "prepare", "format_table"]
+
+_FLAGS = {"parameterization": "--parameterizations", "ratio": "--ratios", "target_loss": "--target-loss",
+          "init_scale": "--init-scale", "lr_ov": "--lr-ov", "seq_len": "--seq-len", "seeds": "--seeds",
+          "init": "--init", "task": "--task"}
+#: Most seeds one command line asks for (each random-start seed is one flow of ~0.1-10 s).
+MAX_SEEDS = 10_000
+#: Longest sequence of the command line (the expected counts are real numbers; any length works).
+MAX_SEQ_LEN = 10 ** 9
 
 
-def add_parser(sub):
-    from .. import predict
+def add_parser(sub) -> None:
+    """Add the ``predict`` subcommand and its options to the subparsers ``sub``.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+    """
+    from .. import models, theory
+    from ..sweep import FIRST_SEED
 
     pp = sub.add_parser("predict", help="the theory's prediction: the expected-count flow per seed",
                         description="The expected-count gradient flow of the authors' task (or --task) from "
@@ -19,11 +48,148 @@ def add_parser(sub):
                                     "target: one record per (parameterization, ratio, seed, target) with "
                                     "the flow time in SGD steps, the loss and the attention on relevant "
                                     "tokens / the query's own token / other positions.")
-    predict.add_arguments(pp)
+    lo, hi = theory.RATIO_RANGE
+    slo, shi = theory.INIT_SCALE_RANGE
+    a = pp.add_argument
+    a("--parameterizations", default=",".join(PARAMETERIZATIONS), metavar="P[,P...]",
+      help="comma-separated subset of " + ",".join(PARAMETERIZATIONS) + " (default: all)")
+    a("--ratios", default="1,2,5,10,20", metavar="R[,R...]",
+      help=f"learning-rate ratios eta_QK / eta_OV, each in [{lo:g}, {hi:g}] (default 1,2,5,10,20)")
+    a("--target-loss", default="0.1", metavar="L[,L...]",
+      help=f"distinct losses at which the flow is read off, each in [{theory.TARGET_LOSS_MIN:g}, initial "
+           "loss) (sorted high to low; one flow answers all; default 0.1)")
+    a("--seeds", default="1", metavar="K",
+      help=f"number of seeds, numbered as the sweep's: {FIRST_SEED}, {FIRST_SEED + 1}, ... (integer in "
+           f"[1, {MAX_SEEDS}]; default 1); each starts from that SGD seed's initial matrices")
+    a("--init", default="authors", choices=models.INITS,
+      help="the SGD models' initialization: the notebooks' per parameterization, 1e-6 I everywhere, "
+           "or uniform(+-1/sqrt(columns)) everywhere (default authors, as the sweep's)")
+    a("--init-scale", default=None, metavar="S",
+      help=f"scale of the identity matrices of --init identity or authors, in [{slo:g}, {shi:g}] "
+           "(default 1e-6, the SGD models'; refused where no matrix is a multiple of I, e.g. --init "
+           "uniform)")
+    a("--seq-len", default=None, metavar="N",
+      help=f"sequence length: context, query and label (integer in [3, {MAX_SEQ_LEN}]; default "
+           "the task's own length, 64 for the authors')")
+    add_task_arguments(pp)
+    a("--lr-ov", default="0.01", metavar="X",
+      help="OV learning rate: converts flow time to SGD steps (default 0.01)")
+    a("--output", default=None, metavar="FILE",
+      help="also write the JSON object to FILE (atomically; its directory must exist)")
+    a("--json", action="store_true", help="print one JSON object on stdout")
+    a("--quiet", action="store_true", dest="no_bar", help="no progress bar (the table or JSON is still printed)")
+    pp.set_defaults(quiet=False)
+
+
+def _flag_message(exc) -> str:
+    text = str(exc)
+    name = text.split(" ", 1)[0]
+    return _FLAGS[name] + text[len(name):] if name in _FLAGS else text
+
+
+def _settings(args) -> tuple:
+    """``(settings, init_scale)``: the checked settings of :func:`~numerics.experiments.predict.predict`
+    and the ``--init-scale`` given (None if none), or a one-line UsageError."""
+    from ..predict import check_settings
+
+    def number(flag, text):
+        return parse_number(flag, text, positive=True)
+
+    params = parse_list("--parameterizations", args.parameterizations)
+    ratios = parse_list("--ratios", args.ratios, lambda t: number("--ratios", t))
+    targets = parse_list("--target-loss", args.target_loss, lambda t: number("--target-loss", t))
+    seeds = parse_int("--seeds", args.seeds, 1, MAX_SEEDS)
+    st = task_from_args(args)
+    seq_len = seq_len_for(st, args.seq_len)
+    parse_int("--seq-len", seq_len, 3, MAX_SEQ_LEN)
+    lr_ov = number("--lr-ov", args.lr_ov)
+    scale = None if args.init_scale is None else number("--init-scale", args.init_scale)
+    try:
+        settings = check_settings(params, ratios, targets, seeds, args.init, seq_len, lr_ov, scale,
+                                  task=st.name, task_params=st.params)
+    except ValueError as exc:
+        raise UsageError(_flag_message(exc)) from None
+    return settings, scale
+
+
+def _output_file(text):
+    """``--output FILE``: a path whose directory exists and takes files (None if not given)."""
+    if text is None:
+        return None
+    path = Path(text)
+    if not text or path.is_dir() or not path.parent.is_dir() or not os.access(path.parent, os.W_OK):
+        raise UsageError(f"--output must name a file in an existing, writable directory; got {text!r}")
+    return path
+
+
+def format_table(payload) -> str:
+    """The human-readable table of a ``predict`` payload (one line per record).
+
+    Parameters
+    ----------
+    payload : dict
+        ``{"settings", "records"}``.
+
+    Returns
+    -------
+    str
+    """
+    s = payload["settings"]
+    task = "the authors' task" if "task" not in s else f"task {s['task']} {s['task_params']}"
+    closed = any("closed_form_method" in r for r in payload["records"])
+    lines = [f"expected-count flow of {task} (init {s['init']}, identity scale "
+             f"{s['init_scale']:g}, seq_len {s['seq_len']}, lr_ov {s['lr_ov']:g}): attention where the "
+             "loss first reaches each target",
+             "param   ratio   seed  target        steps      loss  relevant    self   other"
+             + ("  engine, zero init (method)" if closed else "")]
+    for r in payload["records"]:
+        head = f"{r['parameterization']:6}{r['ratio']:7g}{r['seed']:7d}  {r['target_loss']:<7g}"
+        if not r["reached"]:
+            lines.append(head + "   not reached")
+            continue
+        value = r.get("closed_form_relevant_attention")
+        lines.append(head + f"{r['steps']:12.1f}{r['loss']:10.4g}{r['relevant_attention']:10.4f}"
+                     f"{r['self_attention']:8.4f}{r['other_attention']:8.4f}"
+                     + ("" if "closed_form_method" not in r else
+                        f"  {'-' if value is None else format(value, '.4f')} ({r['closed_form_method']})"))
+    return "\n".join(lines)
 
 
 def prepare(args):
-    """Check every option (before any flow); return ``(work, format)``."""
-    from .. import predict
+    """Check every option (before any flow); return ``(work, format_table)``.
 
-    return predict.command(args)
+    Parameters
+    ----------
+    args : argparse.Namespace
+
+    Returns
+    -------
+    tuple
+        ``work()`` returns the payload ``{"settings", "records"}`` (and writes ``--output``).
+
+    Raises
+    ------
+    derivations.core.cli.UsageError
+        Bad input (one line).
+    """
+    from derivations.core.atomic_file import atomic_write_text
+
+    from ..predict import predict
+
+    s, init_scale = _settings(args)
+    output = _output_file(args.output)
+
+    def work():
+        flows = len(s["parameterizations"]) * len(s["ratios"]) * len(s["seeds"])
+        bar = progress_bar(flows, desc="predict", unit="flow", show=not args.no_bar)
+        try:
+            records = predict(s["parameterizations"], s["ratios"], s["target_losses"], s["seeds"], s["init"],
+                              s["seq_len"], s["lr_ov"], init_scale=init_scale, progress=bar.update,
+                              task=args.task, task_params=s.get("task_params", ()))
+        finally:
+            bar.close()
+        payload = {"settings": s, "records": records}
+        if output is not None:
+            atomic_write_text(output, json_text(payload))
+        return payload
+    return work, format_table

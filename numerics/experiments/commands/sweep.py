@@ -6,12 +6,14 @@ from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from .. import task_sampling
 from . import common
-from .common import integer, number
+from .common import add_task_arguments, integer, number, seq_len_for, task_from_args
 
 __all__ = ["add_parser", "prepare", "format_sweep"]
 
 
 def add_parser(sub):
+    from .. import models
+
     sw = sub.add_parser("sweep", help="matched-loss sweep over eta_QK / eta_OV",
                         description="Train every (parameterization, ratio, seed) until the mean training loss of "
                                     "an epoch reaches the target (the lowest, if several), and measure where the "
@@ -32,7 +34,7 @@ def add_parser(sub):
     sw.add_argument("--batch-size", default="32", metavar="B", help="sequences per step (default 32)")
     sw.add_argument("--steps-per-epoch", default="100", metavar="K",
                     help="steps between checks of the target (default 100)")
-    sw.add_argument("--init", default="authors", choices=("authors", "identity", "uniform"),
+    sw.add_argument("--init", default="authors", choices=models.INITS,
                     help="initialization (default authors)")
     sw.add_argument("--eval-batches", default="50", metavar="N",
                     help="fresh batches for the measurements (default 50)")
@@ -47,7 +49,7 @@ def add_parser(sub):
     sw.add_argument("--extend", action="store_true",
                     help="with --resume: add parameterizations, ratios or seeds to the stored sweep; every "
                          "stored row is kept (give the stored ones too), the other settings must be the same")
-    task_sampling.add_task_arguments(sw)
+    add_task_arguments(sw)
     common.add_dtype(sw)
     common.add_common(sw, output_required=True)
 
@@ -61,7 +63,7 @@ def _parameterization(text):
 
 def _targets(text):
     """``--target-loss``: one number, or several distinct ones (a list, highest first)."""
-    from ..sweep import target_losses
+    from ..stopping import target_losses
 
     values = parse_list("--target-loss", text, lambda t: number("--target-loss", t))
     try:
@@ -80,15 +82,15 @@ def _highest(s) -> float:
 
 
 def _settings(args) -> dict:
-    """The sweep's settings from the command line (validated numbers, duplicates dropped); ``task``
-    and ``task_params`` only for a task other than the authors' (the authors' task is not named)."""
-    sampled, task_params = task_sampling.task_from_args(args)
-    task = {} if sampled is None else {"task": sampled.name, "task_params": [list(p) for p in task_params]}
+    """The sweep's settings from the command line (validated numbers, duplicates dropped; the task
+    as :func:`~numerics.experiments.task_sampling.task_settings` names it)."""
+    st = task_from_args(args)
+    task = task_sampling.task_settings(st)
     return {"parameterizations": list(dict.fromkeys(parse_list("--parameterizations", args.parameterizations,
                                                                _parameterization))),
             "ratios": list(dict.fromkeys(parse_list("--ratios", args.ratios, lambda t: number("ratio", t)))),
             "seeds": integer("--seeds", args.seeds, 1, common.MAX_SEEDS), "target_loss": _targets(args.target_loss),
-            "lr_ov": number("--lr-ov", args.lr_ov), "seq_len": task_sampling.seq_len_for(sampled, args.seq_len),
+            "lr_ov": number("--lr-ov", args.lr_ov), "seq_len": seq_len_for(st, args.seq_len),
             "batch_size": integer("--batch-size", args.batch_size, 1),
             "steps_per_epoch": integer("--steps-per-epoch", args.steps_per_epoch, 1),
             "max_steps": integer("--max-steps", args.max_steps, 1), "init": args.init,
@@ -134,11 +136,12 @@ def _check_memory(s, workers, address) -> None:
 
 def _check_target(s) -> None:
     """Refuse a target the runs "reach" before learning anything: not below their initial loss."""
-    from .. import sweep as sweep_mod
+    from .. import theory
+    from ..sweep import FIRST_SEED
 
-    sampled = None if "task" not in s else task_sampling.sampled_task(s["task"], s["task_params"])
-    losses = sweep_mod.initial_losses(s["parameterizations"], s["seeds"], init=s["init"], seq_len=s["seq_len"],
-                                      task=sampled)
+    st = task_sampling.sampled_task(s.get("task", task_sampling.DEFAULT_TASK), s.get("task_params", ()))
+    losses = {(p, seed): theory.initial_loss(st, p, s["init"], seed, seq_len=s["seq_len"])
+              for p in s["parameterizations"] for seed in range(FIRST_SEED, FIRST_SEED + s["seeds"])}
     (p, seed), lowest = min(losses.items(), key=lambda kv: kv[1])
     if _highest(s) >= lowest:
         raise UsageError(f"--target-loss {_highest(s):g} is not below the initial loss {lowest:.6g} "

@@ -12,8 +12,8 @@ from derivations.symbolic import m, n
 
 def test_registry():
     assert task_names() == ("paper", "shared-irrelevant", "query-in-context",
-                            "shared-irrelevant+query-in-context", "authors")
-    assert symbolic_task_names() == task_names()[:4]
+                            "shared-irrelevant+query-in-context", "query-copies", "authors")
+    assert symbolic_task_names() == task_names()[:5]
     with pytest.raises(ValueError, match="unknown task 'nope'; valid tasks: paper"):
         get_task("nope")
 
@@ -113,7 +113,8 @@ def _groups(**relevant):
     ({"classes": 1}, r"classes must be the symbol M or an integer in \[2, 2\*\*53\]; got 1"),
     ({"classes": 2.5}, "classes must be the symbol M or an integer"),
     ({"classes": 2 ** 60}, "classes must be the symbol M or an integer"),
-    ({"parameters": ("k",)}, "unknown task parameter 'k'"),
+    ({"parameters": ("m",)}, "a parameter must be a new name"),
+    ({"parameters": ("s",), "defaults": (("s", 0),)}, "s must be an integer >= 1"),
     ({"query_in_context": "yes"}, "query_in_context must be True or False"),
     ({"outputs": "tokens"}, "outputs must be 'classes' or 'vocabulary'"),
     ({"outputs": "vocabulary"}, "outputs='vocabulary' needs label"),
@@ -155,7 +156,7 @@ def test_groups_must_be_token_groups_and_symbols_known():
     ({"multiplicity": -1}, "multiplicity must be a finite expression >= 0"),
     ({"other_multiplicity": float("nan")}, "other_multiplicity must be a finite expression >= 0"),
     ({"per_class": "yes"}, "per_class must be True or False"),
-    ({"types": 2}, "per-class groups have one token per class"),
+    ({"types": 2.5}, "types must be a positive integer"),
 ])
 def test_a_token_group_is_checked_when_built(kwargs, message):
     args = {"name": "r", "per_class": True, "multiplicity": m, **kwargs}

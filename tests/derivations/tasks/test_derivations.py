@@ -44,7 +44,7 @@ def test_family_invariant_exactly_on_larger_instances(M_value, param):
 
 def test_invariance_check_can_fail():
     """Perturb the predicted flow: the residual must become nonzero."""
-    from derivations import model
+    from derivations.tasks.paper import model
     fam = family("CACO")
     original = fam.norm2[model.theta_OV]
     fam.norm2[model.theta_OV] = original + 1

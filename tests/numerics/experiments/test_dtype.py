@@ -3,7 +3,10 @@ the step, stack-independent, close to float64, and never mixed with float64 resu
 import numpy as np
 import pytest
 
-from numerics.experiments import data, models, settings, sgd, stack, sweep
+from numerics.experiments import models, sampler, settings, sgd, stack, sweep
+from numerics.experiments.task_sampling import AUTHORS
+
+V = AUTHORS.T
 from numerics.experiments.cross_entropy import cross_entropy
 
 PARAMETERIZATIONS = ("CACO", "CAFO", "FACO", "FAFO")
@@ -27,8 +30,8 @@ def test_step_is_float32_throughout(p, monkeypatch):
     """Every product of a float32 step has float32 factors (no silent float64 upcast) and the
     loss and gradients are float32."""
     rng = np.random.default_rng(0)
-    params = {k: v[None].astype(np.float32) for k, v in models.init_params(p, "uniform", rng).items()}
-    batch = data.sample_fig2_batches(rng, 1, 16)
+    params = {k: v[None].astype(np.float32) for k, v in models.init_params(AUTHORS, p, "uniform", rng).items()}
+    batch = sampler.sample_batches(AUTHORS, rng, 1, 16, 64)
     seen = []
     matmul = np.matmul
 
@@ -36,7 +39,7 @@ def test_step_is_float32_throughout(p, monkeypatch):
         seen.append((x.dtype, y.dtype))
         return matmul(x, y, *args, **kw)
     monkeypatch.setattr(np, "matmul", spy)
-    loss, grads = models.loss_and_grad(params, batch.counts.astype(np.uint16), batch.query, batch.target)
+    loss, grads = models.loss_and_grad(AUTHORS, params, batch.counts.astype(np.uint16), batch.query, batch.target)
     monkeypatch.undo()
     assert seen and all(a == b == np.float32 for a, b in seen)
     assert loss.dtype == np.float32 and all(g.dtype == np.float32 for g in grads.values())
@@ -75,14 +78,13 @@ def test_float32_run_is_the_same_stacked_or_alone(p):
 def test_float32_underflow_fallbacks_stay_finite():
     """Scores and logits so far apart that float32 exponentials underflow (1e-30 threshold):
     the per-row fallbacks give finite numbers, equal to float64's within float32 precision."""
-    V = data.V
     table = np.zeros((1, V))
     table[0, 0] = 1000.0                          # an absent token far above the present ones
     counts = np.zeros((1, 2, V))
     counts[0, :, 5:9] = [[1, 2, 3, 4], [4, 3, 2, 1]]
     slot = np.zeros((1, 2), dtype=np.intp)
-    a64 = models._attention(table, counts, slot)
-    a32 = models._attention(table.astype(np.float32), counts, slot)
+    a64 = models._attention(AUTHORS, table, counts, slot)
+    a32 = models._attention(AUTHORS, table.astype(np.float32), counts, slot)
     assert a32.dtype == np.float32 and np.all(np.isfinite(a32))
     np.testing.assert_allclose(a32, a64, rtol=1e-6, atol=1e-7)
     z = np.zeros((1, V, 2))

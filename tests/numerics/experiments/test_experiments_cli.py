@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from numerics.experiments import sweep as sweep_mod
+from numerics.experiments import jobs
 from numerics.experiments.__main__ import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -79,7 +79,7 @@ def test_sweep_csv_json_plot_and_refuses_to_overwrite(tmp_path, capsys):
     d = json.loads(capsys.readouterr().out)
     with open(out / "results.csv") as f:
         rows = list(csv.DictReader(f))
-    assert list(rows[0]) == list(sweep_mod.CSV_COLUMNS)
+    assert list(rows[0]) == list(jobs.SWEEP_ROW_KEYS)
     keys = [(r["parameterization"], float(r["ratio"]), int(r["seed"])) for r in rows]
     assert keys == [(p, r, s) for p in ("CACO", "FAFO") for r in (1.0, 4.0) for s in (1234, 1235)]
     assert [(s["parameterization"], s["ratio"]) for s in d["summary"]] == \

@@ -1,11 +1,16 @@
-"""numerics.experiments.data / models: sampling, position-free equivalence, analytic gradients."""
+"""numerics.experiments.task_sampling / models: sampling, position-free equivalence, analytic gradients."""
 import numpy as np
 import pytest
 
-from numerics.experiments import data, models
-from _stats import chisquare_pvalue as _chisquare_pvalue
+from derivations.core.vocabulary import PARAMETERIZATIONS
+from numerics.experiments import fixed_attention, models, sampler, task_sampling as ts
+from numerics.experiments.task_sampling import AUTHORS
 
-V = data.V
+V = AUTHORS.T
+from _stats import chisquare_pvalue as _chisquare_pvalue
+from _sequences import sequence_counts as _sequence_counts, sequences as _sequences
+
+V = V
 
 
 def _params(p, rng, scale=1.0):
@@ -17,29 +22,28 @@ def _params(p, rng, scale=1.0):
 # data
 # --------------------------------------------------------------------------- #
 def test_class_distribution_matches_spec():
-    p = data.class_probabilities()
-    w = data.class_weights()
-    assert np.allclose(w.sum(1), 15.5) and np.allclose(p.sum(1), 1)
+    p = AUTHORS.probabilities
+    assert np.allclose(p.sum(1), 1)
     for k in range(4):
         assert np.all(p[k, :10] == 1 / 15.5)
         assert np.allclose(p[k, 10 * (k + 1):10 * (k + 2)], np.arange(1, 11) / 10 / 15.5)
     # about 35.5 % of context positions are relevant
-    assert np.allclose(p[:, data.RELEVANT].sum(1), 5.5 / 15.5)
+    assert np.allclose(p[:, AUTHORS.relevant].sum(1), 5.5 / 15.5)
 
 
 def test_fig2_batches_layout_and_mean_counts():
     rng = np.random.default_rng(7)
-    b = data.sample_fig2_batches(rng, 400, 50, 64)         # 20000 sequences
+    b = sampler.sample_batches(AUTHORS, rng, 400, 50, 64)         # 20000 sequences
     assert np.all(b.counts.sum(-1) == 63)
-    assert np.all(b.query == data.QUERY_TOKENS[b.label_class])
-    assert np.all(b.target == data.LABEL_TOKENS[b.label_class])
+    assert np.all(b.query == AUTHORS.query[b.label_class])
+    assert np.all(b.target == AUTHORS.label[b.label_class])
     c = b.counts.reshape(-1, V)
     k = b.label_class.reshape(-1)
-    exp = data.expected_counts(64)
+    exp = ts.expected_counts(AUTHORS, 64)
     for cls in range(4):
         sel = c[k == cls]
         n = sel.shape[0]
-        p = data.class_probabilities()[cls]
+        p = AUTHORS.probabilities[cls]
         # multinomial variance of the context counts; the query adds a constant 1
         sd = np.sqrt(62 * p * (1 - p) / n)
         z = np.abs(sel.mean(0) - exp[cls])[sd > 0] / sd[sd > 0]
@@ -70,8 +74,8 @@ def test_ticket_sampler_matches_exact_multinomial_probabilities():
     (every unordered pair), the pooled token counts and one token's per-sequence count at
     seq_len 64 (Binomial(62, p)); and the same statistic rejects a slightly wrong law."""
     from scipy import stats
-    probs = data.class_probabilities()
-    b = data.sample_fig2_batches(np.random.default_rng(2024), 4, 30000, 4)     # 2 context tokens
+    probs = AUTHORS.probabilities
+    b = sampler.sample_batches(AUTHORS, np.random.default_rng(2024), 4, 30000, 4)     # 2 context tokens
     ctx = b.counts.reshape(-1, V).copy()
     ctx[np.arange(ctx.shape[0]), b.query.reshape(-1)] -= 1
     k = b.label_class.reshape(-1)
@@ -80,11 +84,11 @@ def test_ticket_sampler_matches_exact_multinomial_probabilities():
         assert _chisquare_pvalue(obs, exp * obs.sum()) > 1e-4
         # power: a law with the relevant weights 0.1..1.0 tilted by +-20 % is rejected
         wrong = probs[cls].copy()
-        wrong[data.RELEVANT & (wrong > 0)] *= np.linspace(0.8, 1.2, 10)
+        wrong[AUTHORS.relevant & (wrong > 0)] *= np.linspace(0.8, 1.2, 10)
         wrong /= wrong.sum()
         _, exp_wrong = _pair_outcomes(ctx[k == cls][:1], wrong)
         assert _chisquare_pvalue(obs, exp_wrong * obs.sum()) < 1e-6
-    b = data.sample_fig2_batches(np.random.default_rng(7), 100, 100, 64)      # 10000 sequences
+    b = sampler.sample_batches(AUTHORS, np.random.default_rng(7), 100, 100, 64)      # 10000 sequences
     ctx = b.counts.reshape(-1, V).copy()
     ctx[np.arange(ctx.shape[0]), b.query.reshape(-1)] -= 1
     k = b.label_class.reshape(-1)
@@ -99,23 +103,23 @@ def test_ticket_sampler_matches_exact_multinomial_probabilities():
 
 def test_ticket_table_is_the_class_distribution_exactly():
     for cls in range(4):
-        tickets = np.bincount(data._TICKET_TOKENS[cls], minlength=V)      # tickets of each token
-        np.testing.assert_array_equal(tickets, np.rint(10 * data.class_weights()[cls]))
-        np.testing.assert_allclose(tickets / data.TICKETS, data.class_probabilities()[cls], rtol=1e-15)
+        tickets = np.bincount(AUTHORS.ticket_tokens[cls], minlength=V)      # tickets of each token
+        np.testing.assert_array_equal(tickets, np.rint(155 * AUTHORS.probabilities[cls]))
+        np.testing.assert_allclose(tickets / AUTHORS.tickets, AUTHORS.probabilities[cls], rtol=1e-15)
 
 
 def test_batches_are_the_counts_of_the_explicit_sequences_and_stack_per_stream():
     """Same generator state: sample_fig2_batches counts == sequences_to_counts of the
     explicit sequences drawn position by position; counts of stacked streams == each alone."""
-    b = data.sample_fig2_batches(np.random.default_rng(5), 1, 40, 64)
-    tokens, target = data.sample_fig2_sequences(np.random.default_rng(5), 40, 64)
-    np.testing.assert_array_equal(b.counts[0], data.sequences_to_counts(tokens))
+    b = sampler.sample_batches(AUTHORS, np.random.default_rng(5), 1, 40, 64)
+    tokens, target = _sequences(np.random.default_rng(5), 40, 64)
+    np.testing.assert_array_equal(b.counts[0], _sequence_counts(tokens))
     np.testing.assert_array_equal(b.target[0], target)
     assert np.all(tokens[:, -1] == b.query[0])
-    draws = [data.draw_fig2_tickets(np.random.default_rng(s), 3, 8, 20) for s in (1, 2, 3)]
-    stacked = data.fig2_batch_from_tickets(np.stack([d[0] for d in draws], 1), np.stack([d[1] for d in draws], 1))
+    draws = [sampler.draw_tickets(AUTHORS, np.random.default_rng(s), 3, 8, 20) for s in (1, 2, 3)]
+    stacked = sampler.batch_from_tickets(AUTHORS, np.stack([d[0] for d in draws], 1), np.stack([d[1] for d in draws], 1))
     for j, s in enumerate((1, 2, 3)):
-        alone = data.sample_fig2_batches(np.random.default_rng(s), 3, 8, 20)
+        alone = sampler.sample_batches(AUTHORS, np.random.default_rng(s), 3, 8, 20)
         np.testing.assert_array_equal(stacked.counts[:, j], alone.counts)
         np.testing.assert_array_equal(stacked.target[:, j], alone.target)
 
@@ -123,28 +127,29 @@ def test_batches_are_the_counts_of_the_explicit_sequences_and_stack_per_stream()
 def test_counts_from_tickets_rejects_bad_tickets_and_classes():
     tickets = np.zeros((2, 5), dtype=np.int16)
     with pytest.raises(ValueError, match=r"tickets must lie in \[0, 155\)"):
-        data.counts_from_tickets(np.array([0, 1]), tickets + 155, np.array([5, 6]))
+        sampler.counts_from_tickets(AUTHORS, np.array([0, 1]), tickets + 155, np.array([5, 6]))
     with pytest.raises(ValueError, match=r"classes must lie in \[0, 4\)"):
-        data.counts_from_tickets(np.array([0, 4]), tickets, np.array([5, 6]))
+        sampler.counts_from_tickets(AUTHORS, np.array([0, 4]), tickets, np.array([5, 6]))
 
 
 def test_uint16_counts_give_the_same_numbers():
     """The trainer keeps counts as uint16: the same counts, and the same loss and gradients bit
     for bit (an exact integer times a float64 is the same product); dtypes that cannot hold the
     counts are refused."""
-    classes, tickets = data.draw_fig2_tickets(np.random.default_rng(3), 2, 16, 40)
-    query = data.QUERY_TOKENS[classes]
-    ref = data.counts_from_tickets(classes, tickets, query)
-    small = data.counts_from_tickets(classes, tickets, query, out=np.empty(ref.shape, dtype=np.uint16))
+    classes, tickets = sampler.draw_tickets(AUTHORS, np.random.default_rng(3), 2, 16, 40)
+    query = AUTHORS.query[classes]
+    ref = sampler.counts_from_tickets(AUTHORS, classes, tickets, query)
+    small = sampler.counts_from_tickets(AUTHORS, classes, tickets, query, out=np.empty(ref.shape, dtype=np.uint16))
     np.testing.assert_array_equal(small, ref)
     with pytest.raises(ValueError, match="holds counts up to 39"):
-        data.counts_from_tickets(classes, tickets, query, out=np.empty(ref.shape, dtype=np.uint8))
-    params = models.stack_params([_params("CAFO", np.random.default_rng(s), 0.5) for s in (1, 2)])
-    target = data.LABEL_TOKENS[classes]
+        sampler.counts_from_tickets(AUTHORS, classes, tickets, query, out=np.empty(ref.shape, dtype=np.uint8))
+    runs = [_params("CAFO", np.random.default_rng(s), 0.5) for s in (1, 2)]
+    params = {k: np.stack([r[k] for r in runs]) for k in runs[0]}
+    target = AUTHORS.label[classes]
     qids = np.unique(query)
     hot = (qids, models.query_onehot_t(query, qids), models._query_slots(query, qids),
-           models._target_index(target, class_axis=-2))
-    out = [models.loss_and_grad(params, c, query, target, _query_set=hot, _sparse_qk=True, _rates=(0.1, 0.2))
+           models._target_index(target, -2, V))
+    out = [models.loss_and_grad(AUTHORS, params, c, query, target, _query_set=hot, _sparse_qk=True, _rates=(0.1, 0.2))
            for c in (ref, small)]
     np.testing.assert_array_equal(out[0][0], out[1][0])
     for key in params:
@@ -152,14 +157,14 @@ def test_uint16_counts_give_the_same_numbers():
 
 
 def test_fig3_batches_balanced_and_swapped():
-    b = data.sample_fig3_batches(np.random.default_rng(1), 3, 128, 64)
+    b = fixed_attention.sample_fig3_batches(np.random.default_rng(1), 3, 128, 64)
     for i in range(3):
         assert np.bincount(b.label_class[i], minlength=4).tolist() == [32] * 4
     assert not np.all(b.label_class[0] == np.sort(b.label_class[0]))     # shuffled
-    assert np.all(b.query == data.LABEL_TOKENS[b.label_class])            # last input: label token
-    assert np.all(b.target == data.QUERY_TOKENS[b.label_class])           # target: query token
+    assert np.all(b.query == AUTHORS.label[b.label_class])            # last input: label token
+    assert np.all(b.target == AUTHORS.query[b.label_class])           # target: query token
     with pytest.raises(ValueError, match="multiple of 4"):
-        data.sample_fig3_batches(np.random.default_rng(1), 1, 30)
+        fixed_attention.sample_fig3_batches(np.random.default_rng(1), 1, 30)
 
 
 # --------------------------------------------------------------------------- #
@@ -207,17 +212,17 @@ def _reference(params, tokens, target):
     return np.mean(losses), np.array(attn), grads
 
 
-@pytest.mark.parametrize("p", models.PARAMETERIZATIONS)
+@pytest.mark.parametrize("p", PARAMETERIZATIONS)
 def test_count_model_equals_per_position_reference(p):
     rng = np.random.default_rng(11)
     params = _params(p, rng, 0.6)
-    tokens, target = data.sample_fig2_sequences(rng, 12, 64)
-    counts = data.sequences_to_counts(tokens)
+    tokens, target = _sequences(rng, 12, 64)
+    counts = _sequence_counts(tokens)
     query = tokens[:, -1]
-    loss, grads = models.loss_and_grad(params, counts, query, target)
+    loss, grads = models.loss_and_grad(AUTHORS, params, counts, query, target)
     ref_loss, ref_attn, ref_grads = _reference(params, tokens, target)
     assert abs(loss - ref_loss) <= 1e-12 * max(1, abs(ref_loss))
-    f = models.forward(params, counts, query)
+    f = models.forward(AUTHORS, params, counts, query)
     pos_from_counts = np.take_along_axis(f["position_attention"], tokens, axis=-1)
     np.testing.assert_allclose(pos_from_counts, ref_attn, rtol=0, atol=1e-12)
     tok_from_ref = np.zeros((12, V))
@@ -245,36 +250,36 @@ def _fd_check(fun, params, grads, rng, n_entries=12, h=1e-5, rtol=1e-6):
             assert abs(fd - an) <= rtol * max(1e-3, abs(an)) + 1e-9, (key, i, fd, an)
 
 
-@pytest.mark.parametrize("p", models.PARAMETERIZATIONS)
+@pytest.mark.parametrize("p", PARAMETERIZATIONS)
 def test_gradients_match_finite_differences_stacked_and_weighted(p):
     rng = np.random.default_rng(3)
     params = {k: np.stack([v, 0.5 * v]) for k, v in _params(p, rng, 0.5).items()}   # S = 2
-    b = data.sample_fig2_batches(rng, 2, 8, 20)                                    # (2, 8, V)
+    b = sampler.sample_batches(AUTHORS, rng, 2, 8, 20)                                    # (2, 8, V)
     weights = rng.random((2, 8))
-    loss, grads = models.loss_and_grad(params, b.counts, b.query, b.target, weights=weights)
+    loss, grads = models.loss_and_grad(AUTHORS, params, b.counts, b.query, b.target, weights=weights)
     assert loss.shape == (2,)
 
     def total(pp):
-        return float(models.loss_and_grad(pp, b.counts, b.query, b.target, weights=weights, grad=False)[0].sum())
+        return float(models.loss_and_grad(AUTHORS, pp, b.counts, b.query, b.target, weights=weights, grad=False)[0].sum())
     _fd_check(total, params, grads, rng)
 
 
-@pytest.mark.parametrize("p", models.PARAMETERIZATIONS)
+@pytest.mark.parametrize("p", PARAMETERIZATIONS)
 def test_real_valued_counts_population_loss(p):
     """Expected counts with class weights: the weighted sum of per-class losses, and FD gradients."""
     rng = np.random.default_rng(5)
     params = _params(p, rng, 0.3)
-    counts = data.expected_counts(64)
+    counts = ts.expected_counts(AUTHORS, 64)
     w = np.full(4, 0.25)
-    loss, grads = models.loss_and_grad(params, counts, data.QUERY_TOKENS, data.LABEL_TOKENS, weights=w)
-    per_class = [models.loss_and_grad(params, counts[k:k + 1], data.QUERY_TOKENS[k:k + 1],
-                                      data.LABEL_TOKENS[k:k + 1])[0] for k in range(4)]
+    loss, grads = models.loss_and_grad(AUTHORS, params, counts, AUTHORS.query, AUTHORS.label, weights=w)
+    per_class = [models.loss_and_grad(AUTHORS, params, counts[k:k + 1], AUTHORS.query[k:k + 1],
+                                      AUTHORS.label[k:k + 1])[0] for k in range(4)]
     assert abs(loss - np.mean(per_class)) < 1e-13
-    mean_loss, mean_grads = models.loss_and_grad(params, counts, data.QUERY_TOKENS, data.LABEL_TOKENS)
+    mean_loss, mean_grads = models.loss_and_grad(AUTHORS, params, counts, AUTHORS.query, AUTHORS.label)
     assert abs(mean_loss - loss) < 1e-13
 
     def total(pp):
-        return float(models.loss_and_grad(pp, counts, data.QUERY_TOKENS, data.LABEL_TOKENS, weights=w,
+        return float(models.loss_and_grad(AUTHORS, pp, counts, AUTHORS.query, AUTHORS.label, weights=w,
                                           grad=False)[0])
     _fd_check(total, params, grads, rng)
 
@@ -284,19 +289,19 @@ def test_attention_is_stable_when_absent_token_dominates():
     params["W_QK"][5, 49] = 1e5                        # absent token with a huge score
     counts = np.zeros((1, V))
     counts[0, [0, 5]] = [3, 1]
-    f = models.forward(params, counts, np.array([5]))
+    f = models.forward(AUTHORS, params, counts, np.array([5]))
     np.testing.assert_allclose(f["attention"][0, [0, 5]], [0.75, 0.25], rtol=1e-15)
     assert np.all(np.isfinite(f["attention"]))
 
 
 def test_authors_init():
     rng = np.random.default_rng(0)
-    p = models.init_params("FAFO", "authors", rng)
+    p = models.init_params(AUTHORS, "FAFO", "authors", rng)
     assert np.abs(p["W_Q"]).max() <= 1 / np.sqrt(50) and p["W_Q"].std() > 0.05
     assert np.array_equal(p["W_O"], 1e-6 * np.eye(V))
-    assert all(np.array_equal(v, 1e-6 * np.eye(V)) for v in models.init_params("CAFO", "authors").values())
+    assert all(np.array_equal(v, 1e-6 * np.eye(V)) for v in models.init_params(AUTHORS, "CAFO", "authors").values())
     with pytest.raises(ValueError, match="init"):
-        models.init_params("CACO", "zeros", rng)
+        models.init_params(AUTHORS, "CACO", "zeros", rng)
     with pytest.raises(ValueError, match="parameterization"):
         models.param_keys("CAXO")
 
@@ -306,13 +311,13 @@ def test_authors_init():
 # --------------------------------------------------------------------------- #
 def test_fixed_attention_context_against_positions():
     rng = np.random.default_rng(2)
-    b = data.sample_fig3_batches(rng, 1, 8, 64)
+    b = fixed_attention.sample_fig3_batches(rng, 1, 8, 64)
     counts = b.counts[0]
-    ctx = models.fixed_attention_context(counts, np.array([0.3, 1.0]))
+    ctx = fixed_attention.fixed_attention_context(counts, np.array([0.3, 1.0]))
     assert ctx.shape == (2, 8, V)
     np.testing.assert_allclose(ctx.sum(-1), 1, rtol=1e-14)
-    np.testing.assert_allclose(ctx[0][:, data.RELEVANT].sum(-1), 0.3, rtol=1e-14)
-    assert np.all(ctx[1][:, ~data.RELEVANT] == 0)
+    np.testing.assert_allclose(ctx[0][:, AUTHORS.relevant].sum(-1), 0.3, rtol=1e-14)
+    assert np.all(ctx[1][:, ~AUTHORS.relevant] == 0)
     # per position: each relevant position gets alpha/R, each other one (1-alpha)/(T-R)
     tokens = np.repeat(np.arange(V), counts[0].astype(int))
     R = np.sum(tokens >= 10)
@@ -322,33 +327,33 @@ def test_fixed_attention_context_against_positions():
     np.testing.assert_allclose(ctx[0, 0], ref, atol=1e-15)
 
 
-@pytest.mark.parametrize("circuit", models.OUTPUT_CIRCUITS)
+@pytest.mark.parametrize("circuit", fixed_attention.OUTPUT_CIRCUITS)
 def test_fig3_gradients_finite_differences(circuit):
     rng = np.random.default_rng(4)
-    params = models.fig3_init(circuit, rng)
+    params = fixed_attention.fig3_init(circuit, rng)
     params = {k: 3 * v for k, v in params.items()}
-    b = data.sample_fig3_batches(rng, 1, 16, 30)
-    ctx = models.fixed_attention_context(b.counts[0], 0.4)
-    loss, grads = models.fig3_loss_and_grad(params, ctx, b.target[0])
+    b = fixed_attention.sample_fig3_batches(rng, 1, 16, 30)
+    ctx = fixed_attention.fixed_attention_context(b.counts[0], 0.4)
+    loss, grads = fixed_attention.fig3_loss_and_grad(params, ctx, b.target[0])
 
     def f(pp):
-        return float(models.fig3_loss_and_grad(pp, ctx, b.target[0], grad=False)[0])
+        return float(fixed_attention.fig3_loss_and_grad(pp, ctx, b.target[0], grad=False)[0])
     _fd_check(f, params, grads, rng)
 
 
-@pytest.mark.parametrize("p", models.PARAMETERIZATIONS)
+@pytest.mark.parametrize("p", PARAMETERIZATIONS)
 def test_trainer_hot_path_is_rate_times_gradient(p):
     """The trainer's private path (precomputed query set, sparse query-side block, rates folded
     in) returns lr_QK x / lr_OV x the public gradients, and nothing outside the sparse block."""
     rng = np.random.default_rng(11)
     params = {k: np.stack([v, -0.7 * v]) for k, v in _params(p, rng, 0.5).items()}   # S = 2
-    b = data.sample_fig2_batches(rng, 2, 16, 30)
-    loss, grads = models.loss_and_grad(params, b.counts, b.query, b.target)
+    b = sampler.sample_batches(AUTHORS, rng, 2, 16, 30)
+    loss, grads = models.loss_and_grad(AUTHORS, params, b.counts, b.query, b.target)
     qids = np.unique(b.query)
     hot = (qids, models.query_onehot_t(b.query, qids), models._query_slots(b.query, qids),
-           models._target_index(b.target, class_axis=-2))
+           models._target_index(b.target, -2, V))
     lr_qk, lr_ov = 0.37, 0.011
-    hot_loss, steps = models.loss_and_grad(params, b.counts, b.query, b.target, _query_set=hot,
+    hot_loss, steps = models.loss_and_grad(AUTHORS, params, b.counts, b.query, b.target, _query_set=hot,
                                            _sparse_qk=True, _rates=(lr_qk, lr_ov))
     np.testing.assert_allclose(hot_loss, loss, rtol=1e-13)
     for key, g in grads.items():

@@ -5,13 +5,14 @@ import math
 import pytest
 
 from numerics.experiments import overlay, predict
+from numerics.experiments.measure import SHARES
 
 SETTINGS = {"init": "authors", "seq_len": 64, "lr_ov": 0.01}
 
 
 def _row(P, ratio, seed, target, loss, shares=(0.4, 0.3, 0.3)):
     return {"parameterization": P, "ratio": ratio, "seed": seed, "target_loss": target, "loss": loss,
-            **dict(zip(overlay.SHARES, shares))}
+            **dict(zip(SHARES, shares))}
 
 
 def test_each_run_is_read_at_its_seed_and_its_measured_loss():
@@ -22,14 +23,14 @@ def test_each_run_is_read_at_its_seed_and_its_measured_loss():
         [(1234, 1.0, 1.07), (1235, 1.0, 0.93), (1234, 2.0, 2.02), (1235, 2.0, None)]
     for t in recs:       # the same numbers as predict's own flow of that seed, read at that loss
         want = predict.predict(["CACO"], [2.0], [t["target_loss"]], [t["seed"]])[0]
-        assert all(t[k] == pytest.approx(want[k], rel=1e-6) for k in ("steps", *overlay.SHARES))
+        assert all(t[k] == pytest.approx(want[k], rel=1e-6) for k in ("steps", *SHARES))
         if t["measured_loss"] is None:
             assert t["at_measured_loss"] is None
             continue
         got = t["at_measured_loss"]
         at = predict.predict(["CACO"], [2.0], [t["measured_loss"]], [t["seed"]])[0]
         assert got["loss"] == pytest.approx(t["measured_loss"], rel=1e-6)
-        assert all(got[k] == pytest.approx(at[k], rel=1e-6) for k in ("steps", *overlay.SHARES))
+        assert all(got[k] == pytest.approx(at[k], rel=1e-6) for k in ("steps", *SHARES))
     # a lower measured loss is read later on the flow than the target
     assert recs[1]["at_measured_loss"]["steps"] > recs[1]["steps"] > recs[0]["at_measured_loss"]["steps"]
     assert overlay.plotted_theory(recs)[1]["relevant_attention"] == recs[1]["at_measured_loss"]["relevant_attention"]
@@ -60,7 +61,7 @@ def test_the_flows_on_worker_processes_give_the_same_records():
 
 def _theory(P, ratio, seed, target, shares, reached=True):
     return {"parameterization": P, "ratio": ratio, "seed": seed, "target_loss": target,
-            "at_measured_loss": {"reached": reached, **dict(zip(overlay.SHARES, shares))}}
+            "at_measured_loss": {"reached": reached, **dict(zip(SHARES, shares))}}
 
 
 def test_agreement_difference_within_the_seed_spread():

@@ -1,13 +1,17 @@
-"""The theory's command line: python -m numerics.experiments.predict (and the
-python -m numerics.authors_task forward): bad input is one line and exit 2 before any flow."""
+"""The theory's command line, ``python -m numerics.experiments predict``: bad input is one line and
+exit 2 before any flow; ``--quiet`` hides the progress bar only; ``--output FILE`` is written
+atomically; no floating-point warning reaches the user."""
 import json
 import os
 import subprocess
 import sys
+import warnings
 
 import pytest
 
 from numerics.experiments import predict, theory
+from numerics.experiments.__main__ import main
+from numerics.experiments.task_sampling import AUTHORS
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, os.pardir))
 
@@ -17,7 +21,7 @@ def _no_flow(monkeypatch):
 
 
 def _uniform_initial_loss():
-    return min(theory.initial_loss(P, "uniform", 1234) for P in ("CACO", "FAFO"))
+    return min(theory.initial_loss(AUTHORS, P, "uniform", 1234) for P in ("CACO", "FAFO"))
 
 
 @pytest.mark.parametrize("argv", [
@@ -32,17 +36,16 @@ def _uniform_initial_loss():
     ["--init", "gauss"], ["--bogus"]])
 def test_bad_input_is_one_line_exit_2_before_any_flow(argv, monkeypatch, capsys):
     _no_flow(monkeypatch)
-    assert predict.main(argv) == 2
+    assert main(["predict", *argv]) == 2
     out, err = capsys.readouterr()
-    assert out == "" and len(err.strip().splitlines()) == 1
-    assert err.startswith("python -m numerics.experiments.predict: error: ")
+    assert out == "" and len(err.strip().splitlines()) == 1 and "error: " in err
 
 
 def test_target_not_below_a_seeds_initial_loss_is_refused(monkeypatch, capsys):
     _no_flow(monkeypatch)
     L0 = _uniform_initial_loss()
     argv = ["--init", "uniform", "--parameterizations", "CACO,FAFO", "--target-loss", repr(L0)]
-    assert predict.main(argv) == 2
+    assert main(["predict", *argv]) == 2
     err = capsys.readouterr().err
     assert "--target-loss must be below the initial loss" in err and len(err.splitlines()) == 1
 
@@ -50,7 +53,7 @@ def test_target_not_below_a_seeds_initial_loss_is_refused(monkeypatch, capsys):
 def test_json_records_sorted_targets_and_used_init_scale(capsys):
     argv = ["--parameterizations", "FACO", "--ratios", "2", "--target-loss", "0.5,1", "--seeds", "2",
             "--init", "identity", "--json"]
-    assert predict.main(argv) == 0
+    assert main(["predict", *argv]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["settings"]["target_losses"] == [1.0, 0.5] and out["settings"]["seeds"] == [1234, 1235]
     recs = out["records"]
@@ -59,35 +62,65 @@ def test_json_records_sorted_targets_and_used_init_scale(capsys):
     assert all(list(r) == list(predict.RECORD_FIELDS) and r["reached"] for r in recs)
     one = ["--parameterizations", "FACO", "--ratios", "1", "--target-loss", "0.1", "--init", "identity",
            "--json"]
-    assert predict.main(one) == 0
+    assert main(["predict", *one]) == 0
     small = json.loads(capsys.readouterr().out)["records"][0]
-    assert predict.main(one + ["--init-scale", "1e-3"]) == 0
+    assert main(["predict", *one, "--init-scale", "1e-3"]) == 0
     large = json.loads(capsys.readouterr().out)["records"][0]
     assert large["relevant_attention"] > small["relevant_attention"] + 0.05   # the scale is used
 
 
-def test_table_output(capsys):
-    assert predict.main(["--parameterizations", "CACO", "--ratios", "1", "--target-loss", "1"]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 3 and lines[2].startswith("CACO") and "1234" in lines[2]
+def test_table_output(capsys, monkeypatch):
+    """The table (two head lines, one line per record, the time taken); ``--quiet`` hides the
+    progress bar only."""
+    from derivations.core.cli import progress_bar
+    from numerics.experiments.commands import predict as command
+
+    shown = []
+    monkeypatch.setattr(command, "progress_bar", lambda *a, show, **k: shown.append(show) or progress_bar(
+        *a, show=False, **k))
+    argv = ["predict", "--parameterizations", "CACO", "--ratios", "1", "--target-loss", "1"]
+    for quiet in ([], ["--quiet"]):
+        assert main(argv + quiet) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert len(lines) == 4 and lines[2].startswith("CACO") and "1234" in lines[2], lines
+    assert shown == [True, False]
 
 
-def _run(args, **kwargs):
-    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120, **kwargs)
+def test_output_file_is_the_json_written_atomically(tmp_path, capsys):
+    out = tmp_path / "predict.json"
+    argv = ["predict", "--parameterizations", "CACO", "--ratios", "1", "--target-loss", "1", "--json"]
+    assert main(argv + ["--output", str(out), "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert json.loads(out.read_text()) == json.loads(printed)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["predict.json"]      # no temporary file left
 
 
-def test_authors_task_forwards_to_predict():
-    r = _run(["numerics.authors_task", "--help"])
-    assert r.returncode == 0 and "--seeds" in r.stdout and "--target-loss" in r.stdout
-    r = _run(["numerics.authors_task", "--lr-ov", "1,2"])
-    assert r.returncode == 2 and r.stderr.count("\n") == 1 and r.stdout == ""
+@pytest.mark.parametrize("where", ["missing/predict.json", ".", ""])
+def test_an_output_that_cannot_be_written_is_refused_before_any_flow(where, tmp_path, monkeypatch, capsys):
+    _no_flow(monkeypatch)
+    target = str(tmp_path / where) if where else ""
+    assert main(["predict", "--ratios", "1", "--output", target]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1 and "--output" in err
+    assert not (tmp_path / "missing").exists()
+
+
+def test_a_flow_that_overflows_is_not_reached_without_warnings(capsys):
+    """``b = 1e-300``: the flow overflows at once; its target is reported not reached, and no
+    NumPy/SciPy RuntimeWarning is shown."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main(["predict", "--task", "paper", "--params", "M=2,m=1,n=1,b=1e-300", "--parameterizations",
+                     "CACO", "--ratios", "1", "--quiet"]) == 0
+    captured = capsys.readouterr()
+    assert "not reached" in captured.out and "Warning" not in captured.err
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)]
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 def test_full_disk_is_one_line_exit_1():
     with open("/dev/full", "w") as full:
-        r = subprocess.run([sys.executable, "-m", "numerics.experiments.predict", "--parameterizations",
+        r = subprocess.run([sys.executable, "-m", "numerics.experiments", "predict", "--parameterizations",
                             "CACO", "--ratios", "1", "--target-loss", "1", "--json"], cwd=ROOT,
                            stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and "cannot write" in r.stderr

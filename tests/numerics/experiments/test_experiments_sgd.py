@@ -4,7 +4,8 @@ import json
 import numpy as np
 import pytest
 
-from numerics.experiments import jobs, measure, models, sgd
+from derivations.core.vocabulary import PARAMETERIZATIONS
+from numerics.experiments import fixed_attention, jobs, measure, models, sgd, stopping
 from numerics.experiments.runner import run_jobs
 
 
@@ -15,7 +16,7 @@ def _short(p, **kw):
     return sgd.Fig2Config(**base)
 
 
-@pytest.mark.parametrize("p", models.PARAMETERIZATIONS)
+@pytest.mark.parametrize("p", PARAMETERIZATIONS)
 def test_stacked_seeds_equal_single_seed_runs_bitwise(p):
     config = _short(p)
     both = sgd.train_fig2(config, [1234, 1235])
@@ -79,7 +80,7 @@ def test_a_diverging_seed_stops_alone_and_the_others_are_unchanged(monkeypatch):
 def test_authors_stop_rule_scripted_sequence():
     """Running sum reset only every 100 epochs: a low epoch inside a block does not stop training."""
     K = 10
-    rule = sgd.AuthorsStopRule(n_runs=2, steps_per_epoch=K)
+    rule = stopping.AuthorsStopRule(n_runs=2, steps_per_epoch=K)
     # run 0: mean loss 1 until epoch 149, then 1e-4. Fires only at epoch 200 (first after a boundary).
     # run 1: mean loss 5e-4 from epoch 100 on: fires at epoch 100 itself (sum/K = 5e-4).
     fired = {0: None, 1: None}
@@ -92,10 +93,10 @@ def test_authors_stop_rule_scripted_sequence():
                 fired[r] = epoch
     assert fired == {0: 200, 1: 100}
     # exactly at the threshold fires; just above does not
-    rule = sgd.AuthorsStopRule(n_runs=2, steps_per_epoch=K)
+    rule = stopping.AuthorsStopRule(n_runs=2, steps_per_epoch=K)
     assert rule.update(0, np.array([1e-3 * K, 1.0000001e-3 * K])).tolist() == [True, False]
     # inside a block the running sum remembers earlier epochs: 0.002 then 0.0001 -> 0.0021 > 0.001
-    rule = sgd.AuthorsStopRule(n_runs=1, steps_per_epoch=K)
+    rule = stopping.AuthorsStopRule(n_runs=1, steps_per_epoch=K)
     assert not rule.update(0, [0.002 * K])[0]
     assert not rule.update(1, [0.0001 * K])[0]
 
@@ -104,7 +105,7 @@ def test_train_fig2_applies_authors_rule_and_logs(monkeypatch):
     """train_fig2 with a scripted loss (zero gradients): stop epoch, steps and loss log."""
     script = {}
 
-    def fake(params, counts, query, target, **kw):
+    def fake(st, params, counts, query, target, **kw):
         step = script["step"]
         script["step"] += 1
         epoch = step // 4
@@ -122,7 +123,7 @@ def test_train_fig2_applies_authors_rule_and_logs(monkeypatch):
 def test_qk_ramp_and_per_circuit_rates(monkeypatch):
     """Unit gradients: each parameter moves by the sum of its circuit's rates over the steps.
     (The trainer asks loss_and_grad for rate x gradient, ``_rates=(lr_qk, lr_ov)`` of the step.)"""
-    def fake(params, counts, query, target, _rates, **kw):
+    def fake(st, params, counts, query, target, _rates, **kw):
         lr = {"QK": _rates[0], "OV": _rates[1]}
         return np.zeros(counts.shape[0]), {k: np.full_like(v, lr[models.circuit_of(k)])
                                            for k, v in params.items()}
@@ -145,9 +146,9 @@ def test_max_steps_truncates_last_epoch():
 
 
 def test_fig3_alpha_alone_equals_stacked_bitwise():
-    cfg = sgd.Fig3Config("factorized", epochs=2, steps_per_epoch=6, eval_batches=2, batch_size=16)
-    full = sgd.train_fig3(cfg)
-    one = sgd.train_fig3(sgd.Fig3Config("factorized", alphas=(0.6,), epochs=2, steps_per_epoch=6,
+    cfg = fixed_attention.Fig3Config("factorized", epochs=2, steps_per_epoch=6, eval_batches=2, batch_size=16)
+    full = fixed_attention.train_fig3(cfg)
+    one = fixed_attention.train_fig3(fixed_attention.Fig3Config("factorized", alphas=(0.6,), epochs=2, steps_per_epoch=6,
                                         eval_batches=2, batch_size=16))
     i = full["alpha"].index(0.6)
     assert full["loss"][i] == one["loss"][0] and full["incentive"][i] == one["incentive"][0]

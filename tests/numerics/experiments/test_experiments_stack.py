@@ -3,7 +3,9 @@ import numpy as np
 import pytest
 
 from numerics.experiments import jobs, sgd, stack, sweep
-from numerics.experiments.data import V
+from numerics.experiments.task_sampling import AUTHORS
+
+V = AUTHORS.T
 
 # a target the fast runs reach early, the slow ones later or not at all (max_steps), and one that diverges
 BASE = dict(epochs=12, steps_per_epoch=10, stop="none", target_loss=3.6, max_steps=115)

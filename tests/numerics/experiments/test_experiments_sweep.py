@@ -4,7 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from numerics.experiments import sweep
+from _results_csv import read_csv
+from numerics.experiments import jobs, sweep
 from numerics.experiments.proxies import PROXIES
 
 
@@ -88,6 +89,6 @@ def test_interval_covers_the_mean_95_percent_of_the_time():
 def test_csv_round_trip(tmp_path):
     rows = _rows()
     path = sweep.write_csv(rows, tmp_path / "results.csv")
-    assert path.read_text().splitlines()[0] == ",".join(sweep.CSV_COLUMNS)
-    assert sweep.read_csv(path) == [{**r, **dict.fromkeys(PROXIES)} for r in rows]    # (no proxies given)
+    assert path.read_text().splitlines()[0] == ",".join(jobs.SWEEP_ROW_KEYS)
+    assert read_csv(path) == [{**r, **dict.fromkeys(PROXIES)} for r in rows]    # (no proxies given)
     assert not list(tmp_path.glob(".*tmp"))

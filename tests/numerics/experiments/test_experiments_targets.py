@@ -9,7 +9,8 @@ import json
 import numpy as np
 import pytest
 
-from numerics.experiments import directory, jobs, sgd, sweep
+from _results_csv import read_csv
+from numerics.experiments import directory, jobs, sgd, stopping, sweep
 from numerics.experiments.proxies import PROXIES
 from numerics.experiments.__main__ import main
 
@@ -18,12 +19,12 @@ CFG = sgd.Fig2Config(parameterization="CACO", epochs=60, steps_per_epoch=25, sto
 
 
 def test_target_losses_sorted_and_duplicates_refused():
-    assert sweep.target_losses([0.1, 0.5, 0.2]) == [0.5, 0.2, 0.1]
-    assert sweep.target_losses(0.3) == [0.3]
+    assert stopping.target_losses([0.1, 0.5, 0.2]) == [0.5, 0.2, 0.1]
+    assert stopping.target_losses(0.3) == [0.3]
     for bad, match in (([0.1, 0.2, 0.1], "0.1 twice"), ([], "at least one"), ([0.1, -1.0], "> 0"),
                        ([float("nan")], "> 0")):
         with pytest.raises(ValueError, match=match):
-            sweep.target_losses(bad)
+            stopping.target_losses(bad)
 
 
 def test_one_target_jobs_are_as_before_and_several_name_them_all():
@@ -129,7 +130,7 @@ def test_sweep_json_sets_each_run_beside_its_seeds_flow_and_reports_agreement(tm
     assert main([*SWEEP, "--target-loss", "3.75,3.85", "--output", str(out), "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d == json.loads((out / "sweep.json").read_text())
-    rows = sweep.read_csv(out / "results.csv")
+    rows = read_csv(out / "results.csv")
     pred = d["prediction"]
     assert [(t["parameterization"], t["ratio"], t["seed"], t["target_loss"]) for t in pred] == \
         [(r["parameterization"], r["ratio"], r["seed"], r["target_loss"]) for r in rows]

@@ -5,10 +5,15 @@ import math
 import numpy as np
 import pytest
 
-from numerics.experiments import data, measure, models, predict, sgd, theory
+from derivations.core.vocabulary import PARAMETERIZATIONS
+from numerics.experiments import measure, models, predict, sgd, task_sampling as ts, theory
 from numerics.experiments.proxies import PROXIES
+from numerics.experiments.task_sampling import AUTHORS
+from _sequences import sequence_counts as _sequence_counts, sequences as _sequences
 
-V = data.V
+V = AUTHORS.T
+
+V = V
 
 
 class _Captured(Exception):
@@ -41,12 +46,12 @@ def _sgd_circuits(p):
 
 
 @pytest.mark.parametrize("init", models.INITS)
-@pytest.mark.parametrize("P", models.PARAMETERIZATIONS)
+@pytest.mark.parametrize("P", PARAMETERIZATIONS)
 def test_theory_starts_where_sgd_starts(P, init, monkeypatch):
     for seed in (1234, 1236):
         sgd_p = _sgd_initial_params(P, init, seed, monkeypatch)
-        model = theory.authors_model(P, 2.0)
-        th_p = theory.authors_init(model, init, seed=seed)
+        model = theory.task_model(AUTHORS, P, 2.0)
+        th_p = theory.init_matrices(AUTHORS, model, init, seed=seed)
         A, OV = _sgd_circuits(sgd_p)
         W_QK, W_OV = model.circuits(th_p)
         np.testing.assert_allclose(W_QK, A, rtol=0, atol=1e-15)
@@ -54,8 +59,8 @@ def test_theory_starts_where_sgd_starts(P, init, monkeypatch):
         if "uniform" in models.init_kinds(P, init).values():
             assert np.abs(A).max() > 1e-3            # a real random draw, not 1e-6 I
         # and the two models agree on what the matrices do: attention on the expected counts
-        counts = data.expected_counts(64)
-        a_sgd = models.forward(sgd_p, counts, data.QUERY_TOKENS)["attention"]
+        counts = ts.expected_counts(AUTHORS, 64)
+        a_sgd = models.forward(AUTHORS, sgd_p, counts, AUTHORS.query)["attention"]
         np.testing.assert_allclose(model.attention(th_p), a_sgd, rtol=0, atol=1e-14)
 
 
@@ -68,55 +73,55 @@ def _reference_shares(params, tokens):
         s = A[q, t] / math.sqrt(V)
         w = np.exp(s - s.max())
         w /= w.sum()
-        rel = w[t >= data.NUM_COMMON].sum()
+        rel = w[AUTHORS.relevant[t]].sum()
         own = w[t == q].sum()                         # the query position and its copies
         out.append((rel, own, w.sum() - rel - own))
     return np.array(out)
 
 
-@pytest.mark.parametrize("P", models.PARAMETERIZATIONS)
+@pytest.mark.parametrize("P", PARAMETERIZATIONS)
 def test_shares_against_per_position_reference(P):
     rng = np.random.default_rng(21)
     params = {k: 0.6 * rng.normal(size=(V, V)) for k in models.param_keys(P)}
-    tokens, _ = data.sample_fig2_sequences(np.random.default_rng(8), 24, 64)
-    ev = measure.evaluate_fig2(params, np.random.default_rng(8), eval_batches=1, batch_size=24)
+    tokens, _ = _sequences(np.random.default_rng(8), 24, 64)
+    ev = measure.evaluate(AUTHORS, params, np.random.default_rng(8), eval_batches=1, batch_size=24)
     ref = _reference_shares(params, tokens)
     got = np.stack([ev[k] for k in measure.SHARES], axis=1)
     np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12)
     np.testing.assert_allclose(got.sum(1), 1.0, rtol=0, atol=1e-12)
     assert got[:, 1].std() > 1e-3 and got.min() > 0     # every share is there and varies
     # the relevant share is the one evaluate_fig2 always reported, bit for bit
-    counts = data.sequences_to_counts(tokens)
-    a = models.forward(params, counts, tokens[:, -1])["attention"]
-    assert np.array_equal(ev["relevant_attention"], a[:, data.RELEVANT].sum(-1))
+    counts = _sequence_counts(tokens)
+    a = models.forward(AUTHORS, params, counts, tokens[:, -1])["attention"]
+    assert np.array_equal(ev["relevant_attention"], a[:, AUTHORS.relevant].sum(-1))
     s = measure.summarize_one(ev)
     assert s["self_attention"] == float(ev["self_attention"].mean())
     assert list(s)[-2 - len(PROXIES):] == ["self_attention", "other_attention", *PROXIES]
 
 
-@pytest.mark.parametrize("P", models.PARAMETERIZATIONS)
+@pytest.mark.parametrize("P", PARAMETERIZATIONS)
 def test_theory_shares_are_the_sgd_models_on_expected_counts(P):
     rng = np.random.default_rng(4)
     sgd_p = {k: 0.8 * rng.normal(size=(V, V)) for k in models.param_keys(P)}
-    model = theory.authors_model(P, 1.0)
+    model = theory.task_model(AUTHORS, P, 1.0)
     got = theory.attention_shares(model, theory.theory_params(sgd_p))
-    a = models.forward(sgd_p, data.expected_counts(64), data.QUERY_TOKENS)["attention"]
-    want = measure.attention_shares(a, data.QUERY_TOKENS)
+    a = models.forward(AUTHORS, sgd_p, ts.expected_counts(AUTHORS, 64), AUTHORS.query)["attention"]
+    want = measure.attention_shares(a, AUTHORS.query, AUTHORS.relevant)
     for k in measure.SHARES:
         assert got[k] == pytest.approx(want[k].mean(), abs=1e-13)
     assert sum(got.values()) == pytest.approx(1.0, abs=1e-13)
 
 
 def test_one_flow_answers_every_target():
-    both = theory.flow_to_losses("CACO", 4.0, [0.2, 1.0])["records"]
+    both = theory.flow_to_losses(AUTHORS, "CACO", 4.0, [0.2, 1.0])["records"]
     assert [r["target_loss"] for r in both] == [1.0, 0.2]          # sorted high to low
     for rec in both:
-        alone = theory.flow_to_losses("CACO", 4.0, [rec["target_loss"]])["records"][0]
+        alone = theory.flow_to_losses(AUTHORS, "CACO", 4.0, [rec["target_loss"]])["records"][0]
         assert rec["loss"] == pytest.approx(rec["target_loss"], rel=1e-8)
         for k in ("steps", *measure.SHARES):
             assert rec[k] == pytest.approx(alone[k], rel=1e-9)
     # lr_ov only converts flow time to steps
-    half = theory.flow_to_losses("CACO", 4.0, [0.2, 1.0], lr_ov=0.02)["records"]
+    half = theory.flow_to_losses(AUTHORS, "CACO", 4.0, [0.2, 1.0], lr_ov=0.02)["records"]
     for a, b in zip(both, half):
         assert b["steps"] == pytest.approx(a["steps"] / 2, rel=1e-14)
         assert b["relevant_attention"] == a["relevant_attention"]

@@ -1,6 +1,7 @@
 """Interpretability proxies (numerics.experiments.proxies) against scikit-learn and a direct
 per-position computation on explicit token sequences, their ranges, the worked example, and the
 evaluations that record them."""
+import functools
 import heapq
 import math
 import zlib
@@ -9,7 +10,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import average_precision_score
 
-from numerics.experiments import data, jobs, measure, models, proxies, sgd, sweep, task_model, task_sampling
+from numerics.experiments import jobs, measure, models, proxies, sampler, sgd, task_sampling
+from numerics.experiments.task_sampling import AUTHORS
 
 TOL = 1e-12
 
@@ -58,14 +60,14 @@ def _direct(model, doc, q, label, relevant):
 def _authors_model(params):
     A = params["W_QK"] if "W_QK" in params else params["W_Q"].T @ params["W_K"]
     out = (lambda c: params["W_OV"] @ c) if "W_OV" in params else (lambda c: params["W_O"] @ (params["W_V"] @ c))
-    return {"score": lambda q, t: A[q, t] / math.sqrt(data.V), "embed": lambda t: np.eye(data.V)[t],
-            "out": out, "n_out": data.V, "query_attended": True}
+    return {"score": lambda q, t: A[q, t] / math.sqrt(AUTHORS.T), "embed": lambda t: np.eye(AUTHORS.T)[t],
+            "out": out, "n_out": AUTHORS.T, "query_attended": True}
 
 
 def _task_model(st, params):
     A = params["W_QK"] if "W_QK" in params else params["W_Q"].T @ params["W_K"]
     out = (lambda c: params["W_OV"] @ c) if "W_OV" in params else (lambda c: params["W_O"] @ (params["W_V"] @ c))
-    return {"score": lambda q, t: st.score_multiplier * A[q, t] if t < st.d else 0.0,
+    return {"score": lambda q, t: A[q, t] / st.score_divisor if t < st.d else 0.0,
             "embed": lambda t: st.value_multiplier * np.eye(st.T)[t][:st.d], "out": out, "n_out": st.n_out,
             "query_attended": st.query_in_context}
 
@@ -77,34 +79,33 @@ def _coarse(params, rng):
 
 # --------------------------------------------------------------------------- the tasks
 def _authors_case(P, rng, n_seq=10, seq_len=24, coarse=False):
-    params = models.init_params(P, "uniform", rng)
+    params = models.init_params(AUTHORS, P, "uniform", rng)
     params = _coarse(params, rng) if coarse else {k: 4 * v for k, v in params.items()}
-    probs = data.class_probabilities()
-    cls = rng.integers(0, 4, size=n_seq)
-    docs = [list(rng.choice(data.V, size=seq_len - 2, p=probs[k])) for k in cls]
-    q, y = data.QUERY_TOKENS[cls], data.LABEL_TOKENS[cls]
-    counts = np.array([np.bincount(d + [qq], minlength=data.V) for d, qq in zip(docs, q)], dtype=float)
-    fwd = lambda c, qq: models.forward(params, c, qq)   # noqa: E731
-    got = proxies.measure(fwd(counts, q), counts, q, y, data.RELEVANT, fwd)
+    cls = rng.integers(0, AUTHORS.K, size=n_seq)
+    docs = [list(rng.choice(AUTHORS.T, size=seq_len - 2, p=AUTHORS.probabilities[k])) for k in cls]
+    q, y = AUTHORS.query[cls], AUTHORS.label[cls]
+    counts = np.array([np.bincount(d + [qq], minlength=AUTHORS.T) for d, qq in zip(docs, q)], dtype=float)
+    fwd = functools.partial(models.forward, AUTHORS, params)
+    got = proxies.measure(fwd(counts, q), counts, q, y, AUTHORS.relevant, fwd)
     model = _authors_model(params)
-    want = [_direct(model, d, qq, yy, data.RELEVANT) for d, qq, yy in zip(docs, q, y)]
+    want = [_direct(model, d, qq, yy, AUTHORS.relevant) for d, qq, yy in zip(docs, q, y)]
     return got, want
 
 
 def _task_case(name, P, rng, n_seq=10, seq_len=20, coarse=False):
     st = task_sampling.sampled_task(name, {"M": 3})
-    params = models.init_params(P, "uniform", rng, shapes=task_model.param_shapes(st, P))
+    params = models.init_params(st, P, "uniform", rng)
     params = _coarse(params, rng) if coarse else {k: 4 * v for k, v in params.items()}
     cls = rng.integers(0, st.K, size=n_seq)
     docs = [list(rng.choice(st.T, size=seq_len - 2, p=st.probabilities[k])) for k in cls]
     q, y = st.query[cls], st.label[cls]
     own = [[qq] if st.query_in_context else [] for qq in q]
     counts = np.array([np.bincount(d + o, minlength=st.T) for d, o in zip(docs, own)], dtype=float)
-    fwd = lambda c, qq: task_model.forward(st, params, c, qq)   # noqa: E731
-    got = proxies.measure(fwd(counts, q), counts, q, y, st.relevant[cls], fwd,
+    fwd = functools.partial(models.forward, st, params)
+    got = proxies.measure(fwd(counts, q), counts, q, y, st.relevant_of(cls), fwd,
                           query_attended=st.query_in_context)
     model = _task_model(st, params)
-    want = [_direct(model, d, qq, yy, st.relevant[k]) for d, qq, yy, k in zip(docs, q, y, cls)]
+    want = [_direct(model, d, qq, yy, st.relevant_of(k)) for d, qq, yy, k in zip(docs, q, y, cls)]
     return got, want
 
 
@@ -172,14 +173,14 @@ def test_ranges_and_stacking():
     """Entropy in [0, log positions], AP and F1 in [0, 1], AOPCs in [-1, 1] on trained-like random
     models; a stack of two seeds gives each seed's numbers."""
     rng = np.random.default_rng(3)
-    stacked = models.stack_params([{k: 6 * v for k, v in models.init_params("FAFO", "uniform", rng).items()}
-                                   for _ in range(2)])
-    b = data.sample_fig2_batches(rng, 2, 16, 40)
-    counts, q, y = b.counts.reshape(-1, data.V), b.query.reshape(-1), b.target.reshape(-1)
+    runs = [{k: 6 * v for k, v in models.init_params(AUTHORS, "FAFO", "uniform", rng).items()} for _ in range(2)]
+    stacked = {k: np.stack([r[k] for r in runs]) for k in runs[0]}
+    b = sampler.sample_batches(AUTHORS, rng, 2, 16, 40)
+    counts, q, y = b.counts.reshape(-1, AUTHORS.T), b.query.reshape(-1), b.target.reshape(-1)
     counts2 = np.stack([counts, counts])
     q2, y2 = np.stack([q, q]), np.stack([y, y])
-    fwd = lambda c, qq: models.forward(stacked, c, qq)   # noqa: E731
-    got = proxies.measure(fwd(counts2, q2), counts2, q2, y2, data.RELEVANT, fwd)
+    fwd = functools.partial(models.forward, AUTHORS, stacked)
+    got = proxies.measure(fwd(counts2, q2), counts2, q2, y2, AUTHORS.relevant, fwd)
     assert np.all((got["attention_entropy"] >= 0) & (got["attention_entropy"] <= np.log(39) + TOL))
     assert np.all((got["attention_entropy_normalized"] >= 0) & (got["attention_entropy_normalized"] <= 1 + TOL))
     for name in ("plausibility_auprc", "plausibility_token_f1"):
@@ -189,8 +190,8 @@ def test_ranges_and_stacking():
         assert np.all(np.abs(got[name]) <= 1)
     for i in range(2):
         one = {k: v[i] for k, v in stacked.items()}
-        f1 = lambda c, qq: models.forward(one, c, qq)   # noqa: E731,B023
-        alone = proxies.measure(f1(counts, q), counts, q, y, data.RELEVANT, f1)
+        f1 = functools.partial(models.forward, AUTHORS, one)
+        alone = proxies.measure(f1(counts, q), counts, q, y, AUTHORS.relevant, f1)
         for name in proxies.PROXIES:
             np.testing.assert_allclose(got[name][i], alone[name], rtol=0, atol=TOL, equal_nan=True)
 
@@ -203,30 +204,32 @@ def test_bad_input():
 
 
 def test_evaluations_record_the_proxies():
-    """evaluate_fig2 and task_model.evaluate return the proxies beside the other measurements,
+    """measure.evaluate returns the proxies beside the other measurements (the authors' task and an
+    engine task),
     which stay what measurements() gives; the run summary and the sweep row carry their means."""
     rng = np.random.default_rng(5)
-    params = models.init_params("CACO", "uniform", rng)
-    ev = measure.evaluate_fig2(params, np.random.default_rng(1), eval_batches=2, batch_size=8, seq_len=20)
-    b = data.sample_fig2_batches(np.random.default_rng(1), 2, 8, 20)
-    counts, q = b.counts.reshape(-1, data.V), b.query.reshape(-1)
-    base = measure.measurements(models.forward(params, counts, q), counts, q, b.target.reshape(-1), data.RELEVANT)
+    params = models.init_params(AUTHORS, "CACO", "uniform", rng)
+    ev = measure.evaluate(AUTHORS, params, np.random.default_rng(1), eval_batches=2, batch_size=8, seq_len=20)
+    b = sampler.sample_batches(AUTHORS, np.random.default_rng(1), 2, 8, 20)
+    counts, q = b.counts.reshape(-1, AUTHORS.T), b.query.reshape(-1)
+    base = measure.measurements(models.forward(AUTHORS, params, counts, q), counts, q, b.target.reshape(-1),
+                                AUTHORS.relevant)
     for k, v in base.items():
         np.testing.assert_array_equal(ev[k], v)
     assert set(proxies.PROXIES) <= set(ev)
     s = measure.summarize_one(ev)
     assert all(isinstance(s[k], float) for k in proxies.PROXIES)
     st = task_sampling.sampled_task("paper", {"M": 3})
-    tp = models.init_params("CACO", "uniform", rng, shapes=task_model.param_shapes(st, "CACO"))
-    tev = task_model.evaluate(st, tp, np.random.default_rng(2), 2, 8, 20)
+    tp = models.init_params(st, "CACO", "uniform", rng)
+    tev = measure.evaluate(st, tp, np.random.default_rng(2), 2, 8, 20)
     assert set(proxies.PROXIES) <= set(tev) and tev["comprehensiveness"].shape == (16,)
 
 
 def test_sweep_row_has_the_proxy_columns_after_the_old_ones():
-    assert sweep.CSV_COLUMNS[:13] == ("parameterization", "ratio", "seed", "steps", "reached", "loss",
-                                      "relevant_attention", "label_probability", "accuracy", "status",
-                                      "self_attention", "other_attention", "target_loss")
-    assert sweep.CSV_COLUMNS[13:] == proxies.PROXIES
+    assert jobs.SWEEP_ROW_KEYS[:13] == ("parameterization", "ratio", "seed", "steps", "reached", "loss",
+                                       "relevant_attention", "label_probability", "accuracy", "status",
+                                       "self_attention", "other_attention", "target_loss")
+    assert jobs.SWEEP_ROW_KEYS[13:] == proxies.PROXIES
     config = sgd.Fig2Config("CACO", lr_qk=0.01, lr_ov=0.01, seq_len=16, batch_size=4, epochs=1,
                             steps_per_epoch=2, stop="none", eval_batches=1, target_loss=0.1, max_steps=2)
     job = {"experiment": "sweep", "ratios": [1.0], "config": config.to_dict(), "seeds": [1234]}
@@ -246,7 +249,7 @@ def test_expected_count_proxies_against_explicit_positions(name):
     st = task_sampling.sampled_task(name, {"M": 3})
     model = theory.task_model(st, "CACO", 2.0, seq_len=st.own_seq_len)
     rng = np.random.default_rng(0)
-    p = {k: rng.normal(size=np.shape(v)) for k, v in theory.authors_init(model, "identity").items()}
+    p = {k: rng.normal(size=np.shape(v)) for k, v in theory.init_matrices(st, model, "identity").items()}
     a = model.attention(p)
     inst = model.instance
     got = proxies.expected_count_proxies(a, inst, query_attended=st.query_in_context)

@@ -1,15 +1,18 @@
-"""The authors' Figure-2 task in the expected-count limit (numerics.authors_task)."""
+"""The authors' Figure-2 task in the expected-count limit (numerics.experiments.theory)."""
 import math
 
 import numpy as np
 import pytest
 from scipy.special import logsumexp, softmax
 
-from numerics import authors_task as at
+from numerics.experiments import theory
+from numerics.experiments.__main__ import main
+from numerics.experiments.task_sampling import AUTHORS, theory_instance
+from numerics.model import TaskInstance, TaskModel
 
 
 def test_expected_counts():
-    inst = at.authors_instance(64)
+    inst = theory_instance(AUTHORS, 64)
     np.testing.assert_allclose(inst.counts.sum(axis=1), 63.0, rtol=1e-14)   # seq_len - 1 positions
     for k in range(4):
         q = 5 + k
@@ -34,48 +37,48 @@ def _per_position_loss(W_QK, W_OV, seqs, queries, labels):
 @pytest.mark.parametrize("P", ["CACO", "FAFO"])
 def test_explicit_counts_match_per_position_reference(P):
     rng = np.random.default_rng(3)
-    probs = at.token_probabilities()
+    probs = AUTHORS.probabilities
     cls = rng.integers(0, 4, size=6)
     seqs = [rng.choice(50, size=14, p=probs[k]) for k in cls]
-    q, y = np.array(at.QUERY_IDS)[cls], np.array(at.LABEL_IDS)[cls]
+    q, y = AUTHORS.query[cls], AUTHORS.label[cls]
     counts = np.array([np.bincount(np.append(s, qq), minlength=50) for s, qq in zip(seqs, q)])
-    model = at.authors_model(P, 3.0, counts=counts, query=q, label=y)
-    p = at.authors_init(model, "uniform", seed=5)
+    ref_inst = theory_instance(AUTHORS, 16)
+    inst = TaskInstance(ref_inst.embeddings, counts, q, y, 50, AUTHORS.relevant, score_scale=AUTHORS.score_scale,
+                        h_QK=50, h_OV=50)
+    model = TaskModel(inst, P, eta_QK=0.03, eta_OV=0.01)
+    p = theory.init_matrices(AUTHORS, model, "uniform", seed=5)
     W_QK, W_OV = model.circuits(p)
     ref = _per_position_loss(W_QK, W_OV, seqs, q, y)
     assert model.loss(p) == pytest.approx(ref, rel=1e-13)
 
 
-def test_prediction_shape_and_flow_properties():
-    pred = at.predicted_attention_at_loss("CACO", [1.0, 4.0], 1.0)
-    assert pred.shape == (2,) and np.all((pred > 0) & (pred < 1))
-    row = at.flow_to_loss("CACO", 4.0, 1.0)
-    assert row["loss"] == pytest.approx(1.0, rel=1e-9)
-    assert row["relevant_attention"] == pytest.approx(pred[1], rel=1e-12)
-    # lr_ov only rescales time: same path, steps scale as 1/lr_ov
-    row2 = at.flow_to_loss("CACO", 4.0, 1.0, lr_ov=0.02)
+def test_flow_properties():
+    """One flow answers every target; ``lr_ov`` only rescales time (same path, steps as 1/lr_ov)."""
+    both = theory.flow_to_losses(AUTHORS, "CACO", 4.0, [1.0, 2.0], init="identity")["records"]
+    assert [r["reached"] for r in both] == [True, True]
+    row = both[1]
+    assert row["loss"] == pytest.approx(1.0, rel=1e-9) and 0 < row["relevant_attention"] < 1
+    row2 = theory.flow_to_losses(AUTHORS, "CACO", 4.0, [1.0], init="identity", lr_ov=0.02)["records"][0]
     assert row2["relevant_attention"] == pytest.approx(row["relevant_attention"], rel=1e-7)
     assert row2["steps"] == pytest.approx(row["steps"] / 2, rel=1e-6)
-    sp = at.sweep_prediction(["CACO"], [1.0], 1.0)
-    assert set(sp) == {"CACO"} and sp["CACO"][1][0] == pytest.approx(pred[0], rel=1e-12)
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(ratios=[0.0]), "ratios"), (dict(target_loss=5.0), "target_loss"),
+    (dict(ratio=0.0), "ratio"), (dict(target_losses=[5.0]), "target_loss"),
     (dict(init="gauss"), "init"), (dict(seq_len=2), "seq_len"),
     (dict(parameterization="CAXO"), "parameterization")])
-def test_prediction_rejects_bad_input(kwargs, match):
-    args = dict(parameterization="CACO", ratios=[1.0], target_loss=0.5)
+def test_flow_rejects_bad_input(kwargs, match):
+    args = dict(parameterization="CACO", ratio=1.0, target_losses=[0.5])
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
-        at.predicted_attention_at_loss(args.pop("parameterization"), args.pop("ratios"),
-                                       args.pop("target_loss"), **args)
+        theory.flow_to_losses(AUTHORS, args.pop("parameterization"), args.pop("ratio"), args.pop("target_losses"),
+                              **args)
 
 
 @pytest.mark.parametrize("argv", [["--ratios", "1,x"], ["--parameterizations", "CAXO"],
                                   ["--target-loss", "4"], ["--seq-len", "2"], ["--bogus"]])
 def test_cli_bad_input(argv, capsys):
-    assert at.main(argv) == 2
+    assert main(["predict", *argv]) == 2
     out, err = capsys.readouterr()
     assert out == "" and len(err.strip().splitlines()) == 1
 
@@ -94,9 +97,9 @@ def test_engine_authors_task_is_the_same_task(P):
     names = get_task("authors").instance().token_names
     perm = np.array([ids[nm] for nm in names])          # engine type t <-> authors id perm[t]
     assert sorted(perm) == list(range(50))
-    ours = at.authors_model(P, 2.0)
+    ours = theory.task_model(AUTHORS, P, 2.0)
     theirs = TaskModel(eng, P, eta_QK=0.02, eta_OV=0.01)
-    p = at.authors_init(ours, "uniform", seed=9)
+    p = theory.init_matrices(AUTHORS, ours, "uniform", seed=9)
     # engine coordinates: W'[t, u] = W[perm[t], perm[u]] on token axes; hidden axes unchanged
     pe = {}
     for k, W in p.items():
@@ -114,11 +117,11 @@ def test_engine_authors_task_is_the_same_task(P):
 
 
 def test_authors_initializations():
-    fafo = at.authors_model("FAFO", 1.0)
-    p = at.authors_init(fafo, "authors", 1e-6, seed=1)
+    fafo = theory.task_model(AUTHORS, "FAFO", 1.0)
+    p = theory.init_matrices(AUTHORS, fafo, "authors", 1e-6, seed=1)
     assert np.all(np.abs(p["W_Q"]) <= 1 / math.sqrt(50)) and np.std(p["W_Q"]) > 0.05
     np.testing.assert_array_equal(p["W_O"], 1e-6 * np.eye(50))
-    caco = at.authors_model("CACO", 1.0)
-    assert np.std(at.authors_init(caco, "authors")["W_QK"]) > 0.05
-    faco = at.authors_model("FACO", 1.0)
-    np.testing.assert_array_equal(at.authors_init(faco, "authors")["W_K"], 1e-6 * np.eye(50))
+    caco = theory.task_model(AUTHORS, "CACO", 1.0)
+    assert np.std(theory.init_matrices(AUTHORS, caco, "authors")["W_QK"]) > 0.05
+    faco = theory.task_model(AUTHORS, "FACO", 1.0)
+    np.testing.assert_array_equal(theory.init_matrices(AUTHORS, faco, "authors")["W_K"], 1e-6 * np.eye(50))

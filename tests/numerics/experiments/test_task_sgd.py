@@ -1,8 +1,7 @@
-"""SGD on the engine's tasks (numerics.experiments.task_sampling / task_model): the sampler against
+"""SGD on the engine's tasks (numerics.experiments.task_sampling / models): the sampler against
 the task's probabilities, the count model against the engine's full-matrix TaskModel, like-with-like
-initial matrices, SGD beside its expected-count theory, and bad input. The authors' default path is
-checked bit for bit against the main checkout by the commands in docs/experiments.md (and here by
-the run identity staying what it was)."""
+initial matrices, SGD beside its expected-count theory, and bad input; the authors' run identity
+stays what it was."""
 import numpy as np
 import pytest
 import sympy as sp
@@ -10,7 +9,8 @@ import sympy as sp
 from derivations.engine import Task, TokenGroup
 from derivations.symbolic import m, n
 from derivations.tasks import get_task
-from numerics.experiments import jobs, models, predict, settings, sgd, sweep, task_model, task_sampling, theory
+from derivations.core import PARAMETERIZATIONS
+from numerics.experiments import jobs, models, predict, sampler, settings, sgd, sweep, task_sampling, theory
 from numerics.experiments.__main__ import main
 from numerics.model import TaskInstance, TaskModel, instance_of_task
 
@@ -40,7 +40,7 @@ def test_sampler_matches_the_tasks_probabilities(name):
     probs, inst = _engine_probabilities(name, SMALL[name])
     np.testing.assert_allclose(st.probabilities, probs, rtol=1e-15, atol=0)
     seq_len = 12
-    b = task_sampling.sample_batches(st, np.random.default_rng(3), 60, 200, seq_len)
+    b = sampler.sample_batches(st, np.random.default_rng(3), 60, 200, seq_len)
     counts = b.counts.reshape(-1, st.T).copy()
     k, q = b.label_class.reshape(-1), b.query.reshape(-1)
     np.testing.assert_array_equal(q, np.array(inst.query)[k])
@@ -72,10 +72,10 @@ def test_expected_counts_at_the_own_length_are_the_engines(name):
     assert th.score_scale == inst.score_scale and th.n_out == inst.n_out
 
 
-@pytest.mark.parametrize("P", models.PARAMETERIZATIONS)
+@pytest.mark.parametrize("P", PARAMETERIZATIONS)
 @pytest.mark.parametrize("name", SAMPLEABLE)
 def test_count_model_agrees_with_the_engines_task_model(name, P):
-    """Loss and gradients of task_model on the expected counts == the full-matrix TaskModel on the
+    """Loss and gradients of the count model on the expected counts == the full-matrix TaskModel on the
     engine's instance (numerics.model.instance_of_task, factorized circuits given d hidden units):
     relative 1e-12. Random matrices of scale 0.7 (softmax far from uniform); b = 2, a score scale
     of the default task."""
@@ -85,14 +85,14 @@ def test_count_model_agrees_with_the_engines_task_model(name, P):
     inst = TaskInstance(raw.embeddings, raw.counts, raw.query, raw.label, raw.n_out, raw.relevant,
                         score_scale=raw.score_scale, h_QK=raw.d, h_OV=raw.d, name=name)
     rng = np.random.default_rng(11)
-    p = {k: 0.7 * rng.normal(size=s) for k, s in task_model.param_shapes(st, P).items()}
-    loss, grads = task_model.loss_and_grad(st, p, raw.counts, raw.query, raw.label)
+    p = {k: 0.7 * rng.normal(size=s) for k, s in models.param_shapes(st, P).items()}
+    loss, grads = models.loss_and_grad(st, p, raw.counts, raw.query, raw.label)
     ref_loss, ref_grads = TaskModel(inst, P).loss_and_grad(theory.theory_params(p))
     assert abs(float(loss) - ref_loss) <= 1e-12 * abs(ref_loss)
     for key, g in theory.theory_params(grads).items():
         np.testing.assert_allclose(g, ref_grads[key], rtol=1e-12, atol=1e-12 * np.abs(ref_grads[key]).max())
     # attention where it goes: the TaskModel's attention of the same expected counts
-    a = task_model.forward(st, p, raw.counts, raw.query)["attention"]
+    a = models.forward(st, p, raw.counts, raw.query)["attention"]
     np.testing.assert_allclose(a, TaskModel(inst, P).attention(theory.theory_params(p)), rtol=1e-12, atol=1e-15)
 
 
@@ -111,10 +111,10 @@ class _Captured(Exception):
 
 
 @pytest.mark.parametrize("init", models.INITS)
-@pytest.mark.parametrize("P", models.PARAMETERIZATIONS)
+@pytest.mark.parametrize("P", PARAMETERIZATIONS)
 def test_theory_starts_where_sgd_starts_on_a_task(P, init, monkeypatch):
     """Like with like on every task: the matrices sgd.train_fig2 starts a seed from (caught on
-    their way in) are the theory's (theory.authors_init on the task's TaskModel), exactly."""
+    their way in) are the theory's (theory.init_matrices on the task's TaskModel), exactly."""
     for name in ("paper", "shared-irrelevant+query-in-context"):
         built, real = [], models.init_params
 
@@ -130,8 +130,8 @@ def test_theory_starts_where_sgd_starts_on_a_task(P, init, monkeypatch):
         monkeypatch.setattr(models, "init_params", real)
         sgd_p = built[0]
         model = theory.task_model(cfg.sampled_task, P, 2.0)
-        th_p = theory.authors_init(model, init, seed=1236)
-        assert {k: v.shape for k, v in sgd_p.items()} == task_model.param_shapes(cfg.sampled_task, P)
+        th_p = theory.init_matrices(cfg.sampled_task, model, init, seed=1236)
+        assert {k: v.shape for k, v in sgd_p.items()} == models.param_shapes(cfg.sampled_task, P)
         for key, w in theory.theory_params(sgd_p).items():
             np.testing.assert_array_equal(th_p[key], w)
         if "uniform" in models.init_kinds(P, init).values():
@@ -285,23 +285,3 @@ def test_sgd_from_identity_lands_near_the_closed_form():
     for row in jobs.sweep_job(job)["rows"]:
         closed = float(state_at_loss(row["loss"], row["ratio"], task="paper", M=4, b=1).alpha)
         assert abs(row["relevant_attention"] - closed) < 0.03, (row, closed)
-
-
-@pytest.mark.parametrize("P", models.PARAMETERIZATIONS)
-def test_task_model_with_the_authors_geometry_is_the_authors_model(P):
-    """The general count model, given the authors' geometry (T = d = n_out = 50, score 1/sqrt(50),
-    value 1), reproduces models.loss_and_grad on sampled authors batches (relative 1e-12)."""
-    from types import SimpleNamespace
-
-    from numerics.experiments import data
-
-    geometry = SimpleNamespace(T=data.V, d=data.V, n_out=data.V, score_multiplier=1 / np.sqrt(data.V),
-                               value_multiplier=1.0)
-    rng = np.random.default_rng(4)
-    p = {k: 0.5 * rng.normal(size=(data.V, data.V)) for k in models.param_keys(P)}
-    b = data.sample_fig2_batches(np.random.default_rng(9), 1, 64, 64)
-    loss, grads = task_model.loss_and_grad(geometry, p, b.counts[0], b.query[0], b.target[0])
-    ref_loss, ref_grads = models.loss_and_grad(p, b.counts[0], b.query[0], b.target[0])
-    assert abs(float(loss) - float(ref_loss)) <= 1e-12 * abs(float(ref_loss))
-    for key, g in ref_grads.items():
-        np.testing.assert_allclose(grads[key], g, rtol=1e-12, atol=1e-12 * np.abs(g).max())

@@ -1,0 +1,378 @@
+r"""Where attention goes: the master curve of the CACO flow and the crossover ratio.
+
+For a task of the ``query-copies`` shape (the query's token :math:`s` times in its context,
+its own position included; :math:`m` relevant copies over :math:`R` types of :math:`m/R`
+copies; :math:`n` zero-embedded irrelevant tokens) the CACO flow from zero, rescaled as
+:func:`derivations.tasks.crossover.master_flow` derives it, is
+
+.. math::
+
+    \frac{dY_q}{d\sigma} = a_q, \quad \frac{dY_r}{d\sigma} = \frac{a_r}{R}, \quad
+    \frac{dx_q}{d\sigma} = \Lambda\, a_q (Y_q - U), \quad
+    \frac{dx_r}{d\sigma} = \Lambda\, \frac{a_r}{R} (Y_r - U), \quad U = a_q Y_q + a_r Y_r,
+
+with :math:`a_q = s e^{x_q}/Z`, :math:`a_r = m e^{x_r}/Z`, :math:`Z = s e^{x_q} + m e^{x_r} +
+n`, from zero to :math:`U = 1`, and :math:`\Lambda = r (M - 1) \ell(L)^2/(M b)`,
+:math:`\ell(L) = \log((M - 1)/(e^L - 1))`. The shares at the stopping loss are functions of
+:math:`\Lambda` alone (:func:`master_shares`). The paper's task is :math:`s = 0`,
+``query-in-context`` is :math:`s = R = 1`.
+
+The crossover :math:`\Lambda^*` (self share = relevant share at the stopping loss) exists
+exactly inside the window :math:`m/R < s < m` (:func:`window_reason`); :func:`crossover_lambda`
+finds it by a bracketing search in :math:`\log\Lambda`, and :func:`boundary` turns it into
+:math:`r^* = \Lambda^* M b / ((M - 1)\ell(L)^2)` for every stopping loss, class count and
+embedding scale. This holds for CACO from zero only (see the derivation's module).
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+__all__ = ["margin_at_loss", "lambda_of_ratio", "ratio_of_lambda", "master_shares",
+           "window_reason", "crossover_lambda", "boundary", "task_shape"]
+
+#: The ratio range :func:`boundary` searches by default.
+RATIO_RANGE = (1e-4, 1e6)
+_RTOL, _ATOL = 1e-10, 1e-12
+
+
+def margin_at_loss(loss, M):
+    r""":math:`\ell(L) = \log((M - 1)/(e^L - 1))`, the margin where the loss is ``loss``.
+
+    Parameters
+    ----------
+    loss : array_like
+        Stopping loss, in :math:`(0, \log M)`.
+    M : array_like
+        Number of classes (> 1).
+
+    Returns
+    -------
+    ndarray
+
+    Raises
+    ------
+    ValueError
+        ``M`` not above 1 or ``loss`` outside :math:`(0, \log M)`.
+    """
+    loss, M = np.asarray(loss, dtype=float), np.asarray(M, dtype=float)
+    if np.any(~(M > 1)):
+        raise ValueError(f"M must be > 1; got {M}")
+    if np.any(~(loss > 0)) or np.any(~(loss < np.log(M))):
+        raise ValueError(f"loss must be in (0, log M); got {loss}")
+    return np.log(M - 1) - np.log(np.expm1(loss))
+
+
+def lambda_of_ratio(ratio, loss, M, b):
+    r""":math:`\Lambda = r (M - 1) \ell(L)^2 / (M b)`.
+
+    Parameters
+    ----------
+    ratio, loss, M, b : array_like
+        :math:`r = \eta_{QK}/\eta_{OV} > 0`, the stopping loss, classes, embedding scale.
+
+    Returns
+    -------
+    ndarray
+    """
+    return np.asarray(ratio, float) * (np.asarray(M, float) - 1) * margin_at_loss(loss, M) ** 2 / (
+        np.asarray(M, float) * np.asarray(b, float))
+
+
+def ratio_of_lambda(lam, loss, M, b):
+    r""":math:`r = \Lambda M b / ((M - 1) \ell(L)^2)`, the inverse of :func:`lambda_of_ratio`.
+
+    Parameters
+    ----------
+    lam, loss, M, b : array_like
+
+    Returns
+    -------
+    ndarray
+    """
+    return np.asarray(lam, float) * np.asarray(M, float) * np.asarray(b, float) / (
+        (np.asarray(M, float) - 1) * margin_at_loss(loss, M) ** 2)
+
+
+def _rhs(lam, s, m, n, R):
+    """The master flow's right-hand side in (x_q, x_r, Y_q, Y_r), shares by a stable softmax."""
+    logw = np.array([math.log(s) if s > 0 else -np.inf, math.log(m), math.log(n) if n > 0 else -np.inf])
+
+    def f(_sigma, z):
+        logits = logw + np.array([z[0], z[1], 0.0])
+        top = logits.max()
+        e = np.exp(logits - top)
+        a_q, a_r = e[:2] / e.sum()
+        U = a_q * z[2] + a_r * z[3]
+        return [lam * a_q * (z[2] - U), lam * a_r / R * (z[3] - U), a_q, a_r / R]
+    return f
+
+
+def _shares(z, s, m, n):
+    logits = np.array([math.log(s) + z[0] if s > 0 else -np.inf, math.log(m) + z[1],
+                       math.log(n) if n > 0 else -np.inf])
+    e = np.exp(logits - logits.max())
+    return e / e.sum()
+
+
+@functools.lru_cache(maxsize=4096)
+def _stop(lam, s, m, n, R):
+    """The master flow's state and shares (self, relevant, other) where U first reaches 1."""
+    from scipy.integrate import solve_ivp
+    f = _rhs(lam, s, m, n, R)
+
+    def event(sigma, z):
+        a = _shares(z, s, m, n)
+        return a[0] * z[2] + a[1] * z[3] - 1.0
+    event.terminal, event.direction = True, 1
+    # from zero U grows at least at its initial rate (the score gaps ascend U); 100 times the
+    # time that rate needs is a bound never met in the tests
+    horizon = 100.0 * R * (s + m + n) ** 2 / m ** 2 + 100.0
+    run = solve_ivp(f, (0.0, horizon), np.zeros(4), method="LSODA", events=event,
+                    rtol=_RTOL, atol=_ATOL)
+    if run.status != 1 or not len(run.t_events[0]):
+        raise RuntimeError(f"the master flow (Lambda={lam}, s={s}, m={m}, n={n}, R={R}) did not "
+                           f"reach the stopping loss: {run.message}")
+    z = run.y_events[0][0]
+    return tuple(_shares(z, s, m, n)), tuple(z)
+
+
+def _check_task(s, m, n, R):
+    """The task's numbers as floats (ValueError naming the first one out of range)."""
+    for name, value, lo, strict in (("s", s, 0, False), ("m", m, 0, True), ("n", n, 0, False),
+                                    ("R", R, 1, False)):
+        ok = isinstance(value, (int, float, np.integer, np.floating)) and math.isfinite(value)
+        if not ok or (value <= lo if strict else value < lo):
+            raise ValueError(f"{name} must be a finite number {'>' if strict else '>='} {lo}; "
+                             f"got {value!r}")
+    return float(s), float(m), float(n), float(R)
+
+
+def master_shares(lam, *, s=1.0, m=5.0, n=50.0, R=1.0):
+    r"""The attention shares at the stopping loss as functions of :math:`\Lambda` (the master
+    curve of the CACO flow from zero).
+
+    Parameters
+    ----------
+    lam : array_like
+        :math:`\Lambda > 0` (:func:`lambda_of_ratio`).
+    s, m, n, R : float
+        Attended copies of the query's token (0: the paper's task), relevant copies, irrelevant
+        tokens, relevant types.
+
+    Returns
+    -------
+    dict
+        ``self_attention``, ``relevant_attention``, ``other_attention`` (arrays shaped as
+        ``lam``, summing to 1).
+
+    Raises
+    ------
+    ValueError
+        A parameter outside its range, or :math:`\Lambda \le 0`.
+
+    Examples
+    --------
+    >>> a = master_shares([0.1, 10.0], s=2, m=5, n=10, R=5)
+    >>> bool(a["relevant_attention"][0] > a["self_attention"][0])
+    True
+    >>> bool(a["relevant_attention"][1] < a["self_attention"][1])
+    True
+    """
+    s, m, n, R = _check_task(s, m, n, R)
+    lam = np.asarray(lam, dtype=float)
+    if np.any(~(lam > 0)) or np.any(~np.isfinite(lam)):
+        raise ValueError(f"Lambda must be finite and > 0; got {lam}")
+    out = {k: np.empty(lam.shape) for k in ("self_attention", "relevant_attention", "other_attention")}
+    for i in np.ndindex(lam.shape):
+        shares, _z = _stop(float(lam[i]), s, m, n, R)
+        for key, value in zip(out, shares):
+            out[key][i] = value
+    return out
+
+
+def window_reason(s, m, R):
+    r"""Why there is no crossover (``None`` inside the window :math:`m/R < s < m`).
+
+    Parameters
+    ----------
+    s, m, R : float
+
+    Returns
+    -------
+    str or None
+    """
+    if R == 1 and s == m:
+        return "tie at s = m: with one relevant type the self and relevant shares are equal at every ratio"
+    if not m / R < s < m:
+        side = "s >= m: the self share exceeds the relevant share" if s >= m else \
+            "s <= m/R: the relevant share exceeds the self share"
+        return f"outside the window m/R < s < m ({side} at every ratio)"
+    return None
+
+
+def _difference(log_lam, s, m, n, R):
+    shares, _z = _stop(float(math.exp(log_lam)), s, m, n, R)
+    return shares[0] - shares[1]
+
+
+def crossover_lambda(*, s, m, n, R, lambda_range=(1e-6, 1e8), xtol=1e-12):
+    r""":math:`\Lambda^*` where the self and relevant shares at the stopping loss are equal.
+
+    A bracketing search (Brent's method, safeguarded by bisection) in :math:`\log\Lambda` on
+    the self share minus the relevant share, which is negative below :math:`\Lambda^*` and
+    positive above it inside the window; an exact zero at a bracket's end is returned as is.
+
+    Parameters
+    ----------
+    s, m, n, R : float
+        The task (see :func:`master_shares`).
+    lambda_range : tuple of float
+        The :math:`\Lambda` interval searched.
+    xtol : float
+        Absolute tolerance in :math:`\log\Lambda`.
+
+    Returns
+    -------
+    tuple
+        ``(Lambda_star, reason)``: ``(value, None)``, or ``(None, reason)`` outside the window
+        (:func:`window_reason`) or where the sign does not change within ``lambda_range``.
+
+    Raises
+    ------
+    ValueError
+        A parameter outside its range.
+    """
+    from scipy.optimize import brentq
+    s, m, n, R = _check_task(s, m, n, R)
+    reason = window_reason(s, m, R)
+    if reason is not None:
+        return None, reason
+    lo, hi = (math.log(v) for v in lambda_range)
+    d_lo, d_hi = _difference(lo, s, m, n, R), _difference(hi, s, m, n, R)
+    for end, d in ((lo, d_lo), (hi, d_hi)):
+        if d == 0.0:
+            return math.exp(end), None
+    if not (d_lo < 0 < d_hi):
+        return None, (f"not reached within the ratio range searched (Lambda in "
+                      f"[{lambda_range[0]:g}, {lambda_range[1]:g}])")
+    root = brentq(_difference, lo, hi, args=(s, m, n, R), xtol=xtol, rtol=4 * np.finfo(float).eps)
+    return math.exp(root), None
+
+
+def boundary(*, s, m, n, R, target_loss, M, b, ratio_range=RATIO_RANGE):
+    r"""The crossover ratio :math:`r^*` of the CACO flow from zero, at each stopping loss.
+
+    One search for :math:`\Lambda^*` (:func:`crossover_lambda`, over the :math:`\Lambda` range
+    that ``ratio_range`` spans at the given losses) serves every loss:
+    :math:`r^* = \Lambda^* M b / ((M - 1)\ell(L)^2)`.
+
+    Parameters
+    ----------
+    s, m, n, R : float
+        The task (see :func:`master_shares`).
+    target_loss : float or sequence of float
+        Stopping losses in :math:`(0, \log M)`.
+    M, b : float
+        Classes and embedding scale.
+    ratio_range : tuple of float
+        The ratios :math:`\eta_{QK}/\eta_{OV}` searched.
+
+    Returns
+    -------
+    list of dict
+        One record per loss: ``target_loss``, ``crossover_ratio`` and ``crossover_lambda``
+        (``None`` where there is no crossover) and ``reason`` (``None``, or why not).
+
+    Raises
+    ------
+    ValueError
+        A parameter outside its range.
+
+    Examples
+    --------
+    >>> [rec] = boundary(s=2, m=5, n=10, R=5, target_loss=0.5, M=4, b=2)
+    >>> round(rec["crossover_ratio"], 3) > 0 and rec["reason"] is None
+    True
+    """
+    lo, hi = (float(v) for v in ratio_range)
+    if not 0 < lo < hi or not math.isfinite(hi):
+        raise ValueError(f"ratio_range must be 0 < low < high < inf; got {ratio_range}")
+    losses = np.atleast_1d(np.asarray(target_loss, dtype=float))
+    lams = lambda_of_ratio(np.array([lo, hi])[:, None], losses[None, :], M, b)
+    lam_star, reason = crossover_lambda(s=s, m=m, n=n, R=R,
+                                        lambda_range=(float(lams.min()), float(lams.max())))
+    records = []
+    for loss in losses:
+        rec = {"target_loss": float(loss), "crossover_ratio": None, "crossover_lambda": None,
+               "reason": reason}
+        if lam_star is not None:
+            ratio = float(ratio_of_lambda(lam_star, loss, M, b))
+            if lo <= ratio <= hi:
+                rec.update(crossover_ratio=ratio, crossover_lambda=lam_star)
+            else:
+                rec["reason"] = (f"not reached within the ratio range searched ([{lo:g}, {hi:g}]; "
+                                 f"r* = {ratio:.6g} at this loss)")
+        records.append(rec)
+    return records
+
+
+def task_shape(task="query-in-context", **params) -> dict:
+    r"""The numbers of a task of the ``query-copies`` shape: ``s, m, n, R, M, b``.
+
+    The shape: the query group per class and embedded (``s`` its attended copies, its own
+    position included; 0 where the query is not attended), one relevant per-class embedded
+    group (``m`` copies in all, over ``R`` types), every other group zero-embedded (``n``
+    tokens in all), no copies of other classes' tokens, scores unscaled.
+
+    Parameters
+    ----------
+    task : str or Task
+        A built-in task's name or a :class:`~derivations.engine.task.Task`.
+    **params
+        The task's parameter values (defaults: the task's).
+
+    Returns
+    -------
+    dict
+
+    Raises
+    ------
+    ValueError
+        An unknown task or parameter, or a task not of this shape (the message says why).
+    """
+    from derivations.tasks import get_task
+    spec = get_task(task) if isinstance(task, str) else task
+    values = {**dict(spec.defaults), **params}
+    subs = {sym: values[sym.name] for sym in spec.free_symbols() if sym.name in values}
+
+    def number(expr, what):
+        value = expr.subs(subs) if hasattr(expr, "subs") else expr
+        try:
+            return float(value)
+        except TypeError:
+            raise ValueError(f"task {spec.name!r}: give a value for {what} ({value})") from None
+    why = None
+    if number(spec.score_scale, "the score scale") != 1:
+        why = "its scores are scaled"
+    elif len(spec.relevant) != 1:
+        why = "it has more than one relevant group"
+    shape = {"s": 0.0, "n": 0.0, "R": 1.0}
+    for g in spec.groups:
+        if g.per_class and number(g.other_multiplicity, f"{g.name}'s other multiplicity") != 0:
+            why = f"group {g.name!r} has copies of other classes' tokens"
+        count = number((spec.own_count(g) if g.per_class else g.multiplicity) * g.types, g.name)
+        if g.name == spec.query and g.per_class and g.embedded:
+            shape["s"] = count
+        elif g.name in spec.relevant and g.per_class and g.embedded:
+            shape["m"], shape["R"] = count, number(g.types, f"{g.name}'s types")
+        elif not g.embedded:
+            shape["n"] += count
+        else:
+            why = f"group {g.name!r} is embedded but neither the query nor relevant"
+    if why is not None:
+        raise ValueError(f"task {spec.name!r} is not of the query-copies shape: {why}")
+    shape.update(M=number(spec.classes, "M"), b=number(spec.embedding_scale, "b"))
+    return shape

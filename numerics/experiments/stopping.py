@@ -1,0 +1,144 @@
+r"""When a run stops: the authors' stop rule, a target loss, and the check of target losses.
+
+Stop rules are checked after every epoch, per run:
+
+* ``"authors"`` (:class:`AuthorsStopRule`): the notebooks' rule.  A running
+  sum of per-step losses is reset only at the start of epochs 0, 100, 200, ...
+  and training stops when ``running_sum / steps_per_epoch <= 0.001``; in effect
+  it fires on the first epoch after a 100-epoch boundary whose mean loss is
+  at most 0.001.
+* ``"none"``: train all epochs.
+* a target loss (:class:`TargetLossRule`, the sweep's): stop when the mean
+  training loss of an epoch is at most the target.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["STOP_RULES", "LOG_EVERY", "AUTHORS_THRESHOLD", "AuthorsStopRule", "TargetLossRule", "target_losses"]
+
+#: The stop rules of a Figure-2 run (:class:`numerics.experiments.sgd.Fig2Config` ``stop``).
+STOP_RULES = ("authors", "none")
+#: Epochs per entry of the loss log (the notebooks print every 100 epochs).
+LOG_EVERY = 100
+#: Threshold of the authors' stop rule.
+AUTHORS_THRESHOLD = 1e-3
+
+
+class AuthorsStopRule:
+    """The notebooks' stop rule, for a vector of runs.
+
+    Call :meth:`update` after every epoch with the epoch index (0-based) and
+    each run's sum of per-step losses in that epoch; it returns a boolean
+    array: which runs stop now.  The running sum is reset at the start of
+    epochs ``0, every, 2 every, ...`` only (the quirk), and a run stops when
+    ``running_sum / steps_per_epoch <= threshold``.
+
+    >>> rule = AuthorsStopRule(n_runs=1, steps_per_epoch=10, every=2)
+    >>> [bool(rule.update(e, np.array([s]))[0]) for e, s in enumerate([5.0, 0.001, 0.001, 0.001])]
+    [False, False, True, True]
+    """
+
+    def __init__(self, n_runs: int, steps_per_epoch: int, *, threshold: float = AUTHORS_THRESHOLD,
+                 every: int = LOG_EVERY):
+        self.running = np.zeros(n_runs)
+        self.steps_per_epoch = steps_per_epoch
+        self.threshold = threshold
+        self.every = every
+
+    def update(self, epoch: int, epoch_loss_sums) -> np.ndarray:
+        """Add one epoch's loss sums; which runs stop now.
+
+        Parameters
+        ----------
+        epoch : int
+            0-based.
+        epoch_loss_sums : array_like, shape (S,)
+
+        Returns
+        -------
+        ndarray of bool
+        """
+        if epoch % self.every == 0:
+            self.running[:] = 0.0
+        self.running += np.asarray(epoch_loss_sums, dtype=float)
+        return self.running / self.steps_per_epoch <= self.threshold
+
+    def select(self, keep) -> None:
+        """Keep only the runs ``keep`` (boolean mask) after others stopped.
+
+        Parameters
+        ----------
+        keep : ndarray of bool
+        """
+        self.running = self.running[keep]
+
+
+class TargetLossRule:
+    """Stop a run when the mean training loss of an epoch is <= ``target``.
+
+    >>> rule = TargetLossRule(n_runs=2, target=0.1)
+    >>> rule.update(0, np.array([2.0, 0.5]), np.array([10, 10])).tolist()
+    [False, True]
+    """
+
+    def __init__(self, n_runs: int, target: float):
+        self.target = target
+
+    def update(self, epoch: int, epoch_loss_sums, epoch_steps) -> np.ndarray:
+        """Which runs' epoch-mean loss reached the target.
+
+        Parameters
+        ----------
+        epoch : int
+        epoch_loss_sums, epoch_steps : array_like, shape (S,)
+
+        Returns
+        -------
+        ndarray of bool
+        """
+        return np.asarray(epoch_loss_sums) / np.asarray(epoch_steps) <= self.target
+
+    def select(self, keep) -> None:
+        """Keep only the runs ``keep`` (the rule keeps nothing per run).
+
+        Parameters
+        ----------
+        keep : ndarray of bool
+        """
+        pass
+
+
+def target_losses(target_loss) -> list:
+    """One target loss or several as a list, highest first (the order a run reaches them).
+
+    Parameters
+    ----------
+    target_loss : float or iterable of float
+        Distinct, finite and > 0, in any order.
+
+    Returns
+    -------
+    list of float
+
+    Raises
+    ------
+    ValueError
+        An empty list, a number that is not finite and > 0, or a duplicate.
+
+    >>> target_losses([0.1, 0.5, 0.2]), target_losses(0.1)
+    ([0.5, 0.2, 0.1], [0.1])
+    """
+    values = [target_loss] if isinstance(target_loss, (int, float)) else list(target_loss)
+    if not values:
+        raise ValueError("target_loss must name at least one loss")
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
+            raise ValueError(f"target_loss must be a finite number > 0, got {v!r}")
+    values = [float(v) for v in values]
+    twice = sorted({v for v in values if values.count(v) > 1})
+    if twice:
+        raise ValueError(f"target_loss names {twice[0]:g} twice")
+    return sorted(values, reverse=True)

@@ -1,0 +1,83 @@
+"""The safe reader of a task's text values (issue 25, items 6-8): no Python is run, sizes are bounded."""
+import time
+
+import pytest
+import sympy as sp
+
+from derivations.engine.expressions import MAX_TEXT, parse_expression
+from derivations.engine.task import Task, TokenGroup
+from derivations.symbolic.symbols import m, n
+from derivations.tasks import get_task
+
+NAMES = {"m": m, "n": n}
+
+
+def test_text_is_never_run_as_python(tmp_path):
+    target = tmp_path / "x"
+    text = f"__import__('os').system('touch {target}') or m"
+    with pytest.raises(ValueError, match="multiplicity .*not an expression"):
+        TokenGroup("r", per_class=True, multiplicity=text)
+    for text in ("m.real", "m[0]", "lambda: m", "m if m else n", "m, n", "m = 1", "exp(m)", "m @ n", "m ^ 2"):
+        with pytest.raises(ValueError):
+            parse_expression(text, NAMES)
+    assert not target.exists()
+
+
+def test_a_20000_term_text_is_a_value_error_not_a_recursion_error():
+    text = "+".join(["m"] * 20000)
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=f"longer than {MAX_TEXT} characters"):
+        TokenGroup("r", per_class=True, multiplicity=text)
+    with pytest.raises(ValueError, match="nested deeper"):
+        parse_expression("(" * 300 + "m" + ")" * 300, NAMES)
+    with pytest.raises(ValueError, match="nested deeper"):
+        parse_expression("-" * 300 + "m", NAMES)
+    assert time.perf_counter() - t0 < 1
+
+
+@pytest.mark.parametrize("text, value", [
+    ("m / 2 + 3", m / 2 + 3), ("-(m - n)**2", -(m - n) ** 2), ("0.5*m", m / 2), ("1e3", 1000),
+    ("2**-1", sp.Rational(1, 2)), ("m**2**2", m ** 4), ("+m", m), ("(m)*(n)/(m+n)", m * n / (m + n)),
+])
+def test_arithmetic_is_read_exactly(text, value):
+    assert parse_expression(text, NAMES) == value
+
+
+@pytest.mark.parametrize("value", [1e300, 10 ** 30, m ** 1000, "m**1000", "1e300", "10**30", "2**60"])
+def test_numbers_and_exponents_are_bounded(value):
+    with pytest.raises(ValueError, match="out of range|exponents must be"):
+        TokenGroup("r", per_class=True, multiplicity=value)
+
+
+def test_unknown_names_are_refused_by_the_task():
+    with pytest.raises(ValueError, match="unknown symbols x"):
+        Task("t", "", (TokenGroup("q", per_class=True), TokenGroup("r", per_class=True, multiplicity="x * m")),
+             query="q")
+    with pytest.raises(ValueError, match="unknown symbol 'x'"):
+        parse_expression("x", NAMES)
+
+
+@pytest.mark.parametrize("task, values", [
+    ("paper", {"M": 1000}), ("paper", {"M": 100000}), ("shared-irrelevant", {"n_c": 10 ** 12}),
+    ("shared-irrelevant", {"n_c": 100000}),
+])
+def test_sizes_are_checked_before_anything_is_built(task, values):
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match="token types and .* count entries"):
+        get_task(task).instance(values=values)
+    assert time.perf_counter() - t0 < 1
+
+
+def test_many_types_through_the_api_are_refused_at_once():
+    task = Task("t", "", (TokenGroup("q", per_class=True), TokenGroup("r", per_class=True, multiplicity=m),
+                          TokenGroup("u", per_class=False, multiplicity=1, types=5000)), query="q")
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match="5040 token types"):
+        task.instance(M=20)
+    assert time.perf_counter() - t0 < 1
+
+
+@pytest.mark.parametrize("values", [{"m": 1e19}, {"m": 1e300}, {"n": 1e300}])
+def test_huge_counts_are_refused_not_overflowing(values):
+    with pytest.raises(ValueError, match="more than 2\\*\\*53"):
+        get_task("paper").instance(M=3, values=values)

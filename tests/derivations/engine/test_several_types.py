@@ -1,0 +1,62 @@
+"""Per-class groups of several exchangeable types (issue 26 item 3): the symmetry permutes each class's
+types, so the family and its observables do not grow with R (R symbolic or a number)."""
+import itertools
+
+import pytest
+import sympy as sp
+
+from derivations.engine.explicit import _explicit_indices, invariance_residual
+from derivations.engine.reduce import reduce_task
+from derivations.engine.symmetry import canonical, orbit_size, orbits_by_generators
+from derivations.engine.task import Task, TokenGroup
+from derivations.symbolic.symbols import M
+from derivations.tasks import get_task
+
+
+def _with_types(R):
+    """query-copies with a fixed number R of relevant types (a number, not the parameter)."""
+    return Task("qc-fixed", "", (TokenGroup("q", per_class=True, multiplicity="s - 1"),
+                                 TokenGroup("r", per_class=True, types=R, multiplicity=f"m / {R}"),
+                                 TokenGroup("z", per_class=False, embedded=False, multiplicity="n")),
+                query="q", query_in_context=True, parameters=("s",), defaults={"s": 1})
+
+
+def test_orbits_by_generators_equal_equality_patterns_with_several_types():
+    task = get_task("query-copies")
+    Mv, types = 3, {"r": 2}
+    R = task.symbols()["R"]
+    for name, (rows, cols) in _explicit_indices(task, Mv, types).items():
+        orbits = orbits_by_generators(rows, cols, Mv, types)
+        by_pattern = {}
+        for i, j in itertools.product(range(len(rows)), range(len(cols))):
+            by_pattern.setdefault(canonical((rows[i], cols[j])), set()).add((i, j))
+        assert sorted(map(sorted, orbits)) == sorted(map(sorted, by_pattern.values())), name
+        for pat, members in by_pattern.items():
+            assert orbit_size(pat, M, {"r": R}).subs({M: Mv, R: 2}) == len(members)
+
+
+def test_observables_do_not_grow_with_the_number_of_types():
+    symbolic = reduce_task("query-copies", "CACO")
+    assert [str(k) for k in symbolic.observables] == ["mu_QK_q", "mu_QK", "mu_OV_q", "mu_OV"]
+    qic = reduce_task("query-in-context", "CACO")
+    R, s = (get_task("query-copies").symbols()[k] for k in ("R", "s"))
+    for k, v in symbolic.odes.items():
+        assert sp.simplify(v.subs({R: 1, s: 1}) - qic.odes[k]) == 0
+
+
+@pytest.mark.slow
+def test_a_fixed_number_of_types_gives_the_symbolic_reduction_at_that_number():
+    symbolic = reduce_task("query-copies", "CACO")
+    R = get_task("query-copies").symbols()["R"]
+    for R_value in (2, 7):
+        fixed = reduce_task(_with_types(R_value), "CACO")
+        assert list(fixed.observables) == list(symbolic.observables)
+        assert len(fixed.coordinates) == len(symbolic.coordinates)
+        for k, v in fixed.odes.items():
+            assert sp.simplify(v - symbolic.odes[k].subs(R, R_value)) == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("param", ["CACO", "FAFO"])
+def test_several_types_reduction_is_exact_on_an_explicit_instance(param):
+    assert invariance_residual("query-copies", param, 2, {"r": 2}, exact=False) == []

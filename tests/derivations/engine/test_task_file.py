@@ -1,0 +1,120 @@
+"""Tasks in TOML files (issue 26 items 1, 7): the file's keys are Task's and TokenGroup's; every error
+is one line naming the file and the key, exit status 2, nothing written."""
+import contextlib
+import io
+import pathlib
+
+import pytest
+
+from derivations.engine.task_file import load_task, task_digest, task_from_toml, task_text
+from derivations.tasks import get_task
+from derivations.tasks.variants import VARIANT_FILES, variant_text
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+EXAMPLE = ROOT / "docs" / "examples" / "query-copies-file.toml"
+BASE = EXAMPLE.read_text()
+
+
+def test_the_example_file_is_query_copies_with_other_defaults():
+    task = load_task(EXAMPLE)
+    builtin = get_task("query-copies")
+    assert task.parameters == builtin.parameters == ("s", "R")
+    assert dict(task.defaults)["s"] == 2 and dict(builtin.defaults)["s"] == 1
+    assert task.groups == builtin.groups and task.integer_parameter("R")
+    inst = task.instance(M=2, values={"m": 5, "n": 10})
+    assert inst.token_names == ["q_0", "q_1", "r_0_0", "r_0_1", "r_0_2", "r_0_3", "r_0_4", "r_1_0", "r_1_1",
+                                "r_1_2", "r_1_3", "r_1_4", "z_0"]
+    assert inst.counts[0][:7] == [2.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0] and inst.counts[0][-1] == 10.0
+    assert sum(inst.relevant[1]) == 5
+
+
+@pytest.mark.parametrize("name", VARIANT_FILES)
+def test_builtin_tasks_are_files_of_the_same_format(name):
+    assert task_from_toml(variant_text(name), name) == get_task(name)
+
+
+def test_canonical_text_names_the_task_not_the_file(tmp_path):
+    copy = tmp_path / "copy.toml"
+    copy.write_text("# a comment\n" + BASE.replace('s = 2', 's = 2   # two'))
+    assert task_text(load_task(copy)) == task_text(load_task(EXAMPLE))
+    changed = tmp_path / "changed.toml"
+    changed.write_text(BASE.replace("R = 5", "R = 4"))
+    assert task_digest(load_task(changed)) != task_digest(load_task(EXAMPLE))
+
+
+CASES = {
+    "syntax": (BASE.replace('query = "q"', 'query = "q'), "not TOML"),
+    "unknown key": ('colour = "red"\n' + BASE, "unknown key 'colour'"),
+    "unknown group key": (BASE.replace('per_class = false', 'per_class = false\nweight = 2'),
+                          r"groups\[2\]: unknown key 'weight'"),
+    "unknown symbol": (BASE.replace('"m / R"', '"m / K"'), r"groups\[1\]\.multiplicity: .*unknown symbols K"),
+    "negative": (BASE.replace('multiplicity = "n"', 'multiplicity = -3'), r"groups\[2\]\.multiplicity: .*>= 0"),
+    "not an expression": (BASE.replace('multiplicity = "n"', 'multiplicity = "n +"'),
+                          r"groups\[2\]\.multiplicity: .*not an expression"),
+    "not a number": (BASE.replace('multiplicity = "n"', 'multiplicity = true'),
+                     r"groups\[2\]\.multiplicity: must be a number"),
+    "python": (BASE.replace('multiplicity = "n"', "multiplicity = \"__import__('os')\""),
+               r"groups\[2\]\.multiplicity: .*not an expression"),
+    "parameter domain": (BASE.replace("R = 5", "R = 0"), "parameters.R: R must be an integer >= 1"),
+    "types not integer": (BASE.replace("R = 5", "R = 2.5"), r"groups\[1\]\.types: .*positive integer"),
+    "missing query": (BASE.replace('query = "q"\n', ""), "query: missing"),
+    "huge": ("# " + "x" * 70000 + "\n" + BASE, "larger than"),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_bad_task_file_is_one_line_naming_the_file_and_the_key(case, tmp_path):
+    from derivations.print_dynamics import main
+    text, message = CASES[case]
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=message) as info:
+        load_task(path)
+    assert str(info.value).startswith(f"{path}: ") and "\n" not in str(info.value)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(["--task", str(path), "--loss", "0.2"])
+    assert status == 2 and out.getvalue() == ""
+    assert err.getvalue().count("\n") == 1 and str(path) in err.getvalue()
+
+
+def test_latex_with_a_bad_task_file_writes_nothing(tmp_path):
+    from derivations.latex import main
+    bad = tmp_path / "bad.toml"
+    bad.write_text(CASES["unknown symbol"][0])
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert main(["--output", str(tmp_path / "out"), "--task", str(bad)]) == 2
+    assert not (tmp_path / "out").exists() and "groups[1].multiplicity" in err.getvalue()
+
+
+@pytest.mark.parametrize("name", ["paper", "authors", "query-copies", str(EXAMPLE)])
+def test_the_canonical_text_reads_back_as_the_same_task(name):
+    from derivations.engine.task_file import task_from_text
+    from derivations.tasks import task_key
+    task = get_task(name)
+    assert task_from_text(task_text(task)) == task if name != "authors" else True
+    key = task_key(task)
+    assert (key == name) if name != str(EXAMPLE) else get_task(key) == task
+
+
+def test_a_changed_task_file_is_not_resumed():
+    from numerics.experiments.settings import settings_difference
+    stored = {"task": task_text(load_task(EXAMPLE)), "task_params": [["M", 4]], "ratios": [1.0]}
+    changed = task_from_toml(BASE.replace("R = 5", "R = 4"), "changed.toml")
+    given = {**stored, "task": task_text(changed)}
+    message = settings_difference(stored, given)
+    assert message.startswith("--task: the task file differs") and "'query-copies-file'" in message
+    assert settings_difference(stored, dict(stored)) is None
+
+
+@pytest.mark.parametrize("text, message", [
+    ("s=0", "s must be an integer >= 1"), ("R=2.5", "R must be an integer >= 1"),
+    ("R=1e300", "R must be an integer >= 1 and <= 2\\*\\*53"), ("x=1", "has no parameter 'x'"),
+])
+def test_params_of_a_task_are_checked_by_their_domain(text, message):
+    from derivations.core.cli import UsageError
+    from derivations.output.dynamics import parse_params
+    with pytest.raises(UsageError, match=message):
+        parse_params(text, get_task(str(EXAMPLE)))
+    assert parse_params("s=3,R=10,m=2", get_task("query-copies")) == {"s": 3, "R": 10, "m": 2.0}

@@ -1,0 +1,53 @@
+"""The page "Where attention goes" (docs/attention.md): its table of crossover ratios is what
+``numerics.dynamics.boundary`` gives, and its figures exist."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from numerics.dynamics import boundary
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+PAGE = (DOCS / "attention.md").read_text(encoding="utf-8")
+ROWS = re.findall(r"^\| ([\d.]+(?: \| [\d.]+){8}) \|$", PAGE, flags=re.M)
+
+
+def test_the_table_has_rows():
+    assert len(ROWS) == 5
+
+
+@pytest.mark.parametrize("row", ROWS)
+def test_each_row_is_the_boundary_command(row):
+    s, R, m, n, M, b, L, lam, ratio = (float(v) for v in row.split(" | "))
+    [rec] = boundary(s=s, m=m, n=n, R=R, target_loss=L, M=M, b=b)
+    assert rec["crossover_lambda"] == pytest.approx(lam, rel=1e-3)
+    assert rec["crossover_ratio"] == pytest.approx(ratio, rel=1e-3)
+
+
+def test_the_figures_exist():
+    for name in re.findall(r"\]\(figures/([^)]+)\)", PAGE):
+        assert (DOCS / "figures" / name).is_file(), name
+
+
+SGD_ROWS = re.findall(r"^\| ([AB]) \| ([\d.]+) \| (\d+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$",
+                      PAGE, flags=re.M)
+SGD_SETTINGS = {"A": dict(s=2, m=5, n=10, R=5, M=4, b=2), "B": dict(s=3, m=4, n=5, R=2, M=4, b=1)}
+
+
+def test_the_sgd_table_is_the_theory_and_the_claim():
+    """The theory columns are the master curve at each run's ratio and loss; SGD is within 0.03 of
+    them, with more attention on the relevant tokens below r* and less above it."""
+    from numerics.dynamics import lambda_of_ratio, master_shares
+    assert len(SGD_ROWS) == 12
+    for name, ratio, _seed, loss, sgd_self, sgd_rel, th_self, th_rel in SGD_ROWS:
+        task = dict(SGD_SETTINGS[name])
+        M, b = task.pop("M"), task.pop("b")
+        a = master_shares(lambda_of_ratio(float(ratio), float(loss), M, b), **task)
+        assert float(a["self_attention"]) == pytest.approx(float(th_self), abs=6e-4)
+        assert float(a["relevant_attention"]) == pytest.approx(float(th_rel), abs=6e-4)
+        assert abs(float(sgd_self) - float(th_self)) < 0.03 and abs(float(sgd_rel) - float(th_rel)) < 0.03
+        [rec] = boundary(target_loss=0.2 if name == "A" else 0.8, M=M, b=b, **task)
+        below = float(ratio) < rec["crossover_ratio"]
+        assert (float(sgd_rel) > float(sgd_self)) == below

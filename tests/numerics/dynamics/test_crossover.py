@@ -1,0 +1,281 @@
+"""The crossover ratio and the master curve (numerics/dynamics/crossover.py) against an
+independent full-matrix gradient flow written here from the model's definition.
+
+The reference: every entry of W_QK (V x V) and W_OV (M x V) a free parameter, V = M (1 + R)
+one-hot tokens scaled by 1/sqrt(b) (the query's token q_k and R relevant types r_{k,i} per
+class; the n irrelevant tokens embed as zero), class k's context holding s copies of q_k
+(its own position included), m/R copies of each r_{k,i} and n irrelevant tokens; scores
+x_q^T W_QK x_j, logits W_OV c, the class-averaged cross-entropy, gradient flow from zero with
+rates eta_QK = r, eta_OV = 1, stopped where the loss first reaches L. Nothing of the engine or of
+the master flow is used.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from scipy.integrate import solve_ivp
+from scipy.optimize import brentq
+
+from numerics.dynamics import boundary, crossover_lambda, lambda_of_ratio, master_shares, ratio_of_lambda
+
+
+class FullFlow:
+    """The full-matrix gradient flow of the query-copies model (see the module docstring)."""
+
+    def __init__(self, s, m, n, R, M, b):
+        self.s, self.m, self.n, self.R, self.M, self.b = s, m, n, R, M, b
+        self.V = M * (1 + R)
+        # token index: q_k = k; r_{k,i} = M + k R + i
+        self.ctx = []
+        for k in range(M):
+            idx = [k] + [M + k * R + i for i in range(R)]
+            counts = [s] + [m / R] * R
+            self.ctx.append((np.array(idx), np.array(counts, float)))
+
+    def unpack(self, w):
+        V, M = self.V, self.M
+        return w[:V * V].reshape(V, V), w[V * V:].reshape(M, V)
+
+    def parts(self, w, k):
+        WQK, WOV = self.unpack(w)
+        idx, counts = self.ctx[k]
+        sc = WQK[k, idx] / self.b
+        top = max(sc.max(), 0.0)
+        e = counts * np.exp(sc - top)
+        Z = e.sum() + self.n * math.exp(-top)
+        a = e / Z
+        z = WOV[:, idx] @ a / math.sqrt(self.b)
+        p = np.exp(z - z.max())
+        p /= p.sum()
+        return idx, a, z, p
+
+    def loss(self, w):
+        total = 0.0
+        for k in range(self.M):
+            _idx, _a, z, _p = self.parts(w, k)
+            total += np.logaddexp.reduce(z) - z[k]
+        return total / self.M
+
+    def rhs(self, w, ratio):
+        V, M = self.V, self.M
+        gQK, gOV = np.zeros((V, V)), np.zeros((M, V))
+        WOV = self.unpack(w)[1]
+        for k in range(M):
+            idx, a, _z, p = self.parts(w, k)
+            dz = p.copy()
+            dz[k] -= 1.0
+            gOV[:, idx] += np.outer(dz, a) / math.sqrt(self.b)
+            g = dz @ WOV[:, idx] / math.sqrt(self.b)          # dL/da_j
+            gQK[k, idx] += a * (g - a @ g) / self.b           # softmax; the zero tokens have g = 0
+        return -np.concatenate([ratio * gQK.ravel(), gOV.ravel()]) / M
+
+    def shares_at(self, ratio, loss):
+        """(self, relevant) attention at the first time the loss reaches ``loss``."""
+        event = lambda _t, w: self.loss(w) - loss  # noqa: E731
+        event.terminal, event.direction = True, -1
+        w0 = np.zeros(self.V * self.V + self.M * self.V)
+        run = solve_ivp(lambda _t, w: self.rhs(w, ratio), (0, 1e7), w0, method="LSODA",
+                        events=event, rtol=1e-9, atol=1e-11)
+        assert run.status == 1, run.message
+        _idx, a, _z, _p = self.parts(run.y_events[0][0], 0)
+        return a[0], a[1:].sum()
+
+    def crossover(self, loss, lo=1e-3, hi=1e4):
+        f = lambda logr: np.subtract(*self.shares_at(math.exp(logr), loss))  # noqa: E731
+        return math.exp(brentq(f, math.log(lo), math.log(hi), xtol=1e-4))
+
+
+SETTINGS = [  # (s, m, n, R, M, b, L), inside the window m/R < s < m
+    (2, 4, 6, 4, 3, 2.0, 0.6),
+    (3, 4, 5, 2, 4, 1.0, 0.8),
+]
+
+
+@pytest.mark.parametrize("s, m, n, R, M, b, L", SETTINGS)
+def test_crossover_ratio_agrees_with_the_full_matrix_flow(s, m, n, R, M, b, L):
+    [rec] = boundary(s=s, m=m, n=n, R=R, target_loss=L, M=M, b=b)
+    reference = FullFlow(s, m, n, R, M, b).crossover(L)
+    assert rec["reason"] is None
+    assert rec["crossover_ratio"] == pytest.approx(reference, rel=0.01)
+
+
+def test_master_shares_are_the_full_flow_shares_at_equal_lambda():
+    """Two (r, L, M, b) with one Lambda: the full flow's shares equal the master curve's."""
+    s, m, n, R = 2, 4, 6, 4
+    lam = 0.8
+    expected = master_shares(lam, s=s, m=m, n=n, R=R)
+    for M, b, L in ((3, 2.0, 0.6), (4, 1.0, 0.9)):
+        ratio = float(ratio_of_lambda(lam, L, M, b))
+        self_share, relevant = FullFlow(s, m, n, R, M, b).shares_at(ratio, L)
+        assert self_share == pytest.approx(float(expected["self_attention"]), abs=1e-6)
+        assert relevant == pytest.approx(float(expected["relevant_attention"]), abs=1e-6)
+
+
+@pytest.mark.parametrize("s, m, R, word", [
+    (4, 4, 1, "tie at s = m"), (5, 4, 2, "outside the window"), (4, 4, 2, "outside the window"),
+    (2, 4, 2, "outside the window"), (1, 4, 2, "outside the window"), (0, 5, 1, "outside the window")])
+def test_no_crossover_outside_the_window(s, m, R, word):
+    [rec] = boundary(s=s, m=m, n=6, R=R, target_loss=0.5, M=3, b=1.0)
+    assert rec["crossover_ratio"] is None and rec["crossover_lambda"] is None
+    assert rec["reason"].startswith(word)
+
+
+def test_not_reached_within_the_ratio_range():
+    [rec] = boundary(s=2, m=4, n=6, R=4, target_loss=0.6, M=3, b=2.0, ratio_range=(1e-4, 1e-3))
+    assert rec["crossover_ratio"] is None and rec["reason"].startswith("not reached")
+
+
+@pytest.mark.parametrize("s, m, R", [(4, 4, 1), (0.5, 4, 4), (1, 4, 4), (5, 4, 2)])
+def test_the_sign_outside_the_window_holds_at_every_lambda(s, m, R):
+    """Outside the window the sign of (self - relevant) is that of (s - m) (R = 1) or constant."""
+    a = master_shares(np.geomspace(1e-3, 1e3, 7), s=s, m=m, n=6, R=R)
+    d = a["self_attention"] - a["relevant_attention"]
+    if s == m and R == 1:
+        assert np.allclose(d, 0, atol=1e-9)
+    else:
+        assert np.all(np.sign(d) == np.sign(d[0])) and np.all(d != 0)
+
+
+def test_bad_input_is_a_value_error():
+    with pytest.raises(ValueError, match="R must be"):
+        boundary(s=2, m=4, n=6, R=0, target_loss=0.5, M=3, b=1.0)
+    with pytest.raises(ValueError, match="loss must be"):
+        boundary(s=2, m=4, n=6, R=4, target_loss=2.0, M=3, b=1.0)
+    with pytest.raises(ValueError, match="Lambda must be"):
+        master_shares(-1.0)
+
+
+def test_lambda_and_ratio_are_inverse():
+    lam = lambda_of_ratio(3.0, 0.4, 20, 50)
+    assert float(ratio_of_lambda(lam, 0.4, 20, 50)) == pytest.approx(3.0, rel=1e-14)
+
+
+@settings(max_examples=8, deadline=None)
+@given(m=st.floats(2, 20), frac=st.floats(0.05, 0.95), R=st.integers(2, 10), n=st.floats(0, 60))
+def test_crossover_is_a_sign_change_inside_the_window(m, frac, R, n):
+    """Inside the window Lambda* exists, relevant wins just below it and self just above it."""
+    s = m / R + frac * (m - m / R)
+    lam, reason = crossover_lambda(s=s, m=m, n=n, R=R, lambda_range=(1e-8, 1e10))
+    assert reason is None, reason
+    below, above = (master_shares(lam * f, s=s, m=m, n=n, R=R) for f in (0.98, 1.02))
+    assert below["relevant_attention"] > below["self_attention"]
+    assert above["relevant_attention"] < above["self_attention"]
+
+
+def _engine_shares(ratio, loss, m, n, M, b):
+    """(self, relevant) of the engine's reduced query-in-context flow (its own integration)."""
+    from numerics.dynamics import state_at_loss
+    st_ = state_at_loss(loss, ratio, task="query-in-context", method="reduced flow", m=m, n=n, M=M, b=b)
+    xq, xr = float(st_.coordinates["mu_QK_q"]), float(st_.coordinates["mu_QK"])
+    Z = math.exp(xq) + m * math.exp(xr) + n
+    return math.exp(xq) / Z, m * math.exp(xr) / Z
+
+
+_COLLAPSE = dict(m=st.integers(1, 10), n=st.integers(1, 60), lam=st.floats(0.05, 30),
+                 L1=st.floats(0.1, 0.6), M1=st.integers(3, 12), b1=st.floats(0.5, 8),
+                 L2=st.floats(0.1, 0.6), M2=st.integers(3, 12), b2=st.floats(0.5, 8))
+
+
+@settings(max_examples=3, deadline=None)
+@given(**_COLLAPSE)
+def test_lambda_collapse_of_the_engine_flow(m, n, lam, L1, M1, b1, L2, M2, b2):
+    """The engine's reduced query-in-context flow at two (r, L, M, b) of one Lambda: the same
+    shares, and the master curve's (s = R = 1), to 1e-6."""
+    _check_collapse(m, n, lam, L1, M1, b1, L2, M2, b2)
+
+
+@pytest.mark.slow
+@settings(max_examples=40, deadline=None)
+@given(**_COLLAPSE)
+def test_lambda_collapse_of_the_engine_flow_exhaustive(m, n, lam, L1, M1, b1, L2, M2, b2):
+    _check_collapse(m, n, lam, L1, M1, b1, L2, M2, b2)
+
+
+def _check_collapse(m, n, lam, L1, M1, b1, L2, M2, b2):
+    expected = master_shares(lam, s=1, m=m, n=n, R=1)
+    for L, M, b in ((L1, M1, b1), (L2, M2, b2)):
+        ratio = float(ratio_of_lambda(lam, L, M, b))
+        self_share, relevant = _engine_shares(ratio, L, m, n, M, b)
+        assert self_share == pytest.approx(float(expected["self_attention"]), abs=1e-6)
+        assert relevant == pytest.approx(float(expected["relevant_attention"]), abs=1e-6)
+
+
+@settings(max_examples=10, deadline=None)
+@given(m=st.floats(1, 20), n=st.floats(1, 100), lam=st.floats(1e-3, 1e3), L=st.floats(0.01, 1.0),
+       M=st.integers(3, 100), b=st.floats(0.5, 100))
+def test_the_paper_closed_form_is_the_master_curve_with_no_self(m, n, lam, L, M, b):
+    """The paper's task (s = 0): its closed-form alpha at r = r(Lambda, L, M, b) is the master curve's."""
+    from numerics.dynamics import state_at_loss
+    ratio = float(ratio_of_lambda(lam, L, M, b))
+    alpha = float(state_at_loss(L, ratio, m=m, n=n, M=M, b=b).alpha)
+    expected = master_shares(lam, s=0, m=m, n=n, R=1)
+    assert float(expected["self_attention"]) == 0.0
+    assert alpha == pytest.approx(float(expected["relevant_attention"]), abs=1e-6)
+
+
+@settings(max_examples=10, deadline=None)
+@given(m=st.floats(1, 20), s=st.floats(0.5, 20), n=st.floats(0, 100), lam=st.floats(1e-3, 1e3))
+def test_one_relevant_type_never_crosses(m, s, n, lam):
+    """R = 1: the sign of (self - relevant) at the stopping loss is the sign of (s - m)."""
+    a = master_shares(lam, s=s, m=m, n=n, R=1)
+    d = float(a["self_attention"] - a["relevant_attention"])
+    assert np.sign(d) == np.sign(s - m) or abs(s - m) < 1e-9
+
+
+def test_early_growth_ratio_does_not_depend_on_lambda():
+    """The score gaps' ratio x_q/x_r early in the master flow is the derived ratio, at every Lambda."""
+    from derivations.tasks.crossover import early_growth_ratio, master_flow
+    from numerics.dynamics.crossover import _rhs
+    m, n = 3.0, 7.0
+    flow = master_flow("query-in-context")
+    syms = {s.name: s for s in early_growth_ratio(flow).free_symbols}
+    derived = float(early_growth_ratio(flow).subs({syms["m"]: m, syms["n"]: n}))
+    for lam in (0.01, 1.0, 100.0):
+        z = solve_ivp(_rhs(lam, 1.0, m, n, 1.0), (0, 1e-3 / max(1, lam)), np.zeros(4),
+                      rtol=1e-12, atol=1e-30).y[:, -1]
+        assert z[0] / z[1] == pytest.approx(derived, rel=1e-3)
+
+
+def test_the_numeric_master_flow_is_the_derived_one():
+    """numerics' right-hand side equals the master flow derived from the engine's query-copies
+    reduction (derivations.tasks.crossover.master_flow), at random points."""
+    import sympy as sp
+    from derivations.tasks.crossover import Lambda, master_flow
+    from numerics.dynamics.crossover import _rhs
+    flow = master_flow("query-copies")
+    sym = {name: flow.symbol(name) for name in ("s", "m", "n", "R")}
+    order = [flow.x["q"], flow.x["r"], flow.Y["q"], flow.Y["r"]]
+    derived = sp.lambdify([Lambda, *sym.values(), *order], [flow.rhs[v] for v in order])
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        lam, s, m, n, R = rng.uniform(0.01, 50), rng.uniform(0.5, 9), rng.uniform(0.5, 20), \
+            rng.uniform(0, 60), rng.integers(1, 12)
+        z = rng.normal(size=4) * [3, 3, 1, 1]
+        assert np.allclose(_rhs(lam, s, m, n, float(R))(0.0, z), derived(lam, s, m, n, R, *z),
+                           rtol=1e-12, atol=1e-14)
+
+
+def test_task_shape_of_query_copies():
+    from numerics.dynamics import task_shape
+    assert task_shape("query-copies", s=2, R=5, m=5, n=10, M=4, b=2) == {
+        "s": 2.0, "m": 5.0, "n": 10.0, "R": 5.0, "M": 4.0, "b": 2.0}
+    assert task_shape("paper")["s"] == 0.0
+
+
+@pytest.mark.slow
+def test_lambda_collapse_of_the_engine_query_copies_flow():
+    """The engine's reduced query-copies flow at two (r, L, M, b) of one Lambda: the master curve's
+    shares, to 1e-6."""
+    from numerics.dynamics import state_at_loss
+    s, m, n, R, lam = 2, 5, 10, 5, 0.7
+    expected = master_shares(lam, s=s, m=m, n=n, R=R)
+    for L, M, b in ((0.2, 4, 2.0), (0.5, 7, 0.5)):
+        ratio = float(ratio_of_lambda(lam, L, M, b))
+        st_ = state_at_loss(L, ratio, task="query-copies", method="reduced flow", s=s, R=R, m=m, n=n, M=M, b=b)
+        xq, xr = float(st_.coordinates["mu_QK_q"]), float(st_.coordinates["mu_QK"])
+        Z = s * math.exp(xq) + m * math.exp(xr) + n
+        assert s * math.exp(xq) / Z == pytest.approx(float(expected["self_attention"]), abs=1e-6)
+        assert m * math.exp(xr) / Z == pytest.approx(float(expected["relevant_attention"]), abs=1e-6)

@@ -1,0 +1,83 @@
+"""``python -m numerics.experiments boundary``: records, reasons, one-line errors."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from numerics.experiments.__main__ import main
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _run(*argv):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "numerics.experiments", "boundary", *argv],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+
+
+def test_records_per_parameterization_and_loss(capsys):
+    assert main(["boundary", "--task", "query-in-context", "--target-loss", "0.1,0.5",
+                 "--parameterizations", "CACO,FAFO", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    recs = out["records"]
+    assert [(r["parameterization"], r["target_loss"]) for r in recs] == [
+        ("CACO", 0.1), ("CACO", 0.5), ("FAFO", 0.1), ("FAFO", 0.5)]
+    assert all(r["crossover_ratio"] is None and r["crossover_lambda"] is None for r in recs)
+    # query-in-context: s = 1 copy of the query's token against m = 5 relevant of one type
+    assert recs[0]["reason"].startswith("outside the window") and "s <= m/R" in recs[0]["reason"]
+    assert recs[2]["reason"].startswith("no master curve")
+    assert out["settings"]["shape"] == {"s": 1.0, "m": 5.0, "n": 50.0, "R": 1.0, "M": 20.0, "b": 50.0}
+
+
+def test_tie_when_the_query_and_relevant_copies_are_equal(capsys):
+    assert main(["boundary", "--task", "query-in-context", "--params", "m=1", "--json"]) == 0
+    [rec] = json.loads(capsys.readouterr().out)["records"]
+    assert rec["crossover_ratio"] is None and rec["reason"].startswith("tie at s = m")
+
+
+@pytest.mark.parametrize("argv, word", [
+    (["--target-loss", "9"], "--target-loss must be in (0, log M"),
+    (["--task", "shared-irrelevant"], "not of the query-copies shape"),
+    (["--params", "q=1"], "has no parameter 'q'"),
+    (["--parameterizations", "XX"], "--parameterizations: unknown"),
+    (["--ratio-range", "5,1"], "--ratio-range must be LO,HI"),
+    (["--ratio-range", "1"], "--ratio-range must be LO,HI"),
+])
+def test_bad_input_is_one_line_and_exit_2(argv, word):
+    proc = _run(*argv)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and word in proc.stderr
+
+
+def test_query_copies_inside_the_window(capsys):
+    """s = 2 copies of the query's token against m = 5 relevant copies over R = 5 types: one
+    Lambda* for both losses, r* = Lambda* M b / ((M - 1) l(L)^2)."""
+    import math
+    assert main(["boundary", "--task", "query-copies", "--params", "s=2,R=5,m=5,n=10,M=4,b=2",
+                 "--target-loss", "0.2,0.5", "--json"]) == 0
+    recs = json.loads(capsys.readouterr().out)["records"]
+    assert all(r["reason"] is None for r in recs)
+    assert recs[0]["crossover_lambda"] == recs[1]["crossover_lambda"]
+    for r in recs:
+        ell = math.log(3 / math.expm1(r["target_loss"]))
+        assert r["crossover_ratio"] == pytest.approx(r["crossover_lambda"] * 4 * 2 / (3 * ell ** 2), rel=1e-12)
+
+
+def test_a_task_file_gives_the_built_in_task_answer(tmp_path, capsys):
+    """The query-copies task written as a TOML file answers as the built-in task."""
+    path = tmp_path / "qc.toml"
+    path.write_text('name = "qc-file"\ndescription = "query-copies as a file"\nquery = "q"\n'
+                    'query_in_context = true\nrelevant = ["r"]\n[parameters]\ns = 2\nR = 5\n'
+                    '[[groups]]\nname = "q"\nper_class = true\nmultiplicity = "s - 1"\n'
+                    '[[groups]]\nname = "r"\nper_class = true\ntypes = "R"\nmultiplicity = "m / R"\n'
+                    '[[groups]]\nname = "z"\nper_class = false\nembedded = false\nmultiplicity = "n"\n')
+    answers = []
+    for task, params in ((str(path), "M=4,b=2,m=5,n=10"), ("query-copies", "M=4,b=2,m=5,n=10,s=2,R=5")):
+        assert main(["boundary", "--task", task, "--params", params, "--target-loss", "0.2", "--json"]) == 0
+        answers.append(json.loads(capsys.readouterr().out)["records"])
+    assert answers[0] == answers[1] and answers[0][0]["crossover_ratio"] > 0
