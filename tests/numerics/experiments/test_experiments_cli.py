@@ -234,7 +234,7 @@ def test_unreachable_scheduler_subprocess():
 def test_every_option_has_help():
     parser = build_parser()
     sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
-    assert set(sub.choices) == {"fig2", "fig3", "sweep", "reproduce", "predict"}
+    assert set(sub.choices) == {"fig2", "fig3", "sweep", "reproduce", "predict", "boundary"}
     for name, p in sub.choices.items():
         for action in p._actions:
             if action.dest != "help":
