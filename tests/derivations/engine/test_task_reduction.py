@@ -1,5 +1,4 @@
 """The task engine: family by symmetry, reduced ODEs, paper identity, mappings, exactness on instances."""
-import itertools
 import random
 
 import pytest
@@ -9,12 +8,12 @@ from hypothesis import strategies as st
 
 from derivations.tasks.paper import reduction
 from derivations.symbolic import M, b, eta_QK, eta_OV, m, mu_OV, mu_QK, n
-from derivations.engine.symmetry import canonical, orbit_size, orbits_by_generators
 from derivations.tasks import get_task
 from derivations.engine import n_c
 from derivations.symbolic import exp_to_symbols, is_zero_exactly
 from derivations.core import PARAMETERIZATIONS
 from derivations.engine import basis_matrices, invariance_residual, reduce_task
+from _orbits import assert_orbits_are_patterns
 
 def _srepr(expr):
     """srepr with each symbol's assumptions in sorted order."""
@@ -81,16 +80,7 @@ def test_gradient_flow_in_observables():
 
 def test_orbits_by_generators_equal_equality_patterns():
     task = get_task("shared-irrelevant+query-in-context")
-    from derivations.engine.explicit import _explicit_indices
-    Mv, types = 3, {"u": 2}
-    for name, (rows, cols) in _explicit_indices(task, Mv, types).items():
-        orbits = orbits_by_generators(rows, cols, Mv, types)
-        by_pattern = {}
-        for i, j in itertools.product(range(len(rows)), range(len(cols))):
-            by_pattern.setdefault(canonical((rows[i], cols[j])), set()).add((i, j))
-        assert sorted(map(sorted, orbits)) == sorted(map(sorted, by_pattern.values())), name
-        for pat, members in by_pattern.items():
-            assert orbit_size(pat, M, {"u": n_c}).subs({M: Mv, n_c: 2}) == len(members)
+    assert_orbits_are_patterns(task, "u", n_c)
 
 
 def test_basis_matrices_follow_instance_layout():
