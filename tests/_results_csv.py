@@ -1,17 +1,9 @@
 """Reading a sweep's ``results.csv`` back (for the tests; importable because pytest puts ``tests/`` on
 ``sys.path``, as for ``_stats``)."""
 import csv
-import math
 
 from numerics.experiments.proxies import PROXIES
-
-
-def _number(text):
-    """A cell as a float, None for an empty cell or a value that is not finite."""
-    if text is None or text == "":
-        return None
-    x = float(text)
-    return x if math.isfinite(x) else None
+from numerics.experiments.sweep import _number    # a cell as a finite float, None if empty or undefined
 
 
 def read_csv(path) -> list:
