@@ -22,6 +22,13 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))     # stable: else as collected
 
 
+@pytest.fixture
+def no_figures(monkeypatch):
+    """The experiments draw no figures in this test (``tests/_figures.py``)."""
+    from _figures import skip_figures
+    skip_figures(monkeypatch)
+
+
 @pytest.fixture(scope="module")
 def cluster():
     """A real Dask ``LocalCluster`` (2 worker processes) for one test module; skipped without ``distributed``."""

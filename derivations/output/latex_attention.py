@@ -25,9 +25,10 @@ __all__ = ["attention_section"]
 
 @functools.lru_cache(maxsize=1)
 def _derived():
+    from ..task_catalog import task_reduction
     from ..tasks.crossover import (early_growth_ratio, exchange_symmetry, master_flow,
                                    no_crossover_identity, window_signs)
-    flow = master_flow("query-copies")
+    flow = master_flow("query-copies", task_reduction("query-copies", "CACO"))
     s, m, R = flow.symbol("s"), flow.symbol("m"), flow.symbol("R")
     one = flow.subs({R: 1})
     return {"flow": flow, "identity": no_crossover_identity(one)[0],

@@ -180,7 +180,7 @@ def _groups(reduction, u, qk, ov):
     return pairs
 
 
-def master_flow(task: str = "query-in-context") -> MasterFlow:
+def master_flow(task: str = "query-in-context", reduction=None) -> MasterFlow:
     r"""The rescaled CACO flow of ``task``, derived from the engine's reduced flow.
 
     Steps: the margin :math:`u` from the engine's loss (:func:`margin_of_loss`); each
@@ -195,6 +195,10 @@ def master_flow(task: str = "query-in-context") -> MasterFlow:
     ----------
     task : str or Task
         A task the engine reduces (a built-in name or a ``Task``).
+    reduction : derivations.engine.TaskReduction, optional
+        The task's CACO reduction when the caller has it already (the cached one of
+        :func:`derivations.task_catalog.task_reduction`); derived with
+        :func:`derivations.engine.reduce_task` when omitted.
 
     Returns
     -------
@@ -207,7 +211,12 @@ def master_flow(task: str = "query-in-context") -> MasterFlow:
     """
     from ..engine import reduce_task
     from ..symbolic.symbols import M, b, eta_OV, eta_QK
-    red = reduce_task(task, "CACO")
+    red = reduce_task(task, "CACO") if reduction is None else reduction
+    from ..engine.reduce import as_task
+    spec = as_task(task)
+    if (red.task, red.parameterization) != (spec.name, "CACO"):
+        raise ValueError(f"reduction must be the CACO reduction of {spec.name!r}; got "
+                         f"{red.parameterization} of {red.task!r}")
     names, G, qk, ov = _split(red)
     u = margin_of_loss(red.loss, M)
     psi = (M - 1) * sp.exp(-u) / (1 + (M - 1) * sp.exp(-u))
@@ -228,8 +237,6 @@ def master_flow(task: str = "query-in-context") -> MasterFlow:
     left = set().union(*(e.free_symbols for e in rhs.values())) & {eta_QK, eta_OV, b, M, ell}
     if left:
         raise ValueError(f"task {red.task!r}: the rescaled flow still holds {sorted(map(str, left))}")
-    from ..engine.reduce import as_task
-    spec = as_task(task)
     if len(spec.relevant) != 1:
         raise ValueError(f"task {spec.name!r}: the master flow names one relevant group")
     own = spec.query if spec.query in pairs else None

@@ -7,13 +7,25 @@ import pytest
 import sympy as sp
 from hypothesis import given, settings, strategies as st
 
+from derivations.task_catalog import task_reduction
 from derivations.tasks.crossover import (Lambda, early_growth_ratio, exchange_symmetry, master_flow,
                                          no_crossover_identity, window_signs)
 
 
+def flow_of(task):
+    """The master flow of a built-in task, from its cached CACO reduction (the cache is checked
+    fresh against the engine by tests/derivations/test_task_catalog.py)."""
+    return master_flow(task, task_reduction(task, "CACO"))
+
+
 @pytest.fixture(scope="module")
 def qc():
-    return master_flow("query-copies")
+    return flow_of("query-copies")
+
+
+def test_a_reduction_of_another_task_or_parameterization_is_refused():
+    with pytest.raises(ValueError, match="reduction must be the CACO reduction of 'query-copies'"):
+        master_flow("query-copies", task_reduction("query-in-context", "CACO"))
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +41,7 @@ def test_the_rescaled_flow_holds_only_lambda_and_the_task(qc):
 
 @pytest.mark.slow
 def test_query_in_context_is_query_copies_at_one_copy_and_one_type(qc):
-    qic = master_flow("query-in-context")
+    qic = flow_of("query-in-context")
     one = qc.subs({qc.symbol("s"): 1, qc.symbol("R"): 1})
     rename = {qc.symbol("m"): qic.symbol("m"), qc.symbol("n"): qic.symbol("n")}
     for k in qic.rhs:
@@ -38,7 +50,7 @@ def test_query_in_context_is_query_copies_at_one_copy_and_one_type(qc):
 
 
 def test_the_paper_has_no_self_group():
-    flow = master_flow("paper")
+    flow = flow_of("paper")
     assert flow.self_group is None and set(flow.x) == {"r"}
     with pytest.raises(ValueError, match="does not attend to itself"):
         window_signs(flow)
@@ -92,7 +104,6 @@ def test_early_growth_ratio_has_no_lambda(qc):
 
 @pytest.mark.slow
 def test_factorized_circuits_have_no_master_flow():
-    from derivations.engine import reduce_task
     from derivations.tasks.crossover import _split
     with pytest.raises(ValueError, match="constant diagonal metric"):
-        _split(reduce_task("paper", "FACO"))
+        _split(task_reduction("paper", "FACO"))

@@ -227,10 +227,11 @@ def test_one_relevant_type_never_crosses(m, s, n, lam):
 
 def test_early_growth_ratio_does_not_depend_on_lambda():
     """The score gaps' ratio x_q/x_r early in the master flow is the derived ratio, at every Lambda."""
+    from derivations.task_catalog import task_reduction
     from derivations.tasks.crossover import early_growth_ratio, master_flow
     from numerics.dynamics.crossover import _rhs
     m, n = 3.0, 7.0
-    flow = master_flow("query-in-context")
+    flow = master_flow("query-in-context", task_reduction("query-in-context", "CACO"))
     syms = {s.name: s for s in early_growth_ratio(flow).free_symbols}
     derived = float(early_growth_ratio(flow).subs({syms["m"]: m, syms["n"]: n}))
     for lam in (0.01, 1.0, 100.0):
@@ -243,9 +244,10 @@ def test_the_numeric_master_flow_is_the_derived_one():
     """numerics' right-hand side equals the master flow derived from the engine's query-copies
     reduction (derivations.tasks.crossover.master_flow), at random points."""
     import sympy as sp
+    from derivations.task_catalog import task_reduction
     from derivations.tasks.crossover import Lambda, master_flow
     from numerics.dynamics.crossover import _rhs
-    flow = master_flow("query-copies")
+    flow = master_flow("query-copies", task_reduction("query-copies", "CACO"))
     sym = {name: flow.symbol(name) for name in ("s", "m", "n", "R")}
     order = [flow.x["q"], flow.x["r"], flow.Y["q"], flow.Y["r"]]
     derived = sp.lambdify([Lambda, *sym.values(), *order], [flow.rhs[v] for v in order])

@@ -91,7 +91,7 @@ def test_sweep_csv_json_plot_and_refuses_to_overwrite(tmp_path, capsys):
     assert "--resume" in capsys.readouterr().err
 
 
-def test_the_theory_is_computed_here_when_the_workers_fail_it(tmp_path, capsys, monkeypatch):
+def test_the_theory_is_computed_here_when_the_workers_fail_it(tmp_path, capsys, monkeypatch, no_figures):
     """The overlay's flows run on the sweep's workers; if that fails (a lost scheduler, a broken pool),
     they are computed in this process with a warning: the same sweep.json as a sweep where they ran."""
     from numerics.experiments import runner
@@ -134,10 +134,10 @@ def test_a_sweep_stored_in_another_job_layout_is_refused_and_kept(tmp_path, caps
     assert {p.name: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()} == before
 
 
-def test_sweep_resume_after_kill_equals_uninterrupted(tmp_path):
+def test_sweep_resume_after_kill_equals_uninterrupted(tmp_path, no_figures):
     args = ["sweep", "--parameterizations", "CACO,FACO", "--ratios", "1,3,9", "--seeds", "2", "--target-loss",
             "0.5", "--max-steps", "600", "--steps-per-epoch", "100", "--eval-batches", "1", "--workers", "1",
-            "--quiet"]
+            "--quiet", "--no-theory"]
     ref = tmp_path / "ref"
     assert main([*args, "--output", str(ref)]) == 0
     killed = tmp_path / "killed"
@@ -317,13 +317,6 @@ def test_output_that_cannot_take_files_leaves_nothing(kind, tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot take files" in err and time.perf_counter() - t0 < 5
     assert sorted(tmp_path.iterdir()) == before and not (tmp_path / "missing").exists()
-
-
-@pytest.fixture
-def no_figures(monkeypatch):
-    """Skip drawing figures (a PDF takes about a second) in tests about the stored numbers."""
-    from numerics.experiments import plots
-    monkeypatch.setattr(plots, "save_figure", lambda fig, directory, name: [])
 
 
 TINY_SWEEP = ["sweep", "--parameterizations", "CACO", "--target-loss", "3.5", "--max-steps", "40",

@@ -14,19 +14,11 @@ from numerics.experiments import directory as directory_mod
 from numerics.experiments.__main__ import main
 from numerics.experiments.directory import ExperimentDirectory
 
+from _figures import skip_figures
+
 TINY_SWEEP = ["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1", "--target-loss", "3.5",
               "--max-steps", "40", "--steps-per-epoch", "20", "--eval-batches", "1", "--workers", "1", "--quiet",
               "--no-theory"]
-
-
-def _no_figures(monkeypatch):
-    from numerics.experiments import plots
-    monkeypatch.setattr(plots, "save_figure", lambda fig, directory, name: [])
-
-
-@pytest.fixture
-def no_figures(monkeypatch):
-    _no_figures(monkeypatch)
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +26,7 @@ def finished(tmp_path_factory):
     """A finished tiny sweep (the same for every test: copy it before changing it)."""
     out = tmp_path_factory.mktemp("finished") / "s"
     with pytest.MonkeyPatch.context() as mp:
-        _no_figures(mp)
+        skip_figures(mp)
         assert main([*TINY_SWEEP, "--output", str(out)]) == 0
     return out
 

@@ -66,10 +66,15 @@ def processes_tagged(tag):
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc to find the worker processes")
 def test_sweep_same_files_uninterrupted_killed_and_resumed_and_on_dask(cluster, tmp_path, capsys):
     """One reference sweep on 1 worker; the same sweep on 2 workers SIGKILLed after its first stored run then
-    resumed, and on the Dask cluster: the same results.csv and sweep.json bytes."""
+    resumed, and on the Dask cluster: the same results.csv and sweep.json bytes.
+
+    Slow: three sweeps and a cluster. The default selection keeps one worker killed and resumed
+    (``test_sweep_resume_after_kill_equals_uninterrupted``) and the same bytes on every backend
+    (``test_fig2_same_bytes_on_every_backend``)."""
     args = SWEEP
     reference = tmp_path / "reference"
     assert main([*args, "--output", str(reference), "--workers", "1"]) == 0
@@ -153,7 +158,11 @@ LOST_SWEEP = ["sweep", "--parameterizations", "CACO,FACO", "--ratios", "1,3", "-
               "0.5", "--max-steps", "300", "--steps-per-epoch", "100", "--eval-batches", "1", "--quiet", "--no-theory"]
 
 
+@pytest.mark.slow
 def test_a_scheduler_lost_mid_sweep_is_one_line_and_resume_completes_it(tmp_path):
+    """Slow: a cluster in another process and three sweeps. The default selection keeps the
+    runner's ``SchedulerLost`` when no worker is left and the sweep's one line for it
+    (``test_a_scheduler_without_workers_is_one_line_after_connect_timeout``)."""
     pytest.importorskip("distributed")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     owner = subprocess.Popen([sys.executable, "-c", CLUSTER_SCRIPT], cwd=ROOT, env=env, stdout=subprocess.PIPE,

@@ -83,7 +83,7 @@ SWEEP = ["sweep", "--parameterizations", "CACO,FACO", "--ratios", "1,4", "--seed
          "--steps-per-epoch", "50", "--eval-batches", "2", "--workers", "1", "--quiet"]
 
 
-def test_sweep_cli_several_targets_rows_summary_settings(tmp_path, capsys):
+def test_sweep_cli_several_targets_rows_summary_settings(tmp_path, capsys, no_figures):
     out = tmp_path / "s"
     assert main([*SWEEP, "--target-loss", "3.75,3.85", "--output", str(out), "--json", "--no-theory"]) == 0
     d = json.loads(capsys.readouterr().out)
@@ -105,7 +105,7 @@ def test_sweep_cli_several_targets_rows_summary_settings(tmp_path, capsys):
     assert "--target-loss 3.85,3.75" in capsys.readouterr().err
 
 
-def test_one_target_rows_equal_the_lowest_of_several(tmp_path, capsys):
+def test_one_target_rows_equal_the_lowest_of_several(tmp_path, capsys, no_figures):
     assert main([*SWEEP, "--target-loss", "3.75", "--output", str(tmp_path / "one"), "--no-theory"]) == 0
     assert main([*SWEEP, "--target-loss", "3.85,3.75", "--output", str(tmp_path / "two"), "--no-theory"]) == 0
     one = (tmp_path / "one" / "results.csv").read_text().splitlines()
@@ -147,7 +147,7 @@ def test_sweep_json_sets_each_run_beside_its_seeds_flow_and_reports_agreement(tm
     assert matplotlib.image.imread(out / "sweep.png").shape[0] > 500      # two rows of panels
 
 
-def test_extend_a_sweep_of_several_targets_keeps_its_rows(tmp_path, capsys):
+def test_extend_a_sweep_of_several_targets_keeps_its_rows(tmp_path, capsys, no_figures):
     out = tmp_path / "e"
     base = [a for a in SWEEP if a not in ("CACO,FACO",)]
     base[base.index("--parameterizations") + 1:base.index("--parameterizations") + 1] = ["CACO"]
