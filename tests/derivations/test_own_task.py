@@ -1,10 +1,9 @@
 """A task of one's own, end to end (issue 26): the built-in ``query-copies`` and the same task in a
 TOML file agree with each other and with an independent full-matrix gradient flow of that task."""
+import contextlib
+import io
 import json
-import os
 import pathlib
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -15,12 +14,18 @@ TASK_FILE = ROOT / "docs" / "examples" / "query-copies-file.toml"
 SHARES = ("relevant_attention", "self_attention", "other_attention")
 
 
+def run_print_dynamics(*args) -> dict:
+    """``python -m derivations.print_dynamics ARGS --format json``'s output, run in this process
+    (the command's process-level behaviour is tested in tests/derivations/test_print_dynamics.py)."""
+    from derivations.print_dynamics import main
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(list(args)) == 0
+    return json.loads(out.getvalue())
+
+
 def print_dynamics(*args):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-m", "derivations.print_dynamics", *args], capture_output=True,
-                         text=True, env=env, cwd=ROOT, timeout=600)
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)["state_at_loss"]
+    return run_print_dynamics(*args)["state_at_loss"]
 
 
 def full_matrix_shares(M, b, m, n, s, R, target_loss, ratio=1.0):
@@ -97,12 +102,8 @@ def test_query_copies_at_s_1_r_1_is_query_in_context():
 
 
 def _observables(*params):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-m", "derivations.print_dynamics", "--task", "query-copies",
-                          "--parameterization", "CACO", "--format", "json", *params], capture_output=True,
-                         text=True, env=env, cwd=ROOT, timeout=600)
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)["parameterizations"]["CACO"]
+    return run_print_dynamics("--task", "query-copies", "--parameterization", "CACO", "--format", "json",
+                              *params)["parameterizations"]["CACO"]
 
 
 def test_a_hundred_relevant_types_reduce_to_the_same_observables_as_one():
