@@ -98,3 +98,20 @@ def test_the_section_has_the_two_tables():
     text = "\n".join(attention_section())
     assert text.count(r"\begin{tabular}") == 2
     assert "\n".join(crossover_table()) in text and "\n".join(sgd_table()) in text
+
+
+@pytest.mark.parametrize("setting", sorted({r["setting"] for r in RUNS}))
+def test_the_stored_theory_is_the_master_curve(setting):
+    """Independent recomputation of the theory columns: the master curve from zero
+    (numerics.dynamics.master_shares) at the Lambda of each run's ratio and measured loss gives the
+    stored theory (each seed's flow from its own start) to 1e-6."""
+    import numpy as np
+
+    from numerics.dynamics import lambda_of_ratio, master_shares
+    runs = [r for r in RUNS if r["setting"] == setting]
+    task = dict(runs[0]["task"])
+    M, b = task.pop("M"), task.pop("b")
+    lam = lambda_of_ratio([r["ratio"] for r in runs], [r["loss"] for r in runs], M, b)
+    curve = master_shares(lam, **task)
+    for key in ("self_attention", "relevant_attention"):
+        assert np.allclose(curve[key], [r[f"theory_{key}"] for r in runs], atol=1e-6, rtol=0)
