@@ -111,7 +111,8 @@ def _theory(sweep: dict) -> dict:
         at = p.get("at_measured_loss") if isinstance(p, dict) else None
         if not isinstance(at, dict):
             raise _Damaged(f"prediction {i} has no at_measured_loss")
-        key = (_number(p.get("ratio"), f"prediction {i} ratio", 0.0), int(_number(p.get("seed"), f"prediction {i} seed")),
+        key = (_number(p.get("ratio"), f"prediction {i} ratio", 0.0),
+               int(_number(p.get("seed"), f"prediction {i} seed")),
                _number(p.get("target_loss"), f"prediction {i} target_loss", 0.0))
         out[key] = {k: _number(at.get(k), f"prediction {i} {k}", 0.0, 1.0) for k in _SHARES}
     return out
@@ -163,8 +164,8 @@ def _csv_rows(reader, theory: dict) -> list:
 
 
 def sgd_runs(directory=DATA_DIR) -> list:
-    """Every stored SGD run of ``query-copies`` (CACO), setting by setting (folder names sorted),
-    in the order of each sweep's ``results.csv``.
+    """Every stored SGD run of ``query-copies`` (CACO), setting by setting (folder names sorted,
+    numbers within them by value), in the order of each sweep's ``results.csv``.
 
     Parameters
     ----------
@@ -217,7 +218,8 @@ def _boundary(path: Path) -> list:
 
 
 def crossover_rows(directory=DATA_DIR) -> list:
-    """The stored crossover records of ``query-copies`` (CACO from zero), file by file (sorted).
+    """The stored crossover records of ``query-copies`` (CACO from zero), file by file (sorted as
+    the settings of :func:`sgd_runs`).
 
     Parameters
     ----------
