@@ -20,7 +20,7 @@ from .output.files import FORMATS, check_dpi, check_formats, prepare_figure_dir,
 from .output.style import DPI, DPI_RANGE, STYLE
 from .output.theory import FIGURES
 
-__all__ = ["DEFAULT_OUTPUT", "make_figures", "check_output_dir", "build_parser", "main"]
+__all__ = ["DEFAULT_OUTPUT", "make_figures", "check_output_dir", "check_data", "build_parser", "main"]
 
 #: Default output directory (relative to the working directory).
 DEFAULT_OUTPUT = Path("docs") / "figures"
@@ -66,6 +66,25 @@ def check_output_dir(output_dir, names=None, formats=FORMATS) -> Path:
     return prepare_figure_dir(output_dir, file_names)
 
 
+def check_data(names=None) -> None:
+    """Read and check the stored data the figures ``names`` draw (the SGD runs of the figures of
+    :data:`~numerics.output.attention.SGD_FIGURES`, :func:`numerics.output.attention.sgd_points`).
+
+    Parameters
+    ----------
+    names : iterable of str, optional
+        Figures of :data:`~numerics.output.theory.FIGURES` (default: all).
+
+    Raises
+    ------
+    ValueError
+        A damaged or missing data file, in one line.
+    """
+    from .output.attention import SGD_FIGURES, sgd_points
+    if SGD_FIGURES & set(_check_names(names)):
+        sgd_points()
+
+
 def make_figures(output_dir=DEFAULT_OUTPUT, formats=("png", "pdf"), *, names=None,
                  quick=False, dpi=DPI, verbose=False):
     """Make the figures and write them to ``output_dir`` (created if missing).
@@ -91,13 +110,15 @@ def make_figures(output_dir=DEFAULT_OUTPUT, formats=("png", "pdf"), *, names=Non
     Raises
     ------
     ValueError
-        Unknown format or figure name, dpi outside the range, or an
+        Unknown format or figure name, dpi outside the range, an
         ``output_dir`` that cannot take the files (see
-        :func:`check_output_dir`); raised before any figure is made.
+        :func:`check_output_dir`) or damaged data (:func:`check_data`); raised
+        before any figure is made.
     """
     formats = check_formats(formats)
     names = _check_names(names)
     dpi = check_dpi(dpi)
+    check_data(names)
     output_dir = check_output_dir(output_dir, names, formats)
     import matplotlib
     paths = []
@@ -151,6 +172,7 @@ def main(argv=None):
         formats = tuple(f.strip() for f in args.formats.split(",") if f.strip())
         check_formats(formats)
         check_dpi(args.dpi)
+        check_data(args.only)
         out = check_output_dir(args.output, args.only or tuple(FIGURES), formats)
     except (UsageError, ValueError) as exc:
         return usage_error(parser.prog, str(exc).replace("dpi must", "--dpi must"))

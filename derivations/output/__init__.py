@@ -5,7 +5,10 @@
 * :mod:`~derivations.output.tex` and :mod:`~derivations.output.latex`: the one
   LaTeX builder (``python -m derivations.latex``);
 * :mod:`~derivations.output.numeric_codegen`: the generator of the SymPy-free
-  ``numerics/_generated.py``.
+  ``numerics/_generated.py``;
+* :mod:`~derivations.output.attention_data`: the stored numbers of where attention goes (SGD runs
+  and crossover ratios, package data written by the experiments' commands), read as data by the
+  LaTeX section and the figures.
 
 Nothing here imports :mod:`numerics`. The names below are loaded on first use,
 so that importing one module of the package does not import the others.
@@ -17,6 +20,7 @@ _HOMES = {
     ".tex": ("abbreviate", "equation_lines"),
     ".latex": ("document", "snippet", "write"),
     ".numeric_codegen": ("function_specs", "generate", "generator_key"),
+    ".attention_data": ("sgd_runs", "crossover_rows"),
 }
 
 __all__ = [name for names in _HOMES.values() for name in names]

@@ -3,10 +3,12 @@ r"""The LaTeX section "Where attention goes": the master flow of ``query-copies`
 :func:`attention_section` returns the lines of one ``\section``: the rescaling and
 :math:`\Lambda`, the master flow's equations (from
 :func:`derivations.tasks.crossover.master_flow`, printed by ``sympy.latex``), the R = 1
-exchange symmetry and sign identity, the window's two signs and the early growth ratio, and
-where the statements do not hold. Numbers (the crossover ratios) are not derived symbolically:
-``python -m numerics.experiments boundary`` computes them (the site's page "Where attention goes"
-has the table).
+exchange symmetry and sign identity, the window's two signs and the early growth ratio, where
+the statements do not hold, and two tables of stored numbers (:mod:`derivations.output.attention_data`,
+read as data: nothing here computes them): the crossover ratios of
+``python -m numerics.experiments boundary`` (:func:`crossover_table`) and the SGD runs of
+``python -m numerics.experiments sweep --task query-copies`` at :math:`r^*/8` and :math:`8 r^*`
+beside the theory (:func:`sgd_table`).
 
 >>> lines = attention_section()
 >>> lines[0]
@@ -18,9 +20,10 @@ import functools
 
 import sympy as sp
 
+from .attention_data import crossover_rows, sgd_runs
 from .tex import equation_lines, escape, tex
 
-__all__ = ["attention_section"]
+__all__ = ["attention_section", "crossover_table", "sgd_table"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -51,6 +54,88 @@ def _intro() -> list:
         r"(checked symbolically). From zero ($Y(0) = 0$) the state at the stopping loss, and every "
         r"attention share, is a function of $\Lambda$ alone: one master curve per task, and a crossover "
         r"$\Lambda^*$ gives $r^* = \Lambda^* M b/((M-1)\ell(L)^2)$ at every $(L, M, b)$.", ""]
+
+
+def _g(x, digits=4) -> str:
+    return "--" if x is None else f"{x:.{digits}g}"
+
+
+def _relations(text: str) -> str:
+    """Plain text with its comparisons as math (``<`` is not a text character of LaTeX's fonts)."""
+    for plain, math in ((">=", r"$\ge$"), ("<=", r"$\le$"), ("<", "$<$"), (">", "$>$")):
+        text = text.replace(plain, math)
+    return text
+
+
+def _tabular(columns, rows) -> list:
+    return [r"\begin{center}", r"\begin{tabular}{" + "r" * len(columns) + "}", r"\hline",
+            " & ".join(columns) + r" \\", r"\hline", *(" & ".join(row) + r" \\" for row in rows),
+            r"\hline", r"\end{tabular}", r"\end{center}"]
+
+
+def crossover_table(rows=None) -> list:
+    """The LaTeX lines of the table of crossover ratios: one row per stored record
+    (:func:`derivations.output.attention_data.crossover_rows`; ``--`` and the reason where there is
+    none).
+
+    Parameters
+    ----------
+    rows : list of dict, optional
+        Records as :func:`~derivations.output.attention_data.crossover_rows` gives them (default: the
+        stored ones).
+
+    Returns
+    -------
+    list of str
+    """
+    rows = crossover_rows() if rows is None else rows
+    body = [[escape(r["setting"]), *(_g(r["task"][k]) for k in ("s", "R", "m", "n", "M", "b")),
+             _g(r["target_loss"]), _g(r["crossover_lambda"]), _g(r["crossover_ratio"])] for r in rows]
+    reasons = sorted({r["reason"] for r in rows if r["crossover_ratio"] is None})
+    lines = _tabular(["setting", "$s$", "$R$", "$m$", "$n$", "$M$", "$b$", "$L$", r"$\Lambda^*$", "$r^*$"], body)
+    return lines + [r"Where there is none (--): " + _relations(escape("; ".join(reasons))) + "." if reasons else "", ""]
+
+
+def sgd_table(runs=None, rows=None) -> list:
+    """The LaTeX lines of the table of SGD runs beside the theory: every stored run of a setting
+    whose crossover ratio at the run's target loss is stored, in the stored order.
+
+    Parameters
+    ----------
+    runs : list of dict, optional
+        As :func:`~derivations.output.attention_data.sgd_runs` gives them (default: the stored ones).
+    rows : list of dict, optional
+        As :func:`~derivations.output.attention_data.crossover_rows` gives them (default: the stored
+        ones).
+
+    Returns
+    -------
+    list of str
+    """
+    runs = sgd_runs() if runs is None else runs
+    rows = crossover_rows() if rows is None else rows
+    crossover = {(r["setting"], r["target_loss"]): r["crossover_ratio"] for r in rows}
+    body = [[escape(run["setting"]), _g(run["ratio"]), _g(crossover[run["setting"], run["target_loss"]]),
+             str(run["seed"]), f"{run['loss']:.4f}",
+             *(f"{run[k]:.3f}" for k in ("self_attention", "relevant_attention", "theory_self_attention",
+                                          "theory_relevant_attention"))]
+            for run in runs if (run["setting"], run["target_loss"]) in crossover]
+    return _tabular(["setting", "$r$", "$r^*$", "seed", "loss", "SGD self", "SGD relevant", "theory self",
+                     "theory relevant"], body)
+
+
+def _tables() -> list:
+    return [
+        r"\paragraph{Crossover ratios.} Each row is \texttt{python -m numerics.experiments boundary} "
+        r"on \texttt{query-copies} (CACO from zero); the rows \texttt{authors-M4} and "
+        r"\texttt{authors-M20} take the authors' expected counts as a \texttt{query-copies} task, a "
+        r"proxy, not the authors' task itself.", "", *crossover_table(),
+        r"\paragraph{SGD at $r^*/8$ and $8r^*$.} \texttt{python -m numerics.experiments sweep --task "
+        r"query-copies} (CACO, three seeds, the SGD models' small identity start) at the settings of the "
+        r"table above with the same name, one row per seed: the loss it measured, its self and relevant "
+        r"shares, and the theory's (the expected-count flow from the seed's own start read at that loss). "
+        r"Below $r^*$ the relevant tokens get more attention than the query's token, above it less; "
+        r"outside the window (no $r^*$) one of them leads at both ratios.", "", *sgd_table()]
 
 
 def attention_section() -> list:
@@ -96,4 +181,4 @@ def attention_section() -> list:
             "initialisation of the factorized circuits); the factorized parameterizations FACO, CAFO, "
             "FAFO, whose metric is not constant; tasks with an embedded irrelevant group, scaled scores "
             "or copies of other classes' tokens (not of the query-copies shape)."), ""]
-    return out
+    return out + _tables()

@@ -33,10 +33,12 @@ figure                     content (function)
                            scale 1e-2).
 ``phase_diagram``          :func:`~numerics.output.attention.plot_phase_diagram`:
                            self minus relevant share at the stopping loss over
-                           (s/m, Lambda), the crossover and the window.
+                           (s/m, Lambda), the crossover and the window, and the
+                           stored SGD runs by the share that leads.
 ``master_curve``           :func:`~numerics.output.attention.plot_master_curve`:
                            the shares against Lambda, the engine's flows at
-                           several (L, M, b) on the master curve.
+                           several (L, M, b) and the stored SGD runs on the
+                           master curve.
 =========================  ====================================================
 
 Nothing here types a formula of the theory: the curves come from
@@ -44,7 +46,9 @@ Nothing here types a formula of the theory: the curves come from
 generated from :mod:`derivations.catalog` (:mod:`numerics.functions.lambdified`;
 their expressions' LaTeX, from :func:`sympy.latex`, labels the axes).
 
-``--quick`` uses coarser grids (for tests); the curves are the same.
+``--quick`` uses coarser grids (for tests); the curves are the same. The SGD points are read,
+not trained (:func:`numerics.output.attention.sgd_points`; a damaged file is one line before any
+figure is made).
 The total run time is a few seconds (SymPy is imported only for the axis
 labels of ``line_coordinates``).
 

@@ -3,15 +3,26 @@ r"""The figures of where attention goes: the phase diagram of the crossover and 
 Both come from the CACO flow from zero through its master curve in
 :math:`\Lambda = r (M - 1)\ell(L)^2/(M b)` (:mod:`numerics.dynamics.crossover`); the master
 curve's figure sets beside it the states of the engine's own reduced flows (the paper's closed
-form, the reduced ``query-copies`` flow) at several (L, M, b), which fall on it.
+form, the reduced ``query-copies`` flow) at several (L, M, b), which fall on it. Both carry the
+stored SGD runs of ``query-copies`` (:func:`sgd_points`, read from
+:data:`~derivations.output.attention_data.DATA_DIR` by
+:func:`derivations.output.attention_data.sgd_runs`), one point per seed at the
+:math:`\Lambda` of its ratio and measured loss.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from derivations.output.attention_data import DATA_DIR, sgd_runs
+
 from .style import new_figure, panel_letter
 
-__all__ = ["plot_phase_diagram", "plot_master_curve", "authors_counts"]
+__all__ = ["plot_phase_diagram", "plot_master_curve", "authors_counts", "sgd_points", "SGD_DATA",
+           "SGD_FIGURES"]
+
+#: The stored SGD runs the figures read, and the figures that read them.
+SGD_DATA = DATA_DIR
+SGD_FIGURES = frozenset({"phase_diagram", "master_curve"})
 
 #: The task of the phase diagram's grid and of the master curve's second panel.
 QUERY_COPIES = {"m": 10.0, "n": 40.0}
@@ -32,6 +43,46 @@ def authors_counts() -> dict:
             "R": a.RELEVANT_PER_CLASS}
 
 
+def sgd_points(directory=None) -> list:
+    r"""The stored SGD runs (:func:`derivations.output.attention_data.sgd_runs`), each with its
+    ``lambda``: :math:`\Lambda` of its ratio at the loss it measured (its task's M and b).
+
+    Parameters
+    ----------
+    directory : str or path-like, optional
+        The stored data (default :data:`SGD_DATA`).
+
+    Returns
+    -------
+    list of dict
+
+    Raises
+    ------
+    ValueError
+        A damaged or missing file, in one line.
+    """
+    from ..dynamics import lambda_of_ratio
+    runs = sgd_runs(SGD_DATA if directory is None else directory)
+    return [dict(run, **{"lambda": float(lambda_of_ratio(run["ratio"], run["loss"], run["task"]["M"],
+                                                          run["task"]["b"]))}) for run in runs]
+
+
+def _on(run, task) -> bool:
+    return all(run["task"][k] == v for k, v in task.items())
+
+
+def _sgd_on_phase_diagram(ax, runs, R, m, n):
+    """The runs of the panel's task (R, m, n): a point per seed, seeds side by side in s/m."""
+    for lead, style in (("relevant", dict(marker="o", color="tab:blue")),
+                        ("self", dict(marker="^", color="tab:red"))):
+        pts = [(run["task"]["s"] / m + 0.015 * (run["seed"] % 3 - 1), run["lambda"]) for run in runs
+               if _on(run, {"R": R, "m": m, "n": n})
+               and (run["self_attention"] > run["relevant_attention"]) == (lead == "self")]
+        if pts:
+            ax.plot(*np.array(pts).T, ls="none", mec="k", mew=0.6, ms=5, label=f"SGD: {lead} leads", gid="sgd",
+                    **style)
+
+
 def _boundary_curve(R, fractions, n, m):
     from ..dynamics.crossover import crossover_lambda
     lams = [crossover_lambda(s=f * m, m=m, n=n, R=R, lambda_range=(1e-6, 1e6))[0] for f in fractions]
@@ -41,8 +92,10 @@ def _boundary_curve(R, fractions, n, m):
 def plot_phase_diagram(*, quick=False, Rs=(2, 5, 10)):
     r"""Self minus relevant share at the stopping loss over (s/m, :math:`\Lambda`), one panel per
     number of relevant types R, with the crossover :math:`\Lambda^*(s/m)`, the window's edges
-    :math:`s/m = 1/R` and 1, and the authors' task at its expected counts."""
+    :math:`s/m = 1/R` and 1, the authors' task at its expected counts, and the stored SGD runs of
+    the panel's task (:func:`sgd_points`), marked by the share that leads."""
     from ..dynamics.crossover import master_shares
+    runs = sgd_points()
     m, n = QUERY_COPIES["m"], QUERY_COPIES["n"]
     k = 6 if quick else 20
     frac = np.linspace(0.05, 1.25, k)
@@ -61,15 +114,17 @@ def plot_phase_diagram(*, quick=False, Rs=(2, 5, 10)):
             ax.axvline(edge, color="k", ls=":", lw=1)
         if R == authors["R"]:
             ax.axvline(authors["s"] / authors["m"], color="tab:green", lw=1.2, label="authors' task")
-            ax.legend(loc="lower left", fontsize=7)
+        _sgd_on_phase_diagram(ax, runs, R, m, n)
+        ax.legend(loc="upper left", fontsize=6.5)
         ax.set_yscale("log")
         ax.set_xlabel(r"$s/m$")
         ax.set_title(f"R = {R} relevant types", fontsize=9)
         panel_letter(ax, i)
     axes[0].set_ylabel(r"$\Lambda = r (M-1)\,\ell(L)^2/(M b)$")
     fig.colorbar(mesh, ax=list(axes), label="self share - relevant share")
-    fig.suptitle(f"Self minus relevant share at the stopping loss (CACO from zero, m = {m:g}, "
-                 f"n = {n:g}); dotted: the window m/R < s < m", fontsize=9)
+    fig.suptitle(f"Self minus relevant share at the stopping loss (CACO from zero, m = {m:g}, n = {n:g})\n"
+                 "dotted: the window m/R < s < m; markers: SGD at its ratio and measured loss, "
+                 "a point per seed", fontsize=9)
     return fig
 
 
@@ -85,11 +140,26 @@ def _flow_shares(task, lam, L, M, b):
     return z[0] / z.sum(), z[1] / z.sum()
 
 
+def _sgd_on_master_curve(ax, runs, task):
+    """The stored SGD runs of ``task``, a filled point per seed and share, one marker per
+    (target loss, M, b)."""
+    settings = sorted({(run["target_loss"], run["task"]["M"], run["task"]["b"]) for run in runs if _on(run, task)})
+    for (L, M, b), marker in zip(settings, "DPXv"):
+        mine = [run for run in runs if _on(run, dict(task, M=M, b=b)) and run["target_loss"] == L]
+        lam = [run["lambda"] for run in mine]
+        style = dict(mec="k", mew=0.5, ms=4.5, gid="sgd")
+        ax.plot(lam, [run["relevant_attention"] for run in mine], marker, color="tab:blue",
+                label=f"SGD L={L:g}, M={M:g}, b={b:g}", **style)
+        ax.plot(lam, [run["self_attention"] for run in mine], marker, color="tab:red", **style)
+
+
 def plot_master_curve(*, quick=False):
-    r"""The shares at the stopping loss against :math:`\Lambda`: the master curve (lines) and the
-    engine's flows at several (L, M, b) (markers): (a) the paper's task (closed form), (b)
-    ``query-copies`` (reduced flow)."""
+    r"""The shares at the stopping loss against :math:`\Lambda`: the master curve (lines), the
+    engine's flows at several (L, M, b) (open markers) and, on (b), the stored SGD runs at several
+    (L, M, b) (filled, a point per seed at the :math:`\Lambda` of its measured loss,
+    :func:`sgd_points`): (a) the paper's task (closed form), (b) ``query-copies`` (reduced flow)."""
     from ..dynamics.crossover import master_shares
+    runs = sgd_points()
     paper = {"s": 0.0, "m": 5.0, "n": 50.0, "R": 1.0}
     lam_line = np.geomspace(1e-2, 1e2, 25 if quick else 60)
     lam_pts = np.geomspace(2e-2, 50, 4 if quick else 7)
@@ -106,6 +176,8 @@ def plot_master_curve(*, quick=False):
             ax.plot(lam_pts, pts[:, 1], marker, mfc="none", color="tab:blue", label=f"L={L:g}, M={M}, b={b:g}")
             if task["s"]:
                 ax.plot(lam_pts, pts[:, 0], marker, mfc="none", color="tab:red")
+        if task["s"]:
+            _sgd_on_master_curve(ax, runs, task)
         ax.set_xscale("log")
         ax.set_ylim(0, 1)
         ax.set_xlabel(r"$\Lambda = r (M-1)\,\ell(L)^2/(M b)$")
@@ -113,6 +185,7 @@ def plot_master_curve(*, quick=False):
         ax.set_title(title, fontsize=9)
         ax.legend(fontsize=6.5, loc="best")
         panel_letter(ax, i)
-    fig.suptitle("One master curve per task: the engine's flows at several (L, M, b) (markers) "
-                 "fall on it (CACO from zero)", fontsize=9)
+    fig.suptitle("One master curve per task: the engine's flows at several (L, M, b) (open markers, "
+                 "CACO from zero)\nand SGD of query-copies (filled, a point per seed at its ratio and "
+                 "measured loss) fall on it", fontsize=9)
     return fig

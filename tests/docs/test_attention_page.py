@@ -51,3 +51,22 @@ def test_the_sgd_table_is_the_theory_and_the_claim():
         [rec] = boundary(target_loss=0.2 if name == "A" else 0.8, M=M, b=b, **task)
         below = float(ratio) < rec["crossover_ratio"]
         assert (float(sgd_rel) > float(sgd_self)) == below
+
+
+def test_the_sgd_table_is_the_stored_runs():
+    """Each SGD row of the page is a stored run (derivations.output.attention_data): its loss and
+    SGD shares as printed, and the stored theory (each seed's own start) the master curve from zero
+    that the page prints (to 1e-6 before rounding: both are the same state for these starts)."""
+    from numerics.dynamics import lambda_of_ratio, master_shares
+    from derivations.output.attention_data import sgd_runs
+    stored = {(r["setting"], r["ratio"], r["seed"]): r for r in sgd_runs()}
+    for name, ratio, seed, loss, sgd_self, sgd_rel, th_self, th_rel in SGD_ROWS:
+        run = stored[name, float(ratio), int(seed)]
+        assert f"{run['loss']:.4f}" == loss
+        assert (f"{run['self_attention']:.3f}", f"{run['relevant_attention']:.3f}") == (sgd_self, sgd_rel)
+        task = dict(run["task"])
+        M, b = task.pop("M"), task.pop("b")
+        a = master_shares(lambda_of_ratio(run["ratio"], run["loss"], M, b), **task)
+        for key, printed in (("self_attention", th_self), ("relevant_attention", th_rel)):
+            assert run[f"theory_{key}"] == pytest.approx(float(a[key]), abs=1e-6)
+            assert f"{run[f'theory_{key}']:.3f}" == printed

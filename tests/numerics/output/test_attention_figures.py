@@ -1,9 +1,15 @@
-"""The figures of where attention goes (numerics/output/attention.py)."""
+"""The figures of where attention goes (numerics/output/attention.py): the theory, and the stored
+SGD runs as their points."""
 from __future__ import annotations
+
+import shutil
 
 import numpy as np
 import pytest
 
+from derivations.output.attention_data import DATA_DIR
+from numerics import figures
+from numerics.dynamics import lambda_of_ratio
 from numerics.output import attention
 
 
@@ -27,8 +33,101 @@ def test_master_curve_markers_fall_on_the_lines():
     fig = attention.plot_master_curve(quick=True)
     for ax in fig.axes:
         lines = [l for l in ax.lines if l.get_linestyle() == "-"]
-        for marks in (l for l in ax.lines if l.get_linestyle() == "None"):
+        for marks in (l for l in ax.lines if l.get_linestyle() == "None" and l.get_gid() != "sgd"):
             x, y = marks.get_data()
             near = [np.interp(np.log(x), np.log(l.get_xdata()), l.get_ydata()) for l in lines
                     if l.get_color() == marks.get_color()]
             assert np.allclose(near[0], y, atol=5e-3)
+
+
+def _sgd_marks(ax):
+    return np.concatenate([np.column_stack(line.get_data()) for line in ax.lines if line.get_gid() == "sgd"])
+
+
+def test_the_phase_diagram_plots_every_stored_run_of_its_task_by_its_lead():
+    """A point per stored run of the panel's task (m = 10, n = 40, its R) at (s/m, Lambda of its ratio
+    and measured loss), seeds side by side (0.015 apart in s/m), in the series of the share that
+    leads in that run."""
+    runs = attention.sgd_points()
+    fig = attention.plot_phase_diagram(quick=True, Rs=(5,))
+    ax = fig.axes[0]
+    mine = [r for r in runs if (r["task"]["R"], r["task"]["m"], r["task"]["n"]) == (5, 10, 40)]
+    assert len(mine) >= 6 and {r["self_attention"] > r["relevant_attention"] for r in mine} == {True, False}
+    for lead in ("self", "relevant"):
+        [line] = [l for l in ax.lines if l.get_label() == f"SGD: {lead} leads"]
+        x, y = line.get_data()
+        want = [r for r in mine if (r["self_attention"] > r["relevant_attention"]) == (lead == "self")]
+        lam = [float(lambda_of_ratio(r["ratio"], r["loss"], r["task"]["M"], r["task"]["b"])) for r in want]
+        assert np.allclose(y, lam, rtol=1e-12)
+        assert np.allclose(x, [r["task"]["s"] / 10 for r in want], atol=0.016)
+    assert len(_sgd_marks(ax)) == len(mine)
+
+
+def test_the_master_curve_plots_every_stored_run_of_its_task_near_the_curve():
+    """Panel (b): both shares of every stored run of its task at the Lambda of its ratio and measured
+    loss, within 0.03 of the master curve there (the claim of docs/attention.md)."""
+    from numerics.dynamics import master_shares
+    runs = [r for r in attention.sgd_points() if all(r["task"][k] == v for k, v in attention.MASTER_TASK.items())]
+    assert len({(r["target_loss"], r["task"]["M"], r["task"]["b"]) for r in runs}) >= 2
+    ax = attention.plot_master_curve(quick=True).axes[1]
+    marks = _sgd_marks(ax)
+    assert len(marks) == 2 * len(runs)
+    lam = np.array([r["lambda"] for r in runs])
+    curve = master_shares(lam, **attention.MASTER_TASK)
+    for key in ("relevant_attention", "self_attention"):
+        sgd = np.array([r[key] for r in runs])
+        assert np.abs(sgd - curve[key]).max() < 0.03
+        assert all(((marks[:, 0] == l) & (marks[:, 1] == v)).any() for l, v in zip(lam, sgd))
+
+
+def test_damaged_sgd_data_is_one_line_before_any_figure(tmp_path, monkeypatch, capsys):
+    data = tmp_path / "data"
+    shutil.copytree(DATA_DIR, data)
+    (data / "sweeps" / "A" / "results.csv").write_text("parameterization,ratio\nCACO,1\n")
+    monkeypatch.setattr(attention, "SGD_DATA", data)
+    out = tmp_path / "figures"
+    with pytest.raises(ValueError, match="results.csv: no column seed"):
+        figures.make_figures(out, names=["time_course", "master_curve"], quick=True)
+    assert figures.main(["--output", str(out), "--only", "phase_diagram", "--quick"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "results.csv: no column seed" in err
+    assert not out.exists()
+    figures.check_data(["time_course", "parameterizations"])   # the other figures read no data
+
+
+def _rerun(run, ratios=None):
+    """The rows of the sweep job that trains ``run``'s seed (at ``ratios``, default its sweep's),
+    built from its stored settings by the sweep command's own job list."""
+    import json
+
+    from numerics.experiments.commands.sweep import _jobs
+    from numerics.experiments.jobs import sweep_job
+    settings = json.loads((DATA_DIR / "sweeps" / run["setting"] / "sweep.json").read_text())["settings"]
+    if ratios is not None:
+        settings["ratios"] = ratios
+    [job] = [job for job in _jobs(settings) if run["seed"] in job["seeds"]]
+    return [row for row in sweep_job(job)["rows"] if row["seed"] == run["seed"]]
+
+
+def _same(row, run):
+    return (row["ratio"], row["target_loss"]) == (run["ratio"], run["target_loss"]) and all(
+        row[k] == run[k] for k in ("loss", "self_attention", "relevant_attention"))
+
+
+def test_a_stored_run_is_what_the_sweep_trains():
+    """Setting B, seed 1234, ratio 4.636 (500 steps) trained alone: the stored numbers, exactly
+    (a run's numbers do not depend on the runs stacked with it)."""
+    [run] = [r for r in attention.sgd_points() if (r["setting"], r["seed"], r["ratio"]) == ("B", 1234, 4.636)]
+    [row] = _rerun(run, ratios=[4.636])
+    assert _same(row, run)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("setting", sorted({r["setting"] for r in attention.sgd_points()}))
+def test_every_stored_run_is_what_the_sweep_trains(setting):
+    """Every stored run retrained (its sweep's jobs; minutes for the whole set)."""
+    runs = [r for r in attention.sgd_points() if r["setting"] == setting]
+    for seed in sorted({r["seed"] for r in runs}):
+        mine = [r for r in runs if r["seed"] == seed]
+        rows = _rerun(mine[0])
+        assert len(rows) == len(mine) and all(_same(row, run) for row, run in zip(rows, mine))
