@@ -181,3 +181,49 @@ def test_proxies_figure_is_written_and_shows_the_sweep(authors_sweep):
                 np.testing.assert_allclose(ln.get_ydata(), [np.mean(v) for v in m.values()], rtol=TOL)
     legend = axes[0, 0].get_legend()
     assert [t.get_text() for t in legend.get_texts()] == [f"loss {t:g}" for t in targets]
+
+
+@pytest.mark.slow
+def test_faco_plausibility_at_loss_0_2_falls_from_ratio_1_to_20_and_why():
+    """docs/proxies.md, "The check of the issue": FACO (seed 1234, the README sweep's settings) trained
+    to loss 0.2 at ratios 1 and 20. Its evaluation sequences written out as explicit tokens, softmax
+    over the 63 positions of W_Q^T W_K / sqrt(50), sklearn's average_precision_score on the context
+    positions: the mean equals the sweep's AUPRC, 1 at ratio 1 and 0.705368 at ratio 20 (the README
+    sweep's results.csv); at ratio 20 the query token's context copies rank above every relevant
+    token but the most frequent one. ERASER's trapezoidal `auprc` falls too."""
+    from sklearn.metrics import auc, average_precision_score, precision_recall_curve
+
+    from numerics.experiments import measure, sgd, stack
+    from numerics.experiments.task_sampling import AUTHORS
+
+    cfg = sgd.Fig2Config(parameterization="FACO", lr_qk=0.01, lr_ov=0.01, epochs=2000, steps_per_epoch=100,
+                         stop="none", init="authors", eval_batches=50, target_loss=0.2, max_steps=200000)
+    runs = stack.train_stack([cfg.replace(lr_qk=r * cfg.lr_ov) for r in (1.0, 20.0)], [1234, 1234])
+    assert [r["steps"] for r in runs] == [149500, 33300]                      # the sweep's rows
+    b = sampler.sample_batches(AUTHORS, sgd.eval_rng(1234), 50, 32, 64)
+    counts, q = b.counts.reshape(-1, AUTHORS.T).astype(int), b.query.reshape(-1)
+    got = {}
+    for ratio, run in zip((1.0, 20.0), runs):
+        p = run["params"]
+        scores = p["W_Q"].T @ p["W_K"] / math.sqrt(AUTHORS.T)
+        ap, trapezoid, query_above = [], [], 0
+        for n, qq in zip(counts, q):
+            doc = np.repeat(np.arange(AUTHORS.T), n - (np.arange(AUTHORS.T) == qq))      # the 62 context positions
+            s = scores[qq, np.append(doc, qq)]
+            w = np.exp(s - s.max())
+            w = (w / w.sum())[:-1]
+            rel = AUTHORS.relevant[doc].astype(int)
+            ap.append(average_precision_score(rel, w))
+            precision, recall, _ = precision_recall_curve(rel, w)
+            trapezoid.append(auc(recall, precision))
+            if (doc == qq).any():
+                top_rel = doc[rel == 1][np.argmax(w[rel == 1])]                # the best-ranked relevant token
+                below = w[rel == 1][doc[rel == 1] != top_rel]
+                query_above += bool(below.size) and bool(w[doc == qq][0] > below.max())
+        ev = measure.evaluate(AUTHORS, p, sgd.eval_rng(1234), 50, 32, 64)
+        assert abs(np.mean(ap) - ev["plausibility_auprc"].mean()) < TOL
+        got[ratio] = (np.mean(ap), np.mean(trapezoid), query_above)
+    assert got[1.0][:2] == (1.0, 1.0)
+    assert abs(got[20.0][0] - 0.705368) < 1e-6 and got[20.0][1] < 0.7
+    holding = int(sum(counts[i, qq] >= 2 for i, qq in enumerate(q)))
+    assert got[20.0][2] == holding > 1500 and got[1.0][2] == 0
