@@ -19,11 +19,12 @@ TOL = 1e-12
 TINY = ["--seeds", "2", "--steps-per-epoch", "50", "--eval-batches", "2", "--workers", "1", "--quiet"]
 AUTHORS_SWEEP = ["sweep", "--parameterizations", "CACO,FACO", "--ratios", "1,4", "--target-loss", "3.85,3.75",
                  "--max-steps", "600", *TINY]
+ENGINE = ["--ratios", "1,10", "--lr-ov", "0.5", "--no-theory", "--max-steps", "100", *TINY]
 ENGINE_SWEEPS = {
     "query-in-context": ["sweep", "--task", "query-in-context", "--params", "M=4,b=1", "--parameterizations", "CACO",
-                         "--ratios", "1,10", "--target-loss", "1.2", "--lr-ov", "0.5", "--no-theory", "--max-steps", "100", *TINY],
-    "paper": ["sweep", "--task", "paper", "--params", "M=3", "--parameterizations", "FAFO", "--ratios", "1,10",
-              "--target-loss", "1.0", "--lr-ov", "0.5", "--no-theory", "--max-steps", "100", *TINY]}
+                         "--target-loss", "1.2", *ENGINE],
+    "paper": ["sweep", "--task", "paper", "--params", "M=3", "--parameterizations", "FAFO", "--target-loss", "1.0",
+              *ENGINE]}
 
 
 def _run(out, argv, written=("proxies",)):
