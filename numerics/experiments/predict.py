@@ -36,9 +36,11 @@ from .sweep import FIRST_SEED
 
 __all__ = ["RECORD_FIELDS", "TASK_RECORD_FIELDS", "predict", "check_settings"]
 
-#: Fields of a record of :func:`predict`, in order.
+#: Fields of a record of :func:`predict`, in order: beside the shares ``master_lambda``, the master
+#: curve's coordinate :math:`\Lambda = r (M - 1)\ell(L)^2/(M b)` at the ratio and the target loss
+#: (:func:`numerics.dynamics.master_lambda`; None at a target not below :math:`\log M`).
 RECORD_FIELDS = ("parameterization", "ratio", "seed", "target_loss", "reached", "steps", "loss", *SHARES,
-                 *THEORY_PROXIES)
+                 "master_lambda", *THEORY_PROXIES)
 #: Further fields of a record where the engine answers the task: its state at the target from zero
 #: initialization (:func:`numerics.experiments.theory.closed_form_attention`).
 TASK_RECORD_FIELDS = ("closed_form_method", "closed_form_relevant_attention")
@@ -57,6 +59,20 @@ def _seed_list(seeds) -> list:
 def _draws(parameterization, init) -> bool:
     """Whether the initialization draws random matrices (else every seed starts alike)."""
     return "uniform" in models.init_kinds(parameterization, init).values()
+
+
+def _master_lambdas(task, params, ratio, targets) -> dict:
+    r"""``{target: Lambda}`` of the task at ``ratio`` (:func:`numerics.dynamics.master_lambda`);
+    None at a target not below :math:`\log M`, where the margin :math:`\ell(L)` is not positive."""
+    from ..dynamics import master_lambda
+
+    out = {}
+    for target in targets:
+        try:
+            out[target] = float(master_lambda(ratio, target, task, **params))
+        except ValueError:
+            out[target] = None
+    return out
 
 
 def check_settings(parameterizations, ratios, target_losses, seeds=1, init="authors",
@@ -167,6 +183,7 @@ def predict(parameterizations, ratios, target_losses, seeds=1, init="authors",
             shared = None
             closed = None if not st.engine_state else theory.closed_form_attention(
                 st, P, r, s["target_losses"], s["seq_len"])
+            lams = _master_lambdas(task, dict(st.params), r, s["target_losses"])
             for seed in s["seeds"]:
                 if shared is None or _draws(P, init):
                     shared = theory.flow_to_losses(
@@ -175,7 +192,8 @@ def predict(parameterizations, ratios, target_losses, seeds=1, init="authors",
                 if progress is not None:
                     progress()
                 for rec in shared["records"]:
-                    row = {"parameterization": P, "ratio": r, "seed": seed, **rec}
+                    row = {"parameterization": P, "ratio": r, "seed": seed, **rec,
+                           "master_lambda": lams[rec["target_loss"]]}
                     if closed is not None:
                         row.update(closed_form_method=closed["method"], closed_form_relevant_attention=
                                    closed["relevant_attention"][rec["target_loss"]])

@@ -140,16 +140,17 @@ def format_table(payload) -> str:
     lines = [f"expected-count flow of {task} (init {s['init']}, identity scale "
              f"{s['init_scale']:g}, seq_len {s['seq_len']}, lr_ov {s['lr_ov']:g}): attention where the "
              "loss first reaches each target",
-             "param   ratio   seed  target        steps      loss  relevant    self   other"
+             "param   ratio   seed  target        steps      loss  relevant    self   other     Lambda"
              + ("  engine, zero init (method)" if closed else "")]
     for r in payload["records"]:
         head = f"{r['parameterization']:6}{r['ratio']:7g}{r['seed']:7d}  {r['target_loss']:<7g}"
         if not r["reached"]:
             lines.append(head + "   not reached")
             continue
-        value = r.get("closed_form_relevant_attention")
+        value, lam = r.get("closed_form_relevant_attention"), r["master_lambda"]
         lines.append(head + f"{r['steps']:12.1f}{r['loss']:10.4g}{r['relevant_attention']:10.4f}"
                      f"{r['self_attention']:8.4f}{r['other_attention']:8.4f}"
+                     f"{'-' if lam is None else format(lam, '.4g'):>11}"
                      + ("" if "closed_form_method" not in r else
                         f"  {'-' if value is None else format(value, '.4f')} ({r['closed_form_method']})"))
     return "\n".join(lines)
