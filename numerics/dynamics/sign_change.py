@@ -22,8 +22,8 @@ __all__ = ["log_sign_change"]
 
 def log_sign_change(difference, low, high, *, xtol=1e-12, maxiter=100, name="Lambda"):
     r"""Where ``difference(x)`` changes sign on :math:`[\mathrm{low}, \mathrm{high}]`: a bracketing
-    search (Brent's method, safeguarded by bisection) in :math:`\log x`, at most ``maxiter``
-    steps after the two ends.
+    search (Brent's method, safeguarded by bisection) in :math:`\log x`: ``difference`` is
+    called at most ``2 + maxiter`` times, once per point.
 
     Parameters
     ----------
@@ -52,11 +52,14 @@ def log_sign_change(difference, low, high, *, xtol=1e-12, maxiter=100, name="Lam
     class Undefined(Exception):
         pass
 
-    def g(t):
-        value = float(difference(math.exp(t)))
-        if not math.isfinite(value):
+    known = {}
+
+    def g(t):               # each point once (the search evaluates its ends again)
+        if t not in known:
+            known[t] = float(difference(math.exp(t)))
+        if not math.isfinite(known[t]):
             raise Undefined(f"undefined at {name} = {math.exp(t):.6g}")
-        return value
+        return known[t]
     lo, hi = math.log(low), math.log(high)
     try:
         d_lo, d_hi = g(lo), g(hi)

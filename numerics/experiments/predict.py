@@ -34,7 +34,7 @@ from .proxies import THEORY_PROXIES
 from .sgd import check_seeds
 from .sweep import FIRST_SEED
 
-__all__ = ["RECORD_FIELDS", "TASK_RECORD_FIELDS", "predict", "check_settings"]
+__all__ = ["RECORD_FIELDS", "TASK_RECORD_FIELDS", "predict", "check_settings", "draws", "master_lambdas"]
 
 #: Fields of a record of :func:`predict`, in order: beside the shares ``master_lambda``, the master
 #: curve's coordinate :math:`\Lambda = r (M - 1)\ell(L)^2/(M b)` at the ratio and the target loss
@@ -56,14 +56,37 @@ def _seed_list(seeds) -> list:
     return check_seeds(dict.fromkeys(seeds))
 
 
-def _draws(parameterization, init) -> bool:
-    """Whether the initialization draws random matrices (else every seed starts alike)."""
+def draws(parameterization, init) -> bool:
+    """Whether the initialization draws random matrices (else every seed starts alike).
+
+    Parameters
+    ----------
+    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}
+    init : {"authors", "identity", "uniform"}
+
+    Returns
+    -------
+    bool
+    """
     return "uniform" in models.init_kinds(parameterization, init).values()
 
 
-def _master_lambdas(task, params, ratio, targets) -> dict:
+def master_lambdas(task, params, ratio, targets) -> dict:
     r"""``{target: Lambda}`` of the task at ``ratio`` (:func:`numerics.dynamics.master_lambda`);
-    None at a target not below :math:`\log M`, where the margin :math:`\ell(L)` is not positive."""
+    None at a target not below :math:`\log M`, where the margin :math:`\ell(L)` is not positive.
+
+    Parameters
+    ----------
+    task : str or derivations.engine.task.Task
+    params : dict
+        The task's parameter values.
+    ratio : float
+    targets : iterable of float
+
+    Returns
+    -------
+    dict
+    """
     from ..dynamics import master_lambda
 
     out = {}
@@ -127,7 +150,7 @@ def check_settings(parameterizations, ratios, target_losses, seeds=1, init="auth
     theory.task_model(st, params[0], 1.0, seq_len=seq_len)      # seq_len check
     targets = theory.check_target_losses(target_losses)
     initial = min(theory.initial_loss(st, p, init, s, seq_len=seq_len, init_scale=scale)
-                  for p in params for s in (seeds if _draws(p, init) else seeds[:1]))
+                  for p in params for s in (seeds if draws(p, init) else seeds[:1]))
     theory.check_target_losses(targets, initial)
     out = {"parameterizations": params, "ratios": ratios, "target_losses": list(targets),
            "seeds": seeds, "init": init, "init_scale": scale, "seq_len": int(seq_len),
@@ -183,9 +206,9 @@ def predict(parameterizations, ratios, target_losses, seeds=1, init="authors",
             shared = None
             closed = None if not st.engine_state else theory.closed_form_attention(
                 st, P, r, s["target_losses"], s["seq_len"])
-            lams = _master_lambdas(task, dict(st.params), r, s["target_losses"])
+            lams = master_lambdas(task, dict(st.params), r, s["target_losses"])
             for seed in s["seeds"]:
-                if shared is None or _draws(P, init):
+                if shared is None or draws(P, init):
                     shared = theory.flow_to_losses(
                         st, P, r, s["target_losses"], lr_ov=s["lr_ov"], seq_len=s["seq_len"], init=init,
                         init_scale=s["init_scale"], seed=seed, rtol=rtol, atol=atol, max_nfev=max_nfev)
