@@ -1,4 +1,4 @@
-"""``python -m numerics.experiments boundary``: the crossover ratio of self and relevant attention.
+r"""``python -m numerics.experiments boundary``: the crossover ratio of self and relevant attention.
 
 For each (parameterization, target loss) one record with ``crossover_ratio`` (the ratio
 eta_QK/eta_OV at which the attention on the query's own token equals the attention on the
