@@ -116,7 +116,8 @@ def master_lambda(ratio, loss, task="paper", **params):
 
     The coordinate of the master curve (:func:`master_shares`); for a task of another shape (the
     authors': scaled scores, relevant types of unequal weight) the same coordinate, with no
-    collapse derived behind it.
+    collapse derived behind it. :math:`M` is the task's class count (the authors' task: 4, though
+    its softmax runs over its 50-token vocabulary), :math:`b` its embedding scale (the authors': 1).
 
     Parameters
     ----------
