@@ -143,8 +143,20 @@ def option_message(text: str) -> str:
 
 
 def flag_message(exc, flags) -> str:
-    """The message of ``exc`` with its first word, a parameter's name, replaced by its option
-    (``flags``: ``{name: option}``; the message as it is where the name is not there)."""
+    """The message of ``exc`` with its first word, a parameter's name, replaced by its option.
+
+    Parameters
+    ----------
+    exc : Exception
+        A ``ValueError`` whose message starts with the parameter's name (``ratio must be ...``).
+    flags : dict
+        ``{name: option}``.
+
+    Returns
+    -------
+    str
+        The message, as it is where its first word is not in ``flags``.
+    """
     text = str(exc)
     name = text.split(" ", 1)[0]
     return flags[name] + text[len(name):] if name in flags else text
