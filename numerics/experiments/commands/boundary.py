@@ -103,6 +103,9 @@ def _zero_settings(args) -> dict:
     values = {k: parse_number(f"--params {k}", v) for k, v in raw.items()}
     try:
         task_parameters(args.task, **values)
+    except ValueError as exc:
+        raise UsageError(f"--task {args.task}: {exc}") from None
+    try:
         shape = task_shape(args.task, **values)
     except ValueError as exc:
         raise UsageError(f"--task {args.task}: {exc}; --init authors, identity or uniform searches its "
