@@ -23,7 +23,8 @@ Options
     --ratio R                      eta_QK/eta_OV with eta_OV = 1 (factor rates equal
                                    their circuit's rate: eta_Q = eta_K = eta_QK, ...)
     --eta-qk X --eta-ov Y          the two rates explicitly
-    --loss L                       also print mu_OV, mu_QK, alpha at loss L (CACO from
+    --loss L                       also print mu_OV, mu_QK, alpha, the attention shares
+                                   and Lambda (master_lambda) at loss L (CACO from
                                    zero initialization); parameters not given in
                                    --params take the paper's values m=5,n=50,b=50,M=20
                                    and the ratio defaults to 1
@@ -65,10 +66,12 @@ __all__ = ["numeric_state", "main", "SHARES"]
 #: The attention shares printed at ``--loss`` (they sum to 1; ``alpha`` is the relevant one).
 SHARES = ("relevant_attention", "self_attention", "other_attention")
 
-def _state_dict(st, ratio) -> dict:
+def _state_dict(st, ratio, lam) -> dict:
     """The printed state of a :class:`numerics.dynamics.StateAtLoss`: the paper's
-    coordinates (closed form) or the task's own (reduced flow), and the method."""
+    coordinates (closed form) or the task's own (reduced flow), the shares with ``master_lambda``
+    (``lam``) beside them, and the method."""
     shares = {k: float(getattr(st, k)) for k in SHARES if getattr(st, k) is not None}
+    shares["master_lambda"] = float(lam)
     if st.method == "closed form":
         state = {k: float(getattr(st, k)) for k in ("mu_OV", "mu_QK", "alpha", "loss")}
         state.update(shares)
@@ -84,7 +87,7 @@ def _state_dict(st, ratio) -> dict:
 
 
 def numeric_state(task, loss: float, ratio: float, params: dict) -> dict:
-    """The state at ``loss`` from zero initialization (CACO, eta_OV = 1, eta_QK = ratio).
+    r"""The state at ``loss`` from zero initialization (CACO, eta_OV = 1, eta_QK = ratio).
 
     Answered by the one entry :func:`numerics.dynamics.state_at_loss` (imported
     here, lazily: the only import of numerics in :mod:`derivations`): in closed
@@ -106,7 +109,9 @@ def numeric_state(task, loss: float, ratio: float, params: dict) -> dict:
     Returns
     -------
     dict
-        The printed state: coordinates, ``alpha``, ``loss`` (and ``t``), ``method``.
+        The printed state: coordinates, ``alpha``, the attention shares and beside them
+        ``master_lambda`` (:math:`\Lambda = r (M - 1)\ell(L)^2/(M b)` of the task,
+        :func:`numerics.dynamics.master_lambda`), ``loss`` (and ``t``), ``method``.
 
     Raises
     ------
@@ -118,22 +123,23 @@ def numeric_state(task, loss: float, ratio: float, params: dict) -> dict:
     """
     import warnings
 
-    from numerics.dynamics import state_at_loss
+    from numerics.dynamics import master_lambda, state_at_loss
 
     from .tasks import is_builtin
     full = {**dict(task.defaults), **params}
     if task.classes.is_Integer:
         full.pop("M", None)       # fixed by the task (the authors' task: M = 4)
+    name = task.name if is_builtin(task) else task
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         try:
-            st = state_at_loss(loss, ratio, task=task.name if is_builtin(task) else task, **full)
+            st = state_at_loss(loss, ratio, task=name, **full)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         except (RuntimeError, RuntimeWarning, ArithmeticError) as exc:
             raise ValueError(f"task {task.name!r}: no state at loss {loss!r} for ratio {ratio:.15g}: "
                              f"{exc}") from None
-    return _state_dict(st, ratio)
+    return _state_dict(st, ratio, master_lambda(ratio, loss, task=name, **full))
 
 
 @exit_on_interrupt("print_dynamics")

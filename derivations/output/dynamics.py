@@ -44,8 +44,9 @@ SYMBOL_MEANINGS = {
     "mu_OV_0": "initial mu_OV", "mu_QK_0": "initial mu_QK",
 }
 
-#: The attention shares of a state at a loss: relevant (alpha), the query's own token, the others.
-_SHARES = ("relevant_attention", "self_attention", "other_attention")
+#: The attention shares of a state at a loss: relevant (alpha), the query's own token, the others,
+#: and beside them Lambda = r (M - 1) l(L)^2 / (M b), the master curve's coordinate.
+_SHARES_AND_LAMBDA = ("relevant_attention", "self_attention", "other_attention", "master_lambda")
 
 
 def build_parser():
@@ -309,7 +310,7 @@ def _paper_text(res, names, subs, state, fmt) -> list:
         setting = {**PAPER_SETTING, **state["params"]}
         lines += ["", f"== State at loss L = {state['loss']:g} (CACO, zero init, eta_QK/eta_OV = {state['ratio']:g}, "
                   f"m={setting['m']:g}, n={setting['n']:g}, b={setting['b']:g}, M={setting['M']}) ==", ""]
-        lines += [f"{k} = {state[k]:.15g}" for k in ("mu_OV", "mu_QK", "alpha", *_SHARES) if k in state]
+        lines += [f"{k} = {state[k]:.15g}" for k in ("mu_OV", "mu_QK", "alpha", *_SHARES_AND_LAMBDA) if k in state]
     return lines
 
 
@@ -335,7 +336,7 @@ def _json(task, names, subs, state, why) -> str:
     if task.name == "paper":
         payload = _paper_payload(_paper_results("json", subs), names, js)
         if state is not None:
-            payload["state_at_loss"] = {k: state[k] for k in ("mu_OV", "mu_QK", "alpha", *_SHARES, "loss")
+            payload["state_at_loss"] = {k: state[k] for k in ("mu_OV", "mu_QK", "alpha", *_SHARES_AND_LAMBDA, "loss")
                                         if k in state}
     else:
         payload = _task_payload(task, names, js, why)

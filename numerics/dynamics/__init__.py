@@ -24,7 +24,9 @@ r"""The dynamics of the reduced coordinates: integration, closed forms, the stat
 * :mod:`~numerics.dynamics.crossover`: where attention goes, the master curve of
   the CACO flow (:func:`master_shares`, shares as functions of
   :math:`\Lambda`) and the crossover ratio (:func:`crossover_lambda`,
-  :func:`boundary`).
+  :func:`boundary`); :func:`master_lambda`, :math:`\Lambda` of any task;
+  :mod:`~numerics.dynamics.sign_change`: :func:`log_sign_change`, the one bracketing search
+  in a logarithm.
 * :mod:`~numerics.dynamics.closed_form`: the paper's CACO state at a loss in
   closed form (:func:`numerics.dynamics.closed_form.state_at_loss`), its
   mpmath reference and :func:`time_to_loss`.
@@ -47,7 +49,8 @@ _HOMES = {
     ".task_systems": ("reduced_system", "family_system", "task_parameters", "task_reduction"),
     ".training": ("gradient_flow", "gradient_descent"),
     ".crossover": ("master_shares", "crossover_lambda", "boundary", "lambda_of_ratio",
-                   "ratio_of_lambda", "margin_at_loss", "task_shape"),
+                   "ratio_of_lambda", "margin_at_loss", "master_lambda", "task_shape"),
+    ".sign_change": ("log_sign_change",),
 }
 
 __all__ = [name for names in _HOMES.values() for name in names]

@@ -22,20 +22,34 @@ exactly inside the window :math:`m/R < s < m` (:func:`window_reason`); :func:`cr
 finds it by a bracketing search in :math:`\log\Lambda`, and :func:`boundary` turns it into
 :math:`r^* = \Lambda^* M b / ((M - 1)\ell(L)^2)` for every stopping loss, class count and
 embedding scale. This holds for CACO from zero only (see the derivation's module).
+
+Each function takes the task as a built-in name, a task file (.toml) or a
+:class:`~derivations.engine.task.Task` with its parameter values (resolved by
+:func:`task_shape`), or, with no task, the shape's numbers ``s, m, n, R`` (and ``M, b``)
+themselves. :func:`master_lambda` is :math:`\Lambda` of any task at a ratio and a loss (the
+coordinate the records of ``print_dynamics --loss`` and ``predict`` carry), and
+:func:`~numerics.dynamics.sign_change.log_sign_change` the one bracketing search in a logarithm
+that :func:`crossover_lambda` and the expected-count flow's crossover
+(:mod:`numerics.experiments.flow_crossover`) share.
 """
 from __future__ import annotations
 
 import functools
 import math
+import os
 
 import numpy as np
 
-__all__ = ["margin_at_loss", "lambda_of_ratio", "ratio_of_lambda", "master_shares",
+from .sign_change import log_sign_change
+
+__all__ = ["margin_at_loss", "lambda_of_ratio", "ratio_of_lambda", "master_lambda", "master_shares",
            "window_reason", "crossover_lambda", "boundary", "task_shape"]
 
 #: The ratio range :func:`boundary` searches by default.
 RATIO_RANGE = (1e-4, 1e6)
 _RTOL, _ATOL = 1e-10, 1e-12
+#: The shape's numbers when no task is named: the defaults of ``query-copies``.
+SHAPE_DEFAULTS = {"s": 1.0, "m": 5.0, "n": 50.0, "R": 1.0, "M": 20.0, "b": 50.0}
 
 
 def margin_at_loss(loss, M):
@@ -96,6 +110,51 @@ def ratio_of_lambda(lam, loss, M, b):
         (np.asarray(M, float) - 1) * margin_at_loss(loss, M) ** 2)
 
 
+def master_lambda(ratio, loss, task="paper", **params):
+    r""":math:`\Lambda = r (M - 1) \ell(L)^2 / (M b)` of a task, with its class count :math:`M`
+    and embedding scale :math:`b` at the parameter values.
+
+    The coordinate of the master curve (:func:`master_shares`); for a task of another shape (the
+    authors': scaled scores, relevant types of unequal weight) the same coordinate, with no
+    collapse derived behind it. :math:`M` is the task's class count (the authors' task: 4, though
+    its softmax runs over its 50-token vocabulary), :math:`b` its embedding scale (the authors': 1).
+
+    Parameters
+    ----------
+    ratio, loss : array_like
+        :math:`r = \eta_{QK}/\eta_{OV} > 0` and the stopping loss, in :math:`(0, \log M)`.
+    task : str or derivations.engine.task.Task
+        A built-in task's name (``"paper"`` is read without SymPy), a task file (.toml) or a
+        :class:`~derivations.engine.task.Task`.
+    **params
+        The task's parameter values (defaults: the task's).
+
+    Returns
+    -------
+    ndarray
+
+    Raises
+    ------
+    ValueError
+        An unknown task or parameter, an invalid value, or ``loss`` outside :math:`(0, \log M)`.
+
+    Examples
+    --------
+    >>> float(master_lambda(3.0, 0.4, m=5, n=50, b=50, M=20)) == float(lambda_of_ratio(3.0, 0.4, 20, 50))
+    True
+    """
+    if isinstance(task, str) and task == "paper":
+        from derivations.core.vocabulary import PAPER_SETTING
+        unknown = sorted(set(params) - set(PAPER_SETTING))
+        if unknown:
+            raise ValueError(f"task 'paper' has no parameter {unknown[0]!r} (parameters: m, n, b, M)")
+        values = {**PAPER_SETTING, **params}
+        return lambda_of_ratio(ratio, loss, values["M"], values["b"])
+    from .task_systems import task_parameters
+    spec, number = _resolve(task, task_parameters(task, **params))
+    return lambda_of_ratio(ratio, loss, number(spec.classes, "M"), number(spec.embedding_scale, "b"))
+
+
 def _rhs(lam, s, m, n, R):
     """The master flow's right-hand side in (x_q, x_r, Y_q, Y_r), shares by a stable softmax."""
     logw = np.array([math.log(s) if s > 0 else -np.inf, math.log(m), math.log(n) if n > 0 else -np.inf])
@@ -150,17 +209,37 @@ def _check_task(s, m, n, R):
     return float(s), float(m), float(n), float(R)
 
 
-def master_shares(lam, *, s=1.0, m=5.0, n=50.0, R=1.0):
+def _numbers(task, params):
+    """``(s, m, n, R, M, b)`` of a task (:func:`task_shape`, its values checked) or, with no
+    task, the numbers given (defaults :data:`SHAPE_DEFAULTS`); s, m, n, R checked."""
+    if task is None:
+        unknown = sorted(set(params) - set(SHAPE_DEFAULTS))
+        if unknown:
+            raise ValueError(f"{unknown[0]!r} is not a number of the shape (s, m, n, R, M, b); "
+                             "name a task to give its parameters")
+        shape = {**SHAPE_DEFAULTS, **params}
+    else:
+        from .task_systems import task_parameters
+        shape = task_shape(task, **task_parameters(task, **params))
+    return (*_check_task(shape["s"], shape["m"], shape["n"], shape["R"]), shape["M"], shape["b"])
+
+
+def master_shares(lam, task=None, **params):
     r"""The attention shares at the stopping loss as functions of :math:`\Lambda` (the master
-    curve of the CACO flow from zero).
+    curve of the CACO flow from zero) for a task of the ``query-copies`` shape.
 
     Parameters
     ----------
     lam : array_like
-        :math:`\Lambda > 0` (:func:`lambda_of_ratio`).
-    s, m, n, R : float
-        Attended copies of the query's token (0: the paper's task), relevant copies, irrelevant
-        tokens, relevant types.
+        :math:`\Lambda > 0` (:func:`lambda_of_ratio`, :func:`master_lambda`).
+    task : str or derivations.engine.task.Task, optional
+        A built-in task's name, a task file (.toml) or a :class:`~derivations.engine.task.Task`
+        of the shape (:func:`task_shape`); ``None``: ``params`` are the shape's numbers.
+    **params
+        The task's parameter values (defaults: the task's); with no task the numbers ``s, m, n,
+        R`` (attended copies of the query's token, 0 for the paper's task; relevant copies;
+        irrelevant tokens; relevant types; defaults :data:`SHAPE_DEFAULTS`, ``M`` and ``b``
+        accepted and unused: the shares do not depend on them).
 
     Returns
     -------
@@ -171,7 +250,7 @@ def master_shares(lam, *, s=1.0, m=5.0, n=50.0, R=1.0):
     Raises
     ------
     ValueError
-        A parameter outside its range, or :math:`\Lambda \le 0`.
+        A parameter outside its range, a task not of the shape, or :math:`\Lambda \le 0`.
 
     Examples
     --------
@@ -180,8 +259,11 @@ def master_shares(lam, *, s=1.0, m=5.0, n=50.0, R=1.0):
     True
     >>> bool(a["relevant_attention"][1] < a["self_attention"][1])
     True
+    >>> b = master_shares([0.1, 10.0], "query-copies", s=2, m=5, n=10, R=5, M=4, b=2)
+    >>> bool((a["self_attention"] == b["self_attention"]).all())
+    True
     """
-    s, m, n, R = _check_task(s, m, n, R)
+    s, m, n, R, _M, _b = _numbers(task, params)
     lam = np.asarray(lam, dtype=float)
     if np.any(~(lam > 0)) or np.any(~np.isfinite(lam)):
         raise ValueError(f"Lambda must be finite and > 0; got {lam}")
@@ -213,26 +295,23 @@ def window_reason(s, m, R):
     return None
 
 
-def _difference(log_lam, s, m, n, R):
-    shares, _z = _stop(float(math.exp(log_lam)), s, m, n, R)
-    return shares[0] - shares[1]
-
-
-def crossover_lambda(*, s, m, n, R, lambda_range=(1e-6, 1e8), xtol=1e-12):
+def crossover_lambda(task=None, *, lambda_range=(1e-6, 1e8), xtol=1e-12, **params):
     r""":math:`\Lambda^*` where the self and relevant shares at the stopping loss are equal.
 
-    A bracketing search (Brent's method, safeguarded by bisection) in :math:`\log\Lambda` on
-    the self share minus the relevant share, which is negative below :math:`\Lambda^*` and
-    positive above it inside the window; an exact zero at a bracket's end is returned as is.
+    A bracketing search in :math:`\log\Lambda` (:func:`~numerics.dynamics.sign_change.log_sign_change`) on the self share
+    minus the relevant share, which is negative below :math:`\Lambda^*` and positive above it
+    inside the window; an exact zero at a bracket's end is returned as is.
 
     Parameters
     ----------
-    s, m, n, R : float
-        The task (see :func:`master_shares`).
+    task : str or derivations.engine.task.Task, optional
+        The task, or ``None`` with its numbers in ``params`` (see :func:`master_shares`).
     lambda_range : tuple of float
         The :math:`\Lambda` interval searched.
     xtol : float
         Absolute tolerance in :math:`\log\Lambda`.
+    **params
+        The task's parameter values (see :func:`master_shares`).
 
     Returns
     -------
@@ -243,26 +322,20 @@ def crossover_lambda(*, s, m, n, R, lambda_range=(1e-6, 1e8), xtol=1e-12):
     Raises
     ------
     ValueError
-        A parameter outside its range.
+        A parameter outside its range, or a task not of the shape.
     """
-    from scipy.optimize import brentq
-    s, m, n, R = _check_task(s, m, n, R)
+    s, m, n, R, _M, _b = _numbers(task, params)
     reason = window_reason(s, m, R)
     if reason is not None:
         return None, reason
-    lo, hi = (math.log(v) for v in lambda_range)
-    d_lo, d_hi = _difference(lo, s, m, n, R), _difference(hi, s, m, n, R)
-    for end, d in ((lo, d_lo), (hi, d_hi)):
-        if d == 0.0:
-            return math.exp(end), None
-    if not (d_lo < 0 < d_hi):
-        return None, (f"not reached within the ratio range searched (Lambda in "
-                      f"[{lambda_range[0]:g}, {lambda_range[1]:g}])")
-    root = brentq(_difference, lo, hi, args=(s, m, n, R), xtol=xtol, rtol=4 * np.finfo(float).eps)
-    return math.exp(root), None
+
+    def difference(lam):
+        shares, _z = _stop(float(lam), s, m, n, R)
+        return shares[0] - shares[1]
+    return log_sign_change(difference, *lambda_range, xtol=xtol)
 
 
-def boundary(*, s, m, n, R, target_loss, M, b, ratio_range=RATIO_RANGE):
+def boundary(task=None, *, target_loss, ratio_range=RATIO_RANGE, **params):
     r"""The crossover ratio :math:`r^*` of the CACO flow from zero, at each stopping loss.
 
     One search for :math:`\Lambda^*` (:func:`crossover_lambda`, over the :math:`\Lambda` range
@@ -271,14 +344,16 @@ def boundary(*, s, m, n, R, target_loss, M, b, ratio_range=RATIO_RANGE):
 
     Parameters
     ----------
-    s, m, n, R : float
-        The task (see :func:`master_shares`).
+    task : str or derivations.engine.task.Task, optional
+        A task of the ``query-copies`` shape (a built-in name, a task file or a Task), or
+        ``None`` with the numbers ``s, m, n, R, M, b`` in ``params`` (see :func:`master_shares`).
     target_loss : float or sequence of float
         Stopping losses in :math:`(0, \log M)`.
-    M, b : float
-        Classes and embedding scale.
     ratio_range : tuple of float
         The ratios :math:`\eta_{QK}/\eta_{OV}` searched.
+    **params
+        The task's parameter values, or with no task the shape's numbers (``M``, ``b``: classes
+        and embedding scale).
 
     Returns
     -------
@@ -289,17 +364,20 @@ def boundary(*, s, m, n, R, target_loss, M, b, ratio_range=RATIO_RANGE):
     Raises
     ------
     ValueError
-        A parameter outside its range.
+        A parameter outside its range, or a task not of the shape.
 
     Examples
     --------
     >>> [rec] = boundary(s=2, m=5, n=10, R=5, target_loss=0.5, M=4, b=2)
     >>> round(rec["crossover_ratio"], 3) > 0 and rec["reason"] is None
     True
+    >>> boundary("query-copies", s=2, m=5, n=10, R=5, target_loss=0.5, M=4, b=2) == [rec]
+    True
     """
     lo, hi = (float(v) for v in ratio_range)
     if not 0 < lo < hi or not math.isfinite(hi):
         raise ValueError(f"ratio_range must be 0 < low < high < inf; got {ratio_range}")
+    s, m, n, R, M, b = _numbers(task, params)
     losses = np.atleast_1d(np.asarray(target_loss, dtype=float))
     lams = lambda_of_ratio(np.array([lo, hi])[:, None], losses[None, :], M, b)
     lam_star, reason = crossover_lambda(s=s, m=m, n=n, R=R,
@@ -343,17 +421,7 @@ def task_shape(task="query-in-context", **params) -> dict:
     ValueError
         An unknown task or parameter, or a task not of this shape (the message says why).
     """
-    from derivations.tasks import get_task
-    spec = get_task(task) if isinstance(task, str) else task
-    values = {**dict(spec.defaults), **params}
-    subs = {sym: values[sym.name] for sym in spec.free_symbols() if sym.name in values}
-
-    def number(expr, what):
-        value = expr.subs(subs) if hasattr(expr, "subs") else expr
-        try:
-            return float(value)
-        except TypeError:
-            raise ValueError(f"task {spec.name!r}: give a value for {what} ({value})") from None
+    spec, number = _resolve(task, params)
     why = None
     if number(spec.score_scale, "the score scale") != 1:
         why = "its scores are scaled"
@@ -376,3 +444,20 @@ def task_shape(task="query-in-context", **params) -> dict:
         raise ValueError(f"task {spec.name!r} is not of the query-copies shape: {why}")
     shape.update(M=number(spec.classes, "M"), b=number(spec.embedding_scale, "b"))
     return shape
+
+
+def _resolve(task, params):
+    """``(task, number)``: the engine task of a name, file or Task, and ``number(expr, what)``,
+    an expression of it at the parameter values as a float (ValueError naming ``what``)."""
+    from derivations.tasks import get_task
+    spec = get_task(task) if isinstance(task, (str, os.PathLike)) else task
+    values = {**dict(spec.defaults), **params}
+    subs = {sym: values[sym.name] for sym in spec.free_symbols() if sym.name in values}
+
+    def number(expr, what):
+        value = expr.subs(subs) if hasattr(expr, "subs") else expr
+        try:
+            return float(value)
+        except TypeError:
+            raise ValueError(f"task {spec.name!r}: give a value for {what} ({value})") from None
+    return spec, number

@@ -29,6 +29,9 @@ Modules
     and faithfulness (ERASER's comprehensiveness and sufficiency AOPC).
 :mod:`~numerics.experiments.theory`, :mod:`~numerics.experiments.predict`
     The expected-count gradient flow of a task from each seed's initial matrices, and its records.
+:mod:`~numerics.experiments.flow_crossover`
+    The crossover ratio of that flow (self share = relevant share at a target loss), for any task
+    and start: the authors' task's ``boundary``.
 :mod:`~numerics.experiments.jobs`, :mod:`~numerics.experiments.sweep`, :mod:`~numerics.experiments.reproduce`
     Job functions, the matched-loss sweep, every published run.
 :mod:`~numerics.experiments.plots`, :mod:`~numerics.experiments.proxy_plots`
@@ -45,9 +48,9 @@ Modules
     The memory a configuration's arrays take, checked before any work.
 :mod:`~numerics.experiments.commands`
     The command line, one module per command (``fig2``, ``fig3``, ``sweep``,
-    ``reproduce``, ``predict``) and what they share.
+    ``reproduce``, ``predict``, ``boundary``) and what they share.
 
-Command line: ``python -m numerics.experiments {fig2,fig3,sweep,reproduce,predict} --help``.
+Command line: ``python -m numerics.experiments {fig2,fig3,sweep,reproduce,predict,boundary} --help``.
 
 Importing this package imports no submodule (the CLI starts fast).
 """

@@ -22,9 +22,13 @@ r"""Command line of the experiments: ``python -m numerics.experiments {fig2,fig3
     ratio, seed, target) (:mod:`numerics.experiments.predict`).
 ``boundary``
     The theory alone: the ratio eta_QK/eta_OV at which the attention on the
-    query's own token equals that on the relevant tokens at each target loss
-    (:func:`numerics.dynamics.boundary`), one record per (parameterization,
-    target loss) with ``crossover_ratio``, ``crossover_lambda``, ``reason``.
+    query's own token equals that on the relevant tokens at each target loss,
+    from zero through the master curve (:func:`numerics.dynamics.boundary`) or,
+    with ``--init authors|identity|uniform`` (the authors' task), on the
+    expected-count flow of each seed's start
+    (:func:`numerics.experiments.flow_crossover.flow_boundary`); one record per
+    (parameterization, [seed,] target loss) with ``crossover_ratio``,
+    ``crossover_lambda``, ``reason``.
 
 The JSON is always valid: a number that is undefined (the separability when
 no evaluation sequence holds a relevant token, the measurements of a diverged

@@ -34,11 +34,13 @@ from .proxies import THEORY_PROXIES
 from .sgd import check_seeds
 from .sweep import FIRST_SEED
 
-__all__ = ["RECORD_FIELDS", "TASK_RECORD_FIELDS", "predict", "check_settings"]
+__all__ = ["RECORD_FIELDS", "TASK_RECORD_FIELDS", "predict", "check_settings", "draws", "master_lambdas"]
 
-#: Fields of a record of :func:`predict`, in order.
+#: Fields of a record of :func:`predict`, in order: beside the shares ``master_lambda``, the master
+#: curve's coordinate :math:`\Lambda = r (M - 1)\ell(L)^2/(M b)` at the ratio and the target loss
+#: (:func:`numerics.dynamics.master_lambda`; None at a target not below :math:`\log M`).
 RECORD_FIELDS = ("parameterization", "ratio", "seed", "target_loss", "reached", "steps", "loss", *SHARES,
-                 *THEORY_PROXIES)
+                 "master_lambda", *THEORY_PROXIES)
 #: Further fields of a record where the engine answers the task: its state at the target from zero
 #: initialization (:func:`numerics.experiments.theory.closed_form_attention`).
 TASK_RECORD_FIELDS = ("closed_form_method", "closed_form_relevant_attention")
@@ -54,9 +56,46 @@ def _seed_list(seeds) -> list:
     return check_seeds(dict.fromkeys(seeds))
 
 
-def _draws(parameterization, init) -> bool:
-    """Whether the initialization draws random matrices (else every seed starts alike)."""
+def draws(parameterization, init) -> bool:
+    """Whether the initialization draws random matrices (else every seed starts alike).
+
+    Parameters
+    ----------
+    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}
+    init : {"authors", "identity", "uniform"}
+
+    Returns
+    -------
+    bool
+    """
     return "uniform" in models.init_kinds(parameterization, init).values()
+
+
+def master_lambdas(task, params, ratio, targets) -> dict:
+    r"""``{target: Lambda}`` of the task at ``ratio`` (:func:`numerics.dynamics.master_lambda`);
+    None at a target not below :math:`\log M`, where the margin :math:`\ell(L)` is not positive.
+
+    Parameters
+    ----------
+    task : str or derivations.engine.task.Task
+    params : dict
+        The task's parameter values.
+    ratio : float
+    targets : iterable of float
+
+    Returns
+    -------
+    dict
+    """
+    from ..dynamics import master_lambda
+
+    out = {}
+    for target in targets:
+        try:
+            out[target] = float(master_lambda(ratio, target, task, **params))
+        except ValueError:
+            out[target] = None
+    return out
 
 
 def check_settings(parameterizations, ratios, target_losses, seeds=1, init="authors",
@@ -111,7 +150,7 @@ def check_settings(parameterizations, ratios, target_losses, seeds=1, init="auth
     theory.task_model(st, params[0], 1.0, seq_len=seq_len)      # seq_len check
     targets = theory.check_target_losses(target_losses)
     initial = min(theory.initial_loss(st, p, init, s, seq_len=seq_len, init_scale=scale)
-                  for p in params for s in (seeds if _draws(p, init) else seeds[:1]))
+                  for p in params for s in (seeds if draws(p, init) else seeds[:1]))
     theory.check_target_losses(targets, initial)
     out = {"parameterizations": params, "ratios": ratios, "target_losses": list(targets),
            "seeds": seeds, "init": init, "init_scale": scale, "seq_len": int(seq_len),
@@ -167,15 +206,17 @@ def predict(parameterizations, ratios, target_losses, seeds=1, init="authors",
             shared = None
             closed = None if not st.engine_state else theory.closed_form_attention(
                 st, P, r, s["target_losses"], s["seq_len"])
+            lams = master_lambdas(task, dict(st.params), r, s["target_losses"])
             for seed in s["seeds"]:
-                if shared is None or _draws(P, init):
+                if shared is None or draws(P, init):
                     shared = theory.flow_to_losses(
                         st, P, r, s["target_losses"], lr_ov=s["lr_ov"], seq_len=s["seq_len"], init=init,
                         init_scale=s["init_scale"], seed=seed, rtol=rtol, atol=atol, max_nfev=max_nfev)
                 if progress is not None:
                     progress()
                 for rec in shared["records"]:
-                    row = {"parameterization": P, "ratio": r, "seed": seed, **rec}
+                    row = {"parameterization": P, "ratio": r, "seed": seed, **rec,
+                           "master_lambda": lams[rec["target_loss"]]}
                     if closed is not None:
                         row.update(closed_form_method=closed["method"], closed_form_relevant_attention=
                                    closed["relevant_attention"][rec["target_loss"]])

@@ -243,3 +243,37 @@ def test_cold_start_decodes_and_imports_only_what_it_prints():
                          cwd=ROOT, env=ENV)
     assert out.returncode == 0 and out.stdout.strip() == (
         "['derivations.catalog', 'derivations.symbolic.srepr_reader'] True"), out
+
+
+def _lambda_by_hand(r, L, M, b):
+    """Lambda = r (M - 1) l(L)^2 / (M b), l(L) = log((M - 1)/(e^L - 1)), written out here."""
+    import math
+    return r * (M - 1) * math.log((M - 1) / math.expm1(L)) ** 2 / (M * b)
+
+
+@pytest.mark.parametrize("fmt", ["pretty", "text", "latex", "json"])
+def test_master_lambda_beside_the_shares_in_every_format(fmt, capsys):
+    argv = ["--format", fmt, "--parameterization", "CACO", "--params", "m=5,n=50,b=40,M=10",
+            "--ratio", "3", "--loss", "0.2"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    if fmt == "json":
+        state = json.loads(out)["state_at_loss"]
+        assert list(state)[-3:] == ["other_attention", "master_lambda", "loss"]
+        value = state["master_lambda"]
+    else:
+        lines = out.splitlines()
+        i = next(k for k, line in enumerate(lines) if line.startswith("master_lambda = "))
+        assert lines[i - 1].startswith("other_attention = ")
+        value = float(lines[i].split(" = ")[1])
+    assert value == pytest.approx(_lambda_by_hand(3.0, 0.2, 10, 40), rel=1e-13)
+
+
+def test_master_lambda_of_a_task_is_at_the_ratio_given(capsys):
+    """shared-irrelevant is answered by the paper's closed form at a mapped ratio; its Lambda is the
+    task's own, at the ratio given (M = 20, b = 50 by default)."""
+    argv = ["--format", "text", "--task", "shared-irrelevant", "--parameterization", "CACO",
+            "--ratio", "2", "--loss", "0.1"]
+    assert main(argv) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("master_lambda = "))
+    assert float(line.split(" = ")[1]) == pytest.approx(_lambda_by_hand(2.0, 0.1, 20, 50), rel=1e-13)

@@ -70,3 +70,31 @@ def test_the_sgd_table_is_the_stored_runs():
         for key, printed in (("self_attention", th_self), ("relevant_attention", th_rel)):
             assert run[f"theory_{key}"] == pytest.approx(float(a[key]), abs=1e-6)
             assert f"{run[f'theory_{key}']:.3f}" == printed
+
+
+AUTHORS_ROWS = re.findall(r"^\| (CACO|CACO, `--init identity`|FACO|CAFO|FAFO) \| (\d+|all) \| ([^|]*) \| ([^|]*) \|$",
+                          PAGE, flags=re.M)
+
+
+def test_the_authors_table_rows():
+    assert len(AUTHORS_ROWS) == 7
+
+
+@pytest.mark.parametrize("row", [r for r in AUTHORS_ROWS if r[0].startswith("CACO") and r[1] in ("1234", "all")])
+def test_the_authors_cacos_are_the_boundary_command(row):
+    """The rows of CACO from the authors' start (seed 1234) and from 1e-6 I are
+    numerics.experiments.flow_crossover.flow_boundary's r* at both losses (4 significant digits)."""
+    from numerics.experiments.flow_crossover import flow_boundary
+    init = "identity" if "identity" in row[0] else "authors"
+    recs = flow_boundary(["CACO"], [0.5, 0.1], init=init)
+    for rec, quoted in zip(recs, row[2:]):
+        assert rec["crossover_ratio"] == pytest.approx(float(quoted), rel=1e-3)
+
+
+def test_the_quoted_print_dynamics_state_is_on_the_master_curve():
+    """The print_dynamics line quoted on the page: the shares are master_shares at its Lambda."""
+    from numerics.dynamics import master_shares
+    quoted = {k: float(v) for k, v in re.findall(r"`(self_attention|relevant_attention|master_lambda) = ([\d.]+)`", PAGE)}
+    a = master_shares(quoted["master_lambda"], "query-copies", s=2, R=5, m=5, n=10)
+    assert float(a["self_attention"]) == pytest.approx(quoted["self_attention"], abs=1e-10)
+    assert float(a["relevant_attention"]) == pytest.approx(quoted["relevant_attention"], abs=1e-10)

@@ -1,16 +1,28 @@
-"""``python -m numerics.experiments boundary``: the crossover ratio of self and relevant attention.
+r"""``python -m numerics.experiments boundary``: the crossover ratio of self and relevant attention.
 
 For each (parameterization, target loss) one record with ``crossover_ratio`` (the ratio
 eta_QK/eta_OV at which the attention on the query's own token equals the attention on the
-relevant tokens at that loss), ``crossover_lambda`` and ``reason`` (why there is none):
-:func:`numerics.dynamics.boundary` on the task's numbers (:func:`numerics.dynamics.task_shape`).
-The master curve behind it holds for CACO from zero: the other parameterizations and starts get
-a record with no ratio and the reason.
+relevant tokens at that loss), ``crossover_lambda`` and ``reason`` (why there is none).
+
+* ``--init zero`` (the default, except for the authors' task): :func:`numerics.dynamics.boundary`,
+  the master curve of a task of the ``query-copies`` shape. It holds for CACO from zero: the other
+  parameterizations get a record with no ratio and the reason.
+* ``--init authors|identity|uniform`` (the default for ``--task authors``, which has no master
+  curve): :func:`numerics.experiments.flow_crossover.flow_boundary`, a search on the
+  expected-count flow of each seed's start, as ``predict`` runs it, for any task that can be
+  sampled and every parameterization; one record per (parameterization, seed, target loss), its
+  ``crossover_lambda`` the coordinate :math:`\Lambda` at :math:`r^*` (no collapse behind it).
+
+Bad input (``--seeds`` or ``--init-scale`` with ``--init zero``, ``--init zero`` for a task not
+of the shape, a ratio range outside the flow's, a target not below a start's loss, ...) is one
+line and exit status 2, before any flow.
 """
 from __future__ import annotations
 
-from derivations.core.cli import UsageError, parse_list, parse_number, parse_params
+from derivations.core.cli import UsageError, parse_int, parse_list, parse_number, parse_params
 from derivations.core.vocabulary import PARAMETERIZATIONS
+
+from .common import flag_message, task_from_args
 
 __all__ = ["add_parser", "prepare"]
 
@@ -19,89 +31,159 @@ NOT_CACO = ("no master curve: the crossover is derived for collapsed circuits (C
             "is constant; the factorized parameterizations' is not")
 
 
+#: A parameter's name in the flow's messages -> the option that sets it.
+_FLAGS = {"parameterization": "--parameterizations", "ratio": "--ratio-range", "ratios": "--ratio-range",
+          "target_loss": "--target-loss", "init_scale": "--init-scale", "seeds": "--seeds", "init": "--init"}
+
+
 def add_parser(sub):
     from numerics.dynamics.crossover import RATIO_RANGE
+
+    from .. import models, task_sampling, theory
+    from .predict import MAX_SEEDS
 
     p = sub.add_parser("boundary", help="the crossover ratio of self and relevant attention (theory)",
                        description="The learning-rate ratio eta_QK/eta_OV above which the query attends more "
                                    "to its own token than to the relevant tokens when training stops at a "
-                                   "target loss (CACO gradient flow from zero, through its master curve in "
-                                   "Lambda = r (M-1) l(L)^2 / (M b)); one record per (parameterization, "
-                                   "target loss), with the reason where there is no crossover.")
+                                   "target loss: from zero through the CACO master curve in Lambda = r (M-1) "
+                                   "l(L)^2 / (M b) (a task of the query-copies shape), or on the "
+                                   "expected-count flow of each seed's start (--init authors|identity|uniform, "
+                                   "any task, the authors' among them); one record per (parameterization, "
+                                   "[seed,] target loss), with the reason where there is no crossover.")
     a = p.add_argument
     a("--task", default="query-in-context", metavar="NAME|FILE",
-      help="a built-in task or a task file (.toml) of the query-copies shape (default query-in-context)")
+      help="a built-in task or a task file (.toml): of the query-copies shape for --init zero; "
+           f"{task_sampling.DEFAULT_TASK} is the authors' task (default query-in-context)")
     a("--params", default=None, metavar="NAME=VALUE[,...]",
       help="the task's parameter values (e.g. m=5,n=50,b=50,M=20; missing ones take the task's defaults)")
     a("--parameterizations", default="CACO", metavar="P[,P...]",
       help="comma-separated subset of " + ",".join(PARAMETERIZATIONS) + " (default CACO)")
     a("--target-loss", default="0.1", metavar="L[,L...]",
-      help="stopping losses, each in (0, log M) (default 0.1)")
-    a("--init", default="zero", choices=("zero",),
-      help="the start of the flow: zero (the only start with a master curve)")
-    a("--ratio-range", default=f"{RATIO_RANGE[0]:g},{RATIO_RANGE[1]:g}", metavar="LO,HI",
-      help=f"the ratios searched (default {RATIO_RANGE[0]:g},{RATIO_RANGE[1]:g})")
+      help="stopping losses, each in (0, log M), below every start's loss (default 0.1)")
+    a("--init", default=None, choices=("zero", *models.INITS),
+      help="zero: the master curve (CACO from zero); authors, identity, uniform: the expected-count flow "
+           "from each seed's start, as predict's (default zero; authors for the authors' task)")
+    a("--init-scale", default=None, metavar="S",
+      help="with --init identity or authors: the scale of the identity matrices (default 1e-6)")
+    a("--seeds", default=None, metavar="K",
+      help=f"with --init authors|identity|uniform: number of seeds, numbered as the sweep's (integer in "
+           f"[1, {MAX_SEEDS}]; default 1)")
+    a("--ratio-range", default=None, metavar="LO,HI",
+      help=f"the ratios searched (default {RATIO_RANGE[0]:g},{RATIO_RANGE[1]:g} from zero, "
+           f"{theory.RATIO_RANGE[0]:g},{theory.RATIO_RANGE[1]:g}, the flow's range, otherwise)")
     a("--json", action="store_true", help="print one JSON object on stdout")
     a("--quiet", action="store_true", help="no human-readable summary")
 
 
-def _settings(args) -> dict:
-    """Every option checked (UsageError, one line), nothing computed."""
-    import math
-
-    from numerics.dynamics import task_parameters, task_shape
+def _common(args, default_range):
+    """``(parameterizations, targets, (lo, hi))`` as given (UsageError, one line)."""
     params = parse_list("--parameterizations", args.parameterizations, str.upper)
     bad = [p for p in params if p not in PARAMETERIZATIONS]
     if bad:
         raise UsageError(f"--parameterizations: unknown {bad[0]!r}; choose from {','.join(PARAMETERIZATIONS)}")
+    targets = parse_list("--target-loss", args.target_loss, lambda t: parse_number("--target-loss", t))
+    text = args.ratio_range or f"{default_range[0]:g},{default_range[1]:g}"
+    ends = parse_list("--ratio-range", text, lambda t: parse_number("--ratio-range", t, positive=True))
+    if len(ends) != 2 or not ends[0] < ends[1]:
+        raise UsageError(f"--ratio-range must be LO,HI with 0 < LO < HI; got {text!r}")
+    return params, targets, tuple(ends)
+
+
+def _zero_settings(args) -> dict:
+    """The master curve's settings (UsageError, one line), nothing computed."""
+    import math
+
+    from numerics.dynamics import task_parameters, task_shape
+    from numerics.dynamics.crossover import RATIO_RANGE
+    for flag, value in (("--seeds", args.seeds), ("--init-scale", args.init_scale)):
+        if value is not None:
+            raise UsageError(f"{flag}: only with --init authors, identity or uniform (the master curve "
+                             "starts from zero)")
     raw = {} if args.params is None else parse_params(args.params)
     values = {k: parse_number(f"--params {k}", v) for k, v in raw.items()}
     try:
         task_parameters(args.task, **values)
-        shape = task_shape(args.task, **values)
     except ValueError as exc:
         raise UsageError(f"--task {args.task}: {exc}") from None
-    targets = parse_list("--target-loss", args.target_loss, lambda t: parse_number("--target-loss", t))
+    try:
+        shape = task_shape(args.task, **values)
+    except ValueError as exc:
+        raise UsageError(f"--task {args.task}: {exc}; --init authors, identity or uniform searches its "
+                         "expected-count flow") from None
+    params, targets, (lo, hi) = _common(args, RATIO_RANGE)
     top = math.log(shape["M"])
     for loss in targets:
         if not 0 < loss < top:
             raise UsageError(f"--target-loss must be in (0, log M = {top:.6g}); got {loss:g}")
-    ends = parse_list("--ratio-range", args.ratio_range,
-                      lambda t: parse_number("--ratio-range", t, positive=True))
-    if len(ends) != 2 or not ends[0] < ends[1]:
-        raise UsageError(f"--ratio-range must be LO,HI with 0 < LO < HI; got {args.ratio_range!r}")
-    lo, hi = ends
     return {"task": args.task, "shape": shape, "parameterizations": params,
-            "target_losses": targets, "init": args.init, "ratio_range": [lo, hi]}
+            "target_losses": targets, "init": "zero", "ratio_range": [lo, hi]}
+
+
+def _flow_settings(args, init) -> dict:
+    """The expected-count flow's settings (UsageError, one line): every check of
+    :func:`~numerics.experiments.predict.check_settings` (targets below every start's loss)."""
+    from .. import theory
+    from ..predict import check_settings
+    from .predict import MAX_SEEDS
+    st = task_from_args(args)
+    params, targets, (lo, hi) = _common(args, theory.RATIO_RANGE)
+    seeds = parse_int("--seeds", args.seeds or "1", 1, MAX_SEEDS)
+    scale = None if args.init_scale is None else parse_number("--init-scale", args.init_scale, positive=True)
+    try:
+        s = check_settings(params, [lo, hi], targets, seeds, init, None, 0.01, scale, task=args.task,
+                           task_params=st.params)
+    except ValueError as exc:
+        raise UsageError(flag_message(exc, _FLAGS)) from None
+    return {"task": args.task, "task_params": [list(p) for p in st.params],
+            "parameterizations": s["parameterizations"], "target_losses": s["target_losses"],
+            "init": init, "init_scale": s["init_scale"], "seeds": s["seeds"], "seq_len": s["seq_len"],
+            "ratio_range": [lo, hi], "given_init_scale": scale}
+
+
+def _settings(args) -> dict:
+    """Every option checked (UsageError, one line), nothing computed."""
+    from ..task_sampling import DEFAULT_TASK
+    init = args.init or ("authors" if args.task == DEFAULT_TASK else "zero")
+    return _zero_settings(args) if init == "zero" else _flow_settings(args, init)
+
+
+def _zero_records(s) -> list:
+    from numerics.dynamics import boundary
+    records = []
+    for P in s["parameterizations"]:
+        if P != "CACO":
+            records += [{"parameterization": P, "target_loss": L, "crossover_ratio": None,
+                         "crossover_lambda": None, "reason": NOT_CACO} for L in s["target_losses"]]
+            continue
+        for rec in boundary(**s["shape"], target_loss=s["target_losses"], ratio_range=tuple(s["ratio_range"])):
+            records.append({"parameterization": P, **rec})
+    return records
 
 
 def prepare(args):
     """Check every option (before any flow); return ``(work, format)``."""
-    from numerics.dynamics import boundary
     s = _settings(args)
+    scale = s.pop("given_init_scale", None)       # the flow's own default where none was given
 
     def work():
-        shape = s["shape"]
-        records = []
-        for P in s["parameterizations"]:
-            if P != "CACO":
-                records += [{"parameterization": P, "target_loss": L, "crossover_ratio": None,
-                             "crossover_lambda": None, "reason": NOT_CACO} for L in s["target_losses"]]
-                continue
-            for rec in boundary(s=shape["s"], m=shape["m"], n=shape["n"], R=shape["R"],
-                                target_loss=s["target_losses"], M=shape["M"], b=shape["b"],
-                                ratio_range=tuple(s["ratio_range"])):
-                records.append({"parameterization": P, **rec})
+        if s["init"] == "zero":
+            return {"settings": s, "records": _zero_records(s)}
+        from ..flow_crossover import flow_boundary
+        records = flow_boundary(s["parameterizations"], s["target_losses"], s["seeds"], s["init"],
+                                init_scale=scale, ratio_range=tuple(s["ratio_range"]), task=s["task"],
+                                task_params=s["task_params"])
         return {"settings": s, "records": records}
     return work, format_table
 
 
 def format_table(payload) -> str:
-    """One line per record."""
-    lines = [f"{'P':5} {'loss':>8} {'r*':>12} {'Lambda*':>12}  reason"]
+    """One line per record (with its seed on the expected-count flow)."""
+    seeds = any("seed" in r for r in payload["records"])
+    lines = [f"{'P':5}{' seed' if seeds else ''} {'loss':>8} {'r*':>12} {'Lambda*':>12}  reason"]
     for r in payload["records"]:
         ratio = "-" if r["crossover_ratio"] is None else f"{r['crossover_ratio']:.6g}"
         lam = "-" if r["crossover_lambda"] is None else f"{r['crossover_lambda']:.6g}"
-        lines.append(f"{r['parameterization']:5} {r['target_loss']:8.4g} {ratio:>12} {lam:>12}  "
+        seed = f" {r['seed']:4d}" if seeds else ""
+        lines.append(f"{r['parameterization']:5}{seed} {r['target_loss']:8.4g} {ratio:>12} {lam:>12}  "
                      f"{r['reason'] or ''}")
     return "\n".join(lines)

@@ -17,7 +17,7 @@ from derivations.core.cli import UsageError, parse_int, parse_number, prepare_ou
 from .. import task_sampling
 
 __all__ = ["PROG", "add_common", "add_task_arguments", "task_from_args", "seq_len_for", "number", "integer", "parse_seeds", "workers", "scheduler",
-           "output_dir", "config", "option_message", "json_text", "finite_or_none",
+           "output_dir", "config", "option_message", "flag_message", "json_text", "finite_or_none",
            "check_memory", "memory_budget", "MAX_SEEDS", "warn", "warn_diverged", "DIVERGED"]
 
 #: Program name of the one-line messages.
@@ -140,6 +140,26 @@ _FIELD = re.compile(r"\b(" + "|".join(OPTION_NAMES) + r")\b")
 def option_message(text: str) -> str:
     """``text`` with its first internal field name (``batch_size``) replaced by the option (``--batch-size``)."""
     return _FIELD.sub(lambda m: OPTION_NAMES[m[1]], str(text), count=1)
+
+
+def flag_message(exc, flags) -> str:
+    """The message of ``exc`` with its first word, a parameter's name, replaced by its option.
+
+    Parameters
+    ----------
+    exc : Exception
+        A ``ValueError`` whose message starts with the parameter's name (``ratio must be ...``).
+    flags : dict
+        ``{name: option}``.
+
+    Returns
+    -------
+    str
+        The message, as it is where its first word is not in ``flags``.
+    """
+    text = str(exc)
+    name = text.split(" ", 1)[0]
+    return flags[name] + text[len(name):] if name in flags else text
 
 
 def config(factory, **settings):

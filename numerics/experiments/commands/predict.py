@@ -19,7 +19,7 @@ from pathlib import Path
 from derivations.core.cli import UsageError, parse_int, parse_list, parse_number, progress_bar
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
-from .common import add_task_arguments, json_text, seq_len_for, task_from_args
+from .common import add_task_arguments, flag_message, json_text, seq_len_for, task_from_args
 
 __all__ = ["MAX_SEEDS", "MAX_SEQ_LEN", "add_parser", "prepare", "format_table"]
 
@@ -81,12 +81,6 @@ def add_parser(sub) -> None:
     pp.set_defaults(quiet=False)
 
 
-def _flag_message(exc) -> str:
-    text = str(exc)
-    name = text.split(" ", 1)[0]
-    return _FLAGS[name] + text[len(name):] if name in _FLAGS else text
-
-
 def _settings(args) -> tuple:
     """``(settings, init_scale)``: the checked settings of :func:`~numerics.experiments.predict.predict`
     and the ``--init-scale`` given (None if none), or a one-line UsageError."""
@@ -108,7 +102,7 @@ def _settings(args) -> tuple:
         settings = check_settings(params, ratios, targets, seeds, args.init, seq_len, lr_ov, scale,
                                   task=st.name, task_params=st.params)
     except ValueError as exc:
-        raise UsageError(_flag_message(exc)) from None
+        raise UsageError(flag_message(exc, _FLAGS)) from None
     return settings, scale
 
 
@@ -140,16 +134,17 @@ def format_table(payload) -> str:
     lines = [f"expected-count flow of {task} (init {s['init']}, identity scale "
              f"{s['init_scale']:g}, seq_len {s['seq_len']}, lr_ov {s['lr_ov']:g}): attention where the "
              "loss first reaches each target",
-             "param   ratio   seed  target        steps      loss  relevant    self   other"
+             "param   ratio   seed  target        steps      loss  relevant    self   other     Lambda"
              + ("  engine, zero init (method)" if closed else "")]
     for r in payload["records"]:
         head = f"{r['parameterization']:6}{r['ratio']:7g}{r['seed']:7d}  {r['target_loss']:<7g}"
         if not r["reached"]:
             lines.append(head + "   not reached")
             continue
-        value = r.get("closed_form_relevant_attention")
+        value, lam = r.get("closed_form_relevant_attention"), r["master_lambda"]
         lines.append(head + f"{r['steps']:12.1f}{r['loss']:10.4g}{r['relevant_attention']:10.4f}"
                      f"{r['self_attention']:8.4f}{r['other_attention']:8.4f}"
+                     f"{'-' if lam is None else format(lam, '.4g'):>11}"
                      + ("" if "closed_form_method" not in r else
                         f"  {'-' if value is None else format(value, '.4f')} ({r['closed_form_method']})"))
     return "\n".join(lines)

@@ -281,3 +281,71 @@ def test_lambda_collapse_of_the_engine_query_copies_flow():
         Z = s * math.exp(xq) + m * math.exp(xr) + n
         assert s * math.exp(xq) / Z == pytest.approx(float(expected["self_attention"]), abs=1e-6)
         assert m * math.exp(xr) / Z == pytest.approx(float(expected["relevant_attention"]), abs=1e-6)
+
+
+# ---------------------------------------------------------------- a task by name, file or Task
+
+QC_FILE = ('name = "qc-file"\ndescription = "query-copies as a file"\nquery = "q"\n'
+           'query_in_context = true\nrelevant = ["r"]\n[parameters]\ns = 2\nR = 5\n'
+           '[[groups]]\nname = "q"\nper_class = true\nmultiplicity = "s - 1"\n'
+           '[[groups]]\nname = "r"\nper_class = true\ntypes = "R"\nmultiplicity = "m / R"\n'
+           '[[groups]]\nname = "z"\nper_class = false\nembedded = false\nmultiplicity = "n"\n')
+
+
+def _lambda_by_hand(r, L, M, b):
+    """Lambda = r (M - 1) l(L)^2 / (M b), l(L) = log((M - 1)/(e^L - 1)), written out here."""
+    return r * (M - 1) * math.log((M - 1) / (math.exp(L) - 1)) ** 2 / (M * b)
+
+
+def test_master_lambda_of_a_task_is_the_formula():
+    from numerics.dynamics import master_lambda
+    assert float(master_lambda(3.0, 0.4)) == pytest.approx(_lambda_by_hand(3.0, 0.4, 20, 50), rel=1e-13)
+    assert float(master_lambda(2.0, 0.3, "query-copies", s=2, R=5, m=5, n=10, M=4, b=2)) == \
+        pytest.approx(_lambda_by_hand(2.0, 0.3, 4, 2), rel=1e-13)
+    # the authors' task: M = 4 classes, unscaled one-hot embeddings (b = 1)
+    assert float(master_lambda(2.0, 0.3, "authors")) == pytest.approx(_lambda_by_hand(2.0, 0.3, 4, 1), rel=1e-13)
+    with pytest.raises(ValueError, match="no parameter 'q'"):
+        master_lambda(1.0, 0.3, "query-copies", q=1)
+    with pytest.raises(ValueError, match="loss must be"):
+        master_lambda(1.0, 2.0, "authors")          # not below log 4
+
+
+@pytest.mark.parametrize("L, M, b", [(0.1, 20, 50.0), (0.4, 5, 2.0), (0.9, 3, 0.5)])
+def test_master_shares_of_the_paper_task_are_its_closed_form_state(L, M, b):
+    """The paper's task by name: the engine's state at a loss (closed form) at r = r(Lambda, L, M, b),
+    three (L, M, b) of one Lambda, equals master_shares(Lambda, "paper") to 1e-7."""
+    from numerics.dynamics import state_at_loss
+    lam, m, n = 0.9, 4.0, 30.0
+    expected = master_shares(lam, "paper", m=m, n=n, M=M, b=b)
+    st_ = state_at_loss(L, float(ratio_of_lambda(lam, L, M, b)), task="paper", m=m, n=n, M=M, b=b)
+    assert float(expected["self_attention"]) == float(st_.self_attention) == 0.0
+    assert float(st_.relevant_attention) == pytest.approx(float(expected["relevant_attention"]), abs=1e-7)
+
+
+def test_master_shares_of_a_task_file_and_a_task_are_the_built_in_tasks(tmp_path):
+    from derivations.tasks import get_task
+    path = tmp_path / "qc.toml"
+    path.write_text(QC_FILE)
+    lam = [0.2, 3.0]
+    by_numbers = master_shares(lam, s=2, m=5, n=10, R=5)
+    for task in ("query-copies", str(path), get_task(str(path))):
+        got = master_shares(lam, task, s=2, R=5, m=5, n=10, M=4, b=2)
+        assert all(np.array_equal(got[k], by_numbers[k]) for k in by_numbers)
+    assert boundary(str(path), s=2, R=5, m=5, n=10, M=4, b=2, target_loss=0.2) == \
+        boundary(s=2, R=5, m=5, n=10, M=4, b=2, target_loss=0.2)
+    with pytest.raises(ValueError, match="not of the query-copies shape"):
+        master_shares(1.0, "shared-irrelevant")
+    with pytest.raises(ValueError, match="not a number of the shape"):
+        master_shares(1.0, n_c=2)
+
+
+def test_master_shares_of_query_copies_are_the_engine_reduced_flow():
+    """query-copies by name: the engine's reduced flow (state_at_loss) at three (L, M, b) of one
+    Lambda gives master_shares(Lambda, "query-copies") to 1e-6 (self and relevant)."""
+    from numerics.dynamics import state_at_loss
+    lam, task = 0.7, dict(s=3, R=2, m=4, n=5)
+    for L, M, b in ((0.2, 4, 2.0), (0.5, 7, 0.5), (0.8, 3, 1.0)):
+        expected = master_shares(lam, "query-copies", **task, M=M, b=b)
+        st_ = state_at_loss(L, float(ratio_of_lambda(lam, L, M, b)), task="query-copies", **task, M=M, b=b)
+        for key in ("self_attention", "relevant_attention"):
+            assert float(getattr(st_, key)) == pytest.approx(float(expected[key]), abs=1e-6)

@@ -81,3 +81,41 @@ def test_a_task_file_gives_the_built_in_task_answer(tmp_path, capsys):
         assert main(["boundary", "--task", task, "--params", params, "--target-loss", "0.2", "--json"]) == 0
         answers.append(json.loads(capsys.readouterr().out)["records"])
     assert answers[0] == answers[1] and answers[0][0]["crossover_ratio"] > 0
+
+
+# ---------------------------------------------------------------- the authors' task: the expected-count flow
+
+def test_the_authors_task_searches_the_flow_of_its_start(capsys):
+    """--task authors (default --init authors): records per (parameterization, seed, loss), the ones
+    of numerics.experiments.flow_crossover.flow_boundary."""
+    from numerics.experiments.flow_crossover import RECORD_FIELDS, flow_boundary
+    assert main(["boundary", "--task", "authors", "--target-loss", "0.5", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["settings"]["init"] == "authors" and out["settings"]["seeds"] == [1234]
+    [rec] = out["records"]
+    assert list(rec) == list(RECORD_FIELDS) and rec["reason"] is None
+    assert rec == flow_boundary(["CACO"], [0.5])[0]
+    assert main(["boundary", "--task", "authors", "--target-loss", "0.5"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].split()[:3] == ["P", "seed", "loss"] and table[1].split()[:2] == ["CACO", "1234"]
+
+
+@pytest.mark.parametrize("argv, word", [
+    (["--task", "authors", "--init", "zero"], "not of the query-copies shape"),
+    (["--task", "authors", "--ratio-range", "1e-5,1"], "--ratio-range must be a number in [0.001, 50]"),
+    (["--task", "authors", "--ratio-range", "2,1"], "--ratio-range must be LO,HI"),
+    (["--task", "authors", "--init", "identity", "--target-loss", "4"], "--target-loss must be below the initial loss"),
+    (["--task", "authors", "--init", "uniform", "--init-scale", "1e-3"], "--init-scale has no effect"),
+    (["--task", "authors", "--init", "identity", "--init-scale", "2"], "--init-scale must be a number in"),
+    (["--task", "authors", "--seeds", "0"], "--seeds must be an integer in [1, 10000]"),
+    (["--task", "authors", "--params", "m=3"], "has no parameter 'm'"),
+    (["--task", "authors", "--parameterizations", "CACO,XX"], "--parameterizations: unknown"),
+    (["--seeds", "2"], "--seeds: only with --init authors, identity or uniform"),
+    (["--init-scale", "1e-3"], "--init-scale: only with --init authors, identity or uniform"),
+])
+def test_flow_bad_input_is_one_line_and_exit_2_before_any_flow(argv, word, monkeypatch, capsys):
+    from numerics.experiments import theory
+    monkeypatch.setattr(theory, "flow_to_losses", lambda *a, **k: pytest.fail("a flow ran"))
+    assert main(["boundary", *argv]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1 and word in err, err

@@ -124,3 +124,17 @@ def test_full_disk_is_one_line_exit_1():
                             "CACO", "--ratios", "1", "--target-loss", "1", "--json"], cwd=ROOT,
                            stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and "cannot write" in r.stderr
+
+
+def test_records_give_master_lambda_beside_the_shares(capsys):
+    """Lambda = r (M - 1) l(L)^2 / (M b) of the authors' task (M = 4 classes, b = 1) at the ratio and
+    the target, written out here; None at a target not below log 4 (a uniform start's loss is ~3.9)."""
+    import math
+    argv = ["--parameterizations", "CACO", "--ratios", "2", "--target-loss", "2,0.5", "--init", "uniform",
+            "--json"]
+    assert main(["predict", *argv]) == 0
+    high, low = json.loads(capsys.readouterr().out)["records"]
+    assert high["target_loss"] == 2.0 and high["master_lambda"] is None
+    assert low["master_lambda"] == pytest.approx(2 * 3 * math.log(3 / math.expm1(0.5)) ** 2 / 4, rel=1e-13)
+    keys = list(predict.RECORD_FIELDS)
+    assert keys[keys.index("other_attention") + 1] == "master_lambda"

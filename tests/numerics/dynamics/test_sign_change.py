@@ -1,0 +1,31 @@
+"""The one bracketing search in a logarithm (numerics/dynamics/sign_change.py): roots, ties, one
+sign, undefined values, the bound on its steps."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from numerics.dynamics import log_sign_change
+
+
+@pytest.mark.parametrize("root", [1e-3, 0.37, 12.5, 4e4])
+def test_finds_the_sign_change_either_way(root):
+    for sign in (1.0, -1.0):
+        x, reason = log_sign_change(lambda x: sign * math.log(x / root), 1e-4, 1e5, xtol=1e-12)
+        assert reason is None and x == pytest.approx(root, rel=1e-10)
+
+
+def test_an_exact_zero_at_an_end_is_returned_and_a_tie_is_named():
+    assert log_sign_change(lambda x: x - 2.0, 2.0, 10.0)[0] == pytest.approx(2.0, rel=1e-15)
+    x, reason = log_sign_change(lambda x: 0.0, 1.0, 10.0, name="ratio")
+    assert x is None and reason.startswith("tie") and "ratio in [1, 10]" in reason
+
+
+def test_one_sign_undefined_and_no_convergence_are_reasons():
+    assert log_sign_change(lambda x: -1.0, 1.0, 10.0)[1].startswith("not reached within the ratio range")
+    x, reason = log_sign_change(lambda x: math.nan if x > 5 else -1.0, 1.0, 10.0, name="ratio")
+    assert x is None and reason.startswith("undefined at ratio = 10")
+    calls = []
+    x, reason = log_sign_change(lambda x: calls.append(x) or x - 3.0, 1.0, 1e3, xtol=1e-15, maxiter=3)
+    assert x is None and reason.startswith("no convergence in 3 steps") and len(calls) <= 2 + 3

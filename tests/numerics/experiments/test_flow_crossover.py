@@ -1,0 +1,67 @@
+"""The crossover ratio of the expected-count flow (numerics/experiments/flow_crossover.py): on the
+authors' task r* is a sign change of (self - relevant) of the flow itself, checked by running the
+flow at r* (1 -+ 1 %); on query-copies from a small start it is the master curve's r*, which the
+search does not use."""
+from __future__ import annotations
+
+import pytest
+
+from numerics.dynamics import boundary
+from numerics.experiments import flow_crossover, theory
+from numerics.experiments.task_sampling import AUTHORS
+
+
+def _self_minus_relevant(P, ratio, target, init, seed=1234):
+    [rec] = theory.flow_to_losses(AUTHORS, P, ratio, [target], init=init, seed=seed)["records"]
+    assert rec["reached"]
+    return rec["self_attention"] - rec["relevant_attention"]
+
+
+def test_the_authors_crossover_is_a_sign_change_of_the_flow():
+    """CACO from the authors' start at L = 0.5: relevant leads 1 % below r*, self 1 % above."""
+    [rec] = flow_crossover.flow_boundary(["CACO"], [0.5])
+    assert list(rec) == list(flow_crossover.RECORD_FIELDS) and rec["reason"] is None
+    r = rec["crossover_ratio"]
+    assert theory.RATIO_RANGE[0] < r < theory.RATIO_RANGE[1]
+    below, above = (_self_minus_relevant("CACO", r * f, 0.5, "authors") for f in (0.99, 1.01))
+    assert below < 0 < above
+    # crossover_lambda: Lambda of the authors' task (M = 4 classes, b = 1) at r* and the loss
+    import math
+    assert rec["crossover_lambda"] == pytest.approx(r * 3 * math.log(3 / math.expm1(0.5)) ** 2 / 4, rel=1e-12)
+
+
+def test_a_start_that_draws_nothing_gives_every_seed_one_search(monkeypatch):
+    calls = []
+    flow = theory.flow_to_losses
+    monkeypatch.setattr(theory, "flow_to_losses", lambda *a, **k: calls.append(k["seed"]) or flow(*a, **k))
+    recs = flow_crossover.flow_boundary(["CACO"], [0.5, 0.2], seeds=2, init="identity")
+    assert [(r["seed"], r["target_loss"]) for r in recs] == [(1234, 0.5), (1234, 0.2), (1235, 0.5), (1235, 0.2)]
+    assert set(calls) == {1234} and len(calls) <= 2 + 2 * flow_crossover.MAX_STEPS
+    assert recs[0]["crossover_ratio"] == recs[2]["crossover_ratio"]
+
+
+def test_no_sign_change_in_the_range_is_a_reason():
+    [rec] = flow_crossover.flow_boundary(["CACO"], [0.5], init="identity", ratio_range=(0.01, 1.0))
+    assert rec["crossover_ratio"] is None and rec["crossover_lambda"] is None
+    assert rec["reason"] == "not reached within the ratio range searched (ratio in [0.01, 1])"
+
+
+def test_query_copies_from_a_small_start_is_the_master_curve():
+    """The expected-count full-matrix flow from 1e-6 I (CACO) against the master curve's r* from
+    zero (setting A of docs/attention.md): 1e-3 relative."""
+    params = dict(s=2, R=5, m=5, n=10, M=4, b=2)
+    [rec] = flow_crossover.flow_boundary(["CACO"], [0.2], init="identity", task="query-copies",
+                                         task_params=params)
+    [master] = boundary("query-copies", target_loss=0.2, **params)
+    assert rec["crossover_ratio"] == pytest.approx(master["crossover_ratio"], rel=1e-3)
+    assert rec["crossover_lambda"] == pytest.approx(master["crossover_lambda"], rel=1e-3)
+
+
+def test_bad_input_is_a_value_error_before_any_flow(monkeypatch):
+    monkeypatch.setattr(theory, "flow_to_losses", lambda *a, **k: pytest.fail("a flow ran"))
+    with pytest.raises(ValueError, match="ratio must be a number in"):
+        flow_crossover.flow_boundary(["CACO"], [0.5], ratio_range=(1e-5, 1.0))
+    with pytest.raises(ValueError, match="ratio_range must be"):
+        flow_crossover.flow_boundary(["CACO"], [0.5], ratio_range=(2.0, 1.0))
+    with pytest.raises(ValueError, match="below the initial loss"):
+        flow_crossover.flow_boundary(["CACO"], [4.0], init="identity")   # above log 50
