@@ -35,13 +35,15 @@ def test_one_version_one_licence_one_python():
 
 
 def test_the_test_extra_floors_carry_the_pytest_options():
-    """addopts' --no-loadscope-reorder exists from pytest-xdist 3.8 on; --doctest-modules output is NumPy 2's."""
+    """addopts' --no-loadscope-reorder exists from pytest-xdist 3.8 on; --doctest-modules output is NumPy 2's;
+    scikit-learn's releases before 1.4.2 require NumPy < 2 (their wheels are built against NumPy 1)."""
     addopts = CFG["tool:pytest"]["addopts"]
     if "--no-loadscope-reorder" in addopts:
         assert _floor("test", "pytest-xdist") >= (3, 8)
     assert "--doctest-modules" in addopts and CFG["tool:pytest"]["faulthandler_timeout"]
     assert tuple(int(x) for x in re.search(r"numpy>=([\d.]+)", CFG["options"]["install_requires"])
                  .group(1).split(".")) >= (2, 0)
+    assert _floor("test", "scikit-learn") >= (1, 4, 2)
 
 
 def _snapshot(*dirs):
