@@ -1,6 +1,7 @@
 """The package as installed: one version, a licence, the test extra's floors, and (slow) an install from
 a wheel that writes nothing under its install directory."""
 import configparser
+import faulthandler
 import importlib.metadata
 import json
 import os
@@ -116,6 +117,7 @@ def test_the_default_suite_passes_at_the_declared_floors(tmp_path):
     ``--resolution lowest-direct``, the README's floor command) installed into a fresh venv run the
     default suite without a failure. Needs PyPI (uv and the old releases come from there); about
     10 minutes on two idle cores (18 on a loaded machine)."""
+    faulthandler.dump_traceback_later(3600)     # this test's limit replaces faulthandler_timeout's 300 s
     env = {k: v for k, v in os.environ.items()                            # not this session's pytest state
            if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV") and not k.startswith("PYTEST_")}
     subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "floor")], check=True)
