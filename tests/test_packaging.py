@@ -1,6 +1,7 @@
 """The package as installed: one version, a licence, the test extra's floors, and (slow) an install from
 a wheel that writes nothing under its install directory."""
 import configparser
+import faulthandler
 import importlib.metadata
 import json
 import os
@@ -35,13 +36,15 @@ def test_one_version_one_licence_one_python():
 
 
 def test_the_test_extra_floors_carry_the_pytest_options():
-    """addopts' --no-loadscope-reorder exists from pytest-xdist 3.8 on; --doctest-modules output is NumPy 2's."""
+    """addopts' --no-loadscope-reorder exists from pytest-xdist 3.8 on; --doctest-modules output is NumPy 2's;
+    scikit-learn's releases before 1.4.2 require NumPy < 2 (their wheels are built against NumPy 1)."""
     addopts = CFG["tool:pytest"]["addopts"]
     if "--no-loadscope-reorder" in addopts:
         assert _floor("test", "pytest-xdist") >= (3, 8)
     assert "--doctest-modules" in addopts and CFG["tool:pytest"]["faulthandler_timeout"]
     assert tuple(int(x) for x in re.search(r"numpy>=([\d.]+)", CFG["options"]["install_requires"])
                  .group(1).split(".")) >= (2, 0)
+    assert _floor("test", "scikit-learn") >= (1, 4, 2)
 
 
 def _snapshot(*dirs):
@@ -84,3 +87,50 @@ def test_installed_wheel_writes_nothing_under_its_install_directory(tmp_path):
     assert _snapshot(*installed) == before
     assert not list(site.glob("derivations/_cache/.*tmp"))
     assert {p.name.split("-")[0] for p in (tmp_path / "xdg" / "qkov").iterdir()} >= {"derived", "printed"}
+
+
+def _release(version: str):
+    """A release number as a tuple without trailing zeros (``"2.0.0"`` and ``"2.0"`` are one release)."""
+    parts = [int(x) for x in version.split(".")]
+    while parts and parts[-1] == 0:
+        parts.pop()
+    return tuple(parts)
+
+
+def _direct_floors():
+    """``{name: floor}`` of every ``name>=floor`` that setup.cfg declares for the installed package and
+    its test extra (the higher floor where both name one), floors as :func:`_release` tuples."""
+    lines = CFG["options"]["install_requires"].split("\n") + [
+        line for extra in ("test", "docs") for line in CFG["options.extras_require"][extra].split("\n")]
+    floors = {}
+    for line in lines:
+        match = re.fullmatch(r"([A-Za-z0-9_.-]+)>=([\d.]+)(,<[\d.]+)?", line.strip())
+        if match:
+            name, floor = match.group(1), _release(match.group(2))
+            floors[name] = max(floors.get(name, floor), floor)
+    return floors
+
+
+@pytest.mark.slow
+def test_the_default_suite_passes_at_the_declared_floors(tmp_path):
+    """Issue 28: the lowest versions setup.cfg declares for the direct dependencies (uv's
+    ``--resolution lowest-direct``, the README's floor command) installed into a fresh venv run the
+    default suite without a failure. Needs PyPI (uv and the old releases come from there); about
+    10 minutes on two idle cores (18 on a loaded machine)."""
+    faulthandler.dump_traceback_later(3600)     # this test's limit replaces faulthandler_timeout's 300 s
+    env = {k: v for k, v in os.environ.items()                            # not this session's pytest state
+           if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV") and not k.startswith("PYTEST_")}
+    subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "floor")], check=True)
+    python = tmp_path / "floor" / "bin" / "python"
+    _run(python, "-m", "pip", "install", "-q", "uv", env=env, cwd=tmp_path)
+    _run(python, "-m", "uv", "pip", "install", "-q", "--python", str(python), "--resolution", "lowest-direct",
+         "-e", f"{ROOT}[test]", env=env, cwd=tmp_path)
+    floors = _direct_floors()
+    installed = json.loads(_run(python, "-c", "import importlib.metadata as m, json, sys; print(json.dumps("
+                                "{n: m.version(n) for n in sys.argv[1:]}))", *floors, env=env, cwd=tmp_path))
+    assert {name: _release(v) for name, v in installed.items()} == floors    # each direct dependency at its floor
+    assert _run(python, "-c", "import numerics; print(numerics.__file__)", env=env,
+                cwd=ROOT).startswith(str(ROOT))                         # the suite tests this checkout
+    out = subprocess.run([str(python), "-m", "pytest", "-p", "no:cacheprovider", "-q"], capture_output=True,
+                         text=True, env=env, cwd=ROOT, timeout=3600)
+    assert out.returncode == 0, out.stdout[-4000:]

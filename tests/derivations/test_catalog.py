@@ -160,6 +160,21 @@ def test_atomic_write_has_ordinary_permissions(tmp_path):
     assert [p.name for p in path.parent.iterdir()] == ["file.txt"]
 
 
+def test_atomic_write_neither_sets_nor_reads_the_umask(tmp_path, monkeypatch):
+    """The umask is read once, at import: ``os.umask`` (process-wide, racing with other threads) is not
+    called by a write, and the file still gets the mode the umask gives."""
+    from derivations.core import atomic_file
+
+    def umask(mask):
+        raise AssertionError(f"os.umask({mask:#o}) called during a write")
+
+    monkeypatch.setattr(atomic_file.os, "umask", umask)
+    atomic_file.atomic_write_text(tmp_path / "file.txt", "hello\n")
+    atomic_file.atomic_write(tmp_path / "file.bin", lambda fh: fh.write(b"x"), binary=True, fsync=True)
+    for name in ("file.txt", "file.bin"):
+        assert ((tmp_path / name).stat().st_mode & 0o777) == (0o666 & ~atomic_file.UMASK)
+
+
 def test_cli_output_into_closed_pipe_or_full_device():
     import os
     import subprocess

@@ -88,7 +88,7 @@ def edge_growth(qc1):
     return sp.lambdify((a, b, e, Yr), claim.subs(Lambda, 1))
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=30)
 @given(A=st.floats(0, 1), frac=st.floats(0, 1), E=st.floats(0, 10), Y=st.floats(0, 10))
 def test_the_identity_is_nonnegative_in_the_region(edge_growth, A, frac, E, Y):
     """A >= B, A + B <= 1, E >= 0, Y_r >= 0: the edge growth is >= 0 (the region is invariant)."""

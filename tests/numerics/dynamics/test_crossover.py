@@ -153,7 +153,7 @@ def test_lambda_and_ratio_are_inverse():
     assert float(ratio_of_lambda(lam, 0.4, 20, 50)) == pytest.approx(3.0, rel=1e-14)
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=8)
 @given(m=st.floats(2, 20), frac=st.floats(0.05, 0.95), R=st.integers(2, 10), n=st.floats(0, 60))
 def test_crossover_is_a_sign_change_inside_the_window(m, frac, R, n):
     """Inside the window Lambda* exists, relevant wins just below it and self just above it."""
@@ -179,7 +179,7 @@ _COLLAPSE = dict(m=st.integers(1, 10), n=st.integers(1, 60), lam=st.floats(0.05,
                  L2=st.floats(0.1, 0.6), M2=st.integers(3, 12), b2=st.floats(0.5, 8))
 
 
-@settings(max_examples=3, deadline=None)
+@settings(max_examples=3)
 @given(**_COLLAPSE)
 def test_lambda_collapse_of_the_engine_flow(m, n, lam, L1, M1, b1, L2, M2, b2):
     """The engine's reduced query-in-context flow at two (r, L, M, b) of one Lambda: the same
@@ -188,7 +188,7 @@ def test_lambda_collapse_of_the_engine_flow(m, n, lam, L1, M1, b1, L2, M2, b2):
 
 
 @pytest.mark.slow
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(**_COLLAPSE)
 def test_lambda_collapse_of_the_engine_flow_exhaustive(m, n, lam, L1, M1, b1, L2, M2, b2):
     _check_collapse(m, n, lam, L1, M1, b1, L2, M2, b2)
@@ -203,7 +203,7 @@ def _check_collapse(m, n, lam, L1, M1, b1, L2, M2, b2):
         assert relevant == pytest.approx(float(expected["relevant_attention"]), abs=1e-6)
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=10)
 @given(m=st.floats(1, 20), n=st.floats(1, 100), lam=st.floats(1e-3, 1e3), L=st.floats(0.01, 1.0),
        M=st.integers(3, 100), b=st.floats(0.5, 100))
 def test_the_paper_closed_form_is_the_master_curve_with_no_self(m, n, lam, L, M, b):
@@ -216,7 +216,7 @@ def test_the_paper_closed_form_is_the_master_curve_with_no_self(m, n, lam, L, M,
     assert alpha == pytest.approx(float(expected["relevant_attention"]), abs=1e-6)
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=10)
 @given(m=st.floats(1, 20), s=st.floats(0.5, 20), n=st.floats(0, 100), lam=st.floats(1e-3, 1e3))
 def test_one_relevant_type_never_crosses(m, s, n, lam):
     """R = 1: the sign of (self - relevant) at the stopping loss is the sign of (s - m)."""

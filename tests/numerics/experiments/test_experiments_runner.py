@@ -166,6 +166,17 @@ def test_bad_workers(workers):
         run_jobs(dict, [{}], workers=workers, progress=False)
 
 
+def test_default_workers_are_the_cpus_this_process_may_run_on(monkeypatch):
+    """``workers=None`` means the CPUs in this process's affinity mask (one here), not the machine's
+    (eight here); ``os.cpu_count()`` only where the system has no affinity call."""
+    from numerics.experiments import runner
+    monkeypatch.setattr(runner.os, "sched_getaffinity", lambda pid: {3}, raising=False)
+    monkeypatch.setattr(runner.os, "cpu_count", lambda: 8)
+    assert runner.usable_cpus() == 1 and runner._check_workers(None) == 1
+    monkeypatch.delattr(runner.os, "sched_getaffinity")
+    assert runner.usable_cpus() == 8
+
+
 @pytest.mark.parametrize("address", ["localhost:8786", "tcp://host", "http://h:1", "tcp://h:70000", 8786, ""])
 def test_bad_scheduler_address(address):
     with pytest.raises(ValueError, match=r"scheduler must be an address like tcp://host:port"):
