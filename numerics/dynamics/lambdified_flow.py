@@ -121,10 +121,6 @@ class LambdifiedFlow:
         """Loss at coordinates ``y`` with parameter ``values`` (dict by name)."""
         return float(self._L(*y, *self._pvals(values)))
 
-    def alpha_at(self, y, values) -> float:
-        """Relevant attention at ``y``."""
-        return float(self._a(*y, *self._pvals(values)))
-
     def rhs_at(self, y, values) -> np.ndarray:
         """:math:`\\dot y` at ``y``."""
         return np.array(self._f(*y, *self._pvals(values)), dtype=float)

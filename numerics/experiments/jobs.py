@@ -11,8 +11,7 @@ result depends on (settings and seeds); its result depends on nothing else
   -> the dict of :func:`numerics.experiments.fixed_attention.train_fig3`.
 * :func:`sweep_job` -- ``{"experiment": "sweep", "config": ..., "seeds": [...], "ratios": [...]}``
   -> ``{"rows": [...]}`` (one row of ``results.csv`` per ratio, seed and target), every
-  ratio x seed trained in one stack (:func:`numerics.experiments.stack.train_stack`);
-  the older form with one ``"ratio"`` (its seeds stacked) is still run and read.
+  ratio x seed trained in one stack (:func:`numerics.experiments.stack.train_stack`).
 """
 from __future__ import annotations
 
@@ -97,15 +96,14 @@ def fig3_job(job: dict, progress=None) -> dict:
 
 def sweep_targets(job: dict) -> list:
     """The target losses of a sweep job, highest first: ``job["target_losses"]`` when the
-    job names several, else the one of its config (the job of a one-target sweep is as before)."""
+    job names several, else the one of its config (a one-target job names none)."""
     return [float(t) for t in job.get("target_losses") or [job["config"]["target_loss"]]]
 
 
 def sweep_runs(job: dict) -> list:
     """The ``(ratio, seed)`` of each run of a sweep job, in the order of its rows: ratio by
-    ratio, seed by seed (one ratio for a job of the older form with ``"ratio"``)."""
-    ratios = job["ratios"] if "ratios" in job else [job["ratio"]]
-    return [(r, s) for r in ratios for s in job["seeds"]]
+    ratio, seed by seed."""
+    return [(r, s) for r in job["ratios"] for s in job["seeds"]]
 
 
 def _sweep_row(config, ratio, run, target, state):
@@ -143,19 +141,16 @@ def sweep_job(job: dict, progress=None) -> dict:
     """Train the runs of a job (:func:`sweep_runs`: its ratios x seeds, in one stack) to the
     lowest target loss and measure each run at every target (:func:`sweep_targets`): one row
     per run and target, in the order of :func:`sweep_runs`, targets highest first. Ratio ``r``
-    trains with ``lr_qk = r * lr_ov`` (the config's ``lr_qk`` is that of the older one-ratio
-    form). Every state is measured on the same fresh batches (the seed's evaluation stream,
-    restarted), so the lowest target's row is the one-target sweep's, and each row is the one
-    of the run trained alone."""
+    trains with ``lr_qk = r * lr_ov`` (the config's own ``lr_qk`` is not used). Every state is
+    measured on the same fresh batches (the seed's evaluation stream, restarted), so the lowest
+    target's row is the one-target sweep's; each run's numbers are those of the run trained
+    alone (:mod:`numerics.experiments.stack`)."""
     config = _fig2_config(job)
     targets = sweep_targets(job)
     lowest = targets[-1]
     pairs = sweep_runs(job)
-    if "ratios" in job:
-        configs = [config.replace(lr_qk=float(r) * config.lr_ov) for r, _ in pairs]
-        runs = stack.train_stack(configs, [s for _, s in pairs], progress=progress, record_losses=targets[:-1])
-    else:
-        runs = sgd.train_fig2(config, job["seeds"], progress=progress, record_losses=targets[:-1])
+    configs = [config.replace(lr_qk=float(r) * config.lr_ov) for r, _ in pairs]
+    runs = stack.train_stack(configs, [s for _, s in pairs], progress=progress, record_losses=targets[:-1])
     return {"rows": [_sweep_row(config, ratio, r, t, _state_at(r, t, lowest))
                      for (ratio, _), r in zip(pairs, runs) for t in targets]}
 
@@ -174,8 +169,8 @@ def _valid_fig2_run(run, seed) -> bool:
 
 
 def _valid_sweep_row(row, job, ratio, seed, target) -> bool:
-    """A stored row of every column (a row stored before the attention shares or the proxies is
-    recomputed)."""
+    """Whether a stored row has every column of :data:`SWEEP_ROW_KEYS` and belongs to ``job``
+    at ``(ratio, seed, target)`` (a row without every column is recomputed)."""
     return (isinstance(row, dict) and all(k in row for k in SWEEP_ROW_KEYS) and row["seed"] == seed
             and row["ratio"] == ratio and row["parameterization"] == job["config"]["parameterization"]
             and row["target_loss"] == target and isinstance(row["reached"], bool) and _is_number(row["steps"])

@@ -12,16 +12,14 @@ increases with :math:`r`.
 Several target losses: one run answers every target.  It is trained until
 the lowest target and its state is kept where its epoch-mean training loss
 first reached each higher one (:func:`numerics.experiments.sgd.train_fig2`'s
-``record_losses``); every state is measured on the same fresh batches.  A
-one-target sweep's jobs, and so its numbers, are those of a sweep before
-several targets existed.
+``record_losses``); every state is measured on the same fresh batches, so the
+lowest target's rows are those of a sweep of that target alone.
 
 One job per parameterization and block of consecutive seeds (at most
 :data:`SEEDS_PER_JOB`: 1234-1236, 1237-1239, ...) trains those seeds at every
 ratio in one stack (:func:`numerics.experiments.jobs.sweep_job`,
 :func:`numerics.experiments.stack.train_stack`: a run that reaches the lowest
-target or diverges leaves the stack; each run's numbers are those of the run
-trained alone).  A step's fixed cost (NumPy's per-call overhead, about 0.05 ms)
+target or diverges leaves the stack).  A step's fixed cost (NumPy's per-call overhead, about 0.05 ms)
 is paid once per stack and step, so the fewer stacks the better, and a stack's
 length is that of its longest run (the lowest ratio's); blocks of three seeds
 keep the README sweep's 60 runs in 4 jobs.  A smaller sweep takes smaller
@@ -31,7 +29,7 @@ that would leave a worker idle.  The job partition depends on the sweep's
 parameterizations and seeds, never on the number of workers, so a
 :class:`~numerics.experiments.runner.ResultStore` written by one run is reused
 by ``--resume`` with any worker count; ``--extend`` may change the blocks, and
-the runs of a changed block are retrained, to the same numbers.
+the runs of a changed block are retrained.
 ``results.csv`` (:data:`numerics.experiments.jobs.SWEEP_ROW_KEYS`) has one row per run and target in the
 order parameterizations x ratios x seeds as given (duplicates removed) x
 targets (highest first); ``steps`` are the steps trained by the row's state,
@@ -48,8 +46,8 @@ adds parameterizations, ratios or seeds to a stored sweep and keeps every
 stored row (the stored jobs whose stack, parameterization, ratios and block of
 seeds, is unchanged are reused; added ratios change every job's stack and added
 seeds or parameterizations may change the blocks, and those runs are
-recomputed, to the same numbers: runs are independent of the runs stacked with
-them).
+recomputed: :mod:`numerics.experiments.stack` gives each run its own numbers,
+whatever it is stacked with).
 """
 from __future__ import annotations
 
@@ -62,6 +60,7 @@ import numpy as np
 
 from derivations.core.atomic_file import atomic_write_text
 
+from ..validation import check_int
 from . import sgd
 from .jobs import SWEEP_ROW_KEYS
 from .measure import SHARES
@@ -91,11 +90,11 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_step
 
     ``target_loss`` is one loss or several (:func:`~numerics.experiments.stopping.target_losses`): the runs
     train to the lowest; a job of several targets names them all
-    (``target_losses``, highest first), a job of one is as it always was.
+    (``target_losses``, highest first), a job of one names none.
     One job per parameterization and block of consecutive seeds (:func:`job_seed_blocks`),
     stacking every ratio (``"ratios"``; the config is that of ratio 1, ratio ``r`` trains with
     ``lr_qk = r * lr_ov``); ``seed_blocks`` (sizes summing to ``n_seeds``, default one block, the
-    history of ``--extend``) is still checked, and does not change the jobs. ``task``,
+    history of ``--extend``) is checked, and does not change the jobs. ``task``,
     ``task_params``: the engine task trained (:class:`~numerics.experiments.sgd.Fig2Config`;
     default the authors'). ``dtype``: the step's floating type (a float32 job has another key)."""
     parameterizations = _dedupe(parameterizations)
@@ -110,12 +109,9 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_step
         if not (math.isfinite(r * lr_ov) and r * lr_ov > 0):
             raise ValueError(f"ratio {r!r} gives eta_QK = ratio x lr_ov = {r * lr_ov!r}, which is not a "
                              f"finite number > 0")
-    if isinstance(n_seeds, bool) or not isinstance(n_seeds, int) or n_seeds < 1:
-        raise ValueError(f"seeds must be an integer >= 1 (the number of seeds), got {n_seeds!r}")
-    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
-        raise ValueError(f"max_steps must be an integer >= 1, got {max_steps!r}")
-    if isinstance(steps_per_epoch, bool) or not isinstance(steps_per_epoch, int) or steps_per_epoch < 1:
-        raise ValueError(f"steps_per_epoch must be an integer >= 1, got {steps_per_epoch!r}")
+    check_int("seeds", n_seeds, 1)
+    check_int("max_steps", max_steps, 1)
+    check_int("steps_per_epoch", steps_per_epoch, 1)
     targets = target_losses(target_loss)
     _check_seed_blocks(n_seeds, seed_blocks)
     blocks = job_seed_blocks(len(parameterizations), n_seeds)
@@ -173,10 +169,6 @@ def rows_from_results(results) -> list:
     return [row for res in results for row in res["rows"]]
 
 
-def _none_if_nan(x):
-    return None if x is None or not math.isfinite(x) else float(x)
-
-
 def _mean_ci(values):
     """Mean and 95 % t-interval of the mean (``scipy.stats.t.interval`` with the
     standard error ``scipy.stats.sem``; ``[None, None]`` for one value, ``[mean, mean]``
@@ -222,7 +214,7 @@ def _summary_entry(p, r, target, n, g) -> dict:
 
 def summarize(rows) -> list:
     """Per-(parameterization, ratio, target loss) summary: means over seeds and a 95 %
-    t-interval of each attention share (the relevant share's keys first, as always), then of each
+    t-interval of each attention share (the relevant share's keys first), then of each
     interpretability proxy (``{name}_mean``, ``{name}_ci95``)."""
     groups = {}
     for row in rows:
@@ -261,7 +253,7 @@ def spearman(rows) -> dict:
             out[p] = {"rho": None, "pvalue": None, "n": len(g)}
             continue
         res = stats.spearmanr(x, y)
-        out[p] = {"rho": _none_if_nan(res.statistic), "pvalue": _none_if_nan(res.pvalue), "n": len(g)}
+        out[p] = {"rho": _number(res.statistic), "pvalue": _number(res.pvalue), "n": len(g)}
     return out
 
 

@@ -357,7 +357,7 @@ def test_trainer_hot_path_is_rate_times_gradient(p):
                                            _sparse_qk=True, _rates=(lr_qk, lr_ov))
     np.testing.assert_allclose(hot_loss, loss, rtol=1e-13)
     for key, g in grads.items():
-        lr = lr_qk if models.circuit_of(key) == "QK" else lr_ov
+        lr = lr_qk if key in ("W_QK", "W_Q", "W_K") else lr_ov
         if key == "W_QK":
             full = g[..., qids, :]
             assert not np.any(np.delete(g, qids, axis=-2))

@@ -52,7 +52,7 @@ def test_recording_losses_does_not_change_training_and_marks_the_first_epoch():
 
 
 def test_sweep_job_rows_per_target_lowest_equal_one_target_job():
-    job = {"experiment": "sweep", "ratio": 2.0, "config": CFG.to_dict(), "seeds": [1234, 1235]}
+    job = {"experiment": "sweep", "ratios": [1.0], "config": CFG.to_dict(), "seeds": [1234, 1235]}
     single = jobs.sweep_job(job)["rows"]
     multi = jobs.sweep_job({**job, "target_losses": [3.88, 3.84, 3.79]})["rows"]
     assert [(r["seed"], r["target_loss"]) for r in multi] == [(s, t) for s in (1234, 1235)
@@ -73,7 +73,7 @@ def test_sweep_job_rows_per_target_lowest_equal_one_target_job():
 
 def test_unreached_higher_target_keeps_the_final_state():
     cfg = CFG.replace(max_steps=100, epochs=4, target_loss=2.0)
-    job = {"experiment": "sweep", "ratio": 1.0, "config": cfg.to_dict(), "seeds": [1234],
+    job = {"experiment": "sweep", "ratios": [1.0], "config": cfg.to_dict(), "seeds": [1234],
            "target_losses": [3.0, 2.0]}
     rows = jobs.sweep_job(job)["rows"]
     assert [(r["reached"], r["status"], r["steps"]) for r in rows] == [(False, "completed", 100)] * 2
