@@ -27,7 +27,7 @@ blocks, down to one seed, so that it still has :data:`MIN_JOBS` jobs where it
 can (:func:`seeds_per_job`): one parameterization of 3 seeds is 3 jobs, not one
 that would leave a worker idle.  The job partition depends on the sweep's
 parameterizations and seeds, never on the number of workers, so a
-:class:`~numerics.experiments.runner.ResultStore` written by one run is reused
+:class:`~numerics.experiments.store.ResultStore` written by one run is reused
 by ``--resume`` with any worker count; ``--extend`` may change the blocks, and
 the runs of a changed block are retrained.
 ``results.csv`` (:data:`numerics.experiments.jobs.SWEEP_ROW_KEYS`) has one row per run and target in the
@@ -88,15 +88,41 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_step
                task_params=(), dtype: str = "float64") -> list:
     """The jobs of a sweep (validated; duplicates of parameterizations/ratios dropped).
 
-    ``target_loss`` is one loss or several (:func:`~numerics.experiments.stopping.target_losses`): the runs
-    train to the lowest; a job of several targets names them all
-    (``target_losses``, highest first), a job of one names none.
     One job per parameterization and block of consecutive seeds (:func:`job_seed_blocks`),
     stacking every ratio (``"ratios"``; the config is that of ratio 1, ratio ``r`` trains with
-    ``lr_qk = r * lr_ov``); ``seed_blocks`` (sizes summing to ``n_seeds``, default one block, the
-    history of ``--extend``) is checked, and does not change the jobs. ``task``,
-    ``task_params``: the engine task trained (:class:`~numerics.experiments.sgd.Fig2Config`;
-    default the authors'). ``dtype``: the step's floating type (a float32 job has another key)."""
+    ``lr_qk = r * lr_ov``).
+
+    Parameters
+    ----------
+    parameterizations : sequence of str
+    ratios : sequence of float
+        Each finite and > 0, with ``ratio * lr_ov`` too.
+    n_seeds : int
+        Seeds ``FIRST_SEED, FIRST_SEED + 1, ...``.
+    target_loss : float or sequence of float
+        One loss or several (:func:`~numerics.experiments.stopping.target_losses`): the runs
+        train to the lowest; a job of several targets names them all (``target_losses``,
+        highest first), a job of one names none.
+    max_steps, lr_ov, seq_len, batch_size, steps_per_epoch, init, eval_batches
+        As in :class:`~numerics.experiments.sgd.Fig2Config`; the epochs are
+        ``ceil(max_steps / steps_per_epoch)``.
+    seed_blocks : list of int, optional
+        Sizes summing to ``n_seeds`` (default one block; the history of ``--extend``):
+        checked, and do not change the jobs.
+    task, task_params
+        The task trained (:class:`~numerics.experiments.sgd.Fig2Config`; default the authors').
+    dtype : {"float64", "float32"}
+        The step's floating type (a float32 job has another key).
+
+    Returns
+    -------
+    list of dict
+
+    Raises
+    ------
+    ValueError
+        An empty list, a bad ratio, count or size (the message names it).
+    """
     parameterizations = _dedupe(parameterizations)
     ratios = _dedupe(float(r) for r in ratios)
     if not parameterizations:
@@ -134,6 +160,14 @@ def seeds_per_job(n_parameterizations: int, n_seeds: int) -> int:
     """Seeds stacked in one job of a sweep: :data:`SEEDS_PER_JOB`, or the largest fewer that still
     gives :data:`MIN_JOBS` jobs (one per parameterization and block), or 1.
 
+    Parameters
+    ----------
+    n_parameterizations, n_seeds : int
+
+    Returns
+    -------
+    int
+
     >>> seeds_per_job(4, 3), seeds_per_job(2, 3), seeds_per_job(1, 3), seeds_per_job(1, 10)
     (3, 2, 1, 3)
     """
@@ -145,6 +179,14 @@ def seeds_per_job(n_parameterizations: int, n_seeds: int) -> int:
 
 def job_seed_blocks(n_parameterizations: int, n_seeds: int) -> list:
     """The seeds ``FIRST_SEED ...`` of a sweep cut into its jobs' blocks of :func:`seeds_per_job`.
+
+    Parameters
+    ----------
+    n_parameterizations, n_seeds : int
+
+    Returns
+    -------
+    list of list of int
 
     >>> job_seed_blocks(1, 4)
     [[1234], [1235], [1236], [1237]]
@@ -165,7 +207,16 @@ def _check_seed_blocks(n_seeds, sizes) -> None:
 
 
 def rows_from_results(results) -> list:
-    """Flatten the results of :func:`numerics.experiments.jobs.sweep_job` (job order) into CSV rows."""
+    """Flatten the results of :func:`numerics.experiments.jobs.sweep_job` (job order) into CSV rows.
+
+    Parameters
+    ----------
+    results : iterable of dict
+
+    Returns
+    -------
+    list of dict
+    """
     return [row for res in results for row in res["rows"]]
 
 
@@ -215,7 +266,18 @@ def _summary_entry(p, r, target, n, g) -> dict:
 def summarize(rows) -> list:
     """Per-(parameterization, ratio, target loss) summary: means over seeds and a 95 %
     t-interval of each attention share (the relevant share's keys first), then of each
-    interpretability proxy (``{name}_mean``, ``{name}_ci95``)."""
+    interpretability proxy (``{name}_mean``, ``{name}_ci95``).
+
+    Parameters
+    ----------
+    rows : list of dict
+        Sweep rows (numbers, or CSV text; a diverged run's empty measurements are left out).
+
+    Returns
+    -------
+    list of dict
+        In order of first appearance.
+    """
     groups = {}
     for row in rows:
         target = _number(row.get("target_loss"))
@@ -241,7 +303,17 @@ def _number(v):
 
 def spearman(rows) -> dict:
     """Spearman rank correlation between ratio and relevant attention over the runs of
-    each parameterization: ``{parameterization: {"rho", "pvalue", "n"}}`` (None where undefined)."""
+    each parameterization.
+
+    Parameters
+    ----------
+    rows : list of dict
+
+    Returns
+    -------
+    dict
+        ``{parameterization: {"rho", "pvalue", "n"}}`` (None where undefined).
+    """
     from scipy import stats
 
     out = {}
@@ -265,7 +337,19 @@ def _cell(v):
 
 
 def write_csv(rows, path) -> Path:
-    """Write ``rows`` to ``path`` atomically (temporary file, fsync, rename)."""
+    """Write ``rows`` to ``path`` atomically (temporary file, fsync, rename).
+
+    Parameters
+    ----------
+    rows : list of dict
+        Columns :data:`~numerics.experiments.jobs.SWEEP_ROW_KEYS`; floats by ``repr``
+        (exact), an undefined number as an empty cell.
+    path : str or path-like
+
+    Returns
+    -------
+    pathlib.Path
+    """
     path = Path(path)
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=SWEEP_ROW_KEYS, lineterminator="\n")

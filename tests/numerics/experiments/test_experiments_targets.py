@@ -30,7 +30,7 @@ def test_target_losses_sorted_and_duplicates_refused():
 def test_one_target_jobs_are_as_before_and_several_name_them_all():
     one = sweep.sweep_jobs(["CACO"], [1, 2], 2, 0.1)
     same = sweep.sweep_jobs(["CACO"], [1, 2], 2, [0.1])
-    assert one == same and all("target_losses" not in j for j in one)   # same store keys as before
+    assert one == same and all("target_losses" not in j for j in one)   # a one-target job names no target_losses
     several = sweep.sweep_jobs(["CACO"], [1], 2, [0.1, 0.5, 0.2])
     assert several[0]["target_losses"] == [0.5, 0.2, 0.1] and several[0]["config"]["target_loss"] == 0.1
     assert jobs.sweep_targets(several[0]) == [0.5, 0.2, 0.1] and jobs.sweep_targets(one[0]) == [0.1]
