@@ -60,11 +60,6 @@ class Check:
             return "PASS" if lo <= v <= hi else "FAIL"
         return "PASS" if v <= self.tolerance else "FAIL"
 
-    @property
-    def passed(self) -> bool:
-        """False only for status FAIL."""
-        return self.status != "FAIL"
-
     def as_dict(self) -> dict:
         """JSON-ready record (NaN/inf become ``None``); ``task`` first when set."""
         tol = self.tolerance
