@@ -30,10 +30,11 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
-from derivations.core.vocabulary import check_positive
+from derivations.core.vocabulary import check_parameterization, check_positive
 
 from ..validation import check_int
 from . import models, precision, sampler, task_sampling
+from .cross_entropy import target_index
 from .stopping import LOG_EVERY, STOP_RULES, AuthorsStopRule, target_reached
 
 __all__ = [
@@ -71,7 +72,7 @@ def published_fig2_defaults(parameterization: str) -> dict:
     ValueError
         Unknown parameterization.
     """
-    models._check_parameterization(parameterization)
+    check_parameterization(parameterization)
     d = _PUBLISHED_ROW1[parameterization]
     return dict(epochs=d["epochs"], steps_per_epoch=d["steps_per_epoch"], seeds=list(d["seeds"]))
 
@@ -104,7 +105,7 @@ class Fig2Config:
     dtype: str = "float64"
 
     def __post_init__(self):
-        models._check_parameterization(self.parameterization)
+        check_parameterization(self.parameterization)
         check_positive("lr_qk", self.lr_qk)
         check_positive("lr_ov", self.lr_ov)
         check_positive("qk_ramp", self.qk_ramp)
@@ -256,7 +257,7 @@ class _EpochBatch:
         self.onehot_t = self.onehot_t.astype(next(iter(params.values())).dtype, copy=False)   # the step's dtype
         # flat gather indices of every step: score-table row of each sequence, target logit
         self.slots = models._query_slots(self.query, qids, lead=(len(active),))   # (K, S, B)
-        tidx = models._target_index(self.target, -2, st.n_out).reshape(k_this, -1)   # class-major logits
+        tidx = target_index(self.target, -2, st.n_out).reshape(k_this, -1)   # class-major logits
         tidx -= (np.arange(k_this) * tidx.shape[1] * st.n_out)[:, None]
         self.tidx = tidx
         # W_QK's score rows are read through the same index (a view when it is a slice);
