@@ -243,7 +243,7 @@ def run_dask(func, jobs, keys, pending, scheduler, collect, timeout: float = CON
         A job function (:mod:`numerics.experiments.jobs`).
     jobs : sequence of dict
     keys : sequence of str
-        The jobs' keys (:func:`~numerics.experiments.store.job_key`), the Dask keys.
+        The jobs' keys (:func:`~numerics.experiments.store.job_key`), part of each Dask key.
     pending : sequence of int
         The indices to run.
     scheduler : str

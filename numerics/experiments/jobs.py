@@ -88,7 +88,7 @@ def combine_runs(runs: list) -> dict:
     Returns
     -------
     dict
-        ``heatmap``, ``heatmap_std``, ``separability``; ``None`` where no run is left.
+        ``heatmap``, ``heatmap_std``, ``separability`` (and ``per_seed``); ``None`` where no run is left.
     """
     kept = [r for r in runs if r.get("status") != "diverged"]
     if not kept:

@@ -83,8 +83,13 @@ class Context:
 
         Returns
         -------
-        object or None
-            None where ``compute`` raised :class:`Missing`.
+        object
+            What ``compute()`` returned.
+
+        Raises
+        ------
+        Missing
+            ``compute`` raised it, now or on an earlier call.
         """
         if key not in self._cache:
             try:

@@ -163,8 +163,12 @@ def task_run(ctx) -> TaskRun:
 
     Returns
     -------
-    TaskRun or None
-        None where the flows could not be computed.
+    TaskRun
+
+    Raises
+    ------
+    numerics.verify.context.Missing
+        The flows could not be computed (recorded once as a failing check).
     """
     return ctx.once("task_run", lambda: _compute_run(ctx))
 

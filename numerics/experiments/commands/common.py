@@ -293,7 +293,7 @@ def finite_or_none(obj):
     Parameters
     ----------
     obj : float, dict, list, tuple or any
-        Containers are copied, recursively.
+        Dicts, lists and tuples are copied recursively (a tuple as a list).
 
     Returns
     -------
