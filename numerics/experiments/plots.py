@@ -10,8 +10,8 @@ r"""Figures of the experiments (:class:`matplotlib.figure.Figure` objects; PNG +
   against the epoch, one curve per :math:`\alpha`.
 * :func:`plot_sweep` -- attention at matched loss against the learning-rate
   ratio :math:`\eta_{QK}/\eta_{OV}`, one colour per parameterization: the
-  relevant-token share (mean and 95 % interval over seeds, clipped to [0, 1]),
-  with an optional theory overlay; given per-seed records, all three shares
+  relevant-token share (mean and 95 % interval over seeds, clipped to [0, 1]);
+  given per-seed records (SGD rows, the theory's records), all three shares
   (relevant tokens, the query's own token, other positions), one row of panels
   per target loss, SGD per seed as points with their mean, the theory per seed
   as thin lines with their mean.
@@ -265,7 +265,7 @@ def _finish_sweep_axis(ax, ratios, ylabel, legend):
 
 
 @_in_style
-def plot_sweep(summary, prediction=None, *, title: str | None = None, rows=None, theory=None):
+def plot_sweep(summary, *, title: str | None = None, rows=None, theory=None):
     r"""Attention at matched loss against :math:`\eta_{QK}/\eta_{OV}`, one colour per parameterization.
 
     With ``rows`` or ``theory`` the figure has three columns, the shares of
@@ -285,9 +285,6 @@ def plot_sweep(summary, prediction=None, *, title: str | None = None, rows=None,
         relevant-token share: the mean over seeds and its 95 % interval,
         clipped to [0, 1] (a share cannot leave it), ``x`` where a run missed
         the target.
-    prediction : dict, optional
-        ``{parameterization: (ratios, predicted_relevant_attention)}``, drawn
-        as a dashed line of the parameterization's colour (theory overlay).
     rows : list of dict, optional
         SGD runs, one per (parameterization, ratio, seed[, target_loss]), with
         ``relevant_attention``, ``self_attention``, ``other_attention`` (rows
@@ -322,10 +319,6 @@ def plot_sweep(summary, prediction=None, *, title: str | None = None, rows=None,
                     _draw_summary(ax, _at_target(summary, target), p, share, col, p)
                 if theory is not None:
                     _draw_theory_seeds(ax, _at_target(theory, target), p, share, col, f"{p} (theory)")
-            if theory is None and prediction and share == "relevant_attention":
-                for p, (rx, ry) in prediction.items():
-                    ax.plot(np.asarray(rx, dtype=float), np.asarray(ry, dtype=float), "--",
-                            color=_PARAM_COLORS.get(p, "0.3"), lw=1.2, label=f"{p} (theory)")
             ylabel = ("relevant-token attention at matched loss" if len(shares) == 1 else
                       f"attention on {_SHARE_LABELS[share]}")
             _finish_sweep_axis(ax, ratios, ylabel, legend=(i == 0 and j == 0))
