@@ -65,7 +65,7 @@ import numpy as np
 from derivations.core.vocabulary import check_parameterization as _check_parameterization
 
 from .cross_entropy import (cross_entropy as _cross_entropy, log_softmax as _log_softmax, ones_column as _ones_column,
-                            ones_row as _ones_row, target_index as _target_index, underflow as _underflow)
+                            ones_row as _ones_row, underflow as _underflow)
 
 __all__ = ["INITS", "IDENTITY_SCALE", "param_keys", "param_shapes", "init_kinds", "init_params",
            "forward", "query_onehot_t", "loss_and_grad"]

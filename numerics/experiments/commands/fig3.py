@@ -1,7 +1,7 @@
 """``python -m numerics.experiments fig3``: the fixed-attention runs of Figure 3."""
 from __future__ import annotations
 
-from derivations.core.cli import UsageError, parse_list
+from derivations.core.cli import parse_list
 
 from . import common
 from .common import integer, number
@@ -40,13 +40,6 @@ def add_parser(sub):
     common.add_common(f3)
 
 
-def _alpha(text):
-    a = number("alpha", text)
-    if not 0 < a <= 1:
-        raise UsageError(f"alpha must lie in (0, 1]; got {a!r}")
-    return a
-
-
 def prepare(args):
     """Check every input (then the output directory); return the work and its formatter, no work done yet.
 
@@ -72,7 +65,7 @@ def prepare(args):
     from .. import fixed_attention
     from ..memory import fig3_bytes
 
-    alphas = parse_list("--alphas", args.alphas, _alpha)
+    alphas = parse_list("--alphas", args.alphas, lambda t: number("alpha", t))   # (0, 1]: Fig3Config
     config = common.config(
         fixed_attention.Fig3Config, output_circuit=args.output_circuit, alphas=tuple(alphas),
         epochs=integer("--epochs", args.epochs, 1),
