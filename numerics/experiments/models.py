@@ -64,8 +64,8 @@ import numpy as np
 
 from derivations.core.vocabulary import check_parameterization as _check_parameterization
 
-from .cross_entropy import (cross_entropy as _cross_entropy, log_softmax as _log_softmax, ones_column as _ones_column,
-                            ones_row as _ones_row, underflow as _underflow)
+from .cross_entropy import (cross_entropy as _cross_entropy, log_softmax as _log_softmax, ones as _ones,
+                            underflow as _underflow)
 
 __all__ = ["INITS", "IDENTITY_SCALE", "param_keys", "param_shapes", "init_kinds", "init_params",
            "forward", "query_onehot_t", "loss_and_grad"]
@@ -254,7 +254,7 @@ def _attention(st, table, counts, slot):
     np.exp(e, out=e)
     e = e.reshape(-1, T).take(slot, axis=0)
     e *= counts
-    z = np.matmul(e, _ones_column(e.dtype, T))                # row sums (..., B, 1), one BLAS call
+    z = np.matmul(e, _ones(e.dtype, T)[0])                # row sums (..., B, 1), one BLAS call
     # decided run by run: a run's nan (diverged) must not hide another run's underflow, nor the
     # reverse (the numbers of a run stay those of the run alone)
     tiny = _underflow(z.dtype)
@@ -363,7 +363,7 @@ def _qk_grads(st, params, grads, gcT, aT, onehot_t, ids, wq_ids, scale, sparse):
     if st.value_multiplier != 1.0:
         gsT *= st.value_multiplier                            # g_a (zero beyond d)
     adT = aT if st.d == st.T else aT[..., :st.d, :]
-    gsT -= np.matmul(_ones_row(adT.dtype, st.d), adT * gsT)   # g_a - a.g_a
+    gsT -= np.matmul(_ones(adT.dtype, st.d)[1], adT * gsT)   # g_a - a.g_a
     gsT *= adT                                                # delta dL/dA[q, :] per sequence, (..., d, B)
     # dL/dA = E^T gs / delta (E: one-hot queries): only the rows of the distinct queries are non-zero
     dA_rows = np.matmul(onehot_t.astype(gsT.dtype, copy=False), _tr(gsT))   # (..., U, d)
