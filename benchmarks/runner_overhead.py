@@ -7,7 +7,7 @@ jobs (a dict in, a dict out); the difference over the extra jobs is the
 per-job overhead, the rest the fixed start-up cost (process pool start,
 Dask client connection).  Backends: in-process (``workers=1``), two local
 processes (``workers=2``), a ``distributed.LocalCluster`` with two worker
-processes; each also with a :class:`~numerics.experiments.runner.ResultStore`
+processes; each also with a :class:`~numerics.experiments.store.ResultStore`
 (one fsynced JSON file per job).  The experiments' jobs are SGD runs of
 seconds to minutes, so what matters is that the overhead is far below that.
 """

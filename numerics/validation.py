@@ -1,10 +1,9 @@
 r"""Input checks of the numeric solvers, each raising ``ValueError`` that names
 the parameter and its valid range.
 
-The model parameters, the parameterization names and the positivity rule come
-from :mod:`derivations.core.vocabulary` (one rule everywhere; re-exported here for
-convenience); this module adds what only numerics needs: integers with a
-lower bound, loss levels in :math:`(0, \log M)`, solver tolerances, output
+The model parameters, the parameterization names and the positivity rule are
+checked by :mod:`derivations.core.vocabulary` (one rule everywhere); this module
+holds what only numerics needs: integers with a lower bound, loss levels in :math:`(0, \log M)`, solver tolerances, output
 times and integration intervals.
 
 >>> from numerics.validation import check_times, check_loss_level
@@ -26,12 +25,7 @@ import numbers
 
 import numpy as np
 
-from derivations.core.vocabulary import (check_model_parameters, check_parameterization,
-                                    check_positive)
-
-__all__ = ["check_positive", "check_int", "check_model_parameters", "check_parameterization",
-           "check_loss_level", "check_loss_levels", "check_times", "check_t_span",
-           "check_point"]
+__all__ = ["check_int", "check_loss_level", "check_loss_levels", "check_times", "check_t_span", "check_point"]
 
 
 def check_int(name, value, minimum, maximum=None) -> int:

@@ -64,8 +64,23 @@ SUPPORTED_RANGE = {"ratio": (1e-12, 1e12), "m": (1e-8, 1e8), "n": (1e-8, 1e8), "
 
 def check_supported(m, n, b, M):
     """The model-parameter rule of :func:`derivations.core.vocabulary.check_model_parameters`
-    and the range the closed forms support (:data:`SUPPORTED_RANGE`). Returns
-    ``(m, n, b, M)`` as floats; raises ValueError naming the parameter and its range."""
+    and the range the closed forms support (:data:`SUPPORTED_RANGE`).
+
+    Parameters
+    ----------
+    m, n, b : float
+    M : int
+
+    Returns
+    -------
+    (float, float, float, float)
+        ``(m, n, b, M)`` as floats.
+
+    Raises
+    ------
+    ValueError
+        A value outside its rule or range (the message names the parameter and the range).
+    """
     m, n, b, M = check_model_parameters(m, n, b, M)
     M = float(M)
     for name, value in (("m", m), ("n", n), ("b", b)):

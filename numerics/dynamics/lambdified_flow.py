@@ -118,17 +118,64 @@ class LambdifiedFlow:
         return tuple(float(values[p]) for p in self.param_names)
 
     def loss_at(self, y, values) -> float:
-        """Loss at coordinates ``y`` with parameter ``values`` (dict by name)."""
+        """Loss at coordinates ``y``.
+
+        Parameters
+        ----------
+        y : sequence of float
+            The coordinates, in the order of :attr:`names`.
+        values : dict
+            ``{name: value}`` of every parameter in :attr:`param_names`.
+
+        Returns
+        -------
+        float
+
+        Raises
+        ------
+        ValueError
+            A parameter value missing.
+        """
         return float(self._L(*y, *self._pvals(values)))
 
-    def alpha_at(self, y, values) -> float:
-        """Relevant attention at ``y``."""
-        return float(self._a(*y, *self._pvals(values)))
-
     def rhs_at(self, y, values) -> np.ndarray:
-        """:math:`\\dot y` at ``y``."""
+        r""":math:`\dot y` at ``y``.
+
+        Parameters
+        ----------
+        y : sequence of float
+            The coordinates, in the order of :attr:`names`.
+        values : dict
+            ``{name: value}`` of every parameter in :attr:`param_names`.
+
+        Returns
+        -------
+        ndarray, shape (d,)
+
+        Raises
+        ------
+        ValueError
+            A parameter value missing.
+        """
         return np.array(self._f(*y, *self._pvals(values)), dtype=float)
 
     def jacobian_at(self, y, values) -> np.ndarray:
-        r"""The Jacobian :math:`\partial\dot y/\partial y` at ``y`` (d x d)."""
+        r"""The Jacobian :math:`\partial\dot y/\partial y` at ``y``.
+
+        Parameters
+        ----------
+        y : sequence of float
+            The coordinates, in the order of :attr:`names`.
+        values : dict
+            ``{name: value}`` of every parameter in :attr:`param_names`.
+
+        Returns
+        -------
+        ndarray, shape (d, d)
+
+        Raises
+        ------
+        ValueError
+            A parameter value missing.
+        """
         return self.jacobian_function()(*y, *self._pvals(values))

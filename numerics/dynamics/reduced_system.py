@@ -70,12 +70,11 @@ import math
 import numpy as np
 
 from derivations.core.vocabulary import (CIRCUITS, MODEL_PARAMETERS, PAPER_SETTING, RATE_NAMES,
-                                    check_parameterization, ov_factorized, qk_factorized)
+                                    check_model_parameters, check_parameterization, check_positive,
+                                    ov_factorized, qk_factorized)
 
 from ..functions import lambdified as lam
-from ..validation import (check_int, check_loss_level, check_loss_levels,
-                          check_model_parameters, check_point, check_positive, check_t_span,
-                          check_times)
+from ..validation import check_int, check_loss_level, check_loss_levels, check_point, check_t_span, check_times
 from .bounded_ivp import DEFAULT_MAX_STEPS, HORIZON, IMPLICIT, METHODS, solve_loss_levels
 from .paper_closed_forms import PaperClosedForms
 from .trajectory import Trajectory

@@ -76,8 +76,28 @@ def _bound(value):
 
 
 def check_in_range(name, values, lo, hi, what, *, hi_open=False):
-    """Every entry of ``values`` finite and in ``[lo, hi]`` (``[lo, hi)`` if
-    ``hi_open``); else ValueError naming ``name``, the range and ``what``."""
+    """Every entry of ``values`` finite and in ``[lo, hi]`` (``[lo, hi)`` if ``hi_open``).
+
+    Parameters
+    ----------
+    name : str
+        The parameter, for the message.
+    values : float or array_like
+    lo, hi : float
+    what : str
+        What the range is for, for the message.
+    hi_open : bool, optional
+
+    Returns
+    -------
+    ndarray
+        ``values`` as floats.
+
+    Raises
+    ------
+    ValueError
+        An entry outside the range (the message names ``name``, the range and ``what``).
+    """
     x = np.asarray(values, dtype=float)
     ok = np.isfinite(x) & (x >= lo) & ((x < hi) if hi_open else (x <= hi))
     if not ok.all():

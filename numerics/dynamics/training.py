@@ -34,11 +34,13 @@ import math
 
 import numpy as np
 
+from derivations.core.vocabulary import check_positive
+
 from .bounded_ivp import DEFAULT_MAX_STEPS, METHODS, solve_loss_levels
 from ..model.attention import TaskModel
 from ..model.family import summarize
 from .trajectory import Trajectory
-from ..validation import check_int, check_positive, check_t_span, check_times
+from ..validation import check_int, check_t_span, check_times
 
 __all__ = ["gradient_flow", "gradient_descent"]
 

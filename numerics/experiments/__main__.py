@@ -65,9 +65,9 @@ from derivations.core.output import emit
 
 from .commands import COMMANDS as _MODULES
 from .commands import common
-from .commands.common import PROG, json_text, parse_seeds
+from .commands.common import PROG, json_text
 
-__all__ = ["build_parser", "main", "UsageError", "parse_seeds", "COMMANDS", "EXIT_DIVERGED"]
+__all__ = ["build_parser", "main", "COMMANDS", "EXIT_DIVERGED"]
 
 #: command name -> ``prepare(args) -> (work, format)`` (checks everything, runs nothing)
 COMMANDS = {name: module.prepare for name, module in _MODULES.items()}
@@ -124,7 +124,18 @@ def _interrupted(argv):
 
 @exit_on_interrupt(PROG, note=_interrupted)
 def main(argv=None) -> int:
-    """Run the command line; returns the exit status (module docstring)."""
+    """Run the command line.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit status (the module docstring).
+    """
     try:
         args = build_parser().parse_args(argv)
         work, fmt = COMMANDS[args.command](args)   # validates everything, no work yet

@@ -31,10 +31,23 @@ class SchedulerLost(RuntimeError):
 
 
 def parse_address(address) -> tuple[str, int]:
-    """``(host, port)`` of a ``tcp://host:port`` address, else ValueError naming the form.
+    """``(host, port)`` of a ``tcp://host:port`` address.
 
-    ``tls://`` is refused (the runner passes no security options, so a TLS
-    scheduler could not be reached); a trailing slash or path is refused too."""
+    Parameters
+    ----------
+    address : str
+
+    Returns
+    -------
+    (str, int)
+
+    Raises
+    ------
+    ValueError
+        Not of that form (the message names it): ``tls://`` is refused (the runner passes no
+        security options, so a TLS scheduler could not be reached), and so is a trailing
+        slash or path.
+    """
     text = address.strip() if isinstance(address, str) else None
     if text is not None and text.lower().startswith("tls://"):
         raise ValueError(f"tls:// schedulers are not supported (no security options to pass); "
@@ -44,9 +57,6 @@ def parse_address(address) -> tuple[str, int]:
         raise ValueError(f"scheduler must be an address like tcp://host:port (port 1-65535, nothing after "
                          f"the port), got {address!r}")
     return match["host"].strip("[]"), int(match["port"])
-
-
-_parse_address = parse_address
 
 
 def _import_distributed():
@@ -225,8 +235,30 @@ def _lost(exc) -> bool:
 
 def run_dask(func, jobs, keys, pending, scheduler, collect, timeout: float = CONNECT_TIMEOUT) -> None:
     """Submit ``func(jobs[i])`` for ``i`` in ``pending`` to ``scheduler``; ``collect(i, future)``
-    as each completes. A scheduler lost on the way, or one to which no worker is connected
-    within ``timeout`` seconds, raises :class:`SchedulerLost` (what ``collect`` saved stays saved)."""
+    as each completes.
+
+    Parameters
+    ----------
+    func : callable
+        A job function (:mod:`numerics.experiments.jobs`).
+    jobs : sequence of dict
+    keys : sequence of str
+        The jobs' keys (:func:`~numerics.experiments.store.job_key`), part of each Dask key.
+    pending : sequence of int
+        The indices to run.
+    scheduler : str
+        ``tcp://host:port``.
+    collect : callable
+        ``collect(index, future)``.
+    timeout : float, optional
+        Seconds to wait for the scheduler and for a worker.
+
+    Raises
+    ------
+    SchedulerLost
+        The scheduler was lost on the way, or no worker connected within ``timeout``
+        seconds (what ``collect`` saved stays saved).
+    """
     distributed = _import_distributed()
     client = _connect(scheduler, timeout)
     futures = {}

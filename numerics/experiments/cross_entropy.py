@@ -32,44 +32,24 @@ _ONES = {}
 UNDERFLOW = {_F64: 1e-280, _F32: 1e-30}
 
 
-def _ones(dtype, n):
-    """``((n, 1), (1, n))`` ones of ``dtype`` (float64 or float32; else float64), made once."""
+def ones(dtype, n: int):
+    """Ones of ``dtype`` (float64 or float32; else float64) that sum over ``n`` classes as a
+    product, made once per dtype and ``n``.
+
+    Parameters
+    ----------
+    dtype : numpy.dtype
+    n : int
+
+    Returns
+    -------
+    column, row : ndarray, shapes (n, 1) and (1, n)
+    """
     key = (_F32 if np.dtype(dtype) == _F32 else _F64, n)
-    ones = _ONES.get(key)
-    if ones is None:
-        ones = _ONES[key] = (np.ones((n, 1), dtype=key[0]), np.ones((1, n), dtype=key[0]))
-    return ones
-
-
-def ones_column(dtype, n: int):
-    """``(n, 1)`` ones of ``dtype`` (float64 or float32; else float64): sums over ``n`` classes
-    as a product.
-
-    Parameters
-    ----------
-    dtype : numpy.dtype
-    n : int
-
-    Returns
-    -------
-    ndarray, shape (n, 1)
-    """
-    return _ones(dtype, n)[0]
-
-
-def ones_row(dtype, n: int):
-    """``(1, n)`` ones of ``dtype`` (float64 or float32; else float64).
-
-    Parameters
-    ----------
-    dtype : numpy.dtype
-    n : int
-
-    Returns
-    -------
-    ndarray, shape (1, n)
-    """
-    return _ones(dtype, n)[1]
+    pair = _ONES.get(key)
+    if pair is None:
+        pair = _ONES[key] = (np.ones((n, 1), dtype=key[0]), np.ones((1, n), dtype=key[0]))
+    return pair
 
 
 def underflow(dtype) -> float:
@@ -87,8 +67,8 @@ def underflow(dtype) -> float:
 
 
 # class axis -> (sums over the classes, keeping that axis as length 1; dropping that axis)
-_CLASS_SUMS = {-1: (lambda x: np.matmul(x, _ones(x.dtype, x.shape[-1])[0]), lambda x: x[..., 0]),
-               -2: (lambda x: np.matmul(_ones(x.dtype, x.shape[-2])[1], x), lambda x: x[..., 0, :])}
+_CLASS_SUMS = {-1: (lambda x: np.matmul(x, ones(x.dtype, x.shape[-1])[0]), lambda x: x[..., 0]),
+               -2: (lambda x: np.matmul(ones(x.dtype, x.shape[-2])[1], x), lambda x: x[..., 0, :])}
 
 
 def target_index(target, class_axis, n_classes: int):

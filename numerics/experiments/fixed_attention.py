@@ -22,7 +22,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ..validation import check_int, check_positive
+from derivations.core.vocabulary import check_positive
+
+from ..validation import check_int
 from .cross_entropy import cross_entropy as _cross_entropy
 from .sgd import eval_rng
 from .sampler import Batch, counts_from_tickets, draw_context
@@ -257,16 +259,18 @@ def train_fig3(config: Fig3Config, *, progress=None) -> dict:
     at :math:`\alpha + 0.005` (same batches); the incentive to sharpen is
     :math:`(L(\alpha) - L(\alpha + 0.005))/0.005`, defined 0 at :math:`\alpha = 1`.
 
-    Returns a dict with ``alpha`` (list), ``loss`` and ``loss_shifted`` and
-    ``incentive`` (``[alpha][epoch]``, epochs ``0..E``), ``train_loss``
-    (``[alpha][epoch]`` mean training loss of epochs ``1..E``) and
-    ``final_loss`` (per alpha).
-
     Parameters
     ----------
     config : Fig3Config
     progress : callable, optional
         Called as ``progress(1)`` after every epoch.
+
+    Returns
+    -------
+    dict
+        ``alpha`` (list), ``loss``, ``loss_shifted`` and ``incentive``
+        (``[alpha][epoch]``, epochs ``0..E``), ``train_loss`` (``[alpha][epoch]``,
+        the mean training loss of epochs ``1..E``) and ``final_loss`` (per alpha).
     """
     c = config
     alphas = np.asarray(c.alphas)

@@ -11,8 +11,7 @@ result depends on (settings and seeds); its result depends on nothing else
   -> the dict of :func:`numerics.experiments.fixed_attention.train_fig3`.
 * :func:`sweep_job` -- ``{"experiment": "sweep", "config": ..., "seeds": [...], "ratios": [...]}``
   -> ``{"rows": [...]}`` (one row of ``results.csv`` per ratio, seed and target), every
-  ratio x seed trained in one stack (:func:`numerics.experiments.stack.train_stack`);
-  the older form with one ``"ratio"`` (its seeds stacked) is still run and read.
+  ratio x seed trained in one stack (:func:`numerics.experiments.stack.train_stack`).
 """
 from __future__ import annotations
 
@@ -49,10 +48,22 @@ def _evaluate(config, params, seed) -> dict:
 
 
 def fig2_run_summary(config: sgd.Fig2Config, run: dict) -> dict:
-    """Evaluate one trained run (a dict of :func:`sgd.train_fig2`) on fresh batches.
+    """Evaluate one trained run (a dict of :func:`~numerics.experiments.sgd.train_fig2`) on fresh batches.
 
     A diverged run (``status`` ``"diverged"``: its parameters are not finite) is
-    not evaluated: its measurements are ``None`` and it holds no separability."""
+    not evaluated: its measurements are ``None`` and it holds no separability.
+
+    Parameters
+    ----------
+    config : numerics.experiments.sgd.Fig2Config
+    run : dict
+        One run of :func:`~numerics.experiments.sgd.train_fig2`.
+
+    Returns
+    -------
+    dict
+        :data:`FIG2_RUN_KEYS`, the shares, the proxies and ``status``.
+    """
     out = {"seed": run["seed"], "steps": run["steps"], "stopped_epoch": run["stopped_epoch"],
            "loss_log": run["loss_log"]}
     if run["status"] == "diverged":
@@ -67,7 +78,18 @@ def fig2_run_summary(config: sgd.Fig2Config, run: dict) -> dict:
 
 def combine_runs(runs: list) -> dict:
     """Heatmap mean/std over the runs that did not diverge, pooled separability
-    (:func:`numerics.experiments.measure.combine_summaries`); ``None`` where no run is left."""
+    (:func:`numerics.experiments.measure.combine_summaries`).
+
+    Parameters
+    ----------
+    runs : list of dict
+        Of :func:`fig2_run_summary`.
+
+    Returns
+    -------
+    dict
+        ``heatmap``, ``heatmap_std``, ``separability`` (and ``per_seed``); ``None`` where no run is left.
+    """
     kept = [r for r in runs if r.get("status") != "diverged"]
     if not kept:
         return {"heatmap": None, "heatmap_std": None, "separability": {"mean": None, "std": None}}
@@ -76,7 +98,16 @@ def combine_runs(runs: list) -> dict:
 
 def job_epochs(job: dict) -> int:
     """The epochs a job trains at most (its stack's schedule; runs that reach their target stop
-    sooner): the unit of the progress bars of :func:`numerics.experiments.runner.run_jobs`."""
+    sooner): the unit of the progress bars of :func:`numerics.experiments.runner.run_jobs`.
+
+    Parameters
+    ----------
+    job : dict
+
+    Returns
+    -------
+    int
+    """
     if job.get("experiment") == "fig3":
         return int(job["config"]["epochs"])
     config = _fig2_config(job)
@@ -84,28 +115,71 @@ def job_epochs(job: dict) -> int:
 
 
 def fig2_job(job: dict, progress=None) -> dict:
-    """Train and evaluate the seeds of one Figure-2 configuration (stacked)."""
+    """Train and evaluate the seeds of one Figure-2 configuration (stacked).
+
+    Parameters
+    ----------
+    job : dict
+        ``{"experiment": "fig2", "config": Fig2Config.to_dict(), "seeds": [...]}``.
+    progress : callable, optional
+        Called as ``progress(1)`` after every epoch.
+
+    Returns
+    -------
+    dict
+        ``{"runs": [...]}``, one :func:`fig2_run_summary` per seed.
+    """
     config = _fig2_config(job)
     runs = sgd.train_fig2(config, job["seeds"], progress=progress)
     return {"runs": [fig2_run_summary(config, r) for r in runs]}
 
 
 def fig3_job(job: dict, progress=None) -> dict:
-    """Train the fixed-attention model at every alpha of the job (stacked)."""
+    """Train the fixed-attention model at every alpha of the job (stacked).
+
+    Parameters
+    ----------
+    job : dict
+        ``{"experiment": "fig3", "config": Fig3Config.to_dict()}``.
+    progress : callable, optional
+        Called as ``progress(1)`` after every epoch.
+
+    Returns
+    -------
+    dict
+        Of :func:`numerics.experiments.fixed_attention.train_fig3`.
+    """
     return fixed_attention.train_fig3(fixed_attention.Fig3Config(**job["config"]), progress=progress)
 
 
 def sweep_targets(job: dict) -> list:
     """The target losses of a sweep job, highest first: ``job["target_losses"]`` when the
-    job names several, else the one of its config (the job of a one-target sweep is as before)."""
+    job names several, else the one of its config (a one-target job names none).
+
+    Parameters
+    ----------
+    job : dict
+
+    Returns
+    -------
+    list of float
+    """
     return [float(t) for t in job.get("target_losses") or [job["config"]["target_loss"]]]
 
 
 def sweep_runs(job: dict) -> list:
     """The ``(ratio, seed)`` of each run of a sweep job, in the order of its rows: ratio by
-    ratio, seed by seed (one ratio for a job of the older form with ``"ratio"``)."""
-    ratios = job["ratios"] if "ratios" in job else [job["ratio"]]
-    return [(r, s) for r in ratios for s in job["seeds"]]
+    ratio, seed by seed.
+
+    Parameters
+    ----------
+    job : dict
+
+    Returns
+    -------
+    list of tuple
+    """
+    return [(r, s) for r in job["ratios"] for s in job["seeds"]]
 
 
 def _sweep_row(config, ratio, run, target, state):
@@ -141,21 +215,33 @@ def _state_at(run, target, lowest):
 
 def sweep_job(job: dict, progress=None) -> dict:
     """Train the runs of a job (:func:`sweep_runs`: its ratios x seeds, in one stack) to the
-    lowest target loss and measure each run at every target (:func:`sweep_targets`): one row
-    per run and target, in the order of :func:`sweep_runs`, targets highest first. Ratio ``r``
-    trains with ``lr_qk = r * lr_ov`` (the config's ``lr_qk`` is that of the older one-ratio
-    form). Every state is measured on the same fresh batches (the seed's evaluation stream,
-    restarted), so the lowest target's row is the one-target sweep's, and each row is the one
-    of the run trained alone."""
+    lowest target loss and measure each run at every target (:func:`sweep_targets`).
+
+    Ratio ``r`` trains with ``lr_qk = r * lr_ov`` (the config's own ``lr_qk`` is not used).
+    Every state is measured on the same fresh batches (the seed's evaluation stream,
+    restarted), so the lowest target's row is the one-target sweep's; each run's numbers are
+    those of the run trained alone (:mod:`numerics.experiments.stack`).
+
+    Parameters
+    ----------
+    job : dict
+        ``{"experiment": "sweep", "config": ..., "seeds": [...], "ratios": [...]}``, optionally
+        ``"target_losses"``.
+    progress : callable, optional
+        Called as ``progress(1)`` after every epoch.
+
+    Returns
+    -------
+    dict
+        ``{"rows": [...]}``: one row of ``results.csv`` (:data:`SWEEP_ROW_KEYS`) per run and
+        target, in the order of :func:`sweep_runs`, targets highest first.
+    """
     config = _fig2_config(job)
     targets = sweep_targets(job)
     lowest = targets[-1]
     pairs = sweep_runs(job)
-    if "ratios" in job:
-        configs = [config.replace(lr_qk=float(r) * config.lr_ov) for r, _ in pairs]
-        runs = stack.train_stack(configs, [s for _, s in pairs], progress=progress, record_losses=targets[:-1])
-    else:
-        runs = sgd.train_fig2(config, job["seeds"], progress=progress, record_losses=targets[:-1])
+    configs = [config.replace(lr_qk=float(r) * config.lr_ov) for r, _ in pairs]
+    runs = stack.train_stack(configs, [s for _, s in pairs], progress=progress, record_losses=targets[:-1])
     return {"rows": [_sweep_row(config, ratio, r, t, _state_at(r, t, lowest))
                      for (ratio, _), r in zip(pairs, runs) for t in targets]}
 
@@ -174,8 +260,8 @@ def _valid_fig2_run(run, seed) -> bool:
 
 
 def _valid_sweep_row(row, job, ratio, seed, target) -> bool:
-    """A stored row of every column (a row stored before the attention shares or the proxies is
-    recomputed)."""
+    """Whether a stored row has every column of :data:`SWEEP_ROW_KEYS` and belongs to ``job``
+    at ``(ratio, seed, target)`` (a row without every column is recomputed)."""
     return (isinstance(row, dict) and all(k in row for k in SWEEP_ROW_KEYS) and row["seed"] == seed
             and row["ratio"] == ratio and row["parameterization"] == job["config"]["parameterization"]
             and row["target_loss"] == target and isinstance(row["reached"], bool) and _is_number(row["steps"])
@@ -193,7 +279,18 @@ def _valid_fig3(result, job) -> bool:
 
 def valid_result(job: dict, result) -> bool:
     """Whether a stored ``result`` has the full shape of ``job``'s result (one entry per seed
-    or alpha, every key, numbers where numbers belong); a damaged one is recomputed."""
+    or alpha, every key, numbers where numbers belong); a damaged one is recomputed.
+
+    Parameters
+    ----------
+    job : dict
+    result : object
+        As read from the store.
+
+    Returns
+    -------
+    bool
+    """
     if not isinstance(result, dict) or not isinstance(job, dict):
         return False
     kind = job.get("experiment")
@@ -217,6 +314,15 @@ def valid_result(job: dict, result) -> bool:
 
 def split_seeds(seeds, parts: int) -> list:
     """Split seeds into at most ``parts`` contiguous, nearly equal groups (order kept).
+
+    Parameters
+    ----------
+    seeds : sequence of int
+    parts : int
+
+    Returns
+    -------
+    list of list of int
 
     >>> split_seeds([1, 2, 3, 4, 5], 2)
     [[1, 2, 3], [4, 5]]

@@ -64,17 +64,16 @@ import numpy as np
 
 from derivations.core.vocabulary import check_parameterization as _check_parameterization
 
-from .cross_entropy import (cross_entropy as _cross_entropy, log_softmax as _log_softmax, ones_column as _ones_column,
-                            ones_row as _ones_row, target_index as _target_index, underflow as _underflow)
+from .cross_entropy import (cross_entropy as _cross_entropy, log_softmax as _log_softmax, ones as _ones,
+                            underflow as _underflow)
 
-__all__ = ["INITS", "IDENTITY_SCALE", "param_keys", "param_shapes", "circuit_of", "init_kinds", "init_params",
+__all__ = ["INITS", "IDENTITY_SCALE", "param_keys", "param_shapes", "init_kinds", "init_params",
            "forward", "query_onehot_t", "loss_and_grad"]
 
 #: Initializations: the notebooks' per-parameterization choice, 1e-6·I everywhere, PyTorch uniform.
 INITS = ("authors", "identity", "uniform")
 
 _KEYS = {"CA": ("W_QK",), "FA": ("W_Q", "W_K"), "CO": ("W_OV",), "FO": ("W_O", "W_V")}
-_CIRCUIT = {"W_QK": "QK", "W_Q": "QK", "W_K": "QK", "W_OV": "OV", "W_O": "OV", "W_V": "OV"}
 #: Initialization in the notebooks' row-1 runs: key -> "uniform" or "identity".
 _AUTHORS_INIT = {
     "FAFO": {"W_Q": "uniform", "W_K": "uniform", "W_O": "identity", "W_V": "identity"},
@@ -129,29 +128,6 @@ def param_shapes(st, parameterization: str) -> dict:
     shapes = {"W_QK": (d, d), "W_Q": (d, d), "W_K": (d, d), "W_OV": (n_out, d), "W_O": (n_out, d),
               "W_V": (d, d)}
     return {k: shapes[k] for k in param_keys(parameterization)}
-
-
-def circuit_of(key: str) -> str:
-    """The circuit a parameter belongs to (its learning rate).
-
-    Parameters
-    ----------
-    key : str
-        A parameter name.
-
-    Returns
-    -------
-    {"QK", "OV"}
-
-    Raises
-    ------
-    ValueError
-        Unknown name.
-    """
-    try:
-        return _CIRCUIT[key]
-    except KeyError:
-        raise ValueError(f"unknown parameter name {key!r}; valid: {sorted(_CIRCUIT)}") from None
 
 
 def init_kinds(parameterization: str, init: str = "authors") -> dict:
@@ -278,7 +254,7 @@ def _attention(st, table, counts, slot):
     np.exp(e, out=e)
     e = e.reshape(-1, T).take(slot, axis=0)
     e *= counts
-    z = np.matmul(e, _ones_column(e.dtype, T))                # row sums (..., B, 1), one BLAS call
+    z = np.matmul(e, _ones(e.dtype, T)[0])                # row sums (..., B, 1), one BLAS call
     # decided run by run: a run's nan (diverged) must not hide another run's underflow, nor the
     # reverse (the numbers of a run stay those of the run alone)
     tiny = _underflow(z.dtype)
@@ -387,7 +363,7 @@ def _qk_grads(st, params, grads, gcT, aT, onehot_t, ids, wq_ids, scale, sparse):
     if st.value_multiplier != 1.0:
         gsT *= st.value_multiplier                            # g_a (zero beyond d)
     adT = aT if st.d == st.T else aT[..., :st.d, :]
-    gsT -= np.matmul(_ones_row(adT.dtype, st.d), adT * gsT)   # g_a - a.g_a
+    gsT -= np.matmul(_ones(adT.dtype, st.d)[1], adT * gsT)   # g_a - a.g_a
     gsT *= adT                                                # delta dL/dA[q, :] per sequence, (..., d, B)
     # dL/dA = E^T gs / delta (E: one-hot queries): only the rows of the distinct queries are non-zero
     dA_rows = np.matmul(onehot_t.astype(gsT.dtype, copy=False), _tr(gsT))   # (..., U, d)

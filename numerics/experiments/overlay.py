@@ -89,13 +89,35 @@ def _job(P, ratio, rows, settings) -> dict:
 
 def theory_jobs(rows, settings) -> list:
     """One JSON job per (parameterization, ratio) of ``rows`` (in order of appearance): its rows'
-    seeds and measured losses, its targets and the settings the flow needs (:func:`theory_job`)."""
+    seeds and measured losses, its targets and the settings the flow needs (:func:`theory_job`).
+
+    Parameters
+    ----------
+    rows : list of dict
+        Sweep rows (``parameterization``, ``ratio``, ``seed``, ``target_loss``, ``loss``).
+    settings : dict
+        The sweep's (``init``, ``seq_len``, ``lr_ov``, the task).
+
+    Returns
+    -------
+    list of dict
+    """
     return [_job(P, ratio, g, settings) for (P, ratio), g in _groups(rows).items()]
 
 
 def theory_job(job: dict) -> dict:
-    """The flows of one :func:`theory_jobs` job: ``{"records": [...]}`` (predict's records, one
-    per seed and loss read), or ``{"error": message}`` where the theory cannot answer."""
+    """The flows of one :func:`theory_jobs` job.
+
+    Parameters
+    ----------
+    job : dict
+
+    Returns
+    -------
+    dict
+        ``{"records": [...]}`` (predict's records, one per seed and loss read), or
+        ``{"error": message}`` where the theory cannot answer.
+    """
     try:
         return {"records": _group_records(job["parameterization"], job["ratio"], job["rows"], job["targets"],
                                           job["settings"])}
@@ -153,7 +175,19 @@ def theory_beside_runs(rows, settings, *, warn=None, run=None) -> list:
 
 
 def plotted_theory(records) -> list:
-    """The records as the sweep figure draws them: the flow at each run's measured loss."""
+    """The records as the sweep figure draws them: the flow at each run's measured loss.
+
+    Parameters
+    ----------
+    records : list of dict
+        Of :func:`theory_beside_runs`.
+
+    Returns
+    -------
+    list of dict
+        ``parameterization``, ``ratio``, ``seed``, ``target_loss`` and the flow's fields
+        at the measured loss (the shares None where there is no reading).
+    """
     return [{"parameterization": t["parameterization"], "ratio": t["ratio"], "seed": t["seed"],
              "target_loss": t["target_loss"], **(t["at_measured_loss"] or dict.fromkeys(SHARES))}
             for t in records]
@@ -191,10 +225,23 @@ def _ratio_entry(ratio, rows, theory):
 
 def agreement(rows, theory) -> list:
     """Where SGD and the theory (read at each run's measured loss) agree, per parameterization
-    and target: one dict with ``parameterization``, ``target_loss``, ``agree`` / ``disagree`` /
-    ``undetermined`` (the ratios), ``largest_difference`` (share, ratio and difference of the
-    largest ``|difference|``) and ``ratios`` (per ratio: ``n`` paired seeds, ``agree``, and per
-    share ``sgd``, ``theory``, ``difference``, ``spread``, ``agree``)."""
+    and target.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Sweep rows.
+    theory : list of dict
+        Of :func:`theory_beside_runs`.
+
+    Returns
+    -------
+    list of dict
+        One per (parameterization, target): ``agree`` / ``disagree`` / ``undetermined``
+        (the ratios), ``largest_difference`` (share, ratio and difference of the largest
+        ``|difference|``) and ``ratios`` (per ratio: ``n`` paired seeds, ``agree``, and per
+        share ``sgd``, ``theory``, ``difference``, ``spread``, ``agree``).
+    """
     keys = list(dict.fromkeys((r["parameterization"], float(r["target_loss"])) for r in rows))
     out = []
     for P, target in keys:
@@ -222,7 +269,17 @@ def _ratios(values) -> str:
 
 
 def format_agreement(report) -> str:
-    """One line per parameterization and target: where SGD and the theory agree, with numbers."""
+    """One line per parameterization and target: where SGD and the theory agree, with numbers.
+
+    Parameters
+    ----------
+    report : list of dict
+        Of :func:`agreement`.
+
+    Returns
+    -------
+    str
+    """
     lines = ["SGD vs theory (flow of each seed read at its run's measured loss; agree: |mean difference| "
              "<= seed spread, per share)"]
     for a in report:

@@ -10,8 +10,8 @@ r"""Figures of the experiments (:class:`matplotlib.figure.Figure` objects; PNG +
   against the epoch, one curve per :math:`\alpha`.
 * :func:`plot_sweep` -- attention at matched loss against the learning-rate
   ratio :math:`\eta_{QK}/\eta_{OV}`, one colour per parameterization: the
-  relevant-token share (mean and 95 % interval over seeds, clipped to [0, 1]),
-  with an optional theory overlay; given per-seed records, all three shares
+  relevant-token share (mean and 95 % interval over seeds, clipped to [0, 1]);
+  given per-seed records (SGD rows, the theory's records), all three shares
   (relevant tokens, the query's own token, other positions), one row of panels
   per target loss, SGD per seed as points with their mean, the theory per seed
   as thin lines with their mean.
@@ -49,8 +49,20 @@ def _figure(nrows, ncols, figsize, **subplots):
 
 
 def save_figure(fig, directory, name: str) -> list:
-    """Write ``fig`` as ``directory/name.png`` and ``.pdf`` in the experiments' style; return
-    the paths (the package's one :func:`numerics.output.files.save_figure`)."""
+    """Write ``fig`` as ``directory/name.png`` and ``.pdf`` in the experiments' style
+    (the package's one :func:`numerics.output.files.save_figure`).
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+    directory : str or path-like
+    name : str
+        File name without suffix.
+
+    Returns
+    -------
+    list of pathlib.Path
+    """
     from ..output.files import save_figure as save
     return save(fig, directory, name, ("png", "pdf"), DPI, style=EXPERIMENT_STYLE)
 
@@ -64,6 +76,19 @@ def plot_fig2_heatmaps(panels, *, ncols: int = 4, title: str | None = None):
     panels : list of dict
         Each with ``title`` (str), ``heatmap`` (5 x 5, ``[attention bin][label-probability bin]``,
         percent) and optionally ``heatmap_std`` and ``n_seeds``.
+    ncols : int, optional
+        Panels per row (at most the number of panels).
+    title : str, optional
+        The figure's title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    ValueError
+        No panel.
     """
     n = len(panels)
     if n == 0:
@@ -106,8 +131,23 @@ def plot_fig2_heatmaps(panels, *, ncols: int = 4, title: str | None = None):
 
 @_in_style
 def plot_fig3(results: dict, *, title: str | None = None):
-    r"""Figure-3 curves: one row per output circuit (``results[circuit]`` from
-    :func:`numerics.experiments.sgd.train_fig3`), columns :math:`L(\alpha)` and incentive."""
+    r"""Figure-3 curves: one row per output circuit, columns :math:`L(\alpha)` and incentive.
+
+    Parameters
+    ----------
+    results : dict
+        ``{circuit: result}``, each of :func:`numerics.experiments.fixed_attention.train_fig3`.
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    ValueError
+        No result.
+    """
     import matplotlib
     if not results:
         raise ValueError("results must not be empty")
@@ -225,8 +265,15 @@ def _finish_sweep_axis(ax, ratios, ylabel, legend):
 
 
 @_in_style
-def plot_sweep(summary, prediction=None, *, title: str | None = None, rows=None, theory=None):
+def plot_sweep(summary, *, title: str | None = None, rows=None, theory=None):
     r"""Attention at matched loss against :math:`\eta_{QK}/\eta_{OV}`, one colour per parameterization.
+
+    With ``rows`` or ``theory`` the figure has three columns, the shares of
+    :func:`numerics.experiments.measure.attention_shares`, and one row per
+    target loss: SGD seeds as points and their mean as a solid line (from
+    ``summary`` where ``rows`` are not given), each seed's prediction as a thin
+    dashed line and their mean as a thick one. Records without
+    ``target_loss`` belong to every row.
 
     Parameters
     ----------
@@ -238,9 +285,6 @@ def plot_sweep(summary, prediction=None, *, title: str | None = None, rows=None,
         relevant-token share: the mean over seeds and its 95 % interval,
         clipped to [0, 1] (a share cannot leave it), ``x`` where a run missed
         the target.
-    prediction : dict, optional
-        ``{parameterization: (ratios, predicted_relevant_attention)}``, drawn
-        as a dashed line of the parameterization's colour (theory overlay).
     rows : list of dict, optional
         SGD runs, one per (parameterization, ratio, seed[, target_loss]), with
         ``relevant_attention``, ``self_attention``, ``other_attention`` (rows
@@ -248,13 +292,11 @@ def plot_sweep(summary, prediction=None, *, title: str | None = None, rows=None,
     theory : list of dict, optional
         Records of :func:`numerics.experiments.predict.predict` (one per
         parameterization, ratio, seed and target).
+    title : str, optional
 
-    With ``rows`` or ``theory`` the figure has three columns, the shares of
-    :func:`numerics.experiments.measure.attention_shares`, and one row per
-    target loss: SGD seeds as points and their mean as a solid line (from
-    ``summary`` where ``rows`` are not given), each seed's prediction as a thin
-    dashed line and their mean as a thick one. Records without
-    ``target_loss`` belong to every row.
+    Returns
+    -------
+    matplotlib.figure.Figure
     """
     if rows is None and theory is None:
         fig, axes = _figure(1, 1, (4.6, 3.2))
@@ -277,10 +319,6 @@ def plot_sweep(summary, prediction=None, *, title: str | None = None, rows=None,
                     _draw_summary(ax, _at_target(summary, target), p, share, col, p)
                 if theory is not None:
                     _draw_theory_seeds(ax, _at_target(theory, target), p, share, col, f"{p} (theory)")
-            if theory is None and prediction and share == "relevant_attention":
-                for p, (rx, ry) in prediction.items():
-                    ax.plot(np.asarray(rx, dtype=float), np.asarray(ry, dtype=float), "--",
-                            color=_PARAM_COLORS.get(p, "0.3"), lw=1.2, label=f"{p} (theory)")
             ylabel = ("relevant-token attention at matched loss" if len(shares) == 1 else
                       f"attention on {_SHARE_LABELS[share]}")
             _finish_sweep_axis(ax, ratios, ylabel, legend=(i == 0 and j == 0))

@@ -110,13 +110,25 @@ def _drain(queue, report) -> None:
 
 
 def run_pool(func, jobs, pending, workers, collect, report=None) -> None:
-    """Run ``func(jobs[i])`` for ``i`` in ``pending`` on ``workers`` local processes;
-    ``collect(i, future)`` as each finishes (in index order among those finishing together).
-    ``report``: if given, ``func`` is called with ``progress=`` and each of its calls
-    ``progress(n)`` in a worker becomes ``report(i, n)`` here (a few times a second).
+    """Run ``func(jobs[i])`` for ``i`` in ``pending`` on ``workers`` local processes.
 
     On an error raised by ``collect`` or Ctrl-C the queued jobs are dropped and
-    the jobs in flight stopped (their results are lost anyway)."""
+    the jobs in flight stopped (their results are lost anyway).
+
+    Parameters
+    ----------
+    func : callable
+        A job function (:mod:`numerics.experiments.jobs`).
+    jobs : sequence of dict
+    pending : sequence of int
+        The indices to run.
+    workers : int
+    collect : callable
+        ``collect(i, future)`` as each job finishes (in index order among those finishing together).
+    report : callable, optional
+        If given, ``func`` is called with ``progress=`` and each of its calls
+        ``progress(n)`` in a worker becomes ``report(i, n)`` here (a few times a second).
+    """
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     _quiet_resource_tracker()
     context = _mp_context()

@@ -14,8 +14,8 @@ float32-trained matrices.
 
 A float32 run is another run: ``dtype`` is part of its settings and of its job's
 identity (:meth:`~numerics.experiments.sgd.Fig2Config.to_dict` names it when it
-is not float64), so ``--resume`` never mixes float32 and float64 results, and a
-float64 run's identity is the one it always had.
+is not float64), so ``--resume`` never mixes float32 and float64 results; a
+float64 run's identity does not name its dtype.
 
 How far float32 moves the results is measured by ``benchmarks/float32_deviation.py``
 (the numbers are in ``docs/experiments.md``).

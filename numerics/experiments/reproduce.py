@@ -20,7 +20,7 @@ name                 run
 
 :func:`reproduce` runs them (longest first, so two workers finish together),
 saving each finished run in ``OUTPUT/runs`` (a resumable
-:class:`~numerics.experiments.runner.ResultStore`), and writes
+:class:`~numerics.experiments.store.ResultStore`), and writes
 ``OUTPUT/report.json``, ``OUTPUT/report.md``, ``fig2_heatmaps.png/pdf`` and
 ``fig3_fixed_attention.png/pdf``; :func:`collect` writes the same from the
 runs finished so far (``reproduce --collect``).  ``quick=True`` shortens every schedule
@@ -75,8 +75,21 @@ def _quick(settings, fig3):
 
 
 def published_jobs(quick: bool = False, *, shortest_first: bool = False, dtype: str = "float64") -> list:
-    """``[(name, job)]`` for every published run, longest first (estimated cost), or shortest first;
-    ``dtype``: the floating type of the Figure-2 runs' SGD step (Figure 3 is always float64)."""
+    """Every published run as a job, longest first (estimated cost), or shortest first.
+
+    Parameters
+    ----------
+    quick : bool, optional
+        Shortened schedules (a smoke test, not the published numbers).
+    shortest_first : bool, optional
+    dtype : {"float64", "float32"}, optional
+        The floating type of the Figure-2 runs' SGD step (Figure 3 is float64).
+
+    Returns
+    -------
+    list of (str, dict)
+        ``(name, job)`` pairs.
+    """
     out = []
     for name, (_, settings, seeds) in PUBLISHED_RUNS.items():
         fig3 = seeds is None
@@ -104,14 +117,38 @@ def _dispatch(job, progress=None):
 
 def reproduce(output, *, workers=None, scheduler=None, progress=True, quick=False,
               shortest_first=False, dtype="float64", connect_timeout=30.0) -> dict:
-    """Run every published run; write the report and the figures to ``output``; return the report.
+    """Run every published run; write the report and the figures to ``output``.
 
-    ``output`` is a directory path, opened and locked here as a reproduction's
-    :class:`~numerics.experiments.directory.ExperimentDirectory`, or such a
-    directory its caller holds. Runs start longest first, which finishes
-    soonest on several workers; ``shortest_first=True`` finishes more runs
-    early (if the run may be interrupted: :func:`collect` reports the finished
-    ones). ``connect_timeout``: with ``scheduler``, seconds to wait for it and for a worker."""
+    Runs start longest first, which finishes soonest on several workers;
+    ``shortest_first=True`` finishes more runs early (if the run may be
+    interrupted: :func:`collect` reports the finished ones).
+
+    Parameters
+    ----------
+    output : str, path-like or numerics.experiments.directory.ExperimentDirectory
+        A directory path, opened and locked here as a reproduction's
+        :class:`~numerics.experiments.directory.ExperimentDirectory`, or such a
+        directory its caller holds.
+    workers : int, optional
+        Local worker processes.
+    scheduler : str, optional
+        A Dask scheduler's ``tcp://host:port``.
+    progress : bool, optional
+    quick, shortest_first, dtype
+        As in :func:`published_jobs`.
+    connect_timeout : float, optional
+        With ``scheduler``: seconds to wait for it and for a worker.
+
+    Returns
+    -------
+    dict
+        The report (``report.json``), with the paths of the ``figures``.
+
+    Raises
+    ------
+    numerics.experiments.directory.DirectoryRefused
+        ``output`` cannot be used as a reproduction's directory.
+    """
     from .directory import ExperimentDirectory
     from .runner import run_jobs
 
@@ -135,8 +172,19 @@ def collect(output, *, quick=False, dtype="float64") -> dict:
     For a reproduction that was interrupted (or is still running): the report
     lists the finished runs and names the missing ones (``report["missing"]``);
     rerunning :func:`reproduce` with the same ``output`` computes only those.
+
+    Parameters
+    ----------
+    output : str or path-like
+    quick, dtype
+        As in :func:`published_jobs`.
+
+    Returns
+    -------
+    dict
+        The report, as :func:`reproduce`'s.
     """
-    from .runner import ResultStore
+    from .store import ResultStore
 
     output = Path(output)
     store = ResultStore(output / "runs", validate=jobs_mod.valid_result)
@@ -171,7 +219,19 @@ def _write_report(output, named, results, seconds, quick):
 
 
 def make_figures(report, output) -> list:
-    """``fig2_heatmaps`` and ``fig3_fixed_attention`` (PNG + PDF) from a report."""
+    """``fig2_heatmaps`` and ``fig3_fixed_attention`` (PNG + PDF) from a report.
+
+    Parameters
+    ----------
+    report : dict
+        Of :func:`reproduce` or :func:`collect`.
+    output : str or path-like
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written.
+    """
     fig2 = []
     for r in report["runs"].values():
         if r["experiment"] == "fig2" and r["heatmap"] is not None:   # (None: every seed diverged)
@@ -192,7 +252,16 @@ def _fmt(x, spec=".4g"):
 
 
 def format_report(report) -> str:
-    """Markdown tables: heatmap columns, stop epochs, final losses, accuracy per run."""
+    """Markdown tables: heatmap columns, stop epochs, final losses, accuracy per run.
+
+    Parameters
+    ----------
+    report : dict
+
+    Returns
+    -------
+    str
+    """
     wall = "-" if report["wall_seconds"] is None else f"{report['wall_seconds']:.0f} s"
     lines = ["# Reproduction of the published Figure-2 and Figure-3 runs", "",
              f"wall time: {wall}" + (" (quick schedules)" if report["quick"] else ""), ""]

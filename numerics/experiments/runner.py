@@ -13,18 +13,18 @@ top-level function, which returns a JSON-serialisable dict of measurements.
 and returns the results in job order.  Every result passes through JSON
 (``json.loads(json.dumps(result))``) whatever the backend, so the numbers a
 caller receives are the same bit for bit whether they were computed here, in
-another process, on a Dask worker or read back from a :class:`ResultStore`
+another process, on a Dask worker or read back from a
+:class:`~numerics.experiments.store.ResultStore`
 (Python's ``repr`` of a float round-trips exactly).
 
 The runner is split in four modules: this one (:func:`run_jobs`,
-:class:`JobError`), :mod:`~numerics.experiments.store` (:class:`ResultStore`,
-:func:`job_key`), :mod:`~numerics.experiments.pool` (local processes) and
-:mod:`~numerics.experiments.cluster` (Dask: :func:`check_scheduler`,
-:class:`~numerics.experiments.cluster.SchedulerLost`); their names are
-importable from here too.
+:class:`JobError`), :mod:`~numerics.experiments.store` (:class:`~numerics.experiments.store.ResultStore`,
+:func:`~numerics.experiments.store.job_key`), :mod:`~numerics.experiments.pool` (local processes) and
+:mod:`~numerics.experiments.cluster` (Dask: :func:`~numerics.experiments.cluster.check_scheduler`,
+:class:`~numerics.experiments.cluster.SchedulerLost`).
 
-A :class:`ResultStore` makes long runs resumable: one JSON file per job,
-named by :func:`job_key` (SHA-256 of the job's canonical JSON), holding the
+A :class:`~numerics.experiments.store.ResultStore` makes long runs resumable: one JSON file per job,
+named by :func:`~numerics.experiments.store.job_key` (SHA-256 of the job's canonical JSON), holding the
 job and its result, written atomically as soon as the job finishes.  A run
 that is killed loses only the jobs in flight; rerunning the same jobs with the
 same store computes only what is missing.  Files that are damaged (truncated,
@@ -71,12 +71,11 @@ from typing import Any, Callable, Sequence
 
 from derivations.core.cli import isatty, progress_bar
 
-from .cluster import CONNECT_TIMEOUT, SchedulerLost, check_scheduler, parse_address, run_dask
+from .cluster import CONNECT_TIMEOUT, parse_address, run_dask
 from .pool import run_pool
-from .store import STORE_FORMAT, ResultStore, _canonical, job_key
+from .store import ResultStore, _canonical, job_key
 
-__all__ = ["run_jobs", "ResultStore", "JobError", "SchedulerLost", "job_key", "check_scheduler", "STORE_FORMAT",
-           "usable_cpus"]
+__all__ = ["run_jobs", "JobError", "usable_cpus"]
 
 
 class JobError(RuntimeError):
@@ -142,7 +141,7 @@ def run_jobs(func: Callable[[dict], dict], jobs: Sequence[dict], *, workers: int
         Dask workers import it by name) that is deterministic given the job.
         It receives the JSON-normalised job (tuples become lists).
     jobs : sequence of dict
-        JSON-serialisable job descriptions.  Equal jobs (same :func:`job_key`)
+        JSON-serialisable job descriptions.  Equal jobs (same :func:`~numerics.experiments.store.job_key`)
         run once and share their result.
     workers : int or None, optional
         Local processes, >= 1; ``None`` means :func:`usable_cpus`.  ``1`` (or a
@@ -155,7 +154,7 @@ def run_jobs(func: Callable[[dict], dict], jobs: Sequence[dict], *, workers: int
         import ``func``'s module (qkov installed, or on their ``PYTHONPATH``).
     store : ResultStore, str, os.PathLike or None, optional
         Where finished results are saved, each as soon as it finishes (a path
-        is wrapped in a :class:`ResultStore`).  Jobs already stored are not run
+        is wrapped in a :class:`~numerics.experiments.store.ResultStore`).  Jobs already stored are not run
         again: rerunning with the same store resumes an interrupted run.
     progress : bool, optional
         Show a tqdm bar on stderr (only if stderr is a terminal).

@@ -28,6 +28,15 @@ _UNNAMED_DEFAULTS = {"dtype": "float64"}
 def shown(value, limit: int = 40) -> str:
     """A stored value as JSON text, cut to ``limit`` characters (a 300-digit number stays short).
 
+    Parameters
+    ----------
+    value : object
+    limit : int, optional
+
+    Returns
+    -------
+    str
+
     >>> shown([[2]]), shown(10 ** 300)[-6:]
     ('[[2]]', '000...')
     """

@@ -30,9 +30,12 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
-from ..validation import check_int, check_positive
+from derivations.core.vocabulary import check_parameterization, check_positive
+
+from ..validation import check_int
 from . import models, precision, sampler, task_sampling
-from .stopping import LOG_EVERY, STOP_RULES, AuthorsStopRule, TargetLossRule
+from .cross_entropy import target_index
+from .stopping import LOG_EVERY, STOP_RULES, AuthorsStopRule, target_reached
 
 __all__ = [
     "DTYPES", "Fig2Config", "published_fig2_defaults", "RUN_STATUSES", "check_seeds", "train_fig2", "eval_rng",
@@ -69,7 +72,7 @@ def published_fig2_defaults(parameterization: str) -> dict:
     ValueError
         Unknown parameterization.
     """
-    models._check_parameterization(parameterization)
+    check_parameterization(parameterization)
     d = _PUBLISHED_ROW1[parameterization]
     return dict(epochs=d["epochs"], steps_per_epoch=d["steps_per_epoch"], seeds=list(d["seeds"]))
 
@@ -102,7 +105,7 @@ class Fig2Config:
     dtype: str = "float64"
 
     def __post_init__(self):
-        models._check_parameterization(self.parameterization)
+        check_parameterization(self.parameterization)
         check_positive("lr_qk", self.lr_qk)
         check_positive("lr_ov", self.lr_ov)
         check_positive("qk_ramp", self.qk_ramp)
@@ -150,6 +153,17 @@ class Fig2Config:
         return n if self.max_steps is None else min(n, self.max_steps)
 
     def replace(self, **changes) -> "Fig2Config":
+        """A copy with ``changes`` (checked again).
+
+        Parameters
+        ----------
+        **changes
+            Fields and their new values.
+
+        Returns
+        -------
+        Fig2Config
+        """
         return replace(self, **changes)
 
 
@@ -243,7 +257,7 @@ class _EpochBatch:
         self.onehot_t = self.onehot_t.astype(next(iter(params.values())).dtype, copy=False)   # the step's dtype
         # flat gather indices of every step: score-table row of each sequence, target logit
         self.slots = models._query_slots(self.query, qids, lead=(len(active),))   # (K, S, B)
-        tidx = models._target_index(self.target, -2, st.n_out).reshape(k_this, -1)   # class-major logits
+        tidx = target_index(self.target, -2, st.n_out).reshape(k_this, -1)   # class-major logits
         tidx -= (np.arange(k_this) * tidx.shape[1] * st.n_out)[:, None]
         self.tidx = tidx
         # W_QK's score rows are read through the same index (a view when it is a slice);
@@ -313,7 +327,7 @@ class _Runs:
         self.steps_done = [0] * n
         self.final = [None] * n
         self.authors = AuthorsStopRule(n, c.steps_per_epoch) if c.stop == "authors" else None
-        self.target = TargetLossRule(n, c.target_loss) if c.target_loss is not None else None
+        self.target = c.target_loss
 
     def record(self, epoch, sums, k_this) -> np.ndarray:
         """Log one epoch's loss sums ``(S,)``; return which active runs stop now."""
@@ -324,7 +338,7 @@ class _Runs:
         if self.authors is not None:
             stop |= self.authors.update(epoch, sums)
         if self.target is not None:
-            stop |= self.target.update(epoch, sums, np.full(len(self.active), k_this))
+            stop |= target_reached(sums, np.full(len(self.active), k_this), self.target)
         diverged = ~np.isfinite(sums)
         for j in np.flatnonzero(stop | diverged):
             i = self.active[j]
@@ -334,9 +348,9 @@ class _Runs:
 
     def mark(self, params, sums, k_this, keys) -> None:
         """Keep the state of each active run whose epoch-mean loss first reached a recorded loss
-        (the same test as :class:`TargetLossRule`'s)."""
+        (the target-loss rule, :func:`~numerics.experiments.stopping.target_reached`)."""
         for loss in self.record_losses:
-            hit = np.asarray(sums) / np.full(len(self.active), k_this) <= loss
+            hit = target_reached(sums, np.full(len(self.active), k_this), loss)
             for j in np.flatnonzero(hit):
                 i = self.active[j]
                 if loss not in self.marks[i]:

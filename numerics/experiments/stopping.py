@@ -8,7 +8,7 @@ Stop rules are checked after every epoch, per run:
   it fires on the first epoch after a 100-epoch boundary whose mean loss is
   at most 0.001.
 * ``"none"``: train all epochs.
-* a target loss (:class:`TargetLossRule`, the sweep's): stop when the mean
+* a target loss (:func:`target_reached`, the sweep's): stop when the mean
   training loss of an epoch is at most the target.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-__all__ = ["STOP_RULES", "LOG_EVERY", "AUTHORS_THRESHOLD", "AuthorsStopRule", "TargetLossRule", "target_losses"]
+__all__ = ["STOP_RULES", "LOG_EVERY", "AUTHORS_THRESHOLD", "AuthorsStopRule", "target_reached", "target_losses"]
 
 #: The stop rules of a Figure-2 run (:class:`numerics.experiments.sgd.Fig2Config` ``stop``).
 STOP_RULES = ("authors", "none")
@@ -76,39 +76,25 @@ class AuthorsStopRule:
         self.running = self.running[keep]
 
 
-class TargetLossRule:
-    """Stop a run when the mean training loss of an epoch is <= ``target``.
+def target_reached(epoch_loss_sums, epoch_steps, target) -> np.ndarray:
+    """Which runs' epoch-mean training loss is at most ``target`` (the target-loss rule).
 
-    >>> rule = TargetLossRule(n_runs=2, target=0.1)
-    >>> rule.update(0, np.array([2.0, 0.5]), np.array([10, 10])).tolist()
+    Parameters
+    ----------
+    epoch_loss_sums : array_like, shape (S,)
+        Each run's sum of per-step losses in the epoch.
+    epoch_steps : int or array_like, shape (S,)
+        The steps of the epoch.
+    target : float
+
+    Returns
+    -------
+    ndarray of bool, shape (S,)
+
+    >>> target_reached(np.array([2.0, 0.5]), 10, 0.1).tolist()
     [False, True]
     """
-
-    def __init__(self, n_runs: int, target: float):
-        self.target = target
-
-    def update(self, epoch: int, epoch_loss_sums, epoch_steps) -> np.ndarray:
-        """Which runs' epoch-mean loss reached the target.
-
-        Parameters
-        ----------
-        epoch : int
-        epoch_loss_sums, epoch_steps : array_like, shape (S,)
-
-        Returns
-        -------
-        ndarray of bool
-        """
-        return np.asarray(epoch_loss_sums) / np.asarray(epoch_steps) <= self.target
-
-    def select(self, keep) -> None:
-        """Keep only the runs ``keep`` (the rule keeps nothing per run).
-
-        Parameters
-        ----------
-        keep : ndarray of bool
-        """
-        pass
+    return np.asarray(epoch_loss_sums) / np.asarray(epoch_steps) <= target
 
 
 def target_losses(target_loss) -> list:

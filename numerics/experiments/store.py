@@ -172,7 +172,16 @@ class ResultStore:
         return f"ResultStore({str(self.directory)!r})"
 
     def path(self, job: dict) -> Path:
-        """File that holds (or will hold) ``job``'s result."""
+        """File that holds (or will hold) ``job``'s result.
+
+        Parameters
+        ----------
+        job : dict
+
+        Returns
+        -------
+        pathlib.Path
+        """
         return self.directory / f"{job_key(job)}.json"
 
     def _read(self, path: Path, key: str | None = None):
@@ -195,7 +204,17 @@ class ResultStore:
         return record
 
     def get(self, job: dict, default=None):
-        """The stored result of ``job``, or ``default`` if it is missing or damaged."""
+        """The stored result of ``job``, or ``default`` if it is missing or damaged.
+
+        Parameters
+        ----------
+        job : dict
+        default : object, optional
+
+        Returns
+        -------
+        dict or ``default``
+        """
         record = self._read(self.path(job), job_key(job))
         return default if record is None else record["result"]
 
@@ -204,6 +223,11 @@ class ResultStore:
 
     def put(self, job: dict, result: dict) -> None:
         """Save ``result`` for ``job`` atomically (temporary file, fsync, rename).
+
+        Parameters
+        ----------
+        job : dict
+        result : dict
 
         Raises
         ------

@@ -12,16 +12,14 @@ increases with :math:`r`.
 Several target losses: one run answers every target.  It is trained until
 the lowest target and its state is kept where its epoch-mean training loss
 first reached each higher one (:func:`numerics.experiments.sgd.train_fig2`'s
-``record_losses``); every state is measured on the same fresh batches.  A
-one-target sweep's jobs, and so its numbers, are those of a sweep before
-several targets existed.
+``record_losses``); every state is measured on the same fresh batches, so the
+lowest target's rows are those of a sweep of that target alone.
 
 One job per parameterization and block of consecutive seeds (at most
 :data:`SEEDS_PER_JOB`: 1234-1236, 1237-1239, ...) trains those seeds at every
 ratio in one stack (:func:`numerics.experiments.jobs.sweep_job`,
 :func:`numerics.experiments.stack.train_stack`: a run that reaches the lowest
-target or diverges leaves the stack; each run's numbers are those of the run
-trained alone).  A step's fixed cost (NumPy's per-call overhead, about 0.05 ms)
+target or diverges leaves the stack).  A step's fixed cost (NumPy's per-call overhead, about 0.05 ms)
 is paid once per stack and step, so the fewer stacks the better, and a stack's
 length is that of its longest run (the lowest ratio's); blocks of three seeds
 keep the README sweep's 60 runs in 4 jobs.  A smaller sweep takes smaller
@@ -29,9 +27,9 @@ blocks, down to one seed, so that it still has :data:`MIN_JOBS` jobs where it
 can (:func:`seeds_per_job`): one parameterization of 3 seeds is 3 jobs, not one
 that would leave a worker idle.  The job partition depends on the sweep's
 parameterizations and seeds, never on the number of workers, so a
-:class:`~numerics.experiments.runner.ResultStore` written by one run is reused
+:class:`~numerics.experiments.store.ResultStore` written by one run is reused
 by ``--resume`` with any worker count; ``--extend`` may change the blocks, and
-the runs of a changed block are retrained, to the same numbers.
+the runs of a changed block are retrained.
 ``results.csv`` (:data:`numerics.experiments.jobs.SWEEP_ROW_KEYS`) has one row per run and target in the
 order parameterizations x ratios x seeds as given (duplicates removed) x
 targets (highest first); ``steps`` are the steps trained by the row's state,
@@ -48,8 +46,8 @@ adds parameterizations, ratios or seeds to a stored sweep and keeps every
 stored row (the stored jobs whose stack, parameterization, ratios and block of
 seeds, is unchanged are reused; added ratios change every job's stack and added
 seeds or parameterizations may change the blocks, and those runs are
-recomputed, to the same numbers: runs are independent of the runs stacked with
-them).
+recomputed: :mod:`numerics.experiments.stack` gives each run its own numbers,
+whatever it is stacked with).
 """
 from __future__ import annotations
 
@@ -62,6 +60,7 @@ import numpy as np
 
 from derivations.core.atomic_file import atomic_write_text
 
+from ..validation import check_int
 from . import sgd
 from .jobs import SWEEP_ROW_KEYS
 from .measure import SHARES
@@ -89,15 +88,41 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_step
                task_params=(), dtype: str = "float64") -> list:
     """The jobs of a sweep (validated; duplicates of parameterizations/ratios dropped).
 
-    ``target_loss`` is one loss or several (:func:`~numerics.experiments.stopping.target_losses`): the runs
-    train to the lowest; a job of several targets names them all
-    (``target_losses``, highest first), a job of one is as it always was.
     One job per parameterization and block of consecutive seeds (:func:`job_seed_blocks`),
     stacking every ratio (``"ratios"``; the config is that of ratio 1, ratio ``r`` trains with
-    ``lr_qk = r * lr_ov``); ``seed_blocks`` (sizes summing to ``n_seeds``, default one block, the
-    history of ``--extend``) is still checked, and does not change the jobs. ``task``,
-    ``task_params``: the engine task trained (:class:`~numerics.experiments.sgd.Fig2Config`;
-    default the authors'). ``dtype``: the step's floating type (a float32 job has another key)."""
+    ``lr_qk = r * lr_ov``).
+
+    Parameters
+    ----------
+    parameterizations : sequence of str
+    ratios : sequence of float
+        Each finite and > 0, with ``ratio * lr_ov`` too.
+    n_seeds : int
+        Seeds ``FIRST_SEED, FIRST_SEED + 1, ...``.
+    target_loss : float or sequence of float
+        One loss or several (:func:`~numerics.experiments.stopping.target_losses`): the runs
+        train to the lowest; a job of several targets names them all (``target_losses``,
+        highest first), a job of one names none.
+    max_steps, lr_ov, seq_len, batch_size, steps_per_epoch, init, eval_batches
+        As in :class:`~numerics.experiments.sgd.Fig2Config`; the epochs are
+        ``ceil(max_steps / steps_per_epoch)``.
+    seed_blocks : list of int, optional
+        Sizes summing to ``n_seeds`` (default one block; the history of ``--extend``):
+        checked, and do not change the jobs.
+    task, task_params
+        The task trained (:class:`~numerics.experiments.sgd.Fig2Config`; default the authors').
+    dtype : {"float64", "float32"}
+        The step's floating type (a float32 job has another key).
+
+    Returns
+    -------
+    list of dict
+
+    Raises
+    ------
+    ValueError
+        An empty list, a bad ratio, count or size (the message names it).
+    """
     parameterizations = _dedupe(parameterizations)
     ratios = _dedupe(float(r) for r in ratios)
     if not parameterizations:
@@ -110,12 +135,9 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_step
         if not (math.isfinite(r * lr_ov) and r * lr_ov > 0):
             raise ValueError(f"ratio {r!r} gives eta_QK = ratio x lr_ov = {r * lr_ov!r}, which is not a "
                              f"finite number > 0")
-    if isinstance(n_seeds, bool) or not isinstance(n_seeds, int) or n_seeds < 1:
-        raise ValueError(f"seeds must be an integer >= 1 (the number of seeds), got {n_seeds!r}")
-    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
-        raise ValueError(f"max_steps must be an integer >= 1, got {max_steps!r}")
-    if isinstance(steps_per_epoch, bool) or not isinstance(steps_per_epoch, int) or steps_per_epoch < 1:
-        raise ValueError(f"steps_per_epoch must be an integer >= 1, got {steps_per_epoch!r}")
+    check_int("seeds", n_seeds, 1)
+    check_int("max_steps", max_steps, 1)
+    check_int("steps_per_epoch", steps_per_epoch, 1)
     targets = target_losses(target_loss)
     _check_seed_blocks(n_seeds, seed_blocks)
     blocks = job_seed_blocks(len(parameterizations), n_seeds)
@@ -138,6 +160,14 @@ def seeds_per_job(n_parameterizations: int, n_seeds: int) -> int:
     """Seeds stacked in one job of a sweep: :data:`SEEDS_PER_JOB`, or the largest fewer that still
     gives :data:`MIN_JOBS` jobs (one per parameterization and block), or 1.
 
+    Parameters
+    ----------
+    n_parameterizations, n_seeds : int
+
+    Returns
+    -------
+    int
+
     >>> seeds_per_job(4, 3), seeds_per_job(2, 3), seeds_per_job(1, 3), seeds_per_job(1, 10)
     (3, 2, 1, 3)
     """
@@ -149,6 +179,14 @@ def seeds_per_job(n_parameterizations: int, n_seeds: int) -> int:
 
 def job_seed_blocks(n_parameterizations: int, n_seeds: int) -> list:
     """The seeds ``FIRST_SEED ...`` of a sweep cut into its jobs' blocks of :func:`seeds_per_job`.
+
+    Parameters
+    ----------
+    n_parameterizations, n_seeds : int
+
+    Returns
+    -------
+    list of list of int
 
     >>> job_seed_blocks(1, 4)
     [[1234], [1235], [1236], [1237]]
@@ -169,12 +207,17 @@ def _check_seed_blocks(n_seeds, sizes) -> None:
 
 
 def rows_from_results(results) -> list:
-    """Flatten the results of :func:`numerics.experiments.jobs.sweep_job` (job order) into CSV rows."""
+    """Flatten the results of :func:`numerics.experiments.jobs.sweep_job` (job order) into CSV rows.
+
+    Parameters
+    ----------
+    results : iterable of dict
+
+    Returns
+    -------
+    list of dict
+    """
     return [row for res in results for row in res["rows"]]
-
-
-def _none_if_nan(x):
-    return None if x is None or not math.isfinite(x) else float(x)
 
 
 def _mean_ci(values):
@@ -222,8 +265,19 @@ def _summary_entry(p, r, target, n, g) -> dict:
 
 def summarize(rows) -> list:
     """Per-(parameterization, ratio, target loss) summary: means over seeds and a 95 %
-    t-interval of each attention share (the relevant share's keys first, as always), then of each
-    interpretability proxy (``{name}_mean``, ``{name}_ci95``)."""
+    t-interval of each attention share (the relevant share's keys first), then of each
+    interpretability proxy (``{name}_mean``, ``{name}_ci95``).
+
+    Parameters
+    ----------
+    rows : list of dict
+        Sweep rows (numbers, or CSV text; a diverged run's empty measurements are left out).
+
+    Returns
+    -------
+    list of dict
+        In order of first appearance.
+    """
     groups = {}
     for row in rows:
         target = _number(row.get("target_loss"))
@@ -249,7 +303,17 @@ def _number(v):
 
 def spearman(rows) -> dict:
     """Spearman rank correlation between ratio and relevant attention over the runs of
-    each parameterization: ``{parameterization: {"rho", "pvalue", "n"}}`` (None where undefined)."""
+    each parameterization.
+
+    Parameters
+    ----------
+    rows : list of dict
+
+    Returns
+    -------
+    dict
+        ``{parameterization: {"rho", "pvalue", "n"}}`` (None where undefined).
+    """
     from scipy import stats
 
     out = {}
@@ -261,7 +325,7 @@ def spearman(rows) -> dict:
             out[p] = {"rho": None, "pvalue": None, "n": len(g)}
             continue
         res = stats.spearmanr(x, y)
-        out[p] = {"rho": _none_if_nan(res.statistic), "pvalue": _none_if_nan(res.pvalue), "n": len(g)}
+        out[p] = {"rho": _number(res.statistic), "pvalue": _number(res.pvalue), "n": len(g)}
     return out
 
 
@@ -273,7 +337,19 @@ def _cell(v):
 
 
 def write_csv(rows, path) -> Path:
-    """Write ``rows`` to ``path`` atomically (temporary file, fsync, rename)."""
+    """Write ``rows`` to ``path`` atomically (temporary file, fsync, rename).
+
+    Parameters
+    ----------
+    rows : list of dict
+        Columns :data:`~numerics.experiments.jobs.SWEEP_ROW_KEYS`; floats by ``repr``
+        (exact), an undefined number as an empty cell.
+    path : str or path-like
+
+    Returns
+    -------
+    pathlib.Path
+    """
     path = Path(path)
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=SWEEP_ROW_KEYS, lineterminator="\n")

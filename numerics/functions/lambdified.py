@@ -183,6 +183,17 @@ class NumericFunction:
 def generated_function(name: str, backend: str = "numpy") -> NumericFunction:
     """The generated function registered as ``name`` for ``backend``.
 
+    Parameters
+    ----------
+    name : str
+        A key of ``numerics._generated.FUNCTIONS``.
+    backend : {"numpy", "mpmath", "math"}, optional
+        Default ``"numpy"``.
+
+    Returns
+    -------
+    NumericFunction
+
     Raises
     ------
     ValueError
@@ -203,7 +214,23 @@ def generated_function(name: str, backend: str = "numpy") -> NumericFunction:
 def lambdify_modules(backend="numpy"):
     """The ``modules`` argument of ``sympy.lambdify`` for a backend: the stable
     special functions (Wright omega, Ei, expm1, log1p) mapped to their NumPy/SciPy,
-    mpmath or :mod:`math` implementations."""
+    mpmath or :mod:`math` implementations.
+
+    Parameters
+    ----------
+    backend : {"numpy", "mpmath", "math"}, optional
+        Default ``"numpy"``.
+
+    Returns
+    -------
+    list
+        ``[{name: implementation}, module name]``.
+
+    Raises
+    ------
+    ValueError
+        An unknown backend.
+    """
     _check_backend(backend)
     if backend == "numpy":
         import numpy as np

@@ -54,11 +54,11 @@ True
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import logsumexp as _scipy_logsumexp
 
 from derivations.core.vocabulary import (CIRCUITS, check_parameterization, check_positive,
                                     ov_factorized, qk_factorized)
 
+from ..functions.special_functions import logsumexp_rows
 from .instance import TaskInstance
 
 __all__ = ["TaskModel", "INIT_KINDS"]
@@ -69,34 +69,6 @@ INIT_KINDS = ("zero", "identity", "random")
 # the learning-rate attribute of every trained matrix, from the circuit table
 _RATE_NAME = {**{c.matrix: c.rate for c in CIRCUITS.values()},
               **{f: r for c in CIRCUITS.values() for f, r in zip(c.factors, c.factor_rates)}}
-
-
-def logsumexp_rows(z):
-    r"""``scipy.special.logsumexp(z, axis=-1)``, bit for bit, without its per-call cost.
-
-    SciPy's stable form (1.15 and later): with :math:`m` the largest entry of a row,
-    occurring :math:`c` times, and :math:`s = \sum_{z_j < m} e^{z_j - m} / c`,
-
-    .. math:: \operatorname{logsumexp}(z) = \operatorname{log1p}(s) + \log c + m,
-
-    the same operations in the same order, as plain NumPy calls (SciPy's array-API
-    dispatch costs about 100 µs a call, most of the time of a gradient flow's
-    loss evaluations).  A row that is not finite is left to SciPy itself.
-
-    >>> z = np.array([[0.0, 1.0, 2.0], [5.0, 5.0, -1.0]])
-    >>> bool(np.array_equal(logsumexp_rows(z), _scipy_logsumexp(z, axis=-1)))
-    True
-    """
-    top = z.max(axis=-1, keepdims=True)
-    at_top = z == top
-    count = at_top.sum(axis=-1, keepdims=True, dtype=z.dtype)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        s = np.exp(np.where(at_top, -np.inf, z) - top).sum(axis=-1, keepdims=True, dtype=z.dtype)
-        s = np.where(s == 0, s, s / count)
-        out = (np.log1p(s) + np.log(count) + top)[..., 0]
-    if not np.isfinite(out).all():
-        return _scipy_logsumexp(z, axis=-1)
-    return out
 
 
 class TaskModel:
@@ -302,7 +274,17 @@ class TaskModel:
 
     def random_params(self, scale=1e-2, seed=0) -> dict:
         r"""Random parameters: every entry i.i.d. :math:`\mathcal N(0, \mathrm{scale}^2)`
-        (``init_params("random", scale, seed)``)."""
+        (``init_params("random", scale, seed)``).
+
+        Parameters
+        ----------
+        scale : float, optional
+        seed : int, optional
+
+        Returns
+        -------
+        dict
+        """
         return self.init_params("random", scale, seed)
 
     # ---------------------------------------------------------------- forward
@@ -341,21 +323,62 @@ class TaskModel:
         return a, H, Z, lse, ce
 
     def attention(self, params) -> np.ndarray:
-        """Attention per kind and type (with multiplicities), shape ``(..., K, T)``."""
+        """Attention per kind and type (with multiplicities).
+
+        Parameters
+        ----------
+        params : dict
+            ``{key: matrix}`` (:attr:`keys`); leading batch axes allowed.
+
+        Returns
+        -------
+        ndarray, shape (..., K, T)
+        """
         return self._forward_circuits(*self.circuits(params))[0]
 
     def relevant_attention(self, params) -> np.ndarray:
-        r"""Attention on the relevant tokens per kind, :math:`\alpha_k`, shape ``(..., K)``."""
+        r"""Attention on the relevant tokens per kind, :math:`\alpha_k`.
+
+        Parameters
+        ----------
+        params : dict
+            ``{key: matrix}`` (:attr:`keys`); leading batch axes allowed.
+
+        Returns
+        -------
+        ndarray, shape (..., K)
+        """
         a = self._forward_circuits(*self.circuits(params))[0]
         return np.where(self.instance.relevant, a, 0.0).sum(axis=-1)
 
     def alpha(self, params):
-        r"""Class-averaged relevant attention :math:`\sum_k \pi_k\alpha_k` (float or array)."""
+        r"""Class-averaged relevant attention :math:`\sum_k \pi_k\alpha_k`.
+
+        Parameters
+        ----------
+        params : dict
+            ``{key: matrix}`` (:attr:`keys`); leading batch axes allowed.
+
+        Returns
+        -------
+        float or ndarray
+            A float, or an array over the leading batch axes.
+        """
         al = self.relevant_attention(params) @ self._pi
         return float(al) if np.ndim(al) == 0 else al
 
     def class_losses(self, params) -> np.ndarray:
-        """Per-kind cross-entropies, shape ``(..., K)``."""
+        """Per-kind cross-entropies.
+
+        Parameters
+        ----------
+        params : dict
+            ``{key: matrix}`` (:attr:`keys`); leading batch axes allowed.
+
+        Returns
+        -------
+        ndarray, shape (..., K)
+        """
         return self._forward_circuits(*self.circuits(params))[-1]
 
     def loss(self, params):
@@ -375,7 +398,18 @@ class TaskModel:
         return float(L) if np.ndim(L) == 0 else L
 
     def summarize(self, vecs) -> dict:
-        """``{"loss", "alpha"}`` arrays for flat states of shape ``(..., n_params)``."""
+        """Loss and class-averaged relevant attention of flat states.
+
+        Parameters
+        ----------
+        vecs : ndarray, shape (..., n_params)
+            In the layout of :meth:`flatten`.
+
+        Returns
+        -------
+        dict
+            ``{"loss", "alpha"}``, arrays of shape ``(...)``.
+        """
         p = self.unflatten(vecs)
         a, _, _, _, ce = self._forward_circuits(*self._circuits(p))
         al = np.where(self.instance.relevant, a, 0.0).sum(axis=-1)
@@ -401,7 +435,22 @@ class TaskModel:
         return L, self._unflatten_fast(g)
 
     def loss_and_grad_flat(self, vec):
-        """Loss and gradient in the flat layout of :meth:`flatten`."""
+        """Loss and gradient in the flat layout of :meth:`flatten`.
+
+        Parameters
+        ----------
+        vec : array_like, shape (n_params,)
+
+        Returns
+        -------
+        loss : float
+        grad : ndarray, shape (n_params,)
+
+        Raises
+        ------
+        ValueError
+            ``vec`` of another shape.
+        """
         vec = np.asarray(vec, dtype=float)
         if vec.shape != (self.n_params,):
             raise ValueError(f"vec must have shape ({self.n_params},), got {vec.shape}")

@@ -40,10 +40,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from derivations.core.vocabulary import CIRCUITS
+from derivations.core.vocabulary import CIRCUITS, check_positive
 
 from ..functions import lambdified as lam
-from ..validation import check_positive
 from .paper import AttentionModel
 
 __all__ = ["basis", "structured_params", "family_params", "project", "distance_from_family",
@@ -403,7 +402,18 @@ class FamilyProjector:
         r"""Per coordinate: :math:`\max_t |\theta_i - \theta^{ref}_i|\,\|U_i\|_F` over
         :math:`\max_t \|\sum_j \theta^{ref}_j U_j\|_F` (the coordinates of the same matrix):
         the deviation's share of its matrix, so that a coordinate that stays 0 is
-        compared on the scale of its matrix rather than on its own."""
+        compared on the scale of its matrix rather than on its own.
+
+        Parameters
+        ----------
+        theta, ref : ndarray, shape (n_times, n_coords)
+            Coordinates along a trajectory and a reference, in the order of :attr:`names`.
+
+        Returns
+        -------
+        dict
+            ``{coordinate name: share}``.
+        """
         out = {}
         for mat, items in self.by_matrix.items():
             B, _ = self.solvers[mat]

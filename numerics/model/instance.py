@@ -182,6 +182,15 @@ def instance_of_task(task, M=None, **values) -> TaskInstance:
     **values
         Parameter values (``m, n, b, n_c, ...``); missing ones take the task's defaults.
 
+    Returns
+    -------
+    TaskInstance
+
+    Raises
+    ------
+    ValueError
+        An unknown task or parameter, or a value the task refuses.
+
     >>> inst = instance_of_task("shared-irrelevant", M=2, n_c=2)
     >>> inst.d, inst.n_out, inst.counts[0].tolist()
     (6, 2, [0.0, 0.0, 5.0, 0.0, 25.0, 25.0])

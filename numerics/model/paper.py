@@ -65,9 +65,8 @@ import math
 import numpy as np
 from scipy.special import expit
 
-from derivations.core.vocabulary import PAPER_SETTING
+from derivations.core.vocabulary import PAPER_SETTING, check_model_parameters, check_parameterization
 
-from ..validation import check_model_parameters, check_parameterization
 from .attention import TaskModel
 from .instance import paper_instance
 
@@ -207,7 +206,17 @@ class AttentionModel(TaskModel):
 
     def attention(self, params) -> np.ndarray:
         r"""Per-class attention on the relevant group,
-        :math:`\alpha_k = m e^{S_k}/(m e^{S_k} + n)`, shape ``(..., M)``."""
+        :math:`\alpha_k = m e^{S_k}/(m e^{S_k} + n)`.
+
+        Parameters
+        ----------
+        params : dict
+            ``{key: matrix}`` (:attr:`keys`); leading batch axes allowed.
+
+        Returns
+        -------
+        ndarray, shape (..., M)
+        """
         self._check_params(params, batched=True)
         S, _ = self._scores_and_V(params)
         return expit(S + self._log_m_over_n)
@@ -215,19 +224,49 @@ class AttentionModel(TaskModel):
     relevant_attention = attention
 
     def alpha(self, params):
-        r"""Class mean of :meth:`attention` (float or array over batch axes)."""
+        """Class mean of :meth:`attention`.
+
+        Parameters
+        ----------
+        params : dict
+            ``{key: matrix}`` (:attr:`keys`); leading batch axes allowed.
+
+        Returns
+        -------
+        float or ndarray
+            A float, or an array over the leading batch axes.
+        """
         al = self.attention(params).mean(axis=-1)
         return float(al) if np.ndim(al) == 0 else al
 
     def class_losses(self, params) -> np.ndarray:
         r"""Per-class cross-entropies
-        :math:`\operatorname{logsumexp}(z^{(k)}) - z^{(k)}_k`, shape ``(..., M)``."""
+        :math:`\operatorname{logsumexp}(z^{(k)}) - z^{(k)}_k`.
+
+        Parameters
+        ----------
+        params : dict
+            ``{key: matrix}`` (:attr:`keys`); leading batch axes allowed.
+
+        Returns
+        -------
+        ndarray, shape (..., M)
+        """
         self._check_params(params, batched=True)
         return self._forward(params)[-1]
 
     def attention_and_class_losses(self, params):
-        """``(attention, class_losses)`` of :meth:`attention` and
-        :meth:`class_losses` from one forward pass (leading batch axes allowed)."""
+        """:meth:`attention` and :meth:`class_losses` from one forward pass.
+
+        Parameters
+        ----------
+        params : dict
+            ``{key: matrix}`` (:attr:`keys`); leading batch axes allowed.
+
+        Returns
+        -------
+        attention, class_losses : ndarray, shape (..., M)
+        """
         self._check_params(params, batched=True)
         _, _, alpha, _, _, lk = self._forward(params)
         return alpha, lk
@@ -235,7 +274,15 @@ class AttentionModel(TaskModel):
     def loss(self, params):
         r"""Population loss :math:`L = \frac1M\sum_k \mathrm{CE}(z^{(k)}, k)`.
 
-        Returns a float (or an array over leading batch axes).
+        Parameters
+        ----------
+        params : dict
+            ``{key: matrix}`` (:attr:`keys`); leading batch axes allowed.
+
+        Returns
+        -------
+        float or ndarray
+            A float, or an array over the leading batch axes.
         """
         self._check_params(params, batched=True)
         L = self._forward(params)[-1].mean(axis=-1)

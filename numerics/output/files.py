@@ -128,6 +128,11 @@ def prepare_figure_dir(output_dir, file_names=("figure.png",)) -> Path:
     file_names : iterable of str
         The names of the files to be written (``name.format``).
 
+    Returns
+    -------
+    pathlib.Path
+        The directory, created.
+
     Raises
     ------
     ValueError

@@ -77,7 +77,17 @@ MU_QK_LABEL = r"$\mu_{QK}$ (relevant $-$ irrelevant score)"
 
 
 def ratio_colors(ratios):
-    """One color per ratio from a sequential map (small r light -> large r dark)."""
+    """One color per ratio from a sequential map (small r light -> large r dark).
+
+    Parameters
+    ----------
+    ratios : sequence of float
+
+    Returns
+    -------
+    list of tuple
+        RGBA colors, in the order of ``ratios``.
+    """
     import matplotlib
 
     cmap = matplotlib.colormaps["viridis"]
@@ -86,7 +96,16 @@ def ratio_colors(ratios):
 
 
 def ratio_label(r):
-    """Legend label of a learning-rate ratio."""
+    """Legend label of a learning-rate ratio.
+
+    Parameters
+    ----------
+    r : float
+
+    Returns
+    -------
+    str
+    """
     return rf"$r = {r:g}$"
 
 
@@ -96,7 +115,14 @@ def ratio_legend_title():
 
 
 def panel_letter(ax, i):
-    """Mark panel ``i`` as (a), (b), ... above its top-left corner."""
+    """Mark panel ``i`` as (a), (b), ... above its top-left corner.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+    i : int
+        0 for (a).
+    """
     ax.text(-0.02, 1.02, f"({chr(ord('a') + i)})", transform=ax.transAxes,
             ha="right", va="bottom", fontsize=9, fontweight="bold")
 

@@ -17,8 +17,8 @@ __all__ = ["plot_time_course", "plot_stopping_curves", "plot_line_coordinates",
 # (a) time course
 # --------------------------------------------------------------------------
 
-def _time_grid(quick, lo=0.0, hi=8.0, n=300):
-    return np.logspace(lo, hi, 60 if quick else n)
+def _time_grid(quick):
+    return np.logspace(0.0, 8.0, 60 if quick else 300)
 
 
 def plot_time_course(*, quick=False, ratios=RATIOS, params=None):
@@ -176,7 +176,7 @@ def plot_line_coordinates(*, quick=False, ratios=RATIOS, params=None):
 
     params = dict(PAPER if params is None else params)
     line, exprs = _line_coordinates("CACO")
-    t = np.logspace(0.0, 8.0, 60 if quick else 300)
+    t = _time_grid(quick)
     fig, axes = new_figure(1, 2, 3.3)
     ax, axr = axes[0]
     colors = ratio_colors(ratios)
@@ -260,7 +260,7 @@ def plot_simulation_vs_theory(*, quick=False, ratios=(0.1, 1.0, 10.0), params=No
     from ..dynamics.training import gradient_flow
 
     params = dict(PAPER if params is None else params)
-    t_line = np.logspace(0.0, 8.0, 60 if quick else 300)
+    t_line = _time_grid(quick)
     t_sim = np.concatenate([[0.0], np.logspace(0.5, 8.0, 10 if quick else 24)])
     fig, axes = new_figure(2, 2, 5.3)
     colors = ratio_colors(ratios)

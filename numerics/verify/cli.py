@@ -182,7 +182,18 @@ class _Progress:
 
 @exit_on_interrupt(PROG)
 def main(argv=None) -> int:
-    """Command-line entry point; returns the exit status (130 after Ctrl-C, one line)."""
+    """Command-line entry point.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Default ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        The exit status (130 after Ctrl-C, one line).
+    """
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -57,12 +57,40 @@ class Context:
         self._cache = {}
 
     def add(self, quantity, value, tolerance, **detail):
-        """Record one check."""
+        """Record one check.
+
+        Parameters
+        ----------
+        quantity : str
+            What is compared.
+        value : float
+            The measured deviation.
+        tolerance : float, (float, float), None or NOT_VERIFIABLE
+            As :class:`~numerics.verify.records.Check`'s.
+        **detail
+            Stored with the record.
+        """
         self.checks.append(Check(self.parameterization, self.ratio, quantity, float(value),
                                  tolerance, detail, task=self.task))
 
     def once(self, key, compute):
-        """``compute()`` on first use, cached; a :class:`Missing` prerequisite stays missing."""
+        """``compute()`` on first use, cached; a :class:`Missing` prerequisite stays missing.
+
+        Parameters
+        ----------
+        key : hashable
+        compute : callable
+
+        Returns
+        -------
+        object
+            What ``compute()`` returned.
+
+        Raises
+        ------
+        Missing
+            ``compute`` raised it, now or on an earlier call.
+        """
         if key not in self._cache:
             try:
                 self._cache[key] = compute()
@@ -100,7 +128,17 @@ class Context:
         return structured_params(self.model, eps=self.options["eps"])
 
     def reduced(self, **kw):
-        """Reduced flow with the verification tolerances."""
+        """Reduced flow with the verification tolerances.
+
+        Parameters
+        ----------
+        **kw
+            Passed to :meth:`numerics.dynamics.ReducedSystem.integrate` (``rtol``, ``atol`` are the verification's).
+
+        Returns
+        -------
+        numerics.dynamics.Trajectory
+        """
         return self.system.integrate(rtol=RED_RTOL, atol=RED_ATOL, **kw)
 
     @property
@@ -141,8 +179,16 @@ class Context:
 
     def closed_state(self, loss):
         """:meth:`ReducedSystem.state_at_loss`, or the injected replacement
-        (CACO, called as ``f(loss, ratio, m=, n=, b=, M=)``): a
-        :class:`~numerics.dynamics.StateAtLoss`."""
+        (CACO, called as ``f(loss, ratio, m=, n=, b=, M=)``).
+
+        Parameters
+        ----------
+        loss : float or array_like
+
+        Returns
+        -------
+        numerics.dynamics.StateAtLoss
+        """
         f = self.state_at_loss_override
         if f is None or self.parameterization != "CACO":
             return self.system.state_at_loss(loss)

@@ -30,7 +30,14 @@ MAX_DESCENT_REFINEMENTS = 3
 
 @check_kind("flow")
 def check_flow_vs_reduced(ctx):
-    """Full-model flow vs reduced ODE on the grid (mu_OV, mu_QK, alpha)."""
+    """Full-model flow vs reduced ODE on the grid (mu_OV, mu_QK, alpha).
+
+
+    Parameters
+    ----------
+    ctx : numerics.verify.context.Context
+        The (parameterization, ratio) group; its records go to :meth:`~numerics.verify.context.Context.add`.
+    """
     full, red = ctx.flows
     for q in ("mu_OV", "mu_QK", "alpha"):
         ctx.add(f"flow~reduced {q}", rel_dev(full[q], red[q]), ctx.tolerances["flow"])
@@ -52,7 +59,14 @@ def check_flow_vs_closed_form(ctx):
     mu_OV) is compared only where the loss is far enough below log M for
     the margin s(L) to be resolved (estimated relative error
     eps L/(log M - L) below a tenth of the tolerance); if no point is, the
-    comparison is not verifiable."""
+    comparison is not verifiable.
+
+
+    Parameters
+    ----------
+    ctx : numerics.verify.context.Context
+        The (parameterization, ratio) group; its records go to :meth:`~numerics.verify.context.Context.add`.
+    """
     full, _ = ctx.flows
     tol = ctx.tolerances["flow"]
     logM = math.log(ctx.settings["M"])
@@ -85,7 +99,14 @@ def check_flow_vs_closed_form(ctx):
 
 @check_kind("first_integral", requires=("paper_model", "first_integral"))
 def check_first_integral(ctx):
-    """Relative drift of the first integral along the full-model trajectory."""
+    """Relative drift of the first integral along the full-model trajectory.
+
+
+    Parameters
+    ----------
+    ctx : numerics.verify.context.Context
+        The (parameterization, ratio) group; its records go to :meth:`~numerics.verify.context.Context.add`.
+    """
     from ..model.family import project
     full, _ = ctx.flows
     sys = ctx.system
@@ -101,7 +122,14 @@ def check_first_integral(ctx):
 @check_kind("crossings", requires=("paper_model", "closed_form"))
 def check_crossings(ctx):
     """States where the loss crosses the thresholds: full flow vs closed
-    forms (CACO: state_at_loss, time_to_loss) or vs the reduced flow."""
+    forms (CACO: state_at_loss, time_to_loss) or vs the reduced flow.
+
+
+    Parameters
+    ----------
+    ctx : numerics.verify.context.Context
+        The (parameterization, ratio) group; its records go to :meth:`~numerics.verify.context.Context.add`.
+    """
     thresholds = ctx.options["thresholds"]
     if not thresholds:
         return
@@ -129,7 +157,14 @@ def check_crossings(ctx):
 @check_kind("family")
 def check_family_distance(ctx):
     """Distance from the invariant family: structured init (checked), random
-    init (reported)."""
+    init (reported).
+
+
+    Parameters
+    ----------
+    ctx : numerics.verify.context.Context
+        The (parameterization, ratio) group; its records go to :meth:`~numerics.verify.context.Context.add`.
+    """
     from ..dynamics.training import gradient_flow
     full, _ = ctx.flows
     ctx.add("family distance (structured, max)", float(np.max(full.distance)),
@@ -148,7 +183,18 @@ def check_family_distance(ctx):
 def descent_steps(parameterization, ratio, base=(1000, 2000, 4000)):
     """Step counts of the descent-order check: ``base``, times ceil(r/10) for a
     factorized QK circuit with r > 10 (its growth rate scales with r, so
-    lr * r is kept fixed)."""
+    lr * r is kept fixed).
+
+    Parameters
+    ----------
+    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}
+    ratio : float
+    base : tuple of int, optional
+
+    Returns
+    -------
+    tuple of int
+    """
     if qk_factorized(parameterization):
         return tuple(N * max(1, math.ceil(ratio / 10)) for N in base)
     return tuple(base)
@@ -160,7 +206,14 @@ def check_descent_order(ctx):
     (observed orders in the accepted range). The step counts adapt (doubled
     while an order is off and the coarse error exceeds
     :data:`ASYMPTOTIC_ERROR`); reported as not verifiable when they exceed
-    :data:`MAX_DESCENT_STEPS` or the runs stay out of the first-order regime."""
+    :data:`MAX_DESCENT_STEPS` or the runs stay out of the first-order regime.
+
+
+    Parameters
+    ----------
+    ctx : numerics.verify.context.Context
+        The (parameterization, ratio) group; its records go to :meth:`~numerics.verify.context.Context.add`.
+    """
     from ..dynamics.training import gradient_descent, gradient_flow
     P, r, tol = ctx.parameterization, ctx.ratio, ctx.tolerances["order"]
     Ns = descent_steps(P, r, ctx.options["gd_steps"])

@@ -60,11 +60,6 @@ class Check:
             return "PASS" if lo <= v <= hi else "FAIL"
         return "PASS" if v <= self.tolerance else "FAIL"
 
-    @property
-    def passed(self) -> bool:
-        """False only for status FAIL."""
-        return self.status != "FAIL"
-
     def as_dict(self) -> dict:
         """JSON-ready record (NaN/inf become ``None``); ``task`` first when set."""
         tol = self.tolerance
@@ -89,7 +84,16 @@ def _json_number(v):
 
 def json_clean(obj):
     """``obj`` with NumPy scalars as Python numbers, tuples as lists and
-    non-finite numbers as ``None`` (valid JSON)."""
+    non-finite numbers as ``None`` (valid JSON).
+
+    Parameters
+    ----------
+    obj : object
+
+    Returns
+    -------
+    object
+    """
     if isinstance(obj, dict):
         return {str(k): json_clean(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
@@ -102,7 +106,17 @@ def json_clean(obj):
 
 
 def rel_dev(x, ref):
-    """Max pointwise relative deviation ``|x - ref| / |ref|`` (0/0 counts as 0)."""
+    """Max pointwise relative deviation ``|x - ref| / |ref|`` (0/0 counts as 0).
+
+    Parameters
+    ----------
+    x, ref : array_like
+
+    Returns
+    -------
+    float
+        nan for arrays of different shapes, empty ones, or a nonzero difference from a zero ``ref``.
+    """
     x = np.asarray(x, dtype=float)
     ref = np.asarray(ref, dtype=float)
     if x.shape != ref.shape or x.size == 0:
@@ -116,8 +130,21 @@ def rel_dev(x, ref):
 
 
 def summarize(checks, elapsed=None, settings=None) -> dict:
-    """Counts of a list of checks: ``n_checks, n_pass, n_fail, n_info,
-    n_not_verifiable, ok`` (ok: nothing failed and everything was verifiable)."""
+    """Counts of a list of checks.
+
+    Parameters
+    ----------
+    checks : list of Check
+    elapsed : float, optional
+        Seconds, rounded to ms in the result.
+    settings : dict, optional
+
+    Returns
+    -------
+    dict
+        ``n_checks, n_pass, n_fail, n_info, n_not_verifiable, ok`` (ok: nothing failed and
+        everything was verifiable), and ``elapsed_s`` and ``settings`` when given.
+    """
     st = [c.status for c in checks]
     out = {"n_checks": len(st), "n_pass": st.count("PASS"), "n_fail": st.count("FAIL"),
            "n_info": st.count("INFO"), "n_not_verifiable": st.count("N/V"),
@@ -140,7 +167,16 @@ def _fmt_tol(tol):
 
 
 def format_table(checks) -> str:
-    """The checks as a fixed-width text table."""
+    """The checks as a fixed-width text table.
+
+    Parameters
+    ----------
+    checks : list of Check
+
+    Returns
+    -------
+    str
+    """
     head = ("param", "ratio", "quantity", "value", "tolerance", "status")
     rows = [(c.parameterization, f"{c.ratio:g}", c.quantity,
              f"{c.value:.3e}" if math.isfinite(c.value) else "nan",

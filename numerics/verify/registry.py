@@ -56,8 +56,25 @@ CHECK_KINDS = {}
 
 
 def check_kind(name, *, suite="paper", requires=("paper_model",)):
-    """Register a check function under ``name`` (suite ``suite``, requiring the
-    capabilities ``requires``, keys of :data:`CAPABILITIES`)."""
+    """Register a check function under ``name``.
+
+    Parameters
+    ----------
+    name : str
+    suite : {"paper", "task"}, optional
+    requires : tuple of str, optional
+        The capabilities it needs, keys of :data:`CAPABILITIES`.
+
+    Returns
+    -------
+    callable
+        The decorator; it returns the function unchanged.
+
+    Raises
+    ------
+    ValueError
+        An unknown suite or capability.
+    """
     if suite not in SUITES:
         raise ValueError(f"suite must be one of {SUITES}; got {suite!r}")
     unknown = [c for c in requires if c not in CAPABILITIES]
@@ -72,7 +89,16 @@ def check_kind(name, *, suite="paper", requires=("paper_model",)):
 
 
 def suite_kinds(suite) -> tuple:
-    """The names of the kinds of ``suite``, in registry order."""
+    """The names of the kinds of ``suite``, in registry order.
+
+    Parameters
+    ----------
+    suite : {"paper", "task"}
+
+    Returns
+    -------
+    tuple of str
+    """
     return tuple(k.name for k in KINDS.values() if k.suite == suite)
 
 
@@ -85,9 +111,17 @@ _NOT_PAPER = ("only the paper's task has the hard-wired model, its generated red
 def capabilities(task, parameterization) -> dict:
     """Capability name -> ``None`` (the subject has it) or the reason it has not.
 
-    ``task`` None is the paper's model in the paper's parameter space (plain
-    ``numerics.verify``); a task name is an engine task (``--task``; the engine
-    is asked only for the capabilities that depend on it).
+    Parameters
+    ----------
+    task : str or None
+        None is the paper's model in the paper's parameter space (plain
+        ``numerics.verify``); a task name is an engine task (``--task``; the engine
+        is asked only for the capabilities that depend on it).
+    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}
+
+    Returns
+    -------
+    dict
     """
     out = dict.fromkeys(CAPABILITIES)
     if task is None:
@@ -118,8 +152,19 @@ def _reason(note):
 
 
 def missing_capability(kind, task, parameterization):
-    """``None`` when the subject has every capability ``kind`` requires, else
-    the reason (one line) it is skipped."""
+    """Why ``kind`` is skipped for the subject, or None when it has every capability ``kind`` requires.
+
+    Parameters
+    ----------
+    kind : str
+    task : str or None
+    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}
+
+    Returns
+    -------
+    str or None
+        One line.
+    """
     have = capabilities(task, parameterization)
     for cap in KINDS[kind].requires:
         if have[cap] is not None:

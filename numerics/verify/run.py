@@ -96,8 +96,24 @@ def _check_kinds(kinds, task):
 
 
 def check_settings(m, n, b, M):
-    """The paper's model parameters as a dict (M <= :data:`M_MAX`), else ValueError."""
-    from ..validation import check_model_parameters
+    """The paper's model parameters as a dict.
+
+    Parameters
+    ----------
+    m, n, b : float
+    M : int
+        At most :data:`M_MAX`.
+
+    Returns
+    -------
+    dict
+
+    Raises
+    ------
+    ValueError
+        A value outside its rule or range.
+    """
+    from derivations.core.vocabulary import check_model_parameters
     m, n, b, M = check_model_parameters(m, n, b, M)
     if M > M_MAX:
         raise ValueError(f"M must be an integer in [2, {M_MAX}] (the full model has 6 M^2 "
@@ -116,7 +132,7 @@ def _token_types(task, values):
 
 
 def check_task(task_name, params):
-    """The parameter values of an engine task's full-model check, else ValueError.
+    """The parameter values of an engine task's full-model check.
 
     The task must be one the engine reduces; ``params`` (``M`` and the task's
     own) must be valid, ``m``, ``n``, ``b`` within the range the reduced flow
@@ -124,6 +140,21 @@ def check_task(task_name, params):
     it the flows overflow or creep, e.g. ``b = 1e300`` never reached the
     target), ``M <= TASK_M_MAX`` and the instance at most
     :data:`MAX_TOKEN_TYPES` token types (refused before anything is built).
+
+    Parameters
+    ----------
+    task_name : str
+    params : dict
+
+    Returns
+    -------
+    dict
+        Every parameter's value.
+
+    Raises
+    ------
+    ValueError
+        Otherwise (the message names what).
     """
     from derivations.tasks import get_task
 
@@ -210,8 +241,27 @@ def _subject_settings(task, quick, m, n, b, M, params):
 # running
 # --------------------------------------------------------------------------- #
 def run_group(P, r, settings, options, tolerances, kinds, *, state_at_loss=None, task=None):
-    """Run the kinds ``kinds`` for one (parameterization, ratio); returns the
-    checks and the ``(kind, reason)`` pairs of the kinds skipped."""
+    """Run the kinds ``kinds`` for one (parameterization, ratio).
+
+    Parameters
+    ----------
+    P : {"CACO", "CAFO", "FACO", "FAFO"}
+    r : float
+        The learning-rate ratio.
+    settings, options, tolerances : dict
+        Of :func:`plan_checks`.
+    kinds : sequence of str
+    state_at_loss : callable, optional
+        A replacement of the closed-form state (CACO).
+    task : str, optional
+        An engine task (the task suite).
+
+    Returns
+    -------
+    checks : list of Check
+    skipped : list of (str, str)
+        ``(kind, reason)`` of the kinds skipped.
+    """
     ctx = Context(P, r, settings, options, tolerances, state_at_loss, task=task)
     skipped = []
     for kind in kinds:

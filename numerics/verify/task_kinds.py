@@ -84,7 +84,17 @@ class TaskFamily:
 
 @lru_cache(maxsize=None)
 def task_family(task_name, parameterization) -> TaskFamily:
-    """The family of a built-in task from the engine (SymPy once per process)."""
+    """The family of a built-in task from the engine (SymPy once per process).
+
+    Parameters
+    ----------
+    task_name : str
+    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}
+
+    Returns
+    -------
+    TaskFamily
+    """
     from ..dynamics.task_systems import family_system, task_reduction
     from derivations.tasks import get_task
     system = family_system(task_name, parameterization)
@@ -144,7 +154,22 @@ def _reduced(ctx, flow, y0):
 
 
 def task_run(ctx) -> TaskRun:
-    """The flows of ``ctx``'s group, computed once (a failure is recorded once)."""
+    """The flows of ``ctx``'s group, computed once (a failure is recorded once).
+
+    Parameters
+    ----------
+    ctx : numerics.verify.context.Context
+        The (parameterization, ratio) group; its records go to :meth:`~numerics.verify.context.Context.add`.
+
+    Returns
+    -------
+    TaskRun
+
+    Raises
+    ------
+    numerics.verify.context.Missing
+        The flows could not be computed (recorded once as a failing check).
+    """
     return ctx.once("task_run", lambda: _compute_run(ctx))
 
 
@@ -187,7 +212,14 @@ def _compute_run(ctx):
 # --------------------------------------------------------------------------- #
 @check_kind("theta", suite="task", requires=("task_model",))
 def check_theta(ctx):
-    """Family coordinates: projected full flow vs reduced flow (per coordinate in detail)."""
+    """Family coordinates: projected full flow vs reduced flow (per coordinate in detail).
+
+
+    Parameters
+    ----------
+    ctx : numerics.verify.context.Context
+        The (parameterization, ratio) group; its records go to :meth:`~numerics.verify.context.Context.add`.
+    """
     run = task_run(ctx)
     per = run.projector.deviations(run.theta, run.reduced.y)
     ctx.add("theta", max(per.values()), ctx.tolerances["theta"], **per)
@@ -195,7 +227,14 @@ def check_theta(ctx):
 
 @check_kind("observables", suite="task", requires=("task_model", "observables"))
 def check_observables(ctx):
-    """The engine's closed ODE of the observables vs the observables of the full flow."""
+    """The engine's closed ODE of the observables vs the observables of the full flow.
+
+
+    Parameters
+    ----------
+    ctx : numerics.verify.context.Context
+        The (parameterization, ratio) group; its records go to :meth:`~numerics.verify.context.Context.add`.
+    """
     run = task_run(ctx)
     o = ctx.options
     osys, obs_of = run.family.observables
@@ -213,28 +252,56 @@ def check_observables(ctx):
 
 @check_kind("loss", suite="task", requires=("task_model",))
 def check_loss(ctx):
-    """Loss along the grid: full vs reduced."""
+    """Loss along the grid: full vs reduced.
+
+
+    Parameters
+    ----------
+    ctx : numerics.verify.context.Context
+        The (parameterization, ratio) group; its records go to :meth:`~numerics.verify.context.Context.add`.
+    """
     run = task_run(ctx)
     ctx.add("loss", rel_dev(run.full.loss, run.reduced.loss), ctx.tolerances["loss"])
 
 
 @check_kind("alpha", suite="task", requires=("task_model",))
 def check_alpha(ctx):
-    """Attention on the relevant tokens along the grid: full vs reduced."""
+    """Attention on the relevant tokens along the grid: full vs reduced.
+
+
+    Parameters
+    ----------
+    ctx : numerics.verify.context.Context
+        The (parameterization, ratio) group; its records go to :meth:`~numerics.verify.context.Context.add`.
+    """
     run = task_run(ctx)
     ctx.add("alpha", rel_dev(run.full.alpha, run.reduced.alpha), ctx.tolerances["alpha"])
 
 
 @check_kind("distance", suite="task", requires=("task_model",))
 def check_distance(ctx):
-    """Relative Frobenius distance of the full matrices from the family."""
+    """Relative Frobenius distance of the full matrices from the family.
+
+
+    Parameters
+    ----------
+    ctx : numerics.verify.context.Context
+        The (parameterization, ratio) group; its records go to :meth:`~numerics.verify.context.Context.add`.
+    """
     run = task_run(ctx)
     ctx.add("distance", float(max(run.distance)), ctx.tolerances["distance"])
 
 
 @check_kind("loss_at_T", suite="task", requires=("task_model",))
 def check_loss_at_T(ctx):
-    """Full-model loss at T relative to the target."""
+    """Full-model loss at T relative to the target.
+
+
+    Parameters
+    ----------
+    ctx : numerics.verify.context.Context
+        The (parameterization, ratio) group; its records go to :meth:`~numerics.verify.context.Context.add`.
+    """
     run = task_run(ctx)
     target = ctx.options["target_loss"]
     ctx.add("loss at T", abs(float(run.full.loss[-1]) - target) / target,

@@ -27,7 +27,14 @@ MAX_SEEDS = 1_000_000
 
 
 def add_common(p, *, output_required=False):
-    """The options every command takes: workers, scheduler, output, JSON, quiet."""
+    """The options every command takes: workers, scheduler, output, JSON, quiet.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+    output_required : bool, optional
+        ``--output`` must be given (``sweep``, ``reproduce``).
+    """
     p.add_argument("--workers", default=None,
                    help="local worker processes (integer >= 1; default: the CPU count); "
                         "1 runs in this process")
@@ -45,7 +52,12 @@ def add_common(p, *, output_required=False):
 
 
 def add_dtype(p) -> None:
-    """``--dtype``: the floating type of the SGD step (:mod:`numerics.experiments.precision`)."""
+    """``--dtype``: the floating type of the SGD step (:mod:`numerics.experiments.precision`).
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+    """
     from ..sgd import DTYPES
 
     p.add_argument("--dtype", default=DTYPES[0], choices=DTYPES,
@@ -54,12 +66,47 @@ def add_dtype(p) -> None:
 
 
 def number(name, text, *, positive=True) -> float:
-    """A finite number (``> 0`` unless ``positive=False``) or :class:`UsageError`."""
+    """A finite number (``> 0`` unless ``positive=False``).
+
+    Parameters
+    ----------
+    name : str
+        The option, for the message.
+    text : str
+    positive : bool, optional
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    derivations.core.cli.UsageError
+        Not such a number.
+    """
     return parse_number(name, text, positive=positive)
 
 
 def integer(name, text, minimum, maximum=None) -> int:
-    """An integer in ``[minimum, maximum]`` or :class:`UsageError`."""
+    """An integer in ``[minimum, maximum]``.
+
+    Parameters
+    ----------
+    name : str
+        The option, for the message.
+    text : str
+    minimum : int
+    maximum : int, optional
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    derivations.core.cli.UsageError
+        Not such an integer.
+    """
     return parse_int(name, text, minimum, maximum)
 
 
@@ -67,8 +114,23 @@ _RANGE = re.compile(r"^(\d+)-(\d+)$")
 
 
 def parse_seeds(text) -> list:
-    """``"1234,1236-1238"`` -> ``[1234, 1236, 1237, 1238]`` (integers >= 0, distinct,
-    at most :data:`MAX_SEEDS`; a range is sized before it is expanded)."""
+    """``"1234,1236-1238"`` -> ``[1234, 1236, 1237, 1238]``.
+
+    Parameters
+    ----------
+    text : str
+        Comma-separated integers >= 0 and ranges ``a-b``; the seeds distinct, at most
+        :data:`MAX_SEEDS` (a range is sized before it is expanded).
+
+    Returns
+    -------
+    list of int
+
+    Raises
+    ------
+    derivations.core.cli.UsageError
+        Otherwise.
+    """
     parts = [part.strip() for part in str(text).split(",")]
     spans = []
     for part in parts:
@@ -96,7 +158,23 @@ def parse_seeds(text) -> list:
 
 
 def workers(args) -> int:
-    """``--workers`` (default: the CPUs this process may run on, :func:`~numerics.experiments.runner.usable_cpus`)."""
+    """``--workers``: an integer >= 1, default the CPUs this process may run on
+    (:func:`~numerics.experiments.runner.usable_cpus`).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    derivations.core.cli.UsageError
+        Not an integer >= 1.
+    """
     if args.workers is None:
         from ..runner import usable_cpus
         return usable_cpus()
@@ -104,8 +182,24 @@ def workers(args) -> int:
 
 
 def scheduler(args):
-    """``--scheduler``, checked (address form, a Dask scheduler answering, a worker connected to it
-    within ``--connect-timeout`` seconds) before any work; ``args.connect_timeout`` becomes a number."""
+    """``--scheduler``, checked before any work: the address form, a Dask scheduler answering and a
+    worker connected to it within ``--connect-timeout`` seconds; ``args.connect_timeout`` becomes a number.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+
+    Returns
+    -------
+    str or None
+        The address, or None without ``--scheduler``.
+
+    Raises
+    ------
+    derivations.core.cli.UsageError
+        A bad timeout or address, or no scheduler or worker in time.
+    """
     args.connect_timeout = number("--connect-timeout", args.connect_timeout)
     if args.scheduler is None:
         return None
@@ -120,7 +214,23 @@ def scheduler(args):
 
 
 def output_dir(args):
-    """``--output`` created and probed (:func:`derivations.core.cli.prepare_output_dir`), or None."""
+    """``--output`` created and probed (:func:`derivations.core.cli.prepare_output_dir`).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+
+    Returns
+    -------
+    pathlib.Path or None
+        None without ``--output``.
+
+    Raises
+    ------
+    derivations.core.cli.UsageError
+        The directory cannot be created or written.
+    """
     if args.output is None:
         return None
     try:
@@ -138,7 +248,16 @@ _FIELD = re.compile(r"\b(" + "|".join(OPTION_NAMES) + r")\b")
 
 
 def option_message(text: str) -> str:
-    """``text`` with its first internal field name (``batch_size``) replaced by the option (``--batch-size``)."""
+    """``text`` with its first internal field name (``batch_size``) replaced by the option (``--batch-size``).
+
+    Parameters
+    ----------
+    text : str or Exception
+
+    Returns
+    -------
+    str
+    """
     return _FIELD.sub(lambda m: OPTION_NAMES[m[1]], str(text), count=1)
 
 
@@ -163,7 +282,25 @@ def flag_message(exc, flags) -> str:
 
 
 def config(factory, **settings):
-    """``factory(**settings)``; its ValueError becomes a :class:`UsageError` naming the option."""
+    """``factory(**settings)``, its ValueError as a :class:`~derivations.core.cli.UsageError` naming the option.
+
+    Parameters
+    ----------
+    factory : callable
+        A settings class (:class:`~numerics.experiments.sgd.Fig2Config`, ...).
+    **settings
+        Its arguments.
+
+    Returns
+    -------
+    object
+        ``factory(**settings)``.
+
+    Raises
+    ------
+    derivations.core.cli.UsageError
+        What ``factory`` refused, with the option's name (:func:`option_message`).
+    """
     try:
         return factory(**settings)
     except ValueError as exc:
@@ -171,7 +308,17 @@ def config(factory, **settings):
 
 
 def finite_or_none(obj):
-    """``obj`` with every non-finite float replaced by ``None`` (JSON ``null``: undefined)."""
+    """``obj`` with every non-finite float replaced by ``None`` (JSON ``null``: undefined).
+
+    Parameters
+    ----------
+    obj : float, dict, list, tuple or any
+        Dicts, lists and tuples are copied recursively (a tuple as a list).
+
+    Returns
+    -------
+    object
+    """
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
     if isinstance(obj, dict):
@@ -182,7 +329,17 @@ def finite_or_none(obj):
 
 
 def json_text(obj) -> str:
-    """Valid JSON always: an undefined number (NaN, infinity) is written as ``null``."""
+    """Valid JSON always: an undefined number (NaN, infinity) is written as ``null``.
+
+    Parameters
+    ----------
+    obj : JSON-serialisable object
+
+    Returns
+    -------
+    str
+        Indented by one space.
+    """
     return json.dumps(finite_or_none(obj), indent=1, allow_nan=False)
 
 
@@ -191,13 +348,28 @@ DIVERGED: list = []
 
 
 def warn(message: str) -> None:
-    """One line ``experiments: warning: ...`` on stderr."""
+    """One line ``experiments: warning: ...`` on stderr.
+
+    Parameters
+    ----------
+    message : str
+    """
     import sys
     print(f"{PROG}: warning: {message}", file=sys.stderr)
 
 
 def warn_diverged(what: str, steps: int, measurements: str = "null") -> None:
-    """Report one diverged run on stderr (one line) and remember it for the exit status."""
+    """Report one diverged run on stderr (one line) and remember it for the exit status (:data:`DIVERGED`).
+
+    Parameters
+    ----------
+    what : str
+        The run, as the line names it.
+    steps : int
+        Steps trained when the loss stopped being finite.
+    measurements : str, optional
+        What its measurements are (default ``"null"``).
+    """
     DIVERGED.append(what)
     warn(f"{what} diverged (non-finite training loss after {steps} steps): stopped there, its "
          f"measurements are {measurements}")
@@ -220,12 +392,36 @@ def _size(n: float) -> str:
 
 
 def processes(n_workers: int, n_jobs: int, address) -> int:
-    """How many jobs run at once on this machine (none when a Dask cluster runs them)."""
+    """How many jobs run at once on this machine (none when a Dask cluster runs them).
+
+    Parameters
+    ----------
+    n_workers, n_jobs : int
+    address : str or None
+        The Dask scheduler.
+
+    Returns
+    -------
+    int
+    """
     return 0 if address is not None else max(1, min(n_workers, n_jobs))
 
 
 def check_memory(needed: float, settings: str) -> None:
-    """Refuse, naming the memory, settings whose arrays would not fit (before any work)."""
+    """Refuse, naming the memory, settings whose arrays would not fit (before any work).
+
+    Parameters
+    ----------
+    needed : float
+        Bytes held at once.
+    settings : str
+        The settings, as the message names them.
+
+    Raises
+    ------
+    derivations.core.cli.UsageError
+        ``needed`` exceeds :func:`memory_budget`.
+    """
     budget = memory_budget()
     if needed > budget:
         raise UsageError(f"{settings} would need about {_size(needed)} of memory at once, more than half "

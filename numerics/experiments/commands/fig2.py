@@ -11,6 +11,13 @@ __all__ = ["add_parser", "prepare", "format_fig2"]
 
 
 def add_parser(sub):
+    """Add the ``fig2`` subcommand and its options to ``sub``.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The subcommands of ``python -m numerics.experiments``.
+    """
     from .. import models, stopping
 
     f2 = sub.add_parser("fig2", help="one Figure-2 configuration: SGD on sampled sequences, heatmap",
@@ -64,7 +71,25 @@ def _config(args):
 
 
 def prepare(args):
-    """Check every input (then the output directory); return ``(work, format)``, no work done yet."""
+    """Check every input (then the output directory); return the work and its formatter, no work done yet.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+
+    Returns
+    -------
+    work : callable
+        ``work()`` runs the command and returns its payload.
+    format : callable
+        ``format(payload)``: the human-readable summary.
+
+    Raises
+    ------
+    derivations.core.cli.UsageError
+        Bad input (one line), before anything is written.
+    """
     from .. import jobs as jobs_mod
     from ..memory import fig2_bytes
 
@@ -146,7 +171,17 @@ def _g(x, spec):
 
 
 def format_fig2(payload) -> str:
-    """The human-readable summary (``null`` where a number is undefined)."""
+    """The human-readable summary (``null`` where a number is undefined).
+
+    Parameters
+    ----------
+    payload : dict
+        What ``fig2`` computes (``heatmap``, ``separability``, ``runs``).
+
+    Returns
+    -------
+    str
+    """
     lines = ["heatmap (% of sequences; rows: relevant-token attention 0-.2 ... .8-1; "
              "columns: label probability 0-.2 ... .8-1)"]
     for row in payload["heatmap"] or []:

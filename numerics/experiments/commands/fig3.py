@@ -1,7 +1,7 @@
 """``python -m numerics.experiments fig3``: the fixed-attention runs of Figure 3."""
 from __future__ import annotations
 
-from derivations.core.cli import UsageError, parse_list
+from derivations.core.cli import parse_list
 
 from . import common
 from .common import integer, number
@@ -12,6 +12,13 @@ ALPHAS = "0.2,0.4,0.6,0.8,1"
 
 
 def add_parser(sub):
+    """Add the ``fig3`` subcommand and its options to ``sub``.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The subcommands of ``python -m numerics.experiments``.
+    """
     from ..fixed_attention import OUTPUT_CIRCUITS
 
     f3 = sub.add_parser("fig3", help="Figure 3: fixed attention, the incentive to sharpen",
@@ -33,21 +40,32 @@ def add_parser(sub):
     common.add_common(f3)
 
 
-def _alpha(text):
-    a = number("alpha", text)
-    if not 0 < a <= 1:
-        raise UsageError(f"alpha must lie in (0, 1]; got {a!r}")
-    return a
-
-
 def prepare(args):
-    """Check every input (then the output directory); return ``(work, format)``, no work done yet."""
+    """Check every input (then the output directory); return the work and its formatter, no work done yet.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+
+    Returns
+    -------
+    work : callable
+        ``work()`` runs the command and returns its payload.
+    format : callable
+        ``format(payload)``: the human-readable summary.
+
+    Raises
+    ------
+    derivations.core.cli.UsageError
+        Bad input (one line), before anything is written.
+    """
     from .. import jobs as jobs_mod
     from ..runner import run_jobs
     from .. import fixed_attention
     from ..memory import fig3_bytes
 
-    alphas = parse_list("--alphas", args.alphas, _alpha)
+    alphas = parse_list("--alphas", args.alphas, lambda t: number("alpha", t))   # (0, 1]: Fig3Config
     config = common.config(
         fixed_attention.Fig3Config, output_circuit=args.output_circuit, alphas=tuple(alphas),
         epochs=integer("--epochs", args.epochs, 1),
@@ -83,7 +101,17 @@ def prepare(args):
 
 
 def format_fig3(p) -> str:
-    """The human-readable table of the Figure-3 runs."""
+    """The human-readable table of the Figure-3 runs.
+
+    Parameters
+    ----------
+    p : dict
+        What ``fig3`` computes (``alpha``, ``loss``, ``incentive``).
+
+    Returns
+    -------
+    str
+    """
     lines = ["alpha   L(epoch 0)   L(final)   max incentive   final incentive"]
     for a, L, inc in zip(p["alpha"], p["loss"], p["incentive"]):
         lines.append(f"{a:5.3g}   {L[0]:10.4f}   {L[-1]:8.4f}   {max(inc):13.4g}   {inc[-1]:15.4g}")

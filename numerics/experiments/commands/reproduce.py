@@ -11,6 +11,13 @@ __all__ = ["add_parser", "prepare"]
 
 
 def add_parser(sub):
+    """Add the ``reproduce`` subcommand and its options to ``sub``.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The subcommands of ``python -m numerics.experiments``.
+    """
     rp = sub.add_parser("reproduce", help="every published Figure-2 and Figure-3 run, report and figures",
                         description="Run every published Figure-2/3 run; write report.md, report.json and "
                                     "the figures to --output (resumable: finished runs are kept in OUTPUT/runs).")
@@ -27,7 +34,25 @@ def add_parser(sub):
 
 
 def prepare(args):
-    """Check every input (then the output directory); return ``(work, format)``, no work done yet."""
+    """Check every input (then the output directory); return the work and its formatter, no work done yet.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+
+    Returns
+    -------
+    work : callable
+        ``work()`` runs the command and returns its payload.
+    format : callable
+        ``format(payload)``: the human-readable summary.
+
+    Raises
+    ------
+    derivations.core.cli.UsageError
+        Bad input (one line), before anything is written.
+    """
     from .. import reproduce as rep
     from ..directory import ExperimentDirectory
 

@@ -5,6 +5,7 @@ from derivations.core.cli import UsageError, parse_list
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from .. import task_sampling
+from ..stopping import target_losses
 from . import common
 from .common import add_task_arguments, integer, number, seq_len_for, task_from_args
 
@@ -12,6 +13,13 @@ __all__ = ["add_parser", "prepare", "format_sweep"]
 
 
 def add_parser(sub):
+    """Add the ``sweep`` subcommand and its options to ``sub``.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The subcommands of ``python -m numerics.experiments``.
+    """
     from .. import models
 
     sw = sub.add_parser("sweep", help="matched-loss sweep over eta_QK / eta_OV",
@@ -63,22 +71,12 @@ def _parameterization(text):
 
 def _targets(text):
     """``--target-loss``: one number, or several distinct ones (a list, highest first)."""
-    from ..stopping import target_losses
-
     values = parse_list("--target-loss", text, lambda t: number("--target-loss", t))
     try:
         values = target_losses(values)
     except ValueError as exc:
         raise UsageError(common.option_message(exc)) from None
     return values[0] if len(values) == 1 else values
-
-
-def _lowest(s) -> float:
-    return min(s["target_loss"]) if isinstance(s["target_loss"], list) else s["target_loss"]
-
-
-def _highest(s) -> float:
-    return max(s["target_loss"]) if isinstance(s["target_loss"], list) else s["target_loss"]
 
 
 def _settings(args) -> dict:
@@ -143,8 +141,9 @@ def _check_target(s) -> None:
     losses = {(p, seed): theory.initial_loss(st, p, s["init"], seed, seq_len=s["seq_len"])
               for p in s["parameterizations"] for seed in range(FIRST_SEED, FIRST_SEED + s["seeds"])}
     (p, seed), lowest = min(losses.items(), key=lambda kv: kv[1])
-    if _highest(s) >= lowest:
-        raise UsageError(f"--target-loss {_highest(s):g} is not below the initial loss {lowest:.6g} "
+    highest = target_losses(s["target_loss"])[0]
+    if highest >= lowest:
+        raise UsageError(f"--target-loss {highest:g} is not below the initial loss {lowest:.6g} "
                          f"(of {p} seed {seed}, the lowest of the sweep's runs): it would be reached "
                          f"before anything is learned")
 
@@ -182,7 +181,7 @@ def _open_directory(args, settings):
 
 def _check_layout(directory, jobs) -> None:
     """Refuse stored runs of which none is a job of this sweep (jobs cut by an earlier layout)."""
-    from ..runner import job_key
+    from ..store import job_key
 
     keys = {job_key(job) for job in jobs}
     stored = [job_key(job) for job in directory.stored_jobs()]
@@ -192,7 +191,25 @@ def _check_layout(directory, jobs) -> None:
 
 
 def prepare(args):
-    """Check every input (then the output directory); return ``(work, format)``, no work done yet."""
+    """Check every input (then the output directory); return the work and its formatter, no work done yet.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+
+    Returns
+    -------
+    work : callable
+        ``work()`` runs the command and returns its payload.
+    format : callable
+        ``format(payload)``: the human-readable summary.
+
+    Raises
+    ------
+    derivations.core.cli.UsageError
+        Bad input (one line), before anything is written.
+    """
     if args.extend and not args.resume:
         raise UsageError("--extend extends a stored sweep: give it with --resume")
     settings = _settings(args)
@@ -223,14 +240,15 @@ def _run(args, directory, jobs, settings, workers, scheduler):
     rows = sweep_mod.rows_from_results(results)
     rows.sort(key=lambda r: (settings["parameterizations"].index(r["parameterization"]),
                              settings["ratios"].index(r["ratio"]), r["seed"], -r["target_loss"]))
+    lowest = target_losses(settings["target_loss"])[-1]
     for r in rows:
-        if r["status"] == "diverged" and r["target_loss"] == _lowest(settings):
+        if r["status"] == "diverged" and r["target_loss"] == lowest:
             common.warn_diverged(f"sweep run {r['parameterization']} ratio {r['ratio']:g} seed {r['seed']}",
                                  r["steps"], "empty")
     sweep_mod.write_csv(rows, output / "results.csv")
     summary = sweep_mod.summarize(rows)
     shown = {k: v for k, v in settings.items() if k != "seed_blocks"}
-    payload = {"summary": summary, "spearman": sweep_mod.spearman(_at(rows, _lowest(settings))),
+    payload = {"summary": summary, "spearman": sweep_mod.spearman(_at(rows, lowest)),
                "settings": shown}
     if isinstance(settings["target_loss"], list):
         payload["spearman_by_target"] = {f"{t:g}": sweep_mod.spearman(_at(rows, t))
@@ -257,7 +275,8 @@ def _theory(rows, settings, workers, dask, progress):
     its flows run on the sweep's workers, one job per (parameterization, ratio), or here if those
     fail (a lost Dask scheduler, a broken pool): the measured sweep is written either way."""
     from ..overlay import theory_beside_runs
-    from ..runner import JobError, SchedulerLost, run_jobs
+    from ..cluster import SchedulerLost
+    from ..runner import JobError, run_jobs
 
     def run(func, jobs):
         try:
@@ -278,7 +297,7 @@ def _figure(output, summary, rows, theory, settings):
     from ..proxy_plots import plot_proxies
     from ..overlay import plotted_theory
 
-    targets = settings["target_loss"] if isinstance(settings["target_loss"], list) else [settings["target_loss"]]
+    targets = target_losses(settings["target_loss"])
     title = ("SGD: each run measured where its epoch-mean training loss first reached the target "
              f"({', '.join(f'{t:g}' for t in targets)}); points: seeds, solid line: their mean")
     if theory is not None:
@@ -295,7 +314,17 @@ def _f(x, spec):
 
 
 def format_sweep(p) -> str:
-    """The human-readable table of the sweep (and, with the theory, where it agrees with SGD)."""
+    """The human-readable table of the sweep (and, with the theory, where it agrees with SGD).
+
+    Parameters
+    ----------
+    p : dict
+        ``sweep.json``'s payload (``summary``, ``spearman``, optionally ``agreement``).
+
+    Returns
+    -------
+    str
+    """
     lines = ["param  ratio   target  reached   relevant (95% CI)           self    other   label prob   "
              "loss      steps"]
     for s in p["summary"]:

@@ -117,7 +117,7 @@ def test_the_theory_is_computed_here_when_the_workers_fail_it(tmp_path, capsys, 
 def test_a_sweep_stored_in_another_job_layout_is_refused_and_kept(tmp_path, capsys, no_figures):
     """A store whose files belong to none of the sweep's jobs (an earlier qkov cut them otherwise) is
     not read: --resume is refused in one line, before any work, and every stored file is kept."""
-    from numerics.experiments.runner import ResultStore
+    from numerics.experiments.store import ResultStore
 
     out = tmp_path / "s"
     args = [*SWEEP, "--output", str(out), "--workers", "1", "--no-theory"]
@@ -173,7 +173,7 @@ def test_reproduce_quick_writes_report_and_figures(tmp_path, capsys):
     again = json.loads((out / "report.json").read_text())
     assert again["runs"] == report["runs"] and again["wall_seconds"] is None
     from numerics.experiments import reproduce
-    from numerics.experiments.runner import ResultStore
+    from numerics.experiments.store import ResultStore
     name, job = reproduce.published_jobs(quick=True)[0]
     ResultStore(out / "runs").path(json.loads(json.dumps(job))).unlink()
     assert main(["reproduce", "--quick", "--collect", "--output", str(out), "--quiet"]) == 0

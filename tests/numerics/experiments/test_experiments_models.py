@@ -4,6 +4,7 @@ import pytest
 
 from derivations.core.vocabulary import PARAMETERIZATIONS
 from numerics.experiments import fixed_attention, models, sampler, task_sampling as ts
+from numerics.experiments.cross_entropy import target_index
 from numerics.experiments.task_sampling import AUTHORS
 
 V = AUTHORS.T
@@ -148,7 +149,7 @@ def test_uint16_counts_give_the_same_numbers():
     target = AUTHORS.label[classes]
     qids = np.unique(query)
     hot = (qids, models.query_onehot_t(query, qids), models._query_slots(query, qids),
-           models._target_index(target, -2, V))
+           target_index(target, -2, V))
     out = [models.loss_and_grad(AUTHORS, params, c, query, target, _query_set=hot, _sparse_qk=True, _rates=(0.1, 0.2))
            for c in (ref, small)]
     np.testing.assert_array_equal(out[0][0], out[1][0])
@@ -351,13 +352,13 @@ def test_trainer_hot_path_is_rate_times_gradient(p):
     loss, grads = models.loss_and_grad(AUTHORS, params, b.counts, b.query, b.target)
     qids = np.unique(b.query)
     hot = (qids, models.query_onehot_t(b.query, qids), models._query_slots(b.query, qids),
-           models._target_index(b.target, -2, V))
+           target_index(b.target, -2, V))
     lr_qk, lr_ov = 0.37, 0.011
     hot_loss, steps = models.loss_and_grad(AUTHORS, params, b.counts, b.query, b.target, _query_set=hot,
                                            _sparse_qk=True, _rates=(lr_qk, lr_ov))
     np.testing.assert_allclose(hot_loss, loss, rtol=1e-13)
     for key, g in grads.items():
-        lr = lr_qk if models.circuit_of(key) == "QK" else lr_ov
+        lr = lr_qk if key in ("W_QK", "W_Q", "W_K") else lr_ov
         if key == "W_QK":
             full = g[..., qids, :]
             assert not np.any(np.delete(g, qids, axis=-2))

@@ -13,13 +13,11 @@ def _summary():
             for p, base in (("CACO", 0.4), ("FAFO", 0.5)) for r, m in ((1.0, base), (4.0, base + 0.2))]
 
 
-def test_plot_sweep_with_theory_overlay(tmp_path):
-    fig = plots.plot_sweep(_summary(), prediction={"CACO": ([1, 2, 4], [0.42, 0.5, 0.61])})
+def test_plot_sweep_summary_panel_is_saved(tmp_path):
+    fig = plots.plot_sweep(_summary())
     ax = fig.axes[0]
-    dashed = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
-    assert len(dashed) == 1 and list(dashed[0].get_xdata()) == [1, 2, 4]
     assert ax.get_xscale() == "log"
-    assert {t.get_text() for t in ax.get_legend().get_texts()} == {"CACO", "FAFO", "CACO (theory)"}
+    assert {t.get_text() for t in ax.get_legend().get_texts()} == {"CACO", "FAFO"}
     paths = plots.save_figure(fig, tmp_path, "sweep")
     assert [p.name for p in paths] == ["sweep.png", "sweep.pdf"]
     assert paths[1].read_bytes().startswith(b"%PDF")

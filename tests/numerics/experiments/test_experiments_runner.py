@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from numerics.experiments.runner import (STORE_FORMAT, JobError, ResultStore, check_scheduler, job_key,
-                                         run_jobs)
+from numerics.experiments.cluster import check_scheduler
+from numerics.experiments.runner import JobError, run_jobs
+from numerics.experiments.store import STORE_FORMAT, ResultStore, job_key
 
 from _jobs import counted_job, epoch_job, failing_job, failing_job_with_progress, sgd_job
 

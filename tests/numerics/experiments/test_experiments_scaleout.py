@@ -196,7 +196,8 @@ def test_a_scheduler_without_workers_is_one_line_after_connect_timeout(tmp_path)
     """Issue 25.15: no worker connected: one line saying so after --connect-timeout seconds, exit 2, nothing
     written; the runner gives up the same way (SchedulerLost) when the workers are gone by the time it sends."""
     distributed = pytest.importorskip("distributed")
-    from numerics.experiments.runner import SchedulerLost, _example_job, run_jobs
+    from numerics.experiments.cluster import SchedulerLost
+    from numerics.experiments.runner import _example_job, run_jobs
 
     with distributed.LocalCluster(n_workers=0, processes=False, host="127.0.0.1", dashboard_address=None,
                                   protocol="tcp") as empty:

@@ -125,8 +125,8 @@ def test_qk_ramp_and_per_circuit_rates(monkeypatch):
     (The trainer asks loss_and_grad for rate x gradient, ``_rates=(lr_qk, lr_ov)`` of the step.)"""
     def fake(st, params, counts, query, target, _rates, **kw):
         lr = {"QK": _rates[0], "OV": _rates[1]}
-        return np.zeros(counts.shape[0]), {k: np.full_like(v, lr[models.circuit_of(k)])
-                                           for k, v in params.items()}
+        circuit = {"W_QK": "QK", "W_Q": "QK", "W_K": "QK", "W_OV": "OV", "W_O": "OV", "W_V": "OV"}
+        return np.zeros(counts.shape[0]), {k: np.full_like(v, lr[circuit[k]]) for k, v in params.items()}
     monkeypatch.setattr(sgd.models, "loss_and_grad", fake)
     cfg = sgd.Fig2Config("FAFO", lr_qk=0.2, lr_ov=0.01, qk_ramp=40.0, epochs=3, steps_per_epoch=5,
                          stop="none", init="identity", batch_size=2)

@@ -64,19 +64,16 @@ def test_stack_refuses_runs_of_other_shapes_and_twice_the_same_run():
 
 
 def test_sweep_job_of_every_ratio_equals_one_job_per_ratio():
-    """The stacked job's rows are the rows of the older one-ratio jobs (same store contents)."""
+    """The stacked job's rows are the rows of one job per ratio."""
     new = sweep.sweep_jobs(["CACO"], [0.1, 10, 100], 2, [3.5, 2.5], max_steps=200, steps_per_epoch=20,
                            eval_batches=2, lr_ov=1.0)
     assert len(new) == 2 and [j["seeds"] for j in new] == [[1234], [1235]]
     assert all(j["ratios"] == [0.1, 10.0, 100.0] and j["config"]["lr_qk"] == j["config"]["lr_ov"] for j in new)
     rows = [row for j in new for row in jobs.sweep_job(j)["rows"]]
     assert all(jobs.valid_result(j, jobs.sweep_job(j)) for j in new[:1])
-    old = []
-    for r in (0.1, 10.0, 100.0):
-        cfg = sgd.Fig2Config(**{**new[0]["config"], "lr_qk": r * 1.0})
-        old.append({"experiment": "sweep", "ratio": r, "config": cfg.to_dict(), "seeds": [1234, 1235],
-                    "target_losses": [3.5, 2.5]})
-    old_rows = [row for j in old for row in jobs.sweep_job(j)["rows"]]
+    per_ratio = [{"experiment": "sweep", "ratios": [r], "config": new[0]["config"], "seeds": [1234, 1235],
+                  "target_losses": [3.5, 2.5]} for r in (0.1, 10.0, 100.0)]
+    per_ratio_rows = [row for j in per_ratio for row in jobs.sweep_job(j)["rows"]]
     key = lambda row: (row["ratio"], row["seed"], -row["target_loss"])   # noqa: E731
-    assert sorted(rows, key=key) == sorted(old_rows, key=key)
+    assert sorted(rows, key=key) == sorted(per_ratio_rows, key=key)
     assert len({row["steps"] for row in rows}) >= 3, [(r["ratio"], r["seed"], r["steps"]) for r in rows]

@@ -30,7 +30,7 @@ def test_target_losses_sorted_and_duplicates_refused():
 def test_one_target_jobs_are_as_before_and_several_name_them_all():
     one = sweep.sweep_jobs(["CACO"], [1, 2], 2, 0.1)
     same = sweep.sweep_jobs(["CACO"], [1, 2], 2, [0.1])
-    assert one == same and all("target_losses" not in j for j in one)   # same store keys as before
+    assert one == same and all("target_losses" not in j for j in one)   # a one-target job names no target_losses
     several = sweep.sweep_jobs(["CACO"], [1], 2, [0.1, 0.5, 0.2])
     assert several[0]["target_losses"] == [0.5, 0.2, 0.1] and several[0]["config"]["target_loss"] == 0.1
     assert jobs.sweep_targets(several[0]) == [0.5, 0.2, 0.1] and jobs.sweep_targets(one[0]) == [0.1]
@@ -52,7 +52,7 @@ def test_recording_losses_does_not_change_training_and_marks_the_first_epoch():
 
 
 def test_sweep_job_rows_per_target_lowest_equal_one_target_job():
-    job = {"experiment": "sweep", "ratio": 2.0, "config": CFG.to_dict(), "seeds": [1234, 1235]}
+    job = {"experiment": "sweep", "ratios": [1.0], "config": CFG.to_dict(), "seeds": [1234, 1235]}
     single = jobs.sweep_job(job)["rows"]
     multi = jobs.sweep_job({**job, "target_losses": [3.88, 3.84, 3.79]})["rows"]
     assert [(r["seed"], r["target_loss"]) for r in multi] == [(s, t) for s in (1234, 1235)
@@ -73,7 +73,7 @@ def test_sweep_job_rows_per_target_lowest_equal_one_target_job():
 
 def test_unreached_higher_target_keeps_the_final_state():
     cfg = CFG.replace(max_steps=100, epochs=4, target_loss=2.0)
-    job = {"experiment": "sweep", "ratio": 1.0, "config": cfg.to_dict(), "seeds": [1234],
+    job = {"experiment": "sweep", "ratios": [1.0], "config": cfg.to_dict(), "seeds": [1234],
            "target_losses": [3.0, 2.0]}
     rows = jobs.sweep_job(job)["rows"]
     assert [(r["reached"], r["status"], r["steps"]) for r in rows] == [(False, "completed", 100)] * 2

@@ -218,7 +218,7 @@ def test_logsumexp_rows_is_scipys_bit_for_bit():
     random rows of every scale, rows with a repeated maximum, and rows that are not finite (SciPy's own)."""
     from scipy.special import logsumexp
 
-    from numerics.model.attention import logsumexp_rows
+    from numerics.functions.special_functions import logsumexp_rows
 
     rng = np.random.default_rng(5)
     for shape in [(3,), (4, 50), (6, 3, 5)]:
