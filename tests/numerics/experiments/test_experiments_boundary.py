@@ -48,10 +48,20 @@ def test_tie_when_the_query_and_relevant_copies_are_equal(capsys):
     (["--ratio-range", "5,1"], "--ratio-range must be LO,HI"),
     (["--ratio-range", "1"], "--ratio-range must be LO,HI"),
 ])
-def test_bad_input_is_one_line_and_exit_2(argv, word):
-    proc = _run(*argv)
+def test_bad_input_is_one_line_and_exit_2(argv, word, capsys):
+    try:
+        code = main(["boundary", *argv])
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and word in err
+
+
+def test_bad_input_as_a_process_is_one_line_and_exit_2():
+    proc = _run("--target-loss", "9")
     assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr.count("\n") == 1 and word in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "--target-loss must be in (0, log M" in proc.stderr
 
 
 def test_query_copies_inside_the_window(capsys):

@@ -245,7 +245,22 @@ def test_cli_json_quick():
     ["--params", "M=1000"],         # the full model is too large to integrate densely
     ["--params", "m=1,m=2"],
 ])
-def test_cli_bad_arguments(args):
+def test_cli_bad_arguments(args, capsys):
+    """Each refusal in this process (the command's parser and checks); the same as a process below."""
+    from numerics.verify import main
+    try:
+        code = main(list(args))
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "error" in lines[0] and "Traceback" not in err
+
+
+@pytest.mark.parametrize("args", [["--ratios", "-1"], ["--bogus"]])
+def test_cli_bad_arguments_as_a_process(args):
     p = _run_cli(*args, timeout=60)
     assert p.returncode == 2
     assert p.stdout == ""
