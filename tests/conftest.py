@@ -7,14 +7,14 @@ from hypothesis import HealthCheck, settings
 settings.register_profile("qkov", deadline=None, max_examples=25, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("qkov")
 
-#: The longest test files, longest first (seconds on the 2-core machine: 46, 30, 18, 15, 14, 13, 11; the
+#: The longest test files, longest first (seconds on the 2-core machine: 52, 19, 15, 11, 10, 9, 9, 8, 7; the
 #: documentation site is built once, then checked): collected first, in this order, so that under
 #: ``--dist loadfile`` (with ``--no-loadscope-reorder``, setup.cfg) the workers start on them and
 #: share the many short files at the end, instead of one worker starting a long file last and
 #: finishing it alone while the other waits.
-LONGEST_FIRST = ("test_docs_site.py", "test_experiments_cli.py", "test_experiments_scaleout.py",
-                 "test_print_dynamics.py", "test_task_reduction.py", "test_experiments_targets.py",
-                 "test_verify.py")
+LONGEST_FIRST = ("test_docs_site.py", "test_experiments_cli.py", "test_task_reduction.py", "test_latex.py",
+                 "test_derivations.py", "test_print_dynamics.py", "test_figures.py",
+                 "test_experiments_targets.py", "test_experiments_scaleout.py")
 
 
 def pytest_collection_modifyitems(items):

@@ -212,7 +212,8 @@ def test_latex_into_a_full_device_is_one_line(tmp_path):
         assert res.stderr.count("\n") == 1 and "cannot write the output" in res.stderr
 
 
-@pytest.mark.parametrize("task", ["paper", "shared-irrelevant", "query-in-context"])
+@pytest.mark.parametrize("task", ["paper", pytest.param("shared-irrelevant", marks=pytest.mark.slow),
+                                  "query-in-context"])        # the paper's printed cache; an engine task
 def test_print_dynamics_into_a_closed_pipe_ends_quietly(task):
     cmd = f"{sys.executable} -m derivations.print_dynamics --task {task} | true"
     out = subprocess.run(["bash", "-c", "set -o pipefail; " + cmd], capture_output=True, text=True,

@@ -26,7 +26,8 @@ def _srepr(expr):
 SYMBOLIC = ["paper", "shared-irrelevant", "query-in-context", "shared-irrelevant+query-in-context"]
 
 
-@pytest.mark.parametrize("param", PARAMETERIZATIONS)
+@pytest.mark.parametrize("param", [p if p in ("CACO", "FAFO") else pytest.param(p, marks=pytest.mark.slow)
+                                   for p in PARAMETERIZATIONS])       # both circuits collapsed / factorized
 def test_paper_task_gives_the_catalog_expressions(param):
     """Engine on the paper task == reduction.reduced_odes: the same expression trees (structural
     equality; srepr equal up to the order in which a symbol's assumptions were first given, which
