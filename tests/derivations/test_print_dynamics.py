@@ -193,7 +193,11 @@ def test_symbolic_code_never_imports_numerics():
     assert out.returncode == 0 and out.stdout.strip() == "[]", out
 
 
+@pytest.mark.slow
 def test_latex_into_a_closed_pipe_ends_quietly(tmp_path):
+    """Slow: a whole document in another process. The command's guard and output writer are the
+    ones every command shares (closed pipes in the default selection: print_dynamics, catalog,
+    verify, figures, experiments); the document itself is tested in tests/derivations/output."""
     cmd = f"{sys.executable} -m derivations.latex --output {tmp_path / 'a'} | true"
     out = subprocess.run(["bash", "-c", "set -o pipefail; " + cmd], capture_output=True, text=True,
                          cwd=ROOT, env=ENV)
