@@ -54,6 +54,11 @@ def atomic_write(path, write, *, binary: bool = False, fsync: bool = False, pref
         in ``.tmp``. A temporary file is deleted if writing fails.
     encoding : str, optional
         Text encoding (default: the locale's).
+
+    Raises
+    ------
+    OSError
+        If the directory or the file cannot be written; ``path`` is then unchanged.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -77,7 +82,17 @@ def atomic_write(path, write, *, binary: bool = False, fsync: bool = False, pref
 
 
 def atomic_write_text(path: Path, text: str, **options) -> None:
-    """Write ``text`` to ``path`` atomically (:func:`atomic_write`; same options)."""
+    """Write ``text`` to ``path`` atomically (:func:`atomic_write`; same options).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to write.
+    text : str
+        Its content.
+    **options
+        Keyword options of :func:`atomic_write` (``fsync``, ``prefix``, ``encoding``).
+    """
     atomic_write(path, lambda fh: fh.write(text), **options)
 
 

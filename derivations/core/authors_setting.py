@@ -58,7 +58,23 @@ SCORE_SCALE_SQUARED = (1, VOCAB)
 
 
 def relevant_ids(k: int) -> range:
-    """The relevant token ids of class ``k``: ``range(10(k+1), 10(k+1) + 10)``."""
+    """The relevant token ids of class ``k``: ``range(10(k+1), 10(k+1) + 10)``.
+
+    Parameters
+    ----------
+    k : int
+        The class, in [0, :data:`NUM_CLASSES` - 1].
+
+    Returns
+    -------
+    range
+        The :data:`RELEVANT_PER_CLASS` consecutive ids of the class's relevant tokens.
+
+    Raises
+    ------
+    ValueError
+        If ``k`` is not an integer in [0, :data:`NUM_CLASSES` - 1].
+    """
     if not (isinstance(k, int) and 0 <= k < NUM_CLASSES):
         raise ValueError(f"class must be an integer in [0, {NUM_CLASSES - 1}]; got {k!r}")
     start = NUM_COMMON * (k + 1)
@@ -66,7 +82,24 @@ def relevant_ids(k: int) -> range:
 
 
 def weight_tenths(k: int) -> tuple:
-    """The context-token weights of class ``k`` in tenths (integers, length :data:`VOCAB`)."""
+    """The context-token weights of class ``k`` in tenths (integers, length :data:`VOCAB`).
+
+    Parameters
+    ----------
+    k : int
+        The class, in [0, :data:`NUM_CLASSES` - 1].
+
+    Returns
+    -------
+    tuple of int
+        Weight of each token id in tenths: 10 for a common id, 1 to 10 for the
+        class's relevant ids, 0 otherwise (sum :data:`TICKETS`).
+
+    Raises
+    ------
+    ValueError
+        If ``k`` is not an integer in [0, :data:`NUM_CLASSES` - 1].
+    """
     relevant = relevant_ids(k)
     return tuple(10 if v < NUM_COMMON else (v - relevant.start + 1 if v in relevant else 0)
                  for v in range(VOCAB))

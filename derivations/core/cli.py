@@ -1,9 +1,8 @@
 """What every command line of the package shares, written once.
 
-Plain Python (no SymPy, no NumPy at import), so that the derivation commands
-and the numeric ones (``numerics.verify``, ``numerics.figures``,
-``numerics.experiments``) report bad input the same way: **one line on
-stderr, exit status 2, before any work and without partial output**.
+Plain Python (no SymPy, no NumPy at import), so that the derivation commands and the numeric ones
+(``numerics.verify``, ``numerics.figures``, ``numerics.experiments``) report bad input the same way: **one
+line on stderr, exit status 2, before any work and without partial output**.
 
 ===============================  ==============================================
 name                             what
@@ -24,8 +23,8 @@ name                             what
 :func:`progress_bar`             a tqdm bar on a terminal, else a no-op
 ===============================  ==============================================
 
-The output writer (``| head``, ``> /dev/full``) is
-:func:`derivations.core.output.emit`.
+The parsers raise ``error`` (default :class:`UsageError`) for bad input, naming the option.
+The output writer (``| head``, ``> /dev/full``) is :func:`derivations.core.output.emit`.
 
 >>> from derivations.core.cli import parse_loss, parse_params
 >>> parse_loss("0.5", 20)
@@ -61,21 +60,37 @@ class UsageError(Exception):
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """An :class:`argparse.ArgumentParser` whose errors raise :class:`UsageError`
-    (one line, no usage block) for the command's ``main`` to report with
-    :func:`usage_error`. ``prefix_prog=True`` starts the message with the
-    program name (the experiments' style)."""
+    """An :class:`argparse.ArgumentParser` whose errors raise :class:`UsageError` (one line,
+    no usage block) for the command's ``main`` to report with :func:`usage_error`.
+    ``prefix_prog=True`` starts the message with the program name (the experiments' style)."""
 
     def __init__(self, *args, prefix_prog: bool = False, **kwargs):
         self._prefix_prog = prefix_prog
         super().__init__(*args, **kwargs)
 
     def error(self, message):  # one line, no usage dump
+        """Raise :class:`UsageError` with ``message`` (prefixed with the program name when ``prefix_prog``).
+
+        Parameters
+        ----------
+        message : str
+        """
         raise UsageError(f"{self.prog}: {message}" if self._prefix_prog else message)
 
 
 def usage_error(prog: str, message) -> int:
-    """Print ``prog: error: message`` as one line on stderr; return exit status 2."""
+    """Print ``prog: error: message`` as one line on stderr; return exit status 2.
+
+    Parameters
+    ----------
+    prog : str
+    message : str or Exception
+        The reason; runs of whitespace (newlines included) become one space.
+
+    Returns
+    -------
+    int
+    """
     text = " ".join(str(message).split()) or "invalid input"
     print(f"{prog}: error: {text}", file=sys.stderr)
     return 2
@@ -97,6 +112,16 @@ def assignments(text: str, error=UsageError):
     """The ``(name, value)`` text pairs of ``--params`` text ``"m=5, n=50"``, in
     order; ``error`` for an empty item (``"m=5,,n=3"``) or an item without ``=``.
 
+    Parameters
+    ----------
+    text : str
+        Comma-separated ``name=value`` items; blank text has none.
+    error : type, optional
+
+    Yields
+    ------
+    tuple of str
+
     >>> list(assignments("m=5, n=50"))
     [('m', '5'), ('n', '50')]
     """
@@ -109,7 +134,18 @@ def assignments(text: str, error=UsageError):
 
 def parse_params(text: str, error=UsageError) -> dict:
     """``--params`` text as an ordered ``{name: value text}``; a name given twice
-    raises ``error`` (the last one silently winning would hide a typo)."""
+    raises ``error`` (the last one silently winning would hide a typo).
+
+    Parameters
+    ----------
+    text : str
+        Comma-separated ``name=value`` items (:func:`assignments`).
+    error : type, optional
+
+    Returns
+    -------
+    dict of str to str
+    """
     out = {}
     for name, value in assignments(text, error):
         if name in out:
@@ -119,9 +155,21 @@ def parse_params(text: str, error=UsageError) -> dict:
 
 
 def parse_list(name: str, text, convert=str, error=UsageError) -> list:
-    """A non-empty comma-separated list, each item through ``convert``; an empty
-    list (``--ratios ''``) or an empty item (``--target-loss 0.5,,``) raises
-    ``error`` instead of meaning the default.
+    """A non-empty comma-separated list, each item through ``convert``; an empty list
+    (``--ratios ''``) or an empty item (``--target-loss 0.5,,``) raises ``error`` instead of
+    meaning the default.
+
+    Parameters
+    ----------
+    name, text : str
+        The option (for the message) and its comma-separated items.
+    convert : callable, optional
+        Applied to each stripped item (default ``str``).
+    error : type, optional
+
+    Returns
+    -------
+    list
 
     >>> parse_list("--ratios", "1, 4", float)
     [1.0, 4.0]
@@ -133,7 +181,18 @@ def parse_list(name: str, text, convert=str, error=UsageError) -> list:
 
 
 def parse_float(name: str, text, error=UsageError) -> float:
-    """``float(text)`` (inf and nan included), else ``error`` naming ``name``."""
+    """``float(text)`` (inf and nan included), else ``error`` naming ``name``.
+
+    Parameters
+    ----------
+    name, text : str
+        The option (for the message) and its value.
+    error : type, optional
+
+    Returns
+    -------
+    float
+    """
     try:
         return float(text)
     except (TypeError, ValueError):
@@ -141,7 +200,20 @@ def parse_float(name: str, text, error=UsageError) -> float:
 
 
 def parse_number(name: str, text, *, positive: bool = False, error=UsageError) -> float:
-    """``text`` as a finite float (``> 0`` with ``positive``), else ``error``."""
+    """``text`` as a finite float (``> 0`` with ``positive``), else ``error``.
+
+    Parameters
+    ----------
+    name, text : str
+        The option (for the message) and its value.
+    positive : bool, optional
+        Require a value > 0 (default False).
+    error : type, optional
+
+    Returns
+    -------
+    float
+    """
     value = parse_float(name, text, error)
     if not math.isfinite(value):
         raise error(f"{name} must be finite; got {text!r}")
@@ -151,7 +223,20 @@ def parse_number(name: str, text, *, positive: bool = False, error=UsageError) -
 
 
 def parse_int(name: str, text, minimum: int, maximum: int | None = None, error=UsageError) -> int:
-    """``text`` as an integer in ``[minimum, maximum]``, else ``error`` naming the range."""
+    """``text`` as an integer in ``[minimum, maximum]``, else ``error`` naming the range.
+
+    Parameters
+    ----------
+    name, text : str
+        The option (for the message) and its value.
+    minimum, maximum : int
+        The allowed range; ``maximum`` None (the default) has no upper bound.
+    error : type, optional
+
+    Returns
+    -------
+    int
+    """
     span = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
     try:
         value = int(str(text).strip())
@@ -170,7 +255,23 @@ def _positive_float(name, text):
 
 
 def rate_values(args) -> dict:
-    """Learning-rate substitutions from --ratio / --eta-qk / --eta-ov."""
+    """Learning-rate substitutions from --ratio / --eta-qk / --eta-ov.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Its ``ratio``, ``eta_qk``, ``eta_ov`` (text or None); ``--ratio r`` is ``--eta-qk r --eta-ov 1``.
+
+    Returns
+    -------
+    dict of str to float
+        ``eta_QK``, ``eta_Q``, ``eta_K`` and/or ``eta_OV``, ``eta_O``, ``eta_V``; empty for none.
+
+    Raises
+    ------
+    UsageError
+        If ``--ratio`` comes with ``--eta-*``, or a rate is not a number > 0.
+    """
     if args.ratio is not None and (args.eta_qk is not None or args.eta_ov is not None):
         raise UsageError("give either --ratio or --eta-qk/--eta-ov, not both")
     if args.ratio is not None:
@@ -189,7 +290,19 @@ def rate_values(args) -> dict:
 
 
 def parse_loss(text: str, M_value, error=UsageError) -> float:
-    """The ``--loss`` value ``text`` as a float in (0, log M); raises ``error`` otherwise."""
+    """The ``--loss`` value ``text`` as a float in (0, log M); raises ``error`` otherwise.
+
+    Parameters
+    ----------
+    text : str
+    M_value : float
+        The number of output classes :math:`M`.
+    error : type, optional
+
+    Returns
+    -------
+    float
+    """
     loss_value = parse_float("loss", text, error)
     if not (math.isfinite(loss_value) and 0 < loss_value < math.log(M_value)):
         raise error(f"loss must be in (0, log M) = (0, {math.log(M_value):.6g}); got {text!r}")
@@ -209,15 +322,28 @@ def _created_below(path: Path) -> list:
 def prepare_output_dir(output, *, name: str = "--output", longest_name: int = 64) -> Path:
     """Create the output directory ``output`` and prove it takes files, before any work.
 
-    The check is a real write: the directory (and missing parents) is created,
-    a temporary file whose name is ``longest_name`` bytes long is written and
-    removed. Whatever stops that (an empty path, a file in the way, a path
-    under ``/proc`` or ``/sys``, no permission, an immutable directory, a name
-    over the file system's limit, a dangling link or a link loop, a full disk)
-    raises ``ValueError`` naming ``name`` and the reason, and the directories
-    created for the probe are removed again, so nothing is left behind.
+    The check is a real write: the directory (and missing parents) is created, a temporary file whose
+    name is ``longest_name`` bytes long is written and removed. Whatever stops that (an empty path, a
+    file in the way, a path under ``/proc`` or ``/sys``, no permission, an immutable directory, a name
+    over the file system's limit, a dangling link or a link loop, a full disk) raises ``ValueError``
+    naming ``name`` and the reason; the directories created for the probe are removed again.
 
-    Returns the directory as a :class:`pathlib.Path`.
+    Parameters
+    ----------
+    output : str or os.PathLike
+    name : str, optional
+        The option, for the message (default ``"--output"``).
+    longest_name : int, optional
+        Length in bytes of the probe file's name (default 64).
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    ValueError
+        If ``output`` is not a path, or the directory cannot take files.
 
     >>> import tempfile, pathlib
     >>> d = prepare_output_dir(pathlib.Path(tempfile.mkdtemp()) / "a" / "b")
@@ -259,11 +385,10 @@ EXIT_INTERRUPTED = 130
 def exit_on_interrupt(prog: str, note=None):
     """Decorate a command's ``main(argv=None) -> int`` so that Ctrl-C ends it with one line.
 
-    ``KeyboardInterrupt`` anywhere in ``main`` (whose ``finally`` clauses have
-    stopped its workers and removed its temporary files on the way out) prints
-    ``prog: interrupted`` and ``note(argv)``'s text, if any (what is kept and how
-    to continue), as one line on stderr and returns :data:`EXIT_INTERRUPTED`.
-    A second Ctrl-C while that line is printed is ignored.
+    ``KeyboardInterrupt`` anywhere in ``main`` (whose ``finally`` clauses have stopped its
+    workers and removed its temporary files on the way out) prints ``prog: interrupted`` and
+    ``note(argv)``'s text, if any (what is kept and how to continue), as one line on stderr
+    and returns :data:`EXIT_INTERRUPTED`. A second Ctrl-C while that line is printed is ignored.
 
     Parameters
     ----------
@@ -314,7 +439,16 @@ def exit_on_interrupt(prog: str, note=None):
 
 
 def isatty(stream) -> bool:
-    """``stream.isatty()``, False for streams that cannot say."""
+    """``stream.isatty()``, False for streams that cannot say.
+
+    Parameters
+    ----------
+    stream : file-like
+
+    Returns
+    -------
+    bool
+    """
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
@@ -341,9 +475,24 @@ class _NoBar:
 
 
 def progress_bar(total, *, desc=None, unit="it", show: bool = True, initial: int = 0, **options):
-    """A tqdm progress bar on stderr when ``show`` and stderr is a terminal,
-    otherwise an object with the same ``update``/``set_description``/``close``
-    that does nothing (so logs and pipes get no bar characters)."""
+    """A tqdm progress bar on stderr when ``show`` and stderr is a terminal, otherwise an object with
+    the same ``update``/``set_description``/``close`` that does nothing (logs and pipes get no bar).
+
+    Parameters
+    ----------
+    total, initial : int
+        Number of steps (0 or None: no bar), and of steps already done (default 0).
+    desc, unit : str, optional
+        Label before the bar, and the name of a step (default ``"it"``).
+    show : bool, optional
+        False never shows a bar (default True).
+    **options
+        Further keyword arguments of ``tqdm.tqdm``.
+
+    Returns
+    -------
+    tqdm.tqdm or object
+    """
     if not (show and total and isatty(sys.stderr)):
         return _NoBar()
     from tqdm import tqdm

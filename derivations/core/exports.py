@@ -25,6 +25,18 @@ def lazy_exports(package: str, homes: dict):
     one module of a package (the command line that needs three of them) does
     not import the others. Unknown names raise AttributeError, as usual.
 
+    Parameters
+    ----------
+    package : str
+        The package's ``__name__``.
+    homes : dict of str to sequence of str
+        Module (relative to ``package``) to the names exported from it.
+
+    Returns
+    -------
+    tuple of callable
+        The module-level ``__getattr__(name)`` and ``__dir__()`` of ``package``.
+
     >>> import derivations.engine as engine
     >>> engine.reduce_task.__module__
     'derivations.engine.reduce'

@@ -68,7 +68,17 @@ SOURCE_PACKAGES = ("core", "symbolic", "engine", "tasks")
 
 
 def source_files(*extra) -> list:
-    """Every ``.py`` file of :data:`SOURCE_PACKAGES` (sorted by path), then ``extra`` paths."""
+    """Every ``.py`` file of :data:`SOURCE_PACKAGES` (sorted by path), then ``extra`` paths.
+
+    Parameters
+    ----------
+    *extra : str or Path
+        Further files, appended in the order given.
+
+    Returns
+    -------
+    list of Path
+    """
     files = sorted(p for package in SOURCE_PACKAGES for p in (PACKAGE_DIR / package).rglob("*.py"))
     return files + [Path(p) for p in extra]
 
@@ -87,7 +97,23 @@ def sympy_version() -> str:
 
 def source_key(*extra) -> str:
     """SHA-256 over :func:`source_files` (path relative to the package and content), the
-    file format and the SymPy version (:func:`sympy_version`)."""
+    file format and the SymPy version (:func:`sympy_version`).
+
+    Parameters
+    ----------
+    *extra : str or Path
+        Further files to key on (:func:`source_files`), inside the ``derivations`` package.
+
+    Returns
+    -------
+    str
+        The hexadecimal digest (64 characters).
+
+    Raises
+    ------
+    ValueError
+        If an ``extra`` file lies outside the ``derivations`` package.
+    """
     h = hashlib.sha256()
     for path in source_files(*extra):
         h.update(str(Path(path).resolve().relative_to(PACKAGE_DIR)).encode() + b"\0")
@@ -113,13 +139,36 @@ def cache_dir() -> Path:
 
 
 def user_cache(stem: str, key: str) -> Path:
-    """The user cache file ``<cache_dir()>/<stem>-<key>.json`` (:func:`cache_dir`)."""
+    """The user cache file ``<cache_dir()>/<stem>-<key>.json`` (:func:`cache_dir`).
+
+    Parameters
+    ----------
+    stem : str
+        The store's file stem.
+    key : str
+        The cache key (:func:`source_key`).
+
+    Returns
+    -------
+    Path
+    """
     return cache_dir() / f"{stem}-{key}.json"
 
 
 def results_digest(results) -> str:
     """SHA-256 of the JSON value ``results`` (compact, sorted keys, ASCII): the
-    digest a cache file keeps of its body."""
+    digest a cache file keeps of its body.
+
+    Parameters
+    ----------
+    results : dict
+        A JSON value (the encoded results).
+
+    Returns
+    -------
+    str
+        The hexadecimal digest.
+    """
     text = json.dumps(results, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -127,8 +176,19 @@ def results_digest(results) -> str:
 def save_first_writable(paths, text: str) -> list:
     """Write ``text`` atomically to the first of ``paths`` that is writable.
 
-    Returns the reasons the paths tried failed: empty when the text was saved,
-    one entry per path when none was writable."""
+    Parameters
+    ----------
+    paths : iterable of str or Path
+        The candidate files, in order of preference.
+    text : str
+        The content.
+
+    Returns
+    -------
+    list of str
+        The reasons the paths tried failed: empty when the text was saved, one
+        entry per path when none was writable.
+    """
     errors = []
     for path in paths:
         try:
@@ -204,24 +264,63 @@ class ExpressionStore:
         return source_key(self.owner, *self.sources)
 
     def user_path(self, key: str) -> Path:
-        """The user cache file of ``key``."""
+        """The user cache file of ``key``.
+
+        Parameters
+        ----------
+        key : str
+
+        Returns
+        -------
+        Path
+        """
         return user_cache(self.stem, key)
 
     def text(self, key: str, results: dict) -> str:
-        """The cache file's text for ``results`` under ``key``."""
+        """The cache file's text for ``results`` under ``key``.
+
+        Parameters
+        ----------
+        key : str
+        results : dict
+            ``{name: result}``, as ``derive`` returns them.
+
+        Returns
+        -------
+        str
+            The JSON text (sorted keys, one line per entry), with the results' digest.
+        """
         body = self.encode(results)
         payload = {"digest": results_digest(body), "format": FORMAT, "key": key, "results": body}
         return json.dumps(payload, indent=1, sort_keys=True) + "\n"
 
     def write(self, path, key: str, results: dict) -> None:
-        """Write ``results`` under ``key`` to ``path``, atomically."""
+        """Write ``results`` under ``key`` to ``path``, atomically.
+
+        Parameters
+        ----------
+        path : str or Path
+        key : str
+        results : dict
+            ``{name: result}``, as ``derive`` returns them.
+        """
         atomic_write_text(Path(path), self.text(key, results))
 
     def entries(self, path, key: str):
         """The stored entries ``{name: JSON value}`` at ``path`` (a path or an
         :mod:`importlib.resources` resource) under ``key``, not decoded; None when
         the file is missing, stale, not JSON, of the wrong shape, or its results do
-        not match its digest (edited)."""
+        not match its digest (edited).
+
+        Parameters
+        ----------
+        path : Path or importlib.resources.abc.Traversable
+        key : str
+
+        Returns
+        -------
+        dict or None
+        """
         try:
             data = json.loads(path.read_text())
         except (OSError, ValueError, RecursionError):
@@ -233,7 +332,17 @@ class ExpressionStore:
         return data["results"]
 
     def read(self, path, key: str):
-        """The decoded results at ``path`` under ``key``; None when missing, stale or damaged."""
+        """The decoded results at ``path`` under ``key``; None when missing, stale or damaged.
+
+        Parameters
+        ----------
+        path : str, Path or importlib.resources.abc.Traversable
+        key : str
+
+        Returns
+        -------
+        dict or None
+        """
         entries = self.entries(Path(path) if isinstance(path, str) else path, key)
         try:
             return None if entries is None else self.decode(entries)
@@ -243,7 +352,18 @@ class ExpressionStore:
     def load(self, *, rebuild: bool = False) -> dict:
         """Every result: from memory, else a fresh cache (shipped, then the user's),
         else derived and saved to the user cache (a warning on stderr, once, when
-        it is not writable). Never writes the shipped file (:meth:`rebuild` does)."""
+        it is not writable). Never writes the shipped file (:meth:`rebuild` does).
+
+        Parameters
+        ----------
+        rebuild : bool, optional
+            Derive again, ignoring memory and the files (default False).
+
+        Returns
+        -------
+        dict
+            ``{name: result}``.
+        """
         if self.memo is not None and not rebuild:
             return self.memo
         key = self.key()
@@ -289,7 +409,28 @@ class ExpressionStore:
         ``extra_checks``: ``[(label, is_fresh(key))]`` reported after the shipped file;
         ``after_rebuild(key, results)`` returns the paths it wrote besides the shipped file.
         Bad options (``parser`` a :class:`~derivations.core.cli.OneLineParser`):
-        one line on stderr, exit status 2, nothing done."""
+        one line on stderr, exit status 2, nothing done.
+
+        Parameters
+        ----------
+        argv : list of str or None
+            The arguments (None: ``sys.argv[1:]``).
+        parser : argparse.ArgumentParser
+            Defines ``--check`` and ``--rebuild``.
+        shipped_label : str
+            The shipped file's name in the ``--check`` report.
+        extra_checks : sequence of (str, callable), optional
+            Further freshness checks.
+        after_rebuild : callable, optional
+            Writes the files derived from the results.
+        listing : callable, optional
+            ``listing() -> str``, printed without an option.
+
+        Returns
+        -------
+        int
+            The exit status: 0, 1 (stale at ``--check``, or output not written) or 2 (bad options).
+        """
         from .cli import UsageError, usage_error
         from .output import emit
         try:

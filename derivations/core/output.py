@@ -27,7 +27,20 @@ def _silence_stdout():
 
 def emit(text: str, prog: str) -> int:
     """Print ``text`` (plus a newline) to stdout; returns the exit status:
-    0, or 1 when the output could not be written (reported by ``prog`` on stderr)."""
+    0, or 1 when the output could not be written (reported by ``prog`` on stderr).
+
+    Parameters
+    ----------
+    text : str
+        The output, without its final newline.
+    prog : str
+        The program's name, which prefixes the error line on stderr.
+
+    Returns
+    -------
+    int
+        0 when written (or the reader closed the pipe), 1 when stdout could not be written.
+    """
     try:
         sys.stdout.write(text + "\n")
         sys.stdout.flush()

@@ -34,7 +34,7 @@ The rule for the model parameters (the same everywhere)
 
 Functions that can only answer on a smaller range (a simulation with 2M x 2M
 matrices, a closed form in double precision) check that range themselves and
-name                              it in their ValueError.
+name it in their ValueError.
 
 Examples
 --------
@@ -74,6 +74,21 @@ def check_parameterization(name) -> str:
     """Return ``name`` if it is one of :data:`PARAMETERIZATIONS`, else raise
     ``ValueError`` naming the valid choices.
 
+    Parameters
+    ----------
+    name : str
+        A parameterization name.
+
+    Returns
+    -------
+    str
+        ``name``.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not one of :data:`PARAMETERIZATIONS`.
+
     >>> check_parameterization("FACO")
     'FACO'
     """
@@ -85,13 +100,43 @@ def check_parameterization(name) -> str:
 
 def qk_factorized(parameterization: str) -> bool:
     """True when the QK (attention) circuit is factorized, ``W_QK = W_Q W_K^T``
-    (:meth:`Circuit.factorized` of :data:`CIRCUITS` ``["QK"]``)."""
+    (:meth:`Circuit.factorized` of :data:`CIRCUITS` ``["QK"]``).
+
+    Parameters
+    ----------
+    parameterization : str
+        One of :data:`PARAMETERIZATIONS`.
+
+    Returns
+    -------
+    bool
+
+    Raises
+    ------
+    ValueError
+        If ``parameterization`` is not one of :data:`PARAMETERIZATIONS`.
+    """
     return CIRCUITS["QK"].factorized(parameterization)
 
 
 def ov_factorized(parameterization: str) -> bool:
     """True when the OV (output) circuit is factorized, ``W_OV = W_O W_V``
-    (:meth:`Circuit.factorized` of :data:`CIRCUITS` ``["OV"]``)."""
+    (:meth:`Circuit.factorized` of :data:`CIRCUITS` ``["OV"]``).
+
+    Parameters
+    ----------
+    parameterization : str
+        One of :data:`PARAMETERIZATIONS`.
+
+    Returns
+    -------
+    bool
+
+    Raises
+    ------
+    ValueError
+        If ``parameterization`` is not one of :data:`PARAMETERIZATIONS`.
+    """
     return CIRCUITS["OV"].factorized(parameterization)
 
 
@@ -118,6 +163,22 @@ def check_positive(name: str, value) -> float:
     """``float(value)`` if ``value`` is a real number, finite and > 0; else
     ValueError naming ``name`` (bools and strings are rejected).
 
+    Parameters
+    ----------
+    name : str
+        The parameter's name, for the message.
+    value : real
+        The value to check.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        If ``value`` is not a real number (or is a bool), not finite, or not > 0.
+
     >>> check_positive("b", 50)
     50.0
     """
@@ -135,6 +196,22 @@ def check_positive(name: str, value) -> float:
 def check_classes(M, name: str = "M") -> int:
     """``int(M)`` if ``M`` is an integer (or integer-valued float) in
     ``[2, MAX_CLASSES]``; else ValueError naming the range.
+
+    Parameters
+    ----------
+    M : int or float
+        The number of classes.
+    name : str, optional
+        The parameter's name, for the message (default ``"M"``).
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValueError
+        If ``M`` is not an integer (or integer-valued float) in ``[2, MAX_CLASSES]``.
 
     >>> check_classes(20.0)
     20
@@ -221,13 +298,45 @@ class Circuit(NamedTuple):
     letter: int
 
     def factorized(self, parameterization: str) -> bool:
-        """Is this circuit factorized in ``parameterization``?"""
+        """Is this circuit factorized in ``parameterization``?
+
+        Parameters
+        ----------
+        parameterization : str
+            One of :data:`PARAMETERIZATIONS`.
+
+        Returns
+        -------
+        bool
+
+        Raises
+        ------
+        ValueError
+            If ``parameterization`` is not one of :data:`PARAMETERIZATIONS`.
+        """
         return check_parameterization(parameterization)[self.letter] == "F"
 
     def trained(self, parameterization: str) -> tuple:
         """``((matrix, basis, rate), ...)``: the trained matrices of this
         circuit in ``parameterization`` with their family basis matrices and
-        rates (one entry per family coordinate)."""
+        rates (one entry per family coordinate).
+
+        Parameters
+        ----------
+        parameterization : str
+            One of :data:`PARAMETERIZATIONS`.
+
+        Returns
+        -------
+        tuple of (str, str, str)
+            ``(matrix, basis, rate)`` names: the collapsed matrix, or each factor and
+            each of :attr:`extra_bases`.
+
+        Raises
+        ------
+        ValueError
+            If ``parameterization`` is not one of :data:`PARAMETERIZATIONS`.
+        """
         if not self.factorized(parameterization):
             return ((self.matrix, self.basis, self.rate),)
         out = tuple(zip(self.factors, self.factor_bases, self.factor_rates))
@@ -251,6 +360,21 @@ RATE_NAMES = ("eta_QK", "eta_OV", "eta_Q", "eta_K", "eta_O", "eta_V")
 
 def check_circuit(circuit) -> Circuit:
     """The :class:`Circuit` named ``circuit`` (``"QK"`` or ``"OV"``), else ValueError.
+
+    Parameters
+    ----------
+    circuit : str
+        ``"QK"`` or ``"OV"``.
+
+    Returns
+    -------
+    Circuit
+        Its entry of :data:`CIRCUITS`.
+
+    Raises
+    ------
+    ValueError
+        If ``circuit`` is neither.
 
     >>> check_circuit("OV").only_factorized
     'CAFO'

@@ -64,6 +64,19 @@ def validate_parameter(name: str, value, integer=None):
     ``M`` (>= 2) and ``n_c`` (>= 1), or any ``name`` with ``integer=True``
     (>= 1): exact integers at most ``2**53`` (integer-valued floats and texts accepted).
 
+    Parameters
+    ----------
+    name : str
+        The parameter's name.
+    value : int, float, str or sympy.Expr
+        The value given.
+    integer : bool, optional
+        Whether the parameter is an integer one (default: ``name`` in :data:`INTEGER_PARAMETERS`).
+
+    Returns
+    -------
+    sympy.Integer or sympy.Float
+
     Raises
     ------
     ValueError
@@ -101,6 +114,23 @@ def check_expression(what: str, value, rule: str, known=None, names=None):
     "positive integer") for every value of the parameters, finite, real, and
     (with ``known``, a set of symbols) free only of known symbols. Text is parsed
     with ``names`` (``{name: symbol}``), so that ``"m"`` is the model's positive ``m``.
+
+    Parameters
+    ----------
+    what : str
+        The field, for the message (``"group 'r': multiplicity"``).
+    value : str, int, float or sympy.Expr
+        The value given.
+    rule : str
+        ``"nonnegative"``, ``"positive"`` or ``"positive integer"``.
+    known : set of sympy.Symbol, optional
+        The symbols the expression may use (default: any).
+    names : dict, optional
+        ``{name: sympy.Symbol}`` for parsing text.
+
+    Returns
+    -------
+    sympy.Expr
 
     Raises
     ------

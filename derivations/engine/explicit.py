@@ -37,7 +37,22 @@ def nonzero_entries(residuals, *, exact: bool = True, rng=None) -> list:
     to 0), or else when :func:`sympy.simplify` reduces it to 0 -- after a 30-digit evaluation at a
     random point (with ``rng``) that catches a wrong flow early.
     ``exact=False``: a residual counts as zero when it vanishes to 1e-20 at two random rational
-    points (30 digits) -- fast, for the default tests. Equal expressions are decided once."""
+    points (30 digits) -- fast, for the default tests. Equal expressions are decided once.
+
+    Parameters
+    ----------
+    residuals : iterable of tuple
+        ``(where, expression)`` pairs.
+    exact : bool, optional
+        Decide exactly (default True) or numerically.
+    rng : random.Random, optional
+        For the random points (the numeric pre-check of ``exact=True`` needs one).
+
+    Returns
+    -------
+    list of tuple
+        The ``(where, expression)`` pairs found nonzero, in order.
+    """
     out, verdict = [], {}
     for where, diff in residuals:
         if diff == 0:
@@ -73,7 +88,25 @@ def _explicit_indices(task, M_value, shared_types):
 def basis_matrices(reduction: TaskReduction, M_value: int, shared_types: dict | None = None) -> dict:
     """``{coordinate name: (matrix name, nested list of 0/1)}`` for a concrete
     instance (rows/columns in :class:`~derivations.engine.TaskInstance` order),
-    so that each trained matrix is ``sum theta_i U_i`` on the family."""
+    so that each trained matrix is ``sum theta_i U_i`` on the family.
+
+    Parameters
+    ----------
+    reduction : TaskReduction
+    M_value : int
+        Number of classes.
+    shared_types : dict, optional
+        Group name -> number of types, where the task's is a symbol.
+
+    Returns
+    -------
+    dict
+
+    Raises
+    ------
+    ValueError
+        If a group's symbolic number of types has no value in ``shared_types``.
+    """
     from ..tasks.registry import get_task
     task = get_task(reduction.task)
     shared_types = _shared_values(task, shared_types)
@@ -97,7 +130,22 @@ def _shared_values(task, shared_types):
 
 def explicit_loss(task, M_value, params, shared_types):
     """The literal population loss of a concrete instance (matrices ``params``,
-    every entry a symbol), from the model's definition."""
+    every entry a symbol), from the model's definition.
+
+    Parameters
+    ----------
+    task : Task
+    M_value : int
+        Number of classes.
+    params : dict of str to sympy.Matrix
+        The trained matrices (``W_QK`` or ``W_Q``, ``W_K``; ``W_OV`` or ``W_O``, ``W_V``).
+    shared_types : dict of str to int
+        Group name -> number of types.
+
+    Returns
+    -------
+    sympy.Expr
+    """
     idx = _explicit_indices(task, M_value, shared_types)
     toks = idx["W_QK"][0]
     W_QK = params["W_QK"] if "W_QK" in params else params["W_Q"] * params["W_K"].T
@@ -138,7 +186,31 @@ def invariance_residual(task, parameterization: str = "CACO", M_value: int = 2, 
     by ``sympy.simplify`` after a 30-digit evaluation at a random point that
     catches a wrong flow early.
     ``exact=False``: a residual counts as zero when it vanishes to 1e-20 at two
-    random rational points (30 digits) -- fast, for the default tests."""
+    random rational points (30 digits) -- fast, for the default tests.
+
+    Parameters
+    ----------
+    task : str or Task
+        A task or a built-in task name (:func:`~derivations.engine.reduce.as_task`).
+    parameterization : str, optional
+        One of ``CACO``, ``CAFO``, ``FACO``, ``FAFO`` (default ``"CACO"``).
+    M_value : int, optional
+        Number of classes of the instance (default 2).
+    shared_types : dict, optional
+        Group name -> number of types, where the task's is a symbol.
+    exact : bool, optional
+        Decide exactly (default True) or numerically (:func:`nonzero_entries`).
+
+    Returns
+    -------
+    list of tuple
+        The nonzero residuals ``((matrix, row, column), expression)``; empty when exact.
+
+    Raises
+    ------
+    ValueError
+        If the task or parameterization is invalid, or a symbolic number of types has no value.
+    """
     task = as_task(task)
     rng = random.Random(7)
     red = reduce_task(task, parameterization)

@@ -50,7 +50,17 @@ _TOKEN = re.compile(r"\s*(?:(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)|(?P<na
 
 
 def placeholder(name: str) -> sp.Symbol:
-    """The symbol of a name a group uses before its task declares it (a positive integer)."""
+    """The symbol of a name a group uses before its task declares it (a positive integer).
+
+    Parameters
+    ----------
+    name : str
+
+    Returns
+    -------
+    sympy.Symbol
+        ``name``, positive and integer.
+    """
     return sp.Symbol(name, positive=True, integer=True)
 
 
@@ -187,8 +197,13 @@ def parse_expression(text: str, names: dict, *, known_only: bool = True) -> sp.E
         The expression, at most :data:`MAX_TEXT` characters.
     names : dict
         ``{name: sympy.Symbol}``: the names the text may use.
-    known_only : bool
+    known_only : bool, optional
         False: any other identifier becomes :func:`placeholder` (resolved by the task).
+        Default True.
+
+    Returns
+    -------
+    sympy.Expr
 
     Raises
     ------
@@ -211,7 +226,23 @@ def parse_expression(text: str, names: dict, *, known_only: bool = True) -> sp.E
 
 
 def check_bounds(expr) -> sp.Expr:
-    """``expr`` when it is within the bounds of this module (nodes, numbers, exponents), else ValueError."""
+    """``expr`` when it is within the bounds of this module (nodes, numbers, exponents), else ValueError.
+
+    Parameters
+    ----------
+    expr : sympy.Expr
+
+    Returns
+    -------
+    sympy.Expr
+        ``expr`` itself.
+
+    Raises
+    ------
+    ValueError
+        If it has more than :data:`MAX_NODES` nodes, a number beyond :data:`MAX_NUMBER` in
+        magnitude, or an exponent that is not a number of magnitude at most :data:`MAX_EXPONENT`.
+    """
     nodes = 0
     for node in sp.preorder_traversal(expr):
         nodes += 1

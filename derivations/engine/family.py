@@ -49,20 +49,54 @@ class Coordinate:
 
 
 def class_label(i):
-    """The label of class ``i`` in an index ``(role, label)`` (:mod:`~derivations.engine.symmetry`)."""
+    """The label of class ``i`` in an index ``(role, label)`` (:mod:`~derivations.engine.symmetry`).
+
+    Parameters
+    ----------
+    i : int
+
+    Returns
+    -------
+    tuple
+        ``("c", i)``.
+    """
     return ("c", i)
 
 
 def token_index(group, k: int = 0):
     """The index of a token of ``group`` for class ``k`` (type 0 of a group of several types;
-    type 0 of a shared group): ``("tok:<group>", label)``."""
+    type 0 of a shared group): ``("tok:<group>", label)``.
+
+    Parameters
+    ----------
+    group : TokenGroup
+    k : int, optional
+        The class (default 0); not used for a shared group.
+
+    Returns
+    -------
+    tuple
+    """
     if not group.per_class:
         return "tok:" + group.name, ("s", group.name, 0)
     return "tok:" + group.name, (class_label(k) if group.types == 1 else ("c", k, 0))
 
 
 def group_symbol(kind, group, task):
-    """Observable symbols: mu_QK / mu_OV for the (single) relevant group, else mu_QK_<g> / mu_OV_<g>."""
+    """Observable symbols: mu_QK / mu_OV for the (single) relevant group, else mu_QK_<g> / mu_OV_<g>.
+
+    Parameters
+    ----------
+    kind : str
+        ``"QK"`` (a score gap) or ``"OV"`` (a logit gap).
+    group : str
+        The group's name.
+    task : Task
+
+    Returns
+    -------
+    sympy.Symbol
+    """
     if len(task.relevant) == 1 and group == task.relevant[0]:
         return mu_QK if kind == "QK" else mu_OV
     return sp.Symbol(f"mu_{kind}_{group}", real=True)
@@ -82,7 +116,20 @@ class TaskFamily:
         self.shared_types = {g.name: g.types for g in task.groups if not g.per_class or g.types != 1}
 
     def coord(self, mat, i, j):
-        """The coordinate symbol of entry ``(i, j)`` of trained matrix ``mat``."""
+        """The coordinate symbol of entry ``(i, j)`` of trained matrix ``mat``.
+
+        Parameters
+        ----------
+        mat : str
+            A trained matrix (``"W_QK"``, ``"W_Q"``, ...).
+        i, j : tuple
+            Row and column index ``(role, label)`` (:mod:`~derivations.engine.symmetry`).
+
+        Returns
+        -------
+        sympy.Symbol
+            ``<mat>[<orbit name>]``; its :class:`Coordinate` is added to :attr:`coords`.
+        """
         pat = canonical((i, j))
         key = (mat, pat)
         if key not in self.coords:
@@ -95,14 +142,36 @@ class TaskFamily:
         return tuple(lab[1] for _, lab in indices if lab[0] == "c")
 
     def qk(self, i, j):
-        """W_QK[i, j] on the family."""
+        """W_QK[i, j] on the family.
+
+        Parameters
+        ----------
+        i, j : tuple
+            Token indices ``(role, label)``.
+
+        Returns
+        -------
+        sympy.Expr
+            A coordinate, or (factorized) the sum over hidden units of ``W_Q[i, h] W_K[j, h]``.
+        """
         if not self.qk_fact:
             return self.coord("W_QK", i, j)
         return class_sum(lambda h: self.coord("W_Q", i, ("hid", class_label(h)))
                          * self.coord("W_K", j, ("hid", class_label(h))), self._classes(i, j), M)
 
     def ov(self, o, t):
-        """W_OV[o, t] on the family."""
+        """W_OV[o, t] on the family.
+
+        Parameters
+        ----------
+        o, t : tuple
+            Output index and token index ``(role, label)``.
+
+        Returns
+        -------
+        sympy.Expr
+            A coordinate, or (factorized) the sum over hidden units of ``W_O[o, h] W_V[h, t]``.
+        """
         if not self.ov_fact:
             return self.coord("W_OV", o, t)
         return class_sum(lambda h: self.coord("W_O", o, ("hid", class_label(h)))
@@ -170,7 +239,18 @@ def _attended_groups(task):
 
 
 def loss_in_gaps(task: Task, fam: TaskFamily) -> GapForm:
-    """Step 2: class k (label 0) of the family, in gap form."""
+    """Step 2: class k (label 0) of the family, in gap form.
+
+    Parameters
+    ----------
+    task : Task
+    fam : TaskFamily
+        The task's family (step 1).
+
+    Returns
+    -------
+    GapForm
+    """
     q0 = ("tok:" + task.query, class_label(0))
     o0, o1 = ("out", class_label(0)), ("out", class_label(1))
     reps, ref = _attended_groups(task)

@@ -38,7 +38,19 @@ _xo, _xq = sp.symbols("x_OV x_QK", positive=True)
 def separate(odes: dict, ov, qk):
     """``(g(qk), h(ov))`` with ``d qk / d ov = h(ov) / g(qk)`` for the flow ``odes``
     (``{ov: d ov/dt, qk: d qk/dt}``), found by :func:`sympy.separatevars`; None
-    when the orbit equation does not separate."""
+    when the orbit equation does not separate.
+
+    Parameters
+    ----------
+    odes : dict
+        ``{ov: d ov/dt, qk: d qk/dt}``.
+    ov, qk : sympy.Symbol
+        The logit-gap and the score-gap observable.
+
+    Returns
+    -------
+    tuple of sympy.Expr or None
+    """
     ratio = sp.simplify(sp.simplify(odes[qk] / odes[ov]).subs({ov: _xo, qk: _xq}))
     parts = sp.separatevars(ratio, symbols=[_xo, _xq], dict=True)
     if parts is None:
@@ -49,7 +61,19 @@ def separate(odes: dict, ov, qk):
 
 
 def integrals(g, h, ov, qk):
-    """``(G(qk), F(ov))``: the antiderivatives of the separated parts (:func:`separate`)."""
+    """``(G(qk), F(ov))``: the antiderivatives of the separated parts (:func:`separate`).
+
+    Parameters
+    ----------
+    g, h : sympy.Expr
+        ``g(qk)`` and ``h(ov)``.
+    ov, qk : sympy.Symbol
+        The logit-gap and the score-gap observable.
+
+    Returns
+    -------
+    tuple of sympy.Expr
+    """
     G = sp.integrate(sp.expand(g.subs(qk, _xq)), _xq)
     F = sp.integrate(sp.expand(h.subs(ov, _xo)), _xo)
     return sp.simplify(G).subs(_xq, qk), sp.factor(F).subs(_xo, ov)
@@ -57,7 +81,19 @@ def integrals(g, h, ov, qk):
 
 def first_integral_of(odes: dict, ov, qk):
     """``H = G - F`` (:func:`integrals`) with ``dH/dt = 0`` checked along ``odes``; None when
-    the orbit equation does not separate or the check fails."""
+    the orbit equation does not separate or the check fails.
+
+    Parameters
+    ----------
+    odes : dict
+        ``{ov: d ov/dt, qk: d qk/dt}``.
+    ov, qk : sympy.Symbol
+        The logit-gap and the score-gap observable.
+
+    Returns
+    -------
+    sympy.Expr or None
+    """
     parts = separate(odes, ov, qk)
     if parts is None:
         return None
@@ -69,7 +105,21 @@ def first_integral_of(odes: dict, ov, qk):
 
 def orbit_of(G, F, ov, qk, ov_0=mu_OV_0, qk_0=mu_QK_0):
     """The orbit ``G(qk) - F(ov) = G(qk_0) - F(ov_0)``: qk explicitly (Lambert W written as
-    Wright omega) when ``G`` inverts, else the implicit :class:`sympy.Eq` (Ei in ``G``)."""
+    Wright omega) when ``G`` inverts, else the implicit :class:`sympy.Eq` (Ei in ``G``).
+
+    Parameters
+    ----------
+    G, F : sympy.Expr
+        ``G(qk)`` and ``F(ov)`` (:func:`integrals`).
+    ov, qk : sympy.Symbol
+        The logit-gap and the score-gap observable.
+    ov_0, qk_0 : sympy.Symbol, optional
+        The initial values (default ``mu_OV_0``, ``mu_QK_0``).
+
+    Returns
+    -------
+    sympy.Expr or sympy.Eq
+    """
     rhs = G.subs(qk, qk_0) + F - F.subs(ov, ov_0)
     if G.has(sp.Ei):
         return sp.Eq(G, rhs)

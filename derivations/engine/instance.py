@@ -76,7 +76,17 @@ class TaskInstance:
         (``{"W_Q", "W_K", "W_O", "W_V"}`` as nested lists):
         ``W_Q[q_k, h_k] = W_K[r_k, h_k] = eps`` for every relevant token r_k,
         ``W_O = eps (I - 11^T/M)`` on the class outputs and hidden units,
-        ``W_V[h, r_k] = eps (delta_{h h_k} - 1/M)``. Collapsed circuits start at 0."""
+        ``W_V[h, r_k] = eps (delta_{h h_k} - 1/M)``. Collapsed circuits start at 0.
+
+        Parameters
+        ----------
+        eps : float
+            The scale.
+
+        Returns
+        -------
+        dict of str to list of list of float
+        """
         K, d = self.M, self.d
         WQ = [[0.0] * self.h_QK for _ in range(d)]
         WK = [[0.0] * self.h_QK for _ in range(d)]
@@ -107,7 +117,27 @@ def _embedding_index(inst, t):
 def parameter_values(task, M_value, values) -> dict:
     """``{symbol: SymPy number}`` of every symbol ``task`` uses (and ``M``): the task's
     defaults updated with ``values`` and ``M_value``, each checked by :meth:`Task.validate
-    <derivations.engine.task.Task.validate>` (ValueError naming an unknown or invalid one)."""
+    <derivations.engine.task.Task.validate>` (ValueError naming an unknown or invalid one).
+
+    Parameters
+    ----------
+    task : Task
+    M_value : int or None
+        Number of classes (None: from ``values`` or the defaults).
+    values : dict or None
+        Parameter name -> value.
+
+    Returns
+    -------
+    dict
+        ``{sympy.Symbol: number}``.
+
+    Raises
+    ------
+    ValueError
+        If a name is unknown, a value invalid, a fixed number of classes contradicted,
+        or a symbol the task uses has no value.
+    """
     table = task.symbols()
     vals = dict(task.defaults)
     for key, v in (values or {}).items():
@@ -149,7 +179,25 @@ def _check_size(task, K, types, subs):
 
 
 def build_instance(task, M_value=None, values=None) -> TaskInstance:
-    """The instance of ``task`` (see :meth:`Task.instance <derivations.engine.task.Task.instance>`)."""
+    """The instance of ``task`` (see :meth:`Task.instance <derivations.engine.task.Task.instance>`).
+
+    Parameters
+    ----------
+    task : Task
+    M_value : int, optional
+        Number of classes.
+    values : dict, optional
+        Parameter name -> value; missing ones take the task's defaults.
+
+    Returns
+    -------
+    TaskInstance
+
+    Raises
+    ------
+    ValueError
+        As :meth:`Task.instance <derivations.engine.task.Task.instance>` says.
+    """
     subs = parameter_values(task, M_value, values)
     K = int(subs[M])
     types = [_number(task, g.types, subs, f"types of group {g.name!r}", integer=True) for g in task.groups]

@@ -2,45 +2,35 @@ r"""The derivation engine: reduced gradient-flow dynamics of a :class:`~derivati
 
 Procedure (:func:`reduce_task`), one function per step
 ------------------------------------------------------
-1. **Family by symmetry** (:class:`~derivations.engine.family.TaskFamily`).
-   The fixed-point subspace of the task's symmetry group
-   (:mod:`derivations.engine.symmetry`) is spanned by orbit indicator matrices
-   ``U_i``; every trained matrix is ``sum_i theta_i U_i`` there.
-2. **Loss on the family, one class** (:func:`loss_in_gaps`). On the family all
-   classes have the same cross-entropy, so the population loss is class k's,
-   computed from the model's definition in *gap form*: scores enter the
-   softmax through their differences ``x_t = s_t - s_ref`` from a reference
-   token, logits through ``z_k - z_j``; ``L = log(1 + (M-1) exp(-(z_k - z_j)))``
-   with ``z_k - z_j = sum_t alpha_t g_t`` and ``g_t`` the logit gap of one
-   attended copy of token t (per unit attention). The ``x_t`` and ``g_t`` are
-   the task's **observables**; the loss depends on the family coordinates only
-   through them.
-3. **Smallest invariant family from the initialization** (:func:`reachable_family`).
-   Starting from the coordinates that are nonzero at the initialization (zero
-   for collapsed circuits; the paper's structured ``eps`` factors for
-   factorized ones), a coordinate joins the family when its flow does not
-   vanish there; repeated until nothing joins (:func:`active_coordinates`).
-4. **Flow on the family** (:func:`family_flow`, the lemma): for mutually
-   orthogonal ``U_i``, ``dtheta_i/dt = -eta_i / ||U_i||_F^2 dL/dtheta_i`` with
-   ``||U_i||_F^2`` the orbit size; the trace invariants of factorized circuits
-   are conserved (:func:`conserved_quantities`).
-5. **Observables.** With collapsed circuits the observables are linear in the
-   coordinates and the chain rule gives a gradient flow with a constant metric,
-   ``d obs/dt = -G grad_obs L``, ``G = J diag(eta_i/||U_i||^2) J^T``
-   (:func:`collapsed_flow`). Where a factorized circuit's family is the
-   paper's, its observable moves like the collapsed one with the paper's
-   effective rate (:func:`factorized_flow`). Otherwise the reduced system is
-   the family flow itself.
-6. **Paper mapping** (:func:`paper_mapping`). If the observables, attention
-   and loss are the paper's, the reduced ODEs are the paper's with
-   ``eta -> kappa eta`` (``kappa`` = the ratio of the metrics), derived and
+1. **Family by symmetry** (:class:`~derivations.engine.family.TaskFamily`). The fixed-point subspace of the
+   task's symmetry group (:mod:`derivations.engine.symmetry`) is spanned by orbit indicator matrices ``U_i``;
+   every trained matrix is ``sum_i theta_i U_i`` there.
+2. **Loss on the family, one class** (:func:`loss_in_gaps`). On the family all classes have the same
+   cross-entropy, so the population loss is class k's, computed from the model's definition in *gap form*:
+   scores enter the softmax through their differences ``x_t = s_t - s_ref`` from a reference token, logits
+   through ``z_k - z_j``; ``L = log(1 + (M-1) exp(-(z_k - z_j)))`` with ``z_k - z_j = sum_t alpha_t g_t`` and
+   ``g_t`` the logit gap of one attended copy of token t (per unit attention). The ``x_t`` and ``g_t`` are the
+   task's **observables**; the loss depends on the family coordinates only through them.
+3. **Smallest invariant family from the initialization** (:func:`reachable_family`). Starting from the
+   coordinates that are nonzero at the initialization (zero for collapsed circuits; the paper's structured
+   ``eps`` factors for factorized ones), a coordinate joins the family when its flow does not vanish there;
+   repeated until nothing joins (:func:`active_coordinates`).
+4. **Flow on the family** (:func:`family_flow`, the lemma): for mutually orthogonal ``U_i``, ``dtheta_i/dt =
+   -eta_i / ||U_i||_F^2 dL/dtheta_i`` with ``||U_i||_F^2`` the orbit size; the trace invariants of factorized
+   circuits are conserved (:func:`conserved_quantities`).
+5. **Observables.** With collapsed circuits the observables are linear in the coordinates and the chain rule
+   gives a gradient flow with a constant metric, ``d obs/dt = -G grad_obs L``, ``G = J diag(eta_i/||U_i||^2)
+   J^T`` (:func:`collapsed_flow`). Where a factorized circuit's family is the paper's, its observable moves
+   like the collapsed one with the paper's effective rate (:func:`factorized_flow`). Otherwise the reduced
+   system is the family flow itself.
+6. **Paper mapping** (:func:`paper_mapping`). If the observables, attention and loss are the paper's, the
+   reduced ODEs are the paper's with ``eta -> kappa eta`` (``kappa`` = the ratio of the metrics), derived and
    checked (:attr:`TaskReduction.mapping`).
-7. **First integral** (:func:`first_integral_step`) of two-observable
-   systems by separating the orbit equation
+7. **First integral** (:func:`first_integral_step`) of two-observable systems by separating the orbit equation
    (:mod:`derivations.engine.first_integral`), else a statement why not.
 
-Exactness is checked on explicit instances (every matrix entry an independent
-symbol, the literal loss) by :func:`derivations.engine.explicit.invariance_residual`.
+Exactness is checked on explicit instances (every matrix entry an independent symbol, the literal loss) by
+:func:`derivations.engine.explicit.invariance_residual`.
 
 >>> from derivations.engine.reduce import reduce_task
 >>> red = reduce_task("shared-irrelevant", "CACO")
@@ -71,7 +61,21 @@ __all__ = ["reduce_task", "TaskReduction", "Coordinate", "PARAMETERIZATIONS", "G
 
 
 def as_task(task) -> Task:
-    """``task`` (a :class:`Task` or a built-in name) checked for the symbolic engine."""
+    """``task`` (a :class:`Task` or a built-in name) checked for the symbolic engine.
+
+    Parameters
+    ----------
+    task : str or Task
+
+    Returns
+    -------
+    Task
+
+    Raises
+    ------
+    ValueError
+        If ``task`` names no task, or the task is not fit for the symbolic engine.
+    """
     if isinstance(task, str):
         from ..tasks.registry import get_task
         task = get_task(task)
@@ -86,8 +90,7 @@ class TaskReduction:
 
     Attributes
     ----------
-    task : str
-    parameterization : str
+    task, parameterization : str
     coordinates : tuple[Coordinate, ...]
         The family found (smallest invariant coordinate family containing the initialization).
     initial : dict
@@ -107,8 +110,7 @@ class TaskReduction:
     metric : sympy.Matrix or None
         Collapsed circuits: the constant metric G (rows/columns in ``observables`` order).
     odes : dict or None
-        Observable symbol -> d obs/dt, closed in the observables (None when the
-        family does not reduce to them, see ``note``).
+        Observable symbol -> d obs/dt, closed in the observables (None if the family does not reduce to them, see ``note``).
     odes_alpha : dict or None
         The same written with the symbol ``alpha`` where the attention depends on
         one score gap only (two-observable tasks), as the paper writes them.
@@ -193,9 +195,20 @@ def _random_point(symbols, rng):
 
 
 def nonzero_at_random_points(expr, free, rng, trials=2):
-    """Decide whether ``expr`` is not identically zero by evaluation at random
-    rational points (30 digits); a zero everywhere sampled counts as zero --
-    the explicit-instance check confirms the family exactly."""
+    """Decide whether ``expr`` is not identically zero by evaluation at random rational points (30 digits); a
+    zero everywhere sampled counts as zero -- the explicit-instance check confirms the family exactly.
+
+    Parameters
+    ----------
+    expr, free, rng
+        The :class:`sympy.Expr`, the symbols given random values, a :class:`random.Random`.
+    trials : int, optional
+        Number of points (default 2).
+
+    Returns
+    -------
+    bool
+    """
     if expr == 0:
         return False
     for _ in range(trials):
@@ -222,9 +235,18 @@ def active_coordinates(fam, loss_of, init, rng):
 
 
 def reachable_family(fam: TaskFamily, gap: GapForm, rng):
-    """Step 3: ``(init, coords, zero, gap)``: the initialization, the coordinates
-    reached from it, the others (set to 0), and the gap form restricted to them
-    (observables that vanish there dropped)."""
+    """Step 3: ``(init, coords, zero, gap)``: the initialization, the coordinates reached from it, the others
+    (set to 0), and the gap form restricted to them (observables that vanish there dropped).
+
+    Parameters
+    ----------
+    fam, gap, rng
+        The :class:`TaskFamily`, its :class:`GapForm` (step 2), a :class:`random.Random`.
+
+    Returns
+    -------
+    tuple
+    """
     init = fam.initial_values()
     active = active_coordinates(fam, gap.family_loss, init, rng)
     zero = {c.symbol: 0 for c in fam.coords.values() if c.symbol not in active}
@@ -243,7 +265,17 @@ def reachable_family(fam: TaskFamily, gap: GapForm, rng):
 
 def family_flow(coords, gap: GapForm):
     """Step 4: ``(family_odes, grad_obs, J)``: the family flow by the lemma, through the
-    observables' gradient ``grad_obs`` and the Jacobian ``J[(observable, coordinate)]``."""
+    observables' gradient ``grad_obs`` and the Jacobian ``J[(observable, coordinate)]``.
+
+    Parameters
+    ----------
+    coords, gap
+        The family coordinates (:class:`Coordinate`) and the :class:`GapForm` (step 3).
+
+    Returns
+    -------
+    tuple of dict
+    """
     obs = list(gap.observables)
     grad_obs = {k: sp.diff(gap.loss, k) for k in obs}
     J = {(a, c.symbol): sp.diff(gap.observables[a], c.symbol) for a in obs for c in coords}
@@ -256,7 +288,19 @@ def family_flow(coords, gap: GapForm):
 
 def conserved_quantities(coords, obs, J, what: str = "") -> tuple:
     """The trace invariants ``tr(A^T A)/eta_A - tr(B B^T)/eta_B`` of factorized circuits,
-    with ``d/dt = 0`` checked for an arbitrary loss gradient (opaque symbols ``G_<obs>``)."""
+    with ``d/dt = 0`` checked for an arbitrary loss gradient (opaque symbols ``G_<obs>``).
+
+    Parameters
+    ----------
+    coords, obs, J
+        The family's coordinates, the observables and the Jacobian of :func:`family_flow`.
+    what : str, optional
+        Task and parameterization, for the ArithmeticError raised if an invariant is not conserved.
+
+    Returns
+    -------
+    tuple of sympy.Expr
+    """
     conserved = []
     Gs = {a: sp.Symbol(f"G_{a}") for a in obs}
     opaque = {c.symbol: -c.rate / c.orbit * sum(Gs[a] * J[(a, c.symbol)] for a in obs) for c in coords}
@@ -276,9 +320,18 @@ def conserved_quantities(coords, obs, J, what: str = "") -> tuple:
 # ---------------------------------------------------------------- step 5
 
 def collapsed_flow(coords, gap: GapForm, grad_obs, J):
-    """Step 5, collapsed circuits: ``(metric, odes, odes_alpha)``, the gradient flow of the
-    observables with the constant metric G; ``(None, None, None)`` when the observables are
-    not linear in the coordinates."""
+    """Step 5, collapsed circuits: ``(metric, odes, odes_alpha)``, the gradient flow of the observables with
+    the constant metric G; ``(None, None, None)`` when the observables are not linear in the coordinates.
+
+    Parameters
+    ----------
+    coords, gap, grad_obs, J
+        The family's coordinates and :class:`GapForm`, and what :func:`family_flow` returns.
+
+    Returns
+    -------
+    tuple
+    """
     obs = list(gap.observables)
     if not all(sp.diff(J[(a, c.symbol)], c2.symbol) == 0 for a in obs for c in coords for c2 in coords):
         return None, None, None
@@ -293,10 +346,20 @@ def collapsed_flow(coords, gap: GapForm, grad_obs, J):
 
 
 def factorized_flow(task: Task, parameterization: str, coords):
-    """Step 5, factorized circuits: ``(odes, odes_alpha, mapping, note)``. Where every
-    factorized circuit reaches the paper's factor family, the collapsed reduction with the
-    paper's effective rates (:func:`derivations.tasks.paper.factorization.effective_rate`);
-    otherwise no closed observable flow (``odes`` None) and the note says why."""
+    """Step 5, factorized circuits: ``(odes, odes_alpha, mapping, note)``. Where every factorized circuit
+    reaches the paper's factor family, the collapsed reduction with the paper's effective rates
+    (:func:`derivations.tasks.paper.factorization.effective_rate`); otherwise no closed observable flow
+    (``odes`` None) and the note says why.
+
+    Parameters
+    ----------
+    task, parameterization, coords
+        The :class:`Task`, a parameterization other than CACO, the family's coordinates.
+
+    Returns
+    -------
+    tuple
+    """
     base = reduce_task(task, "CACO")
     paper_fam = reduce_task("paper", parameterization) if task.name != "paper" else None
     same = _circuits_like_paper(parameterization, coords, paper_fam)
@@ -390,7 +453,23 @@ def first_integral_step(odes, mapping):
 
 def reduce_task(task, parameterization: str = "CACO") -> TaskReduction:
     """Derive the reduced dynamics of ``task`` (a :class:`Task` or a built-in
-    name) for one parameterization. See the module docstring."""
+    name) for one parameterization. See the module docstring.
+
+    Parameters
+    ----------
+    task : str or Task
+    parameterization : str, optional
+        One of :data:`PARAMETERIZATIONS` (default ``"CACO"``).
+
+    Returns
+    -------
+    TaskReduction
+
+    Raises
+    ------
+    ValueError
+        If ``task`` or ``parameterization`` is not valid.
+    """
     return _reduce(as_task(task), check_parameterization(parameterization))
 
 

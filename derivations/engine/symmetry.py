@@ -53,7 +53,18 @@ SHARED_NAMES = "stuvw"
 
 def canonical(indices: tuple) -> tuple:
     """The orbit representative of a tuple of indices: class labels and each
-    shared group's labels renumbered 0, 1, ... in order of first appearance."""
+    shared group's labels renumbered 0, 1, ... in order of first appearance.
+
+    Parameters
+    ----------
+    indices : tuple
+        Indices ``(role, label)`` (see Indices above), e.g. the row and column of an entry.
+
+    Returns
+    -------
+    tuple
+        The same roles with renumbered labels: equal for two tuples exactly when they share an orbit.
+    """
     classes, shared, types = {}, {}, {}
     out = []
     for role, label in indices:
@@ -82,7 +93,22 @@ def _falling(x, k):
 def orbit_size(pattern: tuple, M, shared_types: dict):
     """Number of index tuples in the orbit of ``pattern`` (canonical), for M
     classes and ``shared_types[g]`` types of group g (shared, or per class of a
-    per-class group of several types; symbols allowed)."""
+    per-class group of several types; symbols allowed).
+
+    Parameters
+    ----------
+    pattern : tuple
+        A canonical tuple of indices (:func:`canonical`).
+    M : sympy.Expr or int
+        Number of classes.
+    shared_types : dict
+        Group name -> number of types (int or sympy.Expr).
+
+    Returns
+    -------
+    sympy.Expr
+        The orbit size, factored.
+    """
     classes = {lab[1] for _, lab in pattern if lab[0] == "c"}
     out = _falling(M, len(classes))
     groups = {}
@@ -97,7 +123,18 @@ def orbit_size(pattern: tuple, M, shared_types: dict):
 
 
 def index_name(index) -> str:
-    """``q_k``, ``r_j``, ``o_k``, ``h_j``, ``u_s``: role letter(s) and label letter."""
+    """``q_k``, ``r_j``, ``o_k``, ``h_j``, ``u_s``: role letter(s) and label letter.
+
+    Parameters
+    ----------
+    index : tuple
+        ``(role, label)`` with canonical labels (class and type numbers small enough to
+        have a letter in :data:`CLASS_NAMES` and :data:`SHARED_NAMES`).
+
+    Returns
+    -------
+    str
+    """
     role, label = index
     head = {"out": "o", "hid": "h"}.get(role, role.partition(":")[2])
     letter = CLASS_NAMES[label[1]] if label[0] == "c" else SHARED_NAMES[label[2]]
@@ -107,7 +144,18 @@ def index_name(index) -> str:
 
 
 def pattern_name(pattern: tuple) -> str:
-    """A readable name of an orbit, e.g. ``'q_k,r_k'``."""
+    """A readable name of an orbit, e.g. ``'q_k,r_k'``.
+
+    Parameters
+    ----------
+    pattern : tuple
+        A canonical tuple of indices (:func:`canonical`).
+
+    Returns
+    -------
+    str
+        The :func:`index_name` of each index, joined by commas.
+    """
     return ",".join(index_name(i) for i in pattern)
 
 
@@ -117,7 +165,23 @@ def class_sum(term, present: tuple, M, *, exclude: tuple = ()):
     ``term(label)`` must depend on the label only through the equality pattern
     with the labels in ``present`` (true for functions of the family's
     entries). The sum is ``sum_{c in present, c not excluded} term(c)`` plus
-    ``(M - len(present))`` copies of ``term(fresh)`` with a new label."""
+    ``(M - len(present))`` copies of ``term(fresh)`` with a new label.
+
+    Parameters
+    ----------
+    term : callable
+        ``term(label) -> sympy.Expr`` for a class label (an int).
+    present : tuple of int
+        The class labels already in use.
+    M : sympy.Expr or int
+        Number of classes.
+    exclude : tuple of int, optional
+        Labels of ``present`` left out of the sum (default none).
+
+    Returns
+    -------
+    sympy.Expr
+    """
     present = tuple(dict.fromkeys(present))
     out = sum((term(c) for c in present if c not in exclude), sp.S.Zero)
     fresh = max(present, default=-1) + 1
@@ -131,8 +195,20 @@ def orbits_by_generators(rows: list, cols: list, M_value: int, shared_types: dic
     the generators of the symmetry group (for each symmetric group a
     transposition and an M-cycle), without using :func:`canonical`.
 
-    ``rows``/``cols`` are lists of indices ``(role, label)``. Returns a list of
-    sets of (row position, column position)."""
+    Parameters
+    ----------
+    rows, cols : list of tuple
+        The indices ``(role, label)`` of the rows and of the columns.
+    M_value : int
+        Number of classes.
+    shared_types : dict of str to int
+        Group name -> number of types (shared groups and per-class groups of several types).
+
+    Returns
+    -------
+    list of set
+        Each orbit, as a set of (row position, column position).
+    """
     def generators(n):
         """An n-cycle and a transposition of range(n): they generate its symmetric group."""
         swap = {i: i for i in range(n)}

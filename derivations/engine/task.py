@@ -283,7 +283,21 @@ class Task:
 
     # ------------------------------------------------------------ structure
     def group(self, name: str) -> TokenGroup:
-        """The group called ``name`` (ValueError if there is none)."""
+        """The group called ``name`` (ValueError if there is none).
+
+        Parameters
+        ----------
+        name : str
+
+        Returns
+        -------
+        TokenGroup
+
+        Raises
+        ------
+        ValueError
+            If the task has no group ``name`` (the message lists its groups).
+        """
         for g in self.groups:
             if g.name == name:
                 return g
@@ -295,7 +309,19 @@ class Task:
         return tuple(self.parameters)
 
     def integer_parameter(self, name: str) -> bool:
-        """Whether parameter ``name`` (the task's own, or M) takes positive integers only."""
+        """Whether parameter ``name`` (the task's own, or M) takes positive integers only.
+
+        Parameters
+        ----------
+        name : str
+            A parameter name; ``M`` is an integer, ``m``, ``n``, ``b`` and unknown names are not.
+
+        Returns
+        -------
+        bool
+            For the task's own parameters: an integer default, or (no default) a name
+            :data:`TASK_PARAMETERS` declares.
+        """
         if name == "M":
             return True
         if name not in self.parameters:
@@ -312,12 +338,36 @@ class Task:
 
     def validate(self, name: str, value):
         """``value`` of parameter ``name`` checked by its domain (:func:`validate_parameter`):
-        ``M`` an integer >= 2; an integer parameter >= 1; others finite > 0."""
+        ``M`` an integer >= 2; an integer parameter >= 1; others finite > 0.
+
+        Parameters
+        ----------
+        name : str
+        value : int, float, str or sympy.Expr
+
+        Returns
+        -------
+        sympy.Integer or sympy.Float
+
+        Raises
+        ------
+        ValueError
+            If ``value`` is outside the domain; the message names ``name`` and the range.
+        """
         return validate_parameter(name, value, integer=self.integer_parameter(name))
 
     def own_count(self, group: TokenGroup):
         """Copies of a class's own token of a per-class ``group`` among the attended
-        positions (the query's +1 when it is in its own context)."""
+        positions (the query's +1 when it is in its own context).
+
+        Parameters
+        ----------
+        group : TokenGroup
+
+        Returns
+        -------
+        sympy.Expr
+        """
         extra = 1 if (self.query_in_context and group.name == self.query) else 0
         return group.multiplicity + extra
 
@@ -363,7 +413,19 @@ class Task:
         zero-embedded ones; within each, groups in order, classes then types in order.
         ``types`` maps a group's name to its number of types (needed for shared groups
         and per-class groups of several types; a per-class group of one type has type
-        index None)."""
+        index None).
+
+        Parameters
+        ----------
+        M_value : int
+            Number of classes.
+        types : dict of str to int
+            Group name -> number of types, for groups whose ``types`` is a symbol.
+
+        Returns
+        -------
+        list of tuple
+        """
         out = []
         for embedded in (True, False):
             for g in self.groups:
@@ -380,7 +442,18 @@ class Task:
 
     @staticmethod
     def token_name(group: TokenGroup, k, i) -> str:
-        """``q_3`` (class 3), ``u_2`` (shared type 2), ``r_3_1`` (class 3, type 1)."""
+        """``q_3`` (class 3), ``u_2`` (shared type 2), ``r_3_1`` (class 3, type 1).
+
+        Parameters
+        ----------
+        group : TokenGroup
+        k, i : int or None
+            Class index and type index (None where there is none).
+
+        Returns
+        -------
+        str
+        """
         return "_".join(str(x) for x in (group.name, k, i) if x is not None)
 
     def instance(self, M: int | None = None, values: dict | None = None) -> TaskInstance:
@@ -393,6 +466,10 @@ class Task:
         values : dict, optional
             ``{"m": 5, "n": 50, "b": 50, "n_c": 2, ...}``; missing ones take the
             task's defaults.
+
+        Returns
+        -------
+        TaskInstance
 
         Raises
         ------

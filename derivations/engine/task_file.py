@@ -131,6 +131,17 @@ def _failed_key(exc, data, names):
 def task_from_mapping(data: dict, source: str = "<task>"):
     """The :class:`~derivations.engine.task.Task` of a parsed task file (see the module docstring).
 
+    Parameters
+    ----------
+    data : dict
+        The parsed file (TOML tables as dicts).
+    source : str, optional
+        Names the file in messages (default ``"<task>"``).
+
+    Returns
+    -------
+    Task
+
     Raises
     ------
     ValueError
@@ -160,7 +171,24 @@ def task_from_mapping(data: dict, source: str = "<task>"):
 
 
 def task_from_toml(text: str, source: str = "<task>"):
-    """The task of TOML ``text`` (:func:`task_from_mapping`); ``source`` names it in errors."""
+    """The task of TOML ``text`` (:func:`task_from_mapping`); ``source`` names it in errors.
+
+    Parameters
+    ----------
+    text : str
+        The TOML text, at most :data:`MAX_FILE_BYTES` characters.
+    source : str, optional
+        Names the file in messages (default ``"<task>"``).
+
+    Returns
+    -------
+    Task
+
+    Raises
+    ------
+    ValueError
+        One line ``"<source>: ..."``: too large, not TOML, or not a valid task (:func:`task_from_mapping`).
+    """
     import tomllib
     if len(text) > MAX_FILE_BYTES:
         raise ValueError(f"{source}: larger than {MAX_FILE_BYTES} bytes")
@@ -173,6 +201,14 @@ def task_from_toml(text: str, source: str = "<task>"):
 
 def load_task(path):
     """The task of the TOML file at ``path`` (see the module docstring).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+
+    Returns
+    -------
+    Task
 
     Raises
     ------
@@ -197,7 +233,17 @@ def load_task(path):
 
 def task_text(task) -> str:
     """The canonical text of ``task``: the same task gives the same text, whatever file or code
-    built it (JSON with sorted keys; expressions as SymPy prints them). Used in run identities."""
+    built it (JSON with sorted keys; expressions as SymPy prints them). Used in run identities.
+
+    Parameters
+    ----------
+    task : Task
+
+    Returns
+    -------
+    str
+        One line of JSON, read back by :func:`task_from_text`.
+    """
     def expr(e):
         return str(e)
     data = {"name": task.name, "description": task.description, "query": task.query,
@@ -213,6 +259,14 @@ def task_text(task) -> str:
 
 def task_from_text(text: str):
     """The task of its canonical text (:func:`task_text`), as stored in a sweep's settings.
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    Task
 
     Raises
     ------
@@ -240,6 +294,15 @@ def task_from_text(text: str):
 
 
 def task_digest(task) -> str:
-    """SHA-256 (hex, 16 digits) of :func:`task_text`."""
+    """SHA-256 (hex, 16 digits) of :func:`task_text`.
+
+    Parameters
+    ----------
+    task : Task
+
+    Returns
+    -------
+    str
+    """
     import hashlib
     return hashlib.sha256(task_text(task).encode()).hexdigest()[:16]
