@@ -320,7 +320,19 @@ def _regenerate(key, recs) -> list:
 
 
 def main(argv=None) -> int:
-    """Entry point of ``python -m derivations.catalog``; returns the exit status."""
+    """Entry point of ``python -m derivations.catalog``; returns the exit status.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0, or 1 while ``--check`` finds a cache or the generated module stale (or the output
+        cannot be written), 2 bad options (one line on stderr, nothing done).
+    """
     return STORE.main(argv, build_parser(), shipped_label="shipped cache",
                       extra_checks=[("generated numeric module", _generated_is_fresh),
                                     ("printed-results cache", _printed_is_fresh)],

@@ -19,7 +19,18 @@ __all__ = ["main"]
 
 
 def main(argv=None) -> int:
-    """Run ``python -m derivations.latex`` (:func:`derivations.output.latex.main`); returns the exit status."""
+    """Run ``python -m derivations.latex`` (:func:`derivations.output.latex.main`); returns the exit status.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        Exit status: 0 written, 1 a write failed, 2 bad input, 130 Ctrl-C.
+    """
     return _builder.main(argv)
 
 

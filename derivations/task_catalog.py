@@ -178,7 +178,19 @@ def build_parser() -> OneLineParser:
 
 
 def main(argv=None) -> int:
-    """Entry point of ``python -m derivations.task_catalog``; returns the exit status."""
+    """Entry point of ``python -m derivations.task_catalog``; returns the exit status.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0, or 1 while ``--check`` finds the cache stale (or the output cannot be written),
+        2 bad options (one line on stderr, nothing done).
+    """
     return STORE.main(argv, build_parser(), shipped_label="shipped task cache")
 
 

@@ -95,7 +95,24 @@ def parse_params(text: str, task=None) -> dict:
     M by the vocabulary's rule (:func:`derivations.core.vocabulary.check_positive`,
     :func:`~derivations.core.vocabulary.check_classes`), and every value, the
     task's own parameters included, by :func:`derivations.engine.validate_parameter`.
-    Raises :class:`~derivations.core.cli.UsageError` (one line) otherwise."""
+    Raises :class:`~derivations.core.cli.UsageError` (one line) otherwise.
+
+    Parameters
+    ----------
+    text : str
+        Comma-separated ``name=value`` pairs (the ``--params`` option).
+    task : Task, optional
+        The task the names belong to. Default None (the paper's task).
+
+    Returns
+    -------
+    dict[str, int or float]
+
+    Raises
+    ------
+    derivations.core.cli.UsageError
+        An unknown or repeated name, or a value outside its range.
+    """
     from ..tasks import get_task
     task = get_task("paper") if task is None else task
     paper = task.name == "paper"
@@ -120,7 +137,16 @@ def parse_params(text: str, task=None) -> dict:
 
 def exact_number(value):
     """A number as a SymPy number: an Integer when it is a whole number below
-    2**53 (printed as typed), else a Float (1e23 stays 1.0e+23, not 99999999999999991611392)."""
+    2**53 (printed as typed), else a Float (1e23 stays 1.0e+23, not 99999999999999991611392).
+
+    Parameters
+    ----------
+    value : int or float
+
+    Returns
+    -------
+    sympy.Integer or sympy.Float
+    """
     import sympy as sp
     if value == int(value) and abs(value) < 2**53:
         return sp.Integer(int(value))
@@ -165,7 +191,21 @@ def _sharpness_items(res, g):
 
 
 def paper_sections(res, names, subs) -> list:
-    """``[(title, [(label, expr)])]`` of the paper's task for the parameterizations ``names``."""
+    """``[(title, [(label, expr)])]`` of the paper's task for the parameterizations ``names``.
+
+    Parameters
+    ----------
+    res : Mapping[str, sympy.Expr]
+        The derived results by key (:func:`derivations.catalog.results`).
+    names : sequence of str
+        Parameterizations, each one of "CACO", "CAFO", "FACO", "FAFO".
+    subs : dict
+        Symbol -> number substituted in the expressions (empty or None: none).
+
+    Returns
+    -------
+    list of (str, list of (str, sympy.Expr))
+    """
     def g(key):
         e = res[key]
         return e.subs(subs) if subs else e
@@ -214,7 +254,21 @@ def _reduction_items(red, g) -> list:
 
 def task_sections(task, names, subs) -> list:
     """``[(title, [(label, expr or str)])]`` for one engine task (a name, a task file or a
-    :class:`~derivations.engine.task.Task`) and the parameterizations ``names``."""
+    :class:`~derivations.engine.task.Task`) and the parameterizations ``names``.
+
+    Parameters
+    ----------
+    task : str, path or Task
+        A built-in task's name, a task file's path, or a task.
+    names : sequence of str
+        Parameterizations, each one of "CACO", "CAFO", "FACO", "FAFO".
+    subs : dict
+        Symbol -> number substituted in the expressions (empty or None: none).
+
+    Returns
+    -------
+    list of (str, list of (str, sympy.Expr or str))
+    """
     from ..task_catalog import task_reduction
 
     def g(e):

@@ -70,7 +70,17 @@ RELATION_TEX = {"=": "=", "~": r"\sim"}
 
 
 def snippet_filename(name: str) -> str:
-    """File name of a result's snippet: ``<name>.tex`` with ``/`` -> ``_``."""
+    """File name of a result's snippet: ``<name>.tex`` with ``/`` -> ``_``.
+
+    Parameters
+    ----------
+    name : str
+        A result's name.
+
+    Returns
+    -------
+    str
+    """
     return name.replace("/", "_") + ".tex"
 
 
@@ -87,13 +97,45 @@ def _results():
 def left_side(name: str):
     """The left-hand side of a result and its relation in LaTeX (``"="`` or
     ``"\\sim"``), from the catalog record; None for a result that is itself an
-    equation."""
+    equation.
+
+    Parameters
+    ----------
+    name : str
+        A result's name in :func:`derivations.catalog.records`.
+
+    Returns
+    -------
+    (sympy.Expr, str) or None
+        The left-hand side and the LaTeX of the relation.
+
+    Raises
+    ------
+    KeyError
+        If no result has that name.
+    """
     rec = _records()[name]
     return None if rec.lhs is None else (rec.lhs, RELATION_TEX[rec.relation])
 
 
 def snippet(name: str) -> str:
-    """The equation environment of one result (see the module docstring)."""
+    """The equation environment of one result (see the module docstring).
+
+    Parameters
+    ----------
+    name : str
+        A result's name in :func:`derivations.catalog.records`.
+
+    Returns
+    -------
+    str
+        The LaTeX lines, ending in a newline.
+
+    Raises
+    ------
+    KeyError
+        If no result has that name.
+    """
     lhs = left_side(name)
     lhs, relation = (None, "=") if lhs is None else lhs
     return "\n".join(equation_lines(f"eq:{name}", _results()[name], lhs, relation)) + "\n"
@@ -129,7 +171,22 @@ def _inline():
 
 
 def prose(text: str) -> str:
-    """``text`` with ``<<symbol>>`` as inline math and ``[[result]]`` as ``\\eqref``."""
+    """``text`` with ``<<symbol>>`` as inline math and ``[[result]]`` as ``\\eqref``.
+
+    Parameters
+    ----------
+    text : str
+        LaTeX prose with ``<<symbol>>`` and ``[[result]]`` markers.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    KeyError
+        If a ``<<symbol>>`` names no known symbol.
+    """
     inline = _inline()
     text = re.sub(r"<<(\w+)>>", lambda mt: "$" + tex(inline[mt.group(1)]) + "$", text)
     return re.sub(r"\[\[([^\]]+)\]\]", lambda mt: r"\eqref{eq:%s}" % mt.group(1), text)
@@ -169,7 +226,17 @@ def _section_lines(title, intro, blocks) -> list:
 
 def document(tasks=()) -> str:
     """The standalone document as a string; ``tasks`` (Task objects) get a section each
-    after the built-in tasks'."""
+    after the built-in tasks'.
+
+    Parameters
+    ----------
+    tasks : sequence of Task, optional
+        Tasks besides the built-in ones. Default none.
+
+    Returns
+    -------
+    str
+    """
     from .latex_sections import paper_sections, task_sections
     out = [*_PREAMBLE, prose(_INTRODUCTION), ""]
     for title, intro, blocks in paper_sections():
@@ -238,7 +305,18 @@ def build_parser() -> OneLineParser:
 @exit_on_interrupt("latex")
 def main(argv=None) -> int:
     """Run the CLI; bad input or an unusable output directory: one line on
-    stderr, exit status 2, nothing written (checked before any work); Ctrl-C: one line, 130."""
+    stderr, exit status 2, nothing written (checked before any work); Ctrl-C: one line, 130.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        Exit status: 0 written, 1 a write failed, 2 bad input, 130 Ctrl-C.
+    """
     try:
         args = build_parser().parse_args(argv)
         from ..tasks import get_task

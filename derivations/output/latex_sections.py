@@ -236,7 +236,17 @@ def _reduction_lines(name, p, red) -> list:
 
 def task_sections(extra=()) -> list:
     """LaTeX lines: a ``\\section`` per built-in task and per task of ``extra`` (tasks, e.g.
-    read from files; see the module docstring)."""
+    read from files; see the module docstring).
+
+    Parameters
+    ----------
+    extra : sequence of Task, optional
+        Tasks besides the built-in ones (a built-in task among them is not repeated). Default none.
+
+    Returns
+    -------
+    list of str
+    """
     import re
 
     from ..tasks import TASKS

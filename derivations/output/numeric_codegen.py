@@ -1,31 +1,28 @@
 r"""Generate the numeric module ``numerics/_generated.py`` from the catalog.
 
-Every numeric function of :mod:`numerics` is printed here, ahead of time, by
-SymPy's code printers from a derived expression of
-:func:`derivations.catalog.records` (or of the derivation functions the
-catalog key covers), so that numeric code never imports SymPy:
+Every numeric function of :mod:`numerics` is printed here, ahead of time, by SymPy's code printers from a
+derived expression of :func:`derivations.catalog.records` (or of the derivation functions the catalog key
+covers), so that numeric code never imports SymPy:
 
-* ``numpy``: :class:`sympy.printing.numpy.SciPyPrinter` (vectorized float64;
-  ``wright_omega`` and ``Ei`` -> :mod:`numerics.functions.special_functions`, which
-  keeps SciPy out of the cold start);
-* ``mpmath``: :class:`sympy.printing.pycode.MpmathPrinter` (scalars at the
-  current ``mpmath.mp.dps``; ``wright_omega(z) -> lambertw(exp(z))``);
-* ``math``: :class:`sympy.printing.pycode.PythonCodePrinter` (plain floats,
-  for functions without special functions).
+* ``numpy``: :class:`sympy.printing.numpy.SciPyPrinter` (vectorized float64; ``wright_omega`` and ``Ei``
+  -> :mod:`numerics.functions.special_functions`, which keeps SciPy out of the cold start);
+* ``mpmath``: :class:`sympy.printing.pycode.MpmathPrinter` (scalars at the current ``mpmath.mp.dps``;
+  ``wright_omega(z) -> lambertw(exp(z))``);
+* ``math``: :class:`sympy.printing.pycode.PythonCodePrinter` (plain floats, for functions without
+  special functions).
 
-The only changes made to a derived expression before printing are SymPy
-operations (a derivative, a Jacobian, a substitution, ``solve``) and
-*mechanical* floating-point rewrites that leave its value unchanged
-(:func:`stabilize`: ``exp(x) - 1 -> expm1(x)``, ``log(1 + x) -> log1p(x)``;
-:func:`as_log1p`; :func:`omega_identity`; :func:`as_logaddexp`:
-``log1p(c e^v) -> logaddexp(0, log c + v)`` for the float backends).
+The only changes made to a derived expression before printing are SymPy operations (a derivative, a
+Jacobian, a substitution, ``solve``) and *mechanical* floating-point rewrites that leave its value
+unchanged (:func:`stabilize`: ``exp(x) - 1 -> expm1(x)``, ``log(1 + x) -> log1p(x)``; :func:`as_log1p`;
+:func:`omega_identity`; :func:`as_logaddexp`: ``log1p(c e^v) -> logaddexp(0, log c + v)`` for the float
+backends).
 
-The module written starts with the catalog key it was generated from; the
-expressions themselves go to ``numerics/_generated_expressions.json`` (srepr
-text, read back only on demand by :mod:`numerics.functions.lambdified`).
+The module written starts with the catalog key it was generated from; the expressions themselves go to
+``numerics/_generated_expressions.json`` (srepr text, read back only on demand by
+:mod:`numerics.functions.lambdified`).
 
-Rebuild: ``python -m derivations.catalog --rebuild`` (writes the cache, the
-generated module and its expressions); a test fails while they are stale.
+Rebuild: ``python -m derivations.catalog --rebuild`` (writes the cache, the generated module and its
+expressions); a test fails while they are stale.
 
 >>> import sympy as sp
 >>> from derivations.output.numeric_codegen import as_log1p, as_logaddexp, stabilize
@@ -79,13 +76,31 @@ c_sym = sp.Symbol("c", positive=True)
 
 def stabilize(expr):
     r"""``exp(x) - 1 -> expm1(x)``, ``log(1 + x) -> log1p(x)`` (SymPy's
-    ``optims_c99`` rewriting): the value is unchanged, only rounding improves."""
+    ``optims_c99`` rewriting): the value is unchanged, only rounding improves.
+
+    Parameters
+    ----------
+    expr : sympy.Expr
+
+    Returns
+    -------
+    sympy.Expr
+    """
     return optimize(expr, optims_c99)
 
 
 def as_log1p(expr):
     r"""Write a logarithm ``log(u)`` as ``log1p(u - 1)`` with ``u - 1``
-    simplified (e.g. ``log(e^{-s}(e^s + M - 1)) -> log1p((M-1) e^{-s})``)."""
+    simplified (e.g. ``log(e^{-s}(e^s + M - 1)) -> log1p((M-1) e^{-s})``).
+
+    Parameters
+    ----------
+    expr : sympy.Expr
+
+    Returns
+    -------
+    sympy.Expr
+    """
     def repl(arg):
         return log1p(sp.factor(sp.expand(arg - 1)))
     return expr.replace(sp.log, repl)
@@ -273,7 +288,16 @@ def _sharpness_specs(add, res):
 
 def function_specs(res: dict) -> dict:
     """``{name: FunctionSpec}`` of every generated function, from the catalog's
-    results ``res`` (``{name: expr}``; SymPy work, several seconds)."""
+    results ``res`` (``{name: expr}``; SymPy work, several seconds).
+
+    Parameters
+    ----------
+    res : dict[str, sympy.Expr]
+
+    Returns
+    -------
+    dict[str, FunctionSpec]
+    """
     from ..tasks.paper import factorization
     specs = {}
     add = _spec_adder(specs)
@@ -404,14 +428,33 @@ mpmath = _LazyMpmath()
 
 def generator_key(key: str) -> str:
     """SHA-256 over the catalog ``key`` and this module's source: the generated
-    module is fresh when its ``GENERATOR_KEY`` equals this."""
+    module is fresh when its ``GENERATOR_KEY`` equals this.
+
+    Parameters
+    ----------
+    key : str
+
+    Returns
+    -------
+    str
+    """
     import hashlib
     return hashlib.sha256(key.encode() + Path(__file__).read_bytes()).hexdigest()
 
 
 def generate(key: str, res: dict):
     """``(module source, expressions JSON text)`` for the catalog ``key`` and
-    its results ``res`` (``{name: expr}``)."""
+    its results ``res`` (``{name: expr}``).
+
+    Parameters
+    ----------
+    key : str
+    res : dict[str, sympy.Expr]
+
+    Returns
+    -------
+    (str, str)
+    """
     specs = function_specs(res)
     parts = [HEADER.replace("{key}", key).replace("{generator_key}", generator_key(key))]
     registry = []
@@ -439,7 +482,17 @@ def generate(key: str, res: dict):
 
 
 def write(key: str, res: dict) -> list:
-    """Write the generated module and its expressions (atomically); returns the paths."""
+    """Write the generated module and its expressions (atomically); returns the paths.
+
+    Parameters
+    ----------
+    key : str
+    res : dict[str, sympy.Expr]
+
+    Returns
+    -------
+    list of pathlib.Path
+    """
     from ..core.atomic_file import atomic_write_text
     module, exprs = generate(key, res)
     atomic_write_text(GENERATED_MODULE, module)

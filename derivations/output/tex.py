@@ -42,7 +42,16 @@ LONG = 300
 def engine_names(expr) -> dict:
     """LaTeX names of the task engine's symbols in ``expr``: matrix entries
     ``W_QK[q_k,r_k]`` -> ``(W_{QK})_{q_k r_k}``, group observables
-    ``mu_QK_q`` -> ``\\mu_{QK}^{(q)}``."""
+    ``mu_QK_q`` -> ``\\mu_{QK}^{(q)}``.
+
+    Parameters
+    ----------
+    expr : sympy.Expr or sympy.Symbol
+
+    Returns
+    -------
+    dict[sympy.Symbol, str]
+    """
     out = {}
     for x in sp.sympify(expr).free_symbols | ({expr} if isinstance(expr, sp.Symbol) else set()):
         mt = re.fullmatch(r"W_(\w+)\[(\w)_(\w),(\w)_(\w)\]", x.name)
@@ -57,13 +66,34 @@ def engine_names(expr) -> dict:
 
 def tex(expr, engine: bool = False) -> str:
     """``sympy.latex`` with this module's settings; ``engine=True`` also names the
-    task engine's symbols (:func:`engine_names`, which take precedence)."""
+    task engine's symbols (:func:`engine_names`, which take precedence).
+
+    Parameters
+    ----------
+    expr : sympy.Basic
+        An expression, equation, matrix or other SymPy object.
+    engine : bool, optional
+        Also name the task engine's symbols. Default False.
+
+    Returns
+    -------
+    str
+    """
     names = {**SYMBOL_NAMES, **engine_names(expr)} if engine else SYMBOL_NAMES
     return sp.latex(expr, mul_symbol=MUL_SYMBOL, symbol_names=names)
 
 
 def escape(text: str) -> str:
-    """Plain text for LaTeX: backslash, ``_ & % # ^`` escaped, ``->`` as an arrow."""
+    """Plain text for LaTeX: backslash, ``_ & % # ^`` escaped, ``->`` as an arrow.
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    str
+    """
     return (text.replace("\\", r"\textbackslash{}").replace("_", r"\_").replace("&", r"\&")
             .replace("%", r"\%").replace("#", r"\#").replace("^", r"\^{}").replace("->", r"$\to$"))
 
@@ -71,7 +101,19 @@ def escape(text: str) -> str:
 def abbreviate(expr, limit: int = LONG):
     """``(reduced, [(symbol, subexpression), ...])``: while the LaTeX is longer
     than ``limit``, replace the repeated subexpression that saves the most
-    LaTeX by the next symbol of :data:`ABBREVIATIONS`."""
+    LaTeX by the next symbol of :data:`ABBREVIATIONS`.
+
+    Parameters
+    ----------
+    expr : sympy.Expr
+    limit : int, optional
+        Length of LaTeX above which an expression is abbreviated. Default :data:`LONG`.
+
+    Returns
+    -------
+    (sympy.Expr, list of (sympy.Symbol, sympy.Expr))
+        The expression with the abbreviations put in, and their definitions in order.
+    """
     defs = []
     for sym in ABBREVIATIONS:
         if len(tex(expr)) <= limit:
@@ -92,10 +134,27 @@ def abbreviate(expr, limit: int = LONG):
 
 
 def equation_lines(label: str, expr, lhs=None, relation: str = "=", render=tex) -> list:
-    """The lines of an ``equation`` environment ``lhs relation expr`` labelled
+    r"""The lines of an ``equation`` environment ``lhs relation expr`` labelled
     ``label``, long subexpressions of ``expr`` abbreviated (:func:`abbreviate`;
     a matrix is kept whole) and aligned below it; ``render`` writes an
-    expression as LaTeX."""
+    expression as LaTeX.
+
+    Parameters
+    ----------
+    label : str
+        The ``\label`` of the equation.
+    expr : sympy.Expr or sympy.Matrix
+    lhs : sympy.Basic, optional
+        The left-hand side. Default None (no left-hand side).
+    relation : str, optional
+        LaTeX of the relation. Default "=".
+    render : callable, optional
+        Expression -> LaTeX. Default :func:`tex`.
+
+    Returns
+    -------
+    list of str
+    """
     expr, defs = (expr, []) if isinstance(expr, sp.MatrixBase) else abbreviate(expr)
     lines = [r"\begin{equation}", r"\label{%s}" % label]
     amp = "&" if defs else ""

@@ -17,6 +17,16 @@ __all__ = ["canonical"]
 
 def canonical(expr):
     """A compact form: the log-sum-exp derivative's exponentials combined,
-    one fraction, common factors pulled out."""
+    one fraction, common factors pulled out.
+
+    Parameters
+    ----------
+    expr : sympy.Expr
+
+    Returns
+    -------
+    sympy.Expr
+        The same value, rewritten.
+    """
     expr = sp.simplify(sp.powsimp(sp.expand_power_exp(expr), combine="exp"))
     return sp.factor_terms(sp.factor(sp.together(expr)))

@@ -26,13 +26,35 @@ class wright_omega(sp.Function):
 
     @classmethod
     def eval(cls, z):
-        """Automatic evaluation: omega(oo) = oo and omega(0) = W_0(1); otherwise unevaluated."""
+        """Automatic evaluation: omega(oo) = oo and omega(0) = W_0(1); otherwise unevaluated.
+
+        Parameters
+        ----------
+        z : sympy.Expr
+            The argument.
+
+        Returns
+        -------
+        sympy.Expr or None
+            The value, or None to leave ``wright_omega(z)`` unevaluated.
+        """
         if z is sp.S.Infinity:
             return sp.S.Infinity
         if z.is_Number and z.is_zero:
             return sp.LambertW(1)
 
     def fdiff(self, argindex=1):
+        r"""The derivative :math:`\omega'(z) = \omega/(1 + \omega)`.
+
+        Parameters
+        ----------
+        argindex : int, optional
+            The argument differentiated by (the only one). Default 1.
+
+        Returns
+        -------
+        sympy.Expr
+        """
         w = self
         return w / (1 + w)
 
@@ -54,7 +76,16 @@ class wright_omega(sp.Function):
 
 def lambert_to_wright_omega(expr):
     """Replace every ``LambertW(arg)`` by ``wright_omega(log(arg))``, with the
-    logarithm expanded so that no ``exp`` of a large argument remains."""
+    logarithm expanded so that no ``exp`` of a large argument remains.
+
+    Parameters
+    ----------
+    expr : sympy.Expr
+
+    Returns
+    -------
+    sympy.Expr
+    """
     def repl(arg):
         return wright_omega(sp.expand_log(sp.log(arg), force=True))
     return expr.replace(sp.LambertW, repl)

@@ -158,6 +158,15 @@ def _build(node):
 def from_srepr(text: str):
     """The SymPy object whose ``srepr`` is ``text``, rebuilt without ``eval``.
 
+    Parameters
+    ----------
+    text : str
+        ``sympy.srepr`` output.
+
+    Returns
+    -------
+    sympy.Basic
+
     Raises
     ------
     UnsafeExpression
@@ -186,11 +195,21 @@ def from_srepr(text: str):
 def to_srepr(expr) -> str:
     """``sympy.srepr(expr)``, checked to read back with :func:`from_srepr`.
 
+    Parameters
+    ----------
+    expr : sympy.Basic
+
+    Returns
+    -------
+    str
+
     Raises
     ------
     UnsafeExpression
         ``expr`` holds a node outside the whitelist (it could not be stored).
 
+    Examples
+    --------
     >>> import sympy as sp
     >>> to_srepr(sp.Symbol("x", real=True) + 1)
     "Add(Symbol('x', real=True), Integer(1))"

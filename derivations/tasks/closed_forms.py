@@ -190,13 +190,45 @@ def _reason(task, name, parameterization):
 
 def capabilities(task, parameterization: str = "CACO") -> dict:
     """``{capability name: None (available) or the reason it is not}`` for ``task``
-    (a built-in name or a :class:`~derivations.engine.task.Task`)."""
+    (a built-in name or a :class:`~derivations.engine.task.Task`).
+
+    Parameters
+    ----------
+    task : str or Task
+        A built-in task's name or a task.
+    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}, optional
+        Default "CACO".
+
+    Returns
+    -------
+    dict[str, str or None]
+        One entry per capability of :data:`CAPABILITIES`.
+
+    Raises
+    ------
+    ValueError
+        If ``parameterization`` is not one of the four.
+    """
     parameterization = check_parameterization(parameterization)
     return {name: _reason(task, name, parameterization) for name in CAPABILITIES}
 
 
 def capability(task, name: str, parameterization: str = "CACO") -> dict:
     """The closed forms of capability ``name`` for ``task``: ``{key: sympy expression}``.
+
+    Parameters
+    ----------
+    task : str or Task
+        A built-in task's name or a task.
+    name : str
+        A capability of :data:`CAPABILITIES`.
+    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}, optional
+        Default "CACO".
+
+    Returns
+    -------
+    dict[str, sympy.Expr]
+        The paper's closed forms, with the task's mapping of the rates applied.
 
     Raises
     ------

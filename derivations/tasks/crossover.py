@@ -100,7 +100,22 @@ class MasterFlow:
                           self.self_group, self.relevant_group)
 
     def symbol(self, name: str) -> sp.Symbol:
-        """The flow's symbol called ``name`` (ValueError if it has none)."""
+        """The flow's symbol called ``name`` (ValueError if it has none).
+
+        Parameters
+        ----------
+        name : str
+            The symbol's name.
+
+        Returns
+        -------
+        sympy.Symbol
+
+        Raises
+        ------
+        ValueError
+            If no symbol of the flow's right-hand sides or shares has that name.
+        """
         for expr in (*self.rhs.values(), *self.shares.values()):
             for sym in expr.free_symbols:
                 if sym.name == name:

@@ -43,7 +43,17 @@ def task_names() -> tuple:
 
 def is_task_file(name) -> bool:
     """Whether ``name`` names a task file rather than a built-in task (ends in ``.toml``
-    or holds a path separator; not a canonical task text)."""
+    or holds a path separator; not a canonical task text).
+
+    Parameters
+    ----------
+    name : object
+        What the task was named by (usually a str).
+
+    Returns
+    -------
+    bool
+    """
     return (isinstance(name, str) and not name.startswith("{")
             and (name.endswith(".toml") or "/" in name or os.sep in name))
 
@@ -51,7 +61,16 @@ def is_task_file(name) -> bool:
 def task_key(task) -> str:
     """What identifies ``task`` in stored settings and run identities: a built-in task's
     name, else its canonical text (:func:`derivations.engine.task_file.task_text`), which
-    :func:`get_task` reads back."""
+    :func:`get_task` reads back.
+
+    Parameters
+    ----------
+    task : Task
+
+    Returns
+    -------
+    str
+    """
     from ..engine.task_file import task_text
     return task.name if is_builtin(task) else task_text(task)
 
@@ -63,12 +82,21 @@ def get_task(name) -> Task:
     A task read from a file or given as a :class:`Task` is then also known by its name in
     this process (so that code handed its name finds it).
 
+    Parameters
+    ----------
+    name : str, path or Task
+        A built-in or already known task's name, a task file's path, a canonical task text, or a task.
+
+    Returns
+    -------
+    Task
+
     Raises
     ------
     ValueError
         An unknown name (listing the valid ones), a task file that cannot be read
         (one line naming the file and the key), or a task whose name is a built-in
-        task's but which is another task.
+        task's, or another task's used in this process, but which is another task.
     """
     if isinstance(name, os.PathLike):
         name = os.fspath(name)
@@ -95,7 +123,16 @@ def get_task(name) -> Task:
 
 
 def is_builtin(task) -> bool:
-    """Whether ``task`` (a :class:`Task`) is a built-in task."""
+    """Whether ``task`` (a :class:`Task`) is a built-in task.
+
+    Parameters
+    ----------
+    task : Task
+
+    Returns
+    -------
+    bool
+    """
     return TASKS.get(task.name) == task
 
 

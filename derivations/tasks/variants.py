@@ -31,14 +31,44 @@ VARIANT_FILES = ("paper", "shared-irrelevant", "query-in-context", "shared-irrel
 
 
 def variant_text(name: str) -> str:
-    """The text of the shipped task file of ``name``."""
+    """The text of the shipped task file of ``name``.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`VARIANT_FILES`.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    FileNotFoundError
+        If no task file of that name is shipped.
+    """
     return resources.files(__package__).joinpath("files", f"{name}.toml").read_text(encoding="utf-8")
 
 
 @lru_cache(maxsize=None)
 def variant(name: str):
     """The task of the shipped file of ``name``, read once, when first asked for (so that
-    looking up the paper's task does not read and build the others)."""
+    looking up the paper's task does not read and build the others).
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`VARIANT_FILES`.
+
+    Returns
+    -------
+    Task
+
+    Raises
+    ------
+    FileNotFoundError
+        If no task file of that name is shipped.
+    """
     return task_from_toml(variant_text(name), f"derivations/tasks/files/{name}.toml")
 
 

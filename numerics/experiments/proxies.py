@@ -332,7 +332,17 @@ def measure(forward_out, counts, query, target, relevant, forward, *, query_atte
 
 def summary_means(evaluation: dict) -> dict:
     """``{name: mean}`` of each proxy of an evaluation over its defined (finite) values; None where
-    no sequence defines it (e.g. the plausibility of sequences without relevant positions)."""
+    no sequence defines it (e.g. the plausibility of sequences without relevant positions).
+
+    Parameters
+    ----------
+    evaluation : dict
+        Per-sequence values of each proxy of :data:`PROXIES` (arrays, NaN where undefined).
+
+    Returns
+    -------
+    dict[str, float or None]
+    """
     out = {}
     for name in PROXIES:
         v = np.asarray(evaluation[name], dtype=float)
@@ -432,7 +442,17 @@ def trends(rows, target_loss, *, keys=tuple(BETTER), min_change: float = 0.01) -
 
 def format_trends(table) -> str:
     """:func:`trends` as a Markdown table: one row per parameterization, one column per measure
-    (``low -> high`` and the verdict)."""
+    (``low -> high`` and the verdict).
+
+    Parameters
+    ----------
+    table : dict
+        ``{parameterization: {measure: {"low", "high", "change", "verdict"}}}`` (:func:`trends`).
+
+    Returns
+    -------
+    str
+    """
     keys = list(next(iter(table.values()))) if table else []
     lines = ["| parameterization | " + " | ".join(keys) + " |", "|---" * (len(keys) + 1) + "|"]
     for p, cells in table.items():

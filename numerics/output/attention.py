@@ -93,7 +93,19 @@ def plot_phase_diagram(*, quick=False, Rs=(2, 5, 10)):
     r"""Self minus relevant share at the stopping loss over (s/m, :math:`\Lambda`), one panel per
     number of relevant types R, with the crossover :math:`\Lambda^*(s/m)`, the window's edges
     :math:`s/m = 1/R` and 1, the authors' task at its expected counts, and the stored SGD runs of
-    the panel's task (:func:`sgd_points`), marked by the share that leads."""
+    the panel's task (:func:`sgd_points`), marked by the share that leads.
+
+    Parameters
+    ----------
+    quick : bool, optional
+        Coarser grids (for tests); the curves are the same. Default False.
+    Rs : sequence of int, optional
+        Numbers of relevant types R, one panel each. Default (2, 5, 10).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
     from ..dynamics.crossover import master_shares
     runs = sgd_points()
     m, n = QUERY_COPIES["m"], QUERY_COPIES["n"]
@@ -157,7 +169,17 @@ def plot_master_curve(*, quick=False):
     r"""The shares at the stopping loss against :math:`\Lambda`: the master curve (lines), the
     engine's flows at several (L, M, b) (open markers) and, on (b), the stored SGD runs at several
     (L, M, b) (filled, a point per seed at the :math:`\Lambda` of its measured loss,
-    :func:`sgd_points`): (a) the paper's task (closed form), (b) ``query-copies`` (reduced flow)."""
+    :func:`sgd_points`): (a) the paper's task (closed form), (b) ``query-copies`` (reduced flow).
+
+    Parameters
+    ----------
+    quick : bool, optional
+        Coarser grids (for tests); the curves are the same. Default False.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
     from ..dynamics.crossover import master_shares
     runs = sgd_points()
     paper = {"s": 0.0, "m": 5.0, "n": 50.0, "R": 1.0}

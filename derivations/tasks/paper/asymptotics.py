@@ -33,7 +33,23 @@ __all__ = ["time_integrand", "time_along_orbit", "early_phase", "family_loss_at_
 
 
 def time_integrand(parameterization: str = "CACO"):
-    """dt/dmu_OV along the explicit orbit (CACO, CAFO), in mu_OV and the initial point."""
+    """dt/dmu_OV along the explicit orbit (CACO, CAFO), in mu_OV and the initial point.
+
+    Parameters
+    ----------
+    parameterization : {"CACO", "CAFO"}, optional
+        A parameterization with an explicit orbit. Default "CACO".
+
+    Returns
+    -------
+    sympy.Expr
+        :math:`1/f_{OV}` with mu_QK replaced by the orbit, in mu_OV, mu_OV_0 and mu_QK_0.
+
+    Raises
+    ------
+    ValueError
+        If the orbit is implicit (FACO, FAFO) or ``parameterization`` is unknown.
+    """
     d_ov, _ = reduced_odes(parameterization)
     mu = orbit(parameterization)
     if isinstance(mu, sp.Eq):
@@ -42,7 +58,23 @@ def time_integrand(parameterization: str = "CACO"):
 
 
 def time_along_orbit(parameterization: str = "CACO"):
-    """t(mu_OV) as an (unevaluated) integral from mu_OV_0."""
+    """t(mu_OV) as an (unevaluated) integral from mu_OV_0.
+
+    Parameters
+    ----------
+    parameterization : {"CACO", "CAFO"}, optional
+        A parameterization with an explicit orbit. Default "CACO".
+
+    Returns
+    -------
+    sympy.Integral
+        The integral of :func:`time_integrand` from mu_OV_0 to mu_OV.
+
+    Raises
+    ------
+    ValueError
+        If the orbit is implicit (FACO, FAFO) or ``parameterization`` is unknown.
+    """
     x = sp.Symbol("x", real=True)
     return sp.Integral(time_integrand(parameterization).subs(mu_OV, x), (x, mu_OV_0, mu_OV))
 

@@ -82,6 +82,20 @@ def circuit_symbols(circuit: str = "QK") -> CircuitSymbols:
 
     >>> circuit_symbols("OV").magnitude
     sqrt(b)*mu_OV
+
+    Parameters
+    ----------
+    circuit : {"QK", "OV"}, optional
+        The factorized circuit. Default "QK".
+
+    Returns
+    -------
+    CircuitSymbols
+
+    Raises
+    ------
+    ValueError
+        If ``circuit`` is not "QK" or "OV".
     """
     c = check_circuit(circuit)
     fam = family(c.only_factorized)
@@ -125,6 +139,21 @@ def conserved_quantity(circuit: str = "QK"):
     along the family flow (which simplifies to 0).
 
     Returns ``(C, dC/dt)``.
+
+    Parameters
+    ----------
+    circuit : {"QK", "OV"}, optional
+        The factorized circuit. Default "QK".
+
+    Returns
+    -------
+    (sympy.Expr, sympy.Expr)
+        C in the factor coordinates, and dC/dt (0).
+
+    Raises
+    ------
+    ValueError
+        If ``circuit`` is not "QK" or "OV".
     """
     cs = circuit_symbols(circuit)
     (fa, fb), (ra, rb) = cs.factors, cs.factor_rates
@@ -151,7 +180,23 @@ def rate_factor(circuit: str = "QK"):
 
     Derived as the ratio of the family flows of the parameterization with
     only this circuit factorized and of CACO (the other circuit is collapsed
-    in both, with the same coordinate); the loss gradient cancels."""
+    in both, with the same coordinate); the loss gradient cancels.
+
+    Parameters
+    ----------
+    circuit : {"QK", "OV"}, optional
+        The factorized circuit. Default "QK".
+
+    Returns
+    -------
+    sympy.Expr
+        In the factor coordinates and rates.
+
+    Raises
+    ------
+    ValueError
+        If ``circuit`` is not "QK" or "OV".
+    """
     cs = circuit_symbols(circuit)
     (fa, fb), theta = cs.factors, cs.collapsed
     flow = family(cs.parameterization).flow()
@@ -164,7 +209,23 @@ def rate_factor(circuit: str = "QK"):
 def balanced_factors(circuit: str = "QK"):
     """Factor values on the balanced level set (C = 0) with product P:
     ``a = sqrt(P) (eta_A/eta_B)^(1/4)``, ``c = sqrt(P) (eta_B/eta_A)^(1/4)``,
-    as a substitution dict in terms of mu (P = b mu_QK or sqrt(b) mu_OV)."""
+    as a substitution dict in terms of mu (P = b mu_QK or sqrt(b) mu_OV).
+
+    Parameters
+    ----------
+    circuit : {"QK", "OV"}, optional
+        The factorized circuit. Default "QK".
+
+    Returns
+    -------
+    dict[sympy.Symbol, sympy.Expr]
+        ``{a: ..., c: ...}``, in mu_QK (QK) or mu_OV (OV), b and the factor rates.
+
+    Raises
+    ------
+    ValueError
+        If ``circuit`` is not "QK" or "OV".
+    """
     cs = circuit_symbols(circuit)
     (fa, fb), (ra, rb), P = cs.factors, cs.factor_rates, cs.magnitude
     return {fa: sp.sqrt(P) * (ra / rb) ** sp.Rational(1, 4), fb: sp.sqrt(P) * (rb / ra) ** sp.Rational(1, 4)}
@@ -181,6 +242,23 @@ def effective_rate(circuit: str = "QK", balanced: bool = True):
     ``E = sqrt(4 eta_A eta_B P^2 + eta_A^2 eta_B^2 C^2)`` with P = a c. Balanced
     (C = 0) factors give ``2 sqrt(eta_A eta_B) P`` (P > 0 on trajectories from
     the paper's positive initialization).
+
+    Parameters
+    ----------
+    circuit : {"QK", "OV"}, optional
+        The factorized circuit. Default "QK".
+    balanced : bool, optional
+        Balanced factors (C = 0). Default True; else the result carries ``C_QK`` or ``C_OV``.
+
+    Returns
+    -------
+    sympy.Expr
+        In mu_QK (QK) or mu_OV (OV), b, the factor rates and (unbalanced) the conserved symbol.
+
+    Raises
+    ------
+    ValueError
+        If ``circuit`` is not "QK" or "OV".
     """
     cs = circuit_symbols(circuit)
     (fa, fb), (ra, rb), Csym, P = cs.factors, cs.factor_rates, cs.conserved, cs.magnitude
@@ -197,7 +275,24 @@ def effective_rate(circuit: str = "QK", balanced: bool = True):
 
 def initial_conserved(circuit: str, eps):
     """C for the paper's initialization of scale eps (both factors eps):
-    ``eps^2 (1/eta_A - 1/eta_B)``."""
+    ``eps^2 (1/eta_A - 1/eta_B)``.
+
+    Parameters
+    ----------
+    circuit : {"QK", "OV"}
+        The factorized circuit.
+    eps : sympy.Expr or float
+        Initial value of both factor coordinates.
+
+    Returns
+    -------
+    sympy.Expr
+
+    Raises
+    ------
+    ValueError
+        If ``circuit`` is not "QK" or "OV".
+    """
     fa, fb = circuit_symbols(circuit).factors
     C, _ = conserved_quantity(circuit)
     return sp.simplify(C.subs({fa: eps, fb: eps}))
@@ -206,7 +301,25 @@ def initial_conserved(circuit: str, eps):
 def initial_point(parameterization: str, eps):
     """(mu_OV(0), mu_QK(0)) of the paper's initialization: collapsed circuits
     start at 0; factorized ones at eps^2 in the product, i.e. mu_QK = eps^2/b,
-    mu_OV = eps^2/sqrt(b) (from the family's mu map)."""
+    mu_OV = eps^2/sqrt(b) (from the family's mu map).
+
+    Parameters
+    ----------
+    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}
+        Which circuits are factorized.
+    eps : sympy.Expr or float
+        Initial value of every factor coordinate.
+
+    Returns
+    -------
+    (sympy.Expr, sympy.Expr)
+        mu_OV(0) and mu_QK(0).
+
+    Raises
+    ------
+    ValueError
+        If ``parameterization`` is not one of the four.
+    """
     fam = family(parameterization)
     mu_ov_of, mu_qk_of = fam.mu()
     factors = {f for c in ("QK", "OV") for f in circuit_symbols(c).factors}
@@ -217,7 +330,20 @@ def initial_point(parameterization: str, eps):
 def effective_rates(parameterization: str, balanced: bool = True) -> dict:
     """``{eta_QK: ..., eta_OV: ...}``: the collapsed rate of each factorized circuit of
     ``parameterization`` replaced by its :func:`effective_rate` (the one substitution that
-    turns the CACO flow into a factorized one, for the paper and the engine alike)."""
+    turns the CACO flow into a factorized one, for the paper and the engine alike).
+
+    Parameters
+    ----------
+    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}
+        Which circuits are factorized.
+    balanced : bool, optional
+        Balanced factors (C = 0). Default True.
+
+    Returns
+    -------
+    dict[sympy.Symbol, sympy.Expr]
+        One entry per factorized circuit (empty for CACO).
+    """
     return {SYMBOLS[c.rate]: effective_rate(c.name, balanced) for c in CIRCUITS.values()
             if c.factorized(parameterization)}
 
@@ -226,6 +352,19 @@ def effective_rates(parameterization: str, balanced: bool = True) -> dict:
 def factorized_reduced_odes(parameterization: str, balanced: bool = True):
     """Reduced ODEs ``(dmu_OV/dt, dmu_QK/dt)`` (in alpha) of a parameterization
     with at least one factorized circuit: CACO's with eta_QK and/or eta_OV
-    replaced by :func:`effective_rate` (:func:`effective_rates`)."""
+    replaced by :func:`effective_rate` (:func:`effective_rates`).
+
+    Parameters
+    ----------
+    parameterization : {"CAFO", "FACO", "FAFO"}
+        Which circuits are factorized.
+    balanced : bool, optional
+        Balanced factors (C = 0). Default True; else the rates carry ``C_QK``/``C_OV``.
+
+    Returns
+    -------
+    (sympy.Expr, sympy.Expr)
+        In mu_OV, mu_QK, alpha and the model's parameters (m, n, b, M, rates).
+    """
     subs = effective_rates(parameterization, balanced)
     return tuple(e.subs(subs) for e in family("CACO").mu_flow(in_mu=True))

@@ -46,7 +46,23 @@ __all__ = ["orbit_ode", "separated", "first_integral", "dH_dt", "line_coordinate
 
 @lru_cache(maxsize=None)
 def orbit_ode(parameterization: str = "CACO"):
-    """``dmu_QK/dmu_OV`` of the (balanced) reduced flow."""
+    """``dmu_QK/dmu_OV`` of the (balanced) reduced flow.
+
+    Parameters
+    ----------
+    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}, optional
+        Which circuits are factorized. Default "CACO".
+
+    Returns
+    -------
+    sympy.Expr
+        :math:`f_{QK}/f_{OV}`, simplified, in mu_OV and mu_QK.
+
+    Raises
+    -------
+    ValueError
+        If ``parameterization`` is not one of the four.
+    """
     d_ov, d_qk = reduced_odes(check_parameterization(parameterization))
     return sp.simplify(d_qk / d_ov)
 
@@ -54,7 +70,23 @@ def orbit_ode(parameterization: str = "CACO"):
 @lru_cache(maxsize=None)
 def separated(parameterization: str = "CACO"):
     """``(g(mu_QK), h(mu_OV))`` with ``dmu_QK/dmu_OV = h(mu_OV)/g(mu_QK)``: the
-    engine's separation (:func:`derivations.engine.first_integral.separate`)."""
+    engine's separation (:func:`derivations.engine.first_integral.separate`).
+
+    Parameters
+    ----------
+    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}, optional
+        Which circuits are factorized. Default "CACO".
+
+    Returns
+    -------
+    (sympy.Expr, sympy.Expr)
+        ``g`` in mu_QK and ``h`` in mu_OV.
+
+    Raises
+    -------
+    ValueError
+        If ``parameterization`` is not one of the four.
+    """
     d_ov, d_qk = reduced_odes(check_parameterization(parameterization))
     parts = separate({mu_OV: d_ov, mu_QK: d_qk}, mu_OV, mu_QK)
     if parts is None:  # pragma: no cover
@@ -68,13 +100,45 @@ def _integrals(parameterization):
 
 
 def first_integral(parameterization: str = "CACO"):
-    """The conserved quantity ``H(mu_OV, mu_QK) = int g dmu_QK - int h dmu_OV``."""
+    """The conserved quantity ``H(mu_OV, mu_QK) = int g dmu_QK - int h dmu_OV``.
+
+    Parameters
+    ----------
+    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}, optional
+        Which circuits are factorized. Default "CACO".
+
+    Returns
+    -------
+    sympy.Expr
+        H in mu_OV and mu_QK, expanded.
+
+    Raises
+    -------
+    ValueError
+        If ``parameterization`` is not one of the four.
+    """
     G, F = _integrals(check_parameterization(parameterization))
     return sp.expand(G - F)
 
 
 def dH_dt(parameterization: str = "CACO"):
-    """``dH/dt`` along the reduced flow, simplified (it is 0)."""
+    """``dH/dt`` along the reduced flow, simplified (it is 0).
+
+    Parameters
+    ----------
+    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}, optional
+        Which circuits are factorized. Default "CACO".
+
+    Returns
+    -------
+    sympy.Expr
+        The simplified time derivative of :func:`first_integral`.
+
+    Raises
+    -------
+    ValueError
+        If ``parameterization`` is not one of the four.
+    """
     H = first_integral(parameterization)
     d_ov, d_qk = reduced_odes(parameterization)
     return sp.simplify(sp.diff(H, mu_OV) * d_ov + sp.diff(H, mu_QK) * d_qk)
@@ -83,7 +147,23 @@ def dH_dt(parameterization: str = "CACO"):
 def line_coordinates(parameterization: str = "CACO"):
     """``(X(mu_OV), Y(mu_QK), slope)``: along every trajectory
     ``Y - Y_0 = slope (X - X_0)``; the slope is the product of the factors of
-    ``int h dmu_OV`` that carry learning rates (eta_QK/eta_OV for CACO)."""
+    ``int h dmu_OV`` that carry learning rates (eta_QK/eta_OV for CACO).
+
+    Parameters
+    ----------
+    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}, optional
+        Which circuits are factorized. Default "CACO".
+
+    Returns
+    -------
+    (sympy.Expr, sympy.Expr, sympy.Expr)
+        X in mu_OV, Y in mu_QK, and the slope (the rate-carrying factor).
+
+    Raises
+    -------
+    ValueError
+        If ``parameterization`` is not one of the four.
+    """
     G, F = _integrals(check_parameterization(parameterization))
     slope, X = sp.S.One, sp.S.One
     for factor in sp.Mul.make_args(sp.factor(F)):
@@ -102,6 +182,21 @@ def orbit(parameterization: str = "CACO"):
     solved (CACO, CAFO: Lambert W, written as ``wright_omega``), otherwise the
     implicit equation as a :class:`sympy.Eq` (FACO, FAFO: the exponential
     integral ``Ei`` appears).
+
+    Parameters
+    ----------
+    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}, optional
+        Which circuits are factorized. Default "CACO".
+
+    Returns
+    -------
+    sympy.Expr or sympy.Eq
+        mu_QK in mu_OV, mu_OV_0 and mu_QK_0, or the implicit equation ``H = H_0``.
+
+    Raises
+    -------
+    ValueError
+        If ``parameterization`` is not one of the four.
     """
     G, F = _integrals(check_parameterization(parameterization))
     return orbit_of(G, F, mu_OV, mu_QK)
@@ -109,7 +204,23 @@ def orbit(parameterization: str = "CACO"):
 
 def attention_on_orbit(parameterization: str = "CACO"):
     """alpha along the explicit orbit (CACO, CAFO): with omega = wright_omega(...)
-    of :func:`orbit`, alpha = omega / (1 + omega)."""
+    of :func:`orbit`, alpha = omega / (1 + omega).
+
+    Parameters
+    ----------
+    parameterization : {"CACO", "CAFO"}, optional
+        A parameterization with an explicit orbit. Default "CACO".
+
+    Returns
+    -------
+    sympy.Expr
+        alpha in mu_OV, mu_OV_0 and mu_QK_0, written with ``wright_omega``.
+
+    Raises
+    ------
+    ValueError
+        If the orbit is implicit (FACO, FAFO) or ``parameterization`` is unknown.
+    """
     from .reduction import alpha_expr
     mu = orbit(parameterization)
     if isinstance(mu, sp.Eq):

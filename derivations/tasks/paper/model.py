@@ -2,10 +2,9 @@ r"""The paper's single-layer attention model, as SymPy expressions.
 
 Two views of the same model:
 
-1. **Explicit instances** (:func:`explicit_model`): for a concrete number of
-   classes ``M`` (2, 3, 4, ...), every trained matrix is a SymPy ``Matrix`` of
-   independent symbols and the population loss is built literally from the
-   definitions below. These are used to *check* the reduction exactly.
+1. **Explicit instances** (:func:`explicit_model`): for a concrete number of classes ``M`` (2, 3, 4,
+   ...), every trained matrix is a SymPy ``Matrix`` of independent symbols and the population loss is
+   built literally from the definitions below. These are used to *check* the reduction exactly.
 2. **The invariant family for symbolic M** (:func:`family`): the matrices that
    the flow visits from the paper's initializations, written with a few scalar
    coordinates per circuit. The reduced dynamics are derived on it.
@@ -61,11 +60,20 @@ __all__ = ["class_loss", "ExplicitModel", "explicit_shapes", "explicit_populatio
 def class_loss(W_QK, W_OV, x_query, x_relevant, x_irrelevant, k, attention=None):
     """Cross-entropy of one class-k sequence, from the definitions.
 
-    ``W_QK``/``W_OV`` are SymPy matrices, the ``x_*`` column vectors. Returns
-    ``(loss, alpha_k, logits, score_gap)`` with score_gap = s_rel - s_irr. With ``attention`` (a symbol) the softmax
-    output -- the total attention on the relevant tokens -- is kept as that
-    symbol in the logits and the loss, so that the chain rule can be taken
-    through it; ``alpha_k`` is still the softmax expression.
+    Parameters
+    ----------
+    W_QK, W_OV : sympy.Matrix
+    x_query, x_relevant, x_irrelevant : sympy.Matrix
+        Column embeddings of the query, a relevant and an irrelevant token.
+    k : int
+        The class (index of the correct logit).
+    attention : sympy.Symbol, optional
+        Kept for the softmax output in logits and loss, so that the chain rule can be taken through it.
+
+    Returns
+    -------
+    loss, alpha_k, logits, score_gap : sympy.Expr, sympy.Expr, sympy.Matrix, sympy.Expr
+        alpha_k (the attention on the relevant tokens) is the softmax expression; score_gap = s_rel - s_irr.
     """
     s_rel = (x_query.T * W_QK * x_relevant)[0, 0]
     s_irr = (x_query.T * W_QK * x_irrelevant)[0, 0]
@@ -119,7 +127,17 @@ def _circuits(parameterization, params):
 
 
 def explicit_shapes(M_value: int, parameterization: str) -> dict:
-    """Shapes of the trained matrices of an explicit instance."""
+    """Shapes of the trained matrices of an explicit instance.
+
+    Parameters
+    ----------
+    M_value : int
+    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}
+
+    Returns
+    -------
+    dict[str, tuple of int]
+    """
     d = 2 * M_value
     shapes = {}
     if qk_factorized(parameterization):
@@ -153,6 +171,16 @@ def explicit_model(M_value: int, parameterization: str = "CACO") -> ExplicitMode
     >>> em = explicit_model(2, "CACO")
     >>> em.params["W_QK"].shape, em.params["W_OV"].shape
     ((4, 4), (2, 4))
+
+    Parameters
+    ----------
+    M_value : int
+        In [2, MAX_CLASSES]; ValueError naming the range otherwise.
+    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}, default "CACO"
+
+    Returns
+    -------
+    ExplicitModel
     """
     M_value = check_classes(M_value)
     params = {name: sp.Matrix(rows, cols, lambda i, j, name=name: sp.Symbol(f"{name}_{i}_{j}", real=True))
@@ -186,6 +214,16 @@ def basis_matrix(name: str, M_value: int):
     O       I - 1 1^T / M             (M x M)           M - 1
     V1      sum_k 1 e_{r_k}^T         (M x d)           M^2
     ======  ==========================================  =================
+
+    Parameters
+    ----------
+    name : {"QK", "Q", "K", "OV", "V", "O", "V1"}
+        A name of the table; ValueError otherwise.
+    M_value : int
+
+    Returns
+    -------
+    sympy.Matrix
     """
     Mv, d = M_value, 2 * M_value
     if name == "QK":
@@ -204,10 +242,7 @@ def basis_matrix(name: str, M_value: int):
 
 
 def _basis_norm2_symbolic(name):
-    """||U||_F^2 for symbolic M, summed from the entry pattern of U.
-
-    Each basis matrix is M copies (one per class) of a block whose nonzero
-    entries are listed as (value, count)."""
+    """||U||_F^2 for symbolic M: M copies (one per class) of a block of (value, count) entries."""
     per_class = {
         "QK": [(1, 1)], "Q": [(1, 1)], "K": [(1, 1)],
         "OV": [(1 - 1 / M, 1), (-1 / M, M - 1)],
@@ -234,15 +269,13 @@ class Family:
     ov_column : tuple[Expr, Expr]
         (W_OV[k, r_k], W_OV[j, r_k]) for j != k.
     products : dict[str, Expr]
-        ``{"QK": ..., "OV": ...}``: each circuit's amplitude on its basis
-        matrix (the coordinate itself for a collapsed circuit, the product of
-        the factor coordinates for a factorized one).
+        ``{"QK": ..., "OV": ...}``: each circuit's amplitude on its basis matrix (the coordinate
+        itself for a collapsed circuit, the product of the factor coordinates for a factorized one).
 
     Notes
     -----
-    The flow (:meth:`flow`), the flow of mu (:meth:`mu_flow`), the map
-    coordinates -> mu (:meth:`mu`) and its inverse (:meth:`coordinates_of_mu`)
-    are derived once per parameterization and cached.
+    The flow (:meth:`flow`), the flow of mu (:meth:`mu_flow`), the map coordinates -> mu (:meth:`mu`)
+    and its inverse (:meth:`coordinates_of_mu`) are derived once per parameterization and cached.
     """
     parameterization: str
     coordinates: dict
@@ -252,11 +285,8 @@ class Family:
     products: dict
 
     def _class_quantities(self, qk_entry, ov_column, attention=None):
-        """One class's (loss, alpha, z_k, z_j, score gap) for symbolic M.
-
-        The classes are exchangeable on the family, so the population loss is
-        one class's CE. Of the M logits, z_k is the class's own and the other
-        M - 1 are equal (to z_j): the log-sum-exp has M - 1 equal terms."""
+        """One class's (loss, alpha, z_k, z_j, score gap) for symbolic M (classes are exchangeable
+        on the family; the M - 1 logits other than z_k equal z_j)."""
         x_q, x_r, x_0 = (sp.Matrix([[1 / sp.sqrt(b)], [0]]), sp.Matrix([[0], [1 / sp.sqrt(b)]]),
                          sp.zeros(2, 1))
         W_QK = sp.Matrix([[0, qk_entry], [0, 0]])           # rows (q_k, r_k), columns (q_k, r_k)
@@ -271,9 +301,8 @@ class Family:
         return self._class_quantities(self.qk_entry, self.ov_column)[0]
 
     def loss_in_alpha(self):
-        """The population loss on the family with the attention kept as the
-        symbol ``alpha``: a function of alpha and the OV coordinates only.
-        alpha itself depends on the QK coordinates through :meth:`alpha_of`."""
+        """The population loss on the family with the attention kept as the symbol ``alpha``: a function
+        of alpha and the OV coordinates only (alpha depends on the QK coordinates through :meth:`alpha_of`)."""
         return self._class_quantities(self.qk_entry, self.ov_column, attention=alpha)[0]
 
     def attention(self):
@@ -286,40 +315,55 @@ class Family:
         return _mu_map(self.parameterization)
 
     def coordinates_of_mu(self) -> dict:
-        """The inverse of :meth:`mu`, ``{coordinate: expression in mu}``, solved
-        by SymPy. Only the collapsed family (CACO) has one coordinate per mu;
-        for the others use :func:`family` ``("CACO")`` and :attr:`products`."""
+        """The inverse of :meth:`mu`, ``{coordinate: expression in mu}``, solved by SymPy. Only the collapsed
+        family (CACO) has one coordinate per mu; for the others use :func:`family` ``("CACO")`` and
+        :attr:`products`."""
         return _coordinates_of_mu(self.parameterization)
 
     def alpha_of(self, score_gap=mu_QK):
-        """Attention on the m relevant tokens at score gap ``score_gap``,
-        alpha = m e^mu / (m e^mu + n): :meth:`attention` with the QK
-        coordinate solved from :meth:`mu` (the same for every family)."""
+        """Attention on the m relevant tokens at a score gap, alpha = m e^mu / (m e^mu + n):
+        :meth:`attention` with the QK coordinate solved from :meth:`mu` (the same for every family).
+
+        Parameters
+        ----------
+        score_gap : sympy.Expr, default mu_QK
+
+        Returns
+        -------
+        sympy.Expr
+        """
         return _alpha_in_mu().subs(mu_QK, score_gap)
 
     def reduced_loss(self):
-        """The loss in mu_OV with ``alpha`` kept as a symbol,
-        L = log(e^{alpha mu_OV} + M - 1) - alpha mu_OV: :meth:`loss_in_alpha`
-        with the coordinates solved from :meth:`mu`."""
+        """The loss in mu_OV with ``alpha`` kept as a symbol, L = log(e^{alpha mu_OV} + M - 1) - alpha mu_OV:
+        :meth:`loss_in_alpha` with the coordinates solved from :meth:`mu`."""
         return _reduced_loss()
 
     def flow(self) -> dict:
         r"""Gradient flow on the family: ``{theta_i: dtheta_i/dt}``.
 
-        If ``grad_W L = sum_i g_i U_i`` on the family (checked exactly on
-        explicit instances by :func:`derivations.tasks.paper.reduction.invariance_residual`),
-        the chain rule gives ``dL/dtheta_i = g_i ||U_i||^2``, hence
+        If ``grad_W L = sum_i g_i U_i`` on the family (checked exactly on explicit instances by
+        :func:`derivations.tasks.paper.reduction.invariance_residual`), the chain rule gives
+        ``dL/dtheta_i = g_i ||U_i||^2``, hence
         :math:`\dot\theta_i = -\eta_i/\lVert U_i\rVert_F^2\,\partial L/\partial\theta_i`.
-        The loss is differentiated with the attention kept as the symbol
-        alpha and the chain rule taken through alpha(mu_QK) and mu_QK of the
-        coordinates (:meth:`mu`), so the result is written in alpha and the
-        family coordinates."""
+        The loss is differentiated with the attention kept as the symbol alpha and the chain rule taken
+        through alpha(mu_QK) and mu_QK of the coordinates (:meth:`mu`), so the result is written in alpha
+        and the family coordinates."""
         return _family_flow(self.parameterization)
 
     def mu_flow(self, in_mu: bool = False):
-        """``(dmu_OV/dt, dmu_QK/dt)`` by the chain rule through :meth:`mu`, in
-        family coordinates and alpha; with ``in_mu`` the coordinates are
-        replaced by :meth:`coordinates_of_mu` (collapsed family only)."""
+        """``(dmu_OV/dt, dmu_QK/dt)`` by the chain rule through :meth:`mu`, in family coordinates and
+        alpha.
+
+        Parameters
+        ----------
+        in_mu : bool, default False
+            Replace the coordinates by :meth:`coordinates_of_mu` (collapsed family only, else ValueError).
+
+        Returns
+        -------
+        (sympy.Expr, sympy.Expr)
+        """
         flows = _family_mu_flow(self.parameterization)
         if not in_mu:
             return flows
@@ -401,12 +445,20 @@ _FAMILY_COORDINATES = {           # (trained matrix, basis) -> family coordinate
 def family(parameterization: str = "CACO") -> Family:
     """The invariant family of ``parameterization`` (see :class:`Family`).
 
-    Collapsed QK: W_QK = theta_QK U_QK. Factorized QK: W_Q = a_Q U_Q,
-    W_K = c_K U_K, so W_QK = a_Q c_K U_QK. Collapsed OV: W_OV = theta_OV U_OV.
-    Factorized OV: W_O = o_O U_O, W_V = v_V U_V + w_V U_1, so
-    W_OV = o_O v_V U_OV (U_O U_1 = 0). The trained matrices, their bases and
-    rates come from :data:`derivations.core.vocabulary.CIRCUITS`; the explicit-
-    instance tests confirm these products entry by entry.
+    Collapsed QK: W_QK = theta_QK U_QK. Factorized QK: W_Q = a_Q U_Q, W_K = c_K U_K, so
+    W_QK = a_Q c_K U_QK. Collapsed OV: W_OV = theta_OV U_OV. Factorized OV: W_O = o_O U_O,
+    W_V = v_V U_V + w_V U_1, so W_OV = o_O v_V U_OV (U_O U_1 = 0). The trained matrices, their bases and
+    rates come from :data:`derivations.core.vocabulary.CIRCUITS`; the explicit-instance tests confirm
+    these products entry by entry.
+
+    Parameters
+    ----------
+    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}, default "CACO"
+        ValueError for any other value.
+
+    Returns
+    -------
+    Family
     """
     check_parameterization(parameterization)
     coords, products = {}, {}
@@ -426,8 +478,17 @@ def family(parameterization: str = "CACO") -> Family:
 
 
 def explicit_family_point(M_value: int, parameterization: str) -> dict:
-    """The family as explicit matrices: ``{matrix name: Matrix}`` written with
-    the family coordinates (for concrete M)."""
+    """The family as explicit matrices, ``{matrix name: Matrix}``, in the family coordinates (concrete M).
+
+    Parameters
+    ----------
+    M_value : int
+    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}
+
+    Returns
+    -------
+    dict[str, sympy.Matrix]
+    """
     fam = family(parameterization)
     mats = {}
     for coord, (mat, basis, _) in fam.coordinates.items():

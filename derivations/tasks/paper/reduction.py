@@ -44,19 +44,62 @@ __all__ = ["alpha_expr", "family_flow", "family_mu_flow", "collapsed_reduced_ode
 
 def alpha_expr(score_gap=mu_QK):
     """alpha(mu_QK) = m e^{mu_QK} / (m e^{mu_QK} + n), from the model's softmax
-    (:meth:`derivations.tasks.paper.model.Family.alpha_of`)."""
+    (:meth:`derivations.tasks.paper.model.Family.alpha_of`).
+
+    Parameters
+    ----------
+    score_gap : sympy.Expr, optional
+        The score gap :math:`s_{rel} - s_{irr}` at which alpha is taken. Default the symbol mu_QK.
+
+    Returns
+    -------
+    sympy.Expr
+        alpha in ``score_gap``, m and n.
+    """
     return family("CACO").alpha_of(score_gap)
 
 
 def family_flow(parameterization: str = "CACO") -> dict:
     """Gradient flow on the family: ``{theta_i: dtheta_i/dt}`` (step 2 above),
-    :meth:`derivations.tasks.paper.model.Family.flow`."""
+    :meth:`derivations.tasks.paper.model.Family.flow`.
+
+    Parameters
+    ----------
+    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}, optional
+        Which circuits are factorized. Default "CACO".
+
+    Returns
+    -------
+    dict[sympy.Symbol, sympy.Expr]
+        Each family coordinate's time derivative, in the coordinates and alpha.
+
+    Raises
+    -------
+    ValueError
+        If ``parameterization`` is not one of the four.
+    """
     return family(check_parameterization(parameterization)).flow()
 
 
 def family_mu_flow(parameterization: str):
     """``(dmu_OV/dt, dmu_QK/dt)`` by the chain rule, in family coordinates and
-    alpha (:meth:`derivations.tasks.paper.model.Family.mu_flow`)."""
+    alpha (:meth:`derivations.tasks.paper.model.Family.mu_flow`).
+
+    Parameters
+    ----------
+    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}
+        Which circuits are factorized.
+
+    Returns
+    -------
+    (sympy.Expr, sympy.Expr)
+        dmu_OV/dt and dmu_QK/dt.
+
+    Raises
+    -------
+    ValueError
+        If ``parameterization`` is not one of the four.
+    """
     return family(check_parameterization(parameterization)).mu_flow()
 
 
@@ -130,6 +173,23 @@ def invariance_residual(M_value: int, parameterization: str = "CACO"):
     else when :func:`sympy.simplify` reduces it to 0.
     An empty list means the gradient lies in the family's tangent space *and*
     the reduced family flow is the model's flow.
+
+    Parameters
+    ----------
+    M_value : int
+        Number of classes of the explicit instance, in [2, MAX_CLASSES].
+    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}, optional
+        Which circuits are factorized. Default "CACO".
+
+    Returns
+    -------
+    list of sympy.Expr
+        The residual entries that are not zero; empty when the family is invariant.
+
+    Raises
+    ------
+    ValueError
+        If ``M_value`` or ``parameterization`` is out of range.
     """
     em = explicit_model(M_value, parameterization)
     point = explicit_family_point(M_value, parameterization)

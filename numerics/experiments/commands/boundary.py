@@ -37,6 +37,12 @@ _FLAGS = {"parameterization": "--parameterizations", "ratio": "--ratio-range", "
 
 
 def add_parser(sub):
+    """Add the ``boundary`` subcommand and its options to the subparsers ``sub``.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+    """
     from numerics.dynamics.crossover import RATIO_RANGE
 
     from .. import models, task_sampling, theory
@@ -161,7 +167,22 @@ def _zero_records(s) -> list:
 
 
 def prepare(args):
-    """Check every option (before any flow); return ``(work, format)``."""
+    """Check every option (before any flow); return ``(work, format)``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+
+    Returns
+    -------
+    tuple
+        ``work()`` returns the payload ``{"settings", "records"}``; ``format`` is :func:`format_table`.
+
+    Raises
+    ------
+    derivations.core.cli.UsageError
+        Bad input (one line).
+    """
     s = _settings(args)
     scale = s.pop("given_init_scale", None)       # the flow's own default where none was given
 
@@ -177,7 +198,17 @@ def prepare(args):
 
 
 def format_table(payload) -> str:
-    """One line per record (with its seed on the expected-count flow)."""
+    """One line per record (with its seed on the expected-count flow).
+
+    Parameters
+    ----------
+    payload : dict
+        ``{"settings", "records"}``.
+
+    Returns
+    -------
+    str
+    """
     seeds = any("seed" in r for r in payload["records"])
     lines = [f"{'P':5}{' seed' if seeds else ''} {'loss':>8} {'r*':>12} {'Lambda*':>12}  reason"]
     for r in payload["records"]:
