@@ -38,8 +38,8 @@ XTOL = 1e-5
 MAX_STEPS = 40
 
 
-def _search(st, P, seed, s, ratio_range, xtol, max_steps):
-    """``({target: (r_star, reason)}, flows)`` of one (parameterization, seed)."""
+def _search(task, st, P, seed, s, ratio_range, xtol, max_steps):
+    """``{target: (r_star, Lambda at r_star, reason)}`` of one (parameterization, seed)."""
     lo, hi = ratio_range
     flows = {}
 
@@ -57,8 +57,10 @@ def _search(st, P, seed, s, ratio_range, xtol, max_steps):
                                     maxiter=max_steps, name="ratio")
         if reason is not None and reason.startswith("undefined"):
             reason += " (the flow did not reach the target loss)"
-        found[target] = (None if r is None else min(max(r, lo), hi), reason)
-    return found, len(flows)
+        r = None if r is None else min(max(r, lo), hi)
+        lam = None if r is None else predict.master_lambdas(task, dict(st.params), r, [target])[target]
+        found[target] = (r, lam, reason)
+    return found
 
 
 def flow_boundary(parameterizations, target_losses, seeds=1, init="authors", *, init_scale=None,
@@ -121,12 +123,11 @@ def flow_boundary(parameterizations, target_losses, seeds=1, init="authors", *, 
         found = None
         for seed in s["seeds"]:
             if found is None or predict.draws(P, init):
-                found, _flows = _search(st, P, seed, s, (lo, hi), xtol, max_steps)
+                found = _search(task, st, P, seed, s, (lo, hi), xtol, max_steps)
                 if progress is not None:
                     progress()
             for target in s["target_losses"]:
-                r, reason = found[target]
-                lam = None if r is None else predict.master_lambdas(task, dict(st.params), r, [target])[target]
+                r, lam, reason = found[target]
                 records.append({"parameterization": P, "seed": seed, "target_loss": target,
                                 "crossover_ratio": r, "crossover_lambda": lam, "reason": reason})
     return records
