@@ -64,7 +64,7 @@ def plain_loop(parameterization, steps, seed=0, lr=0.01, batch=32, seq_len=64, s
             counts = np.bincount((tok + V * rows[:, None]).ravel(),
                                  minlength=batch * V).reshape(batch, V).astype(float)
         counts[rows, q] += 1
-        A = p["W_QK"] if "W_QK" in p else p["W_Q"].T @ p["W_K"]
+        A = p["W_QK"] if "W_QK" in p else p["W_Q"] @ p["W_K"].T
         s = A[q] / sq
         s -= s.max(1, keepdims=True)
         e = counts * np.exp(s)
@@ -94,8 +94,8 @@ def plain_loop(parameterization, steps, seed=0, lr=0.01, batch=32, seq_len=64, s
         if "W_QK" in p:
             g["W_QK"] = dA
         else:
-            g["W_Q"] = p["W_K"] @ dA.T
-            g["W_K"] = p["W_Q"] @ dA
+            g["W_Q"] = dA @ p["W_K"]
+            g["W_K"] = dA.T @ p["W_Q"]
         for k in p:
             p[k] -= lr * g[k]
     return p

@@ -10,7 +10,10 @@ by :math:`\nu` (``value_multiplier``), the others as zero vectors, and
 :math:`\sqrt{50}` in the authors' task) and 0 otherwise, where
 
 * collapsed attention (``CA``): :math:`A = W_{QK}`;
-* factorized attention (``FA``): :math:`A = W_Q^\top W_K`.
+* factorized attention (``FA``): :math:`A = W_Q W_K^\top`, the convention of the whole package
+  (:class:`numerics.model.TaskModel`, the derivations); the query and key ``Linear`` weights
+  of the authors' notebooks are :math:`W_Q^\top` and :math:`W_K^\top` (what :func:`init_params`
+  draws, and what the products read as stored).
 
 A sequence enters only through its counts :math:`n_t`, so the attention mass on
 type :math:`t` (summed over its positions) is
@@ -34,8 +37,8 @@ Gradients (per sequence, times :math:`w_b`, summed over the batch):
 :math:`\partial W_{OV} = g_z c^\top`, or :math:`\partial W_O = g_z (W_V c)^\top`,
 :math:`\partial W_V = W_O^\top g_z c^\top`; :math:`g_a = \nu\, W_{OV}^\top g_z` (zero
 beyond :math:`d`); :math:`g_{s,t} = a_t (g_{a,t} - a^\top g_a)`;
-:math:`\partial A = e_q\, g_s^\top/\delta`; and :math:`\partial W_Q = W_K\, \partial A^\top`,
-:math:`\partial W_K = W_Q\, \partial A`.
+:math:`\partial A = e_q\, g_s^\top/\delta`; and :math:`\partial W_Q = \partial A\, W_K`,
+:math:`\partial W_K = \partial A^\top W_Q`.
 
 Counts may be real-valued (:func:`numerics.experiments.task_sampling.expected_counts`: the
 expected-count, population-limit model).
@@ -176,7 +179,9 @@ def init_params(st, parameterization: str, init: str = "authors", rng: np.random
         ``"identity"``: every matrix :math:`10^{-6} I`; ``"uniform"``: every matrix i.i.d.
         :math:`U(-1/\sqrt{c}, 1/\sqrt{c})` for :math:`c` columns (PyTorch's default for a
         ``Linear`` with :math:`c` inputs).  Uniform matrices are drawn in the order of
-        :func:`param_keys`.
+        :func:`param_keys`.  :math:`W_Q` and :math:`W_K` are transposed views of the matrices
+        drawn or built (the notebooks' ``Linear`` weights, :math:`W_{QK} = W_Q W_K^\top`):
+        stacked runs keep that layout, and :func:`loss_and_grad` reads the weights as stored.
     rng : numpy.random.Generator, optional
         Required when a matrix is uniform.
     identity_scale : float
@@ -197,11 +202,15 @@ def init_params(st, parameterization: str, init: str = "authors", rng: np.random
     shapes = param_shapes(st, parameterization)
     out = {}
     for key in param_keys(parameterization):
+        # W_Q, W_K: transposed views of the Linear weights, which the products read as stored
+        linear = key in ("W_Q", "W_K")
+        shape = shapes[key][::-1] if linear else shapes[key]
         if kinds[key] == "uniform":
-            bound = 1.0 / math.sqrt(shapes[key][1])
-            out[key] = rng.uniform(-bound, bound, size=shapes[key])
+            bound = 1.0 / math.sqrt(shape[1])
+            w = rng.uniform(-bound, bound, size=shape)
         else:
-            out[key] = identity_scale * np.eye(*shapes[key])
+            w = identity_scale * np.eye(*shape)
+        out[key] = w.T if linear else w
     return out
 
 
@@ -210,16 +219,20 @@ def _tr(a):
 
 
 def _score_table(params, ids):
-    """Rows ``A[ids, :]`` of the score matrix, ``(..., U, d)``, for the sorted distinct
-    query ids ``ids`` (an index array, or a slice when they are consecutive); also
-    ``W_Q[:, ids]`` ``(..., d, U)`` for factorized attention, else None.
+    r"""Rows ``A[ids, :]`` of the score matrix, ``(..., U, d)``, for the sorted distinct
+    query ids ``ids`` (an index array, or a slice when they are consecutive); also, for
+    factorized attention, the transposed factors ``(W_Q[ids, :]^T, W_K^T)``, ``(..., d, U)`` and
+    ``(..., d, d)`` (the second C-contiguous), else None.
 
     Every sequence with query ``q`` uses row ``A[q, :]``, so only the ``U`` distinct
-    rows (4 in the authors' task) are computed and exponentiated."""
+    rows (4 in the authors' task) are computed and exponentiated.  The factorized
+    circuit's products read the transposes (the notebooks' ``Linear`` weights) as
+    stored: :math:`A_{ids,:} = (W_Q^\top)_{:,ids}^\top\, W_K^\top`."""
     if "W_QK" in params:
         return params["W_QK"][..., ids, :], None
-    wq_ids = params["W_Q"][..., :, ids]                                      # (..., d, U)
-    return np.matmul(_tr(wq_ids), params["W_K"]), wq_ids
+    lin_q = _tr(params["W_Q"])[..., :, ids]                                 # (..., d, U)
+    lin_k = np.ascontiguousarray(_tr(params["W_K"]))
+    return np.matmul(_tr(lin_q), lin_k), (lin_q, lin_k)
 
 
 def _query_slots(query, ids, lead=None):
@@ -355,7 +368,7 @@ def _ov_grads(params, grads, gzT, c, hT):
     return np.matmul(_tr(params["W_V"]), ghT)
 
 
-def _qk_grads(st, params, grads, gcT, aT, onehot_t, ids, wq_ids, scale, sparse):
+def _qk_grads(st, grads, gcT, aT, onehot_t, ids, factors, scale, sparse):
     """The query-key part of :func:`loss_and_grad`'s backward pass, into ``grads``: from
     ``gcT`` (..., d, B), the gradient of the context (overwritten), to ``scale`` times the
     gradient of the score matrix's rows ``ids`` and of ``W_QK`` or ``W_Q, W_K``."""
@@ -368,19 +381,18 @@ def _qk_grads(st, params, grads, gcT, aT, onehot_t, ids, wq_ids, scale, sparse):
     # dL/dA = E^T gs / delta (E: one-hot queries): only the rows of the distinct queries are non-zero
     dA_rows = np.matmul(onehot_t.astype(gsT.dtype, copy=False), _tr(gsT))   # (..., U, d)
     dA_rows *= scale
-    if wq_ids is None:
+    if factors is None:
         grads["W_QK"] = dA_rows
     else:
-        # dW_Q = W_K dA^T (non-zero in the columns ids only), dW_K = W_Q dA = W_Q[:, ids] dA_rows
-        grads["W_Q"] = np.matmul(params["W_K"], _tr(dA_rows))       # (..., d, U)
-        grads["W_K"] = np.matmul(wq_ids, dA_rows)
+        # dW_Q = dA W_K (non-zero in the rows ids only), dW_K = dA^T W_Q = dA_rows^T W_Q[ids, :],
+        # as the transposes of W_K^T dA_rows^T and W_Q[ids, :]^T dA_rows
+        lin_q, lin_k = factors
+        grads["W_Q"] = _tr(np.matmul(lin_k, _tr(dA_rows)))           # (..., U, d)
+        grads["W_K"] = _tr(np.matmul(lin_q, dA_rows))
     if not sparse:
-        qk = "W_QK" if wq_ids is None else "W_Q"
+        qk = "W_QK" if factors is None else "W_Q"
         full = np.zeros(gsT.shape[:-2] + (st.d, st.d), dtype=gsT.dtype)
-        if wq_ids is None:
-            full[..., ids, :] = grads[qk]
-        else:
-            full[..., :, ids] = grads[qk]
+        full[..., ids, :] = grads[qk]
         grads[qk] = full
 
 
@@ -412,8 +424,8 @@ def loss_and_grad(st, params: dict, counts, query, target, *, weights=None, grad
         ``(target, class_axis=-2, n_classes=n_out)``.
     _sparse_qk : bool
         Private (the trainer's hot path): return only the non-zero block of the
-        query-side gradient, ``W_QK`` rows ``ids`` ``(..., U, d)`` or ``W_Q``
-        columns ``ids`` ``(..., d, U)``, ``ids = np.unique(query)``.
+        query-side gradient, the rows ``ids`` of ``W_QK`` or ``W_Q``, ``(..., U, d)``,
+        ``ids = np.unique(query)``.
     _rates : tuple of float, optional
         Private (the trainer's hot path): ``(lr_qk, lr_ov)``; return each
         circuit's gradient times its learning rate, the SGD step, with the
@@ -436,7 +448,7 @@ def loss_and_grad(st, params: dict, counts, query, target, *, weights=None, grad
         tidx = None                                           # from target, broadcast if stacked
     else:       # the trainer's hot path, inputs already checked: ids (U,) or a slice, (..., U, B), (..., B), (N,)
         ids, onehot_t, slot, tidx = _query_set
-    table, wq_ids = _score_table(params, ids)
+    table, factors = _score_table(params, ids)
     if _query_set is None:
         slot = _query_slots(query, ids, table.shape[:-2])
     a = _attention(st, table, counts, slot)
@@ -459,7 +471,7 @@ def loss_and_grad(st, params: dict, counts, query, target, *, weights=None, grad
     grads = {}
     gcT = _ov_grads(params, grads, gzT, a if cT is aT else _tr(cT), hT)
     qk_scale = 1.0 / st.score_divisor if _rates is None else lr_qk / (lr_ov * st.score_divisor)
-    _qk_grads(st, params, grads, gcT, aT, onehot_t, ids, wq_ids, qk_scale, _sparse_qk)
+    _qk_grads(st, grads, gcT, aT, onehot_t, ids, factors, qk_scale, _sparse_qk)
     return loss, {k: grads[k] for k in params}
 
 

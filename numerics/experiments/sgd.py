@@ -250,7 +250,7 @@ class _EpochBatch:
         batch = sampler.batch_from_tickets(st, classes, buffers["tickets"], out=buffers["counts"])
         self.counts, self.query, self.target = batch.counts, batch.query, batch.target   # (K, S, B, ...)
         qids = np.flatnonzero(np.bincount(self.query.reshape(-1)))   # sorted distinct
-        # the update's index of those rows (W_QK) / columns (W_Q): a slice when consecutive
+        # the update's index of those rows of W_QK or W_Q: a slice when consecutive
         # (the authors' queries 5..8), a view instead of a fancy-indexed copy and write-back
         qsel = slice(qids[0], qids[-1] + 1) if qids[-1] - qids[0] + 1 == qids.size else qids
         self.onehot_t = models.query_onehot_t(self.query, qids)              # (K, S, U, B)
@@ -261,11 +261,12 @@ class _EpochBatch:
         tidx -= (np.arange(k_this) * tidx.shape[1] * st.n_out)[:, None]
         self.tidx = tidx
         # W_QK's score rows are read through the same index (a view when it is a slice);
-        # factorized attention keeps the id array (its products stay on contiguous copies)
+        # factorized attention gathers the columns of W_Q^T by the id array (a fresh array)
         self.table_ids = qsel if "W_QK" in params else qids
         # each parameter and the block its step covers when the step is sparse: the query
-        # rows of W_QK, the query columns of W_Q (every other step covers its whole matrix)
-        self.blocks = {"W_QK": (Ellipsis, qsel, slice(None)), "W_Q": (Ellipsis, slice(None), qsel)}
+        # rows of W_QK or W_Q (every other step covers its whole matrix)
+        rows = (Ellipsis, qsel, slice(None))
+        self.blocks = {"W_QK": rows, "W_Q": rows}
 
 
 def qk_rates(lr_qk, ramp, step: int, scheduled: int, k_this: int) -> list:
@@ -303,7 +304,7 @@ def _train_epoch(st, params, batch, rates, step, scheduled, n_active, k_this):
                                                        batch.tidx[k]),
                                            _sparse_qk=True, _rates=(lr_qk, lr_ov))
         losses[:, k] = loss
-        # steps[key] = learning rate x gradient, only the query rows/columns for W_QK/W_Q
+        # steps[key] = learning rate x gradient, only the query rows for W_QK/W_Q
         for (w, block), d in zip(plan, steps.values()):
             if d.shape == w.shape:
                 w -= d

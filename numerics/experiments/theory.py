@@ -24,10 +24,8 @@ same flow, so one flow answers every target.
 model of that seed starts from: :func:`init_matrices` calls the SGD model's
 builder :func:`numerics.experiments.models.init_params` with
 ``numpy.random.default_rng(seed)`` (what :func:`~numerics.experiments.sgd.train_fig2`
-does) and converts them with :func:`theory_params`: the SGD model scores
-query :math:`q` against token :math:`v` with :math:`A = W_Q^\top W_K`, the
-expected-count model with :math:`W_{QK} = W_Q W_K^\top`, so the factors are
-transposed (the output circuit :math:`W_O W_V` is the same in both).
+does); both models read them alike (:math:`W_{QK} = W_Q W_K^\top`,
+:math:`W_{OV} = W_O W_V`).
 
 **Where the attention goes** (:func:`attention_shares`, read off where the loss
 reaches each target): the relevant tokens, the query's own token (its own
@@ -70,7 +68,7 @@ from . import measure, models, proxies, task_sampling
 from .stopping import target_losses
 
 __all__ = ["RATIO_RANGE", "TARGET_LOSS_MIN", "INIT_SCALE_RANGE", "LR_OV_RANGE", "task_model",
-           "closed_form_attention", "theory_params", "init_matrices", "initial_loss", "attention_shares",
+           "closed_form_attention", "init_matrices", "initial_loss", "attention_shares",
            "check_ratio", "check_target_losses", "check_init_scale", "check_lr_ov", "flow_to_losses"]
 
 #: Learning-rate ratios the flow answers in bounded time (FAFO from a uniform
@@ -84,24 +82,6 @@ TARGET_LOSS_MIN = 1e-6
 INIT_SCALE_RANGE = (1e-12, 1.0)
 #: OV learning rates (they only convert flow time to steps; the range keeps steps finite).
 LR_OV_RANGE = (1e-12, 1e12)
-
-
-def theory_params(sgd_params: dict) -> dict:
-    r"""The SGD model's matrices (:mod:`numerics.experiments.models`) in the
-    expected-count model's convention (copies): ``W_Q``, ``W_K`` transposed
-    (:math:`W_Q^\top W_K` there is :math:`W_{QK} = W_Q W_K^\top` here), every
-    other matrix as it is.
-
-    Parameters
-    ----------
-    sgd_params : dict
-
-    Returns
-    -------
-    dict
-    """
-    return {k: np.array(v.T if k in ("W_Q", "W_K") else v, dtype=float)
-            for k, v in sgd_params.items()}
 
 
 def init_matrices(st, model, init="identity", scale=models.IDENTITY_SCALE, seed=1234) -> dict:
@@ -121,7 +101,7 @@ def init_matrices(st, model, init="identity", scale=models.IDENTITY_SCALE, seed=
     -------
     dict
         ``models.init_params(st, P, init, numpy.random.default_rng(seed), identity_scale=scale)``
-        (the SGD model's own builder) converted by :func:`theory_params`.
+        (the SGD model's own builder).
 
     Raises
     ------
@@ -129,8 +109,7 @@ def init_matrices(st, model, init="identity", scale=models.IDENTITY_SCALE, seed=
         A scale that is not a positive number, an unknown ``init``.
     """
     scale = check_positive("init_scale", scale)
-    sgd = models.init_params(st, model.parameterization, init, np.random.default_rng(seed), identity_scale=scale)
-    return theory_params(sgd)
+    return models.init_params(st, model.parameterization, init, np.random.default_rng(seed), identity_scale=scale)
 
 
 def task_model(st, parameterization, ratio, *, lr_ov=0.01, seq_len=None) -> TaskModel:

@@ -174,7 +174,7 @@ def test_fig3_batches_balanced_and_swapped():
 def _reference(params, tokens, target):
     """Loss, attention per position and gradients, position by position."""
     B, T = tokens.shape
-    A = params["W_QK"] if "W_QK" in params else params["W_Q"].T @ params["W_K"]
+    A = params["W_QK"] if "W_QK" in params else params["W_Q"] @ params["W_K"].T
     WOV = params["W_OV"] if "W_OV" in params else params["W_O"] @ params["W_V"]
     grads = {k: np.zeros((V, V)) for k in params}
     dA = np.zeros((V, V))
@@ -203,8 +203,8 @@ def _reference(params, tokens, target):
     if "W_QK" in params:
         grads["W_QK"] = dA
     else:
-        grads["W_Q"] = params["W_K"] @ dA.T
-        grads["W_K"] = params["W_Q"] @ dA
+        grads["W_Q"] = dA @ params["W_K"]
+        grads["W_K"] = dA.T @ params["W_Q"]
     if "W_OV" in params:
         grads["W_OV"] = dWOV
     else:
@@ -307,6 +307,35 @@ def test_authors_init():
         models.param_keys("CAXO")
 
 
+def test_factors_are_the_transposed_linear_weights_and_their_layout_changes_no_bit():
+    """W_QK = W_Q W_K^T: W_Q and W_K are the transposes of the notebooks' Linear weights, drawn
+    in that order from the seed's stream; the model's numbers do not depend on whether they are
+    stored as those transposed views or as C-contiguous copies (every product reads W_Q^T, W_K^T
+    as C-ordered factors), stacked or not."""
+    bound = 1 / np.sqrt(V)
+    draws = np.random.default_rng(7)
+    p = models.init_params(AUTHORS, "FAFO", "authors", np.random.default_rng(7))
+    assert np.array_equal(p["W_Q"].T, draws.uniform(-bound, bound, (V, V)))
+    assert np.array_equal(p["W_K"].T, draws.uniform(-bound, bound, (V, V)))
+    rng = np.random.default_rng(8)
+    for stack in (None, 3):
+        shape = (V, V) if stack is None else (stack, V, V)
+        p = {k: 0.3 * rng.normal(size=shape) for k in models.param_keys("FAFO")}
+        p["W_Q"], p["W_K"] = p["W_Q"].swapaxes(-1, -2), p["W_K"].swapaxes(-1, -2)   # views
+        c = {k: np.ascontiguousarray(v) for k, v in p.items()}
+        b = sampler.sample_batches(AUTHORS, np.random.default_rng(9), 1, 16, 64)
+        counts, q, y = b.counts[0], b.query[0], b.target[0]
+        if stack is not None:
+            counts, q, y = (np.broadcast_to(x, (stack,) + x.shape) for x in (counts, q, y))
+        (l1, g1), (l2, g2) = (models.loss_and_grad(AUTHORS, x, counts, q, y) for x in (p, c))
+        assert np.array_equal(l1, l2) and all(np.array_equal(g1[k], g2[k]) for k in g1)
+        A = np.matmul(c["W_Q"], c["W_K"].swapaxes(-1, -2))
+        a = models.forward(AUTHORS, c, counts, q)["attention"]
+        s = np.take_along_axis(A, q[..., None], -2) / np.sqrt(V)    # rows A[q, :] of each sequence
+        w = counts * np.exp(s - s.max(-1, keepdims=True))
+        np.testing.assert_allclose(a, w / w.sum(-1, keepdims=True), rtol=1e-12, atol=1e-15)
+
+
 # --------------------------------------------------------------------------- #
 # Figure 3
 # --------------------------------------------------------------------------- #
@@ -359,12 +388,9 @@ def test_trainer_hot_path_is_rate_times_gradient(p):
     np.testing.assert_allclose(hot_loss, loss, rtol=1e-13)
     for key, g in grads.items():
         lr = lr_qk if key in ("W_QK", "W_Q", "W_K") else lr_ov
-        if key == "W_QK":
+        if key in ("W_QK", "W_Q"):
             full = g[..., qids, :]
             assert not np.any(np.delete(g, qids, axis=-2))
-        elif key == "W_Q":
-            full = g[..., :, qids]
-            assert not np.any(np.delete(g, qids, axis=-1))
         else:
             full = g
         np.testing.assert_allclose(steps[key], lr * full, rtol=1e-12, atol=1e-18 * lr)

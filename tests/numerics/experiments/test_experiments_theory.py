@@ -40,7 +40,7 @@ def _sgd_initial_params(P, init, seed, monkeypatch):
 
 def _sgd_circuits(p):
     """The SGD model's circuits as its per-position reference reads them (score A[q, v])."""
-    A = p["W_QK"] if "W_QK" in p else p["W_Q"].T @ p["W_K"]
+    A = p["W_QK"] if "W_QK" in p else p["W_Q"] @ p["W_K"].T
     OV = p["W_OV"] if "W_OV" in p else p["W_O"] @ p["W_V"]
     return A, OV
 
@@ -104,7 +104,7 @@ def test_theory_shares_are_the_sgd_models_on_expected_counts(P):
     rng = np.random.default_rng(4)
     sgd_p = {k: 0.8 * rng.normal(size=(V, V)) for k in models.param_keys(P)}
     model = theory.task_model(AUTHORS, P, 1.0)
-    got = theory.attention_shares(model, theory.theory_params(sgd_p))
+    got = theory.attention_shares(model, sgd_p)
     a = models.forward(AUTHORS, sgd_p, ts.expected_counts(AUTHORS, 64), AUTHORS.query)["attention"]
     want = measure.attention_shares(a, AUTHORS.query, AUTHORS.relevant)
     for k in measure.SHARES:

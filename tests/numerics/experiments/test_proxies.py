@@ -58,14 +58,14 @@ def _direct(model, doc, q, label, relevant):
 
 
 def _authors_model(params):
-    A = params["W_QK"] if "W_QK" in params else params["W_Q"].T @ params["W_K"]
+    A = params["W_QK"] if "W_QK" in params else params["W_Q"] @ params["W_K"].T
     out = (lambda c: params["W_OV"] @ c) if "W_OV" in params else (lambda c: params["W_O"] @ (params["W_V"] @ c))
     return {"score": lambda q, t: A[q, t] / math.sqrt(AUTHORS.T), "embed": lambda t: np.eye(AUTHORS.T)[t],
             "out": out, "n_out": AUTHORS.T, "query_attended": True}
 
 
 def _task_model(st, params):
-    A = params["W_QK"] if "W_QK" in params else params["W_Q"].T @ params["W_K"]
+    A = params["W_QK"] if "W_QK" in params else params["W_Q"] @ params["W_K"].T
     out = (lambda c: params["W_OV"] @ c) if "W_OV" in params else (lambda c: params["W_O"] @ (params["W_V"] @ c))
     return {"score": lambda q, t: A[q, t] / st.score_divisor if t < st.d else 0.0,
             "embed": lambda t: st.value_multiplier * np.eye(st.T)[t][:st.d], "out": out, "n_out": st.n_out,

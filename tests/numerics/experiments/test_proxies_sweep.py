@@ -188,7 +188,7 @@ def test_proxies_figure_is_written_and_shows_the_sweep(authors_sweep):
 def test_faco_plausibility_at_loss_0_2_falls_from_ratio_1_to_20_and_why():
     """docs/proxies.md, "The check of the issue": FACO (seed 1234, the README sweep's settings) trained
     to loss 0.2 at ratios 1 and 20. Its evaluation sequences written out as explicit tokens, softmax
-    over the 63 positions of W_Q^T W_K / sqrt(50), sklearn's average_precision_score on the context
+    over the 63 positions of W_Q W_K^T / sqrt(50), sklearn's average_precision_score on the context
     positions: the mean equals the sweep's AUPRC, 1 at ratio 1 and 0.705368 at ratio 20 (the README
     sweep's results.csv); at ratio 20 the query token's context copies rank above every relevant
     token but the most frequent one. ERASER's trapezoidal `auprc` falls too."""
@@ -206,7 +206,7 @@ def test_faco_plausibility_at_loss_0_2_falls_from_ratio_1_to_20_and_why():
     got = {}
     for ratio, run in zip((1.0, 20.0), runs):
         p = run["params"]
-        scores = p["W_Q"].T @ p["W_K"] / math.sqrt(AUTHORS.T)
+        scores = p["W_Q"] @ p["W_K"].T / math.sqrt(AUTHORS.T)
         ap, trapezoid, query_above = [], [], 0
         for n, qq in zip(counts, q):
             doc = np.repeat(np.arange(AUTHORS.T), n - (np.arange(AUTHORS.T) == qq))      # the 62 context positions

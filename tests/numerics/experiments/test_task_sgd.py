@@ -87,13 +87,13 @@ def test_count_model_agrees_with_the_engines_task_model(name, P):
     rng = np.random.default_rng(11)
     p = {k: 0.7 * rng.normal(size=s) for k, s in models.param_shapes(st, P).items()}
     loss, grads = models.loss_and_grad(st, p, raw.counts, raw.query, raw.label)
-    ref_loss, ref_grads = TaskModel(inst, P).loss_and_grad(theory.theory_params(p))
+    ref_loss, ref_grads = TaskModel(inst, P).loss_and_grad(p)
     assert abs(float(loss) - ref_loss) <= 1e-12 * abs(ref_loss)
-    for key, g in theory.theory_params(grads).items():
+    for key, g in grads.items():
         np.testing.assert_allclose(g, ref_grads[key], rtol=1e-12, atol=1e-12 * np.abs(ref_grads[key]).max())
     # attention where it goes: the TaskModel's attention of the same expected counts
     a = models.forward(st, p, raw.counts, raw.query)["attention"]
-    np.testing.assert_allclose(a, TaskModel(inst, P).attention(theory.theory_params(p)), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(a, TaskModel(inst, P).attention(p), rtol=1e-12, atol=1e-15)
 
 
 def test_stacked_runs_are_the_runs_alone():
@@ -132,7 +132,7 @@ def test_theory_starts_where_sgd_starts_on_a_task(P, init, monkeypatch):
         model = theory.task_model(cfg.sampled_task, P, 2.0)
         th_p = theory.init_matrices(cfg.sampled_task, model, init, seed=1236)
         assert {k: v.shape for k, v in sgd_p.items()} == models.param_shapes(cfg.sampled_task, P)
-        for key, w in theory.theory_params(sgd_p).items():
+        for key, w in sgd_p.items():
             np.testing.assert_array_equal(th_p[key], w)
         if "uniform" in models.init_kinds(P, init).values():
             d = cfg.sampled_task.d
