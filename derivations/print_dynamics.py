@@ -59,12 +59,11 @@ import sys
 
 from .core.cli import UsageError, exit_on_interrupt, usage_error
 from .core.output import emit
+from .core.vocabulary import SHARES
 from .output.dynamics import SYMBOL_MEANINGS, build_parser, parse_params, render  # noqa: F401
 
-__all__ = ["numeric_state", "main", "SHARES"]
+__all__ = ["numeric_state", "main"]
 
-#: The attention shares printed at ``--loss`` (they sum to 1; ``alpha`` is the relevant one).
-SHARES = ("relevant_attention", "self_attention", "other_attention")
 
 def _state_dict(st, ratio, lam) -> dict:
     """The printed state of a :class:`numerics.dynamics.StateAtLoss`: the paper's

@@ -23,7 +23,7 @@ from .cli import (EXIT_INTERRUPTED, OneLineParser, UsageError, assignments, exit
 from .exports import lazy_exports
 from .output import emit
 from .vocabulary import (CIRCUITS, MAX_CLASSES, MODEL_PARAMETERS, PAPER_SETTING, PARAMETERIZATIONS,
-                         RATE_NAMES, Circuit, check_circuit, check_classes, check_model_parameters,
+                         RATE_NAMES, SHARES, Circuit, check_circuit, check_classes, check_model_parameters,
                          check_parameterization, check_positive, ov_factorized, qk_factorized)
 
 __all__ = ["atomic_write", "atomic_write_text", "emit",
@@ -32,6 +32,6 @@ __all__ = ["atomic_write", "atomic_write_text", "emit",
            "progress_bar", "isatty", "exit_on_interrupt", "EXIT_INTERRUPTED",
            "PARAMETERIZATIONS", "check_parameterization", "qk_factorized", "ov_factorized",
            "PAPER_SETTING", "MODEL_PARAMETERS", "MAX_CLASSES", "check_model_parameters",
-           "check_positive", "check_classes", "Circuit", "CIRCUITS", "check_circuit", "RATE_NAMES",
+           "check_positive", "check_classes", "Circuit", "CIRCUITS", "check_circuit", "RATE_NAMES", "SHARES",
            "lazy_exports"]
 

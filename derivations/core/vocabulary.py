@@ -21,6 +21,7 @@ name                              what
 :func:`check_model_parameters`    ``(m, n, b, M) -> (float, float, float, int)``
 :data:`CIRCUITS`                  the circuit table (:class:`Circuit` records)
 :func:`check_circuit`             ``"QK"``/``"OV"`` -> its :class:`Circuit`
+:data:`SHARES`                    where attention goes: relevant, the query's own token, other
 ================================  ==============================================
 
 The rule for the model parameters (the same everywhere)
@@ -59,7 +60,7 @@ from typing import NamedTuple
 __all__ = ["PARAMETERIZATIONS", "check_parameterization", "qk_factorized", "ov_factorized",
            "PAPER_SETTING", "MODEL_PARAMETERS", "MODEL_PARAMETER_MEANINGS", "MAX_CLASSES",
            "check_model_parameters", "check_positive", "check_classes",
-           "Circuit", "CIRCUITS", "check_circuit", "RATE_NAMES"]
+           "Circuit", "CIRCUITS", "check_circuit", "RATE_NAMES", "SHARES"]
 
 # --------------------------------------------------------------------------
 # Parameterizations
@@ -356,6 +357,9 @@ CIRCUITS = {
 
 #: All learning-rate names: collapsed rates, then factor rates.
 RATE_NAMES = ("eta_QK", "eta_OV", "eta_Q", "eta_K", "eta_O", "eta_V")
+#: Where the attention goes, three shares that sum to 1: the relevant tokens (alpha), the
+#: query's own token (its position and its copies in the context) and all other positions.
+SHARES = ("relevant_attention", "self_attention", "other_attention")
 
 
 def check_circuit(circuit) -> Circuit:

@@ -29,7 +29,7 @@ import json
 from ..core.cli import OneLineParser, UsageError, parse_float, parse_loss, rate_values
 from ..core.cli import parse_params as _text_params
 from .formats import OneLine, format_expression
-from ..core.vocabulary import (MODEL_PARAMETER_MEANINGS, PAPER_SETTING, PARAMETERIZATIONS,
+from ..core.vocabulary import (MODEL_PARAMETER_MEANINGS, PAPER_SETTING, PARAMETERIZATIONS, SHARES,
                                check_classes, check_positive)
 
 __all__ = ["SYMBOL_MEANINGS", "OneLine", "build_parser", "parse_params", "task_list", "render",
@@ -44,9 +44,9 @@ SYMBOL_MEANINGS = {
     "mu_OV_0": "initial mu_OV", "mu_QK_0": "initial mu_QK",
 }
 
-#: The attention shares of a state at a loss: relevant (alpha), the query's own token, the others,
-#: and beside them Lambda = r (M - 1) l(L)^2 / (M b), the master curve's coordinate.
-_SHARES_AND_LAMBDA = ("relevant_attention", "self_attention", "other_attention", "master_lambda")
+#: The attention shares of a state at a loss and beside them Lambda = r (M - 1) l(L)^2 / (M b),
+#: the master curve's coordinate.
+_SHARES_AND_LAMBDA = (*SHARES, "master_lambda")
 
 
 def build_parser():

@@ -36,13 +36,11 @@ import numpy as np
 
 from . import models, proxies, sampler
 
-__all__ = ["BIN_EDGES", "SHARES", "attention_shares", "evaluate", "measurements", "heatmap", "summarize_one",
+__all__ = ["BIN_EDGES", "attention_shares", "evaluate", "measurements", "heatmap", "summarize_one",
            "combine_summaries"]
 
 #: Histogram edges on both axes.
 BIN_EDGES = np.linspace(0.0, 1.0, 6)
-#: The three attention shares of :func:`attention_shares`, in their order everywhere.
-SHARES = ("relevant_attention", "self_attention", "other_attention")
 
 
 def attention_shares(attention, query, relevant) -> dict:
@@ -66,8 +64,10 @@ def attention_shares(attention, query, relevant) -> dict:
         :math:`a_q` (the query position and every copy of the query token in the
         context; counted as relevant instead if the query token is relevant, which
         it never is in the authors' task) and ``other_attention``, the rest; each
-        of shape ``(...)``, summing to 1 row by row (up to rounding).
+        of shape ``(...)``, summing to 1 row by row (up to rounding); the keys of
+        :data:`derivations.core.vocabulary.SHARES`, in its order.
 
+    >>> from derivations.core import SHARES
     >>> a = np.array([[0.5, 0.2, 0.3], [0.1, 0.1, 0.8]])
     >>> s = attention_shares(a, np.array([1, 0]), np.array([False, False, True]))
     >>> [s[k].tolist() for k in SHARES]

@@ -29,7 +29,8 @@ import math
 
 import numpy as np
 
-from .measure import SHARES
+from derivations.core.vocabulary import SHARES
+
 from .proxies import THEORY_PROXIES
 
 __all__ = ["theory_jobs", "theory_job", "theory_beside_runs", "plotted_theory", "agreement",

@@ -26,10 +26,9 @@ from __future__ import annotations
 
 import numbers
 
-from derivations.core.vocabulary import check_parameterization
+from derivations.core.vocabulary import SHARES, check_parameterization
 
 from . import models, task_sampling, theory
-from .measure import SHARES
 from .proxies import THEORY_PROXIES
 from .sgd import check_seeds
 from .sweep import FIRST_SEED

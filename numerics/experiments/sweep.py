@@ -59,11 +59,11 @@ from pathlib import Path
 import numpy as np
 
 from derivations.core.atomic_file import atomic_write_text
+from derivations.core.vocabulary import SHARES
 
 from ..validation import check_int
 from . import sgd
 from .jobs import SWEEP_ROW_KEYS
-from .measure import SHARES
 from .proxies import PROXIES
 from .stopping import target_losses
 

@@ -60,7 +60,7 @@ import warnings
 
 import numpy as np
 
-from derivations.core.vocabulary import check_positive
+from derivations.core.vocabulary import SHARES, check_positive
 
 from ..dynamics.training import gradient_flow
 from ..model import TaskModel
@@ -199,7 +199,7 @@ def attention_shares(model, params) -> dict:
     Returns
     -------
     dict
-        ``{share: float}`` (:data:`numerics.experiments.measure.SHARES`).
+        ``{share: float}`` (:data:`derivations.core.vocabulary.SHARES`).
     """
     inst = model.instance
     shares = measure.attention_shares(model.attention(params), inst.query, inst.relevant)
@@ -332,7 +332,7 @@ def check_target_losses(targets, initial=None) -> tuple:
 
 def _unreached(target):
     return {"target_loss": target, "reached": False, "steps": None, "loss": None,
-            **dict.fromkeys(measure.SHARES), **dict.fromkeys(proxies.THEORY_PROXIES)}
+            **dict.fromkeys(SHARES), **dict.fromkeys(proxies.THEORY_PROXIES)}
 
 
 def flow_to_losses(st, parameterization, ratio, target_losses, *, lr_ov=0.01, seq_len=None,

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
+from derivations.core import SHARES
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TASK_FILE = ROOT / "docs" / "examples" / "query-copies-file.toml"
-SHARES = ("relevant_attention", "self_attention", "other_attention")
 
 
 def run_print_dynamics(*args) -> dict:

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from numerics.experiments import overlay, predict
-from numerics.experiments.measure import SHARES
+from derivations.core import SHARES
 
 SETTINGS = {"init": "authors", "seq_len": 64, "lr_ov": 0.01}
 

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from derivations.core.vocabulary import PARAMETERIZATIONS
+from derivations.core.vocabulary import PARAMETERIZATIONS, SHARES
 from numerics.experiments import measure, models, predict, sgd, task_sampling as ts, theory
 from numerics.experiments.proxies import PROXIES
 from numerics.experiments.task_sampling import AUTHORS
@@ -86,7 +86,7 @@ def test_shares_against_per_position_reference(P):
     tokens, _ = _sequences(np.random.default_rng(8), 24, 64)
     ev = measure.evaluate(AUTHORS, params, np.random.default_rng(8), eval_batches=1, batch_size=24)
     ref = _reference_shares(params, tokens)
-    got = np.stack([ev[k] for k in measure.SHARES], axis=1)
+    got = np.stack([ev[k] for k in SHARES], axis=1)
     np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12)
     np.testing.assert_allclose(got.sum(1), 1.0, rtol=0, atol=1e-12)
     assert got[:, 1].std() > 1e-3 and got.min() > 0     # every share is there and varies
@@ -107,7 +107,7 @@ def test_theory_shares_are_the_sgd_models_on_expected_counts(P):
     got = theory.attention_shares(model, sgd_p)
     a = models.forward(AUTHORS, sgd_p, ts.expected_counts(AUTHORS, 64), AUTHORS.query)["attention"]
     want = measure.attention_shares(a, AUTHORS.query, AUTHORS.relevant)
-    for k in measure.SHARES:
+    for k in SHARES:
         assert got[k] == pytest.approx(want[k].mean(), abs=1e-13)
     assert sum(got.values()) == pytest.approx(1.0, abs=1e-13)
 
@@ -118,7 +118,7 @@ def test_one_flow_answers_every_target():
     for rec in both:
         alone = theory.flow_to_losses(AUTHORS, "CACO", 4.0, [rec["target_loss"]])["records"][0]
         assert rec["loss"] == pytest.approx(rec["target_loss"], rel=1e-8)
-        for k in ("steps", *measure.SHARES):
+        for k in ("steps", *SHARES):
             assert rec[k] == pytest.approx(alone[k], rel=1e-9)
     # lr_ov only converts flow time to steps
     half = theory.flow_to_losses(AUTHORS, "CACO", 4.0, [0.2, 1.0], lr_ov=0.02)["records"]
@@ -140,7 +140,7 @@ def test_predict_records_and_shared_flows(monkeypatch):
     assert calls == [1234, 1234, 1235]
     assert recs[0]["steps"] == recs[2]["steps"] and recs[4]["steps"] != recs[6]["steps"]
     for r in recs:
-        assert r["reached"] and abs(sum(r[k] for k in measure.SHARES) - 1) < 1e-12
+        assert r["reached"] and abs(sum(r[k] for k in SHARES) - 1) < 1e-12
 
 
 def test_like_with_like_numbers_of_the_issue():
