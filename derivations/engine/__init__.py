@@ -5,6 +5,8 @@
 * :mod:`~derivations.engine.symmetry`: the symmetry group and its orbits;
 * :mod:`~derivations.engine.family`: the invariant family's coordinates;
 * :mod:`~derivations.engine.reduce`: :func:`reduce_task`, one function per step;
+* :mod:`~derivations.engine.reachable`: the smallest invariant family from the
+  initialization (step 3);
 * :mod:`~derivations.engine.first_integral`: the one separation of the orbit
   equation (used by the engine and the paper's closed forms);
 * :mod:`~derivations.engine.explicit`: explicit instances and the one

@@ -23,7 +23,8 @@ from ..core.vocabulary import ov_factorized, qk_factorized
 from ..symbolic.exp_zero import is_zero_exactly
 from ..symbolic.symbols import M
 from .family import RATE_OF, class_label as _cls
-from .reduce import TaskReduction, as_task, nonzero_at_random_points, reduce_task
+from .reachable import nonzero_at_random_points
+from .reduce import TaskReduction, as_task, reduce_task
 from .symmetry import canonical
 
 __all__ = ["basis_matrices", "explicit_loss", "invariance_residual", "nonzero_entries"]

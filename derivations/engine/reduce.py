@@ -11,10 +11,11 @@ Procedure (:func:`reduce_task`), one function per step
    through ``z_k - z_j``; ``L = log(1 + (M-1) exp(-(z_k - z_j)))`` with ``z_k - z_j = sum_t alpha_t g_t`` and
    ``g_t`` the logit gap of one attended copy of token t (per unit attention). The ``x_t`` and ``g_t`` are the
    task's **observables**; the loss depends on the family coordinates only through them.
-3. **Smallest invariant family from the initialization** (:func:`reachable_family`). Starting from the
-   coordinates that are nonzero at the initialization (zero for collapsed circuits; the paper's structured
-   ``eps`` factors for factorized ones), a coordinate joins the family when its flow does not vanish there;
-   repeated until nothing joins (:func:`active_coordinates`).
+3. **Smallest invariant family from the initialization**
+   (:func:`~derivations.engine.reachable.reachable_family`). Starting from the coordinates that are nonzero
+   at the initialization (zero for collapsed circuits; the paper's structured ``eps`` factors for factorized
+   ones), a coordinate joins the family when its flow does not vanish there; repeated until nothing joins
+   (:func:`~derivations.engine.reachable.active_coordinates`).
 4. **Flow on the family** (:func:`family_flow`, the lemma): for mutually orthogonal ``U_i``, ``dtheta_i/dt =
    -eta_i / ||U_i||_F^2 dL/dtheta_i`` with ``||U_i||_F^2`` the orbit size; the trace invariants of factorized
    circuits are conserved (:func:`conserved_quantities`).
@@ -42,21 +43,22 @@ Exactness is checked on explicit instances (every matrix entry an independent sy
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import sympy as sp
 
 from ..core.vocabulary import CIRCUITS, PARAMETERIZATIONS, check_parameterization
 from ..symbolic.forms import canonical
-from ..symbolic.symbols import M, alpha as S_alpha, eta_OV, eta_QK, mu_QK
+from ..symbolic.symbols import alpha as S_alpha, eta_OV, eta_QK, mu_QK
 from .family import RATE_OF, Coordinate, GapForm, TaskFamily, loss_in_gaps
 from .first_integral import first_integral_of, orbit_of
+from .reachable import reachable_family
 from .symmetry import pattern_name
 from .task import Task
 
 __all__ = ["reduce_task", "TaskReduction", "Coordinate", "PARAMETERIZATIONS", "GapForm", "loss_in_gaps",
-           "active_coordinates", "reachable_family", "family_flow", "conserved_quantities", "collapsed_flow",
+           "family_flow", "conserved_quantities", "collapsed_flow",
            "factorized_flow", "paper_mapping", "first_integral_step"]
 
 
@@ -181,84 +183,6 @@ def _in_alpha(odes, alpha, obs):
             return None
         out[k] = sp.factor(e, deep=True) if not e.has(x) else e
     return out
-
-def _random_point(symbols, rng):
-    vals = {}
-    for s in sorted(symbols, key=str):   # a set's order follows the hash seed: sorted, reproducible
-        if s == M:
-            vals[s] = sp.Rational(rng.randint(35, 65), 10)
-        elif s.is_positive:
-            vals[s] = sp.Rational(rng.randint(5, 40), 10)
-        else:
-            vals[s] = sp.Rational(rng.randint(-20, 20), 17)
-    return vals
-
-
-def nonzero_at_random_points(expr, free, rng, trials=2):
-    """Decide whether ``expr`` is not identically zero by evaluation at random rational points (30 digits); a
-    zero everywhere sampled counts as zero -- the explicit-instance check confirms the family exactly.
-
-    Parameters
-    ----------
-    expr, free, rng
-        The :class:`sympy.Expr`, the symbols given random values, a :class:`random.Random`.
-    trials : int, optional
-        Number of points (default 2).
-
-    Returns
-    -------
-    bool
-    """
-    if expr == 0:
-        return False
-    for _ in range(trials):
-        v = sp.N(expr.subs(_random_point(free, rng)), 30)
-        if abs(v) > 1e-20:
-            return True
-    return False
-
-
-# ---------------------------------------------------------------- step 3
-
-def active_coordinates(fam, loss_of, init, rng):
-    """Step 3: the coordinates reachable from the initialization."""
-    all_coords = [c.symbol for c in fam.coords.values()]
-    active = {c for c, v in init.items() if v != 0}
-    while True:
-        zero = {c: 0 for c in all_coords if c not in active}
-        free = set(loss_of.free_symbols) | set(all_coords)
-        new = [c for c in all_coords
-               if c not in active and nonzero_at_random_points(sp.diff(loss_of, c).subs(zero), free, rng)]
-        if not new:
-            return [c for c in all_coords if c in active]
-        active |= set(new)
-
-
-def reachable_family(fam: TaskFamily, gap: GapForm, rng):
-    """Step 3: ``(init, coords, zero, gap)``: the initialization, the coordinates reached from it, the others
-    (set to 0), and the gap form restricted to them (observables that vanish there dropped).
-
-    Parameters
-    ----------
-    fam, gap, rng
-        The :class:`TaskFamily`, its :class:`GapForm` (step 2), a :class:`random.Random`.
-
-    Returns
-    -------
-    tuple
-    """
-    init = fam.initial_values()
-    active = active_coordinates(fam, gap.family_loss, init, rng)
-    zero = {c.symbol: 0 for c in fam.coords.values() if c.symbol not in active}
-    coords = tuple(c for c in fam.coords.values() if c.symbol in active)
-    obs_forms = {k: sp.expand(v.subs(zero)) for k, v in gap.observables.items()}
-    obs_forms = {k: v for k, v in obs_forms.items() if v != 0}
-    dropped = {k: 0 for k in gap.observables if k not in obs_forms}
-    if dropped:
-        gap = replace(gap, loss=gap.loss.subs(dropped), alpha=gap.alpha.subs(dropped),
-                      margin=gap.margin.subs(dropped),
-                      attention={k: v.subs(dropped) for k, v in gap.attention.items()})
-    return init, coords, zero, replace(gap, observables=obs_forms, family_loss=gap.family_loss.subs(zero))
 
 
 # ---------------------------------------------------------------- step 4
@@ -399,7 +323,28 @@ def factorized_flow(task: Task, parameterization: str, coords):
 # ---------------------------------------------------------------- step 6
 
 def paper_mapping(task, obs, alpha, loss, metric, odes):
-    """Step 6: the rate substitution turning the paper's CACO ODEs into this task's, or None."""
+    """Step 6: the rate substitution turning the paper's CACO ODEs into this task's, or None. The
+    observables, attention and loss must be the paper's and the metric diagonal; each rate is scaled by
+    the ratio ``kappa`` of the metrics, and the mapped paper ODEs must equal ``odes`` exactly.
+
+    Parameters
+    ----------
+    task : Task
+    obs : list of sympy.Symbol
+        The observables.
+    alpha, loss : sympy.Expr
+        Attention on the relevant tokens and the population loss, in the observables.
+    metric : sympy.Matrix
+        The constant metric G of :func:`collapsed_flow`.
+    odes : dict
+        Observable symbol -> d obs/dt.
+
+    Returns
+    -------
+    dict or None
+        ``{rate: kappa * rate}`` (empty when every ``kappa`` is 1), or None if the task's system is not
+        the paper's with mapped rates.
+    """
     paper = reduce_task("paper", "CACO")
     if set(obs) != set(paper.observables):
         return None
@@ -430,8 +375,24 @@ _NO_FIRST_INTEGRAL = (
 
 
 def first_integral_step(odes, mapping):
-    """Step 7: ``(first_integral, orbit, note suffix)``. Two observables: the first
-    integral by separation and the orbit through ``(mu_OV_0, mu_QK_0)``; more: why none."""
+    """Step 7: the first integral and orbit of a two-observable system by separation
+    (:mod:`derivations.engine.first_integral`); for more observables, why there is none.
+
+    Parameters
+    ----------
+    odes : dict or None
+        Observable symbol -> d obs/dt (None if the family does not reduce to the observables).
+    mapping : dict or None
+        What :func:`paper_mapping` returned.
+
+    Returns
+    -------
+    first_integral : sympy.Expr or None
+    orbit : sympy.Expr, sympy.Eq or None
+        The orbit through ``(mu_OV_0, mu_QK_0)``.
+    note : str
+        Text appended to :attr:`TaskReduction.note`.
+    """
     first = orbit = None
     note = ""
     if odes is not None and len(odes) == 2:

@@ -5,7 +5,8 @@
 * :mod:`~derivations.output.tex` and :mod:`~derivations.output.latex`: the one
   LaTeX builder (``python -m derivations.latex``);
 * :mod:`~derivations.output.numeric_codegen`: the generator of the SymPy-free
-  ``numerics/_generated.py``;
+  ``numerics/_generated.py``, with the floating-point rewrites of
+  :mod:`~derivations.output.float_rewrites`;
 * :mod:`~derivations.output.attention_data`: the stored numbers of where attention goes (SGD runs
   and crossover ratios, package data written by the experiments' commands), read as data by the
   LaTeX section and the figures.
@@ -20,6 +21,7 @@ _HOMES = {
     ".tex": ("abbreviate", "equation_lines"),
     ".latex": ("document", "snippet", "write"),
     ".numeric_codegen": ("function_specs", "generate", "generator_key"),
+    ".float_rewrites": ("stabilize", "as_log1p", "as_logaddexp", "omega_identity"),
     ".attention_data": ("sgd_runs", "crossover_rows"),
 }
 

@@ -12,27 +12,17 @@ covers), so that numeric code never imports SymPy:
   special functions).
 
 The only changes made to a derived expression before printing are SymPy operations (a derivative, a
-Jacobian, a substitution, ``solve``) and *mechanical* floating-point rewrites that leave its value
-unchanged (:func:`stabilize`: ``exp(x) - 1 -> expm1(x)``, ``log(1 + x) -> log1p(x)``; :func:`as_log1p`;
-:func:`omega_identity`; :func:`as_logaddexp`: ``log1p(c e^v) -> logaddexp(0, log c + v)`` for the float
-backends).
+Jacobian, a substitution, ``solve``) and the *mechanical* floating-point rewrites of
+:mod:`derivations.output.float_rewrites`, which leave its value unchanged (``as_logaddexp`` for the
+float backends only).
 
 The module written starts with the catalog key it was generated from; the expressions themselves go to
 ``numerics/_generated_expressions.json`` (srepr text, read back only on demand by
-:mod:`numerics.functions.lambdified`).
+:mod:`numerics.functions.numeric_function`). Its ``GENERATOR_KEY`` covers this module and the
+rewrites (:func:`generator_key`).
 
 Rebuild: ``python -m derivations.catalog --rebuild`` (writes the cache, the generated module and its
 expressions); a test fails while they are stale.
-
->>> import sympy as sp
->>> from derivations.output.numeric_codegen import as_log1p, as_logaddexp, stabilize
->>> x = sp.Symbol("x", real=True)
->>> stabilize(sp.exp(x) - 1)
-expm1(x)
->>> as_log1p(sp.log(1 + 3 * sp.exp(-x)))
-log1p(3*exp(-x))
->>> as_logaddexp(as_log1p(sp.log(1 + 3 * sp.exp(-x))))
-logaddexp(0, -x + log(3))
 """
 from __future__ import annotations
 
@@ -41,19 +31,18 @@ from pathlib import Path
 from typing import NamedTuple
 
 import sympy as sp
-from sympy.codegen.cfunctions import expm1, log1p
-from sympy.codegen.numpy_nodes import logaddexp
-from sympy.codegen.rewriting import optimize, optims_c99
+from sympy.codegen.cfunctions import expm1
 from sympy.printing.numpy import SciPyPrinter
 from sympy.printing.pycode import MpmathPrinter, PythonCodePrinter
 
 from ..symbolic import symbols as S
 from ..core.vocabulary import PARAMETERIZATIONS
 from ..symbolic.special_functions import lambert_to_wright_omega, wright_omega
+from . import float_rewrites
+from .float_rewrites import as_log1p, as_logaddexp, omega_identity, stabilize
 
 __all__ = ["ROOT", "GENERATED_MODULE", "GENERATED_EXPRESSIONS", "BACKENDS", "PARAMS", "eps", "x_logp", "c_sym",
-           "stabilize", "as_log1p", "as_logaddexp", "omega_identity", "FunctionSpec", "function_specs",
-           "HEADER", "generator_key", "generate", "write"]
+           "FunctionSpec", "function_specs", "HEADER", "generator_key", "generate", "write"]
 
 ROOT = Path(__file__).resolve().parents[2]
 GENERATED_MODULE = ROOT / "numerics" / "_generated.py"
@@ -68,70 +57,6 @@ eps = sp.Symbol("eps", positive=True)
 x_logp = sp.Symbol("x", real=True)
 #: Constant of the state equation, c = r (M-1) s^2 / (2 M b).
 c_sym = sp.Symbol("c", positive=True)
-
-
-# --------------------------------------------------------------------------
-# Mechanical floating-point rewrites
-# --------------------------------------------------------------------------
-
-def stabilize(expr):
-    r"""``exp(x) - 1 -> expm1(x)``, ``log(1 + x) -> log1p(x)`` (SymPy's
-    ``optims_c99`` rewriting): the value is unchanged, only rounding improves.
-
-    Parameters
-    ----------
-    expr : sympy.Expr
-
-    Returns
-    -------
-    sympy.Expr
-    """
-    return optimize(expr, optims_c99)
-
-
-def as_log1p(expr):
-    r"""Write a logarithm ``log(u)`` as ``log1p(u - 1)`` with ``u - 1``
-    simplified (e.g. ``log(e^{-s}(e^s + M - 1)) -> log1p((M-1) e^{-s})``).
-
-    Parameters
-    ----------
-    expr : sympy.Expr
-
-    Returns
-    -------
-    sympy.Expr
-    """
-    def repl(arg):
-        return log1p(sp.factor(sp.expand(arg - 1)))
-    return expr.replace(sp.log, repl)
-
-
-def as_logaddexp(expr):
-    r"""``log1p(c e^{v}) -> logaddexp(0, log(c) + v)``: the same value without
-    overflow of ``e^{v}`` (the loss at a large negative margin is about
-    ``log(c) + v``, not inf). Other ``log1p`` are left alone."""
-    def repl(arg):
-        coeff = sp.S.One
-        exps = []
-        for factor in sp.Mul.make_args(arg):
-            if isinstance(factor, sp.exp):
-                exps.append(factor.args[0])
-            elif factor.is_nonnegative:      # log(0) = -inf is still the right value
-                coeff *= factor
-            else:
-                return log1p(arg)
-        if not exps:
-            return log1p(arg)
-        return logaddexp(sp.S.Zero, sp.log(coeff) + sp.Add(*exps))
-    return expr.replace(log1p, repl)
-
-
-def omega_identity(expr):
-    r"""Apply :math:`\omega(z) = z - \log\omega(z)` once to every
-    ``wright_omega(z)`` and expand: the orbit
-    :math:`\mu_{QK} = K - \omega(K + \log(m/n))` becomes
-    :math:`\log\omega(K + \log(m/n)) - \log(m/n)`, K cancelling symbolically."""
-    return sp.expand(expr.xreplace({w: w.args[0] - sp.log(w) for w in expr.atoms(wright_omega)}))
 
 
 # --------------------------------------------------------------------------
@@ -151,13 +76,14 @@ class FunctionSpec(NamedTuple):
         The expression(s) returned (a tuple when ``len > 1`` or ``keys``).
     keys : tuple[str] or None
         If set, the values are returned as a dict with these keys (by
-        :mod:`numerics.functions.lambdified`; the raw function returns a tuple).
+        :class:`numerics.functions.numeric_function.NumericFunction`; the raw function
+        returns a tuple).
     single : bool
         One expression, returned as is (not as a 1-tuple).
     source : str
         The catalog key(s) or derivation the expressions come from.
     stable : bool
-        Apply :func:`stabilize` before printing.
+        Apply :func:`~derivations.output.float_rewrites.stabilize` before printing.
     symbols : tuple[sympy.Symbol]
         The argument symbols (with assumptions).
     """
@@ -427,8 +353,9 @@ mpmath = _LazyMpmath()
 
 
 def generator_key(key: str) -> str:
-    """SHA-256 over the catalog ``key`` and this module's source: the generated
-    module is fresh when its ``GENERATOR_KEY`` equals this.
+    """SHA-256 over the catalog ``key``, this module's source and that of
+    :mod:`derivations.output.float_rewrites`: the generated module is fresh when
+    its ``GENERATOR_KEY`` equals this.
 
     Parameters
     ----------
@@ -439,7 +366,8 @@ def generator_key(key: str) -> str:
     str
     """
     import hashlib
-    return hashlib.sha256(key.encode() + Path(__file__).read_bytes()).hexdigest()
+    sources = (Path(__file__), Path(float_rewrites.__file__))
+    return hashlib.sha256(key.encode() + b"".join(p.read_bytes() for p in sources)).hexdigest()
 
 
 def generate(key: str, res: dict):

@@ -6,7 +6,7 @@ task's reduced system as SymPy expressions: the right-hand side
 the relevant tokens :math:`\alpha(y;\theta)` (:math:`\theta`: the task's
 parameters and the learning rates). :class:`LambdifiedFlow` lambdifies them
 once (``math`` backend, the stable rewrites of
-:func:`numerics.functions.lambdified.numeric`), and on first use the Jacobian
+:func:`numerics.functions.numeric_function.numeric`), and on first use the Jacobian
 :math:`\partial f/\partial y` (SymPy's ``Matrix.jacobian`` of the same
 expressions), so that no SymPy runs on the hot path.
 
@@ -68,7 +68,7 @@ class LambdifiedFlow:
     via: tuple | None = None
 
     def __post_init__(self):
-        from ..functions.lambdified import numeric   # lambdified once per system (imports SymPy)
+        from ..functions.numeric_function import numeric   # lambdified once per system (imports SymPy)
         args = tuple(self.coords) + tuple(self.params)
         # the right-hand side: common subexpressions shared (lambdify cse), which
         # makes both the lambdification and the calls ~100x faster on the family
@@ -102,7 +102,7 @@ class LambdifiedFlow:
         if self._J is None:
             import sympy as sp
 
-            from ..functions.lambdified import numeric
+            from ..functions.numeric_function import numeric
             J = sp.Matrix(self.rhs).jacobian(sp.Matrix(self.coords))
             rows = tuple(tuple(J.row(i)) for i in range(J.rows))
             flat = numeric(tuple(e for row in rows for e in row), tuple(self.coords) + tuple(self.params),

@@ -106,7 +106,7 @@ def task_family(task_name, parameterization) -> TaskFamily:
 
 def _observables(task_name, parameterization, red, system):
     """The closed ODE of the observables and the map from family coordinates to them."""
-    from ..functions.lambdified import numeric
+    from ..functions.numeric_function import numeric
     from ..dynamics.task_systems import reduced_system
     osys = reduced_system(task_name, parameterization)
     exprs = tuple(red.observables[c] for c in osys.coords)

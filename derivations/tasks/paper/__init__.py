@@ -5,8 +5,10 @@ to the same ODEs as these modules (tests hold them equal); what the paper adds
 are closed forms for symbolic M, attached to the task as *capabilities*
 (:mod:`derivations.tasks.closed_forms`):
 
-* :mod:`~derivations.tasks.paper.model`: the invariant family for symbolic M
-  and explicit instances of the paper's model;
+* :mod:`~derivations.tasks.paper.model`: the paper's model and its invariant
+  family for symbolic M;
+* :mod:`~derivations.tasks.paper.explicit`: explicit instances of the model
+  (every entry an independent symbol), the exact check of the reduction;
 * :mod:`~derivations.tasks.paper.reduction`: the reduced ODEs of every
   parameterization and the published equations (a check, never a source);
 * :mod:`~derivations.tasks.paper.factorization`: conserved quantities and
@@ -21,4 +23,4 @@ are closed forms for symbolic M, attached to the task as *capabilities*
 The modules are imported on demand (each derivation runs SymPy for seconds,
 cached by :mod:`derivations.catalog`).
 """
-__all__ = ["model", "reduction", "factorization", "first_integral", "sharpness", "asymptotics"]
+__all__ = ["model", "explicit", "reduction", "factorization", "first_integral", "sharpness", "asymptotics"]

@@ -2,9 +2,10 @@ r"""The paper's single-layer attention model, as SymPy expressions.
 
 Two views of the same model:
 
-1. **Explicit instances** (:func:`explicit_model`): for a concrete number of classes ``M`` (2, 3, 4,
-   ...), every trained matrix is a SymPy ``Matrix`` of independent symbols and the population loss is
-   built literally from the definitions below. These are used to *check* the reduction exactly.
+1. **Explicit instances** (:mod:`derivations.tasks.paper.explicit`): for a concrete number of classes
+   ``M`` (2, 3, 4, ...), every trained matrix is a SymPy ``Matrix`` of independent symbols and the
+   population loss is built literally from the definitions below. These are used to *check* the
+   reduction exactly.
 2. **The invariant family for symbolic M** (:func:`family`): the matrices that
    the flow visits from the paper's initializations, written with a few scalar
    coordinates per circuit. The reduced dynamics are derived on it.
@@ -44,14 +45,11 @@ import sympy as sp
 
 from ...core.vocabulary import (CIRCUITS, PARAMETERIZATIONS, check_classes,  # noqa: F401 - re-exported
                                 check_parameterization, ov_factorized, qk_factorized)
-from ...engine.family import RATE_OF
 from ...symbolic.forms import canonical  # noqa: F401 - re-exported
 from ...symbolic.symbols import SYMBOLS, M, alpha, b, m, mu_OV, mu_QK, n
 
-__all__ = ["class_loss", "ExplicitModel", "explicit_shapes", "explicit_population_loss", "explicit_model",
-           "theta_QK", "theta_OV", "a_Q", "c_K", "o_O", "v_V", "w_V", "basis_matrix", "Family", "family",
-           "mu_QK_of_alpha", "dalpha_dmu", "explicit_family_point", "canonical", "PARAMETERIZATIONS",
-           "CIRCUITS", "check_classes", "check_parameterization", "ov_factorized", "qk_factorized"]
+__all__ = ["class_loss", "theta_QK", "theta_OV", "a_Q", "c_K", "o_O", "v_V", "w_V", "basis_matrix", "Family",
+           "family", "mu_QK_of_alpha", "dalpha_dmu", "canonical", "PARAMETERIZATIONS", "CIRCUITS", "check_classes", "check_parameterization", "ov_factorized", "qk_factorized"]
 
 # --------------------------------------------------------------------------
 # The model's forward pass, shared by both views
@@ -86,109 +84,6 @@ def class_loss(W_QK, W_OV, x_query, x_relevant, x_irrelevant, k, attention=None)
     z = W_OV * context
     loss = sp.log(sum(sp.exp(zi) for zi in z)) - z[k]
     return loss, alpha_k, z, s_rel - s_irr
-
-
-# --------------------------------------------------------------------------
-# Explicit instances: every entry an independent symbol
-# --------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class ExplicitModel:
-    """A concrete-M instance with symbolic matrix entries.
-
-    Attributes
-    ----------
-    M : int
-        Number of classes; d = 2M.
-    parameterization : str
-    params : dict[str, sympy.Matrix]
-        The trained matrices (``W_QK`` or ``W_Q, W_K``; ``W_OV`` or ``W_O, W_V``).
-    rates : dict[str, sympy.Symbol]
-        The learning rate of each trained matrix.
-    loss : sympy.Expr
-        The population loss (1/M) sum_k CE_k.
-    """
-    M: int
-    parameterization: str
-    params: dict
-    rates: dict
-    loss: sp.Expr
-
-    def gradient_flow(self):
-        """``{name: -eta_name * dL/dW_name}`` as SymPy matrices."""
-        return {name: -self.rates[name] * W.applyfunc(lambda w: sp.diff(self.loss, w))
-                for name, W in self.params.items()}
-
-
-def _circuits(parameterization, params):
-    W_QK = params["W_Q"] * params["W_K"].T if qk_factorized(parameterization) else params["W_QK"]
-    W_OV = params["W_O"] * params["W_V"] if ov_factorized(parameterization) else params["W_OV"]
-    return W_QK, W_OV
-
-
-def explicit_shapes(M_value: int, parameterization: str) -> dict:
-    """Shapes of the trained matrices of an explicit instance.
-
-    Parameters
-    ----------
-    M_value : int
-    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}
-
-    Returns
-    -------
-    dict[str, tuple of int]
-    """
-    d = 2 * M_value
-    shapes = {}
-    if qk_factorized(parameterization):
-        shapes.update(W_Q=(d, M_value), W_K=(d, M_value))
-    else:
-        shapes.update(W_QK=(d, d))
-    if ov_factorized(parameterization):
-        shapes.update(W_O=(M_value, M_value), W_V=(M_value, d))
-    else:
-        shapes.update(W_OV=(M_value, d))
-    return shapes
-
-
-def explicit_population_loss(M_value: int, W_QK, W_OV):
-    """(1/M) sum_k CE_k for concrete M, from :func:`class_loss`."""
-    d = 2 * M_value
-    total = 0
-    for k in range(M_value):
-        x_q = sp.zeros(d, 1)
-        x_q[k] = 1 / sp.sqrt(b)
-        x_r = sp.zeros(d, 1)
-        x_r[M_value + k] = 1 / sp.sqrt(b)
-        total += class_loss(W_QK, W_OV, x_q, x_r, sp.zeros(d, 1), k)[0]
-    return total / M_value
-
-
-@lru_cache(maxsize=None)
-def explicit_model(M_value: int, parameterization: str = "CACO") -> ExplicitModel:
-    """Build the explicit instance with ``M_value`` classes.
-
-    >>> em = explicit_model(2, "CACO")
-    >>> em.params["W_QK"].shape, em.params["W_OV"].shape
-    ((4, 4), (2, 4))
-
-    Parameters
-    ----------
-    M_value : int
-        In [2, MAX_CLASSES]; ValueError naming the range otherwise.
-    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}, default "CACO"
-
-    Returns
-    -------
-    ExplicitModel
-    """
-    M_value = check_classes(M_value)
-    params = {name: sp.Matrix(rows, cols, lambda i, j, name=name: sp.Symbol(f"{name}_{i}_{j}", real=True))
-              for name, (rows, cols) in explicit_shapes(M_value, parameterization).items()}
-    W_QK, W_OV = _circuits(parameterization, params)
-    loss = explicit_population_loss(M_value, W_QK, W_OV)
-    return ExplicitModel(M_value, parameterization, params,
-                         {name: RATE_OF[name] for name in params}, loss)
 
 
 # --------------------------------------------------------------------------
@@ -475,23 +370,3 @@ def family(parameterization: str = "CACO") -> Family:
     ov = products["OV"]
     return Family(parameterization, coords, norm2, products["QK"], (ov * (1 - 1 / M), -ov / M),
                   products)
-
-
-def explicit_family_point(M_value: int, parameterization: str) -> dict:
-    """The family as explicit matrices, ``{matrix name: Matrix}``, in the family coordinates (concrete M).
-
-    Parameters
-    ----------
-    M_value : int
-    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}
-
-    Returns
-    -------
-    dict[str, sympy.Matrix]
-    """
-    fam = family(parameterization)
-    mats = {}
-    for coord, (mat, basis, _) in fam.coordinates.items():
-        term = coord * basis_matrix(basis, M_value)
-        mats[mat] = mats[mat] + term if mat in mats else term
-    return mats

@@ -57,7 +57,7 @@ def test_invariance_check_can_fail():
 
 
 def test_loss_on_explicit_family_equals_generic_loss():
-    from derivations.tasks.paper.model import explicit_family_point, explicit_model
+    from derivations.tasks.paper.explicit import explicit_family_point, explicit_model
     for M_value in (2, 3):
         em = explicit_model(M_value, "FAFO")
         point = explicit_family_point(M_value, "FAFO")

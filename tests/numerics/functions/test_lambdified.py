@@ -121,24 +121,6 @@ def test_time_integrand():
     assert close(f.func(3.0, 0.0, 0.0, *PARAMS), 1 / lam.reduced_rhs().func(3.0, qk, *PARAMS)[0], 1e-12)
 
 
-def test_numeric_helper_errors_and_names():
-    import sympy as sp
-    from derivations.symbolic import m, n, mu_QK
-    with pytest.raises(ValueError, match="backend"):
-        lam.numeric(m, (m,), backend="torch")
-    with pytest.raises(ValueError, match="free symbols"):
-        lam.numeric(m + n, (m,))
-    f = lam.numeric({"a": m * sp.exp(mu_QK), "b": n}, (mu_QK, m, n))
-    assert f(0.0, m=2.0, n=3.0) == {"a": 2.0, "b": 3.0}
-    with pytest.raises(TypeError, match="missing"):
-        f(0.0, m=2.0)
-    with pytest.raises(TypeError, match="unexpected"):
-        f(0.0, m=2.0, n=1.0, q=1)
-    # the expm1 rewrite is applied
-    g = lam.numeric(sp.exp(m) - 1, (m,))
-    assert g(1e-20) == 1e-20
-
-
 def test_loss_at_large_negative_margin_is_finite():
     """loss_fn(-1e6, 0) = log(1 + (M-1) e^{-s}) with s = -1e6 m/(m+n): about
     9.09e4, not inf (logaddexp form); reference from mpmath at 40 digits."""
