@@ -53,11 +53,11 @@ qkov_known_docstring_issues = []
 
 # -- the command-line programs (one line per command; the function is the argparse parser factory)
 qkov_cli_parsers = {
-    "print_dynamics": ("derivations.print_dynamics", "build_parser"),
+    "print_dynamics": ("derivations.output.dynamics", "build_parser"),
     "verify": ("numerics.verify", "build_parser"),
     "figures": ("numerics.figures", "build_parser"),
     "experiments": ("numerics.experiments.__main__", "build_parser"),
-    "latex": ("derivations.latex", "build_parser"),
+    "latex": ("derivations.output.latex", "build_parser"),
     "catalog": ("derivations.catalog", "build_parser"),
     "task_catalog": ("derivations.task_catalog", "build_parser"),
 }

@@ -149,6 +149,48 @@ def test_no_forwarding_modules():
 MODULES = {_module_name(p): p for p in SOURCES}
 
 
+def _defined(path: Path) -> set:
+    """The names a module binds itself at its top level (definitions and assignments, inside
+    ``if``/``try`` too), not the ones it imports."""
+    names = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        for d in ast.walk(node):
+            if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(d.name)
+            elif isinstance(d, ast.Name) and isinstance(d.ctx, ast.Store):
+                names.add(d.id)
+    return names
+
+
+def _module_all(path: Path) -> list:
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["__all__"]:
+            return list(ast.literal_eval(node.value))
+    return []
+
+
+def test_names_are_imported_from_their_home():
+    """One name for each thing: a module's ``__all__`` lists only what it defines (a package's
+    ``__init__`` exports its modules' names), and every ``from module import name`` in the
+    package, the tests and the benchmarks names the module defining ``name`` (or a package)."""
+    defined = {name: _defined(path) for name, path in MODULES.items()}
+    wrong = [f"{name}.__all__: {n}" for name, path in MODULES.items() if path.name != "__init__.py"
+             for n in _module_all(path) if n not in defined[name]]
+    files = SOURCES + sorted(p for d in ("tests", "benchmarks") for p in (ROOT / d).rglob("*.py"))
+    for path in files:
+        me = _module_name(path)
+        package = me if path.name == "__init__.py" else me.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            target = _resolve("." * node.level + (node.module or ""), package)
+            if target not in MODULES or MODULES[target].name == "__init__.py":
+                continue
+            wrong += [f"{path.relative_to(ROOT)}:{node.lineno}: {a.name} from {target}" for a in node.names
+                      if a.name != "*" and a.name not in defined[target] and f"{target}.{a.name}" not in MODULES]
+    assert wrong == []
+
+
 def _resolve(target: str, package: str):
     """The module ``target`` (relative to ``package`` when it starts with dots)."""
     if not target.startswith("."):

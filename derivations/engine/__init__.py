@@ -28,7 +28,9 @@ __all__ = ["Task", "TokenGroup", "TaskInstance", "TASK_PARAMETERS", "n_c", "vali
 
 # loaded on first use: describing a task (engine.task) does not import the reduction
 __getattr__, __dir__ = lazy_exports(__name__, {
-    ".task": ("Task", "TokenGroup", "TaskInstance", "TASK_PARAMETERS", "n_c", "validate_parameter"),
+    ".task": ("Task", "TokenGroup", "TASK_PARAMETERS", "n_c"),
+    ".instance": ("TaskInstance",),
+    ".checks": ("validate_parameter",),
     ".family": ("Coordinate", "TaskFamily"),
     ".reduce": ("TaskReduction", "reduce_task"),
     ".first_integral": ("separate", "integrals", "first_integral_of", "orbit_of"),

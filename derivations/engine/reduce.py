@@ -48,17 +48,16 @@ from functools import lru_cache
 
 import sympy as sp
 
-from ..core.vocabulary import CIRCUITS, PARAMETERIZATIONS, check_parameterization
+from ..core.vocabulary import CIRCUITS, check_parameterization
 from ..symbolic.forms import canonical
 from ..symbolic.symbols import alpha as S_alpha, eta_OV, eta_QK, mu_QK
-from .family import RATE_OF, Coordinate, GapForm, TaskFamily, loss_in_gaps
+from .family import RATE_OF, GapForm, TaskFamily, loss_in_gaps
 from .first_integral import first_integral_of, orbit_of
 from .reachable import reachable_family
 from .symmetry import pattern_name
 from .task import Task
 
-__all__ = ["reduce_task", "TaskReduction", "Coordinate", "PARAMETERIZATIONS", "GapForm", "loss_in_gaps",
-           "family_flow", "conserved_quantities", "collapsed_flow",
+__all__ = ["reduce_task", "TaskReduction", "family_flow", "conserved_quantities", "collapsed_flow",
            "factorized_flow", "paper_mapping", "first_integral_step"]
 
 

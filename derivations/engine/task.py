@@ -69,7 +69,6 @@ Example
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 import sympy as sp
@@ -80,7 +79,7 @@ from .checks import MAX_INTEGER, _exact_integer as _integer_or_none, check_expre
 from .expressions import placeholder
 from .instance import TaskInstance, build_instance
 
-__all__ = ["Task", "TokenGroup", "TaskInstance", "TASK_PARAMETERS", "MODEL_SYMBOLS", "n_c", "validate_parameter"]
+__all__ = ["Task", "TokenGroup", "TASK_PARAMETERS", "MODEL_SYMBOLS", "n_c"]
 
 _M = M
 

@@ -58,10 +58,9 @@ import sympy as sp
 from ..symbolic import symbols as S
 from ..core.cli import OneLineParser, UsageError, exit_on_interrupt, prepare_output_dir, usage_error
 from ..core.output import emit
-from .tex import ABBREVIATIONS, abbreviate, equation_lines, tex  # noqa: F401  (re-exported)
+from .tex import ABBREVIATIONS, equation_lines, tex
 
-__all__ = ["DOCUMENT_NAME", "SNIPPET_DIR", "RELATION_TEX", "tex", "abbreviate", "equation_lines",
-           "snippet_filename", "left_side", "snippet", "prose", "document", "write", "build_parser", "main"]
+__all__ = ["DOCUMENT_NAME", "SNIPPET_DIR", "RELATION_TEX", "snippet_filename", "left_side", "snippet", "prose", "document", "write", "build_parser", "main"]
 
 DOCUMENT_NAME = "qkov_dynamics.tex"
 SNIPPET_DIR = "snippets"

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 from derivations.core.vocabulary import PAPER_SETTING
 
-from .reduced_system import DEFAULT_MAX_STEPS, ReducedSystem
+from .bounded_ivp import DEFAULT_MAX_STEPS
+from .reduced_system import ReducedSystem
 
 __all__ = ["solve_reduced"]
 

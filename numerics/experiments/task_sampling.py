@@ -6,7 +6,7 @@ The authors' task (``authors``, the default) is built from its one definition,
 :mod:`derivations.core.authors_setting`; every other task of the derivation
 engine (:class:`derivations.engine.task.Task`, by name from
 :func:`derivations.tasks.get_task`, with ``--params``) from the engine's own
-:class:`~derivations.engine.task.TaskInstance` (no number is retyped here).
+:class:`~derivations.engine.instance.TaskInstance` (no number is retyped here).
 
 Sampled task
 ------------

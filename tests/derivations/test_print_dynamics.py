@@ -150,7 +150,7 @@ def test_closed_pipe_and_full_device_end_without_traceback():
 
 
 def test_every_option_has_help():
-    from derivations.print_dynamics import build_parser
+    from derivations.output.dynamics import build_parser
     for action in build_parser()._actions:
         assert action.help, action.dest
 

@@ -43,13 +43,12 @@ from functools import lru_cache
 
 import sympy as sp
 
-from ...core.vocabulary import (CIRCUITS, PARAMETERIZATIONS, check_classes,  # noqa: F401 - re-exported
-                                check_parameterization, ov_factorized, qk_factorized)
-from ...symbolic.forms import canonical  # noqa: F401 - re-exported
+from ...core.vocabulary import CIRCUITS, check_parameterization
+from ...symbolic.forms import canonical
 from ...symbolic.symbols import SYMBOLS, M, alpha, b, m, mu_OV, mu_QK, n
 
 __all__ = ["class_loss", "theta_QK", "theta_OV", "a_Q", "c_K", "o_O", "v_V", "w_V", "basis_matrix", "Family",
-           "family", "mu_QK_of_alpha", "dalpha_dmu", "canonical", "PARAMETERIZATIONS", "CIRCUITS", "check_classes", "check_parameterization", "ov_factorized", "qk_factorized"]
+           "family", "mu_QK_of_alpha", "dalpha_dmu"]
 
 # --------------------------------------------------------------------------
 # The model's forward pass, shared by both views

@@ -38,7 +38,8 @@ from pathlib import Path
 import pytest
 import sympy as sp
 
-from derivations import latex as L
+from derivations.output import latex as L
+from derivations.output.tex import tex
 from derivations.catalog import results
 from derivations.symbolic import wright_omega
 
@@ -128,7 +129,7 @@ def _parse_all(text: str) -> list:
 
 @functools.lru_cache(maxsize=None)
 def _parsed_name(x) -> str:
-    (parsed,) = _parse_all(L.tex(x))
+    (parsed,) = _parse_all(tex(x))
     return str(parsed)
 
 
