@@ -22,6 +22,7 @@ name                              what
 :data:`CIRCUITS`                  the circuit table (:class:`Circuit` records)
 :func:`check_circuit`             ``"QK"``/``"OV"`` -> its :class:`Circuit`
 :data:`SHARES`                    where attention goes: relevant, the query's own token, other
+:data:`BACKENDS`                  ``("numpy", "mpmath", "math")``: numeric functions' backends
 ================================  ==============================================
 
 The rule for the model parameters (the same everywhere)
@@ -60,7 +61,7 @@ from typing import NamedTuple
 __all__ = ["PARAMETERIZATIONS", "check_parameterization", "qk_factorized", "ov_factorized",
            "PAPER_SETTING", "MODEL_PARAMETERS", "MODEL_PARAMETER_MEANINGS", "MAX_CLASSES",
            "check_model_parameters", "check_positive", "check_classes",
-           "Circuit", "CIRCUITS", "check_circuit", "RATE_NAMES", "SHARES"]
+           "Circuit", "CIRCUITS", "check_circuit", "RATE_NAMES", "SHARES", "BACKENDS"]
 
 # --------------------------------------------------------------------------
 # Parameterizations
@@ -360,6 +361,8 @@ RATE_NAMES = ("eta_QK", "eta_OV", "eta_Q", "eta_K", "eta_O", "eta_V")
 #: Where the attention goes, three shares that sum to 1: the relevant tokens (alpha), the
 #: query's own token (its position and its copies in the context) and all other positions.
 SHARES = ("relevant_attention", "self_attention", "other_attention")
+#: The backends a numeric function is generated, printed or lambdified for.
+BACKENDS = ("numpy", "mpmath", "math")
 
 
 def check_circuit(circuit) -> Circuit:

@@ -36,18 +36,17 @@ from sympy.printing.numpy import SciPyPrinter
 from sympy.printing.pycode import MpmathPrinter, PythonCodePrinter
 
 from ..symbolic import symbols as S
-from ..core.vocabulary import PARAMETERIZATIONS
+from ..core.vocabulary import BACKENDS, PARAMETERIZATIONS
 from ..symbolic.special_functions import lambert_to_wright_omega, wright_omega
 from . import float_rewrites
 from .float_rewrites import as_log1p, as_logaddexp, omega_identity, stabilize
 
-__all__ = ["ROOT", "GENERATED_MODULE", "GENERATED_EXPRESSIONS", "BACKENDS", "PARAMS", "eps", "x_logp", "c_sym",
+__all__ = ["ROOT", "GENERATED_MODULE", "GENERATED_EXPRESSIONS", "PARAMS", "eps", "x_logp", "c_sym",
            "FunctionSpec", "function_specs", "HEADER", "generator_key", "generate", "write"]
 
 ROOT = Path(__file__).resolve().parents[2]
 GENERATED_MODULE = ROOT / "numerics" / "_generated.py"
 GENERATED_EXPRESSIONS = ROOT / "numerics" / "_generated_expressions.json"
-BACKENDS = ("numpy", "mpmath", "math")
 
 #: The parameters every flow function takes after its state variables.
 PARAMS = (S.m, S.n, S.b, S.M, S.eta_QK, S.eta_OV, S.eta_Q, S.eta_K, S.eta_O, S.eta_V, S.C_QK, S.C_OV)

@@ -25,7 +25,7 @@ eta_V, C_QK, C_OV)`` (unused ones are accepted and ignored), so that hot
 loops can call ``.func`` positionally. ``.args`` (SymPy symbols) and
 ``.expr`` (the generated expressions) are read back on demand, importing
 SymPy only then. Every builder raises ``ValueError`` for an unknown backend
-(:data:`~numerics.functions.numeric_function.BACKENDS`), parameterization or circuit,
+(:data:`~derivations.core.vocabulary.BACKENDS`), parameterization or circuit,
 and for a backend the function has no code for (``math`` has no special functions).
 """
 from __future__ import annotations

@@ -38,13 +38,13 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
+from derivations.core.vocabulary import BACKENDS
+
 from .. import _generated
 from . import special_functions
 
-__all__ = ["BACKENDS", "NumericFunction", "generated_function", "lambdify_modules", "numeric"]
+__all__ = ["NumericFunction", "generated_function", "lambdify_modules", "numeric"]
 
-#: The backends a numeric function is printed or lambdified for.
-BACKENDS = ("numpy", "mpmath", "math")
 _EXPRESSIONS = Path(__file__).resolve().parent.parent / "_generated_expressions.json"
 
 
