@@ -40,7 +40,7 @@ balanced factors), in the paper setting :math:`m=5, n=50, b=50, M=20`:
    flow's events (the others).
 
 2. **Invariant family.**  The relative distance of the full-model circuits
-   from the family (:func:`numerics.model.family.distance_from_family`) stays below
+   from the family (``distance`` of :func:`numerics.model.family.summarize`) stays below
    ``1e-9`` along the structured-init trajectory (checked); from a random
    initialization (entries :math:`\mathcal N(0, 10^{-6})`) the distance at
    :math:`T` is only reported.

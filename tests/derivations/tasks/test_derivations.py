@@ -130,7 +130,7 @@ def test_effective_rate_matches_full_matrix_flow(mu_ov, mu_qk, eq, ek, eo, ev, M
     """d(W_QK)/dt and d(W_OV)/dt of the full NumPy matrix flow at a balanced family
     point equal the collapsed flow times the derived effective rate."""
     from numerics.model import AttentionModel
-    from numerics.model import family_params
+    from _family import family_params
     mdl_f = AttentionModel("FAFO", m=3, n=20, b=4, M=M_value, eta_Q=eq, eta_K=ek, eta_O=eo, eta_V=ev)
     mdl_c = AttentionModel("CACO", m=3, n=20, b=4, M=M_value, eta_QK=1.0, eta_OV=1.0)
     bq = factorization.balanced_factors("QK")
