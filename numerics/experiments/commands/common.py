@@ -65,15 +65,14 @@ def add_dtype(p) -> None:
                         "(as the authors trained; faster; a float32 run is another run for --resume)")
 
 
-def number(name, text, *, positive=True) -> float:
-    """A finite number (``> 0`` unless ``positive=False``).
+def number(name, text) -> float:
+    """A finite number ``> 0``.
 
     Parameters
     ----------
     name : str
         The option, for the message.
     text : str
-    positive : bool, optional
 
     Returns
     -------
@@ -84,7 +83,7 @@ def number(name, text, *, positive=True) -> float:
     derivations.core.cli.UsageError
         Not such a number.
     """
-    return parse_number(name, text, positive=positive)
+    return parse_number(name, text, positive=True)
 
 
 _RANGE = re.compile(r"^(\d+)-(\d+)$")
