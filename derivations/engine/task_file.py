@@ -42,7 +42,7 @@ import os
 import re
 
 __all__ = ["MAX_FILE_BYTES", "TASK_KEYS", "GROUP_KEYS", "load_task", "task_from_toml", "task_from_mapping",
-           "task_text", "task_from_text", "task_digest"]
+           "task_text", "task_from_text"]
 
 #: Largest task file read (bytes).
 MAX_FILE_BYTES = 64 * 1024
@@ -291,18 +291,3 @@ def task_from_text(text: str):
     if data.get("label") is None:
         data.pop("label", None)
     return task_from_mapping(data, "the stored task")
-
-
-def task_digest(task) -> str:
-    """SHA-256 (hex, 16 digits) of :func:`task_text`.
-
-    Parameters
-    ----------
-    task : Task
-
-    Returns
-    -------
-    str
-    """
-    import hashlib
-    return hashlib.sha256(task_text(task).encode()).hexdigest()[:16]
