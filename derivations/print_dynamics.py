@@ -59,7 +59,7 @@ import sys
 
 from .core.cli import UsageError, exit_on_interrupt, usage_error
 from .core.output import emit
-from .output.dynamics import SYMBOL_MEANINGS, build_parser, parse_params, render  # noqa: F401
+from .output.dynamics import build_parser, render
 
 __all__ = ["numeric_state", "main", "SHARES"]
 

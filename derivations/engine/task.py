@@ -69,7 +69,6 @@ Example
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 import sympy as sp
@@ -82,7 +81,6 @@ from .instance import TaskInstance, build_instance
 
 __all__ = ["Task", "TokenGroup", "TaskInstance", "TASK_PARAMETERS", "MODEL_SYMBOLS", "n_c", "validate_parameter"]
 
-_M = M
 
 #: Number of shared irrelevant token types of ``shared-irrelevant`` (a positive integer).
 n_c = sp.Symbol("n_c", positive=True, integer=True)

@@ -42,21 +42,16 @@ __all__ = ["alpha_expr", "family_flow", "family_mu_flow", "collapsed_reduced_ode
            "explicit_model", "family", "check_parameterization"]
 
 
-def alpha_expr(score_gap=mu_QK):
+def alpha_expr():
     """alpha(mu_QK) = m e^{mu_QK} / (m e^{mu_QK} + n), from the model's softmax
     (:meth:`derivations.tasks.paper.model.Family.alpha_of`).
-
-    Parameters
-    ----------
-    score_gap : sympy.Expr, optional
-        The score gap :math:`s_{rel} - s_{irr}` at which alpha is taken. Default the symbol mu_QK.
 
     Returns
     -------
     sympy.Expr
-        alpha in ``score_gap``, m and n.
+        alpha in mu_QK, m and n.
     """
-    return family("CACO").alpha_of(score_gap)
+    return family("CACO").alpha_of(mu_QK)
 
 
 def family_flow(parameterization: str = "CACO") -> dict:
