@@ -1,19 +1,15 @@
 r"""Write the derived theory as LaTeX: ``python -m derivations.latex --output DIR``.
 
 The command's entry point; the document is built by
-:mod:`derivations.output.latex` (the one LaTeX builder, whose names this
-module re-exports). ``DIR/qkov_dynamics.tex`` is a standalone article with
+:mod:`derivations.output.latex` (the one LaTeX builder). ``DIR/qkov_dynamics.tex`` is a standalone article with
 every result of :func:`derivations.catalog.results` as a numbered equation and
 a section per built-in task; ``DIR/snippets/<name>.tex`` holds each result's
 equation alone. The output directory is created and probed before any work;
-bad input prints one line and exits with status 2, nothing written. The
-names of :mod:`derivations.output.latex` (:func:`~derivations.output.latex.snippet`,
-:func:`~derivations.output.latex.document`, ...) are importable from here.
+bad input prints one line and exits with status 2, nothing written.
 """
 import sys
 
 from .output import latex as _builder
-from .output.latex import *  # noqa: F401,F403
 
 __all__ = ["main"]
 

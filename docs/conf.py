@@ -57,7 +57,7 @@ qkov_cli_parsers = {
     "verify": ("numerics.verify", "build_parser"),
     "figures": ("numerics.figures", "build_parser"),
     "experiments": ("numerics.experiments.__main__", "build_parser"),
-    "latex": ("derivations.latex", "build_parser"),
+    "latex": ("derivations.output.latex", "build_parser"),
     "catalog": ("derivations.catalog", "build_parser"),
     "task_catalog": ("derivations.task_catalog", "build_parser"),
 }

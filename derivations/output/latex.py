@@ -22,7 +22,7 @@ Rules
   unambiguously (``\,`` -> ``\cdot``, see ``tests/derivations/output/test_latex.py``).
 * Very long expressions are shown with abbreviations: a subexpression that
   occurs at least twice is replaced by :data:`~derivations.output.tex.ABBREVIATIONS` (``zeta``, ``xi``)
-  and defined on a following line of the same equation (:func:`abbreviate`).
+  and defined on a following line of the same equation (:func:`~derivations.output.tex.abbreviate`).
 * Snippet layout (line based, relied on by the parse-back test)::
 
       \begin{equation}
@@ -58,9 +58,9 @@ import sympy as sp
 from ..symbolic import symbols as S
 from ..core.cli import OneLineParser, UsageError, exit_on_interrupt, prepare_output_dir, usage_error
 from ..core.output import emit
-from .tex import ABBREVIATIONS, abbreviate, equation_lines, tex  # noqa: F401  (re-exported)
+from .tex import ABBREVIATIONS, equation_lines, tex
 
-__all__ = ["DOCUMENT_NAME", "SNIPPET_DIR", "RELATION_TEX", "tex", "abbreviate", "equation_lines",
+__all__ = ["DOCUMENT_NAME", "SNIPPET_DIR", "RELATION_TEX",
            "snippet_filename", "left_side", "snippet", "prose", "document", "write", "build_parser", "main"]
 
 DOCUMENT_NAME = "qkov_dynamics.tex"

@@ -9,7 +9,7 @@ r"""The LaTeX output of :mod:`derivations.latex`: fresh, compilable, and faithfu
 Mappings applied to the snippet text before parsing (:data:`TEXT_MAPPING`),
 because the lark grammar of SymPy 1.14 lacks these constructs:
 
-* ``\,`` (the product sign chosen in ``derivations.latex.MUL_SYMBOL``) -> ``\cdot``:
+* ``\,`` (the product sign chosen in ``derivations.output.tex.MUL_SYMBOL``) -> ``\cdot``:
   the grammar accepts juxtaposition only in a few contexts;
 * subscripts ``_{OV,0}`` (initial values) -> ``_{OVzero}``: the grammar allows
   only letters in a subscript;
@@ -38,7 +38,8 @@ from pathlib import Path
 import pytest
 import sympy as sp
 
-from derivations import latex as L
+from derivations.output import latex as L
+from derivations.output.tex import tex
 from derivations.catalog import results
 from derivations.symbolic import wright_omega
 
@@ -128,7 +129,7 @@ def _parse_all(text: str) -> list:
 
 @functools.lru_cache(maxsize=None)
 def _parsed_name(x) -> str:
-    (parsed,) = _parse_all(L.tex(x))
+    (parsed,) = _parse_all(tex(x))
     return str(parsed)
 
 
