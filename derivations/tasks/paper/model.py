@@ -42,16 +42,15 @@ from functools import lru_cache
 
 import sympy as sp
 
-from ...core.vocabulary import (CIRCUITS, PARAMETERIZATIONS, check_classes,  # noqa: F401 - re-exported
-                                check_parameterization, ov_factorized, qk_factorized)
+from ...core.vocabulary import (CIRCUITS, check_classes, check_parameterization, ov_factorized,
+                                qk_factorized)
 from ...engine.family import RATE_OF
-from ...symbolic.forms import canonical  # noqa: F401 - re-exported
+from ...symbolic.forms import canonical
 from ...symbolic.symbols import SYMBOLS, M, alpha, b, m, mu_OV, mu_QK, n
 
 __all__ = ["class_loss", "ExplicitModel", "explicit_shapes", "explicit_population_loss", "explicit_model",
            "theta_QK", "theta_OV", "a_Q", "c_K", "o_O", "v_V", "w_V", "basis_matrix", "Family", "family",
-           "mu_QK_of_alpha", "dalpha_dmu", "explicit_family_point", "canonical", "PARAMETERIZATIONS",
-           "CIRCUITS", "check_classes", "check_parameterization", "ov_factorized", "qk_factorized"]
+           "mu_QK_of_alpha", "dalpha_dmu", "explicit_family_point"]
 
 # --------------------------------------------------------------------------
 # The model's forward pass, shared by both views

@@ -30,16 +30,14 @@ from __future__ import annotations
 
 import sympy as sp
 
+from ...core.vocabulary import check_parameterization
 from ...engine.explicit import nonzero_entries
 from ...symbolic.symbols import M, alpha, b, eta_OV, eta_QK, m, mu_OV, mu_QK, n
 from .factorization import factorized_reduced_odes
-from .model import (basis_matrix, canonical, check_parameterization, dalpha_dmu,  # noqa: F401
-                    explicit_family_point, explicit_model, family, mu_QK_of_alpha)
+from .model import basis_matrix, explicit_family_point, explicit_model, family
 
 __all__ = ["alpha_expr", "family_flow", "family_mu_flow", "collapsed_reduced_odes",
-           "reduced_odes", "published_caco", "reduced_loss", "published_difference", "invariance_residual",
-           "canonical", "dalpha_dmu", "mu_QK_of_alpha", "basis_matrix", "explicit_family_point",
-           "explicit_model", "family", "check_parameterization"]
+           "reduced_odes", "published_caco", "reduced_loss", "published_difference", "invariance_residual"]
 
 
 def alpha_expr():

@@ -11,7 +11,8 @@ from scipy.integrate import solve_ivp
 
 from derivations.tasks.paper import asymptotics, factorization, first_integral, reduction, sharpness
 from derivations.catalog import STORE, derive_all, records, results
-from derivations.tasks.paper.model import PARAMETERIZATIONS, family, check_parameterization
+from derivations.core import PARAMETERIZATIONS, check_parameterization
+from derivations.tasks.paper.model import family
 from derivations.symbolic import wright_omega
 from derivations.symbolic import (M, b, eta_K, eta_O, eta_OV, eta_Q, eta_QK, eta_V, m, mu_OV,
                                   mu_OV_0, mu_QK, mu_QK_0, n)
@@ -126,7 +127,7 @@ def _balanced_factors(circuit: str):
 def test_factorized_odes_equal_family_flow_on_balanced_factors(param):
     """The reduced ODEs built with the effective rate equal the chain rule on the
     factor coordinates evaluated on the balanced level set (independent route)."""
-    from derivations.tasks.paper.model import qk_factorized, ov_factorized
+    from derivations.core import qk_factorized, ov_factorized
     direct = reduction.family_mu_flow(param)
     subs = {}
     if qk_factorized(param):
