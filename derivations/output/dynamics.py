@@ -32,7 +32,7 @@ from .formats import OneLine, format_expression
 from ..core.vocabulary import (MODEL_PARAMETER_MEANINGS, PAPER_SETTING, PARAMETERIZATIONS,
                                check_classes, check_positive)
 
-__all__ = ["SYMBOL_MEANINGS", "OneLine", "build_parser", "parse_params", "task_list", "render",
+__all__ = ["SYMBOL_MEANINGS", "build_parser", "parse_params", "task_list", "render",
            "paper_sections", "task_sections", "exact_number"]
 
 SYMBOL_MEANINGS = {
