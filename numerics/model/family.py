@@ -92,11 +92,7 @@ def _circuit_scale(model, circuit):
     the circuit magnitude derived from the family's mu map
     (:func:`numerics.functions.lambdified.circuit_magnitudes_fn`, linear in mu; :math:`b`
     for QK, :math:`\sqrt b` for OV), evaluated at :math:`\mu = 1`."""
-    return float(_magnitudes(1.0, 1.0, model.b)[circuit])
-
-
-def _magnitudes(mu_OV, mu_QK, b):
-    return lam.circuit_magnitudes_fn()(mu_OV, mu_QK, b)
+    return float(lam.circuit_magnitudes_fn()(1.0, 1.0, model.b)[circuit])
 
 
 def structured_params(model, eps=1e-2) -> dict:
