@@ -115,10 +115,9 @@ from .paper_kinds import (ASYMPTOTIC_ERROR, MAX_DESCENT_REFINEMENTS, MAX_DESCENT
 from .records import NOT_VERIFIABLE, Check, format_table, summarize
 from .registry import CAPABILITIES, CHECK_KINDS, KINDS, Kind, capabilities, check_kind
 from .run import (DEFAULT_PARAMS, DEFAULT_RATIOS, DEFAULT_TOLERANCES, MAX_TOKEN_TYPES,
-                  RATIO_RANGE, Checks, Plan, check_ratios, plan_checks, run_checks, run_plan,
-                  run_task_checks)
+                  RATIO_RANGE, Checks, Plan, check_ratios, plan_checks, run_checks, run_plan)
 
-__all__ = ["Check", "Checks", "run_checks", "run_task_checks", "plan_checks", "run_plan", "Plan",
+__all__ = ["Check", "Checks", "run_checks", "plan_checks", "run_plan", "Plan",
            "summarize", "format_table", "main", "build_parser",
            "DEFAULT_PARAMS", "DEFAULT_RATIOS", "DEFAULT_TOLERANCES", "PARAMETERIZATIONS",
            "Context", "CHECK_KINDS", "KINDS", "Kind", "CAPABILITIES", "capabilities",
