@@ -45,7 +45,7 @@ from typing import NamedTuple
 from .core.cli import OneLineParser
 from .core.expression_cache import ExpressionStore
 
-__all__ = ["Result", "RELATIONS", "STORE", "PRINTED", "SHIPPED_CACHE", "cache_key", "derive_all", "records",
+__all__ = ["Result", "RELATIONS", "STORE", "PRINTED", "derive_all", "records",
            "results", "build_parser", "main"]
 
 
@@ -211,15 +211,6 @@ def _decode(entries: dict) -> dict:
 #: The paper's results in the one expression cache (``derivations/_cache/derived.json``).
 STORE = ExpressionStore("derived", __file__, lambda: derive_all(), _encode, _decode,
                         prog="derivations.catalog", what="derivation cache")
-#: The shipped cache file.
-SHIPPED_CACHE = STORE.shipped
-
-
-def cache_key() -> str:
-    """The cache key: SHA-256 of the source the results depend on, the format and the SymPy version."""
-    return STORE.key()
-
-
 def records(*, rebuild: bool = False) -> dict:
     """All derived results as typed records, from the cache when it is fresh;
     otherwise derived and saved (a warning on stderr, once, when no cache

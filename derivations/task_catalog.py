@@ -36,9 +36,9 @@ import sys
 from dataclasses import replace
 
 from .core.cli import OneLineParser
-from .core.expression_cache import FORMAT, ExpressionStore  # noqa: F401 - FORMAT re-exported
+from .core.expression_cache import ExpressionStore
 
-__all__ = ["STORE", "SHIPPED_CACHE", "cache_key", "derive_all", "task_reduction", "build_parser", "main"]
+__all__ = ["STORE", "derive_all", "task_reduction", "build_parser", "main"]
 
 
 # ---------------------------------------------------------------- reductions as data
@@ -104,14 +104,7 @@ def _entries(results: dict) -> dict:
 #: The task engine's results in the one expression cache (``derivations/_cache/tasks.json``).
 STORE = ExpressionStore("tasks", __file__, lambda: derive_all(), _entries, _entries,
                         prog="derivations.task_catalog", what="task cache")
-#: The shipped cache file.
-SHIPPED_CACHE = STORE.shipped
 _MEMO = {}
-
-
-def cache_key() -> str:
-    """The cache key: SHA-256 of the source the results depend on, the format and the SymPy version."""
-    return STORE.key()
 
 
 def _builtin_like(task):

@@ -28,7 +28,7 @@ import numpy as np
 __all__ = ["check_int", "check_loss_level", "check_loss_levels", "check_times", "check_t_span", "check_point"]
 
 
-def check_int(name, value, minimum, maximum=None) -> int:
+def check_int(name, value, minimum) -> int:
     """An integer argument, checked.
 
     Parameters
@@ -38,7 +38,6 @@ def check_int(name, value, minimum, maximum=None) -> int:
     value : int
         An integer (not a bool).
     minimum : int
-    maximum : int, optional
 
     Returns
     -------
@@ -47,15 +46,11 @@ def check_int(name, value, minimum, maximum=None) -> int:
     Raises
     ------
     ValueError
-        Not an integer in ``[minimum, maximum]``; the message names the range.
+        Not an integer ``>= minimum``; the message names the bound.
     """
-    rng = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be an integer {rng}; got {value!r}")
-    v = int(value)
-    if v < minimum or (maximum is not None and v > maximum):
-        raise ValueError(f"{name} must be an integer {rng}; got {value!r}")
-    return v
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
+    return int(value)
 
 
 def check_loss_level(name, value, M) -> float:

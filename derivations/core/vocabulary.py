@@ -195,7 +195,7 @@ def check_positive(name: str, value) -> float:
     return v
 
 
-def check_classes(M, name: str = "M") -> int:
+def check_classes(M) -> int:
     """``int(M)`` if ``M`` is an integer (or integer-valued float) in
     ``[2, MAX_CLASSES]``; else ValueError naming the range.
 
@@ -203,8 +203,6 @@ def check_classes(M, name: str = "M") -> int:
     ----------
     M : int or float
         The number of classes.
-    name : str, optional
-        The parameter's name, for the message (default ``"M"``).
 
     Returns
     -------
@@ -218,7 +216,7 @@ def check_classes(M, name: str = "M") -> int:
     >>> check_classes(20.0)
     20
     """
-    message = f"{name} must be an integer in [2, {MAX_CLASSES}]; got {M!r}"
+    message = f"M must be an integer in [2, {MAX_CLASSES}]; got {M!r}"
     if isinstance(M, bool) or not isinstance(M, numbers.Real):
         raise ValueError(message)
     if isinstance(M, numbers.Integral):

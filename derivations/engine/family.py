@@ -63,15 +63,13 @@ def class_label(i):
     return ("c", i)
 
 
-def token_index(group, k: int = 0):
-    """The index of a token of ``group`` for class ``k`` (type 0 of a group of several types;
+def token_index(group):
+    """The index of a token of ``group`` for class 0 (type 0 of a group of several types;
     type 0 of a shared group): ``("tok:<group>", label)``.
 
     Parameters
     ----------
     group : TokenGroup
-    k : int, optional
-        The class (default 0); not used for a shared group.
 
     Returns
     -------
@@ -79,7 +77,7 @@ def token_index(group, k: int = 0):
     """
     if not group.per_class:
         return "tok:" + group.name, ("s", group.name, 0)
-    return "tok:" + group.name, (class_label(k) if group.types == 1 else ("c", k, 0))
+    return "tok:" + group.name, (class_label(0) if group.types == 1 else ("c", 0, 0))
 
 
 def group_symbol(kind, group, task):

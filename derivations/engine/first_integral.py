@@ -103,9 +103,10 @@ def first_integral_of(odes: dict, ov, qk):
     return H if dH == 0 else None
 
 
-def orbit_of(G, F, ov, qk, ov_0=mu_OV_0, qk_0=mu_QK_0):
-    """The orbit ``G(qk) - F(ov) = G(qk_0) - F(ov_0)``: qk explicitly (Lambert W written as
-    Wright omega) when ``G`` inverts, else the implicit :class:`sympy.Eq` (Ei in ``G``).
+def orbit_of(G, F, ov, qk):
+    """The orbit ``G(qk) - F(ov) = G(mu_QK_0) - F(mu_OV_0)`` through the initial values
+    ``mu_OV_0``, ``mu_QK_0``: qk explicitly (Lambert W written as Wright omega) when ``G``
+    inverts, else the implicit :class:`sympy.Eq` (Ei in ``G``).
 
     Parameters
     ----------
@@ -113,14 +114,12 @@ def orbit_of(G, F, ov, qk, ov_0=mu_OV_0, qk_0=mu_QK_0):
         ``G(qk)`` and ``F(ov)`` (:func:`integrals`).
     ov, qk : sympy.Symbol
         The logit-gap and the score-gap observable.
-    ov_0, qk_0 : sympy.Symbol, optional
-        The initial values (default ``mu_OV_0``, ``mu_QK_0``).
 
     Returns
     -------
     sympy.Expr or sympy.Eq
     """
-    rhs = G.subs(qk, qk_0) + F - F.subs(ov, ov_0)
+    rhs = G.subs(qk, mu_QK_0) + F - F.subs(ov, mu_OV_0)
     if G.has(sp.Ei):
         return sp.Eq(G, rhs)
     K = sp.Symbol("K", real=True)

@@ -24,9 +24,7 @@ labels; :func:`canonical` writes that pattern with labels renumbered in order
 of first appearance, and the orbit has
 ``M (M-1) ... (M-c+1) * prod_g n_g (n_g-1) ...`` elements (:func:`orbit_size`),
 with c distinct class labels and per shared group that many distinct types.
-This holds for symbolic M and n_g; :func:`orbits_by_generators` computes the
-orbits of a concrete instance by closing under the group's generators (a
-transposition and a cycle per symmetric group), as an independent check.
+This holds for symbolic M and n_g.
 
 >>> from derivations.engine.symmetry import canonical, orbit_size, pattern_name
 >>> import sympy as sp
@@ -40,11 +38,9 @@ M*(M - 1)
 """
 from __future__ import annotations
 
-import itertools
-
 import sympy as sp
 
-__all__ = ["canonical", "orbit_size", "index_name", "pattern_name", "class_sum", "orbits_by_generators",
+__all__ = ["canonical", "orbit_size", "index_name", "pattern_name", "class_sum",
            "CLASS_NAMES", "SHARED_NAMES"]
 
 CLASS_NAMES = "kjilmn"
@@ -159,12 +155,12 @@ def pattern_name(pattern: tuple) -> str:
     return ",".join(index_name(i) for i in pattern)
 
 
-def class_sum(term, present: tuple, M, *, exclude: tuple = ()):
-    """``sum over class labels c (not in exclude) of term(c)``, for symbolic M.
+def class_sum(term, present: tuple, M):
+    """``sum over class labels c of term(c)``, for symbolic M.
 
     ``term(label)`` must depend on the label only through the equality pattern
     with the labels in ``present`` (true for functions of the family's
-    entries). The sum is ``sum_{c in present, c not excluded} term(c)`` plus
+    entries). The sum is ``sum_{c in present} term(c)`` plus
     ``(M - len(present))`` copies of ``term(fresh)`` with a new label.
 
     Parameters
@@ -175,90 +171,12 @@ def class_sum(term, present: tuple, M, *, exclude: tuple = ()):
         The class labels already in use.
     M : sympy.Expr or int
         Number of classes.
-    exclude : tuple of int, optional
-        Labels of ``present`` left out of the sum (default none).
 
     Returns
     -------
     sympy.Expr
     """
     present = tuple(dict.fromkeys(present))
-    out = sum((term(c) for c in present if c not in exclude), sp.S.Zero)
+    out = sum((term(c) for c in present), sp.S.Zero)
     fresh = max(present, default=-1) + 1
     return out + (M - len(present)) * term(fresh)
-
-
-# ---------------------------------------------------------------- concrete instances
-
-def orbits_by_generators(rows: list, cols: list, M_value: int, shared_types: dict) -> list:
-    """Orbits of entry positions (i, j) of a concrete matrix, by closing under
-    the generators of the symmetry group (for each symmetric group a
-    transposition and an M-cycle), without using :func:`canonical`.
-
-    Parameters
-    ----------
-    rows, cols : list of tuple
-        The indices ``(role, label)`` of the rows and of the columns.
-    M_value : int
-        Number of classes.
-    shared_types : dict of str to int
-        Group name -> number of types (shared groups and per-class groups of several types).
-
-    Returns
-    -------
-    list of set
-        Each orbit, as a set of (row position, column position).
-    """
-    def generators(n):
-        """An n-cycle and a transposition of range(n): they generate its symmetric group."""
-        swap = {i: i for i in range(n)}
-        swap[0], swap[1] = 1, 0
-        return {i: (i + 1) % n for i in range(n)}, swap
-
-    per_class = {role.partition(":")[2] for role, label in (*rows, *cols) if label[0] == "c" and len(label) == 3}
-
-    def perms():
-        for p in generators(M_value):
-            yield (p, None)
-        for g, n_types in shared_types.items():
-            if n_types < 2:
-                continue
-            for p in generators(n_types):
-                if g in per_class:     # the types of one class permuted, the other classes' fixed
-                    yield from ((None, (g, p, k)) for k in range(M_value))
-                else:
-                    yield (None, (g, p))
-
-    def act(index, perm):
-        role, label = index
-        pc, ps = perm
-        if pc is not None:
-            return (role, ("c", pc[label[1]], *label[2:])) if label[0] == "c" else index
-        g = ps[0]
-        if len(ps) == 2 and label[0] == "s" and label[1] == g:
-            return role, ("s", g, ps[1][label[2]])
-        if len(ps) == 3 and len(label) == 3 and label[0] == "c" and role == "tok:" + g and label[1] == ps[2]:
-            return role, ("c", label[1], ps[1][label[2]])
-        return index
-
-    row_pos = {x: i for i, x in enumerate(rows)}
-    col_pos = {x: i for i, x in enumerate(cols)}
-    gens = list(perms())
-    parent = {}
-
-    def find(x):
-        while parent.setdefault(x, x) != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for i, j in itertools.product(range(len(rows)), range(len(cols))):
-        for perm in gens:
-            i2, j2 = row_pos[act(rows[i], perm)], col_pos[act(cols[j], perm)]
-            a, b = find((i, j)), find((i2, j2))
-            if a != b:
-                parent[a] = b
-    orbits = {}
-    for i, j in itertools.product(range(len(rows)), range(len(cols))):
-        orbits.setdefault(find((i, j)), set()).add((i, j))
-    return list(orbits.values())

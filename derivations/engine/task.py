@@ -81,7 +81,6 @@ from .instance import TaskInstance, build_instance
 
 __all__ = ["Task", "TokenGroup", "TASK_PARAMETERS", "MODEL_SYMBOLS", "n_c"]
 
-_M = M
 
 #: Number of shared irrelevant token types of ``shared-irrelevant`` (a positive integer).
 n_c = sp.Symbol("n_c", positive=True, integer=True)

@@ -42,7 +42,7 @@ import os
 import re
 
 __all__ = ["MAX_FILE_BYTES", "TASK_KEYS", "GROUP_KEYS", "load_task", "task_from_toml", "task_from_mapping",
-           "task_text", "task_from_text", "task_digest"]
+           "task_text", "task_from_text"]
 
 #: Largest task file read (bytes).
 MAX_FILE_BYTES = 64 * 1024
@@ -244,15 +244,13 @@ def task_text(task) -> str:
     str
         One line of JSON, read back by :func:`task_from_text`.
     """
-    def expr(e):
-        return str(e)
     data = {"name": task.name, "description": task.description, "query": task.query,
             "query_in_context": task.query_in_context, "relevant": list(task.relevant), "outputs": task.outputs,
-            "label": task.label, "classes": expr(task.classes), "embedding_scale": expr(task.embedding_scale),
-            "score_scale": expr(task.score_scale), "parameters": list(task.parameters),
+            "label": task.label, "classes": str(task.classes), "embedding_scale": str(task.embedding_scale),
+            "score_scale": str(task.score_scale), "parameters": list(task.parameters),
             "defaults": {k: int(v) if task.integer_parameter(k) else float(v) for k, v in task.defaults},
-            "groups": [{"name": g.name, "per_class": g.per_class, "multiplicity": expr(g.multiplicity),
-                        "other_multiplicity": expr(g.other_multiplicity), "types": expr(g.types),
+            "groups": [{"name": g.name, "per_class": g.per_class, "multiplicity": str(g.multiplicity),
+                        "other_multiplicity": str(g.other_multiplicity), "types": str(g.types),
                         "embedded": g.embedded} for g in task.groups]}
     return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
@@ -291,18 +289,3 @@ def task_from_text(text: str):
     if data.get("label") is None:
         data.pop("label", None)
     return task_from_mapping(data, "the stored task")
-
-
-def task_digest(task) -> str:
-    """SHA-256 (hex, 16 digits) of :func:`task_text`.
-
-    Parameters
-    ----------
-    task : Task
-
-    Returns
-    -------
-    str
-    """
-    import hashlib
-    return hashlib.sha256(task_text(task).encode()).hexdigest()[:16]

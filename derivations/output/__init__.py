@@ -17,7 +17,8 @@ so that importing one module of the package does not import the others.
 from ..core import lazy_exports
 
 _HOMES = {
-    ".dynamics": ("render", "parse_params", "task_list", "OneLine"),
+    ".dynamics": ("render", "parse_params", "task_list"),
+    ".formats": ("OneLine",),
     ".tex": ("abbreviate", "equation_lines"),
     ".latex": ("document", "snippet", "write"),
     ".numeric_codegen": ("function_specs", "generate", "generator_key"),

@@ -22,7 +22,7 @@ Rules
   unambiguously (``\,`` -> ``\cdot``, see ``tests/derivations/output/test_latex.py``).
 * Very long expressions are shown with abbreviations: a subexpression that
   occurs at least twice is replaced by :data:`~derivations.output.tex.ABBREVIATIONS` (``zeta``, ``xi``)
-  and defined on a following line of the same equation (:func:`abbreviate`).
+  and defined on a following line of the same equation (:func:`~derivations.output.tex.abbreviate`).
 * Snippet layout (line based, relied on by the parse-back test)::
 
       \begin{equation}
@@ -60,7 +60,8 @@ from ..core.cli import OneLineParser, UsageError, exit_on_interrupt, prepare_out
 from ..core.output import emit
 from .tex import ABBREVIATIONS, equation_lines, tex
 
-__all__ = ["DOCUMENT_NAME", "SNIPPET_DIR", "RELATION_TEX", "snippet_filename", "left_side", "snippet", "prose", "document", "write", "build_parser", "main"]
+__all__ = ["DOCUMENT_NAME", "SNIPPET_DIR", "RELATION_TEX",
+           "snippet_filename", "left_side", "snippet", "prose", "document", "write", "build_parser", "main"]
 
 DOCUMENT_NAME = "qkov_dynamics.tex"
 SNIPPET_DIR = "snippets"

@@ -21,7 +21,7 @@ import functools
 import sympy as sp
 
 from .attention_data import crossover_rows, sgd_runs
-from .tex import equation_lines, escape, tex
+from .tex import equation_lines, escape
 
 __all__ = ["attention_section", "crossover_table", "sgd_table"]
 
@@ -73,22 +73,16 @@ def _tabular(columns, rows) -> list:
             r"\hline", r"\end{tabular}", r"\end{center}"]
 
 
-def crossover_table(rows=None) -> list:
+def crossover_table() -> list:
     """The LaTeX lines of the table of crossover ratios: one row per stored record
     (:func:`derivations.output.attention_data.crossover_rows`; ``--`` and the reason where there is
     none).
-
-    Parameters
-    ----------
-    rows : list of dict, optional
-        Records as :func:`~derivations.output.attention_data.crossover_rows` gives them (default: the
-        stored ones).
 
     Returns
     -------
     list of str
     """
-    rows = crossover_rows() if rows is None else rows
+    rows = crossover_rows()
     body = [[escape(r["setting"]), *(_g(r["task"][k]) for k in ("s", "R", "m", "n", "M", "b")),
              _g(r["target_loss"]), _g(r["crossover_lambda"]), _g(r["crossover_ratio"])] for r in rows]
     reasons = sorted({r["reason"] for r in rows if r["crossover_ratio"] is None})
@@ -96,25 +90,18 @@ def crossover_table(rows=None) -> list:
     return lines + [r"Where there is none (--): " + _relations(escape("; ".join(reasons))) + "." if reasons else "", ""]
 
 
-def sgd_table(runs=None, rows=None) -> list:
-    """The LaTeX lines of the table of SGD runs beside the theory: every stored run of a setting
-    whose crossover ratio at the run's target loss is stored, in the stored order.
-
-    Parameters
-    ----------
-    runs : list of dict, optional
-        As :func:`~derivations.output.attention_data.sgd_runs` gives them (default: the stored ones).
-    rows : list of dict, optional
-        As :func:`~derivations.output.attention_data.crossover_rows` gives them (default: the stored
-        ones).
+def sgd_table() -> list:
+    """The LaTeX lines of the table of SGD runs beside the theory: every stored run
+    (:func:`~derivations.output.attention_data.sgd_runs`) of a setting whose crossover ratio at
+    the run's target loss is stored (:func:`~derivations.output.attention_data.crossover_rows`),
+    in the stored order.
 
     Returns
     -------
     list of str
     """
-    runs = sgd_runs() if runs is None else runs
-    rows = crossover_rows() if rows is None else rows
-    crossover = {(r["setting"], r["target_loss"]): r["crossover_ratio"] for r in rows}
+    runs = sgd_runs()
+    crossover = {(r["setting"], r["target_loss"]): r["crossover_ratio"] for r in crossover_rows()}
     body = [[escape(run["setting"]), _g(run["ratio"]), _g(crossover[run["setting"], run["target_loss"]]),
              str(run["seed"]), f"{run['loss']:.4f}",
              *(f"{run[k]:.3f}" for k in ("self_attention", "relevant_attention", "theory_self_attention",

@@ -98,16 +98,14 @@ def escape(text: str) -> str:
             .replace("%", r"\%").replace("#", r"\#").replace("^", r"\^{}").replace("->", r"$\to$"))
 
 
-def abbreviate(expr, limit: int = LONG):
+def abbreviate(expr):
     """``(reduced, [(symbol, subexpression), ...])``: while the LaTeX is longer
-    than ``limit``, replace the repeated subexpression that saves the most
+    than :data:`LONG`, replace the repeated subexpression that saves the most
     LaTeX by the next symbol of :data:`ABBREVIATIONS`.
 
     Parameters
     ----------
     expr : sympy.Expr
-    limit : int, optional
-        Length of LaTeX above which an expression is abbreviated. Default :data:`LONG`.
 
     Returns
     -------
@@ -116,7 +114,7 @@ def abbreviate(expr, limit: int = LONG):
     """
     defs = []
     for sym in ABBREVIATIONS:
-        if len(tex(expr)) <= limit:
+        if len(tex(expr)) <= LONG:
             break
         counts = {}
         for node in sp.preorder_traversal(expr):

@@ -25,11 +25,11 @@ is the engine's: ``from derivations.engine import Task, TokenGroup``.
 """
 from ..core import lazy_exports
 
-__all__ = ["TASKS", "get_task", "is_task_file", "is_builtin", "task_key", "task_names", "symbolic_task_names",
+__all__ = ["TASKS", "get_task", "is_task_file", "is_builtin", "task_key", "symbolic_task_names",
            "CAPABILITIES", "CapabilityUnavailable", "capability", "capabilities"]
 
 # loaded on first use: looking up a task does not import the engine's reduction or the closed forms
 __getattr__, __dir__ = lazy_exports(__name__, {
-    ".registry": ("TASKS", "get_task", "is_task_file", "is_builtin", "task_key", "task_names", "symbolic_task_names"),
+    ".registry": ("TASKS", "get_task", "is_task_file", "is_builtin", "task_key", "symbolic_task_names"),
     ".closed_forms": ("CAPABILITIES", "CapabilityUnavailable", "capability", "capabilities"),
 })

@@ -14,7 +14,7 @@ from ..engine.task_file import load_task, task_from_text
 from .authors import AUTHORS
 from .variants import VARIANTS
 
-__all__ = ["TASKS", "task_names", "get_task", "is_task_file", "is_builtin", "task_key", "symbolic_task_names"]
+__all__ = ["TASKS", "get_task", "is_task_file", "is_builtin", "task_key", "symbolic_task_names"]
 
 class _BuiltinTasks(Mapping):
     """The built-in tasks by name: the shipped task files (read on first use) and the authors'."""
@@ -34,11 +34,6 @@ class _BuiltinTasks(Mapping):
 TASKS = _BuiltinTasks()
 #: The other tasks this process was given (from files or as Task objects), by name.
 _OWN = {}
-
-
-def task_names() -> tuple:
-    """Names of the built-in tasks."""
-    return tuple(TASKS)
 
 
 def is_task_file(name) -> bool:

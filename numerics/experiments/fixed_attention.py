@@ -195,7 +195,7 @@ def fig3_init(output_circuit: str, rng: np.random.Generator) -> dict:
     return {n: rng.uniform(-bound, bound, size=(_V, _V) if n.startswith("W") else (_V,)) for n in names}
 
 
-def fig3_loss_and_grad(params: dict, context, target, *, weights=None, grad: bool = True):
+def fig3_loss_and_grad(params: dict, context, target, *, grad: bool = True):
     r"""Mean cross-entropy of the Figure-3 model and its gradients.
 
     ``params`` from :func:`fig3_init` (optionally stacked ``(A, ...)`` over
@@ -208,7 +208,6 @@ def fig3_loss_and_grad(params: dict, context, target, *, weights=None, grad: boo
     params : dict
     context : array_like
     target : array_like of int
-    weights : array_like, optional
     grad : bool
 
     Returns
@@ -224,7 +223,7 @@ def fig3_loss_and_grad(params: dict, context, target, *, weights=None, grad: boo
     else:
         h = np.matmul(context, _tr(params["W_V"])) + params["b_V"][..., None, :]
         z = np.matmul(h, _tr(params["W_O"])) + params["b_O"][..., None, :]
-    loss, p = _cross_entropy(z, target, weights, grad)
+    loss, p = _cross_entropy(z, target, None, grad)
     if not grad:
         return loss, None
     if collapsed:

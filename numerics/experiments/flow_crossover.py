@@ -38,7 +38,7 @@ XTOL = 1e-5
 MAX_STEPS = 40
 
 
-def _search(task, st, P, seed, s, ratio_range, xtol, max_steps):
+def _search(task, st, P, seed, s, ratio_range):
     """``{target: (r_star, Lambda at r_star, reason)}`` of one (parameterization, seed)."""
     lo, hi = ratio_range
     flows = {}
@@ -53,8 +53,8 @@ def _search(task, st, P, seed, s, ratio_range, xtol, max_steps):
         return flows[r]
     found = {}
     for target in s["target_losses"]:
-        r, reason = log_sign_change(lambda x, t=target: differences(x)[t], lo, hi, xtol=xtol,
-                                    maxiter=max_steps, name="ratio")
+        r, reason = log_sign_change(lambda x, t=target: differences(x)[t], lo, hi, xtol=XTOL,
+                                    maxiter=MAX_STEPS, name="ratio")
         if reason is not None and reason.startswith("undefined"):
             reason += " (the flow did not reach the target loss)"
         r = None if r is None else min(max(r, lo), hi)
@@ -64,8 +64,7 @@ def _search(task, st, P, seed, s, ratio_range, xtol, max_steps):
 
 
 def flow_boundary(parameterizations, target_losses, seeds=1, init="authors", *, init_scale=None,
-                  ratio_range=theory.RATIO_RANGE, task=task_sampling.DEFAULT_TASK, task_params=(),
-                  xtol=XTOL, max_steps=MAX_STEPS, progress=None) -> list:
+                  ratio_range=theory.RATIO_RANGE, task=task_sampling.DEFAULT_TASK, task_params=()) -> list:
     r"""The crossover ratio :math:`r^*` of the expected-count flow, per (parameterization, seed,
     target loss).
 
@@ -85,13 +84,6 @@ def flow_boundary(parameterizations, target_losses, seeds=1, init="authors", *, 
         :data:`~numerics.experiments.theory.RATIO_RANGE` (the default).
     task, task_params : str or derivations.engine.task.Task, dict
         A task that can be sampled and its parameter values (default the authors' task).
-    xtol : float
-        Tolerance of the search in :math:`\log r`.
-    max_steps : int
-        Most steps of one target's search after its two ends (the flows are bounded by
-        ``2 + max_steps`` times the number of targets per search).
-    progress : callable, optional
-        Called with no argument after each search.
 
     Returns
     -------
@@ -123,9 +115,7 @@ def flow_boundary(parameterizations, target_losses, seeds=1, init="authors", *, 
         found = None
         for seed in s["seeds"]:
             if found is None or predict.draws(P, init):
-                found = _search(task, st, P, seed, s, (lo, hi), xtol, max_steps)
-                if progress is not None:
-                    progress()
+                found = _search(task, st, P, seed, s, (lo, hi))
             for target in s["target_losses"]:
                 r, lam, reason = found[target]
                 records.append({"parameterization": P, "seed": seed, "target_loss": target,

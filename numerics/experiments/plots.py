@@ -68,7 +68,7 @@ def save_figure(fig, directory, name: str) -> list:
 
 
 @_in_style
-def plot_fig2_heatmaps(panels, *, ncols: int = 4, title: str | None = None):
+def plot_fig2_heatmaps(panels, *, ncols: int = 4):
     """Grid of annotated Figure-2 heatmaps.
 
     Parameters
@@ -78,8 +78,6 @@ def plot_fig2_heatmaps(panels, *, ncols: int = 4, title: str | None = None):
         percent) and optionally ``heatmap_std`` and ``n_seeds``.
     ncols : int, optional
         Panels per row (at most the number of panels).
-    title : str, optional
-        The figure's title.
 
     Returns
     -------
@@ -124,20 +122,17 @@ def plot_fig2_heatmaps(panels, *, ncols: int = 4, title: str | None = None):
             ax.set_xlabel("relevant-token attention")
     if im is not None:
         fig.colorbar(im, ax=axes, shrink=0.6, label="% of sequences")
-    if title:
-        fig.suptitle(title, fontsize=9)
     return fig
 
 
 @_in_style
-def plot_fig3(results: dict, *, title: str | None = None):
+def plot_fig3(results: dict):
     r"""Figure-3 curves: one row per output circuit, columns :math:`L(\alpha)` and incentive.
 
     Parameters
     ----------
     results : dict
         ``{circuit: result}``, each of :func:`numerics.experiments.fixed_attention.train_fig3`.
-    title : str, optional
 
     Returns
     -------
@@ -170,8 +165,6 @@ def plot_fig3(results: dict, *, title: str | None = None):
             ax.set_xlabel("epoch")
             ax.grid(alpha=0.3, lw=0.5)
         axes[r, 0].legend(loc="upper right", ncol=1)
-    if title:
-        fig.suptitle(title, fontsize=9)
     return fig
 
 

@@ -13,11 +13,10 @@ paper's fast path), the invariant family.
 ========================================  ====================================================
 """
 from .attention import INIT_KINDS, TaskModel
-from .family import (FamilyProjector, basis, distance_from_family, family_params, project,
-                     structured_params, summarize, task_basis)
+from .family import FamilyProjector, basis, project, structured_params, summarize, task_basis
 from .instance import TaskInstance, instance_of_task, paper_instance
 from .paper import MAX_CLASSES, AttentionModel
 
 __all__ = ["TaskInstance", "paper_instance", "instance_of_task", "TaskModel", "INIT_KINDS",
-           "AttentionModel", "MAX_CLASSES", "basis", "structured_params", "family_params",
-           "project", "distance_from_family", "summarize", "FamilyProjector", "task_basis"]
+           "AttentionModel", "MAX_CLASSES", "basis", "structured_params",
+           "project", "summarize", "FamilyProjector", "task_basis"]

@@ -1,5 +1,5 @@
 r"""The invariant family of the full-matrix model, for the paper and every task:
-structured initialization, points of the family, projection and distance.
+structured initialization, projection and distance.
 
 Every task (:mod:`derivations.tasks`): from the structured initialization
 (:func:`structured_params`) the flow stays on a linear family
@@ -27,15 +27,14 @@ basis matrices are evaluated once per M to read-only NumPy arrays and cached,
 so SymPy is imported only on the first call for a given M, never on the flow's
 hot path.
 
->>> from numerics.model import AttentionModel, family_params, project, distance_from_family
->>> model = AttentionModel("FAFO", M=3)
->>> p = family_params(model, 2.0, 0.5)
->>> [round(v, 12) for v in project(model, p)], distance_from_family(model, p) < 1e-15
-([2.0, 0.5], True)
+>>> from numerics.model import AttentionModel, structured_params, project, summarize
+>>> model = AttentionModel("FAFO", M=3, b=4.0)
+>>> p = structured_params(model, eps=0.1)     # mu_OV = eps^2/sqrt(b), mu_QK = eps^2/b
+>>> [round(v, 12) for v in project(model, p)], bool(summarize(model, model.flatten(p))["distance"] < 1e-15)
+([0.005, 0.0025], True)
 """
 from __future__ import annotations
 
-import math
 from functools import lru_cache
 
 import numpy as np
@@ -45,8 +44,7 @@ from derivations.core.vocabulary import CIRCUITS, check_positive
 from ..functions import lambdified as lam
 from .paper import AttentionModel
 
-__all__ = ["basis", "structured_params", "family_params", "project", "distance_from_family",
-           "summarize", "FamilyProjector", "task_basis"]
+__all__ = ["basis", "structured_params", "project", "summarize", "FamilyProjector", "task_basis"]
 
 
 @lru_cache(maxsize=64)
@@ -94,11 +92,7 @@ def _circuit_scale(model, circuit):
     the circuit magnitude derived from the family's mu map
     (:func:`numerics.functions.lambdified.circuit_magnitudes_fn`, linear in mu; :math:`b`
     for QK, :math:`\sqrt b` for OV), evaluated at :math:`\mu = 1`."""
-    return float(_magnitudes(1.0, 1.0, model.b)[circuit])
-
-
-def _magnitudes(mu_OV, mu_QK, b):
-    return lam.circuit_magnitudes_fn()(mu_OV, mu_QK, b)
+    return float(lam.circuit_magnitudes_fn()(1.0, 1.0, model.b)[circuit])
 
 
 def structured_params(model, eps=1e-2) -> dict:
@@ -168,53 +162,6 @@ def _task_structured_params(model, eps):
             for k, shape in model.shapes.items()}
 
 
-def family_params(model, mu_OV, mu_QK, *, a=None, o=None, w=0.0) -> dict:
-    r"""Parameters on the family with coordinates ``(mu_OV, mu_QK)``.
-
-    Collapsed circuits: :math:`b\mu_{QK}U_{QK}`, :math:`\sqrt b\mu_{OV}U_{OV}`.
-    Factorized: :math:`W_Q = aU_Q`, :math:`W_K = cU_K` with
-    :math:`c = b\mu_{QK}/a`; :math:`W_O = oU_O`, :math:`W_V = vU_V + wU_{V1}`
-    with :math:`v = \sqrt b\,\mu_{OV}/o`. ``a`` and ``o`` default to the
-    balanced choices :math:`\sqrt{b|\mu_{QK}|}`, :math:`\sqrt{\sqrt b|\mu_{OV}|}`
-    (or 1 if these vanish).
-
-    Parameters
-    ----------
-    model : AttentionModel
-        The paper's model.
-    mu_OV, mu_QK : float
-        The family coordinates.
-    a, o : float, optional
-        Scales of the first factors ``W_Q`` and ``W_O``.
-    w : float
-        Coefficient of :math:`U_{V1}` in ``W_V``.
-
-    Returns
-    -------
-    dict
-        ``{key: matrix}`` (``model.keys``).
-    """
-    M = model.M
-    magnitude = _magnitudes(float(mu_OV), float(mu_QK), model.b)
-    first = {"QK": a, "OV": o}
-    extra = {"V1": float(w)}
-    out = {}
-    for key, circuit in CIRCUITS.items():
-        P = float(magnitude[key])
-        trained = circuit.trained(model.parameterization)
-        if len(trained) == 1:
-            out[circuit.matrix] = P * basis(circuit.basis, M)
-            continue
-        f = first[key]
-        if f is None:
-            f = math.sqrt(abs(P)) or 1.0
-        coef = (f, P / f)
-        for i, (matrix, name, _) in enumerate(trained):
-            c = coef[i] if i < 2 else extra[name]
-            out[matrix] = out.get(matrix, 0.0) + c * basis(name, M)
-    return {k: np.array(out[k], dtype=float) for k in model.keys}
-
-
 def _project_circuits(model, W_QK, W_OV):
     return _coordinate(model, W_OV, "OV"), _coordinate(model, W_QK, "QK")
 
@@ -269,35 +216,6 @@ def _distance_circuits(model, W_QK, W_OV, floor_QK=0.0, floor_OV=0.0):
         return np.where(ok, nr / np.where(ok, nw, 1.0), 0.0)
 
     return np.maximum(rel(RQ, W_QK, floor_QK), rel(RO, W_OV, floor_OV))
-
-
-def distance_from_family(model, params):
-    r"""Relative Frobenius distance of the circuits from the family,
-
-    .. math::
-
-        \max\left(\frac{\|W_{QK} - b\mu_{QK}U_{QK}\|_F}{\|W_{QK}\|_F},\;
-                  \frac{\|W_{OV} - \sqrt b\mu_{OV}U_{OV}\|_F}{\|W_{OV}\|_F}\right)
-
-    with :math:`(\mu_{OV}, \mu_{QK})` from :func:`project`. A circuit that is
-    zero -- for a factorized circuit: of norm at most
-    :math:`64\,\varepsilon_{\rm mach}\|A\|_F\|B\|_F` for factors :math:`A, B`,
-    i.e. zero up to the round-off of the product -- counts as distance 0.
-
-    Parameters
-    ----------
-    model : AttentionModel
-        The paper's model.
-    params : dict
-        ``{key: matrix}``; leading batch axes allowed.
-
-    Returns
-    -------
-    float or ndarray
-        A float, or an array over the leading batch axes.
-    """
-    dist = _distance_circuits(model, *model.circuits(params), *_roundoff_floors(model, params))
-    return float(dist) if np.ndim(dist) == 0 else dist
 
 
 def summarize(model, vecs) -> dict:

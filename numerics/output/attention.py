@@ -43,14 +43,9 @@ def authors_counts() -> dict:
             "R": a.RELEVANT_PER_CLASS}
 
 
-def sgd_points(directory=None) -> list:
-    r"""The stored SGD runs (:func:`derivations.output.attention_data.sgd_runs`), each with its
-    ``lambda``: :math:`\Lambda` of its ratio at the loss it measured (its task's M and b).
-
-    Parameters
-    ----------
-    directory : str or path-like, optional
-        The stored data (default :data:`SGD_DATA`).
+def sgd_points() -> list:
+    r"""The stored SGD runs of :data:`SGD_DATA` (:func:`derivations.output.attention_data.sgd_runs`),
+    each with its ``lambda``: :math:`\Lambda` of its ratio at the loss it measured (its task's M and b).
 
     Returns
     -------
@@ -62,7 +57,7 @@ def sgd_points(directory=None) -> list:
         A damaged or missing file, in one line.
     """
     from ..dynamics import lambda_of_ratio
-    runs = sgd_runs(SGD_DATA if directory is None else directory)
+    runs = sgd_runs(SGD_DATA)
     return [dict(run, **{"lambda": float(lambda_of_ratio(run["ratio"], run["loss"], run["task"]["M"],
                                                           run["task"]["b"]))}) for run in runs]
 

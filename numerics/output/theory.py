@@ -71,9 +71,9 @@ def plot_time_course(*, quick=False, ratios=RATIOS, params=None):
 # (b) stopping curves (paper Figure 4)
 # --------------------------------------------------------------------------
 
-def plot_stopping_curves(*, quick=False, ratios=RATIOS, params=None, n_thresholds=50):
+def plot_stopping_curves(*, quick=False, ratios=RATIOS, params=None):
     """The paper's Figure 4: mu_OV, mu_QK and alpha at stopping losses
-    log-spaced from 1 to 1e-4 (``n_thresholds`` of them; 12 with ``quick``),
+    log-spaced from 1 to 1e-4 (50 of them; 12 with ``quick``),
     CACO from zero init, from the closed form
     :func:`numerics.dynamics.closed_form.state_at_loss`. The loss axis decreases to the
     right (training proceeds left to right).
@@ -84,8 +84,6 @@ def plot_stopping_curves(*, quick=False, ratios=RATIOS, params=None, n_threshold
         Coarser grids (for tests); the curves are the same.
     ratios : sequence of float
         Learning-rate ratios eta_QK / eta_OV, one curve each.
-    n_thresholds : int
-        Number of stopping losses.
     params : dict, optional
         ``m, n, b, M`` (default :data:`~numerics.output.style.PAPER`).
 
@@ -96,7 +94,7 @@ def plot_stopping_curves(*, quick=False, ratios=RATIOS, params=None, n_threshold
     from ..dynamics.closed_form import state_at_loss
 
     params = dict(PAPER if params is None else params)
-    losses = np.logspace(0.0, -4.0, 12 if quick else n_thresholds)
+    losses = np.logspace(0.0, -4.0, 12 if quick else 50)
     st = state_at_loss(losses[:, None], np.asarray(ratios, dtype=float)[None, :], **params)
     fig, axes = new_figure(1, 3, 3.3)
     panels = [("mu_OV", MU_OV_LABEL, "log"), ("mu_QK", MU_QK_LABEL, "linear"),

@@ -40,7 +40,7 @@ balanced factors), in the paper setting :math:`m=5, n=50, b=50, M=20`:
    flow's events (the others).
 
 2. **Invariant family.**  The relative distance of the full-model circuits
-   from the family (:func:`numerics.model.family.distance_from_family`) stays below
+   from the family (``distance`` of :func:`numerics.model.family.summarize`) stays below
    ``1e-9`` along the structured-init trajectory (checked); from a random
    initialization (entries :math:`\mathcal N(0, 10^{-6})`) the distance at
    :math:`T` is only reported.
@@ -115,10 +115,9 @@ from .paper_kinds import (ASYMPTOTIC_ERROR, MAX_DESCENT_REFINEMENTS, MAX_DESCENT
 from .records import NOT_VERIFIABLE, Check, format_table, summarize
 from .registry import CAPABILITIES, CHECK_KINDS, KINDS, Kind, capabilities, check_kind
 from .run import (DEFAULT_PARAMS, DEFAULT_RATIOS, DEFAULT_TOLERANCES, MAX_TOKEN_TYPES,
-                  RATIO_RANGE, Checks, Plan, check_ratios, plan_checks, run_checks, run_plan,
-                  run_task_checks)
+                  RATIO_RANGE, Checks, Plan, check_ratios, plan_checks, run_checks, run_plan)
 
-__all__ = ["Check", "Checks", "run_checks", "run_task_checks", "plan_checks", "run_plan", "Plan",
+__all__ = ["Check", "Checks", "run_checks", "plan_checks", "run_plan", "Plan",
            "summarize", "format_table", "main", "build_parser",
            "DEFAULT_PARAMS", "DEFAULT_RATIOS", "DEFAULT_TOLERANCES", "PARAMETERIZATIONS",
            "Context", "CHECK_KINDS", "KINDS", "Kind", "CAPABILITIES", "capabilities",

@@ -11,7 +11,7 @@ from .context import Context, Missing
 from .records import Check
 from .registry import CHECK_KINDS, KINDS, missing_capability, suite_kinds
 
-__all__ = ["run_checks", "run_task_checks", "plan_checks", "run_plan", "Plan", "check_ratios", "check_settings", "check_task",
+__all__ = ["run_checks", "plan_checks", "run_plan", "Plan", "check_ratios", "check_settings", "check_task",
            "Checks", "DEFAULT_PARAMS", "DEFAULT_RATIOS", "DEFAULT_TOLERANCES", "RATIO_RANGE",
            "M_MAX", "TASK_M_MAX", "MAX_TOKEN_TYPES"]
 
@@ -438,44 +438,3 @@ def run_plan(plan: Plan, *, state_at_loss=None, progress=None) -> Checks:
             if entry not in out.skipped:
                 out.skipped.append(entry)
     return out
-
-
-def run_task_checks(task_name, parameterizations=PARAMETERIZATIONS, ratios=DEFAULT_RATIOS, *,
-                    M=4, target_loss=0.1, eps=0.1, n_times=24, rtol=1e-11, atol=1e-13,
-                    **params) -> list:
-    """The task suite of an engine task (:mod:`numerics.verify.task_kinds`) as JSON-ready dicts.
-
-    Parameters
-    ----------
-    task_name : str
-        A built-in task the engine reduces.
-    parameterizations : sequence of str or "all"
-    ratios : sequence of float
-        In :data:`RATIO_RANGE`.
-    M : int
-        Number of classes of the concrete instance.
-    target_loss : float
-        The loss the flows run to.
-    eps : float
-        Factor initialization scale.
-    n_times : int
-        Number of comparison times.
-    rtol, atol : float
-        Tolerances of the integrations.
-    **params
-        The task's own parameters (e.g. ``n_c``) and ``m, n, b``.
-
-    Returns
-    -------
-    list of dict
-        One :meth:`Check.as_dict` per check.
-
-    Raises
-    ------
-    ValueError
-        An invalid argument (the message names it).
-    """
-    checks = run_checks(parameterizations, ratios, M=M, target_loss=target_loss, task=task_name,
-                        task_eps=eps, task_integration=dict(n_times=n_times, rtol=rtol, atol=atol),
-                        **params)
-    return [c.as_dict() for c in checks]

@@ -29,7 +29,7 @@ def isolated_cache(tmp_path, monkeypatch):
 
 
 def _key():
-    return catalog.cache_key()
+    return catalog.STORE.key()
 
 
 def _file_text(results) -> str:
@@ -238,7 +238,7 @@ def test_one_cache_keyed_on_every_source_module(tmp_path, monkeypatch):
                    "tasks/paper/model.py", "tasks/variants.py", "tasks/authors.py"):
         assert needed in files
     assert type(catalog.STORE) is type(task_catalog.STORE) is ec.ExpressionStore
-    before = (catalog.cache_key(), task_catalog.cache_key())
+    before = (catalog.STORE.key(), task_catalog.STORE.key())
     assert before[0] != before[1]                     # each store's own module is part of its key
     fake = tmp_path / "derivations"
     for package in ec.SOURCE_PACKAGES:
@@ -251,13 +251,13 @@ def test_one_cache_keyed_on_every_source_module(tmp_path, monkeypatch):
     owner = ec.PACKAGE_DIR / "catalog.py"
     owner.write_bytes(catalog.STORE.owner.read_bytes())
     monkeypatch.setattr(catalog.STORE, "owner", owner)
-    key = catalog.cache_key()
+    key = catalog.STORE.key()
     (fake / "engine" / "new_module.py").write_text("x = 1\n")
-    assert catalog.cache_key() != key
+    assert catalog.STORE.key() != key
     (fake / "engine" / "new_module.py").unlink()
-    assert catalog.cache_key() == key
+    assert catalog.STORE.key() == key
     (fake / "core" / "vocabulary.py").write_text((fake / "core" / "vocabulary.py").read_text() + "# edit\n")
-    assert catalog.cache_key() != key
+    assert catalog.STORE.key() != key
 
 
 def test_both_commands_share_the_check_and_rebuild_texts(tmp_path, monkeypatch, capsys):
@@ -271,11 +271,11 @@ def test_both_commands_share_the_check_and_rebuild_texts(tmp_path, monkeypatch, 
                                        "--rebuild\n")
     monkeypatch.setattr(task_catalog.STORE, "derive", lambda: {"paper/CACO": {"demo": 1}})
     assert task_catalog.main(["--rebuild"]) == 0
-    assert capsys.readouterr().out == f"wrote {tmp_path / 'tasks.json'} (key {task_catalog.cache_key()[:12]})\n"
+    assert capsys.readouterr().out == f"wrote {tmp_path / 'tasks.json'} (key {task_catalog.STORE.key()[:12]})\n"
     assert task_catalog.main(["--check"]) == 0
     assert capsys.readouterr().out == "shipped task cache is fresh\n"
     data = json.loads((tmp_path / "tasks.json").read_text())
-    assert data == {"format": FORMAT, "key": task_catalog.cache_key(), "results": {"paper/CACO": {"demo": 1}},
+    assert data == {"format": FORMAT, "key": task_catalog.STORE.key(), "results": {"paper/CACO": {"demo": 1}},
                     "digest": results_digest({"paper/CACO": {"demo": 1}})}
 
 

@@ -11,7 +11,7 @@ from derivations.symbolic import M, alpha, b, mu_OV, mu_QK, n
 
 
 def test_shipped_cache_is_fresh():
-    assert C.STORE.read(C.SHIPPED_CACHE, C.cache_key()) is not None, \
+    assert C.STORE.read(C.STORE.shipped, C.STORE.key()) is not None, \
         "stale: python -m derivations.task_catalog --rebuild"
 
 
@@ -41,14 +41,14 @@ def test_crafted_entry_is_rebuilt_not_executed(tmp_path, monkeypatch):
     results = _shipped_results()
     results["paper/CACO"]["alpha"] = f"__import__('pathlib').Path({str(marker)!r}).touch()"
     shipped = tmp_path / "tasks.json"
-    C.STORE.write(shipped, C.cache_key(), results)
+    C.STORE.write(shipped, C.STORE.key(), results)
     _isolate(monkeypatch, shipped)
     calls = []
     monkeypatch.setattr(C, "derive_all", lambda: calls.append(1) or _shipped_results())
     red = C.task_reduction("paper", "CACO")
     assert not marker.exists() and calls == [1] and red.alpha.free_symbols
     assert "__import__" in shipped.read_text()                    # the shipped file is never written
-    assert C.STORE.read(C.STORE.user_path(C.cache_key()), C.cache_key()) is not None   # the user cache is
+    assert C.STORE.read(C.STORE.user_path(C.STORE.key()), C.STORE.key()) is not None   # the user cache is
 
 
 def test_cached_equals_derived():
@@ -70,7 +70,7 @@ def test_damaged_cache_is_rebuilt(tmp_path, monkeypatch):
     red = C.task_reduction("paper", "CACO")
     assert calls == [1] and red.odes is not None
     assert shipped.read_text() == "{not json"
-    assert C.STORE.read(C.STORE.user_path(C.cache_key()), C.cache_key()) is not None   # written atomically
+    assert C.STORE.read(C.STORE.user_path(C.STORE.key()), C.STORE.key()) is not None   # written atomically
 
 
 def _isolate(monkeypatch, shipped):

@@ -42,7 +42,7 @@ from ...symbolic.symbols import SYMBOLS
 from ...core.vocabulary import CIRCUITS, check_circuit
 
 __all__ = ["CircuitSymbols", "circuit_symbols", "induced_flow", "conserved_quantity", "conserved_matrix_derivative",
-           "rate_factor", "balanced_factors", "effective_rate", "effective_rates", "initial_conserved",
+           "rate_factor", "effective_rate", "effective_rates", "initial_conserved",
            "initial_point", "factorized_reduced_odes"]
 
 
@@ -204,31 +204,6 @@ def rate_factor(circuit: str = "QK"):
     d_product = sp.diff(product, fa) * flow[fa] + sp.diff(product, fb) * flow[fb]
     collapsed_per_rate = family("CACO").flow()[theta].subs(theta, product) / cs.rate
     return sp.factor(sp.simplify(d_product / collapsed_per_rate))
-
-
-def balanced_factors(circuit: str = "QK"):
-    """Factor values on the balanced level set (C = 0) with product P:
-    ``a = sqrt(P) (eta_A/eta_B)^(1/4)``, ``c = sqrt(P) (eta_B/eta_A)^(1/4)``,
-    as a substitution dict in terms of mu (P = b mu_QK or sqrt(b) mu_OV).
-
-    Parameters
-    ----------
-    circuit : {"QK", "OV"}, optional
-        The factorized circuit. Default "QK".
-
-    Returns
-    -------
-    dict[sympy.Symbol, sympy.Expr]
-        ``{a: ..., c: ...}``, in mu_QK (QK) or mu_OV (OV), b and the factor rates.
-
-    Raises
-    ------
-    ValueError
-        If ``circuit`` is not "QK" or "OV".
-    """
-    cs = circuit_symbols(circuit)
-    (fa, fb), (ra, rb), P = cs.factors, cs.factor_rates, cs.magnitude
-    return {fa: sp.sqrt(P) * (ra / rb) ** sp.Rational(1, 4), fb: sp.sqrt(P) * (rb / ra) ** sp.Rational(1, 4)}
 
 
 @lru_cache(maxsize=None)

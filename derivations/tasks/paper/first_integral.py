@@ -35,9 +35,9 @@ from functools import lru_cache
 
 import sympy as sp
 
+from ...core.vocabulary import check_parameterization
 from ...engine.first_integral import integrals, orbit_of, separate
 from ...symbolic.symbols import RATES, mu_OV, mu_QK
-from ...core.vocabulary import check_parameterization
 from .reduction import reduced_odes
 
 __all__ = ["orbit_ode", "separated", "first_integral", "dH_dt", "line_coordinates", "orbit",

@@ -30,32 +30,27 @@ from __future__ import annotations
 
 import sympy as sp
 
+from ...core.vocabulary import check_parameterization
 from ...engine.explicit import nonzero_entries
 from ...symbolic.symbols import M, alpha, b, eta_OV, eta_QK, m, mu_OV, mu_QK, n
 from .factorization import factorized_reduced_odes
 from .explicit import explicit_family_point, explicit_model
-from ...core.vocabulary import check_parameterization
 from .model import basis_matrix, family
 
 __all__ = ["alpha_expr", "family_flow", "family_mu_flow", "collapsed_reduced_odes",
            "reduced_odes", "published_caco", "reduced_loss", "published_difference", "invariance_residual"]
 
 
-def alpha_expr(score_gap=mu_QK):
+def alpha_expr():
     """alpha(mu_QK) = m e^{mu_QK} / (m e^{mu_QK} + n), from the model's softmax
     (:meth:`derivations.tasks.paper.model.Family.alpha_of`).
-
-    Parameters
-    ----------
-    score_gap : sympy.Expr, optional
-        The score gap :math:`s_{rel} - s_{irr}` at which alpha is taken. Default the symbol mu_QK.
 
     Returns
     -------
     sympy.Expr
-        alpha in ``score_gap``, m and n.
+        alpha in mu_QK, m and n.
     """
-    return family("CACO").alpha_of(score_gap)
+    return family("CACO").alpha_of(mu_QK)
 
 
 def family_flow(parameterization: str = "CACO") -> dict:

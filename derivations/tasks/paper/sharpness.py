@@ -28,8 +28,7 @@ from functools import lru_cache
 import sympy as sp
 
 from .first_integral import first_integral
-from .model import family
-from .model import mu_QK_of_alpha
+from .model import family, mu_QK_of_alpha
 from ...symbolic.symbols import L, M, alpha, eta_OV, eta_QK, mu_OV, mu_QK, p, r, s
 
 __all__ = ["margin_at_loss", "state_from_odds", "state_equation", "sharpness_signs"]

@@ -22,7 +22,7 @@ from __future__ import annotations
 from derivations.core.cli import UsageError, parse_int, parse_list, parse_number, parse_params
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
-from .common import flag_message, task_from_args
+from .common import flag_message, number, task_from_args
 
 __all__ = ["add_parser", "prepare"]
 
@@ -89,7 +89,7 @@ def _common(args, default_range):
         raise UsageError(f"--parameterizations: unknown {bad[0]!r}; choose from {','.join(PARAMETERIZATIONS)}")
     targets = parse_list("--target-loss", args.target_loss, lambda t: parse_number("--target-loss", t))
     text = args.ratio_range or f"{default_range[0]:g},{default_range[1]:g}"
-    ends = parse_list("--ratio-range", text, lambda t: parse_number("--ratio-range", t, positive=True))
+    ends = parse_list("--ratio-range", text, lambda t: number("--ratio-range", t))
     if len(ends) != 2 or not ends[0] < ends[1]:
         raise UsageError(f"--ratio-range must be LO,HI with 0 < LO < HI; got {text!r}")
     return params, targets, tuple(ends)
@@ -134,7 +134,7 @@ def _flow_settings(args, init) -> dict:
     st = task_from_args(args)
     params, targets, (lo, hi) = _common(args, theory.RATIO_RANGE)
     seeds = parse_int("--seeds", args.seeds or "1", 1, MAX_SEEDS)
-    scale = None if args.init_scale is None else parse_number("--init-scale", args.init_scale, positive=True)
+    scale = None if args.init_scale is None else number("--init-scale", args.init_scale)
     try:
         s = check_settings(params, [lo, hi], targets, seeds, init, None, 0.01, scale, task=args.task,
                            task_params=st.params)

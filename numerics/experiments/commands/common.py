@@ -16,7 +16,7 @@ from derivations.core.cli import UsageError, parse_int, parse_number, prepare_ou
 
 from .. import task_sampling
 
-__all__ = ["PROG", "add_common", "add_task_arguments", "task_from_args", "seq_len_for", "number", "integer", "parse_seeds", "workers", "scheduler",
+__all__ = ["PROG", "add_common", "add_task_arguments", "task_from_args", "seq_len_for", "number", "parse_seeds", "workers", "scheduler",
            "output_dir", "config", "option_message", "flag_message", "json_text", "finite_or_none",
            "check_memory", "memory_budget", "MAX_SEEDS", "warn", "warn_diverged", "DIVERGED"]
 
@@ -65,15 +65,14 @@ def add_dtype(p) -> None:
                         "(as the authors trained; faster; a float32 run is another run for --resume)")
 
 
-def number(name, text, *, positive=True) -> float:
-    """A finite number (``> 0`` unless ``positive=False``).
+def number(name, text) -> float:
+    """A finite number ``> 0``.
 
     Parameters
     ----------
     name : str
         The option, for the message.
     text : str
-    positive : bool, optional
 
     Returns
     -------
@@ -84,30 +83,7 @@ def number(name, text, *, positive=True) -> float:
     derivations.core.cli.UsageError
         Not such a number.
     """
-    return parse_number(name, text, positive=positive)
-
-
-def integer(name, text, minimum, maximum=None) -> int:
-    """An integer in ``[minimum, maximum]``.
-
-    Parameters
-    ----------
-    name : str
-        The option, for the message.
-    text : str
-    minimum : int
-    maximum : int, optional
-
-    Returns
-    -------
-    int
-
-    Raises
-    ------
-    derivations.core.cli.UsageError
-        Not such an integer.
-    """
-    return parse_int(name, text, minimum, maximum)
+    return parse_number(name, text, positive=True)
 
 
 _RANGE = re.compile(r"^(\d+)-(\d+)$")
@@ -178,7 +154,7 @@ def workers(args) -> int:
     if args.workers is None:
         from ..runner import usable_cpus
         return usable_cpus()
-    return integer("--workers", args.workers, 1)
+    return parse_int("--workers", args.workers, 1)
 
 
 def scheduler(args):

@@ -1,11 +1,12 @@
 """``python -m numerics.experiments fig2``: one Figure-2 configuration."""
 from __future__ import annotations
 
+from derivations.core.cli import parse_int
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from .. import task_sampling
 from . import common
-from .common import add_task_arguments, integer, number, seq_len_for, task_from_args
+from .common import add_task_arguments, number, seq_len_for, task_from_args
 
 __all__ = ["add_parser", "prepare", "format_fig2"]
 
@@ -62,11 +63,11 @@ def _config(args):
         sgd.Fig2Config, parameterization=args.parameterization,
         lr_qk=number("--lr-qk", args.lr_qk), lr_ov=number("--lr-ov", args.lr_ov),
         qk_ramp=number("--qk-ramp", args.qk_ramp), seq_len=seq_len_for(st, args.seq_len),
-        batch_size=integer("--batch-size", args.batch_size, 1),
-        epochs=integer("--epochs", args.epochs, 1) if args.epochs is not None else pub["epochs"],
-        steps_per_epoch=(integer("--steps-per-epoch", args.steps_per_epoch, 1)
+        batch_size=parse_int("--batch-size", args.batch_size, 1),
+        epochs=parse_int("--epochs", args.epochs, 1) if args.epochs is not None else pub["epochs"],
+        steps_per_epoch=(parse_int("--steps-per-epoch", args.steps_per_epoch, 1)
                          if args.steps_per_epoch is not None else pub["steps_per_epoch"]),
-        stop=args.stop, init=args.init, eval_batches=integer("--eval-batches", args.eval_batches, 1),
+        stop=args.stop, init=args.init, eval_batches=parse_int("--eval-batches", args.eval_batches, 1),
         dtype=args.dtype, task=st.key, task_params=st.params), pub
 
 

@@ -1,10 +1,10 @@
 """``python -m numerics.experiments fig3``: the fixed-attention runs of Figure 3."""
 from __future__ import annotations
 
-from derivations.core.cli import parse_list
+from derivations.core.cli import parse_int, parse_list
 
 from . import common
-from .common import integer, number
+from .common import number
 
 __all__ = ["add_parser", "prepare", "format_fig3"]
 
@@ -68,11 +68,11 @@ def prepare(args):
     alphas = parse_list("--alphas", args.alphas, lambda t: number("alpha", t))   # (0, 1]: Fig3Config
     config = common.config(
         fixed_attention.Fig3Config, output_circuit=args.output_circuit, alphas=tuple(alphas),
-        epochs=integer("--epochs", args.epochs, 1),
-        steps_per_epoch=integer("--steps-per-epoch", args.steps_per_epoch, 1),
-        batch_size=integer("--batch-size", args.batch_size, 4), seq_len=integer("--seq-len", args.seq_len, 3),
-        lr=number("--lr", args.lr), eval_batches=integer("--eval-batches", args.eval_batches, 1),
-        seed=integer("--seed", args.seed, 0))
+        epochs=parse_int("--epochs", args.epochs, 1),
+        steps_per_epoch=parse_int("--steps-per-epoch", args.steps_per_epoch, 1),
+        batch_size=parse_int("--batch-size", args.batch_size, 4), seq_len=parse_int("--seq-len", args.seq_len, 3),
+        lr=number("--lr", args.lr), eval_batches=parse_int("--eval-batches", args.eval_batches, 1),
+        seed=parse_int("--seed", args.seed, 0))
     common.check_memory(fig3_bytes(config),
                         f"fig3 with --seq-len {config.seq_len}, --batch-size {config.batch_size}, "
                         f"--steps-per-epoch {config.steps_per_epoch}, --eval-batches {config.eval_batches} "

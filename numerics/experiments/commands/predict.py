@@ -16,10 +16,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from derivations.core.cli import UsageError, parse_int, parse_list, parse_number, progress_bar
+from derivations.core.cli import UsageError, parse_int, parse_list, progress_bar
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
-from .common import add_task_arguments, flag_message, json_text, seq_len_for, task_from_args
+from .common import add_task_arguments, flag_message, json_text, number, seq_len_for, task_from_args
 
 __all__ = ["MAX_SEEDS", "MAX_SEQ_LEN", "add_parser", "prepare", "format_table"]
 
@@ -85,9 +85,6 @@ def _settings(args) -> tuple:
     """``(settings, init_scale)``: the checked settings of :func:`~numerics.experiments.predict.predict`
     and the ``--init-scale`` given (None if none), or a one-line UsageError."""
     from ..predict import check_settings
-
-    def number(flag, text):
-        return parse_number(flag, text, positive=True)
 
     params = parse_list("--parameterizations", args.parameterizations)
     ratios = parse_list("--ratios", args.ratios, lambda t: number("--ratios", t))

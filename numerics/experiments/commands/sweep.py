@@ -1,13 +1,13 @@
 """``python -m numerics.experiments sweep``: the matched-loss sweep over ``eta_QK / eta_OV``."""
 from __future__ import annotations
 
-from derivations.core.cli import UsageError, parse_list
+from derivations.core.cli import UsageError, parse_int, parse_list
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from .. import task_sampling
 from ..stopping import target_losses
 from . import common
-from .common import add_task_arguments, integer, number, seq_len_for, task_from_args
+from .common import add_task_arguments, number, seq_len_for, task_from_args
 
 __all__ = ["add_parser", "prepare", "format_sweep"]
 
@@ -87,12 +87,12 @@ def _settings(args) -> dict:
     return {"parameterizations": list(dict.fromkeys(parse_list("--parameterizations", args.parameterizations,
                                                                _parameterization))),
             "ratios": list(dict.fromkeys(parse_list("--ratios", args.ratios, lambda t: number("ratio", t)))),
-            "seeds": integer("--seeds", args.seeds, 1, common.MAX_SEEDS), "target_loss": _targets(args.target_loss),
+            "seeds": parse_int("--seeds", args.seeds, 1, common.MAX_SEEDS), "target_loss": _targets(args.target_loss),
             "lr_ov": number("--lr-ov", args.lr_ov), "seq_len": seq_len_for(st, args.seq_len),
-            "batch_size": integer("--batch-size", args.batch_size, 1),
-            "steps_per_epoch": integer("--steps-per-epoch", args.steps_per_epoch, 1),
-            "max_steps": integer("--max-steps", args.max_steps, 1), "init": args.init,
-            "eval_batches": integer("--eval-batches", args.eval_batches, 1), **task,
+            "batch_size": parse_int("--batch-size", args.batch_size, 1),
+            "steps_per_epoch": parse_int("--steps-per-epoch", args.steps_per_epoch, 1),
+            "max_steps": parse_int("--max-steps", args.max_steps, 1), "init": args.init,
+            "eval_batches": parse_int("--eval-batches", args.eval_batches, 1), **task,
             # float64, the default, is not named (nor in the jobs: a float64 job's key does not say it)
             **({"dtype": args.dtype} if args.dtype != "float64" else {})}
 

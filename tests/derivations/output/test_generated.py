@@ -10,20 +10,20 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_generated_module_is_fresh():
-    from derivations.catalog import cache_key
+    from derivations.catalog import STORE
     from derivations.output import generator_key
     from numerics import _generated
-    key = cache_key()
+    key = STORE.key()
     assert _generated.CATALOG_KEY == key, "run: python -m derivations.catalog --rebuild"
     assert _generated.GENERATOR_KEY == generator_key(key), "run: python -m derivations.catalog --rebuild"
 
 
 @pytest.mark.slow
 def test_generated_module_regenerates_byte_identically():
-    from derivations.catalog import cache_key, results
+    from derivations.catalog import STORE, results
     from derivations.output.numeric_codegen import (GENERATED_EXPRESSIONS, GENERATED_MODULE,
                                                     generate)
-    module, exprs = generate(cache_key(), results())
+    module, exprs = generate(STORE.key(), results())
     assert module == GENERATED_MODULE.read_text()
     assert exprs == GENERATED_EXPRESSIONS.read_text()
 

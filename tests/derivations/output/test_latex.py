@@ -9,7 +9,7 @@ r"""The LaTeX output of :mod:`derivations.latex`: fresh, compilable, and faithfu
 Mappings applied to the snippet text before parsing (:data:`TEXT_MAPPING`),
 because the lark grammar of SymPy 1.14 lacks these constructs:
 
-* ``\,`` (the product sign chosen in ``derivations.latex.MUL_SYMBOL``) -> ``\cdot``:
+* ``\,`` (the product sign chosen in ``derivations.output.tex.MUL_SYMBOL``) -> ``\cdot``:
   the grammar accepts juxtaposition only in a few contexts;
 * subscripts ``_{OV,0}`` (initial values) -> ``_{OVzero}``: the grammar allows
   only letters in a subscript;

@@ -10,8 +10,8 @@ from hypothesis import given, settings, strategies as st
 from scipy.integrate import solve_ivp
 
 from derivations.tasks.paper import asymptotics, factorization, first_integral, reduction, sharpness
-from derivations.catalog import cache_key, derive_all, records, results, SHIPPED_CACHE
-from derivations.core.vocabulary import PARAMETERIZATIONS, check_parameterization
+from derivations.catalog import STORE, derive_all, records, results
+from derivations.core import PARAMETERIZATIONS, check_parameterization
 from derivations.tasks.paper.model import family
 from derivations.symbolic import wright_omega
 from derivations.symbolic import (M, b, eta_K, eta_O, eta_OV, eta_Q, eta_QK, eta_V, m, mu_OV,
@@ -98,19 +98,44 @@ def test_effective_rates_replace_the_rate_of_each_factorized_circuit():
     assert list(factorization.effective_rates("FAFO")) == [eta_QK, eta_OV]
 
 
+def _balanced_factors(circuit: str):
+    """Factor values on the balanced level set (C = 0) with product P:
+    ``a = sqrt(P) (eta_A/eta_B)^(1/4)``, ``c = sqrt(P) (eta_B/eta_A)^(1/4)``,
+    as a substitution dict in terms of mu (P = b mu_QK or sqrt(b) mu_OV).
+
+    Parameters
+    ----------
+    circuit : {"QK", "OV"}
+        The factorized circuit.
+
+    Returns
+    -------
+    dict[sympy.Symbol, sympy.Expr]
+        ``{a: ..., c: ...}``, in mu_QK (QK) or mu_OV (OV), b and the factor rates.
+
+    Raises
+    ------
+    ValueError
+        If ``circuit`` is not "QK" or "OV".
+    """
+    cs = factorization.circuit_symbols(circuit)
+    (fa, fb), (ra, rb), P = cs.factors, cs.factor_rates, cs.magnitude
+    return {fa: sp.sqrt(P) * (ra / rb) ** sp.Rational(1, 4), fb: sp.sqrt(P) * (rb / ra) ** sp.Rational(1, 4)}
+
+
 @pytest.mark.parametrize("param", ["CAFO", "FACO", "FAFO"])
 def test_factorized_odes_equal_family_flow_on_balanced_factors(param):
     """The reduced ODEs built with the effective rate equal the chain rule on the
     factor coordinates evaluated on the balanced level set (independent route)."""
-    from derivations.core.vocabulary import qk_factorized, ov_factorized
+    from derivations.core import qk_factorized, ov_factorized
     direct = reduction.family_mu_flow(param)
     subs = {}
     if qk_factorized(param):
-        subs.update(factorization.balanced_factors("QK"))
+        subs.update(_balanced_factors("QK"))
     else:
         subs[sp.Symbol("theta_QK", real=True)] = b * mu_QK
     if ov_factorized(param):
-        subs.update(factorization.balanced_factors("OV"))
+        subs.update(_balanced_factors("OV"))
     else:
         subs[sp.Symbol("theta_OV", real=True)] = sp.sqrt(b) * mu_OV
     derived = reduction.reduced_odes(param, in_alpha=True)
@@ -131,11 +156,11 @@ def test_effective_rate_matches_full_matrix_flow(mu_ov, mu_qk, eq, ek, eo, ev, M
     """d(W_QK)/dt and d(W_OV)/dt of the full NumPy matrix flow at a balanced family
     point equal the collapsed flow times the derived effective rate."""
     from numerics.model import AttentionModel
-    from numerics.model import family_params
+    from _family import family_params
     mdl_f = AttentionModel("FAFO", m=3, n=20, b=4, M=M_value, eta_Q=eq, eta_K=ek, eta_O=eo, eta_V=ev)
     mdl_c = AttentionModel("CACO", m=3, n=20, b=4, M=M_value, eta_QK=1.0, eta_OV=1.0)
-    bq = factorization.balanced_factors("QK")
-    bo = factorization.balanced_factors("OV")
+    bq = _balanced_factors("QK")
+    bo = _balanced_factors("OV")
     vals = {b: 4, mu_QK: mu_qk, mu_OV: mu_ov, eta_Q: eq, eta_K: ek, eta_O: eo, eta_V: ev}
     a, c = (float(v.subs(vals)) for v in bq.values())
     o, v = (float(x.subs(vals)) for x in bo.values())
@@ -273,8 +298,8 @@ def test_late_time_numerically_along_reduced_flow():
 
 def test_shipped_cache_is_fresh_and_matches_derivation():
     import json
-    data = json.loads(SHIPPED_CACHE.read_text())
-    assert data["key"] == cache_key(), "run: python -m derivations.catalog --rebuild"
+    data = json.loads(STORE.shipped.read_text())
+    assert data["key"] == STORE.key(), "run: python -m derivations.catalog --rebuild"
     fresh = derive_all()
     cached = records()
     assert sorted(fresh) == sorted(cached)

@@ -10,10 +10,11 @@ from scipy.integrate import solve_ivp
 
 from derivations.core import PAPER_SETTING as PAPER, PARAMETERIZATIONS
 from numerics.model import AttentionModel
-from numerics.model import distance_from_family, family_params, project, structured_params
+from numerics.model import project, structured_params
 from numerics.dynamics import ReducedSystem
 from numerics.dynamics import Trajectory
 from numerics.dynamics import gradient_descent, gradient_flow
+from _family import distance_from_family, family_params
 
 
 def fd_gradient(model, vec, h=1e-3):

@@ -3,8 +3,15 @@ import json
 
 import pytest
 
+from derivations.core import PARAMETERIZATIONS
 from numerics import verify
-from numerics.verify import run_task_checks
+from numerics.verify import DEFAULT_RATIOS, run_checks
+
+
+def run_task_checks(task, parameterizations=PARAMETERIZATIONS, ratios=DEFAULT_RATIOS, **options):
+    """The task suite of an engine task (:func:`numerics.verify.run_checks` with ``task``) as
+    JSON-ready dicts."""
+    return [c.as_dict() for c in run_checks(parameterizations, ratios, task=task, **options)]
 
 
 QUANTITIES = {"theta", "observables", "loss", "alpha", "distance", "loss at T"}
