@@ -4,6 +4,7 @@ floor imports no SymPy or NumPy, no module forwards another's names, no import
 cycle (imports inside functions included), and the size limits of the
 developers' guide (functions, modules) hold."""
 import ast
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +33,12 @@ NUMERIC_FORBIDDEN = {
 }
 
 
+@functools.lru_cache(maxsize=None)
+def _tree(path: Path) -> ast.Module:
+    """The parsed source of ``path`` (read once per test process)."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def _module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     if parts[-1] == "__init__":
@@ -43,7 +50,7 @@ def _imports(path: Path):
     """``(imported module, inside a function)`` for every import of ``path``."""
     name = _module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = _tree(path)
     functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     nested = {id(n) for f in functions for n in ast.walk(f) if n is not f}
     for node in ast.walk(tree):
@@ -129,7 +136,7 @@ def _is_forwarder(path: Path) -> bool:
     code that lives elsewhere."""
     if path.name in ("__init__.py", "__main__.py"):
         return False
-    body = ast.parse(path.read_text(encoding="utf-8")).body
+    body = _tree(path).body
     if not body or not (isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)):
         return False
     for node in body[1:]:
@@ -153,7 +160,7 @@ def _defined(path: Path) -> set:
     """The names a module binds itself at its top level (definitions and assignments, inside
     ``if``/``try`` too), not the ones it imports."""
     names = set()
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+    for node in _tree(path).body:
         for d in ast.walk(node):
             if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 names.add(d.name)
@@ -163,7 +170,7 @@ def _defined(path: Path) -> set:
 
 
 def _module_all(path: Path) -> list:
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+    for node in _tree(path).body:
         if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["__all__"]:
             return list(ast.literal_eval(node.value))
     return []
@@ -180,7 +187,7 @@ def test_names_are_imported_from_their_home():
     for path in files:
         me = _module_name(path)
         package = me if path.name == "__init__.py" else me.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(_tree(path)):
             if not isinstance(node, ast.ImportFrom):
                 continue
             target = _resolve("." * node.level + (node.module or ""), package)
@@ -205,7 +212,7 @@ def _package_homes(package: str) -> dict:
     """``{name: module}`` of the names a package's ``__init__`` imports or exports lazily
     (the ``{".module": (names, ...)}`` table of :func:`derivations.core.exports.lazy_exports`)."""
     homes = {}
-    for node in ast.parse(MODULES[package].read_text(encoding="utf-8")).body:
+    for node in _tree(MODULES[package]).body:
         if isinstance(node, ast.ImportFrom):
             target = _resolve("." * node.level + (node.module or ""), package)
             for alias in node.names:
@@ -227,7 +234,7 @@ def _import_graph() -> dict:
     for name, path in MODULES.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         edges = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(_tree(path)):
             if isinstance(node, ast.Import):
                 edges.update(a.name for a in node.names)
             elif isinstance(node, ast.ImportFrom):
