@@ -46,7 +46,7 @@ _HOMES = {
     ".state_result": ("StateAtLoss",),
     ".closed_form": ("state_at_loss_mpmath", "time_to_loss"),
     ".lambdified_flow": ("LambdifiedFlow",),
-    ".task_systems": ("reduced_system", "family_system", "task_parameters", "task_reduction"),
+    ".task_systems": ("reduced_system", "family_system", "task_parameters"),
     ".training": ("gradient_flow", "gradient_descent"),
     ".crossover": ("master_shares", "crossover_lambda", "boundary", "lambda_of_ratio",
                    "ratio_of_lambda", "margin_at_loss", "master_lambda", "task_shape"),

@@ -201,7 +201,7 @@ def _attention_shares(task, coordinates, values) -> dict:
     the observables."""
     import sympy as sp
 
-    from .task_systems import task_reduction
+    from derivations.task_catalog import task_reduction
     red = task_reduction(task, "CACO")
     table = task.symbols()
     subs = {table[k]: v for k, v in values.items() if k in table}
@@ -241,7 +241,7 @@ def _ratio_map(task, values):
     import sympy as sp
 
     from derivations.symbolic.symbols import SYMBOLS, eta_OV, eta_QK
-    from .task_systems import task_reduction
+    from derivations.task_catalog import task_reduction
     red = task_reduction(task, "CACO")
     if red.mapping is None:
         return None

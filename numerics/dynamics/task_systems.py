@@ -6,7 +6,7 @@ a few scalar coordinates :math:`y = (y_1, \dots, y_p)` with
 on the relevant tokens :math:`\alpha(y;\theta)` (:math:`\theta`: the task's
 parameters and the learning rates). :func:`reduced_system` and
 :func:`family_system` lambdify them once per task and parameterization
-(:class:`~numerics.dynamics.lambdified_flow.LambdifiedFlow`), from the engine's cache (:func:`task_reduction`);
+(:class:`~numerics.dynamics.lambdified_flow.LambdifiedFlow`), from the engine's cache (:func:`derivations.task_catalog.task_reduction`);
 :func:`task_parameters` resolves a task's parameter values.
 
 >>> from numerics.dynamics.task_systems import reduced_system, task_parameters
@@ -21,7 +21,7 @@ from functools import lru_cache
 
 from .lambdified_flow import LambdifiedFlow
 
-__all__ = ["reduced_system", "family_system", "task_parameters", "task_reduction"]
+__all__ = ["reduced_system", "family_system", "task_parameters"]
 
 
 # --------------------------------------------------------------------------- #
@@ -85,33 +85,6 @@ def _system(task_name, parameterization, family):
     return _engine_system(task, parameterization, family=family)
 
 
-def task_reduction(task, parameterization):
-    """The engine's reduction of a task and parameterization.
-
-    Read from the engine's on-disk cache (:func:`derivations.task_catalog.task_reduction`)
-    for a built-in task, else derived (:func:`derivations.engine.reduce_task`).
-
-    Parameters
-    ----------
-    task : derivations.engine.Task
-    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}
-
-    Returns
-    -------
-    derivations.engine.TaskReduction
-    """
-    from derivations.tasks import TASKS
-    if TASKS.get(task.name) is task:
-        try:
-            from derivations.task_catalog import task_reduction as cached
-        except ImportError:
-            cached = None
-        if cached is not None:
-            return cached(task.name, parameterization)
-    from derivations.engine import reduce_task
-    return reduce_task(task, parameterization)
-
-
 def _engine_system(task, parameterization, *, family=False):
     """The reduced system of :func:`derivations.engine.reduce_task`.
 
@@ -119,6 +92,8 @@ def _engine_system(task, parameterization, *, family=False):
     logit gaps ``mu_OV*``) when the engine found them, else the family flow;
     ``family=True``: always the flow of the family coordinates. The parameters
     are the remaining free symbols (``m, n, b, M, n_c, eta_*``), by name."""
+    from derivations.task_catalog import task_reduction
+
     red = task_reduction(task, parameterization)
     via, osyms = None, ()
     if red.odes is not None and not family:

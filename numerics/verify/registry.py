@@ -133,7 +133,7 @@ def capabilities(task, parameterization) -> dict:
         out["paper_model"] = out["closed_form"] = _NOT_PAPER.format(task=task)
     from derivations.tasks import get_task
 
-    from ..dynamics.task_systems import task_reduction
+    from derivations.task_catalog import task_reduction
     red = task_reduction(get_task(task), parameterization)
     if red.odes is None:
         out["observables"] = f"no closed ODE in the observables, because {_reason(red.note)}"

@@ -95,7 +95,9 @@ def task_family(task_name, parameterization) -> TaskFamily:
     -------
     TaskFamily
     """
-    from ..dynamics.task_systems import family_system, task_reduction
+    from derivations.task_catalog import task_reduction
+
+    from ..dynamics.task_systems import family_system
     from derivations.tasks import get_task
     system = family_system(task_name, parameterization)
     red = task_reduction(get_task(task_name), parameterization)
