@@ -32,7 +32,6 @@ MAX_DESCENT_REFINEMENTS = 3
 def check_flow_vs_reduced(ctx):
     """Full-model flow vs reduced ODE on the grid (mu_OV, mu_QK, alpha).
 
-
     Parameters
     ----------
     ctx : numerics.verify.context.Context
@@ -60,7 +59,6 @@ def check_flow_vs_closed_form(ctx):
     the margin s(L) to be resolved (estimated relative error
     eps L/(log M - L) below a tenth of the tolerance); if no point is, the
     comparison is not verifiable.
-
 
     Parameters
     ----------
@@ -101,7 +99,6 @@ def check_flow_vs_closed_form(ctx):
 def check_first_integral(ctx):
     """Relative drift of the first integral along the full-model trajectory.
 
-
     Parameters
     ----------
     ctx : numerics.verify.context.Context
@@ -123,7 +120,6 @@ def check_first_integral(ctx):
 def check_crossings(ctx):
     """States where the loss crosses the thresholds: full flow vs closed
     forms (CACO: state_at_loss, time_to_loss) or vs the reduced flow.
-
 
     Parameters
     ----------
@@ -158,7 +154,6 @@ def check_crossings(ctx):
 def check_family_distance(ctx):
     """Distance from the invariant family: structured init (checked), random
     init (reported).
-
 
     Parameters
     ----------
@@ -207,7 +202,6 @@ def check_descent_order(ctx):
     while an order is off and the coarse error exceeds
     :data:`ASYMPTOTIC_ERROR`); reported as not verifiable when they exceed
     :data:`MAX_DESCENT_STEPS` or the runs stay out of the first-order regime.
-
 
     Parameters
     ----------

@@ -216,7 +216,6 @@ def _compute_run(ctx):
 def check_theta(ctx):
     """Family coordinates: projected full flow vs reduced flow (per coordinate in detail).
 
-
     Parameters
     ----------
     ctx : numerics.verify.context.Context
@@ -230,7 +229,6 @@ def check_theta(ctx):
 @check_kind("observables", suite="task", requires=("task_model", "observables"))
 def check_observables(ctx):
     """The engine's closed ODE of the observables vs the observables of the full flow.
-
 
     Parameters
     ----------
@@ -256,7 +254,6 @@ def check_observables(ctx):
 def check_loss(ctx):
     """Loss along the grid: full vs reduced.
 
-
     Parameters
     ----------
     ctx : numerics.verify.context.Context
@@ -269,7 +266,6 @@ def check_loss(ctx):
 @check_kind("alpha", suite="task", requires=("task_model",))
 def check_alpha(ctx):
     """Attention on the relevant tokens along the grid: full vs reduced.
-
 
     Parameters
     ----------
@@ -284,7 +280,6 @@ def check_alpha(ctx):
 def check_distance(ctx):
     """Relative Frobenius distance of the full matrices from the family.
 
-
     Parameters
     ----------
     ctx : numerics.verify.context.Context
@@ -297,7 +292,6 @@ def check_distance(ctx):
 @check_kind("loss_at_T", suite="task", requires=("task_model",))
 def check_loss_at_T(ctx):
     """Full-model loss at T relative to the target.
-
 
     Parameters
     ----------
