@@ -368,7 +368,8 @@ def _size(n: float) -> str:
 
 
 def processes(n_workers: int, n_jobs: int, address) -> int:
-    """How many jobs run at once on this machine (none when a Dask cluster runs them).
+    """How many jobs' arrays this machine holds at once: one per local process running them,
+    one when a Dask cluster runs them.
 
     Parameters
     ----------
@@ -379,19 +380,24 @@ def processes(n_workers: int, n_jobs: int, address) -> int:
     Returns
     -------
     int
+        At least 1.
     """
-    return 0 if address is not None else max(1, min(n_workers, n_jobs))
+    return 1 if address is not None else max(1, min(n_workers, n_jobs))
 
 
-def check_memory(needed: float, settings: str) -> None:
-    """Refuse, naming the memory, settings whose arrays would not fit (before any work).
+def check_memory(needed: float, command: str, config, held: str) -> None:
+    """Refuse, naming the memory and the sizes, settings whose arrays would not fit (before any work).
 
     Parameters
     ----------
     needed : float
         Bytes held at once.
-    settings : str
-        The settings, as the message names them.
+    command : str
+        The command, as the message names it.
+    config : numerics.experiments.sgd.Fig2Config or numerics.experiments.fixed_attention.Fig3Config
+        Its sizes (``seq_len``, ``batch_size``, ``steps_per_epoch``, ``eval_batches``), named by their options.
+    held : str
+        What is held besides, as the message names it (``"5 alphas"``).
 
     Raises
     ------
@@ -400,7 +406,9 @@ def check_memory(needed: float, settings: str) -> None:
     """
     budget = memory_budget()
     if needed > budget:
-        raise UsageError(f"{settings} would need about {_size(needed)} of memory at once, more than half "
+        raise UsageError(f"{command} with --seq-len {config.seq_len}, --batch-size {config.batch_size}, "
+                         f"--steps-per-epoch {config.steps_per_epoch}, --eval-batches {config.eval_batches} "
+                         f"and {held} would need about {_size(needed)} of memory at once, more than half "
                          f"of this machine's ({_size(2 * budget)}); choose smaller sizes")
 
 

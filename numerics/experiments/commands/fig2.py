@@ -98,11 +98,10 @@ def prepare(args):
     seeds = common.parse_seeds(args.seeds) if args.seeds is not None else pub["seeds"]
     workers = common.workers(args)
     groups = jobs_mod.split_seeds(seeds, workers if args.scheduler is None else len(seeds))
-    at_once = max(1, common.processes(workers, len(groups), args.scheduler))
-    common.check_memory(at_once * fig2_bytes(config, max(map(len, groups))),
-                        f"fig2 with --seq-len {config.seq_len}, --batch-size {config.batch_size}, "
-                        f"--steps-per-epoch {config.steps_per_epoch}, --eval-batches {config.eval_batches} "
-                        f"and {max(map(len, groups))} stacked seeds in each of {at_once} process(es)")
+    stacked = max(map(len, groups))
+    at_once = common.processes(workers, len(groups), args.scheduler)
+    common.check_memory(at_once * fig2_bytes(config, stacked), "fig2", config,
+                        f"{stacked} stacked seeds in each of {at_once} process(es)")
     scheduler = common.scheduler(args)
     directory = _open_directory(args, {**config.to_dict(), "seeds": seeds})
 

@@ -73,10 +73,7 @@ def prepare(args):
         batch_size=parse_int("--batch-size", args.batch_size, 4), seq_len=parse_int("--seq-len", args.seq_len, 3),
         lr=number("--lr", args.lr), eval_batches=parse_int("--eval-batches", args.eval_batches, 1),
         seed=parse_int("--seed", args.seed, 0))
-    common.check_memory(fig3_bytes(config),
-                        f"fig3 with --seq-len {config.seq_len}, --batch-size {config.batch_size}, "
-                        f"--steps-per-epoch {config.steps_per_epoch}, --eval-batches {config.eval_batches} "
-                        f"and {len(config.alphas)} alphas")
+    common.check_memory(fig3_bytes(config), "fig3", config, f"{len(config.alphas)} alphas")
     workers = common.workers(args)
     scheduler = common.scheduler(args)
     output = common.output_dir(args)

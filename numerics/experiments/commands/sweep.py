@@ -123,12 +123,10 @@ def _check_memory(s, workers, address) -> None:
     # one job per parameterization and block of seeds stacks the block's runs at every ratio
     blocks = sweep_mod.job_seed_blocks(len(s["parameterizations"]), s["seeds"])
     seeds = len(blocks[0])
-    at_once = max(1, common.processes(workers, len(s["parameterizations"]) * len(blocks), address))
+    at_once = common.processes(workers, len(s["parameterizations"]) * len(blocks), address)
     runs = len(s["ratios"]) * seeds
-    common.check_memory(at_once * fig2_bytes(one, runs),
-                        f"sweep with --seq-len {s['seq_len']}, --batch-size {s['batch_size']}, "
-                        f"--steps-per-epoch {s['steps_per_epoch']}, --eval-batches {s['eval_batches']} "
-                        f"and {runs} stacked runs ({len(s['ratios'])} ratios x {seeds} seeds) in each of "
+    common.check_memory(at_once * fig2_bytes(one, runs), "sweep", one,
+                        f"{runs} stacked runs ({len(s['ratios'])} ratios x {seeds} seeds) in each of "
                         f"{at_once} process(es)")
 
 
