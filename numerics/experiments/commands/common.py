@@ -17,7 +17,7 @@ from derivations.core.cli import UsageError, parse_int, parse_number, prepare_ou
 from .. import task_sampling
 
 __all__ = ["PROG", "add_common", "add_task_arguments", "task_from_args", "seq_len_for", "number", "parse_seeds", "workers", "scheduler",
-           "output_dir", "config", "option_message", "flag_message", "json_text", "finite_or_none",
+           "output_dir", "open_directory", "config", "option_message", "flag_message", "json_text", "finite_or_none",
            "check_memory", "memory_budget", "MAX_SEEDS", "warn", "warn_diverged", "DIVERGED"]
 
 #: Program name of the one-line messages.
@@ -213,6 +213,42 @@ def output_dir(args):
         return prepare_output_dir(args.output)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+
+
+def open_directory(args, kind: str, check=None):
+    """``--output`` (:func:`output_dir`) opened and locked as a ``kind`` experiment's
+    :class:`~numerics.experiments.directory.ExperimentDirectory`, then checked by ``check``;
+    a directory refused is closed as such (nothing in it changed).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+    kind : str
+        ``"sweep"``, ``"reproduction"`` or ``"fig2"``.
+    check : callable, optional
+        ``check(directory)``, before any work: raises to refuse the directory.
+
+    Returns
+    -------
+    directory : numerics.experiments.directory.ExperimentDirectory
+    checked : object
+        What ``check`` returned (None without ``check``).
+
+    Raises
+    ------
+    derivations.core.cli.UsageError
+        The directory cannot be created, written or used as asked, or ``check`` refused it.
+    """
+    from ..directory import ExperimentDirectory
+
+    directory = ExperimentDirectory(output_dir(args), kind)
+    try:
+        checked = None if check is None else check(directory)
+    except BaseException:
+        directory.close(refused=True)
+        raise
+    return directory, checked
 
 
 #: internal field name -> the option that sets it (messages name the option)

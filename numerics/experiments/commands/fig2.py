@@ -103,7 +103,8 @@ def prepare(args):
     common.check_memory(at_once * fig2_bytes(config, stacked), "fig2", config,
                         f"{stacked} stacked seeds in each of {at_once} process(es)")
     scheduler = common.scheduler(args)
-    directory = _open_directory(args, {**config.to_dict(), "seeds": seeds})
+    directory = None if args.output is None else common.open_directory(
+        args, "fig2", lambda d: d.refuse_other_settings({**config.to_dict(), "seeds": seeds}))[0]
 
     def work():
         if directory is None:
@@ -112,21 +113,6 @@ def prepare(args):
             directory.begin()
             return _work(config, seeds, groups, workers, (scheduler, args.connect_timeout), args.quiet, directory)
     return work, format_fig2
-
-
-def _open_directory(args, settings):
-    """``--output`` locked as a fig2 run's directory (or None); refused if it holds a run of other settings."""
-    if args.output is None:
-        return None
-    from ..directory import ExperimentDirectory
-
-    directory = ExperimentDirectory(common.output_dir(args), "fig2")
-    try:
-        directory.refuse_other_settings(settings)
-    except BaseException:
-        directory.close(refused=True)
-        raise
-    return directory
 
 
 def _work(config, seeds, groups, workers, dask, quiet, directory):

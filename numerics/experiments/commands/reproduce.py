@@ -63,7 +63,7 @@ def prepare(args):
             raise UsageError(f"--collect: no runs in {str(Path(args.output or '') / 'runs')!r}")
         directory = ExperimentDirectory(args.output, "reproduction", lock=False)
         return (lambda: rep.collect(directory.path, quick=args.quick, dtype=args.dtype)), rep.format_report
-    directory = ExperimentDirectory(common.output_dir(args), "reproduction")
+    directory, _ = common.open_directory(args, "reproduction")
 
     def work():
         with directory:

@@ -146,35 +146,29 @@ def _check_target(s) -> None:
                          f"before anything is learned")
 
 
-def _open_directory(args, settings):
-    """Lock ``--output`` as a sweep's directory, check ``--resume`` against the stored settings and
-    runs, record the settings (:class:`~numerics.experiments.directory.ExperimentDirectory`).
+def _continue(directory, args, settings):
+    """Check ``--resume`` against the sweep's directory (its stored settings and runs), record the
+    settings (:class:`~numerics.experiments.directory.ExperimentDirectory`).
 
-    Returns ``(directory, settings to run, jobs)``."""
-    from ..directory import ExperimentDirectory
+    Returns ``(settings to run, jobs)``."""
     from ..settings import continued_settings, settings_difference
 
-    directory = ExperimentDirectory(common.output_dir(args), "sweep")
-    try:
-        stored = directory.settings()
-        if stored is not None and not args.resume:
-            raise UsageError(f"--output {str(directory.path)!r} already holds a sweep; pass --resume to continue "
-                             "it or choose another directory")
-        if stored is not None:
-            difference = settings_difference(stored, settings, extend=args.extend)
-            if difference is not None:
-                raise UsageError(f"--resume: {difference}")
-            settings = continued_settings(stored, settings)
-        else:
-            settings = {**settings, "seed_blocks": [settings["seeds"]]}
-        jobs = _jobs(settings)
-        if stored is not None and not args.extend:    # (an --extend that adds ratios changes every job)
-            _check_layout(directory, jobs)
-        directory.write_settings(settings)
-    except BaseException:
-        directory.close(refused=True)
-        raise
-    return directory, settings, jobs
+    stored = directory.settings()
+    if stored is not None and not args.resume:
+        raise UsageError(f"--output {str(directory.path)!r} already holds a sweep; pass --resume to continue "
+                         "it or choose another directory")
+    if stored is not None:
+        difference = settings_difference(stored, settings, extend=args.extend)
+        if difference is not None:
+            raise UsageError(f"--resume: {difference}")
+        settings = continued_settings(stored, settings)
+    else:
+        settings = {**settings, "seed_blocks": [settings["seeds"]]}
+    jobs = _jobs(settings)
+    if stored is not None and not args.extend:    # (an --extend that adds ratios changes every job)
+        _check_layout(directory, jobs)
+    directory.write_settings(settings)
+    return settings, jobs
 
 
 def _check_layout(directory, jobs) -> None:
@@ -216,7 +210,7 @@ def prepare(args):
     _jobs(settings)
     _check_target(settings)
     scheduler = common.scheduler(args)
-    directory, settings, jobs = _open_directory(args, settings)
+    directory, (settings, jobs) = common.open_directory(args, "sweep", lambda d: _continue(d, args, settings))
 
     def work():
         with directory:
