@@ -370,21 +370,24 @@ def warn(message: str) -> None:
     print(f"{PROG}: warning: {message}", file=sys.stderr)
 
 
-def warn_diverged(what: str, steps: int, measurements: str = "null") -> None:
-    """Report one diverged run on stderr (one line) and remember it for the exit status (:data:`DIVERGED`).
+def warn_diverged(runs, name, measurements: str = "null") -> None:
+    """Report each diverged run on stderr (one line) and remember it for the exit status (:data:`DIVERGED`).
 
     Parameters
     ----------
-    what : str
-        The run, as the line names it.
-    steps : int
-        Steps trained when the loss stopped being finite.
+    runs : iterable of dict
+        Runs or sweep rows, with ``status`` and ``steps`` (trained when the loss stopped being finite).
+    name : callable
+        ``name(run)``: the run, as its line names it.
     measurements : str, optional
-        What its measurements are (default ``"null"``).
+        What a diverged run's measurements are (default ``"null"``).
     """
-    DIVERGED.append(what)
-    warn(f"{what} diverged (non-finite training loss after {steps} steps): stopped there, its "
-         f"measurements are {measurements}")
+    for run in runs:
+        if run.get("status") == "diverged":
+            what = name(run)
+            DIVERGED.append(what)
+            warn(f"{what} diverged (non-finite training loss after {run['steps']} steps): stopped there, its "
+                 f"measurements are {measurements}")
 
 
 def memory_budget() -> int:

@@ -125,9 +125,7 @@ def _work(config, seeds, groups, workers, dask, quiet, directory):
     results = run_jobs(jobs_mod.fig2_job, job_list, workers=workers, scheduler=dask[0], connect_timeout=dask[1],
                        progress=not quiet, desc="fig2", epochs=jobs_mod.job_epochs)
     runs = [r for res in results for r in res["runs"]]
-    for r in runs:
-        if r["status"] == "diverged":
-            common.warn_diverged(f"fig2 seed {r['seed']}", r["steps"])
+    common.warn_diverged(runs, lambda r: f"fig2 seed {r['seed']}")
     summ = jobs_mod.combine_runs(runs)
     payload = {"heatmap": summ["heatmap"], "heatmap_std": summ["heatmap_std"],
                "separability": summ["separability"], "settings": {**config.to_dict(), "seeds": seeds},

@@ -72,8 +72,6 @@ def prepare(args):
                                    quick=args.quick, shortest_first=args.shortest_first, dtype=args.dtype,
                                    connect_timeout=args.connect_timeout)
         for name, run in report["runs"].items():
-            for r in run.get("runs", []):
-                if r.get("status") == "diverged":
-                    common.warn_diverged(f"reproduce run {name} seed {r['seed']}", r["steps"])
+            common.warn_diverged(run.get("runs", []), lambda r: f"reproduce run {name} seed {r['seed']}")
         return report
     return work, rep.format_report

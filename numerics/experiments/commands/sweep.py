@@ -233,10 +233,7 @@ def _run(args, directory, jobs, settings, workers, scheduler):
     rows.sort(key=lambda r: (settings["parameterizations"].index(r["parameterization"]),
                              settings["ratios"].index(r["ratio"]), r["seed"], -r["target_loss"]))
     lowest = target_losses(settings["target_loss"])[-1]
-    for r in rows:
-        if r["status"] == "diverged" and r["target_loss"] == lowest:
-            common.warn_diverged(f"sweep run {r['parameterization']} ratio {r['ratio']:g} seed {r['seed']}",
-                                 r["steps"], "empty")
+    common.warn_diverged(_at(rows, lowest), _run_name, "empty")
     sweep_mod.write_csv(rows, output / "results.csv")
     summary = sweep_mod.summarize(rows)
     shown = {k: v for k, v in settings.items() if k != "seed_blocks"}
@@ -255,6 +252,10 @@ def _run(args, directory, jobs, settings, workers, scheduler):
     directory.write_text("sweep.json", common.json_text(payload))
     _figure(output, summary, rows, theory, settings)
     return payload
+
+
+def _run_name(row) -> str:
+    return f"sweep run {row['parameterization']} ratio {row['ratio']:g} seed {row['seed']}"
 
 
 def _at(rows, target):
