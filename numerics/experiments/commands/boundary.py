@@ -19,10 +19,10 @@ line and exit status 2, before any flow.
 """
 from __future__ import annotations
 
-from derivations.core.cli import UsageError, parse_int, parse_list, parse_number, parse_params
+from derivations.core.cli import UsageError, parse_int, parse_list, parse_number
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
-from .common import flag_message, number, task_from_args
+from .common import flag_message, number, param_values, task_from_args
 
 __all__ = ["add_parser", "prepare"]
 
@@ -105,8 +105,7 @@ def _zero_settings(args) -> dict:
         if value is not None:
             raise UsageError(f"{flag}: only with --init authors, identity or uniform (the master curve "
                              "starts from zero)")
-    raw = {} if args.params is None else parse_params(args.params)
-    values = {k: parse_number(f"--params {k}", v) for k, v in raw.items()}
+    values = param_values(args)
     try:
         task_parameters(args.task, **values)
     except ValueError as exc:

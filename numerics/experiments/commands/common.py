@@ -16,7 +16,7 @@ from derivations.core.cli import UsageError, parse_int, parse_number, prepare_ou
 
 from .. import task_sampling
 
-__all__ = ["PROG", "add_common", "add_task_arguments", "task_from_args", "seq_len_for", "number", "parse_seeds", "workers", "scheduler",
+__all__ = ["PROG", "add_common", "add_task_arguments", "param_values", "task_from_args", "seq_len_for", "number", "parse_seeds", "workers", "scheduler",
            "output_dir", "open_directory", "config", "option_message", "flag_message", "json_text", "finite_or_none",
            "check_memory", "memory_budget", "MAX_SEEDS", "warn", "warn_diverged", "DIVERGED"]
 
@@ -466,6 +466,29 @@ def add_task_arguments(parser) -> None:
                              "the task's defaults)")
 
 
+def param_values(args) -> dict:
+    """``--params``: the task's parameter values given, as numbers.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+
+    Returns
+    -------
+    dict
+        ``{name: float}``, empty without ``--params``.
+
+    Raises
+    ------
+    derivations.core.cli.UsageError
+        Not ``name=value,...`` pairs, or a value that is not a number.
+    """
+    from derivations.core.cli import parse_params
+
+    raw = {} if args.params is None else parse_params(args.params)
+    return {k: parse_number(f"--params {k}", v) for k, v in raw.items()}
+
+
 def task_from_args(args) -> task_sampling.SampledTask:
     """The :class:`~numerics.experiments.task_sampling.SampledTask` of ``--task``/``--params``.
 
@@ -483,12 +506,8 @@ def task_from_args(args) -> task_sampling.SampledTask:
         One line, before any work: an unknown task or parameter, a bad value or a task that
         cannot be sampled.
     """
-    from derivations.core.cli import parse_params
-
-    raw = {} if args.params is None else parse_params(args.params)
-    values = {k: parse_number(f"--params {k}", v) for k, v in raw.items()}
     try:
-        return task_sampling.sampled_task(args.task, values)
+        return task_sampling.sampled_task(args.task, param_values(args))
     except ValueError as exc:
         raise UsageError(f"--task {args.task}: {exc}") from None
 
