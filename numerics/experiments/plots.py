@@ -25,23 +25,11 @@ from __future__ import annotations
 
 import numpy as np
 
-import functools
-
 from ..output.style import DPI, EXPERIMENT_STYLE
 from ..output.style import PARAM_COLORS as _PARAM_COLORS
-from ..output.style import new_figure
+from ..output.style import drawn_in, new_figure
 
 __all__ = ["save_figure", "plot_fig2_heatmaps", "plot_fig3", "plot_sweep"]
-
-
-def _in_style(plot):
-    """Run ``plot`` with :data:`~numerics.output.style.EXPERIMENT_STYLE` in force (an rc_context)."""
-    @functools.wraps(plot)
-    def wrapper(*args, **kwargs):
-        import matplotlib
-        with matplotlib.rc_context(EXPERIMENT_STYLE):
-            return plot(*args, **kwargs)
-    return wrapper
 
 
 def _figure(nrows, ncols, figsize, **subplots):
@@ -67,7 +55,7 @@ def save_figure(fig, directory, name: str) -> list:
     return save(fig, directory, name, ("png", "pdf"), DPI, style=EXPERIMENT_STYLE)
 
 
-@_in_style
+@drawn_in(EXPERIMENT_STYLE)
 def plot_fig2_heatmaps(panels, *, ncols: int = 4):
     """Grid of annotated Figure-2 heatmaps.
 
@@ -125,7 +113,7 @@ def plot_fig2_heatmaps(panels, *, ncols: int = 4):
     return fig
 
 
-@_in_style
+@drawn_in(EXPERIMENT_STYLE)
 def plot_fig3(results: dict):
     r"""Figure-3 curves: one row per output circuit, columns :math:`L(\alpha)` and incentive.
 
@@ -257,7 +245,7 @@ def _finish_sweep_axis(ax, ratios, ylabel, legend):
         ax.legend(loc="best")
 
 
-@_in_style
+@drawn_in(EXPERIMENT_STYLE)
 def plot_sweep(summary, *, title: str | None = None, rows=None, theory=None):
     r"""Attention at matched loss against :math:`\eta_{QK}/\eta_{OV}`, one colour per parameterization.
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..output.style import EXPERIMENT_STYLE, new_figure
+from ..output.style import EXPERIMENT_STYLE, drawn_in, new_figure
 
 __all__ = ["PANELS", "plot_proxies"]
 
@@ -52,6 +52,7 @@ def _draw(ax, rows, theory, p, target, key, colour, label):
         ax.plot(list(th), [np.mean(v) for v in th.values()], "--", color=colour, lw=1.2)
 
 
+@drawn_in(EXPERIMENT_STYLE)
 def plot_proxies(rows, theory=None, *, title: str | None = None):
     r"""Each proxy and the predictive performance against :math:`\eta_{QK}/\eta_{OV}`, per parameterization.
 
@@ -71,13 +72,6 @@ def plot_proxies(rows, theory=None, *, title: str | None = None):
     -------
     matplotlib.figure.Figure
     """
-    import matplotlib
-
-    with matplotlib.rc_context(EXPERIMENT_STYLE):
-        return _plot(rows, theory, title)
-
-
-def _plot(rows, theory, title):
     params = list(dict.fromkeys(r["parameterization"] for r in rows))
     targets = sorted({float(r["target_loss"]) for r in rows if r.get("target_loss") is not None},
                      reverse=True) or [None]

@@ -11,7 +11,7 @@ from derivations.core.vocabulary import PAPER_SETTING
 
 __all__ = ["PAPER", "RATIOS", "WIDTH", "DPI", "DPI_RANGE", "BASE_STYLE", "STYLE", "EXPERIMENT_STYLE",
            "PARAM_STYLE", "PARAM_COLORS", "T_LABEL", "LOSS_LABEL", "ALPHA_LABEL", "MU_OV_LABEL", "MU_QK_LABEL",
-           "ratio_colors", "ratio_label", "ratio_legend_title", "panel_letter", "new_figure"]
+           "ratio_colors", "ratio_label", "ratio_legend_title", "panel_letter", "new_figure", "drawn_in"]
 
 #: The paper's setting (:data:`derivations.core.vocabulary.PAPER_SETTING`).
 PAPER = dict(PAPER_SETTING)
@@ -159,3 +159,29 @@ def new_figure(nrows, ncols, height=None, *, figsize=None, style=None, **subplot
         fig = Figure(figsize=figsize if figsize is not None else (WIDTH, height))
         axes = fig.subplots(nrows, ncols, squeeze=False, **subplots)
     return fig, axes
+
+
+def drawn_in(style):
+    """A decorator: the plotting function runs with the rc parameters ``style`` in force
+    (a :func:`matplotlib.rc_context`; the global ``rcParams`` are left as they were).
+
+    Parameters
+    ----------
+    style : dict
+        Matplotlib rc parameters (:data:`EXPERIMENT_STYLE`, ...).
+
+    Returns
+    -------
+    callable
+        ``decorator(plot)``: ``plot`` run in ``style``.
+    """
+    import functools
+
+    def decorator(plot):
+        @functools.wraps(plot)
+        def wrapper(*args, **kwargs):
+            import matplotlib
+            with matplotlib.rc_context(style):
+                return plot(*args, **kwargs)
+        return wrapper
+    return decorator

@@ -57,3 +57,20 @@ def test_same_figure_same_bytes(tmp_path):
         assert (tmp_path / a).read_bytes() == (tmp_path / b).read_bytes(), a
     assert b"CreationDate" not in (tmp_path / "a.pdf").read_bytes()
     assert b"<dc:date>" not in (tmp_path / "ta.svg").read_bytes()
+
+
+def test_drawn_in_holds_the_style_while_plotting_only():
+    """``drawn_in(style)``: the style is in force inside the plotting function, and only there."""
+    import matplotlib
+
+    from numerics.output import style
+
+    before = matplotlib.rcParams["lines.linewidth"]
+
+    @style.drawn_in({"lines.linewidth": 7.5})
+    def width(x):
+        """The line width in force, and ``x``."""
+        return matplotlib.rcParams["lines.linewidth"], x
+
+    assert width(1) == (7.5, 1) and width.__doc__.startswith("The line width")
+    assert matplotlib.rcParams["lines.linewidth"] == before
