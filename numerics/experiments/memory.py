@@ -7,6 +7,7 @@ seeds) those arrays alone would exceed the machine's memory. The commands
 compare these estimates with the machine's memory and refuse, naming the
 amount, instead of ending in a ``MemoryError`` after the work has started.
 
+:func:`check_memory` refuses settings whose estimate exceeds :func:`memory_budget`.
 The estimates count the big arrays of training and evaluation (:func:`fig2_bytes`,
 :func:`fig3_bytes`); they are upper bounds within a small factor, not exact.
 
@@ -20,9 +21,13 @@ True
 """
 from __future__ import annotations
 
+import os
+
+from derivations.core.cli import UsageError
+
 from .task_sampling import AUTHORS
 
-__all__ = ["fig2_bytes", "fig3_bytes", "PARAMS_PER_SEED"]
+__all__ = ["fig2_bytes", "fig3_bytes", "PARAMS_PER_SEED", "memory_budget", "shown_size", "processes", "check_memory"]
 
 _V = AUTHORS.T
 
@@ -80,3 +85,78 @@ def fig3_bytes(config) -> int:
     step = 4 * alphas * c.batch_size * _V * 8
     evaluation = c.eval_batches * c.batch_size * (2 * (c.seq_len - 2) + 8 * _V + 6 * 8 * alphas * _V)
     return train + step + evaluation + alphas * PARAMS_PER_SEED
+
+
+def memory_budget() -> int:
+    """Bytes one command may plan to hold at once: half the machine's physical memory."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+    except (ValueError, OSError, AttributeError):   # pragma: no cover - no sysconf
+        return 8 << 30
+
+
+def shown_size(n: float) -> str:
+    """A number of bytes as the messages name it.
+
+    Parameters
+    ----------
+    n : float
+        Bytes.
+
+    Returns
+    -------
+    str
+
+    >>> shown_size(512), shown_size(3 * 2 ** 30)
+    ('512 bytes', '3.0 GiB')
+    """
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.3g} EiB"  # pragma: no cover
+
+
+def processes(n_workers: int, n_jobs: int, address) -> int:
+    """How many jobs' arrays this machine holds at once: one per local process running them,
+    one when a Dask cluster runs them.
+
+    Parameters
+    ----------
+    n_workers, n_jobs : int
+    address : str or None
+        The Dask scheduler.
+
+    Returns
+    -------
+    int
+        At least 1.
+    """
+    return 1 if address is not None else max(1, min(n_workers, n_jobs))
+
+
+def check_memory(needed: float, command: str, config, held: str) -> None:
+    """Refuse, naming the memory and the sizes, settings whose arrays would not fit (before any work).
+
+    Parameters
+    ----------
+    needed : float
+        Bytes held at once.
+    command : str
+        The command, as the message names it.
+    config : numerics.experiments.sgd.Fig2Config or numerics.experiments.fixed_attention.Fig3Config
+        Its sizes (``seq_len``, ``batch_size``, ``steps_per_epoch``, ``eval_batches``), named by their options.
+    held : str
+        What is held besides, as the message names it (``"5 alphas"``).
+
+    Raises
+    ------
+    derivations.core.cli.UsageError
+        ``needed`` exceeds :func:`memory_budget`.
+    """
+    budget = memory_budget()
+    if needed > budget:
+        raise UsageError(f"{command} with --seq-len {config.seq_len}, --batch-size {config.batch_size}, "
+                         f"--steps-per-epoch {config.steps_per_epoch}, --eval-batches {config.eval_batches} "
+                         f"and {held} would need about {shown_size(needed)} of memory at once, more than half "
+                         f"of this machine's ({shown_size(2 * budget)}); choose smaller sizes")

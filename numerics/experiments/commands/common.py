@@ -1,4 +1,4 @@
-r"""What the experiments' commands share: options, input parsing, memory limits, output.
+r"""What the experiments' commands share: options, input parsing, output.
 
 Every check here raises :class:`derivations.core.cli.UsageError` (one line,
 exit status 2) before any work. The output directory is prepared last
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 
 from derivations.core.cli import UsageError, parse_int, parse_number, prepare_output_dir
@@ -18,7 +17,7 @@ from .. import task_sampling
 
 __all__ = ["PROG", "add_common", "add_task_arguments", "param_values", "task_from_args", "seq_len_for", "number", "parse_seeds", "workers", "scheduler",
            "output_dir", "open_directory", "config", "option_message", "flag_message", "json_text", "finite_or_none",
-           "check_memory", "memory_budget", "MAX_SEEDS", "warn", "warn_diverged", "DIVERGED"]
+           "MAX_SEEDS", "warn", "warn_diverged", "DIVERGED"]
 
 #: Program name of the one-line messages.
 PROG = "experiments"
@@ -124,9 +123,9 @@ def parse_seeds(text) -> list:
         spans.append((a, b))
     count = sum(b - a + 1 for a, b in spans)
     if count > MAX_SEEDS:
-        from ..memory import PARAMS_PER_SEED
+        from ..memory import PARAMS_PER_SEED, shown_size
         raise UsageError(f"--seeds names {count} seeds, whose parameters alone would need about "
-                         f"{_size(count * PARAMS_PER_SEED)} of memory; at most {MAX_SEEDS} seeds")
+                         f"{shown_size(count * PARAMS_PER_SEED)} of memory; at most {MAX_SEEDS} seeds")
     seeds = [s for a, b in spans for s in range(a, b + 1)]
     if len(set(seeds)) != len(seeds):
         raise UsageError(f"--seeds must be distinct; got {text!r}")
@@ -388,67 +387,6 @@ def warn_diverged(runs, name, measurements: str = "null") -> None:
             DIVERGED.append(what)
             warn(f"{what} diverged (non-finite training loss after {run['steps']} steps): stopped there, its "
                  f"measurements are {measurements}")
-
-
-def memory_budget() -> int:
-    """Bytes one command may plan to hold at once: half the machine's physical memory."""
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
-    except (ValueError, OSError, AttributeError):   # pragma: no cover - no sysconf
-        return 8 << 30
-
-
-def _size(n: float) -> str:
-    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if n < 1024 or unit == "PiB":
-            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.3g} EiB"  # pragma: no cover
-
-
-def processes(n_workers: int, n_jobs: int, address) -> int:
-    """How many jobs' arrays this machine holds at once: one per local process running them,
-    one when a Dask cluster runs them.
-
-    Parameters
-    ----------
-    n_workers, n_jobs : int
-    address : str or None
-        The Dask scheduler.
-
-    Returns
-    -------
-    int
-        At least 1.
-    """
-    return 1 if address is not None else max(1, min(n_workers, n_jobs))
-
-
-def check_memory(needed: float, command: str, config, held: str) -> None:
-    """Refuse, naming the memory and the sizes, settings whose arrays would not fit (before any work).
-
-    Parameters
-    ----------
-    needed : float
-        Bytes held at once.
-    command : str
-        The command, as the message names it.
-    config : numerics.experiments.sgd.Fig2Config or numerics.experiments.fixed_attention.Fig3Config
-        Its sizes (``seq_len``, ``batch_size``, ``steps_per_epoch``, ``eval_batches``), named by their options.
-    held : str
-        What is held besides, as the message names it (``"5 alphas"``).
-
-    Raises
-    ------
-    derivations.core.cli.UsageError
-        ``needed`` exceeds :func:`memory_budget`.
-    """
-    budget = memory_budget()
-    if needed > budget:
-        raise UsageError(f"{command} with --seq-len {config.seq_len}, --batch-size {config.batch_size}, "
-                         f"--steps-per-epoch {config.steps_per_epoch}, --eval-batches {config.eval_batches} "
-                         f"and {held} would need about {_size(needed)} of memory at once, more than half "
-                         f"of this machine's ({_size(2 * budget)}); choose smaller sizes")
 
 
 def add_task_arguments(parser) -> None:

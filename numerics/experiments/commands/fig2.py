@@ -92,15 +92,15 @@ def prepare(args):
         Bad input (one line), before anything is written.
     """
     from .. import jobs as jobs_mod
-    from ..memory import fig2_bytes
+    from ..memory import check_memory, fig2_bytes, processes
 
     config, pub = _config(args)
     seeds = common.parse_seeds(args.seeds) if args.seeds is not None else pub["seeds"]
     workers = common.workers(args)
     groups = jobs_mod.split_seeds(seeds, workers if args.scheduler is None else len(seeds))
     stacked = max(map(len, groups))
-    at_once = common.processes(workers, len(groups), args.scheduler)
-    common.check_memory(at_once * fig2_bytes(config, stacked), "fig2", config,
+    at_once = processes(workers, len(groups), args.scheduler)
+    check_memory(at_once * fig2_bytes(config, stacked), "fig2", config,
                         f"{stacked} stacked seeds in each of {at_once} process(es)")
     scheduler = common.scheduler(args)
     directory = None if args.output is None else common.open_directory(

@@ -63,7 +63,7 @@ def prepare(args):
     from .. import jobs as jobs_mod
     from ..runner import run_jobs
     from .. import fixed_attention
-    from ..memory import fig3_bytes
+    from ..memory import check_memory, fig3_bytes
 
     alphas = parse_list("--alphas", args.alphas, lambda t: number("alpha", t))   # (0, 1]: Fig3Config
     config = common.config(
@@ -73,7 +73,7 @@ def prepare(args):
         batch_size=parse_int("--batch-size", args.batch_size, 4), seq_len=parse_int("--seq-len", args.seq_len, 3),
         lr=number("--lr", args.lr), eval_batches=parse_int("--eval-batches", args.eval_batches, 1),
         seed=parse_int("--seed", args.seed, 0))
-    common.check_memory(fig3_bytes(config), "fig3", config, f"{len(config.alphas)} alphas")
+    check_memory(fig3_bytes(config), "fig3", config, f"{len(config.alphas)} alphas")
     workers = common.workers(args)
     scheduler = common.scheduler(args)
     output = common.output_dir(args)

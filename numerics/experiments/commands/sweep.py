@@ -114,7 +114,7 @@ def _check_memory(s, workers, address) -> None:
     """Refuse sizes whose arrays would not fit, before a job (or a list of seeds) is built."""
     from .. import sgd
     from .. import sweep as sweep_mod
-    from ..memory import fig2_bytes
+    from ..memory import check_memory, fig2_bytes, processes
 
     one = common.config(sgd.Fig2Config, parameterization=s["parameterizations"][0], lr_qk=s["lr_ov"],
                         lr_ov=s["lr_ov"], seq_len=s["seq_len"], batch_size=s["batch_size"],
@@ -123,9 +123,9 @@ def _check_memory(s, workers, address) -> None:
     # one job per parameterization and block of seeds stacks the block's runs at every ratio
     blocks = sweep_mod.job_seed_blocks(len(s["parameterizations"]), s["seeds"])
     seeds = len(blocks[0])
-    at_once = common.processes(workers, len(s["parameterizations"]) * len(blocks), address)
+    at_once = processes(workers, len(s["parameterizations"]) * len(blocks), address)
     runs = len(s["ratios"]) * seeds
-    common.check_memory(at_once * fig2_bytes(one, runs), "sweep", one,
+    check_memory(at_once * fig2_bytes(one, runs), "sweep", one,
                         f"{runs} stacked runs ({len(s['ratios'])} ratios x {seeds} seeds) in each of "
                         f"{at_once} process(es)")
 

@@ -477,8 +477,8 @@ def test_dev_full_and_a_closed_pipe_end_without_a_traceback():
      "1", "--steps-per-epoch", "20000", "--workers", "1", "--output", "OUT"],
 ])
 def test_huge_sizes_are_refused_with_the_memory_they_need(argv, tmp_path, monkeypatch, capsys):
-    from numerics.experiments.commands import common
-    monkeypatch.setattr(common, "memory_budget", lambda: 4 << 30)      # a machine with 8 GiB
+    from numerics.experiments import memory
+    monkeypatch.setattr(memory, "memory_budget", lambda: 4 << 30)      # a machine with 8 GiB
     argv = [a.replace("OUT", str(tmp_path / "out")) for a in argv]
     t0 = time.perf_counter()
     assert main(argv) == 2
