@@ -22,7 +22,7 @@ from __future__ import annotations
 from derivations.core.cli import UsageError, parse_int, parse_list, parse_number
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
-from .common import flag_message, number, param_values, task_from_args
+from .common import checked, number, param_values, task_from_args
 
 __all__ = ["add_parser", "prepare"]
 
@@ -134,11 +134,8 @@ def _flow_settings(args, init) -> dict:
     params, targets, (lo, hi) = _common(args, theory.RATIO_RANGE)
     seeds = parse_int("--seeds", args.seeds or "1", 1, MAX_SEEDS)
     scale = None if args.init_scale is None else number("--init-scale", args.init_scale)
-    try:
-        s = check_settings(params, [lo, hi], targets, seeds, init, None, 0.01, scale, task=args.task,
-                           task_params=st.params)
-    except ValueError as exc:
-        raise UsageError(flag_message(exc, _FLAGS)) from None
+    s = checked(check_settings, params, [lo, hi], targets, seeds, init, None, 0.01, scale, task=args.task,
+                task_params=st.params, flags=_FLAGS)
     return {"task": args.task, "task_params": [list(p) for p in st.params],
             "parameterizations": s["parameterizations"], "target_losses": s["target_losses"],
             "init": init, "init_scale": s["init_scale"], "seeds": s["seeds"], "seq_len": s["seq_len"],

@@ -15,9 +15,10 @@ from derivations.core.cli import UsageError, parse_int, parse_number, prepare_ou
 
 from .. import task_sampling
 
-__all__ = ["PROG", "add_common", "add_task_arguments", "param_values", "task_from_args", "seq_len_for", "number", "parse_seeds", "workers", "scheduler",
-           "output_dir", "open_directory", "config", "option_message", "flag_message", "json_text", "finite_or_none",
-           "MAX_SEEDS", "warn", "warn_diverged", "DIVERGED"]
+__all__ = ["PROG", "add_common", "add_task_arguments", "param_values", "task_from_args", "seq_len_for",
+           "number", "parse_seeds", "workers", "scheduler", "output_dir", "open_directory", "checked",
+           "option_message", "flag_message", "json_text", "finite_or_none", "MAX_SEEDS", "warn",
+           "warn_diverged", "DIVERGED"]
 
 #: Program name of the one-line messages.
 PROG = "experiments"
@@ -292,30 +293,34 @@ def flag_message(exc, flags) -> str:
     return flags[name] + text[len(name):] if name in flags else text
 
 
-def config(factory, **settings):
-    """``factory(**settings)``, its ValueError as a :class:`~derivations.core.cli.UsageError` naming the option.
+def checked(call, *args, flags=None, **kwargs):
+    """``call(*args, **kwargs)``, its ValueError as a :class:`~derivations.core.cli.UsageError` naming the option.
 
     Parameters
     ----------
-    factory : callable
-        A settings class (:class:`~numerics.experiments.sgd.Fig2Config`, ...).
-    **settings
+    call : callable
+        A settings class (:class:`~numerics.experiments.sgd.Fig2Config`, ...) or a check of
+        settings (:func:`~numerics.experiments.sweep.sweep_jobs`, ...).
+    *args, **kwargs
         Its arguments.
+    flags : dict, optional
+        ``{name: option}`` for a message that starts with a parameter's name (:func:`flag_message`);
+        default: the first internal field name in the message becomes its option (:func:`option_message`).
 
     Returns
     -------
     object
-        ``factory(**settings)``.
+        ``call(*args, **kwargs)``.
 
     Raises
     ------
     derivations.core.cli.UsageError
-        What ``factory`` refused, with the option's name (:func:`option_message`).
+        What ``call`` refused, with the option's name.
     """
     try:
-        return factory(**settings)
+        return call(*args, **kwargs)
     except ValueError as exc:
-        raise UsageError(option_message(exc)) from None
+        raise UsageError(option_message(exc) if flags is None else flag_message(exc, flags)) from None
 
 
 def finite_or_none(obj):

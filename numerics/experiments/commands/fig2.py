@@ -59,7 +59,7 @@ def _config(args):
 
     st = task_from_args(args)
     pub = sgd.published_fig2_defaults(args.parameterization)
-    return common.config(
+    return common.checked(
         sgd.Fig2Config, parameterization=args.parameterization,
         lr_qk=number("--lr-qk", args.lr_qk), lr_ov=number("--lr-ov", args.lr_ov),
         qk_ramp=number("--qk-ramp", args.qk_ramp), seq_len=seq_len_for(st, args.seq_len),

@@ -66,7 +66,7 @@ def prepare(args):
     from ..memory import check_memory, fig3_bytes
 
     alphas = parse_list("--alphas", args.alphas, lambda t: number("alpha", t))   # (0, 1]: Fig3Config
-    config = common.config(
+    config = common.checked(
         fixed_attention.Fig3Config, output_circuit=args.output_circuit, alphas=tuple(alphas),
         epochs=parse_int("--epochs", args.epochs, 1),
         steps_per_epoch=parse_int("--steps-per-epoch", args.steps_per_epoch, 1),

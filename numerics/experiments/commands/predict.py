@@ -19,7 +19,7 @@ from pathlib import Path
 from derivations.core.cli import UsageError, parse_int, parse_list, progress_bar
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
-from .common import add_task_arguments, flag_message, json_text, number, seq_len_for, task_from_args
+from .common import add_task_arguments, checked, json_text, number, seq_len_for, task_from_args
 
 __all__ = ["MAX_SEEDS", "MAX_SEQ_LEN", "add_parser", "prepare", "format_table"]
 
@@ -95,12 +95,8 @@ def _settings(args) -> tuple:
     parse_int("--seq-len", seq_len, 3, MAX_SEQ_LEN)
     lr_ov = number("--lr-ov", args.lr_ov)
     scale = None if args.init_scale is None else number("--init-scale", args.init_scale)
-    try:
-        settings = check_settings(params, ratios, targets, seeds, args.init, seq_len, lr_ov, scale,
-                                  task=st.name, task_params=st.params)
-    except ValueError as exc:
-        raise UsageError(flag_message(exc, _FLAGS)) from None
-    return settings, scale
+    return checked(check_settings, params, ratios, targets, seeds, args.init, seq_len, lr_ov, scale,
+                   task=st.name, task_params=st.params, flags=_FLAGS), scale
 
 
 def _output_file(text):

@@ -72,10 +72,7 @@ def _parameterization(text):
 def _targets(text):
     """``--target-loss``: one number, or several distinct ones (a list, highest first)."""
     values = parse_list("--target-loss", text, lambda t: number("--target-loss", t))
-    try:
-        values = target_losses(values)
-    except ValueError as exc:
-        raise UsageError(common.option_message(exc)) from None
+    values = common.checked(target_losses, values)
     return values[0] if len(values) == 1 else values
 
 
@@ -103,11 +100,8 @@ def _jobs(s) -> list:
     options = {k: s[k] for k in ("max_steps", "lr_ov", "seq_len", "batch_size", "steps_per_epoch", "init",
                                  "eval_batches", "task", "task_params") if k in s}
     options["dtype"] = s.get("dtype", "float64")
-    try:
-        return sweep_mod.sweep_jobs(s["parameterizations"], s["ratios"], s["seeds"], s["target_loss"],
-                                    seed_blocks=s.get("seed_blocks"), **options)
-    except ValueError as exc:
-        raise UsageError(common.option_message(exc)) from None
+    return common.checked(sweep_mod.sweep_jobs, s["parameterizations"], s["ratios"], s["seeds"], s["target_loss"],
+                          seed_blocks=s.get("seed_blocks"), **options)
 
 
 def _check_memory(s, workers, address) -> None:
@@ -116,7 +110,7 @@ def _check_memory(s, workers, address) -> None:
     from .. import sweep as sweep_mod
     from ..memory import check_memory, fig2_bytes, processes
 
-    one = common.config(sgd.Fig2Config, parameterization=s["parameterizations"][0], lr_qk=s["lr_ov"],
+    one = common.checked(sgd.Fig2Config, parameterization=s["parameterizations"][0], lr_qk=s["lr_ov"],
                         lr_ov=s["lr_ov"], seq_len=s["seq_len"], batch_size=s["batch_size"],
                         steps_per_epoch=s["steps_per_epoch"], epochs=1, eval_batches=s["eval_batches"],
                         max_steps=s["max_steps"], **{k: s[k] for k in ("task", "task_params") if k in s})
