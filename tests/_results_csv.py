@@ -3,7 +3,7 @@
 import csv
 
 from numerics.experiments.proxies import PROXIES
-from numerics.experiments.sweep import _number    # a cell as a finite float, None if empty or undefined
+from numerics.experiments.sweep import number_or_none
 
 
 def read_csv(path) -> list:
@@ -13,12 +13,12 @@ def read_csv(path) -> list:
         for row in csv.DictReader(f):
             out.append({"parameterization": row["parameterization"], "ratio": float(row["ratio"]),
                         "seed": int(row["seed"]), "steps": int(row["steps"]),
-                        "reached": row["reached"] == "True", "loss": _number(row["loss"]),
-                        "relevant_attention": _number(row["relevant_attention"]),
-                        "label_probability": _number(row["label_probability"]),
-                        "accuracy": _number(row["accuracy"]), "status": row.get("status") or None,
-                        "self_attention": _number(row.get("self_attention")),
-                        "other_attention": _number(row.get("other_attention")),
-                        "target_loss": _number(row.get("target_loss")),
-                        **{k: _number(row.get(k)) for k in PROXIES}})
+                        "reached": row["reached"] == "True", "loss": number_or_none(row["loss"]),
+                        "relevant_attention": number_or_none(row["relevant_attention"]),
+                        "label_probability": number_or_none(row["label_probability"]),
+                        "accuracy": number_or_none(row["accuracy"]), "status": row.get("status") or None,
+                        "self_attention": number_or_none(row.get("self_attention")),
+                        "other_attention": number_or_none(row.get("other_attention")),
+                        "target_loss": number_or_none(row.get("target_loss")),
+                        **{k: number_or_none(row.get(k)) for k in PROXIES}})
     return out

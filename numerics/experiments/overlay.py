@@ -25,13 +25,12 @@ and whether they agree: :math:`|\text{difference}| \le \text{spread}`
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from derivations.core.vocabulary import SHARES
 
 from .proxies import THEORY_PROXIES
+from .sweep import number_or_none
 
 __all__ = ["theory_jobs", "theory_job", "theory_beside_runs", "plotted_theory", "agreement",
            "format_agreement"]
@@ -39,15 +38,11 @@ __all__ = ["theory_jobs", "theory_job", "theory_beside_runs", "plotted_theory", 
 _READ = ("reached", "steps", "loss", *SHARES, *THEORY_PROXIES)
 
 
-def _finite(x):
-    return x is not None and x != "" and math.isfinite(float(x))
-
-
 def _losses_to_read(rows, targets, floor):
     """The targets and every measured loss the flow can answer (in ``[TARGET_LOSS_MIN, floor)``)."""
     from .theory import TARGET_LOSS_MIN
 
-    measured = {float(r["loss"]) for r in rows if _finite(r.get("loss"))}
+    measured = {number_or_none(r.get("loss")) for r in rows} - {None}
     return sorted({*targets, *(x for x in measured if TARGET_LOSS_MIN <= x < floor)}, reverse=True)
 
 
@@ -76,15 +71,10 @@ def _groups(rows) -> dict:
     return groups
 
 
-def _measured(row):
-    """The loss a run measured, or None (a diverged run measured nothing)."""
-    return float(row["loss"]) if _finite(row.get("loss")) else None
-
-
 def _job(P, ratio, rows, settings) -> dict:
     return {"experiment": "theory", "parameterization": P, "ratio": ratio,
             "targets": sorted({float(r["target_loss"]) for r in rows}, reverse=True),
-            "rows": [{"seed": int(r["seed"]), "loss": _measured(r)} for r in rows],
+            "rows": [{"seed": int(r["seed"]), "loss": number_or_none(r.get("loss"))} for r in rows],
             "settings": {k: settings[k] for k in _SETTINGS if k in settings}}
 
 
@@ -167,7 +157,7 @@ def theory_beside_runs(rows, settings, *, warn=None, run=None) -> list:
         for r in g:
             seed, target = int(r["seed"]), float(r["target_loss"])
             at_target = found[seed, target]
-            measured = _measured(r)
+            measured = number_or_none(r.get("loss"))      # None: a diverged run measured nothing
             matched = found.get((seed, measured))
             out.append({"parameterization": P, "ratio": ratio, "seed": seed, "target_loss": target,
                         **{k: at_target[k] for k in _READ}, "measured_loss": measured,
@@ -214,8 +204,8 @@ def _compare(pairs):
 def _ratio_entry(ratio, rows, theory):
     """Every share at one ratio, over the seeds with both an SGD measurement and a theory reading."""
     by_seed = {int(t["seed"]): t["at_measured_loss"] for t in theory if t["at_measured_loss"]}
-    kept = [r for r in rows if int(r["seed"]) in by_seed and _finite(r.get("relevant_attention"))
-            and by_seed[int(r["seed"])]["reached"]]
+    kept = [r for r in rows if int(r["seed"]) in by_seed and by_seed[int(r["seed"])]["reached"]
+            and number_or_none(r.get("relevant_attention")) is not None]
     entry = {"ratio": ratio, "n": len(kept)}
     for share in SHARES:
         entry[share] = _compare([(float(r[share]), float(by_seed[int(r["seed"])][share])) for r in kept])

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..output.style import EXPERIMENT_STYLE, drawn_in, new_figure
+from .sweep import number_or_none
 
 __all__ = ["PANELS", "plot_proxies"]
 
@@ -35,9 +36,9 @@ def _series(records, p, target, key):
     for r in records or ():
         if r["parameterization"] != p or (target is not None and float(r["target_loss"]) != target):
             continue
-        v = r.get(key)
-        if v is not None and v != "" and np.isfinite(float(v)):
-            out.setdefault(float(r["ratio"]), []).append(float(v))
+        v = number_or_none(r.get(key))
+        if v is not None:
+            out.setdefault(float(r["ratio"]), []).append(v)
     return dict(sorted(out.items()))
 
 

@@ -68,7 +68,7 @@ from .proxies import PROXIES
 from .stopping import target_losses
 
 __all__ = ["FIRST_SEED", "SEEDS_PER_JOB", "MIN_JOBS", "seeds_per_job", "job_seed_blocks", "sweep_jobs",
-           "rows_from_results", "summarize", "spearman", "write_csv"]
+           "rows_from_results", "summarize", "spearman", "write_csv", "number_or_none"]
 
 #: Seeds of a sweep are FIRST_SEED, FIRST_SEED + 1, ... (the notebooks' 1234, 1235, ...).
 FIRST_SEED = 1234
@@ -252,12 +252,12 @@ def _summary_entry(p, r, target, n, g) -> dict:
                    accuracy_mean=float(np.mean([float(x["accuracy"]) for x in g])),
                    steps_mean=float(np.mean([float(x["steps"]) for x in g])))
     for share in SHARES[1:]:
-        values = [_number(x.get(share)) for x in g]
+        values = [number_or_none(x.get(share)) for x in g]
         mean, ci = _mean_ci(values) if values and None not in values else (None, [None, None])
         out[f"{share}_mean"], out[f"{share}_ci95"] = mean, ci
     out["target_loss"] = target
     for name in PROXIES:            # over the runs that define it (a run without a rationale has none)
-        values = [v for v in (_number(x.get(name)) for x in g) if v is not None]
+        values = [v for v in (number_or_none(x.get(name)) for x in g) if v is not None]
         mean, ci = _mean_ci(values) if values else (None, [None, None])
         out[f"{name}_mean"], out[f"{name}_ci95"] = mean, ci
     return out
@@ -280,11 +280,12 @@ def summarize(rows) -> list:
     """
     groups = {}
     for row in rows:
-        target = _number(row.get("target_loss"))
+        target = number_or_none(row.get("target_loss"))
         groups.setdefault((row["parameterization"], float(row["ratio"]), target), []).append(row)
     out = []
     for (p, r, target), g in groups.items():
-        measured = [x for x in g if _number(x["relevant_attention"]) is not None]   # diverged runs measure nothing
+        # diverged runs measure nothing
+        measured = [x for x in g if number_or_none(x["relevant_attention"]) is not None]
         out.append(_summary_entry(p, r, target, len(g), measured))
     return out
 
@@ -293,8 +294,21 @@ def _as_bool(v):
     return v if isinstance(v, bool) else str(v) == "True"
 
 
-def _number(v):
-    """A finite float, or None for an empty or undefined measurement."""
+def number_or_none(v):
+    """A measurement as a finite float, or None where it is empty or undefined (a ``results.csv``
+    cell, a row's value).
+
+    Parameters
+    ----------
+    v : float, str or None
+
+    Returns
+    -------
+    float or None
+
+    >>> number_or_none("0.25"), number_or_none(""), number_or_none(float("nan")), number_or_none(None)
+    (0.25, None, None, None)
+    """
     if v is None or v == "":
         return None
     v = float(v)
@@ -318,14 +332,14 @@ def spearman(rows) -> dict:
 
     out = {}
     for p in _dedupe(r["parameterization"] for r in rows):
-        g = [r for r in rows if r["parameterization"] == p and _number(r["relevant_attention"]) is not None]
+        g = [r for r in rows if r["parameterization"] == p and number_or_none(r["relevant_attention"]) is not None]
         x = [float(r["ratio"]) for r in g]
         y = [float(r["relevant_attention"]) for r in g]
         if len(set(x)) < 2 or len(set(y)) < 2:
             out[p] = {"rho": None, "pvalue": None, "n": len(g)}
             continue
         res = stats.spearmanr(x, y)
-        out[p] = {"rho": _number(res.statistic), "pvalue": _number(res.pvalue), "n": len(g)}
+        out[p] = {"rho": number_or_none(res.statistic), "pvalue": number_or_none(res.pvalue), "n": len(g)}
     return out
 
 
