@@ -16,7 +16,7 @@ from derivations.core.cli import UsageError, parse_int, parse_number, prepare_ou
 from .. import task_sampling
 
 __all__ = ["PROG", "add_common", "add_task_arguments", "param_values", "task_from_args", "seq_len_for",
-           "number", "parse_seeds", "workers", "scheduler", "output_dir", "open_directory", "checked",
+           "number", "parse_seeds", "workers", "run_options", "output_dir", "open_directory", "checked",
            "option_message", "flag_message", "json_text", "finite_or_none", "MAX_SEEDS", "warn",
            "warn_diverged", "DIVERGED"]
 
@@ -157,36 +157,39 @@ def workers(args) -> int:
     return parse_int("--workers", args.workers, 1)
 
 
-def scheduler(args):
-    """``--scheduler``, checked before any work: the address form, a Dask scheduler answering and a
-    worker connected to it within ``--connect-timeout`` seconds; ``args.connect_timeout`` becomes a number.
+def run_options(args, workers: int) -> dict:
+    """How the command's jobs run: the options of :func:`~numerics.experiments.runner.run_jobs`.
+    ``--scheduler`` is checked here, before any work: the address form, a Dask scheduler answering
+    and a worker connected to it within ``--connect-timeout`` seconds.
 
     Parameters
     ----------
     args : argparse.Namespace
         The parsed command line.
+    workers : int
+        Local worker processes (:func:`workers`).
 
     Returns
     -------
-    str or None
-        The address, or None without ``--scheduler``.
+    dict
+        ``workers``, ``scheduler`` (the address, or None without ``--scheduler``), ``connect_timeout``
+        (seconds) and ``progress`` (not ``--quiet``).
 
     Raises
     ------
     derivations.core.cli.UsageError
         A bad timeout or address, or no scheduler or worker in time.
     """
-    args.connect_timeout = number("--connect-timeout", args.connect_timeout)
-    if args.scheduler is None:
-        return None
-    from ..cluster import check_scheduler
+    timeout = number("--connect-timeout", args.connect_timeout)
+    if args.scheduler is not None:
+        from ..cluster import check_scheduler
 
-    try:
-        check_scheduler(args.scheduler, timeout=args.connect_timeout, need_workers=True)
-    except ValueError as exc:
-        hint = "; start a worker, or wait longer with --connect-timeout" if "no worker" in str(exc) else ""
-        raise UsageError(f"--scheduler: {exc}{hint}") from None
-    return args.scheduler
+        try:
+            check_scheduler(args.scheduler, timeout=timeout, need_workers=True)
+        except ValueError as exc:
+            hint = "; start a worker, or wait longer with --connect-timeout" if "no worker" in str(exc) else ""
+            raise UsageError(f"--scheduler: {exc}{hint}") from None
+    return {"workers": workers, "scheduler": args.scheduler, "connect_timeout": timeout, "progress": not args.quiet}
 
 
 def output_dir(args):

@@ -102,28 +102,27 @@ def prepare(args):
     at_once = processes(workers, len(groups), args.scheduler)
     check_memory(at_once * fig2_bytes(config, stacked), "fig2", config,
                         f"{stacked} stacked seeds in each of {at_once} process(es)")
-    scheduler = common.scheduler(args)
+    run = common.run_options(args, workers)
     directory = None if args.output is None else common.open_directory(
         args, "fig2", lambda d: d.refuse_other_settings({**config.to_dict(), "seeds": seeds}))[0]
 
     def work():
         if directory is None:
-            return _work(config, seeds, groups, workers, (scheduler, args.connect_timeout), args.quiet, None)
+            return _work(config, seeds, groups, run, None)
         with directory:
             directory.begin()
-            return _work(config, seeds, groups, workers, (scheduler, args.connect_timeout), args.quiet, directory)
+            return _work(config, seeds, groups, run, directory)
     return work, format_fig2
 
 
-def _work(config, seeds, groups, workers, dask, quiet, directory):
-    """Train the seeds' jobs (``dask``: the scheduler or None, and its connection timeout), combine
-    them; write ``fig2.json`` and the figure into ``directory`` (if any)."""
+def _work(config, seeds, groups, run, directory):
+    """Train the seeds' jobs (``run``: :func:`~numerics.experiments.commands.common.run_options`),
+    combine them; write ``fig2.json`` and the figure into ``directory`` (if any)."""
     from .. import jobs as jobs_mod
     from ..runner import run_jobs
 
     job_list = [{"experiment": "fig2", "config": config.to_dict(), "seeds": g} for g in groups]
-    results = run_jobs(jobs_mod.fig2_job, job_list, workers=workers, scheduler=dask[0], connect_timeout=dask[1],
-                       progress=not quiet, desc="fig2", epochs=jobs_mod.job_epochs)
+    results = run_jobs(jobs_mod.fig2_job, job_list, desc="fig2", epochs=jobs_mod.job_epochs, **run)
     runs = [r for res in results for r in res["runs"]]
     common.warn_diverged(runs, lambda r: f"fig2 seed {r['seed']}")
     summ = jobs_mod.combine_runs(runs)

@@ -74,14 +74,12 @@ def prepare(args):
         lr=number("--lr", args.lr), eval_batches=parse_int("--eval-batches", args.eval_batches, 1),
         seed=parse_int("--seed", args.seed, 0))
     check_memory(fig3_bytes(config), "fig3", config, f"{len(config.alphas)} alphas")
-    workers = common.workers(args)
-    scheduler = common.scheduler(args)
+    run = common.run_options(args, common.workers(args))
     output = common.output_dir(args)
 
     def work():
         job = {"experiment": "fig3", "config": config.to_dict()}
-        res = run_jobs(jobs_mod.fig3_job, [job], workers=workers, scheduler=scheduler, progress=not args.quiet,
-                       desc="fig3", epochs=jobs_mod.job_epochs, connect_timeout=args.connect_timeout)[0]
+        res = run_jobs(jobs_mod.fig3_job, [job], desc="fig3", epochs=jobs_mod.job_epochs, **run)[0]
         payload = {"alpha": res["alpha"], "loss": res["loss"], "incentive": res["incentive"],
                    "final_loss": res["final_loss"], "loss_shifted": res["loss_shifted"],
                    "train_loss": res["train_loss"], "settings": config.to_dict()}

@@ -56,8 +56,7 @@ def prepare(args):
     from .. import reproduce as rep
     from ..directory import ExperimentDirectory
 
-    workers = common.workers(args)
-    scheduler = common.scheduler(args)
+    run = common.run_options(args, common.workers(args))
     if args.collect:    # reads the runs finished so far, also while a reproduction still runs: no lock
         if not (args.output and (Path(args.output) / "runs").is_dir()):
             raise UsageError(f"--collect: no runs in {str(Path(args.output or '') / 'runs')!r}")
@@ -68,10 +67,9 @@ def prepare(args):
     def work():
         with directory:
             directory.begin()
-            report = rep.reproduce(directory, workers=workers, scheduler=scheduler, progress=not args.quiet,
-                                   quick=args.quick, shortest_first=args.shortest_first, dtype=args.dtype,
-                                   connect_timeout=args.connect_timeout)
-        for name, run in report["runs"].items():
-            common.warn_diverged(run.get("runs", []), lambda r: f"reproduce run {name} seed {r['seed']}")
+            report = rep.reproduce(directory, quick=args.quick, shortest_first=args.shortest_first, dtype=args.dtype,
+                                   **run)
+        for name, published in report["runs"].items():
+            common.warn_diverged(published.get("runs", []), lambda r: f"reproduce run {name} seed {r['seed']}")
         return report
     return work, rep.format_report

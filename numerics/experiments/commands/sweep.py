@@ -203,26 +203,24 @@ def prepare(args):
     _check_memory(settings, workers, args.scheduler)
     _jobs(settings)
     _check_target(settings)
-    scheduler = common.scheduler(args)
+    run = common.run_options(args, workers)
     directory, (settings, jobs) = common.open_directory(args, "sweep", lambda d: _continue(d, args, settings))
 
     def work():
         with directory:
             directory.begin()
-            return _run(args, directory, jobs, settings, workers, scheduler)
+            return _run(args, directory, jobs, settings, run)
     return work, format_sweep
 
 
-def _run(args, directory, jobs, settings, workers, scheduler):
+def _run(args, directory, jobs, settings, run):
     from .. import jobs as jobs_mod
     from .. import sweep as sweep_mod
     from ..runner import run_jobs
 
     output = directory.path
     store = directory.store(validate=jobs_mod.valid_result)
-    results = run_jobs(jobs_mod.sweep_job, jobs, workers=workers, scheduler=scheduler, store=store,
-                       progress=not args.quiet, desc="sweep", epochs=jobs_mod.job_epochs,
-                       connect_timeout=args.connect_timeout)
+    results = run_jobs(jobs_mod.sweep_job, jobs, store=store, desc="sweep", epochs=jobs_mod.job_epochs, **run)
     rows = sweep_mod.rows_from_results(results)
     rows.sort(key=lambda r: (settings["parameterizations"].index(r["parameterization"]),
                              settings["ratios"].index(r["ratio"]), r["seed"], -r["target_loss"]))
@@ -236,8 +234,7 @@ def _run(args, directory, jobs, settings, workers, scheduler):
     if isinstance(settings["target_loss"], list):
         payload["spearman_by_target"] = {f"{t:g}": sweep_mod.spearman(_at(rows, t))
                                          for t in settings["target_loss"]}
-    theory = None if args.no_theory else _theory(rows, settings, workers, (scheduler, args.connect_timeout),
-                                                 not args.quiet)
+    theory = None if args.no_theory else _theory(rows, settings, run)
     if theory is not None:
         from ..overlay import agreement
 
@@ -257,7 +254,7 @@ def _at(rows, target):
     return [r for r in rows if r["target_loss"] == target]
 
 
-def _theory(rows, settings, workers, dask, progress):
+def _theory(rows, settings, run_options):
     """The theory beside every run (:func:`numerics.experiments.overlay.theory_beside_runs`), or None;
     its flows run on the sweep's workers, one job per (parameterization, ratio), or here if those
     fail (a lost Dask scheduler, a broken pool): the measured sweep is written either way."""
@@ -267,8 +264,7 @@ def _theory(rows, settings, workers, dask, progress):
 
     def run(func, jobs):
         try:
-            return run_jobs(func, jobs, workers=workers, scheduler=dask[0], progress=progress, desc="theory",
-                            connect_timeout=dask[1])
+            return run_jobs(func, jobs, desc="theory", **run_options)
         except (JobError, SchedulerLost, ValueError, OSError) as exc:
             common.warn(f"the theory overlay is computed in this process ({exc})")
             return [func(job) for job in jobs]
