@@ -16,7 +16,8 @@ directory it cannot use, changing nothing in it:
   reads them checked (:func:`check_sweep_settings`). Stored runs of unknown
   settings (a damaged sweep, or one of an earlier layout, which is not read)
   are refused; no stored result is ever removed.
-* **Files.** :meth:`ExperimentDirectory.begin` records the process id in the
+* **Files.** Entering the directory (``with``) begins the work:
+  :meth:`ExperimentDirectory.begin` records the process id in the
   lock file and removes the temporary files (``.*.tmp``) of killed writes;
   files are written atomically; the stored runs are a
   :class:`~numerics.experiments.store.ResultStore` in ``runs/``.
@@ -330,6 +331,7 @@ class ExperimentDirectory:
         self._fd = None
 
     def __enter__(self):
+        self.begin()
         return self
 
     def __exit__(self, *exc):

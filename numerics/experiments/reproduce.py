@@ -155,7 +155,6 @@ def reproduce(output, *, workers=None, scheduler=None, progress=True, quick=Fals
     if not isinstance(output, ExperimentDirectory):
         Path(output).mkdir(parents=True, exist_ok=True)
         with ExperimentDirectory(output, "reproduction") as directory:
-            directory.begin()
             return reproduce(directory, workers=workers, scheduler=scheduler, progress=progress, quick=quick,
                              shortest_first=shortest_first, dtype=dtype, connect_timeout=connect_timeout)
     named = published_jobs(quick, shortest_first=shortest_first, dtype=dtype)

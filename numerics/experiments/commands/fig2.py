@@ -1,6 +1,8 @@
 """``python -m numerics.experiments fig2``: one Figure-2 configuration."""
 from __future__ import annotations
 
+import contextlib
+
 from derivations.core.cli import parse_int
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
@@ -107,10 +109,7 @@ def prepare(args):
         args, "fig2", lambda d: d.refuse_other_settings({**config.to_dict(), "seeds": seeds}))[0]
 
     def work():
-        if directory is None:
-            return _work(config, seeds, groups, run, None)
-        with directory:
-            directory.begin()
+        with directory or contextlib.nullcontext():
             return _work(config, seeds, groups, run, directory)
     return work, format_fig2
 

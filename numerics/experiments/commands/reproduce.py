@@ -66,7 +66,6 @@ def prepare(args):
 
     def work():
         with directory:
-            directory.begin()
             report = rep.reproduce(directory, quick=args.quick, shortest_first=args.shortest_first, dtype=args.dtype,
                                    **run)
         for name, published in report["runs"].items():

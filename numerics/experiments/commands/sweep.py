@@ -208,7 +208,6 @@ def prepare(args):
 
     def work():
         with directory:
-            directory.begin()
             return _run(args, directory, jobs, settings, run)
     return work, format_sweep
 
