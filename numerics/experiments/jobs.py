@@ -88,7 +88,8 @@ def combine_runs(runs: list) -> dict:
     Returns
     -------
     dict
-        ``heatmap``, ``heatmap_std``, ``separability`` (and ``per_seed``); ``None`` where no run is left.
+        ``heatmap``, ``heatmap_std``, ``separability``, as a Figure-2 result names them; ``None`` where
+        no run is left.
     """
     kept = [r for r in runs if r.get("status") != "diverged"]
     if not kept:

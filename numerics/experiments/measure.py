@@ -224,7 +224,7 @@ def combine_summaries(per_seed: list) -> dict:
     -------
     dict
         ``heatmap`` (mean over seeds), ``heatmap_std`` (population standard deviation),
-        ``separability`` (``mean``, ``std`` over all sequences) and ``per_seed``.
+        ``separability`` (``mean``, ``std`` over all sequences).
     """
     H = np.array([s["heatmap"] for s in per_seed])
     n = sum(s["separability_n"] for s in per_seed)
@@ -233,4 +233,4 @@ def combine_summaries(per_seed: list) -> dict:
     mean = tot / n if n else float("nan")
     var = max(sq / n - mean ** 2, 0.0) if n else float("nan")
     return {"heatmap": H.mean(0).tolist(), "heatmap_std": H.std(0).tolist(),
-            "separability": {"mean": mean, "std": float(np.sqrt(var))}, "per_seed": per_seed}
+            "separability": {"mean": mean, "std": float(np.sqrt(var))}}

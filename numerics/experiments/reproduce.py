@@ -203,11 +203,9 @@ def _write_report(output, named, results, seconds, quick):
                                     "alpha": res["alpha"], "final_loss": res["final_loss"],
                                     "loss": res["loss"], "incentive": res["incentive"]}
         else:
-            summ = jobs_mod.combine_runs(res["runs"])
             runs = [dict(sorted(r.items())) for r in res["runs"]]     # keys in order, as the store keeps them
             report["runs"][name] = {"title": title, "experiment": "fig2", "settings": job["config"],
-                                    "heatmap": summ["heatmap"], "heatmap_std": summ["heatmap_std"],
-                                    "separability": summ["separability"], "runs": runs}
+                                    **jobs_mod.combine_runs(res["runs"]), "runs": runs}
     report["runs"] = {k: report["runs"][k] for k in PUBLISHED_RUNS if k in report["runs"]}
     report["missing"] = [k for k in PUBLISHED_RUNS if k in report["missing"]]
     atomic_write_text(output / "report.json", json_text(report))

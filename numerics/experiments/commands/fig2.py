@@ -124,10 +124,7 @@ def _work(config, seeds, groups, run, directory):
     results = run_jobs(jobs_mod.fig2_job, job_list, desc="fig2", epochs=jobs_mod.job_epochs, **run)
     runs = [r for res in results for r in res["runs"]]
     common.warn_diverged(runs, lambda r: f"fig2 seed {r['seed']}")
-    summ = jobs_mod.combine_runs(runs)
-    payload = {"heatmap": summ["heatmap"], "heatmap_std": summ["heatmap_std"],
-               "separability": summ["separability"], "settings": {**config.to_dict(), "seeds": seeds},
-               "runs": runs}
+    payload = {**jobs_mod.combine_runs(runs), "settings": {**config.to_dict(), "seeds": seeds}, "runs": runs}
     if directory is not None:
         _write(directory, config, payload, len(seeds))
     return payload
