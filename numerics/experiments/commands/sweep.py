@@ -285,10 +285,9 @@ def _figure(output, summary, rows, theory, settings):
     if theory is not None:
         title += ("\ntheory: the expected-count flow from each seed's own initial matrices, read at the "
                   "loss that run measured;\nthin dashed: seeds, thick dashed: their mean")
-    fig = plots.plot_sweep(summary, rows=rows, theory=None if theory is None else plotted_theory(theory),
-                           title=title)
-    plots.save_figure(fig, output, "sweep")
-    plots.save_figure(plot_proxies(rows, None if theory is None else plotted_theory(theory)), output, "proxies")
+    plotted = None if theory is None else plotted_theory(theory)
+    plots.save_figure(plots.plot_sweep(summary, rows=rows, theory=plotted, title=title), output, "sweep")
+    plots.save_figure(plot_proxies(rows, plotted), output, "proxies")
 
 
 def _f(x, spec):
