@@ -169,6 +169,15 @@ def _defined(path: Path) -> set:
     return names
 
 
+def test_every_package_declares_its_api():
+    """One home per concept, exported by its subpackage's ``__init__`` with ``__all__``."""
+    missing = [str(path.relative_to(ROOT)) for path in SOURCES if path.name == "__init__.py"
+               and not any(isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__"
+                                                                  for t in node.targets)
+                           for node in _tree(path).body)]
+    assert missing == []
+
+
 def _module_all(path: Path) -> list:
     for node in _tree(path).body:
         if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["__all__"]:

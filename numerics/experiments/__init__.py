@@ -52,5 +52,30 @@ Modules
 
 Command line: ``python -m numerics.experiments {fig2,fig3,sweep,reproduce,predict,boundary} --help``.
 
-Importing this package imports no submodule (the CLI starts fast).
+The names below are exported from their modules and imported on first access:
+importing this package imports no submodule (the CLI starts fast).
+
+>>> from numerics.experiments import AUTHORS, Fig2Config
+>>> Fig2Config().sampled_task is AUTHORS
+True
 """
+from derivations.core.exports import lazy_exports
+
+#: ``{defining submodule: public names}``.
+_HOMES = {
+    ".task_sampling": ("SampledTask", "AUTHORS", "sampled_task", "expected_counts"),
+    ".sampler": ("Batch", "sample_batches"),
+    ".models": ("init_params", "forward", "loss_and_grad"),
+    ".sgd": ("Fig2Config", "train_fig2"),
+    ".stack": ("train_stack",),
+    ".fixed_attention": ("Fig3Config", "train_fig3"),
+    ".measure": ("evaluate",),
+    ".proxies": ("attention_entropy", "plausibility", "faithfulness"),
+    ".theory": ("initial_loss", "flow_to_losses"),
+    ".flow_crossover": ("flow_boundary",),
+    ".sweep": ("sweep_jobs", "rows_from_results", "summarize"),
+    ".runner": ("run_jobs",),
+    ".directory": ("ExperimentDirectory",),
+}
+__all__ = [name for names in _HOMES.values() for name in names]
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)
