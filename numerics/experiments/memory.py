@@ -27,7 +27,7 @@ from derivations.core.cli import UsageError
 
 from .task_sampling import AUTHORS
 
-__all__ = ["fig2_bytes", "fig3_bytes", "PARAMS_PER_SEED", "memory_budget", "shown_size", "processes", "check_memory"]
+__all__ = ["fig2_bytes", "fig3_bytes", "memory_budget", "shown_size", "processes", "check_memory"]
 
 _V = AUTHORS.T
 
@@ -35,10 +35,6 @@ _V = AUTHORS.T
 def _params_bytes(st) -> int:
     """Bytes of one stacked run's parameters: up to 4 matrices x (weights, steps, copies)."""
     return 16 * 8 * max(st.d, st.n_out) * st.d
-
-
-#: Bytes of one stacked seed's parameters in the authors' task.
-PARAMS_PER_SEED = _params_bytes(AUTHORS)
 
 
 def fig2_bytes(config, seeds_per_job: int) -> int:
@@ -84,7 +80,7 @@ def fig3_bytes(config) -> int:
     train = c.steps_per_epoch * c.batch_size * (2 * (c.seq_len - 2) + 8 * _V + 24)
     step = 4 * alphas * c.batch_size * _V * 8
     evaluation = c.eval_batches * c.batch_size * (2 * (c.seq_len - 2) + 8 * _V + 6 * 8 * alphas * _V)
-    return train + step + evaluation + alphas * PARAMS_PER_SEED
+    return train + step + evaluation + alphas * _params_bytes(AUTHORS)
 
 
 def memory_budget() -> int:

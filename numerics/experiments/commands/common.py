@@ -124,9 +124,7 @@ def parse_seeds(text) -> list:
         spans.append((a, b))
     count = sum(b - a + 1 for a, b in spans)
     if count > MAX_SEEDS:
-        from ..memory import PARAMS_PER_SEED, shown_size
-        raise UsageError(f"--seeds names {count} seeds, whose parameters alone would need about "
-                         f"{shown_size(count * PARAMS_PER_SEED)} of memory; at most {MAX_SEEDS} seeds")
+        raise UsageError(f"--seeds names {count} seeds; at most {MAX_SEEDS}")
     seeds = [s for a, b in spans for s in range(a, b + 1)]
     if len(set(seeds)) != len(seeds):
         raise UsageError(f"--seeds must be distinct; got {text!r}")
