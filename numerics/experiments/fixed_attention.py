@@ -66,7 +66,7 @@ class Fig3Config:
             raise ValueError("alphas must be a non-empty list of numbers in (0, 1]")
         for a in alphas:
             if not (math.isfinite(a) and 0.0 < a <= 1.0):
-                raise ValueError(f"alpha must lie in (0, 1], got {a!r}")
+                raise ValueError(f"alphas must lie in (0, 1], got {a!r}")
         object.__setattr__(self, "alphas", alphas)
         check_int("epochs", self.epochs, 1)
         check_int("steps_per_epoch", self.steps_per_epoch, 1)

@@ -256,7 +256,7 @@ def open_directory(args, kind: str, check=None):
 OPTION_NAMES = {"lr_qk": "--lr-qk", "lr_ov": "--lr-ov", "qk_ramp": "--qk-ramp", "seq_len": "--seq-len",
                 "batch_size": "--batch-size", "epochs": "--epochs", "steps_per_epoch": "--steps-per-epoch",
                 "eval_batches": "--eval-batches", "max_steps": "--max-steps", "target_loss": "--target-loss",
-                "lr": "--lr", "seed": "--seed"}
+                "lr": "--lr", "seed": "--seed", "alphas": "--alphas"}
 _FIELD = re.compile(r"\b(" + "|".join(OPTION_NAMES) + r")\b")
 
 

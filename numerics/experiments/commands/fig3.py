@@ -65,7 +65,7 @@ def prepare(args):
     from .. import fixed_attention
     from ..memory import check_memory, fig3_bytes
 
-    alphas = parse_list("--alphas", args.alphas, lambda t: number("alpha", t))   # (0, 1]: Fig3Config
+    alphas = parse_list("--alphas", args.alphas, lambda t: number("--alphas", t))   # (0, 1]: Fig3Config
     config = common.checked(
         fixed_attention.Fig3Config, output_circuit=args.output_circuit, alphas=tuple(alphas),
         epochs=parse_int("--epochs", args.epochs, 1),

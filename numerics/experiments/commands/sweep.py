@@ -83,7 +83,7 @@ def _settings(args) -> dict:
     task = task_sampling.task_settings(st)
     return {"parameterizations": list(dict.fromkeys(parse_list("--parameterizations", args.parameterizations,
                                                                _parameterization))),
-            "ratios": list(dict.fromkeys(parse_list("--ratios", args.ratios, lambda t: number("ratio", t)))),
+            "ratios": list(dict.fromkeys(parse_list("--ratios", args.ratios, lambda t: number("--ratios", t)))),
             "seeds": parse_int("--seeds", args.seeds, 1, common.MAX_SEEDS), "target_loss": _targets(args.target_loss),
             "lr_ov": number("--lr-ov", args.lr_ov), "seq_len": seq_len_for(st, args.seq_len),
             "batch_size": parse_int("--batch-size", args.batch_size, 1),
