@@ -14,6 +14,7 @@ exits with status 2 before any flow is run.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from derivations.core.cli import UsageError, parse_int, parse_list, progress_bar
@@ -100,12 +101,15 @@ def _settings(args) -> tuple:
 
 
 def _output_file(text):
-    """``--output FILE``: a path whose directory exists and takes files (None if not given)."""
+    """``--output FILE``: a new or regular file (not a link, which the atomic write would replace, nor a
+    device or a FIFO) whose directory exists and takes files (None if not given)."""
     if text is None:
         return None
     path = Path(text)
-    if not text or path.is_dir() or not path.parent.is_dir() or not os.access(path.parent, os.W_OK):
-        raise UsageError(f"--output must name a file in an existing, writable directory; got {text!r}")
+    if (not text or (os.path.lexists(path) and not stat.S_ISREG(os.lstat(path).st_mode))
+            or not path.parent.is_dir() or not os.access(path.parent, os.W_OK)):
+        raise UsageError(f"--output must name a new or regular file (not a directory, a link or a device) in an "
+                         f"existing, writable directory; got {text!r}")
     return path
 
 

@@ -105,6 +105,24 @@ def test_an_output_that_cannot_be_written_is_refused_before_any_flow(where, tmp_
     assert not (tmp_path / "missing").exists()
 
 
+@pytest.mark.parametrize("kind", ["fifo", "link", "dangling link", "link loop"])
+def test_an_output_that_is_not_a_regular_file_is_refused_and_kept(kind, tmp_path, monkeypatch, capsys):
+    """A FIFO (as a device such as /dev/full) or a link at --output is refused, not replaced by the
+    atomic write's rename."""
+    _no_flow(monkeypatch)
+    target = tmp_path / "predict.json"
+    {"fifo": lambda: os.mkfifo(target), "link": lambda: target.symlink_to(__file__),
+     "dangling link": lambda: target.symlink_to(tmp_path / "nowhere"),
+     "link loop": lambda: target.symlink_to(target)}[kind]()
+    before = os.lstat(target)
+    assert main(["predict", "--ratios", "1", "--output", str(target)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1 and "--output" in err
+    after = os.lstat(target)
+    assert (after.st_mode, after.st_ino) == (before.st_mode, before.st_ino)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["predict.json"]
+
+
 def test_a_flow_that_overflows_is_not_reached_without_warnings(capsys):
     """``b = 1e-300``: the flow overflows at once; its target is reported not reached, and no
     NumPy/SciPy RuntimeWarning is shown."""
