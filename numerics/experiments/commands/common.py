@@ -226,7 +226,7 @@ def open_directory(args, kind: str, check=None):
     args : argparse.Namespace
         The parsed command line.
     kind : str
-        ``"sweep"``, ``"reproduction"`` or ``"fig2"``.
+        ``"sweep"``, ``"reproduction"``, ``"fig2"`` or ``"fig3"``.
     check : callable, optional
         ``check(directory)``, before any work: raises to refuse the directory.
 

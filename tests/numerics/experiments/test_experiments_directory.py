@@ -1,4 +1,4 @@
-"""numerics.experiments.directory: the one output-directory object of sweep, reproduce and fig2.
+"""numerics.experiments.directory: the one output-directory object of sweep, reproduce, fig2 and fig3.
 
 A damaged, foreign or locked directory is refused in one line (exit 2) before any work, with nothing
 in it changed; links are never followed; stored runs are never removed or replaced; leftovers of
@@ -181,6 +181,46 @@ def test_fig2_refuses_to_replace_a_run_of_other_settings(tmp_path, capsys, no_fi
     assert (out / "fig2.json").read_bytes() == first
     with ExperimentDirectory(out, "fig2"):
         refused([*FIG2, "--output", str(out)], out, capsys, "in use")
+
+
+FIG3 = ["fig3", "--epochs", "1", "--steps-per-epoch", "5", "--eval-batches", "1", "--alphas", "0.5", "--workers", "1",
+        "--quiet"]
+
+
+def test_fig3_refuses_to_replace_a_run_of_other_settings_or_kind(finished, tmp_path, capsys, no_figures):
+    """fig3 --output is an experiment directory as fig2's: another fig3 run's settings, another kind of
+    experiment and a directory in use are refused, nothing changed; the same settings may write again."""
+    out = tmp_path / "f3"
+    assert main([*FIG3, "--output", str(out)]) == 0
+    first = (out / "fig3.json").read_bytes()
+    refused([*FIG3, "--lr", "0.05", "--output", str(out)], out, capsys, "other settings", "--lr 0.01",
+            "not --lr 0.05")
+    refused([*TINY_SWEEP, "--output", str(out)], out, capsys, "holds a fig3 run")
+    refused([*FIG2, "--output", str(out)], out, capsys, "holds a fig3 run")
+    assert main([*FIG3, "--output", str(out)]) == 0
+    assert (out / "fig3.json").read_bytes() == first
+    with ExperimentDirectory(out, "fig3"):
+        refused([*FIG3, "--output", str(out)], out, capsys, "in use")
+    sweep = copy(finished, tmp_path)
+    refused([*FIG3, "--output", str(sweep)], sweep, capsys, "holds a sweep")
+
+
+@pytest.mark.parametrize("argv, figure, settings", [(FIG2, "fig2_CACO.png", "fig2.json"),
+                                                    (FIG3, "fig3_collapsed.pdf", "fig3.json"),
+                                                    (TINY_SWEEP, "sweep.png", "sweep-settings.json")])
+def test_figures_without_their_settings_file_are_not_replaced(argv, figure, settings, tmp_path, capsys):
+    """A directory whose settings file is lost but whose figures remain holds results of unknown settings:
+    refused, the figures kept."""
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / figure).write_bytes(b"a figure of unknown settings")
+    refused([*argv, "--output", str(out)], out, capsys, f"({figure}) but no {settings}")
+
+
+def test_the_figures_of_every_output_circuit_mark_a_fig3_directory():
+    from numerics.experiments.fixed_attention import OUTPUT_CIRCUITS
+
+    assert {f"fig3_{c}.png" for c in OUTPUT_CIRCUITS} <= set(directory_mod.KINDS["fig3"])
 
 
 def test_resuming_a_task_sweep_with_its_default_parameter_written_out(tmp_path, capsys, no_figures):
