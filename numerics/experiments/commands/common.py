@@ -256,12 +256,12 @@ def open_directory(args, kind: str, check=None):
 OPTION_NAMES = {"lr_qk": "--lr-qk", "lr_ov": "--lr-ov", "qk_ramp": "--qk-ramp", "seq_len": "--seq-len",
                 "batch_size": "--batch-size", "epochs": "--epochs", "steps_per_epoch": "--steps-per-epoch",
                 "eval_batches": "--eval-batches", "max_steps": "--max-steps", "target_loss": "--target-loss",
-                "lr": "--lr", "seed": "--seed", "alphas": "--alphas"}
+                "lr": "--lr", "seed": "--seed", "alphas": "--alphas", "ratio": "--ratios"}
 _FIELD = re.compile(r"\b(" + "|".join(OPTION_NAMES) + r")\b")
 
 
 def option_message(text: str) -> str:
-    """``text`` with its first internal field name (``batch_size``) replaced by the option (``--batch-size``).
+    """``text`` with every internal field name (``batch_size``) replaced by its option (``--batch-size``).
 
     Parameters
     ----------
@@ -271,7 +271,7 @@ def option_message(text: str) -> str:
     -------
     str
     """
-    return _FIELD.sub(lambda m: OPTION_NAMES[m[1]], str(text), count=1)
+    return _FIELD.sub(lambda m: OPTION_NAMES[m[1]], str(text))
 
 
 def flag_message(exc, flags) -> str:
@@ -306,7 +306,7 @@ def checked(call, *args, flags=None, **kwargs):
         Its arguments.
     flags : dict, optional
         ``{name: option}`` for a message that starts with a parameter's name (:func:`flag_message`);
-        default: the first internal field name in the message becomes its option (:func:`option_message`).
+        default: every internal field name in the message becomes its option (:func:`option_message`).
 
     Returns
     -------
