@@ -40,7 +40,6 @@ import json
 import math
 import os
 import re
-import stat
 
 __all__ = ["MAX_FILE_BYTES", "TASK_KEYS", "GROUP_KEYS", "load_task", "task_from_toml", "task_from_mapping",
            "task_text", "task_from_text"]
@@ -214,17 +213,12 @@ def load_task(path):
     Raises
     ------
     ValueError
-        One line naming the file and the key: unreadable, not a regular file (a
-        directory, a FIFO, a device: never waited on), too large, not TOML, an
+        One line naming the file and the key: unreadable, too large, not TOML, an
         unknown key, a bad value, an unknown symbol, a parameter outside its domain.
     """
     path = os.fspath(path)
     try:
-        # without blocking: a FIFO or a device is refused, never waited on
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-        with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise ValueError(f"{path}: cannot read the task file (not a regular file)")
+        with open(path, "rb") as f:
             raw = f.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise ValueError(f"{path}: cannot read the task file ({exc.strerror or exc})") from None

@@ -42,31 +42,3 @@ def test_a_task_file_sweep_resumes_to_identical_results(tmp_path, workers):
     assert changed.returncode == 2 and changed.stderr.count("\n") == 1
     assert "the task file differs" in changed.stderr
     assert (out / "results.csv").read_bytes() == results
-
-
-@pytest.mark.parametrize("command", [["fig2", "--epochs", "1"],
-                                     ["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1",
-                                      "--target-loss", "1"]])
-def test_a_task_file_that_is_a_fifo_is_refused_in_one_line_without_waiting(tmp_path, capsys, command):
-    import signal
-
-    from numerics.experiments.__main__ import main
-
-    fifo = tmp_path / "task.toml"
-    os.mkfifo(fifo)                              # opened for reading, a FIFO waits for a writer
-
-    class Blocked(Exception):
-        """The command waited on the FIFO."""
-
-    def hung(signum, frame):
-        raise Blocked(f"--task {fifo} blocked")
-    previous = signal.signal(signal.SIGALRM, hung)
-    signal.alarm(5)
-    try:
-        status = main([*command, "--task", str(fifo), "--output", str(tmp_path / "out")])
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-    err = capsys.readouterr().err
-    assert status == 2 and err.count("\n") == 1 and "not a regular file" in err, err
-    assert not (tmp_path / "out").exists()
