@@ -17,13 +17,15 @@ from .. import task_sampling
 
 __all__ = ["PROG", "add_common", "add_task_arguments", "param_values", "task_from_args", "seq_len_for",
            "number", "parse_seeds", "workers", "run_options", "output_dir", "open_directory", "checked",
-           "option_message", "flag_message", "json_text", "finite_or_none", "MAX_SEEDS", "warn",
-           "warn_diverged", "DIVERGED"]
+           "option_message", "flag_message", "json_text", "finite_or_none", "MAX_SEEDS", "MAX_CONNECT_TIMEOUT",
+           "warn", "warn_diverged", "DIVERGED"]
 
 #: Program name of the one-line messages.
 PROG = "experiments"
 #: Most seeds one ``--seeds`` list may name (the memory check then bounds the rest).
 MAX_SEEDS = 1_000_000
+#: Longest ``--connect-timeout`` (seconds): one day (a longer one overflows the sockets' timeout).
+MAX_CONNECT_TIMEOUT = 86400.0
 
 
 def add_common(p, *, output_required=False):
@@ -43,7 +45,8 @@ def add_common(p, *, output_required=False):
                         "(needs the optional extra qkov[distributed]; tls:// is not supported)")
     p.add_argument("--connect-timeout", default="30", metavar="SECONDS",
                    help="with --scheduler: seconds to wait for the scheduler to answer and for a worker to be "
-                        "connected to it, before any work and again when the runs are sent (default 30)")
+                        "connected to it, before any work and again when the runs are sent (in (0, "
+                        f"{MAX_CONNECT_TIMEOUT:g}]; default 30)")
     p.add_argument("--output", default=None, required=output_required, metavar="DIR",
                    help="directory for results and figures (created and tried before any work)"
                    + ("" if output_required else "; default: print only"))
@@ -176,9 +179,12 @@ def run_options(args, workers: int) -> dict:
     Raises
     ------
     derivations.core.cli.UsageError
-        A bad timeout or address, or no scheduler or worker in time.
+        A bad timeout (over :data:`MAX_CONNECT_TIMEOUT`) or address, or no scheduler or worker in time.
     """
     timeout = number("--connect-timeout", args.connect_timeout)
+    if timeout > MAX_CONNECT_TIMEOUT:
+        raise UsageError(f"--connect-timeout must be a number of seconds in (0, {MAX_CONNECT_TIMEOUT:g}]; "
+                         f"got {args.connect_timeout!r}")
     if args.scheduler is not None:
         from ..cluster import check_scheduler
 

@@ -195,6 +195,8 @@ BAD = [
     (["fig2", "--seeds", "12,x"], "--seeds"),
     (["fig2", "--seeds", "1,1"], "distinct"),
     (["fig2", "--workers", "0"], "--workers"),
+    (["fig2", "--epochs", "1", "--seeds", "1", "--scheduler", "tcp://127.0.0.1:9", "--connect-timeout", "1e300"],
+     "--connect-timeout must be a number of seconds in (0, 86400]"),
     (["fig2", "--stop", "never"], "invalid choice"),
     (["fig3", "--alphas", "0.5,1.2"], "--alphas must lie in (0, 1]"),
     (["fig3", "--alphas", "0"], "--alphas"),
