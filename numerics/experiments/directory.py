@@ -152,8 +152,9 @@ class ExperimentDirectory:
 
     def _check_entries(self) -> None:
         """Refuse a ``runs`` that is not a directory and a directory of another kind."""
-        if self.kind in _STORING and _entry_kind(self.path / RUNS) not in (None, "a directory", "a link to a directory"):
-            raise self._refuse(f"has a {RUNS} that is {_entry_kind(self.path / RUNS)}, not the folder of "
+        runs = _entry_kind(self.path / RUNS)
+        if self.kind in _STORING and runs not in (None, "a directory", "a link to a directory"):
+            raise self._refuse(f"has a {RUNS} that is {runs}, not the folder of "
                                f"stored runs; move it away or choose another directory")
         held = self.held_kind()
         if held is not None and held != self.kind:

@@ -157,8 +157,9 @@ def save_figure(fig, output_dir, name, formats=("png", "pdf"), dpi=DPI, style=No
     absent; ``output_dir`` is created if missing; ``style`` (rc parameters,
     e.g. :data:`~numerics.output.style.STYLE`) is in force while saving, in a
     :func:`matplotlib.rc_context` (the global ``rcParams`` are left as they
-    were), and no floating-point warning of the drawing is shown. No creation date is written (:data:`METADATA`): the same figure
-    gives the same bytes. A pyplot figure is closed afterwards.
+    were), and no floating-point warning of the drawing is shown. No creation
+    date is written (:data:`METADATA`): the same figure gives the same bytes.
+    A pyplot figure is closed afterwards.
 
     Parameters
     ----------
