@@ -67,6 +67,21 @@ def _positives(v) -> bool:
     return isinstance(v, list) and bool(v) and all(map(_positive, v))
 
 
+def _task(v) -> bool:
+    """A task's name, or its canonical text (a task file's) that reads back as a task."""
+    if not isinstance(v, str):
+        return False
+    if not v.startswith("{"):
+        return True
+    from derivations.engine.task_file import task_from_text
+
+    try:
+        task_from_text(v)
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
 def _pairs(v) -> bool:
     return isinstance(v, list) and all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str)
                                        and isinstance(p[1], (int, float)) and not isinstance(p[1], bool)
@@ -109,7 +124,7 @@ def check_sweep_settings(settings: dict):
     checks = [("ratios", _positives, "a non-empty list of numbers > 0"),
               ("target_loss", lambda v: _positive(v) or _positives(v), "a number > 0 or a list of them"),
               ("lr_ov", _positive, "a number > 0"), ("init", lambda v: isinstance(v, str), "a name"),
-              ("task", lambda v: isinstance(v, str), "a task name"),
+              ("task", _task, "a task name or the stored text of a task"),
               ("task_params", _pairs, 'a list of ["name", number] pairs'),
               ("dtype", lambda v: v in ("float64", "float32"), '"float64" or "float32"')]
     for key, ok, what in checks:

@@ -103,6 +103,7 @@ DAMAGE = {
                                           (out / "sweep-settings.json").mkdir()), "sweep-settings.json"),
     "settings of another layout": (lambda out: _settings(out, format="qkov.experiments.sweep.settings/0"),
                                    "another layout"),
+    "task text not JSON": (lambda out: _settings(out, task="{bad"), '"task" must be a task name or the stored text'),
 }
 
 
@@ -236,6 +237,20 @@ def test_resuming_a_task_sweep_with_its_default_parameter_written_out(tmp_path, 
     err = refused([*base, "--params", "M=4,m=3", "--output", str(out), "--resume"], out, capsys,
                   "--params M=4, not M=4,m=3")
     assert "[" not in err and "--task-params" not in err
+
+
+@pytest.mark.parametrize("text", ["{bad", "{}", '{"defaults": {}, "parameters": [[1]]}'])
+def test_a_task_file_sweep_whose_stored_task_text_is_damaged_is_refused(text, tmp_path, capsys, no_figures):
+    """The stored text of a task file's task, damaged, is a damaged settings file (one line), not a
+    traceback of reading it back."""
+    example = Path(__file__).resolve().parents[3] / "docs" / "examples" / "query-copies-file.toml"
+    argv = ["sweep", "--task", str(example), "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1",
+            "--target-loss", "1", "--max-steps", "1", "--workers", "1", "--quiet", "--no-theory"]
+    out = tmp_path / "t"
+    assert main([*argv, "--output", str(out)]) == 0
+    _settings(out, task=text)
+    refused([*argv, "--output", str(out), "--resume"], out, capsys, "damaged sweep-settings.json",
+            '"task" must be a task name or the stored text of a task')
 
 
 def test_the_lock_is_created_without_following_and_released(tmp_path):
