@@ -83,9 +83,10 @@ def _task(v) -> bool:
 
 
 def _pairs(v) -> bool:
-    return isinstance(v, list) and all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str)
-                                       and isinstance(p[1], (int, float)) and not isinstance(p[1], bool)
-                                       for p in v)
+    return (isinstance(v, list) and all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str)
+                                        and isinstance(p[1], (int, float)) and not isinstance(p[1], bool)
+                                        and math.isfinite(p[1]) for p in v)
+            and len({p[0] for p in v}) == len(v))
 
 
 def check_sweep_settings(settings: dict):
@@ -125,7 +126,7 @@ def check_sweep_settings(settings: dict):
               ("target_loss", lambda v: _positive(v) or _positives(v), "a number > 0 or a list of them"),
               ("lr_ov", _positive, "a number > 0"), ("init", lambda v: isinstance(v, str), "a name"),
               ("task", _task, "a task name or the stored text of a task"),
-              ("task_params", _pairs, 'a list of ["name", number] pairs'),
+              ("task_params", _pairs, 'a list of ["name", number] pairs, each name once'),
               ("dtype", lambda v: v in ("float64", "float32"), '"float64" or "float32"')]
     for key, ok, what in checks:
         if key in settings and not ok(settings[key]):

@@ -104,6 +104,10 @@ DAMAGE = {
     "settings of another layout": (lambda out: _settings(out, format="qkov.experiments.sweep.settings/0"),
                                    "another layout"),
     "task text not JSON": (lambda out: _settings(out, task="{bad"), '"task" must be a task name or the stored text'),
+    "task parameter twice": (lambda out: _settings(out, task_params=[["M", 4], ["M", 5]]),
+                             '"task_params" must be a list of ["name", number] pairs, each name once'),
+    "task parameter not finite": (lambda out: _settings(out, task_params=[["M", float("nan")]]),
+                                  '"task_params" must be'),
 }
 
 
