@@ -500,7 +500,7 @@ def test_smaller_messages_name_the_option(tmp_path, capsys, no_figures):
     assert "--batch-size must be a multiple of 4" in capsys.readouterr().err
     assert main([*TINY_SWEEP, "--ratios", "5e-324", "--seeds", "1", "--output", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err
-    assert "ratio 5e-324" in err and "lr_qk" not in err
+    assert "--ratios 5e-324" in err and "--lr-ov" in err and "lr_qk" not in err and "lr_ov" not in err
     sweep_dir = tmp_path / "s"
     assert main([*TINY_SWEEP, "--ratios", "1", "--seeds", "1", "--output", str(sweep_dir)]) == 0
     (sweep_dir / "runs").mkdir(exist_ok=True)
