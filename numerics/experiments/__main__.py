@@ -91,7 +91,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _kept(args) -> str:
-    """What a lost scheduler or Ctrl-C leaves behind, and how to finish the work."""
+    """What a lost scheduler or Ctrl-C leaves behind, and how to finish the work (nothing before
+    a sweep's settings, or a reproduction's folder of runs, are written)."""
+    import os
+
+    from .directory import RUNS, SETTINGS_FILE
+
+    started = {"sweep": SETTINGS_FILE, "reproduce": RUNS}.get(args.command)
+    if started is not None and not os.path.lexists(os.path.join(args.output, started)):
+        return f"{args.command} had kept nothing yet: rerun the command"
     if args.command == "sweep":
         return (f"the finished runs are kept in {args.output}/runs: rerun the same command with --resume "
                 f"to complete them")
