@@ -34,7 +34,6 @@ from pathlib import Path
 
 from derivations.core.atomic_file import atomic_write_text
 from derivations.core.cli import UsageError
-
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from .settings import check_sweep_settings, different_setting, shown, shown_option
@@ -55,6 +54,7 @@ _FIG3_CIRCUITS = ("collapsed", "factorized")
 
 
 def _figures(*stems) -> tuple:
+    """The figure files ``<stem>.png`` and ``<stem>.pdf`` of each stem."""
     return tuple(f"{stem}.{ext}" for stem in stems for ext in ("png", "pdf"))
 
 
