@@ -155,7 +155,9 @@ def _text(v) -> str:
 
 
 def _as_option(key, value) -> str:
-    """A setting's value as it is written on the command line (``--params m=5,n=50``), cut short."""
+    """A setting's value as it is written on the command line (``--params m=5,n=50``), cut short; a
+    setting not recorded (None) as its default."""
+    value = _UNNAMED_DEFAULTS.get(key) if value is None else value
     if key == "task" and value is None:
         text = "authors"
     elif key == "task_params":

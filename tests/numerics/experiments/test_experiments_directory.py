@@ -182,6 +182,8 @@ def test_fig2_refuses_to_replace_a_run_of_other_settings(tmp_path, capsys, no_fi
     refused([*FIG2, "--lr-qk", "0.02", "--output", str(out)], out, capsys, "other settings", "--lr-qk 0.01",
             "not --lr-qk 0.02")
     refused([*FIG2, "--parameterization", "FAFO", "--output", str(out)], out, capsys, "--parameterization CACO")
+    refused([*FIG2, "--dtype", "float32", "--output", str(out)], out, capsys,
+            "--dtype float64, not --dtype float32")          # float64, not recorded, is named as the default
     assert main([*FIG2, "--output", str(out)]) == 0
     assert (out / "fig2.json").read_bytes() == first
     with ExperimentDirectory(out, "fig2"):
