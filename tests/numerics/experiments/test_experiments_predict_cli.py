@@ -95,6 +95,27 @@ def test_output_file_is_the_json_written_atomically(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["predict.json"]      # no temporary file left
 
 
+def test_an_output_file_of_another_result_is_refused_not_replaced(tmp_path, monkeypatch, capsys):
+    """A file that is not the predict result of these settings (another result, any other file) is kept;
+    the same settings may write it again."""
+    out = tmp_path / "predict.json"
+    argv = ["predict", "--parameterizations", "CACO", "--ratios", "1", "--target-loss", "1", "--quiet",
+            "--output", str(out)]
+    assert main(argv) == 0
+    first = out.read_bytes()
+    assert main(argv) == 0 and out.read_bytes() == first
+    capsys.readouterr()
+    _no_flow(monkeypatch)
+    for other in (["--ratios", "2"], []):
+        if not other:
+            out.write_text("my notes")
+        kept = out.read_bytes()
+        assert main([*argv, *other]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and captured.err.count("\n") == 1 and "would replace" in captured.err
+        assert out.read_bytes() == kept
+
+
 @pytest.mark.parametrize("where", ["missing/predict.json", ".", ""])
 def test_an_output_that_cannot_be_written_is_refused_before_any_flow(where, tmp_path, monkeypatch, capsys):
     _no_flow(monkeypatch)
