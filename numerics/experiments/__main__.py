@@ -91,15 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _kept(args) -> str:
-    """What a lost scheduler or Ctrl-C leaves behind, and how to finish the work (nothing before
-    a sweep's settings, or a reproduction's folder of runs, are written)."""
-    import os
-
-    from .directory import RUNS, SETTINGS_FILE
-
-    started = {"sweep": SETTINGS_FILE, "reproduce": RUNS}.get(args.command)
-    if started is not None and not os.path.lexists(os.path.join(args.output, started)):
-        return f"{args.command} had kept nothing yet: rerun the command"
+    """What a lost scheduler or Ctrl-C leaves behind, and how to finish the work."""
     if args.command == "sweep":
         return (f"the finished runs are kept in {args.output}/runs: rerun the same command with --resume "
                 f"to complete them")
@@ -123,11 +115,20 @@ def _run(work, args):
 
 
 def _interrupted(argv):
-    """What an interrupted command keeps (:func:`_kept`), for its one line."""
+    """What an interrupted command keeps (:func:`_kept`), for its one line: nothing before a sweep's
+    settings, or a reproduction's folder of runs, are written."""
+    import os
+
+    from .directory import RUNS, SETTINGS_FILE
+
     try:
-        return _kept(build_parser().parse_args(argv))
+        args = build_parser().parse_args(argv)
     except UsageError:
         return None
+    started = {"sweep": SETTINGS_FILE, "reproduce": RUNS}.get(args.command)
+    if started is not None and not os.path.lexists(os.path.join(args.output, started)):
+        return f"{args.command} had kept nothing yet: rerun the command"
+    return _kept(args)
 
 
 @exit_on_interrupt(PROG, note=_interrupted)
