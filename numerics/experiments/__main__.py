@@ -115,11 +115,20 @@ def _run(work, args):
 
 
 def _interrupted(argv):
-    """What an interrupted command keeps (:func:`_kept`), for its one line."""
+    """What an interrupted command keeps (:func:`_kept`), for its one line: nothing before a sweep's
+    settings, or a reproduction's folder of runs, are written."""
+    import os
+
+    from .directory import RUNS, SETTINGS_FILE
+
     try:
-        return _kept(build_parser().parse_args(argv))
+        args = build_parser().parse_args(argv)
     except UsageError:
         return None
+    started = {"sweep": SETTINGS_FILE, "reproduce": RUNS}.get(args.command)
+    if started is not None and not os.path.lexists(os.path.join(args.output, started)):
+        return f"{args.command} had kept nothing yet: rerun the command"
+    return _kept(args)
 
 
 @exit_on_interrupt(PROG, note=_interrupted)

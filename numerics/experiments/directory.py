@@ -10,12 +10,15 @@ directory it cannot use, changing nothing in it:
   is open (the kernel releases it however the process ends); a ``.lock`` that
   is not a regular file, or is held, is refused.
 * **Kind.** A directory holds one kind of experiment (:data:`KINDS`), known by
-  its files, or by the ``experiment`` of its stored runs; another is refused.
+  its files (results and figures), or by the ``experiment`` of its stored runs;
+  another is refused.
 * **Settings.** A sweep records them in :data:`SETTINGS_FILE` before any work,
-  a Figure-2 run in its ``fig2.json``; :meth:`ExperimentDirectory.settings`
-  reads them checked (:func:`check_sweep_settings`). Stored runs of unknown
-  settings (a damaged sweep, or one of an earlier layout, which is not read)
-  are refused; no stored result is ever removed.
+  a Figure-2 or Figure-3 run in its ``fig2.json`` or ``fig3.json``
+  (:data:`SETTINGS_FILES`); :meth:`ExperimentDirectory.settings` reads them
+  checked (:func:`check_sweep_settings`). Stored runs or results of unknown
+  settings (a settings file lost, or a sweep of an earlier layout, which is not
+  read) are refused; no stored result is ever removed or replaced by another
+  settings' result.
 * **Files.** Entering the directory (``with``) begins the work:
   :meth:`ExperimentDirectory.begin` records the process id in the
   lock file and removes the temporary files (``.*.tmp``) of killed writes;
@@ -31,10 +34,12 @@ from pathlib import Path
 
 from derivations.core.atomic_file import atomic_write_text
 from derivations.core.cli import UsageError
+from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from .settings import check_sweep_settings, different_setting, shown, shown_option
 
-__all__ = ["ExperimentDirectory", "DirectoryRefused", "KINDS", "LOCK_FILE", "SETTINGS_FILE", "SETTINGS_FORMAT", "RUNS"]
+__all__ = ["ExperimentDirectory", "DirectoryRefused", "KINDS", "LOCK_FILE", "SETTINGS_FILE", "SETTINGS_FILES",
+           "SETTINGS_FORMAT", "RUNS"]
 
 #: The lock file of a directory.
 LOCK_FILE = ".lock"
@@ -44,13 +49,30 @@ SETTINGS_FILE = "sweep-settings.json"
 SETTINGS_FORMAT = "qkov.experiments.sweep.settings/1"
 #: The folder of the stored runs (sweeps and reproductions).
 RUNS = "runs"
-#: kind -> the files that say a directory holds an experiment of that kind.
-KINDS = {"sweep": (SETTINGS_FILE, "results.csv", "sweep.json"), "reproduction": ("report.json", "report.md"),
-         "fig2": ("fig2.json",)}
+#: The output circuits of Figure 3 (:data:`numerics.experiments.fixed_attention.OUTPUT_CIRCUITS`).
+_FIG3_CIRCUITS = ("collapsed", "factorized")
+
+
+def _figures(*stems) -> tuple:
+    """The figure files ``<stem>.png`` and ``<stem>.pdf`` of each stem."""
+    return tuple(f"{stem}.{ext}" for stem in stems for ext in ("png", "pdf"))
+
+
+#: kind -> the files that say a directory holds an experiment of that kind (its results and figures).
+KINDS = {"sweep": (SETTINGS_FILE, "results.csv", "sweep.json", *_figures("sweep", "proxies")),
+         "reproduction": ("report.json", "report.md"),
+         "fig2": ("fig2.json", *_figures(*(f"fig2_{p}" for p in PARAMETERIZATIONS))),
+         "fig3": ("fig3.json", *_figures(*(f"fig3_{c}" for c in _FIG3_CIRCUITS)))}
+#: kind -> the file that records its settings (a reproduction records none).
+SETTINGS_FILES = {"sweep": SETTINGS_FILE, "fig2": "fig2.json", "fig3": "fig3.json"}
+#: The kinds that store runs in :data:`RUNS`.
+_STORING = ("sweep", "reproduction")
+#: How a message names a kind's experiment.
+_NAMED = {"sweep": "a sweep", "reproduction": "a reproduction", "fig2": "a fig2 run", "fig3": "a fig3 run"}
 #: The kind of a stored run, by its job's ``experiment``.
 _KIND_OF_JOB = {"sweep": "sweep", "fig2": "reproduction", "fig3": "reproduction"}
-#: Largest settings file read (bytes); ``fig2.json`` holds every run's loss log.
-_MAX_BYTES = {SETTINGS_FILE: 1 << 20, "fig2.json": 1 << 30}
+#: Largest settings file read (bytes); ``fig2.json`` and ``fig3.json`` hold every run's loss log.
+_MAX_BYTES = {SETTINGS_FILE: 1 << 20, "fig2.json": 1 << 30, "fig3.json": 1 << 30}
 
 
 class DirectoryRefused(UsageError, ValueError):
@@ -65,7 +87,7 @@ class ExperimentDirectory:
     path : str or os.PathLike
         An existing directory (``--output``, created and probed by the command).
     kind : str
-        ``"sweep"``, ``"reproduction"`` or ``"fig2"`` (:data:`KINDS`).
+        ``"sweep"``, ``"reproduction"``, ``"fig2"`` or ``"fig3"`` (:data:`KINDS`).
     lock : bool, optional
         Hold the lock (default); ``False`` only reads (``reproduce --collect``,
         which may run while the work goes on).
@@ -125,19 +147,19 @@ class ExperimentDirectory:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             self.close(refused=False)
-            raise self._refuse(f"is in use by another sweep, reproduction or fig2 run (its lock file "
+            raise self._refuse(f"is in use by another sweep, reproduction, fig2 or fig3 run (its lock file "
                                f"{LOCK_FILE} is held); wait for it to end or choose another directory") from None
 
     def _check_entries(self) -> None:
         """Refuse a ``runs`` that is not a directory and a directory of another kind."""
-        if self.kind != "fig2" and _entry_kind(self.path / RUNS) not in (None, "a directory", "a link to a directory"):
-            raise self._refuse(f"has a {RUNS} that is {_entry_kind(self.path / RUNS)}, not the folder of "
+        runs = _entry_kind(self.path / RUNS)
+        if self.kind in _STORING and runs not in (None, "a directory", "a link to a directory"):
+            raise self._refuse(f"has a {RUNS} that is {runs}, not the folder of "
                                f"stored runs; move it away or choose another directory")
         held = self.held_kind()
         if held is not None and held != self.kind:
-            named = {"sweep": "a sweep", "reproduction": "a reproduction", "fig2": "a fig2 run"}
             marker = next((m for m in KINDS[held] if os.path.lexists(self.path / m)), f"{RUNS}/")
-            raise self._refuse(f"holds {named[held]} ({marker}), not {named[self.kind]}; choose another directory")
+            raise self._refuse(f"holds {_NAMED[held]} ({marker}), not {_NAMED[self.kind]}; choose another directory")
 
     def held_kind(self):
         """The kind of experiment the directory holds by its files (:data:`KINDS`), or None."""
@@ -184,29 +206,26 @@ class ExperimentDirectory:
         """The stored settings (checked), or None where none are stored.
 
         A sweep's come from :data:`SETTINGS_FILE` (without its ``format`` tag), a
-        Figure-2 run's from ``fig2.json``; a reproduction records none.
+        Figure-2 or Figure-3 run's from the ``settings`` of its ``fig2.json`` or
+        ``fig3.json`` (:data:`SETTINGS_FILES`); a reproduction records none.
 
         Raises
         ------
         DirectoryRefused
-            The file cannot be read or is damaged, or a sweep's runs are stored
-            without settings (a damaged sweep, or one of an earlier layout).
+            The file cannot be read or is damaged, or runs or results are stored
+            without it (a settings file lost, or a sweep of an earlier layout).
         """
-        if self.kind == "reproduction":
-            return None
-        if self.kind == "fig2":
-            data = self._read_json("fig2.json")
-            found = data.get("settings") if isinstance(data, dict) else None
-            if data is not None and not isinstance(found, dict):
-                raise self._refuse("has a fig2.json without its settings; choose another directory")
-            return found
-        data = self._read_json(SETTINGS_FILE)
+        name = SETTINGS_FILES.get(self.kind)
+        data = None if name is None else self._read_json(name)
         if data is None:
-            if any(os.path.lexists(self.path / m) for m in KINDS["sweep"]) or self.has_runs():
-                raise self._refuse(f"holds stored runs or results of a sweep but no {SETTINGS_FILE} (a damaged "
-                                   f"sweep, or one of an earlier layout, which is not read); its settings are "
-                                   f"unknown, so it is not continued: choose another directory")
+            if name is not None:
+                self._refuse_unknown_settings(name)
             return None
+        if self.kind != "sweep":
+            found = data.get("settings") if isinstance(data, dict) else None
+            if not isinstance(found, dict):
+                raise self._refuse(f"has a {name} without its settings; choose another directory")
+            return found
         if not isinstance(data, dict) or data.get("format") != SETTINGS_FORMAT:
             tag = data.get("format") if isinstance(data, dict) else None
             raise self._refuse(f"has a {SETTINGS_FILE} of another layout (format {shown(tag)}, not "
@@ -216,6 +235,17 @@ class ExperimentDirectory:
         if problem is not None:
             raise self._refuse(f"has a damaged {SETTINGS_FILE}: {problem}; choose another directory")
         return found
+
+    def _refuse_unknown_settings(self, name: str) -> None:
+        """Refuse a directory whose runs or results are stored without their settings file ``name``."""
+        held = next((m for m in KINDS[self.kind] if os.path.lexists(self.path / m)), None)
+        if held is None and self.kind in _STORING and self.has_runs():
+            held = f"{RUNS}/"
+        if held is not None:
+            what, why = (("stored runs or results", "a damaged sweep, or one of an earlier layout, which is not "
+                          "read") if self.kind in _STORING else ("results", "lost or moved"))
+            raise self._refuse(f"holds {what} of {_NAMED[self.kind]} ({held}) but no {name} ({why}); its settings "
+                               f"are unknown, so it is neither continued nor replaced: choose another directory")
 
     def refuse_other_settings(self, settings: dict) -> None:
         """Refuse, naming the first difference as its option, to replace results of other settings

@@ -67,10 +67,26 @@ def _positives(v) -> bool:
     return isinstance(v, list) and bool(v) and all(map(_positive, v))
 
 
+def _task(v) -> bool:
+    """A task's name, or its canonical text (a task file's) that reads back as a task."""
+    if not isinstance(v, str):
+        return False
+    if not v.startswith("{"):
+        return True
+    from derivations.engine.task_file import task_from_text
+
+    try:
+        task_from_text(v)
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
 def _pairs(v) -> bool:
-    return isinstance(v, list) and all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str)
-                                       and isinstance(p[1], (int, float)) and not isinstance(p[1], bool)
-                                       for p in v)
+    return (isinstance(v, list) and all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str)
+                                        and isinstance(p[1], (int, float)) and not isinstance(p[1], bool)
+                                        and math.isfinite(p[1]) for p in v)
+            and len({p[0] for p in v}) == len(v))
 
 
 def check_sweep_settings(settings: dict):
@@ -109,8 +125,8 @@ def check_sweep_settings(settings: dict):
     checks = [("ratios", _positives, "a non-empty list of numbers > 0"),
               ("target_loss", lambda v: _positive(v) or _positives(v), "a number > 0 or a list of them"),
               ("lr_ov", _positive, "a number > 0"), ("init", lambda v: isinstance(v, str), "a name"),
-              ("task", lambda v: isinstance(v, str), "a task name"),
-              ("task_params", _pairs, 'a list of ["name", number] pairs'),
+              ("task", _task, "a task name or the stored text of a task"),
+              ("task_params", _pairs, 'a list of ["name", number] pairs, each name once'),
               ("dtype", lambda v: v in ("float64", "float32"), '"float64" or "float32"')]
     for key, ok, what in checks:
         if key in settings and not ok(settings[key]):
@@ -139,7 +155,9 @@ def _text(v) -> str:
 
 
 def _as_option(key, value) -> str:
-    """A setting's value as it is written on the command line (``--params m=5,n=50``), cut short."""
+    """A setting's value as it is written on the command line (``--params m=5,n=50``), cut short; a
+    setting not recorded (None) as its default."""
+    value = _UNNAMED_DEFAULTS.get(key) if value is None else value
     if key == "task" and value is None:
         text = "authors"
     elif key == "task_params":

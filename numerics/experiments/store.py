@@ -4,10 +4,10 @@ r"""The resumable result store: one atomic, self-describing JSON file per finish
 :class:`ResultStore` keeps ``{"format", "key", "job", "result"}`` per job in
 ``<directory>/<key>.json``, written atomically (temporary file, fsync,
 rename) as soon as the job finishes. A file that is damaged (truncated,
-unparsable, of the wrong shape, holding another job, a directory in its
-place, or a result body that the store's ``validate`` rejects) counts as
-missing: the job is recomputed and the file replaced. Data only (JSON, never
-pickle).
+unparsable, of the wrong shape, holding another job, a directory, a FIFO or a
+device in its place, larger than :data:`MAX_BYTES`, or a result body that the
+store's ``validate`` rejects) counts as missing: the job is recomputed and the
+file replaced. Data only (JSON, never pickle), read without blocking.
 """
 from __future__ import annotations
 
@@ -15,15 +15,18 @@ import hashlib
 import json
 import os
 import socket
+import stat
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from derivations.core.atomic_file import atomic_write_text
 
-__all__ = ["STORE_FORMAT", "ResultStore", "job_key"]
+__all__ = ["STORE_FORMAT", "MAX_BYTES", "ResultStore", "job_key"]
 
 #: Tag written into every stored file; a file without it is not ours and is recomputed.
 STORE_FORMAT = "qkov.experiments.runner.ResultStore/1"
+#: Largest stored file read (bytes); a larger one counts as damaged and is recomputed.
+MAX_BYTES = 1 << 30
 
 
 def _canonical(job: Any) -> str:
@@ -71,6 +74,19 @@ def job_key(job: dict) -> str:
                          f"None, lists, dicts): {exc}") from None
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
+
+
+def _bounded_read(path: Path) -> bytes:
+    """The bytes of the regular file ``path``; ``ValueError`` for anything else (a FIFO or a
+    device, opened without blocking and not read) or a file over :data:`MAX_BYTES`."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"{path} is not a regular file")
+        data = handle.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        raise ValueError(f"{path} is larger than {MAX_BYTES} bytes")
+    return data
 
 
 def _free_name(path: Path) -> Path:
@@ -186,8 +202,7 @@ class ResultStore:
 
     def _read(self, path: Path, key: str | None = None):
         try:
-            with open(path, encoding="utf-8") as handle:
-                record = json.load(handle)
+            record = json.loads(_bounded_read(path).decode("utf-8"))
         except (OSError, ValueError, UnicodeDecodeError, RecursionError):
             return None
         if (not isinstance(record, dict) or record.get("format") != STORE_FORMAT

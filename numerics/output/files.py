@@ -157,8 +157,9 @@ def save_figure(fig, output_dir, name, formats=("png", "pdf"), dpi=DPI, style=No
     absent; ``output_dir`` is created if missing; ``style`` (rc parameters,
     e.g. :data:`~numerics.output.style.STYLE`) is in force while saving, in a
     :func:`matplotlib.rc_context` (the global ``rcParams`` are left as they
-    were). No creation date is written (:data:`METADATA`): the same figure
-    gives the same bytes. A pyplot figure is closed afterwards.
+    were), and no floating-point warning of the drawing is shown. No creation
+    date is written (:data:`METADATA`): the same figure gives the same bytes.
+    A pyplot figure is closed afterwards.
 
     Parameters
     ----------
@@ -185,12 +186,15 @@ def save_figure(fig, output_dir, name, formats=("png", "pdf"), dpi=DPI, style=No
     OSError
         A file cannot be written.
     """
+    import warnings
+
     import matplotlib
 
     directory = Path(output_dir)
     directory.mkdir(parents=True, exist_ok=True)
     out = []
-    with matplotlib.rc_context(style or {}):
+    with matplotlib.rc_context(style or {}), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
         for fmt in check_formats(formats):
             path = directory / f"{name}.{fmt}"
             atomic_write(path, lambda fh: fig.savefig(fh, dpi=dpi, format=fmt, metadata=METADATA.get(fmt)),

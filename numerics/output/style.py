@@ -163,7 +163,9 @@ def new_figure(nrows, ncols, height=None, *, figsize=None, style=None, **subplot
 
 def drawn_in(style):
     """A decorator: the plotting function runs with the rc parameters ``style`` in force
-    (a :func:`matplotlib.rc_context`; the global ``rcParams`` are left as they were).
+    (a :func:`matplotlib.rc_context`; the global ``rcParams`` are left as they were) and
+    without floating-point warnings (matplotlib's own overflow of a log axis whose data
+    reach the largest floats is not the user's concern).
 
     Parameters
     ----------
@@ -176,12 +178,14 @@ def drawn_in(style):
         ``decorator(plot)``: ``plot`` run in ``style``.
     """
     import functools
+    import warnings
 
     def decorator(plot):
         @functools.wraps(plot)
         def wrapper(*args, **kwargs):
             import matplotlib
-            with matplotlib.rc_context(style):
+            with matplotlib.rc_context(style), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
                 return plot(*args, **kwargs)
         return wrapper
     return decorator

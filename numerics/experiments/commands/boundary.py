@@ -14,21 +14,27 @@ relevant tokens at that loss), ``crossover_lambda`` and ``reason`` (why there is
   ``crossover_lambda`` the coordinate :math:`\Lambda` at :math:`r^*` (no collapse behind it).
 
 Bad input (``--seeds`` or ``--init-scale`` with ``--init zero``, ``--init zero`` for a task not
-of the shape, a ratio range outside the flow's, a target not below a start's loss, ...) is one
-line and exit status 2, before any flow.
+of the shape, a ratio range outside the flow's, a master curve searched beyond :data:`MAX_LAMBDA`,
+a target named twice or not below a start's loss, ...) is one line and exit status 2, before any flow.
 """
 from __future__ import annotations
 
 from derivations.core.cli import UsageError, parse_int, parse_list, parse_number
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
+from ..stopping import target_losses
 from .common import checked, number, param_values, task_from_args
 
-__all__ = ["add_parser", "prepare"]
+__all__ = ["MAX_LAMBDA", "add_parser", "prepare"]
 
 #: Why a parameterization other than CACO gets no crossover ratio.
 NOT_CACO = ("no master curve: the crossover is derived for collapsed circuits (CACO), whose metric "
             "is constant; the factorized parameterizations' is not")
+
+
+#: Largest Lambda the master curve is searched up to: its flow answers in under a second up to
+#: about 1e12 and may take minutes, or fail, from about 1e16 (a small ``b`` or a wide ``--ratio-range``).
+MAX_LAMBDA = 1e12
 
 
 #: A parameter's name in the flow's messages -> the option that sets it.
@@ -120,8 +126,25 @@ def _zero_settings(args) -> dict:
     for loss in targets:
         if not 0 < loss < top:
             raise UsageError(f"--target-loss must be in (0, log M = {top:.6g}); got {loss:g}")
+    checked(target_losses, targets)
+    _check_lambda_window(shape, targets, lo, hi)
     return {"task": args.task, "shape": shape, "parameterizations": params,
             "target_losses": targets, "init": "zero", "ratio_range": [lo, hi]}
+
+
+def _check_lambda_window(shape, targets, lo, hi) -> None:
+    """Refuse a search of the master curve beyond :data:`MAX_LAMBDA` (inside the window, where it runs)."""
+    import numpy as np
+
+    from numerics.dynamics.crossover import lambda_of_ratio, window_reason
+    if window_reason(shape["s"], shape["m"], shape["R"]) is not None:
+        return
+    with np.errstate(over="ignore"):
+        top = float(np.max(lambda_of_ratio(hi, np.asarray(targets), shape["M"], shape["b"])))
+    if not top <= MAX_LAMBDA:
+        raise UsageError(f"--ratio-range up to {hi:g} gives Lambda = r (M-1) l(L)^2 / (M b) up to {top:.3g} at "
+                         f"--target-loss {min(targets):g} (M = {shape['M']:g}, b = {shape['b']:g}), beyond the "
+                         f"{MAX_LAMBDA:g} the master curve is searched to; give a lower HI")
 
 
 def _flow_settings(args, init) -> dict:

@@ -17,13 +17,15 @@ from .. import task_sampling
 
 __all__ = ["PROG", "add_common", "add_task_arguments", "param_values", "task_from_args", "seq_len_for",
            "number", "parse_seeds", "workers", "run_options", "output_dir", "open_directory", "checked",
-           "option_message", "flag_message", "json_text", "finite_or_none", "MAX_SEEDS", "warn",
-           "warn_diverged", "DIVERGED"]
+           "option_message", "flag_message", "json_text", "finite_or_none", "MAX_SEEDS", "MAX_CONNECT_TIMEOUT",
+           "warn", "warn_diverged", "DIVERGED"]
 
 #: Program name of the one-line messages.
 PROG = "experiments"
 #: Most seeds one ``--seeds`` list may name (the memory check then bounds the rest).
 MAX_SEEDS = 1_000_000
+#: Longest ``--connect-timeout`` (seconds): one day (a longer one overflows the sockets' timeout).
+MAX_CONNECT_TIMEOUT = 86400.0
 
 
 def add_common(p, *, output_required=False):
@@ -43,7 +45,8 @@ def add_common(p, *, output_required=False):
                         "(needs the optional extra qkov[distributed]; tls:// is not supported)")
     p.add_argument("--connect-timeout", default="30", metavar="SECONDS",
                    help="with --scheduler: seconds to wait for the scheduler to answer and for a worker to be "
-                        "connected to it, before any work and again when the runs are sent (default 30)")
+                        "connected to it, before any work and again when the runs are sent (in (0, "
+                        f"{MAX_CONNECT_TIMEOUT:g}]; default 30)")
     p.add_argument("--output", default=None, required=output_required, metavar="DIR",
                    help="directory for results and figures (created and tried before any work)"
                    + ("" if output_required else "; default: print only"))
@@ -176,9 +179,12 @@ def run_options(args, workers: int) -> dict:
     Raises
     ------
     derivations.core.cli.UsageError
-        A bad timeout or address, or no scheduler or worker in time.
+        A bad timeout (over :data:`MAX_CONNECT_TIMEOUT`) or address, or no scheduler or worker in time.
     """
     timeout = number("--connect-timeout", args.connect_timeout)
+    if timeout > MAX_CONNECT_TIMEOUT:
+        raise UsageError(f"--connect-timeout must be a number of seconds in (0, {MAX_CONNECT_TIMEOUT:g}]; "
+                         f"got {args.connect_timeout!r}")
     if args.scheduler is not None:
         from ..cluster import check_scheduler
 
@@ -226,7 +232,7 @@ def open_directory(args, kind: str, check=None):
     args : argparse.Namespace
         The parsed command line.
     kind : str
-        ``"sweep"``, ``"reproduction"`` or ``"fig2"``.
+        ``"sweep"``, ``"reproduction"``, ``"fig2"`` or ``"fig3"``.
     check : callable, optional
         ``check(directory)``, before any work: raises to refuse the directory.
 
@@ -256,12 +262,12 @@ def open_directory(args, kind: str, check=None):
 OPTION_NAMES = {"lr_qk": "--lr-qk", "lr_ov": "--lr-ov", "qk_ramp": "--qk-ramp", "seq_len": "--seq-len",
                 "batch_size": "--batch-size", "epochs": "--epochs", "steps_per_epoch": "--steps-per-epoch",
                 "eval_batches": "--eval-batches", "max_steps": "--max-steps", "target_loss": "--target-loss",
-                "lr": "--lr", "seed": "--seed", "alphas": "--alphas"}
+                "lr": "--lr", "seed": "--seed", "alphas": "--alphas", "ratio": "--ratios"}
 _FIELD = re.compile(r"\b(" + "|".join(OPTION_NAMES) + r")\b")
 
 
 def option_message(text: str) -> str:
-    """``text`` with its first internal field name (``batch_size``) replaced by the option (``--batch-size``).
+    """``text`` with every internal field name (``batch_size``) replaced by its option (``--batch-size``).
 
     Parameters
     ----------
@@ -271,7 +277,7 @@ def option_message(text: str) -> str:
     -------
     str
     """
-    return _FIELD.sub(lambda m: OPTION_NAMES[m[1]], str(text), count=1)
+    return _FIELD.sub(lambda m: OPTION_NAMES[m[1]], str(text))
 
 
 def flag_message(exc, flags) -> str:
@@ -306,7 +312,7 @@ def checked(call, *args, flags=None, **kwargs):
         Its arguments.
     flags : dict, optional
         ``{name: option}`` for a message that starts with a parameter's name (:func:`flag_message`);
-        default: the first internal field name in the message becomes its option (:func:`option_message`).
+        default: every internal field name in the message becomes its option (:func:`option_message`).
 
     Returns
     -------

@@ -1,6 +1,8 @@
 """``python -m numerics.experiments fig3``: the fixed-attention runs of Figure 3."""
 from __future__ import annotations
 
+import contextlib
+
 from derivations.core.cli import parse_int, parse_list
 
 from . import common
@@ -58,7 +60,8 @@ def prepare(args):
     Raises
     ------
     derivations.core.cli.UsageError
-        Bad input (one line), before anything is written.
+        Bad input (one line), before anything is written: also an ``--output`` that holds
+        another kind of experiment, a fig3 run of other settings, or is in use.
     """
     from .. import jobs as jobs_mod
     from ..runner import run_jobs
@@ -75,22 +78,22 @@ def prepare(args):
         seed=parse_int("--seed", args.seed, 0))
     check_memory(fig3_bytes(config), "fig3", config, f"{len(config.alphas)} alphas")
     run = common.run_options(args, common.workers(args))
-    output = common.output_dir(args)
+    directory = None if args.output is None else common.open_directory(
+        args, "fig3", lambda d: d.refuse_other_settings(config.to_dict()))[0]
 
     def work():
         job = {"experiment": "fig3", "config": config.to_dict()}
-        res = run_jobs(jobs_mod.fig3_job, [job], desc="fig3", epochs=jobs_mod.job_epochs, **run)[0]
-        payload = {"alpha": res["alpha"], "loss": res["loss"], "incentive": res["incentive"],
-                   "final_loss": res["final_loss"], "loss_shifted": res["loss_shifted"],
-                   "train_loss": res["train_loss"], "settings": config.to_dict()}
-        if output is not None:
-            from derivations.core.atomic_file import atomic_write_text
+        with directory or contextlib.nullcontext():
+            res = run_jobs(jobs_mod.fig3_job, [job], desc="fig3", epochs=jobs_mod.job_epochs, **run)[0]
+            payload = {"alpha": res["alpha"], "loss": res["loss"], "incentive": res["incentive"],
+                       "final_loss": res["final_loss"], "loss_shifted": res["loss_shifted"],
+                       "train_loss": res["train_loss"], "settings": config.to_dict()}
+            if directory is not None:
+                from .. import plots
 
-            from .. import plots
-
-            atomic_write_text(output / "fig3.json", common.json_text(payload))
-            plots.save_figure(plots.plot_fig3({config.output_circuit: payload}), output,
-                              f"fig3_{config.output_circuit}")
+                directory.write_text("fig3.json", common.json_text(payload))
+                plots.save_figure(plots.plot_fig3({config.output_circuit: payload}), directory.path,
+                                  f"fig3_{config.output_circuit}")
         return payload
     return work, format_fig3
 

@@ -3,7 +3,8 @@
 The expected-count gradient flow of a task (:func:`numerics.experiments.predict.predict`)
 from each SGD seed's initial matrices, read off where the loss first reaches each target.
 It prints a table, or with ``--json`` one object ``{"settings": ..., "records": [...]}``;
-``--output FILE`` also writes that object to ``FILE`` (atomically); ``--quiet`` hides the
+``--output FILE`` also writes that object to ``FILE`` (atomically; a file that holds anything
+else than the result of the same settings is refused, not replaced); ``--quiet`` hides the
 progress bar only.  A target a flow does not reach is reported as not reached, and no
 floating-point warning reaches the user.  Bad input (an unknown parameterization, a ratio
 outside :data:`~numerics.experiments.theory.RATIO_RANGE`, a duplicate target, a target not
@@ -14,6 +15,7 @@ exits with status 2 before any flow is run.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from derivations.core.cli import UsageError, parse_int, parse_list, progress_bar
@@ -75,7 +77,8 @@ def add_parser(sub) -> None:
     a("--lr-ov", default="0.01", metavar="X",
       help="OV learning rate: converts flow time to SGD steps (default 0.01)")
     a("--output", default=None, metavar="FILE",
-      help="also write the JSON object to FILE (atomically; its directory must exist)")
+      help="also write the JSON object to FILE (atomically; its directory must exist; an existing FILE "
+           "holding anything else than the result of the same settings is refused, not replaced)")
     a("--json", action="store_true", help="print one JSON object on stdout")
     a("--quiet", action="store_true", dest="no_bar", help="no progress bar (the table or JSON is still printed)")
     pp.set_defaults(quiet=False)
@@ -99,14 +102,38 @@ def _settings(args) -> tuple:
                    task=st.name, task_params=st.params, flags=_FLAGS), scale
 
 
-def _output_file(text):
-    """``--output FILE``: a path whose directory exists and takes files (None if not given)."""
+#: Largest existing ``--output`` file read to compare its settings (bytes).
+_MAX_OUTPUT_BYTES = 1 << 30
+
+
+def _output_file(text, settings):
+    """``--output FILE``: a new or regular file (not a link, which the atomic write would replace, nor a
+    device or a FIFO) whose directory exists and takes files, and which holds no other result than
+    this one of ``settings`` (None if not given)."""
     if text is None:
         return None
     path = Path(text)
-    if not text or path.is_dir() or not path.parent.is_dir() or not os.access(path.parent, os.W_OK):
-        raise UsageError(f"--output must name a file in an existing, writable directory; got {text!r}")
+    if (not text or (os.path.lexists(path) and not stat.S_ISREG(os.lstat(path).st_mode))
+            or not path.parent.is_dir() or not os.access(path.parent, os.W_OK)):
+        raise UsageError(f"--output must name a new or regular file (not a directory, a link or a device) in an "
+                         f"existing, writable directory; got {text!r}")
+    if os.path.lexists(path) and not _holds_result_of(path, settings):
+        raise UsageError(f"--output {text!r} holds something else than the predict result of these settings, "
+                         "which it would replace; choose another file (or remove it)")
     return path
+
+
+def _holds_result_of(path, settings) -> bool:
+    """Whether the regular file ``path`` holds a predict result of ``settings`` (it may be written again)."""
+    import json
+
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(_MAX_OUTPUT_BYTES + 1)
+        stored = json.loads(data.decode("utf-8")) if len(data) <= _MAX_OUTPUT_BYTES else None
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(stored, dict) and stored.get("settings") == json.loads(json_text(settings))
 
 
 def format_table(payload) -> str:
@@ -165,7 +192,7 @@ def prepare(args):
     from ..predict import predict
 
     s, init_scale = _settings(args)
-    output = _output_file(args.output)
+    output = _output_file(args.output, s)
 
     def work():
         flows = len(s["parameterizations"]) * len(s["ratios"]) * len(s["seeds"])

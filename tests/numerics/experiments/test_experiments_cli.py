@@ -195,6 +195,8 @@ BAD = [
     (["fig2", "--seeds", "12,x"], "--seeds"),
     (["fig2", "--seeds", "1,1"], "distinct"),
     (["fig2", "--workers", "0"], "--workers"),
+    (["fig2", "--epochs", "1", "--seeds", "1", "--scheduler", "tcp://127.0.0.1:9", "--connect-timeout", "1e300"],
+     "--connect-timeout must be a number of seconds in (0, 86400]"),
     (["fig2", "--stop", "never"], "invalid choice"),
     (["fig3", "--alphas", "0.5,1.2"], "--alphas must lie in (0, 1]"),
     (["fig3", "--alphas", "0"], "--alphas"),
@@ -205,6 +207,8 @@ BAD = [
       "--output", "OUT"], "--ratios must be > 0"),
     (["sweep", "--parameterizations", "CACO", "--ratios", "nan", "--seeds", "1", "--target-loss", "0.1",
       "--output", "OUT"], "--ratios must be finite"),
+    (["sweep", "--parameterizations", "CACO", "--ratios", "1e308", "--lr-ov", "10", "--seeds", "1",
+      "--target-loss", "0.1", "--output", "OUT"], "--ratios 1e+308 gives eta_QK = --ratios x --lr-ov = inf"),
     (["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1", "--target-loss", "-1",
       "--output", "OUT"], "--target-loss"),
     (["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "two", "--target-loss", "0.1",
@@ -496,7 +500,7 @@ def test_smaller_messages_name_the_option(tmp_path, capsys, no_figures):
     assert "--batch-size must be a multiple of 4" in capsys.readouterr().err
     assert main([*TINY_SWEEP, "--ratios", "5e-324", "--seeds", "1", "--output", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err
-    assert "ratio 5e-324" in err and "lr_qk" not in err
+    assert "--ratios 5e-324" in err and "--lr-ov" in err and "lr_qk" not in err and "lr_ov" not in err
     sweep_dir = tmp_path / "s"
     assert main([*TINY_SWEEP, "--ratios", "1", "--seeds", "1", "--output", str(sweep_dir)]) == 0
     (sweep_dir / "runs").mkdir(exist_ok=True)

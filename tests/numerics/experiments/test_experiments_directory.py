@@ -1,4 +1,4 @@
-"""numerics.experiments.directory: the one output-directory object of sweep, reproduce and fig2.
+"""numerics.experiments.directory: the one output-directory object of sweep, reproduce, fig2 and fig3.
 
 A damaged, foreign or locked directory is refused in one line (exit 2) before any work, with nothing
 in it changed; links are never followed; stored runs are never removed or replaced; leftovers of
@@ -103,6 +103,11 @@ DAMAGE = {
                                           (out / "sweep-settings.json").mkdir()), "sweep-settings.json"),
     "settings of another layout": (lambda out: _settings(out, format="qkov.experiments.sweep.settings/0"),
                                    "another layout"),
+    "task text not JSON": (lambda out: _settings(out, task="{bad"), '"task" must be a task name or the stored text'),
+    "task parameter twice": (lambda out: _settings(out, task_params=[["M", 4], ["M", 5]]),
+                             '"task_params" must be a list of ["name", number] pairs, each name once'),
+    "task parameter not finite": (lambda out: _settings(out, task_params=[["M", float("nan")]]),
+                                  '"task_params" must be'),
 }
 
 
@@ -177,10 +182,52 @@ def test_fig2_refuses_to_replace_a_run_of_other_settings(tmp_path, capsys, no_fi
     refused([*FIG2, "--lr-qk", "0.02", "--output", str(out)], out, capsys, "other settings", "--lr-qk 0.01",
             "not --lr-qk 0.02")
     refused([*FIG2, "--parameterization", "FAFO", "--output", str(out)], out, capsys, "--parameterization CACO")
+    refused([*FIG2, "--dtype", "float32", "--output", str(out)], out, capsys,
+            "--dtype float64, not --dtype float32")          # float64, not recorded, is named as the default
     assert main([*FIG2, "--output", str(out)]) == 0
     assert (out / "fig2.json").read_bytes() == first
     with ExperimentDirectory(out, "fig2"):
         refused([*FIG2, "--output", str(out)], out, capsys, "in use")
+
+
+FIG3 = ["fig3", "--epochs", "1", "--steps-per-epoch", "5", "--eval-batches", "1", "--alphas", "0.5", "--workers", "1",
+        "--quiet"]
+
+
+def test_fig3_refuses_to_replace_a_run_of_other_settings_or_kind(finished, tmp_path, capsys, no_figures):
+    """fig3 --output is an experiment directory as fig2's: another fig3 run's settings, another kind of
+    experiment and a directory in use are refused, nothing changed; the same settings may write again."""
+    out = tmp_path / "f3"
+    assert main([*FIG3, "--output", str(out)]) == 0
+    first = (out / "fig3.json").read_bytes()
+    refused([*FIG3, "--lr", "0.05", "--output", str(out)], out, capsys, "other settings", "--lr 0.01",
+            "not --lr 0.05")
+    refused([*TINY_SWEEP, "--output", str(out)], out, capsys, "holds a fig3 run")
+    refused([*FIG2, "--output", str(out)], out, capsys, "holds a fig3 run")
+    assert main([*FIG3, "--output", str(out)]) == 0
+    assert (out / "fig3.json").read_bytes() == first
+    with ExperimentDirectory(out, "fig3"):
+        refused([*FIG3, "--output", str(out)], out, capsys, "in use")
+    sweep = copy(finished, tmp_path)
+    refused([*FIG3, "--output", str(sweep)], sweep, capsys, "holds a sweep")
+
+
+@pytest.mark.parametrize("argv, figure, settings", [(FIG2, "fig2_CACO.png", "fig2.json"),
+                                                    (FIG3, "fig3_collapsed.pdf", "fig3.json"),
+                                                    (TINY_SWEEP, "sweep.png", "sweep-settings.json")])
+def test_figures_without_their_settings_file_are_not_replaced(argv, figure, settings, tmp_path, capsys):
+    """A directory whose settings file is lost but whose figures remain holds results of unknown settings:
+    refused, the figures kept."""
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / figure).write_bytes(b"a figure of unknown settings")
+    refused([*argv, "--output", str(out)], out, capsys, f"({figure}) but no {settings}")
+
+
+def test_the_figures_of_every_output_circuit_mark_a_fig3_directory():
+    from numerics.experiments.fixed_attention import OUTPUT_CIRCUITS
+
+    assert {f"fig3_{c}.png" for c in OUTPUT_CIRCUITS} <= set(directory_mod.KINDS["fig3"])
 
 
 def test_resuming_a_task_sweep_with_its_default_parameter_written_out(tmp_path, capsys, no_figures):
@@ -196,6 +243,20 @@ def test_resuming_a_task_sweep_with_its_default_parameter_written_out(tmp_path, 
     err = refused([*base, "--params", "M=4,m=3", "--output", str(out), "--resume"], out, capsys,
                   "--params M=4, not M=4,m=3")
     assert "[" not in err and "--task-params" not in err
+
+
+@pytest.mark.parametrize("text", ["{bad", "{}", '{"defaults": {}, "parameters": [[1]]}'])
+def test_a_task_file_sweep_whose_stored_task_text_is_damaged_is_refused(text, tmp_path, capsys, no_figures):
+    """The stored text of a task file's task, damaged, is a damaged settings file (one line), not a
+    traceback of reading it back."""
+    example = Path(__file__).resolve().parents[3] / "docs" / "examples" / "query-copies-file.toml"
+    argv = ["sweep", "--task", str(example), "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1",
+            "--target-loss", "1", "--max-steps", "1", "--workers", "1", "--quiet", "--no-theory"]
+    out = tmp_path / "t"
+    assert main([*argv, "--output", str(out)]) == 0
+    _settings(out, task=text)
+    refused([*argv, "--output", str(out), "--resume"], out, capsys, "damaged sweep-settings.json",
+            '"task" must be a task name or the stored text of a task')
 
 
 def test_the_lock_is_created_without_following_and_released(tmp_path):

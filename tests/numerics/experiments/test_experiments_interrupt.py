@@ -98,3 +98,21 @@ def test_a_killed_sweep_leaves_no_leaked_semaphore_warning(tmp_path):
     process.kill()
     _, err = process.communicate(timeout=60)        # (the resource tracker writes to the same stderr)
     assert "leaked semaphore" not in err and "resource_tracker" not in err, err
+
+
+@pytest.mark.parametrize("command", [["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1",
+                                      "--target-loss", "3"], ["reproduce", "--quick"]])
+def test_ctrl_c_before_anything_is_kept_says_so(command, tmp_path, monkeypatch, capsys):
+    """Ctrl-C while the command still checks its input (waiting for a scheduler, say): the line does not
+    send the user to stored runs that do not exist."""
+    from numerics.experiments.__main__ import main
+    from numerics.experiments.commands import common
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(common, "run_options", interrupted)
+    out = tmp_path / "out"
+    assert main([*command, "--output", str(out)]) == 130
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "kept nothing yet: rerun the command" in err, err
+    assert "--resume" not in err and "are kept" not in err and not out.exists()

@@ -1,4 +1,6 @@
 """numerics.experiments.plots: the figure functions draw what they say."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -97,3 +99,14 @@ def test_plot_sweep_theory_records_beside_the_summary():
     axes = np.array(fig.axes).reshape(2, 3)
     np.testing.assert_allclose(_line(axes[0, 0], "CACO").get_ydata(), [0.4, 0.6])   # SGD: the summary
     assert [ln.get_label() for ln in axes[0, 1].get_lines()] == ["CACO (theory)", "FAFO (theory)"]
+
+
+@pytest.mark.parametrize("ratios", [(1e308,), (1.0, 1e308)])
+def test_a_ratio_near_the_largest_float_is_drawn_and_saved_without_warnings(ratios, tmp_path):
+    """``sweep --ratios 1e308`` (eta_QK finite): matplotlib's log axis overflows; no warning reaches stderr."""
+    summary = [{"parameterization": "CACO", "ratio": r, "n": 1, "reached": 1, "relevant_attention_mean": 0.3,
+                "relevant_attention_ci95": [0.2, 0.4]} for r in ratios]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        plots.save_figure(plots.plot_sweep(summary), tmp_path, "sweep")
+    assert [str(w.message) for w in caught] == []

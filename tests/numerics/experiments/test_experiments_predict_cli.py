@@ -95,6 +95,27 @@ def test_output_file_is_the_json_written_atomically(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["predict.json"]      # no temporary file left
 
 
+def test_an_output_file_of_another_result_is_refused_not_replaced(tmp_path, monkeypatch, capsys):
+    """A file that is not the predict result of these settings (another result, any other file) is kept;
+    the same settings may write it again."""
+    out = tmp_path / "predict.json"
+    argv = ["predict", "--parameterizations", "CACO", "--ratios", "1", "--target-loss", "1", "--quiet",
+            "--output", str(out)]
+    assert main(argv) == 0
+    first = out.read_bytes()
+    assert main(argv) == 0 and out.read_bytes() == first
+    capsys.readouterr()
+    _no_flow(monkeypatch)
+    for other in (["--ratios", "2"], []):
+        if not other:
+            out.write_text("my notes")
+        kept = out.read_bytes()
+        assert main([*argv, *other]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and captured.err.count("\n") == 1 and "would replace" in captured.err
+        assert out.read_bytes() == kept
+
+
 @pytest.mark.parametrize("where", ["missing/predict.json", ".", ""])
 def test_an_output_that_cannot_be_written_is_refused_before_any_flow(where, tmp_path, monkeypatch, capsys):
     _no_flow(monkeypatch)
@@ -103,6 +124,24 @@ def test_an_output_that_cannot_be_written_is_refused_before_any_flow(where, tmp_
     out, err = capsys.readouterr()
     assert out == "" and len(err.strip().splitlines()) == 1 and "--output" in err
     assert not (tmp_path / "missing").exists()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link", "dangling link", "link loop"])
+def test_an_output_that_is_not_a_regular_file_is_refused_and_kept(kind, tmp_path, monkeypatch, capsys):
+    """A FIFO (as a device such as /dev/full) or a link at --output is refused, not replaced by the
+    atomic write's rename."""
+    _no_flow(monkeypatch)
+    target = tmp_path / "predict.json"
+    {"fifo": lambda: os.mkfifo(target), "link": lambda: target.symlink_to(__file__),
+     "dangling link": lambda: target.symlink_to(tmp_path / "nowhere"),
+     "link loop": lambda: target.symlink_to(target)}[kind]()
+    before = os.lstat(target)
+    assert main(["predict", "--ratios", "1", "--output", str(target)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1 and "--output" in err
+    after = os.lstat(target)
+    assert (after.st_mode, after.st_ino) == (before.st_mode, before.st_ino)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["predict.json"]
 
 
 def test_a_flow_that_overflows_is_not_reached_without_warnings(capsys):

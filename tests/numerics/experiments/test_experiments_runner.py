@@ -313,6 +313,32 @@ def test_store_validates_the_body_as_strictly_as_the_envelope(tmp_path):
     assert (tmp_path / (store.path(job).name + ".not-a-result")).is_dir()   # kept aside, not deleted
 
 
+def test_a_fifo_or_an_oversized_file_in_the_store_counts_as_missing_without_blocking(tmp_path, monkeypatch):
+    import numerics.experiments.store as store_mod
+
+    store = ResultStore(tmp_path)
+    job, other = {"n": 1}, {"n": 2}
+    os.mkfifo(store.path(job))                        # opened for reading, a FIFO waits for a writer
+
+    class Blocked(Exception):
+        """The store blocked on the FIFO (not an OSError, which the store would swallow)."""
+
+    def hung(signum, frame):
+        raise Blocked("the store blocked on a FIFO")
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(2)
+    try:
+        assert store.get(job) is None and job not in store
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    store.put(job, {"rows": [1]})                     # the recomputed result replaces it
+    assert store.get(job) == {"rows": [1]}
+    store.put(other, {"rows": [2] * 100})
+    monkeypatch.setattr(store_mod, "MAX_BYTES", 512)
+    assert store.get(other) is None and store.get(job) == {"rows": [1]} and len(store) == 1
+
+
 @pytest.mark.parametrize("address, match", [("tls://127.0.0.1:8786", "tls:// schedulers are not supported"),
                                             ("tcp://127.0.0.1:8786/", "nothing after the port"),
                                             ("tcp://127.0.0.1:8786/x", "nothing after the port")])
