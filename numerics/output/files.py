@@ -9,7 +9,7 @@ from pathlib import Path
 from derivations.core.atomic_file import atomic_write
 from derivations.core.cli import prepare_output_dir
 
-from .style import DPI, DPI_RANGE
+from .style import DPI, DPI_RANGE, MATPLOTLIB_FLOAT_WARNINGS
 
 __all__ = ["FORMATS", "METADATA", "save_figure", "check_formats", "check_dpi", "prepare_figure_dir"]
 
@@ -157,7 +157,8 @@ def save_figure(fig, output_dir, name, formats=("png", "pdf"), dpi=DPI, style=No
     absent; ``output_dir`` is created if missing; ``style`` (rc parameters,
     e.g. :data:`~numerics.output.style.STYLE`) is in force while saving, in a
     :func:`matplotlib.rc_context` (the global ``rcParams`` are left as they
-    were), and no floating-point warning of the drawing is shown. No creation
+    were), and matplotlib's floating-point warnings are not shown
+    (:data:`~numerics.output.style.MATPLOTLIB_FLOAT_WARNINGS`). No creation
     date is written (:data:`METADATA`): the same figure gives the same bytes.
     A pyplot figure is closed afterwards.
 
@@ -194,7 +195,7 @@ def save_figure(fig, output_dir, name, formats=("png", "pdf"), dpi=DPI, style=No
     directory.mkdir(parents=True, exist_ok=True)
     out = []
     with matplotlib.rc_context(style or {}), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.filterwarnings("ignore", **MATPLOTLIB_FLOAT_WARNINGS)
         for fmt in check_formats(formats):
             path = directory / f"{name}.{fmt}"
             atomic_write(path, lambda fh: fig.savefig(fh, dpi=dpi, format=fmt, metadata=METADATA.get(fmt)),

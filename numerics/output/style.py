@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from derivations.core.vocabulary import PAPER_SETTING
 
-__all__ = ["PAPER", "RATIOS", "WIDTH", "DPI", "DPI_RANGE", "BASE_STYLE", "STYLE", "EXPERIMENT_STYLE",
+__all__ = ["MATPLOTLIB_FLOAT_WARNINGS", "PAPER", "RATIOS", "WIDTH", "DPI", "DPI_RANGE", "BASE_STYLE", "STYLE", "EXPERIMENT_STYLE",
            "PARAM_STYLE", "PARAM_COLORS", "T_LABEL", "LOSS_LABEL", "ALPHA_LABEL", "MU_OV_LABEL", "MU_QK_LABEL",
            "ratio_colors", "ratio_label", "ratio_legend_title", "panel_letter", "new_figure", "drawn_in"]
 
@@ -161,11 +161,17 @@ def new_figure(nrows, ncols, height=None, *, figsize=None, style=None, **subplot
     return fig, axes
 
 
+#: The warnings filter (:func:`warnings.filterwarnings` arguments) of the floating-point warnings
+#: that matplotlib's own code raises while drawing and saving.
+MATPLOTLIB_FLOAT_WARNINGS = {"category": RuntimeWarning, "module": r"matplotlib\."}
+
+
 def drawn_in(style):
     """A decorator: the plotting function runs with the rc parameters ``style`` in force
     (a :func:`matplotlib.rc_context`; the global ``rcParams`` are left as they were) and
-    without floating-point warnings (matplotlib's own overflow of a log axis whose data
-    reach the largest floats is not the user's concern).
+    without the floating-point warnings raised inside matplotlib (:data:`MATPLOTLIB_FLOAT_WARNINGS`:
+    its overflow on a log axis whose data reach the largest floats); a warning of our own
+    code still shows.
 
     Parameters
     ----------
@@ -185,7 +191,7 @@ def drawn_in(style):
         def wrapper(*args, **kwargs):
             import matplotlib
             with matplotlib.rc_context(style), warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
+                warnings.filterwarnings("ignore", **MATPLOTLIB_FLOAT_WARNINGS)
                 return plot(*args, **kwargs)
         return wrapper
     return decorator
