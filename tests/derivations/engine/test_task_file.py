@@ -118,3 +118,43 @@ def test_params_of_a_task_are_checked_by_their_domain(text, message):
     with pytest.raises(UsageError, match=message):
         parse_params(text, get_task(str(EXAMPLE)))
     assert parse_params("s=3,R=10,m=2", get_task("query-copies")) == {"s": 3, "R": 10, "m": 2.0}
+
+
+def _special_file(kind, tmp_path):
+    """A FIFO without a writer, a link to /dev/zero, a sparse 1 GiB file or a directory."""
+    import os
+    path = tmp_path / f"{kind}.toml"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "sparse":
+        with open(path, "wb") as fh:
+            fh.truncate(1 << 30)
+    else:
+        path.mkdir()
+    return path
+
+
+@pytest.mark.parametrize("kind,message", [("fifo", "not a regular file"), ("zero", "not a regular file"),
+                                          ("sparse", "larger than 65536 bytes"), ("dir", "Is a directory")])
+def test_a_task_file_that_is_no_regular_file_is_refused_at_once(kind, message, tmp_path):
+    """A FIFO (no writer), a link to /dev/zero, a sparse 1 GiB file, a directory: one line at once,
+    never a hang or a read of the whole file (run in a thread that a failing check unblocks)."""
+    import os
+    import threading
+    path = _special_file(kind, tmp_path)
+    outcome = []
+
+    def read():
+        try:
+            load_task(path)
+        except ValueError as exc:
+            outcome.append(str(exc))
+    worker = threading.Thread(target=read, daemon=True)
+    worker.start()
+    worker.join(5)
+    if worker.is_alive() and kind == "fifo":
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))   # unblock the reader of the old code
+    assert not worker.is_alive() and len(outcome) == 1
+    assert outcome[0].startswith(f"{path}: ") and message in outcome[0] and "\n" not in outcome[0]
