@@ -13,6 +13,8 @@ processes and command lines import it without cost:
 * :mod:`~derivations.core.output`: the output writer (``| head``, a full disk);
 * :mod:`~derivations.core.expression_cache`: where derived expressions are
   cached, under a key of their sources;
+* :mod:`~derivations.core.time_limit`: a bound on the wall time of a computation
+  whose cost the input decides;
 * :mod:`~derivations.core.exports`: how a subpackage exports its API without
   importing every module at once.
 """
@@ -22,6 +24,7 @@ from .cli import (EXIT_INTERRUPTED, OneLineParser, UsageError, assignments, exit
                   usage_error)
 from .exports import lazy_exports
 from .output import emit
+from .time_limit import time_limit
 from .vocabulary import (CIRCUITS, MAX_CLASSES, MODEL_PARAMETERS, PAPER_SETTING, PARAMETERIZATIONS,
                          RATE_NAMES, SHARES, Circuit, check_circuit, check_classes, check_model_parameters,
                          check_parameterization, check_positive, ov_factorized, qk_factorized)
@@ -33,5 +36,5 @@ __all__ = ["atomic_write", "atomic_write_text", "read_bounded", "emit",
            "PARAMETERIZATIONS", "check_parameterization", "qk_factorized", "ov_factorized",
            "PAPER_SETTING", "MODEL_PARAMETERS", "MAX_CLASSES", "check_model_parameters",
            "check_positive", "check_classes", "Circuit", "CIRCUITS", "check_circuit", "RATE_NAMES", "SHARES",
-           "lazy_exports"]
+           "lazy_exports", "time_limit"]
 
