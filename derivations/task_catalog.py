@@ -35,7 +35,7 @@ from __future__ import annotations
 import sys
 from dataclasses import replace
 
-from .core.cli import OneLineParser
+from .core.cli import OneLineParser, exit_on_interrupt
 from .core.expression_cache import ExpressionStore
 
 __all__ = ["STORE", "REDUCTION_SECONDS", "derive_all", "task_reduction", "build_parser", "main"]
@@ -180,6 +180,7 @@ def build_parser() -> OneLineParser:
     return parser
 
 
+@exit_on_interrupt("derivations.task_catalog")
 def main(argv=None) -> int:
     """Entry point of ``python -m derivations.task_catalog``; returns the exit status.
 
@@ -192,7 +193,7 @@ def main(argv=None) -> int:
     -------
     int
         0, or 1 while ``--check`` finds the cache stale (or the output cannot be written),
-        2 bad options (one line on stderr, nothing done).
+        2 bad options (one line on stderr, nothing done), 130 Ctrl-C (one line, no traceback).
     """
     return STORE.main(argv, build_parser(), shipped_label="shipped task cache")
 

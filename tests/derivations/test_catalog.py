@@ -348,3 +348,20 @@ def test_a_cache_file_that_is_a_fifo_a_device_or_huge_is_rebuilt_at_once(isolate
         os.close(os.open(user, os.O_WRONLY | os.O_NONBLOCK))   # unblock the reader of the old code
     assert not worker.is_alive() and calls == [1] and str(loaded[0]["demo.f"].expr) == "exp(-x)/2"
     assert user.is_file() and json.loads(user.read_text())["key"] == _key()
+
+
+@pytest.mark.parametrize("module", ["catalog", "task_catalog"])
+@pytest.mark.parametrize("argv", [["--check"], ["--rebuild"]])
+def test_ctrl_c_is_one_line_exit_130(module, argv, monkeypatch, capsys):
+    """Ctrl-C while a cache command works ends with one line, exit status 130, no traceback."""
+    import importlib
+    command = importlib.import_module(f"derivations.{module}")
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    for name in ("key", "rebuild", "load"):
+        monkeypatch.setattr(command.STORE, name, interrupted)
+    monkeypatch.setattr(command, "results", interrupted, raising=False)
+    assert command.main(argv) == 130
+    out, err = capsys.readouterr()
+    assert err == f"derivations.{module}: interrupted\n"
