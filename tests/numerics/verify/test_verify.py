@@ -299,3 +299,22 @@ def test_values_beyond_the_verified_range_are_refused_before_any_work(args, mess
     assert cli.main(["--quick", "--parameterization", "CACO", *args]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and message in err
+
+
+def test_the_command_imports_numpy_inside_its_ctrl_c_guard(monkeypatch, capsys):
+    """Importing the package loads no NumPy or SciPy (its names are lazy), so that
+    ``python -m numerics.verify`` is inside the Ctrl-C guard of its __main__ while they load:
+    Ctrl-C then is one line, exit 130, not a traceback from an import."""
+    import subprocess
+    import sys
+    code = "import sys, numerics.verify; print(sorted({'numpy', 'scipy', 'sympy'} & set(sys.modules)))"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.stdout.strip() == "[]", run.stdout + run.stderr
+    from numerics.verify import __main__ as entry
+    from numerics.verify import cli
+
+    def interrupted(argv=None):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cli, "main", interrupted)
+    assert entry.main([]) == 130
+    assert capsys.readouterr().err == "python -m numerics.verify: interrupted\n"
