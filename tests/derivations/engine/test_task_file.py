@@ -158,3 +158,19 @@ def test_a_task_file_that_is_no_regular_file_is_refused_at_once(kind, message, t
         os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))   # unblock the reader of the old code
     assert not worker.is_alive() and len(outcome) == 1
     assert outcome[0].startswith(f"{path}: ") and message in outcome[0] and "\n" not in outcome[0]
+
+
+@pytest.mark.parametrize("name", ["exp", "log", "mu_OV", "mu_QK_q", "alpha", "t", "eta_QK", "lambda", "sum",
+                                  "x" * 65])
+def test_a_parameter_named_as_a_function_or_an_engine_symbol_is_refused(name, tmp_path, capsys):
+    """A parameter "exp" or "log" shadowed the function in the lambdified flow (print_dynamics --loss
+    ended in a TypeError traceback); "mu_OV" was a second symbol of the engine's name (a SyntaxError
+    traceback, ambiguous formulas). Each is refused when the file is read: one line, exit 2."""
+    from derivations.print_dynamics import main
+    text = (BASE.replace('name = "query-copies-file"', 'name = "shadow"').replace("R = 5", f"{name} = 5")
+            .replace('"R"', f'"{name}"').replace("m / R", f"m / {name}"))
+    path = tmp_path / "shadow.toml"
+    path.write_text(text)
+    assert main(["--task", str(path), "--loss", "0.5", "--parameterization", "CACO"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and f"parameters: '{name[:80]}" in err and " is taken" in err
