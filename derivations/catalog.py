@@ -42,7 +42,7 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
-from .core.cli import OneLineParser
+from .core.cli import OneLineParser, exit_on_interrupt
 from .core.expression_cache import ExpressionStore
 
 __all__ = ["Result", "RELATIONS", "STORE", "PRINTED", "derive_all", "records",
@@ -310,6 +310,7 @@ def _regenerate(key, recs) -> list:
     return [*paths, PRINTED.shipped]
 
 
+@exit_on_interrupt("derivations.catalog")
 def main(argv=None) -> int:
     """Entry point of ``python -m derivations.catalog``; returns the exit status.
 
@@ -322,7 +323,8 @@ def main(argv=None) -> int:
     -------
     int
         0, or 1 while ``--check`` finds a cache or the generated module stale (or the output
-        cannot be written), 2 bad options (one line on stderr, nothing done).
+        cannot be written), 2 bad options (one line on stderr, nothing done), 130 Ctrl-C (one
+        line, no traceback).
     """
     return STORE.main(argv, build_parser(), shipped_label="shipped cache",
                       extra_checks=[("generated numeric module", _generated_is_fresh),

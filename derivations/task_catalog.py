@@ -35,10 +35,15 @@ from __future__ import annotations
 import sys
 from dataclasses import replace
 
-from .core.cli import OneLineParser
+from .core.cli import OneLineParser, exit_on_interrupt
 from .core.expression_cache import ExpressionStore
 
-__all__ = ["STORE", "derive_all", "task_reduction", "build_parser", "main"]
+__all__ = ["STORE", "REDUCTION_SECONDS", "derive_all", "task_reduction", "build_parser", "main"]
+
+#: Longest wall time (seconds) of the symbolic reduction of a task that is not built in, per
+#: parameterization (a built-in task's takes a few seconds; numbers such as 10**5 or powers such
+#: as (m + 1)**16 in a task file would keep SymPy busy for hours).
+REDUCTION_SECONDS = 60
 
 
 # ---------------------------------------------------------------- reductions as data
@@ -121,8 +126,8 @@ def _builtin_like(task):
 def task_reduction(task, parameterization: str = "CACO"):
     """The reduction of a task: a built-in task's from the cache when fresh (derived and
     cached otherwise); another task's derived once per process
-    (:func:`derivations.engine.reduce_task`), or the cached one of the built-in task it
-    equals up to its name, description and defaults.
+    (:func:`derivations.engine.reduce_task`, within :data:`REDUCTION_SECONDS`), or the cached
+    one of the built-in task it equals up to its name, description and defaults.
 
     Parameters
     ----------
@@ -137,7 +142,8 @@ def task_reduction(task, parameterization: str = "CACO"):
     Raises
     ------
     ValueError
-        An unknown task or parameterization, or a task the engine does not reduce.
+        An unknown task or parameterization, a task the engine does not reduce, or (a task
+        that is not built in) whose reduction takes longer than :data:`REDUCTION_SECONDS`.
     """
     from .core.vocabulary import check_parameterization
     from .tasks.registry import get_task, is_builtin
@@ -146,8 +152,12 @@ def task_reduction(task, parameterization: str = "CACO"):
     if not is_builtin(task):
         same = _builtin_like(task)
         if same is None:
+            from .core.time_limit import time_limit
             from .engine.reduce import reduce_task
-            return reduce_task(task, parameterization)
+            with time_limit(REDUCTION_SECONDS, f"task {task.name!r} ({parameterization}): the symbolic "
+                            f"reduction did not finish within {REDUCTION_SECONDS:g} s (its numbers or "
+                            "powers are too large for the engine)"):
+                return reduce_task(task, parameterization)
         return replace(task_reduction(same, parameterization), task=task.name)
     name = f"{task.name}/{parameterization}"
     if name not in _MEMO:
@@ -170,6 +180,7 @@ def build_parser() -> OneLineParser:
     return parser
 
 
+@exit_on_interrupt("derivations.task_catalog")
 def main(argv=None) -> int:
     """Entry point of ``python -m derivations.task_catalog``; returns the exit status.
 
@@ -182,7 +193,7 @@ def main(argv=None) -> int:
     -------
     int
         0, or 1 while ``--check`` finds the cache stale (or the output cannot be written),
-        2 bad options (one line on stderr, nothing done).
+        2 bad options (one line on stderr, nothing done), 130 Ctrl-C (one line, no traceback).
     """
     return STORE.main(argv, build_parser(), shipped_label="shipped task cache")
 

@@ -6,32 +6,35 @@ processes and command lines import it without cost:
 * :mod:`~derivations.core.vocabulary`: names (parameterizations, circuits,
   the paper's setting) and the input checks, each defined once;
 * :mod:`~derivations.core.atomic_file`: every file the package writes is
-  written atomically;
+  written atomically, every file it reads as data is read within a bound;
 * :mod:`~derivations.core.cli`: one parser that reports one line and exit
   status 2, the ``--params`` and list parsers, the output-directory check,
   the progress bar;
 * :mod:`~derivations.core.output`: the output writer (``| head``, a full disk);
 * :mod:`~derivations.core.expression_cache`: where derived expressions are
   cached, under a key of their sources;
+* :mod:`~derivations.core.time_limit`: a bound on the wall time of a computation
+  whose cost the input decides;
 * :mod:`~derivations.core.exports`: how a subpackage exports its API without
   importing every module at once.
 """
-from .atomic_file import atomic_write, atomic_write_text
+from .atomic_file import atomic_write, atomic_write_text, read_bounded
 from .cli import (EXIT_INTERRUPTED, OneLineParser, UsageError, assignments, exit_on_interrupt, isatty,
                   parse_float, parse_int, parse_list, parse_loss, parse_number, parse_params, prepare_output_dir, progress_bar, rate_values,
                   usage_error)
 from .exports import lazy_exports
 from .output import emit
+from .time_limit import time_limit
 from .vocabulary import (CIRCUITS, MAX_CLASSES, MODEL_PARAMETERS, PAPER_SETTING, PARAMETERIZATIONS,
                          RATE_NAMES, SHARES, Circuit, check_circuit, check_classes, check_model_parameters,
                          check_parameterization, check_positive, ov_factorized, qk_factorized)
 
-__all__ = ["atomic_write", "atomic_write_text", "emit",
+__all__ = ["atomic_write", "atomic_write_text", "read_bounded", "emit",
            "OneLineParser", "UsageError", "usage_error", "assignments", "parse_params", "parse_list",
            "parse_float", "parse_number", "parse_int", "parse_loss", "rate_values", "prepare_output_dir",
            "progress_bar", "isatty", "exit_on_interrupt", "EXIT_INTERRUPTED",
            "PARAMETERIZATIONS", "check_parameterization", "qk_factorized", "ov_factorized",
            "PAPER_SETTING", "MODEL_PARAMETERS", "MAX_CLASSES", "check_model_parameters",
            "check_positive", "check_classes", "Circuit", "CIRCUITS", "check_circuit", "RATE_NAMES", "SHARES",
-           "lazy_exports"]
+           "lazy_exports", "time_limit"]
 

@@ -1,4 +1,5 @@
-"""Write a file atomically (used for every file the package writes).
+"""Write a file atomically (used for every file the package writes); read one within a bound
+(used for every file the package reads as data: task files, caches).
 
 Plain Python (no SymPy, no NumPy): importable from anywhere, including the
 experiment runner's worker processes.
@@ -12,12 +13,20 @@ experiment runner's worker processes.
 >>> atomic_write(d / "b.bin", lambda fh: fh.write(b"\\x00\\x01"), binary=True, fsync=True)
 >>> (d / "b.bin").read_bytes()
 b'\\x00\\x01'
+>>> read_bounded(d / "sub" / "a.txt", 64)
+b'hello'
+>>> read_bounded(d / "sub", 64)
+Traceback (most recent call last):
+...
+IsADirectoryError: [Errno 21] Is a directory: ...
 """
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_write", "atomic_write_text"]
+__all__ = ["atomic_write", "atomic_write_text", "read_bounded"]
 
 
 def _read_umask() -> int:
@@ -108,3 +117,48 @@ def _fsync_directory(directory: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def read_bounded(path, limit: int) -> bytes:
+    """The content of the regular file ``path``, refused when it is larger than ``limit`` bytes.
+
+    The file is opened without waiting (``O_NONBLOCK``) and checked to be a regular file before
+    a byte is read, so a FIFO without a writer, a device (``/dev/zero``, a link to it) or a
+    directory is an ``OSError`` at once, never a hang; at most ``limit + 1`` bytes are read, so
+    a huge (or sparse) file costs no memory. A path that is not a file system path (an
+    :mod:`importlib.resources` resource in an archive) is read through its ``open``.
+
+    Parameters
+    ----------
+    path : str, os.PathLike or importlib.resources.abc.Traversable
+        The file.
+    limit : int
+        The largest size accepted, in bytes.
+
+    Returns
+    -------
+    bytes
+
+    Raises
+    ------
+    OSError
+        If the file cannot be opened, or is not a regular file (a directory, a FIFO, a device).
+    ValueError
+        If it holds more than ``limit`` bytes (``"larger than <limit> bytes"``).
+    """
+    if isinstance(path, (str, os.PathLike)):
+        name = os.fspath(path)
+        fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(fd, "rb") as fh:
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISDIR(mode):
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), name)
+            if not stat.S_ISREG(mode):
+                raise OSError(errno.EINVAL, "not a regular file: a FIFO, a socket or a device", name)
+            data = fh.read(limit + 1)
+    else:
+        with path.open("rb") as fh:
+            data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"larger than {limit} bytes")
+    return data

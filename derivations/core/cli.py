@@ -85,14 +85,14 @@ def usage_error(prog: str, message) -> int:
     ----------
     prog : str
     message : str or Exception
-        The reason; runs of whitespace (newlines included) become one space.
+        The reason; whitespace runs (newlines too) become one space, a word over 200 characters is cut.
 
     Returns
     -------
     int
     """
-    text = " ".join(str(message).split()) or "invalid input"
-    print(f"{prog}: error: {text}", file=sys.stderr)
+    text = " ".join(w if len(w) <= 200 else f"{w[:80]}...({len(w)} characters)" for w in str(message).split())
+    print(f"{prog}: error: {text or 'invalid input'}", file=sys.stderr)
     return 2
 
 

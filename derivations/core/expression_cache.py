@@ -12,8 +12,10 @@ shows a part of the results decodes only that part (:meth:`ExpressionStore.lazy`
   (expressions as whitelisted ``srepr`` text,
   :func:`derivations.symbolic.srepr_reader.to_srepr`) and back
   (:func:`~derivations.symbolic.srepr_reader.from_srepr`, no ``eval``); a
-  file that is not valid JSON, has the wrong shape or holds anything outside
-  the whitelist is *damaged* and rebuilt.
+  file that is not a regular file (a FIFO, a device), is larger than
+  :data:`MAX_FILE_BYTES`, is not valid JSON, has the wrong shape or holds
+  anything outside the whitelist is *damaged* and rebuilt; reading it never
+  waits or reads more than the bound (:func:`~derivations.core.atomic_file.read_bounded`).
 * **Keyed automatically** (:func:`source_key`): a SHA-256 over the source of
   every ``.py`` file of ``derivations/core``, ``symbolic``, ``engine`` and
   ``tasks`` (sorted by path), the store's own module, the file format
@@ -55,14 +57,16 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from .atomic_file import atomic_write_text
+from .atomic_file import atomic_write_text, read_bounded
 
-__all__ = ["PACKAGE_DIR", "FORMAT", "SOURCE_PACKAGES", "source_files", "sympy_version", "source_key",
+__all__ = ["PACKAGE_DIR", "FORMAT", "MAX_FILE_BYTES", "SOURCE_PACKAGES", "source_files", "sympy_version", "source_key",
            "cache_dir", "user_cache", "results_digest", "save_first_writable", "LazyResults", "ExpressionStore"]
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent   # the derivations package
 #: Version of the cache file format (part of the key).
 FORMAT = 4
+#: Largest cache file read (bytes; the shipped ones are below 2 MiB): a larger one is damaged.
+MAX_FILE_BYTES = 64 * 1024 * 1024
 #: The subpackages of :mod:`derivations` whose source keys every cache.
 SOURCE_PACKAGES = ("core", "symbolic", "engine", "tasks")
 
@@ -309,8 +313,9 @@ class ExpressionStore:
     def entries(self, path, key: str):
         """The stored entries ``{name: JSON value}`` at ``path`` (a path or an
         :mod:`importlib.resources` resource) under ``key``, not decoded; None when
-        the file is missing, stale, not JSON, of the wrong shape, or its results do
-        not match its digest (edited).
+        the file is missing, not a regular file (a FIFO, a device: never waited on),
+        larger than :data:`MAX_FILE_BYTES`, stale, not JSON, of the wrong shape, or its
+        results do not match its digest (edited).
 
         Parameters
         ----------
@@ -322,7 +327,7 @@ class ExpressionStore:
         dict or None
         """
         try:
-            data = json.loads(path.read_text())
+            data = json.loads(read_bounded(path, MAX_FILE_BYTES))
         except (OSError, ValueError, RecursionError):
             return None
         if not (isinstance(data, dict) and data.get("format") == FORMAT and data.get("key") == key

@@ -90,6 +90,19 @@ TASK_PARAMETERS = {"n_c": n_c}
 #: The symbols a task may use without declaring them: the paper's m, n, b, M.
 MODEL_SYMBOLS = {"m": m, "n": n, "b": b, "M": M}
 
+#: Names of the engine's own symbols, and prefixes of its symbol families: no task parameter takes them.
+_ENGINE_NAMES, _ENGINE_PREFIXES = frozenset({"alpha", "t", "epsilon", "y", "K"}), ("eta_", "mu_", "G_", "C_", "x_")
+
+
+def _reserved(name: str) -> bool:
+    """Whether a parameter ``name`` is m, n, b, M, an engine's name (alpha, t, eta_*, mu_*, ...), a function
+    or constant of SymPy, math or Python (``exp``, ``pi``, ``sum``: it would shadow it), or over 64 characters."""
+    import builtins
+    import keyword
+    import math
+    return (name in MODEL_SYMBOLS or name in _ENGINE_NAMES or name.startswith(_ENGINE_PREFIXES) or len(name) > 64
+            or hasattr(sp, name) or hasattr(math, name) or hasattr(builtins, name) or keyword.iskeyword(name))
+
 
 @dataclass(frozen=True)
 class TokenGroup:
@@ -196,9 +209,10 @@ class Task:
     def _check_parameters(self):
         """Own parameters: identifiers, distinct, not the paper's; defaults valid; groups' names resolved."""
         for p in self.parameters:
-            if not isinstance(p, str) or not p.isidentifier() or p in MODEL_SYMBOLS:
-                raise ValueError(f"task {self.name!r}: a parameter must be a new name (an identifier other "
-                                 f"than m, n, b, M); got {p!r}")
+            if not isinstance(p, str) or not p.isidentifier() or _reserved(p):
+                raise ValueError(f"task {self.name!r}: parameters: {p!r} is taken (a parameter is an identifier of "
+                                 "at most 64 characters other than m, n, b, M, the engine's alpha, t, eta_*, mu_*, "
+                                 "G_*, C_*, x_* and a function or constant of SymPy, math or Python)"[:400])
         if len(set(self.parameters)) != len(self.parameters):
             raise ValueError(f"task {self.name!r}: parameters must be distinct; got {self.parameters}")
         for item in self.defaults:

@@ -213,17 +213,18 @@ def load_task(path):
     Raises
     ------
     ValueError
-        One line naming the file and the key: unreadable, too large, not TOML, an
+        One line naming the file and the key: unreadable or not a regular file (a
+        directory, a FIFO, a device: refused at once), too large, not TOML, an
         unknown key, a bad value, an unknown symbol, a parameter outside its domain.
     """
+    from ..core.atomic_file import read_bounded
     path = os.fspath(path)
     try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_FILE_BYTES + 1)
+        raw = read_bounded(path, MAX_FILE_BYTES)
     except OSError as exc:
         raise ValueError(f"{path}: cannot read the task file ({exc.strerror or exc})") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise ValueError(f"{path}: larger than {MAX_FILE_BYTES} bytes")
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

@@ -48,6 +48,7 @@ Rules
 """
 from __future__ import annotations
 
+import os
 import re
 import sys
 from functools import lru_cache
@@ -248,18 +249,22 @@ def document(tasks=()) -> str:
     return "\n".join(out) + "\n"
 
 
-def _prepare(output) -> Path:
+def _prepare(output):
     """The output directory, created with its ``snippets`` folder and probed before any work
-    (:func:`derivations.core.cli.prepare_output_dir`); ValueError naming --output otherwise."""
+    (:func:`derivations.core.cli.prepare_output_dir`), and the directories this created (deepest
+    first); ValueError naming --output otherwise."""
+    snippets = Path(str(output)).absolute() / SNIPPET_DIR
+    created = [d for d in (snippets, *snippets.parents) if not os.path.lexists(d)]
     prepare_output_dir(Path(str(output)) / SNIPPET_DIR if str(output).strip() else output)
-    return Path(str(output))
+    return Path(str(output)), created
 
 
 def write(output, tasks=()) -> list[Path]:
     """Write the document and all snippets below ``output``, each file atomically.
 
     The directory is checked first and the whole text is built before the
-    first file is written.
+    first file is written; when building fails (a task whose reduction fails or takes too long,
+    Ctrl-C), the directories the check created are removed again.
 
     Parameters
     ----------
@@ -279,10 +284,18 @@ def write(output, tasks=()) -> list[Path]:
         The directory cannot take the files (the message names ``--output``).
     """
     from ..core.atomic_file import atomic_write_text
-    output = _prepare(output)
-    files = {output / DOCUMENT_NAME: document(tasks)}
-    for name in sorted(_results()):
-        files[output / SNIPPET_DIR / snippet_filename(name)] = snippet(name)
+    output, created = _prepare(output)
+    try:
+        files = {output / DOCUMENT_NAME: document(tasks)}
+        for name in sorted(_results()):
+            files[output / SNIPPET_DIR / snippet_filename(name)] = snippet(name)
+    except BaseException:          # a task that cannot be derived, Ctrl-C: leave nothing behind
+        for directory in created:
+            try:
+                directory.rmdir()
+            except OSError:
+                pass
+        raise
     for path, text in files.items():
         atomic_write_text(path, text)
     return list(files)

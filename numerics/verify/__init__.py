@@ -106,20 +106,25 @@ it). Programs can call :func:`run_checks` directly; it returns a list of
 >>> [c.quantity for c in checks], summarize(checks)["ok"]
 (['flow~reduced mu_OV', 'flow~reduced mu_QK', 'flow~reduced alpha'], True)
 """
-from derivations.core.vocabulary import PARAMETERIZATIONS
+from derivations.core.exports import lazy_exports
 
-from .cli import build_parser, main
-from .context import Context
-from .paper_kinds import (ASYMPTOTIC_ERROR, MAX_DESCENT_REFINEMENTS, MAX_DESCENT_STEPS,
-                          descent_steps)
-from .records import NOT_VERIFIABLE, Check, format_table, summarize
-from .registry import CAPABILITIES, CHECK_KINDS, KINDS, Kind, capabilities, check_kind
-from .run import (DEFAULT_PARAMS, DEFAULT_RATIOS, DEFAULT_TOLERANCES, MAX_TOKEN_TYPES,
-                  RATIO_RANGE, Checks, Plan, check_ratios, plan_checks, run_checks, run_plan)
+#: ``{defining module: public names}``: imported on first access, so that importing this package
+#: (``python -m numerics.verify`` does, before its guard against Ctrl-C) imports no NumPy or SciPy.
+_HOMES = {
+    "derivations.core.vocabulary": ("PARAMETERIZATIONS",),
+    ".cli": ("build_parser", "main"),
+    ".context": ("Context",),
+    ".paper_kinds": ("ASYMPTOTIC_ERROR", "MAX_DESCENT_REFINEMENTS", "MAX_DESCENT_STEPS", "descent_steps"),
+    ".records": ("NOT_VERIFIABLE", "Check", "format_table", "summarize"),
+    ".registry": ("CAPABILITIES", "CHECK_KINDS", "KINDS", "Kind", "capabilities", "check_kind"),
+    ".run": ("DEFAULT_PARAMS", "DEFAULT_RATIOS", "DEFAULT_TOLERANCES", "MAX_TOKEN_TYPES", "RATIO_RANGE",
+             "TARGET_LOSS_MIN", "Checks", "Plan", "check_ratios", "plan_checks", "run_checks", "run_plan"),
+}
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)
 
 __all__ = ["Check", "Checks", "run_checks", "plan_checks", "run_plan", "Plan",
            "summarize", "format_table", "main", "build_parser",
            "DEFAULT_PARAMS", "DEFAULT_RATIOS", "DEFAULT_TOLERANCES", "PARAMETERIZATIONS",
            "Context", "CHECK_KINDS", "KINDS", "Kind", "CAPABILITIES", "capabilities",
            "check_kind", "check_ratios", "descent_steps", "RATIO_RANGE", "MAX_DESCENT_STEPS",
-           "MAX_DESCENT_REFINEMENTS", "ASYMPTOTIC_ERROR", "NOT_VERIFIABLE", "MAX_TOKEN_TYPES"]
+           "MAX_DESCENT_REFINEMENTS", "ASYMPTOTIC_ERROR", "NOT_VERIFIABLE", "MAX_TOKEN_TYPES", "TARGET_LOSS_MIN"]

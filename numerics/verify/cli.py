@@ -11,7 +11,8 @@ from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from .records import format_table, summarize
 from .registry import CHECK_KINDS, capabilities, suite_kinds
-from .run import DEFAULT_PARAMS, M_MAX, RATIO_RANGE, TASK_M_MAX, check_ratios, plan_checks, run_plan
+from .run import (DEFAULT_PARAMS, M_MAX, RATIO_RANGE, TARGET_LOSS_MIN, TASK_M_MAX, check_ratios, plan_checks,
+                  run_plan)
 
 __all__ = ["build_parser", "main", "PROG"]
 
@@ -41,8 +42,9 @@ def build_parser():
                    choices=list(PARAMETERIZATIONS) + ["all"],
                    help="which parameterization to verify (default: all four)")
     p.add_argument("--target-loss", default=None, metavar="L",
-                   help="compare the flows until the loss reaches L (default 0.01, quick 0.1; "
-                        "with --task: in (0, log M), default 0.1, quick 0.3)")
+                   help=f"compare the flows until the loss reaches L, in [{TARGET_LOSS_MIN['paper']:g}, "
+                        f"log M - 0.2) (default 0.01, quick 0.1; with --task: in "
+                        f"[{TARGET_LOSS_MIN['task']:g}, log M), default 0.1, quick 0.3)")
     p.add_argument("--kinds", default=None, metavar="K1,K2",
                    help="kinds of check to run, of " + ",".join(CHECK_KINDS) +
                         " (default: " + ",".join(suite_kinds("paper")) + "; with --task: " +

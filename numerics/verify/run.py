@@ -13,7 +13,7 @@ from .registry import CHECK_KINDS, KINDS, missing_capability, suite_kinds
 
 __all__ = ["run_checks", "plan_checks", "run_plan", "Plan", "check_ratios", "check_settings", "check_task",
            "Checks", "DEFAULT_PARAMS", "DEFAULT_RATIOS", "DEFAULT_TOLERANCES", "RATIO_RANGE",
-           "M_MAX", "TASK_M_MAX", "MAX_TOKEN_TYPES"]
+           "M_MAX", "TASK_M_MAX", "MAX_TOKEN_TYPES", "TARGET_LOSS_MIN"]
 
 DEFAULT_PARAMS = dict(PAPER_SETTING)
 DEFAULT_RATIOS = (0.1, 1.0, 10.0)
@@ -27,6 +27,10 @@ DEFAULT_TOLERANCES = {"flow": 1e-6, "first_integral": 1e-6, "distance": 1e-9,
 #: Accepted learning-rate ratios: beyond, the full model's flow (explicit
 #: DOP853 on rates 1 and r) needs more steps than a verification can afford.
 RATIO_RANGE = (1e-4, 1e4)
+#: Smallest target loss of each suite: below, the flows to the target are no longer
+#: resolved to the checks' tolerances (the paper's reduced flow meets no loss below
+#: about 1e-200 in double precision; a task's loss-at-T check misses its tolerance at 1e-8).
+TARGET_LOSS_MIN = {"paper": 1e-30, "task": 1e-6}
 #: Largest number of classes of the paper's model (it is integrated densely).
 M_MAX = 200
 #: Largest number of classes of a task's full matrix model.
@@ -101,6 +105,8 @@ def check_settings(m, n, b, M):
     Parameters
     ----------
     m, n, b : float
+        Each in the closed forms' range
+        (:data:`numerics.dynamics.closed_form.SUPPORTED_RANGE`, [1e-8, 1e8]).
     M : int
         At most :data:`M_MAX`.
 
@@ -114,7 +120,14 @@ def check_settings(m, n, b, M):
         A value outside its rule or range.
     """
     from derivations.core.vocabulary import check_model_parameters
+
+    from ..dynamics.closed_form import SUPPORTED_RANGE
     m, n, b, M = check_model_parameters(m, n, b, M)
+    for name, value in (("m", m), ("n", n), ("b", b)):
+        lo, hi = SUPPORTED_RANGE[name]
+        if not lo <= value <= hi:
+            raise ValueError(f"{name} must be in [{lo:g}, {hi:g}] (the range of the closed forms the "
+                             f"checks compare with); got {value!r}")
     if M > M_MAX:
         raise ValueError(f"M must be an integer in [2, {M_MAX}] (the full model has 6 M^2 "
                          f"to 7 M^2 parameters); got {M!r}")
@@ -193,11 +206,12 @@ def _target_loss(target_loss, quick, task, settings, kinds):
     target_loss = float(target_loss)
     logM = math.log(settings["M"])
     if any(KINDS[k].suite == "paper" for k in kinds) and task is None:
-        if not (math.isfinite(target_loss) and 0 < target_loss < logM - 0.2):
-            raise ValueError(f"target_loss must be in (0, log M - 0.2), got {target_loss!r}")
-    elif not (math.isfinite(target_loss) and 0 < target_loss < logM):
-        raise ValueError(f"--target-loss must be in (0, log M) = (0, {logM:.6g}); "
-                         f"got {target_loss!r}")
+        lo, hi, shown = TARGET_LOSS_MIN["paper"], logM - 0.2, "log M - 0.2"
+    else:
+        lo, hi, shown = TARGET_LOSS_MIN["task"], logM, "log M"
+    if not (math.isfinite(target_loss) and lo <= target_loss < hi):
+        raise ValueError(f"--target-loss must be in [{lo:g}, {shown}) = [{lo:g}, {hi:.6g}) (the range "
+                         f"the checks are verified on); got {target_loss!r}")
     return target_loss
 
 

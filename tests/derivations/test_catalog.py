@@ -320,3 +320,48 @@ def test_a_cache_miss_writes_only_the_user_cache(tmp_path, monkeypatch):
     monkeypatch.setattr(ec, "sympy_version", lambda: "0.0-not-the-shipped-one")
     assert store.load() == {"a": 1} and not store.shipped.is_file()
     assert [p.name for p in (tmp_path / "qkov").iterdir()] == [f"demo-{store.key()}.json"]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero", "sparse"])
+def test_a_cache_file_that_is_a_fifo_a_device_or_huge_is_rebuilt_at_once(isolated_cache, tmp_path, kind):
+    """The user cache replaced by a FIFO without a writer, a link to /dev/zero or a sparse 1 GiB
+    file is damaged: derived again at once, never waited on or read whole (run in a thread that a
+    failing check unblocks)."""
+    import os
+    import threading
+    shipped, calls = isolated_cache
+    user = _user_file(tmp_path)
+    user.parent.mkdir(parents=True)
+    if kind == "fifo":
+        os.mkfifo(user)
+    elif kind == "zero":
+        user.symlink_to("/dev/zero")
+    else:
+        with open(user, "wb") as fh:
+            fh.truncate(1 << 30)
+    assert catalog.STORE.entries(shipped, _key()) is None
+    loaded = []
+    worker = threading.Thread(target=lambda: loaded.append(catalog.records()), daemon=True)
+    worker.start()
+    worker.join(5)
+    if worker.is_alive() and kind == "fifo":
+        os.close(os.open(user, os.O_WRONLY | os.O_NONBLOCK))   # unblock the reader of the old code
+    assert not worker.is_alive() and calls == [1] and str(loaded[0]["demo.f"].expr) == "exp(-x)/2"
+    assert user.is_file() and json.loads(user.read_text())["key"] == _key()
+
+
+@pytest.mark.parametrize("module", ["catalog", "task_catalog"])
+@pytest.mark.parametrize("argv", [["--check"], ["--rebuild"]])
+def test_ctrl_c_is_one_line_exit_130(module, argv, monkeypatch, capsys):
+    """Ctrl-C while a cache command works ends with one line, exit status 130, no traceback."""
+    import importlib
+    command = importlib.import_module(f"derivations.{module}")
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    for name in ("key", "rebuild", "load"):
+        monkeypatch.setattr(command.STORE, name, interrupted)
+    monkeypatch.setattr(command, "results", interrupted, raising=False)
+    assert command.main(argv) == 130
+    out, err = capsys.readouterr()
+    assert err == f"derivations.{module}: interrupted\n"

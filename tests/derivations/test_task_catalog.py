@@ -84,3 +84,24 @@ def _shipped_results():
     from pathlib import Path
     path = Path(C.__file__).resolve().parent / "_cache" / "tasks.json"
     return json.loads(path.read_text())["results"]
+
+
+
+@pytest.mark.parametrize("change", [("types = \"R\"", "types = 100000"), ("\"m / R\"", "\"(m + 1)**16\"")],
+                         ids=["1e5 types", "(m+1)**16"])
+def test_a_task_too_costly_to_reduce_is_one_line_within_the_time_limit(change, tmp_path):
+    """A task file whose numbers or powers keep SymPy busy for hours (100000 types, a multiplicity
+    (m + 1)**16): print_dynamics stops at REDUCTION_SECONDS (0.5 s here) with one line, exit 2,
+    nothing printed. A subprocess, so that a run past the bound is killed (and fails) at 30 s."""
+    import pathlib
+    import subprocess
+    import sys
+    text = (pathlib.Path(C.__file__).parent / "tasks" / "files" / "query-copies.toml").read_text()
+    path = tmp_path / "costly.toml"
+    path.write_text(text.replace('name = "query-copies"', f'name = "costly-{len(change[1])}"').replace(*change))
+    code = ("import sys; import derivations.task_catalog as C; C.REDUCTION_SECONDS = 0.5; "
+            "from derivations.print_dynamics import main; "
+            f"sys.exit(main(['--task', {str(path)!r}, '--parameterization', 'CACO']))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert run.returncode == 2 and run.stdout == "" and run.stderr.count("\n") == 1
+    assert "did not finish within 0.5 s" in run.stderr and "(CACO)" in run.stderr

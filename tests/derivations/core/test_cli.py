@@ -71,3 +71,16 @@ def test_every_long_command_ends_on_ctrl_c_with_one_line(module, monkeypatch, ca
     assert mod.main([]) == 130
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "interrupted" in err
+
+
+def test_a_huge_value_is_echoed_cut_in_the_one_line(capsys):
+    """A 100000-character --params name or value, --ratio or --loss: one short line naming the
+    option and the range, not the whole value echoed back."""
+    from derivations.print_dynamics import main
+    huge = "x" * 100_000
+    for argv, says in ((["--params", f"{huge}=1"], "(valid: m, n, b, M)"), (["--params", f"m={huge}"], "m must be"),
+                       (["--ratio", huge], "ratio must be"), (["--loss", huge], "loss must be")):
+        assert main(argv) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and err.count("\n") == 1 and len(err) < 400 and says in err
+        assert "...(100002 characters)" in err or "...(100000 characters)" in err

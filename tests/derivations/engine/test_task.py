@@ -113,7 +113,7 @@ def _groups(**relevant):
     ({"classes": 1}, r"classes must be the symbol M or an integer in \[2, 2\*\*53\]; got 1"),
     ({"classes": 2.5}, "classes must be the symbol M or an integer"),
     ({"classes": 2 ** 60}, "classes must be the symbol M or an integer"),
-    ({"parameters": ("m",)}, "a parameter must be a new name"),
+    ({"parameters": ("m",)}, "parameters: 'm' is taken"),
     ({"parameters": ("s",), "defaults": (("s", 0),)}, "s must be an integer >= 1"),
     ({"query_in_context": "yes"}, "query_in_context must be True or False"),
     ({"outputs": "tokens"}, "outputs must be 'classes' or 'vocabulary'"),

@@ -118,3 +118,59 @@ def test_params_of_a_task_are_checked_by_their_domain(text, message):
     with pytest.raises(UsageError, match=message):
         parse_params(text, get_task(str(EXAMPLE)))
     assert parse_params("s=3,R=10,m=2", get_task("query-copies")) == {"s": 3, "R": 10, "m": 2.0}
+
+
+def _special_file(kind, tmp_path):
+    """A FIFO without a writer, a link to /dev/zero, a sparse 1 GiB file or a directory."""
+    import os
+    path = tmp_path / f"{kind}.toml"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "sparse":
+        with open(path, "wb") as fh:
+            fh.truncate(1 << 30)
+    else:
+        path.mkdir()
+    return path
+
+
+@pytest.mark.parametrize("kind,message", [("fifo", "not a regular file"), ("zero", "not a regular file"),
+                                          ("sparse", "larger than 65536 bytes"), ("dir", "Is a directory")])
+def test_a_task_file_that_is_no_regular_file_is_refused_at_once(kind, message, tmp_path):
+    """A FIFO (no writer), a link to /dev/zero, a sparse 1 GiB file, a directory: one line at once,
+    never a hang or a read of the whole file (run in a thread that a failing check unblocks)."""
+    import os
+    import threading
+    path = _special_file(kind, tmp_path)
+    outcome = []
+
+    def read():
+        try:
+            load_task(path)
+        except ValueError as exc:
+            outcome.append(str(exc))
+    worker = threading.Thread(target=read, daemon=True)
+    worker.start()
+    worker.join(5)
+    if worker.is_alive() and kind == "fifo":
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))   # unblock the reader of the old code
+    assert not worker.is_alive() and len(outcome) == 1
+    assert outcome[0].startswith(f"{path}: ") and message in outcome[0] and "\n" not in outcome[0]
+
+
+@pytest.mark.parametrize("name", ["exp", "log", "mu_OV", "mu_QK_q", "alpha", "t", "eta_QK", "lambda", "sum",
+                                  "x" * 65])
+def test_a_parameter_named_as_a_function_or_an_engine_symbol_is_refused(name, tmp_path, capsys):
+    """A parameter "exp" or "log" shadowed the function in the lambdified flow (print_dynamics --loss
+    ended in a TypeError traceback); "mu_OV" was a second symbol of the engine's name (a SyntaxError
+    traceback, ambiguous formulas). Each is refused when the file is read: one line, exit 2."""
+    from derivations.print_dynamics import main
+    text = (BASE.replace('name = "query-copies-file"', 'name = "shadow"').replace("R = 5", f"{name} = 5")
+            .replace('"R"', f'"{name}"').replace("m / R", f"m / {name}"))
+    path = tmp_path / "shadow.toml"
+    path.write_text(text)
+    assert main(["--task", str(path), "--loss", "0.5", "--parameterization", "CACO"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and f"parameters: '{name[:80]}" in err and " is taken" in err

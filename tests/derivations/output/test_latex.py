@@ -294,3 +294,18 @@ def test_bad_output_one_line_exit_2_nothing_written(tmp_path, capsys, monkeypatc
 def test_cli_parser_has_help_on_every_option():
     for action in L.build_parser()._actions:
         assert action.help, action.dest
+
+
+def test_a_task_that_cannot_be_derived_leaves_no_directory(tmp_path, monkeypatch, capsys):
+    """The output directory is created (and probed) before any work; when the document cannot be
+    built (a task file whose reduction fails or exceeds its time bound), exit 2 and the directories
+    the probe created are gone again: nothing written."""
+    from derivations.output import latex
+
+    def fails(tasks=()):
+        raise ValueError("task 'x' (CACO): the symbolic reduction did not finish within 60 s")
+    monkeypatch.setattr(latex, "document", fails)
+    (tmp_path / "kept").mkdir()
+    assert latex.main(["--output", str(tmp_path / "kept" / "a" / "b")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["kept"] and list((tmp_path / "kept").iterdir()) == []

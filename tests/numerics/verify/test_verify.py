@@ -279,3 +279,42 @@ def test_margin_comparison_only_where_resolved():
     c = by_q["flow~closed(margin+orbit) mu_OV"]
     assert c.status == "PASS" and c.detail["dropped"] > 0 and c.detail["points"] > 0
     assert by_q["flow~closed(orbit) mu_QK"].detail["dropped"] == 0
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--target-loss", "1e-300"], "--target-loss must be in [1e-30, log M - 0.2)"),
+    (["--task", "shared-irrelevant", "--target-loss", "1e-30"], "--target-loss must be in [1e-06, log M)"),
+    (["--params", "m=1e300"], "m must be in [1e-08, 1e+08]"),
+    (["--params", "b=1e-300"], "b must be in [1e-08, 1e+08]"),
+    (["--params", "n=1e9"], "n must be in [1e-08, 1e+08]"),
+], ids=["tiny target loss", "tiny task target loss", "huge m", "tiny b", "huge n"])
+def test_values_beyond_the_verified_range_are_refused_before_any_work(args, message, monkeypatch, capsys):
+    """A tiny target loss or a huge/tiny m, n, b made checks of NaN (with RuntimeWarnings on stderr,
+    exit 1); they are refused with the range, one line, exit 2, before a check runs."""
+    from numerics.verify import cli
+
+    def no_work(*a, **k):
+        raise AssertionError("a check ran")
+    monkeypatch.setattr(cli, "run_plan", no_work)
+    assert cli.main(["--quick", "--parameterization", "CACO", *args]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and message in err
+
+
+def test_the_command_imports_numpy_inside_its_ctrl_c_guard(monkeypatch, capsys):
+    """Importing the package loads no NumPy or SciPy (its names are lazy), so that
+    ``python -m numerics.verify`` is inside the Ctrl-C guard of its __main__ while they load:
+    Ctrl-C then is one line, exit 130, not a traceback from an import."""
+    import subprocess
+    import sys
+    code = "import sys, numerics.verify; print(sorted({'numpy', 'scipy', 'sympy'} & set(sys.modules)))"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.stdout.strip() == "[]", run.stdout + run.stderr
+    from numerics.verify import __main__ as entry
+    from numerics.verify import cli
+
+    def interrupted(argv=None):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cli, "main", interrupted)
+    assert entry.main([]) == 130
+    assert capsys.readouterr().err == "python -m numerics.verify: interrupted\n"
