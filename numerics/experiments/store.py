@@ -15,11 +15,10 @@ import hashlib
 import json
 import os
 import socket
-import stat
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from derivations.core.atomic_file import atomic_write_text
+from derivations.core.atomic_file import atomic_write_text, read_bounded
 
 __all__ = ["STORE_FORMAT", "MAX_BYTES", "ResultStore", "job_key"]
 
@@ -74,19 +73,6 @@ def job_key(job: dict) -> str:
                          f"None, lists, dicts): {exc}") from None
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
-
-
-def _bounded_read(path: Path) -> bytes:
-    """The bytes of the regular file ``path``; ``ValueError`` for anything else (a FIFO or a
-    device, opened without blocking and not read) or a file over :data:`MAX_BYTES`."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValueError(f"{path} is not a regular file")
-        data = handle.read(MAX_BYTES + 1)
-    if len(data) > MAX_BYTES:
-        raise ValueError(f"{path} is larger than {MAX_BYTES} bytes")
-    return data
 
 
 def _free_name(path: Path) -> Path:
@@ -202,7 +188,7 @@ class ResultStore:
 
     def _read(self, path: Path, key: str | None = None):
         try:
-            record = json.loads(_bounded_read(path).decode("utf-8"))
+            record = json.loads(read_bounded(path, MAX_BYTES).decode("utf-8"))
         except (OSError, ValueError, UnicodeDecodeError, RecursionError):
             return None
         if (not isinstance(record, dict) or record.get("format") != STORE_FORMAT
