@@ -152,7 +152,7 @@ def task_reduction(task, parameterization: str = "CACO"):
     if not is_builtin(task):
         same = _builtin_like(task)
         if same is None:
-            from .core.time_limit import time_limit
+            from .core.time_bound import time_limit
             from .engine.reduce import reduce_task
             with time_limit(REDUCTION_SECONDS, f"task {task.name!r} ({parameterization}): the symbolic "
                             f"reduction did not finish within {REDUCTION_SECONDS:g} s (its numbers or "

@@ -8,23 +8,23 @@ processes and command lines import it without cost:
 * :mod:`~derivations.core.atomic_file`: every file the package writes is
   written atomically, every file it reads as data is read within a bound;
 * :mod:`~derivations.core.cli`: one parser that reports one line and exit
-  status 2, the ``--params`` and list parsers, the output-directory check,
-  the progress bar;
-* :mod:`~derivations.core.output`: the output writer (``| head``, a full disk);
+  status 2, the ``--params`` and list parsers, the output-directory check;
+* :mod:`~derivations.core.output`: the output writer (``| head``, a full disk)
+  and the progress bar;
 * :mod:`~derivations.core.expression_cache`: where derived expressions are
   cached, under a key of their sources;
-* :mod:`~derivations.core.time_limit`: a bound on the wall time of a computation
+* :mod:`~derivations.core.time_bound`: a bound on the wall time of a computation
   whose cost the input decides;
 * :mod:`~derivations.core.exports`: how a subpackage exports its API without
   importing every module at once.
 """
 from .atomic_file import atomic_write, atomic_write_text, read_bounded
-from .cli import (EXIT_INTERRUPTED, OneLineParser, UsageError, assignments, exit_on_interrupt, isatty,
-                  parse_float, parse_int, parse_list, parse_loss, parse_number, parse_params, prepare_output_dir, progress_bar, rate_values,
-                  usage_error)
+from .cli import (EXIT_INTERRUPTED, OneLineParser, UsageError, assignments, exit_on_interrupt,
+                  parse_float, parse_int, parse_list, parse_loss, parse_number, parse_params, prepare_output_dir,
+                  rate_values, usage_error)
 from .exports import lazy_exports
-from .output import emit
-from .time_limit import time_limit
+from .output import emit, isatty, progress_bar
+from .time_bound import time_limit
 from .vocabulary import (CIRCUITS, MAX_CLASSES, MODEL_PARAMETERS, PAPER_SETTING, PARAMETERIZATIONS,
                          RATE_NAMES, SHARES, Circuit, check_circuit, check_classes, check_model_parameters,
                          check_parameterization, check_positive, ov_factorized, qk_factorized)

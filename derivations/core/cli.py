@@ -20,11 +20,10 @@ name                             what
 :func:`parse_loss`               a loss in ``(0, log M)``
 :func:`rate_values`              learning rates from ``--ratio``/``--eta-*``
 :func:`prepare_output_dir`       create and probe an output directory
-:func:`progress_bar`             a tqdm bar on a terminal, else a no-op
 ===============================  ==============================================
 
 The parsers raise ``error`` (default :class:`UsageError`) for bad input, naming the option.
-The output writer (``| head``, ``> /dev/full``) is :func:`derivations.core.output.emit`.
+The output writer (``| head``, ``> /dev/full``) and the progress bar are in :mod:`derivations.core.output`.
 
 >>> from derivations.core.cli import parse_loss, parse_params
 >>> parse_loss("0.5", 20)
@@ -48,11 +47,12 @@ import os
 import sys
 from pathlib import Path
 
+from .output import emit
 from .vocabulary import check_positive
 
 __all__ = ["UsageError", "OneLineParser", "usage_error", "assignments", "parse_params",
            "parse_list", "parse_float", "parse_number", "parse_int", "parse_loss", "rate_values",
-           "prepare_output_dir", "progress_bar", "isatty", "exit_on_interrupt", "EXIT_INTERRUPTED"]
+           "prepare_output_dir", "exit_on_interrupt", "EXIT_INTERRUPTED"]
 
 
 class UsageError(Exception):
@@ -67,6 +67,20 @@ class OneLineParser(argparse.ArgumentParser):
     def __init__(self, *args, prefix_prog: bool = False, **kwargs):
         self._prefix_prog = prefix_prog
         super().__init__(*args, **kwargs)
+
+    def print_help(self, file=None):
+        """Print the help; into a closed pipe it ends quietly, into a full disk with one line and
+        exit status 1 (:func:`derivations.core.output.emit`).
+
+        Parameters
+        ----------
+        file : file-like, optional
+            Where to print (default stdout, through :func:`~derivations.core.output.emit`).
+        """
+        if file is not None:
+            return super().print_help(file)
+        if emit(self.format_help().rstrip("\n"), self.prog):
+            self.exit(1)
 
     def error(self, message):  # one line, no usage dump
         """Raise :class:`UsageError` with ``message`` (prefixed with the program name when ``prefix_prog``).
@@ -436,65 +450,3 @@ def exit_on_interrupt(prog: str, note=None):
                 return EXIT_INTERRUPTED
         return guarded
     return decorate
-
-
-def isatty(stream) -> bool:
-    """``stream.isatty()``, False for streams that cannot say.
-
-    Parameters
-    ----------
-    stream : file-like
-
-    Returns
-    -------
-    bool
-    """
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
-
-
-class _NoBar:
-    """The do-nothing stand-in for a tqdm bar."""
-
-    def update(self, n=1):
-        pass
-
-    def set_description(self, desc=None, refresh=True):
-        pass
-
-    def close(self):
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-def progress_bar(total, *, desc=None, unit="it", show: bool = True, initial: int = 0, **options):
-    """A tqdm progress bar on stderr when ``show`` and stderr is a terminal, otherwise an object with
-    the same ``update``/``set_description``/``close`` that does nothing (logs and pipes get no bar).
-
-    Parameters
-    ----------
-    total, initial : int
-        Number of steps (0 or None: no bar), and of steps already done (default 0).
-    desc, unit : str, optional
-        Label before the bar, and the name of a step (default ``"it"``).
-    show : bool, optional
-        False never shows a bar (default True).
-    **options
-        Further keyword arguments of ``tqdm.tqdm``.
-
-    Returns
-    -------
-    tqdm.tqdm or object
-    """
-    if not (show and total and isatty(sys.stderr)):
-        return _NoBar()
-    from tqdm import tqdm
-    return tqdm(total=total, initial=initial, desc=desc, unit=unit, file=sys.stderr,
-                dynamic_ncols=True, **options)

@@ -1,9 +1,10 @@
-"""Write a command-line program's output without ending in a traceback.
+"""Write a command-line program's output without ending in a traceback, and show its progress.
 
 ``| head`` closes the pipe early (BrokenPipeError: the reader has what it
 wanted, exit 0); ``> /dev/full`` cannot be written (one line on stderr, exit
 1). Afterwards stdout points at /dev/null, so the interpreter's final flush
-cannot print a traceback either.
+cannot print a traceback either. A progress bar (:func:`progress_bar`) is drawn
+on stderr only when it is a terminal: logs and pipes get none.
 
 >>> from derivations.core.output import emit
 >>> emit("hello", "demo")
@@ -13,7 +14,7 @@ hello
 import os
 import sys
 
-__all__ = ["emit"]
+__all__ = ["emit", "progress_bar", "isatty"]
 
 
 def _silence_stdout():
@@ -52,3 +53,65 @@ def emit(text: str, prog: str) -> int:
         print(f"{prog}: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def isatty(stream) -> bool:
+    """``stream.isatty()``, False for streams that cannot say.
+
+    Parameters
+    ----------
+    stream : file-like
+
+    Returns
+    -------
+    bool
+    """
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+class _NoBar:
+    """The do-nothing stand-in for a tqdm bar."""
+
+    def update(self, n=1):
+        pass
+
+    def set_description(self, desc=None, refresh=True):
+        pass
+
+    def close(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def progress_bar(total, *, desc=None, unit="it", show: bool = True, initial: int = 0, **options):
+    """A tqdm progress bar on stderr when ``show`` and stderr is a terminal, otherwise an object with
+    the same ``update``/``set_description``/``close`` that does nothing (logs and pipes get no bar).
+
+    Parameters
+    ----------
+    total, initial : int
+        Number of steps (0 or None: no bar), and of steps already done (default 0).
+    desc, unit : str, optional
+        Label before the bar, and the name of a step (default ``"it"``).
+    show : bool, optional
+        False never shows a bar (default True).
+    **options
+        Further keyword arguments of ``tqdm.tqdm``.
+
+    Returns
+    -------
+    tqdm.tqdm or object
+    """
+    if not (show and total and isatty(sys.stderr)):
+        return _NoBar()
+    from tqdm import tqdm
+    return tqdm(total=total, initial=initial, desc=desc, unit=unit, file=sys.stderr,
+                dynamic_ncols=True, **options)

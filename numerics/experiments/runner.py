@@ -69,7 +69,7 @@ import os
 import sys
 from typing import Any, Callable, Sequence
 
-from derivations.core.cli import isatty, progress_bar
+from derivations.core.output import isatty, progress_bar
 
 from .cluster import CONNECT_TIMEOUT, parse_address, run_dask
 from .pool import run_pool

@@ -5,8 +5,8 @@ import json
 import time
 
 from derivations.core.cli import (OneLineParser, UsageError, exit_on_interrupt, parse_list, parse_number,
-                                  parse_params, progress_bar, usage_error)
-from derivations.core.output import emit
+                                  parse_params, usage_error)
+from derivations.core.output import emit, progress_bar
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from .records import format_table, summarize

@@ -18,7 +18,8 @@ import os
 import stat
 from pathlib import Path
 
-from derivations.core.cli import UsageError, parse_int, parse_list, progress_bar
+from derivations.core.cli import UsageError, parse_int, parse_list
+from derivations.core.output import progress_bar
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from .common import add_task_arguments, checked, json_text, number, seq_len_for, task_from_args

@@ -1,9 +1,13 @@
-"""The one number parser of the command lines (derivations.core.cli.parse_float) and its users."""
+"""The one number parser of the command lines (derivations.core.cli.parse_float) and its users; the
+parser's help into a full disk or a closed pipe."""
+import errno
+import io
 import math
+import sys
 
 import pytest
 
-from derivations.core import UsageError, parse_float, parse_loss, parse_number
+from derivations.core import OneLineParser, UsageError, parse_float, parse_loss, parse_number
 
 
 def test_parse_float_takes_any_float_and_names_the_parameter():
@@ -84,3 +88,25 @@ def test_a_huge_value_is_echoed_cut_in_the_one_line(capsys):
         out, err = capsys.readouterr()
         assert out == "" and err.count("\n") == 1 and len(err) < 400 and says in err
         assert "...(100002 characters)" in err or "...(100000 characters)" in err
+
+
+class _Stdout(io.StringIO):
+    """A stdout whose flush fails as ``error`` does (a full disk, a closed pipe)."""
+
+    def __init__(self, error):
+        super().__init__()
+        self.error = error
+
+    def flush(self):
+        raise self.error
+
+
+@pytest.mark.parametrize("error, status, line", [
+    (OSError(errno.ENOSPC, "No space left on device"), 1, "demo: error: cannot write the output: No space left on device\n"),
+    (BrokenPipeError(errno.EPIPE, "Broken pipe"), 0, ""),
+])
+def test_help_into_a_full_disk_is_one_line_and_into_a_closed_pipe_quiet(monkeypatch, capsys, error, status, line):
+    monkeypatch.setattr(sys, "stdout", _Stdout(error))
+    with pytest.raises(SystemExit) as stop:
+        OneLineParser(prog="demo").parse_args(["--help"])
+    assert stop.value.code == status and capsys.readouterr().err == line

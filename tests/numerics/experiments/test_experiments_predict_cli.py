@@ -72,7 +72,7 @@ def test_json_records_sorted_targets_and_used_init_scale(capsys):
 def test_table_output(capsys, monkeypatch):
     """The table (two head lines, one line per record, the time taken); ``--quiet`` hides the
     progress bar only."""
-    from derivations.core.cli import progress_bar
+    from derivations.core.output import progress_bar
     from numerics.experiments.commands import predict as command
 
     shown = []
