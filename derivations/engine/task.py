@@ -69,6 +69,7 @@ Example
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 import sympy as sp
@@ -79,7 +80,7 @@ from .checks import MAX_INTEGER, _exact_integer as _integer_or_none, check_expre
 from .expressions import placeholder
 from .instance import TaskInstance, build_instance
 
-__all__ = ["Task", "TokenGroup", "TASK_PARAMETERS", "MODEL_SYMBOLS", "n_c"]
+__all__ = ["Task", "TokenGroup", "TASK_PARAMETERS", "MODEL_SYMBOLS", "NAME_PATTERN", "n_c"]
 
 
 #: Number of shared irrelevant token types of ``shared-irrelevant`` (a positive integer).
@@ -89,6 +90,10 @@ n_c = sp.Symbol("n_c", positive=True, integer=True)
 TASK_PARAMETERS = {"n_c": n_c}
 #: The symbols a task may use without declaring them: the paper's m, n, b, M.
 MODEL_SYMBOLS = {"m": m, "n": n, "b": b, "M": M}
+
+#: A task's name: a letter, then at most 63 letters, digits or ``_ - + .`` (it is typed as ``--task NAME``
+#: and printed on one line).
+NAME_PATTERN = r"[A-Za-z][A-Za-z0-9_+.-]{0,63}"
 
 #: Names of the engine's own symbols, and prefixes of its symbol families: no task parameter takes them.
 _ENGINE_NAMES, _ENGINE_PREFIXES = frozenset({"alpha", "t", "epsilon", "y", "K"}), ("eta_", "mu_", "G_", "C_", "x_")
@@ -189,8 +194,9 @@ class Task:
     defaults: tuple = tuple(PAPER_SETTING.items())
 
     def __post_init__(self):
-        if not isinstance(self.name, str) or not self.name:
-            raise ValueError(f"task name must be a non-empty string; got {self.name!r}")
+        if not isinstance(self.name, str) or not re.fullmatch(NAME_PATTERN, self.name):
+            raise ValueError("task name must be a letter, then at most 63 letters, digits or _ - + . ; got "
+                             f"{self.name!r}"[:200])
         if isinstance(self.defaults, dict):
             object.__setattr__(self, "defaults", tuple(self.defaults.items()))
         for attr in ("groups", "relevant", "parameters", "defaults"):

@@ -226,7 +226,7 @@ def load_task(path):
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")          # a byte-order mark, as some editors write, is not content
     except UnicodeDecodeError:
         raise ValueError(f"{path}: not UTF-8 text") from None
     return task_from_toml(text, path)

@@ -137,8 +137,10 @@ def test_groups_must_be_token_groups_and_symbols_known():
         Task("t", "", ("q", TokenGroup("r", per_class=True, multiplicity=m)), query="q")
     with pytest.raises(ValueError, match="at least one token group"):
         Task("t", "", (), query="q")
-    with pytest.raises(ValueError, match="task name must be a non-empty string"):
-        Task("", "", _groups(), query="q")
+    for name in ("", "a b", "two\nlines", "-x", "x/y", "x" * 65, 7):
+        with pytest.raises(ValueError, match="task name must be a letter, then at most 63 letters"):
+            Task(name, "", _groups(), query="q")
+    assert Task("a+b.c_d-" + "e" * 56, "", _groups(), query="q").name.startswith("a+b.c_d-")
     # n_c is known only to a task that declares it
     shared = (*_groups()[:2], TokenGroup("u", per_class=False, multiplicity=n / n_c, types=n_c))
     with pytest.raises(ValueError, match="uses unknown symbols n_c"):

@@ -33,6 +33,13 @@ def test_builtin_tasks_are_files_of_the_same_format(name):
     assert task_from_toml(variant_text(name), name) == get_task(name)
 
 
+def test_a_byte_order_mark_is_not_content(tmp_path):
+    """An editor's UTF-8 byte-order mark before the first key: the same task."""
+    marked = tmp_path / "marked.toml"
+    marked.write_bytes(b"\xef\xbb\xbf" + EXAMPLE.read_bytes())
+    assert load_task(marked) == load_task(EXAMPLE)
+
+
 def test_canonical_text_names_the_task_not_the_file(tmp_path):
     copy = tmp_path / "copy.toml"
     copy.write_text("# a comment\n" + BASE.replace('s = 2', 's = 2   # two'))
