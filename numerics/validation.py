@@ -25,7 +25,8 @@ import numbers
 
 import numpy as np
 
-__all__ = ["check_int", "check_loss_level", "check_loss_levels", "check_times", "check_t_span", "check_point"]
+__all__ = ["check_int", "check_loss_level", "check_loss_levels", "check_times", "check_t_span", "check_point",
+           "check_positive_values", "check_positive_range"]
 
 
 def check_int(name, value, minimum) -> int:
@@ -199,3 +200,64 @@ def check_point(name, value, names=("mu_OV", "mu_QK")) -> tuple:
     if len(pt) != len(names) or not all(math.isfinite(v) for v in pt):
         raise ValueError(message)
     return pt
+
+
+def check_positive_values(name, values) -> np.ndarray:
+    """Numbers that must all be finite and > 0, checked.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, for the message.
+    values : array_like
+        Real numbers (not bools or strings), any shape.
+
+    Returns
+    -------
+    ndarray
+        ``values`` as floats.
+
+    Raises
+    ------
+    ValueError
+        An entry that is not a finite number > 0.
+    """
+    message = f"{name} must be finite numbers > 0; got {values!r}"
+    if np.asarray(values).dtype.kind in "bUS":
+        raise ValueError(message)
+    try:
+        x = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(message) from None
+    if not np.all(np.isfinite(x) & (x > 0)):
+        raise ValueError(message)
+    return x
+
+
+def check_positive_range(name, value) -> tuple:
+    """An interval of positive numbers, checked.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, for the message.
+    value : (float, float)
+        ``(low, high)`` with ``0 < low < high < inf``.
+
+    Returns
+    -------
+    (float, float)
+
+    Raises
+    ------
+    ValueError
+        Otherwise.
+    """
+    message = f"{name} must be (low, high) with 0 < low < high < inf; got {value!r}"
+    try:
+        low, high = (float(v) for v in value)
+    except (TypeError, ValueError):
+        raise ValueError(message) from None
+    if not (0 < low < high < math.inf):
+        raise ValueError(message)
+    return low, high

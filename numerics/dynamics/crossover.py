@@ -40,6 +40,9 @@ import os
 
 import numpy as np
 
+from derivations.core.vocabulary import check_positive
+
+from ..validation import check_positive_range, check_positive_values
 from .sign_change import log_sign_change
 
 __all__ = ["margin_at_loss", "lambda_of_ratio", "ratio_of_lambda", "master_lambda", "master_shares",
@@ -69,11 +72,11 @@ def margin_at_loss(loss, M):
     Raises
     ------
     ValueError
-        ``M`` not above 1 or ``loss`` outside :math:`(0, \log M)`.
+        ``M`` not finite and above 1 or ``loss`` outside :math:`(0, \log M)`.
     """
     loss, M = np.asarray(loss, dtype=float), np.asarray(M, dtype=float)
-    if np.any(~(M > 1)):
-        raise ValueError(f"M must be > 1; got {M}")
+    if np.any(~((M > 1) & np.isfinite(M))):
+        raise ValueError(f"M must be finite and > 1; got {M}")
     if np.any(~(loss > 0)) or np.any(~(loss < np.log(M))):
         raise ValueError(f"loss must be in (0, log M); got {loss}")
     return np.log(M - 1) - np.log(np.expm1(loss))
@@ -90,9 +93,14 @@ def lambda_of_ratio(ratio, loss, M, b):
     Returns
     -------
     ndarray
+
+    Raises
+    ------
+    ValueError
+        ``ratio`` or ``b`` not finite and > 0; ``M`` or ``loss`` as in :func:`margin_at_loss`.
     """
-    return np.asarray(ratio, float) * (np.asarray(M, float) - 1) * margin_at_loss(loss, M) ** 2 / (
-        np.asarray(M, float) * np.asarray(b, float))
+    ratio, b = check_positive_values("ratio", ratio), check_positive_values("b", b)
+    return ratio * (np.asarray(M, float) - 1) * margin_at_loss(loss, M) ** 2 / (np.asarray(M, float) * b)
 
 
 def ratio_of_lambda(lam, loss, M, b):
@@ -101,13 +109,19 @@ def ratio_of_lambda(lam, loss, M, b):
     Parameters
     ----------
     lam, loss, M, b : array_like
+        :math:`\Lambda > 0`, the stopping loss, classes, embedding scale (> 0).
 
     Returns
     -------
     ndarray
+
+    Raises
+    ------
+    ValueError
+        ``lam`` or ``b`` not finite and > 0; ``M`` or ``loss`` as in :func:`margin_at_loss`.
     """
-    return np.asarray(lam, float) * np.asarray(M, float) * np.asarray(b, float) / (
-        (np.asarray(M, float) - 1) * margin_at_loss(loss, M) ** 2)
+    lam, b = check_positive_values("lam", lam), check_positive_values("b", b)
+    return lam * np.asarray(M, float) * b / ((np.asarray(M, float) - 1) * margin_at_loss(loss, M) ** 2)
 
 
 def master_lambda(ratio, loss, task="paper", **params):
@@ -322,8 +336,11 @@ def crossover_lambda(task=None, *, lambda_range=(1e-6, 1e8), xtol=1e-12, **param
     Raises
     ------
     ValueError
-        A parameter outside its range, or a task not of the shape.
+        A parameter outside its range, a task not of the shape, ``lambda_range`` not
+        ``0 < low < high < inf`` or ``xtol`` not finite and > 0.
     """
+    lambda_range = check_positive_range("lambda_range", lambda_range)
+    xtol = check_positive("xtol", xtol)
     s, m, n, R, _M, _b = _numbers(task, params)
     reason = window_reason(s, m, R)
     if reason is not None:
@@ -374,9 +391,7 @@ def boundary(task=None, *, target_loss, ratio_range=RATIO_RANGE, **params):
     >>> boundary("query-copies", s=2, m=5, n=10, R=5, target_loss=0.5, M=4, b=2) == [rec]
     True
     """
-    lo, hi = (float(v) for v in ratio_range)
-    if not 0 < lo < hi or not math.isfinite(hi):
-        raise ValueError(f"ratio_range must be 0 < low < high < inf; got {ratio_range}")
+    lo, hi = check_positive_range("ratio_range", ratio_range)
     s, m, n, R, M, b = _numbers(task, params)
     losses = np.atleast_1d(np.asarray(target_loss, dtype=float))
     lams = lambda_of_ratio(np.array([lo, hi])[:, None], losses[None, :], M, b)
@@ -421,7 +436,8 @@ def task_shape(task="query-in-context", **params) -> dict:
     ValueError
         An unknown task or parameter, or a task not of this shape (the message says why).
     """
-    spec, number = _resolve(task, params)
+    from .task_systems import task_parameters
+    spec, number = _resolve(task, task_parameters(task, **params))
     why = None
     if number(spec.score_scale, "the score scale") != 1:
         why = "its scores are scaled"

@@ -17,6 +17,10 @@ import math
 
 import numpy as np
 
+from derivations.core.vocabulary import check_positive
+
+from ..validation import check_int, check_positive_range
+
 __all__ = ["log_sign_change"]
 
 
@@ -46,8 +50,16 @@ def log_sign_change(difference, low, high, *, xtol=1e-12, maxiter=100, name="Lam
         ``(None, reason)``: ``"tie: ..."`` (zero at both ends), ``"not reached within the ratio
         range searched (...)"`` (one sign at both ends), ``"undefined at ..."`` (a value that is
         not finite) or ``"no convergence ..."``.
+
+    Raises
+    ------
+    ValueError
+        ``low, high`` not ``0 < low < high < inf``, ``xtol`` not finite and > 0, or
+        ``maxiter`` not an integer >= 0.
     """
     from scipy.optimize import brentq
+    low, high = check_positive_range("(low, high)", (low, high))
+    xtol, maxiter = check_positive("xtol", xtol), check_int("maxiter", maxiter, 0)
 
     class Undefined(Exception):
         pass

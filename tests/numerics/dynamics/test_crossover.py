@@ -19,7 +19,8 @@ from hypothesis import given, settings, strategies as st
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
-from numerics.dynamics import boundary, crossover_lambda, lambda_of_ratio, master_shares, ratio_of_lambda
+from numerics.dynamics import (boundary, crossover_lambda, lambda_of_ratio, master_lambda, master_shares,
+                               ratio_of_lambda, task_shape)
 
 
 class FullFlow:
@@ -349,3 +350,53 @@ def test_master_shares_of_query_copies_are_the_engine_reduced_flow():
         st_ = state_at_loss(L, float(ratio_of_lambda(lam, L, M, b)), task="query-copies", **task, M=M, b=b)
         for key in ("self_attention", "relevant_attention"):
             assert float(getattr(st_, key)) == pytest.approx(float(expected[key]), abs=1e-6)
+
+
+_BAD_POSITIVE = [math.nan, math.inf, -1.0, 0.0, None, "1", True]
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda v: lambda_of_ratio(v, 0.5, 20, 50), "ratio"),
+    (lambda v: lambda_of_ratio(1.0, 0.5, 20, v), "b"),
+    (lambda v: ratio_of_lambda(v, 0.5, 20, 50), "lam"),
+    (lambda v: ratio_of_lambda(1.0, 0.5, 20, v), "b"),
+    (lambda v: master_lambda(v, 0.5), "ratio"),
+    (lambda v: master_lambda(v, 0.5, "query-copies"), "ratio"),
+])
+@pytest.mark.parametrize("bad", _BAD_POSITIVE)
+def test_lambda_conversions_reject_what_is_not_positive(call, name, bad):
+    """Never a silent nan, inf, negative or zero Lambda (or ratio): a ValueError naming the parameter."""
+    with pytest.raises(ValueError, match=f"^{name} must be finite numbers > 0"):
+        call(bad)
+
+
+@pytest.mark.parametrize("bad", [math.nan, -1.0, 0.0, "1"])
+def test_one_bad_entry_of_an_array_is_a_value_error(bad):
+    with pytest.raises(ValueError, match="^ratio must be finite numbers > 0"):
+        lambda_of_ratio([1.0, bad], 0.5, 20, 50)
+
+
+def test_an_infinite_class_count_is_a_value_error():
+    with pytest.raises(ValueError, match="^M must be finite and > 1"):
+        lambda_of_ratio(1.0, 0.5, math.inf, 50)
+    with pytest.raises(ValueError, match="^M must be finite and > 1"):
+        ratio_of_lambda(1.0, 0.5, math.inf, 50)
+
+
+@pytest.mark.parametrize("kw, name", [
+    ({"lambda_range": (1.0, 0.5)}, "lambda_range"), ({"lambda_range": (0.0, 1.0)}, "lambda_range"),
+    ({"lambda_range": (math.nan, 1.0)}, "lambda_range"), ({"lambda_range": (1.0, math.inf)}, "lambda_range"),
+    ({"lambda_range": 5}, "lambda_range"), ({"xtol": -1.0}, "xtol"), ({"xtol": math.nan}, "xtol"),
+    ({"xtol": "1"}, "xtol")])
+@pytest.mark.parametrize("shape", [{}, {"s": 2, "m": 5, "n": 10, "R": 5}], ids=["outside", "inside"])
+def test_crossover_lambda_checks_its_search_before_the_window(kw, name, shape):
+    """Outside the window (no search) as inside it: the search's arguments are checked first."""
+    with pytest.raises(ValueError, match=f"^{name} must be"):
+        crossover_lambda(**shape, **kw)
+
+
+@pytest.mark.parametrize("kw, match", [({"foo": 1}, "has no parameter 'foo'"), ({"m": -1}, "^m must be"),
+                                       ({"n": math.nan}, "^n must be")])
+def test_task_shape_checks_the_task_parameters(kw, match):
+    with pytest.raises(ValueError, match=match):
+        task_shape("query-copies", **kw)

@@ -29,3 +29,14 @@ def test_one_sign_undefined_and_no_convergence_are_reasons():
     calls = []
     x, reason = log_sign_change(lambda x: calls.append(x) or x - 3.0, 1.0, 1e3, xtol=1e-15, maxiter=3)
     assert x is None and reason.startswith("no convergence in 3 steps") and len(calls) <= 2 + 3
+
+
+@pytest.mark.parametrize("low, high, kw, name", [
+    (0.0, 1.0, {}, r"\(low, high\)"), (1.0, 0.5, {}, r"\(low, high\)"), (math.nan, 1.0, {}, r"\(low, high\)"),
+    (1.0, math.inf, {}, r"\(low, high\)"), (-1.0, 1.0, {}, r"\(low, high\)"),
+    (0.1, 1.0, {"xtol": -1.0}, "xtol"), (0.1, 1.0, {"xtol": 0.0}, "xtol"), (0.1, 1.0, {"xtol": math.nan}, "xtol"),
+    (0.1, 1.0, {"maxiter": None}, "maxiter"), (0.1, 1.0, {"maxiter": 1.5}, "maxiter")])
+def test_bad_search_arguments_are_a_value_error_naming_them(low, high, kw, name):
+    """Never a math domain error or SciPy's message: the argument and its range are named."""
+    with pytest.raises(ValueError, match=f"^{name} must be"):
+        log_sign_change(lambda x: x - 0.5, low, high, **kw)
