@@ -39,6 +39,7 @@ Numerics of :func:`state_at_loss`
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
@@ -60,6 +61,11 @@ MARGIN_RTOL = 1e-13
 #: tested to return the state to about 1e-13 (beyond them: ValueError naming
 #: the range, never a wrong number). M: any integer in [2, 2**53].
 SUPPORTED_RANGE = {"ratio": (1e-12, 1e12), "m": (1e-8, 1e8), "n": (1e-8, 1e8), "b": (1e-8, 1e8)}
+#: Smallest ``rtol`` of :func:`time_to_loss`: :func:`scipy.integrate.quad` with no
+#: absolute tolerance needs a relative one above 50 machine epsilons.
+MIN_RTOL = 1e-13
+#: Most significant digits of :func:`state_at_loss_mpmath` (its cost grows with them).
+MAX_DPS = 10_000
 
 
 def check_supported(m, n, b, M):
@@ -126,7 +132,7 @@ def state_at_loss_mpmath(loss, ratio, *, m=5, n=50, b=50, M=20, dps=50):
     m, n, b, M : float
         As in :func:`state_at_loss` (same ranges).
     dps : int
-        Significant digits wanted.
+        Significant digits wanted, in [1, :data:`MAX_DPS`].
 
     Returns
     -------
@@ -136,9 +142,11 @@ def state_at_loss_mpmath(loss, ratio, *, m=5, n=50, b=50, M=20, dps=50):
     Raises
     ------
     ValueError
-        As :func:`state_at_loss`.
+        As :func:`state_at_loss`, or ``dps`` not an integer in [1, :data:`MAX_DPS`].
     """
     import mpmath
+    if isinstance(dps, bool) or not isinstance(dps, numbers.Integral) or not 1 <= dps <= MAX_DPS:
+        raise ValueError(f"dps must be an integer in [1, {MAX_DPS}]; got {dps!r}")
     m, n, b, M = check_supported(m, n, b, M)
     _check_loss_ratio(float(loss), float(ratio), M)
     G = lam.state_equation_mu_fn("mpmath").func
@@ -319,7 +327,7 @@ def time_to_loss(loss, ratio, *, m=5, n=50, b=50, M=20, rtol=1e-11):
         As in :func:`state_at_loss` (broadcast).
     m, n, b, M : float, optional
     rtol : float, optional
-        Relative tolerance of the quadrature.
+        Relative tolerance of the quadrature, in [:data:`MIN_RTOL`, 1).
 
     Returns
     -------
@@ -329,9 +337,12 @@ def time_to_loss(loss, ratio, *, m=5, n=50, b=50, M=20, rtol=1e-11):
     Raises
     ------
     ValueError
-        As :func:`state_at_loss`.
+        As :func:`state_at_loss`, or ``rtol`` outside [:data:`MIN_RTOL`, 1).
     """
     from scipy.integrate import quad
+    if not (isinstance(rtol, numbers.Real) and not isinstance(rtol, bool) and MIN_RTOL <= rtol < 1):
+        raise ValueError(f"rtol must be a number in [{MIN_RTOL!r}, 1) (the quadrature's "
+                         f"smallest relative tolerance is 50 machine epsilons); got {rtol!r}")
     st = state_at_loss(loss, ratio, m=m, n=n, b=b, M=M)
     f = lam.time_integrand_fn("CACO", "numpy").func
     m, n, b, M = check_supported(m, n, b, M)

@@ -124,6 +124,20 @@ def test_invalid_ratio(bad):
         state_at_loss(0.5, bad)
 
 
+@pytest.mark.parametrize("bad", [0.0, -1.0, np.nan, 1e-15, 1.0, "1e-8", None, True])
+def test_invalid_time_to_loss_rtol(bad):
+    """Never SciPy's quadrature message (nor a silent run): rtol and its range are named."""
+    with pytest.raises(ValueError, match=r"^rtol must be a number in \[1e-13, 1\)"):
+        time_to_loss(0.5, 1.0, rtol=bad)
+
+
+@pytest.mark.parametrize("bad", [0, -5, 10**9, 2.5, "50", None, True])
+def test_invalid_mpmath_digits(bad):
+    """Never a silent low-precision answer (dps <= 0) nor a run without end (dps huge)."""
+    with pytest.raises(ValueError, match=r"^dps must be an integer in \[1, 10000\]"):
+        state_at_loss_mpmath(0.5, 1.0, dps=bad)
+
+
 @pytest.mark.parametrize("kw,name", [(dict(m=0), "m"), (dict(n=-1), "n"), (dict(b=np.inf), "b"),
                                      (dict(M=1.5), "M"), (dict(M=np.nan), "M")])
 def test_invalid_model_parameters(kw, name):
