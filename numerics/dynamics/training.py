@@ -31,6 +31,7 @@ the final parameters.
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
@@ -89,8 +90,11 @@ def _check_times(t_eval, t_span, infinite_end):
     return t_eval, t_span
 
 
-def _check_solver(method, rtol, atol, max_steps, max_nfev):
-    """Validated ``(rtol, atol, max_steps, max_nfev)`` of :func:`gradient_flow`."""
+def _check_solver(method, rtol, atol, max_steps, max_nfev, max_step):
+    """Validated ``(rtol, atol, max_steps, max_nfev)`` of :func:`gradient_flow`;
+    ``max_step`` checked (> 0, ``inf`` allowed)."""
+    if not (isinstance(max_step, numbers.Real) and not isinstance(max_step, bool) and max_step > 0):
+        raise ValueError(f"max_step must be a number > 0 (inf: no bound); got {max_step!r}")
     checked = (check_positive("rtol", rtol), check_positive("atol", atol),
                check_int("max_steps", max_steps, 1))
     if method not in METHODS:
@@ -169,7 +173,7 @@ def gradient_flow(model, params0, t_eval=None, *, t_span=None, rtol=1e-10, atol=
         Stop (terminal event) when the loss falls to this value; the state is
         ``target_state``.
     max_step : float
-        Largest step of the solver.
+        Largest step of the solver (> 0; ``inf``: no bound).
     max_steps : int
         Bound on the solver steps (>= 1): past it the run stops with status
         -1 and what it has recorded.
@@ -194,7 +198,7 @@ def gradient_flow(model, params0, t_eval=None, *, t_span=None, rtol=1e-10, atol=
     """
     vec0 = _initial_vector(model, params0)
     thr, target_loss = _check_thresholds(loss_thresholds, target_loss)
-    rtol, atol, max_steps, max_nfev = _check_solver(method, rtol, atol, max_steps, max_nfev)
+    rtol, atol, max_steps, max_nfev = _check_solver(method, rtol, atol, max_steps, max_nfev, max_step)
     t_eval, t_span = _check_times(t_eval, t_span, target_loss is not None)
     levels = thr + ((target_loss,) if target_loss is not None else ())
     loss_of = model._loss_flat      # the events: L - L_i, or log L - log L_i
