@@ -39,12 +39,24 @@ from functools import lru_cache
 
 import numpy as np
 
-from derivations.core.vocabulary import CIRCUITS, check_positive
+from derivations.core.vocabulary import CIRCUITS, check_classes, check_positive
 
 from ..functions import lambdified as lam
-from .paper import AttentionModel
+from .paper import MAX_CLASSES, AttentionModel
 
 __all__ = ["basis", "structured_params", "project", "summarize", "FamilyProjector", "task_basis"]
+
+
+def _check_model_classes(name, M) -> int:
+    """``M`` as an int: an integer in [2, MAX_CLASSES] (the full model's bound), else ValueError naming ``name``."""
+    try:
+        value = check_classes(M)
+    except ValueError:
+        value = None
+    if value is None or value > MAX_CLASSES:
+        raise ValueError(f"{name} must be an integer in [2, {MAX_CLASSES}] (the full model's classes); "
+                         f"got {M!r}")
+    return value
 
 
 @lru_cache(maxsize=64)
@@ -57,14 +69,19 @@ def basis(name, M) -> np.ndarray:
     ----------
     name : {"QK", "Q", "K", "OV", "O", "V", "V1"}
     M : int
-        Number of classes.
+        Number of classes, in [2, :data:`~numerics.model.paper.MAX_CLASSES`].
 
     Returns
     -------
     ndarray
+
+    Raises
+    ------
+    ValueError
+        An unknown ``name``, or ``M`` not an integer in [2, MAX_CLASSES].
     """
     from derivations.tasks.paper.model import basis_matrix   # SymPy: once per (name, M)
-    U = np.array(basis_matrix(name, int(M)).tolist(), dtype=float)
+    U = np.array(basis_matrix(name, _check_model_classes("M", M)).tolist(), dtype=float)
     U.flags.writeable = False
     return U
 
@@ -275,10 +292,16 @@ def task_basis(task_name, parameterization, M_value, values) -> dict:
         the token order of the task's concrete instance
         (:func:`derivations.engine.basis_matrices`; SymPy, the engine's
         reduction from its cache).
+
+    Raises
+    ------
+    ValueError
+        An unknown task or parameterization, or ``M_value`` not an integer in [2, MAX_CLASSES].
     """
     from derivations.tasks import get_task
     from derivations.engine import basis_matrices
     from derivations.task_catalog import task_reduction
+    M_value = _check_model_classes("M_value", M_value)
     task = get_task(task_name)
     red = task_reduction(task, parameterization)
     table = task.symbols()

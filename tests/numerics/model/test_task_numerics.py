@@ -229,3 +229,13 @@ def test_logsumexp_rows_is_scipys_bit_for_bit():
                 assert np.array_equal(logsumexp_rows(x), logsumexp(x, axis=-1)), (shape, scale)
     odd = np.array([[np.inf, 1.0], [-np.inf, -np.inf], [np.nan, 1.0], [-np.inf, 2.0]])
     np.testing.assert_array_equal(logsumexp_rows(odd), logsumexp(odd, axis=-1))
+
+
+@pytest.mark.parametrize("bad", [0, 1, -1, 2.5, 10**5, "3", None, True])
+def test_family_bases_check_the_class_count(bad):
+    """Never an empty basis (M < 2), SymPy's matrix error (M < 0) or a SymPy build without end (M huge)."""
+    from numerics.model import basis
+    with pytest.raises(ValueError, match=r"^M must be an integer in \[2, 2000\]"):
+        basis("QK", bad)
+    with pytest.raises(ValueError, match=r"^M_value must be an integer in \[2, 2000\]"):
+        task_basis("paper", "CACO", bad, {})
