@@ -107,7 +107,18 @@ def evaluate(st, params: dict, rng: np.random.Generator, eval_batches: int = 200
         Arrays of length ``eval_batches * batch_size`` (:func:`measurements`) and the
         interpretability proxies (:data:`numerics.experiments.proxies.PROXIES`; the query's
         position attended where the task says so).
+
+    Raises
+    ------
+    ValueError
+        ``params`` not the finite matrices of one parameterization in the task's shapes, or
+        sizes that are not positive integers.
+    TypeError
+        ``rng`` not a :class:`numpy.random.Generator`.
     """
+    _check_params(st, params)
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}")
     b = sampler.sample_batches(st, rng, eval_batches, batch_size, seq_len)
     counts, query, target = b.counts.reshape(-1, st.T), b.query.reshape(-1), b.target.reshape(-1)
     relevant = st.relevant_of(b.label_class.reshape(-1))
@@ -116,6 +127,23 @@ def evaluate(st, params: dict, rng: np.random.Generator, eval_batches: int = 200
     out.update(proxies.measure(fwd, counts, query, target, relevant, functools.partial(models.forward, st, params),
                                query_attended=st.query_in_context))
     return out
+
+
+def _check_params(st, params) -> None:
+    """``params`` the matrices of one parameterization, each finite and of its shape in ``st``
+    (:func:`~numerics.experiments.models.param_shapes`); else ValueError naming the matrix."""
+    from derivations.core.vocabulary import PARAMETERIZATIONS
+    keys = set(params) if isinstance(params, dict) else None
+    P = next((P for P in PARAMETERIZATIONS if keys == set(models.param_keys(P))), None)
+    if P is None:
+        choices = "; ".join(f"{P}: {', '.join(models.param_keys(P))}" for P in PARAMETERIZATIONS)
+        shown = sorted(keys) if keys is not None else type(params).__name__
+        raise ValueError(f"params must be a dict of one parameterization's matrices ({choices}); got {shown}")
+    for key, shape in models.param_shapes(st, P).items():
+        a = np.asarray(params[key])
+        if a.shape != shape or a.dtype.kind not in "iuf" or not np.all(np.isfinite(a)):
+            raise ValueError(f"params[{key!r}] must be finite numbers of shape {shape}; "
+                             f"got {a.dtype} of shape {a.shape}")
 
 
 def measurements(forward, counts, query, target, relevant) -> dict:
