@@ -64,6 +64,7 @@ from derivations.core.vocabulary import SHARES, check_positive
 
 from ..dynamics.training import gradient_flow
 from ..model import TaskModel
+from ..validation import check_int
 from . import measure, models, proxies, task_sampling
 from .stopping import target_losses
 
@@ -227,8 +228,9 @@ def initial_loss(st, parameterization, init="authors", seed=1234, *, seq_len=Non
     Raises
     ------
     ValueError
-        See :func:`task_model` and :func:`init_matrices`.
+        See :func:`task_model` and :func:`init_matrices`; ``seed`` not an integer >= 0.
     """
+    seed = check_int("seed", seed, 0)
     model = task_model(st, parameterization, 1.0, lr_ov=1.0, seq_len=seq_len)
     return model.loss(init_matrices(st, model, init, init_scale, seed))
 
@@ -373,11 +375,13 @@ def flow_to_losses(st, parameterization, ratio, target_losses, *, lr_ov=0.01, se
     Raises
     ------
     ValueError
-        Bad argument (before any work), or a target not below the initial loss.
+        Bad argument (before any work; ``seed`` not an integer >= 0), or a target not below
+        the initial loss.
     """
     t0 = time.perf_counter()
     ratio, lr_ov = check_ratio(ratio), check_lr_ov(lr_ov)
     init_scale = check_init_scale(init_scale)
+    seed = check_int("seed", seed, 0)
     model = task_model(st, parameterization, ratio, lr_ov=1.0, seq_len=seq_len)
     p0 = init_matrices(st, model, init, init_scale, seed)
     L0 = model.loss(p0)

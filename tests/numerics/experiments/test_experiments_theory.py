@@ -182,3 +182,14 @@ def test_predict_takes_seed_lists_and_numpy_integers():
     assert [r["seed"] for r in predict.predict(["CACO"], [1.0], [1.0], seeds=np.array([7, 9]))] == [7, 9]
     with pytest.raises(ValueError, match="seeds"):
         predict.predict(["CACO"], [1.0], [1.0], seeds=[-1])
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "1", None, True])
+def test_a_seed_is_an_integer_at_least_zero(bad):
+    """Never NumPy's seed message: the seed and its range are named."""
+    from numerics.experiments import flow_to_losses, initial_loss, sampled_task
+    st = sampled_task("paper", {"M": 3})
+    with pytest.raises(ValueError, match="^seed must be an integer >= 0"):
+        flow_to_losses(st, "CACO", 1.0, [0.9], seed=bad)
+    with pytest.raises(ValueError, match="^seed must be an integer >= 0"):
+        initial_loss(st, "CACO", seed=bad)
