@@ -19,7 +19,7 @@ import random
 
 import sympy as sp
 
-from ..core.vocabulary import ov_factorized, qk_factorized
+from ..core.vocabulary import check_classes, ov_factorized, qk_factorized
 from ..symbolic.exp_zero import is_zero_exactly
 from ..symbolic.symbols import M
 from .family import RATE_OF, class_label as _cls
@@ -77,8 +77,17 @@ def _label(g, k, i):
     return _cls(k) if i is None else ("c", k, i)
 
 
+def _check_M_value(M_value) -> int:
+    """``M_value`` as an int (:func:`~derivations.core.vocabulary.check_classes`), else ValueError naming it."""
+    try:
+        return check_classes(M_value)
+    except ValueError as exc:
+        raise ValueError(f"M_value: {exc}") from None
+
+
 def _explicit_indices(task, M_value, shared_types):
     """Row/column indices of each matrix of an explicit instance, in TaskInstance order."""
+    M_value = _check_M_value(M_value)
     toks = [("tok:" + g.name, _label(g, k, s)) for g, k, s in task.layout(M_value, shared_types) if g.embedded]
     outs = [("out", _cls(k)) for k in range(M_value)]
     hids = [("hid", _cls(k)) for k in range(M_value)]
@@ -106,7 +115,8 @@ def basis_matrices(reduction: TaskReduction, M_value: int, shared_types: dict | 
     Raises
     ------
     ValueError
-        If a group's symbolic number of types has no value in ``shared_types``.
+        If a group's symbolic number of types has no value in ``shared_types``, or ``M_value``
+        is not an integer >= 2.
     """
     from ..tasks.registry import get_task
     task = get_task(reduction.task)
@@ -146,7 +156,13 @@ def explicit_loss(task, M_value, params, shared_types):
     Returns
     -------
     sympy.Expr
+
+    Raises
+    ------
+    ValueError
+        ``M_value`` not an integer >= 2.
     """
+    M_value = _check_M_value(M_value)
     idx = _explicit_indices(task, M_value, shared_types)
     toks = idx["W_QK"][0]
     W_QK = params["W_QK"] if "W_QK" in params else params["W_Q"] * params["W_K"].T
@@ -210,8 +226,10 @@ def invariance_residual(task, parameterization: str = "CACO", M_value: int = 2, 
     Raises
     ------
     ValueError
-        If the task or parameterization is invalid, or a symbolic number of types has no value.
+        If the task or parameterization is invalid, a symbolic number of types has no value, or
+        ``M_value`` is not an integer >= 2.
     """
+    M_value = _check_M_value(M_value)
     task = as_task(task)
     rng = random.Random(7)
     red = reduce_task(task, parameterization)

@@ -277,3 +277,17 @@ def test_paper_orbit_equals_catalog_orbit(param):
             assert abs(sp.N((a - c).subs(point), 20)) < 1e-12
         else:
             assert abs(sp.N((mine - ref).subs(point), 20)) < 1e-12
+
+
+@pytest.mark.parametrize("bad", [0, 1, -1, 2.5, "2", None, True])
+def test_an_explicit_instance_needs_two_classes_or_more(bad):
+    """Never a vacuous ``[]`` (M = 1: nothing to check), an empty basis or a ZeroDivisionError:
+    M_value and its range are named."""
+    from derivations.engine import basis_matrices, explicit_loss, invariance_residual, reduce_task
+    from derivations.tasks import get_task
+    with pytest.raises(ValueError, match=r"^M_value: M must be an integer in \[2, "):
+        invariance_residual("paper", "CACO", bad)
+    with pytest.raises(ValueError, match=r"^M_value: M must be an integer in \[2, "):
+        basis_matrices(reduce_task("paper"), bad)
+    with pytest.raises(ValueError, match=r"^M_value: M must be an integer in \[2, "):
+        explicit_loss(get_task("paper"), bad, {}, {})
