@@ -129,7 +129,7 @@ def state_at_loss(loss, ratio=1.0, *, task="paper", parameterization="CACO", met
     method : {None, "closed form", "reduced flow"}
         Force a method; default: the closed form where the task has it.
     rtol, atol : float
-        Tolerances of the reduced flow's DOP853.
+        Tolerances of the reduced flow's DOP853 (finite, > 0; checked whichever method answers).
     **params
         The task's parameters (``m, n, b, M`` and its own, e.g. ``n_c``).
 
@@ -147,6 +147,8 @@ def state_at_loss(loss, ratio=1.0, *, task="paper", parameterization="CACO", met
     """
     if method is not None and method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
+    from derivations.core.vocabulary import check_positive
+    rtol, atol = check_positive("rtol", rtol), check_positive("atol", atol)
     if isinstance(task, str) and task == "paper" and parameterization == "CACO" and method != "reduced flow":
         return _paper_closed_form(loss, ratio, params)      # the cold path: no SymPy
     from derivations.tasks import get_task

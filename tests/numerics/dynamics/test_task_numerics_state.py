@@ -189,3 +189,13 @@ def test_reduced_flow_range_corners_quick(case):
 @pytest.mark.parametrize("case", _corners(quick=False))
 def test_reduced_flow_range_every_corner(case):
     _check_corner(case)
+
+
+@pytest.mark.parametrize("kw", [dict(rtol=-1.0), dict(rtol=math.nan), dict(atol=0.0), dict(atol="1e-14"),
+                                dict(rtol=None)])
+@pytest.mark.parametrize("method", [None, "closed form"])
+def test_tolerances_are_checked_whichever_method_answers(kw, method):
+    """A bad tolerance is never silently ignored because the closed form answers."""
+    name = next(iter(kw))
+    with pytest.raises(ValueError, match=f"^{name} must be a finite number > 0"):
+        entry(0.5, 1.0, method=method, **kw)
