@@ -396,7 +396,7 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None, record_losses=()) ->
     record_losses : sequence of float, optional
         Losses at which to keep each run's state without stopping it: the
         first epoch whose mean training loss is at most the loss (the test of
-        the target-loss rule). Training itself is unchanged (same numbers).
+        the target-loss rule; each finite, > 0). Training itself is unchanged (same numbers).
 
     Returns
     -------
@@ -412,6 +412,12 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None, record_losses=()) ->
     for a diverged run);
     with ``record_losses``, ``marks``: ``{loss: {"steps", "params"}}`` for each
     recorded loss the run reached (steps trained by then, the parameters then).
+
+    Raises
+    ------
+    ValueError
+        Bad ``seeds``, ``config`` not a :class:`Fig2Config`, or ``record_losses`` not a
+        sequence of finite losses > 0.
     """
     seeds = check_seeds(seeds)
     if not isinstance(config, Fig2Config):
@@ -422,6 +428,9 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None, record_losses=()) ->
 def _train(c, seeds, rates, progress, record_losses) -> list:
     """The loop of :func:`train_fig2` and :func:`numerics.experiments.stack.train_stack`:
     the runs of ``seeds`` (one generator each) with ``rates`` (see :func:`_train_epoch`)."""
+    if isinstance(record_losses, (str, bytes)) or not np.iterable(record_losses):
+        raise ValueError(f"record_losses must be a sequence of losses > 0; got {record_losses!r}")
+    record_losses = [check_positive("record_losses", x) for x in record_losses]
     rngs = [np.random.default_rng(s) for s in seeds]
     st = c.sampled_task
     inits = [models.init_params(st, c.parameterization, c.init, r) for r in rngs]
@@ -430,7 +439,6 @@ def _train(c, seeds, rates, progress, record_losses) -> list:
     keys = list(params)
     scheduled = c.epochs * c.steps_per_epoch     # the ramp's T (the notebooks' total_steps)
     total = c.total_steps
-    record_losses = [float(x) for x in record_losses]
     runs = _Runs(seeds, c, record_losses)
     buffers = {}                                 # per-epoch arrays, reused
     step = 0

@@ -178,3 +178,11 @@ def test_heatmap_summary_of_seeds():
     assert s["separability"] == {"mean": 0.5, "std": 0.0}
     h = measure.heatmap(np.array([0.0, 0.2, 0.99, 1.0]), np.array([0.5, 0.5, 1.0, 0.1]))
     assert h.sum() == pytest.approx(100) and h[1, 2] == 25 and h[4, 4] == 25 and h[4, 0] == 25
+
+
+@pytest.mark.parametrize("bad", [[np.nan], [-1.0], [0.0], [np.inf], ["a"], [None], "0.5", 0.5])
+def test_record_losses_are_losses_above_zero(bad):
+    """Never a loss silently not recorded (nan, negative) nor float's message: record_losses is named."""
+    cfg = sgd.Fig2Config("CACO", epochs=1, steps_per_epoch=1, batch_size=2, eval_batches=1)
+    with pytest.raises(ValueError, match="^record_losses must be"):
+        sgd.train_fig2(cfg, [1], record_losses=bad)
