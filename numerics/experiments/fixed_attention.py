@@ -270,7 +270,14 @@ def train_fig3(config: Fig3Config, *, progress=None) -> dict:
         ``alpha`` (list), ``loss``, ``loss_shifted`` and ``incentive``
         (``[alpha][epoch]``, epochs ``0..E``), ``train_loss`` (``[alpha][epoch]``,
         the mean training loss of epochs ``1..E``) and ``final_loss`` (per alpha).
+
+    Raises
+    ------
+    ValueError
+        ``config`` not a :class:`Fig3Config`.
     """
+    if not isinstance(config, Fig3Config):
+        raise ValueError(f"config must be a Fig3Config, got {type(config).__name__}")
     c = config
     alphas = np.asarray(c.alphas)
     A = len(alphas)

@@ -117,8 +117,6 @@ def evaluate(st, params: dict, rng: np.random.Generator, eval_batches: int = 200
         ``rng`` not a :class:`numpy.random.Generator`.
     """
     _check_params(st, params)
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}")
     b = sampler.sample_batches(st, rng, eval_batches, batch_size, seq_len)
     counts, query, target = b.counts.reshape(-1, st.T), b.query.reshape(-1), b.target.reshape(-1)
     relevant = st.relevant_of(b.label_class.reshape(-1))

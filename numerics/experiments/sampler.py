@@ -207,7 +207,11 @@ def sample_batches(st, rng, n_batches: int, batch_size: int, seq_len: int) -> Ba
     ------
     ValueError
         A size out of range.
+    TypeError
+        ``rng`` not a :class:`numpy.random.Generator`.
     """
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}")
     n_batches = check_int("n_batches", n_batches, 1)
     batch_size = check_int("batch_size", batch_size, 1)
     seq_len = check_int("seq_len", seq_len, 3)

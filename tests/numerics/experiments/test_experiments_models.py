@@ -419,3 +419,16 @@ def test_cross_entropy_rows_far_below_the_run_maximum(class_axis, n_classes):
     np.put_along_axis(expect, target[..., None], np.take_along_axis(expect, target[..., None], -1) - 1, -1)
     np.testing.assert_allclose(gz, expect / 3, rtol=1e-10, atol=1e-15)
     assert np.all(np.isfinite(gz))
+
+
+@pytest.mark.parametrize("rng", [None, 5, np.random.RandomState(0)])
+def test_sample_batches_needs_a_generator(rng):
+    """Never an AttributeError from deep inside the sampler: rng is named."""
+    with pytest.raises(TypeError, match="^rng must be a numpy.random.Generator"):
+        sampler.sample_batches(AUTHORS, rng, 1, 2, 8)
+
+
+@pytest.mark.parametrize("config", [None, {}, "fig3"])
+def test_train_fig3_needs_a_config(config):
+    with pytest.raises(ValueError, match="^config must be a Fig3Config"):
+        fixed_attention.train_fig3(config)
