@@ -119,7 +119,7 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def read_bounded(path, limit: int) -> bytes:
+def read_bounded(path, limit: int, *, follow_links: bool = True) -> bytes:
     """The content of the regular file ``path``, refused when it is larger than ``limit`` bytes.
 
     The file is opened without waiting (``O_NONBLOCK``) and checked to be a regular file before
@@ -134,6 +134,8 @@ def read_bounded(path, limit: int) -> bytes:
         The file.
     limit : int
         The largest size accepted, in bytes.
+    follow_links : bool, optional
+        False: a symbolic link is refused (``OSError``, ``ELOOP``) instead of read through.
 
     Returns
     -------
@@ -148,7 +150,8 @@ def read_bounded(path, limit: int) -> bytes:
     """
     if isinstance(path, (str, os.PathLike)):
         name = os.fspath(path)
-        fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(name, flags if follow_links else flags | getattr(os, "O_NOFOLLOW", 0))
         with os.fdopen(fd, "rb") as fh:
             mode = os.fstat(fd).st_mode
             if stat.S_ISDIR(mode):

@@ -32,10 +32,11 @@ import os
 import stat
 from pathlib import Path
 
-from derivations.core.atomic_file import atomic_write_text
+from derivations.core.atomic_file import atomic_write_text, read_bounded
 from derivations.core.cli import UsageError
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
+from .fixed_attention import OUTPUT_CIRCUITS
 from .settings import check_sweep_settings, different_setting, shown, shown_option
 
 __all__ = ["ExperimentDirectory", "DirectoryRefused", "KINDS", "LOCK_FILE", "SETTINGS_FILE", "SETTINGS_FILES",
@@ -49,8 +50,6 @@ SETTINGS_FILE = "sweep-settings.json"
 SETTINGS_FORMAT = "qkov.experiments.sweep.settings/1"
 #: The folder of the stored runs (sweeps and reproductions).
 RUNS = "runs"
-#: The output circuits of Figure 3 (:data:`numerics.experiments.fixed_attention.OUTPUT_CIRCUITS`).
-_FIG3_CIRCUITS = ("collapsed", "factorized")
 
 
 def _figures(*stems) -> tuple:
@@ -62,7 +61,7 @@ def _figures(*stems) -> tuple:
 KINDS = {"sweep": (SETTINGS_FILE, "results.csv", "sweep.json", *_figures("sweep", "proxies")),
          "reproduction": ("report.json", "report.md"),
          "fig2": ("fig2.json", *_figures(*(f"fig2_{p}" for p in PARAMETERIZATIONS))),
-         "fig3": ("fig3.json", *_figures(*(f"fig3_{c}" for c in _FIG3_CIRCUITS)))}
+         "fig3": ("fig3.json", *_figures(*(f"fig3_{c}" for c in OUTPUT_CIRCUITS)))}
 #: kind -> the file that records its settings (a reproduction records none).
 SETTINGS_FILES = {"sweep": SETTINGS_FILE, "fig2": "fig2.json", "fig3": "fig3.json"}
 #: The kinds that store runs in :data:`RUNS`.
@@ -191,12 +190,7 @@ class ExperimentDirectory:
             raise self._refuse(f"has a {name} that is {_entry_kind(path)}; its settings cannot be read (links "
                                f"in an output directory are never followed); choose another directory")
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
-            with os.fdopen(fd, "rb") as fh:
-                data = fh.read(_MAX_BYTES[name] + 1)
-            if len(data) > _MAX_BYTES[name]:
-                raise ValueError(f"larger than {_MAX_BYTES[name]} bytes")
-            return json.loads(data.decode("utf-8"))
+            return json.loads(read_bounded(path, _MAX_BYTES[name], follow_links=False).decode("utf-8"))
         except (OSError, ValueError, RecursionError) as exc:
             reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0][:80] or type(exc).__name__
             raise self._refuse(f"has a {name} that cannot be read ({reason}); the stored results are kept: "

@@ -128,10 +128,10 @@ def _holds_result_of(path, settings) -> bool:
     """Whether the regular file ``path`` holds a predict result of ``settings`` (it may be written again)."""
     import json
 
+    from derivations.core.atomic_file import read_bounded
+
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(_MAX_OUTPUT_BYTES + 1)
-        stored = json.loads(data.decode("utf-8")) if len(data) <= _MAX_OUTPUT_BYTES else None
+        stored = json.loads(read_bounded(path, _MAX_OUTPUT_BYTES).decode("utf-8"))
     except (OSError, ValueError, RecursionError):
         return False
     return isinstance(stored, dict) and stored.get("settings") == json.loads(json_text(settings))
