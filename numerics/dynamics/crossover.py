@@ -278,9 +278,7 @@ def master_shares(lam, task=None, **params):
     True
     """
     s, m, n, R, _M, _b = _numbers(task, params)
-    lam = np.asarray(lam, dtype=float)
-    if np.any(~(lam > 0)) or np.any(~np.isfinite(lam)):
-        raise ValueError(f"Lambda must be finite and > 0; got {lam}")
+    lam = check_positive_values("Lambda", lam)
     out = {k: np.empty(lam.shape) for k in ("self_attention", "relevant_attention", "other_attention")}
     for i in np.ndindex(lam.shape):
         shares, _z = _stop(float(lam[i]), s, m, n, R)

@@ -121,13 +121,9 @@ def check_settings(m, n, b, M):
     """
     from derivations.core.vocabulary import check_model_parameters
 
-    from ..dynamics.closed_form import SUPPORTED_RANGE
+    from ..dynamics.closed_form import check_supported
     m, n, b, M = check_model_parameters(m, n, b, M)
-    for name, value in (("m", m), ("n", n), ("b", b)):
-        lo, hi = SUPPORTED_RANGE[name]
-        if not lo <= value <= hi:
-            raise ValueError(f"{name} must be in [{lo:g}, {hi:g}] (the range of the closed forms the "
-                             f"checks compare with); got {value!r}")
+    check_supported(m, n, b, M)
     if M > M_MAX:
         raise ValueError(f"M must be an integer in [2, {M_MAX}] (the full model has 6 M^2 "
                          f"to 7 M^2 parameters); got {M!r}")
