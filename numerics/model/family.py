@@ -39,24 +39,12 @@ from functools import lru_cache
 
 import numpy as np
 
-from derivations.core.vocabulary import CIRCUITS, check_classes, check_positive
+from derivations.core.vocabulary import CIRCUITS, check_positive
 
 from ..functions import lambdified as lam
-from .paper import MAX_CLASSES, AttentionModel
+from .paper import AttentionModel, check_full_model_classes
 
 __all__ = ["basis", "structured_params", "project", "summarize", "FamilyProjector", "task_basis"]
-
-
-def _check_model_classes(name, M) -> int:
-    """``M`` as an int: an integer in [2, MAX_CLASSES] (the full model's bound), else ValueError naming ``name``."""
-    try:
-        value = check_classes(M)
-    except ValueError:
-        value = None
-    if value is None or value > MAX_CLASSES:
-        raise ValueError(f"{name} must be an integer in [2, {MAX_CLASSES}] (the full model's classes); "
-                         f"got {M!r}")
-    return value
 
 
 @lru_cache(maxsize=64)
@@ -81,7 +69,7 @@ def basis(name, M) -> np.ndarray:
         An unknown ``name``, or ``M`` not an integer in [2, MAX_CLASSES].
     """
     from derivations.tasks.paper.model import basis_matrix   # SymPy: once per (name, M)
-    U = np.array(basis_matrix(name, _check_model_classes("M", M)).tolist(), dtype=float)
+    U = np.array(basis_matrix(name, check_full_model_classes(M)).tolist(), dtype=float)
     U.flags.writeable = False
     return U
 
@@ -301,7 +289,7 @@ def task_basis(task_name, parameterization, M_value, values) -> dict:
     from derivations.tasks import get_task
     from derivations.engine import basis_matrices
     from derivations.task_catalog import task_reduction
-    M_value = _check_model_classes("M_value", M_value)
+    M_value = check_full_model_classes(M_value, "M_value")
     task = get_task(task_name)
     red = task_reduction(task, parameterization)
     table = task.symbols()

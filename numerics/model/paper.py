@@ -65,15 +65,45 @@ import math
 import numpy as np
 from scipy.special import expit
 
-from derivations.core.vocabulary import PAPER_SETTING, check_model_parameters, check_parameterization
+from derivations.core.vocabulary import PAPER_SETTING, check_classes, check_model_parameters, check_parameterization
 
 from .attention import TaskModel
 from .instance import paper_instance
 
-__all__ = ["AttentionModel", "MAX_CLASSES"]
+__all__ = ["AttentionModel", "MAX_CLASSES", "check_full_model_classes"]
 
 #: Largest number of classes of the full model (its matrices have 4 M^2 entries).
 MAX_CLASSES = 2000
+
+
+def check_full_model_classes(M, name="M") -> int:
+    """``M`` as an int if it is an integer in [2, :data:`MAX_CLASSES`], the classes the full model
+    holds; else ValueError naming ``name`` and the range.
+
+    Parameters
+    ----------
+    M : int or float
+        The number of classes.
+    name : str, optional
+        The parameter's name, for the message.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValueError
+        ``M`` not an integer (or integer-valued float) in [2, :data:`MAX_CLASSES`].
+    """
+    try:
+        value = check_classes(M)
+    except ValueError:
+        value = None
+    if value is None or value > MAX_CLASSES:
+        raise ValueError(f"{name} must be an integer in [2, {MAX_CLASSES}] for the full model "
+                         f"(it has about 6 M^2 parameters); got {M!r}")
+    return value
 
 _FIELDS = ("parameterization", "m", "n", "b", "M", "eta_QK", "eta_OV", "eta_Q", "eta_K", "eta_O",
            "eta_V")
@@ -134,9 +164,7 @@ class AttentionModel(TaskModel):
                     eta_V=eta_V)
         check_parameterization(parameterization)
         m, n, b, M = check_model_parameters(m, n, b, M)
-        if M > MAX_CLASSES:
-            raise ValueError(f"M must be an integer in [2, {MAX_CLASSES}] for the full model "
-                             f"(it has about 6 M^2 parameters); got {M!r}")
+        M = check_full_model_classes(M)
         self.m, self.n, self.b, self.M = m, n, b, M
         self._setup(parameterization, (2 * M, M, M, M), etas)
         # constants used by the hot path
