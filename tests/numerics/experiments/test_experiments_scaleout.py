@@ -148,7 +148,7 @@ CLUSTER_SCRIPT = """
 import time, distributed
 if __name__ == "__main__":
     with distributed.LocalCluster(n_workers=1, processes=True, threads_per_worker=1, host="127.0.0.1",
-                                  dashboard_address=None, protocol="tcp") as c:
+                                  dashboard_address=":0", protocol="tcp") as c:
         print(c.scheduler_address, flush=True)
         time.sleep(300)
 """
@@ -199,7 +199,7 @@ def test_a_scheduler_without_workers_is_one_line_after_connect_timeout(tmp_path)
     from numerics.experiments.cluster import SchedulerLost
     from numerics.experiments.runner import _example_job, run_jobs
 
-    with distributed.LocalCluster(n_workers=0, processes=False, host="127.0.0.1", dashboard_address=None,
+    with distributed.LocalCluster(n_workers=0, processes=False, host="127.0.0.1", dashboard_address=":0",
                                   protocol="tcp") as empty:
         started = time.monotonic()
         err = one_line_exit_2(cli(*SWEEP, "--output", str(tmp_path / "out"), "--scheduler", empty.scheduler_address,
