@@ -18,7 +18,7 @@ r"""Command line of the experiments: ``python -m numerics.experiments {fig2,fig3
     and figures.
 ``predict``
     The theory alone (no SGD): the expected-count flow of the authors' task
-    from each sweep seed's initial matrices, one record per (parameterization,
+    (or ``--task``) from each sweep seed's initial matrices, one record per (parameterization,
     ratio, seed, target) (:mod:`numerics.experiments.predict`).
 ``boundary``
     The theory alone: the ratio eta_QK/eta_OV at which the attention on the

@@ -1,7 +1,7 @@
 r"""The theory beside the sweep's runs, like with like, and where the two agree.
 
 :func:`theory_beside_runs` answers every SGD run of a sweep with the
-expected-count gradient flow of the authors' task (:func:`numerics.experiments.predict.predict`)
+expected-count gradient flow of the sweep's task (:func:`numerics.experiments.predict.predict`)
 from **that run's seed's** initial matrices (the sweep's seeds 1234, 1235, ...;
 the same initialization), read off
 
