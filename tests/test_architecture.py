@@ -294,6 +294,84 @@ def test_no_import_cycles():
     assert _cycles(_import_graph()) == []
 
 
+def _public_functions(path: Path):
+    """``(qualified name, node)`` of the module's public functions (its ``__all__``) and of the
+    public methods of its public classes."""
+    try:
+        public = set(_module_all(path))
+    except ValueError:      # a computed __all__ (a package's lazy exports): it defines no functions
+        public = set()
+    for node in _tree(path).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in public:
+            if isinstance(node, ast.ClassDef):
+                yield from ((f"{node.name}.{m.name}", m) for m in node.body
+                            if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+                            and not m.name.startswith("_"))
+            else:
+                yield node.name, node
+
+
+def _takes_arguments(node) -> bool:
+    a = node.args
+    names = [x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+    return bool([n for n in names if n not in ("self", "cls")] or a.vararg or a.kwarg)
+
+
+def _returns_a_value(node) -> bool:
+    """A ``return`` with a value or a ``yield`` in the function itself (not in nested ones)."""
+    todo = list(node.body)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(n, (ast.Yield, ast.YieldFrom)):
+            return True
+        if isinstance(n, ast.Return) and n.value is not None and not (
+                isinstance(n.value, ast.Constant) and n.value.value is None):
+            return True
+        todo.extend(ast.iter_child_nodes(n))
+    return False
+
+
+def _section(doc: str, title: str) -> bool:
+    lines = [line.strip() for line in doc.splitlines()]
+    return any(a == title and b == "-" * len(title) for a, b in zip(lines, lines[1:]))
+
+
+def undocumented_functions(paths) -> list:
+    """The public functions and methods of ``paths`` that take arguments but have no numpydoc
+    ``Parameters`` section, or no ``Returns`` (``Yields``) where they return a value; properties aside."""
+    missing = []
+    for path in paths:
+        for name, node in _public_functions(path):
+            if any(getattr(d, "id", None) == "property" or getattr(d, "attr", None) == "setter"
+                   for d in node.decorator_list):
+                continue
+            doc = ast.get_docstring(node) or ""
+            where = f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name}: {name}"
+            if not _takes_arguments(node):
+                continue
+            if not _section(doc, "Parameters"):
+                missing.append(f"{where} (Parameters)")
+            if _returns_a_value(node) and not (_section(doc, "Returns") or _section(doc, "Yields")):
+                missing.append(f"{where} (Returns)")
+    return missing
+
+
+def test_public_functions_have_numpydoc_sections(tmp_path):
+    """Public functions that take arguments have Parameters, and those that return a value
+    Returns (../shared/design/docstrings.md); the check finds a function without them."""
+    assert undocumented_functions([p for p in SOURCES if str(p.relative_to(ROOT)) not in GENERATED]) == []
+    bad = tmp_path / "undocumented.py"
+    text = ('__all__ = ["f", "C"]\n'
+            'def f(x):\n    """Twice x."""\n    return 2 * x\n'
+            'class C:\n    def g(self, y):\n        """Nothing back."""\n        print(y)\n'
+            '    @property\n    def p(self):\n        return 1\n')
+    bad.write_text(text)
+    assert undocumented_functions([bad]) == ["undocumented.py: f (Parameters)", "undocumented.py: f (Returns)",
+                                             "undocumented.py: C.g (Parameters)"]
+
+
 def _code_lines(node) -> int:
     """Lines of a function without its docstring."""
     lines = node.end_lineno - node.lineno + 1

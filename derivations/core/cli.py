@@ -78,8 +78,8 @@ class OneLineParser(argparse.ArgumentParser):
             Where to print (default stdout, through :func:`~derivations.core.output.emit`).
         """
         if file is not None:
-            return super().print_help(file)
-        if emit(self.format_help().rstrip("\n"), self.prog):
+            super().print_help(file)
+        elif emit(self.format_help().rstrip("\n"), self.prog):
             self.exit(1)
 
     def error(self, message):  # one line, no usage dump
