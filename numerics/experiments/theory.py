@@ -62,8 +62,6 @@ import numpy as np
 
 from derivations.core.vocabulary import SHARES, check_positive
 
-from ..dynamics.training import gradient_flow
-from ..model import TaskModel
 from ..validation import check_int
 from . import measure, models, proxies, task_sampling
 from .stopping import target_losses
@@ -141,6 +139,8 @@ def task_model(st, parameterization, ratio, *, lr_ov=0.01, seq_len=None) -> Task
     seq_len = st.own_seq_len if seq_len is None else seq_len
     if seq_len is None:
         raise ValueError(f"task {st.name!r} has no integer length of its own: give seq_len")
+    from ..model import TaskModel   # SciPy's special functions: not needed to check a command's input
+
     return TaskModel(task_sampling.theory_instance(st, seq_len), parameterization,
                      eta_QK=ratio * lr_ov, eta_OV=lr_ov)
 
@@ -378,6 +378,8 @@ def flow_to_losses(st, parameterization, ratio, target_losses, *, lr_ov=0.01, se
         Bad argument (before any work; ``seed`` not an integer >= 0), or a target not below
         the initial loss.
     """
+    from ..dynamics.training import gradient_flow
+
     t0 = time.perf_counter()
     ratio, lr_ov = check_ratio(ratio), check_lr_ov(lr_ov)
     init_scale = check_init_scale(init_scale)

@@ -233,6 +233,18 @@ def test_bad_input_one_line_exit_2_no_work(argv, match, tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
+def test_help_loads_no_scipy_sympy_or_matplotlib():
+    """The parser reads its ranges from the modules that own them, which load SciPy, SymPy and
+    matplotlib only where they compute: ``--help`` starts in the time NumPy takes to load."""
+    code = ("import sys, contextlib, io\n"
+            "from numerics.experiments.__main__ import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    try:\n        main(['--help'])\n    except SystemExit:\n        pass\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'scipy', 'sympy', 'matplotlib'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stderr
+
+
 def test_unreachable_scheduler_subprocess():
     t0 = time.perf_counter()
     out = run_cli("fig2", "--scheduler", "tcp://127.0.0.1:9", "--epochs", "1")
