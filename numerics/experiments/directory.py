@@ -13,7 +13,8 @@ directory it cannot use, changing nothing in it:
   its files (results and figures), or by the ``experiment`` of its stored runs;
   another is refused.
 * **Settings.** A sweep records them in :data:`SETTINGS_FILE` before any work,
-  a Figure-2 or Figure-3 run in its ``fig2.json`` or ``fig3.json``
+  a Figure-2 or Figure-3 run in its ``fig2.json`` or ``fig3.json``, a
+  reproduction (``--quick``, ``--dtype``) in its ``report.json``
   (:data:`SETTINGS_FILES`); :meth:`ExperimentDirectory.settings` reads them
   checked (:func:`check_sweep_settings`). Stored runs or results of unknown
   settings (a settings file lost, or a sweep of an earlier layout, which is not
@@ -37,6 +38,7 @@ from derivations.core.cli import UsageError
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from .fixed_attention import OUTPUT_CIRCUITS
+from .sgd import DTYPES
 from .settings import check_sweep_settings, different_setting, shown, shown_option
 
 __all__ = ["ExperimentDirectory", "DirectoryRefused", "KINDS", "LOCK_FILE", "SETTINGS_FILE", "SETTINGS_FILES",
@@ -62,8 +64,9 @@ KINDS = {"sweep": (SETTINGS_FILE, "results.csv", "sweep.json", *_figures("sweep"
          "reproduction": ("report.json", "report.md"),
          "fig2": ("fig2.json", *_figures(*(f"fig2_{p}" for p in PARAMETERIZATIONS))),
          "fig3": ("fig3.json", *_figures(*(f"fig3_{c}" for c in OUTPUT_CIRCUITS)))}
-#: kind -> the file that records its settings (a reproduction records none).
-SETTINGS_FILES = {"sweep": SETTINGS_FILE, "fig2": "fig2.json", "fig3": "fig3.json"}
+#: kind -> the file that records its settings. A reproduction's runs are stored before its report:
+#: runs without a ``report.json`` are an unfinished reproduction, continued.
+SETTINGS_FILES = {"sweep": SETTINGS_FILE, "fig2": "fig2.json", "fig3": "fig3.json", "reproduction": "report.json"}
 #: The kinds that store runs in :data:`RUNS`.
 _STORING = ("sweep", "reproduction")
 #: How a message names a kind's experiment.
@@ -71,7 +74,7 @@ _NAMED = {"sweep": "a sweep", "reproduction": "a reproduction", "fig2": "a fig2 
 #: The kind of a stored run, by its job's ``experiment``.
 _KIND_OF_JOB = {"sweep": "sweep", "fig2": "reproduction", "fig3": "reproduction"}
 #: Largest settings file read (bytes); ``fig2.json`` and ``fig3.json`` hold every run's loss log.
-_MAX_BYTES = {SETTINGS_FILE: 1 << 20, "fig2.json": 1 << 30, "fig3.json": 1 << 30}
+_MAX_BYTES = {SETTINGS_FILE: 1 << 20, "fig2.json": 1 << 30, "fig3.json": 1 << 30, "report.json": 1 << 30}
 
 
 class DirectoryRefused(UsageError, ValueError):
@@ -201,7 +204,8 @@ class ExperimentDirectory:
 
         A sweep's come from :data:`SETTINGS_FILE` (without its ``format`` tag), a
         Figure-2 or Figure-3 run's from the ``settings`` of its ``fig2.json`` or
-        ``fig3.json`` (:data:`SETTINGS_FILES`); a reproduction records none.
+        ``fig3.json``, a reproduction's (``quick`` and the ``dtype`` of its Figure-2 runs)
+        from its ``report.json`` (:data:`SETTINGS_FILES`).
 
         Raises
         ------
@@ -215,6 +219,8 @@ class ExperimentDirectory:
             if name is not None:
                 self._refuse_unknown_settings(name)
             return None
+        if self.kind == "reproduction":
+            return self._reproduction_settings(data)
         if self.kind != "sweep":
             found = data.get("settings") if isinstance(data, dict) else None
             if not isinstance(found, dict):
@@ -230,14 +236,24 @@ class ExperimentDirectory:
             raise self._refuse(f"has a damaged {SETTINGS_FILE}: {problem}; choose another directory")
         return found
 
+    def _reproduction_settings(self, report) -> dict:
+        """``{"quick", "dtype"}`` of a reproduction's report (``dtype`` only where a Figure-2 run finished)."""
+        runs = report.get("runs") if isinstance(report, dict) else None
+        if not (isinstance(runs, dict) and isinstance(report.get("quick"), bool)
+                and all(isinstance(r, dict) and isinstance(r.get("settings"), dict) for r in runs.values())):
+            raise self._refuse("has a damaged report.json (not a reproduction's report); the stored runs are "
+                               "kept: choose another directory")
+        dtypes = [r["settings"].get("dtype", DTYPES[0]) for r in runs.values() if r.get("experiment") == "fig2"]
+        return {"quick": report["quick"], **({"dtype": dtypes[0]} if dtypes else {})}
+
     def _refuse_unknown_settings(self, name: str) -> None:
         """Refuse a directory whose runs or results are stored without their settings file ``name``."""
         held = next((m for m in KINDS[self.kind] if os.path.lexists(self.path / m)), None)
-        if held is None and self.kind in _STORING and self.has_runs():
+        if held is None and self.kind == "sweep" and self.has_runs():
             held = f"{RUNS}/"
         if held is not None:
             what, why = (("stored runs or results", "a damaged sweep, or one of an earlier layout, which is not "
-                          "read") if self.kind in _STORING else ("results", "lost or moved"))
+                          "read") if self.kind == "sweep" else ("results", "lost or moved"))
             raise self._refuse(f"holds {what} of {_NAMED[self.kind]} ({held}) but no {name} ({why}); its settings "
                                f"are unknown, so it is neither continued nor replaced: choose another directory")
 
@@ -248,7 +264,8 @@ class ExperimentDirectory:
         Parameters
         ----------
         settings : dict
-            The settings of the run to write (a Figure-2 run's: its config and seeds).
+            The settings of the run to write (a Figure-2 run's: its config and seeds; a
+            reproduction's: ``quick`` and ``dtype``).
 
         Raises
         ------
@@ -256,6 +273,8 @@ class ExperimentDirectory:
             The directory holds a run of other settings.
         """
         stored, given = self.settings(), json.loads(json.dumps(settings))
+        if self.kind == "reproduction" and stored is not None:   # no dtype before a Figure-2 run finished
+            given = {k: v for k, v in given.items() if k in stored}
         key = None if stored is None else different_setting(stored, given)
         if key is not None:
             raise self._refuse(f"holds a {self.kind} run of other settings ({shown_option(key, stored.get(key))}, "

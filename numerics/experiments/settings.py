@@ -207,7 +207,11 @@ def shown_option(key: str, value) -> str:
 
     >>> shown_option("task_params", [["M", 4], ["m", 3]]), shown_option("lr_qk", 0.01), shown_option("seeds", 10**300)
     ('--params M=4,m=3', '--lr-qk 0.01', '--seeds 1e+300')
+    >>> shown_option("quick", True), shown_option("quick", False)
+    ('--quick', 'without --quick')
     """
+    if isinstance(value, bool):         # a flag
+        return _option(key) if value else f"without {_option(key)}"
     return f"{_option(key)} {_as_option(key, value)}"
 
 

@@ -57,12 +57,14 @@ def prepare(args):
     from ..directory import ExperimentDirectory
 
     run = common.run_options(args, common.workers(args))
+    settings = {"quick": args.quick, "dtype": args.dtype}
     if args.collect:    # reads the runs finished so far, also while a reproduction still runs: no lock
         if not (args.output and (Path(args.output) / "runs").is_dir()):
             raise UsageError(f"--collect: no runs in {str(Path(args.output or '') / 'runs')!r}")
         directory = ExperimentDirectory(args.output, "reproduction", lock=False)
+        directory.refuse_other_settings(settings)
         return (lambda: rep.collect(directory.path, quick=args.quick, dtype=args.dtype)), rep.format_report
-    directory, _ = common.open_directory(args, "reproduction")
+    directory, _ = common.open_directory(args, "reproduction", lambda d: d.refuse_other_settings(settings))
 
     def work():
         with directory:

@@ -162,6 +162,43 @@ def test_leftover_temporary_files_are_removed_by_a_rerun_of_reproduce(tmp_path, 
     assert seen == [[]] and (out / "runs").is_dir()
 
 
+def _reproduction(out, quick=True, dtype="float64"):
+    """A reproduction's report of one finished Figure-2 run (``_write_report``, no training)."""
+    from numerics.experiments import reproduce
+    name, job = next((n, j) for n, j in reproduce.published_jobs(quick=quick, dtype=dtype)
+                     if j["experiment"] == "fig2")
+    run = {"seed": 1234, "steps": 10, "stopped_epoch": None, "loss_log": [3.9], "heatmap": [[4.0] * 5] * 5,
+           "final_loss": 3.9, "accuracy": 0.25, "relevant_attention": 0.1, "label_probability": 0.2,
+           "separability_n": 1, "separability_sum": 0.5, "separability_sumsq": 0.25, "self_attention": 0.5,
+           "other_attention": 0.4, "status": "completed"}
+    (out / "runs").mkdir(parents=True)
+    reproduce._write_report(out, [(name, job)], [{"runs": [dict(run, seed=s) for s in job["seeds"]]}], None, quick)
+
+
+def test_a_reproduction_of_other_settings_is_refused_not_replaced(tmp_path, monkeypatch, capsys):
+    """A report of another --dtype or --quick is not replaced (by a run or by --collect); the same
+    settings run again, an unfinished reproduction (runs, no report) is continued, and a damaged
+    report.json is refused in one line."""
+    from numerics.experiments import reproduce
+    monkeypatch.setattr(reproduce, "make_figures", lambda report, output: [])
+    out = tmp_path / "r"
+    _reproduction(out)
+    refused(["reproduce", "--quick", "--dtype", "float32", "--output", str(out)], out, capsys,
+            "holds a reproduction run of other settings (--dtype float64, not --dtype float32)")
+    refused(["reproduce", "--output", str(out)], out, capsys, "(--quick, not without --quick)")
+    refused(["reproduce", "--quick", "--collect", "--dtype", "float32", "--output", str(out)], out, capsys,
+            "--dtype float64")
+    seen = []
+    monkeypatch.setattr(reproduce, "reproduce", lambda d, **k: seen.append(k["dtype"]) or {"runs": {}})
+    assert main(["reproduce", "--quick", "--output", str(out), "--quiet"]) == 0
+    unfinished = tmp_path / "u"
+    (unfinished / "runs").mkdir(parents=True)
+    assert main(["reproduce", "--dtype", "float32", "--output", str(unfinished), "--quiet"]) == 0
+    assert seen == ["float64", "float32"]
+    (out / "report.json").write_text('{"quick": true}')
+    refused(["reproduce", "--quick", "--output", str(out)], out, capsys, "damaged report.json")
+
+
 def test_a_directory_of_another_kind_is_refused(finished, tmp_path, capsys):
     out = copy(finished, tmp_path)
     refused(["reproduce", "--quick", "--output", str(out)], out, capsys, "holds a sweep")
