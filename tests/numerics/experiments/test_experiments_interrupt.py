@@ -68,7 +68,7 @@ def test_ctrl_c_in_a_sweep_is_one_line_keeps_the_runs_and_resume_continues(worke
 
 
 COMMANDS = {
-    "fig2": ["-m", "numerics.experiments", "fig2", "--epochs", "400", "--steps-per-epoch", "100", "--workers", "2",
+    "fig2": ["-m", "numerics.experiments", "fig2", "--epochs", "4000", "--steps-per-epoch", "100", "--workers", "2",
              "--quiet", "--output", "OUT"],
     "predict": ["-m", "numerics.experiments", "predict", "--parameterizations", "CACO,CAFO,FACO,FAFO",
                 "--ratios", "1,2,3,4,5,6,7,8", "--target-loss", "0.5,0.1", "--seeds", "20", "--quiet"],
