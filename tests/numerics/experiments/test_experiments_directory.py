@@ -162,17 +162,20 @@ def test_leftover_temporary_files_are_removed_by_a_rerun_of_reproduce(tmp_path, 
     assert seen == [[]] and (out / "runs").is_dir()
 
 
+#: One seed's stored Figure-2 run (the fields a report reads), for reports written without training.
+FIG2_RUN = {"seed": 1234, "steps": 10, "stopped_epoch": None, "loss_log": [3.9], "heatmap": [[4.0] * 5] * 5,
+            "final_loss": 3.9, "accuracy": 0.25, "relevant_attention": 0.1, "label_probability": 0.2,
+            "separability_n": 1, "separability_sum": 0.5, "separability_sumsq": 0.25, "self_attention": 0.5,
+            "other_attention": 0.4, "status": "completed"}
+
+
 def _reproduction(out, quick=True, dtype="float64"):
     """A reproduction's report of one finished Figure-2 run (``_write_report``, no training)."""
     from numerics.experiments import reproduce
     name, job = next((n, j) for n, j in reproduce.published_jobs(quick=quick, dtype=dtype)
                      if j["experiment"] == "fig2")
-    run = {"seed": 1234, "steps": 10, "stopped_epoch": None, "loss_log": [3.9], "heatmap": [[4.0] * 5] * 5,
-           "final_loss": 3.9, "accuracy": 0.25, "relevant_attention": 0.1, "label_probability": 0.2,
-           "separability_n": 1, "separability_sum": 0.5, "separability_sumsq": 0.25, "self_attention": 0.5,
-           "other_attention": 0.4, "status": "completed"}
     (out / "runs").mkdir(parents=True)
-    reproduce._write_report(out, [(name, job)], [{"runs": [dict(run, seed=s) for s in job["seeds"]]}], None, quick)
+    reproduce._write_report(out, [(name, job)], [{"runs": [dict(FIG2_RUN, seed=s) for s in job["seeds"]]}], None, quick)
 
 
 def test_a_reproduction_of_other_settings_is_refused_not_replaced(tmp_path, monkeypatch, capsys):
@@ -312,11 +315,7 @@ def test_report_json_is_the_same_for_runs_read_back_from_the_store(tmp_path, mon
     from numerics.experiments.store import ResultStore
     monkeypatch.setattr(reproduce, "make_figures", lambda report, output: [])
     name, job = next((n, j) for n, j in reproduce.published_jobs(quick=True) if j["experiment"] == "fig2")
-    run = {"seed": 1234, "steps": 10, "stopped_epoch": None, "loss_log": [3.9], "heatmap": [[4.0] * 5] * 5,
-           "final_loss": 3.9, "accuracy": 0.25, "relevant_attention": 0.1, "label_probability": 0.2,
-           "separability_n": 1, "separability_sum": 0.5, "separability_sumsq": 0.25, "self_attention": 0.5,
-           "other_attention": 0.4, "status": "completed"}
-    fresh = {"runs": [dict(run, seed=s) for s in job["seeds"]]}
+    fresh = {"runs": [dict(FIG2_RUN, seed=s) for s in job["seeds"]]}
     store = ResultStore(tmp_path / "runs")
     store.put(job, fresh)
     read_back = store.get(job)
