@@ -185,6 +185,33 @@ def _module_all(path: Path) -> list:
     return []
 
 
+def _package_exports(init: Path) -> dict:
+    """``{name: module it is exported from}`` of a package's ``__init__``: its ``from .x import name``
+    and the ``{".x": (names,)}`` table of its lazy exports (x relative to the package)."""
+    exports = {}
+    for node in _tree(init).body:
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            exports.update({a.asname or a.name: node.module or a.name for a in node.names})
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict):
+            for key, value in zip(node.value.keys, node.value.values):
+                if isinstance(key, ast.Constant) and str(key.value).startswith(".") and \
+                        isinstance(value, (ast.Tuple, ast.List)):
+                    exports.update({ast.literal_eval(v): key.value.lstrip(".") for v in value.elts})
+    return exports
+
+
+def test_no_package_exports_a_name_of_one_of_its_modules():
+    """A package attribute named like one of its modules is the module once that module is imported:
+    exporting another object under that name would give one name two meanings."""
+    clashes = []
+    for init in (p for p in SOURCES if p.name == "__init__.py"):
+        modules = {p.stem for p in init.parent.glob("*.py")} | {
+            p.parent.name for p in init.parent.glob("*/__init__.py")}
+        clashes += [f"{_module_name(init)}.{name} (from .{home})" for name, home in _package_exports(init).items()
+                    if name in modules and home != name]
+    assert clashes == []
+
+
 def test_names_are_imported_from_their_home():
     """One name for each thing: a module's ``__all__`` lists only what it defines (a package's
     ``__init__`` exports its modules' names), and every ``from module import name`` in the

@@ -11,7 +11,7 @@ r"""The dynamics of the reduced coordinates: integration, closed forms, the stat
 * :mod:`~numerics.dynamics.lambdified_flow`: :class:`LambdifiedFlow`, the
   run-time lambdify backend (with a SymPy Jacobian) of every task without
   generated code; :mod:`~numerics.dynamics.task_systems`: the engine's reduced
-  systems of the built-in tasks (:func:`reduced_system`, :func:`family_system`).
+  systems of the built-in tasks (:func:`reduced_flow`, :func:`family_system`).
 * :mod:`~numerics.dynamics.paper_closed_forms`: the paper's closed forms
   (first integral, orbits, state at a loss) as capabilities of its system.
 * :mod:`~numerics.dynamics.state`: :func:`state_at_loss`, the one entry point
@@ -46,7 +46,7 @@ _HOMES = {
     ".state_result": ("StateAtLoss",),
     ".closed_form": ("state_at_loss_mpmath", "time_to_loss"),
     ".lambdified_flow": ("LambdifiedFlow",),
-    ".task_systems": ("reduced_system", "family_system", "task_parameters"),
+    ".task_systems": ("reduced_flow", "family_system", "task_parameters"),
     ".training": ("gradient_flow", "gradient_descent"),
     ".crossover": ("master_shares", "crossover_lambda", "boundary", "lambda_of_ratio",
                    "ratio_of_lambda", "margin_at_loss", "master_lambda", "task_shape"),

@@ -12,13 +12,13 @@ expressions), so that no SymPy runs on the hot path.
 
 It is the backend of :class:`numerics.dynamics.reduced_system.ReducedSystem`
 for every task without generated code (the paper's task has generated code),
-and the object of :func:`numerics.dynamics.task_systems.reduced_system`;
+and the object of :func:`numerics.dynamics.task_systems.reduced_flow`;
 :meth:`ReducedSystem.integrate
 <numerics.dynamics.reduced_system.ReducedSystem.integrate>` integrates it with
 the one bounded loop :func:`numerics.dynamics.bounded_ivp.solve_loss_levels`.
 
->>> from numerics.dynamics.task_systems import reduced_system
->>> flow = reduced_system("paper", "CACO")
+>>> from numerics.dynamics.task_systems import reduced_flow
+>>> flow = reduced_flow("paper", "CACO")
 >>> flow.names, flow.param_names
 (('mu_QK', 'mu_OV'), ('M', 'b', 'eta_OV', 'eta_QK', 'm', 'n'))
 >>> values = dict(m=5, n=50, b=50, M=20, eta_QK=1.0, eta_OV=1.0)

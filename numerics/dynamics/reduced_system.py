@@ -11,7 +11,7 @@ reduced dynamics. Two backends, one interface:
   loss; :class:`~numerics.dynamics.paper_closed_forms.PaperClosedForms`);
 * **any other task** of the engine: its reduced system (the closed ODEs of the
   observables where the engine found them, else the family flow;
-  :func:`numerics.dynamics.task_systems.reduced_system`), lambdified at run
+  :func:`numerics.dynamics.task_systems.reduced_flow`), lambdified at run
   time (:class:`~numerics.dynamics.lambdified_flow.LambdifiedFlow`), with the
   Jacobian differentiated by SymPy at lambdify time.
 
@@ -121,7 +121,7 @@ class ReducedSystem(PaperClosedForms):
         the flow of its family coordinates
         (:func:`~numerics.dynamics.task_systems.family_system`), or the engine's
         lambdified reduced system of the paper's task
-        (:func:`~numerics.dynamics.task_systems.reduced_system`); ``mu0`` then
+        (:func:`~numerics.dynamics.task_systems.reduced_flow`); ``mu0`` then
         gives one value per coordinate of that flow.
     **task_parameters
         The task's own parameters (e.g. ``n_c``).
@@ -190,12 +190,12 @@ class ReducedSystem(PaperClosedForms):
     def _bind_lambdified(self, model, task_parameters, mu0, flow):
         """Another task (or a given ``flow``): the engine's reduced system,
         lambdified (SymPy at build time)."""
-        from .task_systems import reduced_system, task_parameters as resolve
+        from .task_systems import reduced_flow, task_parameters as resolve
         P = self.parameterization
         values = resolve(self.task, **model, **task_parameters)
         self.m, self.n, self.b, self.M = (values[k] for k in ("m", "n", "b", "M"))
         self._values = dict(values, **{k: getattr(self, k) for k in RATE_NAMES})
-        self._flow = flow = reduced_system(self.task, P) if flow is None else flow
+        self._flow = flow = reduced_flow(self.task, P) if flow is None else flow
         self.names = flow.names
         self.params = flow._pvals(self._values)
         self.C_QK = self.C_OV = None

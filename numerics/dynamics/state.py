@@ -294,8 +294,8 @@ def _reduced_flow(loss, ratio, task, values, rtol, atol):
     <numerics.dynamics.reduced_system.ReducedSystem.integrate>` of its lambdified
     system), one integration per (loss, ratio)."""
     from .reduced_system import ReducedSystem
-    from .task_systems import reduced_system
-    flow = reduced_system(task, "CACO")
+    from .task_systems import reduced_flow
+    flow = reduced_flow(task, "CACO")
     y0 = np.zeros(len(flow.names))
     L, r = _check_reduced_flow_range(loss, ratio, task, values, flow, y0)
     fields = {k: np.empty(L.shape) for k in ("loss", "alpha", "t", *flow.names)}

@@ -4,13 +4,13 @@ The symbolic engine (:mod:`derivations`) reduces the gradient flow of a task to
 a few scalar coordinates :math:`y = (y_1, \dots, y_p)` with
 :math:`\dot y = f(y; \theta)`, the loss :math:`L(y; \theta)` and the attention
 on the relevant tokens :math:`\alpha(y;\theta)` (:math:`\theta`: the task's
-parameters and the learning rates). :func:`reduced_system` and
+parameters and the learning rates). :func:`reduced_flow` and
 :func:`family_system` lambdify them once per task and parameterization
 (:class:`~numerics.dynamics.lambdified_flow.LambdifiedFlow`), from the engine's cache (:func:`derivations.task_catalog.task_reduction`);
 :func:`task_parameters` resolves a task's parameter values.
 
->>> from numerics.dynamics.task_systems import reduced_system, task_parameters
->>> reduced_system("shared-irrelevant", "CACO").names
+>>> from numerics.dynamics.task_systems import reduced_flow, task_parameters
+>>> reduced_flow("shared-irrelevant", "CACO").names
 ('mu_QK', 'mu_OV')
 >>> task_parameters("shared-irrelevant", n_c=3)
 {'m': 5.0, 'n': 50.0, 'b': 50.0, 'M': 20, 'n_c': 3}
@@ -21,13 +21,13 @@ from functools import lru_cache
 
 from .lambdified_flow import LambdifiedFlow
 
-__all__ = ["reduced_system", "family_system", "task_parameters"]
+__all__ = ["reduced_flow", "family_system", "task_parameters"]
 
 
 # --------------------------------------------------------------------------- #
 # the engine's systems
 # --------------------------------------------------------------------------- #
-def reduced_system(task_name="paper", parameterization="CACO") -> LambdifiedFlow:
+def reduced_flow(task_name="paper", parameterization="CACO") -> LambdifiedFlow:
     """The reduced system of a task (a built-in name, a task file's path or a
     :class:`derivations.engine.task.Task`), lambdified (SymPy once per process, then cached).
 
@@ -66,7 +66,7 @@ def family_system(task_name="paper", parameterization="CACO") -> LambdifiedFlow:
     Raises
     ------
     ValueError
-        As :func:`reduced_system`.
+        As :func:`reduced_flow`.
 
     Returns
     -------

@@ -109,8 +109,8 @@ def task_family(task_name, parameterization) -> TaskFamily:
 def _observables(task_name, parameterization, red, system):
     """The closed ODE of the observables and the map from family coordinates to them."""
     from ..functions.numeric_function import numeric
-    from ..dynamics.task_systems import reduced_system
-    osys = reduced_system(task_name, parameterization)
+    from ..dynamics.task_systems import reduced_flow
+    osys = reduced_flow(task_name, parameterization)
     exprs = tuple(red.observables[c] for c in osys.coords)
     free = set().union(*(e.free_symbols for e in exprs)) - set(system.coords)
     pars = tuple(sorted(free, key=str))

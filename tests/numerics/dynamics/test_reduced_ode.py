@@ -162,10 +162,10 @@ def test_first_integral_random_parameters_exhaustive(param, m, n, b, M, eta_QK, 
 def test_lambdified_backend_of_the_paper_task_matches_the_generated_code():
     """The engine's reduction of the paper task, lambdified at run time, against the
     generated code (a separate derivation: reduction.reduced_odes -> codegen)."""
-    from numerics.dynamics.task_systems import reduced_system
+    from numerics.dynamics.task_systems import reduced_flow
     from numerics.dynamics import ReducedSystem
     gen = ReducedSystem("CACO", eta_QK=3.0, eta_OV=0.5)
-    flow = reduced_system("paper", "CACO")
+    flow = reduced_flow("paper", "CACO")
     values = dict(m=5, n=50, b=50, M=20, eta_QK=3.0, eta_OV=0.5)
     order = [flow.names.index(k) for k in ("mu_OV", "mu_QK")]
     for y in [(0.3, 0.7), (5.0, -1.0), (12.0, 2.5)]:
