@@ -97,9 +97,9 @@ def solve_bounded(fun, t_span, y0, *, t_eval=None, levels=None, terminal=None,
     kw = {"jac": jac} if (jac is not None and method in IMPLICIT) else {}
     if math.isfinite(max_step):
         kw["max_step"] = max_step
-    solver = METHODS[method](fun, t0, y0, t_bound, rtol=rtol, atol=atol, **kw)
     g = levels if levels is not None else (lambda y: [])
-    with np.errstate(over="ignore", invalid="ignore"):   # non-finite states are caught
+    with np.errstate(over="ignore", invalid="ignore"):   # non-finite derivatives and states are caught
+        solver = METHODS[method](fun, t0, y0, t_bound, rtol=rtol, atol=atol, **kw)
         return _loop(solver, g, t0, t1, t_bound, np.asarray(y0, dtype=float), t_eval,
                      terminal, max_steps, max_nfev)
 
@@ -153,6 +153,11 @@ def _loop(solver, g, t0, t1, t_bound, y0, t_eval, terminal, max_steps, max_nfev=
     i_eval, steps = 0, 0
     status = reason = None
     message = ""
+    # A derivative that is not finite at the start gives SciPy's step loop a NaN step size, which it
+    # never leaves (its step-size checks compare with NaN): stop here instead.
+    if not np.all(np.isfinite(getattr(solver, "f", 0.0))):
+        status, reason = -1, "nonfinite"
+        message = f"non-finite derivative at the start (t={t0:.6g}): the right-hand side overflows there"
     while status is None:
         if steps >= max_steps:
             status, reason = -1, "steps"

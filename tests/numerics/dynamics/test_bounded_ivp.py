@@ -1,0 +1,30 @@
+"""numerics.dynamics.bounded_ivp: the bounded step loop stops, saying why, where SciPy's would not."""
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+from numerics.dynamics import ReducedSystem, solve_bounded
+
+
+@pytest.mark.parametrize("method", ["DOP853", "RK45", "RK23"])
+def test_a_derivative_that_overflows_at_the_start_stops_at_once(method):
+    """exp(1000) at the start: SciPy's first step would loop forever on a NaN step size."""
+    started = time.monotonic()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = solve_bounded(lambda t, y: np.exp(y), (0.0, 1.0), np.array([1000.0]), method=method)
+    assert time.monotonic() - started < 5
+    assert (res.status, res.reason) == (-1, "nonfinite") and "start" in res.message
+    assert res.t.tolist() == [0.0] and res.y.tolist() == [[1000.0]]
+
+
+def test_a_factorized_system_starting_beyond_the_double_range_fails_at_once():
+    """FACO's balanced start mu_QK = eps^2 / b is 1e4 at b = 1e-8 (numerics.verify --params b=1e-8):
+    its right-hand side overflows, and the integration reports it instead of running without end."""
+    system = ReducedSystem("FACO", m=5, n=50, b=1e-8, M=20, eta_QK=1.0, eta_OV=1.0, eps=1e-2)
+    started = time.monotonic()
+    res = system.integrate(rtol=1e-13, atol=1e-20, target_loss=0.1)
+    assert time.monotonic() - started < 5
+    assert res.status == -1 and "non-finite derivative at the start" in str(res.message)
