@@ -5,6 +5,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -318,3 +319,15 @@ def test_the_command_imports_numpy_inside_its_ctrl_c_guard(monkeypatch, capsys):
     monkeypatch.setattr(cli, "main", interrupted)
     assert entry.main([]) == 130
     assert capsys.readouterr().err == "python -m numerics.verify: interrupted\n"
+
+
+def test_factorized_starts_beyond_the_double_range_fail_at_once():
+    """b = 1e-8 (the edge of the range the command accepts): FACO's and FAFO's balanced starts,
+    mu_QK = eps^2 / b = 1e4, overflow their right-hand sides. The checks end in seconds, each
+    problem a FAIL that says why, none an error (it ran without end before)."""
+    started = time.monotonic()
+    checks = [c.as_dict() for c in run_checks(["FACO", "FAFO"], [1.0], quick=True, b=1e-8)]
+    assert time.monotonic() - started < 30
+    assert not any(c["quantity"].startswith("error") for c in checks)
+    failed = {(c["parameterization"], c["quantity"]) for c in checks if c["status"] == "FAIL"}
+    assert ("FACO", "reduced flow reaches loss 0.1") in failed and ("FAFO", "reduced flow reaches loss 0.1") in failed
