@@ -213,11 +213,10 @@ class ExperimentDirectory:
             The file cannot be read or is damaged, or runs or results are stored
             without it (a settings file lost, or a sweep of an earlier layout).
         """
-        name = SETTINGS_FILES.get(self.kind)
-        data = None if name is None else self._read_json(name)
+        name = SETTINGS_FILES[self.kind]
+        data = self._read_json(name)
         if data is None:
-            if name is not None:
-                self._refuse_unknown_settings(name)
+            self._refuse_unknown_settings(name)
             return None
         if self.kind == "reproduction":
             return self._reproduction_settings(data)
