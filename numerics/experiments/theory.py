@@ -95,6 +95,7 @@ def init_matrices(st, model, init="identity", scale=models.IDENTITY_SCALE, seed=
     scale : float
         Of the identity matrices.
     seed : int
+        >= 0.
 
     Returns
     -------
@@ -105,9 +106,9 @@ def init_matrices(st, model, init="identity", scale=models.IDENTITY_SCALE, seed=
     Raises
     ------
     ValueError
-        A scale that is not a positive number, an unknown ``init``.
+        A scale that is not a positive number, an unknown ``init``, ``seed`` not an integer >= 0.
     """
-    scale = check_positive("init_scale", scale)
+    scale, seed = check_positive("init_scale", scale), check_int("seed", seed, 0)
     return models.init_params(st, model.parameterization, init, np.random.default_rng(seed), identity_scale=scale)
 
 
@@ -230,7 +231,6 @@ def initial_loss(st, parameterization, init="authors", seed=1234, *, seq_len=Non
     ValueError
         See :func:`task_model` and :func:`init_matrices`; ``seed`` not an integer >= 0.
     """
-    seed = check_int("seed", seed, 0)
     model = task_model(st, parameterization, 1.0, lr_ov=1.0, seq_len=seq_len)
     return model.loss(init_matrices(st, model, init, init_scale, seed))
 
@@ -383,7 +383,6 @@ def flow_to_losses(st, parameterization, ratio, target_losses, *, lr_ov=0.01, se
     t0 = time.perf_counter()
     ratio, lr_ov = check_ratio(ratio), check_lr_ov(lr_ov)
     init_scale = check_init_scale(init_scale)
-    seed = check_int("seed", seed, 0)
     model = task_model(st, parameterization, ratio, lr_ov=1.0, seq_len=seq_len)
     p0 = init_matrices(st, model, init, init_scale, seed)
     L0 = model.loss(p0)
