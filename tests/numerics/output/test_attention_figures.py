@@ -109,17 +109,32 @@ def _rerun(run, ratios=None):
     return [row for row in sweep_job(job)["rows"] if row["seed"] == run["seed"]]
 
 
+# The stored runs were trained where OpenBLAS chose its SkylakeX kernels; a CPU for which it chooses
+# others (Haswell, say) rounds some matrix products differently. Retrained with the Haswell kernels
+# (OPENBLAS_CORETYPE=Haswell), all 63 stored runs agree to 3.6e-16 relative, 34 of them exactly; a run
+# that trains differently (another seed, step or rate) differs by orders of magnitude more than RTOL.
+RTOL = 1e-14
+
+
 def _same(row, run):
     return (row["ratio"], row["target_loss"]) == (run["ratio"], run["target_loss"]) and all(
-        row[k] == run[k] for k in ("loss", "self_attention", "relevant_attention"))
+        abs(row[k] - run[k]) <= RTOL * abs(run[k]) for k in ("loss", "self_attention", "relevant_attention"))
 
 
 def test_a_stored_run_is_what_the_sweep_trains():
-    """Setting B, seed 1234, ratio 4.636 (500 steps) trained alone: the stored numbers, exactly
-    (a run's numbers do not depend on the runs stacked with it)."""
+    """Setting B, seed 1234, ratio 4.636 (500 steps) trained alone: the stored numbers, to RTOL on any
+    CPU (bit for bit where the BLAS kernels are those that stored them; that a run's numbers do not
+    depend on the runs stacked with it is tests/numerics/experiments/test_experiments_stack.py)."""
     [run] = [r for r in attention.sgd_points() if (r["setting"], r["seed"], r["ratio"]) == ("B", 1234, 4.636)]
     [row] = _rerun(run, ratios=[4.636])
     assert _same(row, run)
+
+
+def test_a_run_of_another_seed_is_not_the_stored_one():
+    """The comparison can fail: seed 1235's run is not seed 1234's stored numbers."""
+    [run] = [r for r in attention.sgd_points() if (r["setting"], r["seed"], r["ratio"]) == ("B", 1234, 4.636)]
+    [other] = [r for r in attention.sgd_points() if (r["setting"], r["seed"], r["ratio"]) == ("B", 1235, 4.636)]
+    assert not _same(other, run)
 
 
 @pytest.mark.slow
