@@ -119,11 +119,9 @@ def check_settings(m, n, b, M):
     ValueError
         A value outside its rule or range.
     """
-    from derivations.core.vocabulary import check_model_parameters
-
     from ..dynamics.closed_form import check_supported
-    m, n, b, M = check_model_parameters(m, n, b, M)
-    check_supported(m, n, b, M)
+    m, n, b, M = check_supported(m, n, b, M)
+    M = int(M)                       # an integer in [2, MAX_CLASSES] by the rule check_supported applies
     if M > M_MAX:
         raise ValueError(f"M must be an integer in [2, {M_MAX}] (the full model has 6 M^2 "
                          f"to 7 M^2 parameters); got {M!r}")
