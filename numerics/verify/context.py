@@ -12,6 +12,9 @@ __all__ = ["Context", "Missing"]
 
 # integration settings of the paper's model (tight: the comparisons then agree to ~1e-11)
 FULL_RTOL, FULL_ATOL = 1e-12, 1e-16
+#: The full flow's tolerances when a failing comparison is measured again
+#: (:func:`numerics.verify.run.run_group`); rtol near DOP853's floor (100 x machine epsilon).
+FINE_RTOL, FINE_ATOL = 1e-13, 1e-22
 RED_RTOL, RED_ATOL = 1e-13, 1e-20
 
 
@@ -45,6 +48,11 @@ class Context:
     p0 : dict
         Structured initialization of the paper's full model.
     checks : list[Check]
+    full_tolerances : (float, float)
+        ``(rtol, atol)`` of the full model's flow.
+    read_full_flow : bool
+        Whether :attr:`flows` was read since it was last set False (which
+        records measure the full flow).
     """
 
     def __init__(self, parameterization, ratio, settings, options, tolerances,
@@ -55,6 +63,23 @@ class Context:
         self.state_at_loss_override = state_at_loss
         self.checks = []
         self._cache = {}
+        self.full_tolerances = (FULL_RTOL, FULL_ATOL)
+        self.read_full_flow = False
+
+    def with_fine_full_flow(self):
+        """A context of the same group, with no records, whose full flow is integrated with
+        :data:`FINE_RTOL`, :data:`FINE_ATOL`; everything else computed so far is shared.
+
+        Returns
+        -------
+        Context
+        """
+        fine = Context(self.parameterization, self.ratio, self.settings, self.options,
+                       self.tolerances, self.state_at_loss_override, task=self.task)
+        fine._cache = {k: v for k, v in self._cache.items() if k != "flows"}
+        fine.__dict__.update({k: self.__dict__[k] for k in ("system", "model", "p0") if k in self.__dict__})
+        fine.full_tolerances = (FINE_RTOL, FINE_ATOL)
+        return fine
 
     def add(self, quantity, value, tolerance, **detail):
         """Record one check.
@@ -166,8 +191,9 @@ class Context:
             from ..dynamics.training import gradient_flow
             T, grid = self.horizon
             thr = self.options["thresholds"]
-            full = gradient_flow(self.model, self.p0, grid, t_span=(0.0, T), rtol=FULL_RTOL,
-                                 atol=FULL_ATOL, loss_thresholds=thr)
+            rtol, atol = self.full_tolerances
+            full = gradient_flow(self.model, self.p0, grid, t_span=(0.0, T), rtol=rtol,
+                                 atol=atol, loss_thresholds=thr)
             red = self.reduced(t_eval=grid, t_span=(0.0, T), loss_thresholds=thr)
             if not (full.status == 0 and full.t.shape == grid.shape
                     and red.status == 0 and red.t.shape == grid.shape):
@@ -175,6 +201,7 @@ class Context:
                          full=str(full.message), reduced=str(red.message))
                 raise Missing("flows")
             return full, red
+        self.read_full_flow = True
         return self.once("flows", compute)
 
     def closed_state(self, loss):
