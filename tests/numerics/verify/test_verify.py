@@ -104,6 +104,15 @@ def test_a_failure_of_the_full_flows_integration_is_measured_again_not_called_a_
     assert family.status == "FAIL" and family.detail["value_with_fine_full_flow"] > family.tolerance
 
 
+def test_an_order_above_first_while_the_error_still_falls_faster_is_refined():
+    """b = 1e-4, CAFO, quick: 500 and 1000 steps give order 2.8 (coarse error 3 %, under
+    ASYMPTOTIC_ERROR: the second-order term still matters); doubled, 1000 and 2000 steps give 0.99."""
+    checks = run_checks("CAFO", [1.0], quick=True, b=1e-4, kinds=("descent",))
+    [order] = [c for c in checks if c.quantity.startswith("GD order")]
+    assert order.quantity == "GD order, lr=T_h/1000->T_h/2000" and order.status == "PASS"
+    assert order.value == pytest.approx(1.0, abs=0.02)
+
+
 def test_tightened_tolerance_fails():
     """A descent-order range that excludes 1 fails; a flow tolerance (1e-15) below what the full
     flow's integration resolves (~1e-12 at rtol 1e-12, ~1e-13 at 1e-13) is not verifiable."""
