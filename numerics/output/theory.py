@@ -286,6 +286,12 @@ def plot_simulation_vs_theory(*, quick=False, ratios=(0.1, 1.0, 10.0), params=No
         ok = sim.loss < np.log(params["M"])
         ax.plot(sim.loss[ok], sim.alpha[ok], ls="none", marker="o", mfc="none", mec=c,
                 mew=1.0, ms=4.5)
+    _label_simulation_panels(fig, axes, t_line, L_line, ratios, colors, params, dev, dev_cf)
+    return fig
+
+
+def _label_simulation_panels(fig, axes, t_line, L_line, ratios, colors, params, dev, dev_cf):
+    """Axes, legend, the two deviation notes and the title of :func:`plot_simulation_vs_theory`."""
     labels = (MU_OV_LABEL, MU_QK_LABEL, ALPHA_LABEL)
     for i, (ax, lab) in enumerate(zip(axes.flat[:3], labels)):
         ax.set_xscale("log")
@@ -315,7 +321,6 @@ def plot_simulation_vs_theory(*, quick=False, ratios=(0.1, 1.0, 10.0), params=No
             transform=ax.transAxes, ha="right", va="bottom", fontsize=8, color="0.25")
     fig.suptitle("Full-matrix gradient flow (markers) vs reduced theory (lines), CACO, "
                  r"$\eta_{OV}=1$; (d): closed form $\alpha(L)$", fontsize=9)
-    return fig
 
 
 # --------------------------------------------------------------------------
