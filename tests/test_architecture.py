@@ -344,20 +344,27 @@ def _takes_arguments(node) -> bool:
     return bool([n for n in names if n not in ("self", "cls")] or a.vararg or a.kwarg)
 
 
-def _returns_a_value(node) -> bool:
-    """A ``return`` with a value or a ``yield`` in the function itself (not in nested ones)."""
+def _own_nodes(node):
+    """The nodes of a function's body, nested functions, classes and lambdas left out."""
     todo = list(node.body)
     while todo:
         n = todo.pop()
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
-        if isinstance(n, (ast.Yield, ast.YieldFrom)):
-            return True
-        if isinstance(n, ast.Return) and n.value is not None and not (
-                isinstance(n.value, ast.Constant) and n.value.value is None):
-            return True
+        yield n
         todo.extend(ast.iter_child_nodes(n))
-    return False
+
+
+def _returns_a_value(node) -> bool:
+    """A ``return`` with a value or a ``yield`` in the function itself (not in nested ones)."""
+    return any(isinstance(n, (ast.Yield, ast.YieldFrom)) or (
+        isinstance(n, ast.Return) and n.value is not None
+        and not (isinstance(n.value, ast.Constant) and n.value.value is None)) for n in _own_nodes(node))
+
+
+def _raises(node) -> bool:
+    """A ``raise`` of an exception in the function itself (a bare re-raise aside)."""
+    return any(isinstance(n, ast.Raise) and n.exc is not None for n in _own_nodes(node))
 
 
 def _section(doc: str, title: str) -> bool:
@@ -367,7 +374,8 @@ def _section(doc: str, title: str) -> bool:
 
 def undocumented_functions(paths) -> list:
     """The public functions and methods of ``paths`` that take arguments but have no numpydoc
-    ``Parameters`` section, or no ``Returns`` (``Yields``) where they return a value; properties aside."""
+    ``Parameters`` section, or no ``Returns`` (``Yields``) where they return a value, or (taking
+    arguments or not) no ``Raises`` where they raise an exception themselves; properties aside."""
     missing = []
     for path in paths:
         for name, node in _public_functions(path):
@@ -376,6 +384,8 @@ def undocumented_functions(paths) -> list:
                 continue
             doc = ast.get_docstring(node) or ""
             where = f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name}: {name}"
+            if _raises(node) and not _section(doc, "Raises"):
+                missing.append(f"{where} (Raises)")
             if not _takes_arguments(node):
                 continue
             if not _section(doc, "Parameters"):
@@ -386,17 +396,18 @@ def undocumented_functions(paths) -> list:
 
 
 def test_public_functions_have_numpydoc_sections(tmp_path):
-    """Public functions that take arguments have Parameters, and those that return a value
-    Returns (../shared/design/docstrings.md); the check finds a function without them."""
+    """Public functions that take arguments have Parameters, those that return a value Returns,
+    those that raise Raises (../shared/design/docstrings.md); the check finds a function without them."""
     assert undocumented_functions([p for p in SOURCES if str(p.relative_to(ROOT)) not in GENERATED]) == []
     bad = tmp_path / "undocumented.py"
     text = ('__all__ = ["f", "C"]\n'
             'def f(x):\n    """Twice x."""\n    return 2 * x\n'
             'class C:\n    def g(self, y):\n        """Nothing back."""\n        print(y)\n'
+            '    def h(self):\n        """Refuses."""\n        raise ValueError("no")\n'
             '    @property\n    def p(self):\n        return 1\n')
     bad.write_text(text)
     assert undocumented_functions([bad]) == ["undocumented.py: f (Parameters)", "undocumented.py: f (Returns)",
-                                             "undocumented.py: C.g (Parameters)"]
+                                             "undocumented.py: C.g (Parameters)", "undocumented.py: C.h (Raises)"]
 
 
 def _code_lines(node) -> int:

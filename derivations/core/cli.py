@@ -88,6 +88,11 @@ class OneLineParser(argparse.ArgumentParser):
         Parameters
         ----------
         message : str
+
+        Raises
+        ------
+        UsageError
+            Always: ``message``, one line.
         """
         raise UsageError(f"{self.prog}: {message}" if self._prefix_prog else message)
 
@@ -136,6 +141,13 @@ def assignments(text: str, error=UsageError):
     ------
     tuple of str
 
+    Raises
+    ------
+    UsageError
+        (or ``error``) An entry that is not ``name=value``.
+
+    Examples
+    --------
     >>> list(assignments("m=5, n=50"))
     [('m', '5'), ('n', '50')]
     """
@@ -159,6 +171,11 @@ def parse_params(text: str, error=UsageError) -> dict:
     Returns
     -------
     dict of str to str
+
+    Raises
+    ------
+    UsageError
+        (or ``error``) An entry that is not ``name=value``, or a name given twice.
     """
     out = {}
     for name, value in assignments(text, error):
@@ -185,6 +202,13 @@ def parse_list(name: str, text, convert=str, error=UsageError) -> list:
     -------
     list
 
+    Raises
+    ------
+    UsageError
+        (or ``error``) An empty list or an empty item, or an item ``convert`` refuses.
+
+    Examples
+    --------
     >>> parse_list("--ratios", "1, 4", float)
     [1.0, 4.0]
     """
@@ -206,6 +230,11 @@ def parse_float(name: str, text, error=UsageError) -> float:
     Returns
     -------
     float
+
+    Raises
+    ------
+    UsageError
+        (or ``error``) Text that is not a number, naming ``name``.
     """
     try:
         return float(text)
@@ -227,6 +256,11 @@ def parse_number(name: str, text, *, positive: bool = False, error=UsageError) -
     Returns
     -------
     float
+
+    Raises
+    ------
+    UsageError
+        (or ``error``) Text that is not a finite number (> 0 with ``positive``), naming ``name``.
     """
     value = parse_float(name, text, error)
     if not math.isfinite(value):
@@ -250,6 +284,11 @@ def parse_int(name: str, text, minimum: int, maximum: int | None = None, error=U
     Returns
     -------
     int
+
+    Raises
+    ------
+    UsageError
+        (or ``error``) Text that is not an integer in the range, naming ``name`` and the range.
     """
     span = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
     try:
@@ -316,6 +355,11 @@ def parse_loss(text: str, M_value, error=UsageError) -> float:
     Returns
     -------
     float
+
+    Raises
+    ------
+    UsageError
+        (or ``error``) Text that is not a number in (0, log M).
     """
     loss_value = parse_float("loss", text, error)
     if not (math.isfinite(loss_value) and 0 < loss_value < math.log(M_value)):

@@ -223,6 +223,11 @@ def conserved_quantities(coords, obs, J, what: str = "") -> tuple:
     Returns
     -------
     tuple of sympy.Expr
+
+    Raises
+    ------
+    ArithmeticError
+        An invariant whose time derivative does not simplify to zero (a failed derivation).
     """
     conserved = []
     Gs = {a: sp.Symbol(f"G_{a}") for a in obs}

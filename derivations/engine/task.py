@@ -76,7 +76,8 @@ import sympy as sp
 
 from ..core.vocabulary import PAPER_SETTING
 from ..symbolic.symbols import M, b, m, n
-from .checks import MAX_INTEGER, _exact_integer as _integer_or_none, check_expression, validate_parameter
+from .checks import MAX_INTEGER, _check_parameter_name, _exact_integer as _integer_or_none, check_expression, \
+    validate_parameter
 from .expressions import placeholder
 from .instance import TaskInstance, build_instance
 
@@ -94,19 +95,6 @@ MODEL_SYMBOLS = {"m": m, "n": n, "b": b, "M": M}
 #: A task's name: a letter, then at most 63 letters, digits or ``_ - + .`` (it is typed as ``--task NAME``
 #: and printed on one line).
 NAME_PATTERN = r"[A-Za-z][A-Za-z0-9_+.-]{0,63}"
-
-#: Names of the engine's own symbols, and prefixes of its symbol families: no task parameter takes them.
-_ENGINE_NAMES, _ENGINE_PREFIXES = frozenset({"alpha", "t", "epsilon", "y", "K"}), ("eta_", "mu_", "G_", "C_", "x_")
-
-
-def _reserved(name: str) -> bool:
-    """Whether a parameter ``name`` is m, n, b, M, an engine's name (alpha, t, eta_*, mu_*, ...), a function
-    or constant of SymPy, math or Python (``exp``, ``pi``, ``sum``: it would shadow it), or over 64 characters."""
-    import builtins
-    import keyword
-    import math
-    return (name in MODEL_SYMBOLS or name in _ENGINE_NAMES or name.startswith(_ENGINE_PREFIXES) or len(name) > 64
-            or hasattr(sp, name) or hasattr(math, name) or hasattr(builtins, name) or keyword.iskeyword(name))
 
 
 @dataclass(frozen=True)
@@ -215,10 +203,7 @@ class Task:
     def _check_parameters(self):
         """Own parameters: identifiers, distinct, not the paper's; defaults valid; groups' names resolved."""
         for p in self.parameters:
-            if not isinstance(p, str) or not p.isidentifier() or _reserved(p):
-                raise ValueError(f"task {self.name!r}: parameters: {p!r} is taken (a parameter is an identifier of "
-                                 "at most 64 characters other than m, n, b, M, the engine's alpha, t, eta_*, mu_*, "
-                                 "G_*, C_*, x_* and a function or constant of SymPy, math or Python)"[:400])
+            _check_parameter_name(self.name, p)
         if len(set(self.parameters)) != len(self.parameters):
             raise ValueError(f"task {self.name!r}: parameters must be distinct; got {self.parameters}")
         for item in self.defaults:
@@ -399,29 +384,33 @@ class Task:
             out |= e.free_symbols
         return out
 
-    def check_symbolic(self) -> "Task":
-        """Return self if the symbolic engine supports the task, else raise
-        ``ValueError`` naming the first unsupported construction."""
+    def why_not_symbolic(self):
+        """None when the symbolic engine supports the task, else the first construction it
+        does not support (the message of :meth:`check_symbolic`)."""
         if self.classes != M:
-            raise ValueError(f"task {self.name!r}: the symbolic engine needs M symbolic; got classes={self.classes}")
+            return f"task {self.name!r}: the symbolic engine needs M symbolic; got classes={self.classes}"
         if self.outputs != "classes":
-            raise ValueError(f"task {self.name!r}: the symbolic engine supports outputs='classes' only")
+            return f"task {self.name!r}: the symbolic engine supports outputs='classes' only"
         if self.score_scale != 1:
-            raise ValueError(f"task {self.name!r}: the symbolic engine supports score_scale = 1 only")
+            return f"task {self.name!r}: the symbolic engine supports score_scale = 1 only"
         for g in self.groups:
             if g.per_class and g.other_multiplicity != 0:
-                raise ValueError(f"task {self.name!r}: group {g.name!r} puts other classes' tokens in a "
-                                 "context (other_multiplicity != 0); the symbolic engine does not support it")
-        return self
-
-    def why_not_symbolic(self):
-        """None when the symbolic engine supports the task, else the reason it does not
-        (the message of :meth:`check_symbolic`)."""
-        try:
-            self.check_symbolic()
-        except ValueError as exc:
-            return str(exc)
+                return (f"task {self.name!r}: group {g.name!r} puts other classes' tokens in a "
+                        "context (other_multiplicity != 0); the symbolic engine does not support it")
         return None
+
+    def check_symbolic(self) -> "Task":
+        """``self``, if the symbolic engine supports the task.
+
+        Raises
+        ------
+        ValueError
+            :meth:`why_not_symbolic`'s reason.
+        """
+        why = self.why_not_symbolic()
+        if why is not None:
+            raise ValueError(why)
+        return self
 
     # ------------------------------------------------------------ numbers
     def layout(self, M_value: int, types: dict) -> list:

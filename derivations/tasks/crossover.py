@@ -380,6 +380,11 @@ def early_growth_ratio(flow: MasterFlow) -> sp.Expr:
     -------
     sympy.Expr
         :math:`k_q / k_r` in the task's parameters.
+
+    Raises
+    ------
+    ValueError
+        If the ratio depends on :math:`\Lambda` (the derivation's claim fails for the task).
     """
     q, r, xq, xr, _Yq, _Yr = _pair(flow)
     slopes = {Y: _at_zero(flow, flow.rhs[Y]) for Y in flow.Y.values()}

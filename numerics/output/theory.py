@@ -250,6 +250,11 @@ def plot_simulation_vs_theory(*, quick=False, ratios=(0.1, 1.0, 10.0), params=No
     Returns
     -------
     matplotlib.figure.Figure
+
+    Raises
+    ------
+    RuntimeError
+        If the full-model gradient flow fails for a ratio.
     """
     from ..model.paper import AttentionModel
     from ..dynamics.closed_form import state_at_loss

@@ -59,7 +59,7 @@ def orbit_ode(parameterization: str = "CACO"):
         :math:`f_{QK}/f_{OV}`, simplified, in mu_OV and mu_QK.
 
     Raises
-    -------
+    ------
     ValueError
         If ``parameterization`` is not one of the four.
     """
@@ -83,9 +83,11 @@ def separated(parameterization: str = "CACO"):
         ``g`` in mu_QK and ``h`` in mu_OV.
 
     Raises
-    -------
+    ------
     ValueError
         If ``parameterization`` is not one of the four.
+    ArithmeticError
+        If the orbit equation does not separate (a failed derivation).
     """
     d_ov, d_qk = reduced_odes(check_parameterization(parameterization))
     parts = separate({mu_OV: d_ov, mu_QK: d_qk}, mu_OV, mu_QK)
@@ -113,7 +115,7 @@ def first_integral(parameterization: str = "CACO"):
         H in mu_OV and mu_QK, expanded.
 
     Raises
-    -------
+    ------
     ValueError
         If ``parameterization`` is not one of the four.
     """
@@ -135,7 +137,7 @@ def dH_dt(parameterization: str = "CACO"):
         The simplified time derivative of :func:`first_integral`.
 
     Raises
-    -------
+    ------
     ValueError
         If ``parameterization`` is not one of the four.
     """
@@ -160,7 +162,7 @@ def line_coordinates(parameterization: str = "CACO"):
         X in mu_OV, Y in mu_QK, and the slope (the rate-carrying factor).
 
     Raises
-    -------
+    ------
     ValueError
         If ``parameterization`` is not one of the four.
     """
@@ -194,7 +196,7 @@ def orbit(parameterization: str = "CACO"):
         mu_QK in mu_OV, mu_OV_0 and mu_QK_0, or the implicit equation ``H = H_0``.
 
     Raises
-    -------
+    ------
     ValueError
         If ``parameterization`` is not one of the four.
     """

@@ -118,6 +118,11 @@ def basis_matrix(name: str, M_value: int):
     Returns
     -------
     sympy.Matrix
+
+    Raises
+    ------
+    ValueError
+        An unknown ``name``.
     """
     Mv, d = M_value, 2 * M_value
     if name == "QK":

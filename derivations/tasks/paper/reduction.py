@@ -68,7 +68,7 @@ def family_flow(parameterization: str = "CACO") -> dict:
         Each family coordinate's time derivative, in the coordinates and alpha.
 
     Raises
-    -------
+    ------
     ValueError
         If ``parameterization`` is not one of the four.
     """
@@ -90,7 +90,7 @@ def family_mu_flow(parameterization: str):
         dmu_OV/dt and dmu_QK/dt.
 
     Raises
-    -------
+    ------
     ValueError
         If ``parameterization`` is not one of the four.
     """
