@@ -70,7 +70,7 @@ A comparison with the full-model flow (kinds ``flow``, ``closed_form``,
 more on the full flow integrated with rtol ``1e-13``, atol ``1e-22``
 instead of ``1e-12``, ``1e-16`` (:func:`numerics.verify.run.run_group`):
 passing there, it passes; still failing but at least
-:data:`~numerics.verify.run.INTEGRATION_LIMITED` (3) times smaller, the
+:data:`INTEGRATION_LIMITED` (3) times smaller, the
 integration and not the theory limits it, and it is not verifiable
 (``N/V``); otherwise it fails. Both values are in its ``detail``. At
 m = 1e-6 (``T`` about 5e10), for example, FAFO's ``flow~reduced mu_QK``
@@ -136,7 +136,8 @@ _HOMES = {
     ".records": ("NOT_VERIFIABLE", "Check", "format_table", "summarize"),
     ".registry": ("CAPABILITIES", "CHECK_KINDS", "KINDS", "Kind", "capabilities", "check_kind"),
     ".run": ("DEFAULT_PARAMS", "DEFAULT_RATIOS", "DEFAULT_TOLERANCES", "MAX_TOKEN_TYPES", "RATIO_RANGE",
-             "TARGET_LOSS_MIN", "Checks", "Plan", "check_ratios", "plan_checks", "run_checks", "run_plan"),
+             "TARGET_LOSS_MIN", "INTEGRATION_LIMITED", "Checks", "Plan", "check_ratios", "plan_checks",
+             "run_checks", "run_plan"),
 }
 __getattr__, __dir__ = lazy_exports(__name__, _HOMES)
 
@@ -145,4 +146,5 @@ __all__ = ["Check", "Checks", "run_checks", "plan_checks", "run_plan", "Plan",
            "DEFAULT_PARAMS", "DEFAULT_RATIOS", "DEFAULT_TOLERANCES", "PARAMETERIZATIONS",
            "Context", "CHECK_KINDS", "KINDS", "Kind", "CAPABILITIES", "capabilities",
            "check_kind", "check_ratios", "descent_steps", "RATIO_RANGE", "MAX_DESCENT_STEPS",
-           "MAX_DESCENT_REFINEMENTS", "ASYMPTOTIC_ERROR", "NOT_VERIFIABLE", "MAX_TOKEN_TYPES", "TARGET_LOSS_MIN"]
+           "MAX_DESCENT_REFINEMENTS", "ASYMPTOTIC_ERROR", "INTEGRATION_LIMITED", "NOT_VERIFIABLE", "MAX_TOKEN_TYPES",
+           "TARGET_LOSS_MIN"]

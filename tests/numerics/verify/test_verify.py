@@ -91,7 +91,7 @@ def test_a_failure_of_the_full_flows_integration_is_measured_again_not_called_a_
     flow by more than the tolerance; integrated with rtol 1e-13 mu_QK agrees (PASS) and alpha's
     deviation falls 70-fold but stays above it (N/V, the integration limits it). The distance
     from the family does not fall: it is round-off the flow amplifies."""
-    from numerics.verify.run import INTEGRATION_LIMITED
+    from numerics.verify import INTEGRATION_LIMITED
     checks = run_checks("FAFO", [1.0], quick=True, m=1e-6, kinds=("flow", "family"))
     by_q = {c.quantity: c for c in checks}
     tol = by_q["flow~reduced mu_QK"].tolerance
