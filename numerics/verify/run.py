@@ -179,7 +179,7 @@ def check_task(task_name, params):
         raise ValueError(f"--params: {exc}") from None
     for key in ("m", "n", "b"):
         try:
-            check_in_range(key, values[key], *REDUCED_FLOW_RANGE[key], f"the checks of task {task_name!r}")
+            check_in_range(key, values[key], *REDUCED_FLOW_RANGE[key], f"the reduced flow of task {task_name!r} that the checks compare with")
         except ValueError as exc:
             raise ValueError(f"--params: {exc}") from None
     if values["M"] > TASK_M_MAX:

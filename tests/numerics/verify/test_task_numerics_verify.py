@@ -179,3 +179,15 @@ def test_paper_kinds_run_for_the_paper_task():
     """The paper task has the paper's capabilities: its kinds run through --task paper."""
     checks = verify.run_checks("CACO", [1.0], task="paper", quick=True, M=3, kinds=["flow"])
     assert [c.status for c in checks] == ["PASS"] * 3 and not checks.skipped
+
+
+def test_a_flow_that_stops_is_named_in_the_integration_record(monkeypatch):
+    """The full model's flow stopped (max_steps 5): the record says which flow and why, not the
+    other flow's success message."""
+    import numerics.dynamics.training as training
+    real = training.gradient_flow
+    monkeypatch.setattr(training, "gradient_flow", lambda *a, **k: real(*a, **{**k, "max_steps": 5}))
+    checks = run_checks("CAFO", [1.0], quick=True, task="shared-irrelevant", kinds=("theta",))
+    [c] = [c for c in checks if c.quantity == "integration"]
+    assert c.status == "FAIL" and c.detail["message"].startswith("full model: stopped after max_steps=5")
+    assert "reduced flow" not in c.detail["message"]
