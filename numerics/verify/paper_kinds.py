@@ -239,8 +239,8 @@ def descent_steps(parameterization, ratio, base=(1000, 2000, 4000)):
 def check_descent_order(ctx):
     """Gradient descent -> flow: the error must halve with the step size
     (observed orders in the accepted range). The step counts adapt (doubled
-    while an order is off and the coarse error exceeds
-    :data:`ASYMPTOTIC_ERROR` or an order exceeds the range); reported as not verifiable when they exceed
+    while an order is off and the coarse error exceeds :data:`ASYMPTOTIC_ERROR`
+    or an order exceeds the range); reported as not verifiable when they exceed
     :data:`MAX_DESCENT_STEPS` or the runs stay out of the first-order regime.
 
     Parameters
