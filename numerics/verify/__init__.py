@@ -69,13 +69,14 @@ A comparison with the full-model flow (kinds ``flow``, ``closed_form``,
 ``first_integral``, ``crossings``, ``family``) that fails is measured once
 more on the full flow integrated with rtol ``1e-13``, atol ``1e-22``
 instead of ``1e-12``, ``1e-16`` (:func:`numerics.verify.run.run_group`):
-passing there, it passes; still failing but at least
-:data:`INTEGRATION_LIMITED` (3) times smaller, the
-integration and not the theory limits it, and it is not verifiable
+passing there, it passes; still failing but changed by at least a third
+(1/:data:`INTEGRATION_LIMITED`) of its new value, it has not converged in
+the integration, which and not the theory limits it: not verifiable
 (``N/V``); otherwise it fails. Both values are in its ``detail``. At
 m = 1e-6 (``T`` about 5e10), for example, FAFO's ``flow~reduced mu_QK``
 falls from 5.7e-6 to 8.1e-8 and passes, its ``alpha`` from 8.0e-5 to
-1.1e-6 (N/V).
+1.1e-6 (N/V); at m = 1e-8 FACO's state where the loss crosses 1 deviates
+2.5e-5, then 6.5e-5 (N/V).
 
 With ``--task NAME`` the subject is a task of the engine
 (:mod:`derivations.tasks`) instead: its reduced system against the full matrix

@@ -294,18 +294,19 @@ def run_group(P, r, settings, options, tolerances, kinds, *, state_at_loss=None,
     return (_remeasure(ctx, measured_full) if measured_full else ctx.checks), skipped
 
 
-#: A failing deviation that falls by at least this factor when the full flow is
-#: integrated more accurately is limited by that integration (status N/V).
+#: A failing deviation that changes by at least 1/INTEGRATION_LIMITED of its new value when
+#: the full flow is integrated more accurately is not converged in that integration (N/V).
 INTEGRATION_LIMITED = 3.0
 
 
 def _remeasure(ctx, kinds):
     """``ctx``'s records, each failing one of ``kinds`` replaced by its measurement
     on the more accurately integrated full flow: passing there, it passes (the
-    first value kept in its detail); still failing, but at least
-    :data:`INTEGRATION_LIMITED` times smaller, it is not verifiable with
-    these tolerances (the integration, not the theory, limits it); otherwise it
-    fails, with the second value in its detail. Records that pass stay as they are.
+    first value kept in its detail); still failing, but changed by at least
+    1/:data:`INTEGRATION_LIMITED` of its new value (not converged: a deviation
+    that falls threefold changes by twice its new value), it is not verifiable
+    with these tolerances (the integration, not the theory, limits it); otherwise
+    it fails, with the second value in its detail. Records that pass stay as they are.
     """
     fine = ctx.with_fine_full_flow()
     for kind in kinds:
@@ -323,10 +324,11 @@ def _remeasure(ctx, kinds):
         first = {"value_at_default_tolerances": c.value, "full_flow_tolerances": [FINE_RTOL, FINE_ATOL]}
         if f.status == "PASS":
             out.append(replace(f, detail={**f.detail, **first}))
-        elif math.isfinite(f.value) and math.isfinite(c.value) and f.value * INTEGRATION_LIMITED <= c.value:
+        elif math.isfinite(f.value) and math.isfinite(c.value) and \
+                abs(c.value - f.value) * INTEGRATION_LIMITED >= f.value:
             out.append(replace(f, tolerance=NOT_VERIFIABLE, detail={**f.detail, **first, "message": (
                 f"limited by the full flow's integration: {c.value:.2e} at rtol {FULL_RTOL:g}, "
-                f"{f.value:.2e} at rtol {FINE_RTOL:g}, tolerance {c.tolerance}")}))
+                f"{f.value:.2e} at rtol {FINE_RTOL:g} (not converged), tolerance {c.tolerance}")}))
         else:
             out.append(replace(c, detail={**c.detail, "value_with_fine_full_flow": f.value}))
     return out
