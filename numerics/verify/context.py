@@ -6,7 +6,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .records import Check
+from .records import NOT_VERIFIABLE, Check
 
 __all__ = ["Context", "Missing"]
 
@@ -16,6 +16,8 @@ FULL_RTOL, FULL_ATOL = 1e-12, 1e-16
 #: (:func:`numerics.verify.run.run_group`); rtol near DOP853's floor (100 x machine epsilon).
 FINE_RTOL, FINE_ATOL = 1e-13, 1e-22
 RED_RTOL, RED_ATOL = 1e-13, 1e-20
+#: The largest argument of exp that doubles hold (log of the largest double, 709.78).
+EXP_MAX = math.log(np.finfo(float).max)
 
 
 class Missing(Exception):
@@ -166,6 +168,27 @@ class Context:
         """
         return self.system.integrate(rtol=RED_RTOL, atol=RED_ATOL, **kw)
 
+    def unreached(self, loss, red, tolerance):
+        """Record that the reduced flow ``red`` did not reach ``loss``: not verifiable when its
+        start is beyond what doubles evaluate (a coordinate above :data:`EXP_MAX`, where the
+        right-hand side's exponentials overflow), else failing with the tolerance ``tolerance``.
+
+        Parameters
+        ----------
+        loss : float
+        red : numerics.dynamics.Trajectory
+            The reduced flow's run to ``loss``.
+        tolerance : float or (float, float)
+            The tolerance of the check that needed it.
+        """
+        beyond = [f"{k} = {v:.4g}" for k, v in zip(self.system.names, self.system.mu0) if abs(v) > EXP_MAX]
+        message = str(red.message)
+        if beyond and red.t.size <= 1:
+            tolerance, message = NOT_VERIFIABLE, (
+                f"the start ({', '.join(beyond)}) is beyond what doubles evaluate: exp overflows above "
+                f"{EXP_MAX:.2f} ({message})")
+        self.add(f"reduced flow reaches loss {loss:g}", math.nan, tolerance, message=message)
+
     @property
     def horizon(self):
         """``(T, grid)``: time T at which the reduced flow reaches the target
@@ -174,8 +197,7 @@ class Context:
             target = self.options["target_loss"]
             red = self.reduced(target_loss=target)
             if red.status != 1:
-                self.add(f"reduced flow reaches loss {target:g}", math.nan,
-                         self.tolerances["flow"], message=str(red.message))
+                self.unreached(target, red, self.tolerances["flow"])
                 raise Missing("horizon")
             T = float(red.t[-1])
             grid = np.logspace(math.log10(T) - self.options["decades"], math.log10(T),

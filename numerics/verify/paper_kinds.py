@@ -262,9 +262,12 @@ def check_descent_order(ctx):
     h_loss = max(logM - 0.2, 0.5 * logM)
     red_h = ctx.reduced(target_loss=h_loss)
     Th = float(red_h.t[-1])
-    if red_h.status != 1 or not Th > 0:        # not reached, or the start is already below it
-        ctx.add(f"reduced flow reaches loss {h_loss:g}", math.nan, tol,
-                message=str(red_h.message) if red_h.status != 1 else "the start is already below it")
+    if red_h.status != 1:
+        ctx.unreached(h_loss, red_h, tol)
+        return
+    if not Th > 0:
+        ctx.add(f"reduced flow reaches loss {h_loss:g}", math.nan, NOT_VERIFIABLE,
+                message="the start is already below it: no descent to compare")
         return
     K = 5
     tk = Th * np.arange(1, K + 1) / K
