@@ -14,6 +14,8 @@ __all__ = ["Context", "Missing"]
 FULL_RTOL, FULL_ATOL = 1e-12, 1e-16
 #: The full flow's tolerances when a failing comparison is measured again
 #: (:func:`numerics.verify.run.run_group`); rtol near DOP853's floor (100 x machine epsilon).
+#: A task's flows are measured again at a tenth of its ``rtol`` (not below FINE_RTOL) and a
+#: hundredth of its ``atol``.
 FINE_RTOL, FINE_ATOL = 1e-13, 1e-22
 RED_RTOL, RED_ATOL = 1e-13, 1e-20
 #: The largest argument of exp that doubles hold (log of the largest double, 709.78).
@@ -70,15 +72,18 @@ class Context:
 
     def with_fine_full_flow(self):
         """A context of the same group, with no records, whose full flow is integrated with
-        :data:`FINE_RTOL`, :data:`FINE_ATOL`; everything else computed so far is shared.
+        :data:`FINE_RTOL`, :data:`FINE_ATOL` (a task's flows: at a tenth of its ``rtol``, not
+        below FINE_RTOL, and a hundredth of its ``atol``); everything else computed so far is shared.
 
         Returns
         -------
         Context
         """
-        fine = Context(self.parameterization, self.ratio, self.settings, self.options,
+        o = self.options
+        options = {**o, "rtol": max(o["rtol"] / 10, FINE_RTOL), "atol": o["atol"] / 100}
+        fine = Context(self.parameterization, self.ratio, self.settings, options,
                        self.tolerances, self.state_at_loss_override, task=self.task)
-        fine._cache = {k: v for k, v in self._cache.items() if k != "flows"}
+        fine._cache = {k: v for k, v in self._cache.items() if k not in ("flows", "task_run")}
         fine.__dict__.update({k: self.__dict__[k] for k in ("system", "model", "p0") if k in self.__dict__})
         fine.full_tolerances = (FINE_RTOL, FINE_ATOL)
         return fine

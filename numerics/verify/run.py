@@ -272,8 +272,9 @@ def run_group(P, r, settings, options, tolerances, kinds, *, state_at_loss=None,
 
     Notes
     -----
-    A failing record of a kind that measures the paper's full-model flow is
-    measured again on that flow integrated more accurately
+    A failing measurement (a finite value; a flow that could not be computed is
+    not measured again) of a kind that reads the full model's flow is measured
+    again on that flow integrated more accurately
     (:meth:`~numerics.verify.context.Context.with_fine_full_flow`), by
     :func:`_remeasure`.
     """
@@ -289,7 +290,7 @@ def run_group(P, r, settings, options, tolerances, kinds, *, state_at_loss=None,
             CHECK_KINDS[kind](ctx)
         except Missing:
             pass
-        if ctx.read_full_flow and any(c.status == "FAIL" for c in ctx.checks[start:]):
+        if ctx.read_full_flow and any(c.status == "FAIL" and math.isfinite(c.value) for c in ctx.checks[start:]):
             measured_full.append(kind)
     return (_remeasure(ctx, measured_full) if measured_full else ctx.checks), skipped
 

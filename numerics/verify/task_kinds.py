@@ -172,6 +172,7 @@ def task_run(ctx) -> TaskRun:
     numerics.verify.context.Missing
         The flows could not be computed (recorded once as a failing check).
     """
+    ctx.read_full_flow = True
     return ctx.once("task_run", lambda: _compute_run(ctx))
 
 

@@ -191,3 +191,27 @@ def test_a_flow_that_stops_is_named_in_the_integration_record(monkeypatch):
     [c] = [c for c in checks if c.quantity == "integration"]
     assert c.status == "FAIL" and c.detail["message"].startswith("full model: stopped after max_steps=5")
     assert "reduced flow" not in c.detail["message"]
+
+
+def test_a_task_comparison_limited_by_the_integration_is_measured_again():
+    """Integrated at rtol 1e-9, CAFO's distance from the family is 2.8e-9 (tolerance 1e-9); measured
+    again at rtol 1e-10 it is 5e-12 and passes, the first value in its detail. (At the default rtol
+    1e-11 the same happens at m = 0.1: 2.9e-9, then 4.4e-12.)"""
+    checks = run_checks("CAFO", [1.0], quick=True, task="shared-irrelevant",
+                        task_integration={"rtol": 1e-9, "atol": 1e-11})
+    [d] = [c for c in checks if c.quantity == "distance"]
+    assert d.status == "PASS" and d.value < 1e-10 and d.detail["value_at_default_tolerances"] > d.tolerance
+
+
+def test_a_flow_that_could_not_be_computed_is_not_integrated_again(monkeypatch):
+    """A stopped flow (the integration record, no value) is not computed once more at finer tolerances."""
+    import numerics.dynamics.training as training
+    calls = []
+    real = training.gradient_flow
+
+    def counted(*a, **k):
+        calls.append(k.get("rtol"))
+        return real(*a, **{**k, "max_steps": 5})
+    monkeypatch.setattr(training, "gradient_flow", counted)
+    checks = run_checks("CAFO", [1.0], quick=True, task="shared-irrelevant", kinds=("theta", "distance"))
+    assert [c.quantity for c in checks if c.status == "FAIL"] == ["integration"] and calls == [1e-11]
