@@ -235,6 +235,35 @@ def descent_steps(parameterization, ratio, base=(1000, 2000, 4000)):
     return tuple(base)
 
 
+def _descent_horizon(ctx, tol):
+    """``(L_h, T_h)``: the loss the descent check runs to and the reduced flow's time to it;
+    None, recorded, when the flow does not reach it or starts below it."""
+    logM = math.log(ctx.settings["M"])
+    h_loss = max(logM - 0.2, 0.5 * logM)
+    red_h = ctx.reduced(target_loss=h_loss)
+    if red_h.status != 1:
+        ctx.unreached(h_loss, red_h, tol)
+        return None
+    Th = float(red_h.t[-1])
+    if not Th > 0:
+        ctx.add(f"reduced flow reaches loss {h_loss:g}", math.nan, NOT_VERIFIABLE,
+                message="the start is already below it: no descent to compare")
+        return None
+    return h_loss, Th
+
+
+def _orders(Ns, errs):
+    """Observed orders ``log(e1/e2)/log(N2/N1)`` of successive step counts (nan without both errors)."""
+    return [math.log(e1 / e2) / math.log(N2 / N1) if e1 > 0 and e2 > 0 else math.nan
+            for N1, N2, e1, e2 in zip(Ns[:-1], Ns[1:], errs[:-1], errs[1:])]
+
+
+def _pre_asymptotic(Ns, errs, highest):
+    """Not yet in the first-order regime: the coarse error is large, or the error falls faster than
+    first order (an order above ``highest``: the second-order term still matters)."""
+    return errs[0] > ASYMPTOTIC_ERROR or any(o > highest for o in _orders(Ns, errs) if math.isfinite(o))
+
+
 @check_kind("descent")
 def check_descent_order(ctx):
     """Gradient descent -> flow: the error must halve with the step size
@@ -258,17 +287,10 @@ def check_descent_order(ctx):
         ctx.add(label, math.nan, NOT_VERIFIABLE, steps=Ns,
                 message=f"needs {sum(Ns)} descent steps (limit {MAX_DESCENT_STEPS})")
         return
-    logM = math.log(ctx.settings["M"])
-    h_loss = max(logM - 0.2, 0.5 * logM)
-    red_h = ctx.reduced(target_loss=h_loss)
-    Th = float(red_h.t[-1])
-    if red_h.status != 1:
-        ctx.unreached(h_loss, red_h, tol)
+    horizon = _descent_horizon(ctx, tol)
+    if horizon is None:
         return
-    if not Th > 0:
-        ctx.add(f"reduced flow reaches loss {h_loss:g}", math.nan, NOT_VERIFIABLE,
-                message="the start is already below it: no descent to compare")
-        return
+    h_loss, Th = horizon
     K = 5
     tk = Th * np.arange(1, K + 1) / K
     tk[-1] = Th
@@ -287,28 +309,19 @@ def check_descent_order(ctx):
             out.append(max(rel_dev(gd.mu_OV[1:], ref.mu_OV), rel_dev(gd.mu_QK[1:], ref.mu_QK)))
         return out
 
-    def orders(Ns, errs):
-        return [math.log(e1 / e2) / math.log(N2 / N1) if e1 > 0 and e2 > 0 else math.nan
-                for N1, N2, e1, e2 in zip(Ns[:-1], Ns[1:], errs[:-1], errs[1:])]
-
     def accepted(o):
         return math.isfinite(o) and tol[0] <= o <= tol[1]
-
-    def pre_asymptotic(Ns, errs):
-        # not yet in the first-order regime: the coarse error is large, or the error falls
-        # faster than first order (the second-order term still matters)
-        return errs[0] > ASYMPTOTIC_ERROR or any(o > tol[1] for o in orders(Ns, errs) if math.isfinite(o))
 
     # adapt the step count: while an order is off and the runs are not yet in the
     # first-order regime, halve the steps (within the budget)
     errs = errors(Ns)
     for _ in range(MAX_DESCENT_REFINEMENTS):
-        if all(map(accepted, orders(Ns, errs))) or not pre_asymptotic(Ns, errs) \
+        if all(map(accepted, _orders(Ns, errs))) or not _pre_asymptotic(Ns, errs, tol[1]) \
                 or 2 * sum(Ns) > MAX_DESCENT_STEPS:
             break
         Ns = tuple(2 * N for N in Ns)
         errs = errors(Ns)
-    for N1, N2, e1, e2, order in zip(Ns[:-1], Ns[1:], errs[:-1], errs[1:], orders(Ns, errs)):
+    for N1, N2, e1, e2, order in zip(Ns[:-1], Ns[1:], errs[:-1], errs[1:], _orders(Ns, errs)):
         detail = dict(error_coarse=e1, error_fine=e2, T_h=Th, horizon_loss=h_loss)
         name = f"GD order, lr=T_h/{N1}->T_h/{N2}"
         if not accepted(order) and math.isfinite(e1) and e1 > ASYMPTOTIC_ERROR:
