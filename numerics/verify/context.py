@@ -173,6 +173,11 @@ class Context:
         """
         return self.system.integrate(rtol=RED_RTOL, atol=RED_ATOL, **kw)
 
+    @property
+    def flow_tolerances(self):
+        """``(rtol, atol)`` the full model's flow is integrated with (a task's: its options')."""
+        return self.full_tolerances if self.task is None else (self.options["rtol"], self.options["atol"])
+
     def unreached(self, loss, red, tolerance):
         """Record that the reduced flow ``red`` did not reach ``loss``: not verifiable when its
         start is beyond what doubles evaluate (a coordinate above :data:`EXP_MAX`, where the

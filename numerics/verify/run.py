@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from derivations.core.vocabulary import PAPER_SETTING, PARAMETERIZATIONS
 
 from . import paper_kinds, task_kinds  # noqa: F401  (register the kinds)
-from .context import FINE_ATOL, FINE_RTOL, FULL_RTOL, Context, Missing
+from .context import Context, Missing
 from .records import NOT_VERIFIABLE, Check
 from .registry import CHECK_KINDS, KINDS, missing_capability, suite_kinds
 
@@ -179,7 +179,8 @@ def check_task(task_name, params):
         raise ValueError(f"--params: {exc}") from None
     for key in ("m", "n", "b"):
         try:
-            check_in_range(key, values[key], *REDUCED_FLOW_RANGE[key], f"the reduced flow of task {task_name!r} that the checks compare with")
+            check_in_range(key, values[key], *REDUCED_FLOW_RANGE[key],
+                           f"the reduced flow of task {task_name!r} that the checks compare with")
         except ValueError as exc:
             raise ValueError(f"--params: {exc}") from None
     if values["M"] > TASK_M_MAX:
@@ -322,14 +323,14 @@ def _remeasure(ctx, kinds):
         if c.status != "FAIL" or f is None or isinstance(f.tolerance, str):
             out.append(c)
             continue
-        first = {"value_at_default_tolerances": c.value, "full_flow_tolerances": [FINE_RTOL, FINE_ATOL]}
+        first = {"value_at_default_tolerances": c.value, "full_flow_tolerances": list(fine.flow_tolerances)}
         if f.status == "PASS":
             out.append(replace(f, detail={**f.detail, **first}))
         elif math.isfinite(f.value) and math.isfinite(c.value) and \
                 abs(c.value - f.value) * INTEGRATION_LIMITED >= f.value:
             out.append(replace(f, tolerance=NOT_VERIFIABLE, detail={**f.detail, **first, "message": (
-                f"limited by the full flow's integration: {c.value:.2e} at rtol {FULL_RTOL:g}, "
-                f"{f.value:.2e} at rtol {FINE_RTOL:g} (not converged), tolerance {c.tolerance}")}))
+                f"limited by the full flow's integration: {c.value:.2e} at rtol {ctx.flow_tolerances[0]:g}, "
+                f"{f.value:.2e} at rtol {fine.flow_tolerances[0]:g} (not converged), tolerance {c.tolerance}")}))
         else:
             out.append(replace(c, detail={**c.detail, "value_with_fine_full_flow": f.value}))
     return out

@@ -201,6 +201,7 @@ def test_a_task_comparison_limited_by_the_integration_is_measured_again():
                         task_integration={"rtol": 1e-9, "atol": 1e-11})
     [d] = [c for c in checks if c.quantity == "distance"]
     assert d.status == "PASS" and d.value < 1e-10 and d.detail["value_at_default_tolerances"] > d.tolerance
+    assert d.detail["full_flow_tolerances"] == pytest.approx([1e-10, 1e-13], rel=1e-12)
 
 
 def test_a_flow_that_could_not_be_computed_is_not_integrated_again(monkeypatch):
