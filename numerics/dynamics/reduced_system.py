@@ -393,7 +393,7 @@ class ReducedSystem(PaperClosedForms):
             out["target_state"] = self.state(t0, y0)
             return self._result([t0], y0[None, :], 1,
                                 f"the initial loss {loss0!r} is already <= target_loss "
-                                f"{target_loss!r}", 0, 0, 0, out)
+                                f"{target_loss!r}", 0, 0, 0, {**out, "reason": "terminal"})
         return self._run(t0, t1, y0, t_eval, levels, len(thresholds), jac, opts, out)
 
     def _integration_options(self, t_span, t_eval, loss_thresholds, target_loss, rtol, atol,
@@ -455,7 +455,7 @@ class ReducedSystem(PaperClosedForms):
         elif run.reason == "terminal":
             message = f"target_loss={levels[n_thr]} reached at t={run.t[-1]:.6g}"
         return self._result(run.t, run.y, run.status, message, run.nfev, run.njev,
-                            run.nsteps, out)
+                            run.nsteps, {**out, "reason": run.reason})
 
     def _result(self, ts, Y, status, message, nfev, njev, steps, out):
         """The :class:`Trajectory` of the records ``Y`` (records x coordinates)."""

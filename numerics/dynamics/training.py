@@ -122,6 +122,7 @@ def _result(model, t, summary, final_vec, status, message, found, thresholds, ta
         status = -1
         message = (f"non-finite {', '.join(bad) or 'parameters'} along the run "
                    f"(diverged; was: {message})")
+        extra["reason"] = "nonfinite" if "reason" in extra else None
     target_state = found[len(thresholds)] if target_loss is not None else None
     return Trajectory(
         t=np.asarray(t, dtype=float), **summary,
@@ -213,7 +214,7 @@ def gradient_flow(model, params0, t_eval=None, *, t_span=None, rtol=1e-10, atol=
     if run.reason == "terminal":
         message = f"target_loss={target_loss} reached at t={found[len(thr)]['t']:.6g}"
     return _result(model, run.t, _summaries(model, run.y), final, run.status, message, found,
-                   thr, target_loss, run.nfev, nsteps=run.nsteps,
+                   thr, target_loss, run.nfev, nsteps=run.nsteps, reason=run.reason,
                    y=run.y if keep_states else None)
 
 

@@ -56,6 +56,12 @@ class Trajectory(OptimizeResult):
         reached.
     message : str
         Why the run ended.
+    reason : str
+        The same, as a word (flows, not descent): ``"terminal"`` (``target_loss``
+        reached), ``"end"`` (end of the time span), ``"steps"`` or ``"nfev"`` (the
+        solver's budget spent), ``"horizon"`` (the target not reached by
+        :data:`~numerics.dynamics.bounded_ivp.HORIZON`), ``"failed"`` (the solver
+        failed) or ``"nonfinite"`` (a value became non-finite).
     success : bool
         ``status >= 0``.
     nfev : int
@@ -63,8 +69,7 @@ class Trajectory(OptimizeResult):
     njev : int
         Jacobian evaluations (reduced flow only).
     nsteps : int
-        Solver steps (reduced flow) or descent steps taken (absent for the
-        full model's flow, whose steps ``solve_ivp`` does not report).
+        Solver steps (flows) or descent steps taken.
 
     Notes
     -----

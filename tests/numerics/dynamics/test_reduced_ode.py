@@ -130,8 +130,16 @@ def test_unreachable_target_is_bounded():
     budget (or the finite horizon of t_span=(0, inf)) ends it with status -1."""
     res = solve_reduced("FACO", mu0=(0.0, -1.0), target_loss=0.5, max_steps=200)
     assert res.status == -1 and not res.success and res.nsteps == 200
-    assert "max_steps" in res.message and res.target_state is None
+    assert "max_steps" in res.message and res.target_state is None and res.reason == "steps"
     assert np.all(np.isfinite(res.loss))
+
+
+def test_the_reason_a_flow_ended():
+    """``reason`` says in one word why a flow ended: the target, the end of the span, the budget."""
+    assert solve_reduced("CACO", target_loss=0.1).reason == "terminal"
+    assert solve_reduced("CACO", t_span=(0.0, 10.0)).reason == "end"
+    assert solve_reduced("CACO", target_loss=0.1, max_steps=3).reason == "steps"
+    assert solve_reduced("CACO", mu0=(30.0, 30.0), target_loss=0.5).reason == "terminal"   # already below
 
 
 def test_same_records_as_solve_ivp():
