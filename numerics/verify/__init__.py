@@ -68,7 +68,7 @@ balanced factors), in the paper setting :math:`m=5, n=50, b=50, M=20`:
 A comparison with the full-model flow (kinds ``flow``, ``closed_form``,
 ``first_integral``, ``crossings``, ``family``) that fails is measured once
 more on the full flow integrated with rtol ``1e-13``, atol ``1e-22``
-instead of ``1e-12``, ``1e-16`` (:func:`numerics.verify.run.run_group`):
+instead of ``1e-12``, ``1e-16`` (:func:`numerics.verify.group.run_group`):
 passing there, it passes; still failing but changed by at least a third
 (1/:data:`INTEGRATION_LIMITED`) of its new value, it has not converged in
 the integration, which and not the theory limits it: not verifiable
@@ -79,7 +79,12 @@ falls from 5.7e-6 to 8.1e-8 and passes, its ``alpha`` from 8.0e-5 to
 2.5e-5, then 6.5e-5 (N/V). A task's comparisons (``--task``) are measured
 again the same way, both flows at a tenth of the task's ``rtol`` and a
 hundredth of its ``atol``. A flow that could not be computed at all is not
-integrated again.
+integrated again. When the full model's flow only spent its solver's step
+budget before the end (it is stiff toward small ``m``: ``--task
+shared-irrelevant --params m=0.01``, CAFO), nothing was compared, and its
+record (``flow integration``, or ``integration`` for a task) is not
+verifiable; a flow that becomes non-finite or whose solver fails, and a
+reduced flow that stops at all, fail (:func:`numerics.verify.context.stopped_flows`).
 
 With ``--task NAME`` the subject is a task of the engine
 (:mod:`derivations.tasks`) instead: its reduced system against the full matrix
@@ -106,6 +111,7 @@ module                                   what
 :mod:`numerics.verify.context`           :class:`Context` (one group)
 :mod:`numerics.verify.paper_kinds`       the paper's kinds
 :mod:`numerics.verify.task_kinds`        the task kinds
+:mod:`numerics.verify.group`             one group, failures measured again
 :mod:`numerics.verify.run`               validation, :func:`run_checks`
 :mod:`numerics.verify.cli`               the command line
 =======================================  =======================================
@@ -140,8 +146,8 @@ _HOMES = {
     ".records": ("NOT_VERIFIABLE", "Check", "format_table", "summarize"),
     ".registry": ("CAPABILITIES", "CHECK_KINDS", "KINDS", "Kind", "capabilities", "check_kind"),
     ".run": ("DEFAULT_PARAMS", "DEFAULT_RATIOS", "DEFAULT_TOLERANCES", "MAX_TOKEN_TYPES", "RATIO_RANGE",
-             "TARGET_LOSS_MIN", "INTEGRATION_LIMITED", "Checks", "Plan", "check_ratios", "plan_checks",
-             "run_checks", "run_plan"),
+             "TARGET_LOSS_MIN", "Checks", "Plan", "check_ratios", "plan_checks", "run_checks", "run_plan"),
+    ".group": ("INTEGRATION_LIMITED",),
 }
 __getattr__, __dir__ = lazy_exports(__name__, _HOMES)
 

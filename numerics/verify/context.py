@@ -8,12 +8,12 @@ import numpy as np
 
 from .records import NOT_VERIFIABLE, Check
 
-__all__ = ["Context", "Missing"]
+__all__ = ["Context", "Missing", "stopped_flows"]
 
 # integration settings of the paper's model (tight: the comparisons then agree to ~1e-11)
 FULL_RTOL, FULL_ATOL = 1e-12, 1e-16
 #: The full flow's tolerances when a failing comparison is measured again
-#: (:func:`numerics.verify.run.run_group`); rtol near DOP853's floor (100 x machine epsilon).
+#: (:func:`numerics.verify.group.run_group`); rtol near DOP853's floor (100 x machine epsilon).
 #: A task's flows are measured again at a tenth of its ``rtol`` (not below FINE_RTOL) and a
 #: hundredth of its ``atol``.
 FINE_RTOL, FINE_ATOL = 1e-13, 1e-22
@@ -24,6 +24,42 @@ EXP_MAX = math.log(np.finfo(float).max)
 
 class Missing(Exception):
     """A prerequisite of a check could not be computed (already recorded)."""
+
+
+#: Why a flow stops short that is its solver's budget, not the flow: the steps or the
+#: evaluations allowed are spent (:attr:`numerics.dynamics.Trajectory.reason`).
+BUDGET = ("steps", "nfev")
+
+
+def stopped_flows(stopped, full):
+    """The tolerance and message of the record of flows that stopped short.
+
+    The full model's flow is the independent computation the reduction is checked
+    against; at small ``m`` it is stiff, and an explicit solver spends its step budget
+    before the end (``verify --task shared-irrelevant --params m=0.01``: CAFO). When
+    that is all that happened, nothing was compared: not verifiable (N/V), saying so.
+    Anything else is a failure (tolerance 0: FAIL): a flow whose values became
+    non-finite or whose solver failed, and a reduced flow that stops at all (two to four
+    coordinates, integrated with their Jacobian: what is verified).
+
+    Parameters
+    ----------
+    stopped : list of (str, numerics.dynamics.Trajectory)
+        The flows that stopped short, each with its name.
+    full : numerics.dynamics.Trajectory
+        The full model's flow.
+
+    Returns
+    -------
+    tolerance : float or NOT_VERIFIABLE
+    message : str
+        Each flow's name and why it stopped.
+    """
+    message = "; ".join(f"{name}: {run.message}" for name, run in stopped)
+    if all(run is full and getattr(run, "reason", None) in BUDGET for _, run in stopped):
+        return NOT_VERIFIABLE, (f"{message} (the full model's flow spent its solver's budget before "
+                                "the end: nothing to compare, so not verifiable here)")
+    return 0.0, message
 
 
 class Context:
@@ -227,10 +263,12 @@ class Context:
             full = gradient_flow(self.model, self.p0, grid, t_span=(0.0, T), rtol=rtol,
                                  atol=atol, loss_thresholds=thr)
             red = self.reduced(t_eval=grid, t_span=(0.0, T), loss_thresholds=thr)
-            if not (full.status == 0 and full.t.shape == grid.shape
-                    and red.status == 0 and red.t.shape == grid.shape):
-                self.add("flow integration", math.nan, self.tolerances["flow"],
-                         full=str(full.message), reduced=str(red.message))
+            stopped = [(name, run) for name, run in (("full", full), ("reduced", red))
+                       if not (run.status == 0 and run.t.shape == grid.shape)]
+            if stopped:
+                tolerance, message = stopped_flows(stopped, full)
+                self.add("flow integration", math.nan, tolerance if tolerance is NOT_VERIFIABLE else self.tolerances["flow"],
+                         message=message, full=str(full.message), reduced=str(red.message))
                 raise Missing("flows")
             return full, red
         self.read_full_flow = True

@@ -53,7 +53,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..model.family import FamilyProjector, structured_params, task_basis
-from .context import Missing
+from .context import Missing, stopped_flows
 from .records import rel_dev
 from .registry import check_kind
 
@@ -199,11 +199,12 @@ def _compute_run(ctx):
     grid = T * np.linspace(1.0 / n, 1.0, n)
     red = system.integrate((0.0, T), grid, **tol)
     full = gradient_flow(model, p0, grid, t_span=(0.0, T), keep_states=True, **tol)
-    stopped = [f"{name}: {run.message}" for name, run, ok in (
+    stopped = [(name, run) for name, run, ok in (
         ("full model", full, full.status == 0 and full.t.size == n), ("reduced flow", red, red.status == 0))
         if not ok]
     if stopped:
-        ctx.add("integration", math.nan, 0.0, message="; ".join(stopped))
+        tolerance, message = stopped_flows(stopped, full)
+        ctx.add("integration", math.nan, tolerance, message=message)
         raise Missing("task_run")
     th, dist = [], [d0]
     for y in full.y:

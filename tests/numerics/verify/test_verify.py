@@ -400,6 +400,20 @@ def test_factorized_starts_beyond_the_double_range_are_not_verifiable_at_once():
     assert "already below" in nv[("FAFO", "reduced flow reaches loss 2.79573")]
 
 
+def test_a_full_flow_that_spends_its_budget_is_not_verifiable_not_failed(monkeypatch):
+    """The full model's flow on the comparison grid stopped at its step budget (max_steps 5):
+    nothing was compared, so the record is N/V and says why; the comparisons needing the flow
+    are not made."""
+    import numerics.dynamics.training as training
+    real = training.gradient_flow
+    monkeypatch.setattr(training, "gradient_flow", lambda *a, **k: real(*a, **{**k, "max_steps": 5}))
+    checks = run_checks("CAFO", [1.0], quick=True, kinds=("flow",))
+    [c] = checks
+    assert c.quantity == "flow integration" and c.status == "N/V"
+    assert c.detail["message"].startswith("full: stopped after max_steps=5")
+    assert "spent its solver's budget" in c.detail["message"]
+
+
 def test_a_reduced_flow_that_stops_from_an_ordinary_start_fails(monkeypatch):
     """The N/V above is for starts beyond the double range only: from the paper's start, a reduced
     flow that cannot reach the target (a step bound of 3) is a FAIL."""
