@@ -137,60 +137,58 @@ def run_jobs(func: Callable[[dict], dict], jobs: Sequence[dict], *, workers: int
     Parameters
     ----------
     func : callable
-        ``func(job) -> dict``; a module-level function (worker processes and
-        Dask workers import it by name) that is deterministic given the job.
-        It receives the JSON-normalised job (tuples become lists).
+        ``func(job) -> dict``; a module-level function (worker processes and Dask workers import
+        it by name), deterministic given the job. It receives the JSON-normalised job (tuples
+        become lists).
     jobs : sequence of dict
-        JSON-serialisable job descriptions.  Equal jobs (same :func:`~numerics.experiments.store.job_key`)
-        run once and share their result.
+        JSON-serialisable job descriptions. Equal jobs (same
+        :func:`~numerics.experiments.store.job_key`) run once and share their result.
     workers : int or None, optional
-        Local processes, >= 1; ``None`` means :func:`usable_cpus`.  ``1`` (or a
-        single pending job) runs in this process, without a pool.  Ignored when
-        ``scheduler`` is given.
+        Local processes, >= 1; ``None`` means :func:`usable_cpus`. ``1`` (or a single pending
+        job) runs in this process, without a pool. Ignored when ``scheduler`` is given.
     scheduler : str or None, optional
-        Address ``tcp://host:port`` of a running Dask ``distributed``
-        scheduler; the jobs are submitted there (``distributed`` is imported only
-        then) and gathered as they complete.  Its workers must be able to
-        import ``func``'s module (qkov installed, or on their ``PYTHONPATH``).
+        Address ``tcp://host:port`` of a running Dask ``distributed`` scheduler; the jobs are
+        submitted there (``distributed`` is imported only then) and gathered as they complete.
+        Its workers must be able to import ``func``'s module (qkov installed, or on their
+        ``PYTHONPATH``).
     store : ResultStore, str, os.PathLike or None, optional
-        Where finished results are saved, each as soon as it finishes (a path
-        is wrapped in a :class:`~numerics.experiments.store.ResultStore`).  Jobs already stored are not run
+        Where finished results are saved, each as soon as it finishes (a path is wrapped in a
+        :class:`~numerics.experiments.store.ResultStore`). Jobs already stored are not run
         again: rerunning with the same store resumes an interrupted run.
     progress : bool, optional
-        Show a tqdm bar on stderr (only if stderr is a terminal).
+        Show a tqdm bar on stderr (only if it is a terminal).
     desc : str or None, optional
         Label of the progress bar (default: ``func``'s name).
     epochs : callable or None, optional
-        ``epochs(job)``: the epochs a job trains at most; the bar then counts
-        epochs, reported by ``func(job, progress=p)`` (see *Progress* in the
-        module docstring).  The results do not depend on it.
+        ``epochs(job)``: the epochs a job trains at most; the bar then counts epochs, reported
+        by ``func(job, progress=p)`` (*Progress* in the module docstring). The results do not
+        depend on it.
+    connect_timeout : float, optional
+        With ``scheduler``: seconds to wait for it to answer and for a worker to connect.
 
     Returns
     -------
     list of dict
-        ``json.loads(json.dumps(func(job)))`` for each job, in the order of
-        ``jobs`` — identical bit for bit whichever backend computed it or
-        whether it was read back from ``store``.
+        ``json.loads(json.dumps(func(job)))`` for each job, in the order of ``jobs``: the
+        same bits whichever backend computed it, or read back from ``store``.
 
     Raises
     ------
     ValueError
-        Invalid ``workers``, ``scheduler``, ``store`` or job (before any work),
-        or an unreachable scheduler.
+        Invalid ``workers``, ``scheduler``, ``store`` or job (before any work), or an
+        unreachable scheduler.
     JobError
-        A job raised or returned something that is not a JSON dict; the
-        message names the job, the original exception is ``__cause__``.
-        Pending jobs are cancelled; results already finished stay in ``store``.
-    KeyboardInterrupt
-        Pending jobs are cancelled and worker processes stopped; results
+        A job raised or returned something that is not a JSON dict; the message names the
+        job, the original exception is ``__cause__``. Pending jobs are cancelled; results
         already finished stay in ``store``.
+    KeyboardInterrupt
+        Pending jobs are cancelled and worker processes stopped; finished results stay in ``store``.
 
     Examples
     --------
     >>> import tempfile
     >>> from numerics.experiments.runner import run_jobs, _example_job  # x -> x**2
-    >>> jobs = [{"x": 0.5}, {"x": 2.0}]
-    >>> store = tempfile.mkdtemp()
+    >>> jobs, store = [{"x": 0.5}, {"x": 2.0}], tempfile.mkdtemp()
     >>> run_jobs(_example_job, jobs, workers=1, store=store, progress=False)
     [{'square': 0.25}, {'square': 4.0}]
     >>> run_jobs(_example_job, jobs, workers=1, store=store, progress=False)  # read back, not recomputed
