@@ -38,7 +38,7 @@ SWEEP_ROW_KEYS = ("parameterization", "ratio", "seed", "steps", "reached", "loss
                   *proxies.PROXIES)
 #: Measurements of a sweep row (numbers, or None for a diverged run).
 _SWEEP_MEASURED = ("loss", "relevant_attention", "label_probability", "accuracy", "self_attention",
-                   "other_attention")
+                   "other_attention", *proxies.PROXIES)
 
 
 def _evaluate(config, params, seed) -> dict:
@@ -187,17 +187,12 @@ def _sweep_row(config, ratio, run, target, state):
     """One row of ``results.csv``: ``run`` measured at ``state`` (None: diverged, nothing measured)."""
     row = {"parameterization": config.parameterization, "ratio": ratio, "seed": run["seed"]}
     if state is None:
-        row.update(steps=run["steps"], reached=False, loss=None, relevant_attention=None,
-                   label_probability=None, accuracy=None, status="diverged",
-                   self_attention=None, other_attention=None, **dict.fromkeys(proxies.PROXIES))
+        row.update(steps=run["steps"], reached=False, status="diverged", **dict.fromkeys(_SWEEP_MEASURED))
     else:
-        ev = _evaluate(config, state["params"], run["seed"])
-        row.update(steps=state["steps"], reached=state["reached"], loss=float(ev["loss"].mean()),
-                   relevant_attention=float(ev["relevant_attention"].mean()),
-                   label_probability=float(ev["label_probability"].mean()),
-                   accuracy=float(ev["correct"].mean()), status=state["status"],
-                   self_attention=float(ev["self_attention"].mean()),
-                   other_attention=float(ev["other_attention"].mean()), **proxies.summary_means(ev))
+        measured = measure.summarize_one(_evaluate(config, state["params"], run["seed"]))
+        measured["loss"] = measured["final_loss"]
+        row.update(steps=state["steps"], reached=state["reached"], status=state["status"],
+                   **{k: measured[k] for k in _SWEEP_MEASURED})
     row["target_loss"] = target
     return row
 
@@ -266,7 +261,7 @@ def _valid_sweep_row(row, job, ratio, seed, target) -> bool:
     return (isinstance(row, dict) and all(k in row for k in SWEEP_ROW_KEYS) and row["seed"] == seed
             and row["ratio"] == ratio and row["parameterization"] == job["config"]["parameterization"]
             and row["target_loss"] == target and isinstance(row["reached"], bool) and _is_number(row["steps"])
-            and all(_is_number(row[k], none=True) for k in (*_SWEEP_MEASURED, *proxies.PROXIES))
+            and all(_is_number(row[k], none=True) for k in _SWEEP_MEASURED)
             and row["status"] in sgd.RUN_STATUSES)
 
 
