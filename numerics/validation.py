@@ -3,7 +3,8 @@ the parameter and its valid range.
 
 The model parameters, the parameterization names and the positivity rule are
 checked by :mod:`derivations.core.vocabulary` (one rule everywhere); this module
-holds what only numerics needs: integers with a lower bound, loss levels in :math:`(0, \log M)`, solver tolerances, output
+holds what only numerics needs: integers with a lower bound, numbers in the range a method is
+tested on (:func:`check_in_range`), loss levels in :math:`(0, \log M)`, solver tolerances, output
 times and integration intervals.
 
 >>> from numerics.validation import check_times, check_loss_level
@@ -25,8 +26,8 @@ import numbers
 
 import numpy as np
 
-__all__ = ["check_int", "check_loss_level", "check_loss_levels", "check_times", "check_t_span", "check_point",
-           "check_positive_values", "check_positive_range"]
+__all__ = ["check_int", "check_in_range", "check_loss_level", "check_loss_levels", "check_times", "check_t_span",
+           "check_point", "check_positive_values", "check_positive_range", "shown_number"]
 
 
 def check_int(name, value, minimum) -> int:
@@ -52,6 +53,85 @@ def check_int(name, value, minimum) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
     return int(value)
+
+
+def shown_number(value) -> str:
+    """A number as the user would type it (``1e+300``, ``0.5``, ``7``; no ``np.float64(...)``).
+
+    Parameters
+    ----------
+    value : object
+
+    Returns
+    -------
+    str
+        ``repr`` of what is not a number.
+    """
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, (bool, np.bool_)):
+        return repr(bool(value))
+    if isinstance(value, numbers.Integral):
+        return repr(int(value))
+    if isinstance(value, numbers.Real):
+        return f"{float(value):.15g}"
+    return repr(value)
+
+
+def _bound(value) -> str:
+    """A range bound, short where that is exact (``1e-08``), else in full."""
+    if float(f"{value:g}") == value:
+        return f"{value:g}"
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def check_in_range(name, values, lo, hi, why="", *, hi_open=False) -> np.ndarray:
+    """Every entry of ``values`` a finite number in ``[lo, hi]`` (``[lo, hi)`` if ``hi_open``).
+
+    The one range check of the numeric methods: each is accepted on the range it is
+    tested or verified on, and the message says which range and why.
+
+    Parameters
+    ----------
+    name : str
+        The parameter, for the message.
+    values : float or array_like
+    lo, hi : float
+    why : str, optional
+        What the range is, for the message (``"for the closed-form state (the range it is
+        verified on)"``).
+    hi_open : bool, optional
+
+    Returns
+    -------
+    ndarray
+        ``values`` as floats (a 0-d array for a number).
+
+    Raises
+    ------
+    ValueError
+        An entry that is not a number (booleans and text included) or outside the range;
+        the message names ``name``, the range, ``why`` and the first such entry.
+
+    >>> check_in_range("ratio", [0.5, 2.0], 1e-3, 50.0).tolist()
+    [0.5, 2.0]
+    >>> check_in_range("ratio", 1e6, 1e-3, 50.0, "(the range the flow answers in bounded time)")
+    Traceback (most recent call last):
+    ...
+    ValueError: ratio must be in [0.001, 50] (the range the flow answers in bounded time); got 1000000
+    """
+    bracket = ")" if hi_open else "]"
+    message = f"{name} must be in [{_bound(lo)}, {_bound(hi)}{bracket}{' ' + why if why else ''}; got "
+    try:
+        x = np.asarray(values, dtype=float) if np.asarray(values).dtype.kind in "iuf" else None
+    except (TypeError, ValueError):
+        x = None
+    if x is None:
+        raise ValueError(message + shown_number(values))
+    ok = np.isfinite(x) & (x >= lo) & ((x < hi) if hi_open else (x <= hi))
+    if not ok.all():
+        raise ValueError(message + shown_number(values if x.ndim == 0 else x[~ok].ravel()[0]))
+    return x
 
 
 def check_loss_level(name, value, M) -> float:

@@ -46,6 +46,7 @@ import numpy as np
 from derivations.core.vocabulary import check_model_parameters
 
 from ..functions import lambdified as lam
+from ..validation import check_in_range
 from .state_result import StateAtLoss
 
 __all__ = ["state_at_loss", "state_at_loss_mpmath", "time_to_loss",
@@ -61,6 +62,7 @@ MARGIN_RTOL = 1e-13
 #: tested to return the state to about 1e-13 (beyond them: ValueError naming
 #: the range, never a wrong number). M: any integer in [2, 2**53].
 SUPPORTED_RANGE = {"ratio": (1e-12, 1e12), "m": (1e-8, 1e8), "n": (1e-8, 1e8), "b": (1e-8, 1e8)}
+_VERIFIED_ON = "for the closed-form state (the range it is verified on)"
 #: Smallest ``rtol`` of :func:`time_to_loss`: :func:`scipy.integrate.quad` with no
 #: absolute tolerance needs a relative one above 50 machine epsilons.
 MIN_RTOL = 1e-13
@@ -90,27 +92,19 @@ def check_supported(m, n, b, M):
     m, n, b, M = check_model_parameters(m, n, b, M)
     M = float(M)
     for name, value in (("m", m), ("n", n), ("b", b)):
-        lo, hi = SUPPORTED_RANGE[name]
-        if not lo <= value <= hi:
-            raise ValueError(f"{name} must be in [{lo:g}, {hi:g}] for the closed-form state "
-                             f"(the range it is verified on); got {value!r}")
+        check_in_range(name, value, *SUPPORTED_RANGE[name], _VERIFIED_ON)
     return m, n, b, M
 
 
 def _check_loss_ratio(loss, ratio, M):
+    ratio = check_in_range("ratio", ratio, *SUPPORTED_RANGE["ratio"], _VERIFIED_ON)
     loss = np.asarray(loss, dtype=float)
-    ratio = np.asarray(ratio, dtype=float)
     logM = math.log(M)
     bad = ~(np.isfinite(loss) & (loss > 0) & (loss < logM))
     if bad.any():
         raise ValueError(
             f"loss must be finite and in (0, log M) = (0, {logM!r}); got {float(loss[bad].ravel()[0])!r} "
             "(a target loss the dynamics never reach)")
-    lo, hi = SUPPORTED_RANGE["ratio"]
-    bad = ~(np.isfinite(ratio) & (ratio >= lo) & (ratio <= hi))
-    if bad.any():
-        raise ValueError(f"ratio must be finite and in [{lo:g}, {hi:g}] (the range the closed-form "
-                         f"state is verified on); got {float(ratio[bad].ravel()[0])!r}")
     return np.broadcast_arrays(loss, ratio)
 
 
@@ -340,9 +334,8 @@ def time_to_loss(loss, ratio, *, m=5, n=50, b=50, M=20, rtol=1e-11):
         As :func:`state_at_loss`, or ``rtol`` outside [:data:`MIN_RTOL`, 1).
     """
     from scipy.integrate import quad
-    if not (isinstance(rtol, numbers.Real) and not isinstance(rtol, bool) and MIN_RTOL <= rtol < 1):
-        raise ValueError(f"rtol must be a number in [{MIN_RTOL!r}, 1) (the quadrature's "
-                         f"smallest relative tolerance is 50 machine epsilons); got {rtol!r}")
+    rtol = float(check_in_range("rtol", rtol, MIN_RTOL, 1.0, "(the quadrature's smallest relative tolerance "
+                                "is 50 machine epsilons)", hi_open=True))
     st = state_at_loss(loss, ratio, m=m, n=n, b=b, M=M)
     f = lam.time_integrand_fn("CACO", "numpy").func
     m, n, b, M = check_supported(m, n, b, M)

@@ -36,10 +36,10 @@ and never the mapped ratio.
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 
+from ..validation import check_in_range, shown_number
 from .state_result import StateAtLoss
 
 __all__ = ["state_at_loss", "METHODS", "REDUCED_FLOW_RANGE"]
@@ -52,60 +52,6 @@ METHODS = ("closed form", "reduced flow")
 #: up to the initial loss (exclusive); ``M`` is an integer.
 REDUCED_FLOW_RANGE = {"ratio": (1e-4, 1e4), "loss": (1e-8, math.inf), "m": (1e-3, 1e3),
                       "n": (1e-3, 1e3), "b": (0.1, 1e3), "M": (2, 10**6)}
-
-
-def _show(value):
-    """A number as the user would type it (no ``np.float64(...)``)."""
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        return repr(int(value))
-    try:
-        return f"{float(value):.15g}"
-    except (TypeError, ValueError):
-        return repr(value)
-
-
-def _first_bad(values, ok):
-    return np.asarray(values, dtype=float)[~ok].ravel()[0]
-
-
-def _bound(value):
-    """A range bound, short where that is exact (``1e-08``), else in full."""
-    if float(f"{value:g}") == value:
-        return f"{value:g}"
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
-
-
-def check_in_range(name, values, lo, hi, what, *, hi_open=False):
-    """Every entry of ``values`` finite and in ``[lo, hi]`` (``[lo, hi)`` if ``hi_open``).
-
-    Parameters
-    ----------
-    name : str
-        The parameter, for the message.
-    values : float or array_like
-    lo, hi : float
-    what : str
-        What the range is for, for the message.
-    hi_open : bool, optional
-
-    Returns
-    -------
-    ndarray
-        ``values`` as floats.
-
-    Raises
-    ------
-    ValueError
-        An entry outside the range (the message names ``name``, the range and ``what``).
-    """
-    x = np.asarray(values, dtype=float)
-    ok = np.isfinite(x) & (x >= lo) & ((x < hi) if hi_open else (x <= hi))
-    if not ok.all():
-        bracket = ")" if hi_open else "]"
-        raise ValueError(f"{name} must be in [{_bound(lo)}, {_bound(hi)}{bracket} for {what} "
-                         f"(the range it is tested on); got "
-                         f"{_show(values if x.ndim == 0 else _first_bad(x, ok))}")
-    return x
 
 
 def state_at_loss(loss, ratio=1.0, *, task="paper", parameterization="CACO", method=None,
@@ -181,7 +127,7 @@ def state_at_loss(loss, ratio=1.0, *, task="paper", parameterization="CACO", met
 
 def _check_model_range(values, ranges, what):
     for key in ("m", "n", "b", "M"):
-        check_in_range(key, values[key], *ranges[key], what)
+        check_in_range(key, values[key], *ranges[key], f"for {what} (the range it is tested on)")
 
 
 def _paper_closed_form(loss, ratio, params):
@@ -272,7 +218,7 @@ def _mapped_closed_form(loss, ratio, task, values, k_qk, k_ov):
         scale = "" if k == 1 else f", the paper's at ratio x {k:.15g}"
         raise ValueError(f"ratio must be in [{lo / k:.6g}, {hi / k:.6g}] for the closed-form "
                          f"state of task {task.name!r}{scale} (the range it is tested on); "
-                         f"got {_show(_first_bad(r, ok))}")
+                         f"got {shown_number(r[~ok].ravel()[0])}")
     model = {key: values[key] for key in ("m", "n", "b", "M")}
     st = closed(loss, mapped, **model)
     return st._replace(ratio=np.broadcast_to(r, st.ratio.shape).copy(), task=task.name,
@@ -281,11 +227,11 @@ def _mapped_closed_form(loss, ratio, task, values, k_qk, k_ov):
 
 def _check_reduced_flow_range(loss, ratio, task, values, flow, y0):
     """The arguments within :data:`REDUCED_FLOW_RANGE`, the loss below the initial loss."""
-    what = f"the reduced-flow state of task {task.name!r}"
-    r = check_in_range("ratio", ratio, *REDUCED_FLOW_RANGE["ratio"], what)
+    what = f"for the reduced-flow state of task {task.name!r}"
+    r = check_in_range("ratio", ratio, *REDUCED_FLOW_RANGE["ratio"], f"{what} (the range it is tested on)")
     L0 = flow.loss_at(y0, dict(values, eta_QK=1.0, eta_OV=1.0))   # the initial loss
     L = check_in_range("loss", loss, REDUCED_FLOW_RANGE["loss"][0], L0,
-                       what + " up to its initial loss", hi_open=True)
+                       f"{what} up to its initial loss (the range it is tested on)", hi_open=True)
     return np.broadcast_arrays(L, r)
 
 

@@ -53,8 +53,6 @@ scales in :data:`INIT_SCALE_RANGE`, ``lr_ov`` in :data:`LR_OV_RANGE`.
 """
 from __future__ import annotations
 
-import math
-import numbers
 import time
 import warnings
 
@@ -62,7 +60,7 @@ import numpy as np
 
 from derivations.core.vocabulary import SHARES, check_positive
 
-from ..validation import check_int
+from ..validation import check_in_range, check_int
 from . import measure, models, proxies, task_sampling
 from .stopping import target_losses
 
@@ -81,6 +79,8 @@ TARGET_LOSS_MIN = 1e-6
 INIT_SCALE_RANGE = (1e-12, 1.0)
 #: OV learning rates (they only convert flow time to steps; the range keeps steps finite).
 LR_OV_RANGE = (1e-12, 1e12)
+#: Why the expected-count flow's inputs have these ranges (for the messages).
+_BOUNDED = "(the range the expected-count flow answers in bounded time)"
 
 
 def init_matrices(st, model, init="identity", scale=models.IDENTITY_SCALE, seed=1234) -> dict:
@@ -235,17 +235,6 @@ def initial_loss(st, parameterization, init="authors", seed=1234, *, seq_len=Non
     return model.loss(init_matrices(st, model, init, init_scale, seed))
 
 
-def _in_range(name, value, bounds, span=None):
-    lo, hi = bounds
-    ok = (isinstance(value, numbers.Real) and not isinstance(value, bool)
-          and math.isfinite(value) and lo <= value <= hi)
-    if not ok:
-        span = span or f"[{lo:g}, {hi:g}]"
-        raise ValueError(f"{name} must be a number in {span} (the range the expected-count flow "
-                         f"answers in bounded time); got {value!r}")
-    return float(value)
-
-
 def check_ratio(ratio) -> float:
     """``ratio`` as a float in :data:`RATIO_RANGE`, else ``ValueError`` naming the range.
 
@@ -262,7 +251,7 @@ def check_ratio(ratio) -> float:
     ValueError
         Not a number in the range.
     """
-    return _in_range("ratio", ratio, RATIO_RANGE)
+    return float(check_in_range("ratio", ratio, *RATIO_RANGE, _BOUNDED))
 
 
 def check_init_scale(scale) -> float:
@@ -281,7 +270,7 @@ def check_init_scale(scale) -> float:
     ValueError
         Not a number in the range.
     """
-    return _in_range("init_scale", scale, INIT_SCALE_RANGE)
+    return float(check_in_range("init_scale", scale, *INIT_SCALE_RANGE, _BOUNDED))
 
 
 def check_lr_ov(lr_ov) -> float:
@@ -300,7 +289,7 @@ def check_lr_ov(lr_ov) -> float:
     ValueError
         Not a number in the range.
     """
-    return _in_range("lr_ov", lr_ov, LR_OV_RANGE)
+    return float(check_in_range("lr_ov", lr_ov, *LR_OV_RANGE, _BOUNDED))
 
 
 def check_target_losses(targets, initial=None) -> tuple:

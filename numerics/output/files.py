@@ -1,7 +1,6 @@
 """Writing figures: the one :func:`save_figure`, formats, resolution and the output-directory check."""
 from __future__ import annotations
 
-import math
 import os
 import sys
 from pathlib import Path
@@ -9,6 +8,7 @@ from pathlib import Path
 from derivations.core.atomic_file import atomic_write
 from derivations.core.cli import prepare_output_dir
 
+from ..validation import check_in_range
 from .style import DPI, DPI_RANGE, MATPLOTLIB_FLOAT_WARNINGS
 
 __all__ = ["FORMATS", "METADATA", "save_figure", "check_formats", "check_dpi", "prepare_figure_dir"]
@@ -62,14 +62,7 @@ def check_dpi(dpi) -> float:
     ValueError
         Not a number in :data:`~numerics.output.style.DPI_RANGE`.
     """
-    lo, hi = DPI_RANGE
-    try:
-        v = float(dpi)
-    except (TypeError, ValueError):
-        v = math.nan
-    if not lo <= v <= hi:
-        raise ValueError(f"dpi must be a number in [{lo:g}, {hi:g}]; got {dpi!r}")
-    return v
+    return float(check_in_range("dpi", dpi, *DPI_RANGE))
 
 
 def _limits(ancestor):

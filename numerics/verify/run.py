@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from derivations.core.vocabulary import PAPER_SETTING, PARAMETERIZATIONS
 
 from . import paper_kinds, task_kinds  # noqa: F401  (register the kinds)
+from ..validation import check_in_range
 from .group import run_group
 from .records import Check
 from .registry import CHECK_KINDS, KINDS, suite_kinds
@@ -69,12 +70,11 @@ def check_ratios(ratios):
     ValueError
         No ratio, or one outside :data:`RATIO_RANGE`.
     """
-    lo, hi = RATIO_RANGE
-    ratios = tuple(float(r) for r in ratios)
-    if not ratios or not all(math.isfinite(r) and lo <= r <= hi for r in ratios):
-        raise ValueError(f"ratios must be finite numbers in [{lo:g}, {hi:g}] (beyond, the full "
-                         f"model's flow cannot be integrated in bounded time); got {ratios!r}")
-    return ratios
+    ratios = tuple(ratios)
+    if not ratios:
+        raise ValueError("ratios must not be empty")
+    return tuple(check_in_range("ratios", ratios, *RATIO_RANGE, "(beyond, the full model's flow cannot be "
+                                "integrated in bounded time)").tolist())
 
 
 def _check_parameterizations(parameterizations):
@@ -165,8 +165,7 @@ def check_task(task_name, params):
     """
     from derivations.tasks import get_task
 
-    from ..dynamics.state import REDUCED_FLOW_RANGE, check_in_range
-
+    from ..dynamics.state import REDUCED_FLOW_RANGE
     from ..dynamics.task_systems import task_parameters
     try:
         task = get_task(task_name)
@@ -180,7 +179,8 @@ def check_task(task_name, params):
     for key in ("m", "n", "b"):
         try:
             check_in_range(key, values[key], *REDUCED_FLOW_RANGE[key],
-                           f"the reduced flow of task {task_name!r} that the checks compare with")
+                           f"for the reduced flow of task {task_name!r} that the checks compare with "
+                           "(the range it is tested on)")
         except ValueError as exc:
             raise ValueError(f"--params: {exc}") from None
     if values["M"] > TASK_M_MAX:

@@ -98,7 +98,7 @@ def test_state_at_loss_in_json(capsys):
     (["--params", "M=20,n=3,M=21"], "--params names M twice"),
     (["--params", "M=1e23"], "M must be an integer in [2, 9007199254740992]"),
     (["--params", "M=" + "1" * 400], "M must be an integer in [2, 9007199254740992]"),
-    (["--loss", "0.5", "--ratio", "1e30"], "ratio must be finite and in [1e-12, 1e+12]"),
+    (["--loss", "0.5", "--ratio", "1e30"], "ratio must be in [1e-12, 1e+12] for the closed-form state"),
     (["--loss", "0.5", "--params", "b=1e308"], "b must be in [1e-08, 1e+08]"),
 ])
 def test_bad_input_one_line_exit_2(args, needle, capsys):

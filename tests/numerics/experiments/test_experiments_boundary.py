@@ -116,11 +116,11 @@ def test_the_authors_task_searches_the_flow_of_its_start(capsys):
 
 @pytest.mark.parametrize("argv, word", [
     (["--task", "authors", "--init", "zero"], "not of the query-copies shape"),
-    (["--task", "authors", "--ratio-range", "1e-5,1"], "--ratio-range must be a number in [0.001, 50]"),
+    (["--task", "authors", "--ratio-range", "1e-5,1"], "--ratio-range must be in [0.001, 50]"),
     (["--task", "authors", "--ratio-range", "2,1"], "--ratio-range must be LO,HI"),
     (["--task", "authors", "--init", "identity", "--target-loss", "4"], "--target-loss must be below the initial loss"),
     (["--task", "authors", "--init", "uniform", "--init-scale", "1e-3"], "--init-scale has no effect"),
-    (["--task", "authors", "--init", "identity", "--init-scale", "2"], "--init-scale must be a number in"),
+    (["--task", "authors", "--init", "identity", "--init-scale", "2"], "--init-scale must be in"),
     (["--task", "authors", "--seeds", "0"], "--seeds must be an integer in [1, 10000]"),
     (["--task", "authors", "--params", "m=3"], "has no parameter 'm'"),
     (["--task", "authors", "--parameterizations", "CACO,XX"], "--parameterizations: unknown"),

@@ -168,7 +168,7 @@ def test_cli_bad_output_paths(tmp_path, capsys, monkeypatch, case):
 def test_cli_dpi_outside_range(tmp_path, capsys, dpi):
     assert figures.main(["--output", str(tmp_path / "o"), "--dpi", dpi]) == 2
     err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1 and "--dpi must be a number in [10, 2400]" in err
+    assert len(err.strip().splitlines()) == 1 and "--dpi must be in [10, 2400]" in err
     assert not (tmp_path / "o").exists()
 
 
