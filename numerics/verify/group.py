@@ -21,7 +21,7 @@ def run_group(P, r, settings, options, tolerances, kinds, *, state_at_loss=None,
     r : float
         The learning-rate ratio.
     settings, options, tolerances : dict
-        Of :func:`plan_checks`.
+        Of :func:`~numerics.verify.run.plan_checks`.
     kinds : sequence of str
     state_at_loss : callable, optional
         A replacement of the closed-form state (CACO).
