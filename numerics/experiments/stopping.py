@@ -13,9 +13,9 @@ Stop rules are checked after every epoch, per run:
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
+
+from derivations.core.vocabulary import check_positive
 
 __all__ = ["STOP_RULES", "LOG_EVERY", "AUTHORS_THRESHOLD", "AuthorsStopRule", "target_reached", "target_losses"]
 
@@ -120,10 +120,7 @@ def target_losses(target_loss) -> list:
     values = [target_loss] if isinstance(target_loss, (int, float)) else list(target_loss)
     if not values:
         raise ValueError("target_loss must name at least one loss")
-    for v in values:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
-            raise ValueError(f"target_loss must be a finite number > 0, got {v!r}")
-    values = [float(v) for v in values]
+    values = [check_positive("target_loss", v) for v in values]
     twice = sorted({v for v in values if values.count(v) > 1})
     if twice:
         raise ValueError(f"target_loss names {twice[0]:g} twice")

@@ -59,7 +59,7 @@ from pathlib import Path
 import numpy as np
 
 from derivations.core.atomic_file import atomic_write_text
-from derivations.core.vocabulary import SHARES
+from derivations.core.vocabulary import SHARES, check_positive
 
 from ..validation import check_int
 from . import sgd
@@ -124,14 +124,12 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_step
         An empty list, a bad ratio, count or size (the message names it).
     """
     parameterizations = _dedupe(parameterizations)
-    ratios = _dedupe(float(r) for r in ratios)
+    ratios = _dedupe(check_positive("ratio", r) for r in ratios)
     if not parameterizations:
         raise ValueError("parameterizations must not be empty")
     if not ratios:
         raise ValueError("ratios must not be empty")
     for r in ratios:
-        if not (math.isfinite(r) and r > 0):
-            raise ValueError(f"ratio must be a finite number > 0, got {r!r}")
         if not (math.isfinite(r * lr_ov) and r * lr_ov > 0):
             raise ValueError(f"ratio {r!r} gives eta_QK = ratio x lr_ov = {r * lr_ov!r}, which is not a "
                              f"finite number > 0")

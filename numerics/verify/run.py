@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from derivations.core.vocabulary import PAPER_SETTING, PARAMETERIZATIONS
+from derivations.core.vocabulary import PAPER_SETTING, PARAMETERIZATIONS, check_positive
 
 from . import paper_kinds, task_kinds  # noqa: F401  (register the kinds)
 from ..validation import check_in_range
@@ -221,9 +221,8 @@ def _tolerances(tolerances):
 
 
 def _options(quick, eps, random_scale, target_loss, thresholds, logM, task_eps):
-    for name, v in (("eps", eps), ("random_scale", random_scale), ("task_eps", task_eps)):
-        if not (math.isfinite(v) and v > 0):
-            raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
+    eps, random_scale, task_eps = (check_positive(name, v) for name, v in (
+        ("eps", eps), ("random_scale", random_scale), ("task_eps", task_eps)))
     if thresholds is None:
         thresholds = (1.0, 0.3) if quick else (1.0, 0.3, 0.1)
     thresholds = tuple(float(x) for x in thresholds if target_loss < float(x) < logM)
