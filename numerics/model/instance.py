@@ -28,6 +28,8 @@ import numpy as np
 
 from derivations.core.vocabulary import check_positive
 
+from ..validation import check_int
+
 __all__ = ["TaskInstance", "paper_instance", "instance_of_task"]
 
 
@@ -84,9 +86,7 @@ class TaskInstance:
         if not np.all(np.isfinite(C)) or np.any(C < 0) or np.any(C.sum(axis=1) <= 0):
             raise ValueError("counts must be finite, >= 0, with a positive entry in every row")
         K = C.shape[0]
-        if isinstance(self.n_out, bool) or not isinstance(self.n_out, numbers.Integral) \
-                or self.n_out < 2:
-            raise ValueError(f"n_out must be an integer >= 2, got {self.n_out!r}")
+        check_int("n_out", self.n_out, 2)
         q = np.asarray(self.query)
         y = np.asarray(self.label)
         for nm, arr, hi in (("query", q, T), ("label", y, int(self.n_out))):
@@ -155,8 +155,7 @@ def paper_instance(M=20, m=5.0, n=50.0, b=50.0) -> TaskInstance:
     ValueError
         ``M`` not an integer >= 2, or ``m``, ``n``, ``b`` not finite and > 0.
     """
-    if isinstance(M, bool) or not isinstance(M, numbers.Integral) or M < 2:
-        raise ValueError(f"M must be an integer >= 2, got {M!r}")
+    check_int("M", M, 2)
     m, n, b = (check_positive(k, v) for k, v in (("m", m), ("n", n), ("b", b)))
     d, T = 2 * M, 2 * M + 1
     E = np.zeros((T, d))
