@@ -146,7 +146,8 @@ _HOMES = {
     ".records": ("NOT_VERIFIABLE", "Check", "format_table", "summarize"),
     ".registry": ("CAPABILITIES", "CHECK_KINDS", "KINDS", "Kind", "capabilities", "check_kind"),
     ".run": ("DEFAULT_PARAMS", "DEFAULT_RATIOS", "DEFAULT_TOLERANCES", "MAX_TOKEN_TYPES", "RATIO_RANGE",
-             "TARGET_LOSS_MIN", "Checks", "Plan", "check_ratios", "plan_checks", "run_checks", "run_plan"),
+             "TARGET_LOSS_MIN", "TASK_INTEGRATION", "Checks", "Plan", "check_ratios", "plan_checks", "run_checks",
+             "run_plan"),
     ".group": ("INTEGRATION_LIMITED",),
 }
 __getattr__, __dir__ = lazy_exports(__name__, _HOMES)
@@ -157,4 +158,4 @@ __all__ = ["Check", "Checks", "run_checks", "plan_checks", "run_plan", "Plan",
            "Context", "CHECK_KINDS", "KINDS", "Kind", "CAPABILITIES", "capabilities",
            "check_kind", "check_ratios", "descent_steps", "RATIO_RANGE", "MAX_DESCENT_STEPS",
            "MAX_DESCENT_REFINEMENTS", "ASYMPTOTIC_ERROR", "INTEGRATION_LIMITED", "NOT_VERIFIABLE", "MAX_TOKEN_TYPES",
-           "TARGET_LOSS_MIN"]
+           "TARGET_LOSS_MIN", "TASK_INTEGRATION"]

@@ -7,14 +7,14 @@ from dataclasses import dataclass
 from derivations.core.vocabulary import PAPER_SETTING, PARAMETERIZATIONS, check_positive
 
 from . import paper_kinds, task_kinds  # noqa: F401  (register the kinds)
-from ..validation import check_in_range
+from ..validation import check_in_range, check_int
 from .group import run_group
 from .records import Check
 from .registry import CHECK_KINDS, KINDS, suite_kinds
 
 __all__ = ["run_checks", "plan_checks", "run_plan", "Plan", "check_ratios", "check_settings", "check_task",
            "Checks", "DEFAULT_PARAMS", "DEFAULT_RATIOS", "DEFAULT_TOLERANCES", "RATIO_RANGE",
-           "M_MAX", "TASK_M_MAX", "MAX_TOKEN_TYPES", "TARGET_LOSS_MIN"]
+           "M_MAX", "TASK_M_MAX", "MAX_TOKEN_TYPES", "TARGET_LOSS_MIN", "TASK_INTEGRATION"]
 
 DEFAULT_PARAMS = dict(PAPER_SETTING)
 DEFAULT_RATIOS = (0.1, 1.0, 10.0)
@@ -36,6 +36,11 @@ TARGET_LOSS_MIN = {"paper": 1e-30, "task": 1e-6}
 M_MAX = 200
 #: Largest number of classes of a task's full matrix model.
 TASK_M_MAX = 30
+#: Integration of the task kinds' flows: comparison grid points, tolerances and the full
+#: model's solver budget in steps (None: the solver's default,
+#: :data:`numerics.dynamics.bounded_ivp.DEFAULT_MAX_STEPS`; a stiff full model that spends it
+#: is not verifiable).
+TASK_INTEGRATION = {"n_times": 24, "rtol": 1e-11, "atol": 1e-13, "max_steps": None}
 #: Largest number of token types of a task's explicit full model (its matrices
 #: are (types x types) and a flow step holds a dozen copies of them).
 MAX_TOKEN_TYPES = 400
@@ -231,7 +236,18 @@ def _options(quick, eps, random_scale, target_loss, thresholds, logM, task_eps):
             "n_t": 12 if quick else 40, "decades": 1.0 if quick else 4.0,
             "random": not quick,
             "gd_steps": (500, 1000) if quick else (1000, 2000, 4000),
-            "task_eps": float(task_eps), "n_times": 24, "rtol": 1e-11, "atol": 1e-13}
+            "task_eps": float(task_eps), **TASK_INTEGRATION}
+
+
+def _task_integration(given) -> dict:
+    """The task flows' integration options given (:data:`TASK_INTEGRATION`'s keys), checked."""
+    given = dict(given or {})
+    unknown = sorted(set(given) - set(TASK_INTEGRATION))
+    if unknown:
+        raise ValueError(f"task_integration takes {', '.join(TASK_INTEGRATION)}; got {unknown}")
+    least = {"n_times": 2, "max_steps": 1}
+    return {k: check_int(f"task_integration[{k!r}]", v, least[k]) if k in least
+            else check_positive(f"task_integration[{k!r}]", v) for k, v in given.items()}
 
 
 def _subject_settings(task, quick, m, n, b, M, params):
@@ -298,8 +314,8 @@ def run_checks(parameterizations=PARAMETERIZATIONS, ratios=None, *, state_at_los
     task_eps : float
         Scale of the structured factor initialization of a task's full model.
     task_integration : dict, optional
-        ``n_times`` (grid points, default 24), ``rtol``, ``atol`` (default
-        1e-11, 1e-13) of the task kinds' flows.
+        ``n_times`` (grid points), ``rtol``, ``atol`` and ``max_steps`` (the full model's
+        solver budget) of the task kinds' flows; defaults :data:`TASK_INTEGRATION`.
     **params
         A task's own parameters (e.g. ``n_c``).
 
@@ -365,10 +381,7 @@ tolerances, kinds, task, task_eps, task_integration, **params
     target_loss = _target_loss(target_loss, quick, task, settings, kinds)
     opts = _options(quick, eps, random_scale, target_loss, thresholds,
                     math.log(settings["M"]), task_eps)
-    unknown = set(task_integration or ()) - {"n_times", "rtol", "atol"}
-    if unknown:
-        raise ValueError(f"task_integration takes n_times, rtol, atol; got {sorted(unknown)}")
-    opts.update(task_integration or {})
+    opts.update(_task_integration(task_integration))
     return Plan(task, settings, parameterizations, ratios, kinds, opts, _tolerances(tolerances))
 
 

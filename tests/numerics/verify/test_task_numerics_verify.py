@@ -194,6 +194,22 @@ def test_a_flow_that_stops_is_named_in_the_integration_record(monkeypatch):
     assert "reduced flow" not in c.detail["message"] and "spent its solver's budget" in c.detail["message"]
 
 
+def test_the_full_flows_budget_is_an_option_and_the_record_says_so():
+    """``task_integration={'max_steps': N}`` is the full model's solver budget: spent, the record is
+    N/V and names a larger one; the options are checked before any work."""
+    checks = run_checks("CAFO", [1.0], quick=True, task="shared-irrelevant", kinds=("theta",),
+                        task_integration={"max_steps": 7})
+    [c] = checks
+    assert c.status == "N/V" and c.detail["message"].startswith("full model: stopped after max_steps=7")
+    assert c.detail["message"].endswith("run_checks(task_integration={'max_steps': 14})")
+    for bad, match in (({"max_steps": 0}, r"task_integration\['max_steps'\] must be an integer >= 1"),
+                       ({"rtol": -1.0}, r"task_integration\['rtol'\] must be a finite number > 0"),
+                       ({"n_times": 1.5}, r"task_integration\['n_times'\] must be an integer >= 2"),
+                       ({"method": "LSODA"}, r"task_integration takes n_times, rtol, atol, max_steps")):
+        with pytest.raises(ValueError, match=match):
+            verify.plan_checks(task="shared-irrelevant", quick=True, task_integration=bad)
+
+
 def test_a_reduced_flow_that_spends_its_budget_fails(monkeypatch):
     """The budget rule is the full model's: the reduced flow stopping on the grid is a FAIL."""
     from numerics.dynamics.reduced_system import ReducedSystem
