@@ -123,8 +123,9 @@ def check_in_range(name, values, lo, hi, why="", *, hi_open=False) -> np.ndarray
     bracket = ")" if hi_open else "]"
     message = f"{name} must be in [{_bound(lo)}, {_bound(hi)}{bracket}{' ' + why if why else ''}; got "
     try:
-        x = np.asarray(values, dtype=float) if np.asarray(values).dtype.kind in "iuf" else None
-    except (TypeError, ValueError):
+        x = np.asarray(values)
+        x = x.astype(float) if x.dtype.kind in "iuf" else None      # not booleans, text or objects
+    except (TypeError, ValueError):                                 # ragged
         x = None
     if x is None:
         raise ValueError(message + shown_number(values))

@@ -122,7 +122,8 @@ def _result(model, t, summary, final_vec, status, message, found, thresholds, ta
         status = -1
         message = (f"non-finite {', '.join(bad) or 'parameters'} along the run "
                    f"(diverged; was: {message})")
-        extra["reason"] = "nonfinite" if "reason" in extra else None
+        if "reason" in extra:            # a flow's (descent has none)
+            extra["reason"] = "nonfinite"
     target_state = found[len(thresholds)] if target_loss is not None else None
     return Trajectory(
         t=np.asarray(t, dtype=float), **summary,
