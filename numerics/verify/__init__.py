@@ -83,8 +83,9 @@ integrated again. When the full model's flow only spent its solver's step
 budget before the end (it is stiff toward small ``m``: ``--task
 shared-irrelevant --params m=0.01``, CAFO), nothing was compared, and its
 record (``flow integration``, or ``integration`` for a task) is not
-verifiable; a flow that becomes non-finite or whose solver fails, and a
-reduced flow that stops at all, fail (:func:`numerics.verify.context.stopped_flows`).
+verifiable (``--max-steps N`` gives it a larger budget); a flow that becomes
+non-finite or whose solver fails, and a reduced flow that stops at all, fail
+(:func:`numerics.verify.context.stopped_flows`).
 
 With ``--task NAME`` the subject is a task of the engine
 (:mod:`derivations.tasks`) instead: its reduced system against the full matrix

@@ -4,8 +4,8 @@ from __future__ import annotations
 import json
 import time
 
-from derivations.core.cli import (OneLineParser, UsageError, exit_on_interrupt, parse_list, parse_number,
-                                  parse_params, usage_error)
+from derivations.core.cli import (OneLineParser, UsageError, exit_on_interrupt, parse_int, parse_list,
+                                  parse_number, parse_params, usage_error)
 from derivations.core.output import emit, progress_bar
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
@@ -21,6 +21,7 @@ PROG = "python -m numerics.verify"
 
 def build_parser():
     """The argument parser of ``python -m numerics.verify`` (also used by the docs)."""
+    from ..dynamics.bounded_ivp import DEFAULT_MAX_STEPS
     p = OneLineParser(prog=PROG,
                       description="Verify the full attention model against the reduced ODE and the "
                                   "closed forms, or (--task NAME) an engine task's reduced system "
@@ -50,6 +51,10 @@ def build_parser():
                         " (default: " + ",".join(suite_kinds("paper")) + "; with --task: " +
                         ",".join(suite_kinds("task")) + "); a kind the subject lacks the "
                         "capability for is skipped, saying why")
+    p.add_argument("--max-steps", default=None, metavar="N",
+                   help=f"the full model's solver budget in steps (integer >= 1; default {DEFAULT_MAX_STEPS}): a "
+                        "full flow that spends it has compared nothing and is not verifiable (a task's "
+                        "full model is stiff toward small m)")
     p.add_argument("--quick", action="store_true",
                    help="fewer, faster checks (ratio 1 unless --ratios is given; with --task: "
                         "target loss 0.3, M = 3 unless given)")
@@ -98,9 +103,10 @@ def _plan(args):
     ratios = None if args.ratios is None else _parse_ratios(args.ratios)
     target = None if args.target_loss is None else parse_number("--target-loss", args.target_loss)
     kinds = None if args.kinds is None else _parse_kinds(args.kinds)
+    max_steps = None if args.max_steps is None else parse_int("--max-steps", args.max_steps, 1)
     args.parsed_params = params
     return plan_checks(args.parameterization, ratios, quick=args.quick, target_loss=target,
-                       kinds=kinds, task=args.task, **params)
+                       kinds=kinds, task=args.task, max_steps=max_steps, **params)
 
 
 def _derive(plan):
@@ -149,6 +155,8 @@ def _settings(plan, args):
         out = {"task": plan.task, **out, "target_loss": plan.options["target_loss"]}
     if args.kinds is not None:
         out["kinds"] = list(plan.kinds)
+    if plan.options["max_steps"] is not None:
+        out["max_steps"] = plan.options["max_steps"]
     return out
 
 

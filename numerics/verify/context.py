@@ -31,7 +31,7 @@ class Missing(Exception):
 BUDGET = ("steps", "nfev")
 
 
-def stopped_flows(stopped, full):
+def stopped_flows(stopped, full, budget):
     """The tolerance and message of the record of flows that stopped short.
 
     The full model's flow is the independent computation the reduction is checked
@@ -48,6 +48,8 @@ def stopped_flows(stopped, full):
         The flows that stopped short, each with its name.
     full : numerics.dynamics.Trajectory
         The full model's flow.
+    budget : int
+        Its solver's budget in steps (``max_steps``).
 
     Returns
     -------
@@ -58,7 +60,8 @@ def stopped_flows(stopped, full):
     message = "; ".join(f"{name}: {run.message}" for name, run in stopped)
     if all(run is full and getattr(run, "reason", None) in BUDGET for _, run in stopped):
         return NOT_VERIFIABLE, (f"{message} (the full model's flow spent its solver's budget before "
-                                "the end: nothing to compare, so not verifiable here)")
+                                f"the end: nothing to compare, so not verifiable here; a larger budget: "
+                                f"--max-steps {2 * budget})")
     return 0.0, message
 
 
@@ -214,6 +217,13 @@ class Context:
         """``(rtol, atol)`` the full model's flow is integrated with (a task's: its options')."""
         return self.full_tolerances if self.task is None else (self.options["rtol"], self.options["atol"])
 
+    @property
+    def budget(self):
+        """The full model's solver budget in steps: the ``max_steps`` option, or the solver's
+        default (:data:`numerics.dynamics.bounded_ivp.DEFAULT_MAX_STEPS`)."""
+        from ..dynamics.bounded_ivp import DEFAULT_MAX_STEPS
+        return self.options.get("max_steps") or DEFAULT_MAX_STEPS
+
     def unreached(self, loss, red, tolerance):
         """Record that the reduced flow ``red`` did not reach ``loss``: not verifiable when its
         start is beyond what doubles evaluate (a coordinate above :data:`EXP_MAX`, where the
@@ -260,13 +270,14 @@ class Context:
             T, grid = self.horizon
             thr = self.options["thresholds"]
             rtol, atol = self.full_tolerances
+            budget = self.budget
             full = gradient_flow(self.model, self.p0, grid, t_span=(0.0, T), rtol=rtol,
-                                 atol=atol, loss_thresholds=thr)
+                                 atol=atol, loss_thresholds=thr, max_steps=budget)
             red = self.reduced(t_eval=grid, t_span=(0.0, T), loss_thresholds=thr)
             stopped = [(name, run) for name, run in (("full", full), ("reduced", red))
                        if not (run.status == 0 and run.t.shape == grid.shape)]
             if stopped:
-                tolerance, message = stopped_flows(stopped, full)
+                tolerance, message = stopped_flows(stopped, full, budget)
                 self.add("flow integration", math.nan, tolerance if tolerance is NOT_VERIFIABLE else self.tolerances["flow"],
                          message=message, full=str(full.message), reduced=str(red.message))
                 raise Missing("flows")

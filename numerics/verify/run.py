@@ -36,11 +36,8 @@ TARGET_LOSS_MIN = {"paper": 1e-30, "task": 1e-6}
 M_MAX = 200
 #: Largest number of classes of a task's full matrix model.
 TASK_M_MAX = 30
-#: Integration of the task kinds' flows: comparison grid points, tolerances and the full
-#: model's solver budget in steps (None: the solver's default,
-#: :data:`numerics.dynamics.bounded_ivp.DEFAULT_MAX_STEPS`; a stiff full model that spends it
-#: is not verifiable).
-TASK_INTEGRATION = {"n_times": 24, "rtol": 1e-11, "atol": 1e-13, "max_steps": None}
+#: Integration of the task kinds' flows: comparison grid points and tolerances.
+TASK_INTEGRATION = {"n_times": 24, "rtol": 1e-11, "atol": 1e-13}
 #: Largest number of token types of a task's explicit full model (its matrices
 #: are (types x types) and a flow step holds a dozen copies of them).
 MAX_TOKEN_TYPES = 400
@@ -245,7 +242,7 @@ def _task_integration(given) -> dict:
     unknown = sorted(set(given) - set(TASK_INTEGRATION))
     if unknown:
         raise ValueError(f"task_integration takes {', '.join(TASK_INTEGRATION)}; got {unknown}")
-    least = {"n_times": 2, "max_steps": 1}
+    least = {"n_times": 2}
     return {k: check_int(f"task_integration[{k!r}]", v, least[k]) if k in least
             else check_positive(f"task_integration[{k!r}]", v) for k, v in given.items()}
 
@@ -314,8 +311,12 @@ def run_checks(parameterizations=PARAMETERIZATIONS, ratios=None, *, state_at_los
     task_eps : float
         Scale of the structured factor initialization of a task's full model.
     task_integration : dict, optional
-        ``n_times`` (grid points), ``rtol``, ``atol`` and ``max_steps`` (the full model's
-        solver budget) of the task kinds' flows; defaults :data:`TASK_INTEGRATION`.
+        ``n_times`` (grid points), ``rtol``, ``atol`` of the task kinds' flows; defaults
+        :data:`TASK_INTEGRATION`.
+    max_steps : int, optional
+        The full model's solver budget in steps, >= 1 (default the solver's,
+        :data:`numerics.dynamics.bounded_ivp.DEFAULT_MAX_STEPS`); a full flow that spends it
+        has compared nothing and its record is not verifiable.
     **params
         A task's own parameters (e.g. ``n_c``).
 
@@ -356,13 +357,13 @@ class Plan:
 def plan_checks(parameterizations=PARAMETERIZATIONS, ratios=None, *, m=None, n=None, b=None,
                 M=None, quick=False, eps=1e-2, random_scale=1e-3, target_loss=None,
                 thresholds=None, tolerances=None, kinds=None, task=None, task_eps=0.1,
-                task_integration=None, **params) -> Plan:
+                task_integration=None, max_steps=None, **params) -> Plan:
     """The checks :func:`run_checks` would run, validated, without running anything.
 
     Parameters
     ----------
     parameterizations, ratios, m, n, b, M, quick, eps, random_scale, target_loss, thresholds, \
-tolerances, kinds, task, task_eps, task_integration, **params
+tolerances, kinds, task, task_eps, task_integration, max_steps, **params
         As :func:`run_checks`.
 
     Returns
@@ -382,6 +383,7 @@ tolerances, kinds, task, task_eps, task_integration, **params
     opts = _options(quick, eps, random_scale, target_loss, thresholds,
                     math.log(settings["M"]), task_eps)
     opts.update(_task_integration(task_integration))
+    opts["max_steps"] = None if max_steps is None else check_int("max_steps", max_steps, 1)
     return Plan(task, settings, parameterizations, ratios, kinds, opts, _tolerances(tolerances))
 
 

@@ -54,7 +54,7 @@ import numpy as np
 
 from ..model.family import FamilyProjector, structured_params, task_basis
 from .context import Missing, stopped_flows
-from .records import NOT_VERIFIABLE, rel_dev
+from .records import rel_dev
 from .registry import check_kind
 
 __all__ = ["TaskFamily", "task_family", "TOLERANCES"]
@@ -177,7 +177,6 @@ def task_run(ctx) -> TaskRun:
 
 
 def _compute_run(ctx):
-    from ..dynamics.bounded_ivp import DEFAULT_MAX_STEPS
     from ..dynamics.training import gradient_flow
     from ..model.attention import TaskModel
     o, r = ctx.options, ctx.ratio
@@ -199,15 +198,12 @@ def _compute_run(ctx):
     n = o["n_times"]
     grid = T * np.linspace(1.0 / n, 1.0, n)
     red = system.integrate((0.0, T), grid, **tol)
-    budget = o["max_steps"] or DEFAULT_MAX_STEPS
-    full = gradient_flow(model, p0, grid, t_span=(0.0, T), keep_states=True, max_steps=budget, **tol)
+    full = gradient_flow(model, p0, grid, t_span=(0.0, T), keep_states=True, max_steps=ctx.budget, **tol)
     stopped = [(name, run) for name, run, ok in (
         ("full model", full, full.status == 0 and full.t.size == n), ("reduced flow", red, red.status == 0))
         if not ok]
     if stopped:
-        tolerance, message = stopped_flows(stopped, full)
-        if tolerance is NOT_VERIFIABLE:
-            message += f"; a larger budget: run_checks(task_integration={{'max_steps': {2 * budget}}})"
+        tolerance, message = stopped_flows(stopped, full, ctx.budget)
         ctx.add("integration", math.nan, tolerance, message=message)
         raise Missing("task_run")
     th, dist = [], [d0]

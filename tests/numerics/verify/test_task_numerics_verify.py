@@ -195,19 +195,19 @@ def test_a_flow_that_stops_is_named_in_the_integration_record(monkeypatch):
 
 
 def test_the_full_flows_budget_is_an_option_and_the_record_says_so():
-    """``task_integration={'max_steps': N}`` is the full model's solver budget: spent, the record is
-    N/V and names a larger one; the options are checked before any work."""
-    checks = run_checks("CAFO", [1.0], quick=True, task="shared-irrelevant", kinds=("theta",),
-                        task_integration={"max_steps": 7})
+    """``max_steps`` is the full model's solver budget: spent, the record is N/V and names a larger
+    one; it and the task's integration options are checked before any work."""
+    checks = run_checks("CAFO", [1.0], quick=True, task="shared-irrelevant", kinds=("theta",), max_steps=7)
     [c] = checks
     assert c.status == "N/V" and c.detail["message"].startswith("full model: stopped after max_steps=7")
-    assert c.detail["message"].endswith("run_checks(task_integration={'max_steps': 14})")
-    for bad, match in (({"max_steps": 0}, r"task_integration\['max_steps'\] must be an integer >= 1"),
-                       ({"rtol": -1.0}, r"task_integration\['rtol'\] must be a finite number > 0"),
-                       ({"n_times": 1.5}, r"task_integration\['n_times'\] must be an integer >= 2"),
-                       ({"method": "LSODA"}, r"task_integration takes n_times, rtol, atol, max_steps")):
+    assert c.detail["message"].endswith("a larger budget: --max-steps 14)")
+    for bad, match in ((dict(max_steps=0), r"^max_steps must be an integer >= 1"),
+                       (dict(max_steps=True), r"^max_steps must be an integer >= 1"),
+                       (dict(task_integration={"rtol": -1.0}), r"task_integration\['rtol'\] must be a finite number > 0"),
+                       (dict(task_integration={"n_times": 1.5}), r"task_integration\['n_times'\] must be an integer >= 2"),
+                       (dict(task_integration={"max_steps": 9}), r"task_integration takes n_times, rtol, atol; got")):
         with pytest.raises(ValueError, match=match):
-            verify.plan_checks(task="shared-irrelevant", quick=True, task_integration=bad)
+            verify.plan_checks(task="shared-irrelevant", quick=True, **bad)
 
 
 def test_a_reduced_flow_that_spends_its_budget_fails(monkeypatch):

@@ -351,7 +351,10 @@ def test_margin_comparison_only_where_resolved():
     (["--params", "m=1e300"], "m must be in [1e-08, 1e+08]"),
     (["--params", "b=1e-300"], "b must be in [1e-08, 1e+08]"),
     (["--params", "n=1e9"], "n must be in [1e-08, 1e+08]"),
-], ids=["tiny target loss", "tiny task target loss", "huge m", "tiny b", "huge n"])
+    (["--max-steps", "0"], "--max-steps must be an integer >= 1"),
+    (["--max-steps", "1.5"], "--max-steps must be an integer >= 1"),
+], ids=["tiny target loss", "tiny task target loss", "huge m", "tiny b", "huge n", "no step budget",
+        "a fractional step budget"])
 def test_values_beyond_the_verified_range_are_refused_before_any_work(args, message, monkeypatch, capsys):
     """A tiny target loss or a huge/tiny m, n, b made checks of NaN (with RuntimeWarnings on stderr,
     exit 1); they are refused with the range, one line, exit 2, before a check runs."""
@@ -412,6 +415,13 @@ def test_a_full_flow_that_spends_its_budget_is_not_verifiable_not_failed(monkeyp
     assert c.quantity == "flow integration" and c.status == "N/V"
     assert c.detail["message"].startswith("full: stopped after max_steps=5")
     assert "spent its solver's budget" in c.detail["message"]
+
+
+def test_the_budget_option_reaches_the_paper_suites_full_flow():
+    """``max_steps`` bounds the paper model's full flow too (``--max-steps`` on the command line)."""
+    [c] = run_checks("CAFO", [1.0], quick=True, kinds=("flow",), max_steps=5)
+    assert c.quantity == "flow integration" and c.status == "N/V"
+    assert c.detail["message"].endswith("a larger budget: --max-steps 10)")
 
 
 def test_a_reduced_flow_that_stops_from_an_ordinary_start_fails(monkeypatch):
