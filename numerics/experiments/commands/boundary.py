@@ -23,7 +23,7 @@ from derivations.core.cli import UsageError, parse_int, parse_list, parse_number
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from ..stopping import target_losses
-from .common import checked, number, param_values, task_from_args
+from .common import checked, number, param_values, parse_parameterizations, task_from_args
 
 __all__ = ["MAX_LAMBDA", "add_parser", "prepare"]
 
@@ -89,10 +89,7 @@ def add_parser(sub):
 
 def _common(args, default_range):
     """``(parameterizations, targets, (lo, hi))`` as given (UsageError, one line)."""
-    params = parse_list("--parameterizations", args.parameterizations, str.upper)
-    bad = [p for p in params if p not in PARAMETERIZATIONS]
-    if bad:
-        raise UsageError(f"--parameterizations: unknown {bad[0]!r}; choose from {','.join(PARAMETERIZATIONS)}")
+    params = parse_parameterizations(args.parameterizations)
     targets = parse_list("--target-loss", args.target_loss, lambda t: parse_number("--target-loss", t))
     text = args.ratio_range or f"{default_range[0]:g},{default_range[1]:g}"
     ends = parse_list("--ratio-range", text, lambda t: number("--ratio-range", t))

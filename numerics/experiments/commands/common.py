@@ -11,12 +11,13 @@ import json
 import math
 import re
 
-from derivations.core.cli import UsageError, parse_int, parse_number, prepare_output_dir
+from derivations.core.cli import UsageError, parse_int, parse_list, parse_number, prepare_output_dir
+from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from .. import task_sampling
 
 __all__ = ["PROG", "add_common", "add_task_arguments", "param_values", "task_from_args", "seq_len_for",
-           "number", "parse_seeds", "workers", "run_options", "output_dir", "open_directory", "checked",
+           "number", "parse_parameterizations", "parse_seeds", "workers", "run_options", "output_dir", "open_directory", "checked",
            "option_message", "flag_message", "json_text", "finite_or_none", "MAX_SEEDS", "MAX_CONNECT_TIMEOUT",
            "warn", "warn_diverged", "DIVERGED"]
 
@@ -90,6 +91,34 @@ def number(name, text) -> float:
 
 
 _RANGE = re.compile(r"^(\d+)-(\d+)$")
+
+
+def parse_parameterizations(text) -> list:
+    """``--parameterizations``: comma-separated names of CACO, CAFO, FACO, FAFO (any case), each
+    once, in the order given.
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    list of str
+
+    Raises
+    ------
+    derivations.core.cli.UsageError
+        An empty list or item, or a name that is not a parameterization (one line).
+
+    >>> parse_parameterizations("faco, CACO,faco")
+    ['FACO', 'CACO']
+    """
+    def one(item):
+        if item.upper() not in PARAMETERIZATIONS:
+            raise UsageError(f"--parameterizations: unknown parameterization {item!r}; choose from "
+                             f"{','.join(PARAMETERIZATIONS)}")
+        return item.upper()
+    return list(dict.fromkeys(parse_list("--parameterizations", text, one)))
 
 
 def parse_seeds(text) -> list:

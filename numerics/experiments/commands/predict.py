@@ -22,7 +22,8 @@ from derivations.core.cli import UsageError, parse_int, parse_list
 from derivations.core.output import progress_bar
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
-from .common import add_task_arguments, checked, json_text, number, seq_len_for, task_from_args
+from .common import (add_task_arguments, checked, json_text, number, parse_parameterizations, seq_len_for,
+                     task_from_args)
 
 __all__ = ["MAX_SEEDS", "MAX_SEQ_LEN", "add_parser", "prepare", "format_table"]
 
@@ -90,7 +91,7 @@ def _settings(args) -> tuple:
     and the ``--init-scale`` given (None if none), or a one-line UsageError."""
     from ..predict import check_settings
 
-    params = parse_list("--parameterizations", args.parameterizations)
+    params = parse_parameterizations(args.parameterizations)
     ratios = parse_list("--ratios", args.ratios, lambda t: number("--ratios", t))
     targets = parse_list("--target-loss", args.target_loss, lambda t: number("--target-loss", t))
     seeds = parse_int("--seeds", args.seeds, 1, MAX_SEEDS)

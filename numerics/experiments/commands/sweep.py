@@ -28,7 +28,7 @@ def add_parser(sub):
                                     "attention goes (relevant tokens, the query's own token, other positions) at "
                                     "each target.")
     sw.add_argument("--parameterizations", required=True, metavar="LIST",
-                    help="comma-separated subset of CACO,CAFO,FACO,FAFO")
+                    help="comma-separated subset of " + ",".join(PARAMETERIZATIONS))
     sw.add_argument("--ratios", required=True, metavar="LIST", help="comma-separated eta_QK / eta_OV, each > 0")
     sw.add_argument("--seeds", required=True, metavar="K", help="number of seeds per configuration (1234, 1235, ...)")
     sw.add_argument("--target-loss", required=True, metavar="L[,L...]",
@@ -62,13 +62,6 @@ def add_parser(sub):
     common.add_common(sw, output_required=True)
 
 
-def _parameterization(text):
-    if text not in PARAMETERIZATIONS:
-        raise UsageError(f"--parameterizations: unknown parameterization {text!r} "
-                         f"(valid: {','.join(PARAMETERIZATIONS)})")
-    return text
-
-
 def _targets(text):
     """``--target-loss``: one number, or several distinct ones (a list, highest first)."""
     values = parse_list("--target-loss", text, lambda t: number("--target-loss", t))
@@ -81,8 +74,7 @@ def _settings(args) -> dict:
     as :func:`~numerics.experiments.task_sampling.task_settings` names it)."""
     st = task_from_args(args)
     task = task_sampling.task_settings(st)
-    return {"parameterizations": list(dict.fromkeys(parse_list("--parameterizations", args.parameterizations,
-                                                               _parameterization))),
+    return {"parameterizations": common.parse_parameterizations(args.parameterizations),
             "ratios": list(dict.fromkeys(parse_list("--ratios", args.ratios, lambda t: number("--ratios", t)))),
             "seeds": parse_int("--seeds", args.seeds, 1, common.MAX_SEEDS), "target_loss": _targets(args.target_loss),
             "lr_ov": number("--lr-ov", args.lr_ov), "seq_len": seq_len_for(st, args.seq_len),

@@ -133,3 +133,4 @@ def test_flow_bad_input_is_one_line_and_exit_2_before_any_flow(argv, word, monke
     assert main(["boundary", *argv]) == 2
     out, err = capsys.readouterr()
     assert out == "" and len(err.strip().splitlines()) == 1 and word in err, err
+
