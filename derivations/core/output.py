@@ -1,5 +1,8 @@
 """Write a command-line program's output without ending in a traceback, and show its progress.
 
+Results are written as JSON data (:func:`json_text`): JSON has no NaN or infinity, so
+a number that is not finite is written ``null``.
+
 ``| head`` closes the pipe early (BrokenPipeError: the reader has what it
 wanted, exit 0); ``> /dev/full`` cannot be written (one line on stderr, exit
 1). Afterwards stdout points at /dev/null, so the interpreter's final flush
@@ -11,10 +14,13 @@ on stderr only when it is a terminal: logs and pipes get none.
 hello
 0
 """
+import json
+import math
+import numbers
 import os
 import sys
 
-__all__ = ["emit", "progress_bar", "isatty"]
+__all__ = ["emit", "progress_bar", "isatty", "json_ready", "json_text"]
 
 
 def _silence_stdout():
@@ -115,3 +121,50 @@ def progress_bar(total, *, desc=None, unit="it", show: bool = True, initial: int
     from tqdm import tqdm
     return tqdm(total=total, initial=initial, desc=desc, unit=unit, file=sys.stderr,
                 dynamic_ncols=True, **options)
+
+
+def json_ready(obj):
+    """``obj`` as JSON data: numbers that are not finite as ``None`` (JSON has no NaN or
+    infinity), NumPy scalars as Python numbers, tuples as lists, keys as text.
+
+    Parameters
+    ----------
+    obj : object
+        Dicts, lists, tuples, text, booleans, ``None`` and numbers; anything else that is
+        not a number becomes ``None``.
+
+    Returns
+    -------
+    object
+
+    >>> json_ready({"loss": float("nan"), "steps": (1, 2.5), 3: True})
+    {'loss': None, 'steps': [1, 2.5], '3': True}
+    """
+    if isinstance(obj, dict):
+        return {str(k): json_ready(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_ready(v) for v in obj]
+    if isinstance(obj, (str, bool)) or obj is None:
+        return obj
+    if isinstance(obj, numbers.Integral):
+        return int(obj)
+    try:
+        value = float(obj)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def json_text(obj, indent: int = 1) -> str:
+    """``obj`` as JSON text (:func:`json_ready`: a number that is not finite is ``null``).
+
+    Parameters
+    ----------
+    obj : object
+    indent : int, optional
+
+    Returns
+    -------
+    str
+    """
+    return json.dumps(json_ready(obj), indent=indent, allow_nan=False)

@@ -61,11 +61,11 @@ import sys
 import time
 
 from derivations.core.cli import OneLineParser, UsageError, exit_on_interrupt, usage_error
-from derivations.core.output import emit
+from derivations.core.output import emit, json_text
 
 from .commands import COMMANDS as _MODULES
 from .commands import common
-from .commands.common import PROG, json_text
+from .commands.common import PROG
 
 __all__ = ["build_parser", "main", "COMMANDS", "EXIT_DIVERGED"]
 

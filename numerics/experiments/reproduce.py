@@ -33,10 +33,10 @@ import time
 from pathlib import Path
 
 from derivations.core.atomic_file import atomic_write_text
+from derivations.core.output import json_text
 
 from . import jobs as jobs_mod
 from . import fixed_attention, plots, sgd
-from .commands.common import json_text
 
 __all__ = ["PUBLISHED_RUNS", "published_jobs", "reproduce", "collect", "format_report", "make_figures"]
 

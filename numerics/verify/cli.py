@@ -1,12 +1,11 @@
 """The command line ``python -m numerics.verify`` (one parser; ``--task NAME`` is one of its options)."""
 from __future__ import annotations
 
-import json
 import time
 
 from derivations.core.cli import (OneLineParser, UsageError, exit_on_interrupt, parse_int, parse_list,
                                   parse_number, parse_params, usage_error)
-from derivations.core.output import emit, progress_bar
+from derivations.core.output import emit, json_text, progress_bar
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from .records import format_table, summarize
@@ -225,7 +224,7 @@ def main(argv=None) -> int:
     if checks.skipped:
         summary["skipped"] = checks.skipped
     if args.json:
-        text = json.dumps({"checks": [c.as_dict() for c in checks], "summary": summary}, indent=1)
+        text = json_text({"checks": [c.as_dict() for c in checks], "summary": summary})
     else:
         text = _text(plan, checks, summary, elapsed, t0 - t_setup)
     return emit(text, parser.prog) or (0 if summary["ok"] else 1)

@@ -6,7 +6,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Check", "NOT_VERIFIABLE", "summarize", "format_table", "json_clean", "rel_dev"]
+from derivations.core.output import json_ready
+
+__all__ = ["Check", "NOT_VERIFIABLE", "summarize", "format_table", "rel_dev"]
 
 #: Tolerance marker of a check that could not be carried out (status ``N/V``).
 NOT_VERIFIABLE = "not verifiable"
@@ -69,40 +71,9 @@ class Check:
             tol = float(tol)
         head = {} if self.task is None else {"task": self.task}
         return {**head, "parameterization": self.parameterization, "ratio": float(self.ratio),
-                "quantity": self.quantity, "value": _json_number(self.value),
+                "quantity": self.quantity, "value": json_ready(self.value),
                 "tolerance": tol, "status": self.status,
-                "detail": json_clean(self.detail)}
-
-
-def _json_number(v):
-    try:
-        v = float(v)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
-
-
-def json_clean(obj):
-    """``obj`` with NumPy scalars as Python numbers, tuples as lists and
-    non-finite numbers as ``None`` (valid JSON).
-
-    Parameters
-    ----------
-    obj : object
-
-    Returns
-    -------
-    object
-    """
-    if isinstance(obj, dict):
-        return {str(k): json_clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [json_clean(v) for v in obj]
-    if isinstance(obj, (str, bool)) or obj is None:
-        return obj
-    if isinstance(obj, (int, np.integer)):
-        return int(obj)
-    return _json_number(obj)
+                "detail": json_ready(self.detail)}
 
 
 def rel_dev(x, ref):
@@ -152,7 +123,7 @@ def summarize(checks, elapsed=None, settings=None) -> dict:
     if elapsed is not None:
         out["elapsed_s"] = round(float(elapsed), 3)
     if settings is not None:
-        out["settings"] = json_clean(settings)
+        out["settings"] = json_ready(settings)
     return out
 
 

@@ -7,8 +7,6 @@ nothing.
 """
 from __future__ import annotations
 
-import json
-import math
 import re
 
 from derivations.core.cli import UsageError, parse_int, parse_list, parse_number, prepare_output_dir
@@ -17,8 +15,8 @@ from derivations.core.vocabulary import PARAMETERIZATIONS
 from .. import task_sampling
 
 __all__ = ["PROG", "add_common", "add_task_arguments", "param_values", "task_from_args", "seq_len_for",
-           "number", "parse_parameterizations", "parse_seeds", "workers", "run_options", "output_dir", "open_directory", "checked",
-           "option_message", "flag_message", "json_text", "finite_or_none", "MAX_SEEDS", "MAX_CONNECT_TIMEOUT",
+           "number", "parse_parameterizations", "parse_seeds", "workers", "run_options", "output_dir",
+           "open_directory", "checked", "option_message", "flag_message", "MAX_SEEDS", "MAX_CONNECT_TIMEOUT",
            "warn", "warn_diverged", "DIVERGED"]
 
 #: Program name of the one-line messages.
@@ -357,42 +355,6 @@ def checked(call, *args, flags=None, **kwargs):
         return call(*args, **kwargs)
     except ValueError as exc:
         raise UsageError(option_message(exc) if flags is None else flag_message(exc, flags)) from None
-
-
-def finite_or_none(obj):
-    """``obj`` with every non-finite float replaced by ``None`` (JSON ``null``: undefined).
-
-    Parameters
-    ----------
-    obj : float, dict, list, tuple or any
-        Dicts, lists and tuples are copied recursively (a tuple as a list).
-
-    Returns
-    -------
-    object
-    """
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: finite_or_none(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [finite_or_none(v) for v in obj]
-    return obj
-
-
-def json_text(obj) -> str:
-    """Valid JSON always: an undefined number (NaN, infinity) is written as ``null``.
-
-    Parameters
-    ----------
-    obj : JSON-serialisable object
-
-    Returns
-    -------
-    str
-        Indented by one space.
-    """
-    return json.dumps(finite_or_none(obj), indent=1, allow_nan=False)
 
 
 #: The runs reported diverged by the command now running (its exit status is then 3).

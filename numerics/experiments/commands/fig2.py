@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 
 from derivations.core.cli import parse_int
+from derivations.core.output import json_text
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from .. import task_sampling
@@ -133,7 +134,7 @@ def _work(config, seeds, groups, run, directory):
 def _write(directory, config, payload, n_seeds):
     from .. import plots
 
-    directory.write_text("fig2.json", common.json_text(payload))
+    directory.write_text("fig2.json", json_text(payload))
     if payload["heatmap"] is None:
         common.warn("every run diverged: no heatmap figure")
         return

@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 
 from derivations.core.cli import parse_int, parse_list
+from derivations.core.output import json_text
 
 from . import common
 from .common import number
@@ -91,7 +92,7 @@ def prepare(args):
             if directory is not None:
                 from .. import plots
 
-                directory.write_text("fig3.json", common.json_text(payload))
+                directory.write_text("fig3.json", json_text(payload))
                 plots.save_figure(plots.plot_fig3({config.output_circuit: payload}), directory.path,
                                   f"fig3_{config.output_circuit}")
         return payload

@@ -19,11 +19,10 @@ import stat
 from pathlib import Path
 
 from derivations.core.cli import UsageError, parse_int, parse_list
-from derivations.core.output import progress_bar
+from derivations.core.output import json_text, progress_bar
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
-from .common import (add_task_arguments, checked, json_text, number, parse_parameterizations, seq_len_for,
-                     task_from_args)
+from .common import add_task_arguments, checked, number, parse_parameterizations, seq_len_for, task_from_args
 
 __all__ = ["MAX_SEEDS", "MAX_SEQ_LEN", "add_parser", "prepare", "format_table"]
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from derivations.core.cli import UsageError, parse_int, parse_list
+from derivations.core.output import json_text
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from .. import task_sampling
@@ -231,7 +232,7 @@ def _run(args, directory, jobs, settings, run):
 
         payload["prediction"] = theory
         payload["agreement"] = agreement(rows, theory)
-    directory.write_text("sweep.json", common.json_text(payload))
+    directory.write_text("sweep.json", json_text(payload))
     _figure(output, summary, rows, theory, settings)
     return payload
 
