@@ -207,7 +207,7 @@ def _roundoff_reach(ctx, full):
     delta = _PROBE * max(top, 1.0)
     v = v0 + delta * np.random.default_rng(0).standard_normal(v0.shape)
     run = gradient_flow(ctx.model, ctx.model.unflatten(v), np.array([T]), t_span=(0.0, T),
-                        rtol=FULL_RTOL, atol=FULL_ATOL)
+                        rtol=FULL_RTOL, atol=FULL_ATOL, max_steps=ctx.budget)
     if run.status != 0:
         return math.nan, math.nan
     vT, wT = ctx.model.flatten(full.params), ctx.model.flatten(run.params)
