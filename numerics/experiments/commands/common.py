@@ -88,9 +88,6 @@ def number(name, text) -> float:
     return parse_number(name, text, positive=True)
 
 
-_RANGE = re.compile(r"^(\d+)-(\d+)$")
-
-
 def parse_parameterizations(text) -> list:
     """``--parameterizations``: comma-separated names of CACO, CAFO, FACO, FAFO (any case), each
     once, in the order given.
@@ -117,6 +114,9 @@ def parse_parameterizations(text) -> list:
                              f"{','.join(PARAMETERIZATIONS)}")
         return item.upper()
     return list(dict.fromkeys(parse_list("--parameterizations", text, one)))
+
+
+_RANGE = re.compile(r"^(\d+)-(\d+)$")
 
 
 def parse_seeds(text) -> list:
