@@ -23,7 +23,7 @@ from derivations.core.cli import UsageError, parse_int, parse_list, parse_number
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from ..stopping import target_losses
-from .common import checked, number, param_values, parse_parameterizations, task_from_args
+from .common import add_task_arguments, checked, number, param_values, parse_parameterizations, task_from_args
 
 __all__ = ["MAX_LAMBDA", "add_parser", "prepare"]
 
@@ -63,11 +63,9 @@ def add_parser(sub):
                                    "any task, the authors' among them); one record per (parameterization, "
                                    "[seed,] target loss), with the reason where there is no crossover.")
     a = p.add_argument
-    a("--task", default="query-in-context", metavar="NAME|FILE",
-      help="a built-in task or a task file (.toml): of the query-copies shape for --init zero; "
-           f"{task_sampling.DEFAULT_TASK} is the authors' task (default query-in-context)")
-    a("--params", default=None, metavar="NAME=VALUE[,...]",
-      help="the task's parameter values (e.g. m=5,n=50,b=50,M=20; missing ones take the task's defaults)")
+    add_task_arguments(p, "query-in-context", "a built-in task or a task file (.toml): of the query-copies "
+                       f"shape for --init zero; {task_sampling.DEFAULT_TASK} is the authors' task (default "
+                       "query-in-context)")
     a("--parameterizations", default="CACO", metavar="P[,P...]",
       help="comma-separated subset of " + ",".join(PARAMETERIZATIONS) + " (default CACO)")
     a("--target-loss", default="0.1", metavar="L[,L...]",

@@ -392,16 +392,22 @@ def warn_diverged(runs, name, measurements: str = "null") -> None:
                  f"measurements are {measurements}")
 
 
-def add_task_arguments(parser) -> None:
-    """Add ``--task NAME`` and ``--params name=value,...`` (``fig2``, ``sweep``, ``predict``) to a parser.
+def add_task_arguments(parser, default=task_sampling.DEFAULT_TASK, task_help=None) -> None:
+    """Add ``--task NAME|FILE`` and ``--params name=value,...`` (``fig2``, ``sweep``, ``predict``,
+    ``boundary``) to a parser.
 
     Parameters
     ----------
     parser : argparse.ArgumentParser
+    default : str, optional
+        The task when none is given.
+    task_help : str, optional
+        The help of ``--task`` (default: the task trained or predicted).
     """
-    parser.add_argument("--task", default=task_sampling.DEFAULT_TASK, metavar="NAME",
-                        help="the task to train / predict (derivations.tasks; default authors, the "
-                             "authors' task), sampled by numerics.experiments.task_sampling")
+    parser.add_argument("--task", default=default, metavar="NAME|FILE",
+                        help=task_help or "the task to train / predict (sampled by numerics.experiments."
+                                          "task_sampling): a built-in task (derivations.tasks) or a task file "
+                                          "(.toml); default authors, the authors' task")
     parser.add_argument("--params", default=None, metavar="NAME=VALUE[,...]",
                         help="the task's parameter values (e.g. m=5,n=50,b=50,M=20,n_c=2; missing ones take "
                              "the task's defaults)")
