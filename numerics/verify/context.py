@@ -31,14 +31,14 @@ class Missing(Exception):
 BUDGET = ("steps", "nfev")
 
 
-def stopped_flows(stopped, full, budget):
+def stopped_flows(stopped, full, budget, tolerance):
     """The tolerance and message of the record of flows that stopped short.
 
     The full model's flow is the independent computation the reduction is checked
     against; at small ``m`` it is stiff, and an explicit solver spends its step budget
     before the end (``verify --task shared-irrelevant --params m=0.01``: CAFO). When
     that is all that happened, nothing was compared: not verifiable (N/V), saying so.
-    Anything else is a failure (tolerance 0: FAIL): a flow whose values became
+    Anything else is a failure, with ``tolerance``: a flow whose values became
     non-finite or whose solver failed, and a reduced flow that stops at all (two to four
     coordinates, integrated with their Jacobian: what is verified).
 
@@ -50,6 +50,8 @@ def stopped_flows(stopped, full, budget):
         The full model's flow.
     budget : int
         Its solver's budget in steps (``max_steps``).
+    tolerance : float
+        The record's tolerance when it fails (its value, nan, fails any).
 
     Returns
     -------
@@ -62,7 +64,7 @@ def stopped_flows(stopped, full, budget):
         return NOT_VERIFIABLE, (f"{message} (the full model's flow spent its solver's budget before "
                                 f"the end: nothing to compare, so not verifiable here; a larger budget: "
                                 f"--max-steps {2 * budget})")
-    return 0.0, message
+    return tolerance, message
 
 
 class Context:
@@ -277,9 +279,9 @@ class Context:
             stopped = [(name, run) for name, run in (("full", full), ("reduced", red))
                        if not (run.status == 0 and run.t.shape == grid.shape)]
             if stopped:
-                tolerance, message = stopped_flows(stopped, full, budget)
-                self.add("flow integration", math.nan, tolerance if tolerance is NOT_VERIFIABLE else self.tolerances["flow"],
-                         message=message, full=str(full.message), reduced=str(red.message))
+                tolerance, message = stopped_flows(stopped, full, budget, self.tolerances["flow"])
+                self.add("flow integration", math.nan, tolerance, message=message, full=str(full.message),
+                         reduced=str(red.message))
                 raise Missing("flows")
             return full, red
         self.read_full_flow = True

@@ -198,12 +198,13 @@ def _compute_run(ctx):
     n = o["n_times"]
     grid = T * np.linspace(1.0 / n, 1.0, n)
     red = system.integrate((0.0, T), grid, **tol)
-    full = gradient_flow(model, p0, grid, t_span=(0.0, T), keep_states=True, max_steps=ctx.budget, **tol)
+    budget = ctx.budget
+    full = gradient_flow(model, p0, grid, t_span=(0.0, T), keep_states=True, max_steps=budget, **tol)
     stopped = [(name, run) for name, run, ok in (
         ("full model", full, full.status == 0 and full.t.size == n), ("reduced flow", red, red.status == 0))
         if not ok]
     if stopped:
-        tolerance, message = stopped_flows(stopped, full, ctx.budget)
+        tolerance, message = stopped_flows(stopped, full, budget, 0.0)
         ctx.add("integration", math.nan, tolerance, message=message)
         raise Missing("task_run")
     th, dist = [], [d0]
