@@ -1,8 +1,31 @@
-"""Run the doctest examples of docs/usage.md."""
+"""The examples on the documentation pages run, and the docs' own extension does what it says.
+
+* ``docs/usage.md`` is a doctest file; the ``pycon`` blocks of the other pages are doctests;
+* every ``python -m`` command line on a page parses with the program's own parser, and the
+  experiments page's run table starts exactly the published runs;
+* ``docs/_ext/qkov_docs.py``: the snippet reader, the pruning of stale API pages and the fencing
+  of bare doctests.
+
+None of these needs the site built (``test_docs_site.py`` builds it).
+"""
+from __future__ import annotations
+
 import doctest
+import re
+import shlex
+import sys
 from pathlib import Path
 
-USAGE = Path(__file__).resolve().parents[2] / "docs" / "usage.md"
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+USAGE = DOCS / "usage.md"
+sys.path.insert(0, str(DOCS / "_ext"))
+import qkov_docs  # noqa: E402  (the docs' own extension)
+from _docs_conf import cli_parser, docs_conf, module_available  # noqa: E402
+
+CONF = docs_conf()
 
 
 def test_usage_examples():
@@ -11,3 +34,123 @@ def test_usage_examples():
                               verbose=False, raise_on_error=False)
     assert result.failed == 0, f"{result.failed} of {result.attempted} doctest examples in {USAGE} failed"
     assert result.attempted >= 10
+
+
+# --------------------------------------------------------------------------------------------
+# the docs' extension
+
+def test_snippet_directive_rejects_missing_snippets(tmp_path):
+    snippet = tmp_path / "x.tex"
+    snippet.write_text("\\begin{equation}\n\\label{eq:x}\nL =\nx + 1\n\\end{equation}\n")
+    assert qkov_docs.snippet_math(snippet) == "L = x + 1"
+    (tmp_path / "bad.tex").write_text("L = x")
+    with pytest.raises(ValueError, match="not an equation snippet"):
+        qkov_docs.snippet_math(tmp_path / "bad.tex")
+
+
+def test_stale_api_pages_are_pruned(tmp_path):
+    for stem in ("numerics.dynamics.closed_form", "numerics.dynamics.closed_form.state_at_loss",
+                 "numerics.dynamics.closed_form._newton", "numerics.dynamics.closed_form.no_such_function",
+                 "numerics.no_such_module", "numerics.no_such_module.f"):
+        (tmp_path / f"{stem}.rst").write_text("x")
+    modules = set(qkov_docs.public_modules(ROOT, "numerics"))
+    removed = sorted(qkov_docs.prune_stale_stubs(tmp_path, modules))
+    assert removed == ["numerics.dynamics.closed_form._newton", "numerics.dynamics.closed_form.no_such_function",
+                       "numerics.no_such_module", "numerics.no_such_module.f"]
+    assert sorted(p.stem for p in tmp_path.glob("*.rst")) == [
+        "numerics.dynamics.closed_form", "numerics.dynamics.closed_form.state_at_loss"]
+
+
+def test_fence_bare_doctests():
+    text = "intro\n\n>>> 1 + 1\n2\n\nmore\n```bash\n>>> not doctest\n```\n"
+    out = qkov_docs.fence_bare_doctests(text)
+    assert out.count("```pycon") == 1
+    assert "```pycon\n>>> 1 + 1\n2\n```" in out
+    assert "```bash\n>>> not doctest\n```" in out
+
+
+# --------------------------------------------------------------------------------------------
+# the examples on the pages run
+
+PAGES = sorted(p for p in DOCS.glob("*.md") if p.name != "README.md")
+PYCON = re.compile(r"^```pycon\n(.*?)^```", flags=re.M | re.S)
+# pages with fenced examples; usage.md is a bare doctest file (test_usage_examples)
+PYCON_PAGES = [p for p in PAGES if PYCON.search(p.read_text(encoding="utf-8"))]
+
+
+def test_every_page_with_examples_is_tested():
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        if ">>>" in text:
+            assert page in PYCON_PAGES or page.stem in CONF["qkov_bare_doctest_pages"], page
+
+
+@pytest.mark.parametrize("page", PYCON_PAGES, ids=lambda p: p.name)
+def test_pycon_examples_run(page):
+    text = page.read_text(encoding="utf-8")
+    blocks = PYCON.findall(text)
+    parser = doctest.DocTestParser()
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    globs: dict = {}
+    for i, block in enumerate(blocks):
+        test = parser.get_doctest(block, globs, f"{page.name}[{i}]", str(page), 0)
+        runner.run(test, out=lambda s: None)
+    result = runner.summarize(verbose=False)
+    assert result.failed == 0, f"{result.failed} example(s) in {page.name} failed"
+
+
+def _page_commands(page: Path):
+    text = page.read_text(encoding="utf-8")
+    required = re.findall(r"^```\{qkov-requires\}\s+(\S+)", text, flags=re.M)
+    if any(not module_available(m) for m in required):
+        return None
+    commands = []
+    for block in re.findall(r"^```bash\n(.*?)^```", text, flags=re.M | re.S):
+        block = block.replace("\\\n", " ")
+        for line in block.splitlines():
+            line = line.split("#", 1)[0].split("|", 1)[0].split(">", 1)[0].split("&&")[-1].strip()
+            if line.startswith("python -m "):
+                commands.append(shlex.split(line)[2:])
+    return commands
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_command_lines_on_pages_parse(page):
+    commands = _page_commands(page)
+    if commands is None:
+        pytest.skip(f"{page.name} describes a module that is not in this build")
+    by_module = {}   # the module run with -m -> the key of its parser (first one wins)
+    for key, (module, _) in CONF["qkov_cli_parsers"].items():
+        by_module.setdefault(module.removesuffix(".__main__"), key)
+    checked = 0
+    for module, *args in commands:
+        if module not in by_module or not module_available(module):
+            continue   # programs without a parser factory
+        parser = cli_parser(CONF, by_module[module])
+        try:
+            parser.parse_args(args)
+        except (Exception, SystemExit) as exc:  # the programs' parsers raise their own errors
+            pytest.fail(f"{page.name}: `python -m {module} {shlex.join(args)}` does not parse: {exc}")
+        checked += 1
+    if page.name in ("cli.md", "usage.md"):
+        assert checked >= 5
+
+
+def test_experiments_page_commands_are_the_published_runs():
+    """Each row of the experiments page's run table starts exactly the published run."""
+    from numerics.experiments.__main__ import COMMANDS, build_parser
+    from numerics.experiments.reproduce import published_jobs
+
+    text = (DOCS / "experiments.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `(\w+)`[^|]*\|[^|]*\| `((?:fig2|fig3) [^`]*)`", text, flags=re.M)
+    published = dict(published_jobs())
+    assert {name for name, _ in rows} == set(published) - {"FACO", "CAFO", "CACO"}
+    rows += [(name, f"fig2 --parameterization {name}") for name in ("FACO", "CAFO", "CACO")]
+    for name, command in rows:
+        args = build_parser().parse_args(shlex.split(command) + ["--workers", "1"])
+        work, _ = COMMANDS[args.command](args)          # validates and configures; runs nothing
+        cells = dict(zip(work.__code__.co_freevars, (c.cell_contents for c in work.__closure__)))
+        job = published[name]
+        assert cells["config"].to_dict() == job["config"], name
+        if args.command == "fig2":
+            assert cells["seeds"] == job["seeds"], name

@@ -416,58 +416,6 @@ def test_a_damaged_run_body_is_recomputed(tmp_path, capsys, no_figures):
     assert (path.parent / (path.name + ".not-a-result")).is_dir()    # the directory kept aside, not deleted
 
 
-@pytest.mark.parametrize("address, match", [("tls://127.0.0.1:1", "tls:// schedulers are not supported"),
-                                            ("tcp://127.0.0.1:1/", "nothing after the port")])
-def test_scheduler_address_refused_up_front(address, match, capsys):
-    t0 = time.perf_counter()
-    assert main(["fig2", "--epochs", "1", "--scheduler", address]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and match in err and time.perf_counter() - t0 < 5
-
-
-def test_a_listener_answering_garbage_is_refused_quickly(capsys):
-    import socket
-    import threading
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(4)
-
-    def answer():
-        while True:
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                return
-            conn.sendall(b"\x10" + bytes(7) + b"garbage!" * 8)
-            conn.close()
-    threading.Thread(target=answer, daemon=True).start()
-    try:
-        t0 = time.perf_counter()
-        assert main(["fig2", "--epochs", "1", "--scheduler", "tcp://127.0.0.1:%d" % server.getsockname()[1]]) == 2
-        err = capsys.readouterr().err
-        assert err.count("\n") == 1 and "not the Dask protocol" in err and time.perf_counter() - t0 < 15
-    finally:
-        server.close()
-
-
-def test_a_lost_scheduler_is_one_line_saying_what_is_kept(monkeypatch, capsys):
-    from numerics.experiments import cluster
-
-    def prepare(args):
-        def work():
-            raise cluster.SchedulerLost("the Dask scheduler at tcp://127.0.0.1:9 was lost")
-        return work, str
-    import numerics.experiments.__main__ as cli
-    monkeypatch.setitem(cli.COMMANDS, "sweep", prepare)
-    assert main([*TINY_SWEEP, "--ratios", "1", "--seeds", "1", "--output", "OUT"]) == 1
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "kept in OUT/runs" in err and "--resume" in err
-    monkeypatch.setitem(cli.COMMANDS, "fig2", prepare)
-    assert main(["fig2"]) == 1
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "fig2 keeps no partial results: rerun" in err
-
-
 def test_dev_full_and_a_closed_pipe_end_without_a_traceback():
     args = [sys.executable, "-m", "numerics.experiments", "fig2", *FIG2_SHORT, "--seeds", "1", "--workers", "1"]
     with open("/dev/full", "w") as full:

@@ -5,8 +5,9 @@
 * a sweep on two worker processes killed with SIGKILL after its first stored
   run leaves no worker behind, and ``--resume`` completes it to a
   ``results.csv`` identical to an uninterrupted sweep, without duplicate rows;
-* a scheduler address where nothing (or something else) listens: one line on
-  stderr, exit status 2, nothing written, well within 60 s.
+* a scheduler address where nothing (or something else) listens, or of another
+  protocol: one line on stderr, exit status 2, nothing written, well within 60 s;
+* a scheduler lost during the work: one line saying what is kept.
 
 Tiny schedules (a few hundred SGD steps) keep the file to a few seconds of work.
 """
@@ -210,3 +211,55 @@ def test_a_scheduler_without_workers_is_one_line_after_connect_timeout(tmp_path)
             run_jobs(_example_job, [{"x": 1.0}], scheduler=empty.scheduler_address, progress=False,
                      connect_timeout=1)
         assert time.monotonic() - t0 < 30
+
+
+@pytest.mark.parametrize("address, match", [("tls://127.0.0.1:1", "tls:// schedulers are not supported"),
+                                            ("tcp://127.0.0.1:1/", "nothing after the port")])
+def test_scheduler_address_refused_up_front(address, match, capsys):
+    t0 = time.perf_counter()
+    assert main(["fig2", "--epochs", "1", "--scheduler", address]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and match in err and time.perf_counter() - t0 < 5
+
+
+def test_a_listener_answering_garbage_is_refused_quickly(capsys):
+    import socket
+    import threading
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+
+    def answer():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            conn.sendall(b"\x10" + bytes(7) + b"garbage!" * 8)
+            conn.close()
+    threading.Thread(target=answer, daemon=True).start()
+    try:
+        t0 = time.perf_counter()
+        assert main(["fig2", "--epochs", "1", "--scheduler", "tcp://127.0.0.1:%d" % server.getsockname()[1]]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "not the Dask protocol" in err and time.perf_counter() - t0 < 15
+    finally:
+        server.close()
+
+
+def test_a_lost_scheduler_is_one_line_saying_what_is_kept(monkeypatch, capsys):
+    from numerics.experiments import cluster
+
+    def prepare(args):
+        def work():
+            raise cluster.SchedulerLost("the Dask scheduler at tcp://127.0.0.1:9 was lost")
+        return work, str
+    import numerics.experiments.__main__ as cli
+    monkeypatch.setitem(cli.COMMANDS, "sweep", prepare)
+    assert main([*SWEEP, "--output", "OUT"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "kept in OUT/runs" in err and "--resume" in err
+    monkeypatch.setitem(cli.COMMANDS, "fig2", prepare)
+    assert main(["fig2"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "fig2 keeps no partial results: rerun" in err
