@@ -69,8 +69,10 @@ def test_installed_wheel_writes_nothing_under_its_install_directory(tmp_path):
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(tmp_path / "venv")], check=True)
     python = tmp_path / "venv" / "bin" / "python"
     wheel = next((tmp_path / "dist").glob("qkov-*.whl"))
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True, env=env,
-                   capture_output=True)
+    # --ignore-installed: a qkov of the same version installed in the base environment (pip install .) is
+    # visible through --system-site-packages, and pip would keep it instead of installing the wheel
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--ignore-installed", str(wheel)],
+                   check=True, env=env, capture_output=True)
     site = Path(_run(python, "-c", "import derivations, os; print(os.path.dirname(os.path.dirname("
                      "derivations.__file__)))", env=env, cwd=tmp_path).strip())
     assert site.is_relative_to(tmp_path / "venv"), site          # qkov from the wheel, not the checkout
