@@ -32,7 +32,13 @@ shows a part of the results decodes only that part (:meth:`ExpressionStore.lazy`
   the shipped file.
 * **Checked.** Each file keeps a SHA-256 digest of its results with its key:
   a file whose results were edited (even into well-formed ones) is stale, at
-  load and for ``--check``.
+  load and for ``--check``. The digest catches damage and hand edits, not a
+  forger, who can compute it too (only deriving again can tell a forged result;
+  ``--rebuild`` does); what a file holds is read as data, never run: the
+  expressions through :func:`~derivations.symbolic.srepr_reader.from_srepr`'s
+  whitelist, and their numeric code is made only from expressions whose every
+  symbol is an argument and every function a known one
+  (:func:`numerics.functions.numeric`, the code generator's strict printers).
 
 The file: ``{"digest": <digest>, "format": FORMAT, "key": <key>, "results": {name: value}}``
 (:func:`results_digest`), sorted keys, one line per entry (byte-stable).

@@ -9,7 +9,8 @@ run arbitrary code. :func:`from_srepr` instead parses the text with
 * calls of the SymPy classes and functions in :data:`ALLOWED_CALLS` (with
   ``expm1``/``log1p`` of :mod:`sympy.codegen.cfunctions`) and of the project's
   own :class:`~derivations.symbolic.special_functions.wright_omega`;
-* ``Function('F')(...)`` (undefined functions, for left-hand sides);
+* ``Function('F')(...)`` (undefined functions, for left-hand sides), named by a Python
+  identifier (a code printer writes the name as it is);
 * the SymPy singletons in :data:`ALLOWED_NAMES` (``oo``, ``pi``, ...);
 * arguments that are such calls, ints, strings, or a negated int;
 * keyword arguments that are assumptions with a ``True``/``False`` value, or
@@ -48,6 +49,7 @@ derivations.symbolic.srepr_reader.UnsafeExpression: power of numbers too large: 
 from __future__ import annotations
 
 import ast
+import keyword
 
 import sympy as sp
 from sympy.codegen.cfunctions import expm1, log1p
@@ -115,6 +117,13 @@ def _checked_call(target, args, kwargs):
     return target(*args, **kwargs)
 
 
+def _is_function_name(name) -> bool:
+    """Whether ``name`` may name an undefined function: an identifier that is not a keyword and does
+    not begin with an underscore (a code printer writes a function's name as it is)."""
+    return isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name) \
+        and not name.startswith("_")
+
+
 def _build(node):
     if isinstance(node, ast.Constant):
         if isinstance(node.value, (int, str)) and not isinstance(node.value, bool):
@@ -135,8 +144,8 @@ def _build(node):
             target = ALLOWED_CALLS[func.id]
             if func.id == "Function" and (len(node.args) != 1 or node.keywords
                                           or not isinstance(node.args[0], ast.Constant)
-                                          or not isinstance(node.args[0].value, str)):
-                raise UnsafeExpression("Function takes one name")
+                                          or not _is_function_name(node.args[0].value)):
+                raise UnsafeExpression("Function takes one name, a Python identifier")
         elif isinstance(func, ast.Call) and isinstance(func.func, ast.Name) and func.func.id == "Function":
             target = _build(func)           # Function('F')(args): an undefined function applied
         else:

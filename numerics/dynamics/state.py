@@ -149,6 +149,8 @@ def _attention_shares(task, coordinates, values) -> dict:
     the observables."""
     import sympy as sp
 
+    from ..functions.numeric_function import numeric
+
     from derivations.task_catalog import task_reduction
     red = task_reduction(task, "CACO")
     table = task.symbols()
@@ -160,7 +162,7 @@ def _attention_shares(task, coordinates, values) -> dict:
     free = sorted(set().union(*(e.free_symbols for e in exprs)), key=str)
     if any(str(x) not in coordinates for x in free):
         return {}
-    f = sp.lambdify(free, exprs, "numpy")
+    f = numeric(tuple(exprs), free, "numpy", stable=False).func
     shape = np.shape(next(iter(coordinates.values())))
     out = f(*(np.asarray(coordinates[str(x)], dtype=float) for x in free))
     return {k: np.broadcast_to(np.asarray(v, dtype=float), shape).copy()

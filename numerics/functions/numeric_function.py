@@ -219,9 +219,12 @@ def numeric(expr, args, backend="numpy", *, stable=True, cse=False):
     Raises
     ------
     ValueError
-        Unknown backend, or a free symbol of ``expr`` missing from ``args``.
+        Unknown backend, a free symbol of ``expr`` missing from ``args``, or an undefined
+        function (``sympy.Function('F')``) in ``expr``: SymPy's lambdify writes the name of
+        every symbol that is not an argument, and of every function, into the code it runs.
     """
     import sympy as sp
+    from sympy.core.function import AppliedUndef
 
     from derivations.output.float_rewrites import stabilize as _stabilize
     _check_backend(backend)
@@ -229,11 +232,17 @@ def numeric(expr, args, backend="numpy", *, stable=True, cse=False):
     if isinstance(expr, dict):
         keys, expr = tuple(expr), tuple(expr.values())
     exprs = expr if isinstance(expr, (tuple, list)) else (expr,)
-    missing = set().union(*(sp.sympify(e).free_symbols for e in exprs)) - set(args)
+    exprs = tuple(sp.sympify(e, strict=True) for e in exprs)      # text is not read as code
+    missing = set().union(*(e.free_symbols for e in exprs)) - set(args)
     if missing:
         raise ValueError(f"args lack the free symbols {sorted(map(str, missing))}")
+    undefined = set().union(*(e.atoms(AppliedUndef) for e in exprs))
+    if undefined:      # lambdify would print the function's name as code
+        name = min(type(f).__name__ for f in undefined)
+        raise ValueError(f"expr holds undefined functions, which have no numeric value: "
+                         f"{name[:40]!r}{'...' if len(name) > 40 else ''}")
     if stable:
-        exprs = tuple(_stabilize(sp.sympify(e)) for e in exprs)
+        exprs = tuple(_stabilize(e) for e in exprs)
     out = tuple(exprs) if isinstance(expr, (tuple, list)) else exprs[0]
     modules = lambdify_modules(backend)
     func = sp.lambdify(tuple(args), out, modules=modules, cse=cse)

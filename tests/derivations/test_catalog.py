@@ -136,7 +136,10 @@ def test_unwritable_cache_warns_once(isolated_cache, tmp_path, monkeypatch, caps
 @pytest.mark.parametrize("text", [
     "Symbol('x').__class__", "eval('1')", "Integer(1) + Integer(2)", "[Integer(1)]",
     "Symbol('x', positive=__import__('os'))", "Function('F', x=1)(Integer(1))", "lambda: 1",
-    "Symbol(b'x')", "Float('1.0', precision=53.0)", "Integer(1)(2)" ])
+    "Symbol(b'x')", "Float('1.0', precision=53.0)", "Integer(1)(2)",
+    # an undefined function's name is written into code by lambdify and the code printers
+    "Function(\"__import__('os').system('true') or abs\")(Symbol('x'))", "Function('__class__')(Integer(1))",
+    "Function('lambda')(Integer(1))", "Function('F G')(Integer(1))"])
 def test_reader_rejects_anything_outside_the_whitelist(text):
     with pytest.raises(UnsafeExpression):
         from_srepr(text)

@@ -22,6 +22,20 @@ def test_numeric_helper_errors_and_names():
     assert g(1e-20) == 1e-20
 
 
+def test_numeric_runs_nothing_it_reads(tmp_path):
+    """lambdify writes the names of functions (and of symbols that are not arguments) into the code it
+    runs: an undefined function is refused, and text is not parsed (sympify would evaluate it)."""
+    import sympy as sp
+    x = sp.Symbol("x")
+    marker = tmp_path / "ran"
+    F = sp.Function(f"__import__('pathlib').Path({str(marker)!r}).touch() or abs")
+    with pytest.raises(ValueError, match="undefined functions"):
+        numeric(x + F(x), (x,))
+    with pytest.raises(ValueError):
+        numeric(f"__import__('pathlib').Path({str(marker)!r}).touch()", (x,))
+    assert not marker.exists()
+
+
 def test_generated_function_errors():
     with pytest.raises(ValueError, match="backend"):
         generated_function("alpha", "torch")
