@@ -124,8 +124,9 @@ def read_bounded(path, limit: int, *, follow_links: bool = True) -> bytes:
 
     The file is opened without waiting (``O_NONBLOCK``) and checked to be a regular file before
     a byte is read, so a FIFO without a writer, a device (``/dev/zero``, a link to it) or a
-    directory is an ``OSError`` at once, never a hang; at most ``limit + 1`` bytes are read, so
-    a huge (or sparse) file costs no memory. A path that is not a file system path (an
+    directory is an ``OSError`` at once, never a hang; a file whose size is above ``limit`` is
+    refused before a byte is read, and at most ``limit + 1`` bytes are read, so a huge (or
+    sparse) file costs no memory. A path that is not a file system path (an
     :mod:`importlib.resources` resource in an archive) is read through its ``open``.
 
     Parameters
@@ -158,7 +159,9 @@ def read_bounded(path, limit: int, *, follow_links: bool = True) -> bytes:
                 raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), name)
             if not stat.S_ISREG(mode):
                 raise OSError(errno.EINVAL, "not a regular file: a FIFO, a socket or a device", name)
-            data = fh.read(limit + 1)
+            if os.fstat(fd).st_size > limit:
+                raise ValueError(f"larger than {limit} bytes")
+            data = fh.read(limit + 1)       # (a file that grows meanwhile is still cut at the limit)
     else:
         with path.open("rb") as fh:
             data = fh.read(limit + 1)

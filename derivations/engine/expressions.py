@@ -11,9 +11,9 @@ small recursive-descent parser that knows only
 * ``+ - * / **``, parentheses and unary minus/plus.
 
 Nothing is evaluated as Python and nothing can be called. The text, its
-nesting and the numbers in it are bounded (:data:`MAX_TEXT`,
-:data:`MAX_DEPTH`, :data:`MAX_NUMBER`, :data:`MAX_EXPONENT`), so a long or
-deep text is a ``ValueError``, never a ``RecursionError`` or a hang.
+nesting, the numbers in it and its degree are bounded (:data:`MAX_TEXT`,
+:data:`MAX_DEPTH`, :data:`MAX_NUMBER`, :data:`MAX_EXPONENT`, :data:`MAX_DEGREE`), so
+a long, deep or high-degree text is a ``ValueError``, never a ``RecursionError`` or a hang.
 :func:`check_bounds` applies the same bounds to a SymPy expression given
 directly.
 
@@ -31,8 +31,8 @@ import re
 
 import sympy as sp
 
-__all__ = ["MAX_TEXT", "MAX_DEPTH", "MAX_NUMBER", "MAX_EXPONENT", "MAX_NODES", "parse_expression",
-           "check_bounds", "placeholder"]
+__all__ = ["MAX_TEXT", "MAX_DEPTH", "MAX_NUMBER", "MAX_EXPONENT", "MAX_NODES", "MAX_DEGREE", "parse_expression",
+           "check_bounds", "degree", "placeholder"]
 
 #: Longest text accepted (characters).
 MAX_TEXT = 1000
@@ -44,6 +44,10 @@ MAX_NUMBER = 2 ** 53
 MAX_EXPONENT = 16
 #: Most nodes of an expression tree.
 MAX_NODES = 2000
+#: Largest degree of an expression (:func:`degree`): exponents multiply through nested powers, so
+#: ``(((m + 1)**16 + 1)**16 + 1)**16``, 27 characters within every other bound, has degree 4096, and
+#: SymPy's sign analysis of it runs for minutes and gigabytes.
+MAX_DEGREE = 64
 
 _TOKEN = re.compile(r"\s*(?:(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)|(?P<name>[A-Za-z][A-Za-z0-9_]*)"
                     r"|(?P<op>\*\*|[-+*/()]))")
@@ -241,7 +245,8 @@ def check_bounds(expr) -> sp.Expr:
     ------
     ValueError
         If it has more than :data:`MAX_NODES` nodes, a number beyond :data:`MAX_NUMBER` in
-        magnitude, or an exponent that is not a number of magnitude at most :data:`MAX_EXPONENT`.
+        magnitude, an exponent that is not a number of magnitude at most :data:`MAX_EXPONENT`,
+        or a :func:`degree` above :data:`MAX_DEGREE`.
     """
     nodes = 0
     for node in sp.preorder_traversal(expr):
@@ -254,4 +259,42 @@ def check_bounds(expr) -> sp.Expr:
             e = node.exp
             if not e.is_Number or abs(e) > MAX_EXPONENT:
                 raise ValueError(f"exponents must be numbers of magnitude at most {MAX_EXPONENT}; got {e}")
+    if degree(expr) > MAX_DEGREE:
+        raise ValueError(f"expression of degree {degree(expr)}, above {MAX_DEGREE} (exponents multiply through "
+                         f"nested powers)")
     return expr
+
+
+def degree(expr) -> sp.Rational:
+    r"""The degree of ``expr`` as a polynomial in its symbols, taken through every operation:
+    a symbol has degree 1, a number 0, a sum the largest of its terms', a product the sum of its
+    factors', :math:`u^k` (and :math:`u^{-k}`) :math:`|k|` times :math:`u`'s, a function of
+    :math:`u` (``exp``, ``log``, ...) :math:`u`'s.
+
+    Parameters
+    ----------
+    expr : sympy.Basic
+        An expression within :data:`MAX_NODES` nodes, exponents numbers.
+
+    Returns
+    -------
+    sympy.Rational
+
+    Examples
+    --------
+    >>> m, n = sp.symbols("m n", positive=True)
+    >>> degree(((m + 1)**4 + n)**2 / m), degree(sp.Integer(3))
+    (9, 0)
+    """
+    found: dict = {}
+    for node in sp.postorder_traversal(expr):
+        if node in found:
+            continue
+        if not node.args:
+            found[node] = sp.Integer(1 if node.free_symbols else 0)
+        elif node.is_Pow and node.exp.is_Number:
+            found[node] = abs(node.exp) * found[node.base]
+        else:
+            values = [found[a] for a in node.args]
+            found[node] = sp.Add(*values) if node.is_Mul else max(values)
+    return found[expr]

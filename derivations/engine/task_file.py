@@ -187,7 +187,8 @@ def task_from_toml(text: str, source: str = "<task>"):
     Raises
     ------
     ValueError
-        One line ``"<source>: ..."``: too large, not TOML, or not a valid task (:func:`task_from_mapping`).
+        One line ``"<source>: ..."``: too large, not TOML, nested too deeply, or not a valid task
+        (:func:`task_from_mapping`).
     """
     import tomllib
     if len(text) > MAX_FILE_BYTES:
@@ -196,6 +197,8 @@ def task_from_toml(text: str, source: str = "<task>"):
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{source}: not TOML: {exc}") from None
+    except RecursionError:          # tomllib reads nested arrays and tables recursively
+        raise ValueError(f"{source}: arrays or tables nested too deeply to be a task") from None
     return task_from_mapping(data, source)
 
 

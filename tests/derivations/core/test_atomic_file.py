@@ -26,3 +26,18 @@ def test_a_fifo_is_refused_at_once_and_a_large_file_by_its_size(tmp_path):
     big.write_bytes(b"x" * 11)
     with pytest.raises(ValueError, match="^larger than 10 bytes$"):
         read_bounded(big, 10)
+
+
+def test_a_huge_file_is_refused_by_its_size_before_it_is_read(tmp_path):
+    import tracemalloc
+    sparse = tmp_path / "sparse"
+    with open(sparse, "wb") as fh:
+        fh.truncate(1 << 30)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match="^larger than 67108864 bytes$"):
+            read_bounded(sparse, 64 << 20)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20, peak          # not the 64 MiB it would take to read up to the limit

@@ -49,6 +49,24 @@ def test_numbers_and_exponents_are_bounded(value):
         TokenGroup("r", per_class=True, multiplicity=value)
 
 
+@pytest.mark.parametrize("text, degree", [("((m+1)**8+1)**8", 64), ("m**16*n**16*(m+n)**16*(m-n)**16", 64),
+                                          ("1/(m**16*n**16*(m+n)**16*(m-n)**16*(m+1))", 65), ("((m+1)**8+1)**9", 72),
+                                          ("(((m+1)**16+1)**16+1)**16", 4096)])
+def test_the_degree_is_bounded_through_nested_powers(text, degree):
+    """Exponents multiply through nested powers: SymPy's sign analysis of a degree-4096 text of 27
+    characters runs for minutes and gigabytes; the degree is bounded instead."""
+    from derivations.engine.expressions import MAX_DEGREE, degree as degree_of
+    if degree <= MAX_DEGREE:
+        assert degree_of(parse_expression(text, NAMES, known_only=False)) == degree
+        return
+    t0 = time.perf_counter()
+    for build in (lambda: parse_expression(text, NAMES, known_only=False),
+                  lambda: TokenGroup("r", per_class=True, multiplicity=text)):
+        with pytest.raises(ValueError, match=f"degree {degree}, above {MAX_DEGREE}"):
+            build()
+    assert time.perf_counter() - t0 < 2
+
+
 def test_unknown_names_are_refused_by_the_task():
     with pytest.raises(ValueError, match="unknown symbols x"):
         Task("t", "", (TokenGroup("q", per_class=True), TokenGroup("r", per_class=True, multiplicity="x * m")),

@@ -66,6 +66,11 @@ CASES = {
     "types not integer": (BASE.replace("R = 5", "R = 2.5"), r"groups\[1\]\.types: .*positive integer"),
     "missing query": (BASE.replace('query = "q"\n', ""), "query: missing"),
     "huge": ("# " + "x" * 70000 + "\n" + BASE, "larger than"),
+    "nested arrays": (BASE + "a = " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
+    "nested tables": (BASE + "a = " + "{b = " * 2000 + "1" + "}" * 2000 + "\n", "nested too deeply"),
+    # exponents multiply through nested powers: SymPy's sign analysis of degree 4096 runs for minutes
+    "high degree": (BASE.replace('multiplicity = "n"', 'multiplicity = "(((n+1)**16+1)**16+1)**16"'),
+                    r"groups\[2\]\.multiplicity: .*degree 4096, above 64"),
 }
 
 
