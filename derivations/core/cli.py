@@ -477,20 +477,37 @@ def exit_on_interrupt(prog: str, note=None):
         def guarded(argv=None):
             try:
                 return main(argv)
+            except Exception as exc:
+                if not _caused_by_interrupt(exc):
+                    raise
             except KeyboardInterrupt:
+                pass
+            try:
+                previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+            except ValueError:              # pragma: no cover - not the main thread
+                previous = None
+            try:
                 try:
-                    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-                except ValueError:              # pragma: no cover - not the main thread
-                    previous = None
-                try:
-                    try:
-                        kept = note(argv) if note is not None else None
-                    except (Exception, KeyboardInterrupt):      # the line is printed all the same
-                        kept = None
-                    print(f"{prog}: interrupted" + (f"; {kept}" if kept else ""), file=sys.stderr, flush=True)
-                finally:
-                    if previous is not None:
-                        signal.signal(signal.SIGINT, previous)
-                return EXIT_INTERRUPTED
+                    kept = note(argv) if note is not None else None
+                except (Exception, KeyboardInterrupt):      # the line is printed all the same
+                    kept = None
+                print(f"{prog}: interrupted" + (f"; {kept}" if kept else ""), file=sys.stderr, flush=True)
+            finally:
+                if previous is not None:
+                    signal.signal(signal.SIGINT, previous)
+            return EXIT_INTERRUPTED
         return guarded
     return decorate
+
+
+def _caused_by_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised because of a Ctrl-C: a ``KeyboardInterrupt`` in its chain of causes
+    (an extension module interrupted while it loads raises ``ImportError: initialization failed``
+    from it)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False

@@ -60,6 +60,26 @@ def test_an_interrupted_command_is_one_line_and_exit_130(capsys):
     assert signal.getsignal(signal.SIGINT) is handler          # Ctrl-C works again afterwards
 
 
+def test_an_import_interrupted_by_ctrl_c_is_an_interrupt_and_other_errors_are_not(capsys):
+    """An extension module interrupted while it loads raises ``ImportError: initialization failed``
+    from the ``KeyboardInterrupt`` (SciPy's, 2 of 50 Ctrl-C early in ``numerics.verify``)."""
+    from derivations.core.cli import exit_on_interrupt
+
+    @exit_on_interrupt("demo")
+    def interrupted_import(argv=None):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise ImportError("initialization failed") from exc
+
+    @exit_on_interrupt("demo")
+    def failed_import(argv=None):
+        raise ImportError("no module named x")
+    assert interrupted_import([]) == 130 and capsys.readouterr().err == "demo: interrupted\n"
+    with pytest.raises(ImportError, match="no module named x"):
+        failed_import([])
+
+
 @pytest.mark.parametrize("module", ["derivations.print_dynamics", "derivations.output.latex",
                                     "numerics.figures", "numerics.verify.cli", "numerics.experiments.__main__"])
 def test_every_long_command_ends_on_ctrl_c_with_one_line(module, monkeypatch, capsys):
