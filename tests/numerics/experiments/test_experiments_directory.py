@@ -340,3 +340,28 @@ def test_a_list_with_an_empty_item_is_refused_before_any_work(option, value, tmp
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "empty item" in err and option in err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("edit, named", [({"lr_ov": 0.02}, "a stored run has --lr-ov 0.01, the settings --lr-ov 0.02"),
+                                         ({"ratios": [3.0]}, "a stored run has --ratios 1, the settings --ratios 3"),
+                                         ({"parameterizations": ["FAFO"]}, "--parameterizations CACO")])
+def test_stored_runs_of_other_settings_than_the_settings_file_are_refused(edit, named, finished, tmp_path, capsys,
+                                                                          monkeypatch):
+    """sweep-settings.json edited: the stored runs are not runs of its settings, and neither --resume nor
+    --resume --extend (given the edited settings) replaces them."""
+    from numerics.experiments import sgd
+    monkeypatch.setattr(sgd, "_train", lambda *a, **k: pytest.fail("work started"))
+    out = copy(finished, tmp_path)
+    _settings(out, **edit)
+    argv = [*TINY_SWEEP, "--output", str(out), "--resume"]
+    for option, value in edit.items():
+        flag = "--" + option.replace("_", "-")
+        value = ",".join(map(str, value)) if isinstance(value, list) else str(value)
+        if flag in argv:
+            argv[argv.index(flag) + 1] = value
+        else:
+            argv += [flag, value]
+    for extra in ([], ["--extend"]):
+        refused([*argv, *extra], out, capsys, "not runs of the settings in sweep-settings.json", named)
+    argv[argv.index("--ratios") + 1] += ",7"
+    refused([*argv, "--extend"], out, capsys, "not runs of the settings in sweep-settings.json", named)
