@@ -15,8 +15,9 @@ directory it cannot use, changing nothing in it:
 * **Settings.** A sweep records them in :data:`SETTINGS_FILE` before any work,
   a Figure-2 or Figure-3 run in its ``fig2.json`` or ``fig3.json``, a
   reproduction (``--quick``, ``--dtype``) in its ``report.json``
-  (:data:`SETTINGS_FILES`); :meth:`ExperimentDirectory.settings` reads them
-  checked (:func:`check_sweep_settings`). Stored runs or results of unknown
+  (:data:`SETTINGS_FILES`), an unfinished one by its stored runs;
+  :meth:`ExperimentDirectory.settings` reads them checked
+  (:func:`check_sweep_settings`). Stored runs or results of unknown
   settings (a settings file lost, or a sweep of an earlier layout, which is not
   read) are refused; no stored result is ever removed or replaced by another
   settings' result.
@@ -269,16 +270,34 @@ class ExperimentDirectory:
         Raises
         ------
         DirectoryRefused
-            The directory holds a run of other settings.
+            The directory holds a run of other settings (a reproduction's: its report, or before its
+            report a stored run that only a reproduction of other settings runs).
         """
         stored, given = self.settings(), json.loads(json.dumps(settings))
-        if self.kind == "reproduction" and stored is not None:   # no dtype before a Figure-2 run finished
+        what, then = f"a {self.kind} run of other settings", ", which it would replace; choose another directory"
+        if self.kind == "reproduction" and stored is None:        # an unfinished reproduction: its runs' settings
+            stored = self._settings_of_runs(given)
+            what = "the stored runs of an unfinished reproduction of other settings"
+            then = ": continue it with its settings or choose another directory"
+        elif self.kind == "reproduction":                          # no dtype before a Figure-2 run finished
             given = {k: v for k, v in given.items() if k in stored}
         key = None if stored is None else different_setting(stored, given)
         if key is not None:
-            raise self._refuse(f"holds a {self.kind} run of other settings ({shown_option(key, stored.get(key))}, "
-                               f"not {shown_option(key, given.get(key))}), which it would replace; choose "
-                               f"another directory")
+            raise self._refuse(f"holds {what} ({shown_option(key, stored.get(key))}, not "
+                               f"{shown_option(key, given.get(key))}){then}")
+
+    def _settings_of_runs(self, given: dict):
+        """The settings of a stored run of a reproduction that ``given`` (``quick`` and ``dtype``) does
+        not run, or None (runs of no published reproduction are not read)."""
+        from .reproduce import settings_of_jobs
+        from .store import job_key
+
+        runs = settings_of_jobs()
+        for job in self.stored_jobs():
+            found = runs.get(job_key(job), [])
+            if found and given not in found:
+                return found[0]
+        return None
 
     def write_settings(self, settings: dict) -> None:
         """Record a sweep's settings in :data:`SETTINGS_FILE`, atomically.

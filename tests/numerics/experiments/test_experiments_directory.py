@@ -365,3 +365,22 @@ def test_stored_runs_of_other_settings_than_the_settings_file_are_refused(edit, 
         refused([*argv, *extra], out, capsys, "not runs of the settings in sweep-settings.json", named)
     argv[argv.index("--ratios") + 1] += ",7"
     refused([*argv, "--extend"], out, capsys, "not runs of the settings in sweep-settings.json", named)
+
+
+def test_an_unfinished_reproduction_is_not_reported_or_continued_with_other_settings(tmp_path, monkeypatch,
+                                                                                     capsys):
+    """Runs of a --quick reproduction, no report yet: --collect and a reproduction without --quick or of
+    another --dtype are refused (no report.json that would block it); --quick --collect reports them."""
+    from numerics.experiments import reproduce
+    from numerics.experiments.store import ResultStore
+    monkeypatch.setattr(reproduce, "make_figures", lambda report, output: [])
+    monkeypatch.setattr(reproduce, "reproduce", lambda d, **k: pytest.fail("work started"))
+    out = tmp_path / "r"
+    name, job = next((n, j) for n, j in reproduce.published_jobs(quick=True) if j["experiment"] == "fig2")
+    ResultStore(out / "runs").put(job, {"runs": [dict(FIG2_RUN, seed=s) for s in job["seeds"]]})
+    for argv, named in ((["--collect"], "(--quick, not without --quick)"), ([], "(--quick, not without --quick)"),
+                        (["--quick", "--dtype", "float32", "--collect"], "(--dtype float64, not --dtype float32)")):
+        refused(["reproduce", *argv, "--output", str(out)], out, capsys, "unfinished reproduction", named)
+    assert main(["reproduce", "--quick", "--collect", "--output", str(out), "--quiet"]) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["quick"] is True and list(report["runs"]) == [name]
