@@ -35,7 +35,7 @@ import stat
 from pathlib import Path
 
 from derivations.core.atomic_file import atomic_write_text, read_bounded
-from derivations.core.cli import UsageError
+from derivations.core.cli import UsageError, prepare_output_dir
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from .fixed_attention import OUTPUT_CIRCUITS
@@ -99,7 +99,8 @@ class ExperimentDirectory:
     ------
     DirectoryRefused
         If the lock file is not a regular file or is held, ``runs`` is not a
-        directory, or the directory holds another kind of experiment.
+        directory or (locked) cannot take files, or the directory holds another
+        kind of experiment.
 
     Examples
     --------
@@ -154,7 +155,8 @@ class ExperimentDirectory:
                                f"{LOCK_FILE} is held); wait for it to end or choose another directory") from None
 
     def _check_entries(self) -> None:
-        """Refuse a ``runs`` that is not a directory and a directory of another kind."""
+        """Refuse a ``runs`` that is not a directory, a directory of another kind and, where the runs are
+        written (the lock held), a ``runs`` that cannot take files."""
         runs = _entry_kind(self.path / RUNS)
         if self.kind in _STORING and runs not in (None, "a directory", "a link to a directory"):
             raise self._refuse(f"has a {RUNS} that is {runs}, not the folder of "
@@ -163,6 +165,11 @@ class ExperimentDirectory:
         if held is not None and held != self.kind:
             marker = next((m for m in KINDS[held] if os.path.lexists(self.path / m)), f"{RUNS}/")
             raise self._refuse(f"holds {_NAMED[held]} ({marker}), not {_NAMED[self.kind]}; choose another directory")
+        if self._fd is not None and self.kind in _STORING and runs is not None:
+            try:            # the runs are written there: proved to take files as the directory was
+                prepare_output_dir(self.path / RUNS)
+            except ValueError as exc:
+                raise DirectoryRefused(str(exc)) from None
 
     def held_kind(self):
         """The kind of experiment the directory holds by its files (:data:`KINDS`), or None."""
