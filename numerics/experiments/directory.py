@@ -127,8 +127,10 @@ class ExperimentDirectory:
     def _refuse(self, text: str) -> DirectoryRefused:
         return DirectoryRefused(f"--output {str(self.path)!r} {text}")
 
-    def _lock(self) -> None:
-        """Open ``.lock`` without following a link and hold ``flock`` on it (refused if held)."""
+    def _lock(self, retry: bool = True) -> None:
+        """Open ``.lock`` without following a link and hold ``flock`` on it (refused if held); once
+        held, ``.lock`` must still be the file held (a refused run removes the one it created: then
+        the lock is taken once more)."""
         import errno
         import fcntl
 
@@ -140,8 +142,10 @@ class ExperimentDirectory:
         flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
         try:
             self._fd = os.open(path, flags | (os.O_EXCL if what is None else 0), 0o644)
+        except FileExistsError:
+            raise self._in_use(f"another process created its lock file {LOCK_FILE} at the same moment") from None
         except OSError as exc:
-            reason = "is a link" if exc.errno in (errno.ELOOP, errno.EEXIST) else (exc.strerror or str(exc))
+            reason = "is a link" if exc.errno == errno.ELOOP else (exc.strerror or str(exc))
             raise self._refuse(f"cannot open its lock file {LOCK_FILE}: {reason}") from None
         self._created = what is None
         if not stat.S_ISREG(os.fstat(self._fd).st_mode):
@@ -151,8 +155,16 @@ class ExperimentDirectory:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             self.close(refused=False)
-            raise self._refuse(f"is in use by another sweep, reproduction, fig2 or fig3 run (its lock file "
-                               f"{LOCK_FILE} is held); wait for it to end or choose another directory") from None
+            raise self._in_use(f"its lock file {LOCK_FILE} is held") from None
+        if not _same_file(self._fd, path):
+            self.close(refused=False)            # (not ours to remove)
+            if not retry:
+                raise self._in_use(f"its lock file {LOCK_FILE} was replaced while this run took it")
+            self._lock(retry=False)
+
+    def _in_use(self, why: str) -> DirectoryRefused:
+        return self._refuse(f"is in use by another sweep, reproduction, fig2 or fig3 run ({why}); wait for it to "
+                            f"end or choose another directory")
 
     def _check_entries(self) -> None:
         """Refuse a ``runs`` that is not a directory, a directory of another kind and, where the runs are
@@ -408,6 +420,15 @@ class ExperimentDirectory:
 
     def __repr__(self) -> str:
         return f"ExperimentDirectory({str(self.path)!r}, {self.kind!r})"
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether ``path`` (not following a link) is the file open as ``fd``."""
+    try:
+        held, there = os.fstat(fd), os.lstat(path)
+    except OSError:
+        return False
+    return (held.st_dev, held.st_ino) == (there.st_dev, there.st_ino)
 
 
 def _entry_kind(path: Path):

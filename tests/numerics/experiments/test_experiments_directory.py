@@ -407,3 +407,38 @@ def test_a_runs_folder_that_cannot_take_files_is_refused_before_any_work(finishe
                 "cannot take files", "Permission denied")
     finally:
         (out / "runs").chmod(0o700)
+
+
+def test_a_lock_file_created_or_replaced_by_another_process_meanwhile_is_in_use(tmp_path, monkeypatch):
+    """.lock created by another process between the look and the open (O_EXCL: EEXIST) is in use, not a
+    link; a .lock removed and created again while this run took it is taken once more, and is in use if
+    it is replaced again (never two processes holding locks on two files)."""
+    import fcntl
+    real_kind, real_flock = directory_mod._entry_kind, fcntl.flock
+    (tmp_path / ".lock").write_text("")
+    monkeypatch.setattr(directory_mod, "_entry_kind", lambda p: None if p.name == ".lock" else real_kind(p))
+    with pytest.raises(directory_mod.DirectoryRefused, match="in use .*created its lock file .lock at the same"):
+        ExperimentDirectory(tmp_path, "sweep")
+    monkeypatch.undo()
+    replaced = []
+
+    def flock_then_replaced(fd, operation, times):
+        real_flock(fd, operation)
+        if len(replaced) < times:                        # a refused run removes it, another creates it
+            replaced.append(fd)
+            (tmp_path / ".lock").unlink()
+            (tmp_path / ".lock").write_text("")
+    monkeypatch.setattr(fcntl, "flock", lambda fd, op: flock_then_replaced(fd, op, 2))
+    with pytest.raises(directory_mod.DirectoryRefused, match="in use .*replaced while this run took it"):
+        ExperimentDirectory(tmp_path, "sweep")
+    replaced.clear()
+    monkeypatch.setattr(fcntl, "flock", lambda fd, op: flock_then_replaced(fd, op, 1))
+    held = ExperimentDirectory(tmp_path, "sweep")
+    monkeypatch.undo()
+    try:
+        assert directory_mod._same_file(held._fd, tmp_path / ".lock")
+        with pytest.raises(directory_mod.DirectoryRefused, match="is held"):
+            ExperimentDirectory(tmp_path, "sweep")
+    finally:
+        held.close()
+
