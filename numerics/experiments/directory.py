@@ -40,7 +40,7 @@ from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from .fixed_attention import OUTPUT_CIRCUITS
 from .sgd import DTYPES
-from .settings import check_sweep_settings, different_setting, shown, shown_option
+from .settings import OPTIONAL, check_sweep_settings, different_setting, shown, shown_option
 
 __all__ = ["ExperimentDirectory", "DirectoryRefused", "KINDS", "LOCK_FILE", "SETTINGS_FILE", "SETTINGS_FILES",
            "SETTINGS_FORMAT", "RUNS"]
@@ -235,7 +235,7 @@ class ExperimentDirectory:
         """
         name = SETTINGS_FILES[self.kind]
         data = self._read_json(name)
-        if data is None:
+        if data is None and not os.path.lexists(self.path / name):
             self._refuse_unknown_settings(name)
             return None
         if self.kind == "reproduction":
@@ -243,10 +243,12 @@ class ExperimentDirectory:
         if self.kind != "sweep":
             found = data.get("settings") if isinstance(data, dict) else None
             if not isinstance(found, dict):
-                raise self._refuse(f"has a {name} without its settings; choose another directory")
+                raise self._refuse(f"has a damaged {name} (without its settings); choose another directory")
             return found
-        if not isinstance(data, dict) or data.get("format") != SETTINGS_FORMAT:
-            tag = data.get("format") if isinstance(data, dict) else None
+        if not isinstance(data, dict):
+            raise self._refuse(f"has a damaged {SETTINGS_FILE} (not a JSON object); choose another directory")
+        if data.get("format") != SETTINGS_FORMAT:
+            tag = data.get("format")
             raise self._refuse(f"has a {SETTINGS_FILE} of another layout (format {shown(tag)}, not "
                                f"{SETTINGS_FORMAT!r}), which is not read; choose another directory")
         found = {k: v for k, v in data.items() if k != "format"}
@@ -300,10 +302,23 @@ class ExperimentDirectory:
             then = ": continue it with its settings or choose another directory"
         elif self.kind == "reproduction":                          # no dtype before a Figure-2 run finished
             given = {k: v for k, v in given.items() if k in stored}
+        else:
+            self._refuse_other_shape(stored, given)
         key = None if stored is None else different_setting(stored, given)
         if key is not None:
             raise self._refuse(f"holds {what} ({shown_option(key, stored.get(key))}, not "
                                f"{shown_option(key, given.get(key))}){then}")
+
+    def _refuse_other_shape(self, stored, given: dict) -> None:
+        """Refuse stored settings without a setting ``given`` has, or with one it has not (a damaged
+        settings file; settings recorded only when given may be absent from either)."""
+        if stored is None:
+            return
+        key = next((k for k in (*given, *stored) if (k in given) != (k in stored) and k not in OPTIONAL), None)
+        if key is not None:
+            missing = "no" if key in given else "an unknown setting"
+            raise self._refuse(f"has a damaged {SETTINGS_FILES[self.kind]} (its settings have {missing} "
+                               f"{shown(key)}); choose another directory")
 
     def _settings_of_runs(self, given: dict):
         """The settings of a stored run of a reproduction that ``given`` (``quick`` and ``dtype``) does

@@ -442,3 +442,24 @@ def test_a_lock_file_created_or_replaced_by_another_process_meanwhile_is_in_use(
     finally:
         held.close()
 
+
+@pytest.mark.parametrize("text, fragment", [("null", "damaged fig2.json (without its settings)"),
+                                            ('{"settings": {"seeds": [1]}}',
+                                             'damaged fig2.json (its settings have no "parameterization")'),
+                                            ('{"settings": {"bad": 1}}', "damaged fig2.json (its settings have")])
+def test_a_damaged_fig2_json_is_named_damaged(text, fragment, tmp_path, capsys):
+    """fig2.json of JSON null is damaged, not lost; settings of the wrong shape are damaged, not "other
+    settings (--parameterization None)"."""
+    out = tmp_path / "f"
+    out.mkdir()
+    (out / "fig2.json").write_text(text)
+    err = refused([*FIG2, "--output", str(out)], out, capsys, fragment)
+    assert "None" not in err and "lost" not in err
+
+
+def test_a_sweep_settings_file_of_json_null_is_damaged(finished, tmp_path, capsys):
+    out = copy(finished, tmp_path)
+    (out / "sweep-settings.json").write_text("null")
+    err = refused([*TINY_SWEEP, "--output", str(out), "--resume"], out, capsys,
+                  "damaged sweep-settings.json (not a JSON object)")
+    assert "but no" not in err
