@@ -278,7 +278,7 @@ class ExperimentDirectory:
             raise self._refuse(f"holds {what} of {_NAMED[self.kind]} ({held}) but no {name} ({why}); its settings "
                                f"are unknown, so it is neither continued nor replaced: choose another directory")
 
-    def refuse_other_settings(self, settings: dict) -> None:
+    def refuse_other_settings(self, settings: dict, runs_of=None) -> None:
         """Refuse, naming the first difference as its option, to replace results of other settings
         (results of the same settings may be written again).
 
@@ -287,20 +287,24 @@ class ExperimentDirectory:
         settings : dict
             The settings of the run to write (a Figure-2 run's: its config and seeds; a
             reproduction's: ``quick`` and ``dtype``).
+        runs_of : dict, optional
+            ``{job_key(job): [settings, ...]}``, the settings of every experiment that runs a job (a
+            reproduction's: :func:`~numerics.experiments.reproduce.settings_of_jobs`): where no settings
+            are recorded yet, a stored run that only other settings run is refused too.
 
         Raises
         ------
         DirectoryRefused
             The directory holds a run of other settings (a reproduction's: its report, or before its
-            report a stored run that only a reproduction of other settings runs).
+            report a stored run that only a reproduction of other settings runs), or damaged settings.
         """
         stored, given = self.settings(), json.loads(json.dumps(settings))
         what, then = f"a {self.kind} run of other settings", ", which it would replace; choose another directory"
-        if self.kind == "reproduction" and stored is None:        # an unfinished reproduction: its runs' settings
-            stored = self._settings_of_runs(given)
-            what = "the stored runs of an unfinished reproduction of other settings"
+        if stored is None and runs_of is not None:                # unfinished: the settings of its stored runs
+            stored = self._settings_of_runs(given, runs_of)
+            what = f"the stored runs of an unfinished {self.kind} of other settings"
             then = ": continue it with its settings or choose another directory"
-        elif self.kind == "reproduction":                          # no dtype before a Figure-2 run finished
+        elif self.kind == "reproduction" and stored is not None:   # no dtype before a Figure-2 run finished
             given = {k: v for k, v in given.items() if k in stored}
         else:
             self._refuse_other_shape(stored, given)
@@ -320,15 +324,13 @@ class ExperimentDirectory:
             raise self._refuse(f"has a damaged {SETTINGS_FILES[self.kind]} (its settings have {missing} "
                                f"{shown(key)}); choose another directory")
 
-    def _settings_of_runs(self, given: dict):
-        """The settings of a stored run of a reproduction that ``given`` (``quick`` and ``dtype``) does
-        not run, or None (runs of no published reproduction are not read)."""
-        from .reproduce import settings_of_jobs
+    def _settings_of_runs(self, given: dict, runs_of: dict):
+        """The settings of a stored run that only other settings than ``given`` run (``runs_of``:
+        :meth:`refuse_other_settings`), or None (a run of no known settings is not read)."""
         from .store import job_key
 
-        runs = settings_of_jobs()
         for job in self.stored_jobs():
-            found = runs.get(job_key(job), [])
+            found = runs_of.get(job_key(job), [])
             if found and given not in found:
                 return found[0]
         return None
