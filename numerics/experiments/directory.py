@@ -15,8 +15,9 @@ directory it cannot use, changing nothing in it:
 * **Settings.** A sweep records them in :data:`SETTINGS_FILE` before any work,
   a Figure-2 or Figure-3 run in its ``fig2.json`` or ``fig3.json``, a
   reproduction (``--quick``, ``--dtype``) in its ``report.json``
-  (:data:`SETTINGS_FILES`); :meth:`ExperimentDirectory.settings` reads them
-  checked (:func:`check_sweep_settings`). Stored runs or results of unknown
+  (:data:`SETTINGS_FILES`), an unfinished one by its stored runs;
+  :meth:`ExperimentDirectory.settings` reads them checked
+  (:func:`check_sweep_settings`). Stored runs or results of unknown
   settings (a settings file lost, or a sweep of an earlier layout, which is not
   read) are refused; no stored result is ever removed or replaced by another
   settings' result.
@@ -34,12 +35,12 @@ import stat
 from pathlib import Path
 
 from derivations.core.atomic_file import atomic_write_text, read_bounded
-from derivations.core.cli import UsageError
+from derivations.core.cli import UsageError, prepare_output_dir
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from .fixed_attention import OUTPUT_CIRCUITS
 from .sgd import DTYPES
-from .settings import check_sweep_settings, different_setting, shown, shown_option
+from .settings import OPTIONAL, check_sweep_settings, different_setting, shown, shown_option
 
 __all__ = ["ExperimentDirectory", "DirectoryRefused", "KINDS", "LOCK_FILE", "SETTINGS_FILE", "SETTINGS_FILES",
            "SETTINGS_FORMAT", "RUNS"]
@@ -98,7 +99,8 @@ class ExperimentDirectory:
     ------
     DirectoryRefused
         If the lock file is not a regular file or is held, ``runs`` is not a
-        directory, or the directory holds another kind of experiment.
+        directory or (locked) cannot take files, or the directory holds another
+        kind of experiment.
 
     Examples
     --------
@@ -125,8 +127,10 @@ class ExperimentDirectory:
     def _refuse(self, text: str) -> DirectoryRefused:
         return DirectoryRefused(f"--output {str(self.path)!r} {text}")
 
-    def _lock(self) -> None:
-        """Open ``.lock`` without following a link and hold ``flock`` on it (refused if held)."""
+    def _lock(self, retry: bool = True) -> None:
+        """Open ``.lock`` without following a link and hold ``flock`` on it (refused if held); once
+        held, ``.lock`` must still be the file held (a refused run removes the one it created: then
+        the lock is taken once more)."""
         import errno
         import fcntl
 
@@ -138,8 +142,10 @@ class ExperimentDirectory:
         flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
         try:
             self._fd = os.open(path, flags | (os.O_EXCL if what is None else 0), 0o644)
+        except FileExistsError:
+            raise self._in_use(f"another process created its lock file {LOCK_FILE} at the same moment") from None
         except OSError as exc:
-            reason = "is a link" if exc.errno in (errno.ELOOP, errno.EEXIST) else (exc.strerror or str(exc))
+            reason = "is a link" if exc.errno == errno.ELOOP else (exc.strerror or str(exc))
             raise self._refuse(f"cannot open its lock file {LOCK_FILE}: {reason}") from None
         self._created = what is None
         if not stat.S_ISREG(os.fstat(self._fd).st_mode):
@@ -149,11 +155,20 @@ class ExperimentDirectory:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             self.close(refused=False)
-            raise self._refuse(f"is in use by another sweep, reproduction, fig2 or fig3 run (its lock file "
-                               f"{LOCK_FILE} is held); wait for it to end or choose another directory") from None
+            raise self._in_use(f"its lock file {LOCK_FILE} is held") from None
+        if not _same_file(self._fd, path):
+            self.close(refused=False)            # (not ours to remove)
+            if not retry:
+                raise self._in_use(f"its lock file {LOCK_FILE} was replaced while this run took it")
+            self._lock(retry=False)
+
+    def _in_use(self, why: str) -> DirectoryRefused:
+        return self._refuse(f"is in use by another sweep, reproduction, fig2 or fig3 run ({why}); wait for it to "
+                            f"end or choose another directory")
 
     def _check_entries(self) -> None:
-        """Refuse a ``runs`` that is not a directory and a directory of another kind."""
+        """Refuse a ``runs`` that is not a directory, a directory of another kind and, where the runs are
+        written (the lock held), a ``runs`` that cannot take files."""
         runs = _entry_kind(self.path / RUNS)
         if self.kind in _STORING and runs not in (None, "a directory", "a link to a directory"):
             raise self._refuse(f"has a {RUNS} that is {runs}, not the folder of "
@@ -162,6 +177,11 @@ class ExperimentDirectory:
         if held is not None and held != self.kind:
             marker = next((m for m in KINDS[held] if os.path.lexists(self.path / m)), f"{RUNS}/")
             raise self._refuse(f"holds {_NAMED[held]} ({marker}), not {_NAMED[self.kind]}; choose another directory")
+        if self._fd is not None and self.kind in _STORING and runs is not None:
+            try:            # the runs are written there: proved to take files as the directory was
+                prepare_output_dir(self.path / RUNS)
+            except ValueError as exc:
+                raise DirectoryRefused(str(exc)) from None
 
     def held_kind(self):
         """The kind of experiment the directory holds by its files (:data:`KINDS`), or None."""
@@ -215,7 +235,7 @@ class ExperimentDirectory:
         """
         name = SETTINGS_FILES[self.kind]
         data = self._read_json(name)
-        if data is None:
+        if data is None and not os.path.lexists(self.path / name):
             self._refuse_unknown_settings(name)
             return None
         if self.kind == "reproduction":
@@ -223,10 +243,12 @@ class ExperimentDirectory:
         if self.kind != "sweep":
             found = data.get("settings") if isinstance(data, dict) else None
             if not isinstance(found, dict):
-                raise self._refuse(f"has a {name} without its settings; choose another directory")
+                raise self._refuse(f"has a damaged {name} (without its settings); choose another directory")
             return found
-        if not isinstance(data, dict) or data.get("format") != SETTINGS_FORMAT:
-            tag = data.get("format") if isinstance(data, dict) else None
+        if not isinstance(data, dict):
+            raise self._refuse(f"has a damaged {SETTINGS_FILE} (not a JSON object); choose another directory")
+        if data.get("format") != SETTINGS_FORMAT:
+            tag = data.get("format")
             raise self._refuse(f"has a {SETTINGS_FILE} of another layout (format {shown(tag)}, not "
                                f"{SETTINGS_FORMAT!r}), which is not read; choose another directory")
         found = {k: v for k, v in data.items() if k != "format"}
@@ -256,7 +278,7 @@ class ExperimentDirectory:
             raise self._refuse(f"holds {what} of {_NAMED[self.kind]} ({held}) but no {name} ({why}); its settings "
                                f"are unknown, so it is neither continued nor replaced: choose another directory")
 
-    def refuse_other_settings(self, settings: dict) -> None:
+    def refuse_other_settings(self, settings: dict, runs_of=None) -> None:
         """Refuse, naming the first difference as its option, to replace results of other settings
         (results of the same settings may be written again).
 
@@ -265,20 +287,53 @@ class ExperimentDirectory:
         settings : dict
             The settings of the run to write (a Figure-2 run's: its config and seeds; a
             reproduction's: ``quick`` and ``dtype``).
+        runs_of : dict, optional
+            ``{job_key(job): [settings, ...]}``, the settings of every experiment that runs a job (a
+            reproduction's: :func:`~numerics.experiments.reproduce.settings_of_jobs`): where no settings
+            are recorded yet, a stored run that only other settings run is refused too.
 
         Raises
         ------
         DirectoryRefused
-            The directory holds a run of other settings.
+            The directory holds a run of other settings (a reproduction's: its report, or before its
+            report a stored run that only a reproduction of other settings runs), or damaged settings.
         """
         stored, given = self.settings(), json.loads(json.dumps(settings))
-        if self.kind == "reproduction" and stored is not None:   # no dtype before a Figure-2 run finished
+        what, then = f"a {self.kind} run of other settings", ", which it would replace; choose another directory"
+        if stored is None and runs_of is not None:                # unfinished: the settings of its stored runs
+            stored = self._settings_of_runs(given, runs_of)
+            what = f"the stored runs of an unfinished {self.kind} of other settings"
+            then = ": continue it with its settings or choose another directory"
+        elif self.kind == "reproduction" and stored is not None:   # no dtype before a Figure-2 run finished
             given = {k: v for k, v in given.items() if k in stored}
+        else:
+            self._refuse_other_shape(stored, given)
         key = None if stored is None else different_setting(stored, given)
         if key is not None:
-            raise self._refuse(f"holds a {self.kind} run of other settings ({shown_option(key, stored.get(key))}, "
-                               f"not {shown_option(key, given.get(key))}), which it would replace; choose "
-                               f"another directory")
+            raise self._refuse(f"holds {what} ({shown_option(key, stored.get(key))}, not "
+                               f"{shown_option(key, given.get(key))}){then}")
+
+    def _refuse_other_shape(self, stored, given: dict) -> None:
+        """Refuse stored settings without a setting ``given`` has, or with one it has not (a damaged
+        settings file; settings recorded only when given may be absent from either)."""
+        if stored is None:
+            return
+        key = next((k for k in (*given, *stored) if (k in given) != (k in stored) and k not in OPTIONAL), None)
+        if key is not None:
+            missing = "no" if key in given else "an unknown setting"
+            raise self._refuse(f"has a damaged {SETTINGS_FILES[self.kind]} (its settings have {missing} "
+                               f"{shown(key)}); choose another directory")
+
+    def _settings_of_runs(self, given: dict, runs_of: dict):
+        """The settings of a stored run that only other settings than ``given`` run (``runs_of``:
+        :meth:`refuse_other_settings`), or None (a run of no known settings is not read)."""
+        from .store import job_key
+
+        for job in self.stored_jobs():
+            found = runs_of.get(job_key(job), [])
+            if found and given not in found:
+                return found[0]
+        return None
 
     def write_settings(self, settings: dict) -> None:
         """Record a sweep's settings in :data:`SETTINGS_FILE`, atomically.
@@ -382,6 +437,15 @@ class ExperimentDirectory:
 
     def __repr__(self) -> str:
         return f"ExperimentDirectory({str(self.path)!r}, {self.kind!r})"
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether ``path`` (not following a link) is the file open as ``fd``."""
+    try:
+        held, there = os.fstat(fd), os.lstat(path)
+    except OSError:
+        return False
+    return (held.st_dev, held.st_ino) == (there.st_dev, there.st_ino)
 
 
 def _entry_kind(path: Path):

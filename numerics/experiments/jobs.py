@@ -15,6 +15,8 @@ result depends on (settings and seeds); its result depends on nothing else
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import fixed_attention, measure, proxies, sgd, stack
@@ -246,22 +248,76 @@ def _is_number(x, *, none=False):
     return (x is None and none) or (isinstance(x, (int, float)) and not isinstance(x, bool))
 
 
-def _valid_fig2_run(run, seed) -> bool:
+#: Rounding slack of the bounds of :data:`_BOUNDS` (a share summed over positions may pass 1 by an ulp).
+_SLACK = 1e-9
+#: measurement -> (least, greatest) value of a stored one (up to :data:`_SLACK`); the others need only be
+#: finite (a stored number is finite: the writer writes a number that is not as null).
+_BOUNDS = {"final_loss": (0.0, math.inf), "loss": (0.0, math.inf), "accuracy": (0.0, 1.0),
+           "relevant_attention": (0.0, 1.0), "label_probability": (0.0, 1.0), "self_attention": (0.0, 1.0),
+           "other_attention": (0.0, 1.0), "attention_entropy": (0.0, math.inf),
+           "attention_entropy_normalized": (0.0, 1.0), "plausibility_auprc": (0.0, 1.0),
+           "plausibility_token_f1": (0.0, 1.0), "comprehensiveness": (-1.0, 1.0), "sufficiency": (-1.0, 1.0),
+           "heatmap": (0.0, 100.0), "separability_sumsq": (0.0, math.inf)}
+
+
+def _finite(x, name=None) -> bool:
+    """A JSON number that is a finite float (a 400-digit integer is not), within the bounds of ``name``."""
+    if not _is_number(x):
+        return False
+    try:
+        x = float(x)
+    except OverflowError:
+        return False
+    low, high = _BOUNDS.get(name, (-math.inf, math.inf))
+    return math.isfinite(x) and low - _SLACK <= x <= high + _SLACK
+
+
+def _measured(x, name) -> bool:
+    """A measurement: None (a diverged run's), or a finite number in its bounds."""
+    return x is None or _finite(x, name)
+
+
+def _count(x, most) -> bool:
+    """A whole number in ``[0, most]``."""
+    return isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= most
+
+
+def _most_steps(job) -> int:
+    """The steps a run of ``job`` trains at most (its schedule, capped by ``max_steps``); -1 for a job
+    without a schedule."""
+    config = job.get("config")
+    if not isinstance(config, dict):
+        return -1
+    epochs, per_epoch, cap = config.get("epochs"), config.get("steps_per_epoch"), config.get("max_steps")
+    if not (_count(epochs, math.inf) and _count(per_epoch, math.inf) and (cap is None or _count(cap, math.inf))):
+        return -1
+    return epochs * per_epoch if cap is None else min(epochs * per_epoch, cap)
+
+
+def _valid_fig2_run(run, seed, most_steps) -> bool:
     return (isinstance(run, dict) and all(k in run for k in FIG2_RUN_KEYS) and run["seed"] == seed
-            and _is_number(run["steps"]) and isinstance(run["loss_log"], list)
-            and all(_is_number(run[k], none=True) for k in MEASURED if k != "heatmap")
+            and _count(run["steps"], most_steps) and isinstance(run["loss_log"], list)
+            and all(_measured(x, "loss") for x in run["loss_log"])
+            and (run["stopped_epoch"] is None or _count(run["stopped_epoch"], math.inf))
+            and all(_measured(run[k], k) for k in (*MEASURED[1:], "self_attention", "other_attention",
+                                                   *proxies.PROXIES) if k in run)
+            and _count(run["separability_n"], math.inf) and _finite(run["separability_sum"])
+            and _finite(run["separability_sumsq"], "separability_sumsq")
             and (run["heatmap"] is None or (isinstance(run["heatmap"], list) and len(run["heatmap"]) == 5
-                                            and all(isinstance(r, list) and len(r) == 5 for r in run["heatmap"])))
+                                            and all(isinstance(r, list) and len(r) == 5
+                                                    and all(_finite(x, "heatmap") for x in r)
+                                                    for r in run["heatmap"])))
             and run.get("status", "completed") in sgd.RUN_STATUSES)
 
 
-def _valid_sweep_row(row, job, ratio, seed, target) -> bool:
+def _valid_sweep_row(row, job, ratio, seed, target, most_steps) -> bool:
     """Whether a stored row has every column of :data:`SWEEP_ROW_KEYS` and belongs to ``job``
-    at ``(ratio, seed, target)`` (a row without every column is recomputed)."""
+    at ``(ratio, seed, target)``, its numbers finite and in their bounds (a row without every
+    column is recomputed)."""
     return (isinstance(row, dict) and all(k in row for k in SWEEP_ROW_KEYS) and row["seed"] == seed
             and row["ratio"] == ratio and row["parameterization"] == job["config"]["parameterization"]
-            and row["target_loss"] == target and isinstance(row["reached"], bool) and _is_number(row["steps"])
-            and all(_is_number(row[k], none=True) for k in _SWEEP_MEASURED)
+            and row["target_loss"] == target and isinstance(row["reached"], bool)
+            and _count(row["steps"], most_steps) and all(_measured(row[k], k) for k in _SWEEP_MEASURED)
             and row["status"] in sgd.RUN_STATUSES)
 
 
@@ -275,7 +331,8 @@ def _valid_fig3(result, job) -> bool:
 
 def valid_result(job: dict, result) -> bool:
     """Whether a stored ``result`` has the full shape of ``job``'s result (one entry per seed
-    or alpha, every key, numbers where numbers belong); a damaged one is recomputed.
+    or alpha, every key, numbers where numbers belong: of a Figure-2 or sweep run, finite and in
+    their range, steps a whole number up to the job's schedule); a damaged one is recomputed.
 
     Parameters
     ----------
@@ -296,15 +353,15 @@ def valid_result(job: dict, result) -> bool:
     key = {"fig2": "runs", "sweep": "rows"}.get(kind)
     if key is None or not isinstance(seeds, list) or not isinstance(result.get(key), list):
         return False
-    items = result[key]
+    items, most = result[key], _most_steps(job)
     if kind == "fig2":
-        return len(items) == len(seeds) and all(_valid_fig2_run(r, s) for r, s in zip(items, seeds))
+        return len(items) == len(seeds) and all(_valid_fig2_run(r, s, most) for r, s in zip(items, seeds))
     try:
         targets = sweep_targets(job)
         expected = [(r, s, t) for r, s in sweep_runs(job) for t in targets]
     except (KeyError, TypeError, ValueError):
         return False
-    return len(items) == len(expected) and all(_valid_sweep_row(row, job, r, s, t)
+    return len(items) == len(expected) and all(_valid_sweep_row(row, job, r, s, t, most)
                                                for row, (r, s, t) in zip(items, expected))
 
 

@@ -38,7 +38,7 @@ from derivations.core.output import json_text
 from . import jobs as jobs_mod
 from . import fixed_attention, plots, sgd
 
-__all__ = ["PUBLISHED_RUNS", "published_jobs", "reproduce", "collect", "format_report", "make_figures"]
+__all__ = ["PUBLISHED_RUNS", "published_jobs", "settings_of_jobs", "reproduce", "collect", "format_report", "make_figures"]
 
 _SEEDS5 = [1234, 1235, 1236, 1237, 1238]
 
@@ -109,6 +109,25 @@ def published_jobs(quick: bool = False, *, shortest_first: bool = False, dtype: 
         n = len(job["seeds"])
         return c["epochs"] * c["steps_per_epoch"] * width * (1 + 0.6 * (n - 1)) * c["seq_len"] / 64 ** 0.5 / 8
     return sorted(out, key=cost, reverse=not shortest_first)
+
+
+def settings_of_jobs() -> dict:
+    """The settings of the reproductions that run each published job, by the job's key.
+
+    Returns
+    -------
+    dict
+        ``{job_key(job): [{"quick": bool, "dtype": str}, ...]}`` over every ``quick`` and ``dtype``
+        (a Figure-3 job, float64 whatever the ``dtype``, is run by both dtypes).
+    """
+    from .store import job_key
+
+    out = {}
+    for quick in (False, True):
+        for dtype in sgd.DTYPES:
+            for _, job in published_jobs(quick, dtype=dtype):
+                out.setdefault(job_key(job), []).append({"quick": quick, "dtype": dtype})
+    return out
 
 
 def _dispatch(job, progress=None):

@@ -16,8 +16,8 @@ import math
 
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
-__all__ = ["EXTENDABLE", "check_sweep_settings", "settings_difference", "continued_settings", "different_setting",
-           "shown", "shown_option"]
+__all__ = ["EXTENDABLE", "OPTIONAL", "check_sweep_settings", "settings_difference", "continued_settings",
+           "different_setting", "shown", "shown_option"]
 
 #: Settings that ``--extend`` may change (others must equal the stored ones).
 EXTENDABLE = ("parameterizations", "ratios", "seeds")
@@ -47,10 +47,11 @@ def shown(value, limit: int = 40) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-#: Settings every sweep records (``seed_blocks``: the seeds' history), and those recorded only when given.
+#: Settings every sweep records (``seed_blocks``: the seeds' history).
 _REQUIRED = ("parameterizations", "ratios", "seeds", "target_loss", "lr_ov", "seq_len", "batch_size",
              "steps_per_epoch", "max_steps", "init", "eval_batches", "seed_blocks")
-_OPTIONAL = ("task", "task_params", "dtype")
+#: Settings recorded only when they are not the defaults (a sweep's, a Figure-2 run's).
+OPTIONAL = ("task", "task_params", "dtype")
 #: Whole-number settings and their least value.
 _WHOLE = {"seeds": 1, "seq_len": 3, "batch_size": 1, "steps_per_epoch": 1, "max_steps": 1, "eval_batches": 1}
 
@@ -117,7 +118,7 @@ def check_sweep_settings(settings: dict):
         if key not in settings:
             return f'"{key}" is missing'
     for key in settings:
-        if key not in _REQUIRED + _OPTIONAL:
+        if key not in _REQUIRED + OPTIONAL:
             return f'{shown(key)} is not a setting of a sweep'
     p = settings["parameterizations"]
     if not isinstance(p, list) or not p or not all(isinstance(x, str) and x in PARAMETERIZATIONS for x in p):

@@ -1,6 +1,8 @@
 """``python -m numerics.experiments sweep``: the matched-loss sweep over ``eta_QK / eta_OV``."""
 from __future__ import annotations
 
+import json
+
 from derivations.core.cli import UsageError, parse_int, parse_list
 from derivations.core.output import json_text
 from derivations.core.vocabulary import PARAMETERIZATIONS
@@ -152,21 +154,78 @@ def _continue(directory, args, settings):
     else:
         settings = {**settings, "seed_blocks": [settings["seeds"]]}
     jobs = _jobs(settings)
-    if stored is not None and not args.extend:    # (an --extend that adds ratios changes every job)
-        _check_layout(directory, jobs)
+    if stored is not None:
+        _check_stored_runs(directory, jobs, extend=args.extend)
     directory.write_settings(settings)
     return settings, jobs
 
 
-def _check_layout(directory, jobs) -> None:
-    """Refuse stored runs of which none is a job of this sweep (jobs cut by an earlier layout)."""
+#: The keys of a sweep job (:func:`numerics.experiments.sweep.sweep_jobs`); a stored job with another is of
+#: another layout.
+_JOB_KEYS = ("experiment", "config", "seeds", "ratios", "target_losses")
+#: The settings a sweep job's config records, named first where a stored run differs (``lr_qk``, ``epochs``
+#: follow from them).
+_NAMED_FIRST = ("lr_ov", "seq_len", "batch_size", "steps_per_epoch", "max_steps", "init", "eval_batches",
+                "target_loss", "task", "task_params", "dtype")
+
+
+def _check_stored_runs(directory, jobs, *, extend) -> None:
+    """Refuse stored runs of another job layout, stored runs that are not runs of the settings in
+    ``sweep-settings.json`` (the file edited), and, without ``--extend``, stored runs of which none
+    is a job of this sweep (jobs cut by an earlier layout)."""
+    from ..directory import SETTINGS_FILE
     from ..store import job_key
 
-    keys = {job_key(job) for job in jobs}
-    stored = [job_key(job) for job in directory.stored_jobs()]
-    if stored and not keys & set(stored):
-        raise UsageError(f"--output {str(directory.path)!r} holds {len(stored)} stored run(s) of another job "
-                         f"layout (an earlier qkov), which is not read; choose another directory")
+    stored = list(directory.stored_jobs())
+    found = next((d for d in (_stored_difference(job, jobs) for job in stored) if d is not None), None)
+    where = f"--output {str(directory.path)!r} holds"
+    if found is not None and found != "layout":
+        raise UsageError(f"{where} stored runs that are not runs of the settings in {SETTINGS_FILE} (a stored "
+                         f"run has {found[0]}, the settings {found[1]}: was the file edited?); they are neither "
+                         f"continued nor replaced: choose another directory")
+    if found == "layout" or (stored and not extend
+                             and not {job_key(job) for job in jobs} & {job_key(job) for job in stored}):
+        raise UsageError(f"{where} {len(stored)} stored run(s) of another job layout (an earlier qkov), which "
+                         f"is not read; choose another directory")
+
+
+def _stored_difference(job, jobs):
+    """None where a stored job is a run of the sweep of ``jobs`` (its job, or its job before an
+    ``--extend``: the same config and targets, its ratios and seeds among the sweep's); ``"layout"``
+    for a job of another shape; else the first difference, ``(stored, the sweep's)`` as options."""
+    from dataclasses import fields
+
+    from ..settings import shown, shown_option
+    from ..sgd import Fig2Config
+
+    config = job.get("config")
+    if (job.get("experiment") != "sweep" or set(job) - set(_JOB_KEYS) or not isinstance(config, dict)
+            or set(config) - {f.name for f in fields(Fig2Config)} or not isinstance(job.get("ratios"), list)
+            or not isinstance(job.get("seeds"), list)):
+        return "layout"
+    same = [j for j in jobs if j["config"]["parameterization"] == config.get("parameterization")]
+    if not same:
+        ours = list(dict.fromkeys(j["config"]["parameterization"] for j in jobs))
+        return (shown_option("parameterizations", [config.get("parameterization")]),
+                shown_option("parameterizations", ours))
+    ours = same[0]
+    targets = [job.get("target_losses") or config.get("target_loss"),
+               ours.get("target_losses") or ours["config"]["target_loss"]]
+    keys = sorted(dict.fromkeys([*ours["config"], *config]), key=lambda k: k not in _NAMED_FIRST)
+    for key, a, b in [("target_loss", *targets), *((k, config.get(k), ours["config"].get(k)) for k in keys)]:
+        if _json(a) != _json(b):
+            return shown_option(key, a), shown_option(key, b)
+    if not set(map(_json, job["ratios"])) <= set(map(_json, ours["ratios"])):
+        return shown_option("ratios", job["ratios"]), shown_option("ratios", ours["ratios"])
+    seeds = [s for j in same for s in j["seeds"]]
+    if not set(map(_json, job["seeds"])) <= set(map(_json, seeds)):
+        return f"seeds {shown(job['seeds'])}", shown_option("seeds", len(seeds))
+    return None
+
+
+def _json(value) -> str:
+    """A JSON value's canonical text (``1`` and ``1.0`` differ, as in a job's key)."""
+    return json.dumps(value, sort_keys=True)
 
 
 def prepare(args):

@@ -401,14 +401,20 @@ def test_a_damaged_run_body_is_recomputed(tmp_path, capsys, no_figures):
     assert main(args) == 0
     before = (tmp_path / "s" / "results.csv").read_bytes()
     path, = (tmp_path / "s" / "runs").glob("*.json")
-    for damage in ("empty result", "rows not a list", "a row deleted", "a directory"):
+    numbers = {"steps of 401 digits": ("steps", 10 ** 400), "steps over --max-steps": ("steps", 41),
+               "a share of 7.5": ("relevant_attention", 7.5), "a share NaN": ("relevant_attention", float("nan")),
+               "a negative loss": ("loss", -0.5), "a proxy infinite": ("sufficiency", float("inf"))}
+    for damage in ("empty result", "rows not a list", "a row deleted", "a directory", *numbers):
         record = json.loads(path.read_text())
         if damage == "a directory":
             path.unlink()
             path.mkdir()
         else:
-            record["result"] = {"empty result": {}, "rows not a list": {"rows": "oops"},
-                                "a row deleted": {"rows": record["result"]["rows"][1:]}}[damage]
+            if damage in numbers:                  # json writes NaN and Infinity, and reads them back
+                record["result"]["rows"][0].update([numbers[damage]])
+            else:
+                record["result"] = {"empty result": {}, "rows not a list": {"rows": "oops"},
+                                    "a row deleted": {"rows": record["result"]["rows"][1:]}}[damage]
             path.write_text(json.dumps(record))
         assert main([*args, "--resume"]) == 0, damage
         assert (tmp_path / "s" / "results.csv").read_bytes() == before, damage

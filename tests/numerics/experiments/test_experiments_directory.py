@@ -340,3 +340,126 @@ def test_a_list_with_an_empty_item_is_refused_before_any_work(option, value, tmp
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "empty item" in err and option in err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("edit, named", [({"lr_ov": 0.02}, "a stored run has --lr-ov 0.01, the settings --lr-ov 0.02"),
+                                         ({"ratios": [3.0]}, "a stored run has --ratios 1, the settings --ratios 3"),
+                                         ({"parameterizations": ["FAFO"]}, "--parameterizations CACO")])
+def test_stored_runs_of_other_settings_than_the_settings_file_are_refused(edit, named, finished, tmp_path, capsys,
+                                                                          monkeypatch):
+    """sweep-settings.json edited: the stored runs are not runs of its settings, and neither --resume nor
+    --resume --extend (given the edited settings) replaces them."""
+    from numerics.experiments import sgd
+    monkeypatch.setattr(sgd, "_train", lambda *a, **k: pytest.fail("work started"))
+    out = copy(finished, tmp_path)
+    _settings(out, **edit)
+    argv = [*TINY_SWEEP, "--output", str(out), "--resume"]
+    for option, value in edit.items():
+        flag = "--" + option.replace("_", "-")
+        value = ",".join(map(str, value)) if isinstance(value, list) else str(value)
+        if flag in argv:
+            argv[argv.index(flag) + 1] = value
+        else:
+            argv += [flag, value]
+    for extra in ([], ["--extend"]):
+        refused([*argv, *extra], out, capsys, "not runs of the settings in sweep-settings.json", named)
+    argv[argv.index("--ratios") + 1] += ",7"
+    refused([*argv, "--extend"], out, capsys, "not runs of the settings in sweep-settings.json", named)
+
+
+def test_an_unfinished_reproduction_is_not_reported_or_continued_with_other_settings(tmp_path, monkeypatch,
+                                                                                     capsys):
+    """Runs of a --quick reproduction, no report yet: --collect and a reproduction without --quick or of
+    another --dtype are refused (no report.json that would block it); --quick --collect reports them."""
+    from numerics.experiments import reproduce
+    from numerics.experiments.store import ResultStore
+    monkeypatch.setattr(reproduce, "make_figures", lambda report, output: [])
+    monkeypatch.setattr(reproduce, "reproduce", lambda d, **k: pytest.fail("work started"))
+    out = tmp_path / "r"
+    name, job = next((n, j) for n, j in reproduce.published_jobs(quick=True) if j["experiment"] == "fig2")
+    ResultStore(out / "runs").put(job, {"runs": [dict(FIG2_RUN, seed=s) for s in job["seeds"]]})
+    for argv, named in ((["--collect"], "(--quick, not without --quick)"), ([], "(--quick, not without --quick)"),
+                        (["--quick", "--dtype", "float32", "--collect"], "(--dtype float64, not --dtype float32)")):
+        refused(["reproduce", *argv, "--output", str(out)], out, capsys, "unfinished reproduction", named)
+    assert main(["reproduce", "--quick", "--collect", "--output", str(out), "--quiet"]) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["quick"] is True and list(report["runs"]) == [name]
+
+
+def test_a_runs_folder_that_cannot_take_files_is_refused_before_any_work(finished, tmp_path, capsys, monkeypatch):
+    """runs/ not writable (chmod 500; as root, who may write anyway, a refused write): refused before
+    the training, not after it; the folder is probed as the output directory is."""
+    from derivations.core import cli
+    from numerics.experiments import sgd
+    monkeypatch.setattr(sgd, "_train", lambda *a, **k: pytest.fail("work started"))
+    out = copy(finished, tmp_path)
+    for run in (out / "runs").glob("*.json"):
+        run.write_text("damaged: to be computed again")
+    (out / "runs").chmod(0o500)
+    if os.access(out / "runs", os.W_OK):
+        def refused_in_runs(path, *args, **kwargs):
+            if Path(path).parent.name == "runs":
+                raise PermissionError(13, "Permission denied", str(path))
+            return open(path, *args, **kwargs)
+        monkeypatch.setattr(cli, "open", refused_in_runs, raising=False)
+    try:
+        refused([*TINY_SWEEP, "--output", str(out), "--resume"], out, capsys, f"{out / 'runs'}",
+                "cannot take files", "Permission denied")
+    finally:
+        (out / "runs").chmod(0o700)
+
+
+def test_a_lock_file_created_or_replaced_by_another_process_meanwhile_is_in_use(tmp_path, monkeypatch):
+    """.lock created by another process between the look and the open (O_EXCL: EEXIST) is in use, not a
+    link; a .lock removed and created again while this run took it is taken once more, and is in use if
+    it is replaced again (never two processes holding locks on two files)."""
+    import fcntl
+    real_kind, real_flock = directory_mod._entry_kind, fcntl.flock
+    (tmp_path / ".lock").write_text("")
+    monkeypatch.setattr(directory_mod, "_entry_kind", lambda p: None if p.name == ".lock" else real_kind(p))
+    with pytest.raises(directory_mod.DirectoryRefused, match="in use .*created its lock file .lock at the same"):
+        ExperimentDirectory(tmp_path, "sweep")
+    monkeypatch.undo()
+    replaced = []
+
+    def flock_then_replaced(fd, operation, times):
+        real_flock(fd, operation)
+        if len(replaced) < times:                        # a refused run removes it, another creates it
+            replaced.append(fd)
+            (tmp_path / ".lock").unlink()
+            (tmp_path / ".lock").write_text("")
+    monkeypatch.setattr(fcntl, "flock", lambda fd, op: flock_then_replaced(fd, op, 2))
+    with pytest.raises(directory_mod.DirectoryRefused, match="in use .*replaced while this run took it"):
+        ExperimentDirectory(tmp_path, "sweep")
+    replaced.clear()
+    monkeypatch.setattr(fcntl, "flock", lambda fd, op: flock_then_replaced(fd, op, 1))
+    held = ExperimentDirectory(tmp_path, "sweep")
+    monkeypatch.undo()
+    try:
+        assert directory_mod._same_file(held._fd, tmp_path / ".lock")
+        with pytest.raises(directory_mod.DirectoryRefused, match="is held"):
+            ExperimentDirectory(tmp_path, "sweep")
+    finally:
+        held.close()
+
+
+@pytest.mark.parametrize("text, fragment", [("null", "damaged fig2.json (without its settings)"),
+                                            ('{"settings": {"seeds": [1]}}',
+                                             'damaged fig2.json (its settings have no "parameterization")'),
+                                            ('{"settings": {"bad": 1}}', "damaged fig2.json (its settings have")])
+def test_a_damaged_fig2_json_is_named_damaged(text, fragment, tmp_path, capsys):
+    """fig2.json of JSON null is damaged, not lost; settings of the wrong shape are damaged, not "other
+    settings (--parameterization None)"."""
+    out = tmp_path / "f"
+    out.mkdir()
+    (out / "fig2.json").write_text(text)
+    err = refused([*FIG2, "--output", str(out)], out, capsys, fragment)
+    assert "None" not in err and "lost" not in err
+
+
+def test_a_sweep_settings_file_of_json_null_is_damaged(finished, tmp_path, capsys):
+    out = copy(finished, tmp_path)
+    (out / "sweep-settings.json").write_text("null")
+    err = refused([*TINY_SWEEP, "--output", str(out), "--resume"], out, capsys,
+                  "damaged sweep-settings.json (not a JSON object)")
+    assert "but no" not in err

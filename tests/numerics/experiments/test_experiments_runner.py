@@ -410,3 +410,28 @@ def test_the_bar_counts_the_epochs_the_jobs_report_from_any_process(monkeypatch,
     monkeypatch.setattr(runner, "isatty", lambda stream: False)
     with pytest.raises(ValueError, match="progress"):
         run_jobs(counted_job, [{"x": 1}], workers=workers, epochs=lambda job: 5)
+
+
+#: A stored Figure-2 run of one seed of a --quick reproduction's job (10 steps at most).
+FIG2_RUN = {"seed": 1234, "steps": 10, "stopped_epoch": None, "loss_log": [3.9], "heatmap": [[4.0] * 5] * 5,
+            "final_loss": 3.9, "accuracy": 0.25, "relevant_attention": 0.1, "label_probability": 0.2,
+            "separability_n": 1, "separability_sum": 0.5, "separability_sumsq": 0.25, "self_attention": 0.5,
+            "other_attention": 0.4, "sufficiency": -0.25, "status": "completed"}
+
+
+@pytest.mark.parametrize("key, value", [("steps", 10 ** 400), ("steps", 11), ("steps", -1), ("steps", 2.5),
+                                        ("relevant_attention", 7.5), ("relevant_attention", float("nan")),
+                                        ("accuracy", -0.1), ("final_loss", -1.0), ("final_loss", float("inf")),
+                                        ("final_loss", 10 ** 400), ("loss_log", [3.9, float("nan")]),
+                                        ("heatmap", [[4.0] * 5] * 4 + [[400.0] * 5]), ("sufficiency", 1.5),
+                                        ("stopped_epoch", -1), ("separability_sum", float("inf"))])
+def test_a_stored_run_of_numbers_out_of_range_is_damaged(key, value):
+    """A stored number must be finite (the writer writes null for one that is not), steps a whole
+    number up to the job's schedule, a share, probability or accuracy in [0, 1], a loss >= 0."""
+    from numerics.experiments import jobs, reproduce
+    job = next(j for _, j in reproduce.published_jobs(quick=True) if j["experiment"] == "fig2")
+    job = json.loads(json.dumps({**job, "seeds": [1234]}))
+    assert jobs.valid_result(job, {"runs": [FIG2_RUN]})
+    assert jobs.valid_result(job, {"runs": [{**FIG2_RUN, "status": "diverged", "loss_log": [3.9, None],
+                                             **dict.fromkeys(jobs.MEASURED)}]})
+    assert not jobs.valid_result(job, {"runs": [{**FIG2_RUN, key: value}]})
