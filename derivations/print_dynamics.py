@@ -31,7 +31,8 @@ Options
                                    ratio only, a task's integrated time t is at the rates
                                    given (it scales as 1/eta_OV)
     --task NAME                    a built-in task of derivations.tasks (default paper;
-                                   'list' lists them); --params then also takes the
+                                   'list' lists them, as JSON with --format json, and
+                                   takes no other option); --params then also takes the
                                    task's own parameters (n_c)
 
 The numbers at a loss are the one place where derivations meet numerics: this

@@ -73,7 +73,8 @@ def build_parser():
                              "defaults to 1 (computed by numerics.dynamics.closed_form); the state depends on the "
                              "ratio only, a task's integrated time t is at the rates given")
     parser.add_argument("--task", default="paper",
-                        help="a built-in task of derivations.tasks ('list' lists them) or the path of a task "
+                        help="a built-in task of derivations.tasks ('list' lists them, as JSON with --format "
+                             "json; it takes no other option) or the path of a task "
                              "file (.toml); --params then also takes the task's own parameters such as "
                              "n_c (default: paper)")
     return parser
@@ -160,14 +161,41 @@ def _substitutions(params, rates, task) -> dict:
     return {table[k]: exact_number(v) for k, v in {**params, **rates}.items()}
 
 
-def task_list() -> str:
-    """One line per built-in task: name, parameters, description."""
+def task_list(fmt: str = "text") -> str:
+    """The built-in tasks: name, parameters, description.
+
+    Parameters
+    ----------
+    fmt : str, optional
+        ``"json"``: a JSON list of ``{"name", "parameters", "description"}``;
+        any other format: one line per task (default).
+
+    Returns
+    -------
+    str
+    """
     from ..tasks import TASKS
+    if fmt == "json":
+        return json.dumps([{"name": name, "parameters": list(task.parameters), "description": task.description}
+                           for name, task in TASKS.items()], indent=2)
     lines = []
     for name, task in TASKS.items():
         params = f" (parameters: {', '.join(task.parameters)})" if task.parameters else ""
         lines.append(f"{name}{params}: {task.description}")
     return "\n".join(lines)
+
+
+#: The options ``--task list`` has no use for, by their ``dest``.
+_NOT_FOR_LIST = ("parameterization", "params", "ratio", "eta_qk", "eta_ov", "loss")
+
+
+def _check_list_options(args) -> None:
+    """Refuse an option ``--task list`` would ignore (every option but ``--format``)."""
+    defaults = build_parser().parse_args([])
+    given = [dest for dest in _NOT_FOR_LIST if getattr(args, dest) != getattr(defaults, dest)]
+    if given:
+        flag = "--" + given[0].replace("_", "-")
+        raise UsageError(f"{flag}: --task list takes only --format (it lists the tasks)")
 
 
 # ----------------------------------------------------------------- sections
@@ -446,7 +474,8 @@ def render(args, answer=None) -> str:
         Bad input (the message names it).
     """
     if args.task == "list":
-        return task_list()
+        _check_list_options(args)
+        return task_list(args.format)
     from ..tasks import get_task
     task = get_task(args.task)
     params = parse_params(args.params, task)

@@ -31,6 +31,26 @@ def test_task_list(capsys):
         "authors"]
 
 
+def test_task_list_as_json(capsys):
+    """--format json lists the tasks as JSON: what the text shows, one object per task."""
+    assert main(["--task", "list"]) == 0
+    text = capsys.readouterr().out.splitlines()
+    assert main(["--task", "list", "--format", "json"]) == 0
+    tasks = json.loads(capsys.readouterr().out)
+    assert [set(t) for t in tasks] == [{"name", "parameters", "description"}] * len(text)
+    for line, t in zip(text, tasks):
+        params = f" (parameters: {', '.join(t['parameters'])})" if t["parameters"] else ""
+        assert line == f"{t['name']}{params}: {t['description']}"
+
+
+@pytest.mark.parametrize("args,flag", [(["--loss", "0.1"], "--loss"), (["--params", "m=3"], "--params"),
+                                       (["--ratio", "2"], "--ratio"), (["--eta-ov", "2"], "--eta-ov"),
+                                       (["--parameterization", "CACO"], "--parameterization")])
+def test_task_list_refuses_options_it_would_ignore(capsys, args, flag):
+    line = _one_line_error(capsys, ["--task", "list", *args])
+    assert line.startswith(f"print_dynamics: error: {flag}: --task list takes only --format")
+
+
 @pytest.mark.parametrize("args,message", [
     (["--task", "nope"], "unknown task 'nope'"),
     (["--task", "shared-irrelevant", "--params", "n_c=0"], "n_c must be an integer"),
