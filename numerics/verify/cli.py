@@ -10,8 +10,8 @@ from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from .records import format_table, summarize
 from .registry import CHECK_KINDS, capabilities, suite_kinds
-from .run import (DEFAULT_PARAMS, M_MAX, RATIO_RANGE, TARGET_LOSS_MIN, TASK_M_MAX, check_ratios, plan_checks,
-                  run_plan)
+from .run import (DEFAULT_PARAMS, M_MAX, RATIO_RANGE, TARGET_LOSS_MIN, TASK_M_MAX, ArgumentError, check_ratios,
+                  plan_checks, run_plan)
 
 __all__ = ["build_parser", "main", "PROG"]
 
@@ -96,6 +96,21 @@ def _parse_kinds(text):
     return kinds
 
 
+#: The option of each argument of :func:`~numerics.verify.run.plan_checks` an
+#: :class:`~numerics.verify.run.ArgumentError` names.
+_OPTIONS = {"task": "--task", "params": "--params", "kinds": "--kinds", "target_loss": "--target-loss"}
+
+
+def _option_message(exc) -> str:
+    """The message of an :class:`ArgumentError` naming the option: its first word, the argument's
+    name, replaced by the option (``--target-loss must be ...``), else the option put before it
+    (``--params: M must be ...``)."""
+    text, option = str(exc), _OPTIONS[exc.argument]
+    if text.split(" ", 1)[0] == exc.argument:
+        return option + text[len(exc.argument):]
+    return f"{option}: {text}"
+
+
 def _plan(args):
     """The validated run of the parsed arguments (UsageError/ValueError on bad input)."""
     params = {} if args.params is None else _parse_params(args.params, args.task)
@@ -104,8 +119,11 @@ def _plan(args):
     kinds = None if args.kinds is None else _parse_kinds(args.kinds)
     max_steps = None if args.max_steps is None else parse_int("--max-steps", args.max_steps, 1)
     args.parsed_params = params
-    return plan_checks(args.parameterization, ratios, quick=args.quick, target_loss=target,
-                       kinds=kinds, task=args.task, max_steps=max_steps, **params)
+    try:
+        return plan_checks(args.parameterization, ratios, quick=args.quick, target_loss=target,
+                           kinds=kinds, task=args.task, max_steps=max_steps, **params)
+    except ArgumentError as exc:
+        raise UsageError(_option_message(exc)) from None
 
 
 def _derive(plan):

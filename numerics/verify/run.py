@@ -13,7 +13,7 @@ from .records import Check
 from .registry import CHECK_KINDS, KINDS, suite_kinds
 
 __all__ = ["run_checks", "plan_checks", "run_plan", "Plan", "check_ratios", "check_settings", "check_task",
-           "Checks", "DEFAULT_PARAMS", "DEFAULT_RATIOS", "DEFAULT_TOLERANCES", "RATIO_RANGE",
+           "ArgumentError", "Checks", "DEFAULT_PARAMS", "DEFAULT_RATIOS", "DEFAULT_TOLERANCES", "RATIO_RANGE",
            "M_MAX", "TASK_M_MAX", "MAX_TOKEN_TYPES", "TARGET_LOSS_MIN", "TASK_INTEGRATION"]
 
 DEFAULT_PARAMS = dict(PAPER_SETTING)
@@ -41,6 +41,24 @@ TASK_INTEGRATION = {"n_times": 24, "rtol": 1e-11, "atol": 1e-13}
 #: Largest number of token types of a task's explicit full model (its matrices
 #: are (types x types) and a flow step holds a dozen copies of them).
 MAX_TOKEN_TYPES = 400
+
+
+class ArgumentError(ValueError):
+    """A ``ValueError`` about one argument of :func:`plan_checks`, which ``argument`` names
+    (``"task"``; ``"params"``: a model or task parameter; ``"target_loss"``), so that a command
+    line can name its option instead.
+
+    Parameters
+    ----------
+    argument : str
+        The argument the message is about.
+    message : str
+        The message, in the API's terms (keyword arguments, not options).
+    """
+
+    def __init__(self, argument, message):
+        super().__init__(message)
+        self.argument = argument
 
 
 class Checks(list):
@@ -162,8 +180,9 @@ def check_task(task_name, params):
 
     Raises
     ------
-    ValueError
-        Otherwise (the message names what).
+    ArgumentError
+        Otherwise (a ``ValueError``; the message names what, and its ``argument`` is ``"task"``
+        or ``"params"``).
     """
     from derivations.tasks import get_task
 
@@ -173,26 +192,23 @@ def check_task(task_name, params):
         task = get_task(task_name)
         task.check_symbolic()
     except ValueError as exc:
-        raise ValueError(f"--task: {exc}") from None
+        raise ArgumentError("task", str(exc)) from None
     try:
         values = task_parameters(task_name, **params)
-    except ValueError as exc:
-        raise ValueError(f"--params: {exc}") from None
-    for key in ("m", "n", "b"):
-        try:
+        for key in ("m", "n", "b"):
             check_in_range(key, values[key], *REDUCED_FLOW_RANGE[key],
                            f"for the reduced flow of task {task_name!r} that the checks compare with "
                            "(the range it is tested on)")
-        except ValueError as exc:
-            raise ValueError(f"--params: {exc}") from None
+    except ValueError as exc:
+        raise ArgumentError("params", str(exc)) from None
     if values["M"] > TASK_M_MAX:
-        raise ValueError(f"--params: M must be <= {TASK_M_MAX} for the full-model check (its "
-                         f"matrices are (2M + n_c)^2); got {values['M']:g}")
+        raise ArgumentError("params", f"M must be <= {TASK_M_MAX} for the full-model check (its "
+                                      f"matrices are (2M + n_c)^2); got {values['M']:g}")
     types = _token_types(task, values)
     if types > MAX_TOKEN_TYPES:
-        raise ValueError(f"--params: the explicit full model of {task_name} would have {types} "
-                         f"token types (matrices {types} x {types}); the limit is "
-                         f"{MAX_TOKEN_TYPES}")
+        raise ArgumentError("params", f"the explicit full model of {task_name} would have {types} "
+                                      f"token types (matrices {types} x {types}); the limit is "
+                                      f"{MAX_TOKEN_TYPES}")
     return values
 
 
@@ -207,8 +223,8 @@ def _target_loss(target_loss, quick, task, settings, kinds):
     else:
         lo, hi, shown = TARGET_LOSS_MIN["task"], logM, "log M"
     if not (math.isfinite(target_loss) and lo <= target_loss < hi):
-        raise ValueError(f"--target-loss must be in [{lo:g}, {shown}) = [{lo:g}, {hi:.6g}) (the range "
-                         f"the checks are verified on); got {target_loss!r}")
+        raise ArgumentError("target_loss", f"target_loss must be in [{lo:g}, {shown}) = [{lo:g}, {hi:.6g}) "
+                                           f"(the range the checks are verified on); got {target_loss!r}")
     return target_loss
 
 
@@ -252,7 +268,9 @@ def _subject_settings(task, quick, m, n, b, M, params):
     given = {k: v for k, v in dict(m=m, n=n, b=b, M=M).items() if v is not None}
     if task is None:
         if params:
-            raise ValueError(f"parameters {sorted(params)} need a task (task=NAME)")
+            raise ArgumentError("params", f"the paper's model has no parameter {sorted(params)[0]!r} "
+                                          "(parameters: m, n, b, M; a task's own parameters, such as n_c, "
+                                          "need task=NAME)")
         return check_settings(**{**DEFAULT_PARAMS, **given})
     given.setdefault("M", 3 if quick else 4)
     return check_task(task, {**given, **params})
@@ -373,7 +391,7 @@ tolerances, kinds, task, task_eps, task_integration, max_steps, **params
     Raises
     ------
     ValueError
-        An invalid argument (the message names it).
+        An invalid argument (the message names it; an :class:`ArgumentError` says which argument).
     """
     settings = _subject_settings(task, quick, m, n, b, M, params)
     parameterizations = _check_parameterizations(parameterizations)

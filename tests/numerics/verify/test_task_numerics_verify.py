@@ -280,3 +280,26 @@ def test_a_flow_that_could_not_be_computed_is_not_integrated_again(monkeypatch):
     monkeypatch.setattr(training, "gradient_flow", counted)
     checks = run_checks("CAFO", [1.0], quick=True, task="shared-irrelevant", kinds=("theta", "distance"))
     assert [c.quantity for c in checks if c.status != "PASS"] == ["integration"] and calls == [1e-11]
+
+
+
+@pytest.mark.parametrize("options,argument,message,argv,shown", [
+    ({"foo": 1}, "params", "the paper's model has no parameter 'foo' (parameters: m, n, b, M;", None, None),
+    ({"task": "paper", "parameterization": "CACO"}, "params", "task 'paper' has no parameter 'parameterization'",
+     ["--task", "paper", "--params", "parameterization=1"], "--params: task 'paper' has no parameter"),
+    ({"task": "nope"}, "task", "unknown task 'nope'", ["--task", "nope"], "--task: unknown task 'nope'"),
+    ({"task": "paper", "M": 99}, "params", "M must be <= 30", ["--task", "paper", "--params", "M=99"],
+     "--params: M must be <= 30"),
+    ({"task": "paper", "target_loss": 9.0}, "target_loss", "target_loss must be in [1e-06, log M)",
+     ["--task", "paper", "--target-loss", "9"], "--target-loss must be in [1e-06, log M)"),
+])
+def test_the_api_names_its_keyword_arguments_and_the_command_its_options(options, argument, message, argv, shown,
+                                                                          capsys):
+    """run_checks' ValueError names the keyword argument, never an option; the command adds its option."""
+    with pytest.raises(verify.ArgumentError) as info:
+        run_checks("CACO", quick=True, **options)
+    assert info.value.argument == argument and str(info.value).startswith(message)
+    assert "--" not in str(info.value)
+    if argv is not None:
+        assert verify.main(["--quick", *argv]) == 2
+        assert capsys.readouterr().err.startswith(f"python -m numerics.verify: error: {shown}")
