@@ -120,10 +120,11 @@ module                                   what
 Output: a table (one row per check: parameterization, ratio, quantity,
 value, tolerance, PASS/FAIL/INFO/N/V) or, with ``--json``, ``{"checks": [...],
 "summary": {...}}``.  Exit status 0 when every check passes, 1 when any
-fails or is not verifiable (or the output cannot be written), 2 on bad
-arguments or settings it cannot finish (M > 200, with ``--task`` M > 30 or
-more than :data:`~numerics.verify.run.MAX_TOKEN_TYPES` token types, ratios
-outside :data:`RATIO_RANGE`; one line on stderr, before any work).
+fails or is not verifiable or nothing was checked (or the output cannot be
+written), 2 on bad arguments or settings it cannot finish (M > 200, with
+``--task`` M > 30 or more than :data:`~numerics.verify.run.MAX_TOKEN_TYPES`
+token types, ratios outside :data:`RATIO_RANGE`, kinds none of which checks
+the subject; one line on stderr, before any work).
 
 The options are those of the parser :func:`build_parser` (``python -m
 numerics.verify --help``; the site's command-line reference is rendered from

@@ -49,7 +49,8 @@ def build_parser():
                    help="kinds of check to run, of " + ",".join(CHECK_KINDS) +
                         " (default: " + ",".join(suite_kinds("paper")) + "; with --task: " +
                         ",".join(suite_kinds("task")) + "); a kind the subject lacks the "
-                        "capability for is skipped, saying why")
+                        "capability for is skipped, saying why, and kinds that check nothing of it "
+                        "are refused")
     p.add_argument("--max-steps", default=None, metavar="N",
                    help=f"the full model's solver budget in steps (integer >= 1; default {DEFAULT_MAX_STEPS}): a "
                         "full flow that spends it has compared nothing and is not verifiable (a task's "
@@ -191,6 +192,8 @@ def _text(plan, checks, summary, elapsed, setup):
     lines.append(f"\n{summary['n_pass']} passed, {summary['n_fail']} failed, "
                  f"{summary['n_not_verifiable']} not verifiable, "
                  f"{summary['n_info']} reported{tail}")
+    if not checks:
+        lines.append("nothing was checked (exit status 1)")
     return "\n".join(lines)
 
 
@@ -224,8 +227,8 @@ def main(argv=None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-        plan = _plan(args)
         t_setup = time.perf_counter()
+        plan = _plan(args)       # asks the engine what the task has (the kinds that check it)
         _derive(plan)
     except (UsageError, ValueError) as exc:
         return usage_error(parser.prog, str(exc).splitlines()[0] if str(exc) else exc)

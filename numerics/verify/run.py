@@ -10,7 +10,7 @@ from . import paper_kinds, task_kinds  # noqa: F401  (register the kinds)
 from ..validation import check_in_range, check_int
 from .group import run_group
 from .records import Check
-from .registry import CHECK_KINDS, KINDS, suite_kinds
+from .registry import CHECK_KINDS, KINDS, missing_capability, suite_kinds
 
 __all__ = ["run_checks", "plan_checks", "run_plan", "Plan", "check_ratios", "check_settings", "check_task",
            "ArgumentError", "Checks", "DEFAULT_PARAMS", "DEFAULT_RATIOS", "DEFAULT_TOLERANCES", "RATIO_RANGE",
@@ -45,8 +45,8 @@ MAX_TOKEN_TYPES = 400
 
 class ArgumentError(ValueError):
     """A ``ValueError`` about one argument of :func:`plan_checks`, which ``argument`` names
-    (``"task"``; ``"params"``: a model or task parameter; ``"target_loss"``), so that a command
-    line can name its option instead.
+    (``"task"``; ``"params"``: a model or task parameter; ``"kinds"``; ``"target_loss"``), so that
+    a command line can name its option instead.
 
     Parameters
     ----------
@@ -111,12 +111,26 @@ def _check_parameterizations(parameterizations):
     return parameterizations
 
 
-def _check_kinds(kinds, task):
+def _check_kinds(kinds, task, parameterizations):
+    """The kinds, known, at least one of which checks the subject in one of the parameterizations
+    (else an ArgumentError naming the kinds the subject has)."""
     kinds = suite_kinds("paper" if task is None else "task") if kinds is None else tuple(kinds)
     unknown = [k for k in kinds if k not in CHECK_KINDS]
     if unknown or not kinds:
-        raise ValueError(f"kinds must be a non-empty subset of {list(CHECK_KINDS)}; got {kinds!r}")
-    return kinds
+        raise ArgumentError("kinds", f"kinds must be a non-empty subset of {list(CHECK_KINDS)}; got {kinds!r}")
+
+    def runs(kind):
+        return any(missing_capability(kind, task, P) is None for P in parameterizations)
+    try:
+        if any(runs(k) for k in kinds):
+            return kinds
+        has = [k for k in CHECK_KINDS if runs(k)]
+    except ValueError as exc:            # the engine could not reduce the task
+        raise ArgumentError("task", str(exc)) from None
+    subject = "the paper's model" if task is None else f"task {task!r}"
+    why = missing_capability(kinds[0], task, parameterizations[0])
+    raise ArgumentError("kinds", f"kinds {','.join(kinds)}: no check of {subject} runs ({kinds[0]} {why}); "
+                                 f"the kinds it has: {','.join(has)}")
 
 
 def check_settings(m, n, b, M):
@@ -322,7 +336,8 @@ def run_checks(parameterizations=PARAMETERIZATIONS, ratios=None, *, state_at_los
         Which kinds of check to run (keys of :data:`CHECK_KINDS`; default the
         paper's suite, or the task suite with ``task``). A kind whose
         capability the subject lacks is skipped; the reason is in the
-        result's ``skipped``.
+        result's ``skipped``. Kinds none of which checks the subject in the
+        parameterizations given are refused.
     task : str, optional
         An engine task (:mod:`derivations.tasks`) to verify instead of the
         paper's model.
@@ -396,7 +411,7 @@ tolerances, kinds, task, task_eps, task_integration, max_steps, **params
     settings = _subject_settings(task, quick, m, n, b, M, params)
     parameterizations = _check_parameterizations(parameterizations)
     ratios = check_ratios(((1.0,) if quick else DEFAULT_RATIOS) if ratios is None else ratios)
-    kinds = _check_kinds(kinds, task)
+    kinds = _check_kinds(kinds, task, parameterizations)
     target_loss = _target_loss(target_loss, quick, task, settings, kinds)
     opts = _options(quick, eps, random_scale, target_loss, thresholds,
                     math.log(settings["M"]), task_eps)

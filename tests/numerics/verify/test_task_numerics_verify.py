@@ -303,3 +303,32 @@ def test_the_api_names_its_keyword_arguments_and_the_command_its_options(options
     if argv is not None:
         assert verify.main(["--quick", *argv]) == 2
         assert capsys.readouterr().err.startswith(f"python -m numerics.verify: error: {shown}")
+
+
+@pytest.mark.parametrize("argv,has", [
+    (["--task", "query-in-context", "--kinds", "flow"], "the kinds it has: theta,observables,loss,alpha"),
+    (["--kinds", "theta", "--quick"], "the kinds it has: flow,closed_form,first_integral"),
+    (["--task", "query-in-context", "--kinds", "observables", "--parameterization", "CAFO"],
+     "the kinds it has: theta,loss,alpha"),
+])
+def test_kinds_that_check_nothing_are_refused_before_any_work(argv, has, monkeypatch, capsys):
+    """Every kind of --kinds skipped for the subject ran nothing and reported "0 passed, 0 failed", exit 0."""
+    from numerics.verify import cli
+
+    def no_work(*a, **k):
+        raise AssertionError("a check ran")
+    monkeypatch.setattr(cli, "run_plan", no_work)
+    assert cli.main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and f"--kinds {argv[argv.index('--kinds') + 1]}: no check of" in err
+    assert has in err
+    with pytest.raises(verify.ArgumentError, match="^kinds theta: no check of the paper's model runs"):
+        run_checks("CACO", quick=True, kinds=["theta"])
+
+
+def test_a_run_that_checked_nothing_is_not_ok(capsys):
+    """No crossing threshold lies between the target loss and log M: the kind ran and checked nothing."""
+    assert verify.summarize([])["ok"] is False
+    assert verify.main(["--quick", "--parameterization", "CACO", "--kinds", "crossings",
+                        "--target-loss", "1.5"]) == 1
+    assert capsys.readouterr().out.endswith("nothing was checked (exit status 1)\n")
