@@ -76,7 +76,7 @@ def _parse_params(text, task):
         if task is None and key not in DEFAULT_PARAMS:
             raise UsageError(f"--params: expected key=value with key in m,n,b,M; got {key!r}")
         v = parse_number(f"--params {key}", value)
-        if key == "M" and task is None and v == int(v):
+        if key == "M" and task is None and v == int(v) and abs(v) <= 2**53:    # printed as typed
             v = int(v)
         out[key] = v
     return out

@@ -4,10 +4,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from derivations.core.vocabulary import PAPER_SETTING, PARAMETERIZATIONS, check_positive
+from derivations.core.vocabulary import PAPER_SETTING, PARAMETERIZATIONS, check_classes, check_positive
 
 from . import paper_kinds, task_kinds  # noqa: F401  (register the kinds)
-from ..validation import check_in_range, check_int
+from ..validation import check_in_range, check_int, shown_number
 from .group import run_group
 from .records import Check
 from .registry import CHECK_KINDS, KINDS, missing_capability, suite_kinds
@@ -154,12 +154,21 @@ def check_settings(m, n, b, M):
         A value outside its rule or range.
     """
     from ..dynamics.closed_form import check_supported
-    m, n, b, M = check_supported(m, n, b, M)
-    M = int(M)                       # an integer in [2, MAX_CLASSES] by the rule check_supported applies
-    if M > M_MAX:
-        raise ValueError(f"M must be an integer in [2, {M_MAX}] (the full model has 6 M^2 "
-                         f"to 7 M^2 parameters); got {M!r}")
+    M = _check_classes(M, M_MAX, "(the full model has 6 M^2 to 7 M^2 parameters)")
+    m, n, b, _ = check_supported(m, n, b, M)
     return {"m": m, "n": n, "b": b, "M": M}
+
+
+def _check_classes(M, most, why):
+    """``M`` as an int in [2, ``most``], verify's cap that ``why`` explains; else a ValueError
+    naming that range."""
+    try:
+        value = check_classes(M)
+    except ValueError:
+        value = None
+    if value is None or value > most:
+        raise ValueError(f"M must be an integer in [2, {most}] {why}; got {shown_number(M)}")
+    return value
 
 
 def _token_types(task, values):
@@ -179,7 +188,7 @@ def check_task(task_name, params):
     own) must be valid, ``m``, ``n``, ``b`` within the range the reduced flow
     is tested on (:data:`numerics.dynamics.state.REDUCED_FLOW_RANGE`: outside
     it the flows overflow or creep, e.g. ``b = 1e300`` never reached the
-    target), ``M <= TASK_M_MAX`` and the instance at most
+    target), ``M`` an integer in [2, :data:`TASK_M_MAX`] and the instance at most
     :data:`MAX_TOKEN_TYPES` token types (refused before anything is built).
 
     Parameters
@@ -208,16 +217,15 @@ def check_task(task_name, params):
     except ValueError as exc:
         raise ArgumentError("task", str(exc)) from None
     try:
-        values = task_parameters(task_name, **params)
+        M = _check_classes(params.get("M", dict(task.defaults)["M"]), TASK_M_MAX,
+                           "for the full-model check (its matrices are (2M + n_c)^2)")
+        values = task_parameters(task_name, **{**params, "M": M})
         for key in ("m", "n", "b"):
             check_in_range(key, values[key], *REDUCED_FLOW_RANGE[key],
                            f"for the reduced flow of task {task_name!r} that the checks compare with "
                            "(the range it is tested on)")
     except ValueError as exc:
         raise ArgumentError("params", str(exc)) from None
-    if values["M"] > TASK_M_MAX:
-        raise ArgumentError("params", f"M must be <= {TASK_M_MAX} for the full-model check (its "
-                                      f"matrices are (2M + n_c)^2); got {values['M']:g}")
     types = _token_types(task, values)
     if types > MAX_TOKEN_TYPES:
         raise ArgumentError("params", f"the explicit full model of {task_name} would have {types} "

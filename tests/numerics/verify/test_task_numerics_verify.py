@@ -288,8 +288,8 @@ def test_a_flow_that_could_not_be_computed_is_not_integrated_again(monkeypatch):
     ({"task": "paper", "parameterization": "CACO"}, "params", "task 'paper' has no parameter 'parameterization'",
      ["--task", "paper", "--params", "parameterization=1"], "--params: task 'paper' has no parameter"),
     ({"task": "nope"}, "task", "unknown task 'nope'", ["--task", "nope"], "--task: unknown task 'nope'"),
-    ({"task": "paper", "M": 99}, "params", "M must be <= 30", ["--task", "paper", "--params", "M=99"],
-     "--params: M must be <= 30"),
+    ({"task": "paper", "M": 99}, "params", "M must be an integer in [2, 30]", ["--task", "paper", "--params", "M=99"],
+     "--params: M must be an integer in [2, 30]"),
     ({"task": "paper", "target_loss": 9.0}, "target_loss", "target_loss must be in [1e-06, log M)",
      ["--task", "paper", "--target-loss", "9"], "--target-loss must be in [1e-06, log M)"),
 ])
