@@ -103,11 +103,11 @@ _OPTIONS = {"task": "--task", "params": "--params", "kinds": "--kinds", "target_
 
 
 def _option_message(exc) -> str:
-    """The message of an :class:`ArgumentError` naming the option: its first word, the argument's
-    name, replaced by the option (``--target-loss must be ...``), else the option put before it
-    (``--params: M must be ...``)."""
+    """The message of an :class:`ArgumentError` naming the option: the argument's name that starts
+    it (``target_loss must be ...``) replaced by the option (``--target-loss must be ...``), else
+    the option put before it (``--params: M must be ...``, ``--task: task 'authors' is ...``)."""
     text, option = str(exc), _OPTIONS[exc.argument]
-    if text.split(" ", 1)[0] == exc.argument:
+    if text.startswith(f"{exc.argument} must "):
         return option + text[len(exc.argument):]
     return f"{option}: {text}"
 

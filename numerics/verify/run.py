@@ -129,8 +129,8 @@ def _check_kinds(kinds, task, parameterizations):
         raise ArgumentError("task", str(exc)) from None
     subject = "the paper's model" if task is None else f"task {task!r}"
     why = missing_capability(kinds[0], task, parameterizations[0])
-    raise ArgumentError("kinds", f"kinds {','.join(kinds)}: no check of {subject} runs ({kinds[0]} {why}); "
-                                 f"the kinds it has: {','.join(has)}")
+    raise ArgumentError("kinds", f"kinds must select a check of {subject}; got {','.join(kinds)} ({kinds[0]} "
+                                 f"{why}); the kinds it has: {','.join(has)}")
 
 
 def check_settings(m, n, b, M):
