@@ -332,3 +332,14 @@ def test_a_run_that_checked_nothing_is_not_ok(capsys):
     assert verify.main(["--quick", "--parameterization", "CACO", "--kinds", "crossings",
                         "--target-loss", "1.5"]) == 1
     assert capsys.readouterr().out.endswith("nothing was checked (exit status 1)\n")
+
+
+def test_a_numeric_only_task_is_refused_naming_what_can_be_verified(capsys):
+    """--task authors said "the symbolic engine needs M symbolic; got classes=4"."""
+    assert verify.main(["--task", "authors"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("python -m numerics.verify: error: --task: task 'authors' is numeric only: it has no "
+                          "symbolic engine task") and err.count("\n") == 1
+    assert "cannot be verified by this suite" in err
+    assert "verifiable: paper, shared-irrelevant, query-in-context, shared-irrelevant+query-in-context, " \
+           "query-copies, or a task file the engine reduces" in err
