@@ -10,8 +10,8 @@ from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from .records import format_table, summarize
 from .registry import CHECK_KINDS, capabilities, suite_kinds
-from .run import (DEFAULT_PARAMS, M_MAX, RATIO_RANGE, TARGET_LOSS_MIN, TASK_M_MAX, ArgumentError, check_ratios,
-                  plan_checks, run_plan)
+from .run import (DEFAULT_PARAMS, M_MAX, RATIO_RANGE, TARGET_LOSS_MIN, TASK_DEFAULT_M, TASK_M_MAX, ArgumentError,
+                  check_ratios, plan_checks, run_plan)
 
 __all__ = ["build_parser", "main", "PROG"]
 
@@ -33,8 +33,10 @@ def build_parser():
                         "parameters too")
     p.add_argument("--params", default=None, metavar="m=5,n=50,b=50,M=20",
                    help="model parameters, any subset (default: the paper's setting, M <= "
-                        f"{M_MAX}; with --task: M = 4, 3 with --quick, M <= {TASK_M_MAX}, and the "
-                        "task's own, e.g. n_c=2)")
+                        f"{M_MAX}; with --task: the task's defaults, but M = {TASK_DEFAULT_M[False]}, "
+                        f"{TASK_DEFAULT_M[True]} with --quick, where the task's default M is the paper's "
+                        f"{DEFAULT_PARAMS['M']} (a task file's own [defaults] M is used), M <= {TASK_M_MAX}; "
+                        "and the task's own parameters, e.g. n_c=2)")
     p.add_argument("--ratios", default=None, metavar="0.1,1,10",
                    help="learning-rate ratios eta_QK/eta_OV (eta_OV = 1), each in "
                         f"[{RATIO_RANGE[0]:g}, {RATIO_RANGE[1]:g}]; default 0.1,1,10 (quick: 1)")
@@ -57,7 +59,7 @@ def build_parser():
                         "full model is stiff toward small m)")
     p.add_argument("--quick", action="store_true",
                    help="fewer, faster checks (ratio 1 unless --ratios is given; with --task: "
-                        "target loss 0.3, M = 3 unless given)")
+                        f"target loss 0.3, M = {TASK_DEFAULT_M[True]} unless given or the task's own default)")
     p.add_argument("--json", action="store_true", help="JSON output")
     return p
 

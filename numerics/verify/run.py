@@ -13,7 +13,7 @@ from .records import Check
 from .registry import CHECK_KINDS, KINDS, missing_capability, suite_kinds
 
 __all__ = ["run_checks", "plan_checks", "run_plan", "Plan", "check_ratios", "check_settings", "check_task",
-           "ArgumentError", "Checks", "DEFAULT_PARAMS", "DEFAULT_RATIOS", "DEFAULT_TOLERANCES", "RATIO_RANGE",
+           "ArgumentError", "Checks", "TASK_DEFAULT_M", "DEFAULT_PARAMS", "DEFAULT_RATIOS", "DEFAULT_TOLERANCES", "RATIO_RANGE",
            "M_MAX", "TASK_M_MAX", "MAX_TOKEN_TYPES", "TARGET_LOSS_MIN", "TASK_INTEGRATION"]
 
 DEFAULT_PARAMS = dict(PAPER_SETTING)
@@ -36,6 +36,10 @@ TARGET_LOSS_MIN = {"paper": 1e-30, "task": 1e-6}
 M_MAX = 200
 #: Largest number of classes of a task's full matrix model.
 TASK_M_MAX = 30
+#: The number of classes a task is verified at, with ``quick`` and without, unless given or the task's
+#: own default differs from the paper's M = 20 (which every built-in task keeps: its explicit full model
+#: at M = 20 is slow).
+TASK_DEFAULT_M = {True: 3, False: 4}
 #: Integration of the task kinds' flows: comparison grid points and tolerances.
 TASK_INTEGRATION = {"n_times": 24, "rtol": 1e-11, "atol": 1e-13}
 #: Largest number of token types of a task's explicit full model (its matrices
@@ -159,15 +163,15 @@ def check_settings(m, n, b, M):
     return {"m": m, "n": n, "b": b, "M": M}
 
 
-def _check_classes(M, most, why):
+def _check_classes(M, most, why, shown=""):
     """``M`` as an int in [2, ``most``], verify's cap that ``why`` explains; else a ValueError
-    naming that range."""
+    naming that range (``shown`` follows the value)."""
     try:
         value = check_classes(M)
     except ValueError:
         value = None
     if value is None or value > most:
-        raise ValueError(f"M must be an integer in [2, {most}] {why}; got {shown_number(M)}")
+        raise ValueError(f"M must be an integer in [2, {most}] {why}; got {shown_number(M)}{shown}")
     return value
 
 
@@ -194,11 +198,12 @@ def _check_reduced(task):
                                     f"verifiable: {', '.join(reduced)}, or a task file the engine reduces")
 
 
-def check_task(task_name, params):
+def check_task(task_name, params, *, quick=False):
     """The parameter values of an engine task's full-model check.
 
     The task must be one the engine reduces; ``params`` (``M`` and the task's
-    own) must be valid, ``m``, ``n``, ``b`` within the range the reduced flow
+    own; those not given take the task's defaults, ``M`` the task's own default
+    where it differs from the paper's M = 20, else :data:`TASK_DEFAULT_M`) must be valid, ``m``, ``n``, ``b`` within the range the reduced flow
     is tested on (:data:`numerics.dynamics.state.REDUCED_FLOW_RANGE`: outside
     it the flows overflow or creep, e.g. ``b = 1e300`` never reached the
     target), ``M`` an integer in [2, :data:`TASK_M_MAX`] and the instance at most
@@ -208,6 +213,8 @@ def check_task(task_name, params):
     ----------
     task_name : str
     params : dict
+    quick : bool, optional
+        Picks the default M of :data:`TASK_DEFAULT_M`.
 
     Returns
     -------
@@ -229,9 +236,12 @@ def check_task(task_name, params):
     except ValueError as exc:
         raise ArgumentError("task", str(exc)) from None
     _check_reduced(task)
+    own = dict(task.defaults)["M"]
+    default = own if own != PAPER_SETTING["M"] else TASK_DEFAULT_M[bool(quick)]
     try:
-        M = _check_classes(params.get("M", dict(task.defaults)["M"]), TASK_M_MAX,
-                           "for the full-model check (its matrices are (2M + n_c)^2)")
+        M = _check_classes(params.get("M", default), TASK_M_MAX,
+                           "for the full-model check (its matrices are (2M + n_c)^2)",
+                           "" if "M" in params else " (the task's default)")
         values = task_parameters(task_name, **{**params, "M": M})
         for key in ("m", "n", "b"):
             check_in_range(key, values[key], *REDUCED_FLOW_RANGE[key],
@@ -307,8 +317,7 @@ def _subject_settings(task, quick, m, n, b, M, params):
                                           "(parameters: m, n, b, M; a task's own parameters, such as n_c, "
                                           "need task=NAME)")
         return check_settings(**{**DEFAULT_PARAMS, **given})
-    given.setdefault("M", 3 if quick else 4)
-    return check_task(task, {**given, **params})
+    return check_task(task, {**given, **params}, quick=quick)
 
 
 # --------------------------------------------------------------------------- #
@@ -329,7 +338,8 @@ def run_checks(parameterizations=PARAMETERIZATIONS, ratios=None, *, state_at_los
         Learning-rate ratios r = eta_QK / eta_OV (eta_OV = 1), each in
         :data:`RATIO_RANGE`. Default (0.1, 1, 10), or (1,) when ``quick``.
     m, n, b, M : model parameters (the paper's values by default; with a
-        task, M = 4, or 3 when ``quick``).
+        task, the task's defaults, but M = 4, or 3 when ``quick``, where the
+        task's default M is the paper's 20: :data:`TASK_DEFAULT_M`).
     quick : bool
         Coarser grid (12 points on [T/10, T] instead of 40 on
         [1e-4 T, T]), target loss 0.1 (task: 0.3), thresholds (1, 0.3), two

@@ -343,3 +343,25 @@ def test_a_numeric_only_task_is_refused_naming_what_can_be_verified(capsys):
     assert "cannot be verified by this suite" in err
     assert "verifiable: paper, shared-irrelevant, query-in-context, shared-irrelevant+query-in-context, " \
            "query-copies, or a task file the engine reduces" in err
+
+
+def _task_file(tmp_path, M):
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[3] / "docs/examples/query-copies-file.toml").read_text()
+    path = tmp_path / f"own-M{M}.toml"
+    path.write_text(text.replace('name = "query-copies-file"', f'name = "own-M{M}"') + f"\n[defaults]\nM = {M}\n")
+    return str(path)
+
+
+def test_a_task_files_own_default_M_is_used(tmp_path, capsys):
+    """A task file's [defaults] M = 5 was replaced by M = 3 (--quick) or 4; a default above verify's
+    cap is refused, naming it; a task keeping the paper's M = 20 is verified at 3 or 4."""
+    own = _task_file(tmp_path, 5)
+    for quick in (True, False):
+        assert verify.plan_checks("CACO", quick=quick, task=own).settings["M"] == 5
+        assert verify.plan_checks("CACO", quick=quick, task=own, M=6).settings["M"] == 6
+        assert verify.plan_checks("CACO", quick=quick, task="query-in-context").settings["M"] == (3 if quick else 4)
+    assert verify.main(["--task", _task_file(tmp_path, 50), "--quick"]) == 2
+    assert capsys.readouterr().err == ("python -m numerics.verify: error: --params: M must be an integer in [2, 30] "
+                                       "for the full-model check (its matrices are (2M + n_c)^2); got 50 "
+                                       "(the task's default)\n")
