@@ -116,9 +116,9 @@ def _check_parameterizations(parameterizations):
 
 
 def _check_kinds(kinds, task, parameterizations):
-    """The kinds, known, at least one of which checks the subject in one of the parameterizations
-    (else an ArgumentError naming the kinds the subject has)."""
-    kinds = suite_kinds("paper" if task is None else "task") if kinds is None else tuple(kinds)
+    """The kinds, known, each once, at least one of which checks the subject in one of the
+    parameterizations (else an ArgumentError naming the kinds the subject has)."""
+    kinds = suite_kinds("paper" if task is None else "task") if kinds is None else tuple(dict.fromkeys(kinds))
     unknown = [k for k in kinds if k not in CHECK_KINDS]
     if unknown or not kinds:
         raise ArgumentError("kinds", f"kinds must be a non-empty subset of {list(CHECK_KINDS)}; got {kinds!r}")
@@ -364,7 +364,7 @@ def run_checks(parameterizations=PARAMETERIZATIONS, ratios=None, *, state_at_los
     progress : callable, optional
         Called with a short string before each group.
     kinds : iterable of str, optional
-        Which kinds of check to run (keys of :data:`CHECK_KINDS`; default the
+        Which kinds of check to run (keys of :data:`CHECK_KINDS`, each run once; default the
         paper's suite, or the task suite with ``task``). A kind whose
         capability the subject lacks is skipped; the reason is in the
         result's ``skipped``. Kinds none of which checks the subject in the

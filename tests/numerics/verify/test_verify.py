@@ -269,6 +269,11 @@ def test_check_kinds_registry():
     assert [c.quantity for c in checks] == [f"flow~reduced {q}" for q in ("mu_OV", "mu_QK", "alpha")]
 
 
+def test_a_kind_named_twice_runs_once():
+    checks = run_checks("CACO", [1.0], quick=True, kinds=["flow", "flow"])
+    assert [c.quantity for c in checks] == ["flow~reduced mu_OV", "flow~reduced mu_QK", "flow~reduced alpha"]
+
+
 def test_build_parser_documents_every_option():
     parser = verify.build_parser()
     for action in parser._actions:
