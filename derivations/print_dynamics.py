@@ -27,9 +27,12 @@ Options
                                    and Lambda (master_lambda) at loss L (CACO from
                                    zero initialization); parameters not given in
                                    --params take the paper's values m=5,n=50,b=50,M=20
-                                   and the ratio defaults to 1
+                                   and the ratio defaults to 1; the state depends on the
+                                   ratio only, a task's integrated time t is at the rates
+                                   given (it scales as 1/eta_OV)
     --task NAME                    a built-in task of derivations.tasks (default paper;
-                                   'list' lists them); --params then also takes the
+                                   'list' lists them, as JSON with --format json, and
+                                   takes no other option); --params then also takes the
                                    task's own parameters (n_c)
 
 The numbers at a loss are the one place where derivations meet numerics: this
@@ -85,8 +88,8 @@ def _state_dict(st, ratio, lam) -> dict:
     return state
 
 
-def numeric_state(task, loss: float, ratio: float, params: dict) -> dict:
-    r"""The state at ``loss`` from zero initialization (CACO, eta_OV = 1, eta_QK = ratio).
+def numeric_state(task, loss: float, ratio: float, params: dict, eta_OV: float = 1.0) -> dict:
+    r"""The state at ``loss`` from zero initialization (CACO, eta_QK = ratio * eta_OV).
 
     Answered by the one entry :func:`numerics.dynamics.state_at_loss` (imported
     here, lazily: the only import of numerics in :mod:`derivations`): in closed
@@ -104,13 +107,17 @@ def numeric_state(task, loss: float, ratio: float, params: dict) -> dict:
         eta_QK / eta_OV.
     params : dict
         The task's parameter values given on the command line.
+    eta_OV : float, optional
+        The OV learning rate (default 1). The state depends on the ratio only;
+        the time scales as ``1/eta_OV``.
 
     Returns
     -------
     dict
         The printed state: coordinates, ``alpha``, the attention shares and beside them
         ``master_lambda`` (:math:`\Lambda = r (M - 1)\ell(L)^2/(M b)` of the task,
-        :func:`numerics.dynamics.master_lambda`), ``loss`` (and ``t``), ``method``.
+        :func:`numerics.dynamics.master_lambda`), ``loss`` (and ``t``, the flow time at
+        ``eta_QK = ratio * eta_OV`` and ``eta_OV``), ``method``.
 
     Raises
     ------
@@ -138,7 +145,10 @@ def numeric_state(task, loss: float, ratio: float, params: dict) -> dict:
         except (RuntimeError, RuntimeWarning, ArithmeticError) as exc:
             raise ValueError(f"task {task.name!r}: no state at loss {loss!r} for ratio {ratio:.15g}: "
                              f"{exc}") from None
-    return _state_dict(st, ratio, master_lambda(ratio, loss, task=name, **full))
+    state = _state_dict(st, ratio, master_lambda(ratio, loss, task=name, **full))
+    if "t" in state:
+        state["t"] /= eta_OV      # the flow at (ratio * eta_OV, eta_OV) is the eta_OV = 1 flow, time-rescaled
+    return state
 
 
 @exit_on_interrupt("print_dynamics")

@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from derivations.core.cli import OneLineParser, UsageError, exit_on_interrupt, usage_error
+from derivations.core.cli import OneLineParser, UsageError, exit_on_interrupt, parse_list, usage_error
 from derivations.core.output import emit
 
 from .output.files import FORMATS, check_dpi, check_formats, prepare_figure_dir, save_figure
@@ -28,6 +28,7 @@ PROG = "python -m numerics.figures"
 
 
 def _check_names(names):
+    """The figure names, each once in the order given (all by default)."""
     if names is None:
         return tuple(FIGURES)
     if isinstance(names, str):
@@ -36,7 +37,7 @@ def _check_names(names):
     bad = [n for n in names if n not in FIGURES]
     if bad or not names:
         raise ValueError(f"unknown figure(s) {bad}; choose from {list(FIGURES)}")
-    return names
+    return tuple(dict.fromkeys(names))
 
 
 def check_output_dir(output_dir, names=None, formats=FORMATS) -> Path:
@@ -93,8 +94,10 @@ def make_figures(output_dir=DEFAULT_OUTPUT, formats=("png", "pdf"), *, names=Non
     ----------
     output_dir : str or Path
     formats : sequence of {"png", "pdf", "svg"}
+        Each written once, however often it is named.
     names : sequence of str, optional
-        Subset of :data:`~numerics.output.theory.FIGURES` (default: all, in order).
+        Subset of :data:`~numerics.output.theory.FIGURES` (default: all, in order); a name
+        given twice is drawn once.
     quick : bool
         Coarser grids (for tests).
     dpi : float
@@ -141,9 +144,10 @@ def build_parser():
     p.add_argument("--output", "-o", default=str(DEFAULT_OUTPUT), metavar="DIR",
                    help=f"output directory, created if missing (default {DEFAULT_OUTPUT})")
     p.add_argument("--formats", default="png,pdf",
-                   help=f"comma-separated subset of {','.join(FORMATS)} (default png,pdf)")
+                   help=f"comma-separated subset of {','.join(FORMATS)} (default png,pdf; a format "
+                        "named twice is written once)")
     p.add_argument("--only", nargs="+", metavar="NAME", choices=list(FIGURES),
-                   help="make only these figures: " + ", ".join(FIGURES))
+                   help="make only these figures (a name given twice is drawn once): " + ", ".join(FIGURES))
     p.add_argument("--dpi", type=float, default=DPI,
                    help=f"PNG resolution in [{DPI_RANGE[0]:g}, {DPI_RANGE[1]:g}] (default {DPI})")
     p.add_argument("--quick", action="store_true", help="coarser grids (fast; for tests)")
@@ -169,16 +173,16 @@ def main(argv=None):
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-        formats = tuple(f.strip() for f in args.formats.split(",") if f.strip())
-        check_formats(formats)
+        formats = check_formats(parse_list("--formats", args.formats))
+        names = _check_names(args.only)
         check_dpi(args.dpi)
-        check_data(args.only)
-        out = check_output_dir(args.output, args.only or tuple(FIGURES), formats)
+        check_data(names)
+        out = check_output_dir(args.output, names, formats)
     except (UsageError, ValueError) as exc:
         return usage_error(parser.prog, str(exc).replace("dpi must", "--dpi must"))
     t0 = time.perf_counter()
     try:
-        paths = make_figures(out, formats, names=args.only, quick=args.quick, dpi=args.dpi,
+        paths = make_figures(out, formats, names=names, quick=args.quick, dpi=args.dpi,
                              verbose=not args.quiet)
     except OSError as exc:
         print(f"{parser.prog}: error: {exc}".replace("\n", " "), file=sys.stderr)

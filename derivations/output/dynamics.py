@@ -70,9 +70,11 @@ def build_parser():
     parser.add_argument("--loss", type=str, default=None,
                         help="also print the CACO state (mu_OV, mu_QK, alpha) at this loss, from zero "
                              "initialization; unset parameters take the paper's values and the ratio "
-                             "defaults to 1 (computed by numerics.dynamics.closed_form)")
+                             "defaults to 1 (computed by numerics.dynamics.closed_form); the state depends on the "
+                             "ratio only, a task's integrated time t is at the rates given")
     parser.add_argument("--task", default="paper",
-                        help="a built-in task of derivations.tasks ('list' lists them) or the path of a task "
+                        help="a built-in task of derivations.tasks ('list' lists them, as JSON with --format "
+                             "json; it takes no other option) or the path of a task "
                              "file (.toml); --params then also takes the task's own parameters such as "
                              "n_c (default: paper)")
     return parser
@@ -159,14 +161,41 @@ def _substitutions(params, rates, task) -> dict:
     return {table[k]: exact_number(v) for k, v in {**params, **rates}.items()}
 
 
-def task_list() -> str:
-    """One line per built-in task: name, parameters, description."""
+def task_list(fmt: str = "text") -> str:
+    """The built-in tasks: name, parameters, description.
+
+    Parameters
+    ----------
+    fmt : str, optional
+        ``"json"``: a JSON list of ``{"name", "parameters", "description"}``;
+        any other format: one line per task (default).
+
+    Returns
+    -------
+    str
+    """
     from ..tasks import TASKS
+    if fmt == "json":
+        return json.dumps([{"name": name, "parameters": list(task.parameters), "description": task.description}
+                           for name, task in TASKS.items()], indent=2)
     lines = []
     for name, task in TASKS.items():
         params = f" (parameters: {', '.join(task.parameters)})" if task.parameters else ""
         lines.append(f"{name}{params}: {task.description}")
     return "\n".join(lines)
+
+
+#: The options ``--task list`` has no use for, by their ``dest``.
+_NOT_FOR_LIST = ("parameterization", "params", "ratio", "eta_qk", "eta_ov", "loss")
+
+
+def _check_list_options(args) -> None:
+    """Refuse an option ``--task list`` would ignore (every option but ``--format``)."""
+    defaults = build_parser().parse_args([])
+    given = [dest for dest in _NOT_FOR_LIST if getattr(args, dest) != getattr(defaults, dest)]
+    if given:
+        flag = "--" + given[0].replace("_", "-")
+        raise UsageError(f"{flag}: --task list takes only --format (it lists the tasks)")
 
 
 # ----------------------------------------------------------------- sections
@@ -378,9 +407,11 @@ def _task_text(task, names, subs, state, fmt, why) -> list:
         lines += ["", f"symbolic reduction: not supported ({why}); the NumPy full-matrix model of "
                       "numerics.model integrates it"]
     if state is not None:
+        rate = f", eta_OV = {state['eta_OV']:g}" if "eta_OV" in state else ""
         lines += ["", f"== state_at_loss: L = {state['loss']:g} (CACO, zero init, eta_QK/eta_OV = "
-                      f"{state['ratio']:g}) ==", "", f"method: {state['method']}"]
-        lines += [f"{k} = {v:.15g}" for k, v in state.items() if isinstance(v, float) and k not in ("ratio", "loss")]
+                      f"{state['ratio']:g}{rate}) ==", "", f"method: {state['method']}"]
+        lines += [f"{k} = {v:.15g}" for k, v in state.items()
+                  if isinstance(v, float) and k not in ("ratio", "loss", "eta_OV")]
     return lines
 
 
@@ -410,9 +441,12 @@ def _state(task, args, params, rates, why, answer):
                          "run its full-matrix model in numerics instead")
     if answer is None:
         raise UsageError("--loss needs a numeric answer: run python -m derivations.print_dynamics")
-    ratio = rates.get("eta_QK", 1.0) / rates.get("eta_OV", 1.0)
-    state = dict(answer(task, loss, ratio, params))
+    eta_OV = rates.get("eta_OV", 1.0)
+    ratio = rates.get("eta_QK", 1.0) / eta_OV
+    state = dict(answer(task, loss, ratio, params, eta_OV))
     state.update(ratio=ratio, params=params)
+    if eta_OV != 1.0 and "t" in state:     # the time depends on eta_OV, the state on the ratio only
+        state["eta_OV"] = eta_OV
     return state
 
 
@@ -424,8 +458,9 @@ def render(args, answer=None) -> str:
     args : argparse.Namespace
         From :func:`build_parser`.
     answer : callable, optional
-        ``answer(task, loss, ratio, params)``: the state at ``--loss``
-        (``{"mu_OV", "mu_QK", "alpha", "loss", ..., "method"}``); the
+        ``answer(task, loss, ratio, params, eta_OV)``: the state at ``--loss``
+        (``{"mu_OV", "mu_QK", "alpha", "loss", ..., "method"}``, the time ``t``
+        at the rates ``eta_QK = ratio * eta_OV`` and ``eta_OV``); the
         command-line entry :mod:`derivations.print_dynamics` supplies the
         numeric one.
 
@@ -439,7 +474,8 @@ def render(args, answer=None) -> str:
         Bad input (the message names it).
     """
     if args.task == "list":
-        return task_list()
+        _check_list_options(args)
+        return task_list(args.format)
     from ..tasks import get_task
     task = get_task(args.task)
     params = parse_params(args.params, task)

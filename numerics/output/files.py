@@ -18,7 +18,7 @@ FORMATS = ("png", "pdf", "svg")
 
 
 def check_formats(formats) -> tuple:
-    """The output formats, checked.
+    """The output formats, checked, each once (in the order given).
 
     Parameters
     ----------
@@ -42,7 +42,7 @@ def check_formats(formats) -> tuple:
     bad = [f for f in formats if f not in FORMATS]
     if bad:
         raise ValueError(f"unknown format(s) {bad}; choose from {list(FORMATS)}")
-    return formats
+    return tuple(dict.fromkeys(formats))
 
 
 def check_dpi(dpi) -> float:

@@ -120,10 +120,11 @@ module                                   what
 Output: a table (one row per check: parameterization, ratio, quantity,
 value, tolerance, PASS/FAIL/INFO/N/V) or, with ``--json``, ``{"checks": [...],
 "summary": {...}}``.  Exit status 0 when every check passes, 1 when any
-fails or is not verifiable (or the output cannot be written), 2 on bad
-arguments or settings it cannot finish (M > 200, with ``--task`` M > 30 or
-more than :data:`~numerics.verify.run.MAX_TOKEN_TYPES` token types, ratios
-outside :data:`RATIO_RANGE`; one line on stderr, before any work).
+fails or is not verifiable or nothing was checked (or the output cannot be
+written), 2 on bad arguments or settings it cannot finish (M > 200, with
+``--task`` M > 30 or more than :data:`~numerics.verify.run.MAX_TOKEN_TYPES`
+token types, ratios outside :data:`RATIO_RANGE`, kinds none of which checks
+the subject; one line on stderr, before any work).
 
 The options are those of the parser :func:`build_parser` (``python -m
 numerics.verify --help``; the site's command-line reference is rendered from
@@ -147,13 +148,13 @@ _HOMES = {
     ".records": ("NOT_VERIFIABLE", "Check", "format_table", "summarize"),
     ".registry": ("CAPABILITIES", "CHECK_KINDS", "KINDS", "Kind", "capabilities", "check_kind"),
     ".run": ("DEFAULT_PARAMS", "DEFAULT_RATIOS", "DEFAULT_TOLERANCES", "MAX_TOKEN_TYPES", "RATIO_RANGE",
-             "TARGET_LOSS_MIN", "TASK_INTEGRATION", "Checks", "Plan", "check_ratios", "plan_checks", "run_checks",
+             "TARGET_LOSS_MIN", "TASK_INTEGRATION", "ArgumentError", "Checks", "Plan", "check_ratios", "plan_checks", "run_checks",
              "run_plan"),
     ".group": ("INTEGRATION_LIMITED",),
 }
 __getattr__, __dir__ = lazy_exports(__name__, _HOMES)
 
-__all__ = ["Check", "Checks", "run_checks", "plan_checks", "run_plan", "Plan",
+__all__ = ["Check", "Checks", "ArgumentError", "run_checks", "plan_checks", "run_plan", "Plan",
            "summarize", "format_table", "main", "build_parser",
            "DEFAULT_PARAMS", "DEFAULT_RATIOS", "DEFAULT_TOLERANCES", "PARAMETERIZATIONS",
            "Context", "CHECK_KINDS", "KINDS", "Kind", "CAPABILITIES", "capabilities",

@@ -10,8 +10,8 @@ from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from .records import format_table, summarize
 from .registry import CHECK_KINDS, capabilities, suite_kinds
-from .run import (DEFAULT_PARAMS, M_MAX, RATIO_RANGE, TARGET_LOSS_MIN, TASK_M_MAX, check_ratios, plan_checks,
-                  run_plan)
+from .run import (DEFAULT_PARAMS, M_MAX, RATIO_RANGE, TARGET_LOSS_MIN, TASK_DEFAULT_M, TASK_M_MAX, ArgumentError,
+                  check_ratios, plan_checks, run_plan)
 
 __all__ = ["build_parser", "main", "PROG"]
 
@@ -33,8 +33,10 @@ def build_parser():
                         "parameters too")
     p.add_argument("--params", default=None, metavar="m=5,n=50,b=50,M=20",
                    help="model parameters, any subset (default: the paper's setting, M <= "
-                        f"{M_MAX}; with --task: M = 4, 3 with --quick, M <= {TASK_M_MAX}, and the "
-                        "task's own, e.g. n_c=2)")
+                        f"{M_MAX}; with --task: the task's defaults, but M = {TASK_DEFAULT_M[False]}, "
+                        f"{TASK_DEFAULT_M[True]} with --quick, where the task's default M is the paper's "
+                        f"{DEFAULT_PARAMS['M']} (a task file's own [defaults] M is used), M <= {TASK_M_MAX}; "
+                        "and the task's own parameters, e.g. n_c=2)")
     p.add_argument("--ratios", default=None, metavar="0.1,1,10",
                    help="learning-rate ratios eta_QK/eta_OV (eta_OV = 1), each in "
                         f"[{RATIO_RANGE[0]:g}, {RATIO_RANGE[1]:g}]; default 0.1,1,10 (quick: 1)")
@@ -49,14 +51,15 @@ def build_parser():
                    help="kinds of check to run, of " + ",".join(CHECK_KINDS) +
                         " (default: " + ",".join(suite_kinds("paper")) + "; with --task: " +
                         ",".join(suite_kinds("task")) + "); a kind the subject lacks the "
-                        "capability for is skipped, saying why")
+                        "capability for is skipped, saying why, and kinds that check nothing of it "
+                        "are refused")
     p.add_argument("--max-steps", default=None, metavar="N",
                    help=f"the full model's solver budget in steps (integer >= 1; default {DEFAULT_MAX_STEPS}): a "
                         "full flow that spends it has compared nothing and is not verifiable (a task's "
                         "full model is stiff toward small m)")
     p.add_argument("--quick", action="store_true",
                    help="fewer, faster checks (ratio 1 unless --ratios is given; with --task: "
-                        "target loss 0.3, M = 3 unless given)")
+                        f"target loss 0.3, M = {TASK_DEFAULT_M[True]} unless given or the task's own default)")
     p.add_argument("--json", action="store_true", help="JSON output")
     return p
 
@@ -75,7 +78,7 @@ def _parse_params(text, task):
         if task is None and key not in DEFAULT_PARAMS:
             raise UsageError(f"--params: expected key=value with key in m,n,b,M; got {key!r}")
         v = parse_number(f"--params {key}", value)
-        if key == "M" and task is None and v == int(v):
+        if key == "M" and task is None and v == int(v) and abs(v) <= 2**53:    # printed as typed
             v = int(v)
         out[key] = v
     return out
@@ -96,6 +99,21 @@ def _parse_kinds(text):
     return kinds
 
 
+#: The option of each argument of :func:`~numerics.verify.run.plan_checks` an
+#: :class:`~numerics.verify.run.ArgumentError` names.
+_OPTIONS = {"task": "--task", "params": "--params", "kinds": "--kinds", "target_loss": "--target-loss"}
+
+
+def _option_message(exc) -> str:
+    """The message of an :class:`ArgumentError` naming the option: the argument's name that starts
+    it (``target_loss must be ...``) replaced by the option (``--target-loss must be ...``), else
+    the option put before it (``--params: M must be ...``, ``--task: task 'authors' is ...``)."""
+    text, option = str(exc), _OPTIONS[exc.argument]
+    if text.startswith(f"{exc.argument} must "):
+        return option + text[len(exc.argument):]
+    return f"{option}: {text}"
+
+
 def _plan(args):
     """The validated run of the parsed arguments (UsageError/ValueError on bad input)."""
     params = {} if args.params is None else _parse_params(args.params, args.task)
@@ -104,8 +122,11 @@ def _plan(args):
     kinds = None if args.kinds is None else _parse_kinds(args.kinds)
     max_steps = None if args.max_steps is None else parse_int("--max-steps", args.max_steps, 1)
     args.parsed_params = params
-    return plan_checks(args.parameterization, ratios, quick=args.quick, target_loss=target,
-                       kinds=kinds, task=args.task, max_steps=max_steps, **params)
+    try:
+        return plan_checks(args.parameterization, ratios, quick=args.quick, target_loss=target,
+                           kinds=kinds, task=args.task, max_steps=max_steps, **params)
+    except ArgumentError as exc:
+        raise UsageError(_option_message(exc)) from None
 
 
 def _derive(plan):
@@ -173,6 +194,8 @@ def _text(plan, checks, summary, elapsed, setup):
     lines.append(f"\n{summary['n_pass']} passed, {summary['n_fail']} failed, "
                  f"{summary['n_not_verifiable']} not verifiable, "
                  f"{summary['n_info']} reported{tail}")
+    if not checks:
+        lines.append("nothing was checked (exit status 1)")
     return "\n".join(lines)
 
 
@@ -206,8 +229,8 @@ def main(argv=None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-        plan = _plan(args)
         t_setup = time.perf_counter()
+        plan = _plan(args)       # asks the engine what the task has (the kinds that check it)
         _derive(plan)
     except (UsageError, ValueError) as exc:
         return usage_error(parser.prog, str(exc).splitlines()[0] if str(exc) else exc)

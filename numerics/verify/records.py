@@ -113,13 +113,13 @@ def summarize(checks, elapsed=None, settings=None) -> dict:
     Returns
     -------
     dict
-        ``n_checks, n_pass, n_fail, n_info, n_not_verifiable, ok`` (ok: nothing failed and
-        everything was verifiable), and ``elapsed_s`` and ``settings`` when given.
+        ``n_checks, n_pass, n_fail, n_info, n_not_verifiable, ok`` (ok: something was checked,
+        nothing failed and everything was verifiable), and ``elapsed_s`` and ``settings`` when given.
     """
     st = [c.status for c in checks]
     out = {"n_checks": len(st), "n_pass": st.count("PASS"), "n_fail": st.count("FAIL"),
            "n_info": st.count("INFO"), "n_not_verifiable": st.count("N/V"),
-           "ok": "FAIL" not in st and "N/V" not in st}
+           "ok": bool(st) and "FAIL" not in st and "N/V" not in st}
     if elapsed is not None:
         out["elapsed_s"] = round(float(elapsed), 3)
     if settings is not None:

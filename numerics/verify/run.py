@@ -4,16 +4,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from derivations.core.vocabulary import PAPER_SETTING, PARAMETERIZATIONS, check_positive
+from derivations.core.vocabulary import PAPER_SETTING, PARAMETERIZATIONS, check_classes, check_positive
 
 from . import paper_kinds, task_kinds  # noqa: F401  (register the kinds)
-from ..validation import check_in_range, check_int
+from ..validation import check_in_range, check_int, shown_number
 from .group import run_group
 from .records import Check
-from .registry import CHECK_KINDS, KINDS, suite_kinds
+from .registry import CHECK_KINDS, KINDS, missing_capability, suite_kinds
 
 __all__ = ["run_checks", "plan_checks", "run_plan", "Plan", "check_ratios", "check_settings", "check_task",
-           "Checks", "DEFAULT_PARAMS", "DEFAULT_RATIOS", "DEFAULT_TOLERANCES", "RATIO_RANGE",
+           "ArgumentError", "Checks", "TASK_DEFAULT_M", "DEFAULT_PARAMS", "DEFAULT_RATIOS", "DEFAULT_TOLERANCES", "RATIO_RANGE",
            "M_MAX", "TASK_M_MAX", "MAX_TOKEN_TYPES", "TARGET_LOSS_MIN", "TASK_INTEGRATION"]
 
 DEFAULT_PARAMS = dict(PAPER_SETTING)
@@ -36,11 +36,33 @@ TARGET_LOSS_MIN = {"paper": 1e-30, "task": 1e-6}
 M_MAX = 200
 #: Largest number of classes of a task's full matrix model.
 TASK_M_MAX = 30
+#: The number of classes a task is verified at, with ``quick`` and without, unless given or the task's
+#: own default differs from the paper's M = 20 (which every built-in task keeps: its explicit full model
+#: at M = 20 is slow).
+TASK_DEFAULT_M = {True: 3, False: 4}
 #: Integration of the task kinds' flows: comparison grid points and tolerances.
 TASK_INTEGRATION = {"n_times": 24, "rtol": 1e-11, "atol": 1e-13}
 #: Largest number of token types of a task's explicit full model (its matrices
 #: are (types x types) and a flow step holds a dozen copies of them).
 MAX_TOKEN_TYPES = 400
+
+
+class ArgumentError(ValueError):
+    """A ``ValueError`` about one argument of :func:`plan_checks`, which ``argument`` names
+    (``"task"``; ``"params"``: a model or task parameter; ``"kinds"``; ``"target_loss"``), so that
+    a command line can name its option instead.
+
+    Parameters
+    ----------
+    argument : str
+        The argument the message is about.
+    message : str
+        The message, in the API's terms (keyword arguments, not options).
+    """
+
+    def __init__(self, argument, message):
+        super().__init__(message)
+        self.argument = argument
 
 
 class Checks(list):
@@ -93,12 +115,26 @@ def _check_parameterizations(parameterizations):
     return parameterizations
 
 
-def _check_kinds(kinds, task):
-    kinds = suite_kinds("paper" if task is None else "task") if kinds is None else tuple(kinds)
+def _check_kinds(kinds, task, parameterizations):
+    """The kinds, known, each once, at least one of which checks the subject in one of the
+    parameterizations (else an ArgumentError naming the kinds the subject has)."""
+    kinds = suite_kinds("paper" if task is None else "task") if kinds is None else tuple(dict.fromkeys(kinds))
     unknown = [k for k in kinds if k not in CHECK_KINDS]
     if unknown or not kinds:
-        raise ValueError(f"kinds must be a non-empty subset of {list(CHECK_KINDS)}; got {kinds!r}")
-    return kinds
+        raise ArgumentError("kinds", f"kinds must be a non-empty subset of {list(CHECK_KINDS)}; got {kinds!r}")
+
+    def runs(kind):
+        return any(missing_capability(kind, task, P) is None for P in parameterizations)
+    try:
+        if any(runs(k) for k in kinds):
+            return kinds
+        has = [k for k in CHECK_KINDS if runs(k)]
+    except ValueError as exc:            # the engine could not reduce the task
+        raise ArgumentError("task", str(exc)) from None
+    subject = "the paper's model" if task is None else f"task {task!r}"
+    why = missing_capability(kinds[0], task, parameterizations[0])
+    raise ArgumentError("kinds", f"kinds must select a check of {subject}; got {','.join(kinds)} ({kinds[0]} "
+                                 f"{why}); the kinds it has: {','.join(has)}")
 
 
 def check_settings(m, n, b, M):
@@ -122,12 +158,21 @@ def check_settings(m, n, b, M):
         A value outside its rule or range.
     """
     from ..dynamics.closed_form import check_supported
-    m, n, b, M = check_supported(m, n, b, M)
-    M = int(M)                       # an integer in [2, MAX_CLASSES] by the rule check_supported applies
-    if M > M_MAX:
-        raise ValueError(f"M must be an integer in [2, {M_MAX}] (the full model has 6 M^2 "
-                         f"to 7 M^2 parameters); got {M!r}")
+    M = _check_classes(M, M_MAX, "(the full model has 6 M^2 to 7 M^2 parameters)")
+    m, n, b, _ = check_supported(m, n, b, M)
     return {"m": m, "n": n, "b": b, "M": M}
+
+
+def _check_classes(M, most, why, shown=""):
+    """``M`` as an int in [2, ``most``], verify's cap that ``why`` explains; else a ValueError
+    naming that range (``shown`` follows the value)."""
+    try:
+        value = check_classes(M)
+    except ValueError:
+        value = None
+    if value is None or value > most:
+        raise ValueError(f"M must be an integer in [2, {most}] {why}; got {shown_number(M)}{shown}")
+    return value
 
 
 def _token_types(task, values):
@@ -140,20 +185,36 @@ def _token_types(task, values):
                for g in task.groups)
 
 
-def check_task(task_name, params):
+def _check_reduced(task):
+    """Refuse a task the symbolic engine does not reduce: this suite compares the reduced system
+    with the full model, so a numeric-only task (the authors' sampled task) has nothing to compare."""
+    from derivations.tasks import TASKS
+    why = task.why_not_symbolic()
+    if why is not None:
+        reduced = [name for name, t in TASKS.items() if t.why_not_symbolic() is None]
+        raise ArgumentError("task", f"task {task.name!r} is numeric only: it has no symbolic engine task "
+                                    f"({why.split(': ', 1)[-1]}), so it cannot be verified by this suite, "
+                                    "which checks a task's reduced system against its full matrix model; "
+                                    f"verifiable: {', '.join(reduced)}, or a task file the engine reduces")
+
+
+def check_task(task_name, params, *, quick=False):
     """The parameter values of an engine task's full-model check.
 
     The task must be one the engine reduces; ``params`` (``M`` and the task's
-    own) must be valid, ``m``, ``n``, ``b`` within the range the reduced flow
+    own; those not given take the task's defaults, ``M`` the task's own default
+    where it differs from the paper's M = 20, else :data:`TASK_DEFAULT_M`) must be valid, ``m``, ``n``, ``b`` within the range the reduced flow
     is tested on (:data:`numerics.dynamics.state.REDUCED_FLOW_RANGE`: outside
     it the flows overflow or creep, e.g. ``b = 1e300`` never reached the
-    target), ``M <= TASK_M_MAX`` and the instance at most
+    target), ``M`` an integer in [2, :data:`TASK_M_MAX`] and the instance at most
     :data:`MAX_TOKEN_TYPES` token types (refused before anything is built).
 
     Parameters
     ----------
     task_name : str
     params : dict
+    quick : bool, optional
+        Picks the default M of :data:`TASK_DEFAULT_M`.
 
     Returns
     -------
@@ -162,8 +223,9 @@ def check_task(task_name, params):
 
     Raises
     ------
-    ValueError
-        Otherwise (the message names what).
+    ArgumentError
+        Otherwise (a ``ValueError``; the message names what, and its ``argument`` is ``"task"``
+        or ``"params"``).
     """
     from derivations.tasks import get_task
 
@@ -171,28 +233,27 @@ def check_task(task_name, params):
     from ..dynamics.task_systems import task_parameters
     try:
         task = get_task(task_name)
-        task.check_symbolic()
     except ValueError as exc:
-        raise ValueError(f"--task: {exc}") from None
+        raise ArgumentError("task", str(exc)) from None
+    _check_reduced(task)
+    own = dict(task.defaults)["M"]
+    default = own if own != PAPER_SETTING["M"] else TASK_DEFAULT_M[bool(quick)]
     try:
-        values = task_parameters(task_name, **params)
-    except ValueError as exc:
-        raise ValueError(f"--params: {exc}") from None
-    for key in ("m", "n", "b"):
-        try:
+        M = _check_classes(params.get("M", default), TASK_M_MAX,
+                           "for the full-model check (its matrices are (2M + n_c)^2)",
+                           "" if "M" in params else " (the task's default)")
+        values = task_parameters(task_name, **{**params, "M": M})
+        for key in ("m", "n", "b"):
             check_in_range(key, values[key], *REDUCED_FLOW_RANGE[key],
                            f"for the reduced flow of task {task_name!r} that the checks compare with "
                            "(the range it is tested on)")
-        except ValueError as exc:
-            raise ValueError(f"--params: {exc}") from None
-    if values["M"] > TASK_M_MAX:
-        raise ValueError(f"--params: M must be <= {TASK_M_MAX} for the full-model check (its "
-                         f"matrices are (2M + n_c)^2); got {values['M']:g}")
+    except ValueError as exc:
+        raise ArgumentError("params", str(exc)) from None
     types = _token_types(task, values)
     if types > MAX_TOKEN_TYPES:
-        raise ValueError(f"--params: the explicit full model of {task_name} would have {types} "
-                         f"token types (matrices {types} x {types}); the limit is "
-                         f"{MAX_TOKEN_TYPES}")
+        raise ArgumentError("params", f"the explicit full model of {task_name} would have {types} "
+                                      f"token types (matrices {types} x {types}); the limit is "
+                                      f"{MAX_TOKEN_TYPES}")
     return values
 
 
@@ -207,8 +268,8 @@ def _target_loss(target_loss, quick, task, settings, kinds):
     else:
         lo, hi, shown = TARGET_LOSS_MIN["task"], logM, "log M"
     if not (math.isfinite(target_loss) and lo <= target_loss < hi):
-        raise ValueError(f"--target-loss must be in [{lo:g}, {shown}) = [{lo:g}, {hi:.6g}) (the range "
-                         f"the checks are verified on); got {target_loss!r}")
+        raise ArgumentError("target_loss", f"target_loss must be in [{lo:g}, {shown}) = [{lo:g}, {hi:.6g}) "
+                                           f"(the range the checks are verified on); got {target_loss!r}")
     return target_loss
 
 
@@ -252,10 +313,11 @@ def _subject_settings(task, quick, m, n, b, M, params):
     given = {k: v for k, v in dict(m=m, n=n, b=b, M=M).items() if v is not None}
     if task is None:
         if params:
-            raise ValueError(f"parameters {sorted(params)} need a task (task=NAME)")
+            raise ArgumentError("params", f"the paper's model has no parameter {sorted(params)[0]!r} "
+                                          "(parameters: m, n, b, M; a task's own parameters, such as n_c, "
+                                          "need task=NAME)")
         return check_settings(**{**DEFAULT_PARAMS, **given})
-    given.setdefault("M", 3 if quick else 4)
-    return check_task(task, {**given, **params})
+    return check_task(task, {**given, **params}, quick=quick)
 
 
 # --------------------------------------------------------------------------- #
@@ -276,7 +338,8 @@ def run_checks(parameterizations=PARAMETERIZATIONS, ratios=None, *, state_at_los
         Learning-rate ratios r = eta_QK / eta_OV (eta_OV = 1), each in
         :data:`RATIO_RANGE`. Default (0.1, 1, 10), or (1,) when ``quick``.
     m, n, b, M : model parameters (the paper's values by default; with a
-        task, M = 4, or 3 when ``quick``).
+        task, the task's defaults, but M = 4, or 3 when ``quick``, where the
+        task's default M is the paper's 20: :data:`TASK_DEFAULT_M`).
     quick : bool
         Coarser grid (12 points on [T/10, T] instead of 40 on
         [1e-4 T, T]), target loss 0.1 (task: 0.3), thresholds (1, 0.3), two
@@ -301,10 +364,11 @@ def run_checks(parameterizations=PARAMETERIZATIONS, ratios=None, *, state_at_los
     progress : callable, optional
         Called with a short string before each group.
     kinds : iterable of str, optional
-        Which kinds of check to run (keys of :data:`CHECK_KINDS`; default the
+        Which kinds of check to run (keys of :data:`CHECK_KINDS`, each run once; default the
         paper's suite, or the task suite with ``task``). A kind whose
         capability the subject lacks is skipped; the reason is in the
-        result's ``skipped``.
+        result's ``skipped``. Kinds none of which checks the subject in the
+        parameterizations given are refused.
     task : str, optional
         An engine task (:mod:`derivations.tasks`) to verify instead of the
         paper's model.
@@ -373,12 +437,12 @@ tolerances, kinds, task, task_eps, task_integration, max_steps, **params
     Raises
     ------
     ValueError
-        An invalid argument (the message names it).
+        An invalid argument (the message names it; an :class:`ArgumentError` says which argument).
     """
     settings = _subject_settings(task, quick, m, n, b, M, params)
     parameterizations = _check_parameterizations(parameterizations)
     ratios = check_ratios(((1.0,) if quick else DEFAULT_RATIOS) if ratios is None else ratios)
-    kinds = _check_kinds(kinds, task)
+    kinds = _check_kinds(kinds, task, parameterizations)
     target_loss = _target_loss(target_loss, quick, task, settings, kinds)
     opts = _options(quick, eps, random_scale, target_loss, thresholds,
                     math.log(settings["M"]), task_eps)

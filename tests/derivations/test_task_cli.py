@@ -31,6 +31,26 @@ def test_task_list(capsys):
         "authors"]
 
 
+def test_task_list_as_json(capsys):
+    """--format json lists the tasks as JSON: what the text shows, one object per task."""
+    assert main(["--task", "list"]) == 0
+    text = capsys.readouterr().out.splitlines()
+    assert main(["--task", "list", "--format", "json"]) == 0
+    tasks = json.loads(capsys.readouterr().out)
+    assert [set(t) for t in tasks] == [{"name", "parameters", "description"}] * len(text)
+    for line, t in zip(text, tasks):
+        params = f" (parameters: {', '.join(t['parameters'])})" if t["parameters"] else ""
+        assert line == f"{t['name']}{params}: {t['description']}"
+
+
+@pytest.mark.parametrize("args,flag", [(["--loss", "0.1"], "--loss"), (["--params", "m=3"], "--params"),
+                                       (["--ratio", "2"], "--ratio"), (["--eta-ov", "2"], "--eta-ov"),
+                                       (["--parameterization", "CACO"], "--parameterization")])
+def test_task_list_refuses_options_it_would_ignore(capsys, args, flag):
+    line = _one_line_error(capsys, ["--task", "list", *args])
+    assert line.startswith(f"print_dynamics: error: {flag}: --task list takes only --format")
+
+
 @pytest.mark.parametrize("args,message", [
     (["--task", "nope"], "unknown task 'nope'"),
     (["--task", "shared-irrelevant", "--params", "n_c=0"], "n_c must be an integer"),
@@ -199,3 +219,36 @@ def test_authors_task_takes_only_its_own_parameter(capsys):
 @pytest.mark.parametrize("args", [["--ratio", ""], ["--eta-qk", ""], ["--loss", ""], ["--params", "m="]])
 def test_empty_values_refused(capsys, args):
     assert "must be" in _one_line_error(capsys, ["--task", "shared-irrelevant", *args])
+
+
+def _state_json(capsys, task, *rates):
+    assert main(["--task", task, "--parameterization", "CACO", "--loss", "0.1", "--format", "json",
+                 *rates]) == 0
+    return json.loads(capsys.readouterr().out)["state_at_loss"]
+
+
+@pytest.mark.parametrize("eta_qk,eta_ov", [("20", "10"), (None, "10")])
+def test_time_at_both_rates_is_the_flow_time_at_those_rates(capsys, eta_qk, eta_ov):
+    """The state depends on the ratio only; the time is the reduced flow's at the rates given
+    (it scales as 1/eta_OV), in json and in text."""
+    from numerics.dynamics import ReducedSystem
+    rates = [*(["--eta-qk", eta_qk] if eta_qk else []), "--eta-ov", eta_ov]
+    qk, ov = float(eta_qk or 1), float(eta_ov)
+    state = _state_json(capsys, "query-in-context", *rates)
+    by_ratio = _state_json(capsys, "query-in-context", "--ratio", repr(qk / ov))
+    ref = ReducedSystem("CACO", task="query-in-context", eta_QK=qk, eta_OV=ov).integrate(target_loss=0.1)
+    assert state["t"] == pytest.approx(ref.target_state["t"], rel=1e-8)
+    assert state["t"] == pytest.approx(by_ratio["t"] / ov, rel=1e-14)
+    assert {k: v for k, v in state.items() if k not in ("t", "eta_OV")} == \
+        {k: v for k, v in by_ratio.items() if k != "t"}
+    assert state["eta_OV"] == ov and "eta_OV" not in by_ratio
+    assert main(["--task", "query-in-context", "--parameterization", "CACO", "--loss", "0.1", *rates]) == 0
+    out = capsys.readouterr().out
+    assert f"eta_OV = {ov:g}) ==" in out
+    assert float(out.split("\nt = ")[1].split()[0]) == pytest.approx(state["t"], rel=1e-14)
+
+
+def test_paper_state_at_both_rates_is_the_state_at_their_ratio(capsys):
+    """The paper's closed form has no time: both rates print the state at their ratio, as --ratio does."""
+    state = _state_json(capsys, "paper", "--eta-qk", "20", "--eta-ov", "10")
+    assert state == _state_json(capsys, "paper", "--ratio", "2") and "t" not in state

@@ -115,6 +115,26 @@ def test_cli_bad_arguments_exit_2_one_line(tmp_path, capsys, argv):
     assert not (tmp_path / "o").exists()
 
 
+def test_cli_refuses_an_empty_format_item(tmp_path, capsys):
+    """--formats png,,pdf ran; every list option refuses an empty item (the shared list parser)."""
+    assert figures.main(["--output", str(tmp_path / "o"), "--formats", "png,,pdf"]) == 2
+    assert capsys.readouterr().err == ("python -m numerics.figures: error: --formats must not have an empty "
+                                       "item between commas; got 'png,,pdf'\n")
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_name_given_twice_is_made_once(tmp_path, capsys, monkeypatch):
+    """--only stopping_curves stopping_curves drew it twice and reported 4 files."""
+    drawn = []
+    draw = output.FIGURES["stopping_curves"]
+    monkeypatch.setitem(figures.FIGURES, "stopping_curves", lambda **kw: drawn.append(1) or draw(**kw))
+    assert figures.main(["--output", str(tmp_path), "--quick", "--only", "stopping_curves", "stopping_curves",
+                         "--formats", "png,png", "--dpi", "30"]) == 0
+    out, err = capsys.readouterr()
+    assert drawn == [1] and out.split() == [str(tmp_path / "stopping_curves.png")]
+    assert err.splitlines()[-1].startswith("1 files in ")
+
+
 def test_cli_subprocess_bad_output(tmp_path):
     f = tmp_path / "file"
     f.write_text("x")

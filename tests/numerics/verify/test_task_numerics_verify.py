@@ -280,3 +280,88 @@ def test_a_flow_that_could_not_be_computed_is_not_integrated_again(monkeypatch):
     monkeypatch.setattr(training, "gradient_flow", counted)
     checks = run_checks("CAFO", [1.0], quick=True, task="shared-irrelevant", kinds=("theta", "distance"))
     assert [c.quantity for c in checks if c.status != "PASS"] == ["integration"] and calls == [1e-11]
+
+
+
+@pytest.mark.parametrize("options,argument,message,argv,shown", [
+    ({"foo": 1}, "params", "the paper's model has no parameter 'foo' (parameters: m, n, b, M;", None, None),
+    ({"task": "paper", "parameterization": "CACO"}, "params", "task 'paper' has no parameter 'parameterization'",
+     ["--task", "paper", "--params", "parameterization=1"], "--params: task 'paper' has no parameter"),
+    ({"task": "nope"}, "task", "unknown task 'nope'", ["--task", "nope"], "--task: unknown task 'nope'"),
+    ({"task": "paper", "M": 99}, "params", "M must be an integer in [2, 30]", ["--task", "paper", "--params", "M=99"],
+     "--params: M must be an integer in [2, 30]"),
+    ({"task": "paper", "target_loss": 9.0}, "target_loss", "target_loss must be in [1e-06, log M)",
+     ["--task", "paper", "--target-loss", "9"], "--target-loss must be in [1e-06, log M)"),
+])
+def test_the_api_names_its_keyword_arguments_and_the_command_its_options(options, argument, message, argv, shown,
+                                                                          capsys):
+    """run_checks' ValueError names the keyword argument, never an option; the command adds its option."""
+    with pytest.raises(verify.ArgumentError) as info:
+        run_checks("CACO", quick=True, **options)
+    assert info.value.argument == argument and str(info.value).startswith(message)
+    assert "--" not in str(info.value)
+    if argv is not None:
+        assert verify.main(["--quick", *argv]) == 2
+        assert capsys.readouterr().err.startswith(f"python -m numerics.verify: error: {shown}")
+
+
+@pytest.mark.parametrize("argv,has", [
+    (["--task", "query-in-context", "--kinds", "flow"], "the kinds it has: theta,observables,loss,alpha"),
+    (["--kinds", "theta", "--quick"], "the kinds it has: flow,closed_form,first_integral"),
+    (["--task", "query-in-context", "--kinds", "observables", "--parameterization", "CAFO"],
+     "the kinds it has: theta,loss,alpha"),
+])
+def test_kinds_that_check_nothing_are_refused_before_any_work(argv, has, monkeypatch, capsys):
+    """Every kind of --kinds skipped for the subject ran nothing and reported "0 passed, 0 failed", exit 0."""
+    from numerics.verify import cli
+
+    def no_work(*a, **k):
+        raise AssertionError("a check ran")
+    monkeypatch.setattr(cli, "run_plan", no_work)
+    assert cli.main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "--kinds must select a check of" in err
+    assert f"; got {argv[argv.index('--kinds') + 1]} (" in err and has in err
+    with pytest.raises(verify.ArgumentError, match="^kinds must select a check of the paper's model; got theta"):
+        run_checks("CACO", quick=True, kinds=["theta"])
+
+
+def test_a_run_that_checked_nothing_is_not_ok(capsys):
+    """No crossing threshold lies between the target loss and log M: the kind ran and checked nothing."""
+    assert verify.summarize([])["ok"] is False
+    assert verify.main(["--quick", "--parameterization", "CACO", "--kinds", "crossings",
+                        "--target-loss", "1.5"]) == 1
+    assert capsys.readouterr().out.endswith("nothing was checked (exit status 1)\n")
+
+
+def test_a_numeric_only_task_is_refused_naming_what_can_be_verified(capsys):
+    """--task authors said "the symbolic engine needs M symbolic; got classes=4"."""
+    assert verify.main(["--task", "authors"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("python -m numerics.verify: error: --task: task 'authors' is numeric only: it has no "
+                          "symbolic engine task") and err.count("\n") == 1
+    assert "cannot be verified by this suite" in err
+    assert "verifiable: paper, shared-irrelevant, query-in-context, shared-irrelevant+query-in-context, " \
+           "query-copies, or a task file the engine reduces" in err
+
+
+def _task_file(tmp_path, M):
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[3] / "docs/examples/query-copies-file.toml").read_text()
+    path = tmp_path / f"own-M{M}.toml"
+    path.write_text(text.replace('name = "query-copies-file"', f'name = "own-M{M}"') + f"\n[defaults]\nM = {M}\n")
+    return str(path)
+
+
+def test_a_task_files_own_default_M_is_used(tmp_path, capsys):
+    """A task file's [defaults] M = 5 was replaced by M = 3 (--quick) or 4; a default above verify's
+    cap is refused, naming it; a task keeping the paper's M = 20 is verified at 3 or 4."""
+    own = _task_file(tmp_path, 5)
+    for quick in (True, False):
+        assert verify.plan_checks("CACO", quick=quick, task=own).settings["M"] == 5
+        assert verify.plan_checks("CACO", quick=quick, task=own, M=6).settings["M"] == 6
+        assert verify.plan_checks("CACO", quick=quick, task="query-in-context").settings["M"] == (3 if quick else 4)
+    assert verify.main(["--task", _task_file(tmp_path, 50), "--quick"]) == 2
+    assert capsys.readouterr().err == ("python -m numerics.verify: error: --params: M must be an integer in [2, 30] "
+                                       "for the full-model check (its matrices are (2M + n_c)^2); got 50 "
+                                       "(the task's default)\n")

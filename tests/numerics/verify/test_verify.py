@@ -269,6 +269,11 @@ def test_check_kinds_registry():
     assert [c.quantity for c in checks] == [f"flow~reduced {q}" for q in ("mu_OV", "mu_QK", "alpha")]
 
 
+def test_a_kind_named_twice_runs_once():
+    checks = run_checks("CACO", [1.0], quick=True, kinds=["flow", "flow"])
+    assert [c.quantity for c in checks] == ["flow~reduced mu_OV", "flow~reduced mu_QK", "flow~reduced alpha"]
+
+
 def test_build_parser_documents_every_option():
     parser = verify.build_parser()
     for action in parser._actions:
@@ -321,6 +326,20 @@ def test_cli_bad_arguments(args, capsys):
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
     assert "error" in lines[0] and "Traceback" not in err
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--params", "M=1"], "M must be an integer in [2, 200] (the full model has 6 M^2 to 7 M^2 parameters); got 1"),
+    (["--params", "M=2.5"], "M must be an integer in [2, 200] (the full model"),
+    (["--params", "M=1e300"], "M must be an integer in [2, 200] (the full model has 6 M^2 to 7 M^2 parameters); "
+                              "got 1e+300\n"),
+    (["--task", "paper", "--params", "M=1"], "--params: M must be an integer in [2, 30] for the full-model check"),
+])
+def test_the_range_of_M_named_is_verifys(args, message, capsys):
+    """M=1 named the vocabulary's range [2, 2**53], while verify takes M up to 200 (a task's up to 30)."""
+    from numerics.verify import main
+    assert main(["--quick", *args]) == 2
+    assert message in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("args", [["--ratios", "-1"], ["--bogus"]])
