@@ -42,7 +42,8 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
-from .core.cli import OneLineParser, exit_on_interrupt
+from .core.cli import OneLineParser
+from .core.interrupt import exit_on_interrupt
 from .core.expression_cache import ExpressionStore
 
 __all__ = ["Result", "RELATIONS", "STORE", "PRINTED", "derive_all", "records",

@@ -60,7 +60,8 @@ from __future__ import annotations
 
 import sys
 
-from .core.cli import UsageError, exit_on_interrupt, usage_error
+from .core.cli import UsageError, usage_error
+from .core.interrupt import exit_on_interrupt
 from .core.output import emit
 from .core.vocabulary import SHARES
 from .output.dynamics import build_parser, render

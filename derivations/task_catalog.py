@@ -35,7 +35,8 @@ from __future__ import annotations
 import sys
 from dataclasses import replace
 
-from .core.cli import OneLineParser, exit_on_interrupt
+from .core.cli import OneLineParser
+from .core.interrupt import exit_on_interrupt
 from .core.expression_cache import ExpressionStore
 
 __all__ = ["STORE", "REDUCTION_SECONDS", "derive_all", "task_reduction", "build_parser", "main"]

@@ -13,7 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from derivations.core.cli import OneLineParser, UsageError, exit_on_interrupt, parse_list, usage_error
+from derivations.core.cli import OneLineParser, UsageError, parse_list, usage_error
+from derivations.core.interrupt import exit_on_interrupt
 from derivations.core.output import emit
 
 from .output.files import FORMATS, check_dpi, check_formats, prepare_figure_dir, save_figure

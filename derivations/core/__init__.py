@@ -9,6 +9,8 @@ processes and command lines import it without cost:
   written atomically, every file it reads as data is read within a bound;
 * :mod:`~derivations.core.cli`: one parser that reports one line and exit
   status 2, the ``--params`` and list parsers, the output-directory check;
+* :mod:`~derivations.core.interrupt`: Ctrl-C in a command is one line and exit
+  status 130;
 * :mod:`~derivations.core.output`: the output writer (``| head``, a full disk)
   and the progress bar;
 * :mod:`~derivations.core.expression_cache`: where derived expressions are
@@ -19,9 +21,9 @@ processes and command lines import it without cost:
   importing every module at once.
 """
 from .atomic_file import atomic_write, atomic_write_text, read_bounded
-from .cli import (EXIT_INTERRUPTED, OneLineParser, UsageError, assignments, exit_on_interrupt,
-                  parse_float, parse_int, parse_list, parse_loss, parse_number, parse_params, prepare_output_dir,
-                  rate_values, usage_error)
+from .cli import (OneLineParser, UsageError, assignments, parse_float, parse_int, parse_list, parse_loss,
+                  parse_number, parse_params, prepare_output_dir, rate_values, usage_error)
+from .interrupt import EXIT_INTERRUPTED, exit_on_interrupt
 from .exports import lazy_exports
 from .output import emit, isatty, progress_bar
 from .time_bound import time_limit

@@ -13,7 +13,6 @@ name                             what
 :func:`assignments`              ``--params`` text -> ``(name, value)`` pairs
 :func:`parse_params`             ``--params`` text -> dict (duplicates refused)
 :func:`parse_list`               a non-empty comma-separated list
-:func:`exit_on_interrupt`        a command's ``main``: Ctrl-C is one line, exit 130
 :func:`parse_float`              a number (any float, inf and nan included)
 :func:`parse_number`             a finite number (optionally > 0)
 :func:`parse_int`                an integer in a range
@@ -23,7 +22,8 @@ name                             what
 ===============================  ==============================================
 
 The parsers raise ``error`` (default :class:`UsageError`) for bad input, naming the option.
-The output writer (``| head``, ``> /dev/full``) and the progress bar are in :mod:`derivations.core.output`.
+The output writer (``| head``, ``> /dev/full``) and the progress bar are in :mod:`derivations.core.output`,
+Ctrl-C (one line, exit status 130) in :mod:`derivations.core.interrupt`.
 
 >>> from derivations.core.cli import parse_loss, parse_params
 >>> parse_loss("0.5", 20)
@@ -52,7 +52,7 @@ from .vocabulary import check_positive
 
 __all__ = ["UsageError", "OneLineParser", "usage_error", "assignments", "parse_params",
            "parse_list", "parse_float", "parse_number", "parse_int", "parse_loss", "rate_values",
-           "prepare_output_dir", "exit_on_interrupt", "EXIT_INTERRUPTED"]
+           "prepare_output_dir"]
 
 
 class UsageError(Exception):
@@ -434,80 +434,3 @@ def prepare_output_dir(output, *, name: str = "--output", longest_name: int = 64
         where = f" ({exc.filename})" if exc.filename and str(exc.filename) != text else ""
         raise ValueError(f"{name} {text[:80]!r} cannot take files: {reason}{where}"[:300]) from None
     return path
-
-
-#: Exit status of a command stopped by Ctrl-C (128 + SIGINT, as a shell reports it).
-EXIT_INTERRUPTED = 130
-
-
-def exit_on_interrupt(prog: str, note=None):
-    """Decorate a command's ``main(argv=None) -> int`` so that Ctrl-C ends it with one line.
-
-    ``KeyboardInterrupt`` anywhere in ``main`` (whose ``finally`` clauses have stopped its
-    workers and removed its temporary files on the way out) prints ``prog: interrupted`` and
-    ``note(argv)``'s text, if any (what is kept and how to continue), as one line on stderr
-    and returns :data:`EXIT_INTERRUPTED`. A second Ctrl-C while that line is printed is ignored.
-
-    Parameters
-    ----------
-    prog : str
-        The program name that starts the line.
-    note : callable, optional
-        ``note(argv) -> str or None``: what the interrupted command keeps.
-
-    Returns
-    -------
-    callable
-        The decorator.
-
-    >>> @exit_on_interrupt("demo")
-    ... def main(argv=None):
-    ...     raise KeyboardInterrupt
-    >>> import contextlib, io
-    >>> with contextlib.redirect_stderr(io.StringIO()) as err:
-    ...     status = main([])
-    >>> status, err.getvalue()
-    (130, 'demo: interrupted\\n')
-    """
-    import functools
-    import signal
-
-    def decorate(main):
-        @functools.wraps(main)
-        def guarded(argv=None):
-            try:
-                return main(argv)
-            except Exception as exc:
-                if not _caused_by_interrupt(exc):
-                    raise
-            except KeyboardInterrupt:
-                pass
-            try:
-                previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-            except ValueError:              # pragma: no cover - not the main thread
-                previous = None
-            try:
-                try:
-                    kept = note(argv) if note is not None else None
-                except (Exception, KeyboardInterrupt):      # the line is printed all the same
-                    kept = None
-                print(f"{prog}: interrupted" + (f"; {kept}" if kept else ""), file=sys.stderr, flush=True)
-            finally:
-                if previous is not None:
-                    signal.signal(signal.SIGINT, previous)
-            return EXIT_INTERRUPTED
-        return guarded
-    return decorate
-
-
-def _caused_by_interrupt(exc: BaseException) -> bool:
-    """Whether ``exc`` was raised because of a Ctrl-C: a ``KeyboardInterrupt`` in its chain of causes
-    (an extension module interrupted while it loads raises ``ImportError: initialization failed``
-    from it)."""
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, KeyboardInterrupt):
-            return True
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return False

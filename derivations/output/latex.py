@@ -57,7 +57,8 @@ from pathlib import Path
 import sympy as sp
 
 from ..symbolic import symbols as S
-from ..core.cli import OneLineParser, UsageError, exit_on_interrupt, prepare_output_dir, usage_error
+from ..core.cli import OneLineParser, UsageError, prepare_output_dir, usage_error
+from ..core.interrupt import exit_on_interrupt
 from ..core.output import emit
 from .tex import ABBREVIATIONS, equation_lines, tex
 

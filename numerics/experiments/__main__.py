@@ -60,7 +60,8 @@ import functools
 import sys
 import time
 
-from derivations.core.cli import OneLineParser, UsageError, exit_on_interrupt, usage_error
+from derivations.core.cli import OneLineParser, UsageError, usage_error
+from derivations.core.interrupt import exit_on_interrupt
 from derivations.core.output import emit, json_text
 
 from .commands import COMMANDS as _MODULES

@@ -2,7 +2,7 @@
 Ctrl-C (loading NumPy and SciPy takes half a second: Ctrl-C then is one line too, exit 130)."""
 import sys
 
-from derivations.core.cli import exit_on_interrupt
+from derivations.core.interrupt import exit_on_interrupt
 
 
 @exit_on_interrupt("python -m numerics.verify")

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import time
 
-from derivations.core.cli import (OneLineParser, UsageError, exit_on_interrupt, parse_int, parse_list,
-                                  parse_number, parse_params, usage_error)
+from derivations.core.cli import (OneLineParser, UsageError, parse_int, parse_list, parse_number, parse_params,
+                                  usage_error)
+from derivations.core.interrupt import exit_on_interrupt
 from derivations.core.output import emit, json_text, progress_bar
 from derivations.core.vocabulary import PARAMETERIZATIONS
 

@@ -49,7 +49,7 @@ def test_params_with_an_empty_item_are_refused(text):
 def test_an_interrupted_command_is_one_line_and_exit_130(capsys):
     import signal
 
-    from derivations.core.cli import EXIT_INTERRUPTED, exit_on_interrupt
+    from derivations.core.interrupt import EXIT_INTERRUPTED, exit_on_interrupt
 
     @exit_on_interrupt("demo", note=lambda argv: f"kept in {argv[0]}")
     def main(argv=None):
@@ -63,7 +63,7 @@ def test_an_interrupted_command_is_one_line_and_exit_130(capsys):
 def test_an_import_interrupted_by_ctrl_c_is_an_interrupt_and_other_errors_are_not(capsys):
     """An extension module interrupted while it loads raises ``ImportError: initialization failed``
     from the ``KeyboardInterrupt`` (SciPy's, 2 of 50 Ctrl-C early in ``numerics.verify``)."""
-    from derivations.core.cli import exit_on_interrupt
+    from derivations.core.interrupt import exit_on_interrupt
 
     @exit_on_interrupt("demo")
     def interrupted_import(argv=None):
