@@ -32,9 +32,10 @@ r"""Command line of the experiments: ``python -m numerics.experiments {fig2,fig3
 
 The JSON is always valid: a number that is undefined (the separability when
 no evaluation sequence holds a relevant token, the measurements of a diverged
-run) is ``null``. A run whose training loss stops being finite is stopped
-there with ``status`` ``"diverged"`` (one warning line on stderr); the other
-runs go on and every output is still written.
+run) is ``null``. A run whose training loss stops being finite, or whose
+parameters are not finite where it stops, is stopped there with ``status``
+``"diverged"`` (one warning line on stderr); the other runs go on and every
+output is still written.
 
 Exit status: **0** done, every output written; **130** stopped by Ctrl-C (one
 line on stderr saying what is kept: the finished runs of a sweep or a

@@ -212,8 +212,14 @@ def check_seeds(seeds, *, distinct: bool = True) -> list:
 
 
 #: ``status`` of a run: a stop rule fired (the authors' rule or the target loss), the whole
-#: schedule was trained, or a non-finite training loss stopped the run.
+#: schedule was trained, or a non-finite training loss stopped the run (or its parameters were not
+#: finite where it stopped).
 RUN_STATUSES = ("reached", "completed", "diverged")
+
+
+def _finite(params, j, keys) -> bool:
+    """Whether every parameter of stacked run ``j`` is finite."""
+    return all(np.isfinite(params[key][j]).all() for key in keys)
 
 
 def _draw_epoch(st, rngs, active, k_this, c, tickets):
@@ -349,19 +355,28 @@ class _Runs:
 
     def mark(self, params, sums, k_this, keys) -> None:
         """Keep the state of each active run whose epoch-mean loss first reached a recorded loss
-        (the target-loss rule, :func:`~numerics.experiments.stopping.target_reached`)."""
+        (the target-loss rule, :func:`~numerics.experiments.stopping.target_reached`), unless its
+        parameters are not finite there (the run then ends diverged: a non-finite number stays so)."""
         for loss in self.record_losses:
             hit = target_reached(sums, np.full(len(self.active), k_this), loss)
             for j in np.flatnonzero(hit):
                 i = self.active[j]
-                if loss not in self.marks[i]:
+                if loss not in self.marks[i] and _finite(params, j, keys):
                     self.marks[i][loss] = {"steps": self.steps_done[i],
                                            "params": {key: params[key][j].copy() for key in keys}}
+
+    def _keep_final(self, params, j, keys) -> None:
+        """Keep the final parameters of stacked run ``j``; parameters that are not finite (the
+        last update overflowed) make it diverged."""
+        i = self.active[j]
+        self.final[i] = {key: params[key][j].copy() for key in keys}
+        if self.status[i] != "diverged" and not _finite(params, j, keys):
+            self.status[i], self.stopped_epoch[i] = "diverged", None
 
     def drop(self, params, stop, keys) -> dict:
         """Keep the final parameters of the runs that ``stop``; return the others' parameters."""
         for j in np.flatnonzero(stop):
-            self.final[self.active[j]] = {key: params[key][j].copy() for key in keys}
+            self._keep_final(params, j, keys)
         keep = ~stop
         self.active = self.active[keep]
         if self.authors is not None:
@@ -369,8 +384,8 @@ class _Runs:
         return {key: v[keep] for key, v in params.items()}
 
     def results(self, params, keys) -> list:
-        for j, i in enumerate(self.active):
-            self.final[i] = {key: params[key][j].copy() for key in keys}
+        for j in range(len(self.active)):
+            self._keep_final(params, j, keys)
         out = []
         for i, s in enumerate(self.seeds):
             el = self.epoch_losses[i]
@@ -404,14 +419,14 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None, record_losses=()) ->
     steps taken), ``stopped_epoch`` (number of epochs trained when a stop rule
     fired, else None), ``status`` (:data:`RUN_STATUSES`: ``"reached"`` when a
     stop rule fired, ``"completed"`` when the schedule ended first,
-    ``"diverged"`` when an epoch's training loss was not finite: that run stops
-    there, the others go on, their numbers unchanged), ``epoch_loss`` (mean
+    ``"diverged"`` when an epoch's training loss was not finite, or its parameters
+    where it stopped: that run stops there, the others go on, their numbers unchanged), ``epoch_loss`` (mean
     training loss of every epoch trained), ``loss_log`` (mean training loss of
     each block of :data:`LOG_EVERY` epochs; the last may be partial) and
     ``params`` (final parameters, :func:`~numerics.experiments.models.param_shapes`; not finite
     for a diverged run);
     with ``record_losses``, ``marks``: ``{loss: {"steps", "params"}}`` for each
-    recorded loss the run reached (steps trained by then, the parameters then).
+    recorded loss the run reached with finite parameters (steps trained by then, the parameters then).
 
     Raises
     ------

@@ -35,8 +35,8 @@ order parameterizations x ratios x seeds as given (duplicates removed) x
 targets (highest first); ``steps`` are the steps trained by the row's state,
 ``status`` says whether the run reached the row's target (``reached``), ended
 at ``max_steps`` before it (``completed``: the row holds its final state) or
-diverged before it (``diverged``: a non-finite training loss stopped it; its
-measurements are empty cells).
+diverged before it (``diverged``: a non-finite training loss stopped it, or its
+parameters were not finite where it stopped; its measurements are empty cells).
 
 The sweep's directory (:class:`~numerics.experiments.directory.ExperimentDirectory`)
 records its settings before any work: ``--resume`` with other settings is

@@ -378,7 +378,8 @@ def warn_diverged(runs, name, measurements: str = "null") -> None:
     Parameters
     ----------
     runs : iterable of dict
-        Runs or sweep rows, with ``status`` and ``steps`` (trained when the loss stopped being finite).
+        Runs or sweep rows, with ``status`` and ``steps`` (trained when the loss or the parameters
+        stopped being finite).
     name : callable
         ``name(run)``: the run, as its line names it.
     measurements : str, optional
@@ -388,8 +389,8 @@ def warn_diverged(runs, name, measurements: str = "null") -> None:
         if run.get("status") == "diverged":
             what = name(run)
             DIVERGED.append(what)
-            warn(f"{what} diverged (non-finite training loss after {run['steps']} steps): stopped there, its "
-                 f"measurements are {measurements}")
+            warn(f"{what} diverged (non-finite training loss or parameters after {run['steps']} steps): stopped "
+                 f"there, its measurements are {measurements}")
 
 
 def add_task_arguments(parser, default=task_sampling.DEFAULT_TASK, task_help=None) -> None:

@@ -280,6 +280,17 @@ def test_diverged_fig2_writes_valid_json_with_nulls_and_exits_3(tmp_path, capsys
     assert "Traceback" not in captured.err
 
 
+@pytest.mark.parametrize("command", ["fig2", "sweep"])
+def test_a_run_that_overflows_on_its_last_step_is_diverged_not_a_traceback(command, tmp_path, capsys):
+    short = ["--steps-per-epoch", "2", "--eval-batches", "1", "--workers", "1", "--lr-ov", "1e200", "--quiet"]
+    args = (["fig2", "--epochs", "1", "--seeds", "1"] if command == "fig2" else
+            ["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1", "--target-loss", "0.1",
+             "--max-steps", "2", "--no-theory", "--output", str(tmp_path / "s")])
+    assert main(args + short) == 3                    # the training loss of its one epoch is finite
+    err = capsys.readouterr().err
+    assert err.count("diverged (non-finite training loss or parameters after 2 steps)") == 1 and "Traceback" not in err
+
+
 def test_degenerate_separability_is_null_not_a_crash(capsys):
     assert main(["fig2", "--epochs", "1", "--steps-per-epoch", "1", "--eval-batches", "1", "--batch-size", "1",
                  "--seq-len", "3", "--seeds", "3", "--json", "--workers", "1"]) == 0
