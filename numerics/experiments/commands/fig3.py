@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 
 from derivations.core.cli import parse_int, parse_list
 from derivations.core.output import json_text
@@ -86,6 +87,8 @@ def prepare(args):
         job = {"experiment": "fig3", "config": config.to_dict()}
         with directory or contextlib.nullcontext():
             res = run_jobs(jobs_mod.fig3_job, [job], desc="fig3", epochs=jobs_mod.job_epochs, **run)[0]
+            common.warn_diverged(fixed_attention.diverged_alphas(res, config.steps_per_epoch),
+                                 lambda r: f"fig3 alpha {r['alpha']:g}", "null from there on")
             payload = {"alpha": res["alpha"], "loss": res["loss"], "incentive": res["incentive"],
                        "final_loss": res["final_loss"], "loss_shifted": res["loss_shifted"],
                        "train_loss": res["train_loss"], "settings": config.to_dict()}
@@ -105,13 +108,19 @@ def format_fig3(p) -> str:
     Parameters
     ----------
     p : dict
-        What ``fig3`` computes (``alpha``, ``loss``, ``incentive``).
+        What ``fig3`` computes (``alpha``, ``loss``, ``incentive``); a loss that is not finite (a
+        diverged alpha) is shown ``null``, the largest incentive is that of the finite ones.
 
     Returns
     -------
     str
     """
+    def shown(x, width, spec):
+        return f"{'null':>{width}}" if x is None or not math.isfinite(x) else f"{x:{width}{spec}}"
+
     lines = ["alpha   L(epoch 0)   L(final)   max incentive   final incentive"]
     for a, L, inc in zip(p["alpha"], p["loss"], p["incentive"]):
-        lines.append(f"{a:5.3g}   {L[0]:10.4f}   {L[-1]:8.4f}   {max(inc):13.4g}   {inc[-1]:15.4g}")
+        finite = [x for x in inc if x is not None and math.isfinite(x)]
+        lines.append(f"{a:5.3g}   {shown(L[0], 10, '.4f')}   {shown(L[-1], 8, '.4f')}   "
+                     f"{shown(max(finite, default=None), 13, '.4g')}   {shown(inc[-1], 15, '.4g')}")
     return "\n".join(lines)

@@ -291,6 +291,13 @@ def test_a_run_that_overflows_on_its_last_step_is_diverged_not_a_traceback(comma
     assert err.count("diverged (non-finite training loss or parameters after 2 steps)") == 1 and "Traceback" not in err
 
 
+def test_a_diverged_fig3_alpha_is_reported_and_exits_3(capsys, recwarn):
+    assert main(["fig3", "--epochs", "2", "--steps-per-epoch", "2", "--eval-batches", "1", "--alphas", "0.5",
+                 "--batch-size", "8", "--lr", "1e300", "--output-circuit", "factorized", "--workers", "1"]) == 3
+    out, err = capsys.readouterr()
+    assert err.count("\n") == 1 and "fig3 alpha 0.5 diverged" in err and not recwarn.list and "nan" not in out
+
+
 def test_degenerate_separability_is_null_not_a_crash(capsys):
     assert main(["fig2", "--epochs", "1", "--steps-per-epoch", "1", "--eval-batches", "1", "--batch-size", "1",
                  "--seq-len", "3", "--seeds", "3", "--json", "--workers", "1"]) == 0
