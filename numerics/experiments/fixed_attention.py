@@ -28,6 +28,7 @@ from ..validation import check_int
 from .cross_entropy import cross_entropy as _cross_entropy
 from .sgd import eval_rng
 from .sampler import Batch, counts_from_tickets, draw_context
+from .stopping import MAX_SGD_STEPS, check_total_steps
 from .task_sampling import AUTHORS
 
 __all__ = ["ALPHA_STEP", "OUTPUT_CIRCUITS", "Fig3Config", "sample_fig3_batches", "fixed_attention_context",
@@ -68,8 +69,9 @@ class Fig3Config:
             if not (math.isfinite(a) and 0.0 < a <= 1.0):
                 raise ValueError(f"alphas must lie in (0, 1], got {a!r}")
         object.__setattr__(self, "alphas", alphas)
-        check_int("epochs", self.epochs, 1)
-        check_int("steps_per_epoch", self.steps_per_epoch, 1)
+        check_int("epochs", self.epochs, 1, MAX_SGD_STEPS)
+        check_int("steps_per_epoch", self.steps_per_epoch, 1, MAX_SGD_STEPS)
+        check_total_steps(self.epochs, self.steps_per_epoch)
         check_int("batch_size", self.batch_size, 4)
         if self.batch_size % AUTHORS.K:
             raise ValueError(f"batch_size must be a multiple of {AUTHORS.K}, got {self.batch_size}")

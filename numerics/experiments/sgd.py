@@ -35,7 +35,7 @@ from derivations.core.vocabulary import check_parameterization, check_positive
 from ..validation import check_int
 from . import models, precision, sampler, task_sampling
 from .cross_entropy import target_index
-from .stopping import LOG_EVERY, STOP_RULES, AuthorsStopRule, target_reached
+from .stopping import LOG_EVERY, MAX_SGD_STEPS, STOP_RULES, AuthorsStopRule, check_total_steps, target_reached
 
 __all__ = [
     "DTYPES", "Fig2Config", "published_fig2_defaults", "RUN_STATUSES", "check_seeds", "train_fig2", "eval_rng",
@@ -111,8 +111,8 @@ class Fig2Config:
         check_positive("qk_ramp", self.qk_ramp)
         check_int("seq_len", self.seq_len, 3)
         check_int("batch_size", self.batch_size, 1)
-        check_int("epochs", self.epochs, 1)
-        check_int("steps_per_epoch", self.steps_per_epoch, 1)
+        check_int("epochs", self.epochs, 1, MAX_SGD_STEPS)
+        check_int("steps_per_epoch", self.steps_per_epoch, 1, MAX_SGD_STEPS)
         check_int("eval_batches", self.eval_batches, 1)
         if self.stop not in STOP_RULES:
             raise ValueError(f"stop must be one of {STOP_RULES}, got {self.stop!r}")
@@ -121,7 +121,8 @@ class Fig2Config:
         if self.target_loss is not None:
             check_positive("target_loss", self.target_loss)
         if self.max_steps is not None:
-            check_int("max_steps", self.max_steps, 1)
+            check_int("max_steps", self.max_steps, 1, MAX_SGD_STEPS)
+        check_total_steps(self.epochs, self.steps_per_epoch, self.max_steps)
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
         self._check_task()

@@ -32,7 +32,8 @@ def add_parser(sub):
                     help="W c + b, or W_O (W_V c + b_V) + b_O (default collapsed)")
     f3.add_argument("--alphas", default=ALPHAS, metavar="LIST",
                     help=f"comma-separated fixed attention on the relevant tokens, each in (0, 1] (default {ALPHAS})")
-    f3.add_argument("--epochs", default="500", metavar="E", help="epochs (default 500)")
+    f3.add_argument("--epochs", default="500", metavar="E",
+                    help="epochs (default 500); epochs x steps per epoch at most 1e9 SGD steps")
     f3.add_argument("--steps-per-epoch", default="250", metavar="K", help="SGD steps per epoch (default 250)")
     f3.add_argument("--batch-size", default="128", metavar="B",
                     help="sequences per step, a multiple of 4 (balanced classes; default 128)")
@@ -69,12 +70,13 @@ def prepare(args):
     from ..runner import run_jobs
     from .. import fixed_attention
     from ..memory import check_memory, fig3_bytes
+    from ..stopping import MAX_SGD_STEPS
 
     alphas = parse_list("--alphas", args.alphas, lambda t: number("--alphas", t))   # (0, 1]: Fig3Config
     config = common.checked(
         fixed_attention.Fig3Config, output_circuit=args.output_circuit, alphas=tuple(alphas),
-        epochs=parse_int("--epochs", args.epochs, 1),
-        steps_per_epoch=parse_int("--steps-per-epoch", args.steps_per_epoch, 1),
+        epochs=parse_int("--epochs", args.epochs, 1, MAX_SGD_STEPS),
+        steps_per_epoch=parse_int("--steps-per-epoch", args.steps_per_epoch, 1, MAX_SGD_STEPS),
         batch_size=parse_int("--batch-size", args.batch_size, 4), seq_len=parse_int("--seq-len", args.seq_len, 3),
         lr=number("--lr", args.lr), eval_batches=parse_int("--eval-batches", args.eval_batches, 1),
         seed=parse_int("--seed", args.seed, 0))

@@ -6,7 +6,7 @@ from derivations.core.output import json_text
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from .. import task_sampling
-from ..stopping import target_losses
+from ..stopping import MAX_SGD_STEPS, target_losses
 from . import common
 from .common import add_task_arguments, number, seq_len_for, task_from_args
 
@@ -36,7 +36,7 @@ def add_parser(sub):
                     help="stop when an epoch's mean loss <= L (> 0 and below every run's initial loss, "
                          "about 3.91); several distinct losses (any order): each run trains to the lowest "
                          "and is measured where it first reaches each one (one row per run and target)")
-    sw.add_argument("--max-steps", default="200000", metavar="N", help="step cap per run (default 200000)")
+    sw.add_argument("--max-steps", default="200000", metavar="N", help="step cap per run (at most 1e9; default 200000)")
     sw.add_argument("--lr-ov", default="0.01", metavar="Y", help="OV learning rate (default 0.01)")
     sw.add_argument("--seq-len", default=None, metavar="N",
                     help="sequence length: context, query and label (default 64, or the --task's own length)")
@@ -80,8 +80,8 @@ def _settings(args) -> dict:
             "seeds": parse_int("--seeds", args.seeds, 1, common.MAX_SEEDS), "target_loss": _targets(args.target_loss),
             "lr_ov": number("--lr-ov", args.lr_ov), "seq_len": seq_len_for(st, args.seq_len),
             "batch_size": parse_int("--batch-size", args.batch_size, 1),
-            "steps_per_epoch": parse_int("--steps-per-epoch", args.steps_per_epoch, 1),
-            "max_steps": parse_int("--max-steps", args.max_steps, 1), "init": args.init,
+            "steps_per_epoch": parse_int("--steps-per-epoch", args.steps_per_epoch, 1, MAX_SGD_STEPS),
+            "max_steps": parse_int("--max-steps", args.max_steps, 1, MAX_SGD_STEPS), "init": args.init,
             "eval_batches": parse_int("--eval-batches", args.eval_batches, 1), **task,
             # float64, the default, is not named (nor in the jobs: a float64 job's key does not say it)
             **({"dtype": args.dtype} if args.dtype != "float64" else {})}

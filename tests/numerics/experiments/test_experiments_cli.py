@@ -216,6 +216,12 @@ BAD = [
     (["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1", "--target-loss", "0.1"],
      "--output"),
     (["fig2", "--output", "FILE/sub"], "cannot take files"),
+    # at most 10**9 SGD steps a run (refused before the output is tried, or the target)
+    (["fig2", "--epochs", "1" + "0" * 21, "--output", "FILE/sub"], "--epochs must be an integer in [1, 1000000000]"),
+    (["fig2", "--epochs", "1000000", "--steps-per-epoch", "1001", "--output", "FILE/sub"], "--epochs x --steps-per"),
+    (["fig3", "--epochs", "100000", "--steps-per-epoch", "100000", "--output", "FILE/sub"], "at most 1000000000"),
+    (["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1", "--target-loss", "5",
+      "--max-steps", "10000000000", "--output", "OUT"], "--max-steps must be an integer in [1, 1000000000]"),
     (["reproduce", "--output", "FILE"], "cannot take files"),
 ]
 
