@@ -12,7 +12,7 @@ name                             what
 :func:`usage_error`              print ``prog: error: message``, return 2
 :func:`assignments`              ``--params`` text -> ``(name, value)`` pairs
 :func:`parse_params`             ``--params`` text -> dict (duplicates refused)
-:func:`parse_list`               a non-empty comma-separated list
+:func:`parse_list`               a non-empty comma-separated list (optionally distinct)
 :func:`exit_on_interrupt`        a command's ``main``: Ctrl-C is one line, exit 130
 :func:`parse_float`              a number (any float, inf and nan included)
 :func:`parse_number`             a finite number (optionally > 0)
@@ -185,18 +185,21 @@ def parse_params(text: str, error=UsageError) -> dict:
     return out
 
 
-def parse_list(name: str, text, convert=str, error=UsageError) -> list:
+def parse_list(name: str, text, convert=str, error=UsageError, *, distinct: bool = False) -> list:
     """A non-empty comma-separated list, each item through ``convert``; an empty list
     (``--ratios ''``) or an empty item (``--target-loss 0.5,,``) raises ``error`` instead of
-    meaning the default.
+    meaning the default, and with ``distinct`` so does an item given twice (equal once converted:
+    ``--ratios 1,1.0``), rather than being run twice or silently dropped.
 
     Parameters
     ----------
     name, text : str
         The option (for the message) and its comma-separated items.
     convert : callable, optional
-        Applied to each stripped item (default ``str``).
+        Applied to each stripped item (default ``str``); its values must be hashable with ``distinct``.
     error : type, optional
+    distinct : bool, optional
+        Refuse a repeated item (default False).
 
     Returns
     -------
@@ -205,17 +208,29 @@ def parse_list(name: str, text, convert=str, error=UsageError) -> list:
     Raises
     ------
     UsageError
-        (or ``error``) An empty list or an empty item, or an item ``convert`` refuses.
+        (or ``error``) An empty list or an empty item, an item ``convert`` refuses, or (``distinct``)
+        an item given twice.
 
     Examples
     --------
     >>> parse_list("--ratios", "1, 4", float)
     [1.0, 4.0]
+    >>> parse_list("--ratios", "1, 4, 1.0", float, distinct=True)
+    Traceback (most recent call last):
+    ...
+    derivations.core.cli.UsageError: --ratios names 1.0 twice
     """
     items = _items(name, text, error)
     if not items:
         raise error(f"{name} must be a non-empty comma-separated list; got {text!r}")
-    return [convert(t) for t in items]
+    values = [convert(t) for t in items]
+    if distinct:
+        seen = set()
+        for item, value in zip(items, values):
+            if value in seen:
+                raise error(f"{name} names {item} twice")
+            seen.add(value)
+    return values
 
 
 def parse_float(name: str, text, error=UsageError) -> float:

@@ -90,7 +90,7 @@ def number(name, text) -> float:
 
 def parse_parameterizations(text) -> list:
     """``--parameterizations``: comma-separated names of CACO, CAFO, FACO, FAFO (any case), each
-    once, in the order given.
+    at most once, in the order given.
 
     Parameters
     ----------
@@ -103,17 +103,21 @@ def parse_parameterizations(text) -> list:
     Raises
     ------
     derivations.core.cli.UsageError
-        An empty list or item, or a name that is not a parameterization (one line).
+        An empty list or item, a name that is not a parameterization or one given twice (one line).
 
-    >>> parse_parameterizations("faco, CACO,faco")
+    >>> parse_parameterizations("faco, CACO")
     ['FACO', 'CACO']
+    >>> parse_parameterizations("faco, CACO,FACO")
+    Traceback (most recent call last):
+    ...
+    derivations.core.cli.UsageError: --parameterizations names FACO twice
     """
     def one(item):
         if item.upper() not in PARAMETERIZATIONS:
             raise UsageError(f"--parameterizations: unknown parameterization {item!r}; choose from "
                              f"{','.join(PARAMETERIZATIONS)}")
         return item.upper()
-    return list(dict.fromkeys(parse_list("--parameterizations", text, one)))
+    return parse_list("--parameterizations", text, one, distinct=True)
 
 
 _RANGE = re.compile(r"^(\d+)-(\d+)$")
@@ -156,8 +160,11 @@ def parse_seeds(text) -> list:
     if count > MAX_SEEDS:
         raise UsageError(f"--seeds names {count} seeds; at most {MAX_SEEDS}")
     seeds = [s for a, b in spans for s in range(a, b + 1)]
-    if len(set(seeds)) != len(seeds):
-        raise UsageError(f"--seeds must be distinct; got {text!r}")
+    seen = set()
+    for seed in seeds:
+        if seed in seen:
+            raise UsageError(f"--seeds must be distinct: names {seed} twice")
+        seen.add(seed)
     return seeds
 
 

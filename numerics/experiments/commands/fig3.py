@@ -31,7 +31,8 @@ def add_parser(sub):
     f3.add_argument("--output-circuit", default="collapsed", choices=OUTPUT_CIRCUITS,
                     help="W c + b, or W_O (W_V c + b_V) + b_O (default collapsed)")
     f3.add_argument("--alphas", default=ALPHAS, metavar="LIST",
-                    help=f"comma-separated fixed attention on the relevant tokens, each in (0, 1] (default {ALPHAS})")
+                    help=f"comma-separated distinct fixed attention on the relevant tokens, each in (0, 1] "
+                         f"(default {ALPHAS})")
     f3.add_argument("--epochs", default="500", metavar="E",
                     help="epochs (default 500); epochs x steps per epoch at most 1e9 SGD steps")
     f3.add_argument("--steps-per-epoch", default="250", metavar="K", help="SGD steps per epoch (default 250)")
@@ -72,7 +73,7 @@ def prepare(args):
     from ..memory import check_memory, fig3_bytes
     from ..stopping import MAX_SGD_STEPS
 
-    alphas = parse_list("--alphas", args.alphas, lambda t: number("--alphas", t))   # (0, 1]: Fig3Config
+    alphas = parse_list("--alphas", args.alphas, lambda t: number("--alphas", t), distinct=True)   # (0, 1]: Fig3Config
     config = common.checked(
         fixed_attention.Fig3Config, output_circuit=args.output_circuit, alphas=tuple(alphas),
         epochs=parse_int("--epochs", args.epochs, 1, MAX_SGD_STEPS),

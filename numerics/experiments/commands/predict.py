@@ -57,7 +57,7 @@ def add_parser(sub) -> None:
     a("--parameterizations", default=",".join(PARAMETERIZATIONS), metavar="P[,P...]",
       help="comma-separated subset of " + ",".join(PARAMETERIZATIONS) + " (default: all)")
     a("--ratios", default="1,2,5,10,20", metavar="R[,R...]",
-      help=f"learning-rate ratios eta_QK / eta_OV, each in [{lo:g}, {hi:g}] (default 1,2,5,10,20)")
+      help=f"distinct learning-rate ratios eta_QK / eta_OV, each in [{lo:g}, {hi:g}] (default 1,2,5,10,20)")
     a("--target-loss", default="0.1", metavar="L[,L...]",
       help=f"distinct losses at which the flow is read off, each in [{theory.TARGET_LOSS_MIN:g}, initial "
            "loss) (sorted high to low; one flow answers all; default 0.1)")
@@ -91,7 +91,7 @@ def _settings(args) -> tuple:
     from ..predict import check_settings
 
     params = parse_parameterizations(args.parameterizations)
-    ratios = parse_list("--ratios", args.ratios, lambda t: number("--ratios", t))
+    ratios = parse_list("--ratios", args.ratios, lambda t: number("--ratios", t), distinct=True)
     targets = parse_list("--target-loss", args.target_loss, lambda t: number("--target-loss", t))
     seeds = parse_int("--seeds", args.seeds, 1, MAX_SEEDS)
     st = task_from_args(args)

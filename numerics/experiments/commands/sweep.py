@@ -30,7 +30,7 @@ def add_parser(sub):
                                     "each target.")
     sw.add_argument("--parameterizations", required=True, metavar="LIST",
                     help="comma-separated subset of " + ",".join(PARAMETERIZATIONS))
-    sw.add_argument("--ratios", required=True, metavar="LIST", help="comma-separated eta_QK / eta_OV, each > 0")
+    sw.add_argument("--ratios", required=True, metavar="LIST", help="comma-separated distinct eta_QK / eta_OV, each > 0")
     sw.add_argument("--seeds", required=True, metavar="K", help="number of seeds per configuration (1234, 1235, ...)")
     sw.add_argument("--target-loss", required=True, metavar="L[,L...]",
                     help="stop when an epoch's mean loss <= L (> 0 and below every run's initial loss, "
@@ -71,12 +71,12 @@ def _targets(text):
 
 
 def _settings(args) -> dict:
-    """The sweep's settings from the command line (validated numbers, duplicates dropped; the task
+    """The sweep's settings from the command line (validated numbers, no item twice; the task
     as :func:`~numerics.experiments.task_sampling.task_settings` names it)."""
     st = task_from_args(args)
     task = task_sampling.task_settings(st)
     return {"parameterizations": common.parse_parameterizations(args.parameterizations),
-            "ratios": list(dict.fromkeys(parse_list("--ratios", args.ratios, lambda t: number("--ratios", t)))),
+            "ratios": parse_list("--ratios", args.ratios, lambda t: number("--ratios", t), distinct=True),
             "seeds": parse_int("--seeds", args.seeds, 1, common.MAX_SEEDS), "target_loss": _targets(args.target_loss),
             "lr_ov": number("--lr-ov", args.lr_ov), "seq_len": seq_len_for(st, args.seq_len),
             "batch_size": parse_int("--batch-size", args.batch_size, 1),

@@ -68,7 +68,7 @@ def test_fig3_json_shape_and_figure(tmp_path, capsys):
     assert (tmp_path / "fig3_collapsed.pdf").read_bytes().startswith(b"%PDF")
 
 
-SWEEP = ["sweep", "--parameterizations", "CACO,FAFO,CACO", "--ratios", "1,4,1", "--seeds", "2",
+SWEEP = ["sweep", "--parameterizations", "CACO,FAFO", "--ratios", "1,4", "--seeds", "2",
          "--target-loss", "3.5", "--max-steps", "300", "--steps-per-epoch", "50", "--eval-batches", "2",
          "--quiet"]
 
