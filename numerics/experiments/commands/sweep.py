@@ -1,6 +1,8 @@
 """``python -m numerics.experiments sweep``: the matched-loss sweep over ``eta_QK / eta_OV``."""
 from __future__ import annotations
 
+import os
+
 from derivations.core.cli import UsageError, parse_int, parse_list
 from derivations.core.output import json_text
 from derivations.core.vocabulary import PARAMETERIZATIONS
@@ -54,7 +56,7 @@ def add_parser(sub):
                          "nor report where the two agree")
     sw.add_argument("--resume", action="store_true",
                     help="continue the sweep saved in --output (finished runs are not recomputed); refused "
-                         "if the settings differ from the stored sweep's")
+                         "if the settings differ from the stored sweep's, or if --output holds no sweep")
     sw.add_argument("--extend", action="store_true",
                     help="with --resume: add parameterizations, ratios or seeds to the stored sweep; every "
                          "stored row is kept (give the stored ones too), the other settings must be the same")
@@ -133,6 +135,15 @@ def _check_target(s) -> None:
                          f"before anything is learned")
 
 
+def _check_resume(args, directory=None) -> None:
+    """Refuse ``--resume`` where ``--output`` holds no sweep to continue: a path that does not exist
+    (without ``directory``: refused before it is created) or a directory without a sweep's settings."""
+    if not (args.resume and args.output.strip()):
+        return
+    if not os.path.lexists(args.output) if directory is None else directory.settings() is None:
+        raise UsageError(f"--resume: {args.output!r} holds no sweep to continue")
+
+
 def _continue(directory, args, settings):
     """Check ``--resume`` against the sweep's directory (its stored settings and runs), record the
     settings (:class:`~numerics.experiments.directory.ExperimentDirectory`).
@@ -197,7 +208,9 @@ def prepare(args):
     _jobs(settings)
     _check_target(settings)
     run = common.run_options(args, workers)
-    directory, (settings, jobs) = common.open_directory(args, "sweep", lambda d: _continue(d, args, settings))
+    _check_resume(args)
+    directory, (settings, jobs) = common.open_directory(
+        args, "sweep", lambda d: _check_resume(args, d) or _continue(d, args, settings))
 
     def work():
         with directory:

@@ -216,6 +216,10 @@ BAD = [
     (["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1", "--target-loss", "0.1"],
      "--output"),
     (["fig2", "--output", "FILE/sub"], "cannot take files"),
+    (["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1", "--target-loss", "3.5", "--resume",
+      "--output", "OUT"], "--resume: '{OUT}' holds no sweep to continue"),
+    (["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1", "--target-loss", "3.5", "--resume",
+      "--output", "EMPTY"], "--resume: '{EMPTY}' holds no sweep to continue"),
     # at most 10**9 SGD steps a run (refused before the output is tried, or the target)
     (["fig2", "--epochs", "1" + "0" * 21, "--output", "FILE/sub"], "--epochs must be an integer in [1, 1000000000]"),
     (["fig2", "--epochs", "1000000", "--steps-per-epoch", "1001", "--output", "FILE/sub"], "--epochs x --steps-per"),
@@ -229,14 +233,17 @@ BAD = [
 @pytest.mark.parametrize("argv, match", BAD)
 def test_bad_input_one_line_exit_2_no_work(argv, match, tmp_path, capsys):
     (tmp_path / "FILE").write_text("x")
+    (tmp_path / "EMPTY").mkdir()
     argv = [a.replace("OUT", str(tmp_path / "out")).replace("FILE", str(tmp_path / "FILE")) for a in argv]
+    argv = [a.replace("EMPTY", str(tmp_path / "EMPTY")) for a in argv]
+    match = match.format(OUT=tmp_path / "out", EMPTY=tmp_path / "EMPTY")
     t0 = time.perf_counter()
     assert main(argv) == 2
     assert time.perf_counter() - t0 < 5                 # no training started
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.count("\n") == 1 and match in captured.err
-    assert not (tmp_path / "out").exists()
+    assert not (tmp_path / "out").exists() and not any((tmp_path / "EMPTY").iterdir())
 
 
 def test_help_loads_no_scipy_sympy_or_matplotlib():
