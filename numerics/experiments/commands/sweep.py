@@ -306,7 +306,9 @@ def format_sweep(p) -> str:
     Parameters
     ----------
     p : dict
-        ``sweep.json``'s payload (``summary``, ``spearman``, optionally ``agreement``).
+        ``sweep.json``'s payload (``summary``, ``spearman``, optionally ``agreement``); the
+        t-interval of the relevant share is shown clipped to [0, 1] (the share's range, as the figure
+        clips it), Spearman's rho and p to 4 significant digits, an undefined number as ``null``.
 
     Returns
     -------
@@ -316,14 +318,14 @@ def format_sweep(p) -> str:
              "loss      steps"]
     for s in p["summary"]:
         lo, hi = s["relevant_attention_ci95"]
-        ci = "" if lo is None else f"[{lo:.3f}, {hi:.3f}]"
+        ci = "" if lo is None else f"[{max(lo, 0.0):.3f}, {min(hi, 1.0):.3f}]"     # a share lies in [0, 1]
         lines.append(f"{s['parameterization']}  {s['ratio']:6.3g}  {_f(s.get('target_loss'), '<6g')}  "
                      f"{s['reached']}/{s['n']}       "
                      f"{_f(s['relevant_attention_mean'], '.4f')} {ci:18s}  {_f(s.get('self_attention_mean'), '.4f')}"
                      f"  {_f(s.get('other_attention_mean'), '.4f')}  {_f(s['label_probability_mean'], '.4f')}"
                      f"       {_f(s['loss_mean'], '.4f')}    {_f(s['steps_mean'], '.0f')}")
     for name, sp in p["spearman"].items():
-        lines.append(f"Spearman(ratio, attention) {name}: rho = {sp['rho']}, p = {sp['pvalue']}")
+        lines.append(f"Spearman(ratio, attention) {name}: rho = {_f(sp['rho'], '.4g')}, p = {_f(sp['pvalue'], '.4g')}")
     if p.get("agreement"):
         from ..overlay import format_agreement
 
