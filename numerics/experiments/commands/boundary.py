@@ -156,7 +156,7 @@ def _flow_settings(args, init) -> dict:
                 task_params=st.params, flags=_FLAGS)
     return {"task": args.task, "task_params": [list(p) for p in st.params],
             "parameterizations": s["parameterizations"], "target_losses": s["target_losses"],
-            "init": init, "init_scale": s["init_scale"], "seeds": s["seeds"], "seq_len": s["seq_len"],
+            "init": init, **{k: s[k] for k in ("init_scale",) if k in s}, "seeds": s["seeds"], "seq_len": s["seq_len"],
             "ratio_range": [lo, hi], "given_init_scale": scale}
 
 

@@ -17,7 +17,7 @@ from .. import task_sampling
 __all__ = ["PROG", "add_common", "add_task_arguments", "param_values", "task_from_args", "seq_len_for",
            "number", "parse_parameterizations", "parse_seeds", "workers", "run_options", "output_dir",
            "open_directory", "checked", "option_message", "flag_message", "MAX_SEEDS", "MAX_CONNECT_TIMEOUT",
-           "warn", "warn_diverged", "DIVERGED"]
+           "warn", "warn_diverged", "DIVERGED", "task_label"]
 
 #: Program name of the one-line messages.
 PROG = "experiments"
@@ -465,6 +465,35 @@ def task_from_args(args) -> task_sampling.SampledTask:
         return task_sampling.sampled_task(args.task, param_values(args))
     except ValueError as exc:
         raise UsageError(f"--task {args.task}: {exc}") from None
+
+
+def task_label(settings, source=None) -> str:
+    """A task as a human-readable header names it: its name, the file it was read from and its
+    parameter values (``task query-copies-file (tasks/q.toml), M=4, b=2``), or the authors' task.
+
+    Parameters
+    ----------
+    settings : dict
+        With the ``task`` and ``task_params`` of :func:`~numerics.experiments.task_sampling.task_settings`
+        (none for the authors' task): a built-in task's name or a task's canonical text (JSON).
+    source : str, optional
+        What ``--task`` named; a task file's path is shown.
+
+    Returns
+    -------
+    str
+    """
+    import json
+
+    from derivations.tasks import is_task_file
+
+    if "task" not in settings:
+        return "the authors' task"
+    key = settings["task"]
+    name = json.loads(key)["name"] if key.startswith("{") else key
+    where = f" ({source})" if is_task_file(source) else ""
+    values = ", ".join(f"{k}={v:g}" for k, v in settings.get("task_params", ()))
+    return f"task {name}{where}" + (f", {values}" if values else "")
 
 
 def seq_len_for(st, text) -> int:

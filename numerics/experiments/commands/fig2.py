@@ -140,7 +140,7 @@ def _write(directory, config, payload, n_seeds):
     if payload["heatmap"] is None:
         common.warn("every run diverged: no heatmap figure")
         return
-    task = f"task {config.task}, " if task_sampling.task_settings(config.sampled_task) else ""
+    task = f"task {config.sampled_task.name}, " if task_sampling.task_settings(config.sampled_task) else ""
     title = (f"{task}{config.parameterization}, QK {config.lr_qk:g} / OV {config.lr_ov:g}"
              + (f", ramp x{config.qk_ramp:g}" if config.qk_ramp != 1 else ""))
     plots.save_figure(plots.plot_fig2_heatmaps(
