@@ -61,12 +61,8 @@ class UsageError(Exception):
 
 class OneLineParser(argparse.ArgumentParser):
     """An :class:`argparse.ArgumentParser` whose errors raise :class:`UsageError` (one line,
-    no usage block) for the command's ``main`` to report with :func:`usage_error`.
-    ``prefix_prog=True`` starts the message with the program name (the experiments' style)."""
-
-    def __init__(self, *args, prefix_prog: bool = False, **kwargs):
-        self._prefix_prog = prefix_prog
-        super().__init__(*args, **kwargs)
+    no usage block) for the command's ``main`` to report with :func:`usage_error`, which names
+    the program."""
 
     def print_help(self, file=None):
         """Print the help; into a closed pipe it ends quietly, into a full disk with one line and
@@ -83,7 +79,7 @@ class OneLineParser(argparse.ArgumentParser):
             self.exit(1)
 
     def error(self, message):  # one line, no usage dump
-        """Raise :class:`UsageError` with ``message`` (prefixed with the program name when ``prefix_prog``).
+        """Raise :class:`UsageError` with ``message``.
 
         Parameters
         ----------
@@ -94,7 +90,7 @@ class OneLineParser(argparse.ArgumentParser):
         UsageError
             Always: ``message``, one line.
         """
-        raise UsageError(f"{self.prog}: {message}" if self._prefix_prog else message)
+        raise UsageError(message)
 
 
 def usage_error(prog: str, message) -> int:

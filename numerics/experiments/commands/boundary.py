@@ -23,7 +23,8 @@ from derivations.core.cli import UsageError, parse_int, parse_list, parse_number
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from ..stopping import target_losses
-from .common import add_task_arguments, checked, number, param_values, parse_parameterizations, task_from_args
+from .common import (add_task_arguments, checked, number, param_values, parse_parameterizations, task_from_args,
+                     task_message)
 
 __all__ = ["MAX_LAMBDA", "add_parser", "prepare"]
 
@@ -110,11 +111,11 @@ def _zero_settings(args) -> dict:
     try:
         task_parameters(args.task, **values)
     except ValueError as exc:
-        raise UsageError(f"--task {args.task}: {exc}") from None
+        raise UsageError(task_message(args.task, exc)) from None
     try:
         shape = task_shape(args.task, **values)
     except ValueError as exc:
-        raise UsageError(f"--task {args.task}: {exc}; --init authors, identity or uniform searches its "
+        raise UsageError(f"{task_message(args.task, exc)}; --init authors, identity or uniform searches its "
                          "expected-count flow") from None
     params, targets, (lo, hi) = _common(args, RATIO_RANGE)
     top = math.log(shape["M"])

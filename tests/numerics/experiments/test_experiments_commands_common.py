@@ -33,3 +33,16 @@ def test_a_list_option_refuses_an_item_given_twice(argv, twice, tmp_path, capsys
     assert main([a.replace("OUT", str(tmp_path / "out")) for a in argv]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{twice} twice" in err and not (tmp_path / "out").exists()
+
+
+def test_an_error_line_has_one_prefix(tmp_path, capsys):
+    """The program once (not argparse's ``python -m numerics.experiments fig2`` after it), a task file once."""
+    from numerics.experiments.__main__ import main
+    bad = tmp_path / "syntax.toml"
+    bad.write_text("x = [\n")
+    for argv, line in ((["fig2", "--dtype", "x"], "experiments: error: argument --dtype: invalid choice: 'x'"),
+                       (["fig2", "--task", str(bad)], f"experiments: error: --task {bad}: not TOML"),
+                       (["boundary", "--task", str(bad)], f"experiments: error: --task {bad}: not TOML")):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(line) and err.count("\n") == 1 and err.count(str(bad)) <= 1, err
