@@ -44,6 +44,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -59,10 +60,53 @@ class UsageError(Exception):
     """Bad command-line input: reported as one line, exit status 2."""
 
 
+#: A value that starts with ``-`` but is a number or a list of numbers (``-1``, ``-1,10``, ``-.5``, ``-inf``).
+_NEGATIVE_VALUE = re.compile(r"^-(\d|\.\d|inf|nan)", re.IGNORECASE)
+
+
 class OneLineParser(argparse.ArgumentParser):
     """An :class:`argparse.ArgumentParser` whose errors raise :class:`UsageError` (one line,
     no usage block) for the command's ``main`` to report with :func:`usage_error`, which names
-    the program."""
+    the program. An option that takes a value takes one that starts with a minus sign and a number
+    (``--ratio-range -1,10``, as ``--ratio-range=-1,10``), for its own check to refuse with its range;
+    plain ``argparse`` reads ``-1,10`` as an option and says only that the value is missing.
+
+    >>> p = OneLineParser(prog="demo")
+    >>> _ = p.add_argument("--ratios")
+    >>> p.parse_args(["--ratios", "-1,10"]).ratios
+    '-1,10'
+    """
+
+    def parse_known_args(self, args=None, namespace=None):
+        """:meth:`argparse.ArgumentParser.parse_known_args`, with ``--option -1,10`` read as
+        ``--option=-1,10`` where ``--option`` takes one value.
+
+        Parameters
+        ----------
+        args : list of str, optional
+            Default ``sys.argv[1:]``.
+        namespace : argparse.Namespace, optional
+
+        Returns
+        -------
+        tuple
+            The namespace and the arguments left over.
+        """
+        args = sys.argv[1:] if args is None else list(args)
+        joined, i = [], 0
+        while i < len(args):
+            action = self._option_string_actions.get(args[i])
+            if (args[i] != "--" and action is not None and action.nargs is None and i + 1 < len(args)
+                    and _NEGATIVE_VALUE.match(args[i + 1])):
+                joined.append(f"{args[i]}={args[i + 1]}")
+                i += 2
+                continue
+            if args[i] == "--":
+                joined += args[i:]
+                break
+            joined.append(args[i])
+            i += 1
+        return super().parse_known_args(joined, namespace)
 
     def print_help(self, file=None):
         """Print the help; into a closed pipe it ends quietly, into a full disk with one line and

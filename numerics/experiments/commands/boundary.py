@@ -19,7 +19,9 @@ a target named twice or not below a start's loss, ...) is one line and exit stat
 """
 from __future__ import annotations
 
-from derivations.core.cli import UsageError, parse_int, parse_list, parse_number
+import math
+
+from derivations.core.cli import UsageError, parse_float, parse_int, parse_list, parse_number
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from ..stopping import target_losses
@@ -80,7 +82,7 @@ def add_parser(sub):
       help=f"with --init authors|identity|uniform: number of seeds, numbered as the sweep's (integer in "
            f"[1, {MAX_SEEDS}]; default 1)")
     a("--ratio-range", default=None, metavar="LO,HI",
-      help=f"the ratios searched (default {RATIO_RANGE[0]:g},{RATIO_RANGE[1]:g} from zero, "
+      help=f"the ratios searched, 0 < LO < HI (default {RATIO_RANGE[0]:g},{RATIO_RANGE[1]:g} from zero, "
            f"{theory.RATIO_RANGE[0]:g},{theory.RATIO_RANGE[1]:g}, the flow's range, otherwise)")
     a("--json", action="store_true", help="print one JSON object on stdout")
     a("--quiet", action="store_true", help="no human-readable summary")
@@ -91,16 +93,14 @@ def _common(args, default_range):
     params = parse_parameterizations(args.parameterizations)
     targets = parse_list("--target-loss", args.target_loss, lambda t: parse_number("--target-loss", t))
     text = args.ratio_range or f"{default_range[0]:g},{default_range[1]:g}"
-    ends = parse_list("--ratio-range", text, lambda t: number("--ratio-range", t))
-    if len(ends) != 2 or not ends[0] < ends[1]:
-        raise UsageError(f"--ratio-range must be LO,HI with 0 < LO < HI; got {text!r}")
+    ends = parse_list("--ratio-range", text, lambda t: parse_float("--ratio-range", t))
+    if len(ends) != 2 or not 0 < ends[0] < ends[1] < math.inf:
+        raise UsageError(f"--ratio-range must be LO,HI with 0 < LO < HI, both finite; got {text!r}")
     return params, targets, tuple(ends)
 
 
 def _zero_settings(args) -> dict:
     """The master curve's settings (UsageError, one line), nothing computed."""
-    import math
-
     from numerics.dynamics import task_parameters, task_shape
     from numerics.dynamics.crossover import RATIO_RANGE
     for flag, value in (("--seeds", args.seeds), ("--init-scale", args.init_scale)):
