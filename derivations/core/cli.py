@@ -19,11 +19,11 @@ name                             what
 :func:`parse_int`                an integer in a range
 :func:`parse_loss`               a loss in ``(0, log M)``
 :func:`rate_values`              learning rates from ``--ratio``/``--eta-*``
-:func:`prepare_output_dir`       create and probe an output directory
 ===============================  ==============================================
 
 The parsers raise ``error`` (default :class:`UsageError`) for bad input, naming the option.
-The output writer (``| head``, ``> /dev/full``) and the progress bar are in :mod:`derivations.core.output`.
+The output writer (``| head``, ``> /dev/full``), the progress bar and the check of an output
+directory (``prepare_output_dir``) are in :mod:`derivations.core.output`.
 
 >>> from derivations.core.cli import parse_loss, parse_params
 >>> parse_loss("0.5", 20)
@@ -43,17 +43,15 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import re
 import sys
-from pathlib import Path
 
 from .output import emit
 from .vocabulary import check_positive
 
 __all__ = ["UsageError", "OneLineParser", "usage_error", "assignments", "parse_params",
            "parse_list", "parse_float", "parse_number", "parse_int", "parse_loss", "rate_values",
-           "prepare_output_dir", "exit_on_interrupt", "EXIT_INTERRUPTED"]
+           "exit_on_interrupt", "EXIT_INTERRUPTED"]
 
 
 class UsageError(Exception):
@@ -420,75 +418,6 @@ def parse_loss(text: str, M_value, error=UsageError) -> float:
     if not (math.isfinite(loss_value) and 0 < loss_value < math.log(M_value)):
         raise error(f"loss must be in (0, log M) = (0, {math.log(M_value):.6g}); got {text!r}")
     return loss_value
-
-
-def _created_below(path: Path) -> list:
-    """The directories from ``path`` up to (not including) its nearest existing ancestor."""
-    missing = []
-    probe = path
-    while not os.path.lexists(probe) and probe.parent != probe:
-        missing.append(probe)
-        probe = probe.parent
-    return missing
-
-
-def prepare_output_dir(output, *, name: str = "--output", longest_name: int = 64) -> Path:
-    """Create the output directory ``output`` and prove it takes files, before any work.
-
-    The check is a real write: the directory (and missing parents) is created, a temporary file whose
-    name is ``longest_name`` bytes long is written and removed. Whatever stops that (an empty path, a
-    file in the way, a path under ``/proc`` or ``/sys``, no permission, an immutable directory, a name
-    over the file system's limit, a dangling link or a link loop, a full disk) raises ``ValueError``
-    naming ``name`` and the reason; the directories created for the probe are removed again.
-
-    Parameters
-    ----------
-    output : str or os.PathLike
-    name : str, optional
-        The option, for the message (default ``"--output"``).
-    longest_name : int, optional
-        Length in bytes of the probe file's name (default 64).
-
-    Returns
-    -------
-    pathlib.Path
-
-    Raises
-    ------
-    ValueError
-        If ``output`` is not a path, or the directory cannot take files.
-
-    >>> import tempfile, pathlib
-    >>> d = prepare_output_dir(pathlib.Path(tempfile.mkdtemp()) / "a" / "b")
-    >>> d.is_dir(), list(d.iterdir())
-    (True, [])
-    >>> prepare_output_dir("")
-    Traceback (most recent call last):
-    ...
-    ValueError: --output must name a directory; got ''
-    """
-    text = os.fspath(output) if isinstance(output, (str, os.PathLike)) else None
-    if text is None or not text.strip():
-        raise ValueError(f"{name} must name a directory; got {output!r}")
-    path = Path(text)
-    created = []
-    try:
-        created = _created_below(path.absolute())
-        path.mkdir(parents=True, exist_ok=True)
-        probe = path / ("." + "q" * max(1, longest_name - 1))
-        with open(probe, "wb") as fh:
-            fh.write(b"qkov")
-        probe.unlink()
-    except OSError as exc:
-        for directory in created:      # deepest first: leave nothing behind
-            try:
-                directory.rmdir()
-            except OSError:
-                pass
-        reason = exc.strerror or str(exc)
-        where = f" ({exc.filename})" if exc.filename and str(exc.filename) != text else ""
-        raise ValueError(f"{name} {text[:80]!r} cannot take files: {reason}{where}"[:300]) from None
-    return path
 
 
 #: Exit status of a command stopped by Ctrl-C (128 + SIGINT, as a shell reports it).
