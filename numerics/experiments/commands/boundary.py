@@ -25,8 +25,8 @@ from derivations.core.cli import UsageError, parse_float, parse_int, parse_list,
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from ..stopping import target_losses
-from .common import (add_task_arguments, checked, number, param_values, parse_parameterizations, task_from_args,
-                     task_message)
+from .common import checked, number, parse_parameterizations
+from .task_options import add_task_arguments, param_values, task_from_args, task_message
 
 __all__ = ["MAX_LAMBDA", "add_parser", "prepare"]
 

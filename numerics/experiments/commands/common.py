@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import re
 
-from derivations.core.cli import UsageError, parse_int, parse_list, parse_number, prepare_output_dir
+from derivations.core.cli import UsageError, parse_int, parse_list, parse_number
+from derivations.core.output import prepare_output_dir
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
-from .task_options import (add_task_arguments, param_values, seq_len_for, task_from_args,  # noqa: F401 (theirs)
-                           task_label, task_message)
-
-__all__ = ["PROG", "add_common", "add_task_arguments", "param_values", "task_from_args", "seq_len_for",
-           "number", "parse_parameterizations", "parse_seeds", "workers", "run_options", "output_dir",
-           "open_directory", "checked", "option_message", "flag_message", "MAX_SEEDS", "MAX_CONNECT_TIMEOUT",
-           "warn", "warn_diverged", "DIVERGED", "task_label", "task_message"]
+__all__ = ["PROG", "add_common", "number", "parse_parameterizations", "parse_seeds", "workers", "run_options",
+           "output_dir", "open_directory", "checked", "option_message", "flag_message", "MAX_SEEDS",
+           "MAX_CONNECT_TIMEOUT", "warn", "warn_diverged", "DIVERGED"]
 
 #: Program name of the one-line messages.
 PROG = "experiments"
@@ -232,7 +229,7 @@ def run_options(args, workers: int) -> dict:
 
 
 def output_dir(args):
-    """``--output`` created and probed (:func:`derivations.core.cli.prepare_output_dir`).
+    """``--output`` created and probed (:func:`derivations.core.output.prepare_output_dir`).
 
     Parameters
     ----------

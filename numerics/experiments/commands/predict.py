@@ -22,8 +22,8 @@ from derivations.core.cli import UsageError, parse_int, parse_list
 from derivations.core.output import json_text, progress_bar
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
-from . import common
-from .common import add_task_arguments, checked, number, parse_parameterizations, seq_len_for, task_from_args
+from .common import checked, number, parse_parameterizations
+from .task_options import add_task_arguments, seq_len_for, task_from_args, task_label
 
 __all__ = ["MAX_SEEDS", "MAX_SEQ_LEN", "add_parser", "prepare", "format_table"]
 
@@ -155,7 +155,7 @@ def format_table(payload, source=None) -> str:
         other than CACO, another length, a task it does not reduce).
     """
     s = payload["settings"]
-    task = common.task_label(s, source)
+    task = task_label(s, source)
     scale = f", identity scale {s['init_scale']:g}" if "init_scale" in s else ""
     closed = any("closed_form_method" in r for r in payload["records"])
     lines = [f"expected-count flow of {task} (init {s['init']}{scale}, seq_len {s['seq_len']}, "

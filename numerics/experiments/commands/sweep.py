@@ -10,7 +10,8 @@ from derivations.core.vocabulary import PARAMETERIZATIONS
 from .. import task_sampling
 from ..stopping import MAX_SGD_STEPS, target_losses
 from . import common
-from .common import add_task_arguments, number, seq_len_for, task_from_args
+from .common import number
+from .task_options import add_task_arguments, seq_len_for, task_from_args
 
 __all__ = ["add_parser", "prepare", "format_sweep"]
 

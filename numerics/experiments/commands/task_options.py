@@ -2,7 +2,7 @@
 ``predict``, ``boundary``): reading them, and naming a task in messages and headers.
 
 Every check here raises :class:`derivations.core.cli.UsageError` (one line, exit status 2) before
-any work; :mod:`numerics.experiments.commands.common` exports these names too.
+any work.
 """
 from __future__ import annotations
 
