@@ -30,7 +30,7 @@ __all__ = ["check_int", "check_in_range", "check_loss_level", "check_loss_levels
            "check_point", "check_positive_values", "check_positive_range", "shown_number"]
 
 
-def check_int(name, value, minimum) -> int:
+def check_int(name, value, minimum, maximum=None) -> int:
     """An integer argument, checked.
 
     Parameters
@@ -40,6 +40,8 @@ def check_int(name, value, minimum) -> int:
     value : int
         An integer (not a bool).
     minimum : int
+    maximum : int, optional
+        The largest value allowed (default: no upper bound).
 
     Returns
     -------
@@ -48,10 +50,17 @@ def check_int(name, value, minimum) -> int:
     Raises
     ------
     ValueError
-        Not an integer ``>= minimum``; the message names the bound.
+        Not an integer in ``[minimum, maximum]``; the message names the bounds.
+
+    >>> check_int("epochs", 10 ** 21, 1, 10 ** 9)
+    Traceback (most recent call last):
+    ...
+    ValueError: epochs must be an integer in [1, 1000000000]; got 1000000000000000000000
     """
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
+    if (isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < minimum
+            or (maximum is not None and int(value) > maximum)):
+        span = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+        raise ValueError(f"{name} must be an integer {span}; got {value!r}")
     return int(value)
 
 

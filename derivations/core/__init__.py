@@ -22,10 +22,10 @@ processes and command lines import it without cost:
 """
 from .atomic_file import atomic_write, atomic_write_text, read_bounded
 from .cli import (OneLineParser, UsageError, assignments, parse_float, parse_int, parse_list, parse_loss,
-                  parse_number, parse_params, prepare_output_dir, rate_values, usage_error)
+                  parse_number, parse_params, rate_values, usage_error)
 from .interrupt import EXIT_INTERRUPTED, exit_on_interrupt
 from .exports import lazy_exports
-from .output import emit, isatty, progress_bar
+from .output import emit, isatty, prepare_output_dir, progress_bar
 from .time_bound import time_limit
 from .vocabulary import (CIRCUITS, MAX_CLASSES, MODEL_PARAMETERS, PAPER_SETTING, PARAMETERIZATIONS,
                          RATE_NAMES, SHARES, Circuit, check_circuit, check_classes, check_model_parameters,

@@ -12,18 +12,18 @@ name                             what
 :func:`usage_error`              print ``prog: error: message``, return 2
 :func:`assignments`              ``--params`` text -> ``(name, value)`` pairs
 :func:`parse_params`             ``--params`` text -> dict (duplicates refused)
-:func:`parse_list`               a non-empty comma-separated list
+:func:`parse_list`               a non-empty comma-separated list (optionally distinct)
 :func:`parse_float`              a number (any float, inf and nan included)
 :func:`parse_number`             a finite number (optionally > 0)
 :func:`parse_int`                an integer in a range
 :func:`parse_loss`               a loss in ``(0, log M)``
 :func:`rate_values`              learning rates from ``--ratio``/``--eta-*``
-:func:`prepare_output_dir`       create and probe an output directory
 ===============================  ==============================================
 
 The parsers raise ``error`` (default :class:`UsageError`) for bad input, naming the option.
-The output writer (``| head``, ``> /dev/full``) and the progress bar are in :mod:`derivations.core.output`,
-Ctrl-C (one line, exit status 130) in :mod:`derivations.core.interrupt`.
+The output writer (``| head``, ``> /dev/full``), the progress bar and the check of an output
+directory (``prepare_output_dir``) are in :mod:`derivations.core.output`, Ctrl-C (one line,
+exit status 130) in :mod:`derivations.core.interrupt`.
 
 >>> from derivations.core.cli import parse_loss, parse_params
 >>> parse_loss("0.5", 20)
@@ -43,30 +43,67 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
+import re
 import sys
-from pathlib import Path
 
 from .output import emit
 from .vocabulary import check_positive
 
 __all__ = ["UsageError", "OneLineParser", "usage_error", "assignments", "parse_params",
-           "parse_list", "parse_float", "parse_number", "parse_int", "parse_loss", "rate_values",
-           "prepare_output_dir"]
+           "parse_list", "parse_float", "parse_number", "parse_int", "parse_loss", "rate_values"]
 
 
 class UsageError(Exception):
     """Bad command-line input: reported as one line, exit status 2."""
 
 
+#: A value that starts with ``-`` but is a number or a list of numbers (``-1``, ``-1,10``, ``-.5``, ``-inf``).
+_NEGATIVE_VALUE = re.compile(r"^-(\d|\.\d|inf|nan)", re.IGNORECASE)
+
+
 class OneLineParser(argparse.ArgumentParser):
     """An :class:`argparse.ArgumentParser` whose errors raise :class:`UsageError` (one line,
-    no usage block) for the command's ``main`` to report with :func:`usage_error`.
-    ``prefix_prog=True`` starts the message with the program name (the experiments' style)."""
+    no usage block) for the command's ``main`` to report with :func:`usage_error`, which names
+    the program. An option that takes a value takes one that starts with a minus sign and a number
+    (``--ratio-range -1,10``, as ``--ratio-range=-1,10``), for its own check to refuse with its range;
+    plain ``argparse`` reads ``-1,10`` as an option and says only that the value is missing.
 
-    def __init__(self, *args, prefix_prog: bool = False, **kwargs):
-        self._prefix_prog = prefix_prog
-        super().__init__(*args, **kwargs)
+    >>> p = OneLineParser(prog="demo")
+    >>> _ = p.add_argument("--ratios")
+    >>> p.parse_args(["--ratios", "-1,10"]).ratios
+    '-1,10'
+    """
+
+    def parse_known_args(self, args=None, namespace=None):
+        """:meth:`argparse.ArgumentParser.parse_known_args`, with ``--option -1,10`` read as
+        ``--option=-1,10`` where ``--option`` takes one value.
+
+        Parameters
+        ----------
+        args : list of str, optional
+            Default ``sys.argv[1:]``.
+        namespace : argparse.Namespace, optional
+
+        Returns
+        -------
+        tuple
+            The namespace and the arguments left over.
+        """
+        args = sys.argv[1:] if args is None else list(args)
+        joined, i = [], 0
+        while i < len(args):
+            action = self._option_string_actions.get(args[i])
+            if (args[i] != "--" and action is not None and action.nargs is None and i + 1 < len(args)
+                    and _NEGATIVE_VALUE.match(args[i + 1])):
+                joined.append(f"{args[i]}={args[i + 1]}")
+                i += 2
+                continue
+            if args[i] == "--":
+                joined += args[i:]
+                break
+            joined.append(args[i])
+            i += 1
+        return super().parse_known_args(joined, namespace)
 
     def print_help(self, file=None):
         """Print the help; into a closed pipe it ends quietly, into a full disk with one line and
@@ -83,7 +120,7 @@ class OneLineParser(argparse.ArgumentParser):
             self.exit(1)
 
     def error(self, message):  # one line, no usage dump
-        """Raise :class:`UsageError` with ``message`` (prefixed with the program name when ``prefix_prog``).
+        """Raise :class:`UsageError` with ``message``.
 
         Parameters
         ----------
@@ -94,7 +131,7 @@ class OneLineParser(argparse.ArgumentParser):
         UsageError
             Always: ``message``, one line.
         """
-        raise UsageError(f"{self.prog}: {message}" if self._prefix_prog else message)
+        raise UsageError(message)
 
 
 def usage_error(prog: str, message) -> int:
@@ -185,18 +222,21 @@ def parse_params(text: str, error=UsageError) -> dict:
     return out
 
 
-def parse_list(name: str, text, convert=str, error=UsageError) -> list:
+def parse_list(name: str, text, convert=str, error=UsageError, *, distinct: bool = False) -> list:
     """A non-empty comma-separated list, each item through ``convert``; an empty list
     (``--ratios ''``) or an empty item (``--target-loss 0.5,,``) raises ``error`` instead of
-    meaning the default.
+    meaning the default, and with ``distinct`` so does an item given twice (equal once converted:
+    ``--ratios 1,1.0``), rather than being run twice or silently dropped.
 
     Parameters
     ----------
     name, text : str
         The option (for the message) and its comma-separated items.
     convert : callable, optional
-        Applied to each stripped item (default ``str``).
+        Applied to each stripped item (default ``str``); its values must be hashable with ``distinct``.
     error : type, optional
+    distinct : bool, optional
+        Refuse a repeated item (default False).
 
     Returns
     -------
@@ -205,17 +245,29 @@ def parse_list(name: str, text, convert=str, error=UsageError) -> list:
     Raises
     ------
     UsageError
-        (or ``error``) An empty list or an empty item, or an item ``convert`` refuses.
+        (or ``error``) An empty list or an empty item, an item ``convert`` refuses, or (``distinct``)
+        an item given twice.
 
     Examples
     --------
     >>> parse_list("--ratios", "1, 4", float)
     [1.0, 4.0]
+    >>> parse_list("--ratios", "1, 4, 1.0", float, distinct=True)
+    Traceback (most recent call last):
+    ...
+    derivations.core.cli.UsageError: --ratios names 1.0 twice
     """
     items = _items(name, text, error)
     if not items:
         raise error(f"{name} must be a non-empty comma-separated list; got {text!r}")
-    return [convert(t) for t in items]
+    values = [convert(t) for t in items]
+    if distinct:
+        seen = set()
+        for item, value in zip(items, values):
+            if value in seen:
+                raise error(f"{name} names {item} twice")
+            seen.add(value)
+    return values
 
 
 def parse_float(name: str, text, error=UsageError) -> float:
@@ -367,70 +419,3 @@ def parse_loss(text: str, M_value, error=UsageError) -> float:
     return loss_value
 
 
-def _created_below(path: Path) -> list:
-    """The directories from ``path`` up to (not including) its nearest existing ancestor."""
-    missing = []
-    probe = path
-    while not os.path.lexists(probe) and probe.parent != probe:
-        missing.append(probe)
-        probe = probe.parent
-    return missing
-
-
-def prepare_output_dir(output, *, name: str = "--output", longest_name: int = 64) -> Path:
-    """Create the output directory ``output`` and prove it takes files, before any work.
-
-    The check is a real write: the directory (and missing parents) is created, a temporary file whose
-    name is ``longest_name`` bytes long is written and removed. Whatever stops that (an empty path, a
-    file in the way, a path under ``/proc`` or ``/sys``, no permission, an immutable directory, a name
-    over the file system's limit, a dangling link or a link loop, a full disk) raises ``ValueError``
-    naming ``name`` and the reason; the directories created for the probe are removed again.
-
-    Parameters
-    ----------
-    output : str or os.PathLike
-    name : str, optional
-        The option, for the message (default ``"--output"``).
-    longest_name : int, optional
-        Length in bytes of the probe file's name (default 64).
-
-    Returns
-    -------
-    pathlib.Path
-
-    Raises
-    ------
-    ValueError
-        If ``output`` is not a path, or the directory cannot take files.
-
-    >>> import tempfile, pathlib
-    >>> d = prepare_output_dir(pathlib.Path(tempfile.mkdtemp()) / "a" / "b")
-    >>> d.is_dir(), list(d.iterdir())
-    (True, [])
-    >>> prepare_output_dir("")
-    Traceback (most recent call last):
-    ...
-    ValueError: --output must name a directory; got ''
-    """
-    text = os.fspath(output) if isinstance(output, (str, os.PathLike)) else None
-    if text is None or not text.strip():
-        raise ValueError(f"{name} must name a directory; got {output!r}")
-    path = Path(text)
-    created = []
-    try:
-        created = _created_below(path.absolute())
-        path.mkdir(parents=True, exist_ok=True)
-        probe = path / ("." + "q" * max(1, longest_name - 1))
-        with open(probe, "wb") as fh:
-            fh.write(b"qkov")
-        probe.unlink()
-    except OSError as exc:
-        for directory in created:      # deepest first: leave nothing behind
-            try:
-                directory.rmdir()
-            except OSError:
-                pass
-        reason = exc.strerror or str(exc)
-        where = f" ({exc.filename})" if exc.filename and str(exc.filename) != text else ""
-        raise ValueError(f"{name} {text[:80]!r} cannot take files: {reason}{where}"[:300]) from None
-    return path

@@ -7,7 +7,8 @@ a number that is not finite is written ``null``.
 wanted, exit 0); ``> /dev/full`` cannot be written (one line on stderr, exit
 1). Afterwards stdout points at /dev/null, so the interpreter's final flush
 cannot print a traceback either. A progress bar (:func:`progress_bar`) is drawn
-on stderr only when it is a terminal: logs and pipes get none.
+on stderr only when it is a terminal: logs and pipes get none. An output directory is
+created and proved to take files before any work (:func:`prepare_output_dir`).
 
 >>> from derivations.core.output import emit
 >>> emit("hello", "demo")
@@ -19,8 +20,9 @@ import math
 import numbers
 import os
 import sys
+from pathlib import Path
 
-__all__ = ["emit", "progress_bar", "isatty", "json_ready", "json_text"]
+__all__ = ["emit", "progress_bar", "isatty", "json_ready", "json_text", "prepare_output_dir"]
 
 
 def _silence_stdout():
@@ -168,3 +170,72 @@ def json_text(obj, indent: int = 1) -> str:
     str
     """
     return json.dumps(json_ready(obj), indent=indent, allow_nan=False)
+
+
+def _created_below(path: Path) -> list:
+    """The directories from ``path`` up to (not including) its nearest existing ancestor."""
+    missing = []
+    probe = path
+    while not os.path.lexists(probe) and probe.parent != probe:
+        missing.append(probe)
+        probe = probe.parent
+    return missing
+
+
+def prepare_output_dir(output, *, name: str = "--output", longest_name: int = 64) -> Path:
+    """Create the output directory ``output`` and prove it takes files, before any work.
+
+    The check is a real write: the directory (and missing parents) is created, a temporary file whose
+    name is ``longest_name`` bytes long is written and removed. Whatever stops that (an empty path, a
+    file in the way, a path under ``/proc`` or ``/sys``, no permission, an immutable directory, a name
+    over the file system's limit, a dangling link or a link loop, a full disk) raises ``ValueError``
+    naming ``name`` and the reason; the directories created for the probe are removed again.
+
+    Parameters
+    ----------
+    output : str or os.PathLike
+    name : str, optional
+        The option, for the message (default ``"--output"``).
+    longest_name : int, optional
+        Length in bytes of the probe file's name (default 64).
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    ValueError
+        If ``output`` is not a path, or the directory cannot take files.
+
+    >>> import tempfile, pathlib
+    >>> d = prepare_output_dir(pathlib.Path(tempfile.mkdtemp()) / "a" / "b")
+    >>> d.is_dir(), list(d.iterdir())
+    (True, [])
+    >>> prepare_output_dir("")
+    Traceback (most recent call last):
+    ...
+    ValueError: --output must name a directory; got ''
+    """
+    text = os.fspath(output) if isinstance(output, (str, os.PathLike)) else None
+    if text is None or not text.strip():
+        raise ValueError(f"{name} must name a directory; got {output!r}")
+    path = Path(text)
+    created = []
+    try:
+        created = _created_below(path.absolute())
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ("." + "q" * max(1, longest_name - 1))
+        with open(probe, "wb") as fh:
+            fh.write(b"qkov")
+        probe.unlink()
+    except OSError as exc:
+        for directory in created:      # deepest first: leave nothing behind
+            try:
+                directory.rmdir()
+            except OSError:
+                pass
+        reason = exc.strerror or str(exc)
+        where = f" ({exc.filename})" if exc.filename and str(exc.filename) != text else ""
+        raise ValueError(f"{name} {text[:80]!r} cannot take files: {reason}{where}"[:300]) from None
+    return path

@@ -57,8 +57,9 @@ from pathlib import Path
 import sympy as sp
 
 from ..symbolic import symbols as S
-from ..core.cli import OneLineParser, UsageError, prepare_output_dir, usage_error
+from ..core.cli import OneLineParser, UsageError, usage_error
 from ..core.interrupt import exit_on_interrupt
+from ..core.output import prepare_output_dir
 from ..core.output import emit
 from .tex import ABBREVIATIONS, equation_lines, tex
 
@@ -252,7 +253,7 @@ def document(tasks=()) -> str:
 
 def _prepare(output):
     """The output directory, created with its ``snippets`` folder and probed before any work
-    (:func:`derivations.core.cli.prepare_output_dir`), and the directories this created (deepest
+    (:func:`derivations.core.output.prepare_output_dir`), and the directories this created (deepest
     first); ValueError naming --output otherwise."""
     snippets = Path(str(output)).absolute() / SNIPPET_DIR
     created = [d for d in (snippets, *snippets.parents) if not os.path.lexists(d)]

@@ -32,9 +32,10 @@ r"""Command line of the experiments: ``python -m numerics.experiments {fig2,fig3
 
 The JSON is always valid: a number that is undefined (the separability when
 no evaluation sequence holds a relevant token, the measurements of a diverged
-run) is ``null``. A run whose training loss stops being finite is stopped
-there with ``status`` ``"diverged"`` (one warning line on stderr); the other
-runs go on and every output is still written.
+run) is ``null``. A run whose training loss stops being finite, or whose
+parameters are not finite where it stops, is stopped there with ``status``
+``"diverged"`` (one warning line on stderr); the other runs go on and every
+output is still written.
 
 Exit status: **0** done, every output written; **130** stopped by Ctrl-C (one
 line on stderr saying what is kept: the finished runs of a sweep or a
@@ -56,7 +57,6 @@ finished runs are kept for ``--resume``).
 from __future__ import annotations
 
 import argparse
-import functools
 import sys
 import time
 
@@ -79,13 +79,13 @@ EXIT_DIVERGED = 3
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of ``python -m numerics.experiments`` (rendered in the docs)."""
-    parser = OneLineParser(prog="python -m numerics.experiments", prefix_prog=True,
+    parser = OneLineParser(prog="python -m numerics.experiments",
                            description="Rerun the paper's synthetic experiments (Figure 2, Figure 3) and a "
                                        "matched-loss sweep over learning-rate ratios, in NumPy.",
                            epilog="Exit status: 0 done; 2 bad input (one line, nothing written); 3 done, but "
                                   "a run diverged (its status says so); 1 the work or its output failed.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{fig2,fig3,sweep,reproduce,predict,boundary}",
-                                parser_class=functools.partial(OneLineParser, prefix_prog=True))
+                                parser_class=OneLineParser)
     for module in _MODULES.values():
         module.add_parser(sub)
     return parser

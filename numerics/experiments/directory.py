@@ -35,7 +35,8 @@ import stat
 from pathlib import Path
 
 from derivations.core.atomic_file import atomic_write_text, read_bounded
-from derivations.core.cli import UsageError, prepare_output_dir
+from derivations.core.cli import UsageError
+from derivations.core.output import prepare_output_dir
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from .fixed_attention import OUTPUT_CIRCUITS

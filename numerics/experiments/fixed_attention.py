@@ -28,10 +28,11 @@ from ..validation import check_int
 from .cross_entropy import cross_entropy as _cross_entropy
 from .sgd import eval_rng
 from .sampler import Batch, counts_from_tickets, draw_context
+from .stopping import MAX_SGD_STEPS, check_total_steps
 from .task_sampling import AUTHORS
 
 __all__ = ["ALPHA_STEP", "OUTPUT_CIRCUITS", "Fig3Config", "sample_fig3_batches", "fixed_attention_context",
-           "fig3_init", "fig3_loss_and_grad", "train_fig3"]
+           "fig3_init", "fig3_loss_and_grad", "train_fig3", "diverged_alphas"]
 
 #: Figure-3 output circuits.
 OUTPUT_CIRCUITS = ("collapsed", "factorized")
@@ -68,8 +69,9 @@ class Fig3Config:
             if not (math.isfinite(a) and 0.0 < a <= 1.0):
                 raise ValueError(f"alphas must lie in (0, 1], got {a!r}")
         object.__setattr__(self, "alphas", alphas)
-        check_int("epochs", self.epochs, 1)
-        check_int("steps_per_epoch", self.steps_per_epoch, 1)
+        check_int("epochs", self.epochs, 1, MAX_SGD_STEPS)
+        check_int("steps_per_epoch", self.steps_per_epoch, 1, MAX_SGD_STEPS)
+        check_total_steps(self.epochs, self.steps_per_epoch)
         check_int("batch_size", self.batch_size, 4)
         if self.batch_size % AUTHORS.K:
             raise ValueError(f"batch_size must be a multiple of {AUTHORS.K}, got {self.batch_size}")
@@ -269,7 +271,9 @@ def train_fig3(config: Fig3Config, *, progress=None) -> dict:
     dict
         ``alpha`` (list), ``loss``, ``loss_shifted`` and ``incentive``
         (``[alpha][epoch]``, epochs ``0..E``), ``train_loss`` (``[alpha][epoch]``,
-        the mean training loss of epochs ``1..E``) and ``final_loss`` (per alpha).
+        the mean training loss of epochs ``1..E``) and ``final_loss`` (per alpha); an alpha
+        whose training diverged has non-finite losses from there on
+        (:func:`diverged_alphas`).
 
     Raises
     ------
@@ -286,26 +290,27 @@ def train_fig3(config: Fig3Config, *, progress=None) -> dict:
     params = {k: np.repeat(v[None], A, axis=0) for k, v in init.items()}
     erng = eval_rng(c.seed)
     L, Lp = [], []
-    l0, l1 = _fig3_eval(params, erng, c, alphas)
-    L.append(l0)
-    Lp.append(l1)
     train = []
-    for epoch in range(c.epochs):
-        b = sample_fig3_batches(rng, c.steps_per_epoch, c.batch_size, c.seq_len)
-        losses = np.empty((A, c.steps_per_epoch))
-        for k in range(c.steps_per_epoch):
-            ctx = fixed_attention_context(b.counts[k], alphas)
-            loss, grads = fig3_loss_and_grad(params, ctx, b.target[k])
-            losses[:, k] = loss
-            for key, g in grads.items():
-                g *= c.lr
-                params[key] -= g
-        train.append(losses.sum(axis=1) / c.steps_per_epoch)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):   # divergence is reported, not warned
         l0, l1 = _fig3_eval(params, erng, c, alphas)
         L.append(l0)
         Lp.append(l1)
-        if progress is not None:
-            progress(1)
+        for epoch in range(c.epochs):
+            b = sample_fig3_batches(rng, c.steps_per_epoch, c.batch_size, c.seq_len)
+            losses = np.empty((A, c.steps_per_epoch))
+            for k in range(c.steps_per_epoch):
+                ctx = fixed_attention_context(b.counts[k], alphas)
+                loss, grads = fig3_loss_and_grad(params, ctx, b.target[k])
+                losses[:, k] = loss
+                for key, g in grads.items():
+                    g *= c.lr
+                    params[key] -= g
+            train.append(losses.sum(axis=1) / c.steps_per_epoch)
+            l0, l1 = _fig3_eval(params, erng, c, alphas)
+            L.append(l0)
+            Lp.append(l1)
+            if progress is not None:
+                progress(1)
     L = np.array(L).T
     Lp = np.array(Lp).T
     inc = (L - Lp) / ALPHA_STEP
@@ -313,3 +318,31 @@ def train_fig3(config: Fig3Config, *, progress=None) -> dict:
     return {"alpha": [float(a) for a in alphas], "loss": L.tolist(), "loss_shifted": Lp.tolist(),
             "incentive": inc.tolist(), "train_loss": np.array(train).T.tolist(),
             "final_loss": L[:, -1].tolist()}
+
+
+def diverged_alphas(result: dict, steps_per_epoch: int) -> list:
+    """The alphas of a :func:`train_fig3` result whose training diverged: a training or measured loss
+    that is not finite (its parameters are then not finite, and stay so).
+
+    Parameters
+    ----------
+    result : dict
+        Of :func:`train_fig3` (``None`` for a number that is not finite, as in its JSON, is allowed).
+    steps_per_epoch : int
+
+    Returns
+    -------
+    list of dict
+        ``{"alpha", "steps", "status": "diverged"}`` per such alpha, in order: ``steps``, the SGD
+        steps trained when a loss was first not finite.
+    """
+    def finite(x):
+        return x is not None and math.isfinite(x)
+
+    out = []
+    for a, measured, trained in zip(result["alpha"], result["loss"], result["train_loss"]):
+        epochs = [e for e, x in enumerate(measured) if not finite(x)]
+        epochs += [e + 1 for e, x in enumerate(trained) if not finite(x)]
+        if epochs:
+            out.append({"alpha": a, "steps": min(epochs) * steps_per_epoch, "status": "diverged"})
+    return out

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 
 from ..dynamics.sign_change import log_sign_change
-from . import predict, task_sampling, theory
+from . import models, predict, task_sampling, theory
 
 __all__ = ["RECORD_FIELDS", "XTOL", "MAX_STEPS", "flow_boundary"]
 
@@ -47,7 +47,7 @@ def _search(task, st, P, seed, s, ratio_range):
         r = min(max(r, lo), hi)             # exp(log(lo)) may round below lo
         if r not in flows:
             out = theory.flow_to_losses(st, P, r, s["target_losses"], seq_len=s["seq_len"], init=s["init"],
-                                        init_scale=s["init_scale"], seed=seed)
+                                        init_scale=s.get("init_scale", models.IDENTITY_SCALE), seed=seed)
             flows[r] = {rec["target_loss"]: rec["self_attention"] - rec["relevant_attention"]
                         if rec["reached"] else math.nan for rec in out["records"]}
         return flows[r]

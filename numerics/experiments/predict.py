@@ -120,8 +120,9 @@ def check_settings(parameterizations, ratios, target_losses, seeds=1, init="auth
     Returns
     -------
     dict
-        ``parameterizations``, ``ratios``, ``target_losses``, ``seeds``, ``init``, ``init_scale``,
-        ``seq_len``, ``lr_ov`` and the task (:func:`~numerics.experiments.task_sampling.task_settings`).
+        ``parameterizations``, ``ratios``, ``target_losses``, ``seeds``, ``init``, ``init_scale`` (only
+        where a matrix is a multiple of the identity), ``seq_len``, ``lr_ov`` and the task
+        (:func:`~numerics.experiments.task_sampling.task_settings`).
 
     Raises
     ------
@@ -139,8 +140,8 @@ def check_settings(parameterizations, ratios, target_losses, seeds=1, init="auth
         raise ValueError("ratios must not be empty")
     if init not in models.INITS:
         raise ValueError(f"init must be one of {models.INITS}, got {init!r}")
-    if init_scale is not None and not any("identity" in models.init_kinds(p, init).values()
-                                          for p in params):
+    identity = any("identity" in models.init_kinds(p, init).values() for p in params)
+    if init_scale is not None and not identity:
         raise ValueError(f"init_scale has no effect: no matrix of the {init!r} initialization of "
                          f"{','.join(params)} is a multiple of the identity")
     scale = theory.check_init_scale(models.IDENTITY_SCALE if init_scale is None else init_scale)
@@ -151,9 +152,9 @@ def check_settings(parameterizations, ratios, target_losses, seeds=1, init="auth
     initial = min(theory.initial_loss(st, p, init, s, seq_len=seq_len, init_scale=scale)
                   for p in params for s in (seeds if draws(p, init) else seeds[:1]))
     theory.check_target_losses(targets, initial)
-    out = {"parameterizations": params, "ratios": ratios, "target_losses": list(targets),
-           "seeds": seeds, "init": init, "init_scale": scale, "seq_len": int(seq_len),
-           "lr_ov": lr_ov, **task_sampling.task_settings(st)}
+    out = {"parameterizations": params, "ratios": ratios, "target_losses": list(targets), "seeds": seeds,
+           "init": init, **({"init_scale": scale} if identity else {}), "seq_len": int(seq_len), "lr_ov": lr_ov,
+           **task_sampling.task_settings(st)}
     return out
 
 
@@ -210,7 +211,8 @@ def predict(parameterizations, ratios, target_losses, seeds=1, init="authors",
                 if shared is None or draws(P, init):
                     shared = theory.flow_to_losses(
                         st, P, r, s["target_losses"], lr_ov=s["lr_ov"], seq_len=s["seq_len"], init=init,
-                        init_scale=s["init_scale"], seed=seed, rtol=rtol, atol=atol, max_nfev=max_nfev)
+                        init_scale=s.get("init_scale", models.IDENTITY_SCALE), seed=seed, rtol=rtol, atol=atol,
+                        max_nfev=max_nfev)
                 if progress is not None:
                     progress()
                 for rec in shared["records"]:

@@ -35,7 +35,7 @@ from derivations.core.vocabulary import check_parameterization, check_positive
 from ..validation import check_int
 from . import models, precision, sampler, task_sampling
 from .cross_entropy import target_index
-from .stopping import LOG_EVERY, STOP_RULES, AuthorsStopRule, target_reached
+from .stopping import LOG_EVERY, MAX_SGD_STEPS, STOP_RULES, AuthorsStopRule, check_total_steps, target_reached
 
 __all__ = [
     "DTYPES", "Fig2Config", "published_fig2_defaults", "RUN_STATUSES", "check_seeds", "train_fig2", "eval_rng",
@@ -111,8 +111,8 @@ class Fig2Config:
         check_positive("qk_ramp", self.qk_ramp)
         check_int("seq_len", self.seq_len, 3)
         check_int("batch_size", self.batch_size, 1)
-        check_int("epochs", self.epochs, 1)
-        check_int("steps_per_epoch", self.steps_per_epoch, 1)
+        check_int("epochs", self.epochs, 1, MAX_SGD_STEPS)
+        check_int("steps_per_epoch", self.steps_per_epoch, 1, MAX_SGD_STEPS)
         check_int("eval_batches", self.eval_batches, 1)
         if self.stop not in STOP_RULES:
             raise ValueError(f"stop must be one of {STOP_RULES}, got {self.stop!r}")
@@ -121,7 +121,8 @@ class Fig2Config:
         if self.target_loss is not None:
             check_positive("target_loss", self.target_loss)
         if self.max_steps is not None:
-            check_int("max_steps", self.max_steps, 1)
+            check_int("max_steps", self.max_steps, 1, MAX_SGD_STEPS)
+        check_total_steps(self.epochs, self.steps_per_epoch, self.max_steps)
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
         self._check_task()
@@ -212,8 +213,14 @@ def check_seeds(seeds, *, distinct: bool = True) -> list:
 
 
 #: ``status`` of a run: a stop rule fired (the authors' rule or the target loss), the whole
-#: schedule was trained, or a non-finite training loss stopped the run.
+#: schedule was trained, or a non-finite training loss stopped the run (or its parameters were not
+#: finite where it stopped).
 RUN_STATUSES = ("reached", "completed", "diverged")
+
+
+def _finite(params, j, keys) -> bool:
+    """Whether every parameter of stacked run ``j`` is finite."""
+    return all(np.isfinite(params[key][j]).all() for key in keys)
 
 
 def _draw_epoch(st, rngs, active, k_this, c, tickets):
@@ -349,19 +356,28 @@ class _Runs:
 
     def mark(self, params, sums, k_this, keys) -> None:
         """Keep the state of each active run whose epoch-mean loss first reached a recorded loss
-        (the target-loss rule, :func:`~numerics.experiments.stopping.target_reached`)."""
+        (the target-loss rule, :func:`~numerics.experiments.stopping.target_reached`), unless its
+        parameters are not finite there (the run then ends diverged: a non-finite number stays so)."""
         for loss in self.record_losses:
             hit = target_reached(sums, np.full(len(self.active), k_this), loss)
             for j in np.flatnonzero(hit):
                 i = self.active[j]
-                if loss not in self.marks[i]:
+                if loss not in self.marks[i] and _finite(params, j, keys):
                     self.marks[i][loss] = {"steps": self.steps_done[i],
                                            "params": {key: params[key][j].copy() for key in keys}}
+
+    def _keep_final(self, params, j, keys) -> None:
+        """Keep the final parameters of stacked run ``j``; parameters that are not finite (the
+        last update overflowed) make it diverged."""
+        i = self.active[j]
+        self.final[i] = {key: params[key][j].copy() for key in keys}
+        if self.status[i] != "diverged" and not _finite(params, j, keys):
+            self.status[i], self.stopped_epoch[i] = "diverged", None
 
     def drop(self, params, stop, keys) -> dict:
         """Keep the final parameters of the runs that ``stop``; return the others' parameters."""
         for j in np.flatnonzero(stop):
-            self.final[self.active[j]] = {key: params[key][j].copy() for key in keys}
+            self._keep_final(params, j, keys)
         keep = ~stop
         self.active = self.active[keep]
         if self.authors is not None:
@@ -369,8 +385,8 @@ class _Runs:
         return {key: v[keep] for key, v in params.items()}
 
     def results(self, params, keys) -> list:
-        for j, i in enumerate(self.active):
-            self.final[i] = {key: params[key][j].copy() for key in keys}
+        for j in range(len(self.active)):
+            self._keep_final(params, j, keys)
         out = []
         for i, s in enumerate(self.seeds):
             el = self.epoch_losses[i]
@@ -404,14 +420,14 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None, record_losses=()) ->
     steps taken), ``stopped_epoch`` (number of epochs trained when a stop rule
     fired, else None), ``status`` (:data:`RUN_STATUSES`: ``"reached"`` when a
     stop rule fired, ``"completed"`` when the schedule ended first,
-    ``"diverged"`` when an epoch's training loss was not finite: that run stops
-    there, the others go on, their numbers unchanged), ``epoch_loss`` (mean
+    ``"diverged"`` when an epoch's training loss was not finite, or its parameters
+    where it stopped: that run stops there, the others go on, their numbers unchanged), ``epoch_loss`` (mean
     training loss of every epoch trained), ``loss_log`` (mean training loss of
     each block of :data:`LOG_EVERY` epochs; the last may be partial) and
     ``params`` (final parameters, :func:`~numerics.experiments.models.param_shapes`; not finite
     for a diverged run);
     with ``record_losses``, ``marks``: ``{loss: {"steps", "params"}}`` for each
-    recorded loss the run reached (steps trained by then, the parameters then).
+    recorded loss the run reached with finite parameters (steps trained by then, the parameters then).
 
     Raises
     ------

@@ -10,6 +10,8 @@ Stop rules are checked after every epoch, per run:
 * ``"none"``: train all epochs.
 * a target loss (:func:`target_reached`, the sweep's): stop when the mean
   training loss of an epoch is at most the target.
+
+Whatever the rule, a run trains at most :data:`MAX_SGD_STEPS` SGD steps (:func:`check_total_steps`).
 """
 from __future__ import annotations
 
@@ -17,7 +19,8 @@ import numpy as np
 
 from derivations.core.vocabulary import check_positive
 
-__all__ = ["STOP_RULES", "LOG_EVERY", "AUTHORS_THRESHOLD", "AuthorsStopRule", "target_reached", "target_losses"]
+__all__ = ["STOP_RULES", "LOG_EVERY", "AUTHORS_THRESHOLD", "MAX_SGD_STEPS", "AuthorsStopRule", "target_reached",
+           "target_losses", "check_total_steps"]
 
 #: The stop rules of a Figure-2 run (:class:`numerics.experiments.sgd.Fig2Config` ``stop``).
 STOP_RULES = ("authors", "none")
@@ -25,6 +28,10 @@ STOP_RULES = ("authors", "none")
 LOG_EVERY = 100
 #: Threshold of the authors' stop rule.
 AUTHORS_THRESHOLD = 1e-3
+#: Most SGD steps one run trains (a thousand times the longest published run, days of computing):
+#: the bound of ``epochs``, ``steps_per_epoch``, ``max_steps`` and the steps they schedule, in
+#: Figure 2, the sweep and Figure 3.
+MAX_SGD_STEPS = 10 ** 9
 
 
 class AuthorsStopRule:
@@ -125,3 +132,27 @@ def target_losses(target_loss) -> list:
     if twice:
         raise ValueError(f"target_loss names {twice[0]:g} twice")
     return sorted(values, reverse=True)
+
+
+def check_total_steps(epochs: int, steps_per_epoch: int, max_steps=None) -> int:
+    """The SGD steps a run trains, ``epochs * steps_per_epoch`` (capped by ``max_steps``), checked.
+
+    Parameters
+    ----------
+    epochs, steps_per_epoch : int
+    max_steps : int, optional
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValueError
+        More than :data:`MAX_SGD_STEPS` steps; the message names the parameters.
+    """
+    total = epochs * steps_per_epoch if max_steps is None else min(epochs * steps_per_epoch, max_steps)
+    if total > MAX_SGD_STEPS:
+        raise ValueError(f"epochs x steps_per_epoch must be at most {MAX_SGD_STEPS} SGD steps; got {epochs} x "
+                         f"{steps_per_epoch} = {epochs * steps_per_epoch}")
+    return total

@@ -35,8 +35,8 @@ order parameterizations x ratios x seeds as given (duplicates removed) x
 targets (highest first); ``steps`` are the steps trained by the row's state,
 ``status`` says whether the run reached the row's target (``reached``), ended
 at ``max_steps`` before it (``completed``: the row holds its final state) or
-diverged before it (``diverged``: a non-finite training loss stopped it; its
-measurements are empty cells).
+diverged before it (``diverged``: a non-finite training loss stopped it, or its
+parameters were not finite where it stopped; its measurements are empty cells).
 
 The sweep's directory (:class:`~numerics.experiments.directory.ExperimentDirectory`)
 records its settings before any work: ``--resume`` with other settings is
@@ -65,7 +65,7 @@ from ..validation import check_int
 from . import sgd
 from .jobs import SWEEP_ROW_KEYS
 from .proxies import PROXIES
-from .stopping import target_losses
+from .stopping import MAX_SGD_STEPS, target_losses
 
 __all__ = ["FIRST_SEED", "SEEDS_PER_JOB", "MIN_JOBS", "seeds_per_job", "job_seed_blocks", "sweep_jobs",
            "rows_from_results", "summarize", "spearman", "write_csv", "number_or_none"]
@@ -134,8 +134,8 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_step
             raise ValueError(f"ratio {r!r} gives eta_QK = ratio x lr_ov = {r * lr_ov!r}, which is not a "
                              f"finite number > 0")
     check_int("seeds", n_seeds, 1)
-    check_int("max_steps", max_steps, 1)
-    check_int("steps_per_epoch", steps_per_epoch, 1)
+    check_int("max_steps", max_steps, 1, MAX_SGD_STEPS)
+    check_int("steps_per_epoch", steps_per_epoch, 1, MAX_SGD_STEPS)
     targets = target_losses(target_loss)
     _check_seed_blocks(n_seeds, seed_blocks)
     blocks = job_seed_blocks(len(parameterizations), n_seeds)

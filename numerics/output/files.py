@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from derivations.core.atomic_file import atomic_write
-from derivations.core.cli import prepare_output_dir
+from derivations.core.output import prepare_output_dir
 
 from ..validation import check_in_range
 from .style import DPI, DPI_RANGE, MATPLOTLIB_FLOAT_WARNINGS
@@ -112,7 +112,7 @@ def prepare_figure_dir(output_dir, file_names=("figure.png",)) -> Path:
     writable directory, not a file; no component and no file path exceeds the
     file system's limits: ``NAME_MAX``, ``PATH_MAX``), then it is created and
     really probed with a temporary file as long as the longest file's
-    temporary name (:func:`derivations.core.cli.prepare_output_dir`; what it
+    temporary name (:func:`derivations.core.output.prepare_output_dir`; what it
     created is removed again if the probe fails).
 
     Parameters

@@ -19,11 +19,14 @@ a target named twice or not below a start's loss, ...) is one line and exit stat
 """
 from __future__ import annotations
 
-from derivations.core.cli import UsageError, parse_int, parse_list, parse_number
+import math
+
+from derivations.core.cli import UsageError, parse_float, parse_int, parse_list, parse_number
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from ..stopping import target_losses
-from .common import add_task_arguments, checked, number, param_values, parse_parameterizations, task_from_args
+from .common import checked, number, parse_parameterizations
+from .task_options import add_task_arguments, param_values, task_from_args, task_message
 
 __all__ = ["MAX_LAMBDA", "add_parser", "prepare"]
 
@@ -79,7 +82,7 @@ def add_parser(sub):
       help=f"with --init authors|identity|uniform: number of seeds, numbered as the sweep's (integer in "
            f"[1, {MAX_SEEDS}]; default 1)")
     a("--ratio-range", default=None, metavar="LO,HI",
-      help=f"the ratios searched (default {RATIO_RANGE[0]:g},{RATIO_RANGE[1]:g} from zero, "
+      help=f"the ratios searched, 0 < LO < HI (default {RATIO_RANGE[0]:g},{RATIO_RANGE[1]:g} from zero, "
            f"{theory.RATIO_RANGE[0]:g},{theory.RATIO_RANGE[1]:g}, the flow's range, otherwise)")
     a("--json", action="store_true", help="print one JSON object on stdout")
     a("--quiet", action="store_true", help="no human-readable summary")
@@ -90,16 +93,14 @@ def _common(args, default_range):
     params = parse_parameterizations(args.parameterizations)
     targets = parse_list("--target-loss", args.target_loss, lambda t: parse_number("--target-loss", t))
     text = args.ratio_range or f"{default_range[0]:g},{default_range[1]:g}"
-    ends = parse_list("--ratio-range", text, lambda t: number("--ratio-range", t))
-    if len(ends) != 2 or not ends[0] < ends[1]:
-        raise UsageError(f"--ratio-range must be LO,HI with 0 < LO < HI; got {text!r}")
+    ends = parse_list("--ratio-range", text, lambda t: parse_float("--ratio-range", t))
+    if len(ends) != 2 or not 0 < ends[0] < ends[1] < math.inf:
+        raise UsageError(f"--ratio-range must be LO,HI with 0 < LO < HI, both finite; got {text!r}")
     return params, targets, tuple(ends)
 
 
 def _zero_settings(args) -> dict:
     """The master curve's settings (UsageError, one line), nothing computed."""
-    import math
-
     from numerics.dynamics import task_parameters, task_shape
     from numerics.dynamics.crossover import RATIO_RANGE
     for flag, value in (("--seeds", args.seeds), ("--init-scale", args.init_scale)):
@@ -110,11 +111,11 @@ def _zero_settings(args) -> dict:
     try:
         task_parameters(args.task, **values)
     except ValueError as exc:
-        raise UsageError(f"--task {args.task}: {exc}") from None
+        raise UsageError(task_message(args.task, exc)) from None
     try:
         shape = task_shape(args.task, **values)
     except ValueError as exc:
-        raise UsageError(f"--task {args.task}: {exc}; --init authors, identity or uniform searches its "
+        raise UsageError(f"{task_message(args.task, exc)}; --init authors, identity or uniform searches its "
                          "expected-count flow") from None
     params, targets, (lo, hi) = _common(args, RATIO_RANGE)
     top = math.log(shape["M"])
@@ -156,7 +157,7 @@ def _flow_settings(args, init) -> dict:
                 task_params=st.params, flags=_FLAGS)
     return {"task": args.task, "task_params": [list(p) for p in st.params],
             "parameterizations": s["parameterizations"], "target_losses": s["target_losses"],
-            "init": init, "init_scale": s["init_scale"], "seeds": s["seeds"], "seq_len": s["seq_len"],
+            "init": init, **{k: s[k] for k in ("init_scale",) if k in s}, "seeds": s["seeds"], "seq_len": s["seq_len"],
             "ratio_range": [lo, hi], "given_init_scale": scale}
 
 

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import re
 
-from derivations.core.cli import UsageError, parse_int, parse_list, parse_number, prepare_output_dir
+from derivations.core.cli import UsageError, parse_int, parse_list, parse_number
+from derivations.core.output import prepare_output_dir
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
-from .. import task_sampling
-
-__all__ = ["PROG", "add_common", "add_task_arguments", "param_values", "task_from_args", "seq_len_for",
-           "number", "parse_parameterizations", "parse_seeds", "workers", "run_options", "output_dir",
-           "open_directory", "checked", "option_message", "flag_message", "MAX_SEEDS", "MAX_CONNECT_TIMEOUT",
-           "warn", "warn_diverged", "DIVERGED"]
+__all__ = ["PROG", "add_common", "number", "parse_parameterizations", "parse_seeds", "workers", "run_options",
+           "output_dir", "open_directory", "checked", "option_message", "flag_message", "MAX_SEEDS",
+           "MAX_CONNECT_TIMEOUT", "warn", "warn_diverged", "DIVERGED"]
 
 #: Program name of the one-line messages.
 PROG = "experiments"
@@ -90,7 +88,7 @@ def number(name, text) -> float:
 
 def parse_parameterizations(text) -> list:
     """``--parameterizations``: comma-separated names of CACO, CAFO, FACO, FAFO (any case), each
-    once, in the order given.
+    at most once, in the order given.
 
     Parameters
     ----------
@@ -103,17 +101,21 @@ def parse_parameterizations(text) -> list:
     Raises
     ------
     derivations.core.cli.UsageError
-        An empty list or item, or a name that is not a parameterization (one line).
+        An empty list or item, a name that is not a parameterization or one given twice (one line).
 
-    >>> parse_parameterizations("faco, CACO,faco")
+    >>> parse_parameterizations("faco, CACO")
     ['FACO', 'CACO']
+    >>> parse_parameterizations("faco, CACO,FACO")
+    Traceback (most recent call last):
+    ...
+    derivations.core.cli.UsageError: --parameterizations names FACO twice
     """
     def one(item):
         if item.upper() not in PARAMETERIZATIONS:
             raise UsageError(f"--parameterizations: unknown parameterization {item!r}; choose from "
                              f"{','.join(PARAMETERIZATIONS)}")
         return item.upper()
-    return list(dict.fromkeys(parse_list("--parameterizations", text, one)))
+    return parse_list("--parameterizations", text, one, distinct=True)
 
 
 _RANGE = re.compile(r"^(\d+)-(\d+)$")
@@ -156,8 +158,11 @@ def parse_seeds(text) -> list:
     if count > MAX_SEEDS:
         raise UsageError(f"--seeds names {count} seeds; at most {MAX_SEEDS}")
     seeds = [s for a, b in spans for s in range(a, b + 1)]
-    if len(set(seeds)) != len(seeds):
-        raise UsageError(f"--seeds must be distinct; got {text!r}")
+    seen = set()
+    for seed in seeds:
+        if seed in seen:
+            raise UsageError(f"--seeds must be distinct: names {seed} twice")
+        seen.add(seed)
     return seeds
 
 
@@ -224,7 +229,7 @@ def run_options(args, workers: int) -> dict:
 
 
 def output_dir(args):
-    """``--output`` created and probed (:func:`derivations.core.cli.prepare_output_dir`).
+    """``--output`` created and probed (:func:`derivations.core.output.prepare_output_dir`).
 
     Parameters
     ----------
@@ -378,7 +383,8 @@ def warn_diverged(runs, name, measurements: str = "null") -> None:
     Parameters
     ----------
     runs : iterable of dict
-        Runs or sweep rows, with ``status`` and ``steps`` (trained when the loss stopped being finite).
+        Runs or sweep rows, with ``status`` and ``steps`` (trained when the loss or the parameters
+        stopped being finite).
     name : callable
         ``name(run)``: the run, as its line names it.
     measurements : str, optional
@@ -388,96 +394,5 @@ def warn_diverged(runs, name, measurements: str = "null") -> None:
         if run.get("status") == "diverged":
             what = name(run)
             DIVERGED.append(what)
-            warn(f"{what} diverged (non-finite training loss after {run['steps']} steps): stopped there, its "
-                 f"measurements are {measurements}")
-
-
-def add_task_arguments(parser, default=task_sampling.DEFAULT_TASK, task_help=None) -> None:
-    """Add ``--task NAME|FILE`` and ``--params name=value,...`` (``fig2``, ``sweep``, ``predict``,
-    ``boundary``) to a parser.
-
-    Parameters
-    ----------
-    parser : argparse.ArgumentParser
-    default : str, optional
-        The task when none is given.
-    task_help : str, optional
-        The help of ``--task`` (default: the task trained or predicted).
-    """
-    parser.add_argument("--task", default=default, metavar="NAME|FILE",
-                        help=task_help or "the task to train / predict (sampled by numerics.experiments."
-                                          "task_sampling): a built-in task (derivations.tasks) or a task file "
-                                          "(.toml); default authors, the authors' task")
-    parser.add_argument("--params", default=None, metavar="NAME=VALUE[,...]",
-                        help="the task's parameter values (e.g. m=5,n=50,b=50,M=20,n_c=2; missing ones take "
-                             "the task's defaults)")
-
-
-def param_values(args) -> dict:
-    """``--params``: the task's parameter values given, as numbers.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-
-    Returns
-    -------
-    dict
-        ``{name: float}``, empty without ``--params``.
-
-    Raises
-    ------
-    derivations.core.cli.UsageError
-        Not ``name=value,...`` pairs, or a value that is not a number.
-    """
-    from derivations.core.cli import parse_params
-
-    raw = {} if args.params is None else parse_params(args.params)
-    return {k: parse_number(f"--params {k}", v) for k, v in raw.items()}
-
-
-def task_from_args(args) -> task_sampling.SampledTask:
-    """The :class:`~numerics.experiments.task_sampling.SampledTask` of ``--task``/``--params``.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-
-    Returns
-    -------
-    numerics.experiments.task_sampling.SampledTask
-
-    Raises
-    ------
-    derivations.core.cli.UsageError
-        One line, before any work: an unknown task or parameter, a bad value or a task that
-        cannot be sampled.
-    """
-    try:
-        return task_sampling.sampled_task(args.task, param_values(args))
-    except ValueError as exc:
-        raise UsageError(f"--task {args.task}: {exc}") from None
-
-
-def seq_len_for(st, text) -> int:
-    """``--seq-len``: the text given, else the task's own length.
-
-    Parameters
-    ----------
-    st : numerics.experiments.task_sampling.SampledTask
-    text : str or None
-
-    Returns
-    -------
-    int
-
-    Raises
-    ------
-    derivations.core.cli.UsageError
-        Not an integer >= 3, or none given for a task without a length of its own.
-    """
-    if text is not None:
-        return parse_int("--seq-len", text, 3)
-    if st.own_seq_len is None:
-        raise UsageError(f"--seq-len is required for task {st.name!r} (its total multiplicity is not an integer)")
-    return st.own_seq_len
+            warn(f"{what} diverged (non-finite training loss or parameters after {run['steps']} steps): stopped "
+                 f"there, its measurements are {measurements}")

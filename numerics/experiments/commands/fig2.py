@@ -9,7 +9,8 @@ from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from .. import task_sampling
 from . import common
-from .common import add_task_arguments, number, seq_len_for, task_from_args
+from .common import number
+from .task_options import add_task_arguments, seq_len_for, task_from_args
 
 __all__ = ["add_parser", "prepare", "format_fig2"]
 
@@ -38,7 +39,8 @@ def add_parser(sub):
                          "--task's own length: its context multiplicities' total + 2)")
     f2.add_argument("--batch-size", default="32", metavar="B", help="sequences per SGD step (default 32)")
     f2.add_argument("--epochs", default=None, metavar="E",
-                    help="epochs (default: the published run's, 2500; 5000 for CAFO)")
+                    help="epochs (default: the published run's, 2500; 5000 for CAFO); epochs x steps per epoch "
+                         "at most 1e9 SGD steps")
     f2.add_argument("--steps-per-epoch", default=None, metavar="K",
                     help="SGD steps per epoch (default: the published run's, 250; 200 for CAFO and CACO)")
     f2.add_argument("--stop", default="authors", choices=stopping.STOP_RULES,
@@ -59,6 +61,7 @@ def add_parser(sub):
 
 def _config(args):
     from .. import sgd
+    from ..stopping import MAX_SGD_STEPS
 
     st = task_from_args(args)
     pub = sgd.published_fig2_defaults(args.parameterization)
@@ -67,8 +70,8 @@ def _config(args):
         lr_qk=number("--lr-qk", args.lr_qk), lr_ov=number("--lr-ov", args.lr_ov),
         qk_ramp=number("--qk-ramp", args.qk_ramp), seq_len=seq_len_for(st, args.seq_len),
         batch_size=parse_int("--batch-size", args.batch_size, 1),
-        epochs=parse_int("--epochs", args.epochs, 1) if args.epochs is not None else pub["epochs"],
-        steps_per_epoch=(parse_int("--steps-per-epoch", args.steps_per_epoch, 1)
+        epochs=parse_int("--epochs", args.epochs, 1, MAX_SGD_STEPS) if args.epochs is not None else pub["epochs"],
+        steps_per_epoch=(parse_int("--steps-per-epoch", args.steps_per_epoch, 1, MAX_SGD_STEPS)
                          if args.steps_per_epoch is not None else pub["steps_per_epoch"]),
         stop=args.stop, init=args.init, eval_batches=parse_int("--eval-batches", args.eval_batches, 1),
         dtype=args.dtype, task=st.key, task_params=st.params), pub
@@ -138,7 +141,7 @@ def _write(directory, config, payload, n_seeds):
     if payload["heatmap"] is None:
         common.warn("every run diverged: no heatmap figure")
         return
-    task = f"task {config.task}, " if task_sampling.task_settings(config.sampled_task) else ""
+    task = f"task {config.sampled_task.name}, " if task_sampling.task_settings(config.sampled_task) else ""
     title = (f"{task}{config.parameterization}, QK {config.lr_qk:g} / OV {config.lr_ov:g}"
              + (f", ramp x{config.qk_ramp:g}" if config.qk_ramp != 1 else ""))
     plots.save_figure(plots.plot_fig2_heatmaps(

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 
 from derivations.core.cli import parse_int, parse_list
 from derivations.core.output import json_text
@@ -30,8 +31,10 @@ def add_parser(sub):
     f3.add_argument("--output-circuit", default="collapsed", choices=OUTPUT_CIRCUITS,
                     help="W c + b, or W_O (W_V c + b_V) + b_O (default collapsed)")
     f3.add_argument("--alphas", default=ALPHAS, metavar="LIST",
-                    help=f"comma-separated fixed attention on the relevant tokens, each in (0, 1] (default {ALPHAS})")
-    f3.add_argument("--epochs", default="500", metavar="E", help="epochs (default 500)")
+                    help=f"comma-separated distinct fixed attention on the relevant tokens, each in (0, 1] "
+                         f"(default {ALPHAS})")
+    f3.add_argument("--epochs", default="500", metavar="E",
+                    help="epochs (default 500); epochs x steps per epoch at most 1e9 SGD steps")
     f3.add_argument("--steps-per-epoch", default="250", metavar="K", help="SGD steps per epoch (default 250)")
     f3.add_argument("--batch-size", default="128", metavar="B",
                     help="sequences per step, a multiple of 4 (balanced classes; default 128)")
@@ -68,12 +71,13 @@ def prepare(args):
     from ..runner import run_jobs
     from .. import fixed_attention
     from ..memory import check_memory, fig3_bytes
+    from ..stopping import MAX_SGD_STEPS
 
-    alphas = parse_list("--alphas", args.alphas, lambda t: number("--alphas", t))   # (0, 1]: Fig3Config
+    alphas = parse_list("--alphas", args.alphas, lambda t: number("--alphas", t), distinct=True)   # (0, 1]: Fig3Config
     config = common.checked(
         fixed_attention.Fig3Config, output_circuit=args.output_circuit, alphas=tuple(alphas),
-        epochs=parse_int("--epochs", args.epochs, 1),
-        steps_per_epoch=parse_int("--steps-per-epoch", args.steps_per_epoch, 1),
+        epochs=parse_int("--epochs", args.epochs, 1, MAX_SGD_STEPS),
+        steps_per_epoch=parse_int("--steps-per-epoch", args.steps_per_epoch, 1, MAX_SGD_STEPS),
         batch_size=parse_int("--batch-size", args.batch_size, 4), seq_len=parse_int("--seq-len", args.seq_len, 3),
         lr=number("--lr", args.lr), eval_batches=parse_int("--eval-batches", args.eval_batches, 1),
         seed=parse_int("--seed", args.seed, 0))
@@ -86,6 +90,8 @@ def prepare(args):
         job = {"experiment": "fig3", "config": config.to_dict()}
         with directory or contextlib.nullcontext():
             res = run_jobs(jobs_mod.fig3_job, [job], desc="fig3", epochs=jobs_mod.job_epochs, **run)[0]
+            common.warn_diverged(fixed_attention.diverged_alphas(res, config.steps_per_epoch),
+                                 lambda r: f"fig3 alpha {r['alpha']:g}", "null from there on")
             payload = {"alpha": res["alpha"], "loss": res["loss"], "incentive": res["incentive"],
                        "final_loss": res["final_loss"], "loss_shifted": res["loss_shifted"],
                        "train_loss": res["train_loss"], "settings": config.to_dict()}
@@ -105,13 +111,19 @@ def format_fig3(p) -> str:
     Parameters
     ----------
     p : dict
-        What ``fig3`` computes (``alpha``, ``loss``, ``incentive``).
+        What ``fig3`` computes (``alpha``, ``loss``, ``incentive``); a loss that is not finite (a
+        diverged alpha) is shown ``null``, the largest incentive is that of the finite ones.
 
     Returns
     -------
     str
     """
+    def shown(x, width, spec):
+        return f"{'null':>{width}}" if x is None or not math.isfinite(x) else f"{x:{width}{spec}}"
+
     lines = ["alpha   L(epoch 0)   L(final)   max incentive   final incentive"]
     for a, L, inc in zip(p["alpha"], p["loss"], p["incentive"]):
-        lines.append(f"{a:5.3g}   {L[0]:10.4f}   {L[-1]:8.4f}   {max(inc):13.4g}   {inc[-1]:15.4g}")
+        finite = [x for x in inc if x is not None and math.isfinite(x)]
+        lines.append(f"{a:5.3g}   {shown(L[0], 10, '.4f')}   {shown(L[-1], 8, '.4f')}   "
+                     f"{shown(max(finite, default=None), 13, '.4g')}   {shown(inc[-1], 15, '.4g')}")
     return "\n".join(lines)

@@ -22,7 +22,8 @@ from derivations.core.cli import UsageError, parse_int, parse_list
 from derivations.core.output import json_text, progress_bar
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
-from .common import add_task_arguments, checked, number, parse_parameterizations, seq_len_for, task_from_args
+from .common import checked, number, parse_parameterizations
+from .task_options import add_task_arguments, seq_len_for, task_from_args, task_label
 
 __all__ = ["MAX_SEEDS", "MAX_SEQ_LEN", "add_parser", "prepare", "format_table"]
 
@@ -57,7 +58,7 @@ def add_parser(sub) -> None:
     a("--parameterizations", default=",".join(PARAMETERIZATIONS), metavar="P[,P...]",
       help="comma-separated subset of " + ",".join(PARAMETERIZATIONS) + " (default: all)")
     a("--ratios", default="1,2,5,10,20", metavar="R[,R...]",
-      help=f"learning-rate ratios eta_QK / eta_OV, each in [{lo:g}, {hi:g}] (default 1,2,5,10,20)")
+      help=f"distinct learning-rate ratios eta_QK / eta_OV, each in [{lo:g}, {hi:g}] (default 1,2,5,10,20)")
     a("--target-loss", default="0.1", metavar="L[,L...]",
       help=f"distinct losses at which the flow is read off, each in [{theory.TARGET_LOSS_MIN:g}, initial "
            "loss) (sorted high to low; one flow answers all; default 0.1)")
@@ -91,7 +92,7 @@ def _settings(args) -> tuple:
     from ..predict import check_settings
 
     params = parse_parameterizations(args.parameterizations)
-    ratios = parse_list("--ratios", args.ratios, lambda t: number("--ratios", t))
+    ratios = parse_list("--ratios", args.ratios, lambda t: number("--ratios", t), distinct=True)
     targets = parse_list("--target-loss", args.target_loss, lambda t: number("--target-loss", t))
     seeds = parse_int("--seeds", args.seeds, 1, MAX_SEEDS)
     st = task_from_args(args)
@@ -137,24 +138,28 @@ def _holds_result_of(path, settings) -> bool:
     return isinstance(stored, dict) and stored.get("settings") == json.loads(json_text(settings))
 
 
-def format_table(payload) -> str:
+def format_table(payload, source=None) -> str:
     """The human-readable table of a ``predict`` payload (one line per record).
 
     Parameters
     ----------
     payload : dict
         ``{"settings", "records"}``.
+    source : str, optional
+        What ``--task`` named (a task file's path is shown beside the task's name).
 
     Returns
     -------
     str
+        The engine's state from zero initialization is ``-`` where it has none (a parameterization
+        other than CACO, another length, a task it does not reduce).
     """
     s = payload["settings"]
-    task = "the authors' task" if "task" not in s else f"task {s['task']} {s['task_params']}"
+    task = task_label(s, source)
+    scale = f", identity scale {s['init_scale']:g}" if "init_scale" in s else ""
     closed = any("closed_form_method" in r for r in payload["records"])
-    lines = [f"expected-count flow of {task} (init {s['init']}, identity scale "
-             f"{s['init_scale']:g}, seq_len {s['seq_len']}, lr_ov {s['lr_ov']:g}): attention where the "
-             "loss first reaches each target",
+    lines = [f"expected-count flow of {task} (init {s['init']}{scale}, seq_len {s['seq_len']}, "
+             f"lr_ov {s['lr_ov']:g}): attention where the loss first reaches each target",
              "param   ratio   seed  target        steps      loss  relevant    self   other     Lambda"
              + ("  engine, zero init (method)" if closed else "")]
     for r in payload["records"]:
@@ -166,8 +171,8 @@ def format_table(payload) -> str:
         lines.append(head + f"{r['steps']:12.1f}{r['loss']:10.4g}{r['relevant_attention']:10.4f}"
                      f"{r['self_attention']:8.4f}{r['other_attention']:8.4f}"
                      f"{'-' if lam is None else format(lam, '.4g'):>11}"
-                     + ("" if "closed_form_method" not in r else
-                        f"  {'-' if value is None else format(value, '.4f')} ({r['closed_form_method']})"))
+                     + ("" if "closed_form_method" not in r else "  -" if value is None else
+                        f"  {value:.4f} ({r['closed_form_method']})"))
     return "\n".join(lines)
 
 
@@ -208,4 +213,4 @@ def prepare(args):
         if output is not None:
             atomic_write_text(output, json_text(payload))
         return payload
-    return work, format_table
+    return work, lambda payload: format_table(payload, args.task)

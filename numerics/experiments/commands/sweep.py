@@ -2,15 +2,17 @@
 from __future__ import annotations
 
 import json
+import os
 
 from derivations.core.cli import UsageError, parse_int, parse_list
 from derivations.core.output import json_text
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from .. import task_sampling
-from ..stopping import target_losses
+from ..stopping import MAX_SGD_STEPS, target_losses
 from . import common
-from .common import add_task_arguments, number, seq_len_for, task_from_args
+from .common import number
+from .task_options import add_task_arguments, seq_len_for, task_from_args
 
 __all__ = ["add_parser", "prepare", "format_sweep"]
 
@@ -32,13 +34,13 @@ def add_parser(sub):
                                     "each target.")
     sw.add_argument("--parameterizations", required=True, metavar="LIST",
                     help="comma-separated subset of " + ",".join(PARAMETERIZATIONS))
-    sw.add_argument("--ratios", required=True, metavar="LIST", help="comma-separated eta_QK / eta_OV, each > 0")
+    sw.add_argument("--ratios", required=True, metavar="LIST", help="comma-separated distinct eta_QK / eta_OV, each > 0")
     sw.add_argument("--seeds", required=True, metavar="K", help="number of seeds per configuration (1234, 1235, ...)")
     sw.add_argument("--target-loss", required=True, metavar="L[,L...]",
                     help="stop when an epoch's mean loss <= L (> 0 and below every run's initial loss, "
                          "about 3.91); several distinct losses (any order): each run trains to the lowest "
                          "and is measured where it first reaches each one (one row per run and target)")
-    sw.add_argument("--max-steps", default="200000", metavar="N", help="step cap per run (default 200000)")
+    sw.add_argument("--max-steps", default="200000", metavar="N", help="step cap per run (at most 1e9; default 200000)")
     sw.add_argument("--lr-ov", default="0.01", metavar="Y", help="OV learning rate (default 0.01)")
     sw.add_argument("--seq-len", default=None, metavar="N",
                     help="sequence length: context, query and label (default 64, or the --task's own length)")
@@ -56,7 +58,7 @@ def add_parser(sub):
                          "nor report where the two agree")
     sw.add_argument("--resume", action="store_true",
                     help="continue the sweep saved in --output (finished runs are not recomputed); refused "
-                         "if the settings differ from the stored sweep's")
+                         "if the settings differ from the stored sweep's, or if --output holds no sweep")
     sw.add_argument("--extend", action="store_true",
                     help="with --resume: add parameterizations, ratios or seeds to the stored sweep; every "
                          "stored row is kept (give the stored ones too), the other settings must be the same")
@@ -73,17 +75,17 @@ def _targets(text):
 
 
 def _settings(args) -> dict:
-    """The sweep's settings from the command line (validated numbers, duplicates dropped; the task
+    """The sweep's settings from the command line (validated numbers, no item twice; the task
     as :func:`~numerics.experiments.task_sampling.task_settings` names it)."""
     st = task_from_args(args)
     task = task_sampling.task_settings(st)
     return {"parameterizations": common.parse_parameterizations(args.parameterizations),
-            "ratios": list(dict.fromkeys(parse_list("--ratios", args.ratios, lambda t: number("--ratios", t)))),
+            "ratios": parse_list("--ratios", args.ratios, lambda t: number("--ratios", t), distinct=True),
             "seeds": parse_int("--seeds", args.seeds, 1, common.MAX_SEEDS), "target_loss": _targets(args.target_loss),
             "lr_ov": number("--lr-ov", args.lr_ov), "seq_len": seq_len_for(st, args.seq_len),
             "batch_size": parse_int("--batch-size", args.batch_size, 1),
-            "steps_per_epoch": parse_int("--steps-per-epoch", args.steps_per_epoch, 1),
-            "max_steps": parse_int("--max-steps", args.max_steps, 1), "init": args.init,
+            "steps_per_epoch": parse_int("--steps-per-epoch", args.steps_per_epoch, 1, MAX_SGD_STEPS),
+            "max_steps": parse_int("--max-steps", args.max_steps, 1, MAX_SGD_STEPS), "init": args.init,
             "eval_batches": parse_int("--eval-batches", args.eval_batches, 1), **task,
             # float64, the default, is not named (nor in the jobs: a float64 job's key does not say it)
             **({"dtype": args.dtype} if args.dtype != "float64" else {})}
@@ -133,6 +135,15 @@ def _check_target(s) -> None:
         raise UsageError(f"--target-loss {highest:g} is not below the initial loss {lowest:.6g} "
                          f"(of {p} seed {seed}, the lowest of the sweep's runs): it would be reached "
                          f"before anything is learned")
+
+
+def _check_resume(args, directory=None) -> None:
+    """Refuse ``--resume`` where ``--output`` holds no sweep to continue: a path that does not exist
+    (without ``directory``: refused before it is created) or a directory without a sweep's settings."""
+    if not (args.resume and args.output.strip()):
+        return
+    if not os.path.lexists(args.output) if directory is None else directory.settings() is None:
+        raise UsageError(f"--resume: {args.output!r} holds no sweep to continue")
 
 
 def _continue(directory, args, settings):
@@ -256,7 +267,9 @@ def prepare(args):
     _jobs(settings)
     _check_target(settings)
     run = common.run_options(args, workers)
-    directory, (settings, jobs) = common.open_directory(args, "sweep", lambda d: _continue(d, args, settings))
+    _check_resume(args)
+    directory, (settings, jobs) = common.open_directory(
+        args, "sweep", lambda d: _check_resume(args, d) or _continue(d, args, settings))
 
     def work():
         with directory:
@@ -352,7 +365,9 @@ def format_sweep(p) -> str:
     Parameters
     ----------
     p : dict
-        ``sweep.json``'s payload (``summary``, ``spearman``, optionally ``agreement``).
+        ``sweep.json``'s payload (``summary``, ``spearman``, optionally ``agreement``); the
+        t-interval of the relevant share is shown clipped to [0, 1] (the share's range, as the figure
+        clips it), Spearman's rho and p to 4 significant digits, an undefined number as ``null``.
 
     Returns
     -------
@@ -362,14 +377,14 @@ def format_sweep(p) -> str:
              "loss      steps"]
     for s in p["summary"]:
         lo, hi = s["relevant_attention_ci95"]
-        ci = "" if lo is None else f"[{lo:.3f}, {hi:.3f}]"
+        ci = "" if lo is None else f"[{max(lo, 0.0):.3f}, {min(hi, 1.0):.3f}]"     # a share lies in [0, 1]
         lines.append(f"{s['parameterization']}  {s['ratio']:6.3g}  {_f(s.get('target_loss'), '<6g')}  "
                      f"{s['reached']}/{s['n']}       "
                      f"{_f(s['relevant_attention_mean'], '.4f')} {ci:18s}  {_f(s.get('self_attention_mean'), '.4f')}"
                      f"  {_f(s.get('other_attention_mean'), '.4f')}  {_f(s['label_probability_mean'], '.4f')}"
                      f"       {_f(s['loss_mean'], '.4f')}    {_f(s['steps_mean'], '.0f')}")
     for name, sp in p["spearman"].items():
-        lines.append(f"Spearman(ratio, attention) {name}: rho = {sp['rho']}, p = {sp['pvalue']}")
+        lines.append(f"Spearman(ratio, attention) {name}: rho = {_f(sp['rho'], '.4g')}, p = {_f(sp['pvalue'], '.4g')}")
     if p.get("agreement"):
         from ..overlay import format_agreement
 

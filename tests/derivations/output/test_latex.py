@@ -274,7 +274,7 @@ def _bad_outputs(tmp_path):
 
 
 def test_bad_output_one_line_exit_2_nothing_written(tmp_path, capsys, monkeypatch):
-    """Checked before any work (derivations.core.cli.prepare_output_dir): the
+    """Checked before any work (derivations.core.output.prepare_output_dir): the
     document is never built for a bad path, and nothing is left behind."""
     from derivations.output import latex as builder
 

@@ -140,6 +140,16 @@ def test_report_names_a_float32_step_only():
     assert "init authors, float32 step" in format_report(report)
 
 
+def test_the_reports_wall_time_counts_the_figures_and_shows_tenths(tmp_path, monkeypatch):
+    import time
+
+    from numerics.experiments import reproduce
+    monkeypatch.setattr(reproduce, "make_figures", lambda report, output: time.sleep(0.25) or [])
+    report = reproduce._write_report(tmp_path, [], [], time.perf_counter(), True)
+    assert 0.25 <= report["wall_seconds"] < 5
+    assert f"wall time: {report['wall_seconds']:.1f} s (quick" in (tmp_path / "report.md").read_text()
+
+
 def test_a_stack_refuses_runs_of_two_dtypes():
     c = _short("CACO")
     for pair in ([c, c.replace(dtype="float32")], [c.replace(dtype="float32"), c]):

@@ -47,6 +47,8 @@ def test_tie_when_the_query_and_relevant_copies_are_equal(capsys):
     (["--parameterizations", "XX"], "--parameterizations: unknown"),
     (["--ratio-range", "5,1"], "--ratio-range must be LO,HI"),
     (["--ratio-range", "1"], "--ratio-range must be LO,HI"),
+    (["--ratio-range", "-1,10"], "--ratio-range must be LO,HI with 0 < LO < HI, both finite; got '-1,10'"),
+    (["--ratio-range", "1,inf"], "--ratio-range must be LO,HI with 0 < LO < HI"),
     (["--target-loss", "0.1,0.1"], "--target-loss names 0.1 twice"),
     # inside the window, a master curve searched to a Lambda its flow does not reach (a traceback, or minutes)
     (["--task", "query-copies", "--params", "s=4,R=2,m=6,b=1e-30"], "beyond the 1e+12 the master curve"),

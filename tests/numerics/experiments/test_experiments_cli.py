@@ -68,7 +68,7 @@ def test_fig3_json_shape_and_figure(tmp_path, capsys):
     assert (tmp_path / "fig3_collapsed.pdf").read_bytes().startswith(b"%PDF")
 
 
-SWEEP = ["sweep", "--parameterizations", "CACO,FAFO,CACO", "--ratios", "1,4,1", "--seeds", "2",
+SWEEP = ["sweep", "--parameterizations", "CACO,FAFO", "--ratios", "1,4", "--seeds", "2",
          "--target-loss", "3.5", "--max-steps", "300", "--steps-per-epoch", "50", "--eval-batches", "2",
          "--quiet"]
 
@@ -216,6 +216,16 @@ BAD = [
     (["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1", "--target-loss", "0.1"],
      "--output"),
     (["fig2", "--output", "FILE/sub"], "cannot take files"),
+    (["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1", "--target-loss", "3.5", "--resume",
+      "--output", "OUT"], "--resume: '{OUT}' holds no sweep to continue"),
+    (["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1", "--target-loss", "3.5", "--resume",
+      "--output", "EMPTY"], "--resume: '{EMPTY}' holds no sweep to continue"),
+    # at most 10**9 SGD steps a run (refused before the output is tried, or the target)
+    (["fig2", "--epochs", "1" + "0" * 21, "--output", "FILE/sub"], "--epochs must be an integer in [1, 1000000000]"),
+    (["fig2", "--epochs", "1000000", "--steps-per-epoch", "1001", "--output", "FILE/sub"], "--epochs x --steps-per"),
+    (["fig3", "--epochs", "100000", "--steps-per-epoch", "100000", "--output", "FILE/sub"], "at most 1000000000"),
+    (["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1", "--target-loss", "5",
+      "--max-steps", "10000000000", "--output", "OUT"], "--max-steps must be an integer in [1, 1000000000]"),
     (["reproduce", "--output", "FILE"], "cannot take files"),
 ]
 
@@ -223,14 +233,17 @@ BAD = [
 @pytest.mark.parametrize("argv, match", BAD)
 def test_bad_input_one_line_exit_2_no_work(argv, match, tmp_path, capsys):
     (tmp_path / "FILE").write_text("x")
+    (tmp_path / "EMPTY").mkdir()
     argv = [a.replace("OUT", str(tmp_path / "out")).replace("FILE", str(tmp_path / "FILE")) for a in argv]
+    argv = [a.replace("EMPTY", str(tmp_path / "EMPTY")) for a in argv]
+    match = match.format(OUT=tmp_path / "out", EMPTY=tmp_path / "EMPTY")
     t0 = time.perf_counter()
     assert main(argv) == 2
     assert time.perf_counter() - t0 < 5                 # no training started
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.count("\n") == 1 and match in captured.err
-    assert not (tmp_path / "out").exists()
+    assert not (tmp_path / "out").exists() and not any((tmp_path / "EMPTY").iterdir())
 
 
 def test_help_loads_no_scipy_sympy_or_matplotlib():
@@ -278,6 +291,24 @@ def test_diverged_fig2_writes_valid_json_with_nulls_and_exits_3(tmp_path, capsys
     assert d["heatmap"] is None and d["separability"] == {"mean": None, "std": None}
     assert captured.err.count("\n") == 2 and "seed 1 diverged" in captured.err   # the run, no figure
     assert "Traceback" not in captured.err
+
+
+@pytest.mark.parametrize("command", ["fig2", "sweep"])
+def test_a_run_that_overflows_on_its_last_step_is_diverged_not_a_traceback(command, tmp_path, capsys):
+    short = ["--steps-per-epoch", "2", "--eval-batches", "1", "--workers", "1", "--lr-ov", "1e200", "--quiet"]
+    args = (["fig2", "--epochs", "1", "--seeds", "1"] if command == "fig2" else
+            ["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1", "--target-loss", "0.1",
+             "--max-steps", "2", "--no-theory", "--output", str(tmp_path / "s")])
+    assert main(args + short) == 3                    # the training loss of its one epoch is finite
+    err = capsys.readouterr().err
+    assert err.count("diverged (non-finite training loss or parameters after 2 steps)") == 1 and "Traceback" not in err
+
+
+def test_a_diverged_fig3_alpha_is_reported_and_exits_3(capsys, recwarn):
+    assert main(["fig3", "--epochs", "2", "--steps-per-epoch", "2", "--eval-batches", "1", "--alphas", "0.5",
+                 "--batch-size", "8", "--lr", "1e300", "--output-circuit", "factorized", "--workers", "1"]) == 3
+    out, err = capsys.readouterr()
+    assert err.count("\n") == 1 and "fig3 alpha 0.5 diverged" in err and not recwarn.list and "nan" not in out
 
 
 def test_degenerate_separability_is_null_not_a_crash(capsys):

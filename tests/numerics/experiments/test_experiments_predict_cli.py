@@ -177,3 +177,16 @@ def test_records_give_master_lambda_beside_the_shares(capsys):
     assert low["master_lambda"] == pytest.approx(2 * 3 * math.log(3 / math.expm1(0.5)) ** 2 / 4, rel=1e-13)
     keys = list(predict.RECORD_FIELDS)
     assert keys[keys.index("other_attention") + 1] == "master_lambda"
+
+
+def test_the_table_names_a_task_file_and_its_values_and_records_a_scale_only_where_it_acts(capsys):
+    """The header names a task file's task (name, file, ``M=4, b=2, n=10``), not its canonical text; the
+    engine's column is ``-`` where it has no state (FACO); ``--init uniform`` records no identity scale."""
+    task = os.path.join(ROOT, "docs", "examples", "query-copies-file.toml")
+    assert main(["predict", "--task", task, "--params", "M=4,b=2,n=10", "--parameterizations", "CACO,FACO",
+                 "--ratios", "1", "--quiet"]) == 0
+    head, _, caco, faco = capsys.readouterr().out.splitlines()[:4]
+    assert head.startswith(f"expected-count flow of task query-copies-file ({task}), M=4, b=2, n=10 (init")
+    assert caco.endswith("(reduced flow)") and faco.endswith(" -")
+    assert main(["predict", "--parameterizations", "FACO", "--init", "uniform", "--ratios", "1", "--json"]) == 0
+    assert "init_scale" not in json.loads(capsys.readouterr().out)["settings"]

@@ -77,6 +77,36 @@ def test_a_diverging_seed_stops_alone_and_the_others_are_unchanged(monkeypatch):
     assert kept["heatmap"] == measure.combine_summaries([jobs.fig2_run_summary(config, runs[1])])["heatmap"]
 
 
+@pytest.mark.parametrize("dtype", sgd.DTYPES)
+def test_parameters_not_finite_after_the_last_step_make_the_run_diverged(monkeypatch, dtype):
+    """The last update of one stacked run overflows while its training losses stay finite: that run
+    is "diverged" (not "completed" or "reached") and keeps no mark there; the other run is its solo
+    run; the job measures nothing of it instead of failing."""
+    config = _short("CACO", epochs=3, dtype=dtype)
+    free = sgd.train_fig2(config, [1234, 1235])
+    last = free[0]["epoch_loss"][-1]                     # reached first in the last epoch
+    solo = sgd.train_fig2(config.replace(target_loss=last), [1235], record_losses=[last])[0]
+    original = models.loss_and_grad
+    calls = []
+
+    def poisoned(params, *args, **kwargs):
+        loss, steps = original(params, *args, **kwargs)
+        calls.append(1)
+        if len(calls) % 45 == 0:                      # the last step: seed 1234's update overflows
+            for d in steps.values():
+                d[0] = np.inf
+        return loss, steps
+    monkeypatch.setattr(models, "loss_and_grad", poisoned)
+    completed = sgd.train_fig2(config, [1234, 1235], record_losses=[last])
+    reached = sgd.train_fig2(config.replace(target_loss=last), [1234, 1235], record_losses=[last])
+    for runs in (completed, reached):
+        assert runs[0]["status"] == "diverged" and runs[0]["stopped_epoch"] is None and runs[0]["marks"] == {}
+        assert runs[0]["epoch_loss"] == free[0]["epoch_loss"] and runs[0]["steps"] == 45
+        assert jobs.fig2_run_summary(config, runs[0])["final_loss"] is None
+    assert reached[1]["epoch_loss"] == solo["epoch_loss"] and reached[1]["status"] == solo["status"]
+    assert all(np.array_equal(reached[1]["params"][k], solo["params"][k]) for k in solo["params"])
+
+
 def test_authors_stop_rule_scripted_sequence():
     """Running sum reset only every 100 epochs: a low epoch inside a block does not stop training."""
     K = 10

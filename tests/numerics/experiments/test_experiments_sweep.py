@@ -92,3 +92,13 @@ def test_csv_round_trip(tmp_path):
     assert path.read_text().splitlines()[0] == ",".join(jobs.SWEEP_ROW_KEYS)
     assert read_csv(path) == [{**r, **dict.fromkeys(PROXIES)} for r in rows]    # (no proxies given)
     assert not list(tmp_path.glob(".*tmp"))
+
+
+def test_the_printed_table_clips_a_share_interval_and_rounds_rho():
+    """sweep.json keeps the t-interval and rho as computed; the table shows them as a share and a number."""
+    from numerics.experiments.commands.sweep import format_sweep
+    rows = [{**r, "relevant_attention": v} for r, v in zip(_rows()[:2], (0.93, 0.999))]
+    summary = sweep.summarize(rows)
+    assert summary[0]["relevant_attention_ci95"][1] > 1
+    text = format_sweep({"summary": summary, "spearman": {"CACO": {"rho": 0.9999999999999999, "pvalue": None}}})
+    assert ", 1.000]" in text and "rho = 1, p = null" in text

@@ -1,0 +1,151 @@
+"""The ``--task NAME|FILE`` and ``--params`` options of the experiments' commands (``fig2``, ``sweep``,
+``predict``, ``boundary``): reading them, and naming a task in messages and headers.
+
+Every check here raises :class:`derivations.core.cli.UsageError` (one line, exit status 2) before
+any work.
+"""
+from __future__ import annotations
+
+from derivations.core.cli import UsageError, parse_int, parse_number
+
+from .. import task_sampling
+
+__all__ = ["add_task_arguments", "param_values", "task_from_args", "task_message", "task_label", "seq_len_for"]
+
+
+def add_task_arguments(parser, default=task_sampling.DEFAULT_TASK, task_help=None) -> None:
+    """Add ``--task NAME|FILE`` and ``--params name=value,...`` (``fig2``, ``sweep``, ``predict``,
+    ``boundary``) to a parser.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+    default : str, optional
+        The task when none is given.
+    task_help : str, optional
+        The help of ``--task`` (default: the task trained or predicted).
+    """
+    parser.add_argument("--task", default=default, metavar="NAME|FILE",
+                        help=task_help or "the task to train / predict (sampled by numerics.experiments."
+                                          "task_sampling): a built-in task (derivations.tasks) or a task file "
+                                          "(.toml); default authors, the authors' task")
+    parser.add_argument("--params", default=None, metavar="NAME=VALUE[,...]",
+                        help="the task's parameter values (e.g. m=5,n=50,b=50,M=20,n_c=2; missing ones take "
+                             "the task's defaults)")
+
+
+def param_values(args) -> dict:
+    """``--params``: the task's parameter values given, as numbers.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+
+    Returns
+    -------
+    dict
+        ``{name: float}``, empty without ``--params``.
+
+    Raises
+    ------
+    derivations.core.cli.UsageError
+        Not ``name=value,...`` pairs, or a value that is not a number.
+    """
+    from derivations.core.cli import parse_params
+
+    raw = {} if args.params is None else parse_params(args.params)
+    return {k: parse_number(f"--params {k}", v) for k, v in raw.items()}
+
+
+def task_from_args(args) -> task_sampling.SampledTask:
+    """The :class:`~numerics.experiments.task_sampling.SampledTask` of ``--task``/``--params``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+
+    Returns
+    -------
+    numerics.experiments.task_sampling.SampledTask
+
+    Raises
+    ------
+    derivations.core.cli.UsageError
+        One line, before any work: an unknown task or parameter, a bad value or a task that
+        cannot be sampled.
+    """
+    try:
+        return task_sampling.sampled_task(args.task, param_values(args))
+    except ValueError as exc:
+        raise UsageError(task_message(args.task, exc)) from None
+
+
+def task_message(task, exc) -> str:
+    """``--task TASK: reason`` of a task refused, naming the task once (a task file's message
+    starts with its path).
+
+    Parameters
+    ----------
+    task : str
+        What ``--task`` named.
+    exc : Exception or str
+
+    Returns
+    -------
+    str
+    """
+    text = str(exc)
+    return f"--task {task}: {text[len(task) + 2:] if text.startswith(f'{task}: ') else text}"
+
+
+def task_label(settings, source=None) -> str:
+    """A task as a human-readable header names it: its name, the file it was read from and its
+    parameter values (``task query-copies-file (tasks/q.toml), M=4, b=2``), or the authors' task.
+
+    Parameters
+    ----------
+    settings : dict
+        With the ``task`` and ``task_params`` of :func:`~numerics.experiments.task_sampling.task_settings`
+        (none for the authors' task): a built-in task's name or a task's canonical text (JSON).
+    source : str, optional
+        What ``--task`` named; a task file's path is shown.
+
+    Returns
+    -------
+    str
+    """
+    import json
+
+    from derivations.tasks import is_task_file
+
+    if "task" not in settings:
+        return "the authors' task"
+    key = settings["task"]
+    name = json.loads(key)["name"] if key.startswith("{") else key
+    where = f" ({source})" if is_task_file(source) else ""
+    values = ", ".join(f"{k}={v:g}" for k, v in settings.get("task_params", ()))
+    return f"task {name}{where}" + (f", {values}" if values else "")
+
+
+def seq_len_for(st, text) -> int:
+    """``--seq-len``: the text given, else the task's own length.
+
+    Parameters
+    ----------
+    st : numerics.experiments.task_sampling.SampledTask
+    text : str or None
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    derivations.core.cli.UsageError
+        Not an integer >= 3, or none given for a task without a length of its own.
+    """
+    if text is not None:
+        return parse_int("--seq-len", text, 3)
+    if st.own_seq_len is None:
+        raise UsageError(f"--seq-len is required for task {st.name!r} (its total multiplicity is not an integer)")
+    return st.own_seq_len
