@@ -174,7 +174,9 @@ def main(argv=None):
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-        formats = check_formats(parse_list("--formats", args.formats))
+        formats = check_formats(parse_list("--formats", args.formats, distinct=True))
+        if args.only:       # argparse has read the names; refused as any list's, a name given twice
+            parse_list("--only", ",".join(args.only), distinct=True)
         names = _check_names(args.only)
         check_dpi(args.dpi)
         check_data(names)

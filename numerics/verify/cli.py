@@ -93,7 +93,7 @@ def _parse_ratios(text):
 
 
 def _parse_kinds(text):
-    kinds = parse_list("--kinds", text)
+    kinds = parse_list("--kinds", text, distinct=True)
     unknown = [k for k in kinds if k not in CHECK_KINDS]
     if unknown:
         raise UsageError(f"--kinds: unknown {unknown}; choose from {','.join(CHECK_KINDS)}")

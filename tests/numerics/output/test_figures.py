@@ -123,16 +123,16 @@ def test_cli_refuses_an_empty_format_item(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
-def test_a_name_given_twice_is_made_once(tmp_path, capsys, monkeypatch):
-    """--only stopping_curves stopping_curves drew it twice and reported 4 files."""
-    drawn = []
-    draw = output.FIGURES["stopping_curves"]
-    monkeypatch.setitem(figures.FIGURES, "stopping_curves", lambda **kw: drawn.append(1) or draw(**kw))
-    assert figures.main(["--output", str(tmp_path), "--quick", "--only", "stopping_curves", "stopping_curves",
-                         "--formats", "png,png", "--dpi", "30"]) == 0
-    out, err = capsys.readouterr()
-    assert drawn == [1] and out.split() == [str(tmp_path / "stopping_curves.png")]
-    assert err.splitlines()[-1].startswith("1 files in ")
+@pytest.mark.parametrize("argv, message", [(["--only", "stopping_curves", "stopping_curves"],
+                                              "--only names stopping_curves twice"),
+                                             (["--formats", "png,png"], "--formats names png twice")])
+def test_a_name_given_twice_is_refused_and_the_api_makes_it_once(argv, message, tmp_path, capsys, monkeypatch):
+    """--only stopping_curves stopping_curves drew it twice and reported 4 files: the command line
+    refuses a repeated item as every list option does; the API makes each figure once."""
+    assert figures.main(["--output", str(tmp_path / "out"), "--quick", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and not (tmp_path / "out").exists()
+    assert figures._check_names(["stopping_curves", "stopping_curves"]) == ("stopping_curves",)
 
 
 def test_cli_subprocess_bad_output(tmp_path):

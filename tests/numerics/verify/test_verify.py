@@ -269,9 +269,12 @@ def test_check_kinds_registry():
     assert [c.quantity for c in checks] == [f"flow~reduced {q}" for q in ("mu_OV", "mu_QK", "alpha")]
 
 
-def test_a_kind_named_twice_runs_once():
+def test_a_kind_named_twice_runs_once_and_the_command_line_refuses_it(capsys):
     checks = run_checks("CACO", [1.0], quick=True, kinds=["flow", "flow"])
     assert [c.quantity for c in checks] == ["flow~reduced mu_OV", "flow~reduced mu_QK", "flow~reduced alpha"]
+    assert verify.main(["--quick", "--kinds", "flow,flow"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--kinds names flow twice" in err
 
 
 def test_build_parser_documents_every_option():
