@@ -389,7 +389,7 @@ def test_an_unfinished_reproduction_is_not_reported_or_continued_with_other_sett
 def test_a_runs_folder_that_cannot_take_files_is_refused_before_any_work(finished, tmp_path, capsys, monkeypatch):
     """runs/ not writable (chmod 500; as root, who may write anyway, a refused write): refused before
     the training, not after it; the folder is probed as the output directory is."""
-    from derivations.core import cli
+    from derivations.core import output
     from numerics.experiments import sgd
     monkeypatch.setattr(sgd, "_train", lambda *a, **k: pytest.fail("work started"))
     out = copy(finished, tmp_path)
@@ -401,7 +401,7 @@ def test_a_runs_folder_that_cannot_take_files_is_refused_before_any_work(finishe
             if Path(path).parent.name == "runs":
                 raise PermissionError(13, "Permission denied", str(path))
             return open(path, *args, **kwargs)
-        monkeypatch.setattr(cli, "open", refused_in_runs, raising=False)
+        monkeypatch.setattr(output, "open", refused_in_runs, raising=False)
     try:
         refused([*TINY_SWEEP, "--output", str(out), "--resume"], out, capsys, f"{out / 'runs'}",
                 "cannot take files", "Permission denied")
