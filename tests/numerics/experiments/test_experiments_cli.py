@@ -396,27 +396,6 @@ def test_resume_with_other_settings_is_refused_and_extend_keeps_every_row(tmp_pa
     assert main([*TINY_SWEEP, "--ratios", "1,4", "--seeds", "2", "--output", str(out), "--resume"]) == 0
 
 
-def test_a_locked_sweep_directory_is_refused(tmp_path, capsys, no_figures):
-    from numerics.experiments.directory import ExperimentDirectory
-    out = tmp_path / "s"
-    out.mkdir()
-    held = ExperimentDirectory(out, "sweep")
-    try:
-        assert main([*TINY_SWEEP, "--ratios", "1", "--seeds", "1", "--output", str(out)]) == 2
-        err = capsys.readouterr().err
-        assert err.count("\n") == 1 and "in use" in err and not (out / "runs").exists()
-        assert main(["reproduce", "--quick", "--output", str(out)]) == 2     # reproduce takes the lock too
-        assert "in use" in capsys.readouterr().err
-    finally:
-        held.close()
-    assert main([*TINY_SWEEP, "--ratios", "1", "--seeds", "1", "--output", str(out)]) == 0   # released
-    report = tmp_path / "r"
-    report.mkdir()
-    (report / "report.json").write_text("{}")
-    assert main([*TINY_SWEEP, "--ratios", "1", "--seeds", "1", "--output", str(report)]) == 2
-    assert "holds a reproduction" in capsys.readouterr().err
-
-
 def test_target_loss_not_below_the_initial_loss_is_refused(tmp_path, capsys):
     for target in ("10", "3.92"):
         t0 = time.perf_counter()

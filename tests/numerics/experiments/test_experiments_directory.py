@@ -463,3 +463,23 @@ def test_a_sweep_settings_file_of_json_null_is_damaged(finished, tmp_path, capsy
     err = refused([*TINY_SWEEP, "--output", str(out), "--resume"], out, capsys,
                   "damaged sweep-settings.json (not a JSON object)")
     assert "but no" not in err
+
+
+def test_a_locked_sweep_directory_is_refused(tmp_path, capsys, no_figures):
+    out = tmp_path / "s"
+    out.mkdir()
+    held = ExperimentDirectory(out, "sweep")
+    try:
+        assert main([*TINY_SWEEP, "--output", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "in use" in err and not (out / "runs").exists()
+        assert main(["reproduce", "--quick", "--output", str(out)]) == 2     # reproduce takes the lock too
+        assert "in use" in capsys.readouterr().err
+    finally:
+        held.close()
+    assert main([*TINY_SWEEP, "--output", str(out)]) == 0   # released
+    report = tmp_path / "r"
+    report.mkdir()
+    (report / "report.json").write_text("{}")
+    assert main([*TINY_SWEEP, "--output", str(report)]) == 2
+    assert "holds a reproduction" in capsys.readouterr().err
