@@ -38,7 +38,8 @@ from derivations.core.output import json_text
 from . import jobs as jobs_mod
 from . import fixed_attention, plots, sgd
 
-__all__ = ["PUBLISHED_RUNS", "published_jobs", "settings_of_jobs", "reproduce", "collect", "format_report", "make_figures"]
+__all__ = ["PUBLISHED_RUNS", "published_jobs", "settings_of_jobs", "reproduce", "collect", "format_report",
+           "make_figures"]
 
 _SEEDS5 = [1234, 1235, 1236, 1237, 1238]
 

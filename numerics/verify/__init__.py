@@ -148,8 +148,8 @@ _HOMES = {
     ".records": ("NOT_VERIFIABLE", "Check", "format_table", "summarize"),
     ".registry": ("CAPABILITIES", "CHECK_KINDS", "KINDS", "Kind", "capabilities", "check_kind"),
     ".run": ("DEFAULT_PARAMS", "DEFAULT_RATIOS", "DEFAULT_TOLERANCES", "MAX_TOKEN_TYPES", "RATIO_RANGE",
-             "TARGET_LOSS_MIN", "TASK_INTEGRATION", "ArgumentError", "Checks", "Plan", "check_ratios", "plan_checks", "run_checks",
-             "run_plan"),
+             "TARGET_LOSS_MIN", "TASK_INTEGRATION", "ArgumentError", "Checks", "Plan", "check_ratios", "plan_checks",
+             "run_checks", "run_plan"),
     ".group": ("INTEGRATION_LIMITED",),
 }
 __getattr__, __dir__ = lazy_exports(__name__, _HOMES)

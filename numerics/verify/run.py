@@ -13,7 +13,8 @@ from .records import Check
 from .registry import CHECK_KINDS, KINDS, missing_capability, suite_kinds
 
 __all__ = ["run_checks", "plan_checks", "run_plan", "Plan", "check_ratios", "check_settings", "check_task",
-           "ArgumentError", "Checks", "TASK_DEFAULT_M", "DEFAULT_PARAMS", "DEFAULT_RATIOS", "DEFAULT_TOLERANCES", "RATIO_RANGE",
+           "ArgumentError", "Checks", "TASK_DEFAULT_M", "DEFAULT_PARAMS", "DEFAULT_RATIOS", "DEFAULT_TOLERANCES",
+           "RATIO_RANGE",
            "M_MAX", "TASK_M_MAX", "MAX_TOKEN_TYPES", "TARGET_LOSS_MIN", "TASK_INTEGRATION"]
 
 DEFAULT_PARAMS = dict(PAPER_SETTING)
@@ -203,10 +204,10 @@ def check_task(task_name, params, *, quick=False):
 
     The task must be one the engine reduces; ``params`` (``M`` and the task's
     own; those not given take the task's defaults, ``M`` the task's own default
-    where it differs from the paper's M = 20, else :data:`TASK_DEFAULT_M`) must be valid, ``m``, ``n``, ``b`` within the range the reduced flow
-    is tested on (:data:`numerics.dynamics.state.REDUCED_FLOW_RANGE`: outside
-    it the flows overflow or creep, e.g. ``b = 1e300`` never reached the
-    target), ``M`` an integer in [2, :data:`TASK_M_MAX`] and the instance at most
+    where it differs from the paper's M = 20, else :data:`TASK_DEFAULT_M`) must
+    be valid, ``m``, ``n``, ``b`` within the range the reduced flow is tested on
+    (:data:`numerics.dynamics.state.REDUCED_FLOW_RANGE`: outside it the flows
+    overflow or creep, e.g. ``b = 1e300`` never reached the target), ``M`` an integer in [2, :data:`TASK_M_MAX`] and the instance at most
     :data:`MAX_TOKEN_TYPES` token types (refused before anything is built).
 
     Parameters

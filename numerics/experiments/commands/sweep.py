@@ -34,7 +34,8 @@ def add_parser(sub):
                                     "each target.")
     sw.add_argument("--parameterizations", required=True, metavar="LIST",
                     help="comma-separated subset of " + ",".join(PARAMETERIZATIONS))
-    sw.add_argument("--ratios", required=True, metavar="LIST", help="comma-separated distinct eta_QK / eta_OV, each > 0")
+    sw.add_argument("--ratios", required=True, metavar="LIST",
+                    help="comma-separated distinct eta_QK / eta_OV, each > 0")
     sw.add_argument("--seeds", required=True, metavar="K", help="number of seeds per configuration (1234, 1235, ...)")
     sw.add_argument("--target-loss", required=True, metavar="L[,L...]",
                     help="stop when an epoch's mean loss <= L (> 0 and below every run's initial loss, "
