@@ -283,15 +283,12 @@ def _count(x, most) -> bool:
 
 
 def _most_steps(job) -> int:
-    """The steps a run of ``job`` trains at most (its schedule, capped by ``max_steps``); -1 for a job
-    without a schedule."""
-    config = job.get("config")
-    if not isinstance(config, dict):
+    """The steps a run of ``job`` trains at most (:attr:`~numerics.experiments.sgd.Fig2Config.total_steps`
+    of its config); -1 for a job without a Figure-2 run's config."""
+    try:
+        return _fig2_config(job).total_steps
+    except (KeyError, TypeError, ValueError):
         return -1
-    epochs, per_epoch, cap = config.get("epochs"), config.get("steps_per_epoch"), config.get("max_steps")
-    if not (_count(epochs, math.inf) and _count(per_epoch, math.inf) and (cap is None or _count(cap, math.inf))):
-        return -1
-    return epochs * per_epoch if cap is None else min(epochs * per_epoch, cap)
 
 
 def _valid_fig2_run(run, seed, most_steps) -> bool:

@@ -149,9 +149,9 @@ class Fig2Config:
 
     @property
     def total_steps(self) -> int:
-        """Scheduled steps (``epochs * steps_per_epoch``, capped by ``max_steps``)."""
-        n = self.epochs * self.steps_per_epoch
-        return n if self.max_steps is None else min(n, self.max_steps)
+        """Scheduled steps (``epochs * steps_per_epoch``, capped by ``max_steps``:
+        :func:`~numerics.experiments.stopping.check_total_steps`)."""
+        return check_total_steps(self.epochs, self.steps_per_epoch, self.max_steps)
 
     def replace(self, **changes) -> "Fig2Config":
         """A copy with ``changes`` (checked again).
