@@ -15,7 +15,7 @@ import numpy as np
 
 from derivations.output.attention_data import DATA_DIR, sgd_runs
 
-from .style import new_figure, panel_letter
+from .style import STYLE, drawn_in, new_figure, panel_letter
 
 __all__ = ["plot_phase_diagram", "plot_master_curve", "authors_counts", "sgd_points", "SGD_DATA",
            "SGD_FIGURES"]
@@ -84,6 +84,7 @@ def _boundary_curve(R, fractions, n, m):
     return np.array([np.nan if v is None else v for v in lams])
 
 
+@drawn_in(STYLE)
 def plot_phase_diagram(*, quick=False, Rs=(2, 5, 10)):
     r"""Self minus relevant share at the stopping loss over (s/m, :math:`\Lambda`), one panel per
     number of relevant types R, with the crossover :math:`\Lambda^*(s/m)`, the window's edges
@@ -160,6 +161,7 @@ def _sgd_on_master_curve(ax, runs, task):
         ax.plot(lam, [run["self_attention"] for run in mine], marker, color="tab:red", **style)
 
 
+@drawn_in(STYLE)
 def plot_master_curve(*, quick=False):
     r"""The shares at the stopping loss against :math:`\Lambda`: the master curve (lines), the
     engine's flows at several (L, M, b) (open markers) and, on (b), the stored SGD runs at several

@@ -6,7 +6,7 @@ import numpy as np
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from .style import (ALPHA_LABEL, LOSS_LABEL, MU_OV_LABEL, MU_QK_LABEL, PAPER, PARAM_STYLE,
-                    RATIOS, T_LABEL, new_figure, panel_letter, ratio_colors, ratio_label,
+                    RATIOS, STYLE, T_LABEL, drawn_in, new_figure, panel_letter, ratio_colors, ratio_label,
                     ratio_legend_title)
 
 __all__ = ["plot_time_course", "plot_stopping_curves", "plot_line_coordinates",
@@ -21,6 +21,7 @@ def _time_grid(quick):
     return np.logspace(0.0, 8.0, 60 if quick else 300)
 
 
+@drawn_in(STYLE)
 def plot_time_course(*, quick=False, ratios=RATIOS, params=None):
     """mu_OV, mu_QK, alpha and the loss against time (log axis), CACO, one
     curve per ratio r = eta_QK/eta_OV (reduced ODE from zero init, eta_OV = 1).
@@ -71,6 +72,7 @@ def plot_time_course(*, quick=False, ratios=RATIOS, params=None):
 # (b) stopping curves (paper Figure 4)
 # --------------------------------------------------------------------------
 
+@drawn_in(STYLE)
 def plot_stopping_curves(*, quick=False, ratios=RATIOS, params=None):
     """The paper's Figure 4: mu_OV, mu_QK and alpha at stopping losses
     log-spaced from 1 to 1e-4 (50 of them; 12 with ``quick``),
@@ -148,6 +150,7 @@ def _tex(expr):
     return sp.latex(expr, fold_short_frac=True).replace(r"\frac", r"\dfrac")
 
 
+@drawn_in(STYLE)
 def plot_line_coordinates(*, quick=False, ratios=RATIOS, params=None):
     r"""CACO trajectories in the line coordinates (X, Y) of the first
     integral, :math:`H = Y - \text{slope}\cdot X` constant, so each trajectory
@@ -231,6 +234,7 @@ def plot_line_coordinates(*, quick=False, ratios=RATIOS, params=None):
 # (d) full simulation vs theory
 # --------------------------------------------------------------------------
 
+@drawn_in(STYLE)
 def plot_simulation_vs_theory(*, quick=False, ratios=(0.1, 1.0, 10.0), params=None):
     """Full-matrix gradient flow (markers; :class:`numerics.model.paper.AttentionModel`,
     CACO, structured init = zero circuits, ``DOP853``) over the theory (lines):
@@ -332,6 +336,7 @@ def _label_simulation_panels(fig, axes, t_line, L_line, ratios, colors, params, 
 # (e) parameterizations
 # --------------------------------------------------------------------------
 
+@drawn_in(STYLE)
 def plot_parameterizations(*, quick=False, params=None, eps=1e-2):
     """CACO, CAFO, FACO, FAFO at equal base rates (every circuit/factor rate
     1; factors initialized at scale ``eps`` = 1e-2, balanced), reduced ODE:

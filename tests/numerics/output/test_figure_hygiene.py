@@ -74,3 +74,21 @@ def test_drawn_in_holds_the_style_while_plotting_only():
 
     assert width(1) == (7.5, 1) and width.__doc__.startswith("The line width")
     assert matplotlib.rcParams["lines.linewidth"] == before
+
+
+@pytest.mark.parametrize("name", ["plot_time_course", "plot_phase_diagram"])
+def test_theory_figures_are_drawn_in_their_style_not_the_users(name):
+    """The whole figure is drawn in :data:`~numerics.output.style.STYLE`: the user's rcParams (here a line
+    width, a legend font size) reach no line or text of it, and STYLE's own sizes are in force."""
+    import matplotlib
+
+    from numerics.output import attention, style, theory
+    plot = getattr(theory, name, None) or getattr(attention, name)
+    with matplotlib.rc_context({"lines.linewidth": 4.2, "legend.fontsize": 23.0, "lines.markersize": 17.0}):
+        fig = plot(quick=True)
+    widths = {line.get_linewidth() for ax in fig.axes for line in ax.lines}
+    sizes = {line.get_markersize() for ax in fig.axes for line in ax.lines}
+    fonts = {t.get_fontsize() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()}
+    assert 4.2 not in widths and 17.0 not in sizes and 23.0 not in fonts, (widths, sizes, fonts)
+    if name == "plot_time_course":         # lines without a width of their own take STYLE's
+        assert style.STYLE["lines.linewidth"] in widths
