@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 from derivations.core.atomic_file import atomic_write
@@ -153,7 +152,7 @@ def save_figure(fig, output_dir, name, formats=("png", "pdf"), dpi=DPI, style=No
     were), and matplotlib's floating-point warnings are not shown
     (:data:`~numerics.output.style.MATPLOTLIB_FLOAT_WARNINGS`). No creation
     date is written (:data:`METADATA`): the same figure gives the same bytes.
-    A pyplot figure is closed afterwards.
+    The figure is left as it was: a pyplot figure of the caller stays open.
 
     Parameters
     ----------
@@ -194,12 +193,4 @@ def save_figure(fig, output_dir, name, formats=("png", "pdf"), dpi=DPI, style=No
             atomic_write(path, lambda fh: fig.savefig(fh, dpi=dpi, format=fmt, metadata=METADATA.get(fmt)),
                          binary=True)
             out.append(path)
-    _close_if_pyplot(fig)
     return out
-
-
-def _close_if_pyplot(fig) -> None:
-    """Close ``fig`` in pyplot when pyplot manages it (without importing pyplot otherwise)."""
-    pyplot = sys.modules.get("matplotlib.pyplot")
-    if pyplot is not None and getattr(fig, "number", None) is not None and pyplot.fignum_exists(fig.number):
-        pyplot.close(fig)

@@ -229,7 +229,8 @@ def test_one_save_figure(tmp_path):
     finally:
         files.save_figure = real
     assert calls == ["x"] and [p.name for p in paths] == ["x.png", "x.pdf"]
-    assert not plt.fignum_exists(fig.number)
+    assert plt.fignum_exists(fig.number)        # the caller's pyplot figure is left open (it is theirs)
+    plt.close(fig)
 
 
 def test_closed_pipe_and_full_disk(tmp_path):
