@@ -114,14 +114,28 @@ def _page_commands(page: Path):
     return commands
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def _parser_keys() -> dict:
+    """The module run with ``python -m`` -> the key of its parser in ``qkov_cli_parsers`` (first one
+    wins), by the program name the parser itself gives (``derivations.print_dynamics``'s parser lives in
+    ``derivations.output.dynamics``)."""
+    by_module = {}
+    for key in CONF["qkov_cli_parsers"]:
+        by_module.setdefault(cli_parser(CONF, key).prog.removeprefix("python -m "), key)
+    return by_module
+
+
+def test_every_program_has_its_parser_found():
+    assert set(_parser_keys()) == {"derivations.print_dynamics", "derivations.latex", "derivations.catalog",
+                                   "derivations.task_catalog", "numerics.verify", "numerics.figures",
+                                   "numerics.experiments"}
+
+
+@pytest.mark.parametrize("page", [ROOT / "README.md", *PAGES], ids=lambda p: p.name)
 def test_command_lines_on_pages_parse(page):
     commands = _page_commands(page)
     if commands is None:
         pytest.skip(f"{page.name} describes a module that is not in this build")
-    by_module = {}   # the module run with -m -> the key of its parser (first one wins)
-    for key, (module, _) in CONF["qkov_cli_parsers"].items():
-        by_module.setdefault(module.removesuffix(".__main__"), key)
+    by_module = _parser_keys()
     checked = 0
     for module, *args in commands:
         if module not in by_module or not module_available(module):
@@ -132,7 +146,7 @@ def test_command_lines_on_pages_parse(page):
         except (Exception, SystemExit) as exc:  # the programs' parsers raise their own errors
             pytest.fail(f"{page.name}: `python -m {module} {shlex.join(args)}` does not parse: {exc}")
         checked += 1
-    if page.name in ("cli.md", "usage.md"):
+    if page.name in ("cli.md", "usage.md", "README.md"):
         assert checked >= 5
 
 
