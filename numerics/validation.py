@@ -26,8 +26,9 @@ import numbers
 
 import numpy as np
 
-__all__ = ["check_int", "check_in_range", "check_loss_level", "check_loss_levels", "check_times", "check_t_span",
-           "check_point", "check_positive_values", "check_positive_range", "shown_number"]
+__all__ = ["check_int", "check_in_range", "check_loss_level", "check_loss_levels", "check_target_losses",
+           "check_times", "check_t_span", "check_point", "check_positive_values", "check_positive_range",
+           "shown_number"]
 
 
 def check_int(name, value, minimum, maximum=None) -> int:
@@ -198,6 +199,40 @@ def check_loss_levels(name, values, M) -> tuple:
     if isinstance(values, (str, bytes)) or not np.iterable(values):
         raise ValueError(f"{name} must be a sequence of losses in (0, log M); got {values!r}")
     return tuple(check_loss_level(name, v, M) for v in values)
+
+
+def check_target_losses(name, values, M) -> np.ndarray:
+    r"""One stopping loss or a non-empty sequence of them, each in :math:`(0, \log M)`, and the
+    class count :math:`M` (a finite number > 1) they are checked against.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, for the message.
+    values : float or sequence of float
+    M : float
+        Number of classes.
+
+    Returns
+    -------
+    ndarray
+        The losses, 1-D, in the given order.
+
+    Raises
+    ------
+    ValueError
+        ``M`` not a finite number > 1; no loss, or one outside :math:`(0, \log M)`.
+    """
+    ok = isinstance(M, numbers.Real) and not isinstance(M, bool)
+    if not (ok and math.isfinite(M) and M > 1):
+        raise ValueError(f"M must be a finite number > 1; got {M!r}")
+    if isinstance(values, np.ndarray) and values.ndim == 0:
+        values = values.item()
+    if isinstance(values, (str, bytes)) or not np.iterable(values):
+        values = (values,)
+    if len(values) == 0:
+        raise ValueError(f"{name} must name at least one loss in (0, log M); got {values!r}")
+    return np.array(check_loss_levels(name, values, float(M)))
 
 
 def check_times(name, times) -> np.ndarray:

@@ -42,7 +42,7 @@ import numpy as np
 
 from derivations.core.vocabulary import check_positive
 
-from ..validation import check_positive_range, check_positive_values
+from ..validation import check_positive_range, check_positive_values, check_target_losses
 from .sign_change import log_sign_change
 
 __all__ = ["margin_at_loss", "lambda_of_ratio", "ratio_of_lambda", "master_lambda", "master_shares",
@@ -391,7 +391,7 @@ def boundary(task=None, *, target_loss, ratio_range=RATIO_RANGE, **params):
     """
     lo, hi = check_positive_range("ratio_range", ratio_range)
     s, m, n, R, M, b = _numbers(task, params)
-    losses = np.atleast_1d(np.asarray(target_loss, dtype=float))
+    losses = check_target_losses("target_loss", target_loss, M)
     lams = lambda_of_ratio(np.array([lo, hi])[:, None], losses[None, :], M, b)
     lam_star, reason = crossover_lambda(s=s, m=m, n=n, R=R,
                                         lambda_range=(float(lams.min()), float(lams.max())))

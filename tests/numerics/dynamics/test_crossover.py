@@ -400,3 +400,14 @@ def test_crossover_lambda_checks_its_search_before_the_window(kw, name, shape):
 def test_task_shape_checks_the_task_parameters(kw, match):
     with pytest.raises(ValueError, match=match):
         task_shape("query-copies", **kw)
+
+
+@pytest.mark.parametrize("bad", [[], (), float("nan"), float("inf"), -1.0, 0.0, 1e308, "0.5", None, [0.5, None],
+                                 True, 1j])
+def test_boundary_names_target_loss_and_its_range(bad):
+    """boundary's target_loss: one loss or a non-empty sequence of losses, each in (0, log M); anything
+    else a ValueError naming target_loss and the range (not NumPy's reduction error nor an array)."""
+    with pytest.raises(ValueError, match=r"^target_loss must .*\(0, log M\)"):
+        boundary(s=2, m=5, n=10, R=5, M=4, b=2, target_loss=bad)
+    with pytest.raises(ValueError, match=r"^M must be a finite number > 1"):
+        boundary(s=2, m=5, n=10, R=5, M=float("nan"), b=2, target_loss=0.5)
