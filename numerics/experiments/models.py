@@ -66,6 +66,7 @@ import math
 import numpy as np
 
 from derivations.core.vocabulary import check_parameterization as _check_parameterization
+from derivations.core.vocabulary import check_positive as _check_positive
 
 from .cross_entropy import (cross_entropy as _cross_entropy, log_softmax as _log_softmax, ones as _ones,
                             underflow as _underflow)
@@ -185,7 +186,7 @@ def init_params(st, parameterization: str, init: str = "authors", rng: np.random
     rng : numpy.random.Generator, optional
         Required when a matrix is uniform.
     identity_scale : float
-        Replaces :math:`10^{-6}` (the theory offers the scale as an option).
+        Replaces :math:`10^{-6}` (the theory offers the scale as an option); finite and > 0.
 
     Returns
     -------
@@ -194,9 +195,11 @@ def init_params(st, parameterization: str, init: str = "authors", rng: np.random
     Raises
     ------
     ValueError
-        Unknown parameterization or initialization, or no ``rng`` for a uniform matrix.
+        Unknown parameterization or initialization, no ``rng`` for a uniform matrix, or an
+        ``identity_scale`` that is not a finite number > 0.
     """
     kinds = init_kinds(parameterization, init)
+    identity_scale = _check_positive("identity_scale", identity_scale)
     if rng is None and "uniform" in kinds.values():
         raise ValueError("rng (a numpy.random.Generator) is required for a uniform initialization")
     shapes = param_shapes(st, parameterization)

@@ -432,3 +432,10 @@ def test_sample_batches_needs_a_generator(rng):
 def test_train_fig3_needs_a_config(config):
     with pytest.raises(ValueError, match="^config must be a Fig3Config"):
         fixed_attention.train_fig3(config)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -1e-6, 0.0, "1e-6", None, True])
+def test_init_params_refuses_an_identity_scale_that_is_not_positive(bad):
+    """Never a silent NaN (or negative, infinite) initial matrix: a ValueError naming identity_scale."""
+    with pytest.raises(ValueError, match="^identity_scale must be a finite number > 0"):
+        models.init_params(AUTHORS, "CAFO", "identity", identity_scale=bad)
