@@ -254,7 +254,9 @@ def document(tasks=()) -> str:
 def _prepare(output):
     """The output directory, created with its ``snippets`` folder and probed before any work
     (:func:`derivations.core.output.prepare_output_dir`), and the directories this created (deepest
-    first); ValueError naming --output otherwise."""
+    first); ValueError naming --output otherwise, or naming output when it is not a path."""
+    if not isinstance(output, (str, os.PathLike)) or isinstance(os.fspath(output), bytes):
+        raise ValueError(f"output must be a directory path (str or path-like); got {output!r}")
     snippets = Path(str(output)).absolute() / SNIPPET_DIR
     created = [d for d in (snippets, *snippets.parents) if not os.path.lexists(d)]
     prepare_output_dir(Path(str(output)) / SNIPPET_DIR if str(output).strip() else output)
@@ -283,7 +285,8 @@ def write(output, tasks=()) -> list[Path]:
     Raises
     ------
     ValueError
-        The directory cannot take the files (the message names ``--output``).
+        ``output`` is not a path, or the directory cannot take the files (the message names
+        ``--output``).
     """
     from ..core.atomic_file import atomic_write_text
     output, created = _prepare(output)

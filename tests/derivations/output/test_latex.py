@@ -309,3 +309,13 @@ def test_a_task_that_cannot_be_derived_leaves_no_directory(tmp_path, monkeypatch
     assert latex.main(["--output", str(tmp_path / "kept" / "a" / "b")]) == 2
     assert capsys.readouterr().err.count("\n") == 1
     assert [p.name for p in tmp_path.iterdir()] == ["kept"] and list((tmp_path / "kept").iterdir()) == []
+
+
+@pytest.mark.parametrize("bad", [None, 0.0, float("nan"), [], True, b"out"])
+def test_write_refuses_an_output_that_is_not_a_path(tmp_path, monkeypatch, bad):
+    """``write(None)`` wrote the document into a directory named ``None`` (any object was made a path by
+    ``str``): now a ValueError naming output, and nothing is written."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="^output must be a directory path"):
+        L.write(bad)
+    assert list(tmp_path.iterdir()) == []
