@@ -125,6 +125,7 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_step
     """
     parameterizations = _dedupe(parameterizations)
     ratios = _dedupe(check_positive("ratio", r) for r in ratios)
+    check_positive("lr_ov", lr_ov)          # named as itself (not as the lr_qk it gives), value kept as given
     if not parameterizations:
         raise ValueError("parameterizations must not be empty")
     if not ratios:

@@ -102,3 +102,10 @@ def test_the_printed_table_clips_a_share_interval_and_rounds_rho():
     assert summary[0]["relevant_attention_ci95"][1] > 1
     text = format_sweep({"summary": summary, "spearman": {"CACO": {"rho": 0.9999999999999999, "pvalue": None}}})
     assert ", 1.000]" in text and "rho = 1, p = null" in text
+
+
+@pytest.mark.parametrize("bad", [True, "0.01", None, [], float("nan"), -0.01, 0.0, float("inf")])
+def test_sweep_jobs_names_lr_ov(bad):
+    """A bad lr_ov is refused as lr_ov (it was a TypeError from ``ratio * lr_ov``, or named lr_qk)."""
+    with pytest.raises(ValueError, match="^lr_ov must be a finite number > 0"):
+        sweep.sweep_jobs(["CACO"], [1.0], 1, 0.5, lr_ov=bad)
