@@ -28,8 +28,9 @@ shows a part of the results decodes only that part (:meth:`ExpressionStore.lazy`
   results are derived and written atomically to the user cache only, so an
   installed package's directory is never changed; when the user cache is not
   writable, one line on stderr says so (once per process). Only
-  ``--rebuild`` (:meth:`ExpressionStore.rebuild`, for the repository) writes
-  the shipped file.
+  ``--rebuild`` (:meth:`ExpressionStore.rebuild`) writes the shipped file, and
+  only in a source checkout (:func:`source_checkout`): an installed package
+  refuses it.
 * **Checked.** Each file keeps a SHA-256 digest of its results with its key:
   a file whose results were edited (even into well-formed ones) is stale, at
   load and for ``--check``. The digest catches damage and hand edits, not a
@@ -59,6 +60,7 @@ import hashlib
 import importlib.resources
 import json
 import os
+import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -66,7 +68,7 @@ from pathlib import Path
 from .atomic_file import atomic_write_text, read_bounded
 
 __all__ = ["PACKAGE_DIR", "FORMAT", "MAX_FILE_BYTES", "SOURCE_PACKAGES", "source_files", "sympy_version", "source_key",
-           "cache_dir", "user_cache", "results_digest", "save_first_writable", "LazyResults", "ExpressionStore"]
+           "cache_dir", "source_checkout", "user_cache", "results_digest", "save_first_writable", "LazyResults", "ExpressionStore"]
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent   # the derivations package
 #: Version of the cache file format (part of the key).
@@ -146,6 +148,25 @@ def cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME", "")
     root = Path(base) if base and os.path.isabs(base) else Path.home() / ".cache"
     return root / "qkov"
+
+
+def source_checkout():
+    """The root of the source checkout this package runs from, or None for an installed package.
+
+    A checkout is recognised by qkov's ``setup.cfg`` beside the ``derivations`` package; an
+    installed package's folder (``site-packages``) has none.
+
+    Returns
+    -------
+    pathlib.Path or None
+    """
+    root = PACKAGE_DIR.parent      # a checkout's root, or an installation's site-packages
+    setup = root / "setup.cfg"
+    try:
+        text = read_bounded(setup, 1 << 16).decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return None
+    return root if re.search(r"(?m)^name\s*=\s*qkov\s*$", text) else None
 
 
 def user_cache(stem: str, key: str) -> Path:
@@ -405,8 +426,24 @@ class ExpressionStore:
         return self.load() if entries is None else LazyResults(self, entries)
 
     def rebuild(self) -> str:
-        """Derive every result, rewrite the shipped file (in the repository's
-        checkout: the one command that writes it); returns the key."""
+        """Derive every result, rewrite the shipped file; returns the key.
+
+        Returns
+        -------
+        str
+            The cache key the results were written under.
+
+        Raises
+        ------
+        derivations.core.cli.UsageError
+            The package is installed, not a source checkout (:func:`source_checkout`):
+            its directory is never written.
+        """
+        if source_checkout() is None:
+            from .cli import UsageError
+            raise UsageError(f"--rebuild rewrites the shipped cache of a source checkout; this qkov is "
+                             f"installed in {str(PACKAGE_DIR)!r}, whose files are never written (what it "
+                             f"derives goes to the user cache, {str(cache_dir())!r})")
         key = self.key()
         self.memo = self.derive()
         self.write(Path(str(self.shipped)), key, self.memo)
@@ -440,7 +477,8 @@ class ExpressionStore:
         Returns
         -------
         int
-            The exit status: 0, 1 (stale at ``--check``, or output not written) or 2 (bad options).
+            The exit status: 0, 1 (stale at ``--check``, or output not written) or 2 (bad options, or
+            ``--rebuild`` of an installed package).
         """
         from .cli import UsageError, usage_error
         from .output import emit
@@ -457,7 +495,10 @@ class ExpressionStore:
             status = emit(text + ("" if ok else f": run python -m {self.prog} --rebuild"), self.prog)
             return status or (0 if ok else 1)
         if args.rebuild:
-            key = self.rebuild()
+            try:
+                key = self.rebuild()
+            except UsageError as exc:
+                return usage_error(self.prog, exc)
             paths = after_rebuild(key, self.memo) if after_rebuild else []
             return emit(f"wrote {self.shipped} (key {key[:12]})" + "".join(f", {p}" for p in paths), self.prog)
         if listing is None:

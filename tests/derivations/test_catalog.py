@@ -297,6 +297,39 @@ def test_bad_options_one_line_exit_2_nothing_done(command, argv, tmp_path, monke
     assert not (tmp_path / "x.json").exists()
 
 
+def test_source_checkout_is_told_from_an_installation(tmp_path, monkeypatch):
+    """A checkout is the folder holding qkov's setup.cfg beside ``derivations``; site-packages has none
+    (or another project's)."""
+    from derivations.core import expression_cache as ec
+    assert ec.source_checkout() == ec.PACKAGE_DIR.parent and (ec.PACKAGE_DIR.parent / "setup.cfg").is_file()
+    installed = tmp_path / "site-packages" / "derivations"
+    installed.mkdir(parents=True)
+    monkeypatch.setattr(ec, "PACKAGE_DIR", installed)
+    assert ec.source_checkout() is None
+    (installed.parent / "setup.cfg").write_text("[metadata]\nname = other\n")
+    assert ec.source_checkout() is None
+    (installed.parent / "setup.cfg").write_text("[metadata]\nname = qkov\n")
+    assert ec.source_checkout() == installed.parent
+
+
+@pytest.mark.parametrize("command", ["catalog", "task_catalog"])
+def test_rebuild_of_an_installed_package_is_refused_nothing_written(command, tmp_path, monkeypatch, capsys):
+    """``--rebuild`` rewrites the shipped files of a checkout; an installed package's directory is never
+    written: one line, exit 2, nothing derived."""
+    import importlib
+    from derivations.core import expression_cache as ec
+    module = importlib.import_module(f"derivations.{command}")
+    monkeypatch.setattr(ec, "PACKAGE_DIR", tmp_path / "site-packages" / "derivations")
+    monkeypatch.setattr(module.STORE, "shipped", tmp_path / "x.json")
+    monkeypatch.setattr(module.STORE, "derive", lambda: pytest.fail("derived"))
+    assert module.main(["--rebuild"]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and out.err.count("\n") == 1
+    assert out.err.startswith(f"derivations.{command}: error: --rebuild rewrites the shipped cache of a source "
+                              "checkout; this qkov is installed in ")
+    assert not (tmp_path / "x.json").exists()
+
+
 def test_user_cache_location_follows_xdg(monkeypatch, tmp_path):
     """Derived data goes to $XDG_CACHE_HOME/qkov when that is an absolute path (the XDG rule),
     else ~/.cache/qkov."""
