@@ -2,6 +2,7 @@
 ``numerics.dynamics.boundary`` gives, and its figures exist."""
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -98,3 +99,24 @@ def test_the_quoted_print_dynamics_state_is_on_the_master_curve():
     a = master_shares(quoted["master_lambda"], "query-copies", s=2, R=5, m=5, n=10)
     assert float(a["self_attention"]) == pytest.approx(quoted["self_attention"], abs=1e-10)
     assert float(a["relevant_attention"]) == pytest.approx(quoted["relevant_attention"], abs=1e-10)
+
+
+def test_the_quoted_print_dynamics_state_is_what_the_command_prints(capsys):
+    """The quoted numbers are the command's output now (to the 12 digits quoted)."""
+    from derivations.print_dynamics import main
+    quoted = {k: float(v) for k, v in re.findall(r"`(self_attention|relevant_attention|master_lambda) = ([\d.]+)`", PAGE)}
+    assert main(["--task", "query-copies", "--params", "s=2,R=5,m=5,n=10,M=4,b=2", "--parameterization", "CACO",
+                 "--loss", "0.5", "--format", "json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    flat = {}
+    stack = [printed]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            flat.update({k: v for k, v in node.items() if k in quoted})
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    assert set(flat) == set(quoted)
+    for key, value in quoted.items():
+        assert float(flat[key]) == pytest.approx(value, abs=1e-11), key

@@ -386,6 +386,7 @@ BROWSER_PAGES = {
     "theory.html": 20,
     "experiments.html": 1,
     "tasks.html": 10,
+    "attention.html": 10, "proxies.html": 5,                         # the pages of claims (-m slow)
     "api/generated/numerics.dynamics.closed_form.state_at_loss.html": 1,
 }
 
