@@ -290,9 +290,15 @@ def master_shares(lam, task=None, **params):
 def window_reason(s, m, R):
     r"""Why there is no crossover (``None`` inside the window :math:`m/R < s < m`).
 
+    With one relevant type (:math:`R = 1`) the sign of the self share minus the relevant share is
+    that of :math:`s - m` at every ratio (derived). With several, only the limits of small and
+    large ratio are derived; that the sign holds between them outside the window is observed on a
+    scan of the master curve, and the reason says so.
+
     Parameters
     ----------
     s, m, R : float
+        The query's copies, the relevant copies, the relevant types.
 
     Returns
     -------
@@ -303,7 +309,8 @@ def window_reason(s, m, R):
     if not m / R < s < m:
         side = "s >= m: the self share exceeds the relevant share" if s >= m else \
             "s <= m/R: the relevant share exceeds the self share"
-        return f"outside the window m/R < s < m ({side} at every ratio)"
+        how = "" if R == 1 else "; derived at both ends of the ratio range, observed between them"
+        return f"outside the window m/R < s < m ({side} at every ratio{how})"
     return None
 
 

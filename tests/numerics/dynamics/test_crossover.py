@@ -124,6 +124,16 @@ def test_no_crossover_outside_the_window(s, m, R, word):
     assert rec["reason"].startswith(word)
 
 
+@pytest.mark.parametrize("s, m, R, observed", [(5, 4, 1, False), (0, 5, 1, False), (5, 4, 2, True),
+                                                 (2, 4, 2, True)])
+def test_the_reason_says_whether_no_crossover_is_derived(s, m, R, observed):
+    """With one relevant type the sign of s - m holds at every ratio (derived); with several only the
+    limits are derived, and the reason says the rest is observed."""
+    [rec] = boundary(s=s, m=m, n=6, R=R, target_loss=0.5, M=3, b=1.0)
+    assert rec["reason"].endswith("at every ratio; derived at both ends of the ratio range, observed between "
+                                  "them)" if observed else "at every ratio)")
+
+
 def test_not_reached_within_the_ratio_range():
     [rec] = boundary(s=2, m=4, n=6, R=4, target_loss=0.6, M=3, b=2.0, ratio_range=(1e-4, 1e-3))
     assert rec["crossover_ratio"] is None and rec["reason"].startswith("not reached")
