@@ -192,7 +192,15 @@ def _shares(z, s, m, n):
 
 @functools.lru_cache(maxsize=4096)
 def _stop(lam, s, m, n, R):
-    """The master flow's state and shares (self, relevant, other) where U first reaches 1."""
+    """The master flow's state and shares (self, relevant, other) where U first reaches 1.
+
+    At the edge ``s = m/R`` (``R > 1``) the query's token is one more relevant type: from zero the
+    flow keeps ``x_q = x_r`` and ``Y_q = Y_r``, a state that is unstable at large Lambda, where
+    rounding would break it. There the flow of ``R + 1`` relevant types of ``(m + s)/(R + 1)``
+    copies each (and no self copies) is integrated, whose one type's share is the self share."""
+    if R > 1 and s > 0 and s * R == m:
+        (_, a, other), (_, x, _, y) = _stop(lam, 0.0, m + s, n, R + 1)
+        return (a / (R + 1), a * R / (R + 1), other), (x, x, y, y)
     from scipy.integrate import solve_ivp
     f = _rhs(lam, s, m, n, R)
 
@@ -291,9 +299,10 @@ def window_reason(s, m, R):
     r"""Why there is no crossover (``None`` inside the window :math:`m/R < s < m`).
 
     With one relevant type (:math:`R = 1`) the sign of the self share minus the relevant share is
-    that of :math:`s - m` at every ratio (derived). With several, only the limits of small and
-    large ratio are derived; that the sign holds between them outside the window is observed on a
-    scan of the master curve, and the reason says so.
+    that of :math:`s - m` at every ratio (derived), and at :math:`s = m/R` the relevant share is
+    :math:`R` times the self share (the query's token is one more relevant type). Otherwise only the
+    limits of small and large ratio are derived; that the sign holds between them outside the window
+    is observed on a scan of the master curve, and the reason says so.
 
     Parameters
     ----------
@@ -309,7 +318,7 @@ def window_reason(s, m, R):
     if not m / R < s < m:
         side = "s >= m: the self share exceeds the relevant share" if s >= m else \
             "s <= m/R: the relevant share exceeds the self share"
-        how = "" if R == 1 else "; derived at both ends of the ratio range, observed between them"
+        how = "" if R == 1 or s * R == m else "; derived at both ends of the ratio range, observed between them"
         return f"outside the window m/R < s < m ({side} at every ratio{how})"
     return None
 

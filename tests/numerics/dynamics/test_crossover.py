@@ -125,13 +125,30 @@ def test_no_crossover_outside_the_window(s, m, R, word):
 
 
 @pytest.mark.parametrize("s, m, R, observed", [(5, 4, 1, False), (0, 5, 1, False), (5, 4, 2, True),
-                                                 (2, 4, 2, True)])
+                                                 (1, 4, 2, True), (2, 4, 2, False)])
 def test_the_reason_says_whether_no_crossover_is_derived(s, m, R, observed):
-    """With one relevant type the sign of s - m holds at every ratio (derived); with several only the
-    limits are derived, and the reason says the rest is observed."""
+    """With one relevant type the sign of s - m holds at every ratio, and at s = m/R relevant = R self
+    (derived); otherwise only the limits are derived, and the reason says the rest is observed."""
     [rec] = boundary(s=s, m=m, n=6, R=R, target_loss=0.5, M=3, b=1.0)
     assert rec["reason"].endswith("at every ratio; derived at both ends of the ratio range, observed between "
                                   "them)" if observed else "at every ratio)")
+
+
+@pytest.mark.parametrize("s, m, R", [(1, 4, 4), (2, 10, 5)])
+def test_at_the_edge_s_equal_m_over_r_the_symmetric_flow_is_kept(s, m, R):
+    """At s = m/R the query's token is one more relevant type; the flow from zero keeps the two equal,
+    a state rounding breaks at large Lambda (the self share jumped between 0.0003 and 0.9995 beyond
+    Lambda ~ 750). Where the general flow is stable (Lambda <= 30) it agrees with the one a hair off the
+    edge (s (1 + 1e-12)) to 1e-9; beyond, the shares stay smooth: relevant = R self, self rising to 1/(R+1)."""
+    lam = np.geomspace(1e-3, 30, 7)
+    edge = master_shares(lam, s=s, m=m, n=10, R=R)
+    off = master_shares(lam, s=s * (1 + 1e-12), m=m, n=10, R=R)
+    for key in edge:
+        np.testing.assert_allclose(edge[key], off[key], rtol=0, atol=1e-9)
+    big = master_shares(np.geomspace(30, 1e5, 12), s=s, m=m, n=10, R=R)
+    np.testing.assert_allclose(big["relevant_attention"], R * big["self_attention"], rtol=1e-12)
+    assert (np.diff(big["self_attention"]) > 0).all() and (big["self_attention"] < 1 / (R + 1)).all()
+    assert big["self_attention"][-1] == pytest.approx(1 / (R + 1), abs=1e-3)
 
 
 def test_not_reached_within_the_ratio_range():
