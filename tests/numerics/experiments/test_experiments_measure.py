@@ -1,4 +1,4 @@
-"""numerics/experiments/measure.py: the input checks of evaluate, and the measurements against a position-by-position reading."""
+"""numerics/experiments/measure.py: the input checks of evaluate; the measurements read position by position."""
 from __future__ import annotations
 
 import math
