@@ -86,7 +86,8 @@ def rel_dev(x, ref):
     Returns
     -------
     float
-        nan for arrays of different shapes, empty ones, or a nonzero difference from a zero ``ref``.
+        nan for arrays of different shapes, empty ones, or a nan entry; inf for a nonzero difference
+        from a zero ``ref``.
     """
     x = np.asarray(x, dtype=float)
     ref = np.asarray(ref, dtype=float)

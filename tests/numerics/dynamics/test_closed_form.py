@@ -212,5 +212,9 @@ def test_time_to_loss_at_the_edge_of_double_range():
     one hundredth of that loss does not and is a ValueError."""
     t = time_to_loss(1e-305, 1.0)
     assert math.isfinite(t[()]) and abs(t[()] / (19 * 50 / 1e-305) - 1) < 1e-5
+    # another ratio through the mpmath panels (a wrong ratio passed to them is invisible
+    # at ratio 1); the next order is larger at a small ratio (5.4e-5 here)
+    t = time_to_loss(1e-305, 0.1)
+    assert math.isfinite(t[()]) and abs(t[()] / (19 * 50 / 1e-305) - 1) < 1e-4
     with pytest.raises(ValueError, match="exceeds the double-precision range"):
         time_to_loss(1e-307, 1.0)

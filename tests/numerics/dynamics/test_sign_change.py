@@ -18,6 +18,10 @@ def test_finds_the_sign_change_either_way(root):
 
 def test_an_exact_zero_at_an_end_is_returned_and_a_tie_is_named():
     assert log_sign_change(lambda x: x - 2.0, 2.0, 10.0)[0] == pytest.approx(2.0, rel=1e-15)
+    calls = []
+    high = math.exp(math.log(10.0))                   # the point searched (10 + 2e-15)
+    x, reason = log_sign_change(lambda x: calls.append(x) or x - high, 2.0, 10.0)
+    assert reason is None and x == high and len(calls) == 2          # the high end, no search
     x, reason = log_sign_change(lambda x: 0.0, 1.0, 10.0, name="ratio")
     assert x is None and reason.startswith("tie") and "ratio in [1, 10]" in reason
 

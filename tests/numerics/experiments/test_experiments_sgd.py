@@ -216,3 +216,48 @@ def test_record_losses_are_losses_above_zero(bad):
     cfg = sgd.Fig2Config("CACO", epochs=1, steps_per_epoch=1, batch_size=2, eval_batches=1)
     with pytest.raises(ValueError, match="^record_losses must be"):
         sgd.train_fig2(cfg, [1], record_losses=bad)
+
+
+def _plain_sgd(config, seed):
+    """The SGD of train_fig2 written plainly: one generator draws the initial matrices, then each
+    epoch's batches (sampler.sample_batches); every step subtracts rate x the full gradient of
+    models.loss_and_grad (no hot path, no sparse rows, no folded rates); the QK rate of step t is
+    lr_qk (1 + (F - 1) t / (epochs x steps_per_epoch)), the notebooks' ramp over the scheduled steps
+    even when max_steps ends the run sooner."""
+    from numerics.experiments import sampler
+    st = config.sampled_task
+    rng = np.random.default_rng(seed)
+    params = models.init_params(st, config.parameterization, config.init, rng)
+    scheduled, total, t = config.epochs * config.steps_per_epoch, config.total_steps, 0
+    qk, gaps = {"W_QK", "W_Q", "W_K"}, 0
+    while t < total:
+        k_this = min(config.steps_per_epoch, total - t)
+        b = sampler.sample_batches(st, rng, k_this, config.batch_size, config.seq_len)
+        ids = np.unique(b.query)
+        gaps += bool(ids[-1] - ids[0] + 1 != ids.size)          # an epoch whose queries skip an id
+        for k in range(k_this):
+            _, g = models.loss_and_grad(st, params, b.counts[k], b.query[k], b.target[k])
+            lr_qk = config.lr_qk * (1.0 + (config.qk_ramp - 1.0) * t / scheduled)
+            params = {key: v - (lr_qk if key in qk else config.lr_ov) * g[key] for key, v in params.items()}
+            t += 1
+    return params, gaps
+
+
+@pytest.mark.parametrize("p", PARAMETERIZATIONS)
+def test_trainer_is_plain_sgd_with_its_ramp(p):
+    """train_fig2 (stacked, sparse query rows, rates folded into the backward pass) lands where a
+    plain SGD loop does, to 1e-10: with batches of one sequence the queries of an epoch are often
+    not consecutive ids (the trainer's index-array path), and max_steps cuts the ramp short."""
+    config = sgd.Fig2Config(p, lr_qk=0.3, lr_ov=0.2, qk_ramp=5.0, seq_len=12, batch_size=1, epochs=6,
+                            steps_per_epoch=3, max_steps=16, stop="none", init="uniform", eval_batches=1)
+    runs = sgd.train_fig2(config, [7, 8])
+    skipped = 0
+    for run in runs:
+        want, gaps = _plain_sgd(config, run["seed"])
+        skipped += gaps
+        assert run["steps"] == 16
+        for key, v in want.items():
+            np.testing.assert_allclose(run["params"][key], v, rtol=1e-10, atol=1e-13, err_msg=key)
+            assert np.abs(v - models.init_params(config.sampled_task, p, "uniform",
+                                                 np.random.default_rng(run["seed"]))[key]).max() > 1e-5
+    assert skipped                                     # the index-array path really ran

@@ -322,3 +322,35 @@ def test_proxy_figure_has_a_panel_per_measure_and_parameterization():
     assert len(fig.axes) == len(proxy_plots.PANELS) * 2
     ap_axis = fig.axes[2 * [k for k, _ in proxy_plots.PANELS].index("plausibility_auprc")]
     assert any(line.get_linestyle() == "--" for line in ap_axis.get_lines())
+
+
+def test_single_class_context_and_class_weights():
+    """AP is nan where every context position is relevant (ERASER drops single-class documents),
+    while F1 is then 1; expected_count_proxies weights the classes by pi, not equally: two classes
+    with pi = (0.9, 0.1) give 0.9 x + 0.1 y of each class's own numbers."""
+    from types import SimpleNamespace
+    counts = np.array([[2., 0., 1.], [1., 3., 1.]])              # token 2 is the query of both
+    w = np.array([[1 / 3, 0.0, 1 / 3], [0.1, 0.2, 0.3]])
+    rel = np.array([True, False, False])
+    ap, f1 = proxies.plausibility(w, counts, np.array([2, 2]), rel)
+    assert math.isnan(ap[0]) and f1[0] == 1.0                    # context: two positions of token 0
+    assert abs(ap[1] - average_precision_score([1, 0, 0, 0], [0.1, 0.2, 0.2, 0.2])) < TOL
+    a = counts * w
+    inst = SimpleNamespace(counts=counts, query=np.array([2, 2]), relevant=np.array([rel, rel]),
+                           weights=np.array([0.9, 0.1]))
+    got = proxies.expected_count_proxies(a, inst)
+    h, hn = proxies.attention_entropy(w, counts)
+    assert abs(got["attention_entropy"] - (0.9 * h[0] + 0.1 * h[1])) < TOL
+    assert abs(got["plausibility_auprc"] - ap[1]) < TOL          # the one class that defines AP
+    assert abs(got["plausibility_token_f1"] - (0.9 * 1.0 + 0.1 * f1[1])) < TOL
+
+
+def test_trends_call_a_change_within_the_seed_spread_flat():
+    """The change must exceed the seeds' spread (the larger sample standard deviation at the two
+    ratios), not only min_change: entropy 0.9 +- 0.3 -> 0.7 +- 0.3 (change 0.2, spread 0.42) is flat."""
+    rows = [{"parameterization": "CACO", "ratio": r, "seed": s, "target_loss": 0.2,
+             "attention_entropy_normalized": m + d}
+            for r, m in ((1.0, 0.9), (20.0, 0.7)) for s, d in ((1, -0.3), (2, 0.3))]
+    t = proxies.trends(rows, 0.2, keys=("attention_entropy_normalized",))["CACO"]
+    assert abs(t["attention_entropy_normalized"]["change"] + 0.2) < TOL
+    assert t["attention_entropy_normalized"]["verdict"] == "flat"

@@ -181,6 +181,15 @@ def test_check_status_rules():
     assert Check("CACO", 1.0, "x", math.inf, 1e-6).status == "FAIL"
     assert Check("CACO", 1.0, "x", 1.0, (0.8, 1.2)).status == "PASS"
     assert Check("CACO", 1.0, "x", 0.5, (0.8, 1.2)).status == "FAIL"
+    assert Check("CACO", 1.0, "x", 1.5, (0.8, 1.2)).status == "FAIL"
+    # rel_dev, the comparison of every kind: pointwise |x - ref| / |ref| (a small entry 100 % off is
+    # 1.0, not 1e-3 of the largest), 0/0 is 0, a nonzero difference from 0 inf (a FAIL as nan is),
+    # a nan entry or a shape mismatch nan
+    assert verify.records.rel_dev([1.0, 2e-3, 0.0], [1.0, 1e-3, 0.0]) == 1.0
+    assert verify.records.rel_dev([3.0], [4.0]) == 0.25
+    assert verify.records.rel_dev([1.0, 1e-9], [1.0, 0.0]) == math.inf
+    assert math.isnan(verify.records.rel_dev([1.0, math.nan], [1.0, 1.0]))
+    assert math.isnan(verify.records.rel_dev([1.0], [1.0, 1.0])) and math.isnan(verify.records.rel_dev([], []))
     assert Check("CACO", 1.0, "x", math.nan, None).status == "INFO"
     d = Check("CACO", 1.0, "x", math.nan, 1e-6, {"a": np.float64(np.inf)}).as_dict()
     assert d["value"] is None and d["detail"]["a"] is None
