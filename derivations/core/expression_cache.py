@@ -426,19 +426,8 @@ class ExpressionStore:
         return self.load() if entries is None else LazyResults(self, entries)
 
     def rebuild(self) -> str:
-        """Derive every result, rewrite the shipped file; returns the key.
-
-        Returns
-        -------
-        str
-            The cache key the results were written under.
-
-        Raises
-        ------
-        derivations.core.cli.UsageError
-            The package is installed, not a source checkout (:func:`source_checkout`):
-            its directory is never written.
-        """
+        """Derive every result, rewrite the shipped file; returns the key. An installed package
+        (not a :func:`source_checkout`) is never written: a ``UsageError`` instead."""
         if source_checkout() is None:
             from .cli import UsageError
             raise UsageError(f"--rebuild rewrites the shipped cache of a source checkout; this qkov is "
