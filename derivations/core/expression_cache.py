@@ -21,16 +21,13 @@ shows a part of the results decodes only that part (:meth:`ExpressionStore.lazy`
   ``tasks`` (sorted by path), the store's own module, the file format
   :data:`FORMAT` and the SymPy version. No list to keep by hand: editing any
   module a derivation can depend on invalidates the cache.
-* **Where.** Shipped data is read, never written, by a program that uses it:
-  the file in the package (``derivations/_cache/<stem>.json``, read with
-  :mod:`importlib.resources`), then the user cache
-  ``<cache dir>/qkov/<stem>-<key>.json`` (:func:`cache_dir`). On a miss the
-  results are derived and written atomically to the user cache only, so an
-  installed package's directory is never changed; when the user cache is not
-  writable, one line on stderr says so (once per process). Only
-  ``--rebuild`` (:meth:`ExpressionStore.rebuild`) writes the shipped file, and
-  only in a source checkout (:func:`source_checkout`): an installed package
-  refuses it.
+* **Where.** Shipped data is read, never written, by a program that uses it: the file in
+  the package (``derivations/_cache/<stem>.json``, read with :mod:`importlib.resources`),
+  then the user cache ``<cache dir>/qkov/<stem>-<key>.json`` (:func:`cache_dir`). On a miss
+  the results are derived and written atomically to the user cache only, so an installed
+  package's directory is never changed; when the user cache is not writable, one line on
+  stderr says so (once per process). Only ``--rebuild`` (:meth:`ExpressionStore.rebuild`)
+  writes the shipped file, in a source checkout (:func:`source_checkout`) only.
 * **Checked.** Each file keeps a SHA-256 digest of its results with its key:
   a file whose results were edited (even into well-formed ones) is stale, at
   load and for ``--check``. The digest catches damage and hand edits, not a
@@ -68,7 +65,8 @@ from pathlib import Path
 from .atomic_file import atomic_write_text, read_bounded
 
 __all__ = ["PACKAGE_DIR", "FORMAT", "MAX_FILE_BYTES", "SOURCE_PACKAGES", "source_files", "sympy_version", "source_key",
-           "cache_dir", "source_checkout", "user_cache", "results_digest", "save_first_writable", "LazyResults", "ExpressionStore"]
+           "cache_dir", "source_checkout", "user_cache", "results_digest", "save_first_writable", "LazyResults",
+           "ExpressionStore"]
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent   # the derivations package
 #: Version of the cache file format (part of the key).
@@ -426,13 +424,17 @@ class ExpressionStore:
         return self.load() if entries is None else LazyResults(self, entries)
 
     def rebuild(self) -> str:
-        """Derive every result, rewrite the shipped file; returns the key. An installed package
-        (not a :func:`source_checkout`) is never written: a ``UsageError`` instead."""
+        """Derive every result, rewrite the shipped file; returns the key.
+
+        Raises
+        ------
+        derivations.core.cli.UsageError
+            In an installed package (not a :func:`source_checkout`), whose files are never written.
+        """
         if source_checkout() is None:
             from .cli import UsageError
-            raise UsageError(f"--rebuild rewrites the shipped cache of a source checkout; this qkov is "
-                             f"installed in {str(PACKAGE_DIR)!r}, whose files are never written (what it "
-                             f"derives goes to the user cache, {str(cache_dir())!r})")
+            raise UsageError("--rebuild rewrites the shipped cache of a source checkout; this qkov is installed "
+                             f"in {str(PACKAGE_DIR)!r}, never written (it derives into {str(cache_dir())!r})")
         key = self.key()
         self.memo = self.derive()
         self.write(Path(str(self.shipped)), key, self.memo)
