@@ -26,7 +26,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["check_int", "check_in_range", "check_loss_level", "check_loss_levels", "check_target_losses",
+__all__ = ["as_numbers", "check_int", "check_in_range", "check_loss_level", "check_loss_levels", "check_target_losses",
            "check_times", "check_t_span", "check_point", "check_positive_values", "check_positive_range",
            "shown_number"]
 
@@ -95,6 +95,42 @@ def _bound(value) -> str:
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
+def as_numbers(name, values, what) -> np.ndarray:
+    """``values`` as a float array, where they are numbers: booleans, text, objects and ragged
+    lists are refused (``np.asarray(..., dtype=float)`` would take ``True`` and ``"0.5"``).
+
+    Parameters
+    ----------
+    name : str
+        The parameter, for the message.
+    values : float or array_like
+    what : str
+        What the values must be, for the message (``"in (0, log M)"``).
+
+    Returns
+    -------
+    ndarray
+        A 0-d array for a number.
+
+    Raises
+    ------
+    ValueError
+        ``"<name> must be <what>; got <values>"``.
+
+    >>> as_numbers("loss", True, "in (0, log M)")
+    Traceback (most recent call last):
+    ...
+    ValueError: loss must be in (0, log M); got True
+    """
+    try:
+        x = np.asarray(values)
+        if x.dtype.kind in "iuf":
+            return x.astype(float)
+    except (TypeError, ValueError):                                 # ragged
+        pass
+    raise ValueError(f"{name} must be {what}; got {shown_number(values)}")
+
+
 def check_in_range(name, values, lo, hi, why="", *, hi_open=False) -> np.ndarray:
     """Every entry of ``values`` a finite number in ``[lo, hi]`` (``[lo, hi)`` if ``hi_open``).
 
@@ -131,17 +167,11 @@ def check_in_range(name, values, lo, hi, why="", *, hi_open=False) -> np.ndarray
     ValueError: ratio must be in [0.001, 50] (the range the flow answers in bounded time); got 1000000
     """
     bracket = ")" if hi_open else "]"
-    message = f"{name} must be in [{_bound(lo)}, {_bound(hi)}{bracket}{' ' + why if why else ''}; got "
-    try:
-        x = np.asarray(values)
-        x = x.astype(float) if x.dtype.kind in "iuf" else None      # not booleans, text or objects
-    except (TypeError, ValueError):                                 # ragged
-        x = None
-    if x is None:
-        raise ValueError(message + shown_number(values))
+    what = f"in [{_bound(lo)}, {_bound(hi)}{bracket}{' ' + why if why else ''}"
+    x = as_numbers(name, values, what)
     ok = np.isfinite(x) & (x >= lo) & ((x < hi) if hi_open else (x <= hi))
     if not ok.all():
-        raise ValueError(message + shown_number(values if x.ndim == 0 else x[~ok].ravel()[0]))
+        raise ValueError(f"{name} must be {what}; got {shown_number(values if x.ndim == 0 else x[~ok].ravel()[0])}")
     return x
 
 

@@ -46,7 +46,7 @@ import numpy as np
 from derivations.core.vocabulary import check_model_parameters
 
 from ..functions import lambdified as lam
-from ..validation import check_in_range
+from ..validation import as_numbers, check_in_range
 from .state_result import StateAtLoss
 
 __all__ = ["state_at_loss", "state_at_loss_mpmath", "time_to_loss",
@@ -98,13 +98,13 @@ def check_supported(m, n, b, M):
 
 def _check_loss_ratio(loss, ratio, M):
     ratio = check_in_range("ratio", ratio, *SUPPORTED_RANGE["ratio"], _VERIFIED_ON)
-    loss = np.asarray(loss, dtype=float)
     logM = math.log(M)
+    what = f"finite and in (0, log M) = (0, {logM!r})"
+    loss = as_numbers("loss", loss, what)
     bad = ~(np.isfinite(loss) & (loss > 0) & (loss < logM))
     if bad.any():
-        raise ValueError(
-            f"loss must be finite and in (0, log M) = (0, {logM!r}); got {float(loss[bad].ravel()[0])!r} "
-            "(a target loss the dynamics never reach)")
+        raise ValueError(f"loss must be {what}; got {float(loss[bad].ravel()[0])!r} (a target loss the dynamics "
+                         "never reach)")
     return np.broadcast_arrays(loss, ratio)
 
 
@@ -142,7 +142,7 @@ def state_at_loss_mpmath(loss, ratio, *, m=5, n=50, b=50, M=20, dps=50):
     if isinstance(dps, bool) or not isinstance(dps, numbers.Integral) or not 1 <= dps <= MAX_DPS:
         raise ValueError(f"dps must be an integer in [1, {MAX_DPS}]; got {dps!r}")
     m, n, b, M = check_supported(m, n, b, M)
-    _check_loss_ratio(float(loss), float(ratio), M)
+    loss, ratio = (float(v) for v in _check_loss_ratio(loss, ratio, M))
     G = lam.state_equation_mu_fn("mpmath").func
     bounds = lam.state_bounds_fn("mpmath").func
     with mpmath.workdps(int(dps) + 10):

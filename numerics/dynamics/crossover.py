@@ -42,7 +42,7 @@ import numpy as np
 
 from derivations.core.vocabulary import check_positive
 
-from ..validation import check_positive_range, check_positive_values, check_target_losses
+from ..validation import as_numbers, check_positive_range, check_positive_values, check_target_losses
 from .sign_change import log_sign_change
 
 __all__ = ["margin_at_loss", "lambda_of_ratio", "ratio_of_lambda", "master_lambda", "master_shares",
@@ -74,7 +74,7 @@ def margin_at_loss(loss, M):
     ValueError
         ``M`` not finite and above 1 or ``loss`` outside :math:`(0, \log M)`.
     """
-    loss, M = np.asarray(loss, dtype=float), np.asarray(M, dtype=float)
+    loss, M = as_numbers("loss", loss, "in (0, log M)"), as_numbers("M", M, "finite and > 1")
     if np.any(~((M > 1) & np.isfinite(M))):
         raise ValueError(f"M must be finite and > 1; got {M}")
     if np.any(~(loss > 0)) or np.any(~(loss < np.log(M))):

@@ -58,3 +58,16 @@ def test_the_methods_say_their_ranges_through_it(call, message):
     with pytest.raises(ValueError) as info:
         call()
     assert str(info.value) == message
+
+
+@pytest.mark.parametrize("loss", [True, "0.5", [0.5, "x"], None, [[0.5], [0.5, 0.6]]])
+def test_a_loss_that_is_not_a_number_is_refused_by_every_closed_form_path(loss):
+    """``np.asarray(loss, dtype=float)`` took ``True`` as loss 1 and ``"0.5"`` as 0.5: the loss is a number
+    or an array of numbers (``as_numbers``), else a ValueError naming it and its range."""
+    from numerics.dynamics import state_at_loss, time_to_loss
+    from numerics.dynamics.closed_form import state_at_loss_mpmath
+    from numerics.dynamics.crossover import margin_at_loss
+    for call in (lambda: state_at_loss(loss, 2.0), lambda: time_to_loss(loss, 2.0),
+                 lambda: state_at_loss_mpmath(loss, 2.0), lambda: margin_at_loss(loss, 4)):
+        with pytest.raises(ValueError, match=r"^loss must be .*in \(0, log M\).*; got "):
+            call()
