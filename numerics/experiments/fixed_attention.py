@@ -252,9 +252,10 @@ def _fig3_eval(params, rng, c, alphas):
 def train_fig3(config: Fig3Config, *, progress=None) -> dict:
     r"""Train the fixed-attention model at every :math:`\alpha` (stacked) and measure.
 
-    Every :math:`\alpha` uses the same seed, hence (as in the notebooks, which
-    reseed per :math:`\alpha`) the same initialization and the same batches:
-    both come from ``default_rng(seed)``; evaluation batches from
+    Every :math:`\alpha` uses the same seed, hence the same initialization (as in
+    the notebooks, which reseed PyTorch per :math:`\alpha`) and the same batches
+    (the notebooks draw theirs from NumPy's global stream, not reseeded: other
+    batches per :math:`\alpha`): both come from ``default_rng(seed)``; evaluation batches from
     :func:`~numerics.experiments.sgd.eval_rng` ``(seed)``.  At epoch 0 and after every epoch the mean
     loss over ``eval_batches`` fresh batches is measured at :math:`\alpha` and
     at :math:`\alpha + 0.005` (same batches); the incentive to sharpen is
