@@ -131,7 +131,7 @@ def as_numbers(name, values, what) -> np.ndarray:
     raise ValueError(f"{name} must be {what}; got {shown_number(values)}")
 
 
-def check_in_range(name, values, lo, hi, why="", *, hi_open=False, lo_open=False) -> np.ndarray:
+def check_in_range(name, values, lo, hi, why="", *, hi_open=False, lo_open=False, scalar=False):
     """Every entry of ``values`` a finite number in ``[lo, hi]`` (``(lo, ...`` if ``lo_open``,
     ``..., hi)`` if ``hi_open``).
 
@@ -148,17 +148,20 @@ def check_in_range(name, values, lo, hi, why="", *, hi_open=False, lo_open=False
         What the range is, for the message (``"for the closed-form state (the range it is
         verified on)"``).
     hi_open, lo_open : bool, optional
+    scalar : bool, optional
+        One number only (a sequence, even an empty one, refused); it is returned as a float.
 
     Returns
     -------
-    ndarray
-        ``values`` as floats (a 0-d array for a number).
+    ndarray or float
+        ``values`` as floats (a 0-d array for a number); a float if ``scalar``.
 
     Raises
     ------
     ValueError
-        An entry that is not a number (booleans and text included) or outside the range;
-        the message names ``name``, the range, ``why`` and the first such entry.
+        An entry that is not a number (booleans and text included) or outside the range, or
+        (``scalar``) not one number; the message names ``name``, the range, ``why`` and the
+        first such entry.
 
     >>> check_in_range("ratio", [0.5, 2.0], 1e-3, 50.0).tolist()
     [0.5, 2.0]
@@ -169,10 +172,12 @@ def check_in_range(name, values, lo, hi, why="", *, hi_open=False, lo_open=False
     """
     what = f"in {'(' if lo_open else '['}{_bound(lo)}, {_bound(hi)}{')' if hi_open else ']'}{' ' + why if why else ''}"
     x = as_numbers(name, values, what)
+    if scalar and x.ndim:
+        raise ValueError(f"{name} must be {what}; got {shown_number(values)}")
     ok = np.isfinite(x) & ((x > lo) if lo_open else (x >= lo)) & ((x < hi) if hi_open else (x <= hi))
     if not ok.all():
         raise ValueError(f"{name} must be {what}; got {shown_number(values if x.ndim == 0 else x[~ok].ravel()[0])}")
-    return x
+    return float(x) if scalar else x
 
 
 def check_result(name, value, inputs, fix="") -> np.ndarray:

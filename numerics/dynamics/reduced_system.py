@@ -159,8 +159,8 @@ class ReducedSystem(PaperClosedForms):
         self.eta_K = self.eta_QK if eta_K is None else check_positive("eta_K", eta_K)
         self.eta_O = self.eta_OV if eta_O is None else check_positive("eta_O", eta_O)
         self.eta_V = self.eta_OV if eta_V is None else check_positive("eta_V", eta_V)
-        self.eps = DEFAULT_EPS if eps is None else float(check_in_range(
-            "eps", check_positive("eps", eps), *EPS_RANGE, "(the initialization scales the reduced flow is tested on)"))
+        self.eps = DEFAULT_EPS if eps is None else check_in_range(
+            "eps", eps, *EPS_RANGE, "(the initialization scales the reduced flow is tested on)", scalar=True)
         model = {k: v for k, v in dict(m=m, n=n, b=b, M=M).items() if v is not None}
         if task == "paper" and not task_parameters and flow is None:
             self._bind_generated(model, mu0)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -52,6 +53,25 @@ def test_a_result_double_precision_cannot_hold_is_refused_naming_its_inputs(valu
 def test_a_result_in_range_is_returned_as_is():
     value = np.float64(3.0)
     assert check_result("y", value, {}) is value
+
+
+@pytest.mark.parametrize("bad, shown", [([], "[]"), ([0.5], "[0.5]"), (np.array([0.5, 0.6]), "array")])
+def test_a_scalar_parameter_refuses_a_sequence(bad, shown):
+    """``float(check_in_range(...))`` of an empty list was NumPy's TypeError, of ``[0.5]`` a silent 0.5."""
+    assert check_in_range("rtol", 0.5, 1e-13, 1.0, scalar=True) == 0.5
+    with pytest.raises(ValueError, match=rf"^rtol must be in \[1e-13, 1\]; got {re.escape(shown)}"):
+        check_in_range("rtol", bad, 1e-13, 1.0, scalar=True)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: __import__("numerics.experiments.theory", fromlist=["check_ratio"]).check_ratio([]),
+    lambda: __import__("numerics.experiments.theory", fromlist=["check_ratio"]).check_ratio([1.0]),
+    lambda: __import__("numerics.output.files", fromlist=["check_dpi"]).check_dpi([100]),
+    lambda: __import__("numerics.dynamics", fromlist=["solve_reduced"]).solve_reduced("FAFO", eps=[0.1], target_loss=0.5),
+])
+def test_the_scalar_parameters_refuse_a_sequence(call):
+    with pytest.raises(ValueError, match=r"^\w+ must be in \["):
+        call()
 
 
 def test_a_bound_is_shown_in_full_where_the_short_form_is_not_exact():
