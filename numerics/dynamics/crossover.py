@@ -238,7 +238,8 @@ def _check_task(s, m, n, R):
     """The task's numbers as floats (ValueError naming the first one out of range)."""
     for name, value, lo, strict in (("s", s, 0, False), ("m", m, 0, True), ("n", n, 0, False),
                                     ("R", R, 1, False)):
-        ok = isinstance(value, (int, float, np.integer, np.floating)) and math.isfinite(value)
+        ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool) \
+            and math.isfinite(value)
         if not ok or (value <= lo if strict else value < lo):
             raise ValueError(f"{name} must be a finite number {'>' if strict else '>='} {lo}; "
                              f"got {value!r}")

@@ -474,3 +474,10 @@ def test_a_lambda_beyond_the_master_flows_range_is_refused_up_front(call, name):
 def test_the_master_flow_answers_up_to_its_largest_lambda():
     a = master_shares(1e14)
     assert a["relevant_attention"] > 1 - 1e-12
+
+
+@pytest.mark.parametrize("name", ["s", "m", "n", "R"])
+def test_a_boolean_is_not_a_shape_number(name):
+    """True was taken as 1."""
+    with pytest.raises(ValueError, match=rf"^{name} must be a finite number"):
+        master_shares(1.0, **{name: True})
