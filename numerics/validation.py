@@ -28,7 +28,7 @@ import numpy as np
 
 __all__ = ["as_numbers", "check_int", "check_in_range", "check_loss_level", "check_loss_levels", "check_target_losses",
            "check_times", "check_t_span", "check_point", "check_positive_values", "check_positive_range",
-           "shown_number"]
+           "check_result", "shown_number"]
 
 
 def check_int(name, value, minimum, maximum=None) -> int:
@@ -131,8 +131,9 @@ def as_numbers(name, values, what) -> np.ndarray:
     raise ValueError(f"{name} must be {what}; got {shown_number(values)}")
 
 
-def check_in_range(name, values, lo, hi, why="", *, hi_open=False) -> np.ndarray:
-    """Every entry of ``values`` a finite number in ``[lo, hi]`` (``[lo, hi)`` if ``hi_open``).
+def check_in_range(name, values, lo, hi, why="", *, hi_open=False, lo_open=False, scalar=False):
+    """Every entry of ``values`` a finite number in ``[lo, hi]`` (``(lo, ...`` if ``lo_open``,
+    ``..., hi)`` if ``hi_open``).
 
     The one range check of the numeric methods: each is accepted on the range it is
     tested or verified on, and the message says which range and why.
@@ -146,18 +147,21 @@ def check_in_range(name, values, lo, hi, why="", *, hi_open=False) -> np.ndarray
     why : str, optional
         What the range is, for the message (``"for the closed-form state (the range it is
         verified on)"``).
-    hi_open : bool, optional
+    hi_open, lo_open : bool, optional
+    scalar : bool, optional
+        One number only (a sequence, even an empty one, refused); it is returned as a float.
 
     Returns
     -------
-    ndarray
-        ``values`` as floats (a 0-d array for a number).
+    ndarray or float
+        ``values`` as floats (a 0-d array for a number); a float if ``scalar``.
 
     Raises
     ------
     ValueError
-        An entry that is not a number (booleans and text included) or outside the range;
-        the message names ``name``, the range, ``why`` and the first such entry.
+        An entry that is not a number (booleans and text included) or outside the range, or
+        (``scalar``) not one number; the message names ``name``, the range, ``why`` and the
+        first such entry.
 
     >>> check_in_range("ratio", [0.5, 2.0], 1e-3, 50.0).tolist()
     [0.5, 2.0]
@@ -166,13 +170,55 @@ def check_in_range(name, values, lo, hi, why="", *, hi_open=False) -> np.ndarray
     ...
     ValueError: ratio must be in [0.001, 50] (the range the flow answers in bounded time); got 1000000
     """
-    bracket = ")" if hi_open else "]"
-    what = f"in [{_bound(lo)}, {_bound(hi)}{bracket}{' ' + why if why else ''}"
+    what = f"in {'(' if lo_open else '['}{_bound(lo)}, {_bound(hi)}{')' if hi_open else ']'}{' ' + why if why else ''}"
     x = as_numbers(name, values, what)
-    ok = np.isfinite(x) & (x >= lo) & ((x < hi) if hi_open else (x <= hi))
+    if scalar and x.ndim:
+        raise ValueError(f"{name} must be {what}; got {shown_number(values)}")
+    ok = np.isfinite(x) & ((x > lo) if lo_open else (x >= lo)) & ((x < hi) if hi_open else (x <= hi))
     if not ok.all():
         raise ValueError(f"{name} must be {what}; got {shown_number(values if x.ndim == 0 else x[~ok].ravel()[0])}")
-    return x
+    return float(x) if scalar else x
+
+
+def check_result(name, value, inputs, fix="") -> np.ndarray:
+    """A result computed from valid inputs, refused where double precision cannot hold it: not a
+    finite number > 0 (an overflow to inf, an underflow to 0).
+
+    Parameters
+    ----------
+    name : str
+        The result and its formula, for the message (``"Lambda = r (M - 1) l(L)^2 / (M b)"``).
+    value : array_like
+    inputs : dict
+        ``{name: array_like}``, broadcast against ``value``; the message shows them at the first
+        entry refused.
+    fix : str, optional
+        What keeps the result in range, for the message.
+
+    Returns
+    -------
+    array_like
+        ``value`` itself.
+
+    Raises
+    ------
+    ValueError
+        ``"<name> must be a finite number > 0 (at most 1.8e308, at least 5e-324); got inf at
+        <inputs>"``.
+
+    >>> check_result("y = x^2", math.inf, {"x": 1e200}, "x at most 1e154")
+    Traceback (most recent call last):
+    ...
+    ValueError: y = x^2 must be a finite number > 0 (at most 1.8e308, at least 5e-324); got inf at x=1e+200 (x at most 1e154)
+    """
+    x = np.asarray(value)
+    bad = ~(np.isfinite(x) & (x > 0))
+    if bad.any():
+        i = np.unravel_index(np.argmax(bad), x.shape) if x.ndim else ()
+        at = ", ".join(f"{k}={shown_number(np.broadcast_to(v, x.shape)[i])}" for k, v in inputs.items())
+        raise ValueError(f"{name} must be a finite number > 0 (at most 1.8e308, at least 5e-324); "
+                         f"got {shown_number(x[i])} at {at}{f' ({fix})' if fix else ''}")
+    return value
 
 
 def check_loss_level(name, value, M) -> float:

@@ -28,6 +28,7 @@ import csv
 import io
 import json
 import math
+import os
 import re
 from pathlib import Path
 
@@ -85,6 +86,12 @@ def _natural(path: Path) -> list:
     """Sort key of a stored file: its setting's name with runs of digits as numbers (R2 < R10)."""
     name = path.parent.name if path.name == "results.csv" else path.stem
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+
+
+def _directory(directory) -> Path:
+    if not isinstance(directory, (str, os.PathLike)):
+        raise ValueError(f"directory must be a path (str or path-like); got {directory!r}")
+    return Path(directory)
 
 
 def _files(directory, pattern) -> list:
@@ -183,10 +190,10 @@ def sgd_runs(directory=DATA_DIR) -> list:
     Raises
     ------
     ValueError
-        One line naming the damaged or missing file and what is wrong.
+        ``directory`` not a path, or one line naming the damaged or missing file and what is wrong.
     """
     runs = []
-    for folder in _files(Path(directory) / "sweeps", "*/results.csv"):
+    for folder in _files(_directory(directory) / "sweeps", "*/results.csv"):
         folder = folder.parent
         settings, theory = _read(folder / "sweep.json", _sweep)
         for row in _read(folder / "results.csv", lambda p: _rows(p, theory)):
@@ -235,6 +242,6 @@ def crossover_rows(directory=DATA_DIR) -> list:
     Raises
     ------
     ValueError
-        One line naming the damaged or missing file and what is wrong.
+        ``directory`` not a path, or one line naming the damaged or missing file and what is wrong.
     """
-    return [row for path in _files(Path(directory) / "boundary", "*.json") for row in _read(path, _boundary)]
+    return [row for path in _files(_directory(directory) / "boundary", "*.json") for row in _read(path, _boundary)]

@@ -28,7 +28,7 @@ import json
 
 from ..core.cli import OneLineParser, UsageError, parse_float, parse_loss, rate_values
 from ..core.cli import parse_params as _text_params
-from .formats import OneLine, format_expression
+from .formats import PRINTED_FORMATS, OneLine, format_expression
 from ..core.vocabulary import (MODEL_PARAMETER_MEANINGS, PAPER_SETTING, PARAMETERIZATIONS, SHARES,
                                check_classes, check_positive)
 
@@ -166,15 +166,22 @@ def task_list(fmt: str = "text") -> str:
 
     Parameters
     ----------
-    fmt : str, optional
+    fmt : {"text", "pretty", "latex", "json"}, optional
         ``"json"``: a JSON list of ``{"name", "parameters", "description"}``;
-        any other format: one line per task (default).
+        the printed formats: one line per task (default).
 
     Returns
     -------
     str
+
+    Raises
+    ------
+    ValueError
+        Another ``fmt``.
     """
     from ..tasks import TASKS
+    if not isinstance(fmt, str) or fmt not in (*PRINTED_FORMATS, "json"):
+        raise ValueError(f"fmt must be one of {', '.join(PRINTED_FORMATS)}, json; got {fmt!r}")
     if fmt == "json":
         return json.dumps([{"name": name, "parameters": list(task.parameters), "description": task.description}
                            for name, task in TASKS.items()], indent=2)

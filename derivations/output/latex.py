@@ -136,9 +136,12 @@ def snippet(name: str) -> str:
 
     Raises
     ------
-    KeyError
-        If no result has that name.
+    ValueError
+        If no result has that name (``python -m derivations.catalog`` lists them).
     """
+    if not isinstance(name, str) or name not in _records():
+        raise ValueError(f"name must be a result's name in derivations.catalog.records() "
+                         f"({len(_records())} results; python -m derivations.catalog lists them); got {name!r}")
     lhs = left_side(name)
     lhs, relation = (None, "=") if lhs is None else lhs
     return "\n".join(equation_lines(f"eq:{name}", _results()[name], lhs, relation)) + "\n"

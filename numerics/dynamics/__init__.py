@@ -49,7 +49,8 @@ _HOMES = {
     ".task_systems": ("reduced_flow", "family_system", "task_parameters"),
     ".training": ("gradient_flow", "gradient_descent"),
     ".crossover": ("master_shares", "crossover_lambda", "boundary", "lambda_of_ratio",
-                   "ratio_of_lambda", "margin_at_loss", "master_lambda", "task_shape"),
+                   "ratio_of_lambda", "margin_at_loss", "master_lambda"),
+    ".query_copies": ("task_shape",),
     ".sign_change": ("log_sign_change",),
 }
 

@@ -334,8 +334,8 @@ def time_to_loss(loss, ratio, *, m=5, n=50, b=50, M=20, rtol=1e-11):
         As :func:`state_at_loss`, or ``rtol`` outside [:data:`MIN_RTOL`, 1).
     """
     from scipy.integrate import quad
-    rtol = float(check_in_range("rtol", rtol, MIN_RTOL, 1.0, "(the quadrature's smallest relative tolerance "
-                                "is 50 machine epsilons)", hi_open=True))
+    rtol = check_in_range("rtol", rtol, MIN_RTOL, 1.0, "(the quadrature's smallest relative tolerance "
+                          "is 50 machine epsilons)", hi_open=True, scalar=True)
     st = state_at_loss(loss, ratio, m=m, n=n, b=b, M=M)
     f = lam.time_integrand_fn("CACO", "numpy").func
     m, n, b, M = check_supported(m, n, b, M)

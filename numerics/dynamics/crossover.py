@@ -25,7 +25,7 @@ embedding scale. This holds for CACO from zero only (see the derivation's module
 
 Each function takes the task as a built-in name, a task file (.toml) or a
 :class:`~derivations.engine.task.Task` with its parameter values (resolved by
-:func:`task_shape`), or, with no task, the shape's numbers ``s, m, n, R`` (and ``M, b``)
+:func:`~numerics.dynamics.task_shape`), or, with no task, the shape's numbers ``s, m, n, R`` (and ``M, b``)
 themselves. :func:`master_lambda` is :math:`\Lambda` of any task at a ratio and a loss (the
 coordinate the records of ``print_dynamics --loss`` and ``predict`` carry), and
 :func:`~numerics.dynamics.sign_change.log_sign_change` the one bracketing search in a logarithm
@@ -36,21 +36,25 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 
 import numpy as np
 
 from derivations.core.vocabulary import check_positive
 
-from ..validation import as_numbers, check_positive_range, check_positive_values, check_target_losses
+from ..validation import (as_numbers, check_in_range, check_positive_range, check_positive_values, check_result,
+                          check_target_losses)
 from .sign_change import log_sign_change
 
 __all__ = ["margin_at_loss", "lambda_of_ratio", "ratio_of_lambda", "master_lambda", "master_shares",
-           "window_reason", "crossover_lambda", "boundary", "task_shape"]
+           "window_reason", "crossover_lambda", "boundary"]
 
 #: The ratio range :func:`boundary` searches by default.
 RATIO_RANGE = (1e-4, 1e6)
 _RTOL, _ATOL = 1e-10, 1e-12
+#: The largest Lambda the master flow is integrated at: it answers in seconds up to here (tested to
+#: 10**15.5), and past 10**16 takes minutes or fails.
+LAMBDA_MAX = 1e14
+_LAMBDA_WHY = "(the master flow answers in bounded time up to there)"
 #: The shape's numbers when no task is named: the defaults of ``query-copies``.
 SHAPE_DEFAULTS = {"s": 1.0, "m": 5.0, "n": 50.0, "R": 1.0, "M": 20.0, "b": 50.0}
 
@@ -97,10 +101,14 @@ def lambda_of_ratio(ratio, loss, M, b):
     Raises
     ------
     ValueError
-        ``ratio`` or ``b`` not finite and > 0; ``M`` or ``loss`` as in :func:`margin_at_loss`.
+        ``ratio`` or ``b`` not finite and > 0; ``M`` or ``loss`` as in :func:`margin_at_loss`;
+        :math:`\Lambda` not a finite number > 0 in double precision (an overflow, e.g. ``ratio = 1e308``).
     """
     ratio, b = check_positive_values("ratio", ratio), check_positive_values("b", b)
-    return ratio * (np.asarray(M, float) - 1) * margin_at_loss(loss, M) ** 2 / (np.asarray(M, float) * b)
+    with np.errstate(over="ignore", under="ignore", divide="ignore"):
+        lam = ratio * (np.asarray(M, float) - 1) * margin_at_loss(loss, M) ** 2 / (np.asarray(M, float) * b)
+    return check_result("Lambda = ratio (M - 1) l(L)^2 / (M b)", lam, dict(ratio=ratio, loss=loss, M=M, b=b),
+                        "a smaller ratio or a larger b keeps it in range")
 
 
 def ratio_of_lambda(lam, loss, M, b):
@@ -118,10 +126,14 @@ def ratio_of_lambda(lam, loss, M, b):
     Raises
     ------
     ValueError
-        ``lam`` or ``b`` not finite and > 0; ``M`` or ``loss`` as in :func:`margin_at_loss`.
+        ``lam`` or ``b`` not finite and > 0; ``M`` or ``loss`` as in :func:`margin_at_loss`;
+        :math:`r` not a finite number > 0 in double precision (an overflow or underflow).
     """
     lam, b = check_positive_values("lam", lam), check_positive_values("b", b)
-    return lam * np.asarray(M, float) * b / ((np.asarray(M, float) - 1) * margin_at_loss(loss, M) ** 2)
+    with np.errstate(over="ignore", under="ignore", divide="ignore"):
+        ratio = lam * np.asarray(M, float) * b / ((np.asarray(M, float) - 1) * margin_at_loss(loss, M) ** 2)
+    return check_result("ratio = lam M b / ((M - 1) l(L)^2)", ratio, dict(lam=lam, loss=loss, M=M, b=b),
+                        "lam and b nearer 1 keep it in range")
 
 
 def master_lambda(ratio, loss, task="paper", **params):
@@ -150,7 +162,8 @@ def master_lambda(ratio, loss, task="paper", **params):
     Raises
     ------
     ValueError
-        An unknown task or parameter, an invalid value, or ``loss`` outside :math:`(0, \log M)`.
+        An unknown task or parameter, an invalid value, ``loss`` outside :math:`(0, \log M)`, or
+        :math:`\Lambda` not a finite number > 0 in double precision (:func:`lambda_of_ratio`).
 
     Examples
     --------
@@ -164,8 +177,9 @@ def master_lambda(ratio, loss, task="paper", **params):
             raise ValueError(f"task 'paper' has no parameter {unknown[0]!r} (parameters: m, n, b, M)")
         values = {**PAPER_SETTING, **params}
         return lambda_of_ratio(ratio, loss, values["M"], values["b"])
+    from .query_copies import resolve_task
     from .task_systems import task_parameters
-    spec, number = _resolve(task, task_parameters(task, **params))
+    spec, number = resolve_task(task, task_parameters(task, **params))
     return lambda_of_ratio(ratio, loss, number(spec.classes, "M"), number(spec.embedding_scale, "b"))
 
 
@@ -224,7 +238,8 @@ def _check_task(s, m, n, R):
     """The task's numbers as floats (ValueError naming the first one out of range)."""
     for name, value, lo, strict in (("s", s, 0, False), ("m", m, 0, True), ("n", n, 0, False),
                                     ("R", R, 1, False)):
-        ok = isinstance(value, (int, float, np.integer, np.floating)) and math.isfinite(value)
+        ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool) \
+            and math.isfinite(value)
         if not ok or (value <= lo if strict else value < lo):
             raise ValueError(f"{name} must be a finite number {'>' if strict else '>='} {lo}; "
                              f"got {value!r}")
@@ -232,7 +247,7 @@ def _check_task(s, m, n, R):
 
 
 def _numbers(task, params):
-    """``(s, m, n, R, M, b)`` of a task (:func:`task_shape`, its values checked) or, with no
+    """``(s, m, n, R, M, b)`` of a task (:func:`~numerics.dynamics.task_shape`, its values checked) or, with no
     task, the numbers given (defaults :data:`SHAPE_DEFAULTS`); s, m, n, R checked."""
     if task is None:
         unknown = sorted(set(params) - set(SHAPE_DEFAULTS))
@@ -241,6 +256,7 @@ def _numbers(task, params):
                              "name a task to give its parameters")
         shape = {**SHAPE_DEFAULTS, **params}
     else:
+        from .query_copies import task_shape
         from .task_systems import task_parameters
         shape = task_shape(task, **task_parameters(task, **params))
     return (*_check_task(shape["s"], shape["m"], shape["n"], shape["R"]), shape["M"], shape["b"])
@@ -253,10 +269,10 @@ def master_shares(lam, task=None, **params):
     Parameters
     ----------
     lam : array_like
-        :math:`\Lambda > 0` (:func:`lambda_of_ratio`, :func:`master_lambda`).
+        :math:`\Lambda` in :math:`(0,` :data:`LAMBDA_MAX` :math:`]` (:func:`lambda_of_ratio`, :func:`master_lambda`).
     task : str or derivations.engine.task.Task, optional
         A built-in task's name, a task file (.toml) or a :class:`~derivations.engine.task.Task`
-        of the shape (:func:`task_shape`); ``None``: ``params`` are the shape's numbers.
+        of the shape (:func:`~numerics.dynamics.task_shape`); ``None``: ``params`` are the shape's numbers.
     **params
         The task's parameter values (defaults: the task's); with no task the numbers ``s, m, n,
         R`` (attended copies of the query's token, 0 for the paper's task; relevant copies;
@@ -272,7 +288,8 @@ def master_shares(lam, task=None, **params):
     Raises
     ------
     ValueError
-        A parameter outside its range, a task not of the shape, or :math:`\Lambda \le 0`.
+        A parameter outside its range, a task not of the shape, or :math:`\Lambda` outside
+        :math:`(0,` :data:`LAMBDA_MAX` :math:`]`.
 
     Examples
     --------
@@ -286,7 +303,7 @@ def master_shares(lam, task=None, **params):
     True
     """
     s, m, n, R, _M, _b = _numbers(task, params)
-    lam = check_positive_values("Lambda", lam)
+    lam = check_in_range("Lambda", lam, 0.0, LAMBDA_MAX, _LAMBDA_WHY, lo_open=True)
     out = {k: np.empty(lam.shape) for k in ("self_attention", "relevant_attention", "other_attention")}
     for i in np.ndindex(lam.shape):
         shares, _z = _stop(float(lam[i]), s, m, n, R)
@@ -335,7 +352,7 @@ def crossover_lambda(task=None, *, lambda_range=(1e-6, 1e8), xtol=1e-12, **param
     task : str or derivations.engine.task.Task, optional
         The task, or ``None`` with its numbers in ``params`` (see :func:`master_shares`).
     lambda_range : tuple of float
-        The :math:`\Lambda` interval searched.
+        The :math:`\Lambda` interval searched, inside :math:`(0,` :data:`LAMBDA_MAX` :math:`]`.
     xtol : float
         Absolute tolerance in :math:`\log\Lambda`.
     **params
@@ -351,9 +368,11 @@ def crossover_lambda(task=None, *, lambda_range=(1e-6, 1e8), xtol=1e-12, **param
     ------
     ValueError
         A parameter outside its range, a task not of the shape, ``lambda_range`` not
-        ``0 < low < high < inf`` or ``xtol`` not finite and > 0.
+        ``0 < low < high <= LAMBDA_MAX`` or ``xtol`` not finite and > 0.
     """
     lambda_range = check_positive_range("lambda_range", lambda_range)
+    if lambda_range[1] > LAMBDA_MAX:
+        raise ValueError(f"lambda_range must lie in (0, {LAMBDA_MAX:g}] {_LAMBDA_WHY}; got {lambda_range}")
     xtol = check_positive("xtol", xtol)
     s, m, n, R, _M, _b = _numbers(task, params)
     reason = window_reason(s, m, R)
@@ -381,7 +400,8 @@ def boundary(task=None, *, target_loss, ratio_range=RATIO_RANGE, **params):
     target_loss : float or sequence of float
         Stopping losses in :math:`(0, \log M)`.
     ratio_range : tuple of float
-        The ratios :math:`\eta_{QK}/\eta_{OV}` searched.
+        The ratios :math:`\eta_{QK}/\eta_{OV}` searched: at every loss, :math:`\Lambda` of the largest at
+        most :data:`LAMBDA_MAX`.
     **params
         The task's parameter values, or with no task the shape's numbers (``M``, ``b``: classes
         and embedding scale).
@@ -395,7 +415,8 @@ def boundary(task=None, *, target_loss, ratio_range=RATIO_RANGE, **params):
     Raises
     ------
     ValueError
-        A parameter outside its range, or a task not of the shape.
+        A parameter outside its range, a task not of the shape, or a ``ratio_range`` whose
+        :math:`\Lambda` exceeds :data:`LAMBDA_MAX` (or is not a finite number > 0) at a loss.
 
     Examples
     --------
@@ -409,6 +430,9 @@ def boundary(task=None, *, target_loss, ratio_range=RATIO_RANGE, **params):
     s, m, n, R, M, b = _numbers(task, params)
     losses = check_target_losses("target_loss", target_loss, M)
     lams = lambda_of_ratio(np.array([lo, hi])[:, None], losses[None, :], M, b)
+    if lams.max() > LAMBDA_MAX:
+        raise ValueError(f"ratio_range must give Lambda in (0, {LAMBDA_MAX:g}] {_LAMBDA_WHY}; got {(lo, hi)}, "
+                         f"Lambda up to {lams.max():.6g} at M={M:g}, b={b:g}, target_loss={losses.min():g}")
     lam_star, reason = crossover_lambda(s=s, m=m, n=n, R=R,
                                         lambda_range=(float(lams.min()), float(lams.max())))
     records = []
@@ -424,70 +448,3 @@ def boundary(task=None, *, target_loss, ratio_range=RATIO_RANGE, **params):
                                  f"r* = {ratio:.6g} at this loss)")
         records.append(rec)
     return records
-
-
-def task_shape(task="query-in-context", **params) -> dict:
-    r"""The numbers of a task of the ``query-copies`` shape: ``s, m, n, R, M, b``.
-
-    The shape: the query group per class and embedded (``s`` its attended copies, its own
-    position included; 0 where the query is not attended), one relevant per-class embedded
-    group (``m`` copies in all, over ``R`` types), every other group zero-embedded (``n``
-    tokens in all), no copies of other classes' tokens, scores unscaled.
-
-    Parameters
-    ----------
-    task : str or Task
-        A built-in task's name or a :class:`~derivations.engine.task.Task`.
-    **params
-        The task's parameter values (defaults: the task's).
-
-    Returns
-    -------
-    dict
-
-    Raises
-    ------
-    ValueError
-        An unknown task or parameter, or a task not of this shape (the message says why).
-    """
-    from .task_systems import task_parameters
-    spec, number = _resolve(task, task_parameters(task, **params))
-    why = None
-    if number(spec.score_scale, "the score scale") != 1:
-        why = "its scores are scaled"
-    elif len(spec.relevant) != 1:
-        why = "it has more than one relevant group"
-    shape = {"s": 0.0, "n": 0.0, "R": 1.0}
-    for g in spec.groups:
-        if g.per_class and number(g.other_multiplicity, f"{g.name}'s other multiplicity") != 0:
-            why = f"group {g.name!r} has copies of other classes' tokens"
-        count = number((spec.own_count(g) if g.per_class else g.multiplicity) * g.types, g.name)
-        if g.name == spec.query and g.per_class and g.embedded:
-            shape["s"] = count
-        elif g.name in spec.relevant and g.per_class and g.embedded:
-            shape["m"], shape["R"] = count, number(g.types, f"{g.name}'s types")
-        elif not g.embedded:
-            shape["n"] += count
-        else:
-            why = f"group {g.name!r} is embedded but neither the query nor relevant"
-    if why is not None:
-        raise ValueError(f"task {spec.name!r} is not of the query-copies shape: {why}")
-    shape.update(M=number(spec.classes, "M"), b=number(spec.embedding_scale, "b"))
-    return shape
-
-
-def _resolve(task, params):
-    """``(task, number)``: the engine task of a name, file or Task, and ``number(expr, what)``,
-    an expression of it at the parameter values as a float (ValueError naming ``what``)."""
-    from derivations.tasks import get_task
-    spec = get_task(task) if isinstance(task, (str, os.PathLike)) else task
-    values = {**dict(spec.defaults), **params}
-    subs = {sym: values[sym.name] for sym in spec.free_symbols() if sym.name in values}
-
-    def number(expr, what):
-        value = expr.subs(subs) if hasattr(expr, "subs") else expr
-        try:
-            return float(value)
-        except TypeError:
-            raise ValueError(f"task {spec.name!r}: give a value for {what} ({value})") from None
-    return spec, number

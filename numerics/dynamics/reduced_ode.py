@@ -62,7 +62,8 @@ def solve_reduced(parameterization="CACO", *, m=PAPER_SETTING["m"], n=PAPER_SETT
     Raises
     ------
     ValueError
-        Invalid parameter (named, with its valid range); a threshold or
+        Invalid parameter (named, with its valid range; ``eps`` in
+        :data:`~numerics.dynamics.reduced_system.EPS_RANGE`); a threshold or
         target loss outside (0, log M); no end time (``t_span``, ``t_eval``
         or ``target_loss``), or an infinite one without ``target_loss``.
     """

@@ -74,15 +74,18 @@ from derivations.core.vocabulary import (CIRCUITS, MODEL_PARAMETERS, PAPER_SETTI
                                     ov_factorized, qk_factorized)
 
 from ..functions import lambdified as lam
-from ..validation import check_int, check_loss_level, check_loss_levels, check_point, check_t_span, check_times
+from ..validation import check_in_range, check_int, check_loss_level, check_loss_levels, check_point, check_t_span, check_times
 from .bounded_ivp import DEFAULT_MAX_STEPS, HORIZON, IMPLICIT, METHODS, solve_loss_levels
 from .paper_closed_forms import PaperClosedForms
 from .trajectory import Trajectory
 
-__all__ = ["ReducedSystem", "PARAMETER_ORDER", "DEFAULT_EPS"]
+__all__ = ["ReducedSystem", "PARAMETER_ORDER", "DEFAULT_EPS", "EPS_RANGE"]
 
 #: Initialization scale of factorized circuits.
 DEFAULT_EPS = 1e-2
+#: The initialization scales accepted: every parameterization reaches its target loss from them at
+#: the paper's setting (tested); at 1e-100 FACO and past 1e2 FACO do not, past 1e154 eps^2 overflows.
+EPS_RANGE = (1e-50, 1e2)
 #: Order of the parameters every generated flow function takes after its state
 #: variables (:data:`numerics.functions.lambdified.PARAM_NAMES`): model parameters, rates,
 #: conserved quantities, all named by :mod:`derivations.core.vocabulary`.
@@ -110,7 +113,7 @@ class ReducedSystem(PaperClosedForms):
     eta_Q, eta_K, eta_O, eta_V : float, optional
         Factor rates; unequal ones make the conserved quantity nonzero.
     eps : float, optional
-        Initialization scale of factorized circuits (default 1e-2; paper's task).
+        Initialization scale of factorized circuits, in :data:`EPS_RANGE` (default 1e-2; paper's task).
     mu0 : sequence of float, optional
         Initial point, overriding the default one. Paper's task:
         ``(mu_OV, mu_QK)`` (the conserved quantities stay those of the
@@ -156,7 +159,8 @@ class ReducedSystem(PaperClosedForms):
         self.eta_K = self.eta_QK if eta_K is None else check_positive("eta_K", eta_K)
         self.eta_O = self.eta_OV if eta_O is None else check_positive("eta_O", eta_O)
         self.eta_V = self.eta_OV if eta_V is None else check_positive("eta_V", eta_V)
-        self.eps = DEFAULT_EPS if eps is None else check_positive("eps", eps)
+        self.eps = DEFAULT_EPS if eps is None else check_in_range(
+            "eps", eps, *EPS_RANGE, "(the initialization scales the reduced flow is tested on)", scalar=True)
         model = {k: v for k, v in dict(m=m, n=n, b=b, M=M).items() if v is not None}
         if task == "paper" and not task_parameters and flow is None:
             self._bind_generated(model, mu0)

@@ -51,7 +51,7 @@ def reduced_flow(task_name="paper", parameterization="CACO") -> LambdifiedFlow:
         An unknown task, a parameterization not in the four, or a task the
         symbolic engine does not reduce (e.g. ``authors``).
     """
-    return _system(task_name, parameterization, False)
+    return _system(*_key(task_name, parameterization), False)
 
 
 def family_system(task_name="paper", parameterization="CACO") -> LambdifiedFlow:
@@ -72,7 +72,21 @@ def family_system(task_name="paper", parameterization="CACO") -> LambdifiedFlow:
     -------
     LambdifiedFlow
     """
-    return _system(task_name, parameterization, True)
+    return _system(*_key(task_name, parameterization), True)
+
+
+def _key(task_name, parameterization):
+    """The cache key of :func:`_system`, checked first: what is not hashable is not a task nor a
+    parameterization (ValueError naming the valid ones, not the cache's TypeError)."""
+    from derivations.core.vocabulary import check_parameterization
+    from derivations.tasks import get_task
+    check_parameterization(parameterization)
+    try:
+        hash(task_name)
+    except TypeError:
+        get_task(task_name)
+        raise ValueError(f"task_name must be a task's name, a task file's path or a Task; got {task_name!r}") from None
+    return task_name, parameterization
 
 
 @lru_cache(maxsize=None)

@@ -34,6 +34,7 @@ import functools
 
 import numpy as np
 
+from ..validation import check_int
 from . import models, proxies, sampler
 
 __all__ = ["BIN_EDGES", "attention_shares", "evaluate", "measurements", "heatmap", "summarize_one",
@@ -112,11 +113,12 @@ def evaluate(st, params: dict, rng: np.random.Generator, eval_batches: int = 200
     ------
     ValueError
         ``params`` not the finite matrices of one parameterization in the task's shapes, or
-        sizes that are not positive integers.
+        ``eval_batches``, ``batch_size`` not integers >= 1, ``seq_len`` not an integer >= 3.
     TypeError
         ``rng`` not a :class:`numpy.random.Generator`.
     """
     _check_params(st, params)
+    eval_batches = check_int("eval_batches", eval_batches, 1)
     b = sampler.sample_batches(st, rng, eval_batches, batch_size, seq_len)
     counts, query, target = b.counts.reshape(-1, st.T), b.query.reshape(-1), b.target.reshape(-1)
     relevant = st.relevant_of(b.label_class.reshape(-1))

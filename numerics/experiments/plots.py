@@ -129,11 +129,18 @@ def plot_fig3(results: dict):
     Raises
     ------
     ValueError
-        No result.
+        No result, or ``results`` not ``{circuit: result}`` (a ``fig3.json`` holds one result:
+        ``plot_fig3({circuit: result})``).
     """
     import matplotlib
     if not results:
         raise ValueError("results must not be empty")
+    shape = "results must be {output circuit: result of train_fig3} (a fig3.json holds one result: {circuit: it})"
+    if not isinstance(results, dict):
+        raise ValueError(f"{shape}; got {type(results).__name__}")
+    for circuit, res in results.items():
+        if not isinstance(res, dict) or not {"alpha", "loss", "incentive"} <= set(res):
+            raise ValueError(f"{shape}; got {circuit!r}: {type(res).__name__}")
     rows = list(results.items())
     fig, axes = _figure(len(rows), 2, (7.0, 2.3 * len(rows) + 0.3))
     cmap = matplotlib.colormaps["viridis"]

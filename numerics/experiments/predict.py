@@ -52,7 +52,9 @@ def _seed_list(seeds) -> list:
         if seeds < 1:
             raise ValueError(f"seeds must be an integer >= 1 (the number of seeds); got {seeds!r}")
         return list(range(FIRST_SEED, FIRST_SEED + int(seeds)))
-    return check_seeds(dict.fromkeys(seeds))
+    if isinstance(seeds, numbers.Number):
+        raise ValueError(f"seeds must be an integer >= 1 (the number of seeds) or a list of seeds; got {seeds!r}")
+    return list(dict.fromkeys(check_seeds(seeds, distinct=False)))
 
 
 def draws(parameterization, init) -> bool:

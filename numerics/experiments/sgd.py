@@ -200,8 +200,11 @@ def check_seeds(seeds, *, distinct: bool = True) -> list:
     Raises
     ------
     ValueError
-        An empty list, a seed that is not an integer >= 0, or (``distinct``) a repeated seed.
+        Not a list, an empty list, a seed that is not an integer >= 0, or (``distinct``) a
+        repeated seed.
     """
+    if isinstance(seeds, (str, bytes, dict)) or not np.iterable(seeds):
+        raise ValueError(f"seeds must be a non-empty list of integers >= 0; got {seeds!r}")
     seeds = list(seeds)
     if not seeds:
         raise ValueError("seeds must be a non-empty list of integers >= 0")

@@ -140,11 +140,17 @@ def canonical_params(params) -> tuple:
     Raises
     ------
     ValueError
-        A name given twice or a value that is not a number.
+        Not a dict or pairs, a name given twice or a value that is not a number.
     """
+    what = "task parameters must be a dict {name: number} or (name, number) pairs"
+    if params is not None and not isinstance(params, dict) and (isinstance(params, (str, bytes))
+                                                                or not np.iterable(params)):
+        raise ValueError(f"{what}; got {params!r}")
     items = params.items() if isinstance(params, dict) else (params or ())
     out = {}
     for pair in items:
+        if isinstance(pair, (str, bytes)) or not np.iterable(pair) or len(pair) != 2:
+            raise ValueError(f"{what}; got {pair!r} among them")
         name, value = pair
         if name in out:
             raise ValueError(f"task parameter {name} is given twice")

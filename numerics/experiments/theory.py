@@ -251,7 +251,7 @@ def check_ratio(ratio) -> float:
     ValueError
         Not a number in the range.
     """
-    return float(check_in_range("ratio", ratio, *RATIO_RANGE, _BOUNDED))
+    return check_in_range("ratio", ratio, *RATIO_RANGE, _BOUNDED, scalar=True)
 
 
 def check_init_scale(scale) -> float:
@@ -270,7 +270,7 @@ def check_init_scale(scale) -> float:
     ValueError
         Not a number in the range.
     """
-    return float(check_in_range("init_scale", scale, *INIT_SCALE_RANGE, _BOUNDED))
+    return check_in_range("init_scale", scale, *INIT_SCALE_RANGE, _BOUNDED, scalar=True)
 
 
 def check_lr_ov(lr_ov) -> float:
@@ -289,7 +289,7 @@ def check_lr_ov(lr_ov) -> float:
     ValueError
         Not a number in the range.
     """
-    return float(check_in_range("lr_ov", lr_ov, *LR_OV_RANGE, _BOUNDED))
+    return check_in_range("lr_ov", lr_ov, *LR_OV_RANGE, _BOUNDED, scalar=True)
 
 
 def check_target_losses(targets, initial=None) -> tuple:

@@ -129,7 +129,6 @@ class NumericFunction:
         return f"NumericFunction({self.names}, backend={self.backend!r})"
 
 
-@lru_cache(maxsize=None)
 def generated_function(name: str, backend: str = "numpy") -> NumericFunction:
     """The generated function registered as ``name`` for ``backend``.
 
@@ -151,10 +150,16 @@ def generated_function(name: str, backend: str = "numpy") -> NumericFunction:
         ``math`` backend has no special functions).
     """
     _check_backend(backend)
-    try:
-        names, keys, funcs = _generated.FUNCTIONS[name]
-    except KeyError:
-        raise ValueError(f"no generated function {name!r}") from None
+    if not isinstance(name, str) or name not in _generated.FUNCTIONS:
+        raise ValueError(f"no generated function {name!r} (name must be a key of "
+                         "numerics._generated.FUNCTIONS)")
+    return _generated_function(name, backend)
+
+
+@lru_cache(maxsize=None)
+def _generated_function(name, backend):
+    """:func:`generated_function` of a checked name and backend, cached."""
+    names, keys, funcs = _generated.FUNCTIONS[name]
     if backend not in funcs:
         raise ValueError(f"{name} is not available for the {backend!r} backend "
                          f"(available: {', '.join(funcs)})")

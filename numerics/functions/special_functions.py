@@ -113,11 +113,20 @@ def logsumexp_rows(z):
     -------
     ndarray, shape (...)
 
+    Raises
+    ------
+    ValueError
+        ``z`` not a float array with at least one entry per row (an integer array's rows were
+        summed in integers: a wrong result).
+
     >>> from scipy.special import logsumexp
     >>> z = numpy.array([[0.0, 1.0, 2.0], [5.0, 5.0, -1.0]])
     >>> bool(numpy.array_equal(logsumexp_rows(z), logsumexp(z, axis=-1)))
     True
     """
+    if not (isinstance(z, numpy.ndarray) and z.dtype.kind == "f" and z.ndim and z.shape[-1]):
+        got = f"{z.dtype} of shape {z.shape}" if isinstance(z, numpy.ndarray) else repr(z)
+        raise ValueError(f"z must be a float array of shape (..., n) with n >= 1; got {got}")
     top = z.max(axis=-1, keepdims=True)
     at_top = z == top
     count = at_top.sum(axis=-1, keepdims=True, dtype=z.dtype)

@@ -42,12 +42,15 @@ import numpy as np
 from derivations.core.vocabulary import CIRCUITS, check_positive
 
 from ..functions import lambdified as lam
+from .attention import TaskModel
 from .paper import AttentionModel, check_full_model_classes
 
 __all__ = ["basis", "structured_params", "project", "summarize", "FamilyProjector", "task_basis"]
 
 
-@lru_cache(maxsize=64)
+_BASIS_NAMES = ("QK", "Q", "K", "OV", "O", "V", "V1")
+
+
 def basis(name, M) -> np.ndarray:
     """A basis matrix of the paper's family as a read-only float array.
 
@@ -68,8 +71,16 @@ def basis(name, M) -> np.ndarray:
     ValueError
         An unknown ``name``, or ``M`` not an integer in [2, MAX_CLASSES].
     """
+    if not isinstance(name, str) or name not in _BASIS_NAMES:
+        raise ValueError(f"name must be one of {', '.join(_BASIS_NAMES)}; got {name!r}")
+    return _basis(name, check_full_model_classes(M))
+
+
+@lru_cache(maxsize=64)
+def _basis(name, M):
+    """:func:`basis` of a checked ``(name, M)``, cached."""
     from derivations.tasks.paper.model import basis_matrix   # SymPy: once per (name, M)
-    U = np.array(basis_matrix(name, check_full_model_classes(M)).tolist(), dtype=float)
+    U = np.array(basis_matrix(name, M).tolist(), dtype=float)
     U.flags.writeable = False
     return U
 
@@ -132,8 +143,10 @@ def structured_params(model, eps=1e-2) -> dict:
     Raises
     ------
     ValueError
-        ``eps`` not finite and > 0.
+        ``model`` not a :class:`~numerics.model.attention.TaskModel`, or ``eps`` not finite and > 0.
     """
+    if not isinstance(model, TaskModel):
+        raise ValueError(f"model must be a TaskModel or an AttentionModel; got {type(model).__name__}")
     if not isinstance(model, AttentionModel):
         return _task_structured_params(model, check_positive("eps", eps))
     eps = check_positive("eps", eps)

@@ -61,7 +61,7 @@ def check_dpi(dpi) -> float:
     ValueError
         Not a number in :data:`~numerics.output.style.DPI_RANGE`.
     """
-    return float(check_in_range("dpi", dpi, *DPI_RANGE))
+    return check_in_range("dpi", dpi, *DPI_RANGE, scalar=True)
 
 
 def _limits(ancestor):

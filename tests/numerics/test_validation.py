@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
 
-from numerics.validation import check_in_range, shown_number
+from numerics.validation import check_in_range, check_result, shown_number
 
 
 def test_values_in_range_come_back_as_floats():
@@ -31,6 +32,46 @@ def test_the_upper_end_can_be_open():
     assert check_in_range("rtol", 0.5, 1e-13, 1.0, hi_open=True) == 0.5
     with pytest.raises(ValueError, match=r"^rtol must be in \[1e-13, 1\); got 1$"):
         check_in_range("rtol", 1.0, 1e-13, 1.0, hi_open=True)
+
+
+def test_the_lower_end_can_be_open():
+    assert check_in_range("Lambda", 1e-300, 0.0, 1e14, lo_open=True) == 1e-300
+    with pytest.raises(ValueError, match=r"^Lambda must be in \(0, 1e\+14\]; got 0$"):
+        check_in_range("Lambda", 0.0, 0.0, 1e14, lo_open=True)
+
+
+@pytest.mark.parametrize("value, shown", [(math.inf, "inf"), (0.0, "0"), (np.array([1.0, math.inf]), "inf"),
+                                          (math.nan, "nan")])
+def test_a_result_double_precision_cannot_hold_is_refused_naming_its_inputs(value, shown):
+    x = np.array([2.0, 1e200]) if np.ndim(value) else 1e200
+    with pytest.raises(ValueError) as info:
+        check_result("y = x^2", value, {"x": x}, "x at most 1e154")
+    assert str(info.value) == ("y = x^2 must be a finite number > 0 (at most 1.8e308, at least 5e-324); "
+                               f"got {shown} at x=1e+200 (x at most 1e154)")
+
+
+def test_a_result_in_range_is_returned_as_is():
+    value = np.float64(3.0)
+    assert check_result("y", value, {}) is value
+
+
+@pytest.mark.parametrize("bad, shown", [([], "[]"), ([0.5], "[0.5]"), (np.array([0.5, 0.6]), "array")])
+def test_a_scalar_parameter_refuses_a_sequence(bad, shown):
+    """``float(check_in_range(...))`` of an empty list was NumPy's TypeError, of ``[0.5]`` a silent 0.5."""
+    assert check_in_range("rtol", 0.5, 1e-13, 1.0, scalar=True) == 0.5
+    with pytest.raises(ValueError, match=rf"^rtol must be in \[1e-13, 1\]; got {re.escape(shown)}"):
+        check_in_range("rtol", bad, 1e-13, 1.0, scalar=True)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: __import__("numerics.experiments.theory", fromlist=["check_ratio"]).check_ratio([]),
+    lambda: __import__("numerics.experiments.theory", fromlist=["check_ratio"]).check_ratio([1.0]),
+    lambda: __import__("numerics.output.files", fromlist=["check_dpi"]).check_dpi([100]),
+    lambda: __import__("numerics.dynamics", fromlist=["solve_reduced"]).solve_reduced("FAFO", eps=[0.1], target_loss=0.5),
+])
+def test_the_scalar_parameters_refuse_a_sequence(call):
+    with pytest.raises(ValueError, match=r"^\w+ must be in \["):
+        call()
 
 
 def test_a_bound_is_shown_in_full_where_the_short_form_is_not_exact():

@@ -135,8 +135,10 @@ def _check_lambda_window(shape, targets, lo, hi) -> None:
     from numerics.dynamics.crossover import lambda_of_ratio, window_reason
     if window_reason(shape["s"], shape["m"], shape["R"]) is not None:
         return
-    with np.errstate(over="ignore"):
+    try:
         top = float(np.max(lambda_of_ratio(hi, np.asarray(targets), shape["M"], shape["b"])))
+    except ValueError:                                   # Lambda beyond double precision
+        top = np.inf
     if not top <= MAX_LAMBDA:
         raise UsageError(f"--ratio-range up to {hi:g} gives Lambda = r (M-1) l(L)^2 / (M b) up to {top:.3g} at "
                          f"--target-loss {min(targets):g} (M = {shape['M']:g}, b = {shape['b']:g}), beyond the "

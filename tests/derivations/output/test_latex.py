@@ -319,3 +319,12 @@ def test_write_refuses_an_output_that_is_not_a_path(tmp_path, monkeypatch, bad):
     with pytest.raises(ValueError, match="^output must be a directory path"):
         L.write(bad)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", ["nope", None, []])
+def test_a_snippet_of_no_result_names_where_the_results_are_listed(name):
+    """"nope" was a KeyError."""
+    from derivations.output import snippet
+    with pytest.raises(ValueError, match=r"^name must be a result's name in derivations.catalog.records\(\) "
+                                         r"\(\d+ results; python -m derivations.catalog lists them\); got "):
+        snippet(name)

@@ -124,7 +124,7 @@ def test_invalid_ratio(bad):
         state_at_loss(0.5, bad)
 
 
-@pytest.mark.parametrize("bad", [0.0, -1.0, np.nan, 1e-15, 1.0, "1e-8", None, True])
+@pytest.mark.parametrize("bad", [0.0, -1.0, np.nan, 1e-15, 1.0, "1e-8", None, True, [], [1e-10], [1e-10, 1e-9]])
 def test_invalid_time_to_loss_rtol(bad):
     """Never SciPy's quadrature message (nor a silent run): rtol and its range are named."""
     with pytest.raises(ValueError, match=r"^rtol must be in \[1e-13, 1\)"):

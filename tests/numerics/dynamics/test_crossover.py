@@ -440,3 +440,44 @@ def test_boundary_names_target_loss_and_its_range(bad):
         boundary(s=2, m=5, n=10, R=5, M=4, b=2, target_loss=bad)
     with pytest.raises(ValueError, match=r"^M must be a finite number > 1"):
         boundary(s=2, m=5, n=10, R=5, M=float("nan"), b=2, target_loss=0.5)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: lambda_of_ratio(1e308, 0.1, 4, 1), r"^Lambda = ratio \(M - 1\) l\(L\)\^2 / \(M b\) must be a finite "
+     r"number > 0 .*; got inf at ratio=1e\+308, loss=0.1, M=4, b=1 "),
+    (lambda: lambda_of_ratio([1.0, 1e308], 0.1, 4, 1), r"^Lambda = .*; got inf at ratio=1e\+308,"),
+    (lambda: lambda_of_ratio(1.0, 0.1, 4, 1e-320), r"^Lambda = .*; got inf at ratio=1, loss=0.1, M=4, b=9.99"),
+    (lambda: ratio_of_lambda(1e308, 0.1, 4, 1), r"^ratio = lam M b / \(\(M - 1\) l\(L\)\^2\) must be a finite "
+     r"number > 0 .*; got inf at lam=1e\+308"),
+    (lambda: ratio_of_lambda(1e-300, 0.1, 4, 1e-300), r"^ratio = .*; got 0 at lam=1e-300"),
+    (lambda: master_lambda(1e308, 0.1), r"^Lambda = .*; got inf at ratio=1e\+308, loss=0.1, M=20, b=50 "),
+    (lambda: master_lambda(1.0, 0.1, "query-copies", b=1e-320), r"^Lambda = .*; got inf at ratio=1,"),
+])
+def test_an_overflow_from_finite_inputs_is_a_value_error_naming_it(call, message):
+    """Finite inputs whose Lambda (or ratio) double precision cannot hold: not a silent inf or 0."""
+    with np.errstate(all="raise"), pytest.raises(ValueError, match=message):
+        call()
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: master_shares(1e308), "Lambda"), (lambda: master_shares([1.0, 1e20]), "Lambda"),
+    (lambda: master_shares(1e15, s=2, m=5, n=10, R=5), "Lambda"),
+    (lambda: crossover_lambda(s=2, m=5, n=10, R=5, lambda_range=(1.0, 1e20)), "lambda_range"),
+    (lambda: boundary(s=2, m=5, n=10, R=5, M=4, b=1e-12, target_loss=0.5), "ratio_range"),
+])
+def test_a_lambda_beyond_the_master_flows_range_is_refused_up_front(call, name):
+    """Past Lambda ~ 1e16 the master flow took minutes (141 s at 1e16) or LSODA failed (RuntimeError)."""
+    with pytest.raises(ValueError, match=rf"^{name} must .*\(0, 1e\+14\] \(the master flow answers in bounded time"):
+        call()
+
+
+def test_the_master_flow_answers_up_to_its_largest_lambda():
+    a = master_shares(1e14)
+    assert a["relevant_attention"] > 1 - 1e-12
+
+
+@pytest.mark.parametrize("name", ["s", "m", "n", "R"])
+def test_a_boolean_is_not_a_shape_number(name):
+    """True was taken as 1."""
+    with pytest.raises(ValueError, match=rf"^{name} must be a finite number"):
+        master_shares(1.0, **{name: True})

@@ -93,6 +93,9 @@ def test_jacobian_methods_agree():
 @pytest.mark.parametrize("kw,match", [
     (dict(parameterization="XX"), "parameterization"),
     (dict(eta_QK=-1.0), "eta_QK"), (dict(eta_V=0.0), "eta_V"), (dict(eps=np.inf), "eps"),
+    (dict(parameterization="FAFO", eps=1e308, target_loss=0.5), r"^eps must be in \[1e-50, 100\] \(the initialization"),
+    (dict(parameterization="FACO", eps=1e3, target_loss=0.5), r"^eps must be in \[1e-50, 100\]"),
+    (dict(parameterization="CAFO", eps=1e-160, target_loss=0.5), r"^eps must be in \[1e-50, 100\]"),
     (dict(m=0.0), "m"), (dict(M=1), "M"),
     (dict(target_loss=math.log(20)), r"target_loss.*\(0, log M\)"),
     (dict(target_loss=-0.1), "target_loss"),
@@ -115,6 +118,16 @@ def test_invalid_inputs(kw, match):
     param = kw.pop("parameterization", "CACO")
     with pytest.raises(ValueError, match=match):
         solve_reduced(param, **kw)
+
+
+@pytest.mark.parametrize("P", ["CAFO", "FACO", "FAFO"])
+def test_every_parameterization_reaches_its_target_across_the_eps_range(P):
+    """EPS_RANGE is honest: from each decade of it the flow reaches the target (or starts below it).
+    Beyond it eps = 1e308 raised OverflowError, 1e-160 named atol, and FACO stalled at 1e3 and 1e-100."""
+    from numerics.dynamics.reduced_system import EPS_RANGE
+    for eps in np.geomspace(*EPS_RANGE, 27):
+        res = solve_reduced(P, eps=eps, target_loss=0.5)
+        assert res.status == 1 and (abs(res.loss[-1] - 0.5) < 1e-9 or res.loss[0] <= 0.5), (eps, res.message)
 
 
 def test_initial_loss_below_target_returns_at_once():

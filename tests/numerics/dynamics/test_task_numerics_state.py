@@ -47,6 +47,18 @@ def test_bad_input(args, kwargs, match):
         task_state_at_loss(*args, **kwargs)
 
 
+@pytest.mark.parametrize("task, P, match", [
+    ([], "CACO", r"^unknown task \[\]; valid tasks: paper"), ({}, "CACO", r"^unknown task"),
+    ("paper", [], r"^parameterization must be one of CACO, CAFO, FACO, FAFO; got \[\]"),
+])
+@pytest.mark.parametrize("which", ["reduced_flow", "family_system"])
+def test_the_engine_systems_name_an_unhashable_task_or_parameterization(task, P, match, which):
+    """The cache's TypeError (unhashable type: 'list') came first."""
+    import numerics.dynamics
+    with pytest.raises(ValueError, match=match):
+        getattr(numerics.dynamics, which)(task, P)
+
+
 def test_shared_irrelevant_is_the_paper_with_a_faster_qk_rate():
     # the shared one-hot irrelevant types also learn their score: the engine maps the task to the
     # paper with eta_QK -> eta_QK (n_c + 1) / n_c; the paper's closed form is the independent side

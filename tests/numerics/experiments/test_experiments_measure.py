@@ -85,3 +85,13 @@ def test_measurements_against_explicit_positions_and_pooled_separability():
     sep = measure.combine_summaries(sums)["separability"]
     assert abs(sep["mean"] - pooled.mean()) < 1e-12 and abs(sep["std"] - pooled.std()) < 1e-12
     assert sums[0]["accuracy"] == got["correct"][:2].mean()
+
+
+@pytest.mark.parametrize("kw, name", [({"eval_batches": 0}, "eval_batches"), ({"eval_batches": 1.5}, "eval_batches"),
+                                      ({"eval_batches": None}, "eval_batches"), ({"batch_size": 0}, "batch_size"),
+                                      ({"seq_len": 2}, "seq_len")])
+def test_evaluate_names_its_sizes(kw, name):
+    """eval_batches=0 was refused as the sampler's ``n_batches``, a name evaluate does not have."""
+    kw = {"eval_batches": 1, "batch_size": 2, "seq_len": 8, **kw}
+    with pytest.raises(ValueError, match=rf"^{name} must be an integer >= "):
+        evaluate(ST, P0, np.random.default_rng(0), **kw)

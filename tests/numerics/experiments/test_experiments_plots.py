@@ -110,3 +110,12 @@ def test_a_ratio_near_the_largest_float_is_drawn_and_saved_without_warnings(rati
         warnings.simplefilter("always")
         plots.save_figure(plots.plot_sweep(summary), tmp_path, "sweep")
     assert [str(w.message) for w in caught] == []
+
+
+@pytest.mark.parametrize("results", [
+    {"alpha": [0.2], "loss": [[1.0, 0.5]], "incentive": [[0.1, 0.2]], "final_loss": [0.5]},   # a fig3.json as-is
+    [("QK", {})], {"QK": {"alpha": [0.2]}}])
+def test_plot_fig3_names_results_that_are_not_one_per_circuit(results):
+    """A fig3.json passed as loaded was "list indices must be integers or slices, not str"."""
+    with pytest.raises(ValueError, match=r"^results must be \{output circuit: result of train_fig3\} \(a fig3.json"):
+        plots.plot_fig3(results)

@@ -261,3 +261,10 @@ def test_trainer_is_plain_sgd_with_its_ramp(p):
             assert np.abs(v - models.init_params(config.sampled_task, p, "uniform",
                                                  np.random.default_rng(run["seed"]))[key]).max() > 1e-5
     assert skipped                                     # the index-array path really ran
+
+
+@pytest.mark.parametrize("seeds", [None, 1.0, 3, "ab", {1: 2}])
+def test_train_fig2_names_seeds_that_are_not_a_list(seeds):
+    """seeds=None was "'NoneType' object is not iterable"."""
+    with pytest.raises(ValueError, match=r"^seeds must be"):
+        sgd.train_fig2(_short("CACO"), seeds=seeds)

@@ -65,3 +65,12 @@ def test_bad_input_is_a_value_error_before_any_flow(monkeypatch):
         flow_crossover.flow_boundary(["CACO"], [0.5], ratio_range=(2.0, 1.0))
     with pytest.raises(ValueError, match="below the initial loss"):
         flow_crossover.flow_boundary(["CACO"], [4.0], init="identity")   # above log 50
+
+
+@pytest.mark.parametrize("seeds, match", [(1.0, r"^seeds must be an integer >= 1 \(the number of seeds\) or a list"),
+                                          (None, r"^seeds must be a non-empty list of integers >= 0; got None"),
+                                          ([[1]], r"^seeds must be integers >= 0")])
+def test_seeds_that_are_neither_a_count_nor_a_list_are_named(seeds, match):
+    """seeds=1.0 was "'float' object is not iterable"."""
+    with pytest.raises(ValueError, match=match):
+        flow_crossover.flow_boundary(["CACO"], [0.5], seeds=seeds)

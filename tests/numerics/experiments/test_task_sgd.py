@@ -285,3 +285,10 @@ def test_sgd_from_identity_lands_near_the_closed_form():
     for row in jobs.sweep_job(job)["rows"]:
         closed = float(state_at_loss(row["loss"], row["ratio"], task="paper", M=4, b=1).alpha)
         assert abs(row["relevant_attention"] - closed) < 0.03, (row, closed)
+
+
+@pytest.mark.parametrize("params", [1.0, 3, "m", [1], [("m",)], [("m", 1, 2)]])
+def test_task_parameters_that_are_not_pairs_are_named(params):
+    """params=1.0 was "'float' object is not iterable", [1] "cannot unpack"."""
+    with pytest.raises(ValueError, match=r"^task parameters must be a dict \{name: number\} or \(name, number\) pairs"):
+        task_sampling.sampled_task("query-in-context", params=params)

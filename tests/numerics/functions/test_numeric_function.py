@@ -22,6 +22,13 @@ def test_numeric_helper_errors_and_names():
     assert g(1e-20) == 1e-20
 
 
+@pytest.mark.parametrize("name", [[], {}, "nope", None])
+def test_generated_function_names_an_unknown_name(name):
+    """A list was the registry's TypeError (unhashable)."""
+    with pytest.raises(ValueError, match=r"^no generated function .* \(name must be a key of numerics._generated.FUNCTIONS\)"):
+        generated_function(name)
+
+
 def test_numeric_runs_nothing_it_reads(tmp_path):
     """lambdify writes the names of functions (and of symbols that are not arguments) into the code it
     runs: an undefined function is refused, and text is not parsed (sympify would evaluate it)."""

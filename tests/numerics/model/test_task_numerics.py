@@ -231,6 +231,36 @@ def test_logsumexp_rows_is_scipys_bit_for_bit():
     np.testing.assert_array_equal(logsumexp_rows(odd), logsumexp(odd, axis=-1))
 
 
+@pytest.mark.parametrize("z", [1.0, [[0.0, 1.0]], np.array([[0, 1, 2]]), np.zeros((2, 0)), np.float64(1.0), None])
+def test_logsumexp_rows_refuses_what_is_not_a_float_array_of_rows(z):
+    """An integer array's rows were summed in integers (2 for [0, 1, 2], not 2.41), a number was
+    AttributeError or IndexError, an empty row NumPy's reduction error."""
+    from numerics.functions.special_functions import logsumexp_rows
+    with pytest.raises(ValueError, match=r"^z must be a float array of shape \(\.\.\., n\) with n >= 1; got "):
+        logsumexp_rows(z)
+
+
+@pytest.mark.parametrize("name", [[], "x", 1, None])
+def test_family_bases_name_their_matrices(name):
+    from numerics.model import basis
+    with pytest.raises(ValueError, match=r"^name must be one of QK, Q, K, OV, O, V, V1; got "):
+        basis(name, 3)
+
+
+@pytest.mark.parametrize("bad", [[], [3], {}])
+def test_an_unhashable_class_count_is_refused_like_any_other(bad):
+    from numerics.model import basis
+    with pytest.raises(ValueError, match=r"^M must be an integer in \[2, 2000\]"):
+        basis("QK", bad)
+
+
+@pytest.mark.parametrize("model", ["x", None, 3, {}])
+def test_structured_params_names_a_model_that_is_not_one(model):
+    from numerics.model import structured_params
+    with pytest.raises(ValueError, match=r"^model must be a TaskModel or an AttentionModel; got "):
+        structured_params(model)
+
+
 @pytest.mark.parametrize("bad", [0, 1, -1, 2.5, 10**5, "3", None, True])
 def test_family_bases_check_the_class_count(bad):
     """Never an empty basis (M < 2), SymPy's matrix error (M < 0) or a SymPy build without end (M huge)."""
