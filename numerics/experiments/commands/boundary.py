@@ -14,7 +14,8 @@ relevant tokens at that loss), ``crossover_lambda`` and ``reason`` (why there is
   ``crossover_lambda`` the coordinate :math:`\Lambda` at :math:`r^*` (no collapse behind it).
 
 Bad input (``--seeds`` or ``--init-scale`` with ``--init zero``, ``--init zero`` for a task not
-of the shape, a ratio range outside the flow's, a master curve searched beyond :data:`MAX_LAMBDA`,
+of the shape, a ratio range outside the flow's, a master curve searched beyond
+:data:`~numerics.dynamics.crossover.LAMBDA_MAX`,
 a target named twice or not below a start's loss, ...) is one line and exit status 2, before any flow.
 """
 from __future__ import annotations
@@ -28,16 +29,11 @@ from ..stopping import target_losses
 from .common import checked, number, parse_parameterizations
 from .task_options import add_task_arguments, param_values, task_from_args, task_message
 
-__all__ = ["MAX_LAMBDA", "add_parser", "prepare"]
+__all__ = ["add_parser", "prepare"]
 
 #: Why a parameterization other than CACO gets no crossover ratio.
 NOT_CACO = ("no master curve: the crossover is derived for collapsed circuits (CACO), whose metric "
             "is constant; the factorized parameterizations' is not")
-
-
-#: Largest Lambda the master curve is searched up to: its flow answers in under a second up to
-#: about 1e12 and may take minutes, or fail, from about 1e16 (a small ``b`` or a wide ``--ratio-range``).
-MAX_LAMBDA = 1e12
 
 
 #: A parameter's name in the flow's messages -> the option that sets it.
@@ -129,20 +125,21 @@ def _zero_settings(args) -> dict:
 
 
 def _check_lambda_window(shape, targets, lo, hi) -> None:
-    """Refuse a search of the master curve beyond :data:`MAX_LAMBDA` (inside the window, where it runs)."""
+    """Refuse a search of the master curve beyond :data:`~numerics.dynamics.crossover.LAMBDA_MAX` (inside the
+    window, where it runs)."""
     import numpy as np
 
-    from numerics.dynamics.crossover import lambda_of_ratio, window_reason
+    from numerics.dynamics.crossover import LAMBDA_MAX, lambda_of_ratio, window_reason
     if window_reason(shape["s"], shape["m"], shape["R"]) is not None:
         return
     try:
         top = float(np.max(lambda_of_ratio(hi, np.asarray(targets), shape["M"], shape["b"])))
     except ValueError:                                   # Lambda beyond double precision
         top = np.inf
-    if not top <= MAX_LAMBDA:
+    if not top <= LAMBDA_MAX:
         raise UsageError(f"--ratio-range up to {hi:g} gives Lambda = r (M-1) l(L)^2 / (M b) up to {top:.3g} at "
                          f"--target-loss {min(targets):g} (M = {shape['M']:g}, b = {shape['b']:g}), beyond the "
-                         f"{MAX_LAMBDA:g} the master curve is searched to; give a lower HI")
+                         f"{LAMBDA_MAX:g} the master curve is searched to; give a lower HI")
 
 
 def _flow_settings(args, init) -> dict:

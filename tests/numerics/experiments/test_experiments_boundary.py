@@ -51,7 +51,7 @@ def test_tie_when_the_query_and_relevant_copies_are_equal(capsys):
     (["--ratio-range", "1,inf"], "--ratio-range must be LO,HI with 0 < LO < HI"),
     (["--target-loss", "0.1,0.1"], "--target-loss names 0.1 twice"),
     # inside the window, a master curve searched to a Lambda its flow does not reach (a traceback, or minutes)
-    (["--task", "query-copies", "--params", "s=4,R=2,m=6,b=1e-30"], "beyond the 1e+12 the master curve"),
+    (["--task", "query-copies", "--params", "s=4,R=2,m=6,b=1e-30"], "beyond the 1e+14 the master curve"),
     (["--task", "query-copies", "--params", "s=4,R=2,m=6", "--ratio-range", "1,1e308"], "up to inf"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, word, capsys):
