@@ -235,14 +235,18 @@ def _stop(lam, s, m, n, R):
 
 
 def _check_task(s, m, n, R):
-    """The task's numbers as floats (ValueError naming the first one out of range)."""
+    """The task's numbers as floats (ValueError naming the first one out of range): each at most
+    1e100, and the relevant share at the start, ``m / (s + m + n)``, at least 1e-12 (the master flow
+    is resolved in double precision to 1e-14; below 1e-15 its stop is not found)."""
     for name, value, lo, strict in (("s", s, 0, False), ("m", m, 0, True), ("n", n, 0, False),
                                     ("R", R, 1, False)):
         ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool) \
-            and math.isfinite(value)
+            and math.isfinite(value) and value <= 1e100
         if not ok or (value <= lo if strict else value < lo):
-            raise ValueError(f"{name} must be a finite number {'>' if strict else '>='} {lo}; "
-                             f"got {value!r}")
+            raise ValueError(f"{name} must be a number in {'(' if strict else '['}{lo}, 1e100]; got {value!r}")
+    if m / (s + m + n) < 1e-12:
+        raise ValueError(f"m / (s + m + n), the relevant share at the start, must be at least 1e-12 (the master "
+                         f"flow is resolved in double precision to there); got {m / (s + m + n):.3g}")
     return float(s), float(m), float(n), float(R)
 
 

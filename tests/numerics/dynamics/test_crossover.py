@@ -479,5 +479,22 @@ def test_the_master_flow_answers_up_to_its_largest_lambda():
 @pytest.mark.parametrize("name", ["s", "m", "n", "R"])
 def test_a_boolean_is_not_a_shape_number(name):
     """True was taken as 1."""
-    with pytest.raises(ValueError, match=rf"^{name} must be a finite number"):
+    with pytest.raises(ValueError, match=rf"^{name} must be a number in [\[(][01], 1e100\]; got True"):
         master_shares(1.0, **{name: True})
+
+
+@pytest.mark.parametrize("shape, match", [
+    ({"n": 1e308}, r"^n must be a number in \[0, 1e100\]; got 1e\+308"),
+    ({"m": 1e-300}, r"^m / \(s \+ m \+ n\), the relevant share at the start, must be at least 1e-12"),
+    ({"n": 1e15}, r"^m / \(s \+ m \+ n\)"), ({"s": float("nan")}, r"^s must be a number in \[0, 1e100\]")])
+def test_a_shape_the_master_flow_cannot_resolve_is_refused(shape, match):
+    """n = 1e308 was an OverflowError, n = 1e15 or m = 1e-300 scipy's event error ("f(a) and f(b) must have
+    different signs"): the master flow starts at the relevant share m / (s + m + n), resolved to 1e-14."""
+    with pytest.raises(ValueError, match=match):
+        master_shares(1.0, **{"s": 2, "m": 5, "n": 10, "R": 5, **shape})
+
+
+def test_the_master_flow_answers_at_its_smallest_relevant_start():
+    """(s + m + n) / m = 1e12, the bound, answers across Lambda (measured to 1e14; 1e15 fails)."""
+    a = master_shares(np.geomspace(1e-6, 1e14, 5), s=2, m=5, n=5e12 - 7, R=5)
+    assert np.allclose(sum(a.values()), 1.0) and np.isfinite(a["self_attention"]).all()
