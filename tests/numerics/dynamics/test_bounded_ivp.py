@@ -28,3 +28,22 @@ def test_a_factorized_system_starting_beyond_the_double_range_fails_at_once():
     res = system.integrate(rtol=1e-13, atol=1e-20, target_loss=0.1)
     assert time.monotonic() - started < 5
     assert res.status == -1 and "non-finite derivative at the start" in str(res.message)
+
+
+def test_a_level_crossed_after_the_terminal_one_in_the_same_step_is_not_recorded():
+    """y' = -y from 1: the terminal level y = 0.5 is reached at log 2, the level 0.4999 only at log(1/0.4999),
+    after the run ended, though inside the solver's last step: it is not reached."""
+    res = solve_bounded(lambda t, y: -y, (0.0, np.inf), np.array([1.0]),
+                        levels=lambda y: [y[0] - 0.5, y[0] - 0.4999], terminal=0, rtol=1e-10, atol=1e-12)
+    assert res.status == 1 and res.hits[1] is None
+    assert res.hits[0][0] == pytest.approx(np.log(2.0), rel=1e-9) and res.t[-1] == res.hits[0][0]
+
+
+def test_an_unbounded_run_that_ends_at_the_horizon_without_its_level_fails():
+    """y' = 0 never reaches y = 0.5: integrated over (0, inf) it ends at HORIZON, which is a failure
+    (status -1, reason "horizon"), not the end of the interval asked for."""
+    from numerics.dynamics.bounded_ivp import HORIZON
+    res = solve_bounded(lambda t, y: np.zeros(1), (0.0, np.inf), np.array([1.0]),
+                        levels=lambda y: [y[0] - 0.5], terminal=0)
+    assert (res.status, res.reason) == (-1, "horizon") and res.hits == [None]
+    assert res.t[-1] == HORIZON and "not reached" in res.message

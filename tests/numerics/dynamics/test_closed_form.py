@@ -108,6 +108,30 @@ def test_time_to_loss_broadcast_and_tiny_loss():
     assert t.shape == (2, 2) and np.all(np.isfinite(t)) and np.all(t[1] > t[0])
 
 
+@pytest.mark.parametrize("r", [0.5, 20.0])
+def test_a_panel_whose_quadrature_error_is_too_large_is_integrated_in_mpmath(r, monkeypatch):
+    """Every panel's double quadrature reported with a finite but wrong value and an error estimate far
+    above the tolerance (as near the end of a tiny loss, where the integrand overflows): each panel is
+    integrated again in mpmath (tanh-sinh), and the times are the DOP853 flow's crossing times
+    (an independent integration of the reduced ODE) to 1e-8, as test_time_to_loss_matches_ode asks of
+    the double quadrature."""
+    import scipy.integrate
+    real_quad, sent = scipy.integrate.quad, []
+
+    def unreliable(f, a, b, **kw):
+        val, _ = real_quad(f, a, b, **kw)
+        sent.append((a, b))
+        return 1.5 * val, abs(val)
+    monkeypatch.setattr(scipy.integrate, "quad", unreliable)
+    thresholds = [1.0, 0.1]
+    t = time_to_loss(np.array(thresholds), r)
+    assert len(sent) >= 2
+    res = solve_reduced("CACO", eta_QK=r, eta_OV=1.0, loss_thresholds=thresholds, target_loss=0.1, rtol=1e-12,
+                        atol=1e-14)
+    for i in range(2):
+        assert abs(res.crossings[i]["t"] - t[i]) <= 1e-8 * t[i]
+
+
 @pytest.mark.parametrize("bad", [0.0, -1.0, LOG20, 5.0, np.nan, np.inf, -np.inf])
 def test_invalid_loss(bad):
     with pytest.raises(ValueError, match=r"loss.*\(0, log M\)"):

@@ -28,3 +28,20 @@ def test_the_reason_the_full_flow_ended():
     blown = AttentionModel("CACO", M=3, eta_OV=1e308)
     run = gradient_flow(blown, structured_params(blown), [0.0, 1.0])
     assert run.status == -1 and run.reason in ("nonfinite", "failed")
+
+
+def test_descent_crossings_are_the_first_steps_at_or_below_each_level():
+    """Brute force over the recorded steps (every one): each threshold's crossing is the first step whose loss
+    is <= it, reported at t = step x lr, with that step's parameters (a plain descent stopped at that step)."""
+    import numpy as np
+    from numerics.dynamics import gradient_descent
+    model = AttentionModel("CACO", M=3, m=2, n=5, b=2, eta_OV=5.0)
+    p0, lr = structured_params(model), 0.1
+    gd = gradient_descent(model, p0, lr, 1000, loss_thresholds=(0.8, 0.5), target_loss=0.2)
+    assert gd.status == 1 and np.array_equal(gd.step, np.arange(gd.step.size))
+    for level, hit in zip((0.8, 0.5), gd.crossings):
+        k = int(np.argmax(gd.loss <= level))
+        assert gd.loss[k] <= level < gd.loss[k - 1]
+        assert hit["t"] == pytest.approx(k * lr, rel=1e-15) and hit["loss"] == gd.loss[k]
+        alone = gradient_descent(model, p0, lr, k).params
+        assert all(np.array_equal(hit["params"][key], alone[key]) for key in alone)

@@ -86,3 +86,30 @@ def test_one_seed_or_an_unreached_flow_is_undetermined():
               _theory("FAFO", 2.0, 1235, 0.1, (0.4, 0.3, 0.3), reached=False)]
     [rep] = overlay.agreement(rows, theory)
     assert rep["undetermined"] == [1.0, 2.0] and rep["ratios"][1]["n"] == 1
+
+
+def test_a_ratio_agrees_only_where_every_share_agrees():
+    """The rule is per share, and a ratio agrees only if all three do. By hand: SGD (0.40, 0.10, 0.50)
+    and (0.50, 0.30, 0.20), theory (0.45, 0.05, 0.50) twice: relevant difference 0 (spread
+    sd(0.4, 0.5) = 0.0707) agrees, self 0.20 - 0.05 = 0.15 > sd(0.1, 0.3) = 0.1414 disagrees,
+    other 0.35 - 0.50 = -0.15 within sd(0.5, 0.2) = 0.2121 agrees: the ratio disagrees."""
+    rows = [_row("CACO", 1.0, 1234, 0.1, 0.1, (0.40, 0.10, 0.50)), _row("CACO", 1.0, 1235, 0.1, 0.1, (0.50, 0.30, 0.20))]
+    theory = [_theory("CACO", 1.0, s, 0.1, (0.45, 0.05, 0.50)) for s in (1234, 1235)]
+    [rep] = overlay.agreement(rows, theory)
+    entry = rep["ratios"][0]
+    assert [entry[s]["agree"] for s in SHARES] == [True, False, True]
+    assert entry["self_attention"]["difference"] == pytest.approx(0.15, abs=1e-15)
+    assert entry["self_attention"]["spread"] == pytest.approx(0.2 / math.sqrt(2), abs=1e-15)
+    assert entry["agree"] is False and rep["disagree"] == [1.0] and rep["agree"] == []
+
+
+def test_each_target_is_compared_with_the_theory_at_that_target():
+    """Two targets of one (parameterization, ratio): each target's runs meet only the flow records
+    read for that target (the theory at 0.5 is not the theory at 0.1)."""
+    rows = [_row("CACO", 1.0, s, t, t, (0.4, 0.3, 0.3)) for t in (0.5, 0.1) for s in (1234, 1235)]
+    theory = [_theory("CACO", 1.0, s, 0.5, (0.2, 0.3, 0.5)) for s in (1234, 1235)] + \
+             [_theory("CACO", 1.0, s, 0.1, (0.6, 0.3, 0.1)) for s in (1234, 1235)]
+    by_target = {rep["target_loss"]: rep["ratios"][0] for rep in overlay.agreement(rows, theory)}
+    assert by_target[0.5]["relevant_attention"]["theory"] == pytest.approx(0.2, abs=1e-15)
+    assert by_target[0.1]["relevant_attention"]["theory"] == pytest.approx(0.6, abs=1e-15)
+    assert by_target[0.5]["n"] == by_target[0.1]["n"] == 2

@@ -435,3 +435,27 @@ def test_a_stored_run_of_numbers_out_of_range_is_damaged(key, value):
     assert jobs.valid_result(job, {"runs": [{**FIG2_RUN, "status": "diverged", "loss_log": [3.9, None],
                                              **dict.fromkeys(jobs.MEASURED)}]})
     assert not jobs.valid_result(job, {"runs": [{**FIG2_RUN, key: value}]})
+
+
+def test_a_record_of_another_job_under_this_jobs_name_is_not_this_jobs(tmp_path):
+    """A whole, self-consistent record of job 1 copied (or renamed) to job 0's file name: it is not job 0's
+    result, and the store does not list it under a name that is not its key."""
+    store = ResultStore(tmp_path)
+    jobs = [{"x": 0}, {"x": 1}]
+    store.put(jobs[1], {"x": 1, "square": 1})
+    store.path(jobs[0]).write_text(store.path(jobs[1]).read_text())
+    assert store.get(jobs[0]) is None and jobs[0] not in store and store.get(jobs[1]) == {"x": 1, "square": 1}
+    assert [job for job, _ in store.items()] == [jobs[1]] and len(store) == 1
+
+
+@pytest.mark.parametrize("key, other", [("ratio", 2.0), ("seed", 1235), ("target_loss", 0.2),
+                                        ("parameterization", "FAFO")])
+def test_a_stored_sweep_row_of_another_run_is_not_this_jobs(key, other):
+    """A sweep row answers one (parameterization, ratio, seed, target) of its job: a row of another is refused."""
+    from numerics.experiments import jobs, sgd
+    config = sgd.Fig2Config("CACO", lr_qk=0.01, lr_ov=0.01, seq_len=16, batch_size=4, epochs=1,
+                            steps_per_epoch=2, stop="none", eval_batches=1, target_loss=0.1, max_steps=2)
+    job = {"experiment": "sweep", "ratios": [1.0], "config": config.to_dict(), "seeds": [1234]}
+    rows = jobs.sweep_job(job)["rows"]
+    assert jobs.valid_result(job, {"rows": rows}) and len(rows) == 1
+    assert not jobs.valid_result(job, {"rows": [{**rows[0], key: other}]})

@@ -186,6 +186,63 @@ def test_fig3_alpha_alone_equals_stacked_bitwise():
     assert all(v == 0 for v in full["incentive"][-1])              # alpha = 1
 
 
+def _reference_fig3_loss_and_grad(W, b, counts, target, alpha):
+    """The collapsed Figure-3 model, one sequence at a time: context c_v = alpha n_v / R on the relevant
+    types, (1 - alpha) n_v / (N - R) on the others (R relevant of N positions), z = W c + b, the mean
+    cross-entropy and its gradients (softmax - one-hot) c^T / B, (softmax - one-hot) / B."""
+    from numerics.experiments.task_sampling import AUTHORS
+    loss, gW, gb = 0.0, np.zeros_like(W), np.zeros_like(b)
+    for n, y in zip(counts, target):
+        R, N = n[AUTHORS.relevant].sum(), n.sum()
+        c = np.where(AUTHORS.relevant, alpha * n / R, (1 - alpha) * n / (N - R)) if R else n / N
+        z = W @ c + b
+        p = np.exp(z - z.max())
+        p /= p.sum()
+        loss -= np.log(p[y])
+        p[y] -= 1.0
+        gW += np.outer(p, c)
+        gb += p
+    B = len(target)
+    return loss / B, gW / B, gb / B
+
+
+def test_fig3_training_and_incentive_against_a_plain_loop():
+    """train_fig3 (collapsed, stacked alphas) against plain SGD of each alpha alone, written here: the same
+    initial draw and batches (default_rng(seed): init, then one epoch of batches at a time; eval_rng(seed)
+    for the measurements), W <- W - lr grad; loss at alpha and alpha + 0.005 on the same fresh batches,
+    incentive (L(alpha) - L(alpha + 0.005)) / 0.005 (0 at alpha = 1), train_loss the epoch's mean."""
+    cfg = fixed_attention.Fig3Config("collapsed", alphas=(0.3, 1.0), epochs=2, steps_per_epoch=3, batch_size=8,
+                                     seq_len=16, lr=0.5, eval_batches=2, seed=7)
+    got = fixed_attention.train_fig3(cfg)
+    for i, alpha in enumerate(cfg.alphas):
+        rng, erng = np.random.default_rng(cfg.seed), sgd.eval_rng(cfg.seed)
+        p0 = fixed_attention.fig3_init("collapsed", rng)
+        W, b = p0["W"].copy(), p0["b"].copy()
+
+        def measure_at(a, eb):
+            return _reference_fig3_loss_and_grad(W, b, eb.counts.reshape(-1, 50), eb.target.reshape(-1), a)[0]
+        losses, shifted, train = [], [], []
+        for epoch in range(cfg.epochs + 1):
+            eb = fixed_attention.sample_fig3_batches(erng, cfg.eval_batches, cfg.batch_size, cfg.seq_len)
+            losses.append(measure_at(alpha, eb))
+            shifted.append(measure_at(min(alpha + fixed_attention.ALPHA_STEP, 1.0), eb))
+            if epoch == cfg.epochs:
+                break
+            tb = fixed_attention.sample_fig3_batches(rng, cfg.steps_per_epoch, cfg.batch_size, cfg.seq_len)
+            step_losses = []
+            for k in range(cfg.steps_per_epoch):
+                L, gW, gb = _reference_fig3_loss_and_grad(W, b, tb.counts[k], tb.target[k], alpha)
+                step_losses.append(L)
+                W, b = W - cfg.lr * gW, b - cfg.lr * gb
+            train.append(np.mean(step_losses))
+        np.testing.assert_allclose(got["loss"][i], losses, rtol=1e-12)
+        np.testing.assert_allclose(got["loss_shifted"][i], shifted, rtol=1e-12)
+        np.testing.assert_allclose(got["train_loss"][i], train, rtol=1e-12)
+        want = np.zeros(3) if alpha == 1.0 else (np.array(losses) - shifted) / fixed_attention.ALPHA_STEP
+        np.testing.assert_allclose(got["incentive"][i], want, rtol=1e-8, atol=1e-10)
+        assert got["final_loss"][i] == got["loss"][i][-1]
+
+
 def test_fig2_job_same_results_on_any_worker_count():
     cfg = _short("FACO", epochs=2, steps_per_epoch=8)
     seeds = [1234, 1235, 1236]

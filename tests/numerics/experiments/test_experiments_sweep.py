@@ -60,9 +60,27 @@ def test_summary_interval_and_spearman():
     assert first["relevant_attention_mean"] == pytest.approx(att.mean(), abs=1e-15)
     assert first["relevant_attention_ci95"] == pytest.approx([att.mean() - half, att.mean() + half], abs=2e-5)
     assert first["reached"] == 2 and first["n"] == 3
+    # every other mean is that of its own column (the rows hold 0.9, 1.0, 0.1, 100, 0.3 there)
+    assert (first["label_probability_mean"], first["accuracy_mean"], first["loss_mean"], first["steps_mean"],
+            first["self_attention_mean"]) == pytest.approx((0.9, 1.0, 0.1, 100.0, 0.3), abs=1e-15)
+    assert first["other_attention_mean"] == pytest.approx(0.7 - att.mean(), abs=1e-15)
     sp = sweep.spearman(rows)
     assert sp["CACO"]["rho"] > 0.8 and sp["FAFO"]["rho"] < -0.8 and sp["CACO"]["n"] == 9
     assert sweep.spearman([dict(r, ratio=1.0) for r in rows])["CACO"]["rho"] is None   # undefined, not NaN
+
+
+def test_spearman_is_the_rank_correlation():
+    """Ratios 1, 2, 4, 8 (one run each): attention 0.1, 0.2, 0.25, 0.9 rises with every ratio, so the rank
+    correlation is exactly 1 (Pearson's is 0.966); 0.2, 0.1, 0.25, 0.9 swaps two ranks:
+    1 - 6 sum d^2 / (n (n^2 - 1)) = 1 - 6 * 2 / 60 = 0.8, and with n - 2 = 2 degrees of freedom the
+    two-sided p of t = rho sqrt(2 / (1 - rho^2)) is 1 - t / sqrt(2 + t^2) = 1 - rho = 0.2."""
+    def rows(values):
+        return [{"parameterization": "CACO", "ratio": r, "relevant_attention": v}
+                for r, v in zip((1.0, 2.0, 4.0, 8.0), values)]
+    assert sweep.spearman(rows((0.1, 0.2, 0.25, 0.9)))["CACO"]["rho"] == pytest.approx(1.0, abs=1e-12)
+    swapped = sweep.spearman(rows((0.2, 0.1, 0.25, 0.9)))["CACO"]
+    assert swapped["rho"] == pytest.approx(0.8, abs=1e-12) and swapped["pvalue"] == pytest.approx(0.2, abs=1e-9)
+    assert swapped["n"] == 4
 
 
 @pytest.mark.parametrize("df, quantile", [(1, 12.706), (4, 2.776), (9, 2.262), (29, 2.045)])

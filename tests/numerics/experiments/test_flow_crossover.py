@@ -4,6 +4,8 @@ flow at r* (1 -+ 1 %); on query-copies from a small start it is the master curve
 search does not use."""
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from numerics.dynamics import boundary
@@ -26,7 +28,6 @@ def test_the_authors_crossover_is_a_sign_change_of_the_flow():
     below, above = (_self_minus_relevant("CACO", r * f, 0.5, "authors") for f in (0.99, 1.01))
     assert below < 0 < above
     # crossover_lambda: Lambda of the authors' task (M = 4 classes, b = 1) at r* and the loss
-    import math
     assert rec["crossover_lambda"] == pytest.approx(r * 3 * math.log(3 / math.expm1(0.5)) ** 2 / 4, rel=1e-12)
 
 
@@ -74,3 +75,23 @@ def test_seeds_that_are_neither_a_count_nor_a_list_are_named(seeds, match):
     """seeds=1.0 was "'float' object is not iterable"."""
     with pytest.raises(ValueError, match=match):
         flow_crossover.flow_boundary(["CACO"], [0.5], seeds=seeds)
+
+
+def test_a_start_that_draws_gives_every_seed_its_own_search(monkeypatch):
+    """CACO's authors init draws a new matrix per seed: each seed's flow is searched on its own. A stand-in
+    flow whose self - relevant is log(r / r0(seed)) changes sign at r0(seed) exactly (1.5 for seed 1234, 6 for
+    1235): each seed's record is its own r0 within the search's tolerance in log r."""
+    r0 = {1234: 1.5, 1235: 6.0}
+    calls = []
+
+    def flow(st, P, r, targets, **k):
+        calls.append(k["seed"])
+        d = math.log(r / r0[k["seed"]])
+        return {"records": [{"target_loss": t, "reached": True, "self_attention": 0.5 + d / 100,
+                             "relevant_attention": 0.5} for t in targets]}
+    monkeypatch.setattr(theory, "flow_to_losses", flow)
+    recs = flow_crossover.flow_boundary(["CACO"], [0.5], seeds=2)
+    assert set(calls) == {1234, 1235}
+    for rec in recs:
+        assert rec["reason"] is None
+        assert math.log(rec["crossover_ratio"] / r0[rec["seed"]]) == pytest.approx(0.0, abs=2 * flow_crossover.XTOL)
