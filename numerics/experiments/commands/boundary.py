@@ -97,7 +97,7 @@ def _common(args, default_range):
 
 def _zero_settings(args) -> dict:
     """The master curve's settings (UsageError, one line), nothing computed."""
-    from numerics.dynamics import task_parameters, task_shape
+    from numerics.dynamics import master_shares, task_parameters, task_shape
     from numerics.dynamics.crossover import RATIO_RANGE
     for flag, value in (("--seeds", args.seeds), ("--init-scale", args.init_scale)):
         if value is not None:
@@ -113,6 +113,10 @@ def _zero_settings(args) -> dict:
     except ValueError as exc:
         raise UsageError(f"{task_message(args.task, exc)}; --init authors, identity or uniform searches its "
                          "expected-count flow") from None
+    try:                                # the master flow's range of numbers, checked before any flow
+        master_shares([], **{k: shape[k] for k in ("s", "m", "n", "R")})
+    except ValueError as exc:
+        raise UsageError(task_message(args.task, exc)) from None
     params, targets, (lo, hi) = _common(args, RATIO_RANGE)
     top = math.log(shape["M"])
     for loss in targets:
