@@ -139,3 +139,22 @@ def test_flow_bad_input_is_one_line_and_exit_2_before_any_flow(argv, word, monke
     out, err = capsys.readouterr()
     assert out == "" and len(err.strip().splitlines()) == 1 and word in err, err
 
+
+
+def test_flow_search_of_a_task_without_an_integer_length_takes_seq_len(monkeypatch, capsys):
+    """query-copies with n = 10.5 irrelevant tokens has no integer length of its own:
+    --seq-len gives it one, as predict's does (boundary had no such option, and its error said
+    "give seq_len"); without it, one line naming --seq-len."""
+    from numerics.experiments import theory
+    monkeypatch.setattr(theory, "flow_to_losses", lambda *a, **k: pytest.fail("a flow ran"))
+    task = ["--task", "query-copies", "--params", "s=2,R=2,m=5,n=10.5,M=4,b=2", "--init", "identity"]
+    assert main(["boundary", *task, "--target-loss", "0.5"]) == 2
+    assert "--seq-len is required" in capsys.readouterr().err
+    assert main(["boundary", *task, "--seq-len", "2", "--target-loss", "0.5"]) == 2
+    assert "--seq-len must be an integer" in capsys.readouterr().err
+    assert main(["boundary", "--task", "query-copies", "--seq-len", "20"]) == 2
+    assert "--seq-len: only with --init" in capsys.readouterr().err
+    monkeypatch.undo()
+    assert main(["boundary", *task, "--seq-len", "20", "--target-loss", "0.5", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["settings"]["seq_len"] == 20 and len(payload["records"]) == 1
