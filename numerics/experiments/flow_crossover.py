@@ -64,7 +64,8 @@ def _search(task, st, P, seed, s, ratio_range):
 
 
 def flow_boundary(parameterizations, target_losses, seeds=1, init="authors", *, init_scale=None,
-                  ratio_range=theory.RATIO_RANGE, task=task_sampling.DEFAULT_TASK, task_params=()) -> list:
+                  ratio_range=theory.RATIO_RANGE, task=task_sampling.DEFAULT_TASK, task_params=(),
+                  seq_len=None) -> list:
     r"""The crossover ratio :math:`r^*` of the expected-count flow, per (parameterization, seed,
     target loss).
 
@@ -84,6 +85,9 @@ def flow_boundary(parameterizations, target_losses, seeds=1, init="authors", *, 
         :data:`~numerics.experiments.theory.RATIO_RANGE` (the default).
     task, task_params : str or derivations.engine.task.Task, dict
         A task that can be sampled and its parameter values (default the authors' task).
+    seq_len : int, optional
+        The sequence length of the flow (default the task's own; needed for a task whose total
+        multiplicity is not an integer), as :func:`numerics.experiments.predict.check_settings` takes it.
 
     Returns
     -------
@@ -107,7 +111,7 @@ def flow_boundary(parameterizations, target_losses, seeds=1, init="authors", *, 
     lo, hi = (float(v) for v in ratio_range)
     if not lo < hi:
         raise ValueError(f"ratio_range must be (low, high) with low < high; got {tuple(ratio_range)}")
-    s = predict.check_settings(parameterizations, [lo, hi], target_losses, seeds, init, None, 0.01,
+    s = predict.check_settings(parameterizations, [lo, hi], target_losses, seeds, init, seq_len, 0.01,
                                init_scale, task=task, task_params=task_params)
     st = task_sampling.sampled_task(task, task_params)
     records = []

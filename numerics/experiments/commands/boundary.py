@@ -13,7 +13,7 @@ relevant tokens at that loss), ``crossover_lambda`` and ``reason`` (why there is
   sampled and every parameterization; one record per (parameterization, seed, target loss), its
   ``crossover_lambda`` the coordinate :math:`\Lambda` at :math:`r^*` (no collapse behind it).
 
-Bad input (``--seeds`` or ``--init-scale`` with ``--init zero``, ``--init zero`` for a task not
+Bad input (``--seeds``, ``--init-scale`` or ``--seq-len`` with ``--init zero``, ``--init zero`` for a task not
 of the shape, a ratio range outside the flow's, a master curve searched beyond
 :data:`~numerics.dynamics.crossover.LAMBDA_MAX`,
 a target named twice or not below a start's loss, ...) is one line and exit status 2, before any flow.
@@ -27,7 +27,7 @@ from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from ..stopping import target_losses
 from .common import checked, number, parse_parameterizations
-from .task_options import add_task_arguments, param_values, task_from_args, task_message
+from .task_options import add_task_arguments, param_values, seq_len_for, task_from_args, task_message
 
 __all__ = ["add_parser", "prepare"]
 
@@ -51,7 +51,7 @@ def add_parser(sub):
     from numerics.dynamics.crossover import RATIO_RANGE
 
     from .. import models, task_sampling, theory
-    from .predict import MAX_SEEDS
+    from .predict import MAX_SEEDS, MAX_SEQ_LEN
 
     p = sub.add_parser("boundary", help="the crossover ratio of self and relevant attention (theory)",
                        description="The learning-rate ratio eta_QK/eta_OV above which the query attends more "
@@ -77,6 +77,10 @@ def add_parser(sub):
     a("--seeds", default=None, metavar="K",
       help=f"with --init authors|identity|uniform: number of seeds, numbered as the sweep's (integer in "
            f"[1, {MAX_SEEDS}]; default 1)")
+    a("--seq-len", default=None, metavar="N",
+      help="with --init authors|identity|uniform: the sequence length, context, query and label (integer in "
+           f"[3, {MAX_SEQ_LEN}]; default the task's own length, required for a task whose total multiplicity "
+           "is not an integer)")
     a("--ratio-range", default=None, metavar="LO,HI",
       help=f"the ratios searched, 0 < LO < HI (default {RATIO_RANGE[0]:g},{RATIO_RANGE[1]:g} from zero, "
            f"{theory.RATIO_RANGE[0]:g},{theory.RATIO_RANGE[1]:g}, the flow's range, otherwise)")
@@ -97,9 +101,9 @@ def _common(args, default_range):
 
 def _zero_settings(args) -> dict:
     """The master curve's settings (UsageError, one line), nothing computed."""
-    from numerics.dynamics import task_parameters, task_shape
+    from numerics.dynamics import master_shares, task_parameters, task_shape
     from numerics.dynamics.crossover import RATIO_RANGE
-    for flag, value in (("--seeds", args.seeds), ("--init-scale", args.init_scale)):
+    for flag, value in (("--seeds", args.seeds), ("--init-scale", args.init_scale), ("--seq-len", args.seq_len)):
         if value is not None:
             raise UsageError(f"{flag}: only with --init authors, identity or uniform (the master curve "
                              "starts from zero)")
@@ -113,6 +117,10 @@ def _zero_settings(args) -> dict:
     except ValueError as exc:
         raise UsageError(f"{task_message(args.task, exc)}; --init authors, identity or uniform searches its "
                          "expected-count flow") from None
+    try:                                # the master flow's range of numbers, checked before any flow
+        master_shares([], **{k: shape[k] for k in ("s", "m", "n", "R")})
+    except ValueError as exc:
+        raise UsageError(task_message(args.task, exc)) from None
     params, targets, (lo, hi) = _common(args, RATIO_RANGE)
     top = math.log(shape["M"])
     for loss in targets:
@@ -147,12 +155,13 @@ def _flow_settings(args, init) -> dict:
     :func:`~numerics.experiments.predict.check_settings` (targets below every start's loss)."""
     from .. import theory
     from ..predict import check_settings
-    from .predict import MAX_SEEDS
+    from .predict import MAX_SEEDS, MAX_SEQ_LEN
     st = task_from_args(args)
     params, targets, (lo, hi) = _common(args, theory.RATIO_RANGE)
     seeds = parse_int("--seeds", args.seeds or "1", 1, MAX_SEEDS)
     scale = None if args.init_scale is None else number("--init-scale", args.init_scale)
-    s = checked(check_settings, params, [lo, hi], targets, seeds, init, None, 0.01, scale, task=args.task,
+    seq_len = parse_int("--seq-len", seq_len_for(st, args.seq_len), 3, MAX_SEQ_LEN)
+    s = checked(check_settings, params, [lo, hi], targets, seeds, init, seq_len, 0.01, scale, task=args.task,
                 task_params=st.params, flags=_FLAGS)
     return {"task": args.task, "task_params": [list(p) for p in st.params],
             "parameterizations": s["parameterizations"], "target_losses": s["target_losses"],
@@ -206,7 +215,7 @@ def prepare(args):
         from ..flow_crossover import flow_boundary
         records = flow_boundary(s["parameterizations"], s["target_losses"], s["seeds"], s["init"],
                                 init_scale=scale, ratio_range=tuple(s["ratio_range"]), task=s["task"],
-                                task_params=s["task_params"])
+                                task_params=s["task_params"], seq_len=s["seq_len"])
         return {"settings": s, "records": records}
     return work, format_table
 

@@ -186,3 +186,17 @@ def test_a_parameter_named_as_a_function_or_an_engine_symbol_is_refused(name, tm
     assert main(["--task", str(path), "--loss", "0.5", "--parameterization", "CACO"]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and f"parameters: '{name[:80]}" in err and " is taken" in err
+
+
+def test_the_docs_name_every_parameter_name_the_engine_keeps():
+    """docs/own_task.md lists the engine's own names a parameter may not take: every one of them
+    (it left out epsilon, y and K, which are refused as taken)."""
+    from derivations.engine.checks import _ENGINE_NAMES, _ENGINE_PREFIXES
+    text = " ".join((ROOT / "docs" / "own_task.md").read_text().split())
+    missing = [n for n in sorted(_ENGINE_NAMES) if f"`{n}`" not in text]
+    missing += [p for p in _ENGINE_PREFIXES if f"`{p}*`" not in text]
+    assert missing == []
+    for name in sorted(_ENGINE_NAMES):
+        with pytest.raises(ValueError, match="is taken"):
+            task_from_toml(f'name = "x"\nquery = "q"\n[parameters]\n{name} = 2\n[[groups]]\nname = "q"\n'
+                           'per_class = true\n[[groups]]\nname = "r"\nper_class = true\nmultiplicity = "m"\n')

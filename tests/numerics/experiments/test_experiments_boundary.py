@@ -53,6 +53,9 @@ def test_tie_when_the_query_and_relevant_copies_are_equal(capsys):
     # inside the window, a master curve searched to a Lambda its flow does not reach (a traceback, or minutes)
     (["--task", "query-copies", "--params", "s=4,R=2,m=6,b=1e-30"], "beyond the 1e+14 the master curve"),
     (["--task", "query-copies", "--params", "s=4,R=2,m=6", "--ratio-range", "1,1e308"], "up to inf"),
+    # the master flow's own range of numbers (a traceback from the flow before)
+    (["--task", "query-copies", "--params", "n=1e200"], "n must be a number in [0, 1e100]"),
+    (["--task", "query-copies", "--params", "m=1e-300"], "the relevant share at the start, must be at least"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, word, capsys):
     try:
@@ -136,3 +139,22 @@ def test_flow_bad_input_is_one_line_and_exit_2_before_any_flow(argv, word, monke
     out, err = capsys.readouterr()
     assert out == "" and len(err.strip().splitlines()) == 1 and word in err, err
 
+
+
+def test_flow_search_of_a_task_without_an_integer_length_takes_seq_len(monkeypatch, capsys):
+    """query-copies with n = 10.5 irrelevant tokens has no integer length of its own:
+    --seq-len gives it one, as predict's does (boundary had no such option, and its error said
+    "give seq_len"); without it, one line naming --seq-len."""
+    from numerics.experiments import theory
+    monkeypatch.setattr(theory, "flow_to_losses", lambda *a, **k: pytest.fail("a flow ran"))
+    task = ["--task", "query-copies", "--params", "s=2,R=2,m=5,n=10.5,M=4,b=2", "--init", "identity"]
+    assert main(["boundary", *task, "--target-loss", "0.5"]) == 2
+    assert "--seq-len is required" in capsys.readouterr().err
+    assert main(["boundary", *task, "--seq-len", "2", "--target-loss", "0.5"]) == 2
+    assert "--seq-len must be an integer" in capsys.readouterr().err
+    assert main(["boundary", "--task", "query-copies", "--seq-len", "20"]) == 2
+    assert "--seq-len: only with --init" in capsys.readouterr().err
+    monkeypatch.undo()
+    assert main(["boundary", *task, "--seq-len", "20", "--target-loss", "0.5", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["settings"]["seq_len"] == 20 and len(payload["records"]) == 1
