@@ -45,6 +45,8 @@ __all__ = ["STORE", "REDUCTION_SECONDS", "derive_all", "task_reduction", "build_
 #: parameterization (a built-in task's takes a few seconds; numbers such as 10**5 or powers such
 #: as (m + 1)**16 in a task file would keep SymPy busy for hours).
 REDUCTION_SECONDS = 60
+#: ``(task, parameterization)`` -> the message of a reduction that ran out of time in this process.
+_TIMED_OUT = {}
 
 
 # ---------------------------------------------------------------- reductions as data
@@ -144,7 +146,8 @@ def task_reduction(task, parameterization: str = "CACO"):
     ------
     ValueError
         An unknown task or parameterization, a task the engine does not reduce, or (a task
-        that is not built in) whose reduction takes longer than :data:`REDUCTION_SECONDS`.
+        that is not built in) whose reduction takes longer than :data:`REDUCTION_SECONDS` (said at
+        once when it ran out of time before in this process).
     """
     from .core.vocabulary import check_parameterization
     from .tasks.registry import get_task, is_builtin
@@ -155,10 +158,19 @@ def task_reduction(task, parameterization: str = "CACO"):
         if same is None:
             from .core.time_bound import time_limit
             from .engine.reduce import reduce_task
-            with time_limit(REDUCTION_SECONDS, f"task {task.name!r} ({parameterization}): the symbolic "
-                            f"reduction did not finish within {REDUCTION_SECONDS:g} s (its numbers or "
-                            "powers are too large for the engine)"):
-                return reduce_task(task, parameterization)
+            message = _TIMED_OUT.get((task, parameterization)) or (
+                f"task {task.name!r} ({parameterization}): the symbolic reduction did not finish within "
+                f"{REDUCTION_SECONDS:g} s (numbers or powers too large for the engine, or too many token "
+                "groups: its cost grows about 2.5-fold with each)")
+            if (task, parameterization) in _TIMED_OUT:      # once per process: a retry would take as long
+                raise ValueError(message)
+            try:
+                with time_limit(REDUCTION_SECONDS, message):
+                    return reduce_task(task, parameterization)
+            except ValueError as exc:
+                if str(exc) == message:
+                    _TIMED_OUT[(task, parameterization)] = message
+                raise
         return replace(task_reduction(same, parameterization), task=task.name)
     name = f"{task.name}/{parameterization}"
     if name not in _MEMO:

@@ -105,3 +105,22 @@ def test_a_task_too_costly_to_reduce_is_one_line_within_the_time_limit(change, t
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert run.returncode == 2 and run.stdout == "" and run.stderr.count("\n") == 1
     assert "did not finish within 0.5 s" in run.stderr and "(CACO)" in run.stderr
+
+
+def test_a_reduction_that_ran_out_of_time_is_refused_at_once_the_second_time(tmp_path, monkeypatch):
+    """predict asks for the reduction once per ratio: a task whose reduction ran out of time (a
+    multiplicity (m + 1)**16, at a 0.3 s bound here) is refused at once on the next request, in the
+    same words, instead of spending the bound again."""
+    import pathlib
+    import time
+    text = (pathlib.Path(C.__file__).parent / "tasks" / "files" / "query-copies.toml").read_text()
+    path = tmp_path / "costly.toml"
+    path.write_text(text.replace('name = "query-copies"', 'name = "costly-again"').replace('"m / R"', '"(m + 1)**16"'))
+    monkeypatch.setattr(C, "REDUCTION_SECONDS", 0.3)
+    monkeypatch.setattr(C, "_TIMED_OUT", {})
+    with pytest.raises(ValueError, match=r"did not finish within 0.3 s .*too many token groups") as first:
+        C.task_reduction(str(path), "CACO")
+    start = time.perf_counter()
+    with pytest.raises(ValueError) as second:
+        C.task_reduction(str(path), "CACO")
+    assert time.perf_counter() - start < 0.1 and str(second.value) == str(first.value)
