@@ -158,18 +158,18 @@ def task_reduction(task, parameterization: str = "CACO"):
         if same is None:
             from .core.time_bound import time_limit
             from .engine.reduce import reduce_task
-            message = _TIMED_OUT.get((task, parameterization)) or (
-                f"task {task.name!r} ({parameterization}): the symbolic reduction did not finish within "
-                f"{REDUCTION_SECONDS:g} s (numbers or powers too large for the engine, or too many token "
-                "groups: its cost grows about 2.5-fold with each)")
-            if (task, parameterization) in _TIMED_OUT:      # once per process: a retry would take as long
-                raise ValueError(message)
+            key = (task, parameterization)
+            if key in _TIMED_OUT:           # once per process: a retry would take as long
+                raise ValueError(_TIMED_OUT[key])
+            message = (f"task {task.name!r} ({parameterization}): the symbolic reduction did not finish within "
+                       f"{REDUCTION_SECONDS:g} s (numbers or powers too large for the engine, or too many token "
+                       "groups: its cost grows about 2.5-fold with each)")
             try:
                 with time_limit(REDUCTION_SECONDS, message):
                     return reduce_task(task, parameterization)
             except ValueError as exc:
                 if str(exc) == message:
-                    _TIMED_OUT[(task, parameterization)] = message
+                    _TIMED_OUT[key] = message
                 raise
         return replace(task_reduction(same, parameterization), task=task.name)
     name = f"{task.name}/{parameterization}"
