@@ -120,6 +120,14 @@ def _failed_key(exc, data, names):
     group = re.search(r"group '([A-Za-z_][A-Za-z0-9_]*)': (\w+)", text)
     if group and group.group(1) in names:
         return f"groups[{names.index(group.group(1))}].{group.group(2)}"
+    missing = re.search(r"has no token group '([^']*)'", text)        # named by query or relevant
+    if missing and missing.group(1) == data.get("query"):
+        return "query"
+    if (missing and missing.group(1) in (data.get("relevant") or ())) or "cannot be relevant" in text:
+        return "relevant"
+    taken = re.search(r"parameters: '([^']*)' is taken", text)
+    if taken and taken.group(1) in data.get("parameters", {}):
+        return f"parameters.{taken.group(1)}"
     head = re.match(r"(\w+) must be", text)
     if head and head.group(1) in data.get("parameters", {}):
         return f"parameters.{head.group(1)}"
