@@ -108,7 +108,7 @@ def lambda_of_ratio(ratio, loss, M, b):
     with np.errstate(over="ignore", under="ignore", divide="ignore"):
         lam = ratio * (np.asarray(M, float) - 1) * margin_at_loss(loss, M) ** 2 / (np.asarray(M, float) * b)
     return check_result("Lambda = ratio (M - 1) l(L)^2 / (M b)", lam, dict(ratio=ratio, loss=loss, M=M, b=b),
-                        "a smaller ratio or a larger b keeps it in range")
+                        "ratio and b nearer 1 keep it in range")
 
 
 def ratio_of_lambda(lam, loss, M, b):

@@ -133,13 +133,16 @@ def _zero_settings(args) -> dict:
 
 
 def _check_lambda_window(shape, targets, lo, hi) -> None:
-    """Refuse a search of the master curve beyond :data:`~numerics.dynamics.crossover.LAMBDA_MAX` (inside the
-    window, where it runs)."""
+    """Refuse a ratio range whose Lambda leaves double precision or exceeds
+    :data:`~numerics.dynamics.crossover.LAMBDA_MAX`: the rule of
+    :func:`numerics.dynamics.crossover.boundary`, which refuses it inside the window and outside."""
     import numpy as np
 
-    from numerics.dynamics.crossover import LAMBDA_MAX, lambda_of_ratio, window_reason
-    if window_reason(shape["s"], shape["m"], shape["R"]) is not None:
-        return
+    from numerics.dynamics.crossover import LAMBDA_MAX, lambda_of_ratio
+    try:
+        lambda_of_ratio(lo, np.asarray(targets), shape["M"], shape["b"])
+    except ValueError as exc:                            # Lambda below double precision
+        raise UsageError(f"--ratio-range from {lo:g}: {exc}") from None
     try:
         top = float(np.max(lambda_of_ratio(hi, np.asarray(targets), shape["M"], shape["b"])))
     except ValueError:                                   # Lambda beyond double precision

@@ -53,6 +53,10 @@ def test_tie_when_the_query_and_relevant_copies_are_equal(capsys):
     # inside the window, a master curve searched to a Lambda its flow does not reach (a traceback, or minutes)
     (["--task", "query-copies", "--params", "s=4,R=2,m=6,b=1e-30"], "beyond the 1e+14 the master curve"),
     (["--task", "query-copies", "--params", "s=4,R=2,m=6", "--ratio-range", "1,1e308"], "up to inf"),
+    # outside the window too, as numerics.dynamics.crossover.boundary refuses it (a traceback at work before)
+    (["--task", "query-copies", "--params", "s=1,R=2,m=6,b=1e-8"], "beyond the 1e+14 the master curve"),
+    (["--task", "query-copies", "--params", "s=4,R=2,m=6,b=1e100", "--ratio-range", "1e-300,1"],
+     "--ratio-range from 1e-300: Lambda = ratio (M - 1) l(L)^2 / (M b) must be a finite number > 0"),
     # the master flow's own range of numbers (a traceback from the flow before)
     (["--task", "query-copies", "--params", "n=1e200"], "n must be a number in [0, 1e100]"),
     (["--task", "query-copies", "--params", "m=1e-300"], "the relevant share at the start, must be at least"),
