@@ -133,20 +133,17 @@ def numeric_state(task, loss: float, ratio: float, params: dict, eta_OV: float =
     from numerics.dynamics import master_lambda, state_at_loss
 
     from .tasks import is_builtin
-    full = {**dict(task.defaults), **params}
-    if task.classes.is_Integer:
-        full.pop("M", None)       # fixed by the task (the authors' task: M = 4)
     name = task.name if is_builtin(task) else task
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
-        try:
-            st = state_at_loss(loss, ratio, task=name, **full)
+        try:       # the values given; the others are the task's defaults (named by their file's key)
+            st = state_at_loss(loss, ratio, task=name, **params)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         except (RuntimeError, RuntimeWarning, ArithmeticError) as exc:
             raise ValueError(f"task {task.name!r}: no state at loss {loss!r} for ratio {ratio:.15g}: "
                              f"{exc}") from None
-    state = _state_dict(st, ratio, master_lambda(ratio, loss, task=name, **full))
+    state = _state_dict(st, ratio, master_lambda(ratio, loss, task=name, **params))
     if "t" in state:
         state["t"] /= eta_OV      # the flow at (ratio * eta_OV, eta_OV) is the eta_OV = 1 flow, time-rescaled
     return state

@@ -21,6 +21,7 @@ ValueError: target_loss must be in (0, log M) = (0, 2.995732273553991); got 5.0 
 """
 from __future__ import annotations
 
+import decimal
 import math
 import numbers
 
@@ -79,12 +80,17 @@ def shown_number(value) -> str:
     """
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
+    if isinstance(value, (np.datetime64, np.timedelta64)):     # NumPy calls a timedelta an integer
+        return repr(value)
     if isinstance(value, (bool, np.bool_)):
         return repr(bool(value))
     if isinstance(value, numbers.Integral):
         return repr(int(value))
     if isinstance(value, numbers.Real):
-        return f"{float(value):.15g}"
+        try:
+            return f"{float(value):.15g}"
+        except OverflowError:            # Fraction(10**400)
+            return str(value)
     return repr(value)
 
 
@@ -96,8 +102,12 @@ def _bound(value) -> str:
 
 
 def as_numbers(name, values, what) -> np.ndarray:
-    """``values`` as a float array, where they are numbers: booleans, text, objects and ragged
-    lists are refused (``np.asarray(..., dtype=float)`` would take ``True`` and ``"0.5"``).
+    """``values`` as a float array, where they are real numbers: the one test of what is a number.
+
+    Numbers are Python's and NumPy's integers and floats and other real numbers (``Fraction``,
+    ``Decimal``, SymPy's), alone or in (object) arrays or lists; booleans, text, complex numbers,
+    dates, other objects and ragged lists are refused (``np.asarray(..., dtype=float)`` would take
+    ``True``, ``"0.5"`` and ``1+0j``), as is a number too large for a float (``10**400``).
 
     Parameters
     ----------
@@ -124,9 +134,14 @@ def as_numbers(name, values, what) -> np.ndarray:
     """
     try:
         x = np.asarray(values)
-        if x.dtype.kind in "iuf":
+        if x.dtype.kind in "iuf" and (isinstance(values, np.ndarray) or not x.ndim
+                                      or not any(isinstance(v, (bool, np.bool_))         # [True, 2.0]
+                                                 for v in np.asarray(values, dtype=object).flat)):
             return x.astype(float)
-    except (TypeError, ValueError):                                 # ragged
+        if x.dtype.kind == "O" and all(isinstance(v, (numbers.Real, decimal.Decimal)) and not isinstance(v, bool)
+                                       for v in x.flat):
+            return np.array([float(v) for v in x.flat], dtype=float).reshape(x.shape)
+    except (TypeError, ValueError, OverflowError):                  # ragged; too large for a float
         pass
     raise ValueError(f"{name} must be {what}; got {shown_number(values)}")
 
@@ -411,7 +426,7 @@ def check_positive_values(name, values) -> np.ndarray:
     name : str
         The parameter's name, for the message.
     values : array_like
-        Real numbers (not bools or strings), any shape.
+        Real numbers (:func:`as_numbers`), any shape.
 
     Returns
     -------
@@ -421,17 +436,14 @@ def check_positive_values(name, values) -> np.ndarray:
     Raises
     ------
     ValueError
-        An entry that is not a finite number > 0.
+        An entry that is not a number (:func:`as_numbers`), or not finite and > 0; the message
+        names the first such entry.
     """
-    message = f"{name} must be finite numbers > 0; got {values!r}"
-    if np.asarray(values).dtype.kind in "bUS":
-        raise ValueError(message)
-    try:
-        x = np.asarray(values, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(message) from None
-    if not np.all(np.isfinite(x) & (x > 0)):
-        raise ValueError(message)
+    what = "finite numbers > 0"
+    x = as_numbers(name, values, what)
+    bad = ~(np.isfinite(x) & (x > 0))
+    if bad.any():
+        raise ValueError(f"{name} must be {what}; got {shown_number(values if x.ndim == 0 else x[bad][0])}")
     return x
 
 

@@ -18,6 +18,7 @@ name                              what
 :data:`PAPER_SETTING`             ``{"m": 5, "n": 50, "b": 50, "M": 20}``
 :data:`MODEL_PARAMETERS`          ``("m", "n", "b", "M")``
 :data:`MAX_CLASSES`               largest supported M, 2**53
+:data:`MODEL_PARAMETER_RANGE`     the range of m, n and b, ``(1e-100, 1e100)``
 :func:`check_model_parameters`    ``(m, n, b, M) -> (float, float, float, int)``
 :data:`CIRCUITS`                  the circuit table (:class:`Circuit` records)
 :func:`check_circuit`             ``"QK"``/``"OV"`` -> its :class:`Circuit`
@@ -28,7 +29,13 @@ name                              what
 The rule for the model parameters (the same everywhere)
 -------------------------------------------------------
 * ``m``, ``n``, ``b``: real numbers, finite and > 0 (``m`` and ``n`` are
-  multiplicities in a softmax, so non-integers are allowed).
+  multiplicities in a softmax, so non-integers are allowed), in
+  :data:`MODEL_PARAMETER_RANGE` ``[1e-100, 1e100]``. Measured on the paper's reduced flow
+  (every parameterization, to losses 2.5, 1 and 1e-3): it answers with ``m`` and ``n`` scaled
+  together from 1e-150 to 1e150 and with ``b`` up to 1e150, and fails beyond (an overflow, a
+  non-finite flow, a solver that stops at once); the range keeps 50 decades from there, as the
+  master flow's numbers do (at most 1e100). Inside it, a method may answer on less and says so
+  (the closed forms: 1e-8 to 1e8).
 * ``M``: an integer (an integer-valued float such as ``20.0`` is accepted) in
   ``[2, MAX_CLASSES]`` with ``MAX_CLASSES = 2**53``: beyond it ``M`` and
   ``M - 1`` are the same double, so no double-precision formula in ``M`` can
@@ -59,7 +66,7 @@ import numbers
 from typing import NamedTuple
 
 __all__ = ["PARAMETERIZATIONS", "check_parameterization", "qk_factorized", "ov_factorized",
-           "PAPER_SETTING", "MODEL_PARAMETERS", "MODEL_PARAMETER_MEANINGS", "MAX_CLASSES",
+           "PAPER_SETTING", "MODEL_PARAMETERS", "MODEL_PARAMETER_MEANINGS", "MAX_CLASSES", "MODEL_PARAMETER_RANGE",
            "check_model_parameters", "check_positive", "check_classes",
            "Circuit", "CIRCUITS", "check_circuit", "RATE_NAMES", "SHARES", "BACKENDS"]
 
@@ -159,6 +166,8 @@ MODEL_PARAMETER_MEANINGS = {
 }
 #: Largest supported number of classes: beyond it M - 1 == M in double precision.
 MAX_CLASSES = 2 ** 53
+#: The range of m, n and b (see the module docstring: measured, with 50 decades to spare).
+MODEL_PARAMETER_RANGE = (1e-100, 1e100)
 
 
 def check_positive(name: str, value) -> float:
@@ -237,7 +246,7 @@ def check_model_parameters(m, n, b, M):
     Parameters
     ----------
     m, n, b : real
-        Finite and > 0.
+        Finite and > 0, in :data:`MODEL_PARAMETER_RANGE`.
     M : int
         Integer (or integer-valued float) in ``[2, MAX_CLASSES]``.
 
@@ -250,9 +259,21 @@ def check_model_parameters(m, n, b, M):
     ------
     ValueError
         Naming the first invalid parameter and its valid range.
+
+    >>> check_model_parameters(1e308, 50, 50, 20)
+    Traceback (most recent call last):
+    ...
+    ValueError: m must be in [1e-100, 1e+100] (the paper's parameters: its reduced flow overflows beyond); got 1e+308
     """
-    return (check_positive("m", m), check_positive("n", n), check_positive("b", b),
-            check_classes(M))
+    lo, hi = MODEL_PARAMETER_RANGE
+    out = []
+    for name, value in (("m", m), ("n", n), ("b", b)):
+        v = check_positive(name, value)
+        if not lo <= v <= hi:
+            raise ValueError(f"{name} must be in [{lo:g}, {hi:g}] (the paper's parameters: its reduced flow "
+                             f"overflows beyond); got {value!r}")
+        out.append(v)
+    return (*out, check_classes(M))
 
 
 # --------------------------------------------------------------------------

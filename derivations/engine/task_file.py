@@ -42,7 +42,7 @@ import os
 import re
 
 __all__ = ["MAX_FILE_BYTES", "TASK_KEYS", "GROUP_KEYS", "load_task", "task_from_toml", "task_from_mapping",
-           "task_text", "task_from_text"]
+           "task_text", "task_from_text", "default_key"]
 
 #: Largest task file read (bytes).
 MAX_FILE_BYTES = 64 * 1024
@@ -52,6 +52,9 @@ TASK_KEYS = ("name", "description", "query", "query_in_context", "relevant", "ou
 GROUP_KEYS = ("name", "per_class", "multiplicity", "other_multiplicity", "types", "embedded")
 _EXPRESSIONS = ("multiplicity", "other_multiplicity", "types", "classes", "embedding_scale", "score_scale")
 _MAX_ITEMS = 64
+#: The defaults each task read by :func:`load_task` in this process takes from its file:
+#: ``{task: {name: "<path>: defaults.<name>" or "<path>: parameters.<name>"}}``.
+_FILE_DEFAULTS = {}
 
 
 def _value(source, key, value):
@@ -198,16 +201,20 @@ def task_from_toml(text: str, source: str = "<task>"):
         One line ``"<source>: ..."``: too large, not TOML, nested too deeply, or not a valid task
         (:func:`task_from_mapping`).
     """
+    return task_from_mapping(_toml(text, source), source)
+
+
+def _toml(text, source):
+    """The tables of TOML ``text`` (one-line ValueError naming ``source``)."""
     import tomllib
     if len(text) > MAX_FILE_BYTES:
         raise ValueError(f"{source}: larger than {MAX_FILE_BYTES} bytes")
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{source}: not TOML: {exc}") from None
     except RecursionError:          # tomllib reads nested arrays and tables recursively
         raise ValueError(f"{source}: arrays or tables nested too deeply to be a task") from None
-    return task_from_mapping(data, source)
 
 
 def load_task(path):
@@ -240,7 +247,31 @@ def load_task(path):
         text = raw.decode("utf-8-sig")          # a byte-order mark, as some editors write, is not content
     except UnicodeDecodeError:
         raise ValueError(f"{path}: not UTF-8 text") from None
-    return task_from_toml(text, path)
+    data = _toml(text, path)
+    task = task_from_mapping(data, path)
+    _FILE_DEFAULTS[task] = {name: f"{path}: {table}.{name}" for table in ("defaults", "parameters")
+                            for name in data.get(table, {})}
+    return task
+
+
+def default_key(task, name):
+    """Where the task file ``task`` was read from sets the default of parameter ``name``, as its
+    errors name a key: ``"<path>: defaults.<name>"`` (or ``parameters.<name>``), so that a
+    numeric method that refuses the value names the file's key rather than the task.
+
+    Parameters
+    ----------
+    task : Task
+    name : str
+
+    Returns
+    -------
+    str or None
+        None where no file read by :func:`load_task` in this process sets it (the paper's default,
+        a built-in task, a task built in code or read from its canonical text that no file read
+        here equals).
+    """
+    return _FILE_DEFAULTS.get(task, {}).get(name)
 
 
 def task_text(task) -> str:

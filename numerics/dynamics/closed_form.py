@@ -43,7 +43,7 @@ import numbers
 
 import numpy as np
 
-from derivations.core.vocabulary import check_model_parameters
+from derivations.core.vocabulary import check_classes, check_positive
 
 from ..functions import lambdified as lam
 from ..validation import as_numbers, check_in_range
@@ -72,7 +72,9 @@ MAX_DPS = 10_000
 
 def check_supported(m, n, b, M):
     """The model-parameter rule of :func:`derivations.core.vocabulary.check_model_parameters`
-    and the range the closed forms support (:data:`SUPPORTED_RANGE`).
+    (numbers finite and > 0, M an integer in [2, 2**53]) and the range the closed forms support
+    (:data:`SUPPORTED_RANGE`, inside the rule's :data:`~derivations.core.vocabulary.MODEL_PARAMETER_RANGE`,
+    and named first).
 
     Parameters
     ----------
@@ -89,11 +91,9 @@ def check_supported(m, n, b, M):
     ValueError
         A value outside its rule or range (the message names the parameter and the range).
     """
-    m, n, b, M = check_model_parameters(m, n, b, M)
-    M = float(M)
-    for name, value in (("m", m), ("n", n), ("b", b)):
-        check_in_range(name, value, *SUPPORTED_RANGE[name], _VERIFIED_ON)
-    return m, n, b, M
+    m, n, b = (check_in_range(name, check_positive(name, value), *SUPPORTED_RANGE[name], _VERIFIED_ON, scalar=True)
+               for name, value in (("m", m), ("n", n), ("b", b)))
+    return m, n, b, float(check_classes(M))
 
 
 def _check_loss_ratio(loss, ratio, M):

@@ -42,7 +42,7 @@ import numpy as np
 from derivations.core.vocabulary import check_positive
 
 from ..validation import (as_numbers, check_in_range, check_positive_range, check_positive_values, check_result,
-                          check_target_losses)
+                          check_target_losses, shown_number)
 from .sign_change import log_sign_change
 
 __all__ = ["margin_at_loss", "lambda_of_ratio", "ratio_of_lambda", "master_lambda", "master_shares",
@@ -238,16 +238,19 @@ def _check_task(s, m, n, R):
     """The task's numbers as floats (ValueError naming the first one out of range): each at most
     1e100, and the relevant share at the start, ``m / (s + m + n)``, at least 1e-12 (the master flow
     is resolved in double precision to 1e-14; below 1e-15 its stop is not found)."""
+    out = []
     for name, value, lo, strict in (("s", s, 0, False), ("m", m, 0, True), ("n", n, 0, False),
                                     ("R", R, 1, False)):
-        ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool) \
-            and math.isfinite(value) and value <= 1e100
-        if not ok or (value <= lo if strict else value < lo):
-            raise ValueError(f"{name} must be a number in {'(' if strict else '['}{lo}, 1e100]; got {value!r}")
+        what = f"a number in {'(' if strict else '['}{lo}, 1e100]"
+        x = as_numbers(name, value, what)
+        if x.ndim or not (math.isfinite(x) and x <= 1e100) or (x <= lo if strict else x < lo):
+            raise ValueError(f"{name} must be {what}; got {shown_number(value)}")
+        out.append(float(x))
+    s, m, n, R = out
     if m / (s + m + n) < 1e-12:
         raise ValueError(f"m / (s + m + n), the relevant share at the start, must be at least 1e-12 (the master "
                          f"flow is resolved in double precision to there); got {m / (s + m + n):.3g}")
-    return float(s), float(m), float(n), float(R)
+    return s, m, n, R
 
 
 def _numbers(task, params):

@@ -104,7 +104,8 @@ class ReducedSystem(PaperClosedForms):
         A built-in task of :mod:`derivations.tasks` the engine reduces
         (default ``"paper"``: the generated backend and the closed forms).
     m, n, b : float
-        Relevant / irrelevant token counts and embedding scale (> 0); the
+        Relevant / irrelevant token counts and embedding scale (> 0, in
+        :data:`~derivations.core.vocabulary.MODEL_PARAMETER_RANGE`); the
         task's defaults (the paper's setting) if left out.
     M : int
         Number of classes (>= 2).
@@ -198,6 +199,7 @@ class ReducedSystem(PaperClosedForms):
         P = self.parameterization
         values = resolve(self.task, **model, **task_parameters)
         self.m, self.n, self.b, self.M = (values[k] for k in ("m", "n", "b", "M"))
+        check_model_parameters(self.m, self.n, self.b, self.M)      # the paper's range, as on its own path
         self._values = dict(values, **{k: getattr(self, k) for k in RATE_NAMES})
         self._flow = flow = reduced_flow(self.task, P) if flow is None else flow
         self.names = flow.names

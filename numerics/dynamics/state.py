@@ -114,20 +114,29 @@ def state_at_loss(loss, ratio=1.0, *, task="paper", parameterization="CACO", met
     if kappa is not None:
         from .closed_form import SUPPORTED_RANGE
         ranges = {**SUPPORTED_RANGE, "M": (2, 2**53)}
-        _check_model_range(shown, ranges, f"the closed-form state of task {task.name!r}")
+        _check_model_range(task, params, shown, ranges, f"the closed-form state of task {task.name!r}")
         st = _mapped_closed_form(loss, ratio, task, values, *kappa)
         return st._replace(**_attention_shares(task, {"mu_QK": st.mu_QK, "mu_OV": st.mu_OV}, values))
     if method == "closed form":
         raise ValueError(f"task {task.name!r} has no closed-form state: the engine maps its flow onto "
                          "no equation of the paper's (use method='reduced flow')")
-    _check_model_range(shown, REDUCED_FLOW_RANGE, f"the reduced-flow state of task {task.name!r}")
+    _check_model_range(task, params, shown, REDUCED_FLOW_RANGE, f"the reduced-flow state of task {task.name!r}")
     st = _reduced_flow(loss, ratio, task, values, rtol, atol)
     return st._replace(**_attention_shares(task, st.coordinates, values))
 
 
-def _check_model_range(values, ranges, what):
+def _check_model_range(task, params, values, ranges, what):
+    """``values`` of m, n, b, M in ``ranges``; a value the caller did not give (not in ``params``) that
+    the task's file sets is named by the file's key (``"<path>: defaults.n: n must be ..."``)."""
+    from derivations.engine.task_file import default_key
     for key in ("m", "n", "b", "M"):
-        check_in_range(key, values[key], *ranges[key], f"for {what} (the range it is tested on)")
+        try:
+            check_in_range(key, values[key], *ranges[key], f"for {what} (the range it is tested on)")
+        except ValueError as exc:
+            where = None if key in params else default_key(task, key)
+            if where is None:
+                raise
+            raise ValueError(f"{where}: {exc}") from None
 
 
 def _paper_closed_form(loss, ratio, params):

@@ -41,7 +41,9 @@ __all__ = ["RECORD_FIELDS", "TASK_RECORD_FIELDS", "predict", "check_settings", "
 RECORD_FIELDS = ("parameterization", "ratio", "seed", "target_loss", "reached", "steps", "loss", *SHARES,
                  "master_lambda", *THEORY_PROXIES)
 #: Further fields of a record where the engine answers the task: its state at the target from zero
-#: initialization (:func:`numerics.experiments.theory.closed_form_attention`).
+#: initialization (:func:`numerics.experiments.theory.closed_form_attention`). A record whose method
+#: is None because the engine was asked and refused (a task it does not reduce, a value outside the
+#: range of its method) ends with one more, ``closed_form_reason``: the engine's message.
 TASK_RECORD_FIELDS = ("closed_form_method", "closed_form_relevant_attention")
 
 
@@ -195,7 +197,8 @@ def predict(parameterizations, ratios, target_losses, seeds=1, init="authors",
     -------
     list of dict
         Fields :data:`RECORD_FIELDS` (and :data:`TASK_RECORD_FIELDS` for an engine
-        task: None where the engine has no state at a loss), in the order
+        task: None where the engine has no state at a loss, and ``closed_form_reason``, why,
+        where it was asked and refused), in the order
         parameterization x ratio x seed x target; ``reached`` False (and None
         for the numbers) where a flow stopped at ``max_nfev`` before a target.
     """
@@ -223,5 +226,8 @@ def predict(parameterizations, ratios, target_losses, seeds=1, init="authors",
                     if closed is not None:
                         row.update(closed_form_method=closed["method"], closed_form_relevant_attention=
                                    closed["relevant_attention"][rec["target_loss"]])
-                    records.append({k: row[k] for k in RECORD_FIELDS + (TASK_RECORD_FIELDS if closed else ())})
+                    record = {k: row[k] for k in RECORD_FIELDS + (TASK_RECORD_FIELDS if closed else ())}
+                    if closed is not None and closed["reason"] is not None:
+                        record["closed_form_reason"] = closed["reason"]
+                    records.append(record)
     return records

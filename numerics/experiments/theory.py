@@ -154,9 +154,10 @@ def closed_form_attention(st, parameterization, ratio, target_losses, seq_len) -
 
     It describes the flow of this module from the ``identity`` initialization
     (:math:`10^{-6} I`, zero to within that scale) at the task's own length, where the expected
-    counts are the engine's instance. Returns ``{"method", "relevant_attention"}``
-    (``{target: alpha}``), or ``{"method": None, "reason": ...}`` where there is no such answer
-    (another parameterization, another length, a task the engine does not reduce).
+    counts are the engine's instance. Returns ``{"method", "reason", "relevant_attention"}``
+    (``{target: alpha}``): ``method`` None where there is no such answer, with ``reason`` the
+    engine's own refusal where it was asked (a task it does not reduce, a value outside the range
+    its method is tested on), and None where it is not asked (another parameterization or length).
 
     Parameters
     ----------
@@ -170,13 +171,11 @@ def closed_form_attention(st, parameterization, ratio, target_losses, seq_len) -
     -------
     dict
     """
-    def none(reason):
+    def none(reason=None):
         return {"method": None, "reason": reason, "relevant_attention": dict.fromkeys(target_losses)}
 
-    if parameterization != "CACO":
-        return none("the engine's state at a loss is for CACO from zero initialization")
-    if seq_len != st.own_seq_len:
-        return none(f"seq_len {seq_len} is not the task's own length {st.own_seq_len}")
+    if parameterization != "CACO" or seq_len != st.own_seq_len:
+        return none()
     from ..dynamics.state import state_at_loss
 
     try:
@@ -185,7 +184,8 @@ def closed_form_attention(st, parameterization, ratio, target_losses, seq_len) -
     except (ValueError, RuntimeError) as exc:
         return none(str(exc))
     alpha = np.atleast_1d(np.asarray(state.alpha, dtype=float))
-    return {"method": state.method, "relevant_attention": {t: float(a) for t, a in zip(target_losses, alpha)}}
+    return {"method": state.method, "reason": None,
+            "relevant_attention": {t: float(a) for t, a in zip(target_losses, alpha)}}
 
 
 def attention_shares(model, params) -> dict:

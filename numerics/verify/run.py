@@ -14,8 +14,7 @@ from .registry import CHECK_KINDS, KINDS, missing_capability, suite_kinds
 
 __all__ = ["run_checks", "plan_checks", "run_plan", "Plan", "check_ratios", "check_settings", "check_task",
            "ArgumentError", "Checks", "TASK_DEFAULT_M", "DEFAULT_PARAMS", "DEFAULT_RATIOS", "DEFAULT_TOLERANCES",
-           "RATIO_RANGE",
-           "M_MAX", "TASK_M_MAX", "MAX_TOKEN_TYPES", "TARGET_LOSS_MIN", "TASK_INTEGRATION"]
+           "RATIO_RANGE", "M_MAX", "TASK_M_MAX", "MAX_TOKEN_TYPES", "TARGET_LOSS_MIN", "TASK_INTEGRATION"]
 
 DEFAULT_PARAMS = dict(PAPER_SETTING)
 DEFAULT_RATIOS = (0.1, 1.0, 10.0)
@@ -226,8 +225,10 @@ def check_task(task_name, params, *, quick=False):
     ------
     ArgumentError
         Otherwise (a ``ValueError``; the message names what, and its ``argument`` is ``"task"``
-        or ``"params"``).
+        or ``"params"``; a value the task file sets, not given in ``params``, is ``"task"``'s, named
+        by the file's key: ``"<path>: defaults.n: n must be ..."``).
     """
+    from derivations.engine.task_file import default_key
     from derivations.tasks import get_task
 
     from ..dynamics.state import REDUCED_FLOW_RANGE
@@ -239,17 +240,21 @@ def check_task(task_name, params, *, quick=False):
     _check_reduced(task)
     own = dict(task.defaults)["M"]
     default = own if own != PAPER_SETTING["M"] else TASK_DEFAULT_M[bool(quick)]
+    key = "M"       # the parameter checked: where the caller does not give it, a task file may set it
     try:
         M = _check_classes(params.get("M", default), TASK_M_MAX,
                            "for the full-model check (its matrices are (2M + n_c)^2)",
                            "" if "M" in params else " (the task's default)")
+        key = None
         values = task_parameters(task_name, **{**params, "M": M})
         for key in ("m", "n", "b"):
             check_in_range(key, values[key], *REDUCED_FLOW_RANGE[key],
                            f"for the reduced flow of task {task_name!r} that the checks compare with "
                            "(the range it is tested on)")
     except ValueError as exc:
-        raise ArgumentError("params", str(exc)) from None
+        where = None if key in params else default_key(task, key)    # "<path>: defaults.n"
+        raise (ArgumentError("params", str(exc)) if where is None else
+               ArgumentError("task", f"{where}: {exc}")) from None
     types = _token_types(task, values)
     if types > MAX_TOKEN_TYPES:
         raise ArgumentError("params", f"the explicit full model of {task_name} would have {types} "

@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import math
 import re
+from decimal import Decimal
+from fractions import Fraction
 
 import numpy as np
 import pytest
 
-from numerics.validation import check_in_range, check_result, shown_number
+from numerics.validation import as_numbers, check_in_range, check_positive_values, check_result, shown_number
 
 
 def test_values_in_range_come_back_as_floats():
@@ -112,3 +114,64 @@ def test_a_loss_that_is_not_a_number_is_refused_by_every_closed_form_path(loss):
                  lambda: state_at_loss_mpmath(loss, 2.0), lambda: margin_at_loss(loss, 4)):
         with pytest.raises(ValueError, match=r"^loss must be .*in \(0, log M\).*; got "):
             call()
+
+
+#: Numbers, alone or in lists and arrays: taken as floats by every check.
+NUMBERS = [(2, 2.0), (0.5, 0.5), (np.float32(0.5), 0.5), (np.int64(3), 3.0), (np.float16(0.5), 0.5),
+           (np.longdouble(0.5), 0.5), (Fraction(1, 2), 0.5), (Decimal("0.5"), 0.5), (2 ** 70, 2.0 ** 70),
+           ([Fraction(1, 2), Decimal("2")], [0.5, 2.0]), (np.array([1, 2], dtype=object), [1.0, 2.0]),
+           ([[np.float32(0.5)], [Fraction(3, 2)]], [[0.5], [1.5]]), ([], [])]
+#: What is not a number, and how the message shows it.
+NOT_NUMBERS = [(True, "True"), (np.bool_(False), "False"), ([True, 2.0], "[True, 2.0]"), ("0.5", "'0.5'"),
+               (["1"], "['1']"), (b"1", "b'1'"), (None, "None"), ([1.0, None], "[1.0, None]"),
+               (1 + 0j, "(1+0j)"), (np.complex128(1), "np.complex128(1+0j)"), (10 ** 400, "1" + "0" * 400),
+               (Fraction(10 ** 400), str(10 ** 400)), ([[1.0], [1.0, 2.0]], "[[1.0], [1.0, 2.0]]"),
+               (np.datetime64("2020-01-01"), "np.datetime64('2020-01-01')"),
+               (np.timedelta64(1, "s"), "np.timedelta64(1,'s')"), ({}, "{}")]
+
+
+@pytest.mark.parametrize("value, expected", NUMBERS, ids=[f"number{i}" for i in range(len(NUMBERS))])
+def test_as_numbers_is_the_one_test_of_a_number(value, expected):
+    """``as_numbers`` and ``check_positive_values`` (which calls it) take the same numbers: Fraction and
+    Decimal were taken by the second and refused by the first (with "got 0.5" for Fraction(1, 2))."""
+    x = as_numbers("b", value, "finite and > 0")
+    assert x.dtype == np.float64 and x.tolist() == expected
+    if np.size(x):
+        assert check_positive_values("b", value).tolist() == expected
+        assert check_in_range("b", value, 0.1, 1e30).tolist() == expected
+
+
+@pytest.mark.parametrize("value, shown", NOT_NUMBERS, ids=[shown[:20] for _, shown in NOT_NUMBERS])
+def test_what_is_not_a_number_is_refused_alike_naming_it(value, shown):
+    """check_positive_values took numpy's complex (dropping its imaginary part) and dates, raised an
+    OverflowError for 10**400 and NumPy's message for a ragged list; as_numbers raised a TypeError for a
+    timedelta. Each is now the ValueError of both, naming the parameter and the value."""
+    with pytest.raises(ValueError) as info:
+        as_numbers("b", value, "finite and > 0")
+    assert str(info.value) == f"b must be finite and > 0; got {shown}"
+    with pytest.raises(ValueError) as info:
+        check_positive_values("b", value)
+    assert str(info.value) == f"b must be finite numbers > 0; got {shown}"
+
+
+@pytest.mark.parametrize("value, shown", [(math.nan, "nan"), (math.inf, "inf"), (-math.inf, "-inf"), (0, "0"),
+                                          (-1, "-1"), (Fraction(-1, 2), "-0.5"), (Decimal("NaN"), "Decimal('NaN')"),
+                                          ([1.0, 2.0, -3.0, math.nan], "-3"), (Fraction(1, 10 ** 400), "0")])
+def test_a_number_that_is_not_positive_and_finite_is_named(value, shown):
+    """The message names the first bad entry, as check_in_range's does (it showed the whole input)."""
+    with pytest.raises(ValueError) as info:
+        check_positive_values("ratio", value)
+    assert str(info.value) == f"ratio must be finite numbers > 0; got {shown}"
+
+
+def test_the_callers_take_fractions_and_decimals_and_name_what_is_not_a_number():
+    """lambda_of_ratio (check_positive_values) took Fraction; master_shares (check_in_range) refused it
+    saying "got 0.5": both take it now, and refuse a numpy complex alike."""
+    from numerics.dynamics.crossover import lambda_of_ratio, master_shares
+    assert lambda_of_ratio(Fraction(2), 0.5, 20, Decimal(50)) == lambda_of_ratio(2.0, 0.5, 20, 50.0)
+    shares = master_shares(Fraction(1, 2), s=Fraction(2), m=Decimal(5), n=10, R=5)
+    assert shares == master_shares(0.5, s=2, m=5, n=10, R=5)
+    with pytest.raises(ValueError, match=r"^ratio must be finite numbers > 0; got np.complex128"):
+        lambda_of_ratio(np.complex128(2), 0.5, 20, 50)
+    with pytest.raises(ValueError, match=r"^Lambda must be in \(0, .*; got np.complex128"):
+        master_shares(np.complex128(2), s=2, m=5, n=10, R=5)

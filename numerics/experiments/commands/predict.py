@@ -152,7 +152,8 @@ def format_table(payload, source=None) -> str:
     -------
     str
         The engine's state from zero initialization is ``-`` where it has none (a parameterization
-        other than CACO, another length, a task it does not reduce).
+        other than CACO, another length, a task it does not reduce); where the engine was asked and
+        refused, ``- [k]``, and the table ends with each such reason once, as ``[k] reason``.
     """
     s = payload["settings"]
     task = task_label(s, source)
@@ -162,18 +163,28 @@ def format_table(payload, source=None) -> str:
              f"lr_ov {s['lr_ov']:g}): attention where the loss first reaches each target",
              "param   ratio   seed  target        steps      loss  relevant    self   other     Lambda"
              + ("  engine, zero init (method)" if closed else "")]
+    reasons = {}
     for r in payload["records"]:
         head = f"{r['parameterization']:6}{r['ratio']:7g}{r['seed']:7d}  {r['target_loss']:<7g}"
         if not r["reached"]:
             lines.append(head + "   not reached")
             continue
-        value, lam = r.get("closed_form_relevant_attention"), r["master_lambda"]
+        lam = r["master_lambda"]
         lines.append(head + f"{r['steps']:12.1f}{r['loss']:10.4g}{r['relevant_attention']:10.4f}"
                      f"{r['self_attention']:8.4f}{r['other_attention']:8.4f}"
-                     f"{'-' if lam is None else format(lam, '.4g'):>11}"
-                     + ("" if "closed_form_method" not in r else "  -" if value is None else
-                        f"  {value:.4f} ({r['closed_form_method']})"))
-    return "\n".join(lines)
+                     f"{'-' if lam is None else format(lam, '.4g'):>11}" + _engine_cell(r, reasons))
+    return "\n".join(lines + [f"[{k}] {why}" for why, k in reasons.items()])
+
+
+def _engine_cell(record, reasons) -> str:
+    """The engine's column of a reached ``record``: its state and method, ``-`` where it has none, and
+    ``- [k]`` where it refused for the reason numbered ``k`` in ``reasons`` (``{reason: k}``, extended)."""
+    if "closed_form_method" not in record:
+        return ""
+    value, why = record["closed_form_relevant_attention"], record.get("closed_form_reason")
+    if value is not None:
+        return f"  {value:.4f} ({record['closed_form_method']})"
+    return "  -" if why is None else f"  - [{reasons.setdefault(why, len(reasons) + 1)}]"
 
 
 def prepare(args):

@@ -1,4 +1,5 @@
 """The vocabulary module: one rule for the model parameters, importable without SymPy."""
+import re
 import subprocess
 import sys
 
@@ -39,6 +40,17 @@ def test_invalid_positive(name, value):
     args = dict(PAPER_SETTING, **{name: value})
     with pytest.raises(ValueError, match=f"^{name} must be a finite number > 0"):
         check_model_parameters(**args)
+
+
+@pytest.mark.parametrize("name", ["m", "n", "b"])
+def test_the_paper_parameters_have_a_range(name):
+    """m = 1e308 was accepted and failed deep in the flow (derivations.core.vocabulary.MODEL_PARAMETER_RANGE)."""
+    from derivations.core.vocabulary import MODEL_PARAMETER_RANGE
+    for value in MODEL_PARAMETER_RANGE:
+        assert check_model_parameters(**dict(PAPER_SETTING, **{name: value}))[("m", "n", "b").index(name)] == value
+    for value in (1e308, 1.0000001e100, 9.999999e-101, 5e-324):
+        with pytest.raises(ValueError, match=rf"^{name} must be in \[1e-100, 1e\+100\] .*; got {re.escape(repr(value))}$"):
+            check_model_parameters(**dict(PAPER_SETTING, **{name: value}))
 
 
 def test_parameterizations_and_circuits():

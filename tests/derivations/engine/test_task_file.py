@@ -206,3 +206,45 @@ def test_the_docs_name_every_parameter_name_the_engine_keeps():
         with pytest.raises(ValueError, match="is taken"):
             task_from_toml(f'name = "x"\nquery = "q"\n[parameters]\n{name} = 2\n[[groups]]\nname = "q"\n'
                            'per_class = true\n[[groups]]\nname = "r"\nper_class = true\nmultiplicity = "m"\n')
+
+
+SHARED = (ROOT / "derivations" / "tasks" / "files" / "shared-irrelevant.toml").read_text()
+
+
+@pytest.mark.parametrize("text,key,value,message", [
+    (BASE.replace("query-copies-file", "big-default").replace("[parameters]", "[defaults]\nn = 1e6\n\n[parameters]"),
+     "n", 1e6,
+     "n must be in [0.001, 1000] for the reduced-flow state of task 'big-default' (the range it is tested on)"
+     "; got 1000000"),
+    (SHARED.replace('name = "shared-irrelevant"', 'name = "shared-own"') + "\n[defaults]\nm = 1e9\n", "m", 1e9,
+     "m must be in [1e-08, 1e+08] for the closed-form state of task 'shared-own' (the range it is tested on)"
+     "; got 1000000000")],
+    ids=["reduced flow", "closed form"])
+def test_a_default_outside_a_methods_range_names_the_file_and_the_key(text, key, value, message, tmp_path, capsys):
+    """A [defaults] value that the answering method refuses (the reduced flow's n <= 1000, the closed
+    form's m <= 1e8) was named by the task only; now by the file and defaults.<key>, one line, exit 2,
+    nothing printed. The same value given with --params is the user's and is named as such."""
+    from derivations.print_dynamics import main
+    from numerics.dynamics import state_at_loss
+    path = tmp_path / "own.toml"
+    path.write_text(text)
+    assert main(["--task", str(path), "--loss", "0.3", "--ratio", "2"]) == 2
+    assert capsys.readouterr() == ("", f"print_dynamics: error: {path}: defaults.{key}: {message}\n")
+    with pytest.raises(ValueError) as info:
+        state_at_loss(0.3, 2.0, task=str(path))
+    assert str(info.value) == f"{path}: defaults.{key}: {message}"
+    with pytest.raises(ValueError) as info:
+        state_at_loss(0.3, 2.0, task=str(path), **{key: value})
+    assert str(info.value) == message
+    assert main(["--task", str(path), "--loss", "0.3", "--ratio", "2", "--params", f"{key}=10"]) == 0
+    capsys.readouterr()
+
+
+def test_default_key_names_only_what_a_file_read_sets(tmp_path):
+    from derivations.engine.task_file import default_key
+    path = tmp_path / "own.toml"
+    path.write_text(BASE.replace("[parameters]", "[defaults]\nn = 7\n\n[parameters]"))
+    task = load_task(path)
+    assert [default_key(task, k) for k in ("n", "s", "m")] == [f"{path}: defaults.n", f"{path}: parameters.s", None]
+    assert default_key(get_task("query-copies"), "s") is None
+    assert default_key(task_from_toml(path.read_text().replace("n = 7", "n = 8"), "text.toml"), "n") is None

@@ -130,6 +130,34 @@ def test_every_parameterization_reaches_its_target_across_the_eps_range(P):
         assert res.status == 1 and (abs(res.loss[-1] - 0.5) < 1e-9 or res.loss[0] <= 0.5), (eps, res.message)
 
 
+@pytest.mark.parametrize("P", PARAMETERIZATIONS)
+@pytest.mark.parametrize("kw", [dict(m=1e308), dict(n=1e308), dict(b=1e308), dict(m=1e-308), dict(n=1e-308),
+                                dict(b=1e-308), dict(m=1.1e100, n=1.1e101), dict(b=9e-101)])
+def test_paper_parameters_outside_their_range_are_refused(P, kw):
+    """m = 1e308 ran until the solver stopped ("step size less than spacing between numbers"), b = 1e308
+    was an OverflowError, b = 1e-308 a non-finite start, m = 1e-308 a RuntimeWarning: each is a
+    ValueError naming the parameter and MODEL_PARAMETER_RANGE, on the paper's and another task's path."""
+    from numerics.dynamics.reduced_system import ReducedSystem
+    name = next(iter(kw))
+    with pytest.raises(ValueError, match=rf"^{name} must be in \[1e-100, 1e\+100\] \(the paper's parameters"):
+        solve_reduced(P, target_loss=0.5, **kw)
+    with pytest.raises(ValueError, match=rf"^{name} must be in \[1e-100, 1e\+100\]"):
+        ReducedSystem(P, task="query-in-context", mu0=(0.0,) * 4 if P != "CACO" else None, **kw)
+
+
+@pytest.mark.parametrize("P", PARAMETERIZATIONS)
+@pytest.mark.parametrize("scale", [1e-100, 1e100])
+def test_the_range_of_the_paper_parameters_answers_at_its_ends(P, scale):
+    """At the ends of MODEL_PARAMETER_RANGE (m and n scaled together; b at 1e100) the flow reaches the
+    target (measured to 1e150 and 1e-150; 1e160 failed), on the same time as at the paper's setting."""
+    at_setting = solve_reduced(P, target_loss=1.0)
+    m = scale if scale < 1 else scale / 10          # n / m = 10, as in the paper's setting
+    res = solve_reduced(P, m=m, n=10 * m, target_loss=1.0)
+    assert res.status == 1 and abs(res.loss[-1] - 1.0) < 1e-9 and abs(res.t[-1] / at_setting.t[-1] - 1) < 1e-8
+    res = solve_reduced(P, b=1e100, target_loss=1.0)
+    assert res.status == 1 and abs(res.loss[-1] - 1.0) < 1e-9, res.message
+
+
 def test_initial_loss_below_target_returns_at_once():
     """Regression: started below the target, the run used to integrate forever."""
     res = solve_reduced("CACO", mu0=(100.0, 5.0), target_loss=0.5)

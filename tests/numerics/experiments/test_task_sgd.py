@@ -2,6 +2,8 @@
 the task's probabilities, the count model against the engine's full-matrix TaskModel, like-with-like
 initial matrices, SGD beside its expected-count theory, and bad input; the authors' run identity
 stays what it was."""
+import json
+
 import numpy as np
 import pytest
 import sympy as sp
@@ -270,6 +272,50 @@ def test_flow_from_identity_is_the_engines_state_at_a_loss(name, values):
     for r in caco:
         assert abs(r["relevant_attention"] - r["closed_form_relevant_attention"]) < 1e-6, r
     assert all(r["closed_form_relevant_attention"] is None for r in recs if r["parameterization"] == "FAFO")
+    assert all(tuple(r) == predict.RECORD_FIELDS + predict.TASK_RECORD_FIELDS for r in recs)
+
+
+OTHER_CLASSES = """name = "other-classes"
+query = "q"
+relevant = ["r"]
+[[groups]]
+name = "q"
+per_class = true
+multiplicity = 0
+[[groups]]
+name = "r"
+per_class = true
+multiplicity = "m"
+other_multiplicity = 1
+[[groups]]
+name = "z"
+per_class = false
+embedded = false
+multiplicity = "n"
+"""
+
+
+@pytest.mark.parametrize("task,params,reason", [
+    ("other-classes.toml", "M=4", "group 'r' puts other classes' tokens in a context (other_multiplicity != 0)"),
+    ("query-in-context", "M=4,n=2000", "n must be in [0.001, 1000] for the reduced-flow state")])
+def test_predict_says_why_the_engine_has_no_state(task, params, reason, tmp_path, capsys):
+    """Where the engine was asked (CACO at the task's own length) and refused, the record says why
+    (``closed_form_reason``) and the table prints the reason once; CAFO's records, where it is not asked,
+    keep their fields."""
+    (tmp_path / "other-classes.toml").write_text(OTHER_CLASSES)
+    task = str(tmp_path / task) if task.endswith(".toml") else task
+    argv = ["predict", "--task", task, "--params", params, "--parameterizations", "CACO,CAFO", "--ratios", "1,2",
+            "--target-loss", "1.2", "--quiet"]
+    assert main(argv + ["--json"]) == 0
+    recs = json.loads(capsys.readouterr().out)["records"]
+    caco = [r for r in recs if r["parameterization"] == "CACO"]
+    assert len(caco) == 2 and all(r["closed_form_method"] is None and reason in r["closed_form_reason"] for r in caco)
+    assert all(tuple(r) == predict.RECORD_FIELDS + predict.TASK_RECORD_FIELDS
+               for r in recs if r["parameterization"] == "CAFO")
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.endswith("  - [1]") for line in lines[2:6]] == [True, True, False, False], lines
+    assert lines[6].startswith("[1] ") and reason in lines[6] and not lines[7].startswith("["), lines
 
 
 def test_sgd_from_identity_lands_near_the_closed_form():

@@ -1,5 +1,6 @@
 """numerics.verify --task: a task's reduced system against its full matrix model."""
 import json
+import pathlib
 
 import numpy as np
 import pytest
@@ -361,7 +362,21 @@ def test_a_task_files_own_default_M_is_used(tmp_path, capsys):
         assert verify.plan_checks("CACO", quick=quick, task=own).settings["M"] == 5
         assert verify.plan_checks("CACO", quick=quick, task=own, M=6).settings["M"] == 6
         assert verify.plan_checks("CACO", quick=quick, task="query-in-context").settings["M"] == (3 if quick else 4)
-    assert verify.main(["--task", _task_file(tmp_path, 50), "--quick"]) == 2
-    assert capsys.readouterr().err == ("python -m numerics.verify: error: --params: M must be an integer in [2, 30] "
-                                       "for the full-model check (its matrices are (2M + n_c)^2); got 50 "
-                                       "(the task's default)\n")
+    big = _task_file(tmp_path, 50)
+    assert verify.main(["--task", big, "--quick"]) == 2
+    assert capsys.readouterr().err == (f"python -m numerics.verify: error: --task: {big}: defaults.M: M must be an "
+                                       "integer in [2, 30] for the full-model check (its matrices are (2M + n_c)^2); "
+                                       "got 50 (the task's default)\n")
+
+
+def test_a_task_files_default_outside_the_flows_range_names_the_file_and_the_key(tmp_path, capsys):
+    """[defaults] n = 1e6 was reported as --params (not given) naming the task; the same value given
+    with --params is still the user's."""
+    path = tmp_path / "big-n.toml"
+    path.write_text(pathlib.Path(_task_file(tmp_path, 5)).read_text().replace("M = 5", "n = 1e6").replace('"own-M5"', '"big-n"'))
+    assert verify.main(["--task", str(path), "--quick"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"python -m numerics.verify: error: --task: {path}: defaults.n: n must be in [0.001, 1000] "
+                          "for the reduced flow") and err.endswith("; got 1000000\n") and err.count("\n") == 1, err
+    assert verify.main(["--task", str(path), "--quick", "--params", "n=1e6"]) == 2
+    assert capsys.readouterr().err.startswith("python -m numerics.verify: error: --params: n must be in [0.001, 1000]")
