@@ -45,8 +45,8 @@ stderr, before any work, nothing written: this includes an output directory
 that cannot take files, a sweep directory locked by another sweep or holding a
 sweep of other settings); **3** done and every output written, but at least
 one run diverged; **1** the work failed or its output could not be written
-(one line on stderr: a full disk, a Dask scheduler lost mid-run, whose
-finished runs are kept for ``--resume``).
+(one line on stderr: a full disk, a Dask scheduler or a local worker process
+lost mid-run, whose finished runs are kept for ``--resume``).
 
 >>> import subprocess, sys
 >>> r = subprocess.run([sys.executable, "-m", "numerics.experiments", "fig2", "--lr-qk", "-1"],
@@ -104,10 +104,11 @@ def _kept(args) -> str:
 def _run(work, args):
     """``work()``; a failure that loses nothing already saved is one line on stderr (exit 1)."""
     from .cluster import SchedulerLost
+    from .pool import WorkerLost
 
     try:
         return work(), 0
-    except SchedulerLost as exc:
+    except (SchedulerLost, WorkerLost) as exc:
         print(f"{PROG}: error: {exc}; {_kept(args)}", file=sys.stderr)
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""

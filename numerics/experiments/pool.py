@@ -15,7 +15,12 @@ import os
 import signal
 import time
 
-__all__ = ["run_pool"]
+__all__ = ["run_pool", "WorkerLost"]
+
+class WorkerLost(RuntimeError):
+    """A local worker process ended abruptly (killed by a signal, such as the kernel's when memory runs
+    out) while jobs were running: the pool is broken; the results finished before are kept."""
+
 
 #: In a worker process: the queue its jobs report their epochs to (None: they report nothing).
 _PROGRESS = None
@@ -128,8 +133,15 @@ def run_pool(func, jobs, pending, workers, collect, report=None) -> None:
     report : callable, optional
         If given, ``func`` is called with ``progress=`` and each of its calls
         ``progress(n)`` in a worker becomes ``report(i, n)`` here (a few times a second).
+
+    Raises
+    ------
+    WorkerLost
+        A worker process ended abruptly: the jobs that finished before are collected, the others
+        are not run.
     """
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
     _quiet_resource_tracker()
     context = _mp_context()
     queue = None if report is None else context.SimpleQueue()
@@ -143,8 +155,11 @@ def run_pool(func, jobs, pending, workers, collect, report=None) -> None:
             done, remaining = wait(remaining, timeout=None if queue is None else 0.2, return_when=FIRST_COMPLETED)
             if queue is not None:
                 _drain(queue, report)
-            for future in sorted(done, key=futures.__getitem__):
+            broken = [f for f in done if isinstance(f.exception(), BrokenProcessPool)]
+            for future in sorted(set(done) - set(broken), key=futures.__getitem__):
                 collect(futures[future], future)
+            if broken:
+                raise WorkerLost(_lost_worker(executor)) from broken[0].exception()
         clean = True
     finally:
         if queue is not None:
@@ -164,3 +179,22 @@ def run_pool(func, jobs, pending, workers, collect, report=None) -> None:
             for process in processes:
                 process.join(5)
 
+
+
+def _lost_worker(executor) -> str:
+    """What :class:`WorkerLost` says: which worker process ended, and how (its signal, where known)."""
+    processes = list((getattr(executor, "_processes", None) or {}).values())
+    # (the pool ends its other workers with SIGTERM once it is broken: the one lost ended otherwise)
+    ended = ([p for p in processes if p.exitcode not in (None, 0, -signal.SIGTERM)]
+             or [p for p in processes if p.exitcode not in (None, 0)])
+    how = ""
+    if ended and ended[0].exitcode < 0:
+        try:
+            how = f", killed by {signal.Signals(-ended[0].exitcode).name}"
+        except ValueError:
+            how = f", killed by signal {-ended[0].exitcode}"
+    elif ended:
+        how = f", exit status {ended[0].exitcode}"
+    pid = f" {ended[0].pid}" if ended else ""
+    return (f"a local worker process{pid} ended abruptly{how} (out of memory? the kernel then kills the "
+            "largest process); the runs it had not finished are lost")

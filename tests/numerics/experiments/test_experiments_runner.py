@@ -19,7 +19,7 @@ from numerics.experiments.cluster import check_scheduler
 from numerics.experiments.runner import JobError, run_jobs
 from numerics.experiments.store import STORE_FORMAT, ResultStore, job_key
 
-from _jobs import counted_job, epoch_job, failing_job, failing_job_with_progress, sgd_job
+from _jobs import counted_job, epoch_job, failing_job, failing_job_with_progress, killed_job, sgd_job
 
 ROOT = Path(__file__).resolve().parents[3]
 SGD_JOBS = [{"seed": seed, "steps": 60, "lr": 0.5} for seed in (7, 3, 11, 5)]
@@ -150,6 +150,18 @@ def test_a_failing_job_is_named_and_finished_results_are_kept(tmp_path):
     with pytest.raises(JobError, match=r'job 1 \{"x":3\} failed: ZeroDivisionError') as info:
         run_jobs(failing_job, [{"x": x} for x in range(2, 8)], workers=2, progress=False)
     assert "x is 3" in str(info.value.__cause__)  # with the worker's traceback chained
+
+
+def test_a_worker_process_killed_is_a_lost_worker_and_finished_results_are_kept(tmp_path):
+    """A worker killed by the kernel (out of memory) breaks the pool: WorkerLost naming the signal, not a
+    JobError of one job's, and the jobs that finished before it are stored."""
+    from numerics.experiments.pool import WorkerLost
+
+    store = ResultStore(tmp_path)
+    jobs = [{"x": 0}, {"x": 1}, {"x": 2}, {"x": 3, "kill": True, "sleep": 1.0}]
+    with pytest.raises(WorkerLost, match="ended abruptly, killed by SIGKILL"):
+        run_jobs(killed_job, jobs, workers=2, store=store, progress=False)
+    assert [store.get(job) for job in jobs] == [{"x": 0}, {"x": 1}, {"x": 2}, None]
 
 
 def test_a_result_that_is_not_json_is_an_error():

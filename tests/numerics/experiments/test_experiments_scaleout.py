@@ -263,3 +263,17 @@ def test_a_lost_scheduler_is_one_line_saying_what_is_kept(monkeypatch, capsys):
     assert main(["fig2"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "fig2 keeps no partial results: rerun" in err
+
+
+def test_a_lost_worker_process_is_one_line_saying_what_is_kept(monkeypatch, capsys):
+    from numerics.experiments.pool import WorkerLost
+
+    def prepare(args):
+        def work():
+            raise WorkerLost("a local worker process 12 ended abruptly, killed by SIGKILL")
+        return work, str
+    import numerics.experiments.__main__ as cli
+    monkeypatch.setitem(cli.COMMANDS, "sweep", prepare)
+    assert main([*SWEEP, "--output", "OUT"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "killed by SIGKILL" in err and "kept in OUT/runs" in err and "--resume" in err
