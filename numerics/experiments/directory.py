@@ -29,6 +29,7 @@ directory it cannot use, changing nothing in it:
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -359,19 +360,44 @@ class ExperimentDirectory:
             raise self._refuse(f"cannot record the settings in {SETTINGS_FILE}: {exc.strerror or exc}") from None
 
     def begin(self) -> None:
-        """Start the work: record this process in the lock file, remove leftover temporary files."""
+        """Start the work: record this process in the lock file, remove leftover temporary files
+        (:meth:`writing`: not those of a ``reproduce --collect`` writing beside it)."""
         pid = f"{os.getpid()}\n".encode()
         try:
             os.ftruncate(self._fd, 0)
             os.pwrite(self._fd, pid, 0)
         except OSError:
             pass
-        for tmp in self.path.glob(".*.tmp"):
-            if _entry_kind(tmp) == "a file":
+        with self.writing():
+            for tmp in self.path.glob(".*.tmp"):
+                if _entry_kind(tmp) == "a file":
+                    try:
+                        tmp.unlink()
+                    except OSError:
+                        pass
+
+    @contextlib.contextmanager
+    def writing(self):
+        """Hold the directory's write lock (``flock`` on the directory itself; waits for it) while a report
+        is read from the stored runs and written. ``reproduce --collect`` holds no :data:`LOCK_FILE`: with
+        this lock a reproduction beside it neither removes its temporary files as a killed write's nor has
+        its final report replaced by the collect's of fewer runs."""
+        import fcntl
+
+        try:
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            fd = None
+        try:
+            if fd is not None:
                 try:
-                    tmp.unlink()
-                except OSError:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                except OSError:            # a file system without locks: written as without a collect
                     pass
+            yield self
+        finally:
+            if fd is not None:
+                os.close(fd)
 
     def store(self, validate=None):
         """The stored runs.

@@ -178,6 +178,49 @@ def _reproduction(out, quick=True, dtype="float64"):
     reproduce._write_report(out, [(name, job)], [{"runs": [dict(FIG2_RUN, seed=s) for s in job["seeds"]]}], None, quick)
 
 
+def test_a_collect_beside_a_reproduction_keeps_its_files_and_the_final_report(tmp_path, monkeypatch):
+    """reproduce --collect holds no lock file (it runs while a reproduction works): a reproduction that
+    starts while the collect writes its figures removes none of the collect's temporary files as a killed
+    write's, and its final report is not replaced by the collect's of one run."""
+    import threading
+
+    from derivations.core.atomic_file import atomic_write
+    from numerics.experiments import reproduce, runner
+    from numerics.experiments.store import ResultStore
+
+    fig3 = {"alpha": [0.5], "final_loss": [1.0], "loss": [[1.0]], "incentive": [[0.1]]}
+    monkeypatch.setattr(runner, "run_jobs", lambda func, jobs, **options: [
+        fig3 if job["experiment"] == "fig3" else {"runs": [dict(FIG2_RUN, seed=s) for s in job["seeds"]]}
+        for job in jobs])
+    out = tmp_path / "r"
+    _, job = next((n, j) for n, j in reproduce.published_jobs(quick=True) if j["experiment"] == "fig2")
+    ResultStore(out / "runs").put(json.loads(json.dumps(job)), {"runs": [dict(FIG2_RUN, seed=s) for s in job["seeds"]]})
+    done, failed = threading.Event(), []
+
+    def reproduction():
+        try:
+            reproduce.reproduce(out, quick=True, workers=1, progress=False)
+        except Exception as exc:          # pragma: no cover - reported below
+            failed.append(exc)
+        done.set()
+    thread = threading.Thread(target=reproduction)
+
+    def figures(report, output):
+        if thread.ident is None:          # the collect's figures: the reproduction starts and ends meanwhile
+            def write(fh):
+                fh.write(b"figure")
+                thread.start()
+                done.wait(timeout=3)      # (it waits for the collect's write lock)
+            atomic_write(output / "fig2_heatmaps.png", write, binary=True)
+        return []
+    monkeypatch.setattr(reproduce, "make_figures", figures)
+    collected = reproduce.collect(out, quick=True)
+    thread.join(60)
+    assert not failed and len(collected["runs"]) == 1 and (out / "fig2_heatmaps.png").read_bytes() == b"figure"
+    final = json.loads((out / "report.json").read_text())
+    assert final["missing"] == [] and final["wall_seconds"] is not None
+
+
 def test_a_reproduction_of_other_settings_is_refused_not_replaced(tmp_path, monkeypatch, capsys):
     """A report of another --dtype or --quick is not replaced (by a run or by --collect); the same
     settings run again, an unfinished reproduction (runs, no report) is continued, and a damaged
