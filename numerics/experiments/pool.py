@@ -11,6 +11,7 @@ tracker is started with that warning silenced (:data:`TRACKER_WARNING`).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -82,6 +83,30 @@ def _quiet_resource_tracker() -> None:
         sys.warnoptions.append(TRACKER_WARNING)
 
 
+@contextlib.contextmanager
+def _ctrl_c_held():
+    """Hold Ctrl-C while the pool starts its processes (the fork server, the workers): they are new
+    processes in the terminal's process group and inherit SIGINT blocked from this thread (then ignore
+    it), so a Ctrl-C while their Python starts is neither a "Fatal Python error" of theirs nor a worker's
+    traceback printed after this process ended. A Ctrl-C meanwhile (blocked here, or taken by another
+    thread of this process) is raised as ``KeyboardInterrupt`` right after."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():     # signals are the main thread's
+        yield
+        return
+    pressed = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)             # one held here is raised now
+    if pressed and callable(previous):
+        previous(signal.SIGINT, None)
+
+
 def _mp_context():
     import multiprocessing
     methods = multiprocessing.get_all_start_methods()
@@ -142,14 +167,18 @@ def run_pool(func, jobs, pending, workers, collect, report=None) -> None:
     """
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
+    from multiprocessing import resource_tracker
+
     _quiet_resource_tracker()
+    resource_tracker.ensure_running()     # (it holds SIGINT while it starts, then lets it through: not held below)
     context = _mp_context()
     queue = None if report is None else context.SimpleQueue()
     executor = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
                                    initargs=(os.getpid(), queue))
     clean = False
     try:
-        futures = {executor.submit(_call, func, jobs[index], index): index for index in pending}
+        with _ctrl_c_held():            # the fork server and the workers start here
+            futures = {executor.submit(_call, func, jobs[index], index): index for index in pending}
         remaining = set(futures)
         while remaining:
             done, remaining = wait(remaining, timeout=None if queue is None else 0.2, return_when=FIRST_COMPLETED)

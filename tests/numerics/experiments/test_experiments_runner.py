@@ -305,6 +305,40 @@ def test_interrupted_pool_leaves_no_workers_and_keeps_finished_results(tmp_path,
     assert len(ResultStore(tmp_path / "store")) == 1
 
 
+def test_ctrl_c_while_the_pool_starts_its_helper_processes_is_the_parents_alone(tmp_path):
+    """The fork server and the resource tracker are new Python processes in the terminal's process group: a
+    Ctrl-C while they start (slowed here by a sitecustomize) ends the parent with KeyboardInterrupt, and
+    neither prints a "Fatal Python error" or a traceback of its own on the terminal."""
+    (tmp_path / "sitecustomize.py").write_text(textwrap.dedent("""
+        import os, sys, time
+        if any(word in " ".join(sys.orig_argv) for word in ("forkserver", "resource_tracker")):
+            open(os.path.join(os.environ["QKOV_HELPERS"], f"helper-{os.getpid()}"), "w").close()
+            time.sleep(3)
+    """))
+    script = textwrap.dedent(f"""
+        import signal, sys
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal (a background shell ignores it)
+        from _jobs import slow_job
+        from numerics.experiments.runner import run_jobs
+        if __name__ == "__main__":
+            try:
+                run_jobs(slow_job, [{{"x": x, "sleep": 30}} for x in range(2)], workers=2, progress=False)
+            except KeyboardInterrupt:
+                print("interrupted", file=sys.stderr)
+    """)
+    env = {**os.environ, "QKOV_HELPERS": str(tmp_path),
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT), str(ROOT / "tests")])}
+    proc = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True)
+    deadline = time.monotonic() + 30
+    while not list(tmp_path.glob("helper-*")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert list(tmp_path.glob("helper-*")), "no helper process started"
+    os.killpg(proc.pid, signal.SIGINT)                  # Ctrl-C: the whole foreground process group
+    _, err = proc.communicate(timeout=60)
+    assert err == "interrupted\n", err
+
+
 # ------------------------------------------------------------------ issue "Nothing lost": stores and addresses
 
 def test_store_validates_the_body_as_strictly_as_the_envelope(tmp_path):
