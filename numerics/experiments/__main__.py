@@ -111,8 +111,10 @@ def _run(work, args):
     except (SchedulerLost, WorkerLost) as exc:
         print(f"{PROG}: error: {exc}; {_kept(args)}", file=sys.stderr)
     except OSError as exc:
-        where = f" ({exc.filename})" if exc.filename else ""
-        print(f"{PROG}: error: cannot write the output{where}: {exc.strerror or exc}", file=sys.stderr)
+        name = exc.filename2 or exc.filename          # (an atomic write's rename: the file it replaces)
+        where = f" ({name})" if name else ""
+        print(f"{PROG}: error: cannot write the output{where}: {exc.strerror or exc}; {_kept(args)}",
+              file=sys.stderr)
     return None, 1
 
 

@@ -101,8 +101,8 @@ class ExperimentDirectory:
     ------
     DirectoryRefused
         If the lock file is not a regular file or is held, ``runs`` is not a
-        directory or (locked) cannot take files, or the directory holds another
-        kind of experiment.
+        directory or (locked) cannot take files, (locked) a directory is where a
+        file of the kind is written, or the directory holds another kind of experiment.
 
     Examples
     --------
@@ -169,8 +169,9 @@ class ExperimentDirectory:
                             f"end or choose another directory")
 
     def _check_entries(self) -> None:
-        """Refuse a ``runs`` that is not a directory, a directory of another kind and, where the runs are
-        written (the lock held), a ``runs`` that cannot take files."""
+        """Refuse a ``runs`` that is not a directory, a directory of another kind and, where the work is
+        written (the lock held), a directory in the place of a file it writes or a ``runs`` that cannot
+        take files."""
         runs = _entry_kind(self.path / RUNS)
         if self.kind in _STORING and runs not in (None, "a directory", "a link to a directory"):
             raise self._refuse(f"has a {RUNS} that is {runs}, not the folder of "
@@ -179,6 +180,10 @@ class ExperimentDirectory:
         if held is not None and held != self.kind:
             marker = next((m for m in KINDS[held] if os.path.lexists(self.path / m)), f"{RUNS}/")
             raise self._refuse(f"holds {_NAMED[held]} ({marker}), not {_NAMED[self.kind]}; choose another directory")
+        in_the_way = next((m for m in KINDS[self.kind] if _entry_kind(self.path / m) == "a directory"), None)
+        if self._fd is not None and in_the_way is not None:
+            raise self._refuse(f"has a {in_the_way} that is a directory, where {_NAMED[self.kind]} writes that "
+                               f"file; move it away or choose another directory")
         if self._fd is not None and self.kind in _STORING and runs is not None:
             try:            # the runs are written there: proved to take files as the directory was
                 prepare_output_dir(self.path / RUNS)

@@ -452,6 +452,37 @@ def test_a_runs_folder_that_cannot_take_files_is_refused_before_any_work(finishe
         (out / "runs").chmod(0o700)
 
 
+def test_a_directory_where_a_result_file_is_written_is_refused_before_any_work(finished, tmp_path, capsys,
+                                                                              monkeypatch):
+    """results.csv (or a figure) a directory in a sweep continued with --resume: refused in one line before
+    the work (the stored runs and the directory untouched), not a failed write once the work is done."""
+    from numerics.experiments import sgd
+    monkeypatch.setattr(sgd, "_train", lambda *a, **k: pytest.fail("work started"))
+    for name in ("results.csv", "sweep.png"):
+        out = copy(finished, tmp_path / name)
+        (out / name).unlink(missing_ok=True)
+        (out / name / "inside").mkdir(parents=True)
+        refused([*TINY_SWEEP, "--output", str(out), "--resume"], out, capsys,
+                f"has a {name} that is a directory, where a sweep writes that file")
+
+
+def test_a_failed_write_names_the_file_and_what_is_kept(monkeypatch, capsys, tmp_path):
+    """An atomic write whose rename fails names the file it writes (not its temporary file), and the
+    line says what is kept and how to go on."""
+    import numerics.experiments.__main__ as cli
+
+    def prepare(args):
+        def work():
+            raise IsADirectoryError(21, "Is a directory", str(tmp_path / ".results.csv.x1.tmp"), None,
+                                    str(tmp_path / "results.csv"))
+        return work, str
+    monkeypatch.setitem(cli.COMMANDS, "sweep", prepare)
+    assert main([*TINY_SWEEP, "--output", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"({tmp_path / 'results.csv'}): Is a directory" in err and ".tmp" not in err
+    assert f"kept in {tmp_path}/runs" in err and "--resume" in err, err
+
+
 def test_a_lock_file_created_or_replaced_by_another_process_meanwhile_is_in_use(tmp_path, monkeypatch):
     """.lock created by another process between the look and the open (O_EXCL: EEXIST) is in use, not a
     link; a .lock removed and created again while this run took it is taken once more, and is in use if
