@@ -64,14 +64,30 @@ from derivations.core.cli import OneLineParser, UsageError, usage_error
 from derivations.core.interrupt import exit_on_interrupt
 from derivations.core.output import emit, json_text
 
-from .commands import COMMANDS as _MODULES
+from .commands import COMMANDS as _NAMES
 from .commands import common
 from .commands.common import PROG
 
 __all__ = ["build_parser", "main", "COMMANDS", "EXIT_DIVERGED"]
 
+
+def _command(name: str):
+    """The module of the command ``name``, imported on first use: in :func:`main`, inside the guard
+    against Ctrl-C (loading NumPy and the commands takes a tenth of a second and more)."""
+    import importlib
+
+    return importlib.import_module(f"{__package__}.commands.{name}")
+
+
+def _prepare(name: str):
+    """The ``prepare`` of the command ``name`` (:func:`_command`)."""
+    def prepare(args):
+        return _command(name).prepare(args)
+    return prepare
+
+
 #: command name -> ``prepare(args) -> (work, format)`` (checks everything, runs nothing)
-COMMANDS = {name: module.prepare for name, module in _MODULES.items()}
+COMMANDS = {name: _prepare(name) for name in _NAMES}
 
 #: Exit status when every output was written but at least one run diverged.
 EXIT_DIVERGED = 3
@@ -86,8 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
                                   "a run diverged (its status says so); 1 the work or its output failed.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{fig2,fig3,sweep,reproduce,predict,boundary}",
                                 parser_class=OneLineParser)
-    for module in _MODULES.values():
-        module.add_parser(sub)
+    for name in _NAMES:
+        _command(name).add_parser(sub)
     return parser
 
 
