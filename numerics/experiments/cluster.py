@@ -280,6 +280,8 @@ def run_dask(func, jobs, keys, pending, scheduler, collect, timeout: float = CON
 
     Raises
     ------
+    numerics.experiments.pool.WorkerLost
+        The scheduler gave a job up: every worker that ran it died while running it.
     SchedulerLost
         The scheduler was lost on the way, or no worker was connected to it for ``timeout``
         seconds, before the runs were sent or while they were still to do (what ``collect``
@@ -301,6 +303,11 @@ def run_dask(func, jobs, keys, pending, scheduler, collect, timeout: float = CON
             for future in _completed(distributed, client, list(futures), scheduler, timeout):
                 if future.status == "cancelled":
                     raise SchedulerLost(f"the Dask scheduler at {scheduler} cancelled the runs or was lost")
+                if future.status == "error" and type(future.exception()).__name__ == "KilledWorker":
+                    from .pool import WorkerLost
+                    raise WorkerLost(f"the Dask scheduler at {scheduler} gave a run up: every worker that ran it "
+                                     "died while running it (out of memory? the kernel then kills the largest "
+                                     "process)") from future.exception()
                 collect(futures[future], future)
         except SchedulerLost:
             quiet.__enter__()

@@ -19,8 +19,9 @@ import time
 __all__ = ["run_pool", "WorkerLost"]
 
 class WorkerLost(RuntimeError):
-    """A local worker process ended abruptly (killed by a signal, such as the kernel's when memory runs
-    out) while jobs were running: the pool is broken; the results finished before are kept."""
+    """A worker process ended abruptly (killed by a signal, such as the kernel's when memory runs out)
+    while it ran a job: a local pool is then broken, and a Dask job whose every worker died while
+    running it is given up by the scheduler; the results finished before are kept."""
 
 
 #: In a worker process: the queue its jobs report their epochs to (None: they report nothing).

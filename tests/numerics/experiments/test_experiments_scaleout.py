@@ -245,6 +245,23 @@ def test_the_workers_gone_mid_run_is_a_lost_scheduler_after_connect_timeout(tmp_
     assert raised and "no worker has been connected" in str(raised[0]) and "for 2 s" in str(raised[0])
 
 
+@pytest.mark.slow
+def test_a_run_whose_every_dask_worker_dies_is_a_lost_worker():
+    """Slow: a cluster of worker processes that die. A run that kills every worker that runs it (the
+    kernel's out-of-memory kill) is given up by the scheduler: WorkerLost (the command's one line), not
+    one job's JobError (a traceback)."""
+    distributed = pytest.importorskip("distributed")
+    from _jobs import killed_job
+    from numerics.experiments.pool import WorkerLost
+    from numerics.experiments.runner import run_jobs
+
+    with distributed.LocalCluster(n_workers=1, processes=True, threads_per_worker=1, host="127.0.0.1",
+                                  dashboard_address=":0", protocol="tcp") as cluster:
+        with pytest.raises(WorkerLost, match="every worker that ran it died"):
+            run_jobs(killed_job, [{"x": 3, "kill": True}], scheduler=cluster.scheduler_address, progress=False,
+                     connect_timeout=30)
+
+
 @pytest.mark.parametrize("address, match", [("tls://127.0.0.1:1", "tls:// schedulers are not supported"),
                                             ("tcp://127.0.0.1:1/", "nothing after the port")])
 def test_scheduler_address_refused_up_front(address, match, capsys):
