@@ -93,8 +93,8 @@ def _ctrl_c_held():
     thread of this process) is raised as ``KeyboardInterrupt`` right after."""
     import threading
 
-    if threading.current_thread() is not threading.main_thread():     # signals are the main thread's
-        yield
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield                      # (signals are the main thread's; no signal masks on Windows)
         return
     pressed = []
     previous = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
@@ -102,7 +102,7 @@ def _ctrl_c_held():
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)     # (None: set in C)
         signal.pthread_sigmask(signal.SIG_SETMASK, held)             # one held here is raised now
     if pressed and callable(previous):
         previous(signal.SIGINT, None)
