@@ -23,7 +23,7 @@ directory it cannot use, changing nothing in it:
   settings' result.
 * **Files.** Entering the directory (``with``) begins the work:
   :meth:`ExperimentDirectory.begin` records the process id in the
-  lock file and removes the temporary files (``.*.tmp``) of killed writes;
+  lock file and removes the temporary files of its killed writes (not a user's ``.*.tmp``);
   files are written atomically; the stored runs are a
   :class:`~numerics.experiments.store.ResultStore` in ``runs/``.
 """
@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -76,6 +77,9 @@ _STORING = ("sweep", "reproduction")
 _NAMED = {"sweep": "a sweep", "reproduction": "a reproduction", "fig2": "a fig2 run", "fig3": "a fig3 run"}
 #: The kind of a stored run, by its job's ``experiment``.
 _KIND_OF_JOB = {"sweep": "sweep", "fig2": "reproduction", "fig3": "reproduction"}
+#: An atomic write's temporary file (``.<name>.<random>.tmp``) of a file the experiments write: one a
+#: killed write left is removed (another ``.*.tmp``, a user's, is not).
+_TEMPORARY = re.compile(r"^\..+\.(json|csv|md|png|pdf)\.[a-z0-9_]+\.tmp$")
 #: Largest settings file read (bytes); ``fig2.json`` and ``fig3.json`` hold every run's loss log.
 _MAX_BYTES = {SETTINGS_FILE: 1 << 20, "fig2.json": 1 << 30, "fig3.json": 1 << 30, "report.json": 1 << 30}
 
@@ -365,8 +369,7 @@ class ExperimentDirectory:
             raise self._refuse(f"cannot record the settings in {SETTINGS_FILE}: {exc.strerror or exc}") from None
 
     def begin(self) -> None:
-        """Start the work: record this process in the lock file, remove leftover temporary files
-        (:meth:`writing`: not those of a ``reproduce --collect`` writing beside it)."""
+        """Start the work: record this process in the lock file, remove killed writes' temporary files."""
         pid = f"{os.getpid()}\n".encode()
         try:
             os.ftruncate(self._fd, 0)
@@ -375,7 +378,7 @@ class ExperimentDirectory:
             pass
         with self.writing():
             for tmp in self.path.glob(".*.tmp"):
-                if _entry_kind(tmp) == "a file":
+                if _TEMPORARY.match(tmp.name) and _entry_kind(tmp) == "a file":
                     try:
                         tmp.unlink()
                     except OSError:
@@ -383,26 +386,25 @@ class ExperimentDirectory:
 
     @contextlib.contextmanager
     def writing(self):
-        """Hold the directory's write lock (``flock`` on the directory itself; waits for it) while a report
-        is read from the stored runs and written. ``reproduce --collect`` holds no :data:`LOCK_FILE`: with
-        this lock a reproduction beside it neither removes its temporary files as a killed write's nor has
-        its final report replaced by the collect's of fewer runs."""
+        """Hold the directory's write lock (``flock`` on the directory; waits for it) while a report is read
+        from the runs and written, and :meth:`begin` removes temporary files: ``reproduce --collect`` holds no
+        :data:`LOCK_FILE`, and a reproduction beside it neither removes its temporary files nor has its
+        final report replaced by the collect's of fewer runs."""
         import fcntl
 
         try:
             fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
         except OSError:
             fd = None
+        if fd is None:             # (none yet: nothing is written beside)
+            yield self
+            return
         try:
-            if fd is not None:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX)
-                except OSError:            # a file system without locks: written as without a collect
-                    pass
+            with contextlib.suppress(OSError):          # a file system without locks: as without a collect
+                fcntl.flock(fd, fcntl.LOCK_EX)
             yield self
         finally:
-            if fd is not None:
-                os.close(fd)
+            os.close(fd)
 
     def store(self, validate=None):
         """The stored runs.

@@ -141,13 +141,18 @@ def test_stored_runs_without_readable_settings_are_kept(finished, tmp_path, caps
 
 
 def test_leftover_temporary_files_are_removed_by_resume(finished, tmp_path, capsys, no_figures):
-    """Issue 25.16: temporary files of killed writes go when the sweep is resumed; the results stay."""
+    """Issue 25.16: temporary files of killed writes go when the sweep is resumed; the results stay, and so
+    do a user's own hidden ``.tmp`` files in the directory (not temporary files of the experiments' writes)."""
     out = copy(finished, tmp_path)
     results = (out / "results.csv").read_bytes()
     for name in (".sweep.png.k1ll3d.tmp", ".results.csv.abc.tmp", ".sweep-settings.json.x.tmp"):
         (out / name).write_text("half")
+    users = (".draft.tmp", ".backup.20240101.tmp", ".notes.txt.abcdefgh.tmp")
+    for name in users:
+        (out / name).write_text("the user's")
     assert main([*TINY_SWEEP, "--output", str(out), "--resume"]) == 0
-    assert not list(out.glob(".*.tmp")) and (out / "results.csv").read_bytes() == results
+    assert sorted(p.name for p in out.glob(".*.tmp")) == sorted(users)
+    assert (out / "results.csv").read_bytes() == results
 
 
 def test_leftover_temporary_files_are_removed_by_a_rerun_of_reproduce(tmp_path, monkeypatch, capsys):
