@@ -18,6 +18,7 @@ import time
 
 __all__ = ["run_pool", "WorkerLost"]
 
+
 class WorkerLost(RuntimeError):
     """A worker process ended abruptly (killed by a signal, such as the kernel's when memory runs out)
     while it ran a job: a local pool is then broken, and a Dask job whose every worker died while
@@ -208,7 +209,6 @@ def run_pool(func, jobs, pending, workers, collect, report=None) -> None:
                     pass
             for process in processes:
                 process.join(5)
-
 
 
 def _lost_worker(executor) -> str:
