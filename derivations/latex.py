@@ -9,13 +9,15 @@ bad input prints one line and exits with status 2, nothing written.
 """
 import sys
 
-from .output import latex as _builder
+from .core.interrupt import exit_on_interrupt
 
 __all__ = ["main"]
 
 
+@exit_on_interrupt("latex")
 def main(argv=None) -> int:
-    """Run ``python -m derivations.latex`` (:func:`derivations.output.latex.main`); returns the exit status.
+    """Run ``python -m derivations.latex`` (:func:`derivations.output.latex.main`, imported here, inside
+    the guard against Ctrl-C: loading SymPy takes most of a second); returns the exit status.
 
     Parameters
     ----------
@@ -27,7 +29,8 @@ def main(argv=None) -> int:
     int
         Exit status: 0 written, 1 a write failed, 2 bad input, 130 Ctrl-C.
     """
-    return _builder.main(argv)
+    from .output import latex as builder
+    return builder.main(argv)
 
 
 if __name__ == "__main__":

@@ -48,6 +48,17 @@ def failing_job(job):
     return {"x": job["x"]}
 
 
+def killed_job(job):
+    """Returns ``{"x": x}`` at once, but for ``job["kill"]``: waits ``job["sleep"]`` seconds, then kills its
+    own process with SIGKILL (as the kernel kills a process when memory runs out)."""
+    import signal
+    import time
+    if job.get("kill"):
+        time.sleep(job.get("sleep", 0.0))
+        os.kill(os.getpid(), signal.SIGKILL)
+    return {"x": job["x"]}
+
+
 def slow_job(job):
     """Sleeps ``job["sleep"]`` seconds (for interruption tests); first touches ``<job["pids"]>/pid-<pid>`` if given."""
     import time

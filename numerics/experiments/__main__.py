@@ -45,8 +45,8 @@ stderr, before any work, nothing written: this includes an output directory
 that cannot take files, a sweep directory locked by another sweep or holding a
 sweep of other settings); **3** done and every output written, but at least
 one run diverged; **1** the work failed or its output could not be written
-(one line on stderr: a full disk, a Dask scheduler lost mid-run, whose
-finished runs are kept for ``--resume``).
+(one line on stderr: a full disk, a Dask scheduler or a local worker process
+lost mid-run, whose finished runs are kept for ``--resume``).
 
 >>> import subprocess, sys
 >>> r = subprocess.run([sys.executable, "-m", "numerics.experiments", "fig2", "--lr-qk", "-1"],
@@ -64,14 +64,30 @@ from derivations.core.cli import OneLineParser, UsageError, usage_error
 from derivations.core.interrupt import exit_on_interrupt
 from derivations.core.output import emit, json_text
 
-from .commands import COMMANDS as _MODULES
+from .commands import COMMANDS as _NAMES
 from .commands import common
 from .commands.common import PROG
 
 __all__ = ["build_parser", "main", "COMMANDS", "EXIT_DIVERGED"]
 
+
+def _command(name: str):
+    """The module of the command ``name``, imported on first use: in :func:`main`, inside the guard
+    against Ctrl-C (loading NumPy and the commands takes a tenth of a second and more)."""
+    import importlib
+
+    return importlib.import_module(f"{__package__}.commands.{name}")
+
+
+def _prepare(name: str):
+    """The ``prepare`` of the command ``name`` (:func:`_command`)."""
+    def prepare(args):
+        return _command(name).prepare(args)
+    return prepare
+
+
 #: command name -> ``prepare(args) -> (work, format)`` (checks everything, runs nothing)
-COMMANDS = {name: module.prepare for name, module in _MODULES.items()}
+COMMANDS = {name: _prepare(name) for name in _NAMES}
 
 #: Exit status when every output was written but at least one run diverged.
 EXIT_DIVERGED = 3
@@ -86,8 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
                                   "a run diverged (its status says so); 1 the work or its output failed.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{fig2,fig3,sweep,reproduce,predict,boundary}",
                                 parser_class=OneLineParser)
-    for module in _MODULES.values():
-        module.add_parser(sub)
+    for name in _NAMES:
+        _command(name).add_parser(sub)
     return parser
 
 
@@ -104,14 +120,17 @@ def _kept(args) -> str:
 def _run(work, args):
     """``work()``; a failure that loses nothing already saved is one line on stderr (exit 1)."""
     from .cluster import SchedulerLost
+    from .pool import WorkerLost
 
     try:
         return work(), 0
-    except SchedulerLost as exc:
+    except (SchedulerLost, WorkerLost) as exc:
         print(f"{PROG}: error: {exc}; {_kept(args)}", file=sys.stderr)
     except OSError as exc:
-        where = f" ({exc.filename})" if exc.filename else ""
-        print(f"{PROG}: error: cannot write the output{where}: {exc.strerror or exc}", file=sys.stderr)
+        name = exc.filename2 or exc.filename          # (an atomic write's rename: the file it replaces)
+        where = f" ({name})" if name else ""
+        print(f"{PROG}: error: cannot write the output{where}: {exc.strerror or exc}; {_kept(args)}",
+              file=sys.stderr)
     return None, 1
 
 

@@ -233,6 +233,31 @@ def _lost(exc) -> bool:
         or isinstance(exc, (asyncio.CancelledError, ConnectionError, TimeoutError))
 
 
+#: Seconds between two looks at the scheduler's workers while no run completes.
+_WORKER_CHECK = 1.0
+
+
+def _completed(distributed, client, futures, scheduler: str, timeout: float):
+    """The ``futures`` as they complete (``distributed.as_completed``); meanwhile a look at the
+    scheduler each :data:`_WORKER_CHECK` seconds: SchedulerLost once no worker has been connected to it
+    for ``timeout`` seconds (the runs would wait there for one without end)."""
+    completed = distributed.as_completed(futures, loop=client.loop)
+    looked = without_workers = time.monotonic()
+    while not completed.is_empty():
+        if completed.has_ready():
+            yield from completed.next_batch(block=False)
+            continue
+        time.sleep(0.05)
+        now = time.monotonic()
+        if now - looked >= _WORKER_CHECK:
+            looked = now
+            if client.scheduler_info(n_workers=1).get("workers"):      # (one is enough to know)
+                without_workers = now
+            elif now - without_workers >= timeout:
+                raise SchedulerLost(f"no worker has been connected to the Dask scheduler at {scheduler} for "
+                                    f"{timeout:g} s (--connect-timeout), with runs still to do")
+
+
 def run_dask(func, jobs, keys, pending, scheduler, collect, timeout: float = CONNECT_TIMEOUT) -> None:
     """Submit ``func(jobs[i])`` for ``i`` in ``pending`` to ``scheduler``; ``collect(i, future)``
     as each completes.
@@ -255,9 +280,12 @@ def run_dask(func, jobs, keys, pending, scheduler, collect, timeout: float = CON
 
     Raises
     ------
+    numerics.experiments.pool.WorkerLost
+        The scheduler gave a job up: every worker that ran it died while running it.
     SchedulerLost
-        The scheduler was lost on the way, or no worker connected within ``timeout``
-        seconds (what ``collect`` saved stays saved).
+        The scheduler was lost on the way, or no worker was connected to it for ``timeout``
+        seconds, before the runs were sent or while they were still to do (what ``collect``
+        saved stays saved).
     """
     distributed = _import_distributed()
     client = _connect(scheduler, timeout)
@@ -272,9 +300,14 @@ def run_dask(func, jobs, keys, pending, scheduler, collect, timeout: float = CON
             future = client.submit(func, jobs[index], key=f"{name}-{keys[index][:16]}-{token}", pure=False)
             futures[future] = index
         try:
-            for future in distributed.as_completed(list(futures), loop=client.loop):
+            for future in _completed(distributed, client, list(futures), scheduler, timeout):
                 if future.status == "cancelled":
                     raise SchedulerLost(f"the Dask scheduler at {scheduler} cancelled the runs or was lost")
+                if future.status == "error" and type(future.exception()).__name__ == "KilledWorker":
+                    from .pool import WorkerLost
+                    raise WorkerLost(f"the Dask scheduler at {scheduler} gave a run up: every worker that ran it "
+                                     "died while running it (out of memory? the kernel then kills the largest "
+                                     "process)") from future.exception()
                 collect(futures[future], future)
         except SchedulerLost:
             quiet.__enter__()

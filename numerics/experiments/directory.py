@@ -23,14 +23,16 @@ directory it cannot use, changing nothing in it:
   settings' result.
 * **Files.** Entering the directory (``with``) begins the work:
   :meth:`ExperimentDirectory.begin` records the process id in the
-  lock file and removes the temporary files (``.*.tmp``) of killed writes;
+  lock file and removes the temporary files of its killed writes (not a user's ``.*.tmp``);
   files are written atomically; the stored runs are a
   :class:`~numerics.experiments.store.ResultStore` in ``runs/``.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -75,6 +77,9 @@ _STORING = ("sweep", "reproduction")
 _NAMED = {"sweep": "a sweep", "reproduction": "a reproduction", "fig2": "a fig2 run", "fig3": "a fig3 run"}
 #: The kind of a stored run, by its job's ``experiment``.
 _KIND_OF_JOB = {"sweep": "sweep", "fig2": "reproduction", "fig3": "reproduction"}
+#: An atomic write's temporary file (``.<name>.<random>.tmp``) of a file the experiments write: one a
+#: killed write left is removed (another ``.*.tmp``, a user's, is not).
+_TEMPORARY = re.compile(r"^\..+\.(json|csv|md|png|pdf)\.[a-z0-9_]+\.tmp$")
 #: Largest settings file read (bytes); ``fig2.json`` and ``fig3.json`` hold every run's loss log.
 _MAX_BYTES = {SETTINGS_FILE: 1 << 20, "fig2.json": 1 << 30, "fig3.json": 1 << 30, "report.json": 1 << 30}
 
@@ -100,8 +105,8 @@ class ExperimentDirectory:
     ------
     DirectoryRefused
         If the lock file is not a regular file or is held, ``runs`` is not a
-        directory or (locked) cannot take files, or the directory holds another
-        kind of experiment.
+        directory or (locked) cannot take files, (locked) a directory is where a
+        file of the kind is written, or the directory holds another kind of experiment.
 
     Examples
     --------
@@ -168,8 +173,9 @@ class ExperimentDirectory:
                             f"end or choose another directory")
 
     def _check_entries(self) -> None:
-        """Refuse a ``runs`` that is not a directory, a directory of another kind and, where the runs are
-        written (the lock held), a ``runs`` that cannot take files."""
+        """Refuse a ``runs`` that is not a directory, a directory of another kind and, where the work is
+        written (the lock held), a directory in the place of a file it writes or a ``runs`` that cannot
+        take files."""
         runs = _entry_kind(self.path / RUNS)
         if self.kind in _STORING and runs not in (None, "a directory", "a link to a directory"):
             raise self._refuse(f"has a {RUNS} that is {runs}, not the folder of "
@@ -178,6 +184,10 @@ class ExperimentDirectory:
         if held is not None and held != self.kind:
             marker = next((m for m in KINDS[held] if os.path.lexists(self.path / m)), f"{RUNS}/")
             raise self._refuse(f"holds {_NAMED[held]} ({marker}), not {_NAMED[self.kind]}; choose another directory")
+        in_the_way = next((m for m in KINDS[self.kind] if _entry_kind(self.path / m) == "a directory"), None)
+        if self._fd is not None and in_the_way is not None:
+            raise self._refuse(f"has a {in_the_way} that is a directory, where {_NAMED[self.kind]} writes that "
+                               f"file; move it away or choose another directory")
         if self._fd is not None and self.kind in _STORING and runs is not None:
             try:            # the runs are written there: proved to take files as the directory was
                 prepare_output_dir(self.path / RUNS)
@@ -359,19 +369,42 @@ class ExperimentDirectory:
             raise self._refuse(f"cannot record the settings in {SETTINGS_FILE}: {exc.strerror or exc}") from None
 
     def begin(self) -> None:
-        """Start the work: record this process in the lock file, remove leftover temporary files."""
+        """Start the work: record this process in the lock file, remove killed writes' temporary files."""
         pid = f"{os.getpid()}\n".encode()
         try:
             os.ftruncate(self._fd, 0)
             os.pwrite(self._fd, pid, 0)
         except OSError:
             pass
-        for tmp in self.path.glob(".*.tmp"):
-            if _entry_kind(tmp) == "a file":
-                try:
-                    tmp.unlink()
-                except OSError:
-                    pass
+        with self.writing():
+            for tmp in self.path.glob(".*.tmp"):
+                if _TEMPORARY.match(tmp.name) and _entry_kind(tmp) == "a file":
+                    try:
+                        tmp.unlink()
+                    except OSError:
+                        pass
+
+    @contextlib.contextmanager
+    def writing(self):
+        """Hold the directory's write lock (``flock`` on the directory; waits for it) while a report is read
+        from the runs and written, and :meth:`begin` removes temporary files: ``reproduce --collect`` holds no
+        :data:`LOCK_FILE`, and a reproduction beside it neither removes its temporary files nor has its
+        final report replaced by the collect's of fewer runs."""
+        import fcntl
+
+        try:
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            fd = None
+        if fd is None:             # (none yet: nothing is written beside)
+            yield self
+            return
+        try:
+            with contextlib.suppress(OSError):          # a file system without locks: as without a collect
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            yield self
+        finally:
+            os.close(fd)
 
     def store(self, validate=None):
         """The stored runs.

@@ -65,7 +65,7 @@ def _search(task, st, P, seed, s, ratio_range):
 
 def flow_boundary(parameterizations, target_losses, seeds=1, init="authors", *, init_scale=None,
                   ratio_range=theory.RATIO_RANGE, task=task_sampling.DEFAULT_TASK, task_params=(),
-                  seq_len=None) -> list:
+                  seq_len=None, progress=None) -> list:
     r"""The crossover ratio :math:`r^*` of the expected-count flow, per (parameterization, seed,
     target loss).
 
@@ -88,6 +88,9 @@ def flow_boundary(parameterizations, target_losses, seeds=1, init="authors", *, 
     seq_len : int, optional
         The sequence length of the flow (default the task's own; needed for a task whose total
         multiplicity is not an integer), as :func:`numerics.experiments.predict.check_settings` takes it.
+    progress : callable, optional
+        Called as ``progress()`` once per (parameterization, seed) searched (a progress bar's
+        ``update``), ``len(parameterizations) * seeds`` times in all.
 
     Returns
     -------
@@ -120,6 +123,8 @@ def flow_boundary(parameterizations, target_losses, seeds=1, init="authors", *, 
         for seed in s["seeds"]:
             if found is None or predict.draws(P, init):
                 found = _search(task, st, P, seed, s, (lo, hi))
+            if progress is not None:
+                progress()
             for target in s["target_losses"]:
                 r, lam, reason = found[target]
                 records.append({"parameterization": P, "seed": seed, "target_loss": target,

@@ -11,11 +11,19 @@ tracker is started with that warning silenced (:data:`TRACKER_WARNING`).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
 
-__all__ = ["run_pool"]
+__all__ = ["run_pool", "WorkerLost"]
+
+
+class WorkerLost(RuntimeError):
+    """A worker process ended abruptly (killed by a signal, such as the kernel's when memory runs out)
+    while it ran a job: a local pool is then broken, and a Dask job whose every worker died while
+    running it is given up by the scheduler; the results finished before are kept."""
+
 
 #: In a worker process: the queue its jobs report their epochs to (None: they report nothing).
 _PROGRESS = None
@@ -77,6 +85,30 @@ def _quiet_resource_tracker() -> None:
         sys.warnoptions.append(TRACKER_WARNING)
 
 
+@contextlib.contextmanager
+def _ctrl_c_held():
+    """Hold Ctrl-C while the pool starts its processes (the fork server, the workers): they are new
+    processes in the terminal's process group and inherit SIGINT blocked from this thread (then ignore
+    it), so a Ctrl-C while their Python starts is neither a "Fatal Python error" of theirs nor a worker's
+    traceback printed after this process ended. A Ctrl-C meanwhile (blocked here, or taken by another
+    thread of this process) is raised as ``KeyboardInterrupt`` right after."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield                      # (signals are the main thread's; no signal masks on Windows)
+        return
+    pressed = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)     # (None: set in C)
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)             # one held here is raised now
+    if pressed and callable(previous):
+        previous(signal.SIGINT, None)
+
+
 def _mp_context():
     import multiprocessing
     methods = multiprocessing.get_all_start_methods()
@@ -128,23 +160,37 @@ def run_pool(func, jobs, pending, workers, collect, report=None) -> None:
     report : callable, optional
         If given, ``func`` is called with ``progress=`` and each of its calls
         ``progress(n)`` in a worker becomes ``report(i, n)`` here (a few times a second).
+
+    Raises
+    ------
+    WorkerLost
+        A worker process ended abruptly: the jobs that finished before are collected, the others
+        are not run.
     """
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+    from multiprocessing import resource_tracker
+
     _quiet_resource_tracker()
+    resource_tracker.ensure_running()     # (it holds SIGINT while it starts, then lets it through: not held below)
     context = _mp_context()
     queue = None if report is None else context.SimpleQueue()
     executor = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
                                    initargs=(os.getpid(), queue))
     clean = False
     try:
-        futures = {executor.submit(_call, func, jobs[index], index): index for index in pending}
+        with _ctrl_c_held():            # the fork server and the workers start here
+            futures = {executor.submit(_call, func, jobs[index], index): index for index in pending}
         remaining = set(futures)
         while remaining:
             done, remaining = wait(remaining, timeout=None if queue is None else 0.2, return_when=FIRST_COMPLETED)
             if queue is not None:
                 _drain(queue, report)
-            for future in sorted(done, key=futures.__getitem__):
+            broken = [f for f in done if isinstance(f.exception(), BrokenProcessPool)]
+            for future in sorted(set(done) - set(broken), key=futures.__getitem__):
                 collect(futures[future], future)
+            if broken:
+                raise WorkerLost(_lost_worker(executor)) from broken[0].exception()
         clean = True
     finally:
         if queue is not None:
@@ -164,3 +210,21 @@ def run_pool(func, jobs, pending, workers, collect, report=None) -> None:
             for process in processes:
                 process.join(5)
 
+
+def _lost_worker(executor) -> str:
+    """What :class:`WorkerLost` says: which worker process ended, and how (its signal, where known)."""
+    processes = list((getattr(executor, "_processes", None) or {}).values())
+    # (the pool ends its other workers with SIGTERM once it is broken: the one lost ended otherwise)
+    ended = ([p for p in processes if p.exitcode not in (None, 0, -signal.SIGTERM)]
+             or [p for p in processes if p.exitcode not in (None, 0)])
+    how = ""
+    if ended and ended[0].exitcode < 0:
+        try:
+            how = f", killed by {signal.Signals(-ended[0].exitcode).name}"
+        except ValueError:
+            how = f", killed by signal {-ended[0].exitcode}"
+    elif ended:
+        how = f", exit status {ended[0].exitcode}"
+    pid = f" {ended[0].pid}" if ended else ""
+    return (f"a local worker process{pid} ended abruptly{how} (out of memory? the kernel then kills the "
+            "largest process); the runs it had not finished are lost")

@@ -182,7 +182,8 @@ def reproduce(output, *, workers=None, scheduler=None, progress=True, quick=Fals
     results = run_jobs(_dispatch, [j for _, j in named], workers=workers, scheduler=scheduler,
                        store=output.store(validate=jobs_mod.valid_result), progress=progress,
                        desc="reproduce", epochs=jobs_mod.job_epochs, connect_timeout=connect_timeout)
-    return _write_report(output.path, named, results, t0, quick)
+    with output.writing():
+        return _write_report(output.path, named, results, t0, quick)
 
 
 def collect(output, *, quick=False, dtype="float64") -> dict:
@@ -191,10 +192,14 @@ def collect(output, *, quick=False, dtype="float64") -> dict:
     For a reproduction that was interrupted (or is still running): the report
     lists the finished runs and names the missing ones (``report["missing"]``);
     rerunning :func:`reproduce` with the same ``output`` computes only those.
+    The runs are read and the report written under the directory's write lock
+    (:meth:`~numerics.experiments.directory.ExperimentDirectory.writing`), which a
+    reproduction running beside it takes for its own report.
 
     Parameters
     ----------
-    output : str or path-like
+    output : str, path-like or numerics.experiments.directory.ExperimentDirectory
+        A reproduction's directory (read, not locked).
     quick, dtype
         As in :func:`published_jobs`.
 
@@ -202,14 +207,22 @@ def collect(output, *, quick=False, dtype="float64") -> dict:
     -------
     dict
         The report, as :func:`reproduce`'s.
+
+    Raises
+    ------
+    numerics.experiments.directory.DirectoryRefused
+        ``output`` holds another kind of experiment.
     """
+    from .directory import RUNS, ExperimentDirectory
     from .store import ResultStore
 
-    output = Path(output)
-    store = ResultStore(output / "runs", validate=jobs_mod.valid_result)
+    if not isinstance(output, ExperimentDirectory):
+        output = ExperimentDirectory(output, "reproduction", lock=False)
+    store = ResultStore(output.path / RUNS, validate=jobs_mod.valid_result, read_only=True)
     named = published_jobs(quick, dtype=dtype)
-    results = [store.get(json.loads(json.dumps(job))) for _, job in named]
-    return _write_report(output, named, results, None, quick)
+    with output.writing():
+        results = [store.get(json.loads(json.dumps(job))) for _, job in named]
+        return _write_report(output.path, named, results, None, quick)
 
 
 def _write_report(output, named, results, t0, quick):

@@ -181,6 +181,9 @@ def run_jobs(func: Callable[[dict], dict], jobs: Sequence[dict], *, workers: int
         A job raised or returned something that is not a JSON dict; the message names the
         job, the original exception is ``__cause__``. Pending jobs are cancelled; results
         already finished stay in ``store``.
+    numerics.experiments.pool.WorkerLost
+        A local worker process ended abruptly (killed: out of memory, a signal); results
+        already finished stay in ``store``.
     KeyboardInterrupt
         Pending jobs are cancelled and worker processes stopped; finished results stay in ``store``.
 

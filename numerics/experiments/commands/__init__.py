@@ -6,10 +6,8 @@ no work; ``work()`` trains and writes, returning the payload that ``format``
 turns into the human-readable summary. :mod:`.common` holds what they share (the task
 options in :mod:`.task_options`).
 """
-from . import boundary, fig2, fig3, predict, reproduce, sweep
-
 __all__ = ["COMMANDS"]
 
-#: command name -> its module
-COMMANDS = {"fig2": fig2, "fig3": fig3, "sweep": sweep, "reproduce": reproduce, "predict": predict,
-            "boundary": boundary}
+#: The commands' names, each its module's, in the order of the help (the command line imports a
+#: command's module when it is used, inside its guard against Ctrl-C).
+COMMANDS = ("fig2", "fig3", "sweep", "reproduce", "predict", "boundary")

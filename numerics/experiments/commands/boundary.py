@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 
 from derivations.core.cli import UsageError, parse_float, parse_int, parse_list, parse_number
+from derivations.core.output import progress_bar
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from ..stopping import target_losses
@@ -85,7 +86,7 @@ def add_parser(sub):
       help=f"the ratios searched, 0 < LO < HI (default {RATIO_RANGE[0]:g},{RATIO_RANGE[1]:g} from zero, "
            f"{theory.RATIO_RANGE[0]:g},{theory.RATIO_RANGE[1]:g}, the flow's range, otherwise)")
     a("--json", action="store_true", help="print one JSON object on stdout")
-    a("--quiet", action="store_true", help="no human-readable summary")
+    a("--quiet", action="store_true", help="no progress bar and no human-readable summary")
 
 
 def _common(args, default_range):
@@ -216,9 +217,14 @@ def prepare(args):
         if s["init"] == "zero":
             return {"settings": s, "records": _zero_records(s)}
         from ..flow_crossover import flow_boundary
-        records = flow_boundary(s["parameterizations"], s["target_losses"], s["seeds"], s["init"],
-                                init_scale=scale, ratio_range=tuple(s["ratio_range"]), task=s["task"],
-                                task_params=s["task_params"], seq_len=s["seq_len"])
+        bar = progress_bar(len(s["parameterizations"]) * len(s["seeds"]), desc="boundary", unit="search",
+                           show=not args.quiet)
+        try:
+            records = flow_boundary(s["parameterizations"], s["target_losses"], s["seeds"], s["init"],
+                                    init_scale=scale, ratio_range=tuple(s["ratio_range"]), task=s["task"],
+                                    task_params=s["task_params"], seq_len=s["seq_len"], progress=bar.update)
+        finally:
+            bar.close()
         return {"settings": s, "records": records}
     return work, format_table
 

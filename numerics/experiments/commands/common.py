@@ -42,7 +42,8 @@ def add_common(p, *, output_required=False):
                         "(needs the optional extra qkov[distributed]; tls:// is not supported)")
     p.add_argument("--connect-timeout", default="30", metavar="SECONDS",
                    help="with --scheduler: seconds to wait for the scheduler to answer and for a worker to be "
-                        "connected to it, before any work and again when the runs are sent (in (0, "
+                        "connected to it, before any work, when the runs are sent and while they are still to do "
+                        "(in (0, "
                         f"{MAX_CONNECT_TIMEOUT:g}]; default 30)")
     p.add_argument("--output", default=None, required=output_required, metavar="DIR",
                    help="directory for results and figures (created and tried before any work)"

@@ -14,6 +14,7 @@ exits with status 2 before any flow is run.
 """
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -222,6 +223,9 @@ def prepare(args):
             bar.close()
         payload = {"settings": s, "records": records}
         if output is not None:
+            if os.path.lexists(output) and not _holds_result_of(output, s):     # written meanwhile
+                raise FileExistsError(errno.EEXIST, "it now holds something else than the predict result of "
+                                      "these settings (written while the flows ran), which is not replaced", output)
             atomic_write_text(output, json_text(payload))
         return payload
     return work, lambda payload: format_table(payload, args.task)

@@ -63,7 +63,7 @@ def prepare(args):
             raise UsageError(f"--collect: no runs in {str(Path(args.output or '') / 'runs')!r}")
         directory = ExperimentDirectory(args.output, "reproduction", lock=False)
         directory.refuse_other_settings(settings, rep.settings_of_jobs())
-        return (lambda: rep.collect(directory.path, quick=args.quick, dtype=args.dtype)), rep.format_report
+        return (lambda: rep.collect(directory, quick=args.quick, dtype=args.dtype)), rep.format_report
     directory, _ = common.open_directory(args, "reproduction",
                                          lambda d: d.refuse_other_settings(settings, rep.settings_of_jobs()))
 

@@ -325,12 +325,13 @@ def _theory(rows, settings, run_options):
     fail (a lost Dask scheduler, a broken pool): the measured sweep is written either way."""
     from ..overlay import theory_beside_runs
     from ..cluster import SchedulerLost
+    from ..pool import WorkerLost
     from ..runner import JobError, run_jobs
 
     def run(func, jobs):
         try:
             return run_jobs(func, jobs, desc="theory", **run_options)
-        except (JobError, SchedulerLost, ValueError, OSError) as exc:
+        except (JobError, SchedulerLost, WorkerLost, ValueError, OSError) as exc:
             common.warn(f"the theory overlay is computed in this process ({exc})")
             return [func(job) for job in jobs]
     records = theory_beside_runs(rows, settings, warn=lambda m: common.warn(f"no theory overlay: {m}"), run=run)

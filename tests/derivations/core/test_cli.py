@@ -3,7 +3,10 @@ parser's help into a full disk or a closed pipe."""
 import errno
 import io
 import math
+import os
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -95,6 +98,31 @@ def test_every_long_command_ends_on_ctrl_c_with_one_line(module, monkeypatch, ca
     assert mod.main([]) == 130
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "interrupted" in err
+
+
+@pytest.mark.parametrize("module,argv,library,line", [
+    ("numerics.experiments", ["fig3", "--epochs", "1"], "numpy", "experiments: interrupted"),
+    ("derivations.latex", ["--output", "OUT"], "sympy", "latex: interrupted"),
+    ("numerics.verify", ["--quick"], "numpy", "python -m numerics.verify: interrupted"),
+    ("derivations.print_dynamics", [], "sympy", "print_dynamics: interrupted")])
+def test_ctrl_c_while_a_command_loads_numpy_or_sympy_is_one_line(module, argv, library, line, tmp_path):
+    """A command loads NumPy or SymPy (a tenth of a second to most of one) inside its guard: a Ctrl-C then
+    (here: raised when the library is imported) is one line and exit 130, no traceback, nothing written."""
+    root = Path(__file__).resolve().parents[3]
+    argv = [str(tmp_path / "out") if a == "OUT" else a for a in argv]
+    script = "\n".join([
+        "import runpy, sys",
+        "class CtrlC:",
+        "    def find_spec(self, name, path=None, target=None):",
+        f"        if name == {library!r}:",
+        "            raise KeyboardInterrupt",
+        "sys.meta_path.insert(0, CtrlC())",
+        f"sys.argv = [{module!r}, *{argv!r}]",
+        f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)"])
+    done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 130 and done.stderr == line + "\n", done.stderr
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_huge_value_is_echoed_cut_in_the_one_line(capsys):

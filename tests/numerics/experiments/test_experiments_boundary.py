@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -121,6 +122,35 @@ def test_the_authors_task_searches_the_flow_of_its_start(capsys):
     assert main(["boundary", "--task", "authors", "--target-loss", "0.5"]) == 0
     table = capsys.readouterr().out.splitlines()
     assert table[0].split()[:3] == ["P", "seed", "loss"] and table[1].split()[:2] == ["CACO", "1234"]
+
+
+def test_the_flow_search_shows_its_progress(monkeypatch, capsys):
+    """Up to 10000 seeds of searches, minutes each: a progress bar (on a terminal, not with --quiet) counts
+    the (parameterization, seed) searched, as predict's counts its flows."""
+    from numerics.experiments import theory
+    from numerics.experiments.commands import boundary as command
+
+    def flow(st, P, r, targets, **k):
+        return {"records": [{"target_loss": t, "reached": True, "self_attention": 0.5 + math.log(r) / 100,
+                             "relevant_attention": 0.5} for t in targets]}
+    monkeypatch.setattr(theory, "flow_to_losses", flow)
+    bars = []
+
+    def shown(total, **options):
+        bars.append({"total": total, "show": options["show"], "updates": 0})
+
+        class Bar:
+            def update(self, n=1):
+                bars[-1]["updates"] += n
+
+            def close(self):
+                pass
+        return Bar()
+    monkeypatch.setattr(command, "progress_bar", shown)
+    argv = ["boundary", "--task", "authors", "--seeds", "3", "--parameterizations", "CACO,FAFO", "--target-loss",
+            "0.5"]
+    assert main(argv) == 0 and main([*argv, "--quiet"]) == 0
+    assert bars == [{"total": 6, "show": True, "updates": 6}, {"total": 6, "show": False, "updates": 6}]
 
 
 @pytest.mark.parametrize("argv, word", [

@@ -141,13 +141,18 @@ def test_stored_runs_without_readable_settings_are_kept(finished, tmp_path, caps
 
 
 def test_leftover_temporary_files_are_removed_by_resume(finished, tmp_path, capsys, no_figures):
-    """Issue 25.16: temporary files of killed writes go when the sweep is resumed; the results stay."""
+    """Issue 25.16: temporary files of killed writes go when the sweep is resumed; the results stay, and so
+    do a user's own hidden ``.tmp`` files in the directory (not temporary files of the experiments' writes)."""
     out = copy(finished, tmp_path)
     results = (out / "results.csv").read_bytes()
     for name in (".sweep.png.k1ll3d.tmp", ".results.csv.abc.tmp", ".sweep-settings.json.x.tmp"):
         (out / name).write_text("half")
+    users = (".draft.tmp", ".backup.20240101.tmp", ".notes.txt.abcdefgh.tmp")
+    for name in users:
+        (out / name).write_text("the user's")
     assert main([*TINY_SWEEP, "--output", str(out), "--resume"]) == 0
-    assert not list(out.glob(".*.tmp")) and (out / "results.csv").read_bytes() == results
+    assert sorted(p.name for p in out.glob(".*.tmp")) == sorted(users)
+    assert (out / "results.csv").read_bytes() == results
 
 
 def test_leftover_temporary_files_are_removed_by_a_rerun_of_reproduce(tmp_path, monkeypatch, capsys):
@@ -176,6 +181,49 @@ def _reproduction(out, quick=True, dtype="float64"):
                      if j["experiment"] == "fig2")
     (out / "runs").mkdir(parents=True)
     reproduce._write_report(out, [(name, job)], [{"runs": [dict(FIG2_RUN, seed=s) for s in job["seeds"]]}], None, quick)
+
+
+def test_a_collect_beside_a_reproduction_keeps_its_files_and_the_final_report(tmp_path, monkeypatch):
+    """reproduce --collect holds no lock file (it runs while a reproduction works): a reproduction that
+    starts while the collect writes its figures removes none of the collect's temporary files as a killed
+    write's, and its final report is not replaced by the collect's of one run."""
+    import threading
+
+    from derivations.core.atomic_file import atomic_write
+    from numerics.experiments import reproduce, runner
+    from numerics.experiments.store import ResultStore
+
+    fig3 = {"alpha": [0.5], "final_loss": [1.0], "loss": [[1.0]], "incentive": [[0.1]]}
+    monkeypatch.setattr(runner, "run_jobs", lambda func, jobs, **options: [
+        fig3 if job["experiment"] == "fig3" else {"runs": [dict(FIG2_RUN, seed=s) for s in job["seeds"]]}
+        for job in jobs])
+    out = tmp_path / "r"
+    _, job = next((n, j) for n, j in reproduce.published_jobs(quick=True) if j["experiment"] == "fig2")
+    ResultStore(out / "runs").put(json.loads(json.dumps(job)), {"runs": [dict(FIG2_RUN, seed=s) for s in job["seeds"]]})
+    done, failed = threading.Event(), []
+
+    def reproduction():
+        try:
+            reproduce.reproduce(out, quick=True, workers=1, progress=False)
+        except Exception as exc:          # pragma: no cover - reported below
+            failed.append(exc)
+        done.set()
+    thread = threading.Thread(target=reproduction)
+
+    def figures(report, output):
+        if thread.ident is None:          # the collect's figures: the reproduction starts and ends meanwhile
+            def write(fh):
+                fh.write(b"figure")
+                thread.start()
+                done.wait(timeout=3)      # (it waits for the collect's write lock)
+            atomic_write(output / "fig2_heatmaps.png", write, binary=True)
+        return []
+    monkeypatch.setattr(reproduce, "make_figures", figures)
+    collected = reproduce.collect(out, quick=True)
+    thread.join(60)
+    assert not failed and len(collected["runs"]) == 1 and (out / "fig2_heatmaps.png").read_bytes() == b"figure"
+    final = json.loads((out / "report.json").read_text())
+    assert final["missing"] == [] and final["wall_seconds"] is not None
 
 
 def test_a_reproduction_of_other_settings_is_refused_not_replaced(tmp_path, monkeypatch, capsys):
@@ -407,6 +455,37 @@ def test_a_runs_folder_that_cannot_take_files_is_refused_before_any_work(finishe
                 "cannot take files", "Permission denied")
     finally:
         (out / "runs").chmod(0o700)
+
+
+def test_a_directory_where_a_result_file_is_written_is_refused_before_any_work(finished, tmp_path, capsys,
+                                                                              monkeypatch):
+    """results.csv (or a figure) a directory in a sweep continued with --resume: refused in one line before
+    the work (the stored runs and the directory untouched), not a failed write once the work is done."""
+    from numerics.experiments import sgd
+    monkeypatch.setattr(sgd, "_train", lambda *a, **k: pytest.fail("work started"))
+    for name in ("results.csv", "sweep.png"):
+        out = copy(finished, tmp_path / name)
+        (out / name).unlink(missing_ok=True)
+        (out / name / "inside").mkdir(parents=True)
+        refused([*TINY_SWEEP, "--output", str(out), "--resume"], out, capsys,
+                f"has a {name} that is a directory, where a sweep writes that file")
+
+
+def test_a_failed_write_names_the_file_and_what_is_kept(monkeypatch, capsys, tmp_path):
+    """An atomic write whose rename fails names the file it writes (not its temporary file), and the
+    line says what is kept and how to go on."""
+    import numerics.experiments.__main__ as cli
+
+    def prepare(args):
+        def work():
+            raise IsADirectoryError(21, "Is a directory", str(tmp_path / ".results.csv.x1.tmp"), None,
+                                    str(tmp_path / "results.csv"))
+        return work, str
+    monkeypatch.setitem(cli.COMMANDS, "sweep", prepare)
+    assert main([*TINY_SWEEP, "--output", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"({tmp_path / 'results.csv'}): Is a directory" in err and ".tmp" not in err
+    assert f"kept in {tmp_path}/runs" in err and "--resume" in err, err
 
 
 def test_a_lock_file_created_or_replaced_by_another_process_meanwhile_is_in_use(tmp_path, monkeypatch):

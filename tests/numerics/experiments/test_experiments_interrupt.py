@@ -116,3 +116,4 @@ def test_ctrl_c_before_anything_is_kept_says_so(command, tmp_path, monkeypatch, 
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "kept nothing yet: rerun the command" in err, err
     assert "--resume" not in err and "are kept" not in err and not out.exists()
+

@@ -116,6 +116,26 @@ def test_an_output_file_of_another_result_is_refused_not_replaced(tmp_path, monk
         assert out.read_bytes() == kept
 
 
+def test_an_output_file_written_by_another_while_the_flows_run_is_not_replaced(tmp_path, monkeypatch, capsys):
+    """The file checked before the flows is checked again before it is written: another result written there
+    meanwhile (a second predict of other settings, the user) is kept, and the line says so (exit 1)."""
+    from numerics.experiments import predict
+
+    out = tmp_path / "predict.json"
+    real = predict.predict
+
+    def meanwhile(*args, **kwargs):
+        out.write_text("another result")
+        return real(*args, **kwargs)
+    monkeypatch.setattr(predict, "predict", meanwhile)
+    argv = ["predict", "--parameterizations", "CACO", "--ratios", "1", "--target-loss", "1", "--quiet",
+            "--output", str(out)]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "now holds something else" in err and str(out) in err, err
+    assert out.read_text() == "another result"
+
+
 @pytest.mark.parametrize("where", ["missing/predict.json", ".", ""])
 def test_an_output_that_cannot_be_written_is_refused_before_any_flow(where, tmp_path, monkeypatch, capsys):
     _no_flow(monkeypatch)

@@ -19,7 +19,7 @@ from numerics.experiments.cluster import check_scheduler
 from numerics.experiments.runner import JobError, run_jobs
 from numerics.experiments.store import STORE_FORMAT, ResultStore, job_key
 
-from _jobs import counted_job, epoch_job, failing_job, failing_job_with_progress, sgd_job
+from _jobs import counted_job, epoch_job, failing_job, failing_job_with_progress, killed_job, sgd_job
 
 ROOT = Path(__file__).resolve().parents[3]
 SGD_JOBS = [{"seed": seed, "steps": 60, "lr": 0.5} for seed in (7, 3, 11, 5)]
@@ -150,6 +150,18 @@ def test_a_failing_job_is_named_and_finished_results_are_kept(tmp_path):
     with pytest.raises(JobError, match=r'job 1 \{"x":3\} failed: ZeroDivisionError') as info:
         run_jobs(failing_job, [{"x": x} for x in range(2, 8)], workers=2, progress=False)
     assert "x is 3" in str(info.value.__cause__)  # with the worker's traceback chained
+
+
+def test_a_worker_process_killed_is_a_lost_worker_and_finished_results_are_kept(tmp_path):
+    """A worker killed by the kernel (out of memory) breaks the pool: WorkerLost naming the signal, not a
+    JobError of one job's, and the jobs that finished before it are stored."""
+    from numerics.experiments.pool import WorkerLost
+
+    store = ResultStore(tmp_path)
+    jobs = [{"x": 0}, {"x": 1}, {"x": 2}, {"x": 3, "kill": True, "sleep": 1.0}]
+    with pytest.raises(WorkerLost, match="ended abruptly, killed by SIGKILL"):
+        run_jobs(killed_job, jobs, workers=2, store=store, progress=False)
+    assert [store.get(job) for job in jobs] == [{"x": 0}, {"x": 1}, {"x": 2}, None]
 
 
 def test_a_result_that_is_not_json_is_an_error():
@@ -291,6 +303,40 @@ def test_interrupted_pool_leaves_no_workers_and_keeps_finished_results(tmp_path,
         time.sleep(0.05)
     assert not any(map(alive, pids)), "worker processes survived"
     assert len(ResultStore(tmp_path / "store")) == 1
+
+
+def test_ctrl_c_while_the_pool_starts_its_helper_processes_is_the_parents_alone(tmp_path):
+    """The fork server and the resource tracker are new Python processes in the terminal's process group: a
+    Ctrl-C while they start (slowed here by a sitecustomize) ends the parent with KeyboardInterrupt, and
+    neither prints a "Fatal Python error" or a traceback of its own on the terminal."""
+    (tmp_path / "sitecustomize.py").write_text(textwrap.dedent("""
+        import os, sys, time
+        if any(word in " ".join(sys.orig_argv) for word in ("forkserver", "resource_tracker")):
+            open(os.path.join(os.environ["QKOV_HELPERS"], f"helper-{os.getpid()}"), "w").close()
+            time.sleep(3)
+    """))
+    script = textwrap.dedent(f"""
+        import signal, sys
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal (a background shell ignores it)
+        from _jobs import slow_job
+        from numerics.experiments.runner import run_jobs
+        if __name__ == "__main__":
+            try:
+                run_jobs(slow_job, [{{"x": x, "sleep": 30}} for x in range(2)], workers=2, progress=False)
+            except KeyboardInterrupt:
+                print("interrupted", file=sys.stderr)
+    """)
+    env = {**os.environ, "QKOV_HELPERS": str(tmp_path),
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT), str(ROOT / "tests")])}
+    proc = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True)
+    deadline = time.monotonic() + 30
+    while not list(tmp_path.glob("helper-*")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert list(tmp_path.glob("helper-*")), "no helper process started"
+    os.killpg(proc.pid, signal.SIGINT)                  # Ctrl-C: the whole foreground process group
+    _, err = proc.communicate(timeout=60)
+    assert err == "interrupted\n", err
 
 
 # ------------------------------------------------------------------ issue "Nothing lost": stores and addresses

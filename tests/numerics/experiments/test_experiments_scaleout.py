@@ -213,6 +213,55 @@ def test_a_scheduler_without_workers_is_one_line_after_connect_timeout(tmp_path)
         assert time.monotonic() - t0 < 30
 
 
+def test_the_workers_gone_mid_run_is_a_lost_scheduler_after_connect_timeout(tmp_path):
+    """Every worker gone while runs are still to do (killed, or the cluster scaled to none): the runner
+    gives up with SchedulerLost after --connect-timeout seconds without one, instead of waiting for a
+    worker without end and without a word."""
+    import threading
+
+    distributed = pytest.importorskip("distributed")
+    from _jobs import slow_job
+    from numerics.experiments.cluster import SchedulerLost
+    from numerics.experiments.runner import run_jobs
+
+    with distributed.LocalCluster(n_workers=1, processes=False, threads_per_worker=1, host="127.0.0.1",
+                                  dashboard_address=":0", protocol="tcp") as cluster:
+        raised = []
+
+        def run():
+            try:
+                run_jobs(slow_job, [{"x": 1, "sleep": 3, "pids": str(tmp_path)}], scheduler=cluster.scheduler_address,
+                         progress=False, connect_timeout=2)
+            except SchedulerLost as exc:
+                raised.append(exc)
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 60
+        while not list(tmp_path.glob("pid-*")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        cluster.scale(0)                                   # the job's worker goes, no other comes
+        thread.join(60)
+        assert not thread.is_alive(), "the runner waits for a worker without end"
+    assert raised and "no worker has been connected" in str(raised[0]) and "for 2 s" in str(raised[0])
+
+
+@pytest.mark.slow
+def test_a_run_whose_every_dask_worker_dies_is_a_lost_worker():
+    """Slow: a cluster of worker processes that die. A run that kills every worker that runs it (the
+    kernel's out-of-memory kill) is given up by the scheduler: WorkerLost (the command's one line), not
+    one job's JobError (a traceback)."""
+    distributed = pytest.importorskip("distributed")
+    from _jobs import killed_job
+    from numerics.experiments.pool import WorkerLost
+    from numerics.experiments.runner import run_jobs
+
+    with distributed.LocalCluster(n_workers=1, processes=True, threads_per_worker=1, host="127.0.0.1",
+                                  dashboard_address=":0", protocol="tcp") as cluster:
+        with pytest.raises(WorkerLost, match="every worker that ran it died"):
+            run_jobs(killed_job, [{"x": 3, "kill": True}], scheduler=cluster.scheduler_address, progress=False,
+                     connect_timeout=30)
+
+
 @pytest.mark.parametrize("address, match", [("tls://127.0.0.1:1", "tls:// schedulers are not supported"),
                                             ("tcp://127.0.0.1:1/", "nothing after the port")])
 def test_scheduler_address_refused_up_front(address, match, capsys):
@@ -263,3 +312,17 @@ def test_a_lost_scheduler_is_one_line_saying_what_is_kept(monkeypatch, capsys):
     assert main(["fig2"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "fig2 keeps no partial results: rerun" in err
+
+
+def test_a_lost_worker_process_is_one_line_saying_what_is_kept(monkeypatch, capsys):
+    from numerics.experiments.pool import WorkerLost
+
+    def prepare(args):
+        def work():
+            raise WorkerLost("a local worker process 12 ended abruptly, killed by SIGKILL")
+        return work, str
+    import numerics.experiments.__main__ as cli
+    monkeypatch.setitem(cli.COMMANDS, "sweep", prepare)
+    assert main([*SWEEP, "--output", "OUT"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "killed by SIGKILL" in err and "kept in OUT/runs" in err and "--resume" in err
