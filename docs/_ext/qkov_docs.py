@@ -22,6 +22,9 @@ Build-time generation
 ``api/index.rst`` is written on ``config-inited`` from the modules found on disk
 under ``derivations/`` and ``numerics/`` (public modules, ``__main__`` and names
 starting with ``_`` skipped), so autosummary documents new modules without edits.
+A build holds the lock ``api/.build.lock`` from then until it ends: a second build of
+the same source directory waits for it, instead of reading generated pages the first
+one is writing or has not written yet.
 
 Pages written as doctest files (bare ``>>>`` blocks run by ``doctest.testfile``,
 listed in ``qkov_bare_doctest_pages``) get their example blocks wrapped in ``pycon``
@@ -37,6 +40,11 @@ import os
 import pkgutil
 import re
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: builds of one directory are not serialized
+    fcntl = None
 
 from docutils import nodes
 from docutils.parsers.rst import directives
@@ -313,6 +321,43 @@ def write_api_index(app, config) -> None:
 
 
 # ---------------------------------------------------------------------------------------
+# one build of a source directory at a time
+
+#: The lock file of a source directory's build, beside the pages it generates (``api/``, not in git).
+LOCK_NAME = ".build.lock"
+
+
+def lock_source_directory(app, config) -> None:
+    """Hold the lock ``api/.build.lock`` of the source directory until the build ends.
+
+    Autosummary writes ``api/generated/*.rst`` into the source directory and then reads them,
+    and it looks for the pages named on a page only when it wrote that page itself: two builds
+    of one directory at once (the test suite's and one started by hand, or two test sessions)
+    read pages the other one is writing or has not written yet, and fail with "stub file not
+    found". The second build waits (and says so)."""
+    if fcntl is None:
+        return
+    path = Path(app.srcdir) / "api" / LOCK_NAME
+    path.parent.mkdir(exist_ok=True)
+    handle = open(path, "a+b")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        logger.info("qkov: waiting for another build of %s to finish (%s)", app.srcdir, path)
+        fcntl.flock(handle, fcntl.LOCK_EX)
+    app._qkov_source_lock = handle
+
+
+def unlock_source_directory(app, exception) -> None:
+    """Release the lock taken by :func:`lock_source_directory` (the build has ended)."""
+    handle = getattr(app, "_qkov_source_lock", None)
+    if handle is not None:
+        fcntl.flock(handle, fcntl.LOCK_UN)     # explicitly: a worker forked by -j holds the same file
+        handle.close()
+        app._qkov_source_lock = None
+
+
+# ---------------------------------------------------------------------------------------
 # bare doctest pages
 
 _FENCE = re.compile(r"^(```|~~~)")
@@ -414,7 +459,9 @@ def setup(app):
     app.add_directive("qkov-equation", EquationSnippet)
     app.add_directive("qkov-cli", CliReference)
     app.add_directive("qkov-requires", RequiresModule)
+    app.connect("config-inited", lock_source_directory, priority=100)    # before write_api_index
     app.connect("config-inited", write_api_index)
+    app.connect("build-finished", unlock_source_directory)
     app.connect("source-read", on_source_read)
     app.add_config_value("qkov_known_docstring_issues", [], "env")
     _install_known_issue_filter(app)

@@ -1,6 +1,7 @@
 """The documentation site: it builds warning-free and offline, shows what the code is, and renders.
 
-The site is built once per test session (``python -m sphinx -W --keep-going -b html docs``)
+The site is built once per test session (``python -m sphinx -W --keep-going -b html docs``, by
+``tests/_docs_build.py``: a failed build shows its warnings and traceback, its whole log is kept)
 into a temporary directory, from scratch. The checks:
 
 * the build passes with warnings as errors, and every entry of conf.py's
@@ -35,7 +36,6 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urlsplit, unquote
@@ -46,10 +46,10 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 sys.path.insert(0, str(DOCS / "_ext"))
 import qkov_docs  # noqa: E402  (the docs' own extension: module discovery, snippet reader)
+from _docs_build import run_build, sphinx_command  # noqa: E402
 from _docs_conf import cli_parser, docs_conf, module_available  # noqa: E402
 
 CHROMIUM_CANDIDATES = ("chromium", "chromium-browser", "google-chrome")
-BUILD_TIMEOUT = 600
 
 
 CONF = docs_conf()
@@ -71,21 +71,12 @@ def site(tmp_path_factory):
     if not module_available("sphinx-mathjax-offline"):
         pytest.skip("the site's math needs the package sphinx-mathjax-offline (pip install '.[docs]')")
     out = tmp_path_factory.mktemp("docs-site")
-    html, doctrees = out / "html", out / "doctrees"
     # alone: -j auto, pages read and written on every core; beside other pytest-xdist workers: one
     # process (-j auto then costs more CPU than it saves)
     jobs = "1" if os.environ.get("PYTEST_XDIST_WORKER") else "auto"
-    cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-j", jobs, "-b", "html",
-           "-q", "-d", str(doctrees), str(DOCS), str(html)]
-    env = dict(os.environ, PYTHONWARNINGS="ignore", PYTHONHASHSEED="0")
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env,
-                          timeout=BUILD_TIMEOUT)
-    seconds = time.perf_counter() - start
-    log = proc.stdout + proc.stderr
-    assert proc.returncode == 0, f"the documentation build failed ({' '.join(cmd)}):\n{log[-6000:]}"
+    seconds, log = run_build(sphinx_command(DOCS, out, jobs), ROOT, out / "sphinx-build.log")
     print(f"\ndocs site built in {seconds:.1f} s")
-    return Site(html, seconds, log)
+    return Site(out / "html", seconds, log)
 
 
 def test_build_is_warning_free_and_known_issue_list_is_current(site):
