@@ -100,8 +100,9 @@ def test_a_failed_build_says_why(tmp_path):
     assert len(message) < 20_000 and (tmp_path / "build.log").read_text().count("one more") == 2000
 
 
-def test_a_build_running_too_long_is_stopped_with_what_it_wrote(tmp_path):
-    """A build past its time is stopped with every process it started, and reported with its output."""
+def test_a_build_waiting_too_long_is_stopped_with_what_it_wrote(tmp_path):
+    """A build past its wall-clock limit is stopped with every process it started, and reported with its
+    output."""
     script = ("import subprocess, sys, time\n"
               "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
               "print('pid', child.pid, 'WARNING: started', flush=True)\ntime.sleep(60)")
@@ -117,3 +118,18 @@ def test_a_build_running_too_long_is_stopped_with_what_it_wrote(tmp_path):
     while _alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(child), "a process the build started survived it"
+
+
+def test_a_build_is_bounded_by_its_cpu_time_not_by_the_clock(tmp_path):
+    """A build that runs away is stopped once it has used its CPU time, however long the wall-clock limit
+    (beside other work, a build that needs 40 s of CPU took 290 s: a 600 s wall-clock limit was the
+    bound that stopped sound builds on a busy machine)."""
+    if not hasattr(pytest.importorskip("resource"), "prlimit"):
+        pytest.skip("no resource.prlimit here (Linux has it): the CPU limit is not set")
+    script = "print('WARNING: spinning', flush=True)\nwhile True: pass"
+    start = time.monotonic()
+    with pytest.raises(pytest.fail.Exception) as failed:
+        run_build([sys.executable, "-c", script], tmp_path, tmp_path / "build.log", cpu_limit=2, timeout=90)
+    message = str(failed.value)
+    assert message.startswith("the documentation build used up its 2 s of CPU and was stopped after "), message
+    assert "WARNING: spinning" in message and time.monotonic() - start < 90

@@ -74,8 +74,8 @@ def site(tmp_path_factory):
     # alone: -j auto, pages read and written on every core; beside other pytest-xdist workers: one
     # process (-j auto then costs more CPU than it saves)
     jobs = "1" if os.environ.get("PYTEST_XDIST_WORKER") else "auto"
-    seconds, log = run_build(sphinx_command(DOCS, out, jobs), ROOT, out / "sphinx-build.log")
-    print(f"\ndocs site built in {seconds:.1f} s")
+    seconds, cpu, log = run_build(sphinx_command(DOCS, out, jobs), ROOT, out / "sphinx-build.log")
+    print(f"\ndocs site built in {seconds:.1f} s ({cpu:.1f} s of CPU)")
     return Site(out / "html", seconds, log)
 
 
