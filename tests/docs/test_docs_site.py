@@ -45,7 +45,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 sys.path.insert(0, str(DOCS / "_ext"))
-import qkov_docs  # noqa: E402  (the docs' own extension: module discovery, snippet reader)
+import qkov_api  # noqa: E402  (the docs' API reference: module discovery)
+import qkov_docs  # noqa: E402  (the docs' own extension: snippet reader)
 from _docs_build import run_build, sphinx_command  # noqa: E402
 from _docs_conf import cli_parser, docs_conf, module_available  # noqa: E402
 
@@ -105,7 +106,7 @@ def test_every_public_function_and_class_has_a_reference_page(site):
     generated = site.html / "api" / "generated"
     missing, count = [], 0
     for package in CONF["qkov_api_packages"]:
-        for name in qkov_docs.public_modules(ROOT, package):
+        for name in qkov_api.public_modules(ROOT, package):
             if not (generated / f"{name}.html").is_file():
                 missing.append(name)
             module = importlib.import_module(name)
@@ -128,6 +129,19 @@ def test_every_public_function_and_class_has_a_reference_page(site):
     assert count >= 50
     api_index = site.page("api/index.html")
     assert "numerics.dynamics.closed_form" in api_index and "derivations.tasks.paper.reduction" in api_index
+
+
+def test_no_value_is_described_by_its_types_docstring(site):
+    """A package page lists a value by its ``#:`` comment, linked to its page, or with no description: not
+    "Symbol class is used to create symbolic variables." for each of 30 symbols, or "int([x]) -> integer"."""
+    import sympy
+    from html import unescape
+    generic = [inspect.cleandoc(t.__doc__).splitlines()[0] for t in (int, float, str, tuple, list, dict, sympy.Symbol)]
+    offenders = [(page.name, text) for page in (site.html / "api" / "generated").glob("*.html")
+                 for text in generic if text in unescape(page.read_text(encoding="utf-8"))]
+    assert not offenders, offenders
+    assert ('href="derivations.core.vocabulary.PARAMETERIZATIONS.html'
+            in site.page("api/generated/derivations.core.html"))
 
 
 def test_reference_pages_show_the_docstrings_and_link_to_numpy(site):
