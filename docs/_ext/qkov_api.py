@@ -6,6 +6,9 @@
 ``_`` skipped), so autosummary documents new modules without edits; pages of names that no
 longer exist are deleted. A package's page lists its ``__all__`` as links to the modules
 that define each name; a value that nothing documents is shown without its type's docstring.
+Docstring examples that follow a section get the heading ``Examples``; a reference to a name
+that a docstring or page imports (a package's export, a module's import) links to the page of
+the object it is.
 """
 from __future__ import annotations
 
@@ -208,3 +211,91 @@ def write_api_index(app, config) -> None:
     out.parent.mkdir(exist_ok=True)
     if not out.is_file() or out.read_text(encoding="utf-8") != text:
         out.write_text(text, encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------------------
+# docstrings: examples after a section
+
+_SECTIONS = {"Parameters", "Other Parameters", "Returns", "Yields", "Receives", "Raises", "Warns",
+             "Warnings", "See Also", "Notes", "References", "Attributes", "Methods"}
+
+
+def examples_heading(app, what, name, obj, options, lines) -> None:
+    """Give doctest examples that follow a numpydoc section without a heading of their own the heading
+    ``Examples``: numpydoc reads everything up to the next heading as that section, and showed the
+    examples after a Raises section as exception names (``>>> :obj:`import` :obj:`tempfile```)."""
+    section = None
+    for i, line in enumerate(lines):
+        underlined = i + 1 < len(lines) and lines[i + 1].strip() and set(lines[i + 1].strip()) == {"-"}
+        if underlined and line == line.lstrip():
+            section = line.strip()
+        elif line.startswith(">>>") and section in _SECTIONS:
+            lines[i:i] = (["Examples", "--------"] if i and not lines[i - 1].strip() else
+                          ["", "Examples", "--------"])
+            return
+
+
+# ---------------------------------------------------------------------------------------
+# references: where a name leads when imported
+
+_PACKAGES = ("derivations", "numerics")
+
+
+def resolve_by_import(app, env, node, contnode):
+    """A Python reference that Sphinx did not find, resolved to the object the name is when imported,
+    at the page that documents it: a package's export (``numerics.dynamics.boundary``, documented as
+    ``numerics.dynamics.crossover.boundary``) or a name the current module imports (``Task`` in a
+    docstring of ``derivations.engine.instance``), or else the one documented class of that name (a
+    parameter's type ``Task``). Other names are left to intersphinx."""
+    if node.get("refdomain") != "py":
+        return None
+    domain = env.get_domain("py")
+    home = _documented_name(domain, node["reftarget"], node.get("py:module"), node.get("py:class"))
+    if home is None:
+        return None
+    return domain.resolve_xref(env, node["refdoc"], app.builder, "obj", home, node, contnode)
+
+
+def _documented_name(domain, target: str, module: str | None, cls: str | None) -> str | None:
+    target = target.lstrip(".~")
+    paths = [f"{module}.{cls}.{target}"] if module and cls else []
+    paths += [f"{module}.{target}"] if module else []
+    paths += [target] if target.split(".")[0] in _PACKAGES else []
+    for path in paths:
+        obj = _imported(path)
+        if obj is _MISSING:
+            continue
+        if inspect.ismodule(obj):
+            name = obj.__name__
+        elif inspect.isclass(obj) or inspect.isroutine(obj):
+            name = f"{getattr(obj, '__module__', '')}.{getattr(obj, '__qualname__', '')}"
+        else:   # a value: the documented name that is the same object
+            last = "." + target.rpartition(".")[2]
+            name = next((n for n in domain.objects if n.endswith(last) and _imported(n) is obj), None)
+        if name in domain.objects:
+            return name
+    if "." not in target:   # a type named in a docstring without an import: the one class of that name
+        classes = [n for n, entry in domain.objects.items()
+                   if entry.objtype in ("class", "exception") and n.endswith("." + target)]
+        if len(classes) == 1:
+            return classes[0]
+    return None
+
+
+def _imported(path: str):
+    """The object ``path`` names: its longest prefix that is one of the packages' modules, imported,
+    then attributes (nothing else is imported); :data:`_MISSING` if there is none."""
+    parts = path.split(".")
+    if parts[0] not in _PACKAGES:
+        return _MISSING
+    for k in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:k]))
+        except Exception:
+            continue
+        for attr in parts[k:]:
+            obj = getattr(obj, attr, _MISSING)
+            if obj is _MISSING:
+                return _MISSING
+        return obj
+    return _MISSING

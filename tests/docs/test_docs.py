@@ -88,6 +88,18 @@ def test_a_value_without_documentation_is_not_described_by_its_type():
     assert function_doc
 
 
+def test_examples_after_a_section_get_their_heading():
+    """numpydoc reads up to the next heading as one section: examples right after Raises were exception names."""
+    lines = ["Summary.", "", ">>> 1 + 1", "2", "", "Parameters", "----------", "x : int",
+             "    >>> indented()", "", "Raises", "------", "ValueError", "    If so.", "", ">>> f('')", "Traceback"]
+    qkov_api.examples_heading(None, "function", "f", None, {}, lines)
+    assert lines[14:19] == ["", "Examples", "--------", ">>> f('')", "Traceback"] and lines[:9] == [
+        "Summary.", "", ">>> 1 + 1", "2", "", "Parameters", "----------", "x : int", "    >>> indented()"]
+    headed = ["Returns", "-------", "int", "", "Examples", "--------", ">>> f()"]
+    qkov_api.examples_heading(None, "function", "f", None, {}, headed)
+    assert headed == ["Returns", "-------", "int", "", "Examples", "--------", ">>> f()"]
+
+
 def sympy_symbol():
     import sympy
     return sympy.Symbol("x")

@@ -7,7 +7,8 @@ into a temporary directory, from scratch. The checks:
 * the build passes with warnings as errors, and every entry of conf.py's
   ``qkov_known_docstring_issues`` (docstring problems of modules being rewritten, not
   counted as warnings) still produces a warning, so the list cannot go stale;
-* every public function and class of ``derivations`` and ``numerics`` has a reference page;
+* every public function and class of ``derivations`` and ``numerics`` has a reference page, which
+  shows no raw markup, describes no value by its type's docstring and links the names it imports;
 * the equations of the derivation page are the generated LaTeX snippets, not typed ones;
 * the command-line reference lists every option of every parser;
 * no page loads a script, style, image or font from another host, and the intersphinx
@@ -131,17 +132,17 @@ def test_every_public_function_and_class_has_a_reference_page(site):
     assert "numerics.dynamics.closed_form" in api_index and "derivations.tasks.paper.reduction" in api_index
 
 
-def test_no_value_is_described_by_its_types_docstring(site):
-    """A package page lists a value by its ``#:`` comment, linked to its page, or with no description: not
-    "Symbol class is used to create symbolic variables." for each of 30 symbols, or "int([x]) -> integer"."""
+def test_api_pages_show_no_raw_markup_and_no_type_docstrings(site):
+    """Not "Symbol class is used to create symbolic variables." for each of 30 symbols, or "int([x]) -> integer",
+    but a value's ``#:`` comment and link; examples after Raises, not exception names (``>>> :obj:`import```)."""
     import sympy
     from html import unescape
     generic = [inspect.cleandoc(t.__doc__).splitlines()[0] for t in (int, float, str, tuple, list, dict, sympy.Symbol)]
     offenders = [(page.name, text) for page in (site.html / "api" / "generated").glob("*.html")
-                 for text in generic if text in unescape(page.read_text(encoding="utf-8"))]
+                 for text in generic + [":obj:`", ":class:`"] if text in unescape(page.read_text(encoding="utf-8"))]
     assert not offenders, offenders
-    assert ('href="derivations.core.vocabulary.PARAMETERIZATIONS.html'
-            in site.page("api/generated/derivations.core.html"))
+    core, probe = (site.page(f"api/generated/derivations.core{n}.html") for n in ("", ".output.prepare_output_dir"))
+    assert 'href="derivations.core.vocabulary.PARAMETERIZATIONS.html' in core and "Examples" in probe
 
 
 def test_reference_pages_show_the_docstrings_and_link_to_numpy(site):
@@ -150,6 +151,8 @@ def test_reference_pages_show_the_docstrings_and_link_to_numpy(site):
     assert "https://numpy.org/doc/stable/glossary.html#term-array_like" in page
     model = site.page("api/generated/derivations.tasks.paper.model.html")
     assert "derivations.tasks.paper.model.family" in model
+    imports = site.page("api/generated/derivations.engine.instance.build_instance.html")   # names it imports: links
+    assert 'href="derivations.engine.task.Task.html' in imports and "crossover.boundary.html" in site.page("cli.html")
 
 
 def test_shipped_inventories_are_valid_and_fresh():
