@@ -13,6 +13,7 @@ the object it is.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import inspect
 import pkgutil
@@ -282,6 +283,7 @@ def _documented_name(domain, target: str, module: str | None, cls: str | None) -
     return None
 
 
+@functools.lru_cache(maxsize=None)
 def _imported(path: str):
     """The object ``path`` names: its longest prefix that is one of the packages' modules, imported,
     then attributes (nothing else is imported); :data:`_MISSING` if there is none."""
