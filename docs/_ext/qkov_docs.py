@@ -35,6 +35,7 @@ import importlib.util
 import logging as logging_module
 import os
 import re
+import sys
 from pathlib import Path
 
 try:
@@ -202,7 +203,8 @@ def lock_source_directory(app, config) -> None:
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        logger.info("qkov: waiting for another build of %s to finish (%s)", app.srcdir, path)
+        # on stderr, so that a quiet (-q) build says why it waits
+        print(f"qkov: waiting for another build of {app.srcdir} to finish ({path})", file=sys.stderr, flush=True)
         fcntl.flock(handle, fcntl.LOCK_EX)
     app._qkov_source_lock = handle
 

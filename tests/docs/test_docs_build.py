@@ -48,7 +48,7 @@ def test_a_second_build_of_one_docs_directory_waits_for_the_first(tmp_path):
     with open(docs / "api" / ".build.lock", "a+b") as held:       # the lock docs/_ext/qkov_docs.py takes
         fcntl.flock(held, fcntl.LOCK_EX)                     # the first build, still running
         with open(log, "wb") as out:
-            build = subprocess.Popen([sys.executable, "-m", "sphinx", "-b", "dummy", "-j", "1", str(docs),
+            build = subprocess.Popen([sys.executable, "-m", "sphinx", "-q", "-b", "dummy", "-j", "1", str(docs),
                                       str(tmp_path / "out")], cwd=docs.parent, stdout=out, stderr=subprocess.STDOUT)
         try:
             deadline = time.monotonic() + 120
