@@ -6,7 +6,7 @@ Build (warnings are errors, no network needed)::
 
 See docs/README.md for the fix loop and for what is generated at build time.
 """
-import importlib.metadata
+import configparser
 import importlib.util
 import sys
 from pathlib import Path
@@ -20,9 +20,12 @@ sys.path.insert(0, str(DOCS / "_ext"))
 project = "qkov"
 author = "the qkov developers"
 copyright = "2026, the qkov developers"
-#: The one version: setup.cfg's, read from the installed distribution's metadata
-#: (README: ``pip install '.[test]'`` before building).
-release = version = importlib.metadata.version("qkov")
+#: The one version: the checkout's setup.cfg, read as the packages are (from the checkout). Not an
+#: installed distribution's metadata: that may be another checkout's, and an install or wheel build of
+#: this one rewrites its qkov.egg-info, which then reads as no version at all (the build stopped).
+_SETUP = configparser.ConfigParser()
+_SETUP.read(ROOT / "setup.cfg", encoding="utf-8")
+release = version = _SETUP["metadata"]["version"]
 
 extensions = [
     "sphinx.ext.autodoc",
@@ -138,7 +141,7 @@ html_theme_options = {
     "navbar_end": ["theme-switcher"],
     "icon_links": [],
     "show_toc_level": 2,
-    "collapse_navigation": True,          # much faster page rendering with ~170 API pages
+    "collapse_navigation": True,          # much faster page rendering with ~840 API pages
     "navigation_depth": 2,
     "navigation_with_keys": False,
     "footer_start": ["copyright"],
@@ -148,7 +151,7 @@ html_theme_options = {
     "pygments_dark_style": "monokai",
 }
 html_sidebars = {page: [] for page in ("index", "theory", "usage", "cli", "experiments", "tasks", "task_numerics", "attention")}
-# the ~700 generated API pages carry no section navigation: drawing the navigation tree on each was
+# the ~840 generated API pages carry no section navigation: drawing the navigation tree on each was
 # about 40 % of a build; they are reached from their package's page and the API index (breadcrumbs)
 html_sidebars["api/generated/*"] = []
 html_context = {"default_mode": "light"}

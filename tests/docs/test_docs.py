@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 USAGE = DOCS / "usage.md"
 sys.path.insert(0, str(DOCS / "_ext"))
+import qkov_api  # noqa: E402  (the docs' API reference generator)
 import qkov_docs  # noqa: E402  (the docs' own extension)
 from _docs_conf import cli_parser, docs_conf, module_available  # noqa: E402
 
@@ -53,12 +54,55 @@ def test_stale_api_pages_are_pruned(tmp_path):
                  "numerics.dynamics.closed_form._newton", "numerics.dynamics.closed_form.no_such_function",
                  "numerics.no_such_module", "numerics.no_such_module.f"):
         (tmp_path / f"{stem}.rst").write_text("x")
-    modules = set(qkov_docs.public_modules(ROOT, "numerics"))
-    removed = sorted(qkov_docs.prune_stale_stubs(tmp_path, modules))
+    modules = set(qkov_api.public_modules(ROOT, "numerics"))
+    removed = sorted(qkov_api.prune_stale_stubs(tmp_path, modules))
     assert removed == ["numerics.dynamics.closed_form._newton", "numerics.dynamics.closed_form.no_such_function",
                        "numerics.no_such_module", "numerics.no_such_module.f"]
     assert sorted(p.stem for p in tmp_path.glob("*.rst")) == [
         "numerics.dynamics.closed_form", "numerics.dynamics.closed_form.state_at_loss"]
+
+
+def test_a_package_page_names_each_value_where_it_is_assigned():
+    """A value has no ``__module__`` of its own (a Symbol's is SymPy's, an int's ``builtins``): the package's
+    page names it in the module that assigns it, not in one that imports it, so that its row shows that
+    module's ``#:`` comment and links to its page."""
+    modules = {m for package in CONF["qkov_api_packages"] for m in qkov_api.public_modules(ROOT, package)}
+    api = qkov_api.package_api(modules)
+    assert "~symbols.m" in api["derivations.symbolic"] and "~symbols.RATES" in api["derivations.symbolic"]
+    assert "~style.DPI" in api["numerics.output"]                  # numerics.output.files imports it
+    assert "~derivations.core.vocabulary.PARAMETERIZATIONS" in api["numerics.verify"]   # from another package
+    assert "~reduced_system.ReducedSystem" in api["numerics.dynamics"] and "model" in api["derivations.tasks.paper"]
+
+
+def test_a_value_without_documentation_is_not_described_by_its_type():
+    from sphinx.util.docstrings import prepare_docstring
+    for value in (150, (1, 2), "label", sympy_symbol()):
+        lines = prepare_docstring(type(value).__doc__)
+        qkov_api.drop_type_docstring(None, "data", "x", value, {}, lines)
+        assert lines == [], type(value)
+    documented = ["Raster resolution of every figure of the package (dots per inch).", ""]
+    qkov_api.drop_type_docstring(None, "data", "DPI", 150, {}, documented)
+    assert documented[0].startswith("Raster")
+    function_doc = prepare_docstring(len.__doc__)
+    qkov_api.drop_type_docstring(None, "function", "len", len, {}, function_doc)
+    assert function_doc
+
+
+def test_examples_after_a_section_get_their_heading():
+    """numpydoc reads up to the next heading as one section: examples right after Raises were exception names."""
+    lines = ["Summary.", "", ">>> 1 + 1", "2", "", "Parameters", "----------", "x : int",
+             "    >>> indented()", "", "Raises", "------", "ValueError", "    If so.", "", ">>> f('')", "Traceback"]
+    qkov_api.examples_heading(None, "function", "f", None, {}, lines)
+    assert lines[14:19] == ["", "Examples", "--------", ">>> f('')", "Traceback"] and lines[:9] == [
+        "Summary.", "", ">>> 1 + 1", "2", "", "Parameters", "----------", "x : int", "    >>> indented()"]
+    headed = ["Returns", "-------", "int", "", "Examples", "--------", ">>> f()"]
+    qkov_api.examples_heading(None, "function", "f", None, {}, headed)
+    assert headed == ["Returns", "-------", "int", "", "Examples", "--------", ">>> f()"]
+
+
+def sympy_symbol():
+    import sympy
+    return sympy.Symbol("x")
 
 
 def test_fence_bare_doctests():

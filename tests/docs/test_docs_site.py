@@ -1,12 +1,14 @@
 """The documentation site: it builds warning-free and offline, shows what the code is, and renders.
 
-The site is built once per test session (``python -m sphinx -W --keep-going -b html docs``)
+The site is built once per test session (``python -m sphinx -W --keep-going -b html docs``, by
+``tests/_docs_build.py``: a failed build shows its warnings and traceback, its whole log is kept)
 into a temporary directory, from scratch. The checks:
 
 * the build passes with warnings as errors, and every entry of conf.py's
   ``qkov_known_docstring_issues`` (docstring problems of modules being rewritten, not
   counted as warnings) still produces a warning, so the list cannot go stale;
-* every public function and class of ``derivations`` and ``numerics`` has a reference page;
+* every public function and class of ``derivations`` and ``numerics`` has a reference page, which
+  shows no raw markup, describes no value by its type's docstring and links the names it imports;
 * the equations of the derivation page are the generated LaTeX snippets, not typed ones;
 * the command-line reference lists every option of every parser;
 * no page loads a script, style, image or font from another host, and the intersphinx
@@ -35,7 +37,6 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urlsplit, unquote
@@ -45,11 +46,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 sys.path.insert(0, str(DOCS / "_ext"))
-import qkov_docs  # noqa: E402  (the docs' own extension: module discovery, snippet reader)
+import qkov_api  # noqa: E402  (the docs' API reference: module discovery)
+import qkov_docs  # noqa: E402  (the docs' own extension: snippet reader)
+from _docs_build import run_build, sphinx_command  # noqa: E402
 from _docs_conf import cli_parser, docs_conf, module_available  # noqa: E402
 
 CHROMIUM_CANDIDATES = ("chromium", "chromium-browser", "google-chrome")
-BUILD_TIMEOUT = 600
 
 
 CONF = docs_conf()
@@ -71,21 +73,12 @@ def site(tmp_path_factory):
     if not module_available("sphinx-mathjax-offline"):
         pytest.skip("the site's math needs the package sphinx-mathjax-offline (pip install '.[docs]')")
     out = tmp_path_factory.mktemp("docs-site")
-    html, doctrees = out / "html", out / "doctrees"
     # alone: -j auto, pages read and written on every core; beside other pytest-xdist workers: one
     # process (-j auto then costs more CPU than it saves)
     jobs = "1" if os.environ.get("PYTEST_XDIST_WORKER") else "auto"
-    cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-j", jobs, "-b", "html",
-           "-q", "-d", str(doctrees), str(DOCS), str(html)]
-    env = dict(os.environ, PYTHONWARNINGS="ignore", PYTHONHASHSEED="0")
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env,
-                          timeout=BUILD_TIMEOUT)
-    seconds = time.perf_counter() - start
-    log = proc.stdout + proc.stderr
-    assert proc.returncode == 0, f"the documentation build failed ({' '.join(cmd)}):\n{log[-6000:]}"
-    print(f"\ndocs site built in {seconds:.1f} s")
-    return Site(html, seconds, log)
+    seconds, cpu, log = run_build(sphinx_command(DOCS, out, jobs), ROOT, out / "sphinx-build.log")
+    print(f"\ndocs site built in {seconds:.1f} s ({cpu:.1f} s of CPU)")
+    return Site(out / "html", seconds, log)
 
 
 def test_build_is_warning_free_and_known_issue_list_is_current(site):
@@ -114,7 +107,7 @@ def test_every_public_function_and_class_has_a_reference_page(site):
     generated = site.html / "api" / "generated"
     missing, count = [], 0
     for package in CONF["qkov_api_packages"]:
-        for name in qkov_docs.public_modules(ROOT, package):
+        for name in qkov_api.public_modules(ROOT, package):
             if not (generated / f"{name}.html").is_file():
                 missing.append(name)
             module = importlib.import_module(name)
@@ -139,12 +132,27 @@ def test_every_public_function_and_class_has_a_reference_page(site):
     assert "numerics.dynamics.closed_form" in api_index and "derivations.tasks.paper.reduction" in api_index
 
 
+def test_api_pages_show_no_raw_markup_and_no_type_docstrings(site):
+    """Not "Symbol class is used to create symbolic variables." for each of 30 symbols, or "int([x]) -> integer",
+    but a value's ``#:`` comment and link; examples after Raises, not exception names (``>>> :obj:`import```)."""
+    import sympy
+    from html import unescape
+    generic = [inspect.cleandoc(t.__doc__).splitlines()[0] for t in (int, float, str, tuple, list, dict, sympy.Symbol)]
+    offenders = [(page.name, text) for page in (site.html / "api" / "generated").glob("*.html")
+                 for text in generic + [":obj:`", ":class:`"] if text in unescape(page.read_text(encoding="utf-8"))]
+    assert not offenders, offenders
+    core, probe = (site.page(f"api/generated/derivations.core{n}.html") for n in ("", ".output.prepare_output_dir"))
+    assert 'href="derivations.core.vocabulary.PARAMETERIZATIONS.html' in core and "Examples" in probe
+
+
 def test_reference_pages_show_the_docstrings_and_link_to_numpy(site):
     page = site.page("api/generated/numerics.dynamics.closed_form.state_at_loss.html")
     assert "Parameters" in page and "Returns" in page
     assert "https://numpy.org/doc/stable/glossary.html#term-array_like" in page
     model = site.page("api/generated/derivations.tasks.paper.model.html")
     assert "derivations.tasks.paper.model.family" in model
+    imports = site.page("api/generated/derivations.engine.instance.build_instance.html")   # names it imports: links
+    assert 'href="derivations.engine.task.Task.html' in imports and "crossover.boundary.html" in site.page("cli.html")
 
 
 def test_shipped_inventories_are_valid_and_fresh():
