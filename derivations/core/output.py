@@ -182,14 +182,34 @@ def _created_below(path: Path) -> list:
     return missing
 
 
+def _probe(path: Path, longest_name: int) -> None:
+    """Write and remove a file of a ``longest_name``-byte name in ``path`` (OSError if that fails). The name
+    is random and created exclusively, so no file of the user's is touched, and the probe is removed
+    whether or not its write succeeded (a full disk leaves nothing behind)."""
+    import secrets
+
+    probe = path / ("." + secrets.token_hex(longest_name))[:max(2, longest_name)]
+    fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        os.write(fd, b"qkov")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+        try:
+            probe.unlink()
+        except OSError:
+            pass
+
+
 def prepare_output_dir(output, *, name: str = "--output", longest_name: int = 64) -> Path:
     """Create the output directory ``output`` and prove it takes files, before any work.
 
     The check is a real write: the directory (and missing parents) is created, a temporary file whose
-    name is ``longest_name`` bytes long is written and removed. Whatever stops that (an empty path, a
-    file in the way, a path under ``/proc`` or ``/sys``, no permission, an immutable directory, a name
-    over the file system's limit, a dangling link or a link loop, a full disk) raises ``ValueError``
-    naming ``name`` and the reason; the directories created for the probe are removed again.
+    name is ``longest_name`` bytes long is written, synced and removed (also when its write fails).
+    Whatever stops that (an empty path, a file in the way, a path under ``/proc`` or ``/sys``, no
+    permission, an immutable directory, a name over the file system's limit, a dangling link or a link
+    loop, a full disk) raises ``ValueError`` naming ``name`` and the reason; the directories created
+    for the probe are removed again.
 
     Parameters
     ----------
@@ -225,10 +245,7 @@ def prepare_output_dir(output, *, name: str = "--output", longest_name: int = 64
     try:
         created = _created_below(path.absolute())
         path.mkdir(parents=True, exist_ok=True)
-        probe = path / ("." + "q" * max(1, longest_name - 1))
-        with open(probe, "wb") as fh:
-            fh.write(b"qkov")
-        probe.unlink()
+        _probe(path, longest_name)
     except OSError as exc:
         for directory in created:      # deepest first: leave nothing behind
             try:

@@ -158,3 +158,25 @@ def test_help_into_a_full_disk_is_one_line_and_into_a_closed_pipe_quiet(monkeypa
     with pytest.raises(SystemExit) as stop:
         OneLineParser(prog="demo").parse_args(["--help"])
     assert stop.value.code == status and capsys.readouterr().err == line
+
+
+def test_output_probe_leaves_nothing_when_its_write_fails(tmp_path, monkeypatch):
+    """A full disk fails the probe's write: the directory is refused, and neither the probe file nor
+    any file of the user's (one named as a fixed probe would be) is left changed."""
+    from derivations.core import output
+
+    target = tmp_path / "out"
+    target.mkdir()
+    users = target / ("." + "q" * 63)
+    users.write_text("mine")
+
+    def full(fd, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(output.os, "write", full)
+    with pytest.raises(ValueError, match="cannot take files: No space left on device"):
+        output.prepare_output_dir(target)
+    assert sorted(p.name for p in target.iterdir()) == [users.name]
+    assert users.read_text() == "mine"
+    monkeypatch.undo()
+    assert output.prepare_output_dir(target) == target
+    assert sorted(os.listdir(target)) == [users.name]
