@@ -52,8 +52,8 @@ METHODS = {"RK23": scipy.integrate.RK23, "RK45": scipy.integrate.RK45,
 #: Methods that use a Jacobian.
 IMPLICIT = ("Radau", "BDF", "LSODA")
 #: End of an unbounded interval ``(t0, inf)``: a step may grow tenfold and 1e301
-#: is still a double. (The reduced loss falls like b (M - 1) / t, so even a target
-#: of 1e-300 is reached before.)
+#: is still a double. (The reduced loss falls like b (M - 1) / t: at the paper's setting a target of
+#: 1e-297 is reached before, 1e-300 is not: status -1, reason ``"horizon"``.)
 HORIZON = 1e300
 #: Default bound on the solver steps.
 DEFAULT_MAX_STEPS = 100_000
@@ -178,27 +178,31 @@ def solve_loss_levels(fun, t_span, y0, log_loss, levels, n_thresholds, *, log=Tr
                          **options)
 
 
-def _crossings(sol, g, crossed, t_old, t, y_old, local):
-    """``({k: (t_k, y_k)}, unresolved)`` of the levels ``crossed`` in the step ``(t_old, t)``: the roots of
+def _crossings(sol, g, crossed, t_old, t, y_old, local, terminal):
+    """``(hits, t_stop, unresolved)`` of the levels ``crossed`` in the step ``(t_old, t)``: their roots of
     ``g(sol(t))[k]`` (:func:`scipy.optimize.brentq` to a few ulp of t: its absolute ``xtol`` is scaled
-    down with a time below 1). On a step of fewer than :data:`RESOLVED_DOUBLES` doubles of t, each
-    crossing is ``local(k, t_old, y_old, t)`` (without ``local``: the root); ``unresolved`` holds the
-    levels that it did not find."""
+    down with a time below 1) up to the ``terminal`` level's (``t_stop``, or None), as ``{k: (t_k, y_k)}``.
+    On a step of fewer than :data:`RESOLVED_DOUBLES` doubles of t, each crossing is
+    ``local(k, t_old, y_old, t)`` (without ``local``: the root); ``unresolved`` says which it did not find
+    (else None)."""
     xtol = 4 * _EPS * min(1.0, max(abs(t_old), abs(t)))
     roots = {}
     for k in crossed:
         tr = brentq(lambda tt, k=k: g(sol(tt))[k], t_old, t, xtol=xtol, rtol=4 * _EPS)
         roots[k] = (tr, sol(tr))
-    unresolved = set()
-    if local is None or t - t_old >= RESOLVED_DOUBLES * np.spacing(max(abs(t_old), abs(t))):
-        return roots, unresolved
-    for k in crossed:
-        hit = local(k, t_old, y_old, t)
-        if hit is None:
-            unresolved.add(k)
-        else:
-            roots[k] = hit
-    return roots, unresolved
+    missed = set()
+    if local is not None and t - t_old < RESOLVED_DOUBLES * np.spacing(max(abs(t_old), abs(t))):
+        for k in crossed:
+            hit = local(k, t_old, y_old, t)
+            roots[k] = roots[k] if hit is None else hit
+            missed.update(() if hit is not None else (k,))
+    t_stop = roots[terminal][0] if terminal in roots else None
+    hits = {k: hit for k, hit in roots.items() if t_stop is None or hit[0] <= t_stop}
+    missed &= set(hits)
+    unresolved = None if not missed else (
+        f"the crossing of level {min(missed)} in the step from t={t_old:.6g} to {t:.6g} is not resolved "
+        "by the doubles of t, nor found on the step integrated again")
+    return hits, t_stop, unresolved
 
 
 def _loop(solver, g, t0, t1, t_bound, y0, t_eval, terminal, max_steps, max_nfev=None, local=None):
@@ -239,19 +243,12 @@ def _loop(solver, g, t0, t1, t_bound, y0, t_eval, terminal, max_steps, max_nfev=
         t_stop = None
         if crossed:
             sol = solver.dense_output()
-            roots, off = _crossings(sol, g, crossed, t_old, t, y_old, local)
-            if terminal is not None and terminal in roots:
-                t_stop = roots[terminal][0]
-            off = sorted(k for k in off if t_stop is None or roots[k][0] <= t_stop)
-            if off:
-                k = off[0]
-                status, reason = -1, "unresolved"
-                message = (f"the crossing of level {k} in the step from t={t_old:.6g} to {t:.6g} is not "
-                           "resolved by the doubles of t, nor found on the step integrated again")
+            found, t_stop, unresolved = _crossings(sol, g, crossed, t_old, t, y_old, local, terminal)
+            if unresolved:
+                status, reason, message = -1, "unresolved", unresolved
                 break
-            for k, hit in roots.items():
-                if t_stop is None or hit[0] <= t_stop:
-                    hits[k] = hit
+            for k, hit in found.items():
+                hits[k] = hit
         if solver.status == "finished" and t_stop is None:
             if t_bound < t1:
                 status, reason = -1, "horizon"
