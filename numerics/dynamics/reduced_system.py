@@ -461,6 +461,9 @@ class ReducedSystem(PaperClosedForms):
                        f"at the start {float(self._alpha_at(y0)):.3g}): {run.message}")
             if "spacing between numbers" in run.message:
                 message += " The descent after the plateau is too fast for the doubles near t."
+        elif run.reason == "nonfinite" and run.nsteps == 0:    # e.g. a factorized QK circuit: mu_QK(0) = eps^2/b
+            start = ", ".join(f"{k}={v:.6g}" for k, v in zip(self.names, y0))
+            message += f" ({start}; b={self.b:g}" + (f", eps={self.eps:g})" if self._flow is None else ")")
         elif run.reason == "horizon":
             message = (f"target_loss={levels[-1]} not reached by t={min(t1, HORIZON):g} "
                        f"(loss {float(self.loss(*y_end)):.6g})")

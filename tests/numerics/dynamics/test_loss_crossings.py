@@ -113,3 +113,12 @@ def test_a_descent_too_fast_for_the_doubles_of_t_is_a_failure_in_one_line(P, m):
     assert res.status == -1 and res.reason == "failed" and res.target_state is None
     assert "\n" not in res.message and "relevant share at the start" in res.message
     assert f"{m / (m + 50):.3g}" in res.message and "too fast for the doubles near t" in res.message
+
+
+@pytest.mark.parametrize("P", ["FACO", "FAFO"])
+def test_a_factorized_start_beyond_the_doubles_names_it(P):
+    """A factorized QK circuit starts at mu_QK = eps^2 / b = 1e4 at b = 1e-8, where exp overflows:
+    status -1, one line naming the start, b and eps."""
+    res = solve_reduced(P, b=1e-8, target_loss=1.0)
+    assert res.status == -1 and res.reason == "nonfinite" and res.target_state is None
+    assert "\n" not in res.message and "mu_QK=10000; b=1e-08, eps=0.01)" in res.message
