@@ -91,7 +91,7 @@ def test_cafo_at_a_small_b_stops_at_its_target(b, L):
 def test_a_small_relevant_share_at_the_start_stops_at_its_target(P, L):
     """From m / (m + n) = 2e-12 the loss stays near log M until t = 1e14 to 5e15 and then falls within a
     few thousand time units, steps of a few thousand doubles of t: the crossing located on them was off
-    by up to a tenth of a step (FACO stopped at 2.5025, FAFO at 9.9958e-4 for 1e-3, CACO at 2.4999985),
+    by up to a tenth of a step (FACO stopped at 2.4975, FAFO at 9.9958e-4 for 1e-3, CACO at 2.4999985),
     with status 1. The state against the mpmath orbit (CACO) or the closed-form orbit: 1e-9."""
     m = 1e-10
     res = solve_reduced(P, m=m, target_loss=L)
