@@ -11,7 +11,12 @@ records step for step, with what a verification needs on top:
   :data:`HORIZON` (the step size stays a finite double), and ending there
   without the terminal event is a failure (status -1), not a success;
 * a non-finite state stops the run with status -1;
-* only downward crossings are recorded, each level's first one.
+* only downward crossings are recorded, each level's first one;
+* a crossing is located to a few ulp of its time, also at a tiny time (``brentq``'s absolute ``xtol`` is
+  scaled down with it); on a step that spans too few doubles of t to resolve it (a fast descent after a
+  long plateau: :data:`RESOLVED_DOUBLES`), the step is integrated again from its start in the local
+  time ``t - t_old``, whose doubles are fine, and the crossing located on it; not found there, the run
+  stops before that step with status -1 (reason ``"unresolved"``), never with a state off its level.
 
 Every reduced flow (:meth:`numerics.dynamics.reduced_system.ReducedSystem.integrate`
 for every task, through :func:`solve_loss_levels`, the loss events on
@@ -47,11 +52,15 @@ METHODS = {"RK23": scipy.integrate.RK23, "RK45": scipy.integrate.RK45,
 #: Methods that use a Jacobian.
 IMPLICIT = ("Radau", "BDF", "LSODA")
 #: End of an unbounded interval ``(t0, inf)``: a step may grow tenfold and 1e301
-#: is still a double. (The reduced loss falls like b (M - 1) / t, so even a target
-#: of 1e-300 is reached before.)
+#: is still a double. (The reduced loss falls like b (M - 1) / t: at the paper's setting a target of
+#: 1e-297 is reached before, 1e-300 is not: status -1, reason ``"horizon"``.)
 HORIZON = 1e300
 #: Default bound on the solver steps.
 DEFAULT_MAX_STEPS = 100_000
+#: A step spanning fewer doubles of t than this (a fast descent after a long plateau: t large, the step
+#: short) resolves a crossing on it only to 1/RESOLVED_DOUBLES of the step's change, or worse: it is
+#: integrated again in the local time ``t - t_old``, whose doubles are fine, and the crossing located there.
+RESOLVED_DOUBLES = 2.0 ** 40
 _EPS = np.finfo(float).eps
 
 
@@ -89,19 +98,42 @@ def solve_bounded(fun, t_span, y0, *, t_eval=None, levels=None, terminal=None,
         ``t`` (n,), ``y`` (n, dim), ``hits`` (per level ``(t, y)`` of its
         first downward crossing or None), ``status`` (-1 failure, 0 end of the
         interval, 1 terminal level crossed), ``reason`` (``"steps"``,
-        ``"nfev"``, ``"horizon"``, ``"failed"``, ``"nonfinite"``, ``"end"``,
-        ``"terminal"``), ``message``, ``nfev``, ``njev``, ``nsteps``.
+        ``"nfev"``, ``"horizon"``, ``"failed"``, ``"nonfinite"``,
+        ``"unresolved"``, ``"end"``, ``"terminal"``), ``message``, ``nfev``
+        (the steps integrated again included), ``njev``, ``nsteps``.
     """
+    return _solve(fun, t_span, y0, t_eval, levels, terminal, method, rtol, atol, jac, max_step, max_steps,
+                  max_nfev, again=True)
+
+
+def _solve(fun, t_span, y0, t_eval, levels, terminal, method, rtol, atol, jac, max_step, max_steps,
+           max_nfev, again):
+    """:func:`solve_bounded`; ``again``: locate a crossing on a step of too few doubles of t on
+    that step integrated again in a local time (:func:`_crossings`)."""
     t0, t1 = float(t_span[0]), float(t_span[1])
     t_bound = min(t1, max(HORIZON, 2 * t0))
     kw = {"jac": jac} if (jac is not None and method in IMPLICIT) else {}
     if math.isfinite(max_step):
         kw["max_step"] = max_step
     g = levels if levels is not None else (lambda y: [])
+    extra = []      # the evaluations of the steps integrated again
+
+    def local(k, t_old, y_old, t):
+        """The crossing of level ``k`` on the step ``(t_old, t)`` integrated again from ``y_old`` in
+        the local time ``tau = t - t_old`` (``fun(t_old + tau, y)``), as ``(t, y)``, or None."""
+        local_jac = (lambda tau, y: jac(t_old + tau, y)) if callable(jac) else jac
+        sub = _solve(lambda tau, y: fun(t_old + tau, y), (0.0, t - t_old), y_old, None,
+                     lambda y: [g(y)[k]], 0, method, rtol, atol, local_jac, max_step, max_steps, None,
+                     again=False)
+        extra.append(sub.nfev)
+        return None if sub.hits[0] is None else (t_old + sub.hits[0][0], sub.hits[0][1])
+
     with np.errstate(over="ignore", invalid="ignore"):   # non-finite derivatives and states are caught
         solver = METHODS[method](fun, t0, y0, t_bound, rtol=rtol, atol=atol, **kw)
-        return _loop(solver, g, t0, t1, t_bound, np.asarray(y0, dtype=float), t_eval,
-                     terminal, max_steps, max_nfev)
+        run = _loop(solver, g, t0, t1, t_bound, np.asarray(y0, dtype=float), t_eval,
+                    terminal, max_steps, max_nfev, local if again else None)
+    run.nfev += sum(extra)
+    return run
 
 
 def solve_loss_levels(fun, t_span, y0, log_loss, levels, n_thresholds, *, log=True, **options):
@@ -146,7 +178,34 @@ def solve_loss_levels(fun, t_span, y0, log_loss, levels, n_thresholds, *, log=Tr
                          **options)
 
 
-def _loop(solver, g, t0, t1, t_bound, y0, t_eval, terminal, max_steps, max_nfev=None):
+def _crossings(sol, g, crossed, t_old, t, y_old, local, terminal):
+    """``(hits, t_stop, unresolved)`` of the levels ``crossed`` in the step ``(t_old, t)``: their roots of
+    ``g(sol(t))[k]`` (:func:`scipy.optimize.brentq` to a few ulp of t: its absolute ``xtol`` is scaled
+    down with a time below 1) up to the ``terminal`` level's (``t_stop``, or None), as ``{k: (t_k, y_k)}``.
+    On a step of fewer than :data:`RESOLVED_DOUBLES` doubles of t, each crossing is
+    ``local(k, t_old, y_old, t)`` (without ``local``: the root); ``unresolved`` says which it did not find
+    (else None)."""
+    xtol = 4 * _EPS * min(1.0, max(abs(t_old), abs(t)))
+    roots = {}
+    for k in crossed:
+        tr = brentq(lambda tt, k=k: g(sol(tt))[k], t_old, t, xtol=xtol, rtol=4 * _EPS)
+        roots[k] = (tr, sol(tr))
+    missed = set()
+    if local is not None and t - t_old < RESOLVED_DOUBLES * np.spacing(max(abs(t_old), abs(t))):
+        for k in crossed:
+            hit = local(k, t_old, y_old, t)
+            roots[k] = roots[k] if hit is None else hit
+            missed.update(() if hit is not None else (k,))
+    t_stop = roots[terminal][0] if terminal in roots else None
+    hits = {k: hit for k, hit in roots.items() if t_stop is None or hit[0] <= t_stop}
+    missed &= set(hits)
+    unresolved = None if not missed else (
+        f"the crossing of level {min(missed)} in the step from t={t_old:.6g} to {t:.6g} is not resolved "
+        "by the doubles of t, nor found on the step integrated again")
+    return hits, t_stop, unresolved
+
+
+def _loop(solver, g, t0, t1, t_bound, y0, t_eval, terminal, max_steps, max_nfev=None, local=None):
     ts, ys = ([], []) if t_eval is not None else ([t0], [y0])
     g_old = list(g(y0))
     hits = [None] * len(g_old)
@@ -167,6 +226,7 @@ def _loop(solver, g, t0, t1, t_bound, y0, t_eval, terminal, max_steps, max_nfev=
             status, reason = -1, "nfev"
             message = f"stopped after max_nfev={max_nfev} evaluations at t={solver.t:.6g}"
             break
+        y_old = np.array(solver.y, dtype=float)
         msg = solver.step()
         steps += 1
         if solver.status == "failed":
@@ -176,13 +236,6 @@ def _loop(solver, g, t0, t1, t_bound, y0, t_eval, terminal, max_steps, max_nfev=
         if not np.all(np.isfinite(y)):
             status, reason, message = -1, "nonfinite", f"non-finite state at t={t:.6g}"
             break
-        if solver.status == "finished":
-            if t_bound < t1:
-                status, reason = -1, "horizon"
-                message = f"the terminal level was not reached by t={t_bound:g}"
-            else:
-                status, reason = 0, "end"
-                message = "The solver successfully reached the end of the integration interval."
         sol = None
         g_new = list(g(y))
         crossed = [k for k, (a, c) in enumerate(zip(g_old, g_new))
@@ -190,18 +243,25 @@ def _loop(solver, g, t0, t1, t_bound, y0, t_eval, terminal, max_steps, max_nfev=
         t_stop = None
         if crossed:
             sol = solver.dense_output()
-            roots = {k: brentq(lambda tt, k=k: g(sol(tt))[k], t_old, t, xtol=4 * _EPS,
-                               rtol=4 * _EPS) for k in crossed}
-            if terminal is not None and terminal in roots:
-                t_stop = roots[terminal]
-            for k, tr in roots.items():
-                if t_stop is None or tr <= t_stop:
-                    hits[k] = (tr, sol(tr))
+            found, t_stop, unresolved = _crossings(sol, g, crossed, t_old, t, y_old, local, terminal)
+            if unresolved:
+                status, reason, message = -1, "unresolved", unresolved
+                break
+            for k, hit in found.items():
+                hits[k] = hit
+        if solver.status == "finished" and t_stop is None:
+            if t_bound < t1:
+                status, reason = -1, "horizon"
+                message = f"the terminal level was not reached by t={t_bound:g}"
+            else:
+                status, reason = 0, "end"
+                message = "The solver successfully reached the end of the integration interval."
         g_old = g_new
         t_end = t if t_stop is None else t_stop
+        y_stop = None if t_stop is None else hits[terminal][1]
         if t_eval is None:
             ts.append(t_end)
-            ys.append(y if t_stop is None else sol(t_stop))
+            ys.append(y if t_stop is None else y_stop)
         else:
             i_new = np.searchsorted(t_eval, t_end, side="right")
             if i_new > i_eval:
@@ -213,7 +273,7 @@ def _loop(solver, g, t0, t1, t_bound, y0, t_eval, terminal, max_steps, max_nfev=
                 i_eval = i_new
             if t_stop is not None and (not ts or ts[-1] < t_stop):
                 ts.append(t_stop)
-                ys.append(sol(t_stop))
+                ys.append(y_stop)
         if t_stop is not None:
             status, reason = 1, "terminal"
             message = f"terminal level reached at t={t_stop:.6g}"

@@ -455,6 +455,15 @@ class ReducedSystem(PaperClosedForms):
         y_end = run.y[-1] if len(run.t) else y0
         if run.reason == "steps":
             message += f" (loss {float(self.loss(*y_end)):.6g})"
+        elif run.reason in ("failed", "unresolved"):    # a descent too fast for the doubles near t
+            what = "the solver stopped" if run.reason == "failed" else "a loss level was not resolved"
+            message = (f"{what} at t={run.t[-1]:.6g} (loss {float(self.loss(*y_end)):.6g}; relevant share "
+                       f"at the start {float(self._alpha_at(y0)):.3g}): {run.message}")
+            if "spacing between numbers" in run.message:
+                message += " The descent after the plateau is too fast for the doubles near t."
+        elif run.reason == "nonfinite" and run.nsteps == 0:    # e.g. a factorized QK circuit: mu_QK(0) = eps^2/b
+            start = ", ".join(f"{k}={v:.6g}" for k, v in zip(self.names, y0))
+            message += f" ({start}; b={self.b:g}" + (f", eps={self.eps:g})" if self._flow is None else ")")
         elif run.reason == "horizon":
             message = (f"target_loss={levels[-1]} not reached by t={min(t1, HORIZON):g} "
                        f"(loss {float(self.loss(*y_end)):.6g})")

@@ -61,7 +61,9 @@ class Trajectory(OptimizeResult):
         reached), ``"end"`` (end of the time span), ``"steps"`` or ``"nfev"`` (the
         solver's budget spent), ``"horizon"`` (the target not reached by
         :data:`~numerics.dynamics.bounded_ivp.HORIZON`), ``"failed"`` (the solver
-        failed) or ``"nonfinite"`` (a value became non-finite).
+        failed), ``"nonfinite"`` (a value became non-finite) or ``"unresolved"`` (a
+        loss crossing the doubles of t did not resolve, not found on its step
+        integrated again in a local time).
     success : bool
         ``status >= 0``.
     nfev : int

@@ -75,8 +75,7 @@ the integration, which and not the theory limits it: not verifiable
 (``N/V``); otherwise it fails. Both values are in its ``detail``. At
 m = 1e-6 (``T`` about 5e10), for example, FAFO's ``flow~reduced mu_QK``
 falls from 5.7e-6 to 8.1e-8 and passes, its ``alpha`` from 8.0e-5 to
-1.1e-6 (N/V); at m = 1e-8 FACO's state where the loss crosses 1 deviates
-2.5e-5, then 6.5e-5 (N/V). A task's comparisons (``--task``) are measured
+1.1e-6 (N/V). A task's comparisons (``--task``) are measured
 again the same way, both flows at a tenth of the task's ``rtol`` and a
 hundredth of its ``atol``. A flow that could not be computed at all is not
 integrated again. When the full model's flow only spent its solver's step

@@ -47,3 +47,43 @@ def test_an_unbounded_run_that_ends_at_the_horizon_without_its_level_fails():
                         levels=lambda y: [y[0] - 0.5], terminal=0)
     assert (res.status, res.reason) == (-1, "horizon") and res.hits == [None]
     assert res.t[-1] == HORIZON and "not reached" in res.message
+
+
+def test_a_crossing_at_a_tiny_time_is_located_to_a_few_ulp_of_it():
+    """y' = -y / 1e-20 crosses y = 1/2 at 1e-20 log 2: brentq's absolute xtol (4 eps = 9e-16) left the
+    crossing anywhere in its step. Now the level's state is 1/2 to 1e-12, its time to 1e-12."""
+    tau = 1e-20
+    res = solve_bounded(lambda t, y: -y / tau, (0.0, np.inf), np.array([1.0]), levels=lambda y: [y[0] - 0.5],
+                        terminal=0, rtol=1e-12, atol=1e-14)
+    t_hit, y_hit = res.hits[0]
+    assert res.status == 1 and abs(y_hit[0] - 0.5) < 1e-12 and t_hit == pytest.approx(tau * np.log(2), rel=1e-12)
+
+
+def test_a_crossing_on_a_step_of_few_doubles_of_t_is_located_on_the_step_integrated_again():
+    """y' = -y / 1e4 from t = 1e17 (the descent after a long plateau): doubles of t are 16 apart, a step
+    a few thousand, so the crossing of y = 1/2 located on them was off by up to 16 / 1e4 of y. The step
+    integrated again in its own time from its start locates it: y = 1/2 to 1e-12, t to two doubles."""
+    t0, tau = 1e17, 1e4
+    res = solve_bounded(lambda t, y: -y / tau, (t0, np.inf), np.array([1.0]), levels=lambda y: [y[0] - 0.5],
+                        terminal=0, rtol=1e-12, atol=1e-14)
+    t_hit, y_hit = res.hits[0]
+    assert res.status == 1 and abs(y_hit[0] - 0.5) < 1e-12 and res.y[-1][0] == y_hit[0]
+    assert abs(t_hit - (t0 + tau * np.log(2))) <= 2 * np.spacing(t0)
+
+
+def test_a_crossing_not_found_on_the_step_integrated_again_is_a_failure(monkeypatch):
+    """Where the step integrated again does not cross the level, the run stops before that step
+    with status -1 (reason "unresolved") and no hit: never the coarse state as the crossing."""
+    from numerics.dynamics import bounded_ivp
+    solve = bounded_ivp._solve
+
+    def missing(*args, again):
+        run = solve(*args, again=again)
+        if not again:       # the step integrated again
+            run.hits = [None]
+        return run
+    monkeypatch.setattr(bounded_ivp, "_solve", missing)
+    res = solve_bounded(lambda t, y: -y / 1e4, (1e17, np.inf), np.array([1.0]), levels=lambda y: [y[0] - 0.5],
+                        terminal=0, rtol=1e-12, atol=1e-14)
+    assert (res.status, res.reason, res.hits) == (-1, "unresolved", [None])
+    assert "\n" not in res.message and "not resolved" in res.message and res.y[-1][0] > 0.5
