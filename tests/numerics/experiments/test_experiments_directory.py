@@ -445,11 +445,13 @@ def test_a_runs_folder_that_cannot_take_files_is_refused_before_any_work(finishe
         run.write_text("damaged: to be computed again")
     (out / "runs").chmod(0o500)
     if os.access(out / "runs", os.W_OK):
+        real_open = os.open
+
         def refused_in_runs(path, *args, **kwargs):
             if Path(path).parent.name == "runs":
                 raise PermissionError(13, "Permission denied", str(path))
-            return open(path, *args, **kwargs)
-        monkeypatch.setattr(output, "open", refused_in_runs, raising=False)
+            return real_open(path, *args, **kwargs)
+        monkeypatch.setattr(output.os, "open", refused_in_runs)
     try:
         refused([*TINY_SWEEP, "--output", str(out), "--resume"], out, capsys, f"{out / 'runs'}",
                 "cannot take files", "Permission denied")
