@@ -241,7 +241,10 @@ class PaperClosedForms:
             orb = lam.orbit_fn(P).func
 
             def g(uu, si):
-                return uu - orb(si / alpha(uu, m, n), x0, u0, *params)
+                # far right of the root the orbit's omega underflows: its log is -inf, g is +inf (the sign
+                # the bracket reads), not a fault to warn of
+                with np.errstate(divide="ignore"):
+                    return uu - orb(si / alpha(uu, m, n), x0, u0, *params)
             u = self._increasing_root(g, np.full(L.shape, float(u0)), s)
         a = np.asarray(self.alpha(u), dtype=float)
         mu_OV = s / a
