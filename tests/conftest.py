@@ -29,6 +29,13 @@ def no_figures(monkeypatch):
     skip_figures(monkeypatch)
 
 
+@pytest.fixture
+def png_figures(monkeypatch):
+    """The experiments write their figures as PNG only in this test (``tests/_figures.py``)."""
+    from _figures import png_figures
+    png_figures(monkeypatch)
+
+
 @pytest.fixture(scope="module")
 def cluster():
     """A real Dask ``LocalCluster`` (2 worker processes) for one test module; skipped without ``distributed``."""

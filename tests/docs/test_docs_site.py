@@ -248,6 +248,25 @@ class _Resources(HTMLParser):
             self.urls.append((tag, attrs["style"]))
 
 
+#: A start tag (quoted attribute values may hold ">") that can load something: one of
+#: ``_Resources``' loading tags, or any tag with a ``style`` or ``srcset`` attribute. Every tag
+#: ``_Resources`` reports a URL of is one of these (inside a script or a comment too, where the
+#: parser sees none: more, never fewer), so a page is parsed by its loading tags alone, not whole.
+_ATTRIBUTES = r"""(?:[^>"']|"[^"]*"|'[^']*')*"""
+_LOADING_TAG = re.compile(r"<(?:(?:script|img|iframe|source|video|audio|embed|object|input|link)\b" + _ATTRIBUTES
+                          + r"""|[a-zA-Z][\w:-]*\s(?:[^>"']|"[^"]*"|'[^']*')*?\b(?:style|srcset)\s*="""
+                          + _ATTRIBUTES + ")>", re.IGNORECASE)
+
+
+def _loaded_urls(html: str) -> list[tuple[str, str]]:
+    """``(tag, url)`` of every resource ``html`` loads: its loading tags, each parsed alone."""
+    parser = _Resources()
+    for tag in _LOADING_TAG.finditer(html):
+        parser.feed(tag.group(0))
+        parser.reset()                   # a lone <script ...> must not swallow the next tag as script text
+    return parser.urls
+
+
 def _external(url: str) -> bool:
     if url.strip("'\" ").startswith("data:"):
         return False   # inline data (the theme's SVG icons name the SVG namespace URL)
@@ -255,12 +274,17 @@ def _external(url: str) -> bool:
 
 
 def test_external_resource_detection():
+    page = ('<script src="https://cdn.example.org/x.js"></script><link rel="stylesheet" '
+            'href="//fonts.example.org/f.css"><img src="_images/a.png"><a href="https://x.org">'
+            '<img src="data:image/svg+xml,%3Csvg xmlns=\'http://www.w3.org/2000/svg\'/%3E">'
+            '<script>let a = 1 > 0;</script><div title="a > b" style="background: url(//x.org/b.png)">'
+            '<picture><source\n srcset="https://x.org/c.webp 2x"></picture><span srcset="//x.org/d.png">')
     parser = _Resources()
-    parser.feed('<script src="https://cdn.example.org/x.js"></script><link rel="stylesheet" '
-                'href="//fonts.example.org/f.css"><img src="_images/a.png"><a href="https://x.org">'
-                '<img src="data:image/svg+xml,%3Csvg xmlns=\'http://www.w3.org/2000/svg\'/%3E">')
+    parser.feed(page)
     external = [url for _tag, url in parser.urls if _external(url)]
-    assert external == ["https://cdn.example.org/x.js", "//fonts.example.org/f.css"]
+    assert external == ["https://cdn.example.org/x.js", "//fonts.example.org/f.css",
+                        "background: url(//x.org/b.png)", "https://x.org/c.webp 2x", "//x.org/d.png"]
+    assert _loaded_urls(page) == parser.urls       # the loading tags alone: the same URLs
 
 
 def test_no_page_loads_anything_from_another_host(site):
@@ -268,10 +292,8 @@ def test_no_page_loads_anything_from_another_host(site):
     pages = list(site.html.rglob("*.html"))
     assert len(pages) > 50
     for page in pages:
-        parser = _Resources()
-        parser.feed(page.read_text(encoding="utf-8"))
         offenders += [(str(page.relative_to(site.html)), tag, url)
-                      for tag, url in parser.urls if _external(url)]
+                      for tag, url in _loaded_urls(page.read_text(encoding="utf-8")) if _external(url)]
     for css in site.html.rglob("*.css"):
         for url in re.findall(r"url\(([^)]*)\)", css.read_text(encoding="utf-8", errors="replace")):
             if _external(url.strip("'\" ")):

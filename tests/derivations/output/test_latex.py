@@ -71,6 +71,11 @@ def test_output_is_deterministic(fresh, tmp_path):
     assert _files(tmp_path) == _files(fresh)
 
 
+def test_the_document_has_the_attention_section_once(fresh):
+    """The section "Where attention goes" (derivations/output/latex_attention.py), once."""
+    assert (fresh / L.DOCUMENT_NAME).read_text().count(r"\section{Where attention goes}") == 1
+
+
 def test_every_result_has_a_snippet_and_a_label(fresh):
     doc = (fresh / L.DOCUMENT_NAME).read_text()
     for name in results():

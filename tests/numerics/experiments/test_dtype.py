@@ -115,18 +115,18 @@ def test_reproduce_jobs_name_the_dtype_of_their_figure2_runs():
         assert j32["config"].get("dtype") == ("float32" if j32["experiment"] == "fig2" else None)
 
 
-def test_fig2_command_dtype():
+def test_fig2_command_dtype(capsys):
     import json
-    import subprocess
-    import sys
 
-    args = [sys.executable, "-m", "numerics.experiments", "fig2", "--epochs", "1", "--steps-per-epoch", "5",
-            "--eval-batches", "1", "--seeds", "1234", "--workers", "1", "--json", "--quiet"]
-    r = subprocess.run(args + ["--dtype", "float32"], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["settings"]["dtype"] == "float32"
-    r = subprocess.run(args + ["--dtype", "float16"], capture_output=True, text=True)
-    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--dtype" in r.stderr and not r.stdout
+    from numerics.experiments.__main__ import main
+
+    args = ["fig2", "--epochs", "1", "--steps-per-epoch", "5", "--eval-batches", "1", "--seeds", "1234",
+            "--workers", "1", "--json", "--quiet"]
+    assert main(args + ["--dtype", "float32"]) == 0
+    assert json.loads(capsys.readouterr().out)["settings"]["dtype"] == "float32"
+    assert main(args + ["--dtype", "float16"]) == 2
+    out, err = capsys.readouterr()
+    assert err.count("\n") == 1 and "--dtype" in err and not out
 
 
 def test_report_names_a_float32_step_only():

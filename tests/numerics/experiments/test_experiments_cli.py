@@ -73,10 +73,20 @@ SWEEP = ["sweep", "--parameterizations", "CACO,FAFO", "--ratios", "1,4", "--seed
          "--quiet"]
 
 
-def test_sweep_csv_json_plot_and_refuses_to_overwrite(tmp_path, capsys):
-    out = tmp_path / "s"
-    assert main([*SWEEP, "--output", str(out), "--workers", "1", "--json"]) == 0
-    d = json.loads(capsys.readouterr().out)
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    """``SWEEP`` with its theory and figures, run once for the module: ``(output directory, printed JSON)``."""
+    import contextlib
+    import io
+    out = tmp_path_factory.mktemp("sweep") / "s"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main([*SWEEP, "--output", str(out), "--workers", "1", "--json"]) == 0
+    return out, json.loads(printed.getvalue())
+
+
+def test_sweep_csv_json_plot_and_refuses_to_overwrite(swept, capsys):
+    out, d = swept
     with open(out / "results.csv") as f:
         rows = list(csv.DictReader(f))
     assert list(rows[0]) == list(jobs.SWEEP_ROW_KEYS)
@@ -91,14 +101,13 @@ def test_sweep_csv_json_plot_and_refuses_to_overwrite(tmp_path, capsys):
     assert "--resume" in capsys.readouterr().err
 
 
-def test_the_theory_is_computed_here_when_the_workers_fail_it(tmp_path, capsys, monkeypatch, no_figures):
+def test_the_theory_is_computed_here_when_the_workers_fail_it(swept, tmp_path, capsys, monkeypatch, no_figures):
     """The overlay's flows run on the sweep's workers; if that fails (a lost scheduler, a broken pool),
     they are computed in this process with a warning: the same sweep.json as a sweep where they ran."""
     from numerics.experiments import runner
     from numerics.experiments.cluster import SchedulerLost
 
-    ok = tmp_path / "ok"
-    assert main([*SWEEP, "--output", str(ok), "--workers", "1"]) == 0
+    ok, _ = swept                                       # the same sweep, its theory computed on the workers
     real = runner.run_jobs
 
     def lost_for_the_theory(func, jobs, **options):
@@ -294,7 +303,7 @@ def test_diverged_fig2_writes_valid_json_with_nulls_and_exits_3(tmp_path, capsys
 
 
 @pytest.mark.parametrize("command", ["fig2", "sweep"])
-def test_a_run_that_overflows_on_its_last_step_is_diverged_not_a_traceback(command, tmp_path, capsys):
+def test_a_run_that_overflows_on_its_last_step_is_diverged_not_a_traceback(command, tmp_path, capsys, no_figures):
     short = ["--steps-per-epoch", "2", "--eval-batches", "1", "--workers", "1", "--lr-ov", "1e200", "--quiet"]
     args = (["fig2", "--epochs", "1", "--seeds", "1"] if command == "fig2" else
             ["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1", "--target-loss", "0.1",
@@ -318,7 +327,7 @@ def test_degenerate_separability_is_null_not_a_crash(capsys):
     assert d["separability"] == {"mean": None, "std": None} and d["runs"][0]["status"] == "completed"
 
 
-def test_diverged_sweep_still_writes_csv_json_and_plot(tmp_path, capsys):
+def test_diverged_sweep_still_writes_csv_json_and_plot(tmp_path, capsys, png_figures):
     out = tmp_path / "s"
     status = main(["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "2", "--target-loss", "3",
                    "--lr-ov", "1e200", "--max-steps", "20", "--steps-per-epoch", "10", "--eval-batches", "1",

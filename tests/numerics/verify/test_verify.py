@@ -294,10 +294,11 @@ def test_build_parser_documents_every_option():
 # --------------------------------------------------------------------------- #
 # command line
 # --------------------------------------------------------------------------- #
-def test_cli_json_quick():
-    p = _run_cli("--json", "--quick", "--parameterization", "CACO")
-    assert p.returncode == 0, p.stderr
-    data = json.loads(p.stdout)
+def test_cli_json_quick(capsys):
+    """In this process (the command as a process: test_cli_bad_arguments_as_a_process, and its closed
+    pipe and full device in test_task_numerics_verify)."""
+    assert verify.main(["--json", "--quick", "--parameterization", "CACO"]) == 0
+    data = json.loads(capsys.readouterr().out)
     assert set(data) == {"checks", "summary"}
     s = data["summary"]
     assert s["ok"] is True and s["n_fail"] == 0
