@@ -36,6 +36,7 @@ def _checkout_copy(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_a_second_build_of_one_docs_directory_waits_for_the_first(tmp_path):
     """A build holds its source directory's lock until it ends; a second build waits for it before it writes
     (or reads) the generated API pages. Two cold builds of one directory side by side failed: one read the
@@ -100,6 +101,7 @@ def test_a_failed_build_says_why(tmp_path):
     assert len(message) < 20_000 and (tmp_path / "build.log").read_text().count("one more") == 2000
 
 
+@pytest.mark.slow
 def test_a_build_waiting_too_long_is_stopped_with_what_it_wrote(tmp_path):
     """A build past its wall-clock limit is stopped with every process it started, and reported with its
     output."""
@@ -120,6 +122,7 @@ def test_a_build_waiting_too_long_is_stopped_with_what_it_wrote(tmp_path):
     assert not _alive(child), "a process the build started survived it"
 
 
+@pytest.mark.slow
 def test_a_build_is_bounded_by_its_cpu_time_not_by_the_clock(tmp_path):
     """A build that runs away is stopped once it has used its CPU time, however long the wall-clock limit
     (beside other work, a build that needs 40 s of CPU took 290 s: a 600 s wall-clock limit was the

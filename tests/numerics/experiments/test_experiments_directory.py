@@ -183,6 +183,7 @@ def _reproduction(out, quick=True, dtype="float64"):
     reproduce._write_report(out, [(name, job)], [{"runs": [dict(FIG2_RUN, seed=s) for s in job["seeds"]]}], None, quick)
 
 
+@pytest.mark.slow
 def test_a_collect_beside_a_reproduction_keeps_its_files_and_the_final_report(tmp_path, monkeypatch):
     """reproduce --collect holds no lock file (it runs while a reproduction works): a reproduction that
     starts while the collect writes its figures removes none of the collect's temporary files as a killed

@@ -305,6 +305,7 @@ def test_interrupted_pool_leaves_no_workers_and_keeps_finished_results(tmp_path,
     assert len(ResultStore(tmp_path / "store")) == 1
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_the_pool_starts_its_helper_processes_is_the_parents_alone(tmp_path):
     """The fork server and the resource tracker are new Python processes in the terminal's process group: a
     Ctrl-C while they start (slowed here by a sitecustomize) ends the parent with KeyboardInterrupt, and

@@ -193,6 +193,7 @@ def test_a_scheduler_lost_mid_sweep_is_one_line_and_resume_completes_it(tmp_path
     assert (out / "results.csv").read_bytes() == (reference / "results.csv").read_bytes()
 
 
+@pytest.mark.slow
 def test_a_scheduler_without_workers_is_one_line_after_connect_timeout(tmp_path):
     """Issue 25.15: no worker connected: one line saying so after --connect-timeout seconds, exit 2, nothing
     written; the runner gives up the same way (SchedulerLost) when the workers are gone by the time it sends."""
@@ -213,6 +214,7 @@ def test_a_scheduler_without_workers_is_one_line_after_connect_timeout(tmp_path)
         assert time.monotonic() - t0 < 30
 
 
+@pytest.mark.slow
 def test_the_workers_gone_mid_run_is_a_lost_scheduler_after_connect_timeout(tmp_path):
     """Every worker gone while runs are still to do (killed, or the cluster scaled to none): the runner
     gives up with SchedulerLost after --connect-timeout seconds without one, instead of waiting for a
