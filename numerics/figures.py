@@ -169,7 +169,7 @@ def main(argv=None):
     -------
     int
         Exit status: 0 ok, 1 a write failed, 2 bad arguments (one line on
-        stderr, nothing written), 130 Ctrl-C (one line).
+        stderr, nothing written), 130 Ctrl-C, 143 SIGTERM (one line).
     """
     parser = build_parser()
     try:
