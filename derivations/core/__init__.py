@@ -20,7 +20,7 @@ processes and command lines import it without cost:
 * :mod:`~derivations.core.exports`: how a subpackage exports its API without
   importing every module at once.
 """
-from .atomic_file import atomic_write, atomic_write_text, read_bounded
+from .atomic_file import atomic_write, atomic_write_text, is_temporary, read_bounded, temporary_name_length
 from .cli import (OneLineParser, UsageError, assignments, parse_float, parse_int, parse_list, parse_loss,
                   parse_number, parse_params, rate_values, usage_error)
 from .interrupt import EXIT_INTERRUPTED, EXIT_TERMINATED, exit_on_interrupt
@@ -31,7 +31,7 @@ from .vocabulary import (CIRCUITS, MAX_CLASSES, MODEL_PARAMETERS, PAPER_SETTING,
                          RATE_NAMES, SHARES, Circuit, check_circuit, check_classes, check_model_parameters,
                          check_parameterization, check_positive, ov_factorized, qk_factorized)
 
-__all__ = ["atomic_write", "atomic_write_text", "read_bounded", "emit",
+__all__ = ["atomic_write", "atomic_write_text", "read_bounded", "is_temporary", "temporary_name_length", "emit",
            "OneLineParser", "UsageError", "usage_error", "assignments", "parse_params", "parse_list",
            "parse_float", "parse_number", "parse_int", "parse_loss", "rate_values", "prepare_output_dir",
            "progress_bar", "isatty", "exit_on_interrupt", "EXIT_INTERRUPTED", "EXIT_TERMINATED",
