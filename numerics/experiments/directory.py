@@ -78,9 +78,7 @@ _NAMED = {"sweep": "a sweep", "reproduction": "a reproduction", "fig2": "a fig2 
 _KIND_OF_JOB = {"sweep": "sweep", "fig2": "reproduction", "fig3": "reproduction"}
 #: The figures a reproduction writes beside its report (:func:`numerics.experiments.reproduce.make_figures`).
 REPORT_FIGURES = ("fig2_heatmaps", "fig3_fixed_attention")
-#: The files the experiments write in a directory: the temporary file of an atomic write of one of them
-#: (:func:`derivations.core.atomic_file.is_temporary`) that a killed write left is removed (another
-#: ``.*.tmp``, a user's, is not).
+#: The files written here: a killed write's temporary of one (``atomic_file.is_temporary``) is removed, a user's not.
 _WRITTEN = frozenset({name for files in KINDS.values() for name in files} | set(_figures(*REPORT_FIGURES)))
 #: Largest settings file read (bytes); ``fig2.json`` and ``fig3.json`` hold every run's loss log.
 _MAX_BYTES = {SETTINGS_FILE: 1 << 20, "fig2.json": 1 << 30, "fig3.json": 1 << 30, "report.json": 1 << 30}
