@@ -138,6 +138,7 @@ def test_every_long_command_ends_on_ctrl_c_with_one_line(module, monkeypatch, ca
     ("numerics.experiments", ["fig3", "--epochs", "1"], "numpy", "experiments: interrupted"),
     ("derivations.latex", ["--output", "OUT"], "sympy", "latex: interrupted"),
     ("numerics.verify", ["--quick"], "numpy", "python -m numerics.verify: interrupted"),
+    ("numerics.figures", ["--output", "OUT"], "numpy", "python -m numerics.figures: interrupted"),
     ("derivations.print_dynamics", [], "sympy", "print_dynamics: interrupted")])
 def test_ctrl_c_while_a_command_loads_numpy_or_sympy_is_one_line(module, argv, library, line, tmp_path):
     """A command loads NumPy or SymPy (a tenth of a second to most of one) inside its guard: a Ctrl-C then
