@@ -79,12 +79,12 @@ def test_sigterm_in_a_command_takes_ctrl_cs_path_one_line_and_exit_143(capsys):
     def main(argv=None):
         try:
             os.kill(os.getpid(), signal.SIGTERM)
-            time.sleep(5)                           # (the handler raises at once)
+            time.sleep(float(argv[1]))              # (the command's handler raises at once)
             return 0
         finally:
             cleaned.append(True)
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
-    assert main(["out"]) == EXIT_TERMINATED == 143 and cleaned == [True]
+    assert main(["out", "5"]) == EXIT_TERMINATED == 143 and cleaned == [True]
     assert capsys.readouterr().err == "demo: terminated; kept in out\n"
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
 
@@ -92,7 +92,7 @@ def test_sigterm_in_a_command_takes_ctrl_cs_path_one_line_and_exit_143(capsys):
         cleaned.append(signum)
     previous = signal.signal(signal.SIGTERM, own)
     try:
-        assert main(["out"]) == 0 and cleaned == [True, signal.SIGTERM, True]
+        assert main(["out", "0"]) == 0 and cleaned == [True, signal.SIGTERM, True]
     finally:
         signal.signal(signal.SIGTERM, previous)
 
