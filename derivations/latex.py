@@ -27,7 +27,7 @@ def main(argv=None) -> int:
     Returns
     -------
     int
-        Exit status: 0 written, 1 a write failed, 2 bad input, 130 Ctrl-C.
+        Exit status: 0 written, 1 a write failed, 2 bad input, 130 Ctrl-C, 143 SIGTERM.
     """
     from .output import latex as builder
     return builder.main(argv)

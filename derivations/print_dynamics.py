@@ -162,7 +162,7 @@ def main(argv=None) -> int:
     -------
     int
         Exit status: 0 ok, 2 bad input, 1 the output could not be written,
-        130 Ctrl-C.
+        130 Ctrl-C, 143 SIGTERM.
     """
     try:
         args = build_parser().parse_args(argv)

@@ -5,7 +5,8 @@ by :func:`numerics.output.save_figure`; this module chooses, checks and writes
 them, and is the command line. The output directory is created and really
 probed (a temporary file is written and removed) before any figure is made; a
 path that cannot take the files is one line on stderr and exit status 2, with
-nothing left behind.
+nothing left behind. The figures' modules (and NumPy with them) are imported when a function here
+first needs them: the command loads them inside its guard against Ctrl-C.
 """
 from __future__ import annotations
 
@@ -17,10 +18,6 @@ from derivations.core.cli import OneLineParser, UsageError, parse_list, usage_er
 from derivations.core.interrupt import exit_on_interrupt
 from derivations.core.output import emit
 
-from .output.files import FORMATS, check_dpi, check_formats, prepare_figure_dir, save_figure
-from .output.style import DPI, DPI_RANGE, STYLE
-from .output.theory import FIGURES
-
 __all__ = ["DEFAULT_OUTPUT", "make_figures", "check_output_dir", "check_data", "build_parser", "main"]
 
 #: Default output directory (relative to the working directory).
@@ -28,20 +25,28 @@ DEFAULT_OUTPUT = Path("docs") / "figures"
 PROG = "python -m numerics.figures"
 
 
+def _figures() -> dict:
+    """:data:`numerics.output.theory.FIGURES`, imported on first use (with NumPy: a tenth of a second and
+    more), in :func:`main` inside the guard against Ctrl-C."""
+    from .output.theory import FIGURES
+    return FIGURES
+
+
 def _check_names(names):
     """The figure names, each once in the order given (all by default)."""
+    figures = _figures()
     if names is None:
-        return tuple(FIGURES)
+        return tuple(figures)
     if isinstance(names, str):
         names = (names,)
     names = tuple(names)
-    bad = [n for n in names if n not in FIGURES]
+    bad = [n for n in names if n not in figures]
     if bad or not names:
-        raise ValueError(f"unknown figure(s) {bad}; choose from {list(FIGURES)}")
+        raise ValueError(f"unknown figure(s) {bad}; choose from {list(figures)}")
     return tuple(dict.fromkeys(names))
 
 
-def check_output_dir(output_dir, names=None, formats=FORMATS) -> Path:
+def check_output_dir(output_dir, names=None, formats=None) -> Path:
     """The output directory, created and probed, if the figures ``names`` in
     ``formats`` can be written there (:func:`numerics.output.files.prepare_figure_dir`:
     a check of the path, then a real write of a temporary file; nothing is
@@ -52,8 +57,8 @@ def check_output_dir(output_dir, names=None, formats=FORMATS) -> Path:
     output_dir : str or path-like
     names : iterable of str, optional
         Figures of :data:`~numerics.output.theory.FIGURES` (default: all).
-    formats : iterable of str
-        Of :data:`~numerics.output.files.FORMATS`.
+    formats : iterable of str, optional
+        Of :data:`~numerics.output.files.FORMATS` (default: all of them).
 
     Returns
     -------
@@ -64,7 +69,8 @@ def check_output_dir(output_dir, names=None, formats=FORMATS) -> Path:
     ValueError
         Naming what is wrong with the path.
     """
-    file_names = [f"{n}.{f}" for n in (names or FIGURES) for f in formats]
+    from .output.files import FORMATS, prepare_figure_dir
+    file_names = [f"{n}.{f}" for n in (names or _figures()) for f in (FORMATS if formats is None else formats)]
     return prepare_figure_dir(output_dir, file_names)
 
 
@@ -88,7 +94,7 @@ def check_data(names=None) -> None:
 
 
 def make_figures(output_dir=DEFAULT_OUTPUT, formats=("png", "pdf"), *, names=None,
-                 quick=False, dpi=DPI, verbose=False):
+                 quick=False, dpi=None, verbose=False):
     """Make the figures and write them to ``output_dir`` (created if missing).
 
     Parameters
@@ -101,8 +107,9 @@ def make_figures(output_dir=DEFAULT_OUTPUT, formats=("png", "pdf"), *, names=Non
         given twice is drawn once.
     quick : bool
         Coarser grids (for tests).
-    dpi : float
-        Raster resolution, in :data:`~numerics.output.style.DPI_RANGE`.
+    dpi : float, optional
+        Raster resolution, in :data:`~numerics.output.style.DPI_RANGE` (default
+        :data:`~numerics.output.style.DPI`).
     verbose : bool
         Print one line per figure (name, seconds) to stderr.
 
@@ -119,9 +126,12 @@ def make_figures(output_dir=DEFAULT_OUTPUT, formats=("png", "pdf"), *, names=Non
         :func:`check_output_dir`) or damaged data (:func:`check_data`); raised
         before any figure is made.
     """
+    from .output.files import check_dpi, check_formats, save_figure
+    from .output.style import DPI, STYLE
+
     formats = check_formats(formats)
     names = _check_names(names)
-    dpi = check_dpi(dpi)
+    dpi = check_dpi(DPI if dpi is None else dpi)
     check_data(names)
     output_dir = check_output_dir(output_dir, names, formats)
     import matplotlib
@@ -129,7 +139,7 @@ def make_figures(output_dir=DEFAULT_OUTPUT, formats=("png", "pdf"), *, names=Non
     for name in names:
         t0 = time.perf_counter()
         with matplotlib.rc_context(STYLE):
-            fig = FIGURES[name](quick=quick)
+            fig = _figures()[name](quick=quick)
             paths += save_figure(fig, output_dir, name, formats, dpi, style=STYLE)
         if verbose:
             print(f"{name}: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
@@ -138,6 +148,10 @@ def make_figures(output_dir=DEFAULT_OUTPUT, formats=("png", "pdf"), *, names=Non
 
 def build_parser():
     """The argument parser of ``python -m numerics.figures`` (also used by the docs)."""
+    from .output.files import FORMATS
+    from .output.style import DPI, DPI_RANGE
+
+    figures = _figures()
     p = OneLineParser(prog=PROG,
                       description="Write the figures of the QK/OV dynamics as PNG and PDF "
                                   "(exit 0: written, 1: a file could not be written, 2: bad "
@@ -147,8 +161,8 @@ def build_parser():
     p.add_argument("--formats", default="png,pdf",
                    help=f"comma-separated subset of {','.join(FORMATS)} (default png,pdf; a format "
                         "named twice is written once)")
-    p.add_argument("--only", nargs="+", metavar="NAME", choices=list(FIGURES),
-                   help="make only these figures (a name given twice is drawn once): " + ", ".join(FIGURES))
+    p.add_argument("--only", nargs="+", metavar="NAME", choices=list(figures),
+                   help="make only these figures (a name given twice is drawn once): " + ", ".join(figures))
     p.add_argument("--dpi", type=float, default=DPI,
                    help=f"PNG resolution in [{DPI_RANGE[0]:g}, {DPI_RANGE[1]:g}] (default {DPI})")
     p.add_argument("--quick", action="store_true", help="coarser grids (fast; for tests)")
@@ -169,8 +183,10 @@ def main(argv=None):
     -------
     int
         Exit status: 0 ok, 1 a write failed, 2 bad arguments (one line on
-        stderr, nothing written), 130 Ctrl-C (one line).
+        stderr, nothing written), 130 Ctrl-C, 143 SIGTERM (one line).
     """
+    from .output.files import check_dpi, check_formats
+
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -9,8 +9,8 @@ processes and command lines import it without cost:
   written atomically, every file it reads as data is read within a bound;
 * :mod:`~derivations.core.cli`: one parser that reports one line and exit
   status 2, the ``--params`` and list parsers, the output-directory check;
-* :mod:`~derivations.core.interrupt`: Ctrl-C in a command is one line and exit
-  status 130;
+* :mod:`~derivations.core.interrupt`: Ctrl-C or SIGTERM in a command is one line
+  and exit status 130 or 143;
 * :mod:`~derivations.core.output`: the output writer (``| head``, a full disk)
   and the progress bar;
 * :mod:`~derivations.core.expression_cache`: where derived expressions are
@@ -20,10 +20,10 @@ processes and command lines import it without cost:
 * :mod:`~derivations.core.exports`: how a subpackage exports its API without
   importing every module at once.
 """
-from .atomic_file import atomic_write, atomic_write_text, read_bounded
+from .atomic_file import atomic_write, atomic_write_text, is_temporary, read_bounded, temporary_name_length
 from .cli import (OneLineParser, UsageError, assignments, parse_float, parse_int, parse_list, parse_loss,
                   parse_number, parse_params, rate_values, usage_error)
-from .interrupt import EXIT_INTERRUPTED, exit_on_interrupt
+from .interrupt import EXIT_INTERRUPTED, EXIT_TERMINATED, exit_on_interrupt
 from .exports import lazy_exports
 from .output import emit, isatty, prepare_output_dir, progress_bar
 from .time_bound import time_limit
@@ -31,10 +31,10 @@ from .vocabulary import (CIRCUITS, MAX_CLASSES, MODEL_PARAMETERS, PAPER_SETTING,
                          RATE_NAMES, SHARES, Circuit, check_circuit, check_classes, check_model_parameters,
                          check_parameterization, check_positive, ov_factorized, qk_factorized)
 
-__all__ = ["atomic_write", "atomic_write_text", "read_bounded", "emit",
+__all__ = ["atomic_write", "atomic_write_text", "read_bounded", "is_temporary", "temporary_name_length", "emit",
            "OneLineParser", "UsageError", "usage_error", "assignments", "parse_params", "parse_list",
            "parse_float", "parse_number", "parse_int", "parse_loss", "rate_values", "prepare_output_dir",
-           "progress_bar", "isatty", "exit_on_interrupt", "EXIT_INTERRUPTED",
+           "progress_bar", "isatty", "exit_on_interrupt", "EXIT_INTERRUPTED", "EXIT_TERMINATED",
            "PARAMETERIZATIONS", "check_parameterization", "qk_factorized", "ov_factorized",
            "PAPER_SETTING", "MODEL_PARAMETERS", "MAX_CLASSES", "check_model_parameters",
            "check_positive", "check_classes", "Circuit", "CIRCUITS", "check_circuit", "RATE_NAMES", "SHARES",

@@ -26,7 +26,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_write", "atomic_write_text", "read_bounded"]
+__all__ = ["atomic_write", "atomic_write_text", "read_bounded", "is_temporary", "temporary_name_length"]
 
 
 def _read_umask() -> int:
@@ -39,6 +39,62 @@ def _read_umask() -> int:
 
 #: The umask in force when this module was imported: new files get ``0o666 & ~UMASK``.
 UMASK = _read_umask()
+
+
+#: The temporary file of ``name`` is ``.<name>.<random>.tmp`` (:func:`atomic_write`, without a ``prefix``):
+#: ``<random>`` is :func:`tempfile.mkstemp`'s, of these characters and this length.
+_RANDOM_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
+_RANDOM_LENGTH = 8
+_SUFFIX = ".tmp"
+
+
+def _temporary_prefix(name: str) -> str:
+    return f".{name}."
+
+
+def temporary_name_length(name: str) -> int:
+    """The length in bytes of the name of the temporary file :func:`atomic_write` writes a file ``name`` in.
+
+    Parameters
+    ----------
+    name : str
+        The file's name.
+
+    Returns
+    -------
+    int
+
+    >>> temporary_name_length("report.json")
+    25
+    """
+    return len(os.fsencode(_temporary_prefix(name))) + _RANDOM_LENGTH + len(_SUFFIX)
+
+
+def is_temporary(path, names=None) -> bool:
+    """Whether ``path`` is named as the temporary file :func:`atomic_write` writes a file in
+    (``.<name>.<random>.tmp``, without a ``prefix``): one that a killed write may have left.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    names : collection of str, optional
+        Only the temporary files of these file names (default: of any).
+
+    Returns
+    -------
+    bool
+
+    >>> is_temporary(".results.csv.k1ll3d0n.tmp"), is_temporary(".results.csv.k1ll3d0n.tmp", {"sweep.json"})
+    (True, False)
+    >>> is_temporary(".draft.tmp"), is_temporary("notes.txt.abcdefgh.tmp")
+    (False, False)
+    """
+    name = os.path.basename(os.fspath(path))
+    if not (name.startswith(".") and name.endswith(_SUFFIX)):
+        return False
+    written, dot, random = name[1:-len(_SUFFIX)].rpartition(".")
+    return (bool(written and dot and random) and set(random) <= _RANDOM_CHARACTERS
+            and (names is None or written in names))
 
 
 def atomic_write(path, write, *, binary: bool = False, fsync: bool = False, prefix: str = None,
@@ -59,8 +115,8 @@ def atomic_write(path, write, *, binary: bool = False, fsync: bool = False, pref
         Flush and fsync the file before the rename, and the directory after it
         (durable across a crash, for results that must not be lost).
     prefix : str, optional
-        Name prefix of the temporary file (default ``.<name>.``); it always ends
-        in ``.tmp``. A temporary file is deleted if writing fails.
+        Name prefix of the temporary file (default ``.<name>.``, :func:`is_temporary`); it
+        always ends in ``.tmp``. A temporary file is deleted if writing fails.
     encoding : str, optional
         Text encoding (default: the locale's).
 
@@ -71,7 +127,7 @@ def atomic_write(path, write, *, binary: bool = False, fsync: bool = False, pref
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=prefix or f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=prefix or _temporary_prefix(path.name), suffix=_SUFFIX)
     try:
         os.chmod(tmp, 0o666 & ~UMASK)            # mkstemp's 0600 -> the usual permissions
         with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else encoding) as fh:

@@ -22,8 +22,8 @@ name                             what
 
 The parsers raise ``error`` (default :class:`UsageError`) for bad input, naming the option.
 The output writer (``| head``, ``> /dev/full``), the progress bar and the check of an output
-directory (``prepare_output_dir``) are in :mod:`derivations.core.output`, Ctrl-C (one line,
-exit status 130) in :mod:`derivations.core.interrupt`.
+directory (``prepare_output_dir``) are in :mod:`derivations.core.output`, Ctrl-C and SIGTERM (one
+line, exit status 130 or 143) in :mod:`derivations.core.interrupt`.
 
 >>> from derivations.core.cli import parse_loss, parse_params
 >>> parse_loss("0.5", 20)

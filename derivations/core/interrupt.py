@@ -1,28 +1,46 @@
-"""Ctrl-C in a command: one line on stderr and exit status 130, never a traceback.
+"""Ctrl-C or SIGTERM in a command: one line on stderr and exit status 130 or 143, never a traceback.
 
-Every command's ``main`` is decorated with :func:`exit_on_interrupt`; its ``finally``
-clauses stop its workers and remove its temporary files on the way out, and the
-decorator prints what is kept. Plain Python at import, as the rest of
-:mod:`derivations.core`.
+Every command's ``main`` is decorated with :func:`exit_on_interrupt`. Ctrl-C raises
+``KeyboardInterrupt`` in the main thread; while ``main`` runs, SIGTERM (from ``kill``,
+``timeout``, Slurm, systemd) raises :class:`Terminated`, a ``KeyboardInterrupt``, there too,
+so that both take the one path: ``main``'s ``finally`` clauses stop its workers and
+remove its temporary files on the way out, and the decorator prints what is kept. The exit
+status is a shell's for a process a signal ended: 128 + the signal's number
+(:data:`EXIT_INTERRUPTED`, :data:`EXIT_TERMINATED`). Plain Python at import, as the rest
+of :mod:`derivations.core`.
 """
 from __future__ import annotations
 
 import sys
 
-__all__ = ["exit_on_interrupt", "EXIT_INTERRUPTED"]
+__all__ = ["exit_on_interrupt", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "Terminated"]
 
 
 #: Exit status of a command stopped by Ctrl-C (128 + SIGINT, as a shell reports it).
 EXIT_INTERRUPTED = 130
+#: Exit status of a command stopped by SIGTERM (128 + SIGTERM, as a shell reports it).
+EXIT_TERMINATED = 143
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM in a command guarded by :func:`exit_on_interrupt`: raised in its main thread as Ctrl-C's
+    ``KeyboardInterrupt`` is, and handled as one everywhere (workers stopped, temporaries removed)."""
+
+
+def _terminate(signum, frame):
+    raise Terminated
 
 
 def exit_on_interrupt(prog: str, note=None):
-    """Decorate a command's ``main(argv=None) -> int`` so that Ctrl-C ends it with one line.
+    """Decorate a command's ``main(argv=None) -> int`` so that Ctrl-C or SIGTERM ends it with one line.
 
-    ``KeyboardInterrupt`` anywhere in ``main`` (whose ``finally`` clauses have stopped its
-    workers and removed its temporary files on the way out) prints ``prog: interrupted`` and
-    ``note(argv)``'s text, if any (what is kept and how to continue), as one line on stderr
-    and returns :data:`EXIT_INTERRUPTED`. A second Ctrl-C while that line is printed is ignored.
+    While ``main`` runs in the main thread, SIGTERM raises :class:`Terminated` (unless its
+    handler is not the default one: a program that set its own keeps it). ``KeyboardInterrupt``
+    anywhere in ``main`` (whose ``finally`` clauses have stopped its workers and removed its
+    temporary files on the way out) prints ``prog: interrupted``, or ``prog: terminated``
+    for :class:`Terminated`, and ``note(argv)``'s text, if any (what is kept and how to
+    continue), as one line on stderr and returns :data:`EXIT_INTERRUPTED` or
+    :data:`EXIT_TERMINATED`. A second Ctrl-C or SIGTERM while that line is printed is ignored.
 
     Parameters
     ----------
@@ -51,39 +69,66 @@ def exit_on_interrupt(prog: str, note=None):
     def decorate(main):
         @functools.wraps(main)
         def guarded(argv=None):
-            try:
-                return main(argv)
-            except Exception as exc:
-                if not _caused_by_interrupt(exc):
-                    raise
-            except KeyboardInterrupt:
-                pass
-            try:
-                previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-            except ValueError:              # pragma: no cover - not the main thread
-                previous = None
+            previous = _set_handler(signal.SIGTERM, _terminate, only_over=signal.SIG_DFL)
             try:
                 try:
-                    kept = note(argv) if note is not None else None
-                except (Exception, KeyboardInterrupt):      # the line is printed all the same
-                    kept = None
-                print(f"{prog}: interrupted" + (f"; {kept}" if kept else ""), file=sys.stderr, flush=True)
+                    return main(argv)
+                except Exception as exc:
+                    stop = _interrupt_of(exc)
+                    if stop is None:
+                        raise
+                except KeyboardInterrupt as exc:
+                    stop = exc
+                return _report(prog, note, argv, isinstance(stop, Terminated))
             finally:
                 if previous is not None:
-                    signal.signal(signal.SIGINT, previous)
-            return EXIT_INTERRUPTED
+                    signal.signal(signal.SIGTERM, previous)
         return guarded
     return decorate
 
 
-def _caused_by_interrupt(exc: BaseException) -> bool:
-    """Whether ``exc`` was raised because of a Ctrl-C: a ``KeyboardInterrupt`` in its chain of causes
-    (an extension module interrupted while it loads raises ``ImportError: initialization failed``
-    from it)."""
+def _set_handler(signum, handler, only_over=None):
+    """Set ``handler`` for ``signum`` (with ``only_over``: only if that is the current one) and return the
+    handler it replaces, or None if none was set (not the main thread, or another handler in place)."""
+    import signal
+
+    try:
+        current = signal.getsignal(signum)
+        if only_over is not None and current != only_over:
+            return None
+        signal.signal(signum, handler)
+    except ValueError:              # pragma: no cover - not the main thread
+        return None
+    return signal.SIG_DFL if current is None else current      # (None: set in C; never for these two)
+
+
+def _report(prog, note, argv, terminated) -> int:
+    """Print the one line of a stopped command (Ctrl-C and SIGTERM ignored meanwhile); its exit status."""
+    import signal
+
+    previous = {signum: _set_handler(signum, signal.SIG_IGN) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        try:
+            kept = note(argv) if note is not None else None
+        except (Exception, KeyboardInterrupt):      # the line is printed all the same
+            kept = None
+        line = f"{prog}: {'terminated' if terminated else 'interrupted'}" + (f"; {kept}" if kept else "")
+        print(line, file=sys.stderr, flush=True)
+    finally:
+        for signum, handler in previous.items():
+            if handler is not None:
+                signal.signal(signum, handler)
+    return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+
+
+def _interrupt_of(exc: BaseException):
+    """The ``KeyboardInterrupt`` (Ctrl-C, or SIGTERM's :class:`Terminated`) in the chain of causes of
+    ``exc``, or None (an extension module interrupted while it loads raises ``ImportError:
+    initialization failed`` from it)."""
     seen = set()
     while exc is not None and id(exc) not in seen:
         if isinstance(exc, KeyboardInterrupt):
-            return True
+            return exc
         seen.add(id(exc))
         exc = exc.__cause__ or exc.__context__
-    return False
+    return None

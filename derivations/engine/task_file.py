@@ -52,8 +52,10 @@ TASK_KEYS = ("name", "description", "query", "query_in_context", "relevant", "ou
 GROUP_KEYS = ("name", "per_class", "multiplicity", "other_multiplicity", "types", "embedded")
 _EXPRESSIONS = ("multiplicity", "other_multiplicity", "types", "classes", "embedding_scale", "score_scale")
 _MAX_ITEMS = 64
-#: The defaults each task read by :func:`load_task` in this process takes from its file:
-#: ``{task: {name: "<path>: defaults.<name>" or "<path>: parameters.<name>"}}``.
+#: The defaults each task read by :func:`load_task` in this process takes from its file, by the task
+#: object (not by equality: an equal task read from another file has its own source):
+#: ``{id(task): (weak reference to the task, {name: "<path>: defaults.<name>" or "<path>: parameters.<name>"})}``;
+#: an entry goes with its task.
 _FILE_DEFAULTS = {}
 
 
@@ -249,9 +251,17 @@ def load_task(path):
         raise ValueError(f"{path}: not UTF-8 text") from None
     data = _toml(text, path)
     task = task_from_mapping(data, path)
-    _FILE_DEFAULTS[task] = {name: f"{path}: {table}.{name}" for table in ("defaults", "parameters")
-                            for name in data.get(table, {})}
+    _remember_defaults(task, {name: f"{path}: {table}.{name}" for table in ("defaults", "parameters")
+                              for name in data.get(table, {})})
     return task
+
+
+def _remember_defaults(task, keys) -> None:
+    """Record ``keys`` (:data:`_FILE_DEFAULTS`) for the task object ``task``, until it is gone."""
+    import weakref
+
+    ident = id(task)
+    _FILE_DEFAULTS[ident] = (weakref.ref(task, lambda _, ident=ident: _FILE_DEFAULTS.pop(ident, None)), keys)
 
 
 def default_key(task, name):
@@ -267,11 +277,12 @@ def default_key(task, name):
     Returns
     -------
     str or None
-        None where no file read by :func:`load_task` in this process sets it (the paper's default,
-        a built-in task, a task built in code or read from its canonical text that no file read
-        here equals).
+        None where the file :func:`load_task` read ``task`` from does not set it, or ``task`` was not
+        read by :func:`load_task` in this process (the paper's default, a built-in task, a task built
+        in code or read from its canonical text, even if equal to one read from a file).
     """
-    return _FILE_DEFAULTS.get(task, {}).get(name)
+    ref, keys = _FILE_DEFAULTS.get(id(task), (None, {}))
+    return keys.get(name) if ref is not None and ref() is task else None
 
 
 def task_text(task) -> str:

@@ -326,7 +326,7 @@ def build_parser() -> OneLineParser:
 @exit_on_interrupt("latex")
 def main(argv=None) -> int:
     """Run the CLI; bad input or an unusable output directory: one line on
-    stderr, exit status 2, nothing written (checked before any work); Ctrl-C: one line, 130.
+    stderr, exit status 2, nothing written (checked before any work); Ctrl-C or SIGTERM: one line, 130 or 143.
 
     Parameters
     ----------
@@ -336,7 +336,7 @@ def main(argv=None) -> int:
     Returns
     -------
     int
-        Exit status: 0 written, 1 a write failed, 2 bad input, 130 Ctrl-C.
+        Exit status: 0 written, 1 a write failed, 2 bad input, 130 Ctrl-C, 143 SIGTERM.
     """
     try:
         args = build_parser().parse_args(argv)

@@ -40,7 +40,8 @@ output is still written.
 Exit status: **0** done, every output written; **130** stopped by Ctrl-C (one
 line on stderr saying what is kept: the finished runs of a sweep or a
 reproduction stay in ``OUTPUT/runs`` and the same command, with ``--resume`` for a
-sweep, continues; no temporary file is left); **2** bad input (one line on
+sweep, continues; no temporary file is left); **143** stopped by SIGTERM (``kill``,
+``timeout``, Slurm, systemd: the same, the line says ``terminated``); **2** bad input (one line on
 stderr, before any work, nothing written: this includes an output directory
 that cannot take files, a sweep directory locked by another sweep or holding a
 sweep of other settings); **3** done and every output written, but at least

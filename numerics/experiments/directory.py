@@ -32,11 +32,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import stat
 from pathlib import Path
 
-from derivations.core.atomic_file import atomic_write_text, read_bounded
+from derivations.core.atomic_file import atomic_write_text, is_temporary, read_bounded
 from derivations.core.cli import UsageError
 from derivations.core.output import prepare_output_dir
 from derivations.core.vocabulary import PARAMETERIZATIONS
@@ -46,7 +45,7 @@ from .sgd import DTYPES
 from .settings import OPTIONAL, check_sweep_settings, different_setting, shown, shown_option
 
 __all__ = ["ExperimentDirectory", "DirectoryRefused", "KINDS", "LOCK_FILE", "SETTINGS_FILE", "SETTINGS_FILES",
-           "SETTINGS_FORMAT", "RUNS"]
+           "SETTINGS_FORMAT", "RUNS", "REPORT_FIGURES"]
 
 #: The lock file of a directory.
 LOCK_FILE = ".lock"
@@ -77,9 +76,10 @@ _STORING = ("sweep", "reproduction")
 _NAMED = {"sweep": "a sweep", "reproduction": "a reproduction", "fig2": "a fig2 run", "fig3": "a fig3 run"}
 #: The kind of a stored run, by its job's ``experiment``.
 _KIND_OF_JOB = {"sweep": "sweep", "fig2": "reproduction", "fig3": "reproduction"}
-#: An atomic write's temporary file (``.<name>.<random>.tmp``) of a file the experiments write: one a
-#: killed write left is removed (another ``.*.tmp``, a user's, is not).
-_TEMPORARY = re.compile(r"^\..+\.(json|csv|md|png|pdf)\.[a-z0-9_]+\.tmp$")
+#: The figures a reproduction writes beside its report (:func:`numerics.experiments.reproduce.make_figures`).
+REPORT_FIGURES = ("fig2_heatmaps", "fig3_fixed_attention")
+#: The files written here: a killed write's temporary of one (``atomic_file.is_temporary``) is removed, a user's not.
+_WRITTEN = frozenset({name for files in KINDS.values() for name in files} | set(_figures(*REPORT_FIGURES)))
 #: Largest settings file read (bytes); ``fig2.json`` and ``fig3.json`` hold every run's loss log.
 _MAX_BYTES = {SETTINGS_FILE: 1 << 20, "fig2.json": 1 << 30, "fig3.json": 1 << 30, "report.json": 1 << 30}
 
@@ -378,7 +378,7 @@ class ExperimentDirectory:
             pass
         with self.writing():
             for tmp in self.path.glob(".*.tmp"):
-                if _TEMPORARY.match(tmp.name) and _entry_kind(tmp) == "a file":
+                if is_temporary(tmp, _WRITTEN) and _entry_kind(tmp) == "a file":
                     try:
                         tmp.unlink()
                     except OSError:

@@ -2,7 +2,7 @@ r"""Local worker processes for :func:`numerics.experiments.runner.run_jobs`.
 
 Workers start with the ``forkserver`` method (``spawn`` where that is
 unavailable), exit as soon as the parent process dies (a killed run leaves no
-orphans), ignore ``SIGINT`` (the parent handles Ctrl-C) and ask for one
+orphans), ignore ``SIGINT`` (the parent handles Ctrl-C), end on ``SIGTERM`` and ask for one
 BLAS/OpenMP thread, as Dask's nanny does for its workers. The pool's queues
 are semaphores that :mod:`multiprocessing`'s resource tracker removes when
 their process ends; after a parent killed with SIGKILL it does so with a
@@ -33,7 +33,8 @@ _THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS
 
 
 def _init_worker(parent: int, progress=None) -> None:
-    """Worker-process setup: one BLAS thread, Ctrl-C left to the parent, exit when the parent dies;
+    """Worker-process setup: one BLAS thread, Ctrl-C left to the parent, SIGTERM taken (the pool stops its
+    workers with it), exit when the parent dies;
     ``progress``: the queue the worker's jobs report their epochs to (or None).
 
     A pool's workers otherwise outlive a parent killed with SIGKILL (they hold
@@ -47,6 +48,8 @@ def _init_worker(parent: int, progress=None) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     except (ValueError, OSError):  # pragma: no cover - not the main thread
         pass
+    if hasattr(signal, "pthread_sigmask"):      # held while the pool started: the pool stops its workers with it
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     import threading
     threading.Thread(target=_exit_with_parent, args=(parent,), name="qkov-parent-watch", daemon=True).start()
 
@@ -85,28 +88,37 @@ def _quiet_resource_tracker() -> None:
         sys.warnoptions.append(TRACKER_WARNING)
 
 
+#: The signals held while the pool starts its processes: Ctrl-C, and SIGTERM (which a command turns into
+#: Ctrl-C's ``KeyboardInterrupt``: :func:`derivations.core.interrupt.exit_on_interrupt`).
+_HELD = ("SIGINT", "SIGTERM")
+
+
 @contextlib.contextmanager
-def _ctrl_c_held():
-    """Hold Ctrl-C while the pool starts its processes (the fork server, the workers): they are new
-    processes in the terminal's process group and inherit SIGINT blocked from this thread (then ignore
-    it), so a Ctrl-C while their Python starts is neither a "Fatal Python error" of theirs nor a worker's
-    traceback printed after this process ended. A Ctrl-C meanwhile (blocked here, or taken by another
-    thread of this process) is raised as ``KeyboardInterrupt`` right after."""
+def _signals_held():
+    """Hold Ctrl-C and SIGTERM while the pool starts its processes (the fork server, the workers): they
+    are new processes in the terminal's process group (which Ctrl-C, ``timeout`` and a batch system's
+    SIGTERM reach as a whole) and inherit both signals blocked from this thread (workers ignore SIGINT
+    and take SIGTERM back, :func:`_init_worker`), so that neither signal meets a Python that is
+    starting (a "Fatal Python error" of theirs, a worker's traceback printed after this process ended)
+    nor this process halfway through starting its pool. A signal meanwhile (blocked here, or taken by
+    another thread of this process) is raised right after, as it would have been (``KeyboardInterrupt``)."""
     import threading
 
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
         yield                      # (signals are the main thread's; no signal masks on Windows)
         return
-    pressed = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    held = [getattr(signal, name) for name in _HELD]
+    caught = []
+    previous = {signum: signal.signal(signum, lambda signum, frame: caught.append(signum)) for signum in held}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, held)
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)     # (None: set in C)
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)             # one held here is raised now
-    if pressed and callable(previous):
-        previous(signal.SIGINT, None)
+        for signum, handler in previous.items():
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)     # (None: set in C)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)             # one held here is raised now
+    for signum in dict.fromkeys(caught):
+        signal.raise_signal(signum)
 
 
 def _mp_context():
@@ -179,7 +191,7 @@ def run_pool(func, jobs, pending, workers, collect, report=None) -> None:
                                    initargs=(os.getpid(), queue))
     clean = False
     try:
-        with _ctrl_c_held():            # the fork server and the workers start here
+        with _signals_held():            # the fork server and the workers start here
             futures = {executor.submit(_call, func, jobs[index], index): index for index in pending}
         remaining = set(futures)
         while remaining:

@@ -37,6 +37,7 @@ from derivations.core.output import json_text
 
 from . import jobs as jobs_mod
 from . import fixed_attention, plots, sgd
+from .directory import REPORT_FIGURES
 
 __all__ = ["PUBLISHED_RUNS", "published_jobs", "settings_of_jobs", "reproduce", "collect", "format_report",
            "make_figures"]
@@ -274,10 +275,10 @@ def make_figures(report, output) -> list:
                              heatmap_std=r["heatmap_std"], n_seeds=n))
     paths = []
     if fig2:
-        paths += plots.save_figure(plots.plot_fig2_heatmaps(fig2, ncols=4), output, "fig2_heatmaps")
+        paths += plots.save_figure(plots.plot_fig2_heatmaps(fig2, ncols=4), output, REPORT_FIGURES[0])
     fig3 = {r["settings"]["output_circuit"]: r for r in report["runs"].values() if r["experiment"] == "fig3"}
     if fig3:
-        paths += plots.save_figure(plots.plot_fig3(fig3), output, "fig3_fixed_attention")
+        paths += plots.save_figure(plots.plot_fig3(fig3), output, REPORT_FIGURES[1])
     return paths
 
 

@@ -198,18 +198,24 @@ def run_jobs(func: Callable[[dict], dict], jobs: Sequence[dict], *, workers: int
     [{'square': 0.25}, {'square': 4.0}]
     """
     keys, normalised, workers, store = _check_inputs(func, jobs, workers, scheduler, store, epochs)
-    desc = getattr(func, "__name__", None) if desc is None else desc
     results, first_index, pending = _read_stored(keys, normalised, store)
-    sizes = [1] * len(normalised) if epochs is None else [int(epochs(job)) for job in normalised]
-    bar = _JobBar(sizes, first_index.values(), pending, desc=desc, unit="job" if epochs is None else "epoch",
-                  show=progress)
-    report = bar.advance if epochs is not None and progress and isatty(sys.stderr) else None
+    bar, report = _progress(func, normalised, first_index.values(), pending, desc, epochs, progress)
     try:
         _dispatch(func, normalised, keys, pending, workers, (scheduler, connect_timeout),
                   _finisher(normalised, results, store, bar), report)
     finally:
         bar.close()
     return [results[first_index[key]] for key in keys]      # equal jobs share the first one's result
+
+
+def _progress(func, jobs, counted, pending, desc, epochs, show):
+    """``(bar, report)``: :func:`run_jobs`' :class:`_JobBar` of the ``jobs`` (``counted``: the indices counted,
+    ``pending``: those still to run), in jobs or, with ``epochs``, in epochs; and where ``func`` is to report
+    its epochs to the bar (``epochs`` given and the bar shown), ``report(index, n)`` (else None)."""
+    desc = getattr(func, "__name__", None) if desc is None else desc
+    sizes = [1] * len(jobs) if epochs is None else [int(epochs(job)) for job in jobs]
+    bar = _JobBar(sizes, counted, pending, desc=desc, unit="job" if epochs is None else "epoch", show=show)
+    return bar, (bar.advance if epochs is not None and show and isatty(sys.stderr) else None)
 
 
 def _finisher(jobs, results, store, bar):

@@ -17,7 +17,7 @@ def main(argv=None) -> int:
     Returns
     -------
     int
-        The command's exit status; 130 for Ctrl-C.
+        The command's exit status; 130 for Ctrl-C, 143 for SIGTERM.
     """
     from .cli import main as run
     return run(argv)

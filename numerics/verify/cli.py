@@ -225,7 +225,7 @@ def main(argv=None) -> int:
     Returns
     -------
     int
-        The exit status (130 after Ctrl-C, one line).
+        The exit status (130 after Ctrl-C, 143 after SIGTERM, one line).
     """
     parser = build_parser()
     try:

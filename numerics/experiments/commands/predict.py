@@ -20,7 +20,8 @@ import stat
 from pathlib import Path
 
 from derivations.core.cli import UsageError, parse_int, parse_list
-from derivations.core.output import json_text, progress_bar
+from derivations.core.atomic_file import temporary_name_length
+from derivations.core.output import json_text, prepare_output_dir, progress_bar
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from .common import checked, number, parse_parameterizations
@@ -111,15 +112,20 @@ _MAX_OUTPUT_BYTES = 1 << 30
 
 def _output_file(text, settings):
     """``--output FILE``: a new or regular file (not a link, which the atomic write would replace, nor a
-    device or a FIFO) whose directory exists and takes files, and which holds no other result than
-    this one of ``settings`` (None if not given)."""
+    device or a FIFO) whose directory exists and takes files (really probed, with a file named as long as
+    the atomic write's temporary file: :func:`derivations.core.output.prepare_output_dir`), and which holds
+    no other result than this one of ``settings`` (None if not given)."""
     if text is None:
         return None
     path = Path(text)
     if (not text or (os.path.lexists(path) and not stat.S_ISREG(os.lstat(path).st_mode))
-            or not path.parent.is_dir() or not os.access(path.parent, os.W_OK)):
+            or not path.parent.is_dir()):
         raise UsageError(f"--output must name a new or regular file (not a directory, a link or a device) in an "
                          f"existing, writable directory; got {text!r}")
+    try:
+        prepare_output_dir(path.parent, name="its directory", longest_name=temporary_name_length(path.name))
+    except ValueError as exc:
+        raise UsageError(f"--output {text[:80]!r}: {exc}") from None
     if os.path.lexists(path) and not _holds_result_of(path, settings):
         raise UsageError(f"--output {text!r} holds something else than the predict result of these settings, "
                          "which it would replace; choose another file (or remove it)")

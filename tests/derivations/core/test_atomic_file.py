@@ -1,9 +1,30 @@
-"""The one bounded reader of files read as data (derivations.core.atomic_file.read_bounded)."""
+"""The one bounded reader of files read as data (derivations.core.atomic_file.read_bounded), and the name of
+the atomic writer's temporary files (is_temporary, temporary_name_length)."""
 import os
 
 import pytest
 
-from derivations.core.atomic_file import read_bounded
+from derivations.core.atomic_file import atomic_write, is_temporary, read_bounded, temporary_name_length
+
+
+@pytest.mark.parametrize("name", ["results.csv", "sweep-settings.json", "a", "x.tmp", "fig2_CACO.png", ".hidden",
+                                  "two words.md", "ünïcode.json", "y" * 200])
+def test_every_temporary_name_the_atomic_writer_makes_is_its_own_and_a_users_tmp_file_is_not(name, tmp_path):
+    made = []
+
+    def write(fh):                              # the temporary file is the one beside the file written
+        made.extend(entry for entry in os.listdir(tmp_path) if entry != name)
+    for _ in range(40):                         # mkstemp's random part: every name it draws
+        atomic_write(tmp_path / name, write)
+    assert len(set(made)) == 40
+    for temporary in made:
+        assert is_temporary(temporary) and is_temporary(tmp_path / temporary, {name, "other"}), temporary
+        assert not is_temporary(temporary, {"other", name + "x"}), temporary
+        assert len(os.fsencode(temporary)) == temporary_name_length(name)
+    for users in (".draft.tmp", "draft.tmp", ".tmp", "..tmp", f".{name}..tmp", f".{name}.ABCDEFGH.tmp",
+                  f".{name}.abc-defg.tmp", f".{name}.abcdefgh.tmp.bak"):
+        assert not is_temporary(users) and not is_temporary(users, {name}), users
+    assert not is_temporary(f"{name}.abcdefgh.tmp", {name})          # (not hidden: not the writer's)
 
 
 def test_a_link_is_read_through_or_refused_as_asked(tmp_path):

@@ -63,6 +63,40 @@ def test_an_interrupted_command_is_one_line_and_exit_130(capsys):
     assert signal.getsignal(signal.SIGINT) is handler          # Ctrl-C works again afterwards
 
 
+def test_sigterm_in_a_command_takes_ctrl_cs_path_one_line_and_exit_143(capsys):
+    """SIGTERM (``kill``, ``timeout``, Slurm, systemd) while a command runs: its ``finally`` clauses run (workers
+    stopped, temporaries removed), one line says what is kept, exit status 128 + 15; the default SIGTERM is back
+    afterwards, and a program that set its own SIGTERM handler keeps it (the commands are also stopped for real,
+    in tests/numerics/experiments/test_experiments_interrupt.py)."""
+    import signal
+    import time
+
+    from derivations.core.interrupt import EXIT_TERMINATED, exit_on_interrupt
+
+    cleaned = []
+
+    @exit_on_interrupt("demo", note=lambda argv: f"kept in {argv[0]}")
+    def main(argv=None):
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(float(argv[1]))              # (the command's handler raises at once)
+            return 0
+        finally:
+            cleaned.append(True)
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    assert main(["out", "5"]) == EXIT_TERMINATED == 143 and cleaned == [True]
+    assert capsys.readouterr().err == "demo: terminated; kept in out\n"
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+    def own(signum, frame):
+        cleaned.append(signum)
+    previous = signal.signal(signal.SIGTERM, own)
+    try:
+        assert main(["out", "0"]) == 0 and cleaned == [True, signal.SIGTERM, True]
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def test_an_import_interrupted_by_ctrl_c_is_an_interrupt_and_other_errors_are_not(capsys):
     """An extension module interrupted while it loads raises ``ImportError: initialization failed``
     from the ``KeyboardInterrupt`` (SciPy's, 2 of 50 Ctrl-C early in ``numerics.verify``)."""
@@ -104,6 +138,7 @@ def test_every_long_command_ends_on_ctrl_c_with_one_line(module, monkeypatch, ca
     ("numerics.experiments", ["fig3", "--epochs", "1"], "numpy", "experiments: interrupted"),
     ("derivations.latex", ["--output", "OUT"], "sympy", "latex: interrupted"),
     ("numerics.verify", ["--quick"], "numpy", "python -m numerics.verify: interrupted"),
+    ("numerics.figures", ["--output", "OUT"], "numpy", "python -m numerics.figures: interrupted"),
     ("derivations.print_dynamics", [], "sympy", "print_dynamics: interrupted")])
 def test_ctrl_c_while_a_command_loads_numpy_or_sympy_is_one_line(module, argv, library, line, tmp_path):
     """A command loads NumPy or SymPy (a tenth of a second to most of one) inside its guard: a Ctrl-C then

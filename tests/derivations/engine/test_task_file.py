@@ -248,3 +248,24 @@ def test_default_key_names_only_what_a_file_read_sets(tmp_path):
     assert [default_key(task, k) for k in ("n", "s", "m")] == [f"{path}: defaults.n", f"{path}: parameters.s", None]
     assert default_key(get_task("query-copies"), "s") is None
     assert default_key(task_from_toml(path.read_text().replace("n = 7", "n = 8"), "text.toml"), "n") is None
+
+
+def test_default_key_names_the_file_each_task_was_read_from_even_of_an_equal_task(tmp_path):
+    """Two files of the same task: each task read names its own file's key (not the file read last), a task
+    equal to them but not read from a file names none, and a task gone takes its entry with it."""
+    import gc
+
+    from derivations.engine import task_file
+    from derivations.engine.task_file import default_key, task_from_text, task_text
+
+    first, second = tmp_path / "first.toml", tmp_path / "second.toml"
+    first.write_text(BASE.replace("[parameters]", "[defaults]\nn = 7\n\n[parameters]"))
+    second.write_text("# a copy\n" + first.read_text())
+    a, b = load_task(first), load_task(second)
+    assert a == b and a is not b
+    assert (default_key(a, "n"), default_key(b, "n")) == (f"{first}: defaults.n", f"{second}: defaults.n")
+    assert default_key(task_from_text(task_text(a)), "n") is None
+    entries = len(task_file._FILE_DEFAULTS)
+    del b
+    gc.collect()
+    assert len(task_file._FILE_DEFAULTS) == entries - 1 and default_key(a, "n") == f"{first}: defaults.n"

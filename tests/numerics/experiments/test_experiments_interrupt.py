@@ -1,9 +1,11 @@
-"""Ctrl-C and kill -9 of the commands, run as a user runs them (subprocesses, signals to the process group).
+"""Ctrl-C, SIGTERM and kill -9 of the commands, run as a user runs them (subprocesses, real signals).
 
-Ctrl-C (SIGINT to the whole foreground process group, as a terminal sends it) ends ``sweep`` (one or two
-workers), ``fig2``, ``predict`` and ``numerics.verify`` with one line and exit status 130, keeps the
-stored runs, leaves no temporary file, and ``--resume`` continues; a sweep killed with SIGKILL leaves no
-"leaked semaphore" warning of the resource tracker. Each run takes several seconds: marked ``slow``."""
+Ctrl-C (SIGINT to the whole foreground process group, as a terminal sends it) and SIGTERM (to the process
+group, as ``timeout``, Slurm and systemd send it, or to the process alone, as ``kill`` does) end ``sweep``
+(one or two workers), ``fig2``, ``predict``, ``numerics.verify`` and ``derivations.latex`` with one line and
+exit status 130 or 143, keep the stored runs, leave no temporary file and no process behind, and
+``--resume`` continues; a sweep killed with SIGKILL leaves no "leaked semaphore" warning of the resource
+tracker. Each run takes several seconds: marked ``slow``."""
 import csv
 import os
 import signal
@@ -34,11 +36,37 @@ def wait_for(condition, process, timeout=120):
         time.sleep(0.1)
 
 
-def interrupt(process):
-    """Ctrl-C as a terminal sends it: SIGINT to the process group. Returns (status, stderr)."""
-    os.killpg(process.pid, signal.SIGINT)
+#: how a command is stopped -> (signal, sent to the whole process group, exit status, word of the one line)
+STOPS = {"ctrl-c": (signal.SIGINT, True, 130, "interrupted"),       # a terminal's Ctrl-C
+         "timeout": (signal.SIGTERM, True, 143, "terminated"),      # timeout, Slurm, systemd
+         "kill": (signal.SIGTERM, False, 143, "terminated")}        # kill PID
+
+
+def stop(process, how="ctrl-c"):
+    """Stop ``process`` as ``how`` (:data:`STOPS`) does; wait until its process group is gone (workers, fork
+    server, resource tracker). Returns (status, stderr)."""
+    signum, group, _, _ = STOPS[how]
+    (os.killpg if group else os.kill)(process.pid, signum)
     _, err = process.communicate(timeout=60)
+    deadline = time.monotonic() + 20
+    while group_alive(process.pid):
+        assert time.monotonic() < deadline, f"processes of the stopped command survive: {group_alive(process.pid)}"
+        time.sleep(0.1)
     return process.returncode, err
+
+
+def group_alive(pgid) -> list:
+    """The running processes (not zombies) of process group ``pgid``."""
+    alive = []
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[-1].split()
+        if entry.name.isdigit() and fields[0] != "Z" and int(fields[2]) == pgid:
+            alive.append(int(entry.name))
+    return alive
 
 
 def leftovers(out: Path) -> list:
@@ -46,15 +74,17 @@ def leftovers(out: Path) -> list:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("workers", ["1", "2"])
-def test_ctrl_c_in_a_sweep_is_one_line_keeps_the_runs_and_resume_continues(workers, tmp_path):
+@pytest.mark.parametrize("workers,how", [("1", "ctrl-c"), ("2", "ctrl-c"), ("1", "timeout"), ("2", "timeout"),
+                                         ("2", "kill")])
+def test_ctrl_c_or_sigterm_in_a_sweep_is_one_line_keeps_the_runs_and_resume_continues(workers, how, tmp_path):
     out = tmp_path / "s"
     args = ["-m", "numerics.experiments", *SWEEP, "--workers", workers, "--output", str(out)]
     process = start(*args)
     wait_for(lambda: list((out / "runs").glob("*.json")) if (out / "runs").is_dir() else [], process)
     stored = {p.name: p.read_bytes() for p in (out / "runs").glob("*.json")}
-    status, err = interrupt(process)
-    assert status == 130 and err.count("\n") == 1 and "interrupted" in err and "--resume" in err, err
+    status, err = stop(process, how)
+    _, _, code, word = STOPS[how]
+    assert status == code and err.count("\n") == 1 and f"experiments: {word}; " in err and "--resume" in err, err
     assert not leftovers(out)
     for name, data in stored.items():
         assert (out / "runs" / name).read_bytes() == data
@@ -78,15 +108,31 @@ COMMANDS = {
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("how", ["ctrl-c", "timeout"])
 @pytest.mark.parametrize("command", COMMANDS)
-def test_ctrl_c_is_one_line_and_exit_130(command, tmp_path):
+def test_ctrl_c_or_sigterm_is_one_line_and_exit_130_or_143(command, how, tmp_path):
     out = tmp_path / "out"
     process = start(*[str(out) if a == "OUT" else a for a in COMMANDS[command]])
     time.sleep(8)                                   # past the imports, into the work
     assert process.poll() is None, process.communicate()
-    status, err = interrupt(process)
-    assert status == 130 and err.count("\n") == 1 and "interrupted" in err and "Traceback" not in err, err
+    status, err = stop(process, how)
+    _, _, code, word = STOPS[how]
+    assert status == code and err.count("\n") == 1 and f": {word}" in err and "Traceback" not in err, err
     assert not out.exists() or not leftovers(out)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["timeout", "kill"])
+def test_sigterm_in_derivations_latex_is_one_line_and_leaves_nothing(how, tmp_path):
+    """``derivations.latex`` stopped while it derives (a few seconds): one line, exit 143, the output
+    directory it created removed again."""
+    out = tmp_path / "out"
+    process = start("-m", "derivations.latex", "--output", str(out))
+    time.sleep(2)                                   # SymPy loaded or loading, the results not all derived
+    assert process.poll() is None, process.communicate()
+    status, err = stop(process, how)
+    assert status == 143 and err == "latex: terminated\n", err
+    assert not out.exists()
 
 
 @pytest.mark.slow

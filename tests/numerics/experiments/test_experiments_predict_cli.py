@@ -146,6 +146,48 @@ def test_an_output_that_cannot_be_written_is_refused_before_any_flow(where, tmp_
     assert not (tmp_path / "missing").exists()
 
 
+@pytest.mark.parametrize("place", ["read-only directory", "full disk", "name too long for the temporary file",
+                                   "/proc"])
+def test_an_output_in_a_place_that_takes_no_file_is_refused_before_any_flow(place, tmp_path, monkeypatch, capsys):
+    """--output's directory is probed with a real write (as long as the atomic write's temporary name) before
+    the flows: a read-only directory (as root, who may write there anyway, a refused write), a full disk, a
+    name whose temporary file's would be too long, /proc: one line, exit 2, nothing written; not exit 1 after
+    all the flows ran."""
+    from derivations.core import output
+
+    _no_flow(monkeypatch)
+    directory, name = tmp_path / "d", "predict.json"
+    directory.mkdir()
+    if place == "read-only directory":
+        directory.chmod(0o500)
+        real_open = os.open
+
+        def refused(path, *args, **kwargs):
+            if os.path.dirname(path) == str(directory):
+                raise PermissionError(13, "Permission denied", str(path))
+            return real_open(path, *args, **kwargs)
+        monkeypatch.setattr(output.os, "open", refused)
+    elif place == "full disk":
+        def full(fd, data):
+            raise OSError(28, "No space left on device")
+        monkeypatch.setattr(output.os, "write", full)
+    elif place == "/proc":
+        if not os.path.isdir("/proc/self"):
+            pytest.skip("no /proc")
+        directory = "/proc"
+    else:
+        name = "y" * (os.pathconf(directory, "PC_NAME_MAX") - 10) + ".json"
+    target = os.path.join(directory, name)
+    try:
+        assert main(["predict", "--ratios", "1", "--output", target]) == 2
+    finally:
+        if place == "read-only directory":
+            (tmp_path / "d").chmod(0o700)
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "cannot take files" in err and "--output" in err, err
+    assert not os.listdir(tmp_path / "d")
+
+
 @pytest.mark.parametrize("kind", ["fifo", "link", "dangling link", "link loop"])
 def test_an_output_that_is_not_a_regular_file_is_refused_and_kept(kind, tmp_path, monkeypatch, capsys):
     """A FIFO (as a device such as /dev/full) or a link at --output is refused, not replaced by the

@@ -271,6 +271,12 @@ def alive(pid):
         return False
 
 
+def blocked(pid) -> int:
+    """The signals process ``pid`` blocks (a bit mask: bit ``n - 1`` for signal ``n``)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(status.split("SigBlk:")[1].split()[0], 16)
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill"])
 def test_interrupted_pool_leaves_no_workers_and_keeps_finished_results(tmp_path, signum):
     """Ctrl-C: KeyboardInterrupt promptly; SIGKILL: workers notice their parent died. No orphans; results stay."""
@@ -292,6 +298,7 @@ def test_interrupted_pool_leaves_no_workers_and_keeps_finished_results(tmp_path,
         time.sleep(0.05)
     pids = [int(p.name[4:]) for p in tmp_path.glob("pid-*")]
     assert len(pids) == 2, "the workers did not start"
+    assert not any(blocked(pid) & (1 << (signal.SIGTERM - 1)) for pid in pids), "SIGTERM cannot stop the workers"
     proc.send_signal(signum)
     _, err = proc.communicate(timeout=15)
     if signum == signal.SIGINT:
@@ -305,27 +312,56 @@ def test_interrupted_pool_leaves_no_workers_and_keeps_finished_results(tmp_path,
     assert len(ResultStore(tmp_path / "store")) == 1
 
 
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_the_pool_holds_ctrl_c_and_sigterm_while_it_starts_and_raises_them_after(signum):
+    """While the pool starts its processes a Ctrl-C or SIGTERM (which a command turns into KeyboardInterrupt)
+    waits, blocked (the new processes inherit it blocked); it is raised once the pool has started."""
+    from numerics.experiments.pool import _signals_held
+
+    class Stop(BaseException):
+        pass
+
+    def stop(signum, frame):
+        raise Stop(signum)
+    previous = signal.signal(signum, stop)
+    try:
+        with pytest.raises(Stop):
+            with _signals_held():
+                os.kill(os.getpid(), signum)
+                time.sleep(0.01)                    # (a handler would run here)
+                held = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+        assert {signal.SIGINT, signal.SIGTERM} <= held
+        assert signum not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    finally:
+        signal.signal(signum, previous)
+
+
 @pytest.mark.slow
-def test_ctrl_c_while_the_pool_starts_its_helper_processes_is_the_parents_alone(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_or_sigterm_while_the_pool_starts_its_helper_processes_is_the_parents_alone(tmp_path, signum):
     """The fork server and the resource tracker are new Python processes in the terminal's process group: a
-    Ctrl-C while they start (slowed here by a sitecustomize) ends the parent with KeyboardInterrupt, and
-    neither prints a "Fatal Python error" or a traceback of its own on the terminal."""
+    Ctrl-C, or a SIGTERM to the group (``timeout``, a batch system), while they start (slowed here by a
+    sitecustomize) ends the command with its one line, and no helper prints a "Fatal Python error" or a
+    traceback of its own, or survives."""
     (tmp_path / "sitecustomize.py").write_text(textwrap.dedent("""
         import os, sys, time
         if any(word in " ".join(sys.orig_argv) for word in ("forkserver", "resource_tracker")):
             open(os.path.join(os.environ["QKOV_HELPERS"], f"helper-{os.getpid()}"), "w").close()
             time.sleep(3)
     """))
-    script = textwrap.dedent(f"""
+    script = textwrap.dedent("""
         import signal, sys
         signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal (a background shell ignores it)
         from _jobs import slow_job
+        from derivations.core.interrupt import exit_on_interrupt
         from numerics.experiments.runner import run_jobs
+
+        @exit_on_interrupt("demo")
+        def main(argv=None):
+            run_jobs(slow_job, [{"x": x, "sleep": 30} for x in range(2)], workers=2, progress=False)
+            return 0
         if __name__ == "__main__":
-            try:
-                run_jobs(slow_job, [{{"x": x, "sleep": 30}} for x in range(2)], workers=2, progress=False)
-            except KeyboardInterrupt:
-                print("interrupted", file=sys.stderr)
+            sys.exit(main())
     """)
     env = {**os.environ, "QKOV_HELPERS": str(tmp_path),
            "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT), str(ROOT / "tests")])}
@@ -335,9 +371,14 @@ def test_ctrl_c_while_the_pool_starts_its_helper_processes_is_the_parents_alone(
     while not list(tmp_path.glob("helper-*")) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert list(tmp_path.glob("helper-*")), "no helper process started"
-    os.killpg(proc.pid, signal.SIGINT)                  # Ctrl-C: the whole foreground process group
+    os.killpg(proc.pid, signum)                     # the whole process group, as a terminal or timeout sends it
     _, err = proc.communicate(timeout=60)
-    assert err == "interrupted\n", err
+    assert (proc.returncode, err) == ((130, "demo: interrupted\n") if signum == signal.SIGINT
+                                      else (143, "demo: terminated\n")), err
+    deadline = time.monotonic() + 20
+    while any(alive(int(p.name[7:])) for p in tmp_path.glob("helper-*")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(alive(int(p.name[7:])) for p in tmp_path.glob("helper-*")), "a helper process survived"
 
 
 # ------------------------------------------------------------------ issue "Nothing lost": stores and addresses

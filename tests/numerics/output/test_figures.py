@@ -215,7 +215,7 @@ def test_one_save_figure(tmp_path):
 
     from numerics.experiments import plots
     from numerics.output import files
-    assert figures.save_figure is output.save_figure is files.save_figure
+    assert output.save_figure is files.save_figure
     calls = []
     real = files.save_figure
 
