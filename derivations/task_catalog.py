@@ -206,7 +206,8 @@ def main(argv=None) -> int:
     -------
     int
         0, or 1 while ``--check`` finds the cache stale (or the output cannot be written),
-        2 bad options (one line on stderr, nothing done), 130 Ctrl-C (one line, no traceback).
+        2 bad options (one line on stderr, nothing done), 130 Ctrl-C and 143 SIGTERM (one line,
+        no traceback).
     """
     return STORE.main(argv, build_parser(), shipped_label="shipped task cache")
 
