@@ -217,7 +217,7 @@ BAD = [
     (["sweep", "--parameterizations", "CACO", "--ratios", "nan", "--seeds", "1", "--target-loss", "0.1",
       "--output", "OUT"], "--ratios must be finite"),
     (["sweep", "--parameterizations", "CACO", "--ratios", "1e308", "--lr-ov", "10", "--seeds", "1",
-      "--target-loss", "0.1", "--output", "OUT"], "--ratios 1e+308 gives eta_QK = --ratios x --lr-ov = inf"),
+      "--target-loss", "0.1", "--output", "OUT"], "--ratios 1e+308 x --lr-ov must be in [2.22507e-308, 1.79769e+308]"),
     (["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1", "--target-loss", "-1",
       "--output", "OUT"], "--target-loss"),
     (["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "two", "--target-loss", "0.1",
