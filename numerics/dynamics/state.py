@@ -39,7 +39,7 @@ import math
 
 import numpy as np
 
-from ..validation import check_in_range, shown_number
+from ..validation import as_numbers, check_in_range, shown_number
 from .state_result import StateAtLoss
 
 __all__ = ["state_at_loss", "METHODS", "REDUCED_FLOW_RANGE"]
@@ -180,7 +180,8 @@ def _attention_shares(task, coordinates, values) -> dict:
 
 def _paper_orbit(loss, ratio, P, params):
     from .reduced_system import ReducedSystem
-    L, r = np.broadcast_arrays(np.asarray(loss, dtype=float), np.asarray(ratio, dtype=float))
+    L, r = np.broadcast_arrays(as_numbers("loss", loss, "a number (or numbers) in (0, log M)"),
+                               as_numbers("ratio", ratio, "a number (or numbers) > 0"))
     out = {k: np.empty(L.shape) for k in ("mu_OV", "mu_QK", "alpha")}
     for i in np.ndindex(L.shape):
         st = ReducedSystem(P, eta_QK=float(r[i]), **params).state_at_loss(float(L[i]))
