@@ -159,8 +159,8 @@ def test_what_is_not_a_number_is_refused_alike_naming_it(value, shown):
 def test_times_points_and_ranges_refuse_what_is_not_a_number(value, shown):
     """check_t_span, check_point, check_times and check_positive_range took text and booleans as numbers
     (``float("1")``) and raised an OverflowError for 10**400; check_loss_level too for 10**400, and the
-    paper's orbits (state_at_loss of a factorized parameterization) took ``"0.5"`` and ``True`` as a
-    ratio. Each is a ValueError naming the parameter."""
+    paper's orbits (state_at_loss of a factorized parameterization) and the closed form of a task mapped
+    onto the paper's took ``"0.5"`` and ``True`` as a ratio. Each is a ValueError naming the parameter."""
     from numerics.dynamics import state_at_loss
     from numerics.validation import check_loss_level, check_point, check_positive_range, check_t_span, check_times
     for call, name in ((lambda: check_t_span((0.0, value)), "t_span"),
@@ -168,7 +168,8 @@ def test_times_points_and_ranges_refuse_what_is_not_a_number(value, shown):
                        (lambda: check_times("t_eval", [0.0, value]), "t_eval"),
                        (lambda: check_positive_range("ratio_range", (1.0, value)), "ratio_range"),
                        (lambda: check_loss_level("target_loss", value, 20), "target_loss"),
-                       (lambda: state_at_loss(0.5, value, parameterization="CAFO"), "ratio")):
+                       (lambda: state_at_loss(0.5, value, parameterization="CAFO"), "ratio"),
+                       (lambda: state_at_loss(0.5, value, task="shared-irrelevant"), "ratio")):
         with pytest.raises(ValueError, match=rf"^{name} must be "):
             call()
 
