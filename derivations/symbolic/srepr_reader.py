@@ -62,10 +62,11 @@ __all__ = ["from_srepr", "to_srepr", "UnsafeExpression", "ALLOWED_CALLS", "ALLOW
 #: Bounds on what :func:`from_srepr` reads: characters of text, nesting depth of
 #: the syntax tree, its nodes, bits of an integer literal, ``Float`` precision
 #: (bits), bits of a power whose base and exponent are both rational numbers (the base raised
-#: to the exponent's numerator, which SymPy computes before it takes a root), and the binary exponent of every ``Float``, written or computed
-#: (SymPy evaluates a function of a ``Float`` at once: ``exp`` of ``1e5000`` runs for minutes,
-#: and so does reading the text ``'1e-1000000'``). The largest entry of the shipped caches uses a
-#: quarter of the length and node count, far less of the rest, and no ``Float``.
+#: to the exponent's numerator or denominator, which SymPy computes before it takes a root), and
+#: the binary exponent of every ``Float``, written or computed (SymPy evaluates a function of a
+#: ``Float`` at once: ``exp`` of ``1e5000`` runs for minutes, and so does reading the text
+#: ``'1e-1000000'``). The largest entry of the shipped caches uses a quarter of the length and
+#: node count, far less of the rest, and no ``Float``.
 LIMITS = {"chars": 200_000, "depth": 200, "nodes": 50_000, "int_bits": 1024, "precision": 10_000,
           "power_bits": 100_000, "float_exponent": 1024}
 #: The text of a ``Float`` (as ``srepr`` writes it): a decimal number, its exponent read apart.
@@ -114,7 +115,7 @@ def _checked_call(target, args, kwargs):
     if target is sp.Pow and len(args) == 2 and all(isinstance(a, sp.Rational) for a in args):
         base, exponent = args
         bits = max(abs(base.p).bit_length(), base.q.bit_length())
-        if bits > 1 and abs(exponent.p) * bits > LIMITS["power_bits"]:     # SymPy raises to p, then roots
+        if bits > 1 and max(abs(exponent.p), exponent.q) * bits > LIMITS["power_bits"]:   # raised, then rooted
             shown = [str(x) if len(str(x)) <= 30 else "<a large number>" for x in (base, exponent)]
             raise UnsafeExpression(f"power of numbers too large: ({shown[0]})**({shown[1]})")
     if target is sp.Float:
