@@ -146,6 +146,14 @@ def as_numbers(name, values, what) -> np.ndarray:
     raise ValueError(f"{name} must be {what}; got {shown_number(values)}")
 
 
+def _pair(name, value, what) -> tuple:
+    """Two numbers (:func:`as_numbers`) as floats, else ``ValueError`` ``"<name> must be <what>; got ..."``."""
+    x = as_numbers(name, value, what)
+    if x.shape != (2,):
+        raise ValueError(f"{name} must be {what}; got {shown_number(value)}")
+    return tuple(x.tolist())
+
+
 def check_in_range(name, values, lo, hi, why="", *, hi_open=False, lo_open=False, scalar=False):
     """Every entry of ``values`` a finite number in ``[lo, hi]`` (``(lo, ...`` if ``lo_open``,
     ``..., hi)`` if ``hi_open``).
@@ -258,8 +266,11 @@ def check_loss_level(name, value, M) -> float:
         Outside :math:`(0, \log M)` or not a number.
     """
     log_M = math.log(M)
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
-    v = float(value) if ok else math.nan
+    try:
+        x = as_numbers(name, value, "a loss")           # the one test of a number (not 10**400, not True)
+        v = float(x) if x.ndim == 0 else math.nan
+    except ValueError:
+        v = math.nan
     if not (math.isfinite(v) and 0 < v < log_M):
         raise ValueError(f"{name} must be in (0, log M) = (0, {log_M!r}); got {value!r} "
                          "(a loss the dynamics never reach)")
@@ -345,11 +356,7 @@ def check_times(name, times) -> np.ndarray:
     ValueError
         Otherwise.
     """
-    try:
-        t = np.asarray(times, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be finite, strictly increasing times; "
-                         f"got {times!r}") from None
+    t = as_numbers(name, times, "finite, strictly increasing times")
     if t.ndim != 1 or t.size == 0 or not np.all(np.isfinite(t)) or np.any(np.diff(t) <= 0):
         shown = t.tolist() if t.size <= 6 else f"array of shape {t.shape}"
         raise ValueError(f"{name} must be finite, strictly increasing times; got {shown}")
@@ -375,10 +382,7 @@ def check_t_span(t_span, *, allow_infinite_end=False) -> tuple:
     ValueError
         Otherwise.
     """
-    try:
-        t0, t1 = (float(v) for v in t_span)
-    except (TypeError, ValueError):
-        raise ValueError(f"t_span must be (t0, t1) with t1 > t0; got {t_span!r}") from None
+    t0, t1 = _pair("t_span", t_span, "(t0, t1) with t1 > t0")
     end_ok = math.isfinite(t1) or (allow_infinite_end and t1 == math.inf)
     if not (math.isfinite(t0) and end_ok and t1 > t0):
         kind = "t1 > t0" if allow_infinite_end else "finite t1 > t0"
@@ -407,15 +411,11 @@ def check_point(name, value, names=("mu_OV", "mu_QK")) -> tuple:
     ValueError
         Not ``len(names)`` finite numbers.
     """
-    count = "two" if len(names) == 2 else len(names)
-    message = f"{name} must be {count} finite numbers ({', '.join(names)}); got {value!r}"
-    try:
-        pt = tuple(float(v) for v in value)
-    except (TypeError, ValueError):
-        raise ValueError(message) from None
-    if len(pt) != len(names) or not all(math.isfinite(v) for v in pt):
-        raise ValueError(message)
-    return pt
+    what = f"{'two' if len(names) == 2 else len(names)} finite numbers ({', '.join(names)})"
+    pt = as_numbers(name, value, what)
+    if pt.shape != (len(names),) or not np.isfinite(pt).all():
+        raise ValueError(f"{name} must be {what}; got {value!r}")
+    return tuple(pt.tolist())
 
 
 def check_positive_values(name, values) -> np.ndarray:
@@ -467,10 +467,7 @@ def check_positive_range(name, value) -> tuple:
         Otherwise.
     """
     message = f"{name} must be (low, high) with 0 < low < high < inf; got {value!r}"
-    try:
-        low, high = (float(v) for v in value)
-    except (TypeError, ValueError):
-        raise ValueError(message) from None
+    low, high = _pair(name, value, "(low, high) with 0 < low < high < inf")
     if not (0 < low < high < math.inf):
         raise ValueError(message)
     return low, high

@@ -12,8 +12,9 @@ small recursive-descent parser that knows only
 
 Nothing is evaluated as Python and nothing can be called. The text, its
 nesting, the numbers in it and its degree are bounded (:data:`MAX_TEXT`,
-:data:`MAX_DEPTH`, :data:`MAX_NUMBER`, :data:`MAX_EXPONENT`, :data:`MAX_DEGREE`), so
-a long, deep or high-degree text is a ``ValueError``, never a ``RecursionError`` or a hang.
+:data:`MAX_DEPTH`, :data:`MAX_NUMBER`, :data:`MAX_EXPONENT`, :data:`MAX_DEGREE`), and so is
+a power of numbers by its exponent's numerator and denominator, so a long, deep or high-degree
+text is a ``ValueError``, never a ``RecursionError`` or a hang.
 :func:`check_bounds` applies the same bounds to a SymPy expression given
 directly.
 
@@ -48,6 +49,9 @@ MAX_NODES = 2000
 #: ``(((m + 1)**16 + 1)**16 + 1)**16``, 27 characters within every other bound, has degree 4096, and
 #: SymPy's sign analysis of it runs for minutes and gigabytes.
 MAX_DEGREE = 64
+
+#: Most bits of a power of numbers the parser computes (a number of 2**53 to the 16th).
+_POWER_BITS = 54 * MAX_EXPONENT
 
 _TOKEN = re.compile(r"\s*(?:(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)|(?P<name>[A-Za-z][A-Za-z0-9_]*)"
                     r"|(?P<op>\*\*|[-+*/()]))")
@@ -164,6 +168,10 @@ class _Parser:
             raise ValueError(f"exponents must be numbers of magnitude at most {MAX_EXPONENT}; got {exponent}")
         if base == 0 and exponent < 0:
             raise ValueError("division by zero")
+        if base.is_Rational and max(abs(exponent.p), exponent.q) * max(abs(base.p).bit_length(), base.q.bit_length()) \
+                > _POWER_BITS:
+            raise ValueError(f"a power of numbers too large to compute: ({base})**({exponent}) (SymPy raises "
+                             "the base to the exponent's numerator, or denominator, before it takes the root)")
         value = base ** exponent
         if value.is_Number:
             _check_number(value, f"{base}**{exponent}")

@@ -19,7 +19,7 @@ run arbitrary code. :func:`from_srepr` instead parses the text with
 Anything else (attribute access, other names, lambdas, subscripts, ...)
 raises :class:`UnsafeExpression` before a single constructor is called, and
 so does text beyond the size bounds (:data:`LIMITS`: length, nesting depth,
-node count, integer size, ``Float`` precision), or a power of numbers whose
+node count, integer size, ``Float`` precision and magnitude), or a power of numbers whose
 value would exceed :data:`LIMITS` ``["power_bits"]`` (``Pow(Integer(10),
 Integer(10**12))`` would take SymPy minutes to evaluate).
 :func:`to_srepr` is the writing side: it refuses an expression that
@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import ast
 import keyword
+import re
 
 import sympy as sp
 from sympy.codegen.cfunctions import expm1, log1p
@@ -60,11 +61,16 @@ __all__ = ["from_srepr", "to_srepr", "UnsafeExpression", "ALLOWED_CALLS", "ALLOW
 
 #: Bounds on what :func:`from_srepr` reads: characters of text, nesting depth of
 #: the syntax tree, its nodes, bits of an integer literal, ``Float`` precision
-#: (bits), and bits of the value of a power whose base and exponent are both
-#: rational numbers. The largest entry of the shipped caches uses a quarter of
-#: the length and node count, far less of the rest.
+#: (bits), bits of a power whose base and exponent are both rational numbers (the base raised
+#: to the exponent's numerator or denominator, which SymPy computes before it takes a root), and
+#: the binary exponent of every ``Float``, written or computed (SymPy evaluates a function of a
+#: ``Float`` at once: ``exp`` of ``1e5000`` runs for minutes, and so does reading the text
+#: ``'1e-1000000'``). The largest entry of the shipped caches uses a quarter of the length and
+#: node count, far less of the rest, and no ``Float``.
 LIMITS = {"chars": 200_000, "depth": 200, "nodes": 50_000, "int_bits": 1024, "precision": 10_000,
-          "power_bits": 100_000}
+          "power_bits": 100_000, "float_exponent": 1024}
+#: The text of a ``Float`` (as ``srepr`` writes it): a decimal number, its exponent read apart.
+_FLOAT_TEXT = re.compile(r"\s*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE]([-+]?\d{1,9}))?\s*")
 
 #: Constructors that may appear in a cached expression.
 ALLOWED_CALLS = {name: getattr(sp, name) for name in (
@@ -109,12 +115,27 @@ def _checked_call(target, args, kwargs):
     if target is sp.Pow and len(args) == 2 and all(isinstance(a, sp.Rational) for a in args):
         base, exponent = args
         bits = max(abs(base.p).bit_length(), base.q.bit_length())
-        if bits > 1 and abs(exponent) * bits > LIMITS["power_bits"]:
+        if bits > 1 and max(abs(exponent.p), exponent.q) * bits > LIMITS["power_bits"]:   # raised, then rooted
             shown = [str(x) if len(str(x)) <= 30 else "<a large number>" for x in (base, exponent)]
             raise UnsafeExpression(f"power of numbers too large: ({shown[0]})**({shown[1]})")
+    if target is sp.Float:
+        _check_float_text(args)
     if kwargs.get("precision", 0) > LIMITS["precision"]:
         raise UnsafeExpression(f"Float precision above {LIMITS['precision']}")
-    return target(*args, **kwargs)
+    out = target(*args, **kwargs)
+    if isinstance(out, sp.Float) and out._mpf_[1] and abs(out._mpf_[2] + out._mpf_[3]) > LIMITS["float_exponent"]:
+        raise UnsafeExpression(f"a Float beyond 2**(+-{LIMITS['float_exponent']}) in magnitude")
+    return out
+
+
+def _check_float_text(args) -> None:
+    """A ``Float`` written as ``srepr`` writes it: one decimal text (its precision a keyword), whose
+    decimal exponent is within :data:`LIMITS` ``["float_exponent"]`` bits."""
+    match = _FLOAT_TEXT.fullmatch(args[0]) if len(args) == 1 and isinstance(args[0], str) else None
+    if match is None:
+        raise UnsafeExpression("Float takes one decimal text (and precision=<bits>)")
+    if abs(int(match.group(1) or 0)) > LIMITS["float_exponent"] * 0.302:      # log10(2)
+        raise UnsafeExpression(f"a Float beyond 2**(+-{LIMITS['float_exponent']}) in magnitude")
 
 
 def _is_function_name(name) -> bool:
@@ -197,7 +218,7 @@ def from_srepr(text: str):
         raise
     except RecursionError:
         raise UnsafeExpression("expression nested too deeply") from None
-    except (TypeError, ValueError, AttributeError) as exc:
+    except (TypeError, ValueError, AttributeError, ArithmeticError) as exc:
         raise UnsafeExpression(f"constructor failed: {exc}") from None
 
 

@@ -129,11 +129,22 @@ def _solve(fun, t_span, y0, t_eval, levels, terminal, method, rtol, atol, jac, m
         return None if sub.hits[0] is None else (t_old + sub.hits[0][0], sub.hits[0][1])
 
     with np.errstate(over="ignore", invalid="ignore"):   # non-finite derivatives and states are caught
-        solver = METHODS[method](fun, t0, y0, t_bound, rtol=rtol, atol=atol, **kw)
+        solver = METHODS[method](_overflow_as_inf(fun), t0, y0, t_bound, rtol=rtol, atol=atol, **kw)
         run = _loop(solver, g, t0, t1, t_bound, np.asarray(y0, dtype=float), t_eval,
                     terminal, max_steps, max_nfev, local if again else None)
     run.nfev += sum(extra)
     return run
+
+
+def _overflow_as_inf(fun):
+    """``fun`` whose OverflowError (Python's float arithmetic, as in a lambdified right-hand side with
+    a huge parameter) is an infinite derivative, which the step loop stops on (reason ``"nonfinite"``)."""
+    def finite_or_inf(t, y):
+        try:
+            return fun(t, y)
+        except OverflowError:
+            return np.full(np.shape(y), np.inf)
+    return finite_or_inf
 
 
 def solve_loss_levels(fun, t_span, y0, log_loss, levels, n_thresholds, *, log=True, **options):

@@ -39,7 +39,7 @@ import math
 
 import numpy as np
 
-from ..validation import check_in_range, shown_number
+from ..validation import as_numbers, check_in_range, shown_number
 from .state_result import StateAtLoss
 
 __all__ = ["state_at_loss", "METHODS", "REDUCED_FLOW_RANGE"]
@@ -180,7 +180,8 @@ def _attention_shares(task, coordinates, values) -> dict:
 
 def _paper_orbit(loss, ratio, P, params):
     from .reduced_system import ReducedSystem
-    L, r = np.broadcast_arrays(np.asarray(loss, dtype=float), np.asarray(ratio, dtype=float))
+    L, r = np.broadcast_arrays(as_numbers("loss", loss, "a number (or numbers) in (0, log M)"),
+                               as_numbers("ratio", ratio, "a number (or numbers) > 0"))
     out = {k: np.empty(L.shape) for k in ("mu_OV", "mu_QK", "alpha")}
     for i in np.ndindex(L.shape):
         st = ReducedSystem(P, eta_QK=float(r[i]), **params).state_at_loss(float(L[i]))
@@ -220,16 +221,16 @@ def _mapped_closed_form(loss, ratio, task, values, k_qk, k_ov):
     from .closed_form import state_at_loss as closed
     lo, hi = SUPPORTED_RANGE["ratio"]
     k = float(k_qk / k_ov)
-    r = np.asarray(ratio, dtype=float)
+    scale = "" if k == 1 else f", the paper's at ratio x {k:.15g}"
+    what = (f"in [{lo / k:.6g}, {hi / k:.6g}] for the closed-form state of task {task.name!r}{scale} "
+            "(the range it is tested on)")
+    r = as_numbers("ratio", ratio, what)
     # as derivations.output.dynamics computes it: ratio * k_QK / k_OV in SymPy, then rounded
     with np.errstate(invalid="ignore", over="ignore"):
         mapped = np.vectorize(lambda x: float(float(x) * k_qk / k_ov), otypes=[float])(r)
     ok = np.isfinite(mapped) & (mapped >= lo) & (mapped <= hi)
     if not ok.all():
-        scale = "" if k == 1 else f", the paper's at ratio x {k:.15g}"
-        raise ValueError(f"ratio must be in [{lo / k:.6g}, {hi / k:.6g}] for the closed-form "
-                         f"state of task {task.name!r}{scale} (the range it is tested on); "
-                         f"got {shown_number(r[~ok].ravel()[0])}")
+        raise ValueError(f"ratio must be {what}; got {shown_number(r[~ok].ravel()[0])}")
     model = {key: values[key] for key in ("m", "n", "b", "M")}
     st = closed(loss, mapped, **model)
     return st._replace(ratio=np.broadcast_to(r, st.ratio.shape).copy(), task=task.name,

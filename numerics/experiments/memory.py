@@ -21,6 +21,7 @@ True
 """
 from __future__ import annotations
 
+import decimal
 import os
 
 from derivations.core.cli import UsageError
@@ -96,21 +97,24 @@ def shown_size(n: float) -> str:
 
     Parameters
     ----------
-    n : float
-        Bytes.
+    n : int or float
+        Bytes: any size, an integer beyond a float's range too (from huge options).
 
     Returns
     -------
     str
 
-    >>> shown_size(512), shown_size(3 * 2 ** 30)
-    ('512 bytes', '3.0 GiB')
+    >>> shown_size(512), shown_size(3 * 2 ** 30), shown_size(10 ** 400)
+    ('512 bytes', '3.0 GiB', '8.88e+384 PiB')
     """
+    n = decimal.Decimal(n)          # every int and float, exactly: no OverflowError
     for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
         if n < 1024 or unit == "PiB":
-            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+            break
         n /= 1024
-    return f"{n:.3g} EiB"  # pragma: no cover
+    if unit == "bytes":
+        return f"{n:.0f} bytes"
+    return f"{n:.1f} {unit}" if n < 10 ** 9 else f"{n:.3g} {unit}"
 
 
 def processes(n_workers: int, n_jobs: int, address) -> int:

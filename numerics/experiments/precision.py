@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["step_arrays", "as_float64"]
+__all__ = ["step_arrays", "as_float64", "check_rates"]
 
 
 def step_arrays(params: dict, rates: tuple, dtype: str):
@@ -57,6 +57,43 @@ def step_arrays(params: dict, rates: tuple, dtype: str):
     params = {k: v.astype(dtype) for k, v in params.items()}
     rates = tuple(np.asarray(r).astype(dtype)[()] for r in rates)
     return params, rates
+
+
+def check_rates(lr_qk, lr_ov, qk_ramp, score_divisor, dtype: str, qk_name: str = "lr_qk") -> None:
+    """Refuse learning rates the step cannot hold in ``dtype``: each rate, the largest QK rate
+    ``lr_qk max(1, qk_ramp)`` and the factor ``lr_qk max(1, qk_ramp) / (lr_ov score_divisor)`` by which
+    the step scales the OV step's gradient into the QK step
+    (:func:`numerics.experiments.models.loss_and_grad`) must be normal numbers of ``dtype``: one that
+    rounds to 0 or overflows would make the run's numbers NaN, a divergence that is not SGD's.
+
+    Parameters
+    ----------
+    lr_qk, lr_ov, qk_ramp : float
+        Positive numbers.
+    score_divisor : float
+        The sampled task's (:class:`numerics.experiments.task_sampling.SampledTask`).
+    dtype : {"float64", "float32"}
+    qk_name : str, optional
+        How the message names ``lr_qk`` (default ``"lr_qk"``).
+
+    Raises
+    ------
+    ValueError
+        A rate or the factor outside ``[tiny, max]`` of ``dtype``; the message names it and the range.
+
+    >>> check_rates(1.0, 1e-40, 1.0, 7.07, "float32")
+    Traceback (most recent call last):
+    ...
+    ValueError: lr_ov must be in [1.17549e-38, 3.40282e+38] for the float32 step; got 1e-40
+    """
+    info = np.finfo(dtype)
+    tiny, most = float(info.tiny), float(info.max)      # compared as floats: no cast of the value
+    top = lr_qk * max(1.0, qk_ramp)
+    for name, value in (("lr_ov", lr_ov), (qk_name, lr_qk), (f"{qk_name} x max(1, qk_ramp)", top),
+                        (f"{qk_name} x max(1, qk_ramp) / lr_ov / {score_divisor:.6g} (the QK step's factor)",
+                         top / (lr_ov * score_divisor))):
+        if not tiny <= value <= most:
+            raise ValueError(f"{name} must be in [{tiny:g}, {most:g}] for the {dtype} step; got {value!r}")
 
 
 def _params64(params):

@@ -62,7 +62,7 @@ from derivations.core.atomic_file import atomic_write_text
 from derivations.core.vocabulary import SHARES, check_positive
 
 from ..validation import check_int
-from . import sgd
+from . import precision, sgd
 from .jobs import SWEEP_ROW_KEYS
 from .proxies import PROXIES
 from .stopping import MAX_SGD_STEPS, target_losses
@@ -130,10 +130,6 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_step
         raise ValueError("parameterizations must not be empty")
     if not ratios:
         raise ValueError("ratios must not be empty")
-    for r in ratios:
-        if not (math.isfinite(r * lr_ov) and r * lr_ov > 0):
-            raise ValueError(f"ratio {r!r} gives eta_QK = ratio x lr_ov = {r * lr_ov!r}, which is not a "
-                             f"finite number > 0")
     check_int("seeds", n_seeds, 1)
     check_int("max_steps", max_steps, 1, MAX_SGD_STEPS)
     check_int("steps_per_epoch", steps_per_epoch, 1, MAX_SGD_STEPS)
@@ -147,6 +143,9 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_step
                              steps_per_epoch=steps_per_epoch, stop="none", init=init,
                              eval_batches=eval_batches, target_loss=targets[-1], max_steps=max_steps,
                              task=task, task_params=task_params, dtype=dtype)
+        for r in ratios:                # each run's rates (jobs.sweep_job), before any work
+            precision.check_rates(r * lr_ov, lr_ov, 1.0, cfg.sampled_task.score_divisor, dtype,
+                                  qk_name=f"ratio {r!r} x lr_ov")
         for block in blocks:
             job = {"experiment": "sweep", "ratios": ratios, "config": cfg.to_dict(), "seeds": block}
             if len(targets) > 1:

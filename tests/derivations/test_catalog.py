@@ -93,11 +93,20 @@ def test_edited_well_formed_cache_is_not_believed(isolated_cache, tmp_path, caps
                                   "Pow(Pow(Pow(Integer(10), Integer(1000)), Integer(1000)), Integer(1000))",
                                   "Integer(" + "9" * 400 + ")", "Float('1.0', precision=100000000)",
                                   "Add(" * 300 + "Integer(1)" + ")" * 300,
-                                  "Tuple(" + ", ".join(["Integer(1)"] * 17_000) + ")"],
-                         ids=["10**10**12", "nested powers", "400 digits", "precision", "depth 300", "51000 nodes"])
+                                  "Tuple(" + ", ".join(["Integer(1)"] * 17_000) + ")",
+                                  # SymPy evaluates a function of a Float at once; reading '1e-1000000' is slow too
+                                  "exp(Float('1e100000', precision=10000))", "Float('1e-1000000')",
+                                  "exp(Pow(Float('10.0', precision=10000), Integer(30000)))",
+                                  "exp(Float('2.5', 1000000))", "exp(exp(Float('1e308', precision=53)))",
+                                  "Pow(Integer(99999), Rational(99999, 122743))",
+                                  "Pow(Rational(4306, 2151), Rational(2, 1196950))"],
+                         ids=["10**10**12", "nested powers", "400 digits", "precision", "depth 300", "51000 nodes",
+                              "exp of 1e100000", "Float text", "exp of a Float power", "positional precision",
+                              "OverflowError", "root of a large power", "root of a fraction"])
 def test_oversized_cache_entry_is_derived_again_quickly(isolated_cache, tmp_path, expr):
     """Issue 25 item 3: the reader bounds integer size, nesting, node count, precision and powers of
-    numbers, so an entry such as Pow(Integer(10), Integer(10**12)) (which SymPy would evaluate for
+    numbers, and the magnitude of every Float (written or computed), so an entry such as
+    Pow(Integer(10), Integer(10**12)) or exp(Float('1e100000')) (which SymPy would evaluate for
     minutes) is refused at once and the results are derived again."""
     import time
     shipped, calls = isolated_cache

@@ -111,7 +111,8 @@ def test_a_loss_that_is_not_a_number_is_refused_by_every_closed_form_path(loss):
     from numerics.dynamics.closed_form import state_at_loss_mpmath
     from numerics.dynamics.crossover import margin_at_loss
     for call in (lambda: state_at_loss(loss, 2.0), lambda: time_to_loss(loss, 2.0),
-                 lambda: state_at_loss_mpmath(loss, 2.0), lambda: margin_at_loss(loss, 4)):
+                 lambda: state_at_loss_mpmath(loss, 2.0), lambda: margin_at_loss(loss, 4),
+                 lambda: state_at_loss(loss, 2.0, parameterization="FAFO")):     # the paper's orbits
         with pytest.raises(ValueError, match=r"^loss must be .*in \(0, log M\).*; got "):
             call()
 
@@ -152,6 +153,25 @@ def test_what_is_not_a_number_is_refused_alike_naming_it(value, shown):
     with pytest.raises(ValueError) as info:
         check_positive_values("b", value)
     assert str(info.value) == f"b must be finite numbers > 0; got {shown}"
+
+
+@pytest.mark.parametrize("value, shown", NOT_NUMBERS, ids=[shown[:20] for _, shown in NOT_NUMBERS])
+def test_times_points_and_ranges_refuse_what_is_not_a_number(value, shown):
+    """check_t_span, check_point, check_times and check_positive_range took text and booleans as numbers
+    (``float("1")``) and raised an OverflowError for 10**400; check_loss_level too for 10**400, and the
+    paper's orbits (state_at_loss of a factorized parameterization) and the closed form of a task mapped
+    onto the paper's took ``"0.5"`` and ``True`` as a ratio. Each is a ValueError naming the parameter."""
+    from numerics.dynamics import state_at_loss
+    from numerics.validation import check_loss_level, check_point, check_positive_range, check_t_span, check_times
+    for call, name in ((lambda: check_t_span((0.0, value)), "t_span"),
+                       (lambda: check_point("mu0", (value, 0.0)), "mu0"),
+                       (lambda: check_times("t_eval", [0.0, value]), "t_eval"),
+                       (lambda: check_positive_range("ratio_range", (1.0, value)), "ratio_range"),
+                       (lambda: check_loss_level("target_loss", value, 20), "target_loss"),
+                       (lambda: state_at_loss(0.5, value, parameterization="CAFO"), "ratio"),
+                       (lambda: state_at_loss(0.5, value, task="shared-irrelevant"), "ratio")):
+        with pytest.raises(ValueError, match=rf"^{name} must be "):
+            call()
 
 
 @pytest.mark.parametrize("value, shown", [(math.nan, "nan"), (math.inf, "inf"), (-math.inf, "-inf"), (0, "0"),

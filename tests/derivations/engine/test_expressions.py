@@ -49,6 +49,19 @@ def test_numbers_and_exponents_are_bounded(value):
         TokenGroup("r", per_class=True, multiplicity=value)
 
 
+@pytest.mark.parametrize("text", ["99999**(99999/122743)", "(2/3)**(999999999/100000000)", "2**(9999999/1000000)",
+                                  "(4306/2151)**(2/119695)", "2151**(-2/119695)"])
+def test_a_power_of_numbers_is_bounded_by_its_exponents_numerator_and_denominator(text):
+    """SymPy raises the base to the exponent's numerator (or, for a fraction or a negative exponent,
+    nearly its denominator) before it takes the root: 99999**(99999/122743), within every bound by the
+    exponent's value, kept a task file's reader busy for minutes."""
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match="a power of numbers too large to compute"):
+        TokenGroup("r", per_class=True, multiplicity=text)
+    assert time.perf_counter() - t0 < 1
+    assert parse_expression("10**(15/2)", NAMES) == 10 ** 7 * sp.sqrt(10)
+
+
 @pytest.mark.parametrize("text, degree", [("((m+1)**8+1)**8", 64), ("m**16*n**16*(m+n)**16*(m-n)**16", 64),
                                           ("1/(m**16*n**16*(m+n)**16*(m-n)**16*(m+1))", 65), ("((m+1)**8+1)**9", 72),
                                           ("(((m+1)**16+1)**16+1)**16", 4096)])

@@ -20,6 +20,18 @@ def test_a_derivative_that_overflows_at_the_start_stops_at_once(method):
     assert res.t.tolist() == [0.0] and res.y.tolist() == [[1000.0]]
 
 
+def test_an_overflow_error_of_the_right_hand_side_is_a_nonfinite_derivative():
+    """Python's float arithmetic (a task's lambdified flow with a huge own parameter: a file's
+    ``[parameters] s = 1e300`` in ``b**2 * s**2``) raises OverflowError instead of giving inf; it escaped
+    the solver, and state_at_loss raised it. It is a non-finite derivative, reported as one."""
+    def fun(t, y):
+        return np.array([-(float(y[0]) + 1e154) ** 2])
+    res = solve_bounded(fun, (0.0, 1.0), np.array([1e200]))        # at the start
+    assert (res.status, res.reason) == (-1, "nonfinite") and "start" in res.message
+    res = solve_bounded(fun, (0.0, 1.0), np.array([0.0]))          # on the way: the solver's steps fail
+    assert res.status == -1 and res.reason in ("nonfinite", "failed")
+
+
 def test_a_factorized_system_starting_beyond_the_double_range_fails_at_once():
     """FACO's balanced start mu_QK = eps^2 / b is 1e4 at b = 1e-8 (numerics.verify --params b=1e-8):
     its right-hand side overflows, and the integration reports it instead of running without end."""

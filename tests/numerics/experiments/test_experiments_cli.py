@@ -217,7 +217,7 @@ BAD = [
     (["sweep", "--parameterizations", "CACO", "--ratios", "nan", "--seeds", "1", "--target-loss", "0.1",
       "--output", "OUT"], "--ratios must be finite"),
     (["sweep", "--parameterizations", "CACO", "--ratios", "1e308", "--lr-ov", "10", "--seeds", "1",
-      "--target-loss", "0.1", "--output", "OUT"], "--ratios 1e+308 gives eta_QK = --ratios x --lr-ov = inf"),
+      "--target-loss", "0.1", "--output", "OUT"], "--ratios 1e+308 x --lr-ov must be in [2.22507e-308, 1.79769e+308]"),
     (["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1", "--target-loss", "-1",
       "--output", "OUT"], "--target-loss"),
     (["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "two", "--target-loss", "0.1",
@@ -460,6 +460,8 @@ def test_dev_full_and_a_closed_pipe_end_without_a_traceback():
     ["fig2", "--steps-per-epoch", "1000000", "--seeds", "1"],
     ["fig3", "--batch-size", "1000000000"],
     ["fig3", "--eval-batches", "1000000000"],
+    ["fig3", "--seq-len", "9" * 400],         # a size beyond a float's range is named, not an OverflowError
+    ["fig2", "--batch-size", "9" * 400],
     ["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1", "--target-loss", "1",
      "--seq-len", "1000000000", "--output", "OUT"],
     # a job stacks every ratio of 3 seeds: 30 runs of 20000-step epochs (8 GiB; 10 runs would fit)

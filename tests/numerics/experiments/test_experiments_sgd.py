@@ -1,5 +1,6 @@
 """numerics.experiments.sgd: stacking independence, stop rules, ramp, Figure 3; jobs and backends."""
 import json
+import re
 
 import numpy as np
 import pytest
@@ -273,6 +274,21 @@ def test_record_losses_are_losses_above_zero(bad):
     cfg = sgd.Fig2Config("CACO", epochs=1, steps_per_epoch=1, batch_size=2, eval_batches=1)
     with pytest.raises(ValueError, match="^record_losses must be"):
         sgd.train_fig2(cfg, [1], record_losses=bad)
+
+
+@pytest.mark.parametrize("rates, name", [
+    (dict(lr_qk=1e10, lr_ov=1e-300), "lr_qk x max(1, qk_ramp) / lr_ov"),        # the QK step's factor overflows
+    (dict(lr_qk=1.0, lr_ov=1e-307, qk_ramp=1000.0), "lr_qk x max(1, qk_ramp) / lr_ov"),
+    (dict(lr_qk=1.0, lr_ov=1e-310), "lr_ov"),                                   # subnormal
+    (dict(lr_qk=1e-50, lr_ov=1e-50, dtype="float32"), "lr_ov"),                 # 0 in float32: 0/0
+    (dict(lr_qk=1e39, lr_ov=1.0, dtype="float32"), "lr_qk"),                    # inf in float32
+])
+def test_rates_the_step_cannot_hold_are_refused(rates, name):
+    """A rate, or the factor lr_qk / lr_ov by which the step scales the OV step's gradient into the QK
+    step, that rounds to 0 or overflows in the step's dtype is refused, naming it and the range, rather
+    than the run reported diverged (its step NaN) by no fault of SGD."""
+    with pytest.raises(ValueError, match=rf"^{re.escape(name)} .*must be in \["):
+        sgd.Fig2Config("CACO", epochs=1, steps_per_epoch=1, **rates)
 
 
 def _plain_sgd(config, seed):
