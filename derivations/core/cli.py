@@ -61,18 +61,42 @@ class UsageError(Exception):
 _NEGATIVE_VALUE = re.compile(r"^-(\d|\.\d|inf|nan)", re.IGNORECASE)
 
 
+class _StoreOnce(argparse._StoreAction):
+    """``argparse``'s ``store`` action, refusing an option given twice: plain ``argparse`` keeps the
+    last value and drops the first without a word (``--params m=5 --params n=3`` ran with the
+    default ``m``)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = getattr(parser, "_given", None)
+        if given is not None and option_string is not None:
+            if self.dest in given:
+                parser.error(f"{option_string} is given twice ({given[self.dest]!r} and {values!r}): give it once")
+            given[self.dest] = values
+        super().__call__(parser, namespace, values, option_string)
+
+
 class OneLineParser(argparse.ArgumentParser):
     """An :class:`argparse.ArgumentParser` whose errors raise :class:`UsageError` (one line,
     no usage block) for the command's ``main`` to report with :func:`usage_error`, which names
     the program. An option that takes a value takes one that starts with a minus sign and a number
     (``--ratio-range -1,10``, as ``--ratio-range=-1,10``), for its own check to refuse with its range;
     plain ``argparse`` reads ``-1,10`` as an option and says only that the value is missing.
+    An option that takes a value is refused when given twice (``argparse`` would keep the last one).
 
     >>> p = OneLineParser(prog="demo")
     >>> _ = p.add_argument("--ratios")
     >>> p.parse_args(["--ratios", "-1,10"]).ratios
     '-1,10'
+    >>> p.parse_args(["--ratios", "1", "--ratios=2"])
+    Traceback (most recent call last):
+    ...
+    derivations.core.cli.UsageError: --ratios is given twice ('1' and '2'): give it once
     """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _StoreOnce)
+        self.register("action", "store", _StoreOnce)
 
     def parse_known_args(self, args=None, namespace=None):
         """:meth:`argparse.ArgumentParser.parse_known_args`, with ``--option -1,10`` read as
@@ -103,7 +127,11 @@ class OneLineParser(argparse.ArgumentParser):
                 break
             joined.append(args[i])
             i += 1
-        return super().parse_known_args(joined, namespace)
+        self._given = {}
+        try:
+            return super().parse_known_args(joined, namespace)
+        finally:
+            self._given = None
 
     def print_help(self, file=None):
         """Print the help; into a closed pipe it ends quietly, into a full disk with one line and

@@ -215,3 +215,20 @@ def test_output_probe_leaves_nothing_when_its_write_fails(tmp_path, monkeypatch)
     monkeypatch.undo()
     assert output.prepare_output_dir(target) == target
     assert sorted(os.listdir(target)) == [users.name]
+
+
+@pytest.mark.parametrize("argv", [["--params", "m=5", "--params", "n=3"], ["--params=m=5", "--params", "n=3"],
+                                  ["--ratio", "2", "--rat=3"]])
+def test_an_option_given_twice_is_refused_not_the_first_value_dropped(argv, capsys):
+    """argparse keeps an option's last value: ``--params m=5 --params n=3`` ran at the default m. A value
+    option given twice (an abbreviation of it included) is one line, exit 2, naming the option and both
+    values; a subcommand's option the same."""
+    from derivations.print_dynamics import main
+    from numerics.experiments.__main__ import main as experiments
+
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "is given twice" in err and "give it once" in err
+    assert experiments(["predict", "--parameterizations", "CACO", "--ratios", "1", "--ratios", "2"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == "experiments: error: --ratios is given twice ('1' and '2'): give it once\n"
