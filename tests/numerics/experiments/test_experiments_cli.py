@@ -406,9 +406,10 @@ def test_resume_with_other_settings_is_refused_and_extend_keeps_every_row(tmp_pa
 
 
 def test_target_loss_not_below_the_initial_loss_is_refused(tmp_path, capsys):
+    at = TINY_SWEEP.index("--target-loss") + 1
     for target in ("10", "3.92"):
         t0 = time.perf_counter()
-        assert main([*TINY_SWEEP, "--ratios", "1", "--seeds", "1", "--target-loss", target,
+        assert main([*TINY_SWEEP[:at], target, *TINY_SWEEP[at + 1:], "--ratios", "1", "--seeds", "1",
                      "--output", str(tmp_path / "s")]) == 2
         err = capsys.readouterr().err
         assert "initial loss 3.91" in err and err.count("\n") == 1 and time.perf_counter() - t0 < 5

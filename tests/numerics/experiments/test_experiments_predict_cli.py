@@ -99,18 +99,17 @@ def test_an_output_file_of_another_result_is_refused_not_replaced(tmp_path, monk
     """A file that is not the predict result of these settings (another result, any other file) is kept;
     the same settings may write it again."""
     out = tmp_path / "predict.json"
-    argv = ["predict", "--parameterizations", "CACO", "--ratios", "1", "--target-loss", "1", "--quiet",
-            "--output", str(out)]
-    assert main(argv) == 0
+    argv = ["predict", "--parameterizations", "CACO", "--target-loss", "1", "--quiet", "--output", str(out)]
+    assert main([*argv, "--ratios", "1"]) == 0
     first = out.read_bytes()
-    assert main(argv) == 0 and out.read_bytes() == first
+    assert main([*argv, "--ratios", "1"]) == 0 and out.read_bytes() == first
     capsys.readouterr()
     _no_flow(monkeypatch)
-    for other in (["--ratios", "2"], []):
-        if not other:
+    for ratios in ("2", "1"):
+        if ratios == "1":
             out.write_text("my notes")
         kept = out.read_bytes()
-        assert main([*argv, *other]) == 2
+        assert main([*argv, "--ratios", ratios]) == 2
         captured = capsys.readouterr()
         assert captured.out == "" and captured.err.count("\n") == 1 and "would replace" in captured.err
         assert out.read_bytes() == kept
