@@ -76,17 +76,17 @@ class LambdifiedFlow:
         # flows of factorized circuits, and 1 - alpha without cancellation
         # (cancel_fractions; the other float rewrites cost seconds on the family flows);
         # loss and alpha get the float rewrites (float_rewrites.float_form: logaddexp,
-        # log1p/expm1) that matter at small loss, and shares divided through (no inf/inf)
+        # log1p/expm1) that matter at small loss, alpha its share divided through (no inf/inf)
         rhs = tuple(cancel_fractions(e) for e in self.rhs)
         self._set("_f", numeric(rhs, args, "math", stable=False, cse=True).func)
         if self.via is None:
-            self._set("_L", numeric(self.loss, args, "math", shares=True).func)
+            self._set("_L", numeric(self.loss, args, "math").func)
             self._set("_a", numeric(self.alpha, args, "math", shares=True).func)
         else:  # loss and alpha are functions of the observables, which are functions of y
             osyms, oexprs = self.via
             O = numeric(tuple(oexprs), args, "math", stable=False, cse=True).func
             oargs = tuple(osyms) + tuple(self.params)
-            Lo = numeric(self.loss, oargs, "math", shares=True).func
+            Lo = numeric(self.loss, oargs, "math").func
             ao = numeric(self.alpha, oargs, "math", shares=True).func
             p = len(self.coords)
             self._set("_L", lambda *a: Lo(*O(*a), *a[p:]))
