@@ -20,8 +20,7 @@ def relative_error(x, ref):
 
 def mp_functions(flow):
     args = tuple(flow.coords) + tuple(flow.params)
-    return (numeric(flow.loss, args, "mpmath", stable=False).func, numeric(flow.alpha, args, "mpmath", stable=False).func,
-            numeric(tuple(flow.rhs), args, "mpmath", stable=False).func)
+    return tuple(numeric(e, args, "mpmath", stable=False).func for e in (flow.loss, flow.alpha, tuple(flow.rhs)))
 
 
 def worst_error(task, scores, targets, **params):
@@ -56,8 +55,8 @@ def test_loss_alpha_and_rhs_keep_relative_precision(task):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("task", ["paper", "shared-irrelevant", "query-in-context", "shared-irrelevant+query-in-context",
-                                  "query-copies", str(TASK_FILE)])
+@pytest.mark.parametrize("task", ["paper", "shared-irrelevant", "query-in-context",
+                                  "shared-irrelevant+query-in-context", "query-copies", str(TASK_FILE)])
 @pytest.mark.parametrize("params", [{}, {"m": 1e-100}, {"m": 1e100}, {"n": 1e100}, {"b": 1e100}, {"M": 2},
                                     {"M": 10**6}])
 def test_every_task_keeps_relative_precision(task, params):
