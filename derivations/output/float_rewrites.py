@@ -149,10 +149,11 @@ def cancel_fractions(expr):
 
 def as_shares(expr):
     r"""``c t/(t + u + ...) -> c/(1 + u/t + ...)``: a product holding the reciprocal of a sum
-    ``D`` and all factors of one of its terms ``t`` divided through by ``t`` (exponentials
-    combined, :func:`sympy.powsimp`). The share of the largest term stays finite where
-    its exponential overflows (``m e^u/(m e^u + n)`` at ``u = 800``: ``1/(1 + n e^{-u}/m) = 1``,
-    not ``inf/inf``).
+    ``D`` and all factors of one of its terms ``t``, a term with an exponential, divided
+    through by ``t`` (exponentials combined, :func:`sympy.powsimp`). The share of the
+    largest term stays finite where its exponential overflows (``m e^u/(m e^u + n)`` at
+    ``u = 800``: ``1/(1 + n e^{-u}/m) = 1``, not ``inf/inf``); a share without an
+    exponential above (``n/(m e^u + n)``) is 0 there as it stands and is left alone.
 
     Parameters
     ----------
@@ -171,7 +172,7 @@ def as_shares(expr):
             for t in f.base.args:
                 left = list(rest)
                 tf = sp.Mul.make_args(t)
-                if t.is_Number or not all(g in left and not left.remove(g) for g in tf):
+                if not t.has(sp.exp) or not all(g in left and not left.remove(g) for g in tf):
                     continue
                 denom = sp.Add(*(sp.powsimp(u / t) for u in f.base.args))
                 return sp.Mul(*left) / denom

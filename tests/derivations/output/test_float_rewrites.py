@@ -52,3 +52,4 @@ def test_as_shares_divides_through_by_the_term():
     assert as_shares(c * sp.exp(x) / (c * sp.exp(x) + y)) == 1 / (1 + y * sp.exp(-x) / c)
     assert as_shares(sp.exp(x) / (sp.exp(x) + sp.exp(y))) == 1 / (1 + sp.exp(y - x))
     assert as_shares(x / (y + 1)) == x / (y + 1)
+    assert as_shares(y / (sp.exp(x) + y)) == y / (sp.exp(x) + y)       # no exponential above: left alone
