@@ -27,6 +27,8 @@ logaddexp(0, -x + log(3))
 logaddexp(0, -x + log(3))
 >>> cancel_fractions(sp.exp(x) / (sp.exp(x) + 3) - 1)
 -3/(exp(x) + 3)
+>>> cancel_fractions(sp.exp(x) / (sp.exp(x) + 3) - 1) * sp.exp(x) / (sp.exp(x) + 3)
+exp(x)*(-3/(exp(x) + 3))/(exp(x) + 3)
 >>> as_shares(2 * sp.exp(x) / (sp.exp(x) + 3))
 2/(1 + 3*exp(-x))
 """
@@ -121,6 +123,8 @@ def cancel_fractions(expr):
     are multiplied into the terms of ``D`` and SymPy collects equal terms (nothing is
     expanded, so the cost stays that of the sum); sums in which no terms of opposite sign
     cancel are left alone. Exponentials are not read as denominators (``sympy.fraction(exact=True)``).
+    The fraction is one unevaluated factor (:class:`sympy.UnevaluatedExpr`), computed apart as
+    the sum was.
 
     Parameters
     ----------
@@ -143,7 +147,9 @@ def cancel_fractions(expr):
             coeffs.setdefault(rest, []).append(k)
         if not any(len(ks) > 1 and abs(sum(ks)) < max(map(abs, ks)) for ks in coeffs.values()):
             return add          # nothing of opposite sign cancels
-        return sp.Add(*terms) / D
+        # one factor, as the sum was: SymPy would merge 1/D with the product's other 1/D, whose
+        # printed product of denominators underflows sooner (m = n = b = 1e-100)
+        return sp.UnevaluatedExpr(sp.Add(*terms) / D)
     return expr.replace(lambda e: e.is_Add, repl)
 
 

@@ -43,7 +43,7 @@ def test_log_of_one_plus_an_exponential_is_logaddexp():
 
 def test_cancel_fractions_cancels_only_what_cancels():
     share = c * sp.exp(x) / (c * sp.exp(x) + 1)
-    assert cancel_fractions(share - 1) == -1 / (c * sp.exp(x) + 1)
+    assert cancel_fractions(share - 1).doit() == -1 / (c * sp.exp(x) + 1)
     assert cancel_fractions(x / (x + y) + 2) == x / (x + y) + 2
     assert cancel_fractions(sp.exp(-x) - 1) == sp.exp(-x) - 1
 
