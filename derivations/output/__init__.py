@@ -22,7 +22,8 @@ _HOMES = {
     ".tex": ("abbreviate", "equation_lines"),
     ".latex": ("document", "snippet", "write"),
     ".numeric_codegen": ("function_specs", "generate", "generator_key"),
-    ".float_rewrites": ("stabilize", "as_log1p", "as_logaddexp", "omega_identity"),
+    ".float_rewrites": ("stabilize", "as_log1p", "as_logaddexp", "cancel_fractions", "as_shares", "omega_identity",
+                        "float_form"),
     ".attention_data": ("sgd_runs", "crossover_rows"),
 }
 

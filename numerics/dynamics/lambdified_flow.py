@@ -70,20 +70,24 @@ class LambdifiedFlow:
     def __post_init__(self):
         from ..functions.numeric_function import numeric   # lambdified once per system (imports SymPy)
         args = tuple(self.coords) + tuple(self.params)
+        from derivations.output.float_rewrites import cancel_fractions
         # the right-hand side: common subexpressions shared (lambdify cse), which
         # makes both the lambdification and the calls ~100x faster on the family
-        # flows of factorized circuits; loss and alpha get the stable rewrites
-        # (log1p/expm1) that matter at small loss
-        self._set("_f", numeric(tuple(self.rhs), args, "math", stable=False, cse=True).func)
+        # flows of factorized circuits, and 1 - alpha without cancellation
+        # (cancel_fractions; the other float rewrites cost seconds on the family flows);
+        # loss and alpha get the float rewrites (float_rewrites.float_form: logaddexp,
+        # log1p/expm1) that matter at small loss, alpha its share divided through (no inf/inf)
+        rhs = tuple(cancel_fractions(e) for e in self.rhs)
+        self._set("_f", numeric(rhs, args, "math", stable=False, cse=True).func)
         if self.via is None:
             self._set("_L", numeric(self.loss, args, "math").func)
-            self._set("_a", numeric(self.alpha, args, "math").func)
+            self._set("_a", numeric(self.alpha, args, "math", shares=True).func)
         else:  # loss and alpha are functions of the observables, which are functions of y
             osyms, oexprs = self.via
             O = numeric(tuple(oexprs), args, "math", stable=False, cse=True).func
             oargs = tuple(osyms) + tuple(self.params)
             Lo = numeric(self.loss, oargs, "math").func
-            ao = numeric(self.alpha, oargs, "math").func
+            ao = numeric(self.alpha, oargs, "math", shares=True).func
             p = len(self.coords)
             self._set("_L", lambda *a: Lo(*O(*a), *a[p:]))
             self._set("_a", lambda *a: ao(*O(*a), *a[p:]))

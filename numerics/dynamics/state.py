@@ -36,6 +36,7 @@ and never the mapped ratio.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
@@ -156,26 +157,38 @@ def _attention_shares(task, coordinates, values) -> dict:
     ``coordinates`` (observables by name, arrays) and parameter ``values``: the engine's
     attention of each token group, summed by role; ``{}`` where the coordinates are not
     the observables."""
+    coords, params, f = _shares_function(task)
+    if any(name not in coordinates for name in coords):
+        return {}
+    shape = np.shape(next(iter(coordinates.values())))
+    out = f(*(np.asarray(coordinates[name], dtype=float) for name in coords),
+            *(float(values[name]) for name in params))
+    return {k: np.broadcast_to(np.asarray(v, dtype=float), shape).copy()
+            for k, v in zip(("relevant_attention", "self_attention", "other_attention"), out)}
+
+
+@lru_cache(maxsize=64)
+def _shares_function(task):
+    """``(coordinate names, parameter names, f)``: the summed shares of :func:`_attention_shares`
+    as a NumPy function of the observables and the task's parameters, each share divided
+    through by its term (finite where an exponential overflows; the relevant share the same
+    expression as the flow's alpha); lambdified once per task."""
     import sympy as sp
 
     from ..functions.numeric_function import numeric
 
     from derivations.task_catalog import task_reduction
     red = task_reduction(task, "CACO")
-    table = task.symbols()
-    subs = {table[k]: v for k, v in values.items() if k in table}
+    params = set(task.symbols().values())
     rel = sum((red.attention[g] for g in task.relevant if g in red.attention), sp.S.Zero)
     own = red.attention.get(task.query, sp.S.Zero)
     other = sum((v for g, v in red.attention.items() if g != task.query and g not in task.relevant), sp.S.Zero)
-    exprs = [sp.sympify(e).subs(subs) for e in (rel, own, other)]
-    free = sorted(set().union(*(e.free_symbols for e in exprs)), key=str)
-    if any(str(x) not in coordinates for x in free):
-        return {}
-    f = numeric(tuple(exprs), free, "numpy", stable=False).func
-    shape = np.shape(next(iter(coordinates.values())))
-    out = f(*(np.asarray(coordinates[str(x)], dtype=float) for x in free))
-    return {k: np.broadcast_to(np.asarray(v, dtype=float), shape).copy()
-            for k, v in zip(("relevant_attention", "self_attention", "other_attention"), out)}
+    exprs = tuple(sp.sympify(e) for e in (rel, own, other))
+    free = set().union(*(e.free_symbols for e in exprs))
+    coords = sorted(free - params, key=str)
+    pars = sorted(free & params, key=str)
+    f = numeric(exprs, (*coords, *pars), "numpy", stable=False, shares=True).func
+    return tuple(map(str, coords)), tuple(map(str, pars)), f
 
 
 def _paper_orbit(loss, ratio, P, params):

@@ -191,16 +191,16 @@ def lambdify_modules(backend="numpy"):
         import numpy as np
         import scipy.special
         return [{"wright_omega": scipy.special.wrightomega, "Ei": scipy.special.expi,
-                 "expm1": np.expm1, "log1p": np.log1p}, "numpy"]
+                 "expm1": np.expm1, "log1p": np.log1p, "logaddexp": np.logaddexp}, "numpy"]
     if backend == "mpmath":
         import mpmath
         return [{"wright_omega": special_functions.wright_omega_mpmath, "Ei": mpmath.ei,
                  "expm1": mpmath.expm1, "log1p": mpmath.log1p}, "mpmath"]
     import math
-    return [{"expm1": math.expm1, "log1p": math.log1p}, "math"]
+    return [{"expm1": math.expm1, "log1p": math.log1p, "logaddexp": special_functions.logaddexp_math}, "math"]
 
 
-def numeric(expr, args, backend="numpy", *, stable=True, cse=False):
+def numeric(expr, args, backend="numpy", *, stable=True, cse=False, shares=False):
     """Lambdify an expression at run time (imports SymPy): for ad-hoc
     expressions only; the theory's functions are generated
     (:mod:`numerics.functions.lambdified`).
@@ -212,10 +212,13 @@ def numeric(expr, args, backend="numpy", *, stable=True, cse=False):
         Positional arguments; every free symbol of ``expr`` must be among them.
     backend : {"numpy", "mpmath", "math"}
     stable : bool
-        Apply :func:`derivations.output.float_rewrites.stabilize` first.
+        Apply the float rewrites of :func:`derivations.output.float_rewrites.float_form` first.
     cse : bool
         Compute common subexpressions once (``sympy.lambdify(cse=True)``): much
         faster to build and to call for large tuples of expressions.
+    shares : bool
+        Divide shares of exponential sums through by their term
+        (:func:`derivations.output.float_rewrites.as_shares`; the attention and the loss).
 
     Returns
     -------
@@ -231,7 +234,7 @@ def numeric(expr, args, backend="numpy", *, stable=True, cse=False):
     import sympy as sp
     from sympy.core.function import AppliedUndef
 
-    from derivations.output.float_rewrites import stabilize as _stabilize
+    from derivations.output.float_rewrites import float_form
     _check_backend(backend)
     keys = None
     if isinstance(expr, dict):
@@ -246,8 +249,8 @@ def numeric(expr, args, backend="numpy", *, stable=True, cse=False):
         name = min(type(f).__name__ for f in undefined)
         raise ValueError(f"expr holds undefined functions, which have no numeric value: "
                          f"{name[:40]!r}{'...' if len(name) > 40 else ''}")
-    if stable:
-        exprs = tuple(_stabilize(e) for e in exprs)
+    if stable or shares:
+        exprs = tuple(float_form(e, backend, stable=stable, shares=shares) for e in exprs)
     out = tuple(exprs) if isinstance(expr, (tuple, list)) else exprs[0]
     modules = lambdify_modules(backend)
     func = sp.lambdify(tuple(args), out, modules=modules, cse=cse)
