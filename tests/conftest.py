@@ -24,9 +24,16 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture
 def no_figures(monkeypatch):
-    """The experiments draw no figures in this test (``tests/_figures.py``)."""
+    """The experiments build and write no figures in this test (``tests/_figures.py``)."""
     from _figures import skip_figures
     skip_figures(monkeypatch)
+
+
+@pytest.fixture
+def unsaved_figures(monkeypatch):
+    """The experiments build their figures in this test but write none (``tests/_figures.py``)."""
+    from _figures import unsaved_figures
+    unsaved_figures(monkeypatch)
 
 
 @pytest.fixture

@@ -303,7 +303,9 @@ def test_diverged_fig2_writes_valid_json_with_nulls_and_exits_3(tmp_path, capsys
 
 
 @pytest.mark.parametrize("command", ["fig2", "sweep"])
-def test_a_run_that_overflows_on_its_last_step_is_diverged_not_a_traceback(command, tmp_path, capsys, no_figures):
+def test_a_run_that_overflows_on_its_last_step_is_diverged_not_a_traceback(command, tmp_path, capsys,
+                                                                          unsaved_figures):
+    """The figures are built from the diverged run (no traceback there either), not saved."""
     short = ["--steps-per-epoch", "2", "--eval-batches", "1", "--workers", "1", "--lr-ov", "1e200", "--quiet"]
     args = (["fig2", "--epochs", "1", "--seeds", "1"] if command == "fig2" else
             ["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1", "--target-loss", "0.1",
