@@ -75,12 +75,16 @@ SWEEP = ["sweep", "--parameterizations", "CACO,FAFO", "--ratios", "1,4", "--seed
 
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory):
-    """``SWEEP`` with its theory and figures, run once for the module: ``(output directory, printed JSON)``."""
+    """``SWEEP`` with its theory and figures, run once for the module: ``(output directory, printed JSON)``.
+    Its figure ``sweep`` is written as PNG and PDF; ``proxies`` is built, not written (its files are
+    checked in test_proxies_sweep.py)."""
     import contextlib
     import io
+    from _figures import only_figures
     out = tmp_path_factory.mktemp("sweep") / "s"
     printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
+    with contextlib.redirect_stdout(printed), pytest.MonkeyPatch.context() as mp:
+        only_figures(mp, ("sweep",))
         assert main([*SWEEP, "--output", str(out), "--workers", "1", "--json"]) == 0
     return out, json.loads(printed.getvalue())
 
@@ -329,7 +333,7 @@ def test_degenerate_separability_is_null_not_a_crash(capsys):
     assert d["separability"] == {"mean": None, "std": None} and d["runs"][0]["status"] == "completed"
 
 
-def test_diverged_sweep_still_writes_csv_json_and_plot(tmp_path, capsys, png_figures):
+def test_diverged_sweep_still_writes_csv_json_and_plot(tmp_path, capsys, sweep_png):
     out = tmp_path / "s"
     status = main(["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "2", "--target-loss", "3",
                    "--lr-ov", "1e200", "--max-steps", "20", "--steps-per-epoch", "10", "--eval-batches", "1",

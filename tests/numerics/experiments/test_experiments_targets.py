@@ -125,7 +125,7 @@ def test_bad_targets_one_line_exit_2_before_any_work(targets, message, tmp_path,
     assert not out.exists()
 
 
-def test_sweep_json_sets_each_run_beside_its_seeds_flow_and_reports_agreement(tmp_path, capsys, png_figures):
+def test_sweep_json_sets_each_run_beside_its_seeds_flow_and_reports_agreement(tmp_path, capsys, sweep_png):
     out = tmp_path / "t"
     assert main([*SWEEP, "--target-loss", "3.75,3.85", "--output", str(out), "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
