@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-#: CPU seconds a build may use (about 40 are needed); past it the kernel stops it (SIGXCPU).
+#: CPU seconds a build may use (about 30 are needed); past it the kernel stops it (SIGXCPU).
 CPU_LIMIT = 600
 #: Wall-clock seconds after which a build is stopped however little CPU it used (it waits for nothing
 #: that can come; a build waiting for another build of the same directory to finish waits this long).

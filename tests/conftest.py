@@ -24,16 +24,24 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture
 def no_figures(monkeypatch):
-    """The experiments draw no figures in this test (``tests/_figures.py``)."""
+    """The experiments build and write no figures in this test (``tests/_figures.py``)."""
     from _figures import skip_figures
     skip_figures(monkeypatch)
 
 
 @pytest.fixture
-def png_figures(monkeypatch):
-    """The experiments write their figures as PNG only in this test (``tests/_figures.py``)."""
-    from _figures import png_figures
-    png_figures(monkeypatch)
+def unsaved_figures(monkeypatch):
+    """The experiments build their figures in this test but write none (``tests/_figures.py``)."""
+    from _figures import unsaved_figures
+    unsaved_figures(monkeypatch)
+
+
+@pytest.fixture
+def sweep_png(monkeypatch):
+    """The experiments write one figure in this test, ``sweep.png``; the others are built, not written
+    (``tests/_figures.py``)."""
+    from _figures import only_figures
+    only_figures(monkeypatch, ("sweep",), ("png",))
 
 
 @pytest.fixture(scope="module")

@@ -51,7 +51,8 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.logging import WarningStreamHandler, get_node_location
 
-from qkov_api import drop_type_docstring, examples_heading, resolve_by_import, write_api_index
+from qkov_api import (drop_type_docstring, examples_heading, numpydoc_template_once, resolve_by_import,
+                      write_api_index)
 
 logger = logging.getLogger(__name__)
 
@@ -324,6 +325,8 @@ def setup(app):
     app.connect("config-inited", write_api_index)
     app.connect("build-finished", unlock_source_directory)
     app.connect("source-read", on_source_read)
+    app.setup_extension("numpydoc")
+    numpydoc_template_once()
     app.connect("autodoc-process-docstring", drop_type_docstring, priority=400)   # before numpydoc's
     app.connect("autodoc-process-docstring", examples_heading, priority=400)
     app.connect("missing-reference", resolve_by_import)

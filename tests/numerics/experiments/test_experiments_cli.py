@@ -75,12 +75,16 @@ SWEEP = ["sweep", "--parameterizations", "CACO,FAFO", "--ratios", "1,4", "--seed
 
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory):
-    """``SWEEP`` with its theory and figures, run once for the module: ``(output directory, printed JSON)``."""
+    """``SWEEP`` with its theory and figures, run once for the module: ``(output directory, printed JSON)``.
+    Its figure ``sweep`` is written as PNG and PDF; ``proxies`` is built, not written (its files are
+    checked in test_proxies_sweep.py)."""
     import contextlib
     import io
+    from _figures import only_figures
     out = tmp_path_factory.mktemp("sweep") / "s"
     printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
+    with contextlib.redirect_stdout(printed), pytest.MonkeyPatch.context() as mp:
+        only_figures(mp, ("sweep",))
         assert main([*SWEEP, "--output", str(out), "--workers", "1", "--json"]) == 0
     return out, json.loads(printed.getvalue())
 
@@ -123,14 +127,16 @@ def test_the_theory_is_computed_here_when_the_workers_fail_it(swept, tmp_path, c
     assert (lost / "sweep.json").read_bytes() == (ok / "sweep.json").read_bytes()
 
 
-def test_a_sweep_stored_in_another_job_layout_is_refused_and_kept(tmp_path, capsys, no_figures):
+def test_a_sweep_stored_in_another_job_layout_is_refused_and_kept(swept, tmp_path, capsys, no_figures):
     """A store whose files belong to none of the sweep's jobs (an earlier qkov cut them otherwise) is
-    not read: --resume is refused in one line, before any work, and every stored file is kept."""
+    not read: --resume is refused in one line, before any work, and every stored file is kept (a copy
+    of the module's finished SWEEP, its runs stored again under other job keys)."""
+    import shutil
     from numerics.experiments.store import ResultStore
 
     out = tmp_path / "s"
+    shutil.copytree(swept[0], out)
     args = [*SWEEP, "--output", str(out), "--workers", "1", "--no-theory"]
-    assert main(args) == 0
     store = ResultStore(out / "runs")
     for job, result in list(store.items()):             # the same runs under other job keys
         store.path(job).unlink()
@@ -303,7 +309,9 @@ def test_diverged_fig2_writes_valid_json_with_nulls_and_exits_3(tmp_path, capsys
 
 
 @pytest.mark.parametrize("command", ["fig2", "sweep"])
-def test_a_run_that_overflows_on_its_last_step_is_diverged_not_a_traceback(command, tmp_path, capsys, no_figures):
+def test_a_run_that_overflows_on_its_last_step_is_diverged_not_a_traceback(command, tmp_path, capsys,
+                                                                          unsaved_figures):
+    """The figures are built from the diverged run (no traceback there either), not saved."""
     short = ["--steps-per-epoch", "2", "--eval-batches", "1", "--workers", "1", "--lr-ov", "1e200", "--quiet"]
     args = (["fig2", "--epochs", "1", "--seeds", "1"] if command == "fig2" else
             ["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1", "--target-loss", "0.1",
@@ -327,7 +335,7 @@ def test_degenerate_separability_is_null_not_a_crash(capsys):
     assert d["separability"] == {"mean": None, "std": None} and d["runs"][0]["status"] == "completed"
 
 
-def test_diverged_sweep_still_writes_csv_json_and_plot(tmp_path, capsys, png_figures):
+def test_diverged_sweep_still_writes_csv_json_and_plot(tmp_path, capsys, sweep_png):
     out = tmp_path / "s"
     status = main(["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "2", "--target-loss", "3",
                    "--lr-ov", "1e200", "--max-steps", "20", "--steps-per-epoch", "10", "--eval-batches", "1",

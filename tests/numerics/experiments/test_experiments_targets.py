@@ -83,10 +83,26 @@ SWEEP = ["sweep", "--parameterizations", "CACO,FACO", "--ratios", "1,4", "--seed
          "--steps-per-epoch", "50", "--eval-batches", "2", "--workers", "1", "--quiet"]
 
 
-def test_sweep_cli_several_targets_rows_summary_settings(tmp_path, capsys, no_figures):
+@pytest.fixture(scope="module")
+def two_targets(tmp_path_factory):
+    """``SWEEP`` with the targets 3.75 and 3.85, no theory and no figures, run once for the module:
+    ``(output directory, printed JSON)`` (copy the directory before changing it)."""
+    import contextlib
+    import io
+    from _figures import skip_figures
+    out = tmp_path_factory.mktemp("targets") / "s"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), pytest.MonkeyPatch.context() as mp:
+        skip_figures(mp)
+        assert main([*SWEEP, "--target-loss", "3.75,3.85", "--output", str(out), "--json", "--no-theory"]) == 0
+    return out, json.loads(printed.getvalue())
+
+
+def test_sweep_cli_several_targets_rows_summary_settings(two_targets, tmp_path, capsys, no_figures):
+    import shutil
     out = tmp_path / "s"
-    assert main([*SWEEP, "--target-loss", "3.75,3.85", "--output", str(out), "--json", "--no-theory"]) == 0
-    d = json.loads(capsys.readouterr().out)
+    shutil.copytree(two_targets[0], out)
+    d = two_targets[1]
     with open(out / "results.csv") as f:
         rows = list(csv.DictReader(f))
     assert list(rows[0])[:10] == ["parameterization", "ratio", "seed", "steps", "reached", "loss",
@@ -105,11 +121,10 @@ def test_sweep_cli_several_targets_rows_summary_settings(tmp_path, capsys, no_fi
     assert "--target-loss 3.85,3.75" in capsys.readouterr().err
 
 
-def test_one_target_rows_equal_the_lowest_of_several(tmp_path, capsys, no_figures):
+def test_one_target_rows_equal_the_lowest_of_several(two_targets, tmp_path, capsys, no_figures):
     assert main([*SWEEP, "--target-loss", "3.75", "--output", str(tmp_path / "one"), "--no-theory"]) == 0
-    assert main([*SWEEP, "--target-loss", "3.85,3.75", "--output", str(tmp_path / "two"), "--no-theory"]) == 0
     one = (tmp_path / "one" / "results.csv").read_text().splitlines()
-    two = (tmp_path / "two" / "results.csv").read_text().splitlines()
+    two = (two_targets[0] / "results.csv").read_text().splitlines()
     target = one[0].split(",").index("target_loss")
     assert one[0] == two[0] and one[1:] == [line for line in two[1:] if line.split(",")[target] == "3.75"]
 
@@ -125,7 +140,7 @@ def test_bad_targets_one_line_exit_2_before_any_work(targets, message, tmp_path,
     assert not out.exists()
 
 
-def test_sweep_json_sets_each_run_beside_its_seeds_flow_and_reports_agreement(tmp_path, capsys, png_figures):
+def test_sweep_json_sets_each_run_beside_its_seeds_flow_and_reports_agreement(tmp_path, capsys, sweep_png):
     out = tmp_path / "t"
     assert main([*SWEEP, "--target-loss", "3.75,3.85", "--output", str(out), "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
