@@ -129,7 +129,8 @@ def _builtin_like(task):
 def task_reduction(task, parameterization: str = "CACO"):
     """The reduction of a task: a built-in task's from the cache when fresh (derived and
     cached otherwise); another task's derived once per process
-    (:func:`derivations.engine.reduce_task`, within :data:`REDUCTION_SECONDS`), or the cached
+    (:func:`derivations.engine.reduce_task`, within :data:`REDUCTION_SECONDS`, a bar of the seconds
+    spent on a terminal after the first), or the cached
     one of the built-in task it equals up to its name, description and defaults.
 
     Parameters
@@ -165,7 +166,7 @@ def task_reduction(task, parameterization: str = "CACO"):
                        f"{REDUCTION_SECONDS:g} s (numbers or powers too large for the engine, or too many token "
                        "groups: its cost grows about 2.5-fold with each)")
             try:
-                with time_limit(REDUCTION_SECONDS, message):
+                with time_limit(REDUCTION_SECONDS, message, status=f"{task.name} ({parameterization}): reducing"):
                     return reduce_task(task, parameterization)
             except ValueError as exc:
                 if str(exc) == message:

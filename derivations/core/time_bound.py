@@ -15,10 +15,15 @@ ValueError: the demo did not finish within 0.05 s
 from __future__ import annotations
 
 import contextlib
+import math
 import signal
 import threading
 
 __all__ = ["time_limit"]
+
+
+#: Seconds before the status bar of :func:`time_limit` shows, and between its updates.
+_TICK = 1.0
 
 
 class _Expired(BaseException):
@@ -27,7 +32,33 @@ class _Expired(BaseException):
 
 
 @contextlib.contextmanager
-def time_limit(seconds: float, message: str):
+def _seconds_bar(seconds: float, status):
+    """A bar of the seconds spent out of ``seconds`` on a terminal, labelled ``status``, shown after
+    the first second and gone when the body ends, advanced by a thread once a second (nothing
+    without ``status``)."""
+    from .output import progress_bar
+
+    bar = progress_bar(math.ceil(seconds / _TICK), desc=status, unit="s", show=status is not None, delay=_TICK,
+                       leave=False, bar_format="{desc}: {bar} {n_fmt}/{total_fmt} s")
+    done = threading.Event()
+
+    def tick():
+        while not done.wait(_TICK) and bar.n < bar.total:
+            bar.update(1)
+    ticker = threading.Thread(target=tick, daemon=True) if hasattr(bar, "n") else None
+    if ticker is not None:
+        ticker.start()
+    try:
+        yield
+    finally:
+        done.set()
+        if ticker is not None:
+            ticker.join()
+        bar.close()
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float, message: str, status: str | None = None):
     """Run the body for at most ``seconds`` of wall time, else raise ``ValueError(message)``.
 
     The bound is a real-time interval timer (``SIGALRM``), so it stops pure-Python work such as
@@ -41,6 +72,9 @@ def time_limit(seconds: float, message: str):
         The bound (> 0).
     message : str
         The text of the ``ValueError`` (say what did not finish, and within how long).
+    status : str, optional
+        What runs: with it, a body running longer than a second shows on a terminal a bar of the
+        seconds spent out of ``seconds``, labelled ``status`` (:func:`~derivations.core.output.progress_bar`).
 
     Yields
     ------
@@ -55,7 +89,13 @@ def time_limit(seconds: float, message: str):
             or signal.getitimer(signal.ITIMER_REAL)[0] > 0):
         yield
         return
+    with _seconds_bar(seconds, status), _bounded(seconds, message):
+        yield
 
+
+@contextlib.contextmanager
+def _bounded(seconds, message):
+    """The real-time interval timer of :func:`time_limit` (in the main thread, none armed)."""
     def expire(signum, frame):
         raise _Expired
     previous = signal.signal(signal.SIGALRM, expire)

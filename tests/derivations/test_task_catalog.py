@@ -107,6 +107,29 @@ def test_a_task_too_costly_to_reduce_is_one_line_within_the_time_limit(change, t
     assert "did not finish within 0.5 s" in run.stderr and "(CACO)" in run.stderr
 
 
+def test_a_reduction_shows_the_seconds_it_spends_on_a_terminal(tmp_path, monkeypatch):
+    """A task file's reduction runs up to REDUCTION_SECONDS: past its first second (a tenth here) a
+    terminal shows '<task> (<parameterization>): reducing' and the seconds spent, not silence."""
+    import io
+    import pathlib
+    import sys
+
+    from derivations.core import time_bound
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+    text = (pathlib.Path(C.__file__).parent / "tasks" / "files" / "query-copies.toml").read_text()
+    path = tmp_path / "costly.toml"
+    path.write_text(text.replace('name = "query-copies"', 'name = "costly-shown"').replace('"m / R"', '"(m + 1)**16"'))
+    monkeypatch.setattr(C, "REDUCTION_SECONDS", 0.4)
+    monkeypatch.setattr(time_bound, "_TICK", 0.1)
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    with pytest.raises(ValueError, match=r"did not finish within 0.4 s"):
+        C.task_reduction(str(path), "CACO")
+    assert "costly-shown (CACO): reducing" in sys.stderr.getvalue()
+
+
 def test_a_reduction_that_ran_out_of_time_is_refused_at_once_the_second_time(tmp_path, monkeypatch):
     """predict asks for the reduction once per ratio: a task whose reduction ran out of time (a
     multiplicity (m + 1)**16, at a 0.3 s bound here) is refused at once on the next request, in the

@@ -1,0 +1,44 @@
+"""The time bound of a computation the input decides (derivations.core.time_bound): its status bar."""
+import io
+import sys
+import time
+
+import pytest
+
+from derivations.core import time_bound
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_a_bounded_body_past_its_first_second_shows_the_seconds_spent_on_a_terminal(monkeypatch):
+    """A reduction keeps SymPy busy up to its bound in silence otherwise: with a status, a body running
+    past a second shows '<status>: <bar> n/N s' on a terminal; a quick one and one without a status
+    show nothing, and nothing goes to a stream that is not a terminal."""
+    monkeypatch.setattr(time_bound, "_TICK", 0.1)         # the first second and each second after, shortened
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    with time_bound.time_limit(1, "never", status="demo (CACO): reducing"):
+        time.sleep(0.35)
+    assert "demo (CACO): reducing" in terminal.getvalue() and "/10 s" in terminal.getvalue()
+    for status, stream, seconds in ((None, _Terminal(), 0.25), ("quick", _Terminal(), 0.001),
+                                    ("piped", io.StringIO(), 0.25)):
+        monkeypatch.setattr(sys, "stderr", stream)
+        with time_bound.time_limit(1, "never", status=status):
+            time.sleep(seconds)
+        assert stream.getvalue() == ""
+
+
+def test_the_status_bar_goes_with_an_expired_bound(monkeypatch):
+    """The bound still raises its one ValueError with a status bar running, and the bar's thread ends."""
+    import threading
+
+    monkeypatch.setattr(sys, "stderr", _Terminal())
+    before = threading.active_count()
+    with pytest.raises(ValueError, match="did not finish"):
+        with time_bound.time_limit(0.2, "did not finish", status="demo"):
+            while True:
+                pass
+    assert threading.active_count() == before
