@@ -34,6 +34,8 @@ exp(x)*(-3/(exp(x) + 3))/(exp(x) + 3)
 """
 from __future__ import annotations
 
+from collections import Counter
+
 import sympy as sp
 from sympy.codegen.cfunctions import log1p
 from sympy.codegen.numpy_nodes import logaddexp
@@ -170,18 +172,16 @@ def as_shares(expr):
     sympy.Expr
     """
     def share(mul):
-        factors = sp.Mul.make_args(mul)
+        factors = Counter(sp.Mul.make_args(mul))
         for f in factors:
             if not (f.is_Pow and f.exp == -1 and f.base.is_Add):
                 continue
-            rest = [g for g in factors if g is not f]
+            rest = factors - Counter({f: 1})
             for t in f.base.args:
-                left = list(rest)
-                tf = sp.Mul.make_args(t)
-                if not t.has(sp.exp) or not all(g in left and not left.remove(g) for g in tf):
-                    continue
-                denom = sp.Add(*(sp.powsimp(u / t) for u in f.base.args))
-                return sp.Mul(*left) / denom
+                term = Counter(sp.Mul.make_args(t))
+                if t.has(sp.exp) and not term - rest:       # every factor of t among the product's others
+                    denom = sp.Add(*(sp.powsimp(u / t) for u in f.base.args))
+                    return sp.Mul(*(rest - term).elements()) / denom
         return mul
     return expr.replace(lambda e: e.is_Mul, share)
 
