@@ -19,7 +19,7 @@ from .functions import special_functions
 #: Key of the derivation catalog these functions were generated from.
 CATALOG_KEY = "4787b08354b89dec06170a3cc05cce38cb19627466eac8908da7b9bed38e6493"
 #: SHA-256 of the catalog key and the generator's source (staleness check).
-GENERATOR_KEY = "cff75bad2d018959dadc411c9ebea381fc02ad47fbf8d22a9e98cd11dedb8f17"
+GENERATOR_KEY = "03f17e0d38ac4082e6c0b854ea61eabe5cfb59bc0671e5fc7673f1b138306e9c"
 
 
 class _LazyMpmath:
