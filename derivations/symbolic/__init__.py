@@ -20,7 +20,7 @@ _HOMES = {
     ".forms": ("canonical",),
     ".exp_zero": ("exp_to_symbols", "is_zero_exactly"),
     ".special_functions": ("wright_omega", "lambert_to_wright_omega"),
-    ".srepr_reader": ("from_srepr", "to_srepr", "UnsafeExpression"),
+    ".srepr_reader": ("from_srepr", "to_srepr", "UnsafeExpression", "power_bits"),
     ".symbols": ("m", "n", "b", "M", "eta_QK", "eta_OV", "eta_Q", "eta_K", "eta_O", "eta_V",
                  "mu_OV", "mu_QK", "mu_OV_0", "mu_QK_0", "C_QK", "C_OV", "alpha", "t", "L", "r",
                  "s", "p", "RATES", "SYMBOLS", "H", "X", "Y", "F", "W", "LOSS", "ALPHA_0",

@@ -57,7 +57,7 @@ from sympy.codegen.cfunctions import expm1, log1p
 
 from .special_functions import wright_omega
 
-__all__ = ["from_srepr", "to_srepr", "UnsafeExpression", "ALLOWED_CALLS", "ALLOWED_NAMES", "LIMITS"]
+__all__ = ["from_srepr", "to_srepr", "UnsafeExpression", "power_bits", "ALLOWED_CALLS", "ALLOWED_NAMES", "LIMITS"]
 
 #: Bounds on what :func:`from_srepr` reads: characters of text, nesting depth of
 #: the syntax tree, its nodes, bits of an integer literal, ``Float`` precision
@@ -114,8 +114,7 @@ def _checked_call(target, args, kwargs):
     """``target(*args, **kwargs)`` after the bounds that SymPy's evaluation needs."""
     if target is sp.Pow and len(args) == 2 and all(isinstance(a, sp.Rational) for a in args):
         base, exponent = args
-        bits = max(abs(base.p).bit_length(), base.q.bit_length())
-        if bits > 1 and max(abs(exponent.p), exponent.q) * bits > LIMITS["power_bits"]:   # raised, then rooted
+        if max(abs(base.p).bit_length(), base.q.bit_length()) > 1 and power_bits(base, exponent) > LIMITS["power_bits"]:
             shown = [str(x) if len(str(x)) <= 30 else "<a large number>" for x in (base, exponent)]
             raise UnsafeExpression(f"power of numbers too large: ({shown[0]})**({shown[1]})")
     if target is sp.Float:
@@ -126,6 +125,25 @@ def _checked_call(target, args, kwargs):
     if isinstance(out, sp.Float) and out._mpf_[1] and abs(out._mpf_[2] + out._mpf_[3]) > LIMITS["float_exponent"]:
         raise UnsafeExpression(f"a Float beyond 2**(+-{LIMITS['float_exponent']}) in magnitude")
     return out
+
+
+def power_bits(base, exponent) -> int:
+    """The bits SymPy computes for a power of rational numbers ``base**exponent``: it raises the base to
+    the exponent's numerator, or nearly its denominator, before it takes the root, so the cost is that
+    exponent's larger part times the bits of the base's larger part.
+
+    Parameters
+    ----------
+    base, exponent : sympy.Rational
+
+    Returns
+    -------
+    int
+
+    >>> power_bits(sp.Integer(99999), sp.Rational(99999, 122743))
+    2086631
+    """
+    return max(abs(exponent.p), exponent.q) * max(abs(base.p).bit_length(), base.q.bit_length())
 
 
 def _check_float_text(args) -> None:
