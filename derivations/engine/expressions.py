@@ -32,8 +32,6 @@ import re
 
 import sympy as sp
 
-from ..symbolic.srepr_reader import power_bits
-
 __all__ = ["MAX_TEXT", "MAX_DEPTH", "MAX_NUMBER", "MAX_EXPONENT", "MAX_NODES", "MAX_DEGREE", "parse_expression",
            "check_bounds", "degree", "placeholder"]
 
@@ -170,9 +168,12 @@ class _Parser:
             raise ValueError(f"exponents must be numbers of magnitude at most {MAX_EXPONENT}; got {exponent}")
         if base == 0 and exponent < 0:
             raise ValueError("division by zero")
-        if base.is_Rational and power_bits(base, exponent) > _POWER_BITS:
-            raise ValueError(f"a power of numbers too large to compute: ({base})**({exponent}) (SymPy raises "
-                             "the base to the exponent's numerator, or denominator, before it takes the root)")
+        if base.is_Rational:
+            from ..symbolic.srepr_reader import power_bits      # here: a cold print_dynamics reads no cache text
+            if power_bits(base, exponent) > _POWER_BITS:
+                raise ValueError(f"a power of numbers too large to compute: ({base})**({exponent}) (SymPy "
+                                 "raises the base to the exponent's numerator, or denominator, before it takes "
+                                 "the root)")
         value = base ** exponent
         if value.is_Number:
             _check_number(value, f"{base}**{exponent}")
