@@ -81,7 +81,9 @@ def isatty(stream) -> bool:
 
 
 class _NoBar:
-    """The do-nothing stand-in for a tqdm bar."""
+    """The do-nothing stand-in for a tqdm bar; ``disable`` is True, as on a tqdm bar that shows nothing."""
+
+    disable = True
 
     def update(self, n=1):
         pass
@@ -101,7 +103,8 @@ class _NoBar:
 
 def progress_bar(total, *, desc=None, unit="it", show: bool = True, initial: int = 0, **options):
     """A tqdm progress bar on stderr when ``show`` and stderr is a terminal, otherwise an object with
-    the same ``update``/``set_description``/``close`` that does nothing (logs and pipes get no bar).
+    the same ``update``/``set_description``/``close`` that does nothing and whose ``disable`` is True
+    (logs and pipes get no bar).
 
     Parameters
     ----------

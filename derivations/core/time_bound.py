@@ -45,7 +45,7 @@ def _seconds_bar(seconds: float, status):
     def tick():
         while not done.wait(_TICK) and bar.n < bar.total:
             bar.update(1)
-    ticker = threading.Thread(target=tick, daemon=True) if hasattr(bar, "n") else None
+    ticker = threading.Thread(target=tick, daemon=True) if not bar.disable else None
     if ticker is not None:
         ticker.start()
     try:

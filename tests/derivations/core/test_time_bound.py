@@ -42,3 +42,17 @@ def test_the_status_bar_goes_with_an_expired_bound(monkeypatch):
             while True:
                 pass
     assert threading.active_count() == before
+
+
+def test_no_bar_no_thread(monkeypatch):
+    """Where no bar shows (no status, or a stream that is not a terminal) no ticking thread runs either;
+    with a bar on a terminal, one does."""
+    import threading
+
+    before = threading.active_count()
+    for status, stream, ticking in ((None, _Terminal(), False), ("piped", io.StringIO(), False),
+                                    ("shown", _Terminal(), True)):
+        monkeypatch.setattr(sys, "stderr", stream)
+        with time_bound.time_limit(1, "never", status=status):
+            assert threading.active_count() == before + ticking, status
+        assert threading.active_count() == before
