@@ -146,10 +146,11 @@ def as_numbers(name, values, what) -> np.ndarray:
     raise ValueError(f"{name} must be {what}; got {shown_number(values)}")
 
 
-def _pair(name, value, what) -> tuple:
-    """Two numbers (:func:`as_numbers`) as floats, else ``ValueError`` ``"<name> must be <what>; got ..."``."""
+def _point(name, value, what, size=2, *, finite=False) -> tuple:
+    """``size`` numbers (:func:`as_numbers`; all finite if ``finite``) as floats, else ``ValueError``
+    ``"<name> must be <what>; got ..."``."""
     x = as_numbers(name, value, what)
-    if x.shape != (2,):
+    if x.shape != (size,) or (finite and not np.isfinite(x).all()):
         raise ValueError(f"{name} must be {what}; got {shown_number(value)}")
     return tuple(x.tolist())
 
@@ -382,7 +383,7 @@ def check_t_span(t_span, *, allow_infinite_end=False) -> tuple:
     ValueError
         Otherwise.
     """
-    t0, t1 = _pair("t_span", t_span, "(t0, t1) with t1 > t0")
+    t0, t1 = _point("t_span", t_span, "(t0, t1) with t1 > t0")
     end_ok = math.isfinite(t1) or (allow_infinite_end and t1 == math.inf)
     if not (math.isfinite(t0) and end_ok and t1 > t0):
         kind = "t1 > t0" if allow_infinite_end else "finite t1 > t0"
@@ -412,10 +413,7 @@ def check_point(name, value, names=("mu_OV", "mu_QK")) -> tuple:
         Not ``len(names)`` finite numbers.
     """
     what = f"{'two' if len(names) == 2 else len(names)} finite numbers ({', '.join(names)})"
-    pt = as_numbers(name, value, what)
-    if pt.shape != (len(names),) or not np.isfinite(pt).all():
-        raise ValueError(f"{name} must be {what}; got {value!r}")
-    return tuple(pt.tolist())
+    return _point(name, value, what, len(names), finite=True)
 
 
 def check_positive_values(name, values) -> np.ndarray:
@@ -467,7 +465,7 @@ def check_positive_range(name, value) -> tuple:
         Otherwise.
     """
     message = f"{name} must be (low, high) with 0 < low < high < inf; got {value!r}"
-    low, high = _pair(name, value, "(low, high) with 0 < low < high < inf")
+    low, high = _point(name, value, "(low, high) with 0 < low < high < inf")
     if not (0 < low < high < math.inf):
         raise ValueError(message)
     return low, high

@@ -174,6 +174,22 @@ def test_times_points_and_ranges_refuse_what_is_not_a_number(value, shown):
             call()
 
 
+def test_points_and_spans_show_a_wrong_value_as_typed():
+    """check_point, check_t_span and check_positive_range share one shape check, whose message shows a
+    NumPy number as the user would type it (check_point showed ``np.float64(0.5)``)."""
+    from numerics.validation import check_point, check_positive_range, check_t_span
+    for call, message in ((lambda: check_point("mu0", np.float64(0.5)),
+                           "mu0 must be two finite numbers (mu_OV, mu_QK); got 0.5"),
+                          (lambda: check_point("mu0", (1.0, math.inf)),
+                           "mu0 must be two finite numbers (mu_OV, mu_QK); got (1.0, inf)"),
+                          (lambda: check_t_span(np.float64(2.0)), "t_span must be (t0, t1) with t1 > t0; got 2"),
+                          (lambda: check_positive_range("ratio_range", [1.0, 2.0, 3.0]),
+                           "ratio_range must be (low, high) with 0 < low < high < inf; got [1.0, 2.0, 3.0]")):
+        with pytest.raises(ValueError) as info:
+            call()
+        assert str(info.value) == message
+
+
 @pytest.mark.parametrize("value, shown", [(math.nan, "nan"), (math.inf, "inf"), (-math.inf, "-inf"), (0, "0"),
                                           (-1, "-1"), (Fraction(-1, 2), "-0.5"), (Decimal("NaN"), "Decimal('NaN')"),
                                           ([1.0, 2.0, -3.0, math.nan], "-3"), (Fraction(1, 10 ** 400), "0")])
