@@ -122,11 +122,14 @@ def _run(work, args):
     """``work()``; a failure that loses nothing already saved is one line on stderr (exit 1)."""
     from .cluster import SchedulerLost
     from .pool import WorkerLost
+    from .store import EditedRecord
 
     try:
         return work(), 0
     except (SchedulerLost, WorkerLost) as exc:
         print(f"{PROG}: error: {exc}; {_kept(args)}", file=sys.stderr)
+    except EditedRecord as exc:     # a run file changed as the work began (before: the directory is refused)
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
     except OSError as exc:
         name = exc.filename2 or exc.filename          # (an atomic write's rename: the file it replaces)
         where = f" ({name})" if name else ""

@@ -1,31 +1,27 @@
 r"""The output directory of an experiment: its kind, its lock, its settings and what it holds.
 
-An :class:`ExperimentDirectory` is the one way the ``sweep``, ``reproduce`` and
-``fig2`` commands use an output directory. Opening one checks everything
-before any work and refuses, with :class:`DirectoryRefused` (one line), a
-directory it cannot use, changing nothing in it:
+An :class:`ExperimentDirectory` is the one way the ``sweep``, ``reproduce`` and ``fig2`` commands use an
+output directory. Opening one checks everything before any work and refuses, with
+:class:`DirectoryRefused` (one line), a directory it cannot use, changing nothing in it:
 
-* **Lock.** ``.lock`` is opened without following links (``O_NOFOLLOW``,
-  created with ``O_EXCL``) and held with ``fcntl.flock`` while the directory
-  is open (the kernel releases it however the process ends); a ``.lock`` that
-  is not a regular file, or is held, is refused.
-* **Kind.** A directory holds one kind of experiment (:data:`KINDS`), known by
-  its files (results and figures), or by the ``experiment`` of its stored runs;
-  another is refused.
-* **Settings.** A sweep records them in :data:`SETTINGS_FILE` before any work,
-  a Figure-2 or Figure-3 run in its ``fig2.json`` or ``fig3.json``, a
-  reproduction (``--quick``, ``--dtype``) in its ``report.json``
-  (:data:`SETTINGS_FILES`), an unfinished one by its stored runs;
-  :meth:`ExperimentDirectory.settings` reads them checked
-  (:func:`check_sweep_settings`). Stored runs or results of unknown
-  settings (a settings file lost, or a sweep of an earlier layout, which is not
-  read) are refused; no stored result is ever removed or replaced by another
-  settings' result.
-* **Files.** Entering the directory (``with``) begins the work:
-  :meth:`ExperimentDirectory.begin` records the process id in the
-  lock file and removes the temporary files of its killed writes (not a user's ``.*.tmp``);
-  files are written atomically; the stored runs are a
-  :class:`~numerics.experiments.store.ResultStore` in ``runs/``.
+* **Lock.** ``.lock`` is opened without following links (``O_NOFOLLOW``, created with ``O_EXCL``) and
+  held with ``fcntl.flock`` while the directory is open (the kernel releases it however the process
+  ends); a ``.lock`` that is not a regular file, or is held, is refused.
+* **Kind.** A directory holds one kind of experiment (:data:`KINDS`), known by its files (results and
+  figures), or by the ``experiment`` of its stored runs; another is refused.
+* **Settings.** A sweep records them, with their :func:`~numerics.experiments.store.digest`, in
+  :data:`SETTINGS_FILE` before any work, a Figure-2 or Figure-3 run in its ``fig2.json`` or
+  ``fig3.json``, a reproduction (``--quick``, ``--dtype``) in its ``report.json``
+  (:data:`SETTINGS_FILES`), an unfinished one by its stored runs; :meth:`ExperimentDirectory.settings`
+  reads them checked (:func:`check_sweep_settings`; a sweep's against their digest: a file changed
+  after it was written is refused). Stored runs or results of unknown settings (a settings file lost,
+  or a sweep of an earlier layout, which is not read) are refused; no stored result is ever removed or
+  replaced by another settings' result.
+* **Files.** Entering the directory (``with``) begins the work: :meth:`ExperimentDirectory.begin`
+  records the process id in the lock file and removes the temporary files of its killed writes (not a
+  user's ``.*.tmp``); files are written atomically; the stored runs are a
+  :class:`~numerics.experiments.store.ResultStore` in ``runs/``, every one read when the directory is
+  opened (one changed after it was written is refused).
 """
 from __future__ import annotations
 
@@ -43,6 +39,7 @@ from derivations.core.vocabulary import PARAMETERIZATIONS
 from .fixed_attention import OUTPUT_CIRCUITS
 from .sgd import DTYPES
 from .settings import OPTIONAL, check_sweep_settings, different_setting, shown, shown_option
+from .store import digest
 
 __all__ = ["ExperimentDirectory", "DirectoryRefused", "KINDS", "LOCK_FILE", "SETTINGS_FILE", "SETTINGS_FILES",
            "SETTINGS_FORMAT", "RUNS", "REPORT_FIGURES"]
@@ -52,7 +49,7 @@ LOCK_FILE = ".lock"
 #: The file in a sweep directory that records the sweep's settings.
 SETTINGS_FILE = "sweep-settings.json"
 #: The tag of :data:`SETTINGS_FILE`; a file with another tag is of another layout.
-SETTINGS_FORMAT = "qkov.experiments.sweep.settings/1"
+SETTINGS_FORMAT = "qkov.experiments.sweep.settings/2"
 #: The folder of the stored runs (sweeps and reproductions).
 RUNS = "runs"
 
@@ -105,8 +102,9 @@ class ExperimentDirectory:
     ------
     DirectoryRefused
         If the lock file is not a regular file or is held, ``runs`` is not a
-        directory or (locked) cannot take files, (locked) a directory is where a
-        file of the kind is written, or the directory holds another kind of experiment.
+        directory or (locked) cannot take files, (locked) a directory is where a file of the kind is
+        written, the directory holds another kind of experiment, or a stored run was changed after it was
+        written.
 
     Examples
     --------
@@ -180,6 +178,8 @@ class ExperimentDirectory:
         if self.kind in _STORING and runs not in (None, "a directory", "a link to a directory"):
             raise self._refuse(f"has a {RUNS} that is {runs}, not the folder of "
                                f"stored runs; move it away or choose another directory")
+        if self.kind in _STORING:
+            self.stored_jobs()            # (every file read: one changed after it was written is refused)
         held = self.held_kind()
         if held is not None and held != self.kind:
             marker = next((m for m in KINDS[held] if os.path.lexists(self.path / m)), f"{RUNS}/")
@@ -199,15 +199,23 @@ class ExperimentDirectory:
         for kind, markers in KINDS.items():
             if any(os.path.lexists(self.path / m) for m in markers):
                 return kind
-        for job in self.stored_jobs():
-            return _KIND_OF_JOB.get(job.get("experiment"))
-        return None
+        jobs = self.stored_jobs()
+        return _KIND_OF_JOB.get(jobs[0].get("experiment")) if jobs else None
 
-    def stored_jobs(self):
-        """The jobs of the intact files in ``runs/``, read only (an iterator)."""
-        from .store import ResultStore
+    def stored_jobs(self) -> list:
+        """The jobs of the intact files in ``runs/`` (a list), read only.
 
-        return (job for job, _ in ResultStore(self.path / RUNS, read_only=True).items())
+        Raises
+        ------
+        DirectoryRefused
+            A file there was changed after it was written (:class:`~numerics.experiments.store.EditedRecord`).
+        """
+        from .store import EditedRecord, ResultStore
+
+        try:
+            return [job for job, _ in ResultStore(self.path / RUNS, read_only=True).items()]
+        except EditedRecord as exc:
+            raise self._refuse(f"holds a stored run: {exc}") from None
 
     def has_runs(self) -> bool:
         """Whether ``runs/`` holds a file (intact or not)."""
@@ -233,10 +241,9 @@ class ExperimentDirectory:
     def settings(self):
         """The stored settings (checked), or None where none are stored.
 
-        A sweep's come from :data:`SETTINGS_FILE` (without its ``format`` tag), a
-        Figure-2 or Figure-3 run's from the ``settings`` of its ``fig2.json`` or
-        ``fig3.json``, a reproduction's (``quick`` and the ``dtype`` of its Figure-2 runs)
-        from its ``report.json`` (:data:`SETTINGS_FILES`).
+        A sweep's come from :data:`SETTINGS_FILE` (less its ``format`` tag and ``digest``, which they must
+        match), a Figure-2 or Figure-3 run's from the ``settings`` of its ``fig2.json`` or ``fig3.json``, a
+        reproduction's (``quick`` and the ``dtype`` of its Figure-2 runs) from its ``report.json``.
 
         Raises
         ------
@@ -259,11 +266,11 @@ class ExperimentDirectory:
         if not isinstance(data, dict):
             raise self._refuse(f"has a damaged {SETTINGS_FILE} (not a JSON object); choose another directory")
         if data.get("format") != SETTINGS_FORMAT:
-            tag = data.get("format")
-            raise self._refuse(f"has a {SETTINGS_FILE} of another layout (format {shown(tag)}, not "
+            raise self._refuse(f"has a {SETTINGS_FILE} of another layout (format {shown(data.get('format'))}, not "
                                f"{SETTINGS_FORMAT!r}), which is not read; choose another directory")
-        found = {k: v for k, v in data.items() if k != "format"}
-        problem = check_sweep_settings(found)
+        found = {k: v for k, v in data.items() if k not in ("format", "digest")}
+        problem = check_sweep_settings(found) or (None if data.get("digest") == digest(found) else
+                                                  "its settings are not those it was written with (its digest)")
         if problem is not None:
             raise self._refuse(f"has a damaged {SETTINGS_FILE}: {problem}; choose another directory")
         return found
@@ -359,7 +366,8 @@ class ExperimentDirectory:
         DirectoryRefused
             The file cannot be written (nothing is changed then).
         """
-        text = json.dumps({"format": SETTINGS_FORMAT, **settings}, indent=1, allow_nan=False)
+        text = json.dumps({"format": SETTINGS_FORMAT, **settings, "digest": digest(settings)}, indent=1,
+                          allow_nan=False)
         if _entry_kind(self.path / SETTINGS_FILE) not in (None, "a file"):
             raise self._refuse(f"has a {SETTINGS_FILE} that is {_entry_kind(self.path / SETTINGS_FILE)}; "
                                f"the settings cannot be written: choose another directory")
@@ -371,18 +379,14 @@ class ExperimentDirectory:
     def begin(self) -> None:
         """Start the work: record this process in the lock file, remove killed writes' temporary files."""
         pid = f"{os.getpid()}\n".encode()
-        try:
+        with contextlib.suppress(OSError):
             os.ftruncate(self._fd, 0)
             os.pwrite(self._fd, pid, 0)
-        except OSError:
-            pass
         with self.writing():
             for tmp in self.path.glob(".*.tmp"):
                 if is_temporary(tmp, _WRITTEN) and _entry_kind(tmp) == "a file":
-                    try:
+                    with contextlib.suppress(OSError):
                         tmp.unlink()
-                    except OSError:
-                        pass
 
     @contextlib.contextmanager
     def writing(self):
@@ -407,7 +411,7 @@ class ExperimentDirectory:
             os.close(fd)
 
     def store(self, validate=None):
-        """The stored runs.
+        """The stored runs: the store in ``runs/`` (created if missing).
 
         Parameters
         ----------
@@ -417,7 +421,6 @@ class ExperimentDirectory:
         Returns
         -------
         ResultStore
-            The store in ``runs/`` (created if missing).
         """
         from .store import ResultStore
 
@@ -438,9 +441,8 @@ class ExperimentDirectory:
         pathlib.Path
             The file written.
         """
-        path = self.path / name
-        atomic_write_text(path, text)
-        return path
+        atomic_write_text(self.path / name, text)
+        return self.path / name
 
     def close(self, refused: bool = False) -> None:
         """Release the lock.
@@ -454,10 +456,8 @@ class ExperimentDirectory:
         if self._fd is None:
             return
         if refused and self._created:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(self.path / LOCK_FILE)
-            except OSError:
-                pass
         os.close(self._fd)
         self._fd = None
 

@@ -1,13 +1,17 @@
-r"""The resumable result store: one atomic, self-describing JSON file per finished job.
+r"""The resumable result store: one atomic, self-describing JSON file per finished job, sealed by a digest.
 
 :func:`job_key` names a job (SHA-256 of its canonical JSON); a
-:class:`ResultStore` keeps ``{"format", "key", "job", "result"}`` per job in
+:class:`ResultStore` keeps ``{"format", "key", "job", "result", "digest"}`` per job in
 ``<directory>/<key>.json``, written atomically (temporary file, fsync,
-rename) as soon as the job finishes. A file that is damaged (truncated,
-unparsable, of the wrong shape, holding another job, a directory, a FIFO or a
+rename) as soon as the job finishes; ``digest`` is :func:`digest` of its job
+and result. A file that is damaged (truncated, unparsable, of the wrong shape
+or of another ``format``, holding another job, a directory, a FIFO or a
 device in its place, larger than :data:`MAX_BYTES`, or a result body that the
 store's ``validate`` rejects) counts as missing: the job is recomputed and the
-file replaced. Data only (JSON, never pickle), read without blocking.
+file replaced. A well-formed file of this job whose job and result do not
+match its digest was changed after it was written (edited, or bit-flipped):
+it is refused, never read nor replaced (:class:`EditedRecord`, naming the
+file). Data only (JSON, never pickle), read without blocking.
 """
 from __future__ import annotations
 
@@ -20,17 +24,54 @@ from typing import Any, Callable, Iterator
 
 from derivations.core.atomic_file import atomic_write_text, read_bounded
 
-__all__ = ["STORE_FORMAT", "MAX_BYTES", "ResultStore", "job_key"]
+__all__ = ["STORE_FORMAT", "MAX_BYTES", "ResultStore", "EditedRecord", "job_key", "digest"]
 
-#: Tag written into every stored file; a file without it is not ours and is recomputed.
-STORE_FORMAT = "qkov.experiments.runner.ResultStore/1"
+#: Tag written into every stored file; a file without it (one of an earlier layout, without a digest,
+#: included) is not read: it counts as missing, and its job is recomputed.
+STORE_FORMAT = "qkov.experiments.runner.ResultStore/2"
 #: Largest stored file read (bytes); a larger one counts as damaged and is recomputed.
 MAX_BYTES = 1 << 30
 
 
-def _canonical(job: Any) -> str:
-    """The canonical JSON text of a job (sorted keys, no spaces, ASCII, finite numbers)."""
-    return json.dumps(job, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+def _canonical(job: Any, allow_nan: bool = False) -> str:
+    """The canonical JSON text of a job (sorted keys, no spaces, ASCII, finite numbers unless ``allow_nan``)."""
+    return json.dumps(job, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=allow_nan)
+
+
+def digest(value: Any) -> str:
+    """SHA-256 of the canonical JSON text of ``value`` (as :func:`job_key`'s, a number that is not
+    finite written as JSON's ``NaN`` or ``Infinity``): what a file stored says it holds.
+
+    Parameters
+    ----------
+    value : object
+        JSON values (as read back from a file: string keys).
+
+    Returns
+    -------
+    str
+        64 lowercase hexadecimal digits.
+
+    Raises
+    ------
+    ValueError
+        If ``value`` is not JSON-serialisable.
+
+    Examples
+    --------
+    >>> from numerics.experiments.store import digest
+    >>> digest({"b": [1.5], "a": None}) == digest({"a": None, "b": [1.5]}) != digest({"a": None, "b": [1.25]})
+    True
+    """
+    try:
+        text = _canonical(value, allow_nan=True)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ValueError(f"value is not JSON-serialisable: {exc}") from None
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+class EditedRecord(ValueError):
+    """A stored file of a job whose job and result do not match its digest: changed after it was written."""
 
 
 def job_key(job: dict) -> str:
@@ -88,13 +129,19 @@ class ResultStore:
     """A directory of finished jobs: one atomic JSON file per job, for resumable runs.
 
     Each file ``<directory>/<job_key(job)>.json`` holds
-    ``{"format": STORE_FORMAT, "key": ..., "job": ..., "result": ...}``, so a
+    ``{"format": STORE_FORMAT, "key": ..., "job": ..., "result": ..., "digest": ...}``
+    (``digest``: :func:`digest` of ``{"job": ..., "result": ...}``), so a
     file describes itself (which job, which result) and can be read without
     qkov.  Files are written to a temporary file in the same directory, flushed
     and fsynced, then renamed over the final name (:func:`os.replace`), so a
     reader sees either the old file, the new one, or none, never half a file.
     A file that does not parse, has the wrong shape or holds another job than
-    its name says is treated as missing.  Temporary files left by a writer
+    its name says is treated as missing; one of this job whose job and result
+    do not match its digest (changed after it was written) is refused:
+    reading it raises :class:`EditedRecord`, naming the file, and it is never
+    replaced (a damaged file is lost work, recomputed to the same result; an
+    edited one may be someone's work, or a sign of a failing disk, and is
+    left for a person to move away).  Temporary files left by a writer
     killed mid-write (named after its host and process id) are deleted when a
     store is next opened on the same host.
 
@@ -118,6 +165,8 @@ class ResultStore:
     ------
     ValueError
         If ``directory`` (or one of its parents) exists and is not a directory.
+    EditedRecord
+        From :meth:`get`, :meth:`items` (``in``, ``len``): a file changed after it was written.
 
     Examples
     --------
@@ -200,6 +249,14 @@ class ResultStore:
             return None
         if record.get("key") != actual or actual != (key if key is not None else path.stem):
             return None
+        try:
+            sealed = record.get("digest") == digest({"job": record["job"], "result": record["result"]})
+        except ValueError:
+            return None
+        if not sealed:
+            raise EditedRecord(f"{path} was changed after it was written (its job and result do not match the "
+                               f"digest stored with them); it is neither read nor replaced: move it away to "
+                               f"run its job again")
         if self.validate is not None and not self.validate(record["job"], record["result"]):
             return None
         return record
@@ -215,6 +272,11 @@ class ResultStore:
         Returns
         -------
         dict or ``default``
+
+        Raises
+        ------
+        EditedRecord
+            The file of ``job`` was changed after it was written.
         """
         record = self._read(self.path(job), job_key(job))
         return default if record is None else record["result"]
@@ -234,24 +296,40 @@ class ResultStore:
         ------
         ValueError
             If ``job`` or ``result`` is not JSON-serialisable.
+        EditedRecord
+            The file of ``job`` was changed after it was written: it is not replaced.
         """
         if self.read_only:
             raise ValueError(f"{self!r} is read only")
         key = job_key(job)
         if not isinstance(result, dict):
             raise ValueError(f"result must be a dict, got {type(result).__name__}")
-        record = {"format": STORE_FORMAT, "key": key, "job": json.loads(_canonical(job)), "result": result}
-        try:
-            text = json.dumps(record, indent=1, sort_keys=True)
-        except (TypeError, ValueError) as exc:
+        try:       # the job and the result as read back (string keys, lists), and their digest
+            record = json.loads(json.dumps({"job": json.loads(_canonical(job)), "result": result}))
+            text = json.dumps({"format": STORE_FORMAT, "key": key, **record, "digest": digest(record)},
+                              indent=1, sort_keys=True)
+        except (TypeError, ValueError, RecursionError) as exc:
             raise ValueError(f"result is not JSON-serialisable: {exc}") from None
         path = self.directory / f"{key}.json"
+        if os.path.lexists(path):
+            self._read(path, key)       # (raises for an edited file)
         if path.is_dir():     # a directory named like the file: not a result; kept aside, nothing deleted
             os.replace(path, _free_name(path.with_name(path.name + ".not-a-result")))
         atomic_write_text(path, text, fsync=True, encoding="utf-8", prefix=self._temporary_prefix(key))
 
     def items(self) -> Iterator[tuple[dict, dict]]:
-        """``(job, result)`` for every intact file, in file-name order."""
+        """``(job, result)`` for every intact file, in file-name order.
+
+        Yields
+        ------
+        tuple of dict
+            A job and its result.
+
+        Raises
+        ------
+        EditedRecord
+            A file was changed after it was written.
+        """
         if not self.directory.is_dir():
             return
         for path in sorted(self.directory.glob("*.json")):

@@ -183,8 +183,9 @@ _NAMED_FIRST = ("lr_ov", "seq_len", "batch_size", "steps_per_epoch", "max_steps"
 
 def _check_stored_runs(directory, jobs, *, extend) -> None:
     """Refuse stored runs of another job layout, stored runs that are not runs of the settings in
-    ``sweep-settings.json`` (the file edited), and, without ``--extend``, stored runs of which none
-    is a job of this sweep (jobs cut by an earlier layout)."""
+    ``sweep-settings.json`` (runs of another sweep put there, or settings written again with their
+    digest), and, without ``--extend``, stored runs of which none is a job of this sweep (jobs cut by
+    an earlier layout)."""
     from ..directory import SETTINGS_FILE
     from ..store import job_key
 
@@ -193,7 +194,7 @@ def _check_stored_runs(directory, jobs, *, extend) -> None:
     where = f"--output {str(directory.path)!r} holds"
     if found is not None and found != "layout":
         raise UsageError(f"{where} stored runs that are not runs of the settings in {SETTINGS_FILE} (a stored "
-                         f"run has {found[0]}, the settings {found[1]}: was the file edited?); they are neither "
+                         f"run has {found[0]}, the settings {found[1]}); they are neither "
                          f"continued nor replaced: choose another directory")
     if found == "layout" or (stored and not extend
                              and not {job_key(job) for job in jobs} & {job_key(job) for job in stored}):

@@ -425,6 +425,9 @@ def test_target_loss_not_below_the_initial_loss_is_refused(tmp_path, capsys):
 
 
 def test_a_damaged_run_body_is_recomputed(tmp_path, capsys, no_figures):
+    """A body the store's validation rejects, written so (its digest that of the body: not edited since), is
+    recomputed."""
+    from numerics.experiments.store import digest
     args = [*TINY_SWEEP, "--ratios", "1,2", "--seeds", "1", "--output", str(tmp_path / "s")]
     assert main(args) == 0
     before = (tmp_path / "s" / "results.csv").read_bytes()
@@ -443,6 +446,7 @@ def test_a_damaged_run_body_is_recomputed(tmp_path, capsys, no_figures):
             else:
                 record["result"] = {"empty result": {}, "rows not a list": {"rows": "oops"},
                                     "a row deleted": {"rows": record["result"]["rows"][1:]}}[damage]
+            record["digest"] = digest({"job": record["job"], "result": record["result"]})
             path.write_text(json.dumps(record))
         assert main([*args, "--resume"]) == 0, damage
         assert (tmp_path / "s" / "results.csv").read_bytes() == before, damage

@@ -66,9 +66,14 @@ def refused(argv, out, capsys, *fragments):
     return err
 
 
-def _settings(out, **changes):
+def _settings(out, sealed=True, **changes):
+    """Change the stored settings; ``sealed``: with the digest of the changed settings (as if written so)."""
+    from numerics.experiments.store import digest
     path = out / directory_mod.SETTINGS_FILE
-    path.write_text(json.dumps({**json.loads(path.read_text()), **changes}))
+    data = {**json.loads(path.read_text()), **changes}
+    if sealed:
+        data["digest"] = digest({k: v for k, v in data.items() if k not in ("format", "digest")})
+    path.write_text(json.dumps(data))
 
 
 def test_a_lock_link_is_never_followed(finished, tmp_path, capsys):
@@ -414,6 +419,70 @@ def test_stored_runs_of_other_settings_than_the_settings_file_are_refused(edit, 
         refused([*argv, *extra], out, capsys, "not runs of the settings in sweep-settings.json", named)
     argv[argv.index("--ratios") + 1] += ",7"
     refused([*argv, "--extend"], out, capsys, "not runs of the settings in sweep-settings.json", named)
+
+
+@pytest.mark.parametrize("edit, option, value", [
+    ({"parameterizations": ["CACO", "FAFO"]}, "--parameterizations", "CACO,FAFO"),    # a sweep widened ...
+    ({"seeds": 2, "seed_blocks": [2]}, "--seeds", "2")])                              # ... without --extend
+def test_a_settings_file_changed_after_it_was_written_is_refused(edit, option, value, finished, tmp_path, capsys,
+                                                                 monkeypatch):
+    """sweep-settings.json edited by hand (its digest not rewritten), even into settings that its stored runs
+    agree with: --resume (--extend or not) is refused in one line before any work, nothing changed. The
+    digest is of the settings, not of the file's text: the same settings written otherwise are continued."""
+    from numerics.experiments import sgd
+    out = copy(finished, tmp_path)
+    argv = [*TINY_SWEEP, "--output", str(out), "--resume"]
+    path = out / directory_mod.SETTINGS_FILE
+    path.write_text(json.dumps(dict(reversed(json.loads(path.read_text()).items())), indent=3))
+    assert main(argv) == 0
+    _settings(out, sealed=False, **edit)
+    argv[argv.index(option) + 1] = value
+    monkeypatch.setattr(sgd, "_train", lambda *a, **k: pytest.fail("work started"))
+    for extra in ([], ["--extend"]):
+        refused([*argv, *extra], out, capsys, "damaged sweep-settings.json", "not those it was written with")
+
+
+def test_a_stored_run_changed_after_it_was_written_is_refused(finished, tmp_path, capsys, monkeypatch):
+    """A stored run's file edited (its digest not rewritten): a sweep's --resume, a reproduction and its
+    --collect are refused in one line naming the file, before any work; nothing is replaced."""
+    from numerics.experiments import reproduce, sgd
+    from numerics.experiments.store import ResultStore
+    monkeypatch.setattr(sgd, "_train", lambda *a, **k: pytest.fail("work started"))
+    out = copy(finished, tmp_path)
+    [path] = (out / "runs").glob("*.json")
+    record = json.loads(path.read_text())
+    record["result"]["rows"][0]["relevant_attention"] = 0.75
+    path.write_text(json.dumps(record, indent=1, sort_keys=True))
+    refused([*TINY_SWEEP, "--output", str(out), "--resume"], out, capsys, f"runs/{path.name} was changed after")
+    repro = tmp_path / "r"
+    name, job = next((n, j) for n, j in reproduce.published_jobs(quick=True) if j["experiment"] == "fig2")
+    job = json.loads(json.dumps(job))
+    store = ResultStore(repro / "runs")
+    store.put(job, {"runs": [dict(FIG2_RUN, seed=s) for s in job["seeds"]]})
+    record = json.loads(store.path(job).read_text())
+    record["result"]["runs"][0]["final_loss"] = 0.5
+    store.path(job).write_text(json.dumps(record))
+    for extra in (["--collect"], []):
+        refused(["reproduce", "--quick", "--output", str(repro), *extra], repro, capsys,
+                f"runs/{store.path(job).name} was changed after", "neither read nor replaced")
+    reproduce._write_report(repro, [(name, job)], [None], None, True)          # its report.json written
+    refused(["reproduce", "--quick", "--output", str(repro)], repro, capsys, f"runs/{store.path(job).name}")
+
+
+def test_a_stored_run_changed_as_the_work_begins_is_one_line(finished, tmp_path, capsys, monkeypatch):
+    """A run file edited after the directory was opened (its check passed), as the work begins: the
+    command stops with one line naming the file (exit status 1), the file neither read nor replaced."""
+    out = copy(finished, tmp_path)
+    [path] = (out / "runs").glob("*.json")
+    edited = path.read_text().replace('"steps": 40', '"steps": 39', 1)
+    assert edited != path.read_text()
+    begin = ExperimentDirectory.begin
+    monkeypatch.setattr(ExperimentDirectory, "begin", lambda self: (begin(self), path.write_text(edited)))
+    capsys.readouterr()
+    assert main([*TINY_SWEEP, "--output", str(out), "--resume"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{path.name} was changed after it was written" in err, err
+    assert path.read_text() == edited
 
 
 def test_an_unfinished_reproduction_is_not_reported_or_continued_with_other_settings(tmp_path, monkeypatch,

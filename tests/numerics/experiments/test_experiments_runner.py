@@ -3,6 +3,7 @@
 The job functions live in ``tests/_jobs.py`` because worker processes and
 Dask workers import them by module name.
 """
+import hashlib
 import json
 import os
 import signal
@@ -17,7 +18,7 @@ import pytest
 
 from numerics.experiments.cluster import check_scheduler
 from numerics.experiments.runner import JobError, run_jobs
-from numerics.experiments.store import STORE_FORMAT, ResultStore, job_key
+from numerics.experiments.store import STORE_FORMAT, EditedRecord, ResultStore, job_key
 
 from _jobs import counted_job, epoch_job, failing_job, failing_job_with_progress, killed_job, sgd_job
 
@@ -99,8 +100,9 @@ def test_store_resumes_without_rerunning_and_rebuilds_damaged_files(tmp_path):
     assert calls(log) == []  # everything stored: nothing rerun
     # Self-describing, data only; no temporary files left behind.
     record = json.loads(store.path(jobs[5]).read_text())
+    sealed = json.dumps({"job": jobs[5], "result": {"x": 5, "square": 25}}, sort_keys=True, separators=(",", ":"))
     assert record == {"format": STORE_FORMAT, "key": job_key(jobs[5]), "job": jobs[5],
-                      "result": {"x": 5, "square": 25}}
+                      "result": {"x": 5, "square": 25}, "digest": hashlib.sha256(sealed.encode()).hexdigest()}
     assert sorted(p.name for p in store.directory.iterdir()) == sorted(f"{job_key(j)}.json" for j in jobs)
     assert sorted(job["x"] for job, _ in store.items()) == list(range(6))
 
@@ -523,6 +525,56 @@ def test_a_stored_run_of_numbers_out_of_range_is_damaged(key, value):
     assert jobs.valid_result(job, {"runs": [{**FIG2_RUN, "status": "diverged", "loss_log": [3.9, None],
                                              **dict.fromkeys(jobs.MEASURED)}]})
     assert not jobs.valid_result(job, {"runs": [{**FIG2_RUN, key: value}]})
+
+
+@pytest.mark.parametrize("edit", [
+    lambda text: text.replace('"square": 9', '"square": 10'),                 # a result edited by hand
+    lambda text: text.replace('"square": 9', '"square": 1'),                  # a bit flipped ("9" is 0x39, "1" 0x31)
+    lambda text: json.dumps({**json.loads(text), "result": {"x": 3, "square": 9, "note": "kept"}}),  # a key added
+    lambda text: json.dumps({k: v for k, v in json.loads(text).items() if k != "digest"})])   # digest removed
+def test_a_stored_file_changed_after_it_was_written_is_refused_not_replaced(tmp_path, edit):
+    """A well-formed file of the job whose job and result do not match its digest is neither read nor
+    replaced: reading it (get, in, len, items, run_jobs before any job, put) raises, naming the file."""
+    log = tmp_path / "calls.txt"
+    store = ResultStore(tmp_path / "store")
+    jobs = [{"x": x, "log": str(log)} for x in (2, 3)]
+    run_jobs(counted_job, jobs, workers=1, store=store, progress=False)
+    path = store.path(jobs[1])
+    edited = edit(path.read_text())
+    assert edited != path.read_text() and json.loads(edited)["key"] == job_key(jobs[1])
+    path.write_text(edited)
+    log.unlink()
+    for read in (lambda: store.get(jobs[1]), lambda: jobs[1] in store, lambda: len(store), lambda: list(store.items()),
+                 lambda: run_jobs(counted_job, jobs, workers=1, store=store, progress=False),
+                 lambda: store.put(jobs[1], {"x": 3, "square": 9})):
+        with pytest.raises(EditedRecord, match=f"{path.name} was changed after it was written"):
+            read()
+    assert path.read_text() == edited and not log.exists() and store.get(jobs[0]) == {"x": 2, "square": 4}
+
+
+def test_a_stored_file_of_the_earlier_format_is_recomputed(tmp_path):
+    """A file of the layout without a digest (format tag .../1) is not read: its job runs again and its
+    file is replaced by one with a digest."""
+    log = tmp_path / "calls.txt"
+    store = ResultStore(tmp_path / "store")
+    job = {"x": 3, "log": str(log)}
+    old = {"format": "qkov.experiments.runner.ResultStore/1", "key": job_key(job), "job": job,
+           "result": {"x": 3, "square": 10}}
+    store.path(job).write_text(json.dumps(old))
+    assert store.get(job) is None and len(store) == 0
+    assert run_jobs(counted_job, [job], workers=1, store=store, progress=False) == [{"x": 3, "square": 9}]
+    assert calls(log) == ["3"] and json.loads(store.path(job).read_text())["format"] == STORE_FORMAT
+
+
+def test_the_digest_is_of_the_result_as_read_back():
+    """A result with numbers that are not finite, integer keys (read back as strings, in another order)
+    or tuples is read back whole: its digest is of the JSON read back, not of the object given."""
+    import tempfile
+    store = ResultStore(tempfile.mkdtemp())
+    job = {"x": 1}
+    store.put(job, {"counts": {10: 1, 9: 2}, "pair": (1, 2), "loss": float("nan")})
+    got = store.get(job)
+    assert got["counts"] == {"10": 1, "9": 2} and got["pair"] == [1, 2] and got["loss"] != got["loss"]
 
 
 def test_a_record_of_another_job_under_this_jobs_name_is_not_this_jobs(tmp_path):
