@@ -2,7 +2,8 @@
 
 * ``docs/usage.md`` is a doctest file; the ``pycon`` blocks of the other pages are doctests;
 * every ``python -m`` command line on a page parses with the program's own parser, and the
-  experiments page's run table starts exactly the published runs;
+  experiments page's run table starts exactly the published runs, and the tasks page lists
+  every built-in task;
 * ``docs/_ext/qkov_docs.py``: the snippet reader, the pruning of stale API pages and the fencing
   of bare doctests.
 
@@ -212,3 +213,15 @@ def test_experiments_page_commands_are_the_published_runs():
         assert cells["config"].to_dict() == job["config"], name
         if args.command == "fig2":
             assert cells["seeds"] == job["seeds"], name
+
+
+def test_tasks_page_lists_every_built_in_task():
+    """The page "Tasks" lists each built-in task of derivations.tasks, with its own parameters, once."""
+    from derivations.tasks import TASKS, get_task
+
+    text = (DOCS / "tasks.md").read_text(encoding="utf-8")
+    section = text.split("## The built-in tasks", 1)[1].split("\n## ", 1)[0]
+    terms = re.findall(r"^`([\w+-]+)`(?: \(parameters? ([^)]*)\))?$", section, flags=re.M)
+    listed = {name: tuple(re.findall(r"`(\w+)`", params)) for name, params in terms}
+    assert len(terms) == len(listed)
+    assert listed == {name: tuple(get_task(name).parameters) for name in TASKS}
