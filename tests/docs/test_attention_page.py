@@ -81,15 +81,49 @@ def test_the_authors_table_rows():
     assert len(AUTHORS_ROWS) == 7
 
 
-@pytest.mark.parametrize("row", [r for r in AUTHORS_ROWS if r[0].startswith("CACO") and r[1] in ("1234", "all")])
-def test_the_authors_cacos_are_the_boundary_command(row):
-    """The rows of CACO from the authors' start (seed 1234) and from 1e-6 I are
-    numerics.experiments.flow_crossover.flow_boundary's r* at both losses (4 significant digits)."""
+def test_the_authors_identity_row_is_the_boundary_command():
+    """The row of CACO from 1e-6 I is numerics.experiments.flow_crossover.flow_boundary's r* at both
+    losses (4 significant digits)."""
     from numerics.experiments.flow_crossover import flow_boundary
-    init = "identity" if "identity" in row[0] else "authors"
-    recs = flow_boundary(["CACO"], [0.5, 0.1], init=init)
+    [row] = [r for r in AUTHORS_ROWS if "identity" in r[0]]
+    recs = flow_boundary(["CACO"], [0.5, 0.1], init="identity")
     for rec, quoted in zip(recs, row[2:]):
         assert rec["crossover_ratio"] == pytest.approx(float(quoted), rel=1e-3)
+
+
+def _quoted_ratios(row):
+    """A row's r* at L = 0.5 and 0.1 as numbers, None where the page says there is none or did not run."""
+    return [None if cell.startswith(("none", "not run")) else float(cell) for cell in row[2:]]
+
+
+@pytest.mark.parametrize("parameterization", ["CACO", "FACO", "CAFO"])
+def test_the_authors_table_is_the_boundary_command(parameterization):
+    """Every seed's row of CACO (seeds 1234-1236), FACO and CAFO ("all": one answer for every seed, and
+    none where the page says none) is flow_boundary's r* from the authors' start at both losses, and
+    CACO's Lambda* of seed 1234 is the one quoted beside the table (4 significant digits)."""
+    from numerics.experiments.flow_crossover import flow_boundary
+    recs = flow_boundary([parameterization], [0.5, 0.1], seeds=3)
+    rows = [r for r in AUTHORS_ROWS if r[0] == parameterization]
+    for seed in (1234, 1235, 1236):
+        [row] = [r for r in rows if r[1] in (str(seed), "all")]
+        found = [rec["crossover_ratio"] for rec in recs if rec["seed"] == seed]
+        for value, quoted in zip(found, _quoted_ratios(row), strict=True):
+            assert (value is None) == (quoted is None), (row, found)
+            if quoted is not None:
+                assert value == pytest.approx(quoted, rel=1e-3), row
+    if parameterization == "CACO":
+        lam = re.search(r"\(([\d.]+) at \$L = 0.5\$, ([\d.]+) at \$L = 0.1\$ for seed\s+1234\)", PAGE).groups()
+        found = [rec["crossover_lambda"] for rec in recs if rec["seed"] == 1234]
+        assert found == pytest.approx([float(v) for v in lam], rel=1e-3)
+
+
+@pytest.mark.slow
+def test_the_authors_fafo_row_is_the_boundary_command():
+    """FAFO, seed 1234, L = 0.1 (about 75 s of flows near ratio 50)."""
+    from numerics.experiments.flow_crossover import flow_boundary
+    [row] = [r for r in AUTHORS_ROWS if r[0] == "FAFO"]
+    [rec] = flow_boundary(["FAFO"], [0.1])
+    assert rec["crossover_ratio"] == pytest.approx(_quoted_ratios(row)[1], rel=1e-3)
 
 
 def test_the_quoted_print_dynamics_state_is_on_the_master_curve():
