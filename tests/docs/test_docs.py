@@ -2,8 +2,8 @@
 
 * ``docs/usage.md`` is a doctest file; the ``pycon`` blocks of the other pages are doctests;
 * every ``python -m`` command line on a page parses with the program's own parser, and the
-  experiments page's run table starts exactly the published runs, and the tasks page lists
-  every built-in task;
+  experiments page's run table starts exactly the published runs, the tasks page lists
+  every built-in task and the usage page's table every option of print_dynamics;
 * ``docs/_ext/qkov_docs.py``: the snippet reader, the pruning of stale API pages and the fencing
   of bare doctests.
 
@@ -225,3 +225,14 @@ def test_tasks_page_lists_every_built_in_task():
     listed = {name: tuple(re.findall(r"`(\w+)`", params)) for name, params in terms}
     assert len(terms) == len(listed)
     assert listed == {name: tuple(get_task(name).parameters) for name in TASKS}
+
+
+def test_usage_table_of_print_dynamics_names_every_option():
+    """The option table of print_dynamics on docs/usage.md has a row for each option of its parser."""
+    text = USAGE.read_text(encoding="utf-8")
+    section = text.split("### `python -m derivations.print_dynamics`", 1)[1].split("\n### ", 1)[0]
+    in_table = {option for row in re.findall(r"^\| (.*?) \|", section, flags=re.M)
+                for option in re.findall(r"--[a-z][\w-]*", row)}
+    parser = cli_parser(CONF, "print_dynamics")
+    options = {o for action in parser._actions for o in action.option_strings if o.startswith("--")} - {"--help"}
+    assert in_table == options
