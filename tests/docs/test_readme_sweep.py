@@ -158,6 +158,44 @@ def test_the_theory_follows_sgd_for_the_proxies():
         [largest(("FAFO",), k) for k in keys] == list(quoted)
 
 
+def _mean(P, ratio, target, key, digits=3):
+    return f"{np.mean(_values(P, ratio, target, key)):.{digits}f}"
+
+
+def test_the_proxies_pages_other_quoted_numbers():
+    """docs/proxies.md: CAFO's smallest normalized entropy, FACO's and FAFO's AUPRC along the ratios, the
+    check of the issue (FACO at loss 0.2, ratios 1 and 20) and FACO's unreached loss-0.1 runs."""
+    page = PROXIES_PAGE
+    [cafo] = _found(r"\(normalized entropy ≥ ([\d.]+)\)", page)
+    smallest = min(np.mean(_values("CAFO", r, L, "attention_entropy_normalized")) for r in (1, 2, 5, 10, 20)
+                   for L in (0.5, 0.2, 0.1))
+    assert f"{smallest:.3f}" == cafo and smallest >= float(cafo)
+    assert [_mean("FACO", r, L, "plausibility_auprc") for r, L in ((1, 0.2), (1, 0.1), (2, 0.2), (5, 0.2), (10, 0.2))] \
+        == ["1.000"] * 5
+    assert _found(r"rises from ([\d.]+) at ratio 1 to ([\d.]+) at ratios 2-10", page) == (
+        _mean("FACO", 1, 0.5, "plausibility_auprc"), _mean("FACO", 2, 0.5, "plausibility_auprc"))
+    assert {_mean("FACO", r, 0.5, "plausibility_auprc") for r in (2, 5, 10)} == {"1.000"}
+    fafo = _found(r"FAFO's rises up to ratio 5 \(([\d.]+) → ([\d.]+) at loss 0.2\) and then falls to (\d\.\d+)", page)
+    assert fafo == tuple(_mean("FAFO", r, 0.2, "plausibility_auprc") for r in (1, 5, 20))
+    assert _found(r"normalized ([\d.]+) → ([\d.]+), ([\d.]+) → ([\d.]+) nats", page) == tuple(
+        _mean("FACO", r, 0.2, k) for k in ("attention_entropy_normalized", "attention_entropy") for r in (1, 20))
+    assert _found(r"its relevant-token share rises \(([\d.]+) → ([\d.]+)\)", page) == tuple(
+        _mean("FACO", r, 0.2, "relevant_attention") for r in (1, 20))
+    steps = _found(r"the same steps as the sweep: ([\d ]+)-([\d ]+) and ([\d ]+)-([\d ]+)\)", page)
+    assert [int(s.replace(" ", "")) for s in steps] == [
+        int(f(_values("FACO", r, 0.2, "steps"))) for r in (1, 20) for f in (min, max)]
+    per_seed = _found(r"the mean AP of each seed is that of `results.csv` to the last digit \(([\d.]+) at ratio 1; "
+                      r"([\d.]+), ([\d.]+), ([\d.]+) at ratio 20\)", page)
+    assert per_seed == (f"{np.mean(_values('FACO', 1, 0.2, 'plausibility_auprc')):.6f}",
+                        *(f"{v:.6f}" for v in _values("FACO", 20, 0.2, "plausibility_auprc")))
+    low, high = _found(r"its three loss-0.1 points are its final states \(measured loss ([\d.]+)-([\d.]+)\)", page)
+    unreached = [r for r in ROWS if (r["parameterization"], float(r["ratio"]), float(r["target_loss"]))
+                 == ("FACO", 1.0, 0.1)]
+    assert {r["reached"] for r in unreached} == {"False"}
+    losses = [float(r["loss"]) for r in unreached]
+    assert (f"{min(losses):.3f}", f"{max(losses):.3f}") == (low, high)
+
+
 def test_a_run_compared_at_its_measured_loss():
     """docs/experiments.md: FACO at ratio 10, target 0.5, its measured loss and relevant share against the
     flow's at the target and at the measured loss (means over seeds)."""
