@@ -1,5 +1,5 @@
-"""The numbers README.md, docs/proxies.md and docs/experiments.md quote from the README's matched-loss
-sweep of the authors' task are those of its output, stored in ``tests/data/readme_sweep/``
+"""The numbers README.md, docs/proxies.md, docs/experiments.md and docs/attention.md quote from the
+README's matched-loss sweep of the authors' task are those of its output, stored in ``tests/data/readme_sweep/``
 (``results.csv`` and ``sweep.json`` as the command wrote them: the sweep takes about 4 CPU-minutes, so
 its output is kept; the slow test retrains one of its jobs and compares)."""
 from __future__ import annotations
@@ -225,3 +225,21 @@ def test_a_stored_job_is_what_the_sweep_trains():
         assert int(s["steps"]) == row["steps"]
         for key in ("loss", *SHARES):
             assert row[key] == pytest.approx(float(s[key]), rel=1e-14, abs=0), key
+
+
+def test_where_the_query_token_leads():
+    """docs/attention.md: where CACO and FAFO give the query's own token more attention than the relevant
+    tokens (means over seeds), and its share at ratio 20."""
+    page = _text(ROOT / "docs" / "attention.md")
+    low, high = _found(r"CACO and FAFO at the ratio \$\\eta_\{QK\}/\\eta_\{OV\} = 20\$ give the query's \*own\* "
+                       r"token more attention than the relevant tokens at every loss, and most of it at losses 0.2 and "
+                       r"0.1 \(([\d.]+)-([\d.]+)\), as CACO does at ratio 10 from loss 0.2 on", page)
+
+    def leads(P, ratio, L):
+        row = _agreement(P, L, float(ratio))
+        return row["self_attention"]["sgd"] > row["relevant_attention"]["sgd"]
+    led = {(P, r, L) for P in ("CACO", "FAFO") for r in (1, 2, 5, 10, 20) for L in (0.5, 0.2, 0.1) if leads(P, r, L)}
+    at_20 = {(P, 20, L) for P in ("CACO", "FAFO") for L in (0.5, 0.2, 0.1)}
+    assert led == at_20 | {("CACO", 10, 0.2), ("CACO", 10, 0.1)}
+    shares = [_agreement(P, L, 20.0)["self_attention"]["sgd"] for P in ("CACO", "FAFO") for L in (0.2, 0.1)]
+    assert min(shares) > 0.5 and (f"{min(shares):.2f}", f"{max(shares):.2f}") == (low, high)
