@@ -236,3 +236,19 @@ def test_usage_table_of_print_dynamics_names_every_option():
     parser = cli_parser(CONF, "print_dynamics")
     options = {o for action in parser._actions for o in action.option_strings if o.startswith("--")} - {"--help"}
     assert in_table == options
+
+
+def test_readme_chance_is_uniform_attention_on_the_authors_task():
+    """README's Figure-2 caption: the relevant share of uniform attention over the 63 attended positions
+    (seq_len 64), from the authors' task's class distributions."""
+    import numpy as np
+
+    from numerics.experiments.task_sampling import AUTHORS
+    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    count, positions, share, _, expected = re.search(
+        r"chance \((\d+)/(\d+) = ([\d.]+), uniform attention over the (\d+) positions: (\d+) expected relevant", text
+    ).groups()
+    attended = AUTHORS.own_seq_len - 1
+    relevant = (AUTHORS.own_seq_len - 2) * (np.asarray(AUTHORS.probabilities) @ AUTHORS.relevant)
+    assert np.allclose(relevant, int(count)) and count == expected and int(positions) == attended
+    assert f"{int(count) / attended:.3f}" == share
