@@ -243,7 +243,8 @@ def check_task(task_name, params, *, quick=False):
     key = "M"       # the parameter checked: where the caller does not give it, a task file may set it
     try:
         M = _check_classes(params.get("M", default), TASK_M_MAX,
-                           "for the full-model check (its matrices are (2M + n_c)^2)",
+                           "for the full-model check (its matrices are T x T, T the task's token types, "
+                           "which grow with M)",
                            "" if "M" in params else " (the task's default)")
         key = None
         values = task_parameters(task_name, **{**params, "M": M})

@@ -365,8 +365,8 @@ def test_a_task_files_own_default_M_is_used(tmp_path, capsys):
     big = _task_file(tmp_path, 50)
     assert verify.main(["--task", big, "--quick"]) == 2
     assert capsys.readouterr().err == (f"python -m numerics.verify: error: --task: {big}: defaults.M: M must be an "
-                                       "integer in [2, 30] for the full-model check (its matrices are (2M + n_c)^2); "
-                                       "got 50 (the task's default)\n")
+                                       "integer in [2, 30] for the full-model check (its matrices are T x T, T "
+                                       "the task's token types, which grow with M); got 50 (the task's default)\n")
 
 
 def test_a_task_files_default_outside_the_flows_range_names_the_file_and_the_key(tmp_path, capsys):
