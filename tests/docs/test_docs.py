@@ -252,3 +252,9 @@ def test_readme_chance_is_uniform_attention_on_the_authors_task():
     relevant = (AUTHORS.own_seq_len - 2) * (np.asarray(AUTHORS.probabilities) @ AUTHORS.relevant)
     assert np.allclose(relevant, int(count)) and count == expected and int(positions) == attended
     assert f"{int(count) / attended:.3f}" == share
+
+
+def test_docs_readme_layout_names_every_page():
+    """docs/README.md's layout table lists the site's pages: every docs/*.md but itself."""
+    row = re.search(r"^\| (.*) \| the pages \|$", (DOCS / "README.md").read_text(encoding="utf-8"), flags=re.M)
+    assert set(re.findall(r"`([\w.]+\.md)`", row.group(1))) == {p.name for p in PAGES}
