@@ -3,7 +3,8 @@
 * ``docs/usage.md`` is a doctest file; the ``pycon`` blocks of the other pages are doctests;
 * every ``python -m`` command line on a page parses with the program's own parser, and the
   experiments page's run table starts exactly the published runs, the tasks page lists
-  every built-in task and the usage page's table every option of print_dynamics;
+  every built-in task, the usage page's table every option of print_dynamics and docs/README.md's
+  layout every page;
 * ``docs/_ext/qkov_docs.py``: the snippet reader, the pruning of stale API pages and the fencing
   of bare doctests.
 
