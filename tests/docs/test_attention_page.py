@@ -154,3 +154,34 @@ def test_the_quoted_print_dynamics_state_is_what_the_command_prints(capsys):
     assert set(flat) == set(quoted)
     for key, value in quoted.items():
         assert float(flat[key]) == pytest.approx(value, abs=1e-11), key
+
+
+def _set(name, text):
+    """The numbers of ``$name \\in \\{...\\}$`` on the page."""
+    found = re.search(re.escape(name) + r" \\in \\\{([^}]*)\\\}", text)
+    return [float(v) for v in found.group(1).split(",")]
+
+
+@pytest.mark.slow
+def test_the_scan_outside_the_window():
+    """The page's scan outside the window (R > 1): master_shares at its values of Lambda for its shapes,
+    and no sign change of (self - relevant) in any of them (a few minutes)."""
+    import itertools
+
+    import numpy as np
+
+    from numerics.dynamics import master_shares
+    text = " ".join(PAGE.split())
+    count, low, high = re.search(r"The scan: `master_shares` at (\d+) values of \$\\Lambda\$ in \$\[10\^\{(-?\d+)\}, "
+                                 r"10\^\{?(\d+)\}?\]\$", text).groups()
+    lam = np.logspace(int(low), int(high), int(count))
+    below, beyond = _set("s/(m/R)", text), _set("s/m", text)
+    shapes = [(R, m, n, f * m / R) for R, m, n in itertools.product(_set("R", text), _set("m", text), _set("n", text))
+              for f in below] + \
+             [(R, m, n, f * m) for R, m, n in itertools.product(_set("R", text), _set("m", text), _set("n", text))
+              for f in beyond]
+    assert f"({len(shapes)} shapes)" in text
+    for R, m, n, s in shapes:
+        a = master_shares(lam, s=s, m=m, n=n, R=int(R))
+        d = np.asarray(a["self_attention"] - a["relevant_attention"], dtype=float)
+        assert np.all(np.sign(d) == np.sign(d[0])) and np.all(d != 0), (R, m, n, s)
