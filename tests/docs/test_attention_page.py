@@ -185,3 +185,15 @@ def test_the_scan_outside_the_window():
         a = master_shares(lam, s=s, m=m, n=n, R=int(R))
         d = np.asarray(a["self_attention"] - a["relevant_attention"], dtype=float)
         assert np.all(np.sign(d) == np.sign(d[0])) and np.all(d != 0), (R, m, n, s)
+
+
+def test_the_brute_force_scan_agrees_with_the_table_to_the_digits_quoted():
+    """The independent scan's r* of the table's first four rows are numerics.dynamics.boundary's, to the
+    digits the page gives them."""
+    text = " ".join(PAGE.split())
+    first, second, third, fourth = re.search(r"bisection\) gives ([\d.]+), ([\d.]+) and ([\d.]+) for the first three "
+                                             r"rows above, ([\d.]+) for the fourth", text).groups()
+    for quoted, row in zip((first, second, third, fourth), ROWS[:4], strict=True):
+        s, R, m, n, M, b, L, _lam, _ratio = (float(v) for v in row.split(" | "))
+        [rec] = boundary(s=s, m=m, n=n, R=R, target_loss=L, M=M, b=b)
+        assert f"{rec['crossover_ratio']:.{len(quoted) - 2}f}" == quoted, row
