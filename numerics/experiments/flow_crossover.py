@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..dynamics.sign_change import log_sign_change
 from . import models, predict, task_sampling, theory
 
@@ -61,6 +63,11 @@ def _search(task, st, P, seed, s, ratio_range):
         lam = None if r is None else predict.master_lambdas(task, dict(st.params), r, [target])[target]
         found[target] = (r, lam, reason)
     return found
+
+
+def _attends_to_its_query(st) -> bool:
+    """Whether a class's query token holds an attended position: the query's own or a copy in the context."""
+    return bool(st.query_in_context) or bool(np.any(st.probabilities[np.arange(st.K), st.query] > 0))
 
 
 def flow_boundary(parameterizations, target_losses, seeds=1, init="authors", *, init_scale=None,
@@ -103,7 +110,8 @@ def flow_boundary(parameterizations, target_losses, seeds=1, init="authors", *, 
         :math:`r^*` or at a target not below :math:`\log M`); ``reason`` None, or why there is no
         :math:`r^*` (``"not reached within the ratio range searched ..."``: one sign at both ends;
         ``"tie: ..."``; ``"undefined at ratio ..."``: a flow that did not reach the target;
-        ``"no convergence ..."``).
+        ``"no convergence ..."``; ``"none: task ... never attends to the query's own token ..."``:
+        a task whose self share is 0, where no flow is run).
 
     Raises
     ------
@@ -117,11 +125,16 @@ def flow_boundary(parameterizations, target_losses, seeds=1, init="authors", *, 
     s = predict.check_settings(parameterizations, [lo, hi], target_losses, seeds, init, seq_len, 0.01,
                                init_scale, task=task, task_params=task_params)
     st = task_sampling.sampled_task(task, task_params)
+    never = None if _attends_to_its_query(st) else (
+        f"none: task {st.name!r} never attends to the query's own token (it is not in the context and has no "
+        "copies there), so the self share is 0 at every ratio")
     records = []
     for P in s["parameterizations"]:
         found = None
         for seed in s["seeds"]:
-            if found is None or predict.draws(P, init):
+            if never is not None:
+                found = {target: (None, None, never) for target in s["target_losses"]}
+            elif found is None or predict.draws(P, init):
                 found = _search(task, st, P, seed, s, (lo, hi))
             if progress is not None:
                 progress()

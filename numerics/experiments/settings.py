@@ -239,7 +239,8 @@ def different_setting(stored: dict, given: dict):
 
 def settings_difference(stored: dict, given: dict, *, extend: bool = False):
     """None when ``given`` may continue the sweep of ``stored`` settings, else one line naming
-    the first difference as its option. With ``extend``, ``given`` may add parameterizations,
+    the first difference as its option (the task's and its parameters' first: they set defaults
+    such as the sequence length). With ``extend``, ``given`` may add parameterizations,
     ratios or seeds (:data:`EXTENDABLE`) but not drop any. A setting recorded only when it is
     not its default (``dtype``, ``task``, ``task_params``) compares as its default when absent;
     task parameters compare by value (``--params m=5`` equals the default ``m``).
@@ -264,7 +265,7 @@ def settings_difference(stored: dict, given: dict, *, extend: bool = False):
     'the sweep in this directory was run with --ratios 1, not 1,4'
     """
     stored, given = {**_UNNAMED_DEFAULTS, **stored}, {**_UNNAMED_DEFAULTS, **given}
-    for key in dict.fromkeys([*given, "task", "task_params"]):
+    for key in dict.fromkeys(["task", "task_params", *given]):     # the task first: it sets defaults such as seq_len
         if key == "seed_blocks" or _same(key, stored, given):
             continue
         option = _option(key)

@@ -243,13 +243,14 @@ def check_task(task_name, params, *, quick=False):
     key = "M"       # the parameter checked: where the caller does not give it, a task file may set it
     try:
         M = _check_classes(params.get("M", default), TASK_M_MAX,
-                           "for the full-model check (its matrices are (2M + n_c)^2)",
+                           "for the full-model check (its matrices are T x T, T the task's token types, "
+                           "which grow with M)",
                            "" if "M" in params else " (the task's default)")
         key = None
         values = task_parameters(task_name, **{**params, "M": M})
         for key in ("m", "n", "b"):
             check_in_range(key, values[key], *REDUCED_FLOW_RANGE[key],
-                           f"for the reduced flow of task {task_name!r} that the checks compare with "
+                           f"for the reduced flow of task {task.name!r} that the checks compare with "
                            "(the range it is tested on)")
     except ValueError as exc:
         where = None if key in params else default_key(task, key)    # "<path>: defaults.n"
@@ -257,7 +258,7 @@ def check_task(task_name, params, *, quick=False):
                ArgumentError("task", f"{where}: {exc}")) from None
     types = _token_types(task, values)
     if types > MAX_TOKEN_TYPES:
-        raise ArgumentError("params", f"the explicit full model of {task_name} would have {types} "
+        raise ArgumentError("params", f"the explicit full model of task {task.name!r} would have {types} "
                                       f"token types (matrices {types} x {types}); the limit is "
                                       f"{MAX_TOKEN_TYPES}")
     return values

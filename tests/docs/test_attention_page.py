@@ -81,15 +81,49 @@ def test_the_authors_table_rows():
     assert len(AUTHORS_ROWS) == 7
 
 
-@pytest.mark.parametrize("row", [r for r in AUTHORS_ROWS if r[0].startswith("CACO") and r[1] in ("1234", "all")])
-def test_the_authors_cacos_are_the_boundary_command(row):
-    """The rows of CACO from the authors' start (seed 1234) and from 1e-6 I are
-    numerics.experiments.flow_crossover.flow_boundary's r* at both losses (4 significant digits)."""
+def test_the_authors_identity_row_is_the_boundary_command():
+    """The row of CACO from 1e-6 I is numerics.experiments.flow_crossover.flow_boundary's r* at both
+    losses (4 significant digits)."""
     from numerics.experiments.flow_crossover import flow_boundary
-    init = "identity" if "identity" in row[0] else "authors"
-    recs = flow_boundary(["CACO"], [0.5, 0.1], init=init)
+    [row] = [r for r in AUTHORS_ROWS if "identity" in r[0]]
+    recs = flow_boundary(["CACO"], [0.5, 0.1], init="identity")
     for rec, quoted in zip(recs, row[2:]):
         assert rec["crossover_ratio"] == pytest.approx(float(quoted), rel=1e-3)
+
+
+def _quoted_ratios(row):
+    """A row's r* at L = 0.5 and 0.1 as numbers, None where the page says there is none or did not run."""
+    return [None if cell.startswith(("none", "not run")) else float(cell) for cell in row[2:]]
+
+
+@pytest.mark.parametrize("parameterization", ["CACO", "FACO", "CAFO"])
+def test_the_authors_table_is_the_boundary_command(parameterization):
+    """Every seed's row of CACO (seeds 1234-1236), FACO and CAFO ("all": one answer for every seed, and
+    none where the page says none) is flow_boundary's r* from the authors' start at both losses, and
+    CACO's Lambda* of seed 1234 is the one quoted beside the table (4 significant digits)."""
+    from numerics.experiments.flow_crossover import flow_boundary
+    recs = flow_boundary([parameterization], [0.5, 0.1], seeds=3)
+    rows = [r for r in AUTHORS_ROWS if r[0] == parameterization]
+    for seed in (1234, 1235, 1236):
+        [row] = [r for r in rows if r[1] in (str(seed), "all")]
+        found = [rec["crossover_ratio"] for rec in recs if rec["seed"] == seed]
+        for value, quoted in zip(found, _quoted_ratios(row), strict=True):
+            assert (value is None) == (quoted is None), (row, found)
+            if quoted is not None:
+                assert value == pytest.approx(quoted, rel=1e-3), row
+    if parameterization == "CACO":
+        lam = re.search(r"\(([\d.]+) at \$L = 0.5\$, ([\d.]+) at \$L = 0.1\$ for seed\s+1234\)", PAGE).groups()
+        found = [rec["crossover_lambda"] for rec in recs if rec["seed"] == 1234]
+        assert found == pytest.approx([float(v) for v in lam], rel=1e-3)
+
+
+@pytest.mark.slow
+def test_the_authors_fafo_row_is_the_boundary_command():
+    """FAFO, seed 1234, L = 0.1 (about 75 s of flows near ratio 50)."""
+    from numerics.experiments.flow_crossover import flow_boundary
+    [row] = [r for r in AUTHORS_ROWS if r[0] == "FAFO"]
+    [rec] = flow_boundary(["FAFO"], [0.1])
+    assert rec["crossover_ratio"] == pytest.approx(_quoted_ratios(row)[1], rel=1e-3)
 
 
 def test_the_quoted_print_dynamics_state_is_on_the_master_curve():
@@ -120,3 +154,46 @@ def test_the_quoted_print_dynamics_state_is_what_the_command_prints(capsys):
     assert set(flat) == set(quoted)
     for key, value in quoted.items():
         assert float(flat[key]) == pytest.approx(value, abs=1e-11), key
+
+
+def _set(name, text):
+    """The numbers of ``$name \\in \\{...\\}$`` on the page."""
+    found = re.search(re.escape(name) + r" \\in \\\{([^}]*)\\\}", text)
+    return [float(v) for v in found.group(1).split(",")]
+
+
+@pytest.mark.slow
+def test_the_scan_outside_the_window():
+    """The page's scan outside the window (R > 1): master_shares at its values of Lambda for its shapes,
+    and no sign change of (self - relevant) in any of them (a few minutes)."""
+    import itertools
+
+    import numpy as np
+
+    from numerics.dynamics import master_shares
+    text = " ".join(PAGE.split())
+    count, low, high = re.search(r"The scan: `master_shares` at (\d+) values of \$\\Lambda\$ in \$\[10\^\{(-?\d+)\}, "
+                                 r"10\^\{?(\d+)\}?\]\$", text).groups()
+    lam = np.logspace(int(low), int(high), int(count))
+    below, beyond = _set("s/(m/R)", text), _set("s/m", text)
+    shapes = [(R, m, n, f * m / R) for R, m, n in itertools.product(_set("R", text), _set("m", text), _set("n", text))
+              for f in below] + \
+             [(R, m, n, f * m) for R, m, n in itertools.product(_set("R", text), _set("m", text), _set("n", text))
+              for f in beyond]
+    assert f"({len(shapes)} shapes)" in text
+    for R, m, n, s in shapes:
+        a = master_shares(lam, s=s, m=m, n=n, R=int(R))
+        d = np.asarray(a["self_attention"] - a["relevant_attention"], dtype=float)
+        assert np.all(np.sign(d) == np.sign(d[0])) and np.all(d != 0), (R, m, n, s)
+
+
+def test_the_brute_force_scan_agrees_with_the_table_to_the_digits_quoted():
+    """The independent scan's r* of the table's first four rows are numerics.dynamics.boundary's, to the
+    digits the page gives them."""
+    text = " ".join(PAGE.split())
+    first, second, third, fourth = re.search(r"bisection\) gives ([\d.]+), ([\d.]+) and ([\d.]+) for the first three "
+                                             r"rows above, ([\d.]+) for the fourth", text).groups()
+    for quoted, row in zip((first, second, third, fourth), ROWS[:4], strict=True):
+        s, R, m, n, M, b, L, _lam, _ratio = (float(v) for v in row.split(" | "))
+        [rec] = boundary(s=s, m=m, n=n, R=R, target_loss=L, M=M, b=b)
+        assert f"{rec['crossover_ratio']:.{len(quoted) - 2}f}" == quoted, row

@@ -2,7 +2,9 @@
 
 * ``docs/usage.md`` is a doctest file; the ``pycon`` blocks of the other pages are doctests;
 * every ``python -m`` command line on a page parses with the program's own parser, and the
-  experiments page's run table starts exactly the published runs;
+  experiments page's run table starts exactly the published runs, the tasks page lists
+  every built-in task, the usage page's table every option of print_dynamics and docs/README.md's
+  layout every page;
 * ``docs/_ext/qkov_docs.py``: the snippet reader, the pruning of stale API pages and the fencing
   of bare doctests.
 
@@ -212,3 +214,48 @@ def test_experiments_page_commands_are_the_published_runs():
         assert cells["config"].to_dict() == job["config"], name
         if args.command == "fig2":
             assert cells["seeds"] == job["seeds"], name
+
+
+def test_tasks_page_lists_every_built_in_task():
+    """The page "Tasks" lists each built-in task of derivations.tasks, with its own parameters, once."""
+    from derivations.tasks import TASKS, get_task
+
+    text = (DOCS / "tasks.md").read_text(encoding="utf-8")
+    section = text.split("## The built-in tasks", 1)[1].split("\n## ", 1)[0]
+    terms = re.findall(r"^`([\w+-]+)`(?: \(parameters? ([^)]*)\))?$", section, flags=re.M)
+    listed = {name: tuple(re.findall(r"`(\w+)`", params)) for name, params in terms}
+    assert len(terms) == len(listed)
+    assert listed == {name: tuple(get_task(name).parameters) for name in TASKS}
+
+
+def test_usage_table_of_print_dynamics_names_every_option():
+    """The option table of print_dynamics on docs/usage.md has a row for each option of its parser."""
+    text = USAGE.read_text(encoding="utf-8")
+    section = text.split("### `python -m derivations.print_dynamics`", 1)[1].split("\n### ", 1)[0]
+    in_table = {option for row in re.findall(r"^\| (.*?) \|", section, flags=re.M)
+                for option in re.findall(r"--[a-z][\w-]*", row)}
+    parser = cli_parser(CONF, "print_dynamics")
+    options = {o for action in parser._actions for o in action.option_strings if o.startswith("--")} - {"--help"}
+    assert in_table == options
+
+
+def test_readme_chance_is_uniform_attention_on_the_authors_task():
+    """README's Figure-2 caption: the relevant share of uniform attention over the 63 attended positions
+    (seq_len 64), from the authors' task's class distributions."""
+    import numpy as np
+
+    from numerics.experiments.task_sampling import AUTHORS
+    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    count, positions, share, _, expected = re.search(
+        r"chance \((\d+)/(\d+) = ([\d.]+), uniform attention over the (\d+) positions: (\d+) expected relevant", text
+    ).groups()
+    attended = AUTHORS.own_seq_len - 1
+    relevant = (AUTHORS.own_seq_len - 2) * (np.asarray(AUTHORS.probabilities) @ AUTHORS.relevant)
+    assert np.allclose(relevant, int(count)) and count == expected and int(positions) == attended
+    assert f"{int(count) / attended:.3f}" == share
+
+
+def test_docs_readme_layout_names_every_page():
+    """docs/README.md's layout table lists the site's pages: every docs/*.md but itself."""
+    row = re.search(r"^\| (.*) \| the pages \|$", (DOCS / "README.md").read_text(encoding="utf-8"), flags=re.M)
+    assert set(re.findall(r"`([\w.]+\.md)`", row.group(1))) == {p.name for p in PAGES}

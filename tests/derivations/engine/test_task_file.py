@@ -124,6 +124,10 @@ def test_a_changed_task_file_is_not_resumed():
     message = settings_difference(stored, given)
     assert message.startswith("--task: the task file differs") and "'query-copies-file'" in message
     assert settings_difference(stored, dict(stored)) is None
+    # a changed multiplicity changes the task's own length too: the task is named, not --seq-len (the
+    # command's settings list seq_len before the task)
+    lengths = settings_difference({"seq_len": 18, **stored}, {"seq_len": 19, **given})
+    assert lengths.startswith("--task: the task file differs"), lengths
 
 
 @pytest.mark.parametrize("text, message", [

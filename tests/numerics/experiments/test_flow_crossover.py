@@ -95,3 +95,16 @@ def test_a_start_that_draws_gives_every_seed_its_own_search(monkeypatch):
     for rec in recs:
         assert rec["reason"] is None
         assert math.log(rec["crossover_ratio"] / r0[rec["seed"]]) == pytest.approx(0.0, abs=2 * flow_crossover.XTOL)
+
+
+def test_a_task_that_never_attends_to_its_query_says_so(monkeypatch):
+    """The paper's task attends over the context only and has no copy of the query there: its self
+    share is 0 at every ratio. It was searched to the end of the range and reported "not reached";
+    the reason names the cause, and no flow is run."""
+    monkeypatch.setattr(theory, "flow_to_losses", lambda *a, **k: pytest.fail("a flow was run"))
+    recs = flow_crossover.flow_boundary(["CACO", "FACO"], [0.5, 0.2], seeds=2, init="identity", task="paper",
+                                        task_params={"M": 4, "b": 1})
+    assert len(recs) == 8 and {(r["crossover_ratio"], r["crossover_lambda"]) for r in recs} == {(None, None)}
+    assert {r["reason"] for r in recs} == {"none: task 'paper' never attends to the query's own token (it is not "
+                                           "in the context and has no copies there), so the self share is 0 at "
+                                           "every ratio"}

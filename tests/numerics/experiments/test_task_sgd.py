@@ -199,6 +199,9 @@ def test_a_task_that_cannot_be_sampled_is_refused():
         task_sampling.sampled_task("paper", {"m": 0.12345678901})
     with pytest.raises(ValueError, match="tickets per class"):
         task_sampling.sampled_task("paper", {"m": 0.5, "n": 999999})
+    with pytest.raises(ValueError, match="3040 token types, more than 2048"):     # docs/experiments.md
+        task_sampling.sampled_task("shared-irrelevant", {"n_c": 3000, "n": 3000})
+    assert task_sampling.sampled_task("query-copies", {"s": 2, "R": 3, "m": 5, "n": 7, "M": 4})
     with pytest.raises(ValueError, match="no parameter 'q'"):
         sgd.Fig2Config(task="paper", task_params={"q": 1})
     with pytest.raises(ValueError, match="unknown task"):

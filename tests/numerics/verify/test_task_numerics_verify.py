@@ -365,8 +365,8 @@ def test_a_task_files_own_default_M_is_used(tmp_path, capsys):
     big = _task_file(tmp_path, 50)
     assert verify.main(["--task", big, "--quick"]) == 2
     assert capsys.readouterr().err == (f"python -m numerics.verify: error: --task: {big}: defaults.M: M must be an "
-                                       "integer in [2, 30] for the full-model check (its matrices are (2M + n_c)^2); "
-                                       "got 50 (the task's default)\n")
+                                       "integer in [2, 30] for the full-model check (its matrices are T x T, T "
+                                       "the task's token types, which grow with M); got 50 (the task's default)\n")
 
 
 def test_a_task_files_default_outside_the_flows_range_names_the_file_and_the_key(tmp_path, capsys):
@@ -377,6 +377,16 @@ def test_a_task_files_default_outside_the_flows_range_names_the_file_and_the_key
     assert verify.main(["--task", str(path), "--quick"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"python -m numerics.verify: error: --task: {path}: defaults.n: n must be in [0.001, 1000] "
-                          "for the reduced flow") and err.endswith("; got 1000000\n") and err.count("\n") == 1, err
+                          "for the reduced flow of task 'big-n' ") and err.endswith("; got 1000000\n") \
+        and err.count("\n") == 1, err     # the task's name, as print_dynamics says it (not the file's path again)
     assert verify.main(["--task", str(path), "--quick", "--params", "n=1e6"]) == 2
     assert capsys.readouterr().err.startswith("python -m numerics.verify: error: --params: n must be in [0.001, 1000]")
+
+
+def test_too_many_token_types_is_one_line_naming_the_task(tmp_path, capsys):
+    """A task file's name in the message, as in the other checks' (its path was printed in its place)."""
+    path = _task_file(tmp_path, 5)
+    assert verify.main(["--task", path, "--quick", "--params", "R=1000,m=1000"]) == 2
+    assert capsys.readouterr().err == ("python -m numerics.verify: error: --params: the explicit full model of "
+                                       "task 'own-M5' would have 5006 token types (matrices 5006 x 5006); the "
+                                       "limit is 400\n")
