@@ -1,13 +1,15 @@
 """The page "Experiments" (docs/experiments.md), "SGD on the engine's tasks": the numbers quoted for
 the sweep of the paper's task at M = 4, b = 1 are what that sweep writes, and those quoted for a random
-start beside the closed form are what predict gives."""
+start beside the closed form are what predict gives (the sweep's output stored in
+tests/data/docs_sweeps/paper_m4, run again by the slow test)."""
 from __future__ import annotations
 
-import csv
-import json
 import re
 import shlex
 from pathlib import Path
+
+import pytest
+from _stored_sweeps import assert_is_the_command, assert_run_again_is_stored, stored
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 PAGE = (DOCS / "experiments.md").read_text(encoding="utf-8")
@@ -20,14 +22,17 @@ def _command():
     return shlex.split(line)
 
 
-def test_the_paper_sweep_is_what_the_page_quotes(tmp_path):
-    from numerics.experiments.__main__ import main
+def test_the_stored_sweep_is_the_pages_command():
+    assert_is_the_command(stored("paper_m4")[1], _command())
 
-    args = _command()
-    out = args.index("--output") + 1
-    args[out] = str(tmp_path / "sweep")
-    assert main(args + ["--quiet"]) == 0
-    written = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
+
+@pytest.mark.slow
+def test_the_pages_command_writes_the_stored_sweep(tmp_path):
+    assert_run_again_is_stored("paper_m4", _command(), tmp_path)
+
+
+def test_the_paper_sweep_is_what_the_page_quotes():
+    stored_rows, written = stored("paper_m4")
     quoted = re.search(r"\(`sweep.json`'s\s+`agreement`: ([\d.]+) against ([\d.]+) at ratio 1 and target 1.0; "
                        r"([\d.]+) against ([\d.]+) at ratio 10\)", PAGE)
     shares = {}
@@ -38,7 +43,7 @@ def test_the_paper_sweep_is_what_the_page_quotes(tmp_path):
             assert abs(rel["difference"]) < 0.01                    # "within 0.01", every ratio and target
     assert [f"{v:.3f}" for v in shares[1.0, 1.0] + shares[1.0, 10.0]] == list(quoted.groups())
     rows = {(r["parameterization"], float(r["ratio"]), int(r["seed"]), float(r["target_loss"])): int(r["steps"])
-            for r in csv.DictReader((tmp_path / "sweep" / "results.csv").open())}
+            for r in stored_rows}
     fractions = [p["at_measured_loss"]["steps"] / rows[p["parameterization"], p["ratio"], p["seed"], p["target_loss"]]
                  for p in written["prediction"]]
     assert len(fractions) == len(rows) == 8

@@ -1,13 +1,15 @@
 """The page "Interpretability proxies" (docs/proxies.md), "An engine task": the numbers it quotes are
-those of the sweep command it gives (run here, about 10 s). The page's numbers from the README sweep
-are tests/docs/test_readme_sweep.py's."""
+those of the sweep command it gives (its output stored in tests/data/docs_sweeps/engine_qic, run again by
+the slow test, about 15 s). The page's numbers from the README sweep are tests/docs/test_readme_sweep.py's."""
 from __future__ import annotations
 
-import csv
 import math
 import re
 import shlex
 from pathlib import Path
+
+import pytest
+from _stored_sweeps import assert_is_the_command, assert_run_again_is_stored, stored
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 TEXT = " ".join((DOCS / "proxies.md").read_text(encoding="utf-8").split())
@@ -17,15 +19,24 @@ def _cell(trend):
     return f"{trend['low']:.3f} → {trend['high']:.3f}"
 
 
-def test_the_engine_task_sweep_is_what_the_page_quotes(tmp_path):
-    from numerics.experiments import proxies
-    from numerics.experiments.__main__ import main
+SECTION = TEXT.split("**An engine task.**", 1)[1]
+COMMAND = shlex.split(re.search(r"`python -m numerics\.experiments (sweep [^`]*)`", SECTION).group(1))
 
-    section = TEXT.split("**An engine task.**", 1)[1]
-    args = shlex.split(re.search(r"`python -m numerics\.experiments (sweep [^`]*)`", section).group(1))
-    args[args.index("--output") + 1] = str(tmp_path / "qic")
-    assert main(args + ["--quiet"]) == 0
-    rows = list(csv.DictReader((tmp_path / "qic" / "results.csv").open(newline="")))
+
+def test_the_stored_sweep_is_the_pages_command():
+    assert_is_the_command(stored("engine_qic")[1], COMMAND)
+
+
+@pytest.mark.slow
+def test_the_pages_command_writes_the_stored_sweep(tmp_path):
+    assert_run_again_is_stored("engine_qic", COMMAND, tmp_path)
+
+
+def test_the_engine_task_sweep_is_what_the_page_quotes():
+    from numerics.experiments import proxies
+
+    section = SECTION
+    rows = stored("engine_qic")[0]
     trends = proxies.trends(rows, 0.5)
     caco, faco = trends["CACO"], trends["FACO"]
     assert {r[k] for r in rows for k in ("plausibility_auprc", "plausibility_token_f1")} == {"1.0"}
