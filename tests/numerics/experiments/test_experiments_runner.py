@@ -164,6 +164,22 @@ def test_a_worker_process_killed_is_a_lost_worker_and_finished_results_are_kept(
     assert [store.get(job) for job in jobs] == [{"x": 0}, {"x": 1}, {"x": 2}, None]
 
 
+@pytest.mark.parametrize("exitcodes, says", [
+    ((-signal.SIGTERM, -signal.SIGKILL, None), " 12 ended abruptly, killed by SIGKILL "),   # the pool's SIGTERM: not it
+    ((0, 3), " 12 ended abruptly, exit status 3 "),
+    ((-signal.SIGTERM,), " 11 ended abruptly, killed by SIGTERM "),        # SIGTERM from outside, alone
+    ((-77,), " 11 ended abruptly, killed by signal 77 "),
+    ((None, 0), " process ended abruptly ")])
+def test_a_lost_worker_is_named_by_how_it_ended(exitcodes, says):
+    """Which worker the message names: the one that ended otherwise than by the pool's SIGTERM to the others
+    once broken (pids 11, 12, ... in order), with its signal's name or its exit status."""
+    from types import SimpleNamespace
+
+    from numerics.experiments.pool import _lost_worker
+    processes = {i: SimpleNamespace(pid=11 + i, exitcode=code) for i, code in enumerate(exitcodes)}
+    assert says in _lost_worker(SimpleNamespace(_processes=processes))
+
+
 def test_a_result_that_is_not_json_is_an_error():
     with pytest.raises(JobError, match="must return a dict"):
         run_jobs(list, [{"x": 1}], workers=1, progress=False)
