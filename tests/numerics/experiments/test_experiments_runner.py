@@ -528,7 +528,8 @@ FIG2_RUN = {"seed": 1234, "steps": 10, "stopped_epoch": None, "loss_log": [3.9],
                                         ("accuracy", -0.1), ("final_loss", -1.0), ("final_loss", float("inf")),
                                         ("final_loss", 10 ** 400), ("loss_log", [3.9, float("nan")]),
                                         ("heatmap", [[4.0] * 5] * 4 + [[400.0] * 5]), ("sufficiency", 1.5),
-                                        ("stopped_epoch", -1), ("separability_sum", float("inf"))])
+                                        ("stopped_epoch", -1), ("separability_sum", float("inf")),
+                                        ("accuracy", 1.5), ("steps", True), ("relevant_attention", 1 + 1e-6)])
 def test_a_stored_run_of_numbers_out_of_range_is_damaged(key, value):
     """A stored number must be finite (the writer writes null for one that is not), steps a whole
     number up to the job's schedule, a share, probability or accuracy in [0, 1], a loss >= 0."""
@@ -539,6 +540,16 @@ def test_a_stored_run_of_numbers_out_of_range_is_damaged(key, value):
     assert jobs.valid_result(job, {"runs": [{**FIG2_RUN, "status": "diverged", "loss_log": [3.9, None],
                                              **dict.fromkeys(jobs.MEASURED)}]})
     assert not jobs.valid_result(job, {"runs": [{**FIG2_RUN, key: value}]})
+
+
+def test_a_share_summed_past_one_by_rounding_is_kept():
+    """A share or probability summed over positions may pass 1 by a few ulp (within 1e-9): not damaged."""
+    from numerics.experiments import jobs, reproduce
+    job = next(j for _, j in reproduce.published_jobs(quick=True) if j["experiment"] == "fig2")
+    job = json.loads(json.dumps({**job, "seeds": [1234]}))
+    for key in ("relevant_attention", "accuracy", "label_probability"):
+        assert jobs.valid_result(job, {"runs": [{**FIG2_RUN, key: 1 + 4.4e-16}]}), key
+        assert jobs.valid_result(job, {"runs": [{**FIG2_RUN, key: -1e-12}]}), key
 
 
 def test_a_record_of_another_job_under_this_jobs_name_is_not_this_jobs(tmp_path):
