@@ -40,3 +40,23 @@ def test_the_qk_steps_factor_counts_the_score_divisor():
     check_rates(2e-38, 1.0, 1.0, 1.0, "float32")
     with pytest.raises(ValueError, match=r"^--ratio x max\(1, qk_ramp\) / lr_ov / 0\.001 \(the QK step's factor\)"):
         check_rates(1e36, 1.0, 1.0, 1e-3, "float32", qk_name="--ratio")          # 1e39: overflows
+
+
+def test_a_factor_whose_denominator_underflows_to_zero_is_refused_as_too_large():
+    """lr_ov x score_divisor = 1e-30 x 1e-300 = 1e-330 rounds to 0 in float64: the QK step's factor is
+    1 / 1e-330 = 1e330, beyond float64's 1.8e308, refused as such (was a ZeroDivisionError)."""
+    with pytest.raises(ValueError, match=r"^lr_qk x max\(1, qk_ramp\) / lr_ov / 1e-300 \(the QK step's factor\) "
+                                         r"must be in \[2.22507e-308, 1.79769e\+308\] for the float64 step; got inf$"):
+        check_rates(1.0, 1e-30, 1.0, 1e-300, "float64")
+
+
+def test_fig2_with_rates_whose_factor_underflows_is_one_line_exit_2(tmp_path, capsys):
+    """``fig2 --task paper --params b=1e-300 --lr-ov 1e-30`` (the paper's score divisor is b): one line, exit 2,
+    nothing written; it was a ZeroDivisionError traceback, exit 1."""
+    from numerics.experiments.__main__ import main
+    out = tmp_path / "out"
+    assert main(["fig2", "--task", "paper", "--params", "b=1e-300", "--lr-ov", "1e-30", "--epochs", "1",
+                 "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "the QK step's factor" in err and "got inf" in err, err
+    assert not out.exists()
