@@ -29,6 +29,8 @@ dtype('float64')
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 __all__ = ["step_arrays", "as_float64", "check_rates"]
@@ -89,9 +91,10 @@ def check_rates(lr_qk, lr_ov, qk_ramp, score_divisor, dtype: str, qk_name: str =
     info = np.finfo(dtype)
     tiny, most = float(info.tiny), float(info.max)      # compared as floats: no cast of the value
     top = lr_qk * max(1.0, qk_ramp)
+    below = lr_ov * score_divisor                       # 0 where it underflows: the factor is then beyond any float
     for name, value in (("lr_ov", lr_ov), (qk_name, lr_qk), (f"{qk_name} x max(1, qk_ramp)", top),
                         (f"{qk_name} x max(1, qk_ramp) / lr_ov / {score_divisor:.6g} (the QK step's factor)",
-                         top / (lr_ov * score_divisor))):
+                         top / below if below else math.inf)):
         if not tiny <= value <= most:
             raise ValueError(f"{name} must be in [{tiny:g}, {most:g}] for the {dtype} step; got {value!r}")
 

@@ -211,3 +211,37 @@ def test_the_callers_take_fractions_and_decimals_and_name_what_is_not_a_number()
         lambda_of_ratio(np.complex128(2), 0.5, 20, 50)
     with pytest.raises(ValueError, match=r"^Lambda must be in \(0, .*; got np.complex128"):
         master_shares(np.complex128(2), s=2, m=5, n=10, R=5)
+
+
+def test_an_integer_may_equal_its_maximum():
+    from numerics.validation import check_int
+    assert check_int("epochs", 10 ** 9, 1, 10 ** 9) == 10 ** 9 and check_int("epochs", 1, 1, 10 ** 9) == 1
+    with pytest.raises(ValueError, match=r"^epochs must be an integer in \[1, 1000000000\]; got 1000000001$"):
+        check_int("epochs", 10 ** 9 + 1, 1, 10 ** 9)
+
+
+@pytest.mark.parametrize("value", [[True, Fraction(1, 2)], [Decimal("0.5"), np.bool_(False)], [Fraction(1, 3), True]])
+def test_a_boolean_among_other_numbers_is_refused(value):
+    with pytest.raises(ValueError, match="^x must be numbers; got "):
+        as_numbers("x", value, "numbers")
+
+
+def test_a_scalar_parameter_comes_back_as_a_float():
+    for value in (0.5, 1, np.float32(0.5), np.array(0.5), Fraction(1, 2)):
+        out = check_in_range("loss", value, 0.0, 1.0, scalar=True)
+        assert type(out) is float and out == float(value)
+
+
+def test_target_losses_need_a_finite_class_count_one_loss_at_least_and_each_alone_a_number():
+    from numerics.validation import check_loss_level, check_target_losses
+    assert check_target_losses("target_loss", np.array(0.5), 20).tolist() == [0.5]
+    assert check_target_losses("target_loss", [0.5, 0.1], 20).tolist() == [0.5, 0.1]
+    for M in (math.inf, math.nan, 1, True):
+        with pytest.raises(ValueError, match="^M must be a finite number > 1; got "):
+            check_target_losses("target_loss", 0.5, M)
+    for empty in ([], (), np.array([])):
+        with pytest.raises(ValueError, match=r"^target_loss must name at least one loss in \(0, log M\)"):
+            check_target_losses("target_loss", empty, 20)
+    for not_one in ([0.5], np.array([0.5]), "0.5"):
+        with pytest.raises(ValueError, match=r"^loss must be in \(0, log M\)"):
+            check_loss_level("loss", not_one, 20)

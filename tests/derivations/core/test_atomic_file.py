@@ -62,3 +62,22 @@ def test_a_huge_file_is_refused_by_its_size_before_it_is_read(tmp_path):
     finally:
         tracemalloc.stop()
     assert peak < 1 << 20, peak          # not the 64 MiB it would take to read up to the limit
+
+
+def test_a_file_of_exactly_the_limit_is_read_whole(tmp_path):
+    """``limit`` is the largest size accepted: a file of ``limit`` bytes is read (by path and through an
+    ``importlib.resources``-like ``open``), one of ``limit + 1`` refused."""
+    exact = tmp_path / "exact"
+    exact.write_bytes(b"0123456789")
+
+    class Resource:                                 # not a file system path: read through its open
+        def __init__(self, path):
+            self.path = path
+
+        def open(self, mode):
+            return open(self.path, mode)
+    assert read_bounded(exact, 10) == b"0123456789" == read_bounded(Resource(exact), 10)
+    with pytest.raises(ValueError, match="^larger than 9 bytes$"):
+        read_bounded(exact, 9)
+    with pytest.raises(ValueError, match="^larger than 9 bytes$"):
+        read_bounded(Resource(exact), 9)

@@ -232,3 +232,26 @@ def test_an_option_given_twice_is_refused_not_the_first_value_dropped(argv, caps
     assert experiments(["predict", "--parameterizations", "CACO", "--ratios", "1", "--ratios", "2"]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err == "experiments: error: --ratios is given twice ('1' and '2'): give it once\n"
+
+
+def test_an_option_without_its_value_or_stored_explicitly_or_after_a_double_dash():
+    """A value option given last, without its value, is argparse's one line (not an IndexError of the
+    reading of ``--option -1``); ``action="store"`` given twice is refused as the default action is; after
+    ``--`` nothing is read as an option, ``--ratios -1`` included."""
+    p = OneLineParser(prog="demo")
+    p.add_argument("--ratios")
+    p.add_argument("--seeds", action="store")
+    p.add_argument("rest", nargs="*")
+    with pytest.raises(UsageError, match="^argument --ratios: expected one argument$"):
+        p.parse_args(["--ratios"])
+    with pytest.raises(UsageError, match=r"^--seeds is given twice \('1' and '2'\): give it once$"):
+        p.parse_args(["--seeds", "1", "--seeds", "2"])
+    assert p.parse_args(["--seeds", "-1,2"]).seeds == "-1,2" and p.parse_args(["--seeds", "-.5,1"]).seeds == "-.5,1"
+    assert p.parse_args(["--", "--ratios", "-1"]).rest == ["--ratios", "-1"]
+
+
+@pytest.mark.parametrize("text", ["", "   "])
+def test_an_empty_list_is_refused_not_the_default(text):
+    from derivations.core.cli import parse_list
+    with pytest.raises(UsageError, match="^--ratios must be a non-empty comma-separated list; got "):
+        parse_list("--ratios", text, float)

@@ -56,3 +56,16 @@ def test_no_bar_no_thread(monkeypatch):
         with time_bound.time_limit(1, "never", status=status):
             assert threading.active_count() == before + ticking, status
         assert threading.active_count() == before
+
+
+def test_the_bar_counts_the_bound_in_whole_seconds_rounded_up_and_is_cleared_at_the_end(monkeypatch):
+    """A bound of 2.5 ticks is a bar of 3 (0.25 s with ticks of 0.1 s); when the body ends, the bar's line is
+    blanked and the cursor back at its start (nothing left on the terminal, no new line)."""
+    monkeypatch.setattr(time_bound, "_TICK", 0.1)
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    with time_bound.time_limit(0.25, "never", status="demo"):
+        time.sleep(0.15)
+    shown = terminal.getvalue()
+    assert "demo: " in shown and " 1/3 s" in shown and "\n" not in shown
+    assert shown.endswith("\r") and shown.rstrip("\r").rsplit("\r", 1)[-1].strip() == "", repr(shown)

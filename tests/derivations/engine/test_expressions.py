@@ -112,3 +112,11 @@ def test_many_types_through_the_api_are_refused_at_once():
 def test_huge_counts_are_refused_not_overflowing(values):
     with pytest.raises(ValueError, match="more than 2\\*\\*53"):
         get_task("paper").instance(M=3, values=values)
+
+
+def test_a_root_of_the_largest_number_is_computed_and_one_beyond_refused():
+    """The bound is a number of 2**53 (54 bits) to the 16th: its 16th root is 2**(53/16) = 8 * 2**(5/16);
+    its 17th root (54 x 17 bits) is beyond."""
+    assert parse_expression("9007199254740992**(1/16)", NAMES) == 8 * sp.Integer(2) ** sp.Rational(5, 16)
+    with pytest.raises(ValueError, match="a power of numbers too large to compute"):
+        parse_expression("9007199254740992**(1/17)", NAMES)

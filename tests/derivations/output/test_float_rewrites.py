@@ -53,3 +53,41 @@ def test_as_shares_divides_through_by_the_term():
     assert as_shares(sp.exp(x) / (sp.exp(x) + sp.exp(y))) == 1 / (1 + sp.exp(y - x))
     assert as_shares(x / (y + 1)) == x / (y + 1)
     assert as_shares(y / (sp.exp(x) + y)) == y / (sp.exp(x) + y)       # no exponential above: left alone
+
+
+@pytest.mark.parametrize("expr", [
+    x / (x + y) - 1 + 1 / (x + 2),                        # two denominators in one sum: left as it is
+    c * x / (x + y) - c + y / (x + 2) ** 2,
+    sp.exp(x) / (sp.exp(x) + y) ** 2,                     # a share squared: not one share
+    c * sp.exp(x) / ((sp.exp(x) + y) ** 2 * (sp.exp(x) + c)),
+    sp.log(1 + c * sp.exp(x)) - sp.exp(x) / (sp.exp(x) + c) + 1,
+])
+def test_every_rewrite_keeps_the_value_of_other_forms(expr):
+    """Forms beside the ones each rewrite is for keep their value (mpmath at 50 digits, at a point)."""
+    point = {x: mpmath.mpf("0.7"), y: mpmath.mpf("1.3"), c: mpmath.mpf("2.9")}
+    want = at_50_digits(expr, point)
+    for got in (cancel_fractions(expr), as_shares(expr), as_logaddexp(expr), float_form(expr, "math", shares=True)):
+        assert abs(at_50_digits(got, point) - want) <= mpmath.mpf("1e-45") * abs(want), got
+
+
+def test_float_form_computes_in_floats_what_the_plain_form_loses():
+    """In math's float64, against mpmath at 50 digits: 1 - a softmax share near 1 (e^x / (e^x + e^y) - 1 at
+    x = 40, y = 0: -4.2e-18, which the plain difference rounds to 0), and log(1 + 3 e^-x) where e^-x overflows
+    (x = -800: 800 + log 3)."""
+    from numerics.functions.numeric_function import numeric     # (float_form applied, logaddexp defined)
+
+    share_less_one = sp.exp(x) / (sp.exp(x) + sp.exp(y)) - 1
+    want = at_50_digits(share_less_one, {x: 40, y: 0})
+    assert abs(numeric(share_less_one, (x, y), "math").func(40.0, 0.0) - want) <= 1e-14 * abs(want)
+    loss = sp.log(1 + 3 * sp.exp(-x))
+    want = at_50_digits(loss, {x: -800})
+    assert abs(numeric(loss, (x,), "math").func(-800.0) - want) <= 1e-14 * abs(want)
+
+
+def test_float_form_for_mpmath_is_evaluated_by_mpmath():
+    """mpmath has no logaddexp: the mpmath form keeps the logarithm and evaluates to the value."""
+    from numerics.functions.numeric_function import numeric
+    loss = sp.log(1 + 3 * sp.exp(-x))
+    f = numeric(loss, (x,), "mpmath").func
+    with mpmath.workdps(30):
+        assert abs(f(mpmath.mpf(2)) - mpmath.log(1 + 3 * mpmath.exp(-2))) <= mpmath.mpf("1e-28")

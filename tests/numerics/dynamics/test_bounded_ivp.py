@@ -99,3 +99,54 @@ def test_a_crossing_not_found_on_the_step_integrated_again_is_a_failure(monkeypa
                         terminal=0, rtol=1e-12, atol=1e-14)
     assert (res.status, res.reason, res.hits) == (-1, "unresolved", [None])
     assert "\n" not in res.message and "not resolved" in res.message and res.y[-1][0] > 0.5
+
+
+def test_a_crossing_on_a_step_of_a_few_million_doubles_of_t_is_located_on_the_step_integrated_again():
+    """y' = -y / 10 from t = 1e12: doubles of t are 1.2e-4 apart, a step of about 1 spans some 2**13 of them
+    (below RESOLVED_DOUBLES = 2**40), so the crossing of y = 1/2 located on them is off by up to 1e-5 of y. It
+    is located on the step integrated again: y = 1/2 to 1e-12, t = t0 + 10 log 2 to two doubles."""
+    t0, tau = 1e12, 10.0
+    res = solve_bounded(lambda t, y: -y / tau, (t0, np.inf), np.array([1.0]), levels=lambda y: [y[0] - 0.5],
+                        terminal=0, rtol=1e-12, atol=1e-14)
+    t_hit, y_hit = res.hits[0]
+    assert res.status == 1 and abs(y_hit[0] - 0.5) < 1e-12
+    assert abs(t_hit - (t0 + tau * np.log(2))) <= 2 * np.spacing(t0)
+
+
+def test_nfev_counts_every_evaluation_the_steps_integrated_again_included():
+    calls = []
+
+    def fun(t, y):
+        calls.append(t)
+        return -y / 1e4
+    res = solve_bounded(fun, (1e17, np.inf), np.array([1.0]), levels=lambda y: [y[0] - 0.5], terminal=0,
+                        rtol=1e-12, atol=1e-14)
+    assert res.status == 1 and res.nfev == len(calls)
+
+
+def test_a_finite_interval_ends_at_its_end_with_status_0():
+    """y' = -y over (0, 1) without a terminal level: status 0, reason "end", y(1) = 1/e (to 1e-9)."""
+    res = solve_bounded(lambda t, y: -y, (0.0, 1.0), np.array([1.0]), rtol=1e-11, atol=1e-13)
+    assert (res.status, res.reason) == (0, "end") and res.t[-1] == 1.0
+    assert res.y[-1][0] == pytest.approx(np.exp(-1.0), rel=1e-9)
+
+
+def test_a_level_after_the_terminal_one_not_found_on_the_step_integrated_again_is_no_failure(monkeypatch):
+    """y' = -y / 1e4 from t = 1e17 crosses y = 0.5 (terminal) and y = 0.4999 (2 time units later) in one step
+    of few doubles of t. The step integrated again finds the terminal crossing and (here) not the other: that
+    one lies after the run's end and is not reached, so the run ends at its terminal level, not "unresolved"."""
+    from numerics.dynamics import bounded_ivp
+    solve = bounded_ivp._solve
+    looked_for = []
+
+    def missing_the_second(fun, t_span, y0, t_eval, levels, *args, again):
+        run = solve(fun, t_span, y0, t_eval, levels, *args, again=again)
+        if not again and levels(y0)[0] == y0[0] - 0.4999:      # the second level's step integrated again
+            looked_for.append(1)
+            run.hits = [None]
+        return run
+    monkeypatch.setattr(bounded_ivp, "_solve", missing_the_second)
+    res = solve_bounded(lambda t, y: -y / 1e4, (1e17, np.inf), np.array([1.0]),
+                        levels=lambda y: [y[0] - 0.5, y[0] - 0.4999], terminal=0, rtol=1e-12, atol=1e-14)
+    assert looked_for and (res.status, res.reason) == (1, "terminal") and res.hits[1] is None
+    assert abs(res.hits[0][1][0] - 0.5) < 1e-12

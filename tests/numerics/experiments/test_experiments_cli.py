@@ -222,6 +222,8 @@ BAD = [
       "--output", "OUT"], "--ratios must be > 0"),
     (["sweep", "--parameterizations", "CACO", "--ratios", "nan", "--seeds", "1", "--target-loss", "0.1",
       "--output", "OUT"], "--ratios must be finite"),
+    (["sweep", "--parameterizations", "CACO", "--ratios", "1,3,1.0", "--seeds", "1", "--target-loss", "0.1",
+      "--output", "OUT"], "--ratios names 1.0 twice"),                  # not run once with the duplicate dropped
     (["sweep", "--parameterizations", "CACO", "--ratios", "1e308", "--lr-ov", "10", "--seeds", "1",
       "--target-loss", "0.1", "--output", "OUT"], "--ratios 1e+308 x --lr-ov must be in [2.22507e-308, 1.79769e+308]"),
     (["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1", "--target-loss", "-1",

@@ -634,3 +634,83 @@ def test_a_locked_sweep_directory_is_refused(tmp_path, capsys, no_figures):
     (report / "report.json").write_text("{}")
     assert main([*TINY_SWEEP, "--output", str(report)]) == 2
     assert "holds a reproduction" in capsys.readouterr().err
+
+
+def test_a_users_link_named_as_a_temporary_file_is_kept_and_the_lock_records_this_process_alone(tmp_path):
+    """begin removes killed writes' temporary files, which are files: a link of that name is the user's;
+    the lock file is rewritten to this process id (a longer id written before leaves no digits behind)."""
+    target = tmp_path / "mine.txt"
+    target.write_text("kept")
+    link = tmp_path / ".results.csv.abcdefgh.tmp"
+    link.symlink_to(target)
+    (tmp_path / ".lock").write_text("12345678901234567890\n")
+    with ExperimentDirectory(tmp_path, "sweep"):
+        assert (tmp_path / ".lock").read_text() == f"{os.getpid()}\n"
+    assert link.is_symlink() and target.read_text() == "kept"
+
+
+def test_reading_without_the_lock_does_not_refuse_a_directory_in_the_place_of_a_file(tmp_path):
+    """Only a run that writes (the lock held) needs results.csv to be a file: read only, it is not refused."""
+    (tmp_path / "results.csv").mkdir()
+    ExperimentDirectory(tmp_path, "sweep", lock=False).close()
+    with pytest.raises(directory_mod.DirectoryRefused, match="results.csv that is a directory"):
+        ExperimentDirectory(tmp_path, "sweep")
+
+
+@pytest.mark.parametrize("experiment", ["fig2", "fig3"])
+def test_stored_runs_of_a_reproduction_mark_its_directory(experiment, tmp_path):
+    from numerics.experiments import reproduce
+    from numerics.experiments.store import ResultStore
+    job = next(j for _, j in reproduce.published_jobs(quick=True) if j["experiment"] == experiment)
+    ResultStore(tmp_path / "runs").put(job, {"runs": []})
+    with pytest.raises(directory_mod.DirectoryRefused, match=r"holds a reproduction \(runs/\), not a sweep"):
+        ExperimentDirectory(tmp_path, "sweep")
+    ExperimentDirectory(tmp_path, "reproduction").close()
+
+
+def test_a_reproductions_dtype_is_its_figure_2_runs(tmp_path):
+    """A report whose Figure-3 run comes first (no dtype of its own) and whose Figure-2 run is float32."""
+    report = {"quick": True, "runs": {"fig3_a": {"experiment": "fig3", "settings": {}},
+                                      "fig2_b": {"experiment": "fig2", "settings": {"dtype": "float32"}}}}
+    (tmp_path / "report.json").write_text(json.dumps(report))
+    assert ExperimentDirectory(tmp_path, "reproduction", lock=False).settings() == {"quick": True,
+                                                                                     "dtype": "float32"}
+
+
+def test_an_unfinished_reproduction_continues_when_its_run_belongs_to_these_settings_among_others(tmp_path):
+    """A stored run that settings A and B both run (runs_of): continuing with B is not refused, A's settings
+    are not taken for the stored ones; a run that only A runs refuses B."""
+    from numerics.experiments.store import ResultStore, job_key
+    job = {"experiment": "fig2", "config": {"x": 1}, "seeds": [1]}
+    ResultStore(tmp_path / "runs").put(job, {"runs": []})
+    a, b = {"quick": True, "dtype": "float64"}, {"quick": False, "dtype": "float64"}
+    with ExperimentDirectory(tmp_path, "reproduction") as d:
+        d.refuse_other_settings(b, {job_key(job): [a, b]})
+        with pytest.raises(directory_mod.DirectoryRefused, match="unfinished reproduction of other settings"):
+            d.refuse_other_settings(b, {job_key(job): [a]})
+
+
+def test_a_sweep_settings_file_up_to_a_mebibyte_is_read(finished, tmp_path):
+    """The settings file is read up to 1 MiB (a task file's text is stored in it): padded with JSON
+    whitespace to 100 KiB it is read, beyond 1 MiB refused."""
+    out = copy(finished, tmp_path)
+    path = out / directory_mod.SETTINGS_FILE
+    text = path.read_text()
+    want = ExperimentDirectory(out, "sweep", lock=False).settings()
+    path.write_text(text + " " * (100 << 10))
+    assert ExperimentDirectory(out, "sweep", lock=False).settings() == want
+    path.write_text(text + " " * (1 << 20))
+    with pytest.raises(directory_mod.DirectoryRefused, match="cannot be read"):
+        ExperimentDirectory(out, "sweep", lock=False).settings()
+
+
+def test_stored_settings_with_a_setting_the_run_has_not_are_damaged(tmp_path):
+    """A fig2.json whose settings name one the run does not have (an edited file): refused as damaged,
+    as one without a setting the run has is."""
+    given = {"epochs": 4, "seeds": [1]}
+    (tmp_path / "fig2.json").write_text(json.dumps({"settings": {**given, "colour": "red"}}))
+    with ExperimentDirectory(tmp_path, "fig2") as d:
+        with pytest.raises(directory_mod.DirectoryRefused, match="damaged fig2.json .*an unknown setting .colour."):
+            d.refuse_other_settings(given)
+        with pytest.raises(directory_mod.DirectoryRefused, match="damaged fig2.json .*no .lr."):
+            d.refuse_other_settings({**given, "colour": "red", "lr": 1.0})

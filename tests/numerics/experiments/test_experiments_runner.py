@@ -166,6 +166,22 @@ def test_a_worker_process_killed_is_a_lost_worker_and_finished_results_are_kept(
     assert [store.get(job) for job in jobs] == [{"x": 0}, {"x": 1}, {"x": 2}, None]
 
 
+@pytest.mark.parametrize("exitcodes, says", [
+    ((-signal.SIGTERM, -signal.SIGKILL, None), " 12 ended abruptly, killed by SIGKILL "),   # the pool's SIGTERM: not it
+    ((0, 3), " 12 ended abruptly, exit status 3 "),
+    ((-signal.SIGTERM,), " 11 ended abruptly, killed by SIGTERM "),        # SIGTERM from outside, alone
+    ((-77,), " 11 ended abruptly, killed by signal 77 "),
+    ((None, 0), " process ended abruptly ")])
+def test_a_lost_worker_is_named_by_how_it_ended(exitcodes, says):
+    """Which worker the message names: the one that ended otherwise than by the pool's SIGTERM to the others
+    once broken (pids 11, 12, ... in order), with its signal's name or its exit status."""
+    from types import SimpleNamespace
+
+    from numerics.experiments.pool import _lost_worker
+    processes = {i: SimpleNamespace(pid=11 + i, exitcode=code) for i, code in enumerate(exitcodes)}
+    assert says in _lost_worker(SimpleNamespace(_processes=processes))
+
+
 def test_a_result_that_is_not_json_is_an_error():
     with pytest.raises(JobError, match="must return a dict"):
         run_jobs(list, [{"x": 1}], workers=1, progress=False)
@@ -514,7 +530,8 @@ FIG2_RUN = {"seed": 1234, "steps": 10, "stopped_epoch": None, "loss_log": [3.9],
                                         ("accuracy", -0.1), ("final_loss", -1.0), ("final_loss", float("inf")),
                                         ("final_loss", 10 ** 400), ("loss_log", [3.9, float("nan")]),
                                         ("heatmap", [[4.0] * 5] * 4 + [[400.0] * 5]), ("sufficiency", 1.5),
-                                        ("stopped_epoch", -1), ("separability_sum", float("inf"))])
+                                        ("stopped_epoch", -1), ("separability_sum", float("inf")),
+                                        ("accuracy", 1.5), ("steps", True), ("relevant_attention", 1 + 1e-6)])
 def test_a_stored_run_of_numbers_out_of_range_is_damaged(key, value):
     """A stored number must be finite (the writer writes null for one that is not), steps a whole
     number up to the job's schedule, a share, probability or accuracy in [0, 1], a loss >= 0."""
@@ -575,6 +592,16 @@ def test_the_digest_is_of_the_result_as_read_back():
     store.put(job, {"counts": {10: 1, 9: 2}, "pair": (1, 2), "loss": float("nan")})
     got = store.get(job)
     assert got["counts"] == {"10": 1, "9": 2} and got["pair"] == [1, 2] and got["loss"] != got["loss"]
+
+
+def test_a_share_summed_past_one_by_rounding_is_kept():
+    """A share or probability summed over positions may pass 1 by a few ulp (within 1e-9): not damaged."""
+    from numerics.experiments import jobs, reproduce
+    job = next(j for _, j in reproduce.published_jobs(quick=True) if j["experiment"] == "fig2")
+    job = json.loads(json.dumps({**job, "seeds": [1234]}))
+    for key in ("relevant_attention", "accuracy", "label_probability"):
+        assert jobs.valid_result(job, {"runs": [{**FIG2_RUN, key: 1 + 4.4e-16}]}), key
+        assert jobs.valid_result(job, {"runs": [{**FIG2_RUN, key: -1e-12}]}), key
 
 
 def test_a_record_of_another_job_under_this_jobs_name_is_not_this_jobs(tmp_path):

@@ -1,0 +1,74 @@
+"""The one line of a stopped command (derivations.core.interrupt.exit_on_interrupt): a second Ctrl-C or SIGTERM
+while it is printed, an interrupt behind another error, and the handlers afterwards. Run with the handlers a
+terminal gives a program (Ctrl-C raises KeyboardInterrupt, SIGTERM ends it), whatever the shell that started
+the tests set: a background shell starts them with SIGINT ignored, where a handler left ignored is not seen."""
+import os
+import signal
+
+import pytest
+
+from derivations.core.interrupt import exit_on_interrupt
+
+
+@pytest.fixture
+def terminal_handlers():
+    """SIGINT raising KeyboardInterrupt and SIGTERM the default, as in a terminal; restored afterwards."""
+    previous = {s: signal.signal(s, h) for s, h in ((signal.SIGINT, signal.default_int_handler),
+                                                   (signal.SIGTERM, signal.SIG_DFL))}
+    yield
+    for s, h in previous.items():
+        signal.signal(s, h)
+
+
+@pytest.mark.parametrize("first, second, status, word", [
+    (KeyboardInterrupt, signal.SIGINT, 130, "interrupted"), (KeyboardInterrupt, signal.SIGTERM, 130, "interrupted"),
+    (signal.SIGTERM, signal.SIGINT, 143, "terminated"), (signal.SIGTERM, signal.SIGTERM, 143, "terminated")])
+def test_a_second_ctrl_c_or_sigterm_while_the_line_is_printed_is_ignored(terminal_handlers, capsys, first, second,
+                                                                        status, word):
+    """The note (what is kept) is computed while the line is printed: a second signal then changes nothing,
+    the note included; Ctrl-C and SIGTERM are as before afterwards."""
+    def note(argv):
+        os.kill(os.getpid(), second)                # (a handler in place would raise here)
+        return f"kept in {argv[0]}"
+
+    @exit_on_interrupt("demo", note=note)
+    def main(argv=None):
+        if first is KeyboardInterrupt:
+            raise KeyboardInterrupt
+        os.kill(os.getpid(), first)
+        return 0
+    assert main(["out"]) == status
+    assert capsys.readouterr().err == f"demo: {word}; kept in out\n"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
+def test_a_note_that_raises_keyboardinterrupt_still_gives_the_line(terminal_handlers, capsys):
+    def note(argv):
+        raise KeyboardInterrupt
+
+    @exit_on_interrupt("demo", note=note)
+    def main(argv=None):
+        raise KeyboardInterrupt
+    assert main([]) == 130 and capsys.readouterr().err == "demo: interrupted\n"
+
+
+def test_an_error_raised_while_an_interrupt_is_handled_is_the_interrupt(terminal_handlers, capsys):
+    """A clean-up that fails on the way out of Ctrl-C (its error's context is the KeyboardInterrupt, not its
+    cause) still ends the command as interrupted; an error with no interrupt behind it is raised."""
+    @exit_on_interrupt("demo")
+    def main(argv=None):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise OSError("clean-up failed")
+
+    @exit_on_interrupt("demo")
+    def failing(argv=None):
+        try:
+            raise ValueError("first")
+        except ValueError:
+            raise OSError("clean-up failed")
+    assert main([]) == 130 and capsys.readouterr().err == "demo: interrupted\n"
+    with pytest.raises(OSError, match="clean-up failed"):
+        failing([])
