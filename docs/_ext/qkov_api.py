@@ -269,6 +269,28 @@ def numpydoc_template_once() -> None:
     numpydoc.get_doc_object = get_doc_object
 
 
+def drop_autosummary_tocs():
+    """The post-transform :class:`DropAutosummaryTocs` (Sphinx is imported only when the extension
+    is set up)."""
+    from sphinx.ext.autosummary import autosummary_toc
+    from sphinx.transforms.post_transforms import SphinxPostTransform
+
+    class DropAutosummaryTocs(SphinxPostTransform):
+        """Remove the hidden toctree that autosummary puts under each of its tables before the
+        HTML builder resolves the page's toctrees. The HTML writer skips that node whole (the
+        pages it lists are in the navigation and the table already), and resolving it copied the
+        titles of every page below it: of ``api/index``, every API page."""
+
+        builders = ("html",)
+        default_priority = 10
+
+        def run(self, **kwargs) -> None:
+            for node in list(self.document.findall(autosummary_toc)):
+                node.parent.remove(node)
+
+    return DropAutosummaryTocs
+
+
 # ---------------------------------------------------------------------------------------
 # references: where a name leads when imported
 
@@ -304,16 +326,35 @@ def _documented_name(domain, target: str, module: str | None, cls: str | None) -
         elif inspect.isclass(obj) or inspect.isroutine(obj):
             name = f"{getattr(obj, '__module__', '')}.{getattr(obj, '__qualname__', '')}"
         else:   # a value: the documented name that is the same object
-            last = "." + target.rpartition(".")[2]
-            name = next((n for n in domain.objects if n.endswith(last) and _imported(n) is obj), None)
+            last = target.rpartition(".")[2]
+            name = next((n for n in _by_last_name(domain).get(last, ()) if _imported(n) is obj), None)
         if name in domain.objects:
             return name
     if "." not in target:   # a type named in a docstring without an import: the one class of that name
-        classes = [n for n, entry in domain.objects.items()
-                   if entry.objtype in ("class", "exception") and n.endswith("." + target)]
+        classes = [n for n in _by_last_name(domain).get(target, ())
+                   if domain.objects[n].objtype in ("class", "exception")]
         if len(classes) == 1:
             return classes[0]
     return None
+
+
+_LAST_NAMES: dict = {}
+
+
+def _by_last_name(domain) -> dict:
+    """``{last part: [dotted name, ...]}`` of the Python domain's documented names (in its order), built
+    once per set of names: the references resolved after reading (about 3000) look names up in it
+    instead of each scanning every documented name."""
+    key = (id(domain.objects), len(domain.objects))
+    if key not in _LAST_NAMES:
+        index: dict = {}
+        for name in domain.objects:
+            _head, dot, last = name.rpartition(".")
+            if dot:
+                index.setdefault(last, []).append(name)
+        _LAST_NAMES.clear()
+        _LAST_NAMES[key] = index
+    return _LAST_NAMES[key]
 
 
 @functools.lru_cache(maxsize=None)
