@@ -8,7 +8,8 @@ longer exist are deleted. A package's page lists its ``__all__`` as links to the
 that define each name; a value that nothing documents is shown without its type's docstring.
 Docstring examples that follow a section get the heading ``Examples``; a reference to a name
 that a docstring or page imports (a package's export, a module's import) links to the page of
-the object it is.
+the object it is. The hidden toctree under each autosummary table, which the HTML writer skips, is
+removed before the HTML builder resolves it.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import inspect
 import pkgutil
 from pathlib import Path
 
+from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import logging
 
 logger = logging.getLogger(__name__)
@@ -269,26 +271,19 @@ def numpydoc_template_once() -> None:
     numpydoc.get_doc_object = get_doc_object
 
 
-def drop_autosummary_tocs():
-    """The post-transform :class:`DropAutosummaryTocs` (Sphinx is imported only when the extension
-    is set up)."""
-    from sphinx.ext.autosummary import autosummary_toc
-    from sphinx.transforms.post_transforms import SphinxPostTransform
+class DropAutosummaryTocs(SphinxPostTransform):
+    """Remove the hidden toctree that autosummary puts under each of its tables before the HTML
+    builder resolves the page's toctrees. The HTML writer skips that node whole (the pages it lists
+    are in the table and the navigation already), and resolving it copied the titles of every page
+    below it: for ``api/index``, of every API page."""
 
-    class DropAutosummaryTocs(SphinxPostTransform):
-        """Remove the hidden toctree that autosummary puts under each of its tables before the
-        HTML builder resolves the page's toctrees. The HTML writer skips that node whole (the
-        pages it lists are in the navigation and the table already), and resolving it copied the
-        titles of every page below it: of ``api/index``, every API page."""
+    builders = ("html",)
+    default_priority = 10
 
-        builders = ("html",)
-        default_priority = 10
-
-        def run(self, **kwargs) -> None:
-            for node in list(self.document.findall(autosummary_toc)):
-                node.parent.remove(node)
-
-    return DropAutosummaryTocs
+    def run(self, **kwargs) -> None:
+        from sphinx.ext.autosummary import autosummary_toc
+        for node in list(self.document.findall(autosummary_toc)):
+            node.parent.remove(node)
 
 
 # ---------------------------------------------------------------------------------------
