@@ -333,23 +333,24 @@ def _documented_name(domain, target: str, module: str | None, cls: str | None) -
     return None
 
 
-_LAST_NAMES: dict = {}
+#: The last index of :func:`_by_last_name`: the names it was built from (held, so that it is their
+#: identity that is compared), their number and the index.
+_LAST_NAMES: list = [None, -1, {}]
 
 
 def _by_last_name(domain) -> dict:
     """``{last part: [dotted name, ...]}`` of the Python domain's documented names (in its order), built
     once per set of names: the references resolved after reading (about 3000) look names up in it
     instead of each scanning every documented name."""
-    key = (id(domain.objects), len(domain.objects))
-    if key not in _LAST_NAMES:
+    objects = domain.objects
+    if _LAST_NAMES[0] is not objects or _LAST_NAMES[1] != len(objects):
         index: dict = {}
-        for name in domain.objects:
+        for name in objects:
             _head, dot, last = name.rpartition(".")
             if dot:
                 index.setdefault(last, []).append(name)
-        _LAST_NAMES.clear()
-        _LAST_NAMES[key] = index
-    return _LAST_NAMES[key]
+        _LAST_NAMES[:] = [objects, len(objects), index]
+    return _LAST_NAMES[2]
 
 
 @functools.lru_cache(maxsize=None)
