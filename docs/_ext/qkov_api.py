@@ -8,7 +8,8 @@ longer exist are deleted. A package's page lists its ``__all__`` as links to the
 that define each name; a value that nothing documents is shown without its type's docstring.
 Docstring examples that follow a section get the heading ``Examples``; a reference to a name
 that a docstring or page imports (a package's export, a module's import) links to the page of
-the object it is.
+the object it is. The hidden toctree under each autosummary table, which the HTML writer skips, is
+removed before the HTML builder resolves it.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import inspect
 import pkgutil
 from pathlib import Path
 
+from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import logging
 
 logger = logging.getLogger(__name__)
@@ -269,6 +271,21 @@ def numpydoc_template_once() -> None:
     numpydoc.get_doc_object = get_doc_object
 
 
+class DropAutosummaryTocs(SphinxPostTransform):
+    """Remove the hidden toctree that autosummary puts under each of its tables before the HTML
+    builder resolves the page's toctrees. The HTML writer skips that node whole (the pages it lists
+    are in the table and the navigation already), and resolving it copied the titles of every page
+    below it: for ``api/index``, of every API page."""
+
+    builders = ("html",)
+    default_priority = 10
+
+    def run(self, **kwargs) -> None:
+        from sphinx.ext.autosummary import autosummary_toc
+        for node in list(self.document.findall(autosummary_toc)):
+            node.parent.remove(node)
+
+
 # ---------------------------------------------------------------------------------------
 # references: where a name leads when imported
 
@@ -304,16 +321,36 @@ def _documented_name(domain, target: str, module: str | None, cls: str | None) -
         elif inspect.isclass(obj) or inspect.isroutine(obj):
             name = f"{getattr(obj, '__module__', '')}.{getattr(obj, '__qualname__', '')}"
         else:   # a value: the documented name that is the same object
-            last = "." + target.rpartition(".")[2]
-            name = next((n for n in domain.objects if n.endswith(last) and _imported(n) is obj), None)
+            last = target.rpartition(".")[2]
+            name = next((n for n in _by_last_name(domain).get(last, ()) if _imported(n) is obj), None)
         if name in domain.objects:
             return name
     if "." not in target:   # a type named in a docstring without an import: the one class of that name
-        classes = [n for n, entry in domain.objects.items()
-                   if entry.objtype in ("class", "exception") and n.endswith("." + target)]
+        classes = [n for n in _by_last_name(domain).get(target, ())
+                   if domain.objects[n].objtype in ("class", "exception")]
         if len(classes) == 1:
             return classes[0]
     return None
+
+
+#: The last index of :func:`_by_last_name`: the names it was built from (held, so that it is their
+#: identity that is compared), their number and the index.
+_LAST_NAMES: list = [None, -1, {}]
+
+
+def _by_last_name(domain) -> dict:
+    """``{last part: [dotted name, ...]}`` of the Python domain's documented names (in its order), built
+    once per set of names: the references resolved after reading (about 3000) look names up in it
+    instead of each scanning every documented name."""
+    objects = domain.objects
+    if _LAST_NAMES[0] is not objects or _LAST_NAMES[1] != len(objects):
+        index: dict = {}
+        for name in objects:
+            _head, dot, last = name.rpartition(".")
+            if dot:
+                index.setdefault(last, []).append(name)
+        _LAST_NAMES[:] = [objects, len(objects), index]
+    return _LAST_NAMES[2]
 
 
 @functools.lru_cache(maxsize=None)

@@ -51,8 +51,8 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.logging import WarningStreamHandler, get_node_location
 
-from qkov_api import (drop_type_docstring, examples_heading, numpydoc_template_once, resolve_by_import,
-                      write_api_index)
+from qkov_api import (DropAutosummaryTocs, drop_type_docstring, examples_heading, numpydoc_template_once,
+                      resolve_by_import, write_api_index)
 
 logger = logging.getLogger(__name__)
 
@@ -330,6 +330,7 @@ def setup(app):
     app.connect("autodoc-process-docstring", drop_type_docstring, priority=400)   # before numpydoc's
     app.connect("autodoc-process-docstring", examples_heading, priority=400)
     app.connect("missing-reference", resolve_by_import)
+    app.add_post_transform(DropAutosummaryTocs)
     app.add_config_value("qkov_known_docstring_issues", [], "env")
     _install_known_issue_filter(app)
     app.connect("build-finished", _report_known_issues)

@@ -102,6 +102,27 @@ def test_examples_after_a_section_get_their_heading():
     assert headed == ["Returns", "-------", "int", "", "Examples", "--------", ">>> f()"]
 
 
+def test_a_name_not_found_leads_where_it_is_documented():
+    """The look-up of ``resolve_by_import``: a package's export at the page of its defining module, a value
+    at the documented name of the same object, a bare type name at the one class of that name (none where
+    two classes share it; a function of that name is no type)."""
+    from types import SimpleNamespace
+    documented = {name: SimpleNamespace(objtype=kind) for name, kind in [
+        ("derivations.engine.task.Task", "class"), ("derivations.engine.reduce.reduce_task", "function"),
+        ("derivations.core.vocabulary.PARAMETERIZATIONS", "data"), ("numerics.a.Twice", "class"),
+        ("numerics.b.Twice", "exception"), ("numerics.c.Once", "class"), ("numerics.d.reduce_task", "class")]}
+    domain = SimpleNamespace(objects=documented)
+    cases = [(("derivations.engine.Task", None), "derivations.engine.task.Task"),      # a package's export
+             (("Task", "derivations.engine.instance"), "derivations.engine.task.Task"),   # a module's import
+             (("derivations.core.PARAMETERIZATIONS", None), "derivations.core.vocabulary.PARAMETERIZATIONS"),
+             (("Task", None), "derivations.engine.task.Task"), (("Once", None), "numerics.c.Once"),
+             (("Twice", None), None), (("reduce_task", None), "numerics.d.reduce_task")]
+    assert [qkov_api._documented_name(domain, target, module, None) for (target, module), _ in cases] == \
+        [home for _, home in cases]
+    del documented["numerics.d.reduce_task"]            # the names changed: looked up among the new ones
+    assert qkov_api._documented_name(domain, "reduce_task", None, None) is None
+
+
 def sympy_symbol():
     import sympy
     return sympy.Symbol("x")
