@@ -34,7 +34,9 @@ from pathlib import Path
 
 __all__ = ["DATA_DIR", "MAX_BYTES", "MAX_FILES", "SHAPE", "sgd_runs", "crossover_rows"]
 
-#: The stored files (package data).
+#: The stored files (package data: the folder ``data/attention`` beside this module).
+#:
+#: :meta hide-value:
 DATA_DIR = Path(__file__).resolve().parent / "data" / "attention"
 #: The largest file read, in bytes, and the most settings read per kind.
 MAX_BYTES = 65536
@@ -89,6 +91,8 @@ def _natural(path: Path) -> list:
 
 
 def _directory(directory) -> Path:
+    if directory is None:
+        return DATA_DIR
     if not isinstance(directory, (str, os.PathLike)):
         raise ValueError(f"directory must be a path (str or path-like); got {directory!r}")
     return Path(directory)
@@ -170,13 +174,13 @@ def _csv_rows(reader, theory: dict) -> list:
     return rows
 
 
-def sgd_runs(directory=DATA_DIR) -> list:
+def sgd_runs(directory=None) -> list:
     """Every stored SGD run of ``query-copies`` (CACO), setting by setting (folder names sorted,
     numbers within them by value), in the order of each sweep's ``results.csv``.
 
     Parameters
     ----------
-    directory : str or path-like
+    directory : str or path-like, optional
         Holding ``sweeps/NAME/results.csv`` and ``sweeps/NAME/sweep.json`` (default :data:`DATA_DIR`).
 
     Returns
@@ -224,13 +228,13 @@ def _boundary(path: Path) -> list:
     return out
 
 
-def crossover_rows(directory=DATA_DIR) -> list:
+def crossover_rows(directory=None) -> list:
     """The stored crossover records of ``query-copies`` (CACO from zero), file by file (sorted as
     the settings of :func:`sgd_runs`).
 
     Parameters
     ----------
-    directory : str or path-like
+    directory : str or path-like, optional
         Holding ``boundary/NAME.json`` (default :data:`DATA_DIR`).
 
     Returns

@@ -20,8 +20,11 @@ from .style import STYLE, drawn_in, new_figure, panel_letter
 __all__ = ["plot_phase_diagram", "plot_master_curve", "authors_counts", "sgd_points", "SGD_DATA",
            "SGD_FIGURES"]
 
-#: The stored SGD runs the figures read, and the figures that read them.
+#: The stored SGD runs the figures read (:data:`derivations.output.attention_data.DATA_DIR`).
+#:
+#: :meta hide-value:
 SGD_DATA = DATA_DIR
+#: The figures that read them.
 SGD_FIGURES = frozenset({"phase_diagram", "master_curve"})
 
 #: The task of the phase diagram's grid and of the master curve's second panel.

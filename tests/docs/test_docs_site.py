@@ -301,6 +301,14 @@ def test_no_page_loads_anything_from_another_host(site):
     assert not offenders, f"resources from other hosts: {offenders[:10]}"
 
 
+def test_no_page_shows_where_the_site_was_built(site):
+    """The pages are the same wherever the checkout is: no value or default shows its absolute path (a
+    path computed from ``__file__`` is shown by name, its value hidden)."""
+    shown = [str(page.relative_to(site.html)) for page in site.html.rglob("*.html")
+             if str(ROOT) in page.read_text(encoding="utf-8")]
+    assert not shown, f"pages showing the checkout's path {ROOT}: {shown[:10]}"
+
+
 # --------------------------------------------------------------------------------------------
 # a real browser
 

@@ -126,10 +126,11 @@ def test_a_large_or_missing_file_is_one_line(tmp_path):
         D.crossover_rows(data)
 
 
-@pytest.mark.parametrize("directory", [None, 3, ["data"]])
+@pytest.mark.parametrize("directory", [3, ["data"], b"data"])
 @pytest.mark.parametrize("reader", ["sgd_runs", "crossover_rows"])
 def test_a_directory_that_is_not_a_path_is_named(directory, reader):
-    """None was pathlib's "expected str, bytes or os.PathLike object"."""
+    """A value that is not a path (None is the default folder) is named, not pathlib's "expected str, bytes or
+    os.PathLike object"."""
     import derivations.output
     with pytest.raises(ValueError, match=r"^directory must be a path \(str or path-like\); got "):
         getattr(derivations.output, reader)(directory)
