@@ -58,7 +58,7 @@ qkov_known_docstring_issues = []
 qkov_cli_parsers = {
     "print_dynamics": ("derivations.output.dynamics", "build_parser"),
     "verify": ("numerics.verify", "build_parser"),
-    "figures": ("numerics.figures", "build_parser"),
+    "figures": ("numerics.output.figures", "build_parser"),
     "experiments": ("numerics.experiments.__main__", "build_parser"),
     "latex": ("derivations.output.latex", "build_parser"),
     "catalog": ("derivations.catalog", "build_parser"),

@@ -1,178 +1,25 @@
-"""The theory figures: :func:`make_figures` and ``python -m numerics.figures``.
+"""Write the theory figures: ``python -m numerics.figures [--output DIR] [--quick]``.
 
-The figures themselves are drawn by :mod:`numerics.output.theory` and written
-by :func:`numerics.output.save_figure`; this module chooses, checks and writes
-them, and is the command line. The output directory is created and really
-probed (a temporary file is written and removed) before any figure is made; a
-path that cannot take the files is one line on stderr and exit status 2, with
-nothing left behind. The figures' modules (and NumPy with them) are imported when a function here
-first needs them: the command loads them inside its guard against Ctrl-C.
+The command's entry point; the figures are chosen, checked and written by
+:mod:`numerics.output.figures` (:func:`numerics.output.make_figures`), drawn by
+:mod:`numerics.output.theory` and :mod:`numerics.output.attention`. The output directory is created
+and probed before any figure is made; bad input prints one line and exits with status 2, nothing
+written.
 """
-from __future__ import annotations
-
 import sys
-import time
-from pathlib import Path
 
-from derivations.core.cli import OneLineParser, UsageError, parse_list, usage_error
 from derivations.core.interrupt import exit_on_interrupt
-from derivations.core.output import emit
 
-__all__ = ["DEFAULT_OUTPUT", "make_figures", "check_output_dir", "check_data", "build_parser", "main"]
+__all__ = ["main"]
 
-#: Default output directory (relative to the working directory).
-DEFAULT_OUTPUT = Path("docs") / "figures"
 PROG = "python -m numerics.figures"
 
 
-def _figures() -> dict:
-    """:data:`numerics.output.theory.FIGURES`, imported on first use (with NumPy: a tenth of a second and
-    more), in :func:`main` inside the guard against Ctrl-C."""
-    from .output.theory import FIGURES
-    return FIGURES
-
-
-def _check_names(names):
-    """The figure names, each once in the order given (all by default)."""
-    figures = _figures()
-    if names is None:
-        return tuple(figures)
-    if isinstance(names, str):
-        names = (names,)
-    names = tuple(names)
-    bad = [n for n in names if n not in figures]
-    if bad or not names:
-        raise ValueError(f"unknown figure(s) {bad}; choose from {list(figures)}")
-    return tuple(dict.fromkeys(names))
-
-
-def check_output_dir(output_dir, names=None, formats=None) -> Path:
-    """The output directory, created and probed, if the figures ``names`` in
-    ``formats`` can be written there (:func:`numerics.output.files.prepare_figure_dir`:
-    a check of the path, then a real write of a temporary file; nothing is
-    left behind when it fails).
-
-    Parameters
-    ----------
-    output_dir : str or path-like
-    names : iterable of str, optional
-        Figures of :data:`~numerics.output.theory.FIGURES` (default: all).
-    formats : iterable of str, optional
-        Of :data:`~numerics.output.files.FORMATS` (default: all of them).
-
-    Returns
-    -------
-    pathlib.Path
-
-    Raises
-    ------
-    ValueError
-        Naming what is wrong with the path.
-    """
-    from .output.files import FORMATS, prepare_figure_dir
-    file_names = [f"{n}.{f}" for n in (names or _figures()) for f in (FORMATS if formats is None else formats)]
-    return prepare_figure_dir(output_dir, file_names)
-
-
-def check_data(names=None) -> None:
-    """Read and check the stored data the figures ``names`` draw (the SGD runs of the figures of
-    :data:`~numerics.output.attention.SGD_FIGURES`, :func:`numerics.output.attention.sgd_points`).
-
-    Parameters
-    ----------
-    names : iterable of str, optional
-        Figures of :data:`~numerics.output.theory.FIGURES` (default: all).
-
-    Raises
-    ------
-    ValueError
-        A damaged or missing data file, in one line.
-    """
-    from .output.attention import SGD_FIGURES, sgd_points
-    if SGD_FIGURES & set(_check_names(names)):
-        sgd_points()
-
-
-def make_figures(output_dir=DEFAULT_OUTPUT, formats=("png", "pdf"), *, names=None,
-                 quick=False, dpi=None, verbose=False):
-    """Make the figures and write them to ``output_dir`` (created if missing).
-
-    Parameters
-    ----------
-    output_dir : str or Path
-    formats : sequence of {"png", "pdf", "svg"}
-        Each written once, however often it is named.
-    names : sequence of str, optional
-        Subset of :data:`~numerics.output.theory.FIGURES` (default: all, in order); a name
-        given twice is drawn once.
-    quick : bool
-        Coarser grids (for tests).
-    dpi : float, optional
-        Raster resolution, in :data:`~numerics.output.style.DPI_RANGE` (default
-        :data:`~numerics.output.style.DPI`).
-    verbose : bool
-        Print one line per figure (name, seconds) to stderr.
-
-    Returns
-    -------
-    list[pathlib.Path]
-        The written files, figure by figure, in the order of ``formats``.
-
-    Raises
-    ------
-    ValueError
-        Unknown format or figure name, dpi outside the range, an
-        ``output_dir`` that cannot take the files (see
-        :func:`check_output_dir`) or damaged data (:func:`check_data`); raised
-        before any figure is made.
-    """
-    from .output.files import check_dpi, check_formats, save_figure
-    from .output.style import DPI, STYLE
-
-    formats = check_formats(formats)
-    names = _check_names(names)
-    dpi = check_dpi(DPI if dpi is None else dpi)
-    check_data(names)
-    output_dir = check_output_dir(output_dir, names, formats)
-    import matplotlib
-    paths = []
-    for name in names:
-        t0 = time.perf_counter()
-        with matplotlib.rc_context(STYLE):
-            fig = _figures()[name](quick=quick)
-            paths += save_figure(fig, output_dir, name, formats, dpi, style=STYLE)
-        if verbose:
-            print(f"{name}: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-    return paths
-
-
-def build_parser():
-    """The argument parser of ``python -m numerics.figures`` (also used by the docs)."""
-    from .output.files import FORMATS
-    from .output.style import DPI, DPI_RANGE
-
-    figures = _figures()
-    p = OneLineParser(prog=PROG,
-                      description="Write the figures of the QK/OV dynamics as PNG and PDF "
-                                  "(exit 0: written, 1: a file could not be written, 2: bad "
-                                  "arguments, nothing written).")
-    p.add_argument("--output", "-o", default=str(DEFAULT_OUTPUT), metavar="DIR",
-                   help=f"output directory, created if missing (default {DEFAULT_OUTPUT})")
-    p.add_argument("--formats", default="png,pdf",
-                   help=f"comma-separated subset of {','.join(FORMATS)} (default png,pdf; a format "
-                        "named twice is written once)")
-    p.add_argument("--only", nargs="+", metavar="NAME", choices=list(figures),
-                   help="make only these figures (a name given twice is drawn once): " + ", ".join(figures))
-    p.add_argument("--dpi", type=float, default=DPI,
-                   help=f"PNG resolution in [{DPI_RANGE[0]:g}, {DPI_RANGE[1]:g}] (default {DPI})")
-    p.add_argument("--quick", action="store_true", help="coarser grids (fast; for tests)")
-    p.add_argument("--quiet", "-q", action="store_true", help="do not list the written files")
-    return p
-
-
 @exit_on_interrupt(PROG)
-def main(argv=None):
-    """Run ``python -m numerics.figures``.
+def main(argv=None) -> int:
+    """Run ``python -m numerics.figures`` (:func:`numerics.output.figures.main`, imported here, inside
+    the guard against Ctrl-C: loading NumPy and matplotlib takes a good part of a second); returns the
+    exit status.
 
     Parameters
     ----------
@@ -182,35 +29,10 @@ def main(argv=None):
     Returns
     -------
     int
-        Exit status: 0 ok, 1 a write failed, 2 bad arguments (one line on
-        stderr, nothing written), 130 Ctrl-C, 143 SIGTERM (one line).
+        Exit status: 0 written, 1 a write failed, 2 bad input, 130 Ctrl-C, 143 SIGTERM.
     """
-    from .output.files import check_dpi, check_formats
-
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-        formats = check_formats(parse_list("--formats", args.formats, distinct=True))
-        if args.only:       # argparse has read the names; refused as any list's, a name given twice
-            parse_list("--only", ",".join(args.only), distinct=True)
-        names = _check_names(args.only)
-        check_dpi(args.dpi)
-        check_data(names)
-        out = check_output_dir(args.output, names, formats)
-    except (UsageError, ValueError) as exc:
-        return usage_error(parser.prog, str(exc).replace("dpi must", "--dpi must"))
-    t0 = time.perf_counter()
-    try:
-        paths = make_figures(out, formats, names=names, quick=args.quick, dpi=args.dpi,
-                             verbose=not args.quiet)
-    except OSError as exc:
-        print(f"{parser.prog}: error: {exc}".replace("\n", " "), file=sys.stderr)
-        return 1
-    if args.quiet:
-        return 0
-    rc = emit("\n".join(str(path) for path in paths), parser.prog)
-    print(f"{len(paths)} files in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-    return rc
+    from .output import figures
+    return figures.main(argv)
 
 
 if __name__ == "__main__":

@@ -118,7 +118,7 @@ def test_an_import_interrupted_by_ctrl_c_is_an_interrupt_and_other_errors_are_no
 
 
 @pytest.mark.parametrize("module", ["derivations.print_dynamics", "derivations.output.latex",
-                                    "numerics.figures", "numerics.verify.cli", "numerics.experiments.__main__"])
+                                    "numerics.output.figures", "numerics.verify.cli", "numerics.experiments.__main__"])
 def test_every_long_command_ends_on_ctrl_c_with_one_line(module, monkeypatch, capsys):
     """Issue 25.9: the commands share exit_on_interrupt (the experiments and verify are also
     interrupted for real, in tests/numerics/experiments/test_experiments_interrupt.py)."""

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from derivations.output.attention_data import DATA_DIR
-from numerics import figures
+from numerics.output import figures
 from numerics.dynamics import lambda_of_ratio
 from numerics.output import attention
 

@@ -1,4 +1,4 @@
-"""Tests for numerics.figures (API, CLI, argument errors)."""
+"""Tests for numerics.output.figures (API, CLI, argument errors) and its command, numerics.figures."""
 
 import subprocess
 import sys
@@ -8,7 +8,8 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from numerics import figures, output  # noqa: E402
+from numerics import output  # noqa: E402
+from numerics.output import figures  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
