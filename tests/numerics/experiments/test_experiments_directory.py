@@ -425,7 +425,7 @@ def test_stored_runs_of_other_settings_than_the_settings_file_are_refused(edit, 
     ({"parameterizations": ["CACO", "FAFO"]}, "--parameterizations", "CACO,FAFO"),    # a sweep widened ...
     ({"seeds": 2, "seed_blocks": [2]}, "--seeds", "2")])                              # ... without --extend
 def test_a_settings_file_changed_after_it_was_written_is_refused(edit, option, value, finished, tmp_path, capsys,
-                                                                 monkeypatch):
+                                                                 monkeypatch, no_figures):
     """sweep-settings.json edited by hand (its digest not rewritten), even into settings that its stored runs
     agree with: --resume (--extend or not) is refused in one line before any work, nothing changed. The
     digest is of the settings, not of the file's text: the same settings written otherwise are continued."""
