@@ -140,3 +140,15 @@ def test_a_stored_job_is_what_reproduce_trains(name):
         res = json.loads(json.dumps(jobs.fig3_job(job)))
         assert_close({k: res[k] for k in ("alpha", "final_loss", "loss", "incentive")},
                      {k: stored[k] for k in ("alpha", "final_loss", "loss", "incentive")}, name)
+
+
+@pytest.mark.slow
+def test_the_docs_figures_are_the_stored_reports(tmp_path):
+    """docs/figures/fig2_heatmaps.png and fig3_fixed_attention.png, which the captions describe, are the
+    figures ``reproduce`` draws from the stored report, pixel for pixel (about 3 CPU-s: drawing)."""
+    import matplotlib.image
+    from numerics.experiments.reproduce import make_figures
+    make_figures(REPORT, tmp_path)
+    for name in ("fig2_heatmaps", "fig3_fixed_attention"):
+        assert np.array_equal(matplotlib.image.imread(ROOT / "docs" / "figures" / f"{name}.png"),
+                              matplotlib.image.imread(tmp_path / f"{name}.png")), name
