@@ -1,11 +1,13 @@
-"""The numbers README.md's and docs/experiments.md's Figure-2 and Figure-3 captions (and the experiments
-page's float32 table, its float64 columns) quote from the authors' reproduction are those of its output,
-stored in ``tests/data/reproduce/report.json`` as ``python -m numerics.experiments reproduce`` wrote it
-(every published run: about 10 CPU-minutes, so its report is kept; the slow test retrains two of its jobs
-and compares)."""
+"""The numbers README.md's and docs/experiments.md's Figure-2 and Figure-3 captions and the experiments
+page's float32 table quote from the authors' reproduction are those of its output, stored in
+``tests/data/reproduce/`` as ``python -m numerics.experiments reproduce`` wrote it: ``report.json``
+(float64, every published run: about 10 CPU-minutes, so its report is kept) and ``report_float32.json``
+(``--dtype float32``, whose Figure-3 runs are the same float64 ones). The slow tests retrain three of
+their jobs and compare, and redraw the docs' figures from the stored report."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -16,6 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 REPORT = json.loads((ROOT / "tests" / "data" / "reproduce" / "report.json").read_text())
 RUNS = REPORT["runs"]
 FIG2 = {name: r for name, r in RUNS.items() if r["experiment"] == "fig2"}
+REPORT_FLOAT32 = json.loads((ROOT / "tests" / "data" / "reproduce" / "report_float32.json").read_text())
+FIG2_FLOAT32 = {name: r for name, r in REPORT_FLOAT32["runs"].items() if r["experiment"] == "fig2"}
 FASTER_QK = ("CACO_fast_qk", "CACO_ramp", "FAFO_fast_qk", "FAFO_ramp")
 
 
@@ -43,13 +47,15 @@ def _fig3(circuit):
 
 
 def test_the_stored_report_is_every_published_run():
-    """The stored report is a full (not ``--quick``) float64 reproduction of today's published jobs."""
+    """The stored reports are full (not ``--quick``) reproductions of today's published jobs, in each dtype."""
     from numerics.experiments.reproduce import PUBLISHED_RUNS, published_jobs
-    assert REPORT["quick"] is False and REPORT["missing"] == [] and list(RUNS) == list(PUBLISHED_RUNS)
-    for name, job in published_jobs():
-        assert RUNS[name]["settings"] == job["config"], name
-        if job["experiment"] == "fig2":
-            assert [run["seed"] for run in RUNS[name]["runs"]] == job["seeds"], name
+    for report, dtype in ((REPORT, "float64"), (REPORT_FLOAT32, "float32")):
+        runs = report["runs"]
+        assert report["quick"] is False and report["missing"] == [] and list(runs) == list(PUBLISHED_RUNS)
+        for name, job in published_jobs(dtype=dtype):
+            assert runs[name]["settings"] == job["config"], name
+            if job["experiment"] == "fig2":
+                assert [run["seed"] for run in runs[name]["runs"]] == job["seeds"], name
 
 
 def test_the_figure_2_captions():
@@ -105,32 +111,56 @@ def test_the_figure_3_caption():
     assert inc.argmax() > 490 and np.polyfit(np.arange(51), L[-51:], 1)[0] < 0   # (measured: noisy) still falling
 
 
-def test_the_float32_tables_float64_columns():
-    """docs/experiments.md's float32 table: seeds, steps, separability and final losses of the float64 runs."""
-    rows = re.findall(r"^\| `(\w+)` \| (\d+) \| ([\d, ]+) \| [\d.]+ \| ([\d.]+) / [\d.]+ \| ([\de.\-]+?) \(",
+def test_the_float32_table():
+    """docs/experiments.md's float32 table (``benchmarks/float32_deviation.py``: every published Figure-2 run
+    in both dtypes) and the sentences summing it up: the stored float64 and float32 reports, but CPU time."""
+    rows = re.findall(r"^\| `(\w+)` \| (\d+) \| ([\d, ]+) \| ([\d.]+) \| ([\d.]+) / ([\d.]+) \| "
+                      r"([\de.\-]+?) \(([\de.\-]+)\) \| ([\de.\-]+) \|",
                       (ROOT / "docs" / "experiments.md").read_text(encoding="utf-8"), flags=re.M)
     assert sorted(name for name, *_ in rows) == sorted(FIG2)
-    for name, seeds, steps, separability, losses in rows:
-        runs = FIG2[name]["runs"]
-        assert int(seeds) == len(runs), name
+    worst = {"heatmap": 0.0, "separability": 0.0, "relevant": 0.0}
+    for name, seeds, steps, heat, sep64, sep32, losses, rel, relevant in rows:
+        runs, runs32 = FIG2[name]["runs"], FIG2_FLOAT32[name]["runs"]
+        assert int(seeds) == len(runs) and [r["steps"] for r in runs] == [r["steps"] for r in runs32], name
         assert [int(s) for s in steps.split(", ")] == sorted({run["steps"] for run in runs}), name
-        assert f"{FIG2[name]['separability']['mean']:.4f}" == separability, name
+        diff = np.max(np.abs(np.subtract(FIG2[name]["heatmap"], FIG2_FLOAT32[name]["heatmap"])))
+        assert f"{diff:.2f}" == heat, name
+        separability = [r["separability"]["mean"] for r in (FIG2[name], FIG2_FLOAT32[name])]
+        assert [f"{v:.4f}" for v in separability] == [sep64, sep32], name
         final = [run["final_loss"] for run in runs]
-        printed = f"{min(final):.3g}" if len(runs) == 1 else f"{min(final):.3g}-{max(final):.3g}"
-        assert printed == losses, name
+        assert (f"{min(final):.3g}" if len(runs) == 1 else f"{min(final):.3g}-{max(final):.3g}") == losses, name
+        moved = [abs(b["final_loss"] - a["final_loss"]) / a["final_loss"] for a, b in zip(runs, runs32)]
+        assert f"{max(moved):.1e}" == rel, name
+        shifted = max(abs(b["relevant_attention"] - a["relevant_attention"]) for a, b in zip(runs, runs32))
+        assert f"{shifted:.1e}" == relevant, name
+        worst = {"heatmap": max(worst["heatmap"], diff), "separability": max(worst["separability"],
+                 abs(separability[0] - separability[1])), "relevant": max(worst["relevant"], shifted)}
+    quoted = _found(r"moves no heatmap cell by more than ([\d.]+) percentage points of the 6400 sequences, nor the "
+                    r"separability by more than ([\de.\-]+), and changes the final losses by at most ([\d.]+) % "
+                    r"\(([\d.]+) % for `FAFO_ramp`, whose final loss is ([\de.\-]+)\) and the relevant-token attention "
+                    r"by at most ([\de.\-]+)\.", EXPERIMENTS_PAGE)
+    [readme] = _found(r"float32 moves the published heatmap cells by at most ([\d.]+) percentage points", README)
+    assert f"{worst['heatmap']:.3f}" == quoted[0] == readme
+    assert [f"{math.ceil(worst[k] * 1e4)}e-4" for k in ("separability", "relevant")] == [quoted[1], quoted[5]]
+    moved = {name: max(abs(b["final_loss"] - a["final_loss"]) / a["final_loss"]
+                       for a, b in zip(FIG2[name]["runs"], FIG2_FLOAT32[name]["runs"])) for name in FIG2}
+    ramp = [run["final_loss"] for run in FIG2["FAFO_ramp"]["runs"]]
+    assert (f"{100 * max(v for k, v in moved.items() if k != 'FAFO_ramp'):.1f}", f"{100 * moved['FAFO_ramp']:.1f}",
+            f"{np.mean(ramp):.0e}".replace("e-0", "e-")) == quoted[2:5]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["FAFO_fast_qk", "fig3_collapsed"])
-def test_a_stored_job_is_what_reproduce_trains(name):
-    """The cheapest Figure-2 job (about 20 CPU-s) and the Figure-3 job behind the caption's alpha = 0.2
-    (about 90 CPU-s), retrained: the stored report's entries, to a relative 1e-14 (bit for bit where the
-    BLAS kernels are those that stored them)."""
+@pytest.mark.parametrize("name, dtype", [("FAFO_fast_qk", "float64"), ("FAFO_fast_qk", "float32"),
+                                         ("fig3_collapsed", "float64")])
+def test_a_stored_job_is_what_reproduce_trains(name, dtype):
+    """The cheapest Figure-2 job (about 20 CPU-s) in both dtypes and the Figure-3 job behind the caption's
+    alpha = 0.2 (about 90 CPU-s), retrained: the stored reports' entries, to a relative 1e-14 (bit for bit
+    where the BLAS kernels are those that stored them)."""
     from _stored_sweeps import assert_close
     from numerics.experiments import jobs
     from numerics.experiments.reproduce import published_jobs
-    job = dict(published_jobs())[name]
-    stored = RUNS[name]
+    job = dict(published_jobs(dtype=dtype))[name]
+    stored = (REPORT_FLOAT32 if dtype == "float32" else REPORT)["runs"][name]
     if job["experiment"] == "fig2":
         runs = [dict(sorted(r.items())) for r in jobs.fig2_job(json.loads(json.dumps(job)))["runs"]]
         assert_close(json.loads(json.dumps(runs)), stored["runs"], name)
