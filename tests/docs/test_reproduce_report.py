@@ -58,6 +58,11 @@ def test_the_stored_report_is_every_published_run():
                 assert [run["seed"] for run in runs[name]["runs"]] == job["seeds"], name
 
 
+def test_the_pages_name_the_stored_reports():
+    for text in (README, EXPERIMENTS_PAGE):
+        assert "stored in `tests/data/reproduce/` and checked by `tests/docs/test_reproduce_report.py`" in text
+
+
 def test_the_figure_2_captions():
     """Fresh sequences per seed, the label probability, the relevant-token attention at equal rates
     against chance (22/63: ``test_docs.py::test_readme_chance_is_uniform_attention_on_the_authors_task``), and
