@@ -34,15 +34,17 @@ def assert_is_the_command(sweep, args):
     assert {k: str(v) for k, v in settings.get("task_params") or ()} == parse_params(parsed.params or "")
 
 
-def _close(a, b, where):
+def assert_close(a, b, where):
+    """``a`` and ``b`` (JSON values) are equal, their floats to :data:`RTOL` (NaN equal to NaN); ``where`` names
+    the place of a difference."""
     if isinstance(a, dict):
         assert isinstance(b, dict) and a.keys() == b.keys(), where
         for k in a:
-            _close(a[k], b[k], f"{where}.{k}")
+            assert_close(a[k], b[k], f"{where}.{k}")
     elif isinstance(a, list):
         assert isinstance(b, list) and len(a) == len(b), where
         for i, (x, y) in enumerate(zip(a, b)):
-            _close(x, y, f"{where}[{i}]")
+            assert_close(x, y, f"{where}[{i}]")
     elif isinstance(a, float) and isinstance(b, float) and not (math.isnan(a) and math.isnan(b)):
         assert math.isclose(a, b, rel_tol=RTOL, abs_tol=0), (where, a, b)
     elif isinstance(a, float) and isinstance(b, float):
@@ -68,6 +70,6 @@ def assert_run_again_is_stored(name, args, tmp_path):
     assert main(args + ["--quiet"]) == 0
     rows, sweep = stored(name)
     again = list(csv.DictReader((out / "results.csv").open(newline="")))
-    _close([{k: _numbers(v) for k, v in r.items()} for r in again],
+    assert_close([{k: _numbers(v) for k, v in r.items()} for r in again],
            [{k: _numbers(v) for k, v in r.items()} for r in rows], "results.csv")
-    _close(json.loads((out / "sweep.json").read_text()), sweep, "sweep.json")
+    assert_close(json.loads((out / "sweep.json").read_text()), sweep, "sweep.json")

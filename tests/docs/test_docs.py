@@ -268,7 +268,7 @@ def test_readme_chance_is_uniform_attention_on_the_authors_task():
     from numerics.experiments.task_sampling import AUTHORS
     text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     count, positions, share, _, expected = re.search(
-        r"chance \((\d+)/(\d+) = ([\d.]+), uniform attention over the (\d+) positions: (\d+) expected relevant", text
+        r"chance (\d+)/(\d+) = ([\d.]+), uniform attention over the (\d+) positions: (\d+) expected relevant", text
     ).groups()
     attended = AUTHORS.own_seq_len - 1
     relevant = (AUTHORS.own_seq_len - 2) * (np.asarray(AUTHORS.probabilities) @ AUTHORS.relevant)
