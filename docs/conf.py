@@ -149,12 +149,6 @@ html_theme_options = {
     "secondary_sidebar_items": ["page-toc"],
     "pygments_light_style": "default",
     "pygments_dark_style": "monokai",
-    # the theme renders each template of a page once more to drop those that come out empty; these
-    # never do (the theme's two defaults and the ones used here, breadcrumbs and the page's contents
-    # aside, which are empty on some pages)
-    "templates_skip_empty_check": ["sidebar-nav-bs.html", "navbar-nav.html", "navbar-logo.html",
-                                   "search-button-field.html", "theme-switcher.html", "copyright.html",
-                                   "sphinx-version.html", "sidebar-ethical-ads.html"],
 }
 html_sidebars = {page: [] for page in ("index", "theory", "usage", "cli", "experiments", "tasks", "task_numerics", "attention")}
 # the ~840 generated API pages carry no section navigation: drawing the navigation tree on each was
