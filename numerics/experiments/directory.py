@@ -179,7 +179,7 @@ class ExperimentDirectory:
             raise self._refuse(f"has a {RUNS} that is {runs}, not the folder of "
                                f"stored runs; move it away or choose another directory")
         if self.kind in _STORING:
-            self.stored_jobs()            # (every file read: one changed after it was written is refused)
+            list(self.stored_jobs())      # every file read: one changed after it was written is refused
         held = self.held_kind()
         if held is not None and held != self.kind:
             marker = next((m for m in KINDS[held] if os.path.lexists(self.path / m)), f"{RUNS}/")
@@ -195,15 +195,15 @@ class ExperimentDirectory:
                 raise DirectoryRefused(str(exc)) from None
 
     def held_kind(self):
-        """The kind of experiment the directory holds by its files (:data:`KINDS`), or None."""
+        """The kind of experiment the directory holds by its files (:data:`KINDS`), else by its first stored
+        run, or None."""
         for kind, markers in KINDS.items():
             if any(os.path.lexists(self.path / m) for m in markers):
                 return kind
-        jobs = self.stored_jobs()
-        return _KIND_OF_JOB.get(jobs[0].get("experiment")) if jobs else None
+        return next((_KIND_OF_JOB.get(job.get("experiment")) for job in self.stored_jobs()), None)
 
-    def stored_jobs(self) -> list:
-        """The jobs of the intact files in ``runs/`` (a list), read only.
+    def stored_jobs(self):
+        """The jobs of the intact files in ``runs/``, read only, one file at a time (an iterator).
 
         Raises
         ------
@@ -213,7 +213,7 @@ class ExperimentDirectory:
         from .store import EditedRecord, ResultStore
 
         try:
-            return [job for job, _ in ResultStore(self.path / RUNS, read_only=True).items()]
+            yield from (job for job, _ in ResultStore(self.path / RUNS, read_only=True).items())
         except EditedRecord as exc:
             raise self._refuse(f"holds a stored run: {exc}") from None
 
