@@ -20,6 +20,10 @@ processes and command lines import it without cost:
 * :mod:`~derivations.core.exports`: how a subpackage exports its API without
   importing every module at once.
 """
+from .interrupt import guard_loading
+
+guard_loading()         # first: Ctrl-C while a command loads the modules below is one line
+
 from .atomic_file import atomic_write, atomic_write_text, is_temporary, read_bounded, temporary_name_length
 from .cli import (OneLineParser, UsageError, assignments, parse_float, parse_int, parse_list, parse_loss,
                   parse_number, parse_params, rate_values, usage_error)

@@ -6,14 +6,15 @@ Every command's ``main`` is decorated with :func:`exit_on_interrupt`. Ctrl-C rai
 so that both take the one path: ``main``'s ``finally`` clauses stop its workers and
 remove its temporary files on the way out, and the decorator prints what is kept. The exit
 status is a shell's for a process a signal ended: 128 + the signal's number
-(:data:`EXIT_INTERRUPTED`, :data:`EXIT_TERMINATED`). Plain Python at import, as the rest
-of :mod:`derivations.core`.
+(:data:`EXIT_INTERRUPTED`, :data:`EXIT_TERMINATED`). Before ``main`` runs, while ``python -m``
+loads a command's modules, :func:`guard_loading` gives the same line and status. Plain Python
+at import, as the rest of :mod:`derivations.core`.
 """
 from __future__ import annotations
 
 import sys
 
-__all__ = ["exit_on_interrupt", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "Terminated"]
+__all__ = ["exit_on_interrupt", "guard_loading", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "Terminated"]
 
 
 #: Exit status of a command stopped by Ctrl-C (128 + SIGINT, as a shell reports it).
@@ -29,6 +30,74 @@ class Terminated(KeyboardInterrupt):
 
 def _terminate(signum, frame):
     raise Terminated
+
+
+#: The top-level packages whose modules are commands (``python -m derivations.print_dynamics``).
+_PACKAGES = ("derivations", "numerics")
+#: While a command loads (:func:`guard_loading`): its module's name and the ``sys.excepthook`` it replaced.
+_loading = {}
+
+
+def _module_run() -> str | None:
+    """The module this process runs as ``python -m <module>`` (from the interpreter's own arguments,
+    ``sys.orig_argv``), or None (a script, ``-c``, an interactive interpreter)."""
+    argv = getattr(sys, "orig_argv", [])
+    value = False                   # (the value of -W or -X)
+    for i, arg in enumerate(argv[1:], 1):
+        if value or arg in ("-W", "-X"):
+            value = not value
+        elif arg.startswith("-m"):
+            return arg[2:] or (argv[i + 1] if i + 1 < len(argv) else None)
+        elif not arg.startswith("-") or arg.startswith("-c") or arg == "-":
+            return None
+    return None
+
+
+def guard_loading() -> None:
+    """While ``python -m`` loads one of the package's commands, before its ``main`` (guarded by
+    :func:`exit_on_interrupt`) runs: Ctrl-C or SIGTERM ends it with one line on stderr,
+    ``python -m <module>: interrupted`` (exit status 130) or ``terminated`` (143), not a traceback.
+
+    :mod:`derivations.core` calls it before it loads anything else; every command loads it first. In any
+    other program (one that imports the package, the tests) it changes nothing, and a signal that is
+    ignored (``nohup``, a background job) stays ignored. Once the guarded ``main`` runs, Ctrl-C and
+    SIGTERM are as before, and ``main`` handles them.
+    """
+    import signal
+
+    module = _module_run()
+    if _loading or module is None or module.partition(".")[0] not in _PACKAGES:
+        return          # (once: a command's main that has run has taken over)
+    _loading.update(module=module, excepthook=sys.excepthook)
+    sys.excepthook = _stopped_while_loading
+    _set_handler(signal.SIGTERM, _terminate, only_over=signal.SIG_DFL)
+
+
+def _stopped_while_loading(kind, exc, traceback):
+    """``sys.excepthook`` while a command loads: an interrupt is its one line and exit status (nothing has been
+    written: only modules were loading), anything else the hook's report."""
+    stop = _interrupt_of(exc)
+    if stop is None:
+        return _loading["excepthook"](kind, exc, traceback)
+    terminated = isinstance(stop, Terminated)
+    print(f"python -m {_loading['module']}: {'terminated' if terminated else 'interrupted'}", file=sys.stderr,
+          flush=True)
+    import os
+
+    os._exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
+
+
+def _stop_guarding_loading() -> None:
+    """The command's ``main`` runs: Ctrl-C and SIGTERM are as before :func:`guard_loading` (``main`` sets its own)."""
+    import signal
+
+    if not _loading.get("module"):
+        return
+    if sys.excepthook is _stopped_while_loading:
+        sys.excepthook = _loading["excepthook"]
+    if signal.getsignal(signal.SIGTERM) is _terminate:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _loading["module"] = None
 
 
 def exit_on_interrupt(prog: str, note=None):
@@ -69,6 +138,7 @@ def exit_on_interrupt(prog: str, note=None):
     def decorate(main):
         @functools.wraps(main)
         def guarded(argv=None):
+            _stop_guarding_loading()
             previous = _set_handler(signal.SIGTERM, _terminate, only_over=signal.SIG_DFL)
             try:
                 try:

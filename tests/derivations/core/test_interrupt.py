@@ -72,3 +72,32 @@ def test_an_error_raised_while_an_interrupt_is_handled_is_the_interrupt(terminal
     assert main([]) == 130 and capsys.readouterr().err == "demo: interrupted\n"
     with pytest.raises(OSError, match="clean-up failed"):
         failing([])
+
+
+_STOP_WHILE_LOADING = """
+import os, signal, sys
+class _Stop:
+    def find_spec(self, name, path=None, target=None):
+        if name == {module!r}:
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.{signal})       # raised by the handler in place, inside this import
+        return None
+sys.meta_path.insert(0, _Stop())
+"""
+
+
+@pytest.mark.parametrize("signal_name, status, word", [("SIGINT", 130, "interrupted"), ("SIGTERM", 143, "terminated")])
+@pytest.mark.parametrize("command, module", [("derivations.print_dynamics", "derivations.core.atomic_file"),
+                                             ("numerics.experiments", "derivations.core.cli")])
+def test_ctrl_c_or_sigterm_while_a_command_loads_is_one_line(tmp_path, command, module, signal_name, status, word):
+    """A signal while ``python -m`` loads a command's modules, before its guarded ``main`` runs (about a
+    tenth of a second, more on a busy machine; here at a module of derivations.core, which every command
+    loads first), is one line and the exit status of a stopped command, not a traceback."""
+    import subprocess
+    import sys
+
+    (tmp_path / "sitecustomize.py").write_text(_STOP_WHILE_LOADING.format(module=module, signal=signal_name))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path)] + sys.path))
+    run = subprocess.run([sys.executable, "-m", command, "--help"], capture_output=True, text=True, env=env,
+                         cwd=tmp_path, timeout=60, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert (run.returncode, run.stdout, run.stderr) == (status, "", f"python -m {command}: {word}\n")
