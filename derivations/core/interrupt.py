@@ -109,7 +109,9 @@ def exit_on_interrupt(prog: str, note=None):
     temporary files on the way out) prints ``prog: interrupted``, or ``prog: terminated``
     for :class:`Terminated`, and ``note(argv)``'s text, if any (what is kept and how to
     continue), as one line on stderr and returns :data:`EXIT_INTERRUPTED` or
-    :data:`EXIT_TERMINATED`. A second Ctrl-C or SIGTERM while that line is printed is ignored.
+    :data:`EXIT_TERMINATED`. A second Ctrl-C or SIGTERM while that line is printed is ignored. An
+    interrupt raised in a finalizer (``__del__``, a weakref callback: where the garbage collector runs
+    them), which Python would only report as unraisable and drop, is raised again after it.
 
     Parameters
     ----------
@@ -140,6 +142,7 @@ def exit_on_interrupt(prog: str, note=None):
         def guarded(argv=None):
             _stop_guarding_loading()
             previous = _set_handler(signal.SIGTERM, _terminate, only_over=signal.SIG_DFL)
+            reporting, sys.unraisablehook = sys.unraisablehook, _raised_again(sys.unraisablehook)
             try:
                 try:
                     return main(argv)
@@ -151,10 +154,34 @@ def exit_on_interrupt(prog: str, note=None):
                     stop = exc
                 return _report(prog, note, argv, isinstance(stop, Terminated))
             finally:
+                sys.unraisablehook = reporting
                 if previous is not None:
                     signal.signal(signal.SIGTERM, previous)
         return guarded
     return decorate
+
+
+def _raised_again(report):
+    """A ``sys.unraisablehook`` that sends an interrupt raised where Python cannot raise it (a finalizer) its
+    signal again, a hundredth of a second later from another thread, so that its handler raises it in the code
+    that runs then (sent at once, it would be raised in the hook); it hands anything else to ``report``."""
+    def hook(unraisable):
+        if not isinstance(unraisable.exc_value, KeyboardInterrupt):
+            return report(unraisable)
+        import signal
+        import threading
+
+        signum = signal.SIGTERM if isinstance(unraisable.exc_value, Terminated) else signal.SIGINT
+        threading.Thread(target=_send_later, args=(signum,), name="qkov-interrupt", daemon=True).start()
+    return hook
+
+
+def _send_later(signum) -> None:
+    import os
+    import time
+
+    time.sleep(0.01)
+    os.kill(os.getpid(), signum)
 
 
 def _set_handler(signum, handler, only_over=None):

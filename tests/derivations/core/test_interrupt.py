@@ -4,6 +4,7 @@ terminal gives a program (Ctrl-C raises KeyboardInterrupt, SIGTERM ends it), wha
 the tests set: a background shell starts them with SIGINT ignored, where a handler left ignored is not seen."""
 import os
 import signal
+import time
 
 import pytest
 
@@ -101,3 +102,23 @@ def test_ctrl_c_or_sigterm_while_a_command_loads_is_one_line(tmp_path, command, 
     run = subprocess.run([sys.executable, "-m", command, "--help"], capture_output=True, text=True, env=env,
                          cwd=tmp_path, timeout=60, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert (run.returncode, run.stdout, run.stderr) == (status, "", f"python -m {command}: {word}\n")
+
+
+@pytest.mark.parametrize("stop, status, word", [(signal.SIGINT, 130, "interrupted"),
+                                                (signal.SIGTERM, 143, "terminated")])
+def test_ctrl_c_or_sigterm_that_lands_in_a_finalizer_still_stops_the_command(terminal_handlers, capsys, stop, status,
+                                                                             word):
+    """A signal whose exception is raised inside a finalizer (``__del__``, a weakref callback, run by the
+    garbage collector at any moment), where Python only reports it as unraisable, still stops the command
+    with its one line, and no "Exception ignored" report."""
+    class Finalized:
+        def __del__(self):
+            os.kill(os.getpid(), stop)              # the handler raises at the next instruction, in here
+
+    @exit_on_interrupt("demo")
+    def main(argv=None):
+        Finalized()                                 # (collected at once)
+        time.sleep(10)                              # (ended by the signal, raised again)
+        return 0
+    assert main([]) == status
+    assert capsys.readouterr().err == f"demo: {word}\n"
