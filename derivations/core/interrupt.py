@@ -142,10 +142,14 @@ def exit_on_interrupt(prog: str, note=None):
         def guarded(argv=None):
             _stop_guarding_loading()
             previous = _set_handler(signal.SIGTERM, _terminate, only_over=signal.SIG_DFL)
-            reporting, sys.unraisablehook = sys.unraisablehook, _raised_again(sys.unraisablehook)
+            sent = []
+            reporting, sys.unraisablehook = sys.unraisablehook, _raised_again(sys.unraisablehook, sent)
             try:
                 try:
-                    return main(argv)
+                    status = main(argv)
+                    for sender in sent:          # an interrupt sent again as main ended is raised here
+                        sender.join()
+                    return status
                 except Exception as exc:
                     stop = _interrupt_of(exc)
                     if stop is None:
@@ -161,10 +165,11 @@ def exit_on_interrupt(prog: str, note=None):
     return decorate
 
 
-def _raised_again(report):
+def _raised_again(report, sent):
     """A ``sys.unraisablehook`` that sends an interrupt raised where Python cannot raise it (a finalizer) its
-    signal again, a hundredth of a second later from another thread, so that its handler raises it in the code
-    that runs then (sent at once, it would be raised in the hook); it hands anything else to ``report``."""
+    signal again, a hundredth of a second later from another thread (appended to ``sent``), so that its handler
+    raises it in the code that runs then (sent at once, it would be raised in the hook); it hands anything else
+    to ``report``."""
     def hook(unraisable):
         if not isinstance(unraisable.exc_value, KeyboardInterrupt):
             return report(unraisable)
@@ -172,7 +177,8 @@ def _raised_again(report):
         import threading
 
         signum = signal.SIGTERM if isinstance(unraisable.exc_value, Terminated) else signal.SIGINT
-        threading.Thread(target=_send_later, args=(signum,), name="qkov-interrupt", daemon=True).start()
+        sent.append(threading.Thread(target=_send_later, args=(signum,), name="qkov-interrupt", daemon=True))
+        sent[-1].start()
     return hook
 
 

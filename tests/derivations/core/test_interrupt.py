@@ -104,13 +104,14 @@ def test_ctrl_c_or_sigterm_while_a_command_loads_is_one_line(tmp_path, command, 
     assert (run.returncode, run.stdout, run.stderr) == (status, "", f"python -m {command}: {word}\n")
 
 
+@pytest.mark.parametrize("at_the_end", [False, True])
 @pytest.mark.parametrize("stop, status, word", [(signal.SIGINT, 130, "interrupted"),
                                                 (signal.SIGTERM, 143, "terminated")])
 def test_ctrl_c_or_sigterm_that_lands_in_a_finalizer_still_stops_the_command(terminal_handlers, capsys, stop, status,
-                                                                             word):
+                                                                             word, at_the_end):
     """A signal whose exception is raised inside a finalizer (``__del__``, a weakref callback, run by the
     garbage collector at any moment), where Python only reports it as unraisable, still stops the command
-    with its one line, and no "Exception ignored" report."""
+    with its one line, and no "Exception ignored" report; also as ``main`` returns."""
     class Finalized:
         def __del__(self):
             os.kill(os.getpid(), stop)              # the handler raises at the next instruction, in here
@@ -118,7 +119,15 @@ def test_ctrl_c_or_sigterm_that_lands_in_a_finalizer_still_stops_the_command(ter
     @exit_on_interrupt("demo")
     def main(argv=None):
         Finalized()                                 # (collected at once)
-        time.sleep(10)                              # (ended by the signal, raised again)
+        if not at_the_end:
+            time.sleep(10)                          # (ended by the signal, raised again)
         return 0
-    assert main([]) == status
+    after = []
+    try:
+        returned = main([])
+    finally:          # a signal sent again after main ended would be caught here
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda signum, frame: after.append(signum))
+        time.sleep(0.1)
+    assert (returned, after) == (status, [])
     assert capsys.readouterr().err == f"demo: {word}\n"
