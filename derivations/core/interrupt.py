@@ -156,7 +156,7 @@ def exit_on_interrupt(prog: str, note=None):
                         raise
                 except KeyboardInterrupt as exc:
                     stop = exc
-                return _report(prog, note, argv, isinstance(stop, Terminated))
+                return _report(prog, note, argv, isinstance(stop, Terminated), sent)
             finally:
                 sys.unraisablehook = reporting
                 if previous is not None:
@@ -205,12 +205,15 @@ def _set_handler(signum, handler, only_over=None):
     return signal.SIG_DFL if current is None else current      # (None: set in C; never for these two)
 
 
-def _report(prog, note, argv, terminated) -> int:
-    """Print the one line of a stopped command (Ctrl-C and SIGTERM ignored meanwhile); its exit status."""
+def _report(prog, note, argv, terminated, sent=()) -> int:
+    """Print the one line of a stopped command (Ctrl-C and SIGTERM ignored meanwhile, those still to be sent
+    again from a finalizer, ``sent``, included); its exit status."""
     import signal
 
     previous = {signum: _set_handler(signum, signal.SIG_IGN) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
+        for sender in sent:
+            sender.join()
         try:
             kept = note(argv) if note is not None else None
         except (Exception, KeyboardInterrupt):      # the line is printed all the same

@@ -131,3 +131,23 @@ def test_ctrl_c_or_sigterm_that_lands_in_a_finalizer_still_stops_the_command(ter
         time.sleep(0.1)
     assert (returned, after) == (status, [])
     assert capsys.readouterr().err == f"demo: {word}\n"
+
+
+def test_an_interrupt_from_a_finalizer_is_not_raised_after_the_command_stopped_on_another(terminal_handlers, capsys):
+    """Ctrl-C in a finalizer, then Ctrl-C again before the first is sent again: one line, and nothing after."""
+    class Finalized:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    @exit_on_interrupt("demo")
+    def main(argv=None):
+        Finalized()
+        raise KeyboardInterrupt
+    after = []
+    try:
+        returned = main([])
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda signum, frame: after.append(signum))
+        time.sleep(0.1)
+    assert (returned, after, capsys.readouterr().err) == (130, [], "demo: interrupted\n")
