@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from derivations.core.cli import UsageError
+from derivations.core.optional import require_optional
 
 from . import common
 
@@ -59,6 +60,7 @@ def prepare(args):
     run = common.run_options(args, common.workers(args))
     settings = {"quick": args.quick, "dtype": args.dtype}
     if args.collect:    # reads the runs finished so far, also while a reproduction still runs: no lock
+        require_optional("matplotlib", "plot", "--collect (the report's figures)")
         if not (args.output and (Path(args.output) / "runs").is_dir()):
             raise UsageError(f"--collect: no runs in {str(Path(args.output or '') / 'runs')!r}")
         directory = ExperimentDirectory(args.output, "reproduction", lock=False)
