@@ -54,13 +54,13 @@ def prepare(args):
     derivations.core.cli.UsageError
         Bad input (one line), before anything is written.
     """
+    require_optional("matplotlib", "plot", "reproduce (the report's figures)")
     from .. import reproduce as rep
     from ..directory import ExperimentDirectory
 
     run = common.run_options(args, common.workers(args))
     settings = {"quick": args.quick, "dtype": args.dtype}
     if args.collect:    # reads the runs finished so far, also while a reproduction still runs: no lock
-        require_optional("matplotlib", "plot", "--collect (the report's figures)")
         if not (args.output and (Path(args.output) / "runs").is_dir()):
             raise UsageError(f"--collect: no runs in {str(Path(args.output or '') / 'runs')!r}")
         directory = ExperimentDirectory(args.output, "reproduction", lock=False)

@@ -528,3 +528,12 @@ def test_an_output_without_matplotlib_is_refused_before_any_work(tmp_path, capsy
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "matplotlib" in err and "qkov[plot]" in err, err
     assert sorted(p.name for p in tmp_path.rglob("*")) == (["out", "runs"] if "--collect" in argv else [])
+
+
+def test_reproduce_without_matplotlib_is_refused_in_a_fresh_interpreter(tmp_path):
+    """As above, where nothing of the package was loaded before (the report's modules load the figures')."""
+    code = ("import sys; sys.modules['matplotlib'] = None; from numerics.experiments.__main__ import main; "
+            f"sys.exit(main(['reproduce', '--quick', '--output', {str(tmp_path / 'out')!r}]))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert (run.returncode, run.stderr.count("\n")) == (2, 1) and "qkov[plot]" in run.stderr, run.stderr
+    assert list(tmp_path.iterdir()) == []
