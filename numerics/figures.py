@@ -29,8 +29,16 @@ def main(argv=None) -> int:
     Returns
     -------
     int
-        Exit status: 0 written, 1 a write failed, 2 bad input, 130 Ctrl-C, 143 SIGTERM.
+        Exit status: 0 written, 1 a write failed, 2 bad input (or matplotlib not installed), 130 Ctrl-C,
+        143 SIGTERM.
     """
+    from derivations.core.cli import UsageError, usage_error
+    from derivations.core.optional import require_optional
+
+    try:                # (the figures' module draws with matplotlib from its first line)
+        require_optional("matplotlib", "plot", "drawing the figures")
+    except UsageError as exc:
+        return usage_error(PROG, exc)
     from .output import figures
     return figures.main(argv)
 

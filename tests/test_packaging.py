@@ -35,6 +35,17 @@ def test_one_version_one_licence_one_python():
     assert CFG["options"]["python_requires"] == ">=3.11"
 
 
+def test_every_command_prints_the_one_version(capsys):
+    """``--version`` of every command (the parsers the docs' command-line reference renders) prints the
+    package's version, as installed, through the one output writer."""
+    from tests._docs_conf import cli_parser, docs_conf
+    conf = docs_conf()
+    for key in conf["qkov_cli_parsers"]:
+        with pytest.raises(SystemExit) as stop:
+            cli_parser(conf, key).parse_args(["--version"])
+        assert (stop.value.code, capsys.readouterr()) == (0, (f"qkov {importlib.metadata.version('qkov')}\n", "")), key
+
+
 def test_the_test_extra_floors_carry_the_pytest_options():
     """addopts' --no-loadscope-reorder exists from pytest-xdist 3.8 on; --doctest-modules output is NumPy 2's;
     scikit-learn's releases before 1.4.2 require NumPy < 2 (their wheels are built against NumPy 1)."""

@@ -15,15 +15,21 @@ processes and command lines import it without cost:
   and the progress bar;
 * :mod:`~derivations.core.expression_cache`: where derived expressions are
   cached, under a key of their sources;
+* :mod:`~derivations.core.optional`: an optional dependency a command needs, checked before any work;
 * :mod:`~derivations.core.time_bound`: a bound on the wall time of a computation
   whose cost the input decides;
 * :mod:`~derivations.core.exports`: how a subpackage exports its API without
   importing every module at once.
 """
+from .interrupt import guard_loading
+
+guard_loading()         # first: Ctrl-C while a command loads the modules below is one line
+
 from .atomic_file import atomic_write, atomic_write_text, is_temporary, read_bounded, temporary_name_length
 from .cli import (OneLineParser, UsageError, assignments, parse_float, parse_int, parse_list, parse_loss,
                   parse_number, parse_params, rate_values, usage_error)
 from .interrupt import EXIT_INTERRUPTED, EXIT_TERMINATED, exit_on_interrupt
+from .optional import require_optional
 from .exports import lazy_exports
 from .output import emit, isatty, prepare_output_dir, progress_bar
 from .time_bound import time_limit
@@ -38,5 +44,5 @@ __all__ = ["atomic_write", "atomic_write_text", "read_bounded", "is_temporary", 
            "PARAMETERIZATIONS", "check_parameterization", "qk_factorized", "ov_factorized",
            "PAPER_SETTING", "MODEL_PARAMETERS", "MAX_CLASSES", "check_model_parameters",
            "check_positive", "check_classes", "Circuit", "CIRCUITS", "check_circuit", "RATE_NAMES", "SHARES",
-           "lazy_exports", "time_limit"]
+           "lazy_exports", "time_limit", "require_optional"]
 

@@ -75,6 +75,23 @@ class _StoreOnce(argparse._StoreAction):
         super().__call__(parser, namespace, values, option_string)
 
 
+class _Version(argparse.Action):
+    """``--version``: the package's version as installed (its metadata; ``setup.cfg`` of the checkout built
+    it), one line through :func:`~derivations.core.output.emit`, exit status 0."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest, nargs=0, default=default, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        import importlib.metadata
+
+        try:
+            version = importlib.metadata.version("qkov")
+        except importlib.metadata.PackageNotFoundError:
+            version = "(not installed: its version is the checkout's setup.cfg)"
+        parser.exit(emit(f"qkov {version}", parser.prog))
+
+
 class OneLineParser(argparse.ArgumentParser):
     """An :class:`argparse.ArgumentParser` whose errors raise :class:`UsageError` (one line,
     no usage block) for the command's ``main`` to report with :func:`usage_error`, which names
@@ -82,6 +99,7 @@ class OneLineParser(argparse.ArgumentParser):
     (``--ratio-range -1,10``, as ``--ratio-range=-1,10``), for its own check to refuse with its range;
     plain ``argparse`` reads ``-1,10`` as an option and says only that the value is missing.
     An option that takes a value is refused when given twice (``argparse`` would keep the last one).
+    A parser has ``--version`` (the installed package's version), its subcommands' parsers not.
 
     >>> p = OneLineParser(prog="demo")
     >>> _ = p.add_argument("--ratios")
@@ -93,10 +111,29 @@ class OneLineParser(argparse.ArgumentParser):
     derivations.core.cli.UsageError: --ratios is given twice ('1' and '2'): give it once
     """
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, version: bool = True, **kwargs):
         super().__init__(*args, **kwargs)
         self.register("action", None, _StoreOnce)
         self.register("action", "store", _StoreOnce)
+        if version:
+            self.add_argument("--version", action=_Version, help="print the version of qkov and exit")
+
+    def add_subparsers(self, **kwargs):
+        """:meth:`argparse.ArgumentParser.add_subparsers`; a subcommand's parser has no ``--version`` of its own.
+
+        Parameters
+        ----------
+        **kwargs
+            Those of :meth:`argparse.ArgumentParser.add_subparsers`.
+
+        Returns
+        -------
+        argparse.Action
+        """
+        import functools
+
+        kwargs["parser_class"] = functools.partial(kwargs.get("parser_class", type(self)), version=False)
+        return super().add_subparsers(**kwargs)
 
     def parse_known_args(self, args=None, namespace=None):
         """:meth:`argparse.ArgumentParser.parse_known_args`, with ``--option -1,10`` read as

@@ -6,14 +6,15 @@ Every command's ``main`` is decorated with :func:`exit_on_interrupt`. Ctrl-C rai
 so that both take the one path: ``main``'s ``finally`` clauses stop its workers and
 remove its temporary files on the way out, and the decorator prints what is kept. The exit
 status is a shell's for a process a signal ended: 128 + the signal's number
-(:data:`EXIT_INTERRUPTED`, :data:`EXIT_TERMINATED`). Plain Python at import, as the rest
-of :mod:`derivations.core`.
+(:data:`EXIT_INTERRUPTED`, :data:`EXIT_TERMINATED`). Before ``main`` runs, while ``python -m``
+loads a command's modules, :func:`guard_loading` gives the same line and status. Plain Python
+at import, as the rest of :mod:`derivations.core`.
 """
 from __future__ import annotations
 
 import sys
 
-__all__ = ["exit_on_interrupt", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "Terminated"]
+__all__ = ["exit_on_interrupt", "guard_loading", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "Terminated"]
 
 
 #: Exit status of a command stopped by Ctrl-C (128 + SIGINT, as a shell reports it).
@@ -31,6 +32,74 @@ def _terminate(signum, frame):
     raise Terminated
 
 
+#: The top-level packages whose modules are commands (``python -m derivations.print_dynamics``).
+_PACKAGES = ("derivations", "numerics")
+#: While a command loads (:func:`guard_loading`): its module's name and the ``sys.excepthook`` it replaced.
+_loading = {}
+
+
+def _module_run() -> str | None:
+    """The module this process runs as ``python -m <module>`` (from the interpreter's own arguments,
+    ``sys.orig_argv``), or None (a script, ``-c``, an interactive interpreter)."""
+    argv = getattr(sys, "orig_argv", [])
+    value = False                   # (the value of -W or -X)
+    for i, arg in enumerate(argv[1:], 1):
+        if value or arg in ("-W", "-X"):
+            value = not value
+        elif arg.startswith("-m"):
+            return arg[2:] or (argv[i + 1] if i + 1 < len(argv) else None)
+        elif not arg.startswith("-") or arg.startswith("-c") or arg == "-":
+            return None
+    return None
+
+
+def guard_loading() -> None:
+    """While ``python -m`` loads one of the package's commands, before its ``main`` (guarded by
+    :func:`exit_on_interrupt`) runs: Ctrl-C or SIGTERM ends it with one line on stderr,
+    ``python -m <module>: interrupted`` (exit status 130) or ``terminated`` (143), not a traceback.
+
+    :mod:`derivations.core` calls it before it loads anything else; every command loads it first. In any
+    other program (one that imports the package, the tests) it changes nothing, and a signal that is
+    ignored (``nohup``, a background job) stays ignored. Once the guarded ``main`` runs, Ctrl-C and
+    SIGTERM are as before, and ``main`` handles them.
+    """
+    import signal
+
+    module = _module_run()
+    if _loading or module is None or module.partition(".")[0] not in _PACKAGES:
+        return          # (once: a command's main that has run has taken over)
+    _loading.update(module=module, excepthook=sys.excepthook)
+    sys.excepthook = _stopped_while_loading
+    _set_handler(signal.SIGTERM, _terminate, only_over=signal.SIG_DFL)
+
+
+def _stopped_while_loading(kind, exc, traceback):
+    """``sys.excepthook`` while a command loads: an interrupt is its one line and exit status (nothing has been
+    written: only modules were loading), anything else the hook's report."""
+    stop = _interrupt_of(exc)
+    if stop is None:
+        return _loading["excepthook"](kind, exc, traceback)
+    terminated = isinstance(stop, Terminated)
+    print(f"python -m {_loading['module']}: {'terminated' if terminated else 'interrupted'}", file=sys.stderr,
+          flush=True)
+    import os
+
+    os._exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
+
+
+def _stop_guarding_loading() -> None:
+    """The command's ``main`` runs: Ctrl-C and SIGTERM are as before :func:`guard_loading` (``main`` sets its own)."""
+    import signal
+
+    if not _loading.get("module"):
+        return
+    if sys.excepthook is _stopped_while_loading:
+        sys.excepthook = _loading["excepthook"]
+    if signal.getsignal(signal.SIGTERM) is _terminate:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _loading["module"] = None
+
+
 def exit_on_interrupt(prog: str, note=None):
     """Decorate a command's ``main(argv=None) -> int`` so that Ctrl-C or SIGTERM ends it with one line.
 
@@ -40,7 +109,9 @@ def exit_on_interrupt(prog: str, note=None):
     temporary files on the way out) prints ``prog: interrupted``, or ``prog: terminated``
     for :class:`Terminated`, and ``note(argv)``'s text, if any (what is kept and how to
     continue), as one line on stderr and returns :data:`EXIT_INTERRUPTED` or
-    :data:`EXIT_TERMINATED`. A second Ctrl-C or SIGTERM while that line is printed is ignored.
+    :data:`EXIT_TERMINATED`. A second Ctrl-C or SIGTERM while that line is printed is ignored. An
+    interrupt raised in a finalizer (``__del__``, a weakref callback: where the garbage collector runs
+    them), which Python would only report as unraisable and drop, is raised again after it.
 
     Parameters
     ----------
@@ -69,22 +140,54 @@ def exit_on_interrupt(prog: str, note=None):
     def decorate(main):
         @functools.wraps(main)
         def guarded(argv=None):
+            _stop_guarding_loading()
             previous = _set_handler(signal.SIGTERM, _terminate, only_over=signal.SIG_DFL)
+            sent = []
+            reporting, sys.unraisablehook = sys.unraisablehook, _raised_again(sys.unraisablehook, sent)
             try:
                 try:
-                    return main(argv)
+                    status = main(argv)
+                    for sender in sent:          # an interrupt sent again as main ended is raised here
+                        sender.join()
+                    return status
                 except Exception as exc:
                     stop = _interrupt_of(exc)
                     if stop is None:
                         raise
                 except KeyboardInterrupt as exc:
                     stop = exc
-                return _report(prog, note, argv, isinstance(stop, Terminated))
+                return _report(prog, note, argv, isinstance(stop, Terminated), sent)
             finally:
+                sys.unraisablehook = reporting
                 if previous is not None:
                     signal.signal(signal.SIGTERM, previous)
         return guarded
     return decorate
+
+
+def _raised_again(report, sent):
+    """A ``sys.unraisablehook`` that sends an interrupt raised where Python cannot raise it (a finalizer) its
+    signal again, a hundredth of a second later from another thread (appended to ``sent``), so that its handler
+    raises it in the code that runs then (sent at once, it would be raised in the hook); it hands anything else
+    to ``report``."""
+    def hook(unraisable):
+        if not isinstance(unraisable.exc_value, KeyboardInterrupt):
+            return report(unraisable)
+        import signal
+        import threading
+
+        signum = signal.SIGTERM if isinstance(unraisable.exc_value, Terminated) else signal.SIGINT
+        sent.append(threading.Thread(target=_send_later, args=(signum,), name="qkov-interrupt", daemon=True))
+        sent[-1].start()
+    return hook
+
+
+def _send_later(signum) -> None:
+    import os
+    import time
+
+    time.sleep(0.01)
+    os.kill(os.getpid(), signum)
 
 
 def _set_handler(signum, handler, only_over=None):
@@ -102,12 +205,15 @@ def _set_handler(signum, handler, only_over=None):
     return signal.SIG_DFL if current is None else current      # (None: set in C; never for these two)
 
 
-def _report(prog, note, argv, terminated) -> int:
-    """Print the one line of a stopped command (Ctrl-C and SIGTERM ignored meanwhile); its exit status."""
+def _report(prog, note, argv, terminated, sent=()) -> int:
+    """Print the one line of a stopped command (Ctrl-C and SIGTERM ignored meanwhile, those still to be sent
+    again from a finalizer, ``sent``, included); its exit status."""
     import signal
 
     previous = {signum: _set_handler(signum, signal.SIG_IGN) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
+        for sender in sent:
+            sender.join()
         try:
             kept = note(argv) if note is not None else None
         except (Exception, KeyboardInterrupt):      # the line is printed all the same

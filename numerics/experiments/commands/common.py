@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from derivations.core.cli import UsageError, parse_int, parse_list, parse_number
+from derivations.core.optional import require_optional
 from derivations.core.output import prepare_output_dir
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
@@ -245,10 +246,11 @@ def output_dir(args):
     Raises
     ------
     derivations.core.cli.UsageError
-        The directory cannot be created or written.
+        The directory cannot be created or written, or matplotlib, which draws its figures, is not installed.
     """
     if args.output is None:
         return None
+    require_optional("matplotlib", "plot", "--output (its figures)")
     try:
         return prepare_output_dir(args.output)
     except ValueError as exc:

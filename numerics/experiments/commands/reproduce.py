@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from derivations.core.cli import UsageError
+from derivations.core.optional import require_optional
 
 from . import common
 
@@ -53,6 +54,7 @@ def prepare(args):
     derivations.core.cli.UsageError
         Bad input (one line), before anything is written.
     """
+    require_optional("matplotlib", "plot", "reproduce (the report's figures)")
     from .. import reproduce as rep
     from ..directory import ExperimentDirectory
 

@@ -4,6 +4,7 @@ terminal gives a program (Ctrl-C raises KeyboardInterrupt, SIGTERM ends it), wha
 the tests set: a background shell starts them with SIGINT ignored, where a handler left ignored is not seen."""
 import os
 import signal
+import time
 
 import pytest
 
@@ -72,3 +73,81 @@ def test_an_error_raised_while_an_interrupt_is_handled_is_the_interrupt(terminal
     assert main([]) == 130 and capsys.readouterr().err == "demo: interrupted\n"
     with pytest.raises(OSError, match="clean-up failed"):
         failing([])
+
+
+_STOP_WHILE_LOADING = """
+import os, signal, sys
+class _Stop:
+    def find_spec(self, name, path=None, target=None):
+        if name == {module!r}:
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.{signal})       # raised by the handler in place, inside this import
+        return None
+sys.meta_path.insert(0, _Stop())
+"""
+
+
+@pytest.mark.parametrize("signal_name, status, word", [("SIGINT", 130, "interrupted"), ("SIGTERM", 143, "terminated")])
+@pytest.mark.parametrize("command, module", [("derivations.print_dynamics", "derivations.core.atomic_file"),
+                                             ("numerics.experiments", "derivations.core.cli")])
+def test_ctrl_c_or_sigterm_while_a_command_loads_is_one_line(tmp_path, command, module, signal_name, status, word):
+    """A signal while ``python -m`` loads a command's modules, before its guarded ``main`` runs (about a
+    tenth of a second, more on a busy machine; here at a module of derivations.core, which every command
+    loads first), is one line and the exit status of a stopped command, not a traceback."""
+    import subprocess
+    import sys
+
+    (tmp_path / "sitecustomize.py").write_text(_STOP_WHILE_LOADING.format(module=module, signal=signal_name))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path)] + sys.path))
+    run = subprocess.run([sys.executable, "-m", command, "--help"], capture_output=True, text=True, env=env,
+                         cwd=tmp_path, timeout=60, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert (run.returncode, run.stdout, run.stderr) == (status, "", f"python -m {command}: {word}\n")
+
+
+@pytest.mark.parametrize("at_the_end", [False, True])
+@pytest.mark.parametrize("stop, status, word", [(signal.SIGINT, 130, "interrupted"),
+                                                (signal.SIGTERM, 143, "terminated")])
+def test_ctrl_c_or_sigterm_that_lands_in_a_finalizer_still_stops_the_command(terminal_handlers, capsys, stop, status,
+                                                                             word, at_the_end):
+    """A signal whose exception is raised inside a finalizer (``__del__``, a weakref callback, run by the
+    garbage collector at any moment), where Python only reports it as unraisable, still stops the command
+    with its one line, and no "Exception ignored" report; also as ``main`` returns."""
+    class Finalized:
+        def __del__(self):
+            os.kill(os.getpid(), stop)              # the handler raises at the next instruction, in here
+
+    @exit_on_interrupt("demo")
+    def main(argv=None):
+        Finalized()                                 # (collected at once)
+        if not at_the_end:
+            time.sleep(10)                          # (ended by the signal, raised again)
+        return 0
+    after = []
+    try:
+        returned = main([])
+    finally:          # a signal sent again after main ended would be caught here
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda signum, frame: after.append(signum))
+        time.sleep(0.1)
+    assert (returned, after) == (status, [])
+    assert capsys.readouterr().err == f"demo: {word}\n"
+
+
+def test_an_interrupt_from_a_finalizer_is_not_raised_after_the_command_stopped_on_another(terminal_handlers, capsys):
+    """Ctrl-C in a finalizer, then Ctrl-C again before the first is sent again: one line, and nothing after."""
+    class Finalized:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    @exit_on_interrupt("demo")
+    def main(argv=None):
+        Finalized()
+        raise KeyboardInterrupt
+    after = []
+    try:
+        returned = main([])
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda signum, frame: after.append(signum))
+        time.sleep(0.1)
+    assert (returned, after, capsys.readouterr().err) == (130, [], "demo: interrupted\n")

@@ -508,3 +508,32 @@ def test_smaller_messages_name_the_option(tmp_path, capsys, no_figures):
     (sweep_dir / "runs").mkdir(exist_ok=True)
     assert main(["reproduce", "--collect", "--quick", "--output", str(sweep_dir)]) == 2
     assert "holds a sweep" in capsys.readouterr().err and not (sweep_dir / "report.json").exists()
+
+
+@pytest.mark.parametrize("argv", [
+    ["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1", "--target-loss", "2", "--workers", "1",
+     "--quiet", "--no-theory"],
+    ["fig2", *FIG2_SHORT, "--seeds", "1234", "--workers", "1", "--quiet"],
+    ["fig3", "--epochs", "2", "--workers", "1", "--quiet"],
+    ["reproduce", "--quick", "--workers", "1", "--quiet"],
+    ["reproduce", "--quick", "--collect"]])
+def test_an_output_without_matplotlib_is_refused_before_any_work(tmp_path, capsys, monkeypatch, argv):
+    """A plain ``pip install`` has no matplotlib (the extra qkov[plot]): a command that would draw the figures
+    of its --output says so in one line, exit status 2, before any run and with nothing written."""
+    out = tmp_path / "out"
+    if "--collect" in argv:
+        (out / "runs").mkdir(parents=True)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)        # (import matplotlib: ImportError)
+    assert main([*argv, "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "matplotlib" in err and "qkov[plot]" in err, err
+    assert sorted(p.name for p in tmp_path.rglob("*")) == (["out", "runs"] if "--collect" in argv else [])
+
+
+def test_reproduce_without_matplotlib_is_refused_in_a_fresh_interpreter(tmp_path):
+    """As above, where nothing of the package was loaded before (the report's modules load the figures')."""
+    code = ("import sys; sys.modules['matplotlib'] = None; from numerics.experiments.__main__ import main; "
+            f"sys.exit(main(['reproduce', '--quick', '--output', {str(tmp_path / 'out')!r}]))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert (run.returncode, run.stderr.count("\n")) == (2, 1) and "qkov[plot]" in run.stderr, run.stderr
+    assert list(tmp_path.iterdir()) == []

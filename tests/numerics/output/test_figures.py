@@ -254,3 +254,13 @@ def test_closed_pipe_and_full_disk(tmp_path):
     finally:
         os.close(write)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_cli_without_matplotlib_says_so_in_one_line(tmp_path, capsys, monkeypatch):
+    """A plain ``pip install`` has no matplotlib (the extra qkov[plot]): one line, exit status 2, nothing written."""
+    from numerics.figures import main
+    monkeypatch.setitem(sys.modules, "matplotlib", None)        # (import matplotlib: ImportError)
+    assert main(["--output", str(tmp_path / "figs"), "--quick", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "matplotlib" in err and "qkov[plot]" in err, err
+    assert list(tmp_path.iterdir()) == []
