@@ -17,6 +17,9 @@ import socket
 import time
 import uuid
 
+from derivations.core.cli import UsageError
+from derivations.core.optional import require_optional
+
 __all__ = ["check_scheduler", "parse_address", "run_dask", "SchedulerLost", "CONNECT_TIMEOUT"]
 
 _ADDRESS = re.compile(r"^tcp://(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?P<port>[0-9]{1,5})$")
@@ -61,10 +64,11 @@ def parse_address(address) -> tuple[str, int]:
 
 def _import_distributed():
     try:
-        import distributed
-    except ImportError:
-        raise ValueError("scheduler needs the optional dependency 'distributed': "
-                         "pip install 'qkov[distributed]'") from None
+        require_optional("distributed", "distributed", "--scheduler")
+    except UsageError as exc:
+        raise ValueError(str(exc)) from None
+    import distributed
+
     return distributed
 
 

@@ -328,3 +328,14 @@ def test_a_lost_worker_process_is_one_line_saying_what_is_kept(monkeypatch, caps
     assert main([*SWEEP, "--output", "OUT"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "killed by SIGKILL" in err and "kept in OUT/runs" in err and "--resume" in err
+
+
+def test_a_scheduler_without_the_distributed_extra_is_one_line_naming_it(monkeypatch, capsys):
+    import importlib.util
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "distributed" else
+                        find_spec(name, *a))
+    assert main(["fig2", "--epochs", "1", "--scheduler", "tcp://127.0.0.1:1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--scheduler needs the optional dependency distributed" in err
+    assert "pip install 'qkov[distributed]'" in err
