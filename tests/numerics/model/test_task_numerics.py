@@ -59,6 +59,33 @@ def test_gradient_matches_finite_differences(P):
     assert np.max(np.abs(fd - g)) <= 1e-8 * max(1.0, np.max(np.abs(g)))
 
 
+
+@pytest.mark.parametrize("P", ["CACO", "FAFO"])
+def test_loss_and_alpha_weigh_the_kinds(P):
+    """Kind weights 1:2:3: loss, alpha and summarize are the weighted means of a plain per-kind
+    evaluation (softmax with multiplicities, log-sum-exp), written here from the module docstring."""
+    rng = np.random.default_rng(3)
+    inst = _random_instance(rng)
+    model = TaskModel(inst, P)
+    v = rng.normal(scale=0.8, size=model.n_params)
+    p = model.unflatten(v)
+    W_QK = p["W_Q"] @ p["W_K"].T if P == "FAFO" else p["W_QK"]
+    W_OV = p["W_O"] @ p["W_V"] if P == "FAFO" else p["W_OV"]
+    ce, al = [], []
+    for k in range(3):
+        S = 0.7 * inst.embeddings[inst.query[k]] @ W_QK @ inst.embeddings.T
+        a = inst.counts[k] * np.exp(S - S.max())
+        a /= a.sum()
+        z = W_OV @ (a @ inst.embeddings)
+        ce.append(math.log(np.exp(z - z.max()).sum()) + z.max() - z[inst.label[k]])
+        al.append(a[inst.relevant[k]].sum())
+    pi = np.array([1.0, 2.0, 3.0]) / 6
+    got = model.summarize(v)
+    for value in (model.loss(p), got["loss"]):
+        assert value == pytest.approx(pi @ ce, rel=1e-13)
+    for value in (model.alpha(p), got["alpha"]):
+        assert value == pytest.approx(pi @ al, rel=1e-13)
+
 def test_attention_uses_multiplicities():
     # two types with counts 3 and 1 and equal scores: attention 3/4 and 1/4
     E = np.eye(2)
