@@ -255,6 +255,19 @@ def test_flatten_roundtrip_and_rates():
         assert np.all(r[k] == eta)
 
 
+
+def test_init_params_scale_and_batch_rules():
+    """The identity start is ``scale`` times the rectangular identity (the authors' 1e-6 I); the
+    gradient takes one point: parameters with a batch axis are refused, naming the matrix."""
+    model = AttentionModel("FAFO", M=2)
+    p = model.init_params("identity", scale=1e-6)
+    for k in model.keys:
+        np.testing.assert_array_equal(p[k], 1e-6 * np.eye(*model.shapes[k]))
+    batched = {k: np.stack([v, v]) for k, v in p.items()}
+    assert model.loss(batched).shape == (2,)
+    with pytest.raises(ValueError, match=r"params\['W_Q'\] must have shape \(4, 2\)"):
+        model.loss_and_grad(batched)
+
 # --------------------------------------------------------------------------- #
 # validation
 # --------------------------------------------------------------------------- #
