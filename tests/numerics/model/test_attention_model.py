@@ -268,6 +268,16 @@ def test_init_params_scale_and_batch_rules():
     with pytest.raises(ValueError, match=r"params\['W_Q'\] must have shape \(4, 2\)"):
         model.loss_and_grad(batched)
 
+
+def test_the_full_model_holds_2_to_2000_classes():
+    """Both ends of the documented range [2, MAX_CLASSES] are accepted, one beyond either refused."""
+    from numerics.model.paper import MAX_CLASSES, check_full_model_classes
+    assert MAX_CLASSES == 2000
+    assert check_full_model_classes(2) == 2 and check_full_model_classes(2000.0) == 2000
+    for bad in (1, 2001):
+        with pytest.raises(ValueError, match=r"^M must be an integer in \[2, 2000\] for the full model"):
+            check_full_model_classes(bad)
+
 # --------------------------------------------------------------------------- #
 # validation
 # --------------------------------------------------------------------------- #
