@@ -49,6 +49,13 @@ def test_numbers_and_exponents_are_bounded(value):
         TokenGroup("r", per_class=True, multiplicity=value)
 
 
+def test_an_exponent_is_a_number_of_magnitude_at_most_16():
+    """MAX_EXPONENT at both ends, on a symbol's power (no bound on numbers or degree decides it)."""
+    assert parse_expression("m**16", NAMES) == m ** 16 and parse_expression("m**-16", NAMES) == m ** -16
+    for text in ("m**17", "m**-17", "m**(33/2)", "m**n"):
+        with pytest.raises(ValueError, match=r"^exponents must be numbers of magnitude at most 16"):
+            parse_expression(text, NAMES)
+
 @pytest.mark.parametrize("text", ["99999**(99999/122743)", "(2/3)**(999999999/100000000)", "2**(9999999/1000000)",
                                   "(4306/2151)**(2/119695)", "2151**(-2/119695)"])
 def test_a_power_of_numbers_is_bounded_by_its_exponents_numerator_and_denominator(text):

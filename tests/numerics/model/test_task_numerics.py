@@ -26,6 +26,7 @@ def test_paper_instance_matches_attention_model(P):
         assert abs(L1 - L2) <= 1e-12 * abs(L1)
         assert np.max(np.abs(g1 - g2)) <= 1e-12 * np.max(np.abs(g1))
         assert abs(tm.alpha(tm.unflatten(v)) - float(am.attention(am.unflatten(v)).mean())) <= 1e-13
+        assert abs(tm.alpha(tm.unflatten(v)) - am.alpha(am.unflatten(v))) <= 1e-13
 
 
 def _random_instance(rng, query_in_context=True):
