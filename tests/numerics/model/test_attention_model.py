@@ -10,7 +10,7 @@ from scipy.integrate import solve_ivp
 
 from derivations.core import PAPER_SETTING as PAPER, PARAMETERIZATIONS
 from numerics.model import AttentionModel
-from numerics.model import project, structured_params
+from numerics.model import project, structured_params, summarize
 from numerics.dynamics import ReducedSystem
 from numerics.dynamics import Trajectory
 from numerics.dynamics import gradient_descent, gradient_flow
@@ -203,6 +203,23 @@ def test_random_init_distance_reported():
     assert res.status == 0 and res.t[0] == 0 and res.t[-1] == 5
     assert np.all(res.distance > 1e-3)
 
+
+
+def test_distance_counts_a_small_circuit_off_the_family():
+    """The distance is the larger of the two circuits' relative residuals, and a circuit of norm 1e-9
+    counts (it is far above the round-off of its factors' product, 64 eps |W_Q| |W_K| = 3e-14): one
+    entry off U_QK's pattern (q_k, r_k) gives distance 1, collapsed or as the product of two factors
+    of norm sqrt(2) whose columns cancel."""
+    model = AttentionModel("CACO", M=3)
+    p = model.init_params("zero")
+    p["W_QK"][0, 1] = 1e-9                  # (q_0, q_1)
+    assert summarize(model, model.flatten(p))["distance"] == 1.0
+    model = AttentionModel("FAFO", M=3)
+    p = model.init_params("zero")
+    p["W_Q"][0, :2] = 1.0                   # W_QK = e_0 (k_0 + k_1)^T = 1e-9 e_0 e_1^T
+    p["W_K"][4, :2] = 1.0, -1.0
+    p["W_K"][1, 1] = 1e-9
+    assert summarize(model, model.flatten(p))["distance"] == 1.0
 
 # --------------------------------------------------------------------------- #
 # gradient descent
