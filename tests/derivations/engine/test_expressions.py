@@ -56,6 +56,12 @@ def test_an_exponent_is_a_number_of_magnitude_at_most_16():
         with pytest.raises(ValueError, match=r"^exponents must be numbers of magnitude at most 16"):
             parse_expression(text, NAMES)
 
+
+@pytest.mark.parametrize("text", ["m / 0", "m / (n - n)", "1 / (2 - 2) + m", "0**-1"])
+def test_a_division_by_zero_is_refused_not_read_as_complex_infinity(text):
+    with pytest.raises(ValueError, match="^division by zero$"):
+        parse_expression(text, NAMES)
+
 @pytest.mark.parametrize("text", ["99999**(99999/122743)", "(2/3)**(999999999/100000000)", "2**(9999999/1000000)",
                                   "(4306/2151)**(2/119695)", "2151**(-2/119695)"])
 def test_a_power_of_numbers_is_bounded_by_its_exponents_numerator_and_denominator(text):

@@ -33,6 +33,14 @@ def test_builtin_tasks_are_files_of_the_same_format(name):
     assert task_from_toml(variant_text(name), name) == get_task(name)
 
 
+@pytest.mark.parametrize("key", ["n_c", "R"])
+def test_defaults_set_the_model_parameters_only(key):
+    """A task's own parameter (n_c) or an unknown name (R) under [defaults] is refused naming the key,
+    never silently dropped (n_c = 3 there once left the task at its [parameters] value 1)."""
+    text = variant_text("shared-irrelevant").replace('"shared-irrelevant"', '"own"') + f"\n[defaults]\n{key} = 3\n"
+    with pytest.raises(ValueError, match=rf"^f.toml: defaults.{key}: \[defaults\] sets m, n, b, M only"):
+        task_from_toml(text, "f.toml")
+
 def test_a_byte_order_mark_is_not_content(tmp_path):
     """An editor's UTF-8 byte-order mark before the first key: the same task."""
     marked = tmp_path / "marked.toml"
