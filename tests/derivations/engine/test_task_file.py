@@ -41,6 +41,14 @@ def test_defaults_set_the_model_parameters_only(key):
     with pytest.raises(ValueError, match=rf"^f.toml: defaults.{key}: \[defaults\] sets m, n, b, M only"):
         task_from_toml(text, "f.toml")
 
+def test_a_text_of_more_than_64_kib_is_refused_by_the_reader_of_text():
+    """task_from_toml itself (not only the file reader) holds to MAX_FILE_BYTES: 65536 characters are read,
+    one more is refused."""
+    pad = 65536 - len(BASE) - 3
+    assert task_from_toml("# " + "x" * pad + "\n" + BASE, "f.toml") == load_task(EXAMPLE)
+    with pytest.raises(ValueError, match=r"^f.toml: larger than 65536 bytes$"):
+        task_from_toml("# " + "x" * (pad + 1) + "\n" + BASE, "f.toml")
+
 def test_a_byte_order_mark_is_not_content(tmp_path):
     """An editor's UTF-8 byte-order mark before the first key: the same task."""
     marked = tmp_path / "marked.toml"
