@@ -72,6 +72,8 @@ CASES = {
                           r"groups\[2\]: unknown key 'weight'"),
     "unknown symbol": (BASE.replace('"m / R"', '"m / K"'), r"groups\[1\]\.multiplicity: .*unknown symbols K"),
     "negative": (BASE.replace('multiplicity = "n"', 'multiplicity = -3'), r"groups\[2\]\.multiplicity: .*>= 0"),
+    "infinite": (BASE.replace('multiplicity = "n"', 'multiplicity = inf'),
+                 r"groups\[2\]\.multiplicity: must be a finite number; got inf"),
     "not an expression": (BASE.replace('multiplicity = "n"', 'multiplicity = "n +"'),
                           r"groups\[2\]\.multiplicity: .*not an expression"),
     "not a number": (BASE.replace('multiplicity = "n"', 'multiplicity = true'),
