@@ -58,6 +58,12 @@ def test_an_exponent_is_a_number_of_magnitude_at_most_16():
             parse_expression(text, NAMES)
 
 
+@pytest.mark.parametrize("text", ["(m", "(m + n", "((m)", "m * (n"])
+def test_a_parenthesis_left_open_at_the_end_is_a_value_error(text):
+    with pytest.raises(ValueError, match="^a parenthesis is not closed$"):
+        parse_expression(text, NAMES)
+
+
 @pytest.mark.parametrize("text", ["m / 0", "m / (n - n)", "1 / (2 - 2) + m", "0**-1"])
 def test_a_division_by_zero_is_refused_not_read_as_complex_infinity(text):
     with pytest.raises(ValueError, match="^division by zero$"):
