@@ -181,6 +181,11 @@ def test_check_status_rules():
     assert Check("CACO", 1.0, "x", 1.0, (0.8, 1.2)).status == "PASS"
     assert Check("CACO", 1.0, "x", 0.5, (0.8, 1.2)).status == "FAIL"
     assert Check("CACO", 1.0, "x", 1.5, (0.8, 1.2)).status == "FAIL"
+    # the bounds are inclusive (value <= tolerance, a closed range), and a value that is not finite
+    # fails whatever its sign
+    assert Check("CACO", 1.0, "x", 1e-6, 1e-6).status == "PASS"
+    assert Check("CACO", 1.0, "x", 0.8, (0.8, 1.2)).status == Check("CACO", 1.0, "x", 1.2, (0.8, 1.2)).status == "PASS"
+    assert Check("CACO", 1.0, "x", -math.inf, 1e-6).status == "FAIL"
     # rel_dev, the comparison of every kind: pointwise |x - ref| / |ref| (a small entry 100 % off is
     # 1.0, not 1e-3 of the largest), 0/0 is 0, a nonzero difference from 0 inf (a FAIL as nan is),
     # a nan entry or a shape mismatch nan
