@@ -239,6 +239,7 @@ def test_a_flow_whose_gradient_becomes_non_finite_fails_the_integration_record(m
     [c] = [c for c in checks if c.quantity == "integration"]
     assert c.status == "FAIL" and c.detail["message"].startswith("full model: ")
     assert "budget" not in c.detail["message"]
+    assert "value_with_fine_full_flow" not in c.detail        # no value: not measured again
 
 
 def test_a_task_comparison_limited_by_the_integration_is_measured_again():
