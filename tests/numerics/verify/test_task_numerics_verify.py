@@ -62,6 +62,10 @@ def test_check_can_fail():
     finally:
         object.__setattr__(fam.system, "_f", orig)
     assert any(c["status"] == "FAIL" for c in checks if c["quantity"] == "theta")
+    # the record is the largest coordinate's deviation (each in its detail), the observables' too
+    for c in checks:
+        if c["quantity"] in ("theta", "observables"):
+            assert c["value"] == max(c["detail"].values()) and min(c["detail"].values()) < c["value"]
 
 
 def test_cli_json(capsys):
