@@ -9,8 +9,10 @@ from derivations.symbolic import M
 def assert_orbits_are_patterns(task, group, count_symbol, Mv=3, count=2):
     """For every matrix of ``task``'s instance with ``Mv`` classes and ``count`` types of ``group``:
     the orbits found from the generators are exactly the sets of entries of one equality pattern,
-    and each pattern's symbolic orbit size (``count_symbol`` types) counts them."""
-    types = {group: count}
+    and each pattern's symbolic orbit size (``count_symbol`` types) counts them. Several groups:
+    ``group`` a tuple of names, ``count_symbol`` a tuple of their symbols (``count`` types each)."""
+    groups, symbols = (group, count_symbol) if isinstance(group, tuple) else ((group,), (count_symbol,))
+    types = dict.fromkeys(groups, count)
     for name, (rows, cols) in _explicit_indices(task, Mv, types).items():
         orbits = orbits_by_generators(rows, cols, Mv, types)
         by_pattern = {}
@@ -18,7 +20,8 @@ def assert_orbits_are_patterns(task, group, count_symbol, Mv=3, count=2):
             by_pattern.setdefault(canonical((rows[i], cols[j])), set()).add((i, j))
         assert sorted(map(sorted, orbits)) == sorted(map(sorted, by_pattern.values())), name
         for pat, members in by_pattern.items():
-            assert orbit_size(pat, M, {group: count_symbol}).subs({M: Mv, count_symbol: count}) == len(members)
+            size = orbit_size(pat, M, dict(zip(groups, symbols)))
+            assert size.subs({M: Mv, **dict.fromkeys(symbols, count)}) == len(members)
 
 
 def orbits_by_generators(rows: list, cols: list, M_value: int, shared_types: dict) -> list:

@@ -26,10 +26,11 @@ Numerics of :func:`state_at_loss`
   bracket comes from Wright-omega solutions of bounding equations
   (:func:`numerics.functions.lambdified.state_bounds_fn`), each sign-checked; the
   Newton start is the bracket end with the smaller :math:`|G|`.
-* The margin is evaluated with ``expm1``; where it cancels (loss within a
-  few thousand ulps of :math:`\log M`, estimated relative error of s above
-  ``1e-13``) those entries are evaluated at 50 digits with mpmath
-  (:func:`state_at_loss_mpmath`) and rounded.
+* The margin is evaluated with ``expm1``; where it cancels (estimated
+  relative error of s above ``1e-13``: s below about 0.018, a loss within
+  about :math:`0.018 (M-1)/M` of :math:`\log M`) those entries, and the few the doubles
+  leave (no bracket or no convergence, at corners of the range), are
+  evaluated at 30 digits with mpmath (:func:`state_at_loss_mpmath`) and rounded.
 
 >>> from numerics.dynamics.closed_form import state_at_loss
 >>> st = state_at_loss([1.0, 1e-4], 1.0)
@@ -121,8 +122,8 @@ def state_at_loss_mpmath(loss, ratio, *, m=5, n=50, b=50, M=20, dps=50):
 
     Parameters
     ----------
-    loss, ratio : float or str or mpmath.mpf
-        Scalars (a str is read at full precision).
+    loss, ratio : float
+        Scalars (an mpmath.mpf is rounded to the nearest double first; a str is refused).
     m, n, b, M : float
         As in :func:`state_at_loss` (same ranges).
     dps : int
@@ -131,7 +132,8 @@ def state_at_loss_mpmath(loss, ratio, *, m=5, n=50, b=50, M=20, dps=50):
     Returns
     -------
     dict
-        ``{"mu_OV", "mu_QK", "alpha", "p", "s"}`` as mpmath.mpf.
+        ``{"mu_OV", "mu_QK", "alpha", "p", "s"}`` as mpmath.mpf of ``dps`` significant digits
+        (whatever the caller's mpmath precision).
 
     Raises
     ------
@@ -181,7 +183,8 @@ def state_at_loss_mpmath(loss, ratio, *, m=5, n=50, b=50, M=20, dps=50):
             raise ArithmeticError("state_at_loss_mpmath did not converge")
         out = lam.state_from_mu_QK_fn("mpmath")(u, sm, mm, nm, bm, Mm)
         out["mu_QK"], out["s"] = u, sm
-    return {k: +out[k] for k in ("mu_OV", "mu_QK", "alpha", "p", "s")}
+    with mpmath.workdps(int(dps)):      # rounded to the digits asked for, not to the caller's precision
+        return {k: +out[k] for k in ("mu_OV", "mu_QK", "alpha", "p", "s")}
 
 
 def _newton(u_lo, u_hi, s, r, m, n, b, M, maxiter=100):

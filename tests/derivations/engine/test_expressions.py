@@ -43,11 +43,31 @@ def test_arithmetic_is_read_exactly(text, value):
     assert parse_expression(text, NAMES) == value
 
 
-@pytest.mark.parametrize("value", [1e300, 10 ** 30, m ** 1000, "m**1000", "1e300", "10**30", "2**60"])
+@pytest.mark.parametrize("value", [1e300, 10 ** 30, m ** 1000, "m**1000", "1e300", "10**30", "2**60",
+                                   "m / 9007199254740992 / 9007199254740992", "(1/9007199254740992)**2"])
 def test_numbers_and_exponents_are_bounded(value):
     with pytest.raises(ValueError, match="out of range|exponents must be"):
         TokenGroup("r", per_class=True, multiplicity=value)
 
+
+def test_an_exponent_is_a_number_of_magnitude_at_most_16():
+    """MAX_EXPONENT at both ends, on a symbol's power (no bound on numbers or degree decides it)."""
+    assert parse_expression("m**16", NAMES) == m ** 16 and parse_expression("m**-16", NAMES) == m ** -16
+    for text in ("m**17", "m**-17", "m**(33/2)", "m**n"):
+        with pytest.raises(ValueError, match=r"^exponents must be numbers of magnitude at most 16"):
+            parse_expression(text, NAMES)
+
+
+@pytest.mark.parametrize("text", ["(m", "(m + n", "((m)", "m * (n"])
+def test_a_parenthesis_left_open_at_the_end_is_a_value_error(text):
+    with pytest.raises(ValueError, match="^a parenthesis is not closed$"):
+        parse_expression(text, NAMES)
+
+
+@pytest.mark.parametrize("text", ["m / 0", "m / (n - n)", "1 / (2 - 2) + m", "0**-1"])
+def test_a_division_by_zero_is_refused_not_read_as_complex_infinity(text):
+    with pytest.raises(ValueError, match="^division by zero$"):
+        parse_expression(text, NAMES)
 
 @pytest.mark.parametrize("text", ["99999**(99999/122743)", "(2/3)**(999999999/100000000)", "2**(9999999/1000000)",
                                   "(4306/2151)**(2/119695)", "2151**(-2/119695)"])

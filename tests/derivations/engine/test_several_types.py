@@ -23,6 +23,20 @@ def test_orbits_by_generators_equal_equality_patterns_with_several_types():
     assert_orbits_are_patterns(task, "r", task.symbols()["R"])
 
 
+def test_two_groups_of_several_types_are_permuted_apart():
+    """Two shared groups and two per-class groups of several types: each group's types are permuted on
+    their own, so the orbits (from the generators) are the equality patterns with each group's labels
+    renumbered apart (types 0 of two groups are not one label)."""
+    task = Task("two-by-two", "", (TokenGroup("q", per_class=True, multiplicity=0),
+                                   TokenGroup("r", per_class=True, types="R1", multiplicity="m / R1"),
+                                   TokenGroup("s", per_class=True, types="R2", multiplicity="m / R2"),
+                                   TokenGroup("u", per_class=False, types="U1", multiplicity="n / U1"),
+                                   TokenGroup("v", per_class=False, types="U2", multiplicity="n / U2")),
+                query="q", parameters=("R1", "R2", "U1", "U2"), defaults=dict.fromkeys(("R1", "R2", "U1", "U2"), 2))
+    table = task.symbols()
+    assert_orbits_are_patterns(task, ("r", "s", "u", "v"), tuple(table[k] for k in ("R1", "R2", "U1", "U2")), Mv=2)
+
+
 def test_observables_do_not_grow_with_the_number_of_types():
     symbolic = reduce_task("query-copies", "CACO")
     assert [str(k) for k in symbolic.observables] == ["mu_QK_q", "mu_QK", "mu_OV_q", "mu_OV"]

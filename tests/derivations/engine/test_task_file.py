@@ -33,6 +33,22 @@ def test_builtin_tasks_are_files_of_the_same_format(name):
     assert task_from_toml(variant_text(name), name) == get_task(name)
 
 
+@pytest.mark.parametrize("key", ["n_c", "R"])
+def test_defaults_set_the_model_parameters_only(key):
+    """A task's own parameter (n_c) or an unknown name (R) under [defaults] is refused naming the key,
+    never silently dropped (n_c = 3 there once left the task at its [parameters] value 1)."""
+    text = variant_text("shared-irrelevant").replace('"shared-irrelevant"', '"own"') + f"\n[defaults]\n{key} = 3\n"
+    with pytest.raises(ValueError, match=rf"^f.toml: defaults.{key}: \[defaults\] sets m, n, b, M only"):
+        task_from_toml(text, "f.toml")
+
+def test_a_text_of_more_than_64_kib_is_refused_by_the_reader_of_text():
+    """task_from_toml itself (not only the file reader) holds to MAX_FILE_BYTES: 65536 characters are read,
+    one more is refused."""
+    pad = 65536 - len(BASE) - 3
+    assert task_from_toml("# " + "x" * pad + "\n" + BASE, "f.toml") == load_task(EXAMPLE)
+    with pytest.raises(ValueError, match=r"^f.toml: larger than 65536 bytes$"):
+        task_from_toml("# " + "x" * (pad + 1) + "\n" + BASE, "f.toml")
+
 def test_a_byte_order_mark_is_not_content(tmp_path):
     """An editor's UTF-8 byte-order mark before the first key: the same task."""
     marked = tmp_path / "marked.toml"
@@ -56,6 +72,8 @@ CASES = {
                           r"groups\[2\]: unknown key 'weight'"),
     "unknown symbol": (BASE.replace('"m / R"', '"m / K"'), r"groups\[1\]\.multiplicity: .*unknown symbols K"),
     "negative": (BASE.replace('multiplicity = "n"', 'multiplicity = -3'), r"groups\[2\]\.multiplicity: .*>= 0"),
+    "infinite": (BASE.replace('multiplicity = "n"', 'multiplicity = inf'),
+                 r"groups\[2\]\.multiplicity: must be a finite number; got inf"),
     "not an expression": (BASE.replace('multiplicity = "n"', 'multiplicity = "n +"'),
                           r"groups\[2\]\.multiplicity: .*not an expression"),
     "not a number": (BASE.replace('multiplicity = "n"', 'multiplicity = true'),

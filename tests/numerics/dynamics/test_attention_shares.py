@@ -29,6 +29,16 @@ def test_shares_of_the_paper_are_one_minus_alpha_off_the_relevant_tokens():
     assert float(st.other_attention) == pytest.approx(1 - float(st.alpha), rel=1e-12)
 
 
+
+def test_the_paper_s_other_share_keeps_its_digits_where_alpha_is_near_one():
+    """At loss 1e-300 and ratio 1e8 the share off the relevant tokens is 2.2e-12: 1/(1 + p) of the 30-digit
+    mpmath state to 1e-13 (1 - alpha would keep only about 4 digits of it)."""
+    from numerics.dynamics.closed_form import state_at_loss_mpmath
+    st = state_at_loss(1e-300, 1e8)
+    ref = float(1 / (1 + state_at_loss_mpmath(1e-300, 1e8, dps=30)["p"]))
+    assert float(st.other_attention) == pytest.approx(ref, rel=1e-13, abs=0)
+
+
 def test_query_copies_self_share_is_s_copies_of_the_query_weight():
     """The query's own token has s attended copies: its share is s e^mu_QK_q / Z."""
     st = state_at_loss(0.2, 1.0, task="query-copies", s=2, R=5, M=4, b=2, n=10)

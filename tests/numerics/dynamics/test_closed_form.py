@@ -67,12 +67,28 @@ def test_broadcasting_shapes():
 
 
 def test_state_consistency():
-    """The returned state has the requested loss and satisfies alpha = p/(1+p)."""
+    """The returned state has the requested loss and satisfies alpha = p/(1+p), s = alpha mu_OV and
+    s = log((M-1)/(e^L - 1)) (in mpmath: it cancels near log M), the last two losses from mpmath."""
     from numerics.functions import loss_fn
-    L = np.array([1e-8, 1e-3, 0.5, 2.0])
+    L = np.array([1e-8, 1e-3, 0.5, 2.0, LOG20 - 1e-3, LOG20 - 1e-9])
     st = state_at_loss(L, 3.0)
     np.testing.assert_allclose(loss_fn().func(st.mu_OV, st.mu_QK, 5, 50, 20), L, rtol=1e-12)
     np.testing.assert_allclose(st.alpha, st.p / (1 + st.p), rtol=1e-15)
+    np.testing.assert_allclose(st.s, st.alpha * st.mu_OV, rtol=1e-14)
+    with mpmath.workdps(40):
+        s = [float(mpmath.log(19 / mpmath.expm1(mpmath.mpf(x)))) for x in L]
+    np.testing.assert_allclose(st.s, s, rtol=1e-14)
+
+
+def test_accuracy_where_the_margin_starts_to_cancel():
+    """Loss 3e-4 to 0.06 below log M, where the margin in doubles loses digits and the switch to
+    mpmath is decided (MARGIN_RTOL): the state to the documented 1e-13 of the 30-digit reference."""
+    L = LOG20 - np.logspace(-3.5, -1.2, 20)
+    st = state_at_loss(L, 1.0)
+    for i, x in enumerate(L):
+        ref = state_at_loss_mpmath(x, 1.0, dps=30)
+        for k in ("mu_OV", "mu_QK", "alpha", "p", "s"):
+            assert abs(getattr(st, k)[i] - float(ref[k])) <= 1e-13 * abs(float(ref[k])), (x, k)
 
 
 @settings(max_examples=40)
@@ -122,9 +138,11 @@ def test_a_panel_whose_quadrature_error_is_too_large_is_integrated_in_mpmath(r, 
         val, _ = real_quad(f, a, b, **kw)
         sent.append((a, b))
         return 1.5 * val, abs(val)
-    monkeypatch.setattr(scipy.integrate, "quad", unreliable)
     thresholds = [1.0, 0.1]
+    double = time_to_loss(np.array(thresholds), r)
+    monkeypatch.setattr(scipy.integrate, "quad", unreliable)
     t = time_to_loss(np.array(thresholds), r)
+    np.testing.assert_allclose(t, double, rtol=1e-10)      # the double quadrature, rtol 1e-11
     assert len(sent) >= 2
     res = solve_reduced("CACO", eta_QK=r, eta_OV=1.0, loss_thresholds=thresholds, target_loss=0.1, rtol=1e-12,
                         atol=1e-14)
@@ -242,3 +260,36 @@ def test_time_to_loss_at_the_edge_of_double_range():
     assert math.isfinite(t[()]) and abs(t[()] / (19 * 50 / 1e-305) - 1) < 1e-4
     with pytest.raises(ValueError, match="exceeds the double-precision range"):
         time_to_loss(1e-307, 1.0)
+
+
+@pytest.mark.parametrize("L,r", [(1.0, 1.0), (1e-3, 100.0), (2.9, 1e-6), (1e-30, 1e4)])
+def test_mpmath_state_holds_the_digits_asked_for(L, r):
+    """``dps`` digits come back whatever the caller's mpmath precision (15 digits here), each within
+    two units in the last place of the root found by hand: mpmath.findroot at 80 digits on the module
+    docstring's F(p) = p + log(np/m) - m/n - r (M-1) s^2 (1 + 1/p)^2 / (2 M b), s = log((M-1)/(e^L - 1))."""
+    m, n, b, M, dps = 5, 50, 50, 20, 50
+    got = state_at_loss_mpmath(L, r, dps=dps)
+    with mpmath.workdps(80):
+        Lm, rm = mpmath.mpf(L), mpmath.mpf(r)
+        s = mpmath.log((M - 1) / mpmath.expm1(Lm))
+        def F(p):
+            return p + mpmath.log(n * p / m) - mpmath.mpf(m) / n - rm * (M - 1) * s**2 * (1 + 1 / p)**2 / (2 * M * b)
+        p = mpmath.findroot(F, mpmath.mpf(float(state_at_loss(L, r).p)))
+        ref = {"p": p, "s": s, "alpha": p / (1 + p), "mu_QK": mpmath.log(n * p / m), "mu_OV": s * (1 + p) / p}
+        ulp = mpmath.mpf(2) ** -mpmath.libmp.dps_to_prec(dps)
+        for k, v in ref.items():
+            assert abs(got[k] - v) <= 2 * ulp * abs(v), (k, got[k], v)
+
+
+def test_mpmath_answers_only_where_the_margin_cancels(monkeypatch):
+    """Doubles (bracket and Newton) answer every entry whose margin does not cancel (s above 0.02: loss
+    from 1e-300 to 0.05 below log M) at every supported ratio, for the paper's m, n, b, M and two
+    others; mpmath (slow) is left the entries nearer log M and a few at the corners of the range."""
+    import numerics.dynamics.closed_form as cf
+    calls = []
+    monkeypatch.setattr(cf, "state_at_loss_mpmath", lambda L, r, **kw: calls.append((L, r)) or {})
+    for kw in (dict(), dict(m=30, n=2, b=500, M=1000), dict(m=1e-3, n=1e3, b=1e3, M=10**6)):
+        logM = math.log(kw.get("M", 20))
+        L = np.concatenate([np.logspace(-300, -1, 12), logM * np.array([0.3, 0.9]), [logM - 0.05]])
+        cf.state_at_loss(L[:, None], np.logspace(-12, 12, 9)[None, :], **kw)
+    assert calls == []

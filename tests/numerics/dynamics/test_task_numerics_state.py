@@ -119,6 +119,8 @@ def test_entry_factorized_paper_is_its_orbit_and_other_tasks_refuse():
     assert float(st.alpha) == pytest.approx(ref.target_state["alpha"], rel=1e-8)
     with pytest.raises(ValueError, match="collapsed circuits"):
         entry(0.1, 3.0, task="query-in-context", parameterization="FAFO")
+    with pytest.raises(ValueError, match="collapsed circuits"):      # the paper's orbit is no reduced flow
+        entry(0.1, 3.0, parameterization="FAFO", method="reduced flow")
     with pytest.raises(ValueError, match="no closed-form state"):
         entry(0.1, 3.0, task="query-in-context", method="closed form")
     with pytest.raises(ValueError, match="method must be one of"):

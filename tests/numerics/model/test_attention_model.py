@@ -10,7 +10,7 @@ from scipy.integrate import solve_ivp
 
 from derivations.core import PAPER_SETTING as PAPER, PARAMETERIZATIONS
 from numerics.model import AttentionModel
-from numerics.model import project, structured_params
+from numerics.model import project, structured_params, summarize
 from numerics.dynamics import ReducedSystem
 from numerics.dynamics import Trajectory
 from numerics.dynamics import gradient_descent, gradient_flow
@@ -204,6 +204,23 @@ def test_random_init_distance_reported():
     assert np.all(res.distance > 1e-3)
 
 
+
+def test_distance_counts_a_small_circuit_off_the_family():
+    """The distance is the larger of the two circuits' relative residuals, and a circuit of norm 1e-9
+    counts (it is far above the round-off of its factors' product, 64 eps |W_Q| |W_K| = 3e-14): one
+    entry off U_QK's pattern (q_k, r_k) gives distance 1, collapsed or as the product of two factors
+    of norm sqrt(2) whose columns cancel."""
+    model = AttentionModel("CACO", M=3)
+    p = model.init_params("zero")
+    p["W_QK"][0, 1] = 1e-9                  # (q_0, q_1)
+    assert summarize(model, model.flatten(p))["distance"] == 1.0
+    model = AttentionModel("FAFO", M=3)
+    p = model.init_params("zero")
+    p["W_Q"][0, :2] = 1.0                   # W_QK = e_0 (k_0 + k_1)^T = 1e-9 e_0 e_1^T
+    p["W_K"][4, :2] = 1.0, -1.0
+    p["W_K"][1, 1] = 1e-9
+    assert summarize(model, model.flatten(p))["distance"] == 1.0
+
 # --------------------------------------------------------------------------- #
 # gradient descent
 # --------------------------------------------------------------------------- #
@@ -254,6 +271,29 @@ def test_flatten_roundtrip_and_rates():
     for k, eta in (("W_Q", 2.0), ("W_K", 3.0), ("W_O", 0.5), ("W_V", 0.25)):
         assert np.all(r[k] == eta)
 
+
+
+def test_init_params_scale_and_batch_rules():
+    """The identity start is ``scale`` times the rectangular identity (the authors' 1e-6 I); the
+    gradient takes one point: parameters with a batch axis are refused, naming the matrix."""
+    model = AttentionModel("FAFO", M=2)
+    p = model.init_params("identity", scale=1e-6)
+    for k in model.keys:
+        np.testing.assert_array_equal(p[k], 1e-6 * np.eye(*model.shapes[k]))
+    batched = {k: np.stack([v, v]) for k, v in p.items()}
+    assert model.loss(batched).shape == (2,)
+    with pytest.raises(ValueError, match=r"params\['W_Q'\] must have shape \(4, 2\)"):
+        model.loss_and_grad(batched)
+
+
+def test_the_full_model_holds_2_to_2000_classes():
+    """Both ends of the documented range [2, MAX_CLASSES] are accepted, one beyond either refused."""
+    from numerics.model.paper import MAX_CLASSES, check_full_model_classes
+    assert MAX_CLASSES == 2000
+    assert check_full_model_classes(2) == 2 and check_full_model_classes(2000.0) == 2000
+    for bad in (1, 2001):
+        with pytest.raises(ValueError, match=r"^M must be an integer in \[2, 2000\] for the full model"):
+            check_full_model_classes(bad)
 
 # --------------------------------------------------------------------------- #
 # validation

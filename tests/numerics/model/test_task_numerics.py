@@ -26,6 +26,7 @@ def test_paper_instance_matches_attention_model(P):
         assert abs(L1 - L2) <= 1e-12 * abs(L1)
         assert np.max(np.abs(g1 - g2)) <= 1e-12 * np.max(np.abs(g1))
         assert abs(tm.alpha(tm.unflatten(v)) - float(am.attention(am.unflatten(v)).mean())) <= 1e-13
+        assert abs(tm.alpha(tm.unflatten(v)) - am.alpha(am.unflatten(v))) <= 1e-13
 
 
 def _random_instance(rng, query_in_context=True):
@@ -59,6 +60,34 @@ def test_gradient_matches_finite_differences(P):
     assert np.max(np.abs(fd - g)) <= 1e-8 * max(1.0, np.max(np.abs(g)))
 
 
+
+@pytest.mark.parametrize("P", ["CACO", "FAFO"])
+def test_loss_and_alpha_weigh_the_kinds(P):
+    """Kind weights 1:2:3: loss, alpha and summarize are the weighted means of a plain per-kind
+    evaluation (softmax with multiplicities, log-sum-exp), written here from the module docstring."""
+    rng = np.random.default_rng(3)
+    inst = _random_instance(rng)
+    model = TaskModel(inst, P)
+    v = rng.normal(scale=0.8, size=model.n_params)
+    p = model.unflatten(v)
+    W_QK = p["W_Q"] @ p["W_K"].T if P == "FAFO" else p["W_QK"]
+    W_OV = p["W_O"] @ p["W_V"] if P == "FAFO" else p["W_OV"]
+    ce, al = [], []
+    for k in range(3):
+        S = 0.7 * inst.embeddings[inst.query[k]] @ W_QK @ inst.embeddings.T
+        a = inst.counts[k] * np.exp(S - S.max())
+        a /= a.sum()
+        z = W_OV @ (a @ inst.embeddings)
+        ce.append(math.log(np.exp(z - z.max()).sum()) + z.max() - z[inst.label[k]])
+        al.append(a[inst.relevant[k]].sum())
+    pi = np.array([1.0, 2.0, 3.0]) / 6
+    got = model.summarize(v)
+    for value in (model.loss(p), got["loss"]):
+        assert value == pytest.approx(pi @ ce, rel=1e-13)
+    for value in (model.alpha(p), got["alpha"]):
+        assert value == pytest.approx(pi @ al, rel=1e-13)
+
+
 def test_attention_uses_multiplicities():
     # two types with counts 3 and 1 and equal scores: attention 3/4 and 1/4
     E = np.eye(2)
@@ -83,6 +112,8 @@ def test_flow_target_loss_event_and_descent():
 
 @pytest.mark.parametrize("kwargs, match", [
     (dict(counts=[[1.0, -1.0]]), "counts"),
+    (dict(counts=[[0.0, 0.0]]), "counts must be .* with a positive entry in every row"),
+    (dict(weights=[0.0]), "weights must be K=1 finite numbers > 0"),
     (dict(query=[2]), "query"),
     (dict(label=[5]), "label"),
     (dict(n_out=1), "n_out"),
@@ -136,6 +167,27 @@ def _task_model_and_raw(name, P, **values):
     rest = {k: v for k, v in vals.items() if k != "M"}
     return TaskModel(instance_of_task(name, M=Mv, **rest), P), task.instance(M=Mv, values=rest), vals
 
+
+def test_family_projector_distance_is_the_largest_and_deviations_are_shares():
+    """Two matrices, the first 5 off its family, the second on it: the distance is the first's
+    5/sqrt(29) (the largest, not the last); a deviation of 0.5 in a coordinate whose matrix reaches
+    norm 4 is the share 0.125 (the rules of FamilyProjector's docstrings, by hand)."""
+    U1, U2 = np.array([[1.0, 0.0], [0.0, 0.0]]), np.array([[0.0, 1.0], [0.0, 0.0]])
+    proj = FamilyProjector({"a": ("A", U1), "b": ("B", U2)}, ["a", "b"])
+    theta, dist = proj({"A": np.array([[2.0, 5.0], [0.0, 0.0]]), "B": 3.0 * U2})
+    np.testing.assert_allclose(theta, [2.0, 3.0], rtol=1e-15)
+    assert dist == pytest.approx(5 / math.sqrt(29), rel=1e-15)
+    dev = proj.deviations(np.array([[2.0, 3.0], [4.5, 3.0]]), np.array([[2.0, 3.0], [4.0, 3.0]]))
+    assert dev == pytest.approx({"a": 0.125, "b": 0.0}, rel=1e-15)
+
+
+def test_task_basis_of_several_types_per_class():
+    """query-copies with R = 2 relevant types per class at M = 3: each basis matrix is the 0/1 indicator
+    of its orbit, M R entries for (q_k, r_k), M (M-1) R for (o_k, r_j)."""
+    basis = task_basis("query-copies", "CACO", 3, {"R": 2, "s": 2})
+    d = instance_of_task("query-copies", M=3, R=2, s=2).d
+    sizes = {name: (U.shape, U.sum()) for name, (_, U) in basis.items()}
+    assert sizes["W_QK[q_k,r_k]"] == ((d, d), 6.0) and sizes["W_OV[o_k,r_j]"] == ((3, d), 12.0)
 
 @pytest.mark.parametrize("name", ["paper", "shared-irrelevant", "query-in-context", "authors"])
 @pytest.mark.parametrize("P", PARAMETERIZATIONS)

@@ -62,6 +62,10 @@ def test_check_can_fail():
     finally:
         object.__setattr__(fam.system, "_f", orig)
     assert any(c["status"] == "FAIL" for c in checks if c["quantity"] == "theta")
+    # the record is the largest coordinate's deviation (each in its detail), the observables' too
+    for c in checks:
+        if c["quantity"] in ("theta", "observables"):
+            assert c["value"] == max(c["detail"].values()) and min(c["detail"].values()) < c["value"]
 
 
 def test_cli_json(capsys):
@@ -239,6 +243,7 @@ def test_a_flow_whose_gradient_becomes_non_finite_fails_the_integration_record(m
     [c] = [c for c in checks if c.quantity == "integration"]
     assert c.status == "FAIL" and c.detail["message"].startswith("full model: ")
     assert "budget" not in c.detail["message"]
+    assert "value_with_fine_full_flow" not in c.detail        # no value: not measured again
 
 
 def test_a_task_comparison_limited_by_the_integration_is_measured_again():

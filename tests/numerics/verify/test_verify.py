@@ -86,6 +86,19 @@ def test_wrong_closed_form_is_detected():
     assert all(c.status != "FAIL" for c in ok)
 
 
+def test_a_closed_form_three_times_the_tolerance_off_fails(monkeypatch):
+    """mu_QK of the closed-form state 3e-6 off (tolerance 1e-6) fails at 3e-6; a closed-form time 1e-4
+    off fails the crossings (t is part of their max)."""
+    checks = run_checks("CACO", [1.0], quick=True, kinds=["closed_form"], state_at_loss=_wrong_state_at_loss(3e-6))
+    bad = {c.quantity: c for c in checks}["flow~closed(state_at_loss) mu_QK"]
+    assert bad.status == "FAIL" and bad.value == pytest.approx(3e-6, rel=1e-2)
+    import numerics.dynamics.closed_form as closed_form
+    real = closed_form.time_to_loss
+    monkeypatch.setattr(closed_form, "time_to_loss", lambda *a, **k: real(*a, **k) * (1 + 1e-4))
+    crossings = run_checks("CACO", [1.0], quick=True, kinds=["crossings"])
+    assert crossings and all(c.status == "FAIL" and c.detail["t"] == pytest.approx(1e-4, rel=1e-2)
+                             for c in crossings)
+
 def test_a_failure_of_the_full_flows_integration_is_measured_again_not_called_a_failure():
     """At m = 1e-6 (T ~ 5e10) the full flow integrated with rtol 1e-12 deviates from the reduced
     flow by more than the tolerance; integrated with rtol 1e-13 mu_QK agrees (PASS) and alpha's
@@ -181,6 +194,11 @@ def test_check_status_rules():
     assert Check("CACO", 1.0, "x", 1.0, (0.8, 1.2)).status == "PASS"
     assert Check("CACO", 1.0, "x", 0.5, (0.8, 1.2)).status == "FAIL"
     assert Check("CACO", 1.0, "x", 1.5, (0.8, 1.2)).status == "FAIL"
+    # the bounds are inclusive (value <= tolerance, a closed range), and a value that is not finite
+    # fails whatever its sign
+    assert Check("CACO", 1.0, "x", 1e-6, 1e-6).status == "PASS"
+    assert Check("CACO", 1.0, "x", 0.8, (0.8, 1.2)).status == Check("CACO", 1.0, "x", 1.2, (0.8, 1.2)).status == "PASS"
+    assert Check("CACO", 1.0, "x", -math.inf, 1e-6).status == "FAIL"
     # rel_dev, the comparison of every kind: pointwise |x - ref| / |ref| (a small entry 100 % off is
     # 1.0, not 1e-3 of the largest), 0/0 is 0, a nonzero difference from 0 inf (a FAIL as nan is),
     # a nan entry or a shape mismatch nan

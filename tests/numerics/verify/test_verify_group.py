@@ -19,6 +19,7 @@ def _ctx(value, tolerance=1e-6):
     (1e-7, 1e-6, "PASS"),                    # passes on the finer flow: a pass, the first value kept
     (9e-5, 1e-6, "FAIL"),                    # 1e-4 -> 9e-5: changed by less than 1/3 of 9e-5, converged
     (3e-5, 1e-6, "N/V"),                     # fell threefold (changed by 7e-5 >= 3e-5 / 3): not converged
+    (7e-5, 1e-6, "N/V"),                     # changed by 3e-5 >= 7e-5 / 3 (its new value's third, not the old's)
     (1e-4, 1e-6, "FAIL"),                    # unchanged: a failure
     (math.nan, 1e-6, "FAIL"),                # the finer flow gives no number: still a failure
     (1e-4, None, "FAIL"),                    # reported only (INFO) on the finer flow: still a failure
