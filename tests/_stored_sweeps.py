@@ -5,12 +5,37 @@ against the command's output without training; the slow tests run the command ag
 import csv
 import json
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parent / "data" / "docs_sweeps"
-#: The relative difference a run again may show: none where the BLAS kernels are those that stored the
-#: output, float64 rounding elsewhere.
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data" / "docs_sweeps"
+#: The relative difference a run again may show: float64 rounding (the run again uses the BLAS kernels that
+#: stored the output, :data:`STORED_KERNELS`, and is then bit for bit the same).
 RTOL = 1e-14
+#: The OpenBLAS kernels (``OPENBLAS_CORETYPE``) the docs' sweeps and the stored reproductions
+#: (``tests/data/reproduce``, ``tests/data/readme_sweep_float32``) were computed with. Other kernels round
+#: some products differently in their last bit, and a long run carries that further: on an AMD EPYC whose
+#: OpenBLAS picks SkylakeX kernels, the first differences found were 2.6e-14 relative (float64: a confidence
+#: bound of the paper_m4 sweep, FAFO_fast_qk's attention entropy) and 7.6e-4 (float32: a row's loss).
+STORED_KERNELS = "Haswell"
+
+
+def run_with_stored_kernels(args, timeout=3600):
+    """Run ``python args...`` in the checkout with OpenBLAS's :data:`STORED_KERNELS` (the child's BLAS
+    is checked to be them); return its stdout. A failure shows the child's stderr."""
+    check = ("import threadpoolctl, sys; kinds = {i.get('architecture') for i in threadpoolctl.threadpool_info()"
+             " if i.get('internal_api') == 'openblas'}; "
+             f"sys.exit(0 if kinds == {{{STORED_KERNELS!r}}} else 'OpenBLAS kernels ' + repr(kinds))")
+    env = dict(os.environ, OPENBLAS_CORETYPE=STORED_KERNELS,
+               PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")]))
+    for argv in (["-c", "import numpy; " + check], list(args)):
+        proc = subprocess.run([sys.executable, *argv], cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=timeout)
+        assert proc.returncode == 0, (argv[:3], proc.stderr[-4000:])
+    return proc.stdout
 
 
 def stored(name):
@@ -62,12 +87,12 @@ def _numbers(text):
 
 def assert_run_again_is_stored(name, args, tmp_path):
     """Run ``python -m numerics.experiments`` with ``args`` (its ``--output`` replaced by a folder of
-    ``tmp_path``) and compare its results.csv and sweep.json with the stored ones, to :data:`RTOL`."""
-    from numerics.experiments.__main__ import main
+    ``tmp_path``) with the :data:`STORED_KERNELS`, and compare its results.csv and sweep.json with the stored
+    ones, to :data:`RTOL`."""
     args = list(args)
     out = tmp_path / name
     args[args.index("--output") + 1] = str(out)
-    assert main(args + ["--quiet"]) == 0
+    run_with_stored_kernels(["-m", "numerics.experiments", *args, "--quiet"])
     rows, sweep = stored(name)
     again = list(csv.DictReader((out / "results.csv").open(newline="")))
     assert_close([{k: _numbers(v) for k, v in r.items()} for r in again],

@@ -55,11 +55,14 @@ def test_the_float32_paragraph_is_the_stored_sweeps():
 @pytest.mark.slow
 def test_a_stored_float32_job_is_what_the_sweep_trains():
     """FAFO, seeds 1234-1236, every ratio in float32 (one job of the sweep, where rows reach their target at
-    another step than in float64): the stored rows, to a relative 1e-14."""
-    from numerics.experiments.commands.sweep import _jobs
-    from numerics.experiments.jobs import sweep_job
-    [job] = [job for job in _jobs(SWEEP32["settings"]) if job["config"]["parameterization"] == "FAFO"]
-    rows = sweep_job(job)["rows"]
+    another step than in float64), retrained with the BLAS kernels that stored it
+    (``_stored_sweeps.STORED_KERNELS``): the stored rows, to a relative 1e-14."""
+    from _stored_sweeps import run_with_stored_kernels
+    code = ("import json, sys\nfrom numerics.experiments.commands.sweep import _jobs\n"
+            "from numerics.experiments.jobs import sweep_job\n"
+            "[job] = [j for j in _jobs(json.loads(sys.argv[1])) if j['config']['parameterization'] == 'FAFO']\n"
+            "print(json.dumps(sweep_job(job)['rows']))\n")
+    rows = json.loads(run_with_stored_kernels(["-c", code, json.dumps(SWEEP32["settings"])]).splitlines()[-1])
     assert len(rows) == 45
     for row in rows:
         s = F32["FAFO", repr(row["ratio"]), str(row["seed"]), repr(row["target_loss"])]

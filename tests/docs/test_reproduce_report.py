@@ -159,20 +159,23 @@ def test_the_float32_table():
                                          ("fig3_collapsed", "float64")])
 def test_a_stored_job_is_what_reproduce_trains(name, dtype):
     """The cheapest Figure-2 job (about 20 CPU-s) in both dtypes and the Figure-3 job behind the caption's
-    alpha = 0.2 (about 90 CPU-s), retrained: the stored reports' entries, to a relative 1e-14 (bit for bit
-    where the BLAS kernels are those that stored them)."""
-    from _stored_sweeps import assert_close
-    from numerics.experiments import jobs
-    from numerics.experiments.reproduce import published_jobs
-    job = dict(published_jobs(dtype=dtype))[name]
+    alpha = 0.2 (about 90 CPU-s), retrained with the BLAS kernels that stored them
+    (``_stored_sweeps.STORED_KERNELS``): the stored reports' entries, to a relative 1e-14."""
+    from _stored_sweeps import assert_close, run_with_stored_kernels
     stored = (REPORT_FLOAT32 if dtype == "float32" else REPORT)["runs"][name]
-    if job["experiment"] == "fig2":
-        runs = [dict(sorted(r.items())) for r in jobs.fig2_job(json.loads(json.dumps(job)))["runs"]]
-        assert_close(json.loads(json.dumps(runs)), stored["runs"], name)
-        assert_close(json.loads(json.dumps(jobs.combine_runs(runs))),
-                     {k: stored[k] for k in ("heatmap", "heatmap_std", "separability")}, name)
+    code = (f"import json\nfrom numerics.experiments import jobs\n"
+            f"from numerics.experiments.reproduce import published_jobs\n"
+            f"job = dict(published_jobs(dtype={dtype!r}))[{name!r}]\n"
+            f"if job['experiment'] == 'fig2':\n"
+            f"    runs = [dict(sorted(r.items())) for r in jobs.fig2_job(json.loads(json.dumps(job)))['runs']]\n"
+            f"    print(json.dumps({{'runs': runs, 'combined': jobs.combine_runs(runs)}}))\n"
+            f"else:\n"
+            f"    print(json.dumps(jobs.fig3_job(job)))\n")
+    res = json.loads(run_with_stored_kernels(["-c", code]).splitlines()[-1])
+    if "runs" in res:
+        assert_close(res["runs"], stored["runs"], name)
+        assert_close(res["combined"], {k: stored[k] for k in ("heatmap", "heatmap_std", "separability")}, name)
     else:
-        res = json.loads(json.dumps(jobs.fig3_job(job)))
         assert_close({k: res[k] for k in ("alpha", "final_loss", "loss", "incentive")},
                      {k: stored[k] for k in ("alpha", "final_loss", "loss", "incentive")}, name)
 
