@@ -301,11 +301,22 @@ def test_no_page_loads_anything_from_another_host(site):
     assert not offenders, f"resources from other hosts: {offenders[:10]}"
 
 
+def _shows_path(text, path) -> bool:
+    """Whether ``text`` holds ``path`` as a whole name (not the start of a longer one)."""
+    return re.search(re.escape(str(path)) + r"(?![\w.-])", text) is not None
+
+
+def test_the_path_is_found_only_as_a_whole_name():
+    assert _shows_path("at /tmp/x/docs", "/tmp/x") and _shows_path("'/tmp/x'", "/tmp/x")
+    assert not _shows_path("'/tmp/xdg/qkov'", "/tmp/x") and not _shows_path("/tmp/x.1", "/tmp/x")
+
+
 def test_no_page_shows_where_the_site_was_built(site):
     """The pages are the same wherever the checkout is: no value or default shows its absolute path (a
-    path computed from ``__file__`` is shown by name, its value hidden)."""
+    path computed from ``__file__`` is shown by name, its value hidden). The path is a whole name: a checkout
+    in ``/tmp/x`` is not found in an example's ``/tmp/xdg``."""
     shown = [str(page.relative_to(site.html)) for page in site.html.rglob("*.html")
-             if str(ROOT) in page.read_text(encoding="utf-8")]
+             if _shows_path(page.read_text(encoding="utf-8"), ROOT)]
     assert not shown, f"pages showing the checkout's path {ROOT}: {shown[:10]}"
 
 
