@@ -3,9 +3,10 @@
 
 ``api/index.rst`` is written on ``config-inited`` from the modules found on disk under
 ``derivations/`` and ``numerics/`` (public modules, ``__main__`` and names starting with
-``_`` skipped), so autosummary documents new modules without edits; pages of names that no
-longer exist are deleted. A package's page lists its ``__all__`` as links to the modules
-that define each name; a value that nothing documents is shown without its type's docstring.
+``_`` skipped), so autosummary documents new modules without edits; pages of modules that no
+longer exist are deleted. Each module has one page: a table of its public names, then each of them
+documented. A package's page lists its ``__all__`` as links to the modules that define each name;
+a value that nothing documents is shown without its type's docstring.
 Docstring examples that follow a section get the heading ``Examples``; a reference to a name
 that a docstring or page imports (a package's export, a module's import) links to the page of
 the object it is. The hidden toctree under each autosummary table, which the HTML writer skips, is
@@ -160,36 +161,16 @@ def _text_lines(lines) -> list[str]:
     return [line.strip() for line in lines if line.strip()]
 
 
-def _stub_is_current(stem: str, modules: set[str]) -> bool:
-    """Whether ``api/generated/<stem>.rst`` still documents a public module or name."""
-    if stem in modules:
-        return True
-    module_name, _, attr = stem.rpartition(".")
-    if module_name not in modules:
-        return False
-    try:
-        module = importlib.import_module(module_name)
-    except Exception:  # an import problem is reported by autosummary itself
-        return True
-    if hasattr(module, "__path__") or inspect.ismodule(getattr(module, attr, None)):
-        return False      # a package's names are documented at their defining modules
-    public = getattr(module, "__all__", None)
-    if public is not None:
-        return attr in public
-    obj = getattr(module, attr, None)
-    return (not attr.startswith("_") and obj is not None
-            and getattr(obj, "__module__", module_name) == module_name)
-
-
 def prune_stale_stubs(folder: Path, modules: set[str]) -> list[str]:
-    """Delete generated API pages of modules or names that no longer exist or are private.
+    """Delete the generated API pages of modules that no longer exist or are private.
 
-    autosummary writes ``api/generated/*.rst`` but never deletes them, and a leftover page
-    of a removed function fails the -W build ("not included in any toctree")."""
+    autosummary writes ``api/generated/<module>.rst`` (one page per public module, which documents
+    the module's names) but never deletes them, and a leftover page of a removed module fails the
+    -W build ("not included in any toctree")."""
     removed = []
     if folder.is_dir():
         for stub in folder.glob("*.rst"):
-            if not _stub_is_current(stub.stem, modules):
+            if stub.stem not in modules:
                 stub.unlink()
                 removed.append(stub.stem)
     return removed
