@@ -42,7 +42,7 @@ from .settings import OPTIONAL, check_sweep_settings, different_setting, shown, 
 from .store import digest
 
 __all__ = ["ExperimentDirectory", "DirectoryRefused", "KINDS", "LOCK_FILE", "SETTINGS_FILE", "SETTINGS_FILES",
-           "SETTINGS_FORMAT", "RUNS", "REPORT_FIGURES"]
+           "SETTINGS_FORMAT", "SETTINGS_MAX_BYTES", "RUNS", "REPORT_FIGURES"]
 
 #: The lock file of a directory.
 LOCK_FILE = ".lock"
@@ -78,7 +78,7 @@ REPORT_FIGURES = ("fig2_heatmaps", "fig3_fixed_attention")
 #: The files written here: a killed write's temporary of one (``atomic_file.is_temporary``) is removed, a user's not.
 _WRITTEN = frozenset({name for files in KINDS.values() for name in files} | set(_figures(*REPORT_FIGURES)))
 #: Largest settings file read (bytes); ``fig2.json`` and ``fig3.json`` hold every run's loss log.
-_MAX_BYTES = {SETTINGS_FILE: 1 << 20, "fig2.json": 1 << 30, "fig3.json": 1 << 30, "report.json": 1 << 30}
+SETTINGS_MAX_BYTES = {SETTINGS_FILE: 1 << 20, "fig2.json": 1 << 30, "fig3.json": 1 << 30, "report.json": 1 << 30}
 
 
 class DirectoryRefused(UsageError, ValueError):
@@ -232,7 +232,7 @@ class ExperimentDirectory:
             raise self._refuse(f"has a {name} that is {_entry_kind(path)}; its settings cannot be read (links "
                                f"in an output directory are never followed); choose another directory")
         try:
-            return json.loads(read_bounded(path, _MAX_BYTES[name], follow_links=False).decode("utf-8"))
+            return json.loads(read_bounded(path, SETTINGS_MAX_BYTES[name], follow_links=False).decode("utf-8"))
         except (OSError, ValueError, RecursionError) as exc:
             reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0][:80] or type(exc).__name__
             raise self._refuse(f"has a {name} that cannot be read ({reason}); the stored results are kept: "

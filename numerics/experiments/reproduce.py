@@ -29,15 +29,16 @@ runs finished so far (``reproduce --collect``).  ``quick=True`` shortens every s
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 
-from derivations.core.atomic_file import atomic_write_text
+from derivations.core.atomic_file import atomic_write_text, read_bounded
 from derivations.core.output import json_text
 
 from . import jobs as jobs_mod
 from . import fixed_attention, plots, sgd
-from .directory import REPORT_FIGURES
+from .directory import REPORT_FIGURES, SETTINGS_MAX_BYTES
 
 __all__ = ["PUBLISHED_RUNS", "published_jobs", "settings_of_jobs", "reproduce", "collect", "format_report",
            "make_figures"]
@@ -195,7 +196,9 @@ def collect(output, *, quick=False, dtype="float64") -> dict:
     rerunning :func:`reproduce` with the same ``output`` computes only those.
     The runs are read and the report written under the directory's write lock
     (:meth:`~numerics.experiments.directory.ExperimentDirectory.writing`), which a
-    reproduction running beside it takes for its own report.
+    reproduction running beside it takes for its own report. Collected again after a reproduction
+    finished, the report keeps that reproduction's wall time (the runs are the ones it timed); a report
+    of runs collected otherwise has none.
 
     Parameters
     ----------
@@ -223,13 +226,28 @@ def collect(output, *, quick=False, dtype="float64") -> dict:
     named = published_jobs(quick, dtype=dtype)
     with output.writing():
         results = [store.get(json.loads(json.dumps(job))) for _, job in named]
-        return _write_report(output.path, named, results, None, quick)
+        return _write_report(output.path, named, results, None, quick, _timed(output.path, results))
 
 
-def _write_report(output, named, results, t0, quick):
+def _timed(output: Path, results) -> float | None:
+    """The wall time of the reproduction whose report ``output/report.json`` is, where that report names no
+    missing run and every run is still stored (the runs collected are the ones it timed); else None (also
+    for a report that cannot be read, or a wall time that is not a finite float >= 0)."""
+    try:
+        previous = json.loads(read_bounded(output / "report.json", SETTINGS_MAX_BYTES["report.json"], follow_links=False))
+    except (OSError, ValueError, RecursionError):
+        return None
+    seconds = previous.get("wall_seconds") if isinstance(previous, dict) and previous.get("missing") == [] else None
+    complete = all(r is not None for r in results)
+    valid = type(seconds) is float and math.isfinite(seconds) and seconds >= 0
+    return seconds if complete and valid else None
+
+
+def _write_report(output, named, results, t0, quick, wall_seconds=None):
     """Write the figures, then ``report.json`` and ``report.md``; ``wall_seconds`` is the time from
-    ``t0`` (:func:`time.perf_counter`; None: no work timed) to the figures drawn."""
-    report = {"quick": quick, "wall_seconds": None, "runs": {}, "missing": []}
+    ``t0`` (:func:`time.perf_counter`) to the figures drawn, or where ``t0`` is None (no work timed)
+    the given ``wall_seconds``."""
+    report = {"quick": quick, "wall_seconds": wall_seconds, "runs": {}, "missing": []}
     for (name, job), res in zip(named, results):
         title = PUBLISHED_RUNS[name][0]
         if res is None:

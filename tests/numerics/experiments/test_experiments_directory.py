@@ -232,6 +232,30 @@ def test_a_collect_beside_a_reproduction_keeps_its_files_and_the_final_report(tm
     assert final["missing"] == [] and final["wall_seconds"] is not None
 
 
+@pytest.mark.parametrize("report, results, kept", [
+    ({"missing": [], "wall_seconds": 5.5}, [{}, {}], 5.5),
+    ({"missing": [], "wall_seconds": 0.0}, [{}], 0.0),
+    ({"missing": [], "wall_seconds": 5.5}, [{}, None], None),          # a run lost since
+    ({"missing": ["CACO"], "wall_seconds": 5.5}, [{}, {}], None),      # the timed reproduction was partial
+    ({"wall_seconds": 5.5}, [{}], None),
+    ({"missing": [], "wall_seconds": "5.5"}, [{}], None),              # edited values are not believed
+    ({"missing": [], "wall_seconds": True}, [{}], None),
+    ({"missing": [], "wall_seconds": 5}, [{}], None),
+    ({"missing": [], "wall_seconds": -1.0}, [{}], None),
+    ({"missing": [], "wall_seconds": float("nan")}, [{}], None),
+    ({"missing": [], "wall_seconds": float("inf")}, [{}], None),
+    (None, [{}], None), ([], [{}], None), ("{not json", [{}], None), ("absent", [{}], None), ("link", [{}], None)])
+def test_collect_keeps_the_wall_time_only_of_a_finished_reproduction_of_these_runs(tmp_path, report, results, kept):
+    from numerics.experiments import reproduce
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"missing": [], "wall_seconds": 5.5}))
+    if report == "link":          # a link is not followed, even to a good report
+        (tmp_path / "report.json").symlink_to(good)
+    elif report != "absent":
+        (tmp_path / "report.json").write_text(report if isinstance(report, str) else json.dumps(report))
+    assert reproduce._timed(tmp_path, results) == kept
+
+
 def test_a_reproduction_of_other_settings_is_refused_not_replaced(tmp_path, monkeypatch, capsys):
     """A report of another --dtype or --quick is not replaced (by a run or by --collect); the same
     settings run again, an unfinished reproduction (runs, no report) is continued, and a damaged
