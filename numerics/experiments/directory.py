@@ -141,7 +141,7 @@ class ExperimentDirectory:
         path = self.path / LOCK_FILE
         what = _entry_kind(path)
         if what not in (None, "a file"):
-            raise self._refuse(f"has a {LOCK_FILE} that is {_entry_kind(path)}, not a lock file (links in an output "
+            raise self._refuse(f"has a {LOCK_FILE} that is {what}, not a lock file (links in an output "
                                f"directory are never followed); remove it or choose another directory")
         flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
         try:
