@@ -85,16 +85,17 @@ SWEEP = ["sweep", "--parameterizations", "CACO,FACO", "--ratios", "1,4", "--seed
 
 @pytest.fixture(scope="module")
 def two_targets(tmp_path_factory):
-    """``SWEEP`` with the targets 3.75 and 3.85, no theory and no figures, run once for the module:
-    ``(output directory, printed JSON)`` (copy the directory before changing it)."""
+    """``SWEEP`` with the targets 3.75 and 3.85 and its theory, run once for the module: ``(output
+    directory, printed JSON)`` (copy the directory before changing it). Of its figures only ``sweep.png``
+    is written."""
     import contextlib
     import io
-    from _figures import skip_figures
+    from _figures import only_figures
     out = tmp_path_factory.mktemp("targets") / "s"
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed), pytest.MonkeyPatch.context() as mp:
-        skip_figures(mp)
-        assert main([*SWEEP, "--target-loss", "3.75,3.85", "--output", str(out), "--json", "--no-theory"]) == 0
+        only_figures(mp, ("sweep",), ("png",))
+        assert main([*SWEEP, "--target-loss", "3.75,3.85", "--output", str(out), "--json"]) == 0
     return out, json.loads(printed.getvalue())
 
 
@@ -140,10 +141,8 @@ def test_bad_targets_one_line_exit_2_before_any_work(targets, message, tmp_path,
     assert not out.exists()
 
 
-def test_sweep_json_sets_each_run_beside_its_seeds_flow_and_reports_agreement(tmp_path, capsys, sweep_png):
-    out = tmp_path / "t"
-    assert main([*SWEEP, "--target-loss", "3.75,3.85", "--output", str(out), "--json"]) == 0
-    d = json.loads(capsys.readouterr().out)
+def test_sweep_json_sets_each_run_beside_its_seeds_flow_and_reports_agreement(two_targets):
+    out, d = two_targets
     assert d == json.loads((out / "sweep.json").read_text())
     rows = read_csv(out / "results.csv")
     pred = d["prediction"]
