@@ -19,9 +19,20 @@ def test_authors_counts_are_the_expected_copies():
     assert attention.authors_counts() == pytest.approx({"s": 5.0, "m": 22.0, "R": 10})
 
 
-def test_phase_diagram_has_the_window_and_the_boundary():
-    fig = attention.plot_phase_diagram(quick=True, Rs=(5,))
-    ax = fig.axes[0]
+@pytest.fixture(scope="module")
+def phase_diagram():
+    """``plot_phase_diagram(quick=True, Rs=(5,))``, drawn once for the module (the tests only read it)."""
+    return attention.plot_phase_diagram(quick=True, Rs=(5,))
+
+
+@pytest.fixture(scope="module")
+def master_curve():
+    """``plot_master_curve(quick=True)``, drawn once for the module (the tests only read it)."""
+    return attention.plot_master_curve(quick=True)
+
+
+def test_phase_diagram_has_the_window_and_the_boundary(phase_diagram):
+    ax = phase_diagram.axes[0]
     edges = sorted(line.get_xdata()[0] for line in ax.lines if line.get_linestyle() == ":")
     assert edges == pytest.approx([0.2, 1.0])
     [curve] = [line for line in ax.lines if line.get_label() == r"$\Lambda^*$"]
@@ -29,9 +40,8 @@ def test_phase_diagram_has_the_window_and_the_boundary():
     assert np.all((x > 0.2) & (x < 1.0)) and np.all(np.isfinite(y)) and np.all(np.diff(y) < 0)
 
 
-def test_master_curve_markers_fall_on_the_lines():
-    fig = attention.plot_master_curve(quick=True)
-    for ax in fig.axes:
+def test_master_curve_markers_fall_on_the_lines(master_curve):
+    for ax in master_curve.axes:
         lines = [l for l in ax.lines if l.get_linestyle() == "-"]
         for marks in (l for l in ax.lines if l.get_linestyle() == "None" and l.get_gid() != "sgd"):
             x, y = marks.get_data()
@@ -44,13 +54,12 @@ def _sgd_marks(ax):
     return np.concatenate([np.column_stack(line.get_data()) for line in ax.lines if line.get_gid() == "sgd"])
 
 
-def test_the_phase_diagram_plots_every_stored_run_of_its_task_by_its_lead():
+def test_the_phase_diagram_plots_every_stored_run_of_its_task_by_its_lead(phase_diagram):
     """A point per stored run of the panel's task (m = 10, n = 40, its R) at (s/m, Lambda of its ratio
     and measured loss), seeds side by side (0.015 apart in s/m), in the series of the share that
     leads in that run."""
     runs = attention.sgd_points()
-    fig = attention.plot_phase_diagram(quick=True, Rs=(5,))
-    ax = fig.axes[0]
+    ax = phase_diagram.axes[0]
     mine = [r for r in runs if (r["task"]["R"], r["task"]["m"], r["task"]["n"]) == (5, 10, 40)]
     assert len(mine) >= 6 and {r["self_attention"] > r["relevant_attention"] for r in mine} == {True, False}
     for lead in ("self", "relevant"):
@@ -63,13 +72,13 @@ def test_the_phase_diagram_plots_every_stored_run_of_its_task_by_its_lead():
     assert len(_sgd_marks(ax)) == len(mine)
 
 
-def test_the_master_curve_plots_every_stored_run_of_its_task_near_the_curve():
+def test_the_master_curve_plots_every_stored_run_of_its_task_near_the_curve(master_curve):
     """Panel (b): both shares of every stored run of its task at the Lambda of its ratio and measured
     loss, within 0.03 of the master curve there (the claim of docs/attention.md)."""
     from numerics.dynamics import master_shares
     runs = [r for r in attention.sgd_points() if all(r["task"][k] == v for k, v in attention.MASTER_TASK.items())]
     assert len({(r["target_loss"], r["task"]["M"], r["task"]["b"]) for r in runs}) >= 2
-    ax = attention.plot_master_curve(quick=True).axes[1]
+    ax = master_curve.axes[1]
     marks = _sgd_marks(ax)
     assert len(marks) == 2 * len(runs)
     lam = np.array([r["lambda"] for r in runs])
