@@ -235,12 +235,13 @@ def test_one_save_figure(tmp_path):
 
 
 def test_closed_pipe_and_full_disk(tmp_path):
-    """The list of written files goes through the one output writer."""
+    """The list of written files goes through the one output writer (the figure at the lowest dpi: its
+    pixels are not what is tested here)."""
     import os
     with open("/dev/full", "w") as full:
         proc = subprocess.run([sys.executable, "-m", "numerics.figures", "--output",
                                str(tmp_path), "--quick", "--only", "stopping_curves",
-                               "--formats", "png"], cwd=ROOT, stdout=full,
+                               "--formats", "png", "--dpi", "10"], cwd=ROOT, stdout=full,
                               stderr=subprocess.PIPE, text=True, timeout=120)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert "cannot write the output" in proc.stderr
@@ -249,7 +250,7 @@ def test_closed_pipe_and_full_disk(tmp_path):
     try:
         proc = subprocess.run([sys.executable, "-m", "numerics.figures", "--output",
                                str(tmp_path), "--quick", "--only", "stopping_curves",
-                               "--formats", "png"], cwd=ROOT, stdout=write,
+                               "--formats", "png", "--dpi", "10"], cwd=ROOT, stdout=write,
                               stderr=subprocess.PIPE, text=True, timeout=120)
     finally:
         os.close(write)
