@@ -17,17 +17,18 @@ from numerics.dynamics import gradient_descent, gradient_flow
 from _family import distance_from_family, family_params
 
 
-def fd_gradient(model, vec, h=1e-3):
-    """Fourth-order central finite differences of the loss in flat coordinates."""
-    f = lambda x: model.loss_and_grad_flat(x)[0]  # noqa: E731
+def fd_gradient(model, vec, h=1e-3, chunk=128):
+    """Fourth-order central finite differences of the loss in flat coordinates: the losses at
+    ``vec +- h e_i`` and ``vec +- 2 h e_i`` of ``chunk`` coordinates at a time, as one batch of
+    :meth:`~numerics.model.AttentionModel.loss` (which takes leading batch axes)."""
+    n = vec.size
     fd = np.empty_like(vec)
-    e = np.zeros_like(vec)
-    for i in range(vec.size):
-        e[i] = h
-        d1 = f(vec + e) - f(vec - e)
-        d2 = f(vec + 2 * e) - f(vec - 2 * e)
-        fd[i] = (8 * d1 - d2) / (12 * h)
-        e[i] = 0.0
+    for start in range(0, n, chunk):
+        k = min(chunk, n - start)
+        e = np.zeros((k, n))
+        e[np.arange(k), start + np.arange(k)] = h
+        up1, down1, up2, down2 = model.loss(model.unflatten(vec + np.concatenate([e, -e, 2 * e, -2 * e]))).reshape(4, k)
+        fd[start:start + k] = (8 * (up1 - down1) - (up2 - down2)) / (12 * h)
     return fd
 
 
