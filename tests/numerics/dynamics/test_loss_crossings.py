@@ -39,8 +39,9 @@ def caco_reference(L, *, m=5.0, n=50.0, b=50.0, M=20, r=1.0):
         def alpha(x):
             odds = mpmath.lambertw(mpmath.exp(K0 + c * x**2)).real
             return odds / (1 + odds)
-        t = mpmath.quad(lambda x: b * (mpmath.exp(alpha(x) * x) + M - 1) / alpha(x),
-                        mpmath.linspace(0, x_end, 5))
+        def rate(x, a):                     # the integrand at x, with a = alpha(x) (a Lambert W: once a point)
+            return b * (mpmath.exp(a * x) + M - 1) / a
+        t = mpmath.quad(lambda x: rate(x, alpha(x)), mpmath.linspace(0, x_end, 5))
         return float(x_end), float(lp + mpmath.log(n / m)), float(t)
 
 
