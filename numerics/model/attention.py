@@ -106,6 +106,8 @@ class TaskModel:
     def _setup(self, parameterization, dims, etas):
         """Parameterization, rates and flat layout (shared by every model)."""
         self.parameterization = check_parameterization(parameterization)
+        # read on every gradient evaluation: looked up once
+        self._factorized = (qk_factorized(self.parameterization), ov_factorized(self.parameterization))
         self.eta_QK = check_positive("eta_QK", etas["eta_QK"])
         self.eta_OV = check_positive("eta_OV", etas["eta_OV"])
         for name, default in (("eta_Q", self.eta_QK), ("eta_K", self.eta_QK),
@@ -139,12 +141,12 @@ class TaskModel:
     @property
     def qk_factorized(self) -> bool:
         """True if the attention circuit is factorized (``W_QK = W_Q W_K^T``)."""
-        return qk_factorized(self.parameterization)
+        return self._factorized[0]
 
     @property
     def ov_factorized(self) -> bool:
         """True if the output circuit is factorized (``W_OV = W_O W_V``)."""
-        return ov_factorized(self.parameterization)
+        return self._factorized[1]
 
     @property
     def keys(self) -> tuple:
