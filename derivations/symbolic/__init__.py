@@ -18,7 +18,7 @@ from ..core import lazy_exports
 #: ``{defining module: public names}``.
 _HOMES = {
     ".forms": ("canonical",),
-    ".exp_zero": ("exp_to_symbols", "is_zero_exactly"),
+    ".exp_zero": ("exp_to_symbols", "is_zero_exactly", "is_zero"),
     ".special_functions": ("wright_omega", "lambert_to_wright_omega"),
     ".srepr_reader": ("from_srepr", "to_srepr", "UnsafeExpression", "power_bits"),
     ".symbols": ("m", "n", "b", "M", "eta_QK", "eta_OV", "eta_Q", "eta_K", "eta_O", "eta_V",

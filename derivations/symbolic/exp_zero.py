@@ -48,7 +48,7 @@ from math import gcd, lcm
 
 import sympy as sp
 
-__all__ = ["exp_to_symbols", "is_zero_exactly"]
+__all__ = ["exp_to_symbols", "is_zero_exactly", "is_zero"]
 
 
 def _rational_gcd(coefficients):
@@ -178,3 +178,32 @@ def is_zero_exactly(expr) -> bool:
     rational, _ = exp_to_symbols(expr)
     numerator, _ = sp.fraction(sp.together(rational))
     return sp.expand(numerator) == 0
+
+
+def is_zero(expr) -> bool:
+    """True when ``expr`` is identically zero: proved by :func:`is_zero_exactly`, else decided by
+    :func:`sympy.simplify` (the fast proof first; simplify only for what it does not prove).
+
+    Parameters
+    ----------
+    expr : sympy.Expr
+
+    Returns
+    -------
+    bool
+
+    Raises
+    ------
+    ValueError
+        If ``expr`` is not a SymPy expression (parameter ``expr``).
+
+    Examples
+    --------
+    >>> import sympy as sp
+    >>> x = sp.Symbol("x", real=True)
+    >>> is_zero(sp.exp(2 * x) - sp.exp(x) ** 2), is_zero(sp.sin(x) ** 2 + sp.cos(x) ** 2 - 1)
+    (True, True)
+    >>> is_zero(sp.exp(x) - 1 - x)
+    False
+    """
+    return is_zero_exactly(expr) or sp.simplify(expr) == 0

@@ -40,6 +40,8 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from ..symbolic.exp_zero import is_zero
+
 __all__ = ["MasterFlow", "Lambda", "ell", "margin_of_loss", "master_flow", "exchange_symmetry",
            "no_crossover_identity", "window_signs", "early_growth_ratio", "ratio_of_lambda"]
 
@@ -181,15 +183,15 @@ def _groups(reduction, u, qk, ov):
     margin is :math:`a_g`."""
     pairs = {}
     for group, share in reduction.attention.items():
-        xs = [x for x in qk if sp.simplify(sp.diff(share, x) - share * (1 - share)) == 0]
-        ys = [y for y in ov if sp.simplify(sp.diff(u, y) - share) == 0]
+        xs = [x for x in qk if is_zero(sp.diff(share, x) - share * (1 - share))]
+        ys = [y for y in ov if is_zero(sp.diff(u, y) - share)]
         if len(xs) == 1 and len(ys) == 1:
             pairs[group] = (xs[0], ys[0])
         elif xs or ys:
             raise ValueError(f"task {reduction.task!r}: group {group!r} has no single score gap "
                              "and logit gap")
-    if len(pairs) != len(qk) or sp.simplify(u - sum(reduction.attention[g] * y
-                                                    for g, (_x, y) in pairs.items())) != 0:
+    if len(pairs) != len(qk) or not is_zero(u - sum(reduction.attention[g] * y
+                                                    for g, (_x, y) in pairs.items())):
         raise ValueError(f"task {reduction.task!r}: the margin is not the attention-weighted "
                          "sum of the logit gaps")
     return pairs
@@ -236,7 +238,7 @@ def master_flow(task: str = "query-in-context", reduction=None) -> MasterFlow:
     u = margin_of_loss(red.loss, M)
     psi = (M - 1) * sp.exp(-u) / (1 + (M - 1) * sp.exp(-u))
     for i, o in enumerate(names):
-        if sp.simplify(red.odes[o] - G[i, i] * psi * sp.diff(u, o)) != 0:
+        if not is_zero(red.odes[o] - G[i, i] * psi * sp.diff(u, o)):
             raise ValueError(f"task {red.task!r}: d{o}/dt is not G psi(u) du/d{o}")
     pairs = _groups(red, u, qk, ov)
     Y = {g: sp.Symbol(f"Y_{g}", real=True) for g in pairs}
@@ -288,7 +290,7 @@ def exchange_symmetry(flow: MasterFlow, swap: dict) -> bool:
     _q, _r, xq, xr, Yq, Yr = _pair(flow)
     mapping = {xq: xr, xr: xq, Yq: Yr, Yr: Yq, **swap}
     partner = {xq: xr, xr: xq, Yq: Yr, Yr: Yq}
-    return all(sp.simplify(flow.rhs[v].subs(mapping, simultaneous=True) - flow.rhs[partner[v]]) == 0
+    return all(is_zero(flow.rhs[v].subs(mapping, simultaneous=True) - flow.rhs[partner[v]])
                for v in partner)
 
 
@@ -328,7 +330,7 @@ def no_crossover_identity(flow: MasterFlow):
     edge = {xq: xr, Yq: Yr + E}
     growth = (flow.rhs[xq] - flow.rhs[xr]).subs(edge)
     shares = {A: flow.shares[flow.self_group].subs(edge), B: flow.shares[flow.relevant_group].subs(edge)}
-    if sp.simplify(growth - claim.subs(shares)) != 0:
+    if not is_zero(growth - claim.subs(shares)):
         raise ValueError(f"task {flow.task!r}: the edge growth is not the sign identity's "
                          "(the self and relevant groups' metrics differ)")
     return claim, (A, B, E)
