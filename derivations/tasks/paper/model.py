@@ -263,11 +263,9 @@ class Family:
         -------
         (sympy.Expr, sympy.Expr)
         """
-        flows = _family_mu_flow(self.parameterization)
         if not in_mu:
-            return flows
-        sol = self.coordinates_of_mu()
-        return tuple(canonical(e.subs(sol)) for e in flows)
+            return _family_mu_flow(self.parameterization)
+        return _family_mu_flow_in_mu(self.parameterization)
 
 
 @lru_cache(maxsize=None)
@@ -332,6 +330,12 @@ def _family_mu_flow(parameterization):
     fam = family(parameterization)
     flow = fam.flow()
     return tuple(canonical(sum(sp.diff(mu, c) * flow[c] for c in flow)) for mu in fam.mu())
+
+
+@lru_cache(maxsize=None)
+def _family_mu_flow_in_mu(parameterization):
+    sol = _coordinates_of_mu(parameterization)
+    return tuple(canonical(e.subs(sol)) for e in _family_mu_flow(parameterization))
 
 
 _FAMILY_COORDINATES = {           # (trained matrix, basis) -> family coordinate
