@@ -7,8 +7,10 @@ so that both take the one path: ``main``'s ``finally`` clauses stop its workers 
 remove its temporary files on the way out, and the decorator prints what is kept. The exit
 status is a shell's for a process a signal ended: 128 + the signal's number
 (:data:`EXIT_INTERRUPTED`, :data:`EXIT_TERMINATED`). Before ``main`` runs, while ``python -m``
-loads a command's modules, :func:`guard_loading` gives the same line and status. Plain Python
-at import, as the rest of :mod:`derivations.core`.
+loads a command's modules, :func:`guard_loading` gives the same line and status; once the ``main``
+of the command a process runs has returned or printed its line, Ctrl-C and SIGTERM are ignored while
+the process exits (its status is the command's). Plain Python at import, as the rest of
+:mod:`derivations.core`.
 """
 from __future__ import annotations
 
@@ -87,17 +89,20 @@ def _stopped_while_loading(kind, exc, traceback):
     os._exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
 
 
-def _stop_guarding_loading() -> None:
-    """The command's ``main`` runs: Ctrl-C and SIGTERM are as before :func:`guard_loading` (``main`` sets its own)."""
+def _stop_guarding_loading() -> bool:
+    """The command's ``main`` runs: Ctrl-C and SIGTERM are as before :func:`guard_loading` (``main`` sets its own).
+    True for the ``main`` of the command this process runs (the first guarded one to run after
+    :func:`guard_loading` took effect): the process exits when it returns."""
     import signal
 
     if not _loading.get("module"):
-        return
+        return False
     if sys.excepthook is _stopped_while_loading:
         sys.excepthook = _loading["excepthook"]
     if signal.getsignal(signal.SIGTERM) is _terminate:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _loading["module"] = None
+    return True
 
 
 def exit_on_interrupt(prog: str, note=None):
@@ -109,7 +114,9 @@ def exit_on_interrupt(prog: str, note=None):
     temporary files on the way out) prints ``prog: interrupted``, or ``prog: terminated``
     for :class:`Terminated`, and ``note(argv)``'s text, if any (what is kept and how to
     continue), as one line on stderr and returns :data:`EXIT_INTERRUPTED` or
-    :data:`EXIT_TERMINATED`. A second Ctrl-C or SIGTERM while that line is printed is ignored. An
+    :data:`EXIT_TERMINATED`. A second Ctrl-C or SIGTERM while that line is printed is ignored; in the
+    ``main`` of the command this process runs (``python -m``, :func:`guard_loading`), also afterwards, as
+    once it has returned: the process exits, with the command's status. An
     interrupt raised in a finalizer (``__del__``, a weakref callback: where the garbage collector runs
     them), which Python would only report as unraisable and drop, is raised again after it.
 
@@ -140,7 +147,7 @@ def exit_on_interrupt(prog: str, note=None):
     def decorate(main):
         @functools.wraps(main)
         def guarded(argv=None):
-            _stop_guarding_loading()
+            exiting = _stop_guarding_loading()      # (this process's command: the process exits after it)
             previous = _set_handler(signal.SIGTERM, _terminate, only_over=signal.SIG_DFL)
             sent = []
             reporting, sys.unraisablehook = sys.unraisablehook, _raised_again(sys.unraisablehook, sent)
@@ -149,6 +156,8 @@ def exit_on_interrupt(prog: str, note=None):
                     status = main(argv)
                     for sender in sent:          # an interrupt sent again as main ended is raised here
                         sender.join()
+                    if exiting:                  # (one that comes before is the command's interrupt)
+                        _ignore_interrupts()
                     return status
                 except Exception as exc:
                     stop = _interrupt_of(exc)
@@ -156,13 +165,28 @@ def exit_on_interrupt(prog: str, note=None):
                         raise
                 except KeyboardInterrupt as exc:
                     stop = exc
-                return _report(prog, note, argv, isinstance(stop, Terminated), sent)
+                return _report(prog, note, argv, isinstance(stop, Terminated), sent, keep_ignored=exiting)
             finally:
+                if exiting:                      # (also after an error, which Python reports as it exits)
+                    _ignore_interrupts()
                 sys.unraisablehook = reporting
-                if previous is not None:
+                if previous is not None and not exiting:
                     signal.signal(signal.SIGTERM, previous)
         return guarded
     return decorate
+
+
+def _ignore_interrupts() -> None:
+    """Ignore Ctrl-C and SIGTERM from now on: the command is over, the process only exits. That exit (its
+    threads joined, its ``atexit`` callbacks, then its modules torn down: half a second and more with NumPy,
+    SymPy and Matplotlib loaded) has no ``main`` to handle a signal: a handler in place raises a
+    ``KeyboardInterrupt`` that Python reports as a traceback, and after Python has put back the default
+    handlers, which it does for all but an ignored signal, the signal kills the process, with no line and
+    the signal's status in place of the command's."""
+    import signal
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        _set_handler(signum, signal.SIG_IGN)
 
 
 def _raised_again(report, sent):
@@ -205,9 +229,10 @@ def _set_handler(signum, handler, only_over=None):
     return signal.SIG_DFL if current is None else current      # (None: set in C; never for these two)
 
 
-def _report(prog, note, argv, terminated, sent=()) -> int:
+def _report(prog, note, argv, terminated, sent=(), keep_ignored=False) -> int:
     """Print the one line of a stopped command (Ctrl-C and SIGTERM ignored meanwhile, those still to be sent
-    again from a finalizer, ``sent``, included); its exit status."""
+    again from a finalizer, ``sent``, included, and, with ``keep_ignored``, afterwards: the process exits,
+    :func:`_ignore_interrupts`); its exit status."""
     import signal
 
     previous = {signum: _set_handler(signum, signal.SIG_IGN) for signum in (signal.SIGINT, signal.SIGTERM)}
@@ -222,7 +247,7 @@ def _report(prog, note, argv, terminated, sent=()) -> int:
         print(line, file=sys.stderr, flush=True)
     finally:
         for signum, handler in previous.items():
-            if handler is not None:
+            if handler is not None and not keep_ignored:
                 signal.signal(signum, handler)
     return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
 

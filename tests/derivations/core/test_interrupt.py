@@ -151,3 +151,49 @@ def test_an_interrupt_from_a_finalizer_is_not_raised_after_the_command_stopped_o
             signal.signal(signum, lambda signum, frame: after.append(signum))
         time.sleep(0.1)
     assert (returned, after, capsys.readouterr().err) == (130, [], "demo: interrupted\n")
+
+
+_STOP_AS_IT_EXITS = """
+import atexit, os, signal
+class _Stop:
+    def __del__(self, kill=os.kill, pid=os.getpid(), signum=signal.{signal}):
+        kill(pid, signum)
+if {in_atexit}:
+    atexit.register(os.kill, os.getpid(), signal.{signal})   # (registered first: the last callback)
+else:
+    _stop = _Stop()            # collected as Python tears its modules down, its signal handlers reset
+"""
+
+
+@pytest.mark.parametrize("signal_name, in_atexit", [("SIGINT", False), ("SIGTERM", False), ("SIGINT", True),
+                                                    ("SIGTERM", True)])
+def test_ctrl_c_or_sigterm_after_the_command_ended_leaves_its_status(tmp_path, signal_name, in_atexit):
+    """A signal once the command's ``main`` has returned, while the process exits (its ``atexit`` callbacks, then
+    its modules torn down: half a second and more with NumPy and Matplotlib loaded), is ignored: the command's
+    exit status and output, no traceback, not killed by the signal."""
+    import subprocess
+    import sys
+
+    (tmp_path / "sitecustomize.py").write_text(_STOP_AS_IT_EXITS.format(signal=signal_name, in_atexit=in_atexit))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path)] + sys.path))
+    run = subprocess.run([sys.executable, "-m", "derivations.print_dynamics", "--help"], capture_output=True,
+                         text=True, env=env, cwd=tmp_path, timeout=60,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler))
+    assert (run.returncode, run.stderr) == (0, ""), run.stderr
+    assert run.stdout.startswith("usage: ")
+
+
+def test_the_command_of_the_process_ignores_ctrl_c_and_sigterm_once_its_line_is_printed(terminal_handlers, capsys,
+                                                                                       monkeypatch):
+    """The ``main`` of the command this process runs (``python -m``): after its line, Ctrl-C and SIGTERM stay
+    ignored while the process exits (a second signal then killed it, with the signal's status); a ``main``
+    called within a program keeps them as they were (the first test)."""
+    from derivations.core import interrupt
+
+    monkeypatch.setitem(interrupt._loading, "module", "derivations.demo")
+
+    @exit_on_interrupt("demo")
+    def main(argv=None):
+        raise KeyboardInterrupt
+    assert main([]) == 130 and capsys.readouterr().err == "demo: interrupted\n"
+    assert signal.getsignal(signal.SIGINT) == signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
