@@ -169,6 +169,7 @@ def exit_on_interrupt(prog: str, note=None):
             finally:
                 if exiting:                      # (also after an error, which Python reports as it exits)
                     _ignore_interrupts()
+                    _forget_handled_interrupts()
                 sys.unraisablehook = reporting
                 if previous is not None and not exiting:
                     signal.signal(signal.SIGTERM, previous)
@@ -187,6 +188,16 @@ def _ignore_interrupts() -> None:
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         _set_handler(signum, signal.SIG_IGN)
+
+
+def _forget_handled_interrupts() -> None:
+    """Clear CPython's mark of a Ctrl-C left unhandled, which a ``KeyboardInterrupt`` sets when it leaves code
+    run by ``exec`` or ``eval`` of a string (as ``dataclasses``, ``collections.namedtuple`` and SymPy's
+    ``lambdify`` make their functions) even when it is handled afterwards, as the command handles it: with the
+    mark, ``python -m`` ends the process by SIGINT once it has exited (status -2, killed by the signal, after
+    the command's line) in place of the command's status. CPython clears the mark each time it runs a string
+    of code, here an empty one (and leaves it set, as before, on a version that does not)."""
+    exec("")
 
 
 def _raised_again(report, sent):

@@ -197,3 +197,30 @@ def test_the_command_of_the_process_ignores_ctrl_c_and_sigterm_once_its_line_is_
         raise KeyboardInterrupt
     assert main([]) == 130 and capsys.readouterr().err == "demo: interrupted\n"
     assert signal.getsignal(signal.SIGINT) == signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
+
+
+
+_STOP_IN_EXEC = """
+import sys
+class _Stop:
+    def find_spec(self, name, path=None, target=None):
+        if name == {module!r}:
+            exec("raise KeyboardInterrupt")      # as a Ctrl-C raised in the code exec runs
+        return None
+sys.meta_path.insert(0, _Stop())
+"""
+
+
+def test_ctrl_c_that_leaves_code_run_by_exec_still_exits_130(tmp_path):
+    """Ctrl-C whose ``KeyboardInterrupt`` leaves code run by ``exec`` of a string (as dataclasses and namedtuple
+    make classes; here as the command imports a subcommand's module, in its ``main`` and again for the line's
+    note, which it stops) gives the one line and exit status 130, not a process killed by SIGINT after it:
+    CPython marks such an interrupt as unhandled, and ``python -m`` then ends by SIGINT."""
+    import subprocess
+    import sys
+
+    (tmp_path / "sitecustomize.py").write_text(_STOP_IN_EXEC.format(module="numerics.experiments.commands.fig2"))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path)] + sys.path))
+    run = subprocess.run([sys.executable, "-m", "numerics.experiments", "fig2", "--lr-qk", "-1"], capture_output=True,
+                         text=True, env=env, cwd=tmp_path, timeout=60)
+    assert (run.returncode, run.stdout, run.stderr) == (130, "", "experiments: interrupted\n")
