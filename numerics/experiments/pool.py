@@ -226,8 +226,10 @@ def run_pool(func, jobs, pending, workers, collect, report=None) -> None:
 def _lost_worker(executor) -> str:
     """What :class:`WorkerLost` says: which worker process ended, and how (its signal, where known)."""
     processes = list((getattr(executor, "_processes", None) or {}).values())
-    # (the pool ends its other workers with SIGTERM once it is broken: the one lost ended otherwise)
-    ended = ([p for p in processes if p.exitcode not in (None, 0, -signal.SIGTERM)]
+    # (the pool ends its other workers with SIGTERM once it is broken, and one may then end with a status of
+    # its own: the one lost is the one a signal killed, else one that ended otherwise)
+    ended = ([p for p in processes if p.exitcode is not None and p.exitcode < 0 and p.exitcode != -signal.SIGTERM]
+             or [p for p in processes if p.exitcode not in (None, 0, -signal.SIGTERM)]
              or [p for p in processes if p.exitcode not in (None, 0)])
     how = ""
     if ended and ended[0].exitcode < 0:

@@ -168,13 +168,15 @@ def test_a_worker_process_killed_is_a_lost_worker_and_finished_results_are_kept(
 
 @pytest.mark.parametrize("exitcodes, says", [
     ((-signal.SIGTERM, -signal.SIGKILL, None), " 12 ended abruptly, killed by SIGKILL "),   # the pool's SIGTERM: not it
+    ((255, -signal.SIGKILL), " 12 ended abruptly, killed by SIGKILL "),     # one that ended after it: not it
     ((0, 3), " 12 ended abruptly, exit status 3 "),
     ((-signal.SIGTERM,), " 11 ended abruptly, killed by SIGTERM "),        # SIGTERM from outside, alone
     ((-77,), " 11 ended abruptly, killed by signal 77 "),
     ((None, 0), " process ended abruptly ")])
 def test_a_lost_worker_is_named_by_how_it_ended(exitcodes, says):
-    """Which worker the message names: the one that ended otherwise than by the pool's SIGTERM to the others
-    once broken (pids 11, 12, ... in order), with its signal's name or its exit status."""
+    """Which worker the message names: the one a signal killed, else one that ended otherwise than by the
+    pool's SIGTERM to the others once broken (pids 11, 12, ... in order), with its signal's name or its exit
+    status (seen under load: a worker SIGKILLed, and another that ended with status 255 listed first)."""
     from types import SimpleNamespace
 
     from numerics.experiments.pool import _lost_worker
