@@ -234,7 +234,8 @@ def _timed(output: Path, results) -> float | None:
     missing run and every run is still stored (the runs collected are the ones it timed); else None (also
     for a report that cannot be read, or a wall time that is not a finite float >= 0)."""
     try:
-        previous = json.loads(read_bounded(output / "report.json", SETTINGS_MAX_BYTES["report.json"], follow_links=False))
+        text = read_bounded(output / "report.json", SETTINGS_MAX_BYTES["report.json"], follow_links=False)
+        previous = json.loads(text)
     except (OSError, ValueError, RecursionError):
         return None
     seconds = previous.get("wall_seconds") if isinstance(previous, dict) and previous.get("missing") == [] else None

@@ -199,7 +199,6 @@ def test_the_command_of_the_process_ignores_ctrl_c_and_sigterm_once_its_line_is_
     assert signal.getsignal(signal.SIGINT) == signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
 
 
-
 _STOP_IN_EXEC = """
 import sys
 class _Stop:
