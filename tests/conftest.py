@@ -4,7 +4,13 @@ from hypothesis import HealthCheck, settings
 
 #: The suite's Hypothesis settings (one place): no per-example deadline (the first example of a test
 #: may import SymPy or compile), 25 examples unless a test asks for another count with ``@settings``.
-settings.register_profile("qkov", deadline=None, max_examples=25, suppress_health_check=[HealthCheck.too_slow])
+#: ``qkov`` (the default) is derandomized: every run tries the same examples, so the suite's time and
+#: outcome are the same on every run and no example database is written. ``qkov-explore``
+#: (``python -m pytest --hypothesis-profile=qkov-explore``) draws fresh examples and keeps failing ones
+#: in ``.hypothesis/``, for looking for new counterexamples.
+_COMMON = dict(deadline=None, max_examples=25, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("qkov", derandomize=True, database=None, **_COMMON)
+settings.register_profile("qkov-explore", **_COMMON)
 settings.load_profile("qkov")
 
 #: The longest test files, longest first (seconds on the 2-core machine: 52, 19, 15, 11, 10, 9, 9, 8, 7; the
