@@ -18,6 +18,7 @@ import contextlib
 import math
 import signal
 import threading
+import time
 
 __all__ = ["time_limit"]
 
@@ -62,9 +63,11 @@ def time_limit(seconds: float, message: str, status: str | None = None):
     """Run the body for at most ``seconds`` of wall time, else raise ``ValueError(message)``.
 
     The bound is a real-time interval timer (``SIGALRM``), so it stops pure-Python work such as
-    SymPy's wherever it is. It applies in the main thread of a platform with ``setitimer``, and
-    only when no other timer is armed (an outer bound then holds); elsewhere the body runs without
-    one. The previous ``SIGALRM`` handler is restored on the way out.
+    SymPy's wherever it is. It applies in the main thread of a platform with ``setitimer``;
+    elsewhere the body runs without one. Bounds nest: where a timer is already armed (an outer
+    bound, or a test runner's per-test timeout) and is due first, it holds alone; else this bound
+    holds, and on the way out the previous ``SIGALRM`` handler is restored and the outer timer
+    re-armed with the time it has left.
 
     Parameters
     ----------
@@ -85,20 +88,25 @@ def time_limit(seconds: float, message: str, status: str | None = None):
     ValueError
         If the body has not finished within ``seconds``.
     """
-    if (not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread()
-            or signal.getitimer(signal.ITIMER_REAL)[0] > 0):
+    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
         yield
         return
-    with _seconds_bar(seconds, status), _bounded(seconds, message):
+    outer = signal.getitimer(signal.ITIMER_REAL)
+    if 0 < outer[0] <= seconds:
+        yield
+        return
+    with _seconds_bar(seconds, status), _bounded(seconds, message, outer):
         yield
 
 
 @contextlib.contextmanager
-def _bounded(seconds, message):
-    """The real-time interval timer of :func:`time_limit` (in the main thread, none armed)."""
+def _bounded(seconds, message, outer):
+    """The real-time interval timer of :func:`time_limit` (in the main thread), due before the ``outer``
+    timer (``signal.getitimer``'s (delay, interval); delay 0: none armed), which is re-armed after it."""
     def expire(signum, frame):
         raise _Expired
     previous = signal.signal(signal.SIGALRM, expire)
+    start = time.monotonic()
     try:
         signal.setitimer(signal.ITIMER_REAL, seconds)
         yield
@@ -107,3 +115,5 @@ def _bounded(seconds, message):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if outer[0] > 0:
+            signal.setitimer(signal.ITIMER_REAL, max(outer[0] - (time.monotonic() - start), 1e-6), outer[1])

@@ -69,3 +69,59 @@ def test_the_bar_counts_the_bound_in_whole_seconds_rounded_up_and_is_cleared_at_
     shown = terminal.getvalue()
     assert "demo: " in shown and " 1/3 s" in shown and "\n" not in shown
     assert shown.endswith("\r") and shown.rstrip("\r").rsplit("\r", 1)[-1].strip() == "", repr(shown)
+
+
+class _OuterExpired(Exception):
+    """Raised by the outer timer of the nesting tests."""
+
+
+def _outer_timer(seconds):
+    """Arm a real-time timer of ``seconds`` raising :class:`_OuterExpired` (a test runner's per-test
+    timeout); return its handler."""
+    import signal
+
+    def outer(signum, frame):
+        raise _OuterExpired
+    signal.signal(signal.SIGALRM, outer)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    return outer
+
+
+@pytest.fixture
+def restore_alarm():
+    import signal
+    previous = signal.getsignal(signal.SIGALRM), signal.getitimer(signal.ITIMER_REAL)
+    yield
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.signal(signal.SIGALRM, previous[0])
+    if previous[1][0] > 0:
+        signal.setitimer(signal.ITIMER_REAL, *previous[1])
+
+
+def test_a_bound_inside_a_later_outer_timer_holds_and_rearms_the_outer_one(restore_alarm):
+    """Under an armed timer due later (a per-test timeout), the inner bound still stops the body at its
+    own time; then the outer handler is back and its timer armed with what it had left."""
+    import signal
+    outer = _outer_timer(3.0)
+    t0 = time.monotonic()
+    with pytest.raises(ValueError, match="did not finish"):
+        with time_bound.time_limit(0.2, "did not finish"):
+            while True:
+                pass
+    assert time.monotonic() - t0 < 1.5
+    left = signal.getitimer(signal.ITIMER_REAL)[0]
+    assert signal.getsignal(signal.SIGALRM) is outer and 3.0 - (time.monotonic() - t0) - 0.1 < left < 2.9
+    with pytest.raises(_OuterExpired):
+        while True:
+            pass
+
+
+def test_an_outer_timer_due_first_holds_alone(restore_alarm):
+    """An armed timer due before the bound is left as it is: it stops the body with its own handler."""
+    import signal
+    outer = _outer_timer(0.2)
+    with pytest.raises(_OuterExpired):
+        with time_bound.time_limit(30, "never"):
+            assert signal.getsignal(signal.SIGALRM) is outer
+            while True:
+                pass
