@@ -4,7 +4,6 @@ Run with ``python -m pytest -m slow tests/numerics/experiments/test_experiments_
 published figures are not known here, so these check the procedure's invariants and
 the qualitative statements of the spec, on the full schedules.
 """
-import faulthandler
 import json
 
 import numpy as np
@@ -34,8 +33,8 @@ def test_published_faster_qk_run(name):
             assert run["stopped_epoch"] % 100 >= 1 and run["steps"] == run["stopped_epoch"] * c["steps_per_epoch"]
 
 
+@pytest.mark.timeout(3600)          # every published run: a longer bound than the other slow tests'
 def test_reproduce_every_published_run(tmp_path):
-    faulthandler.dump_traceback_later(3600)     # every published run: this test's limit replaces the suite's 300 s
     report = reproduce.reproduce(tmp_path, workers=2, progress=False)
     assert report["missing"] == [] and len(report["runs"]) == len(reproduce.PUBLISHED_RUNS)
     for name in ("fig3_collapsed", "fig3_factorized"):
