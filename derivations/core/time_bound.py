@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import math
 import signal
+import sys
 import threading
 import time
 
@@ -25,6 +26,8 @@ __all__ = ["time_limit"]
 
 #: Seconds before the status bar of :func:`time_limit` shows, and between its updates.
 _TICK = 1.0
+#: Seconds between the timer's expiries once the bound has passed (:func:`time_limit`).
+_REPEAT = 0.1
 
 
 class _Expired(BaseException):
@@ -67,7 +70,11 @@ def time_limit(seconds: float, message: str, status: str | None = None):
     elsewhere the body runs without one. Bounds nest: where a timer is already armed (an outer
     bound, or a test runner's per-test timeout) and is due first, it holds alone; else this bound
     holds, and on the way out the previous ``SIGALRM`` handler is restored and the outer timer
-    re-armed with the time it has left.
+    re-armed with the time it has left. Past ``seconds`` the timer fires again every
+    :data:`_REPEAT` seconds until the body has stopped: an expiry that lands in code which
+    cannot pass an exception on (a finalizer ``__del__`` or a weakref callback run by the
+    garbage collector, which would print "Exception ignored" and go on) is followed by another, and
+    not printed.
 
     Parameters
     ----------
@@ -103,17 +110,29 @@ def time_limit(seconds: float, message: str, status: str | None = None):
 def _bounded(seconds, message, outer):
     """The real-time interval timer of :func:`time_limit` (in the main thread), due before the ``outer``
     timer (``signal.getitimer``'s (delay, interval); delay 0: none armed), which is re-armed after it."""
+    armed, report = [True], sys.unraisablehook
+
     def expire(signum, frame):
-        raise _Expired
+        if armed[0]:                 # not once disarmed (a signal handled late)
+            raise _Expired
+
+    def lost(unraisable):            # an expiry lost in a finalizer: not printed, the timer fires again
+        if not isinstance(unraisable.exc_value, _Expired):
+            report(unraisable)
     previous = signal.signal(signal.SIGALRM, expire)
+    sys.unraisablehook = lost
     start = time.monotonic()
     try:
-        signal.setitimer(signal.ITIMER_REAL, seconds)
-        yield
+        signal.setitimer(signal.ITIMER_REAL, seconds, _REPEAT)
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            armed[0] = False
     except _Expired:
         raise ValueError(message) from None
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        sys.unraisablehook = report
         if outer[0] > 0:
             signal.setitimer(signal.ITIMER_REAL, max(outer[0] - (time.monotonic() - start), 1e-6), outer[1])
