@@ -102,15 +102,15 @@ def test_a_bound_inside_a_later_outer_timer_holds_and_rearms_the_outer_one(resto
     """Under an armed timer due later (a per-test timeout), the inner bound still stops the body at its
     own time; then the outer handler is back and its timer armed with what it had left."""
     import signal
-    outer = _outer_timer(3.0)
+    outer = _outer_timer(1.0)
     t0 = time.monotonic()
     with pytest.raises(ValueError, match="did not finish"):
         with time_bound.time_limit(0.2, "did not finish"):
             while True:
                 pass
-    assert time.monotonic() - t0 < 1.5
     left = signal.getitimer(signal.ITIMER_REAL)[0]
-    assert signal.getsignal(signal.SIGALRM) is outer and 3.0 - (time.monotonic() - t0) - 0.1 < left < 2.9
+    assert time.monotonic() - t0 < 0.6
+    assert signal.getsignal(signal.SIGALRM) is outer and 1.0 - (time.monotonic() - t0) - 0.1 < left < 0.9
     with pytest.raises(_OuterExpired):
         while True:
             pass
