@@ -6,8 +6,7 @@ from hypothesis import HealthCheck, settings
 #: may import SymPy or compile), 25 examples unless a test asks for another count with ``@settings``.
 #: ``qkov`` (the default) is derandomized: examples come from a fixed seed, not a new one each run, and no
 #: example database is written (Hypothesis also mixes in constants of the project's modules loaded so
-#: far, which differ with the tests a worker ran before: a hang is still bounded by setup.cfg's
-#: ``timeout``). ``qkov-explore``
+#: far, which differ with the tests a worker ran before). ``qkov-explore``
 #: (``python -m pytest --hypothesis-profile=qkov-explore``) draws fresh examples and keeps failing ones
 #: in ``.hypothesis/``, for looking for new counterexamples.
 _COMMON = dict(deadline=None, max_examples=25, suppress_health_check=[HealthCheck.too_slow])
