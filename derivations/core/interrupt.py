@@ -250,10 +250,7 @@ def _report(prog, note, argv, terminated, sent=(), keep_ignored=False) -> int:
     try:
         for sender in sent:
             sender.join()
-        try:
-            kept = note(argv) if note is not None else None
-        except (Exception, KeyboardInterrupt):      # the line is printed all the same
-            kept = None
+        kept = _quiet_note(note, argv) if note is not None else None
         line = f"{prog}: {'terminated' if terminated else 'interrupted'}" + (f"; {kept}" if kept else "")
         print(line, file=sys.stderr, flush=True)
     finally:
@@ -261,6 +258,20 @@ def _report(prog, note, argv, terminated, sent=(), keep_ignored=False) -> int:
             if handler is not None and not keep_ignored:
                 signal.signal(signum, handler)
     return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+
+
+def _quiet_note(note, argv):
+    """``note(argv)``, or None where it fails, with what it prints dropped: a note that parses the command line
+    again meets its ``--help`` (argparse prints the help, then exits 0) or its bad input (one line, exit 2) again,
+    and the stopped command's one line is printed all the same."""
+    import contextlib
+    import io
+
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            return note(argv)
+    except (Exception, KeyboardInterrupt, SystemExit):
+        return None
 
 
 def _interrupt_of(exc: BaseException):

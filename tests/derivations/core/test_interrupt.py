@@ -54,6 +54,21 @@ def test_a_note_that_raises_keyboardinterrupt_still_gives_the_line(terminal_hand
     assert main([]) == 130 and capsys.readouterr().err == "demo: interrupted\n"
 
 
+def test_a_note_that_meets_help_again_still_gives_the_line_and_prints_nothing(terminal_handlers, capsys):
+    """Ctrl-C while ``--help`` is printed: the note parses the arguments again, and argparse prints the help
+    and exits 0 once more; the command still ends with its one line and 130, the note's output dropped."""
+    import argparse
+
+    def note(argv):
+        argparse.ArgumentParser(prog="demo").parse_args(argv)
+
+    @exit_on_interrupt("demo", note=note)
+    def main(argv=None):
+        raise KeyboardInterrupt
+    assert main(["--help"]) == 130
+    assert capsys.readouterr() == ("", "demo: interrupted\n")
+
+
 def test_an_error_raised_while_an_interrupt_is_handled_is_the_interrupt(terminal_handlers, capsys):
     """A clean-up that fails on the way out of Ctrl-C (its error's context is the KeyboardInterrupt, not its
     cause) still ends the command as interrupted; an error with no interrupt behind it is raised."""
