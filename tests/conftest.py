@@ -1,6 +1,9 @@
-"""Fixtures shared by several test modules, and the suite's Hypothesis profile."""
+"""Fixtures shared by several test modules, the suite's Hypothesis profile, and the hooks that keep a
+timeout from being lost in a finalizer (``_timeouts``)."""
 import pytest
 from hypothesis import HealthCheck, settings
+
+from _timeouts import pytest_runtest_call, pytest_runtest_setup, pytest_runtest_teardown  # noqa: F401 (hooks)
 
 #: The suite's Hypothesis settings (one place): no per-example deadline (the first example of a test
 #: may import SymPy or compile), 25 examples unless a test asks for another count with ``@settings``.

@@ -130,6 +130,39 @@ def test_every_test_has_a_time_bound(request):
     assert float(request.config.getini("timeout")) == float(CFG["tool:pytest"]["timeout"]) > 0
 
 
+_LOST_TIMEOUT = """
+import gc, time, pytest
+
+class Busy:
+    def __del__(self):                      # busy when the timeout fires: its failure cannot be raised here
+        t = time.perf_counter()
+        while time.perf_counter() - t < 0.5:
+            pass
+
+@pytest.mark.timeout(0.2)
+def test_hangs():
+    busy = Busy(); busy.cycle = busy
+    del busy
+    gc.collect()
+    t = time.perf_counter()
+    while time.perf_counter() - t < 20:    # a hang, as far as a 0.2 s bound goes
+        pass
+"""
+
+
+def test_a_timeout_a_finalizer_swallows_fails_the_test_all_the_same(tmp_path):
+    """pytest-timeout's failure raised inside a finalizer is lost (the test then ran its 20 s and passed);
+    the suite's plugin (``tests/_timeouts.py``) fires the handler again and the test fails at once."""
+    (tmp_path / "test_lost.py").write_text(_LOST_TIMEOUT)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                          "-p", "_timeouts", "-W", "ignore::pytest.PytestUnraisableExceptionWarning",
+                          "test_lost.py"], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
+    assert out.returncode == 1 and "1 failed" in out.stdout, out.stdout[-2000:]
+    assert "Timeout (>0.2s) from pytest-timeout" in out.stdout
+    assert float(re.search(r"in ([\d.]+)s", out.stdout).group(1)) < 10
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(4000)
 def test_the_default_suite_passes_at_the_declared_floors(tmp_path):
