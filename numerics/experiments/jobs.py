@@ -318,12 +318,20 @@ def _valid_sweep_row(row, job, ratio, seed, target, most_steps) -> bool:
             and row["status"] in sgd.RUN_STATUSES)
 
 
+def _fig3_number(x) -> bool:
+    """A stored Figure-3 number: a float (NaN or infinite from where an alpha diverged), or a finite integer."""
+    return isinstance(x, float) or _finite(x)
+
+
 def _valid_fig3(result, job) -> bool:
-    alphas = job["config"]["alphas"]
-    fields = ("loss", "loss_shifted", "incentive", "train_loss")
+    """One number per alpha and epoch (epochs 0..E measured, 1..E trained) and a final loss per alpha."""
+    alphas, epochs = job["config"]["alphas"], job["config"]["epochs"]
+    lengths = {"loss": epochs + 1, "loss_shifted": epochs + 1, "incentive": epochs + 1, "train_loss": epochs}
     return (result.get("alpha") == alphas and isinstance(result.get("final_loss"), list)
-            and len(result["final_loss"]) == len(alphas)
-            and all(isinstance(result.get(k), list) and len(result[k]) == len(alphas) for k in fields))
+            and len(result["final_loss"]) == len(alphas) and all(map(_fig3_number, result["final_loss"]))
+            and all(isinstance(result.get(k), list) and len(result[k]) == len(alphas)
+                    and all(isinstance(row, list) and len(row) == n and all(map(_fig3_number, row))
+                            for row in result[k]) for k, n in lengths.items()))
 
 
 def valid_result(job: dict, result) -> bool:

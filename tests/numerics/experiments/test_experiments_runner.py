@@ -628,3 +628,33 @@ def test_a_stored_sweep_row_of_another_run_is_not_this_jobs(key, other):
     rows = jobs.sweep_job(job)["rows"]
     assert jobs.valid_result(job, {"rows": rows}) and len(rows) == 1
     assert not jobs.valid_result(job, {"rows": [{**rows[0], key: other}]})
+
+
+def _fig3_job_and_result():
+    """A fig3 job of 2 alphas and 2 epochs and its result, as the store reads it back."""
+    from numerics.experiments import fixed_attention, jobs
+    config = fixed_attention.Fig3Config(alphas=(0.5, 1.0), epochs=2, steps_per_epoch=1, batch_size=4, seq_len=8,
+                                        eval_batches=1)
+    job = json.loads(json.dumps({"experiment": "fig3", "config": config.to_dict()}))
+    return job, json.loads(json.dumps(jobs.fig3_job(job)))
+
+
+@pytest.mark.parametrize("key, damage", [
+    ("loss", lambda rows: [["x"] * len(rows[0]), rows[1]]),              # a string where a loss belongs
+    ("loss", lambda rows: [rows[0][:-1], rows[1]]),                     # an epoch missing
+    ("incentive", lambda rows: [rows[0], [*rows[1], 0.0]]),             # an epoch too many
+    ("loss_shifted", lambda rows: [rows[0], None]),                     # an alpha's row lost
+    ("train_loss", lambda rows: [[10 ** 400] * len(rows[0]), rows[1]]),  # a number no float holds
+    ("final_loss", lambda values: ["oops", values[1]]),
+    ("final_loss", lambda values: [None, values[1]])])
+def test_a_stored_fig3_result_of_the_wrong_shape_or_not_numbers_is_damaged(key, damage):
+    """A stored Figure-3 result has a number per alpha and epoch (0..E for the measured losses and the
+    incentive, 1..E for the training loss) and a final loss per alpha: one that does not is recomputed,
+    not written into a reproduction's report (whose tables format those numbers)."""
+    from numerics.experiments import jobs
+    job, result = _fig3_job_and_result()
+    assert jobs.valid_result(job, result)
+    diverged = {**result, "loss": [[result["loss"][0][0], float("nan"), float("nan")], result["loss"][1]],
+                "final_loss": [float("nan"), result["final_loss"][1]]}
+    assert jobs.valid_result(job, diverged)           # a diverged alpha's losses are stored as NaN
+    assert not jobs.valid_result(job, {**result, key: damage(result[key])})
