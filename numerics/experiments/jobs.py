@@ -300,7 +300,8 @@ def _valid_fig2_run(run, seed, most_steps) -> bool:
                                                    *proxies.PROXIES) if k in run)
             and _count(run["separability_n"], math.inf) and _finite(run["separability_sum"])
             and _finite(run["separability_sumsq"], "separability_sumsq")
-            and (run["heatmap"] is None or (isinstance(run["heatmap"], list) and len(run["heatmap"]) == 5
+            and ((run["heatmap"] is None and run.get("status") == "diverged")     # (a diverged run is not measured)
+                 or (isinstance(run["heatmap"], list) and len(run["heatmap"]) == 5
                                             and all(isinstance(r, list) and len(r) == 5
                                                     and all(_finite(x, "heatmap") for x in r)
                                                     for r in run["heatmap"])))

@@ -546,6 +546,17 @@ def test_a_stored_run_of_numbers_out_of_range_is_damaged(key, value):
     assert not jobs.valid_result(job, {"runs": [{**FIG2_RUN, key: value}]})
 
 
+@pytest.mark.parametrize("status", ["completed", "reached"])
+def test_a_stored_run_that_did_not_diverge_without_its_heatmap_is_damaged(status):
+    """Only a diverged run is not evaluated (no heatmap): a run that was, stored without its heatmap, is
+    recomputed, not pooled into the heatmap of a reproduction's report (which cannot average it)."""
+    from numerics.experiments import jobs, reproduce
+    job = next(j for _, j in reproduce.published_jobs(quick=True) if j["experiment"] == "fig2")
+    job = json.loads(json.dumps({**job, "seeds": [1234]}))
+    assert jobs.valid_result(job, {"runs": [{**FIG2_RUN, "status": status}]})
+    assert not jobs.valid_result(job, {"runs": [{**FIG2_RUN, "status": status, "heatmap": None}]})
+
+
 @pytest.mark.parametrize("edit", [
     lambda text: text.replace('"square": 9', '"square": 10'),                 # a result edited by hand
     lambda text: text.replace('"square": 9', '"square": 1'),                  # a bit flipped ("9" is 0x39, "1" 0x31)
