@@ -41,6 +41,8 @@ SWEEP_ROW_KEYS = ("parameterization", "ratio", "seed", "steps", "reached", "loss
 #: Measurements of a sweep row (numbers, or None for a diverged run).
 _SWEEP_MEASURED = ("loss", "relevant_attention", "label_probability", "accuracy", "self_attention",
                    "other_attention", *proxies.PROXIES)
+#: The measurements of a sweep row that only a diverged run has not (a proxy may be undefined: None).
+_SWEEP_EVALUATED = _SWEEP_MEASURED[:-len(proxies.PROXIES)]
 
 
 def _evaluate(config, params, seed) -> dict:
@@ -316,6 +318,7 @@ def _valid_sweep_row(row, job, ratio, seed, target, most_steps) -> bool:
             and row["ratio"] == ratio and row["parameterization"] == job["config"]["parameterization"]
             and row["target_loss"] == target and isinstance(row["reached"], bool)
             and _count(row["steps"], most_steps) and all(_measured(row[k], k) for k in _SWEEP_MEASURED)
+            and (row["status"] == "diverged" or all(row[k] is not None for k in _SWEEP_EVALUATED))
             and row["status"] in sgd.RUN_STATUSES)
 
 

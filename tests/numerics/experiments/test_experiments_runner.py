@@ -669,3 +669,20 @@ def test_a_stored_fig3_result_of_the_wrong_shape_or_not_numbers_is_damaged(key, 
                 "final_loss": [float("nan"), result["final_loss"][1]]}
     assert jobs.valid_result(job, diverged)           # a diverged alpha's losses are stored as NaN
     assert not jobs.valid_result(job, {**result, key: damage(result[key])})
+
+
+@pytest.mark.parametrize("key", ["loss", "relevant_attention", "label_probability", "accuracy", "self_attention",
+                                 "other_attention"])
+def test_a_stored_sweep_row_measured_without_a_measurement_is_damaged(key):
+    """Only a diverged run is not measured (its measurements null): a row of a run that was, stored with a
+    measurement null, is recomputed, not summarised (the means over seeds need every one; the proxies alone
+    may be undefined)."""
+    from numerics.experiments import jobs, proxies, sgd
+    config = sgd.Fig2Config("CACO", lr_qk=0.01, lr_ov=0.01, seq_len=16, batch_size=4, epochs=1,
+                            steps_per_epoch=2, stop="none", eval_batches=1, target_loss=0.1, max_steps=2)
+    job = {"experiment": "sweep", "ratios": [1.0], "config": config.to_dict(), "seeds": [1234]}
+    (row,) = jobs.sweep_job(job)["rows"]
+    assert row["status"] == "completed"
+    assert jobs.valid_result(job, {"rows": [{**row, **dict.fromkeys(proxies.PROXIES)}]})
+    assert jobs.valid_result(job, {"rows": [{**row, "status": "diverged", **dict.fromkeys(jobs._SWEEP_MEASURED)}]})
+    assert not jobs.valid_result(job, {"rows": [{**row, key: None}]})
