@@ -35,3 +35,28 @@ def test_a_size_is_shown_in_the_largest_unit_it_reaches(n):
     else:
         mantissa, exponent = re.fullmatch(r"(\d\.\d\d)e\+(\d+)", number).groups()
         assert abs(Fraction(mantissa) * 10 ** int(exponent) - value) <= Fraction(5, 1000) * 10 ** int(exponent), text
+
+
+@pytest.mark.parametrize("task, params, parameterization", [("authors", (), "CACO"), ("authors", (), "FAFO"),
+                                                            ("query-in-context", (("M", 4),), "CAFO")])
+def test_the_estimate_bounds_what_an_evaluation_holds(task, params, parameterization):
+    """fig2_bytes is an upper bound on the memory the evaluation of a run holds at once (as tracemalloc, which
+    NumPy reports its arrays to, measures it): the interpretability proxies' faithfulness variants of every
+    sequence included, so that sizes the machine cannot hold are refused before any work, not killed by it."""
+    import tracemalloc
+
+    import numpy as np
+
+    from numerics.experiments import measure, sgd
+    from numerics.experiments.memory import fig2_bytes
+    config = sgd.Fig2Config(parameterization, epochs=1, steps_per_epoch=1, eval_batches=40, task=task,
+                            task_params=params)
+    (run,) = sgd.train_fig2(config, [1234])
+    tracemalloc.start()
+    try:
+        measure.evaluate(config.sampled_task, run["params"], np.random.default_rng(0), config.eval_batches,
+                         config.batch_size, config.seq_len)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak <= fig2_bytes(config, 1)
