@@ -217,7 +217,8 @@ def shown_option(key: str, value) -> str:
 
 
 def different_setting(stored: dict, given: dict):
-    """The first setting (``given``'s in order, then ``stored``'s) whose values differ, or None.
+    """The first setting (the task's and its parameters', which set defaults such as the sequence length,
+    then ``given``'s in order, then ``stored``'s) whose values differ, or None.
 
     Parameters
     ----------
@@ -234,7 +235,8 @@ def different_setting(stored: dict, given: dict):
     'lr_qk'
     """
     stored, given = {**_UNNAMED_DEFAULTS, **stored}, {**_UNNAMED_DEFAULTS, **given}
-    return next((key for key in dict.fromkeys([*given, *stored]) if not _same(key, stored, given)), None)
+    keys = dict.fromkeys(["task", "task_params", *given, *stored])
+    return next((key for key in keys if not _same(key, stored, given)), None)
 
 
 def settings_difference(stored: dict, given: dict, *, extend: bool = False):

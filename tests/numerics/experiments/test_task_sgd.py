@@ -188,6 +188,19 @@ def test_resume_refuses_another_task():
     assert settings.settings_difference(stored, dict(stored)) is None
 
 
+def test_a_run_of_another_task_is_named_by_its_task():
+    """A fig2 or fig3 run of other settings is refused naming the task first, as a sweep's --resume names it:
+    the task sets defaults such as the sequence length, which differ with it."""
+    from numerics.experiments import sgd
+    stored = {**sgd.Fig2Config(epochs=1, steps_per_epoch=1).to_dict(), "seeds": [1234]}
+    paper = task_sampling.sampled_task("paper")         # the command line's --task paper: its own length
+    given = {**sgd.Fig2Config(epochs=1, steps_per_epoch=1, task="paper", seq_len=paper.own_seq_len).to_dict(),
+             "seeds": [1234]}
+    assert given["seq_len"] != stored["seq_len"]
+    assert settings.different_setting(stored, given) == "task"
+    assert settings.different_setting(given, {**given, "task_params": [["M", 4]]}) == "task_params"
+    assert settings.different_setting(stored, {**stored, "seq_len": 57}) == "seq_len"
+
 def test_a_task_that_cannot_be_sampled_is_refused():
     irrational = Task(name="irrational", description="sqrt(2) m relevant copies", query="q",
                       groups=(TokenGroup("q", per_class=True, multiplicity=0),
