@@ -259,7 +259,7 @@ def train_fig3(config: Fig3Config, *, progress=None) -> dict:
     :func:`~numerics.experiments.sgd.eval_rng` ``(seed)``.  At epoch 0 and after every epoch the mean
     loss over ``eval_batches`` fresh batches is measured at :math:`\alpha` and
     at :math:`\alpha + 0.005` (same batches); the incentive to sharpen is
-    :math:`(L(\alpha) - L(\alpha + 0.005))/0.005`, defined 0 at :math:`\alpha = 1`.
+    :math:`(L(\alpha) - L(\alpha + 0.005))/0.005`, defined 0 at :math:`\alpha = 1` (where the loss is finite).
 
     Parameters
     ----------
@@ -273,7 +273,7 @@ def train_fig3(config: Fig3Config, *, progress=None) -> dict:
         ``alpha`` (list), ``loss``, ``loss_shifted`` and ``incentive``
         (``[alpha][epoch]``, epochs ``0..E``), ``train_loss`` (``[alpha][epoch]``,
         the mean training loss of epochs ``1..E``) and ``final_loss`` (per alpha); an alpha
-        whose training diverged has non-finite losses from there on
+        whose training diverged has non-finite losses and incentives from there on
         (:func:`diverged_alphas`).
 
     Raises
@@ -315,7 +315,8 @@ def train_fig3(config: Fig3Config, *, progress=None) -> dict:
     L = np.array(L).T
     Lp = np.array(Lp).T
     inc = (L - Lp) / ALPHA_STEP
-    inc[alphas >= 1.0] = 0.0
+    sharpest = alphas >= 1.0
+    inc[sharpest] = np.where(np.isfinite(L[sharpest]), 0.0, np.nan)     # (NaN where it diverged, as any alpha's)
     return {"alpha": [float(a) for a in alphas], "loss": L.tolist(), "loss_shifted": Lp.tolist(),
             "incentive": inc.tolist(), "train_loss": np.array(train).T.tolist(),
             "final_loss": L[:, -1].tolist()}

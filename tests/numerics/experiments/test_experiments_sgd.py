@@ -244,6 +244,18 @@ def test_fig3_training_and_incentive_against_a_plain_loop():
         assert got["final_loss"][i] == got["loss"][i][-1]
 
 
+def test_the_incentive_of_a_diverged_alpha_1_is_not_a_number():
+    """The incentive is 0 at alpha = 1 (no sharper attention) where its loss is measured; where the alpha
+    diverged (its losses NaN), it is not a number either, as every other alpha's, not a 0 beside a null loss."""
+    cfg = fixed_attention.Fig3Config("factorized", alphas=(0.5, 1.0), epochs=2, steps_per_epoch=2, batch_size=8,
+                                     eval_batches=1, lr=1e300)
+    got = fixed_attention.train_fig3(cfg)
+    assert [d["alpha"] for d in fixed_attention.diverged_alphas(got, cfg.steps_per_epoch)] == [0.5, 1.0]
+    for loss, incentive in zip(got["loss"], got["incentive"]):
+        assert np.isfinite(loss[0]) and np.isfinite(incentive[0]) and np.isnan(loss[1:]).all()
+        assert np.isnan(incentive[1:]).all()
+    assert got["incentive"][1][0] == 0.0
+
 def test_fig2_job_same_results_on_any_worker_count():
     cfg = _short("FACO", epochs=2, steps_per_epoch=8)
     seeds = [1234, 1235, 1236]
