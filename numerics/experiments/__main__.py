@@ -109,12 +109,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _kept(args) -> str:
-    """What a lost scheduler or Ctrl-C leaves behind, and how to finish the work."""
+    """What a lost scheduler or Ctrl-C leaves behind, and how to finish the work (in one line: the folder of the
+    runs quoted where its name holds a line break or another character that is not printable)."""
+    runs = f"{args.output}/runs"
+    runs = runs if runs.isprintable() else repr(runs)
     if args.command == "sweep":
-        return (f"the finished runs are kept in {args.output}/runs: rerun the same command with --resume "
-                f"to complete them")
+        return f"the finished runs are kept in {runs}: rerun the same command with --resume to complete them"
     if args.command == "reproduce":
-        return f"the finished runs are kept in {args.output}/runs: rerun the same command to complete them"
+        return f"the finished runs are kept in {runs}: rerun the same command to complete them"
     return f"{args.command} keeps no partial results: rerun the command"
 
 

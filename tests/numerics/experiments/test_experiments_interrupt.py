@@ -163,3 +163,23 @@ def test_ctrl_c_before_anything_is_kept_says_so(command, tmp_path, monkeypatch, 
     assert err.count("\n") == 1 and "kept nothing yet: rerun the command" in err, err
     assert "--resume" not in err and "are kept" not in err and not out.exists()
 
+
+
+@pytest.mark.parametrize("name", ["line\nbreak", "tab\there", "carriage\rreturn"])
+def test_the_line_of_ctrl_c_is_one_line_whatever_the_output_is_named(name, tmp_path, monkeypatch, capsys):
+    """The line says where the finished runs are kept: an --output whose name holds a line break (or another
+    character that is not printable) is shown quoted, so the line stays one line."""
+    from numerics.experiments.__main__ import main
+    from numerics.experiments.commands import common
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(common, "run_options", interrupted)
+    out = tmp_path / name
+    out.mkdir()
+    (out / "sweep-settings.json").write_text("{}")       # a sweep was begun there: its runs are kept
+    assert main(["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1", "--target-loss", "3",
+                 "--output", str(out)]) == 130
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.endswith("\n") and "\r" not in err and "\t" not in err, repr(err)
+    assert f"kept in {str(out / 'runs')!r}: rerun the same command with --resume" in err, err
