@@ -33,13 +33,12 @@ from pathlib import Path
 
 from derivations.core.atomic_file import atomic_write_text, is_temporary, read_bounded
 from derivations.core.cli import UsageError
-from derivations.core.output import prepare_output_dir
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from .fixed_attention import OUTPUT_CIRCUITS
 from .sgd import DTYPES
 from .settings import OPTIONAL, check_sweep_settings, different_setting, shown, shown_option
-from .store import digest
+from .store import digest, probe_store_directory
 
 __all__ = ["ExperimentDirectory", "DirectoryRefused", "KINDS", "LOCK_FILE", "SETTINGS_FILE", "SETTINGS_FILES",
            "SETTINGS_FORMAT", "SETTINGS_MAX_BYTES", "RUNS", "REPORT_FIGURES"]
@@ -188,9 +187,9 @@ class ExperimentDirectory:
         if self._fd is not None and in_the_way is not None:
             raise self._refuse(f"has a {in_the_way} that is a directory, where {_NAMED[self.kind]} writes that "
                                f"file; move it away or choose another directory")
-        if self._fd is not None and self.kind in _STORING and runs is not None:
-            try:            # the runs are written there: proved to take files as the directory was
-                prepare_output_dir(self.path / RUNS)
+        if self._fd is not None and self.kind in _STORING:
+            try:            # the runs are written there (made as the work begins): proved to take their names
+                probe_store_directory(self.path / RUNS)
             except ValueError as exc:
                 raise DirectoryRefused(str(exc)) from None
 

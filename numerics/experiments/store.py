@@ -22,9 +22,9 @@ import socket
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from derivations.core.atomic_file import atomic_write_text, read_bounded
+from derivations.core.atomic_file import atomic_write_text, read_bounded, temporary_name_length
 
-__all__ = ["STORE_FORMAT", "MAX_BYTES", "ResultStore", "EditedRecord", "job_key", "digest"]
+__all__ = ["STORE_FORMAT", "MAX_BYTES", "ResultStore", "EditedRecord", "job_key", "digest", "probe_store_directory"]
 
 #: Tag written into every stored file; a file without it (one of an earlier layout, without a digest,
 #: included) is not read: it counts as missing, and its job is recomputed.
@@ -116,6 +116,45 @@ def job_key(job: dict) -> str:
 
 
 
+def _temporary_prefix(key: str) -> str:
+    """The name prefix of the temporary file :meth:`ResultStore.put` writes the file of ``key`` in: named after
+    the key, this host and this process, so that a store removes only its killed writers' files."""
+    return f".{key[:16]}~{socket.gethostname()}~{os.getpid()}~"
+
+
+def _name_length() -> int:
+    """The length in bytes of the longest name a :class:`ResultStore` of this process writes in its directory:
+    a stored file's, ``<key>.json``, or its temporary file's (:func:`_temporary_prefix`, then the random part and
+    suffix that :func:`~derivations.core.atomic_file.atomic_write` adds to the prefix ``.<name>.`` of a name)."""
+    key = "0" * 64
+    tail = temporary_name_length(key) - len(f".{key}.")
+    return max(len(f"{key}.json"), len(os.fsencode(_temporary_prefix(key))) + tail)
+
+
+def probe_store_directory(directory) -> None:
+    """Prove, before any work, that a :class:`ResultStore` in ``directory`` can write its files, with a real file
+    named as long as its longest (:func:`derivations.core.output.prepare_output_dir`): in ``directory`` where it
+    exists, else (a store makes it when opened) in its parent, with a name as long as ``<folder>/<that name>``,
+    so that nothing is created and the system's limit on a path's length is met.
+
+    Parameters
+    ----------
+    directory : str or os.PathLike
+
+    Raises
+    ------
+    ValueError
+        The store's files cannot be written there (the reason named).
+    """
+    from derivations.core.output import prepare_output_dir
+
+    directory = Path(directory)
+    if os.path.lexists(directory):
+        prepare_output_dir(directory, longest_name=_name_length())
+    else:
+        prepare_output_dir(directory.parent, longest_name=len(os.fsencode(directory.name)) + 1 + _name_length())
+
+
 def _free_name(path: Path) -> Path:
     """``path``, or ``path.1``, ``path.2``, ... : the first that does not exist."""
     candidate, n = path, 0
@@ -196,9 +235,6 @@ class ResultStore:
             raise ValueError(f"store directory {str(path)!r} is not a directory")
         self.directory = path
         self._remove_stale_temporaries()
-
-    def _temporary_prefix(self, key: str) -> str:
-        return f".{key[:16]}~{socket.gethostname()}~{os.getpid()}~"
 
     def _remove_stale_temporaries(self) -> None:
         """Delete temporary files left by writers on this host that no longer run (killed mid-write)."""
@@ -315,7 +351,7 @@ class ResultStore:
             self._read(path, key)       # (raises for an edited file)
         if path.is_dir():     # a directory named like the file: not a result; kept aside, nothing deleted
             os.replace(path, _free_name(path.with_name(path.name + ".not-a-result")))
-        atomic_write_text(path, text, fsync=True, encoding="utf-8", prefix=self._temporary_prefix(key))
+        atomic_write_text(path, text, fsync=True, encoding="utf-8", prefix=_temporary_prefix(key))
 
     def items(self) -> Iterator[tuple[dict, dict]]:
         """``(job, result)`` for every intact file, in file-name order.

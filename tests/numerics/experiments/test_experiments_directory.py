@@ -738,3 +738,31 @@ def test_stored_settings_with_a_setting_the_run_has_not_are_damaged(tmp_path):
             d.refuse_other_settings(given)
         with pytest.raises(directory_mod.DirectoryRefused, match="damaged fig2.json .*no .lr."):
             d.refuse_other_settings({**given, "colour": "red", "lr": 1.0})
+
+
+def _at_length(root: Path, length: int) -> Path:
+    """A directory below ``root`` whose path has ``length`` characters (components of at most 200)."""
+    path = root
+    while len(str(path)) < length:
+        path = path / ("d" * min(200, length - len(str(path)) - 1))
+    path.mkdir(parents=True)
+    assert len(str(path)) == length
+    return path
+
+
+@pytest.mark.parametrize("runs", [False, True])
+def test_a_directory_where_the_stored_runs_cannot_be_named_is_refused_before_any_work(runs, tmp_path, capsys):
+    """A sweep's runs are files ``runs/<64 hex digits>.json`` (and their temporary files): an --output whose path
+    takes a 64-byte name but is too long for those (the system's path limit) is refused before any run, with
+    nothing written, not failed once the first run has trained."""
+    import socket
+    stored = len("0" * 64 + ".json")                                # a run's file, and its temporary file:
+    temporary = len(f".{'0' * 16}~{socket.gethostname()}~{os.getpid()}~") + len("abcd1234.tmp")
+    limit = os.pathconf(tmp_path, "PC_PATH_MAX") - 1               # the longest path the system takes
+    out = _at_length(tmp_path, limit - len("/runs/") - max(stored, temporary) + 1)
+    assert len(str(out)) + 1 + 64 <= limit                          # (a 64-byte name fits in --output)
+    if runs:
+        (out / "runs").mkdir()
+    refused(["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1", "--target-loss", "3",
+             "--max-steps", "10", "--workers", "1", "--quiet", "--output", str(out)], out, capsys,
+            "cannot take files", "File name too long")
