@@ -183,7 +183,8 @@ class ExperimentDirectory:
         if held is not None and held != self.kind:
             marker = next((m for m in KINDS[held] if os.path.lexists(self.path / m)), f"{RUNS}/")
             raise self._refuse(f"holds {_NAMED[held]} ({marker}), not {_NAMED[self.kind]}; choose another directory")
-        in_the_way = next((m for m in KINDS[self.kind] if _entry_kind(self.path / m) == "a directory"), None)
+        written = KINDS[self.kind] + (_figures(*REPORT_FIGURES) if self.kind == "reproduction" else ())
+        in_the_way = next((m for m in written if _entry_kind(self.path / m) == "a directory"), None)
         if self._fd is not None and in_the_way is not None:
             raise self._refuse(f"has a {in_the_way} that is a directory, where {_NAMED[self.kind]} writes that "
                                f"file; move it away or choose another directory")

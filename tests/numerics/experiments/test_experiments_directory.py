@@ -766,3 +766,13 @@ def test_a_directory_where_the_stored_runs_cannot_be_named_is_refused_before_any
     refused(["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1", "--target-loss", "3",
              "--max-steps", "10", "--workers", "1", "--quiet", "--output", str(out)], out, capsys,
             "cannot take files", "File name too long")
+
+
+@pytest.mark.parametrize("figure", ["fig2_heatmaps.png", "fig3_fixed_attention.pdf"])
+def test_a_directory_in_the_place_of_a_report_figure_is_refused_before_any_work(figure, tmp_path, capsys):
+    """A reproduction writes its figures beside its report: a directory where one goes is refused before any
+    run, as one where its report goes, not met once every run has trained."""
+    out = tmp_path / "r"
+    (out / figure).mkdir(parents=True)
+    refused(["reproduce", "--quick", "--workers", "1", "--quiet", "--output", str(out)], out, capsys,
+            f"has a {figure} that is a directory")
