@@ -30,6 +30,28 @@ from .state_result import StateAtLoss
 __all__ = ["PaperClosedForms"]
 
 _EPS = np.finfo(float).eps
+#: Estimated relative error of the explicit orbit's root in doubles above which it is solved in mpmath.
+ROOT_RTOL = 1e-13
+
+
+def _illinois(g, a, b, rtol):
+    """The root of ``g``, increasing, in the bracket ``[a, b]`` (``g(a) < 0 <= g(b)``): regula falsi with the
+    Illinois step (an end kept twice has its value halved), to a bracket or step below ``rtol`` relative."""
+    fa, fb, side, c = g(a), g(b), 0, b
+    if fb == 0:
+        return b
+    for _ in range(10_000):
+        c_old, c = c, (a * fb - b * fa) / (fb - fa)
+        fc = g(c)
+        if fc == 0 or abs(b - a) <= rtol * abs(c) or abs(c - c_old) <= rtol * abs(c):
+            return c
+        if fc > 0:
+            b, fb = c, fc
+            fa, side = (fa / 2 if side == 1 else fa), 1
+        else:
+            a, fa = c, fc
+            fb, side = (fb / 2 if side == -1 else fb), -1
+    raise ArithmeticError("the Illinois iteration did not converge")  # pragma: no cover - superlinear
 
 
 class PaperClosedForms:
@@ -181,6 +203,47 @@ class PaperClosedForms:
         out[todo] = root.x
         return out
 
+    def _explicit_root_terms(self, u, s):
+        r"""Sum of the magnitudes of the terms that the explicit orbit's root ``u`` (at margins ``s``) is
+        computed from in doubles: its absolute error is a few ulp of this sum.
+
+        On the orbit :math:`(m/n)e^{u} + u = A_0 + k(\mu_{OV}^j - \mu_{OV,0}^j)` (:math:`j = 2` for CACO,
+        1 for CAFO), the generated form :math:`\log\omega(z) - \log(m/n)` adds :math:`\log m`,
+        :math:`\log n`, the two :math:`k\mu^j` and :math:`A_0` in :math:`z`.
+        """
+        (x0, u0), m, n = self.mu0, self.m, self.n
+        j = 2 if self.parameterization == "CACO" else 1
+        x = s / np.asarray(self.alpha(u), dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            gap = np.abs(m / n * np.exp(u) + u - (m / n * np.exp(u0) + u0))      # k |x^j - x0^j|
+            k_terms = np.where(gap > 0, gap * (np.abs(x) ** j + abs(x0) ** j) / np.abs(x ** j - x0 ** j), 0.0)
+            return (abs(np.log(m)) + abs(np.log(n)) + np.abs(np.log(m / n) + m / n * np.exp(u) + u)
+                    + m / n * np.exp(u0) + abs(u0) + k_terms)
+
+    def _explicit_root_mpmath(self, s, u_doubles, terms):
+        """mu_QK of the explicit orbit at one margin ``s``, in mpmath: the orbit equation along
+        ``mu_OV = s/alpha`` (increasing in mu_QK) on a bracket grown from ``mu_QK(0)`` (:func:`_illinois`), at 30
+        digits more than ``mu_QK`` loses against ``terms`` (:meth:`_explicit_root_terms`)."""
+        import mpmath
+        orb = lam.orbit_fn(self.parameterization, "mpmath").func
+        u0, dps = self.mu0[1], 30
+        for _ in range(4):
+            with mpmath.workdps(dps):
+                args = [mpmath.mpf(v) for v in (*self.mu0, *self.params)]
+                s_, ratio = mpmath.mpf(s), mpmath.mpf(self.n) / mpmath.mpf(self.m)
+
+                def g(uu):
+                    return uu - orb(s_ * (1 + ratio * mpmath.exp(-uu)), *args)
+                lo, step = mpmath.mpf(u0), mpmath.mpf(max(abs(u_doubles - u0), 8 * _EPS * terms, 1e-300))
+                while g(lo + step) < 0:
+                    step *= 2
+                u = _illinois(g, lo, lo + step, mpmath.mpf(2) ** (8 - mpmath.mp.prec))
+                lost = int(mpmath.ceil(mpmath.log10(terms / abs(u)))) if u else dps
+            if dps - lost >= 25:
+                return float(u)
+            dps = lost + 30
+        raise ArithmeticError(f"the explicit orbit at margin {s!r}: mu_QK not resolved at {dps} digits")
+
     def state_at_loss(self, loss) -> StateAtLoss:
         r"""The state of the balanced flow from :attr:`mu0` at the given losses, in closed form.
 
@@ -191,6 +254,9 @@ class PaperClosedForms:
         :math:`\mu_{OV} = s/\alpha(\mu_{QK})` the orbit residual increases in
         :math:`\mu_{QK}`, so a bracketed root (:meth:`_increasing_root`, every loss
         at once; in :math:`\log\mu_{QK}` for a factorized QK circuit) finds it.
+        On the explicit orbit (a collapsed QK circuit) a root whose estimated relative
+        error in doubles exceeds :data:`ROOT_RTOL` (mu_QK tiny against the orbit's
+        terms: small ratios, losses near the initial loss) is solved again in mpmath.
         Losses must lie in (0, log M) and below the initial loss.
         The state at a loss of any task is
         :func:`numerics.dynamics.state_at_loss`, which calls this method for
@@ -246,6 +312,12 @@ class PaperClosedForms:
                 with np.errstate(divide="ignore"):
                     return uu - orb(si / alpha(uu, m, n), x0, u0, *params)
             u = self._increasing_root(g, np.full(L.shape, float(u0)), s)
+            terms = self._explicit_root_terms(u, s)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                redo = ~(8 * _EPS * terms / np.abs(u) < ROOT_RTOL)
+            for i in np.ndindex(L.shape):    # the doubles cancel: mu_QK tiny against the terms of the orbit
+                if redo[i]:
+                    u[i] = self._explicit_root_mpmath(float(s[i]), float(u[i]), float(terms[i]))
         a = np.asarray(self.alpha(u), dtype=float)
         mu_OV = s / a
         return StateAtLoss(mu_OV, u, a, L, np.full(L.shape, self.ratio), s=s,

@@ -38,3 +38,49 @@ def test_orbit_and_state_at_loss_are_vectorized_and_keep_the_first_integral():
     assert np.allclose(system.loss(st.mu_OV, st.mu_QK), np.array([0.9, 0.5, 0.1]) * L0, rtol=1e-10)
     with pytest.raises(ValueError, match="mu_QK\\(0\\) > 0"):
         ReducedSystem("FACO", eta_QK=1.0, mu0=(0.0, 0.0)).state_at_loss(0.5)
+
+
+def _explicit_orbit_state_mpmath(L, ratio, mu0, power, m=5.0, n=50.0, b=50.0, M=20):
+    """mu_QK at loss ``L`` on the explicit orbit, written here from the documented reduced ODE (unit OV
+    rates): d mu_QK / d mu_OV = ratio (M - 1) (1 - alpha) mu_OV^(power - 1) / (M b^(power / 2 + 1/2)) * c,
+    with c = 1 (CACO, power 2) or 1/2 (CAFO, power 1, balanced factors), i.e.
+    (m/n) expm1(u - u0) e^u0 + (u - u0) = k (mu_OV^power - mu_OV_0^power), solved with mu_OV = s(L)/alpha(u)
+    by bisection at 60 digits."""
+    import mpmath
+    with mpmath.workdps(60):
+        x0, u0 = (mpmath.mpf(v) for v in mu0)
+        m, n, b, M, r = (mpmath.mpf(v) for v in (m, n, b, M, ratio))
+        k = r * (M - 1) / (2 * M * b) if power == 2 else r * (M - 1) / (2 * M * b ** mpmath.mpf(1.5))
+        s = mpmath.log(M - 1) - mpmath.log(mpmath.expm1(mpmath.mpf(L)))
+
+        def h(u):          # increasing in u; zero at the state
+            x = s * (1 + n * mpmath.exp(-u) / m)
+            return m / n * mpmath.exp(u0) * mpmath.expm1(u - u0) + (u - u0) - k * (x ** power - x0 ** power)
+        lo, hi = u0, u0 + 1
+        while h(hi) < 0:
+            hi = u0 + 2 * (hi - u0)
+        for _ in range(160):          # 2**-160: mu_QK as small as 1e-30 to 1e-18 relative
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if h(mid) < 0 else (lo, mid)
+        return float((lo + hi) / 2)
+
+
+@pytest.mark.parametrize("P, ratio, loss, mu0", [
+    ("CAFO", 1e-12, 2.99, None),      # the doubles gave mu_QK = 0.0 (true 8.1e-17)
+    ("CAFO", 1e-10, 2.99, None),      # 1.4 % off
+    ("CAFO", 1e-2, 2.99, None),       # 4e-11 off
+    ("CAFO", 3.0, 0.5, None),         # no cancellation: the doubles answer
+    ("CACO", 1e-9, 2.9, (0.5, 0.0)),  # CACO from a point other than zero: the same explicit orbit
+])
+def test_explicit_orbit_state_keeps_mu_QK_to_relative_accuracy(P, ratio, loss, mu0):
+    """The explicit orbit mu_QK = log omega(z) - log(m/n) cancels while mu_QK is tiny (small ratio, loss near
+    log M): the state at a loss gave mu_QK with an error up to 100 %. Those entries are solved in mpmath."""
+    from numerics.dynamics import state_at_loss
+    kw = {} if mu0 is None else {"mu0": mu0}
+    system = ReducedSystem(P, eta_QK=ratio, **kw)
+    want = _explicit_orbit_state_mpmath(loss, ratio, system.mu0, 2 if P == "CACO" else 1)
+    st = system.state_at_loss(np.array([loss, loss]))
+    assert st.mu_QK == pytest.approx([want, want], rel=1e-12, abs=0)
+    assert float(st.alpha[0]) == pytest.approx(float(system.alpha(want)), rel=1e-14)
+    if mu0 is None:
+        assert float(state_at_loss(loss, ratio, parameterization=P).mu_QK) == pytest.approx(want, rel=1e-12, abs=0)
