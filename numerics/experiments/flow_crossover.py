@@ -26,6 +26,7 @@ import math
 import numpy as np
 
 from ..dynamics.sign_change import log_sign_change
+from ..validation import check_positive_range
 from . import models, predict, task_sampling, theory
 
 __all__ = ["RECORD_FIELDS", "XTOL", "MAX_STEPS", "flow_boundary"]
@@ -117,11 +118,9 @@ def flow_boundary(parameterizations, target_losses, seeds=1, init="authors", *, 
     ------
     ValueError
         A bad argument (before any flow), as :func:`numerics.experiments.predict.check_settings`
-        names it, or a ``ratio_range`` that is not ``low < high``.
+        names it, or a ``ratio_range`` that is not two numbers ``0 < low < high < inf``.
     """
-    lo, hi = (float(v) for v in ratio_range)
-    if not lo < hi:
-        raise ValueError(f"ratio_range must be (low, high) with low < high; got {tuple(ratio_range)}")
+    lo, hi = check_positive_range("ratio_range", ratio_range)
     s = predict.check_settings(parameterizations, [lo, hi], target_losses, seeds, init, seq_len, 0.01,
                                init_scale, task=task, task_params=task_params)
     st = task_sampling.sampled_task(task, task_params)

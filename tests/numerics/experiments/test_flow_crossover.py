@@ -108,3 +108,13 @@ def test_a_task_that_never_attends_to_its_query_says_so(monkeypatch):
     assert {r["reason"] for r in recs} == {"none: task 'paper' never attends to the query's own token (it is not "
                                            "in the context and has no copies there), so the self share is 0 at "
                                            "every ratio"}
+
+
+@pytest.mark.parametrize("bad", [("a", 2.0), (1.0, 2.0, 3.0), 5.0, (True, 2.0), (0.0, 1.0), (None, 1.0)])
+def test_a_ratio_range_that_is_not_two_positive_numbers_is_named(bad, monkeypatch):
+    """``float(v) for v in ratio_range`` raised Python's own messages ("could not convert string to float",
+    "too many values to unpack", a TypeError for a number) and took True as 1: the message names
+    ratio_range and what it must be, before any flow."""
+    monkeypatch.setattr(theory, "flow_to_losses", lambda *a, **k: pytest.fail("a flow ran"))
+    with pytest.raises(ValueError, match=r"^ratio_range must be \(low, high\) with 0 < low < high < inf; got "):
+        flow_crossover.flow_boundary(["CACO"], [0.5], init="identity", ratio_range=bad)
