@@ -227,7 +227,7 @@ class PaperClosedForms:
         import mpmath
         orb = lam.orbit_fn(self.parameterization, "mpmath").func
         u0, dps = self.mu0[1], 30
-        for _ in range(4):
+        for _ in range(12):
             with mpmath.workdps(dps):
                 args = [mpmath.mpf(v) for v in (*self.mu0, *self.params)]
                 s_, ratio = mpmath.mpf(s), mpmath.mpf(self.n) / mpmath.mpf(self.m)
@@ -241,7 +241,7 @@ class PaperClosedForms:
                 lost = int(mpmath.ceil(mpmath.log10(terms / abs(u)))) if u else dps
             if dps - lost >= 25:
                 return float(u)
-            dps = lost + 30
+            dps = max(lost + 30, 2 * dps)      # a root lost in the noise shows no more digits lost than dps
         raise ArithmeticError(f"the explicit orbit at margin {s!r}: mu_QK not resolved at {dps} digits")
 
     def state_at_loss(self, loss) -> StateAtLoss:

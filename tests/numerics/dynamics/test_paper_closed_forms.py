@@ -84,3 +84,12 @@ def test_explicit_orbit_state_keeps_mu_QK_to_relative_accuracy(P, ratio, loss, m
     assert float(st.alpha[0]) == pytest.approx(float(system.alpha(want)), rel=1e-14)
     if mu0 is None:
         assert float(state_at_loss(loss, ratio, parameterization=P).mu_QK) == pytest.approx(want, rel=1e-12, abs=0)
+
+
+def test_explicit_orbit_state_at_a_vanishing_ratio_is_linear_in_it():
+    """At ratio 1e-300 mu_QK is about 1e-302: (m/n) expm1(u) + u = k mu_OV with k proportional to the ratio, so
+    mu_QK / ratio is the same at 1e-30 and 1e-300 to rounding (the mpmath retry doubles its digits until the
+    root stands out of the noise; it raised ArithmeticError at 152 digits)."""
+    from numerics.dynamics import state_at_loss
+    u = [float(state_at_loss(2.5, r, parameterization="CAFO").mu_QK) / r for r in (1e-30, 1e-300)]
+    assert u[1] == pytest.approx(u[0], rel=1e-14, abs=0)
