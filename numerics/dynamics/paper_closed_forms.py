@@ -25,6 +25,7 @@ from derivations.core.vocabulary import qk_factorized
 
 from ..functions import lambdified as lam
 from ..validation import check_loss_level
+from .closed_form import MARGIN_RTOL
 from .state_result import StateAtLoss
 
 __all__ = ["PaperClosedForms"]
@@ -32,6 +33,21 @@ __all__ = ["PaperClosedForms"]
 _EPS = np.finfo(float).eps
 #: Estimated relative error of the explicit orbit's root in doubles above which it is solved in mpmath.
 ROOT_RTOL = 1e-13
+
+
+def _margin(L, M):
+    """The margin s(L) = log(M-1) - log(expm1(L)) in doubles, and at 30 digits in mpmath (rounded) where the
+    doubles cancel: an estimated relative error above :data:`numerics.dynamics.closed_form.MARGIN_RTOL`, as
+    :func:`numerics.dynamics.closed_form.state_at_loss` evaluates it (s small: L near log M)."""
+    s = np.array(lam.margin_at_loss_fn().func(L, M), dtype=float)
+    with np.errstate(divide="ignore"):
+        err = 8 * _EPS * (1 + np.abs(s)) / np.abs(s)
+    for i in np.ndindex(s.shape):
+        if not err[i] < MARGIN_RTOL:
+            import mpmath
+            with mpmath.workdps(30):
+                s[i] = float(lam.margin_at_loss_fn("mpmath").func(mpmath.mpf(float(L[i])), mpmath.mpf(M)))
+    return s
 
 
 def _illinois(g, a, b, rtol):
@@ -220,17 +236,17 @@ class PaperClosedForms:
             return (abs(np.log(m)) + abs(np.log(n)) + np.abs(np.log(m / n) + m / n * np.exp(u) + u)
                     + m / n * np.exp(u0) + abs(u0) + k_terms)
 
-    def _explicit_root_mpmath(self, s, u_doubles, terms):
-        """mu_QK of the explicit orbit at one margin ``s``, in mpmath: the orbit equation along
+    def _explicit_root_mpmath(self, loss, u_doubles, terms):
+        """mu_QK of the explicit orbit at one loss, in mpmath: the orbit equation along
         ``mu_OV = s/alpha`` (increasing in mu_QK) on a bracket grown from ``mu_QK(0)`` (:func:`_illinois`), at 30
         digits more than ``mu_QK`` loses against ``terms`` (:meth:`_explicit_root_terms`)."""
         import mpmath
-        orb = lam.orbit_fn(self.parameterization, "mpmath").func
+        orb, margin = lam.orbit_fn(self.parameterization, "mpmath").func, lam.margin_at_loss_fn("mpmath").func
         u0, dps = self.mu0[1], 30
         for _ in range(12):
             with mpmath.workdps(dps):
                 args = [mpmath.mpf(v) for v in (*self.mu0, *self.params)]
-                s_, ratio = mpmath.mpf(s), mpmath.mpf(self.n) / mpmath.mpf(self.m)
+                s_, ratio = margin(mpmath.mpf(loss), mpmath.mpf(self.M)), mpmath.mpf(self.n) / mpmath.mpf(self.m)
 
                 def g(uu):
                     return uu - orb(s_ * (1 + ratio * mpmath.exp(-uu)), *args)
@@ -242,7 +258,7 @@ class PaperClosedForms:
             if dps - lost >= 25:
                 return float(u)
             dps = max(lost + 30, 2 * dps)      # a root lost in the noise shows no more digits lost than dps
-        raise ArithmeticError(f"the explicit orbit at margin {s!r}: mu_QK not resolved at {dps} digits")
+        raise ArithmeticError(f"the explicit orbit at loss {loss!r}: mu_QK not resolved at {dps} digits")
 
     def state_at_loss(self, loss) -> StateAtLoss:
         r"""The state of the balanced flow from :attr:`mu0` at the given losses, in closed form.
@@ -250,7 +266,8 @@ class PaperClosedForms:
         CACO from zero: :func:`numerics.dynamics.closed_form.state_at_loss` at
         the ratio :math:`\eta_{QK}/\eta_{OV}`. Otherwise the orbit through
         :attr:`mu0` meets the margin :math:`\alpha\mu_{OV} = s(L)`
-        (:func:`numerics.functions.lambdified.margin_at_loss_fn`); along
+        (:func:`numerics.functions.lambdified.margin_at_loss_fn`; in mpmath where the
+        doubles cancel, s small: losses near log M); along
         :math:`\mu_{OV} = s/\alpha(\mu_{QK})` the orbit residual increases in
         :math:`\mu_{QK}`, so a bracketed root (:meth:`_increasing_root`, every loss
         at once; in :math:`\log\mu_{QK}` for a factorized QK circuit) finds it.
@@ -291,7 +308,7 @@ class PaperClosedForms:
         if P == "CACO" and x0 == 0.0 and u0 == 0.0:
             from . import closed_form   # looked up on call (tests replace it)
             return closed_form.state_at_loss(L, self.ratio, m=self.m, n=self.n, b=self.b, M=self.M)
-        s = np.asarray(lam.margin_at_loss_fn().func(L, self.M), dtype=float)
+        s = _margin(L, self.M)
         s0 = float(self.alpha(u0)) * x0
         if np.any(s <= s0):
             raise ValueError(f"loss must be below the initial loss {float(self.loss(x0, u0))!r}")
@@ -317,7 +334,7 @@ class PaperClosedForms:
                 redo = ~(8 * _EPS * terms / np.abs(u) < ROOT_RTOL)
             for i in np.ndindex(L.shape):    # the doubles cancel: mu_QK tiny against the terms of the orbit
                 if redo[i]:
-                    u[i] = self._explicit_root_mpmath(float(s[i]), float(u[i]), float(terms[i]))
+                    u[i] = self._explicit_root_mpmath(float(L[i]), float(u[i]), float(terms[i]))
         a = np.asarray(self.alpha(u), dtype=float)
         mu_OV = s / a
         return StateAtLoss(mu_OV, u, a, L, np.full(L.shape, self.ratio), s=s,

@@ -93,3 +93,23 @@ def test_explicit_orbit_state_at_a_vanishing_ratio_is_linear_in_it():
     from numerics.dynamics import state_at_loss
     u = [float(state_at_loss(2.5, r, parameterization="CAFO").mu_QK) / r for r in (1e-30, 1e-300)]
     assert u[1] == pytest.approx(u[0], rel=1e-14, abs=0)
+
+
+@pytest.mark.parametrize("P", ["CAFO", "FACO", "FAFO"])
+def test_state_just_below_the_initial_loss_has_that_loss(P):
+    """From the paper's initialization the margin starts at about 1e-6, and s = log(M-1) - log(expm1(L)) in
+    doubles is off by about 1e-15 / s: the state's margin alpha mu_OV was 2.5e-10 off the loss asked for, and
+    on the explicit orbit (CAFO) mu_QK, which grows with s - s(0), 3e-4 off. The margin is evaluated in
+    mpmath where the doubles cancel (as for CACO from zero); checked here against the loss in mpmath."""
+    import mpmath
+    system = ReducedSystem(P, eta_QK=2.0)
+    L0 = float(system.loss(*system.mu0))
+    losses = L0 - np.array([1e-12, 1e-8, 1e-6])
+    st = system.state_at_loss(losses)
+    with mpmath.workdps(40):
+        for L, x, u in zip(losses, st.mu_OV, st.mu_QK):
+            s = mpmath.log(19) - mpmath.log(mpmath.expm1(mpmath.mpf(L)))
+            margin = mpmath.mpf(x) / (1 + 10 * mpmath.exp(-mpmath.mpf(u)))     # alpha mu_OV, m/n = 1/10
+            assert float(abs(margin / s - 1)) < 1e-13
+            if P == "CAFO":
+                assert u == pytest.approx(_explicit_orbit_state_mpmath(L, 2.0, system.mu0, 1), rel=1e-12, abs=0)
