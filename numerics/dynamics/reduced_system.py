@@ -112,7 +112,8 @@ class ReducedSystem(PaperClosedForms):
     eta_QK, eta_OV : float
         Circuit learning rates (> 0); default rates of the factors.
     eta_Q, eta_K, eta_O, eta_V : float, optional
-        Factor rates; unequal ones make the conserved quantity nonzero.
+        Factor rates; unequal ones make the conserved quantity nonzero. The two rates of a
+        factorized circuit have a product of at least 5e-324 (ValueError otherwise).
     eps : float, optional
         Initialization scale of factorized circuits, in :data:`EPS_RANGE` (default 1e-2; paper's task).
     mu0 : sequence of float, optional
@@ -177,6 +178,11 @@ class ReducedSystem(PaperClosedForms):
         self.names = PAPER_COORDINATES
         self.C_QK = self.C_OV = 0.0
         self.params = self._param_tuple()
+        for factorized, a, b in ((qk_factorized(P), "eta_Q", "eta_K"), (ov_factorized(P), "eta_O", "eta_V")):
+            if factorized and not getattr(self, a) * getattr(self, b) > 0:     # underflows to 0
+                raise ValueError(f"{a} * {b} must be at least 5e-324 (a double); got {a}={getattr(self, a):g}, "
+                                 f"{b}={getattr(self, b):g} (the conserved quantity of the factors, "
+                                 f"eps^2 (1/{a} - 1/{b}), divides by it)")
         if qk_factorized(P):
             self.C_QK = float(lam.initial_conserved_fn("QK").func(self.eps, *self.params))
         if ov_factorized(P):

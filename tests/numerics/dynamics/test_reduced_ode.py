@@ -267,3 +267,21 @@ def test_task_system_bad_input(kwargs, match):
     from numerics.dynamics import ReducedSystem
     with pytest.raises(ValueError, match=match):
         ReducedSystem(**kwargs)
+
+
+@pytest.mark.parametrize("P, kw, names", [("FACO", dict(eta_QK=1e-170), ("eta_Q", "eta_K")),
+                                          ("CAFO", dict(eta_OV=1e-170), ("eta_O", "eta_V")),
+                                          ("FAFO", dict(eta_O=1e-200, eta_V=1e-130), ("eta_O", "eta_V"))])
+def test_factor_rates_whose_product_underflows_are_named(P, kw, names):
+    """The conserved quantity eps^2 (eta_B - eta_A) / (eta_A eta_B) of a factorized circuit divides by the
+    rates' product: below 5e-324 (rates near 1e-170) it was a bare ZeroDivisionError ("float division by
+    zero"), also from state_at_loss(..., parameterization=P). Now a ValueError naming both rates."""
+    from numerics.dynamics import state_at_loss
+    from numerics.dynamics.reduced_system import ReducedSystem
+    pattern = rf"^{names[0]} \* {names[1]} must be at least 5e-324 \(a double\); got "
+    with pytest.raises(ValueError, match=pattern):
+        ReducedSystem(P, **kw)
+    if "eta_QK" in kw:
+        with pytest.raises(ValueError, match=pattern):
+            state_at_loss(0.5, kw["eta_QK"], parameterization=P)
+    assert ReducedSystem(P, **{k: v * 1e10 for k, v in kw.items()}).mu0      # rates near 1e-160: answered
