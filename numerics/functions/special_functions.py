@@ -79,7 +79,7 @@ def expi(x):
 
 
 def logaddexp_math(a, b):
-    """``log(e^a + e^b)`` for floats without overflow.
+    """``log(e^a + e^b)`` for floats without overflow (``-inf`` and ``inf`` included).
 
     Parameters
     ----------
@@ -90,6 +90,8 @@ def logaddexp_math(a, b):
     float
     """
     hi, lo = (a, b) if a >= b else (b, a)
+    if lo == -math.inf or hi == math.inf:      # e^lo adds nothing (both -inf: log 0), or the sum is inf
+        return hi + 0.0                         # a float, as hi + log1p(0) was (-0.0 gives 0.0)
     return hi + math.log1p(math.exp(lo - hi))
 
 
