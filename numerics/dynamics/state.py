@@ -40,7 +40,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..validation import as_numbers, check_in_range, shown_number
+from ..validation import as_numbers, check_in_range, check_positive_values, shown_number
 from .state_result import StateAtLoss
 
 __all__ = ["state_at_loss", "METHODS", "REDUCED_FLOW_RANGE"]
@@ -194,7 +194,7 @@ def _shares_function(task):
 def _paper_orbit(loss, ratio, P, params):
     from .reduced_system import ReducedSystem
     L, r = np.broadcast_arrays(as_numbers("loss", loss, "a number (or numbers) in (0, log M)"),
-                               as_numbers("ratio", ratio, "a number (or numbers) > 0"))
+                               check_positive_values("ratio", ratio))
     out = {k: np.empty(L.shape) for k in ("mu_OV", "mu_QK", "alpha")}
     for i in np.ndindex(L.shape):
         st = ReducedSystem(P, eta_QK=float(r[i]), **params).state_at_loss(float(L[i]))

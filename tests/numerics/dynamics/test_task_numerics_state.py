@@ -127,6 +127,16 @@ def test_entry_factorized_paper_is_its_orbit_and_other_tasks_refuse():
         entry(0.1, 3.0, method="bisection")
 
 
+@pytest.mark.parametrize("P", ["CAFO", "FACO", "FAFO"])
+@pytest.mark.parametrize("ratio, shown", [(0.0, "0"), (-2.0, "-2"), (math.nan, "nan"), ([1.0, math.inf], "inf")])
+def test_the_paper_orbits_name_the_ratio_the_caller_gave(P, ratio, shown):
+    """state_at_loss of a factorized parameterization passed the ratio on as eta_QK, and a ratio that is not
+    finite and > 0 was refused as "eta_QK must be a finite number > 0": the message names ``ratio``."""
+    with pytest.raises(ValueError) as info:
+        entry(0.5, ratio, parameterization=P)
+    assert str(info.value) == f"ratio must be finite numbers > 0; got {shown}"
+
+
 def test_closed_form_answers_tiny_losses_for_mapped_tasks_the_flow_refuses_them():
     st = entry(1e-300, 10.0, task="shared-irrelevant", n_c=3)
     assert float(st.alpha) == float(state_at_loss(1e-300, 10.0 * 4 / 3).alpha)
