@@ -51,12 +51,34 @@ from ..validation import as_numbers, check_in_range
 from .state_result import StateAtLoss
 
 __all__ = ["state_at_loss", "state_at_loss_mpmath", "time_to_loss",
-           "check_supported", "SUPPORTED_RANGE"]
+           "check_supported", "margin_cancels", "SUPPORTED_RANGE"]
 
 _EPS = np.finfo(float).eps
 #: Estimated relative error of the double-precision margin above which the
 #: entry is evaluated with mpmath instead.
 MARGIN_RTOL = 1e-13
+
+
+def margin_cancels(s):
+    r"""Where the margin :math:`s = \log(M-1) - \log(\operatorname{expm1}(L))`, computed in doubles, has an
+    estimated relative error above :data:`MARGIN_RTOL` (``s`` small: ``L`` near :math:`\log M`).
+
+    The quotient :math:`(M-1)/\operatorname{expm1}(L)` carries a few ulp of relative error, an absolute
+    error of a few machine epsilons in its logarithm: about :math:`8\varepsilon(1 + |s|)/|s|` relative.
+
+    Parameters
+    ----------
+    s : array_like
+        Margins computed in doubles.
+
+    Returns
+    -------
+    ndarray of bool
+        True where the margin is to be evaluated in mpmath (also where ``s`` is 0 or not a number).
+    """
+    s = np.asarray(s, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return ~(8 * _EPS * (1 + np.abs(s)) / np.abs(s) < MARGIN_RTOL)
 
 
 #: Ranges on which :func:`state_at_loss` and :func:`state_at_loss_mpmath` are
@@ -282,11 +304,7 @@ def state_at_loss(loss, ratio, *, m=5, n=50, b=50, M=20):
     shape = L.shape
     L, r = L.ravel(), r.ravel()
     s = lam.margin_at_loss_fn("numpy").func(L, M)
-    # error estimate of s = log((M-1)/expm1(L)): the quotient carries a few ulps of
-    # relative error, i.e. an absolute error of a few eps in its logarithm
-    with np.errstate(divide="ignore"):
-        err = 8 * _EPS * (1 + np.abs(s)) / np.abs(s)
-    slow = ~(err < MARGIN_RTOL)
+    slow = margin_cancels(s)
     fast = ~slow
     mu_QK = np.empty_like(L)
     ok = np.ones(L.shape, dtype=bool)

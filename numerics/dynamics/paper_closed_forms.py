@@ -25,7 +25,7 @@ from derivations.core.vocabulary import qk_factorized
 
 from ..functions import lambdified as lam
 from ..validation import check_loss_level
-from .closed_form import MARGIN_RTOL
+from .closed_form import margin_cancels
 from .state_result import StateAtLoss
 
 __all__ = ["PaperClosedForms"]
@@ -37,13 +37,12 @@ ROOT_RTOL = 1e-13
 
 def _margin(L, M):
     """The margin s(L) = log(M-1) - log(expm1(L)) in doubles, and at 30 digits in mpmath (rounded) where the
-    doubles cancel: an estimated relative error above :data:`numerics.dynamics.closed_form.MARGIN_RTOL`, as
-    :func:`numerics.dynamics.closed_form.state_at_loss` evaluates it (s small: L near log M)."""
+    doubles cancel (:func:`numerics.dynamics.closed_form.margin_cancels`, as
+    :func:`numerics.dynamics.closed_form.state_at_loss` decides it: s small, L near log M)."""
     s = np.array(lam.margin_at_loss_fn().func(L, M), dtype=float)
-    with np.errstate(divide="ignore"):
-        err = 8 * _EPS * (1 + np.abs(s)) / np.abs(s)
+    cancels = margin_cancels(s)
     for i in np.ndindex(s.shape):
-        if not err[i] < MARGIN_RTOL:
+        if cancels[i]:
             import mpmath
             with mpmath.workdps(30):
                 s[i] = float(lam.margin_at_loss_fn("mpmath").func(mpmath.mpf(float(L[i])), mpmath.mpf(M)))
