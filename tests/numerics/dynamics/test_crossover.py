@@ -498,3 +498,15 @@ def test_the_master_flow_answers_at_its_smallest_relevant_start():
     """(s + m + n) / m = 1e12, the bound, answers across Lambda (measured to 1e14; 1e15 fails)."""
     a = master_shares(np.geomspace(1e-6, 1e14, 5), s=2, m=5, n=5e12 - 7, R=5)
     assert np.allclose(sum(a.values()), 1.0) and np.isfinite(a["self_attention"]).all()
+
+
+def test_the_master_curve_is_accurate_at_its_smallest_relevant_start():
+    """At a relevant share of 2e-12 at the start (m = 2e-4, n = 1e8) the master curve of the paper's task is its
+    closed-form alpha (Wright omega; tested against mpmath in test_closed_form) to 1e-8 at every Lambda: in
+    sigma, LSODA was 5e-5 off at Lambda = 0.1."""
+    from numerics.dynamics import state_at_loss
+    lams = np.geomspace(1e-6, 1e8, 6)
+    got = master_shares(lams, s=0, m=2e-4, n=1e8, R=1)["relevant_attention"]
+    alpha = [float(state_at_loss(0.5, float(ratio_of_lambda(lam, 0.5, 20, 50)), m=2e-4, n=1e8, M=20, b=50).alpha)
+             for lam in lams]
+    np.testing.assert_allclose(got, alpha, rtol=1e-8)
