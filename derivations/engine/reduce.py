@@ -276,8 +276,8 @@ def collapsed_flow(coords, gap: GapForm, grad_obs, J):
 def factorized_flow(task: Task, parameterization: str, coords):
     """Step 5, factorized circuits: ``(odes, odes_alpha, mapping, note)``. Where every factorized circuit
     reaches the paper's factor family, the collapsed reduction with the paper's effective rates
-    (:func:`derivations.tasks.paper.factorization.effective_rate`); otherwise no closed observable flow
-    (``odes`` None) and the note says why.
+    (:func:`derivations.tasks.paper.factorization.effective_rate`, its ``b`` the task's embedding scale);
+    otherwise no closed observable flow (``odes`` None) and the note says why.
 
     Parameters
     ----------
@@ -293,8 +293,10 @@ def factorized_flow(task: Task, parameterization: str, coords):
     same = _circuits_like_paper(parameterization, coords, paper_fam)
     bad = [c for c, ok in same.items() if not ok]
     if base.odes is not None and not bad:
+        from ..symbolic.symbols import b
         from ..tasks.paper.factorization import effective_rates
-        subs = effective_rates(parameterization)
+        # the paper's effective rates are in its magnitudes b mu_QK and sqrt(b) mu_OV: b is the embedding scale
+        subs = {k: v.subs(b, task.embedding_scale) for k, v in effective_rates(parameterization).items()}
         odes_alpha = None
         if base.odes_alpha is not None:
             odes_alpha = {k: v.subs(subs) for k, v in base.odes_alpha.items()}

@@ -291,3 +291,19 @@ def test_an_explicit_instance_needs_two_classes_or_more(bad):
         basis_matrices(reduce_task("paper"), bad)
     with pytest.raises(ValueError, match=r"^M_value: M must be an integer in \[2, "):
         explicit_loss(get_task("paper"), bad, {}, {})
+
+
+def test_factorized_flow_in_observables_at_another_embedding_scale():
+    """A factorized circuit's effective rate is in the task's embedding scale (2 b here), not the paper's b:
+    the closed FAFO system's d obs/dt equals the family flow's by the chain rule at the (balanced) start."""
+    from dataclasses import replace
+    from derivations.symbolic.symbols import SYMBOLS
+    red = reduce_task(replace(get_task("paper"), name="paper-scaled", embedding_scale=2 * b), "FAFO")
+    assert red.odes is not None
+    point = {m: 5, n: 50, b: 50, M: 7, SYMBOLS["eta_Q"]: 3, SYMBOLS["eta_K"]: 3, SYMBOLS["eta_O"]: 2,
+             SYMBOLS["eta_V"]: 2, sp.Symbol("epsilon", positive=True): sp.Rational(1, 3)}
+    point.update({c: v.subs(point) for c, v in red.initial.items()})
+    for k, form in red.observables.items():
+        chain = sum(sp.diff(form, c.symbol) * red.family_odes[c.symbol] for c in red.coordinates)
+        direct = red.odes[k].subs({o: f for o, f in red.observables.items()})
+        assert float(direct.subs(point)) == pytest.approx(float(chain.subs(point)), rel=1e-12)
