@@ -70,6 +70,7 @@ Example
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, replace
 
 import sympy as sp
@@ -227,8 +228,9 @@ class Task:
             if not isinstance(g, TokenGroup):
                 raise ValueError(f"task {self.name!r}: groups must be TokenGroup objects; got {g!r}")
         names = [g.name for g in self.groups]
-        if len(set(names)) != len(names):
-            raise ValueError(f"task {self.name!r}: group names must be distinct; got {names}")
+        if len({unicodedata.normalize("NFKC", x) for x in names}) != len(names):
+            raise ValueError(f"task {self.name!r}: group names must be distinct, also as Python reads identifiers "
+                             f"(NFKC-normalized); got {names}"[:400])
 
     def _check_numbers(self):
         """Known parameters; scales positive; every symbol known; classes M or an integer in [2, 2**53]."""

@@ -124,6 +124,15 @@ def test_a_task_is_checked_when_built(kwargs, message):
         Task("t", "", _groups(), query="q", **kwargs)
 
 
+@pytest.mark.parametrize("names", [("s", "\uff53"), ("fi", "\ufb01")])      # fullwidth s; the ligature fi
+def test_group_names_are_distinct_as_python_reads_identifiers(names):
+    """Group names name the observables (mu_QK_<group>), and Python reads an identifier NFKC-normalized: two
+    names it reads as one would make the numeric code of the reduced system a duplicate argument."""
+    groups = _groups() + tuple(TokenGroup(x, per_class=True, multiplicity=1) for x in names)
+    with pytest.raises(ValueError, match=r"group names must be distinct, also as Python reads identifiers"):
+        Task("t", "", groups, query="q")
+
+
 def test_a_relevant_group_without_copies_is_refused_in_every_parameterization():
     """Multiplicity 0 of the relevant group crashed the engine for FAFO: refused when built."""
     groups = (TokenGroup("q", per_class=True), TokenGroup("r", per_class=True, multiplicity=0),
