@@ -83,8 +83,15 @@ def tex(expr, engine: bool = False) -> str:
     return sp.latex(expr, mul_symbol=MUL_SYMBOL, symbol_names=names)
 
 
+#: The LaTeX of the characters of plain text that LaTeX would read as markup.
+_TEXT_ESCAPES = {"\\": r"\textbackslash{}", "_": r"\_", "&": r"\&", "%": r"\%", "#": r"\#", "^": r"\^{}",
+                 "$": r"\$", "~": r"\textasciitilde{}"}
+
+
 def escape(text: str) -> str:
-    """Plain text for LaTeX: backslash, ``_ & % # ^`` escaped, ``->`` as an arrow.
+    r"""Plain text for LaTeX (a task file's description, too): backslash, ``_ & % # ^ $ ~`` escaped, a brace
+    that opens or closes no group escaped (balanced braces group, as in ``u_{n_c}``), a control character
+    other than a newline as a space (LaTeX refuses it), ``->`` as an arrow.
 
     Parameters
     ----------
@@ -93,9 +100,25 @@ def escape(text: str) -> str:
     Returns
     -------
     str
+
+    Examples
+    --------
+    >>> print(escape("costs $5 } {x} ~ 10% a->b"))
+    costs \$5 \} {x} \textasciitilde{} 10\% a$\to$b
     """
-    return (text.replace("\\", r"\textbackslash{}").replace("_", r"\_").replace("&", r"\&")
-            .replace("%", r"\%").replace("#", r"\#").replace("^", r"\^{}").replace("->", r"$\to$"))
+    unmatched, opened = set(), []
+    for i, c in enumerate(text):
+        if c == "{":
+            opened.append(i)
+        elif c == "}":
+            if opened:
+                opened.pop()
+            else:
+                unmatched.add(i)
+    unmatched.update(opened)
+    control = {c for c in text if (c < " " and c != "\n") or c == "\x7f"}
+    return "".join("\\" + c if i in unmatched else " " if c in control else _TEXT_ESCAPES.get(c, c)
+                   for i, c in enumerate(text)).replace("->", r"$\to$")
 
 
 def abbreviate(expr):

@@ -333,3 +333,14 @@ def test_a_snippet_of_no_result_names_where_the_results_are_listed(name):
     with pytest.raises(ValueError, match=r"^name must be a result's name in derivations.catalog.records\(\) "
                                          r"\(\d+ results; python -m derivations.catalog lists them\); got "):
         snippet(name)
+
+
+def test_plain_text_is_escaped_so_that_a_task_description_compiles():
+    """A task file's description is free text: ``$``, ``~``, a brace that groups nothing and a control character
+    made ``derivations.latex --task PATH`` write a document pdflatex stops on ("Extra }, or forgotten $", "Text line
+    contains an invalid character"). Balanced braces still group, as in the built-in ``u_{n_c}``."""
+    from derivations.output.tex import escape
+    assert escape("costs $5 ~ 10% a->b") == r"costs \$5 \textasciitilde{} 10\% a$\to$b"
+    assert escape("a } b { c") == r"a \} b \{ c"
+    assert escape("u_{n_c} and {a {b}}") == r"u\_{n\_c} and {a {b}}"
+    assert escape("a\x00b\x1b[31m\x7f\nc\\d") == "a b [31m \nc\\textbackslash{}d"
