@@ -15,8 +15,8 @@ catalog (:mod:`derivations.catalog`):
   (:func:`derivations.symbolic.srepr_reader.to_srepr`,
   :func:`derivations.symbolic.srepr_reader.from_srepr`); loading never evaluates text.
 * The key is a SHA-256 over the source of every module of
-  ``derivations/core``, ``symbolic``, ``engine``, ``tasks`` and of this
-  module, the file format and the SymPy version
+  ``derivations/core``, ``symbolic``, ``engine``, ``tasks``, of the built-in
+  task files and of this module, the file format and the SymPy version
   (:func:`derivations.core.expression_cache.source_key`). Look-up: the shipped file
   ``derivations/_cache/tasks.json``, then ``$XDG_CACHE_HOME/qkov/tasks-<key>.json``.
   A missing, stale or damaged cache (an entry of the wrong shape or outside the

@@ -18,9 +18,10 @@ shows a part of the results decodes only that part (:meth:`ExpressionStore.lazy`
   waits or reads more than the bound (:func:`~derivations.core.atomic_file.read_bounded`).
 * **Keyed automatically** (:func:`source_key`): a SHA-256 over the source of
   every ``.py`` file of ``derivations/core``, ``symbolic``, ``engine`` and
-  ``tasks`` (sorted by path), the store's own module, the file format
-  :data:`FORMAT` and the SymPy version. No list to keep by hand: editing any
-  module a derivation can depend on invalidates the cache.
+  ``tasks`` and every built-in task file (``.toml``; sorted by path), the store's
+  own module, the file format :data:`FORMAT` and the SymPy version. No list to
+  keep by hand: editing any module or task file a derivation can depend on
+  invalidates the cache.
 * **Where.** Shipped data is read, never written, by a program that uses it: the file in
   the package (``derivations/_cache/<stem>.json``, read with :mod:`importlib.resources`),
   then the user cache ``<cache dir>/qkov/<stem>-<key>.json`` (:func:`cache_dir`). On a miss
@@ -78,7 +79,8 @@ SOURCE_PACKAGES = ("core", "symbolic", "engine", "tasks")
 
 
 def source_files(*extra) -> list:
-    """Every ``.py`` file of :data:`SOURCE_PACKAGES` (sorted by path), then ``extra`` paths.
+    """Every ``.py`` and ``.toml`` file (the built-in task files) of :data:`SOURCE_PACKAGES`
+    (sorted by path), then ``extra`` paths.
 
     Parameters
     ----------
@@ -89,7 +91,8 @@ def source_files(*extra) -> list:
     -------
     list of Path
     """
-    files = sorted(p for package in SOURCE_PACKAGES for p in (PACKAGE_DIR / package).rglob("*.py"))
+    files = sorted(p for package in SOURCE_PACKAGES for suffix in ("*.py", "*.toml")
+                   for p in (PACKAGE_DIR / package).rglob(suffix))
     return files + [Path(p) for p in extra]
 
 

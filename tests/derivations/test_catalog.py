@@ -410,3 +410,20 @@ def test_ctrl_c_is_one_line_exit_130(module, argv, monkeypatch, capsys):
     assert command.main(argv) == 130
     out, err = capsys.readouterr()
     assert err == f"derivations.{module}: interrupted\n"
+
+
+def test_an_edited_built_in_task_file_changes_the_key(tmp_path, monkeypatch):
+    """The built-in tasks are task files (derivations/tasks/files/*.toml): an edit of one (here the query's own
+    copies of query-in-context, whose reduction it changes) must make the shipped task cache stale, as an edit
+    of a module does, not leave its old reduction fresh."""
+    import shutil
+
+    from derivations.core import expression_cache as ec
+    fake = tmp_path / "derivations"
+    for package in ec.SOURCE_PACKAGES:
+        shutil.copytree(ec.PACKAGE_DIR / package, fake / package)
+    monkeypatch.setattr(ec, "PACKAGE_DIR", fake)
+    key = ec.source_key()
+    task_file = fake / "tasks" / "files" / "query-in-context.toml"
+    task_file.write_text(task_file.read_text().replace("multiplicity = 0", "multiplicity = 2"))
+    assert ec.source_key() != key
