@@ -234,7 +234,7 @@ def main(argv=None) -> int:
         plan = _plan(args)       # asks the engine what the task has (the kinds that check it)
         _derive(plan)
     except (UsageError, ValueError) as exc:
-        return usage_error(parser.prog, str(exc).splitlines()[0] if str(exc) else exc)
+        return usage_error(parser.prog, exc)
     t0 = time.perf_counter()
     progress = _Progress(len(plan.groups))
     try:

@@ -372,6 +372,17 @@ def test_the_range_of_M_named_is_verifys(args, message, capsys):
     assert message in capsys.readouterr().err
 
 
+def test_a_bad_input_line_keeps_its_reason_when_it_names_a_path_with_a_newline(tmp_path, capsys):
+    """A task file's path may hold a newline: the one line ended at it ("--task: .../bad"), dropping the key and
+    the reason, while print_dynamics joins the message onto one line (derivations.core.cli.usage_error)."""
+    from numerics.verify import main
+    path = tmp_path / "bad\nline.toml"
+    path.write_text('name = "x"\nquery = "q"\n[[groups]]\nname = "q"\nper_class = 1\n')
+    assert main(["--task", str(path)]) == 2
+    assert capsys.readouterr().err == (f"python -m numerics.verify: error: --task: {tmp_path}/bad line.toml: "
+                                       "groups[0].per_class: must be true or false; got 1\n")
+
+
 @pytest.mark.parametrize("args", [["--ratios", "-1"], ["--bogus"]])
 def test_cli_bad_arguments_as_a_process(args):
     p = _run_cli(*args, timeout=60)
