@@ -34,7 +34,7 @@ Checked when built
 A :class:`TokenGroup` or :class:`Task` that cannot mean anything is refused
 by its constructor with a ``ValueError`` naming the problem
 (:mod:`derivations.engine.checks`): groups that are not :class:`TokenGroup`
-objects; counts that are not finite and ``>= 0`` for every value of the
+objects; a description holding control characters other than newlines and tabs; counts that are not finite and ``>= 0`` for every value of the
 parameters (``nan``, ``oo``, ``I``, ``m - n``) or are no expression
 (``"m+"``); shared ``types`` that are not positive integers; scales that are
 not ``> 0``; symbols other than ``m, n, b, M`` and the declared parameters;
@@ -186,6 +186,10 @@ class Task:
         if not isinstance(self.name, str) or not re.fullmatch(NAME_PATTERN, self.name):
             raise ValueError("task name must be a letter, then at most 63 letters, digits or _ - + . ; got "
                              f"{self.name!r}"[:200])
+        if not isinstance(self.description, str) or any(unicodedata.category(c) == "Cc" and c not in "\n\t"
+                                                        for c in self.description):
+            raise ValueError(f"task {self.name!r}: description must be text without control characters other "
+                             f"than newlines and tabs (a terminal would act on them); got {self.description!r}"[:300])
         if isinstance(self.defaults, dict):
             object.__setattr__(self, "defaults", tuple(self.defaults.items()))
         for attr in ("groups", "relevant", "parameters", "defaults"):

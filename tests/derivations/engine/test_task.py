@@ -124,6 +124,15 @@ def test_a_task_is_checked_when_built(kwargs, message):
         Task("t", "", _groups(), query="q", **kwargs)
 
 
+@pytest.mark.parametrize("description", ["colour \x1b[31mred", "a\x00b", "title \x1b]0;pwned\x07", "csi \x9b2J", 7])
+def test_a_description_holds_no_control_characters(description):
+    """A task file's description is printed as it is (print_dynamics, the LaTeX document): an escape sequence in
+    it reached the terminal, which acts on it (colours, its title, the clipboard). Newlines and tabs stay."""
+    with pytest.raises(ValueError, match=r"^task 't': description must be text without control characters"):
+        Task("t", description, _groups(), query="q")
+    assert Task("t", "two\nlines\tand a tab", _groups(), query="q").description == "two\nlines\tand a tab"
+
+
 @pytest.mark.parametrize("names", [("s", "\uff53"), ("fi", "\ufb01")])      # fullwidth s; the ligature fi
 def test_group_names_are_distinct_as_python_reads_identifiers(names):
     """Group names name the observables (mu_QK_<group>), and Python reads an identifier NFKC-normalized: two
