@@ -285,9 +285,22 @@ def default_key(task, name):
     return keys.get(name) if ref is not None and ref() is task else None
 
 
+def _expression_text(expr) -> str:
+    """``expr`` as SymPy's ``str`` prints it, but a power with the exponent written out (``b**(1/2)``, not
+    ``sqrt(b)``), so that the task file's reader (:func:`~derivations.engine.expressions.parse_expression`),
+    which knows no functions, reads it back."""
+    from sympy.printing.str import StrPrinter
+
+    class _Printer(StrPrinter):
+        def _print_Pow(self, expr, rational=False):
+            return super()._print_Pow(expr, rational=True)
+    return _Printer().doprint(expr)
+
+
 def task_text(task) -> str:
     """The canonical text of ``task``: the same task gives the same text, whatever file or code
-    built it (JSON with sorted keys; expressions as SymPy prints them). Used in run identities.
+    built it (JSON with sorted keys; expressions as SymPy prints them, a square root as a power). Used in run
+    identities.
 
     Parameters
     ----------
@@ -300,12 +313,13 @@ def task_text(task) -> str:
     """
     data = {"name": task.name, "description": task.description, "query": task.query,
             "query_in_context": task.query_in_context, "relevant": list(task.relevant), "outputs": task.outputs,
-            "label": task.label, "classes": str(task.classes), "embedding_scale": str(task.embedding_scale),
-            "score_scale": str(task.score_scale), "parameters": list(task.parameters),
+            "label": task.label, "classes": str(task.classes),
+            "embedding_scale": _expression_text(task.embedding_scale),
+            "score_scale": _expression_text(task.score_scale), "parameters": list(task.parameters),
             "defaults": {k: int(v) if task.integer_parameter(k) else float(v) for k, v in task.defaults},
-            "groups": [{"name": g.name, "per_class": g.per_class, "multiplicity": str(g.multiplicity),
-                        "other_multiplicity": str(g.other_multiplicity), "types": str(g.types),
-                        "embedded": g.embedded} for g in task.groups]}
+            "groups": [{"name": g.name, "per_class": g.per_class, "multiplicity": _expression_text(g.multiplicity),
+                        "other_multiplicity": _expression_text(g.other_multiplicity),
+                        "types": _expression_text(g.types), "embedded": g.embedded} for g in task.groups]}
     return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
 

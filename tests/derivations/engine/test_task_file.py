@@ -124,6 +124,18 @@ def test_latex_with_a_bad_task_file_writes_nothing(tmp_path):
     assert not (tmp_path / "out").exists() and "groups[1].multiplicity" in err.getvalue()
 
 
+def test_the_canonical_text_of_a_root_reads_back():
+    """SymPy prints b**(1/2) as sqrt(b), which the reader (no functions) refused: a sweep of a valid task file with
+    embedding_scale = "b**(1/2)" stopped with "the stored task: ... got 'sqrt(b)', which is not an expression"."""
+    from derivations.engine.task_file import task_from_text
+    task = task_from_toml(BASE.replace('multiplicity = "m / R"', 'multiplicity = "m**(3/2) / R**(1/2) + 2**(1/2)"')
+                          .replace('query = "q"', 'query = "q"\nembedding_scale = "b**(1/2)"'), "roots.toml")
+    assert str(task.embedding_scale) == "sqrt(b)" and "sqrt(R)" in str(task.group("r").multiplicity)
+    stored = task_text(task)
+    assert '"embedding_scale":"b**(1/2)"' in stored and "sqrt" not in stored
+    assert task_from_text(stored) == task
+
+
 @pytest.mark.parametrize("name", ["paper", "authors", "query-copies", str(EXAMPLE)])
 def test_the_canonical_text_reads_back_as_the_same_task(name):
     from derivations.engine.task_file import task_from_text
