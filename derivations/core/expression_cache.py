@@ -16,12 +16,11 @@ shows a part of the results decodes only that part (:meth:`ExpressionStore.lazy`
   :data:`MAX_FILE_BYTES`, is not valid JSON, has the wrong shape or holds
   anything outside the whitelist is *damaged* and rebuilt; reading it never
   waits or reads more than the bound (:func:`~derivations.core.atomic_file.read_bounded`).
-* **Keyed automatically** (:func:`source_key`): a SHA-256 over the source of
-  every ``.py`` file of ``derivations/core``, ``symbolic``, ``engine`` and
-  ``tasks`` and every built-in task file (``.toml``; sorted by path), the store's
-  own module, the file format :data:`FORMAT` and the SymPy version. No list to
-  keep by hand: editing any module or task file a derivation can depend on
-  invalidates the cache.
+* **Keyed automatically** (:func:`source_key`): a SHA-256 over the source of every ``.py`` file
+  of ``derivations/core``, ``symbolic``, ``engine`` and ``tasks`` and every built-in task file
+  (``.toml``; sorted by path), the store's own module, the file format :data:`FORMAT` and the
+  SymPy version. No list to keep by hand: editing any module or task file a derivation can
+  depend on invalidates the cache.
 * **Where.** Shipped data is read, never written, by a program that uses it: the file in
   the package (``derivations/_cache/<stem>.json``, read with :mod:`importlib.resources`),
   then the user cache ``<cache dir>/qkov/<stem>-<key>.json`` (:func:`cache_dir`). On a miss
@@ -79,8 +78,7 @@ SOURCE_PACKAGES = ("core", "symbolic", "engine", "tasks")
 
 
 def source_files(*extra) -> list:
-    """Every ``.py`` and ``.toml`` file (the built-in task files) of :data:`SOURCE_PACKAGES`
-    (sorted by path), then ``extra`` paths.
+    """Every ``.py`` and ``.toml`` (built-in task) file of :data:`SOURCE_PACKAGES` (sorted by path), then ``extra``.
 
     Parameters
     ----------
