@@ -115,6 +115,8 @@ def _kept(args) -> str:
     runs = runs if runs.isprintable() else repr(runs)
     if args.command == "sweep":
         return f"the finished runs are kept in {runs}: rerun the same command with --resume to complete them"
+    if args.command == "reproduce" and args.collect:     # (it trains nothing: it writes the report of the runs)
+        return f"the finished runs are kept in {runs}: rerun the same command to write their report"
     if args.command == "reproduce":
         return f"the finished runs are kept in {runs}: rerun the same command to complete them"
     return f"{args.command} keeps no partial results: rerun the command"

@@ -165,6 +165,21 @@ def test_ctrl_c_before_anything_is_kept_says_so(command, tmp_path, monkeypatch, 
 
 
 
+def test_ctrl_c_in_reproduce_collect_does_not_say_it_completes_runs(tmp_path, monkeypatch, capsys):
+    """``reproduce --collect`` trains nothing: stopped while it writes the report, its line sends the user to
+    write the report again, not to complete runs by rerunning it."""
+    from numerics.experiments import reproduce
+    from numerics.experiments.__main__ import main
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    (tmp_path / "out" / "runs").mkdir(parents=True)
+    monkeypatch.setattr(reproduce, "collect", interrupted)
+    assert main(["reproduce", "--collect", "--output", str(tmp_path / "out")]) == 130
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "rerun the same command to write their report" in err, err
+
+
 @pytest.mark.parametrize("name", ["line\nbreak", "tab\there", "carriage\rreturn"])
 def test_the_line_of_ctrl_c_is_one_line_whatever_the_output_is_named(name, tmp_path, monkeypatch, capsys):
     """The line says where the finished runs are kept: an --output whose name holds a line break (or another
