@@ -172,7 +172,7 @@ def format_fig2(payload) -> str:
     sep = payload["separability"]
     lines.append(f"separability {_g(sep['mean'], '.4g')} +- {_g(sep['std'], '.3g')}")
     for r in payload["runs"]:
-        lines.append(f"seed {r['seed']}: steps {r['steps']}, stopped epoch {r['stopped_epoch']}, "
+        lines.append(f"seed {r['seed']}: steps {r['steps']}, stopped epoch {_g(r['stopped_epoch'], 'd')}, "
                      f"final loss {_g(r['final_loss'], '.4g')}, accuracy {_g(r['accuracy'], '.4f')}, "
                      f"relevant attention {_g(r['relevant_attention'], '.4f')}"
                      + (", diverged" if r.get("status") == "diverged" else ""))

@@ -310,6 +310,15 @@ def test_diverged_fig2_writes_valid_json_with_nulls_and_exits_3(tmp_path, capsys
     assert "Traceback" not in captured.err
 
 
+def test_the_summary_of_a_diverged_fig2_run_says_null_throughout():
+    """Every undefined number of the human-readable summary is ``null`` (the stop epoch was Python's None)."""
+    from numerics.experiments.commands.fig2 import format_fig2
+    run = {"seed": 1, "steps": 4, "stopped_epoch": None, "final_loss": None, "accuracy": None,
+           "relevant_attention": None, "status": "diverged"}
+    text = format_fig2({"heatmap": None, "separability": {"mean": None, "std": None}, "runs": [run]})
+    assert "seed 1: steps 4, stopped epoch null, final loss null" in text and "None" not in text, text
+
+
 @pytest.mark.parametrize("command", ["fig2", "sweep"])
 def test_a_run_that_overflows_on_its_last_step_is_diverged_not_a_traceback(command, tmp_path, capsys,
                                                                           unsaved_figures):
