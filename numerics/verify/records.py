@@ -139,7 +139,8 @@ def _fmt_tol(tol):
 
 
 def format_table(checks) -> str:
-    """The checks as a fixed-width text table.
+    """The checks as a fixed-width text table, then the reason of each check that failed or could not be
+    carried out, where it has one (``detail["message"]``), one line each.
 
     Parameters
     ----------
@@ -158,4 +159,6 @@ def format_table(checks) -> str:
         "  ".join("{:>%d}" % wi for wi in w[3:5]) + "  {:<%d}" % w[5]
     out = [line.format(*head), "  ".join("-" * wi for wi in w)]
     out += [line.format(*row) for row in rows]
+    out += [f"{c.parameterization} {c.ratio:g} {c.quantity}: {' '.join(str(c.detail['message']).split())}"
+            for c in checks if c.status in ("FAIL", "N/V") and c.detail.get("message")]
     return "\n".join(out)

@@ -186,6 +186,20 @@ def test_main_exit_status_1_on_failure(monkeypatch, capsys):
 # --------------------------------------------------------------------------- #
 # Check records
 # --------------------------------------------------------------------------- #
+def test_the_table_gives_the_reason_of_a_check_that_failed_or_was_not_verifiable():
+    """A check whose value is nan has its reason in its detail; the text table shows it (it showed a bare
+    ``nan ... FAIL``), one line each, and none for a check that passed."""
+    from numerics.verify import NOT_VERIFIABLE, format_table
+    checks = [Check("CACO", 1.0, "reduced flow reaches target", math.nan, 0.0,
+                    detail={"message": "not reached by\nt=1e6"}),
+              Check("FAFO", 10.0, "full integration", math.nan, NOT_VERIFIABLE, detail={"message": "step cap"}),
+              Check("CAFO", 1.0, "x", 1e-9, 1e-6, detail={"message": "fine"})]
+    lines = format_table(checks).splitlines()
+    assert lines[-2:] == ["CACO 1 reduced flow reaches target: not reached by t=1e6",
+                          "FAFO 10 full integration: step cap"]
+    assert len(lines) == 2 + 3 + 2
+
+
 def test_check_status_rules():
     assert Check("CACO", 1.0, "x", 1e-7, 1e-6).status == "PASS"
     assert Check("CACO", 1.0, "x", 1e-5, 1e-6).status == "FAIL"
