@@ -61,7 +61,7 @@ from ..core.cli import OneLineParser, UsageError, usage_error
 from ..core.interrupt import exit_on_interrupt
 from ..core.output import prepare_output_dir
 from ..core.output import emit
-from .tex import ABBREVIATIONS, equation_lines, tex
+from .tex import ABBREVIATIONS, declare_unicode, equation_lines, tex
 
 __all__ = ["DOCUMENT_NAME", "SNIPPET_DIR", "RELATION_TEX",
            "snippet_filename", "left_side", "snippet", "prose", "document", "write", "build_parser", "main"]
@@ -251,7 +251,7 @@ def document(tasks=()) -> str:
     out += attention_section()   # where attention goes (query-copies' master flow)
     out += task_sections(tasks)    # a section per built-in task and per task given (task engine)
     out.append(r"\end{document}")
-    return "\n".join(out) + "\n"
+    return declare_unicode("\n".join(out) + "\n")      # a task's names and description may hold any letter
 
 
 def _prepare(output):

@@ -16,13 +16,14 @@ for the task engine's sections alike.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 import sympy as sp
 
 from ..symbolic import symbols as S
 
 __all__ = ["MUL_SYMBOL", "SYMBOL_NAMES", "ABBREVIATIONS", "LONG", "tex", "engine_names", "abbreviate",
-           "equation_lines", "escape"]
+           "equation_lines", "escape", "declare_unicode"]
 
 #: Product sign handed to ``sympy.latex`` (a thin space).
 MUL_SYMBOL = r"\,"
@@ -192,3 +193,63 @@ def equation_lines(label: str, expr, lhs=None, relation: str = "=", render=tex) 
         lines.append(r"\end{aligned}")
     lines.append(r"\end{equation}")
     return lines
+
+
+#: Combining marks and the LaTeX accent commands that put them on a letter.
+_ACCENTS = {"\u0300": "`", "\u0301": "'", "\u0302": "^", "\u0303": "~", "\u0304": "=", "\u0306": "u", "\u0307": ".",
+            "\u0308": '"', "\u030a": "r", "\u030b": "H", "\u030c": "v", "\u0327": "c", "\u0328": "k"}
+#: Greek capitals that LaTeX writes as their Latin twins (it has no command for them).
+_LATIN_CAPITALS = {"ALPHA": "A", "BETA": "B", "EPSILON": "E", "ZETA": "Z", "ETA": "H", "IOTA": "I", "KAPPA": "K",
+                   "MU": "M", "NU": "N", "OMICRON": "O", "RHO": "P", "TAU": "T", "CHI": "X"}
+
+
+def _unicode_tex(c: str) -> str:
+    """The LaTeX of one character that is not ASCII, valid in text and in math: a Greek letter as its math
+    command, a Latin letter with accents as its accent commands, anything else as ``[U+XXXX]``."""
+    name = unicodedata.name(c, "")
+    greek = re.fullmatch(r"GREEK (SMALL|CAPITAL) LETTER (FINAL SIGMA|\w+)", name)
+    if greek:
+        letter = {"LAMDA": "LAMBDA", "FINAL SIGMA": "VARSIGMA"}.get(greek.group(2), greek.group(2))
+        if greek.group(1) == "CAPITAL" and letter in _LATIN_CAPITALS:
+            return r"\text{%s}" % _LATIN_CAPITALS[letter]
+        command = letter.lower() if greek.group(1) == "SMALL" else letter.capitalize()
+        return r"\ensuremath{\%s}" % command if command != "omicron" else r"\text{o}"
+    base, *marks = unicodedata.normalize("NFD", c)
+    if base.isascii() and base.isalpha() and marks and all(m in _ACCENTS for m in marks):
+        for mark in marks:
+            base = "\\%s{%s}" % (_ACCENTS[mark], base)
+        return r"\text{%s}" % base
+    return r"\text{[U+%04X]}" % ord(c)
+
+
+def declare_unicode(document: str) -> str:
+    r"""A LaTeX document with a ``\DeclareUnicodeCharacter`` before ``\begin{document}`` for every character
+    of it that is not ASCII (a task file's group names, parameters and description may hold any letter),
+    so that pdflatex typesets it: a Greek letter as its math command (ρ as :math:`\rho`), a Latin letter
+    with accents by LaTeX's accent commands, any other character as its code point ``[U+XXXX]``. A
+    document of ASCII alone is returned as it is.
+
+    Parameters
+    ----------
+    document : str
+        A LaTeX document with one ``\begin{document}`` line.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> print(declare_unicode("\\begin{document}\n$x_{ρ}$ é\n"))
+    \DeclareUnicodeCharacter{00E9}{\text{\'{e}}}
+    \DeclareUnicodeCharacter{03C1}{\ensuremath{\rho}}
+    \begin{document}
+    $x_{ρ}$ é
+    <BLANKLINE>
+    """
+    chars = sorted({c for c in document if not c.isascii()})
+    if not chars:
+        return document
+    lines = "".join(r"\DeclareUnicodeCharacter{%04X}{%s}" % (ord(c), _unicode_tex(c)) + "\n" for c in chars)
+    head, begin, tail = document.partition("\\begin{document}")
+    return head + lines + begin + tail

@@ -101,6 +101,24 @@ def test_document_compiles(fresh, tmp_path):
     assert "! " not in log
 
 
+@pytest.mark.skipif(shutil.which("pdflatex") is None,
+                    reason="pdflatex not installed (apt-get install texlive-latex-base)")
+def test_letters_that_are_not_ascii_compile(tmp_path):
+    """A task file's group names, parameters and description may hold any letter: pdflatex stopped on a group
+    named ρ ("Unicode character ρ (U+03C1) not set up for use with LaTeX"). The document declares each such
+    character (Greek as its math command, accented Latin by accents, anything else by its code point), in
+    text and in math; the built-in document is ASCII and gets no declaration."""
+    from derivations.output.tex import declare_unicode
+    body = "$W_{ρ} + x_{Ω} + y_{ς} + z_{Α}$, café, ð, 中 and ρ in text, $\\frac{ñ}{2}$"
+    doc = "\\documentclass{article}\n\\usepackage{amsmath}\n\\begin{document}\n%s\n\\end{document}\n" % body
+    assert declare_unicode(doc.replace(body, "x")) == doc.replace(body, "x")
+    (tmp_path / "u.tex").write_text(declare_unicode(doc), encoding="utf-8")
+    proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "u.tex"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "not set up" not in proc.stdout, proc.stdout[-3000:]
+    assert r"\DeclareUnicodeCharacter{03C1}{\ensuremath{\rho}}" in declare_unicode(doc)
+
+
 # ---------------------------------------------------------------- parse back
 TEXT_MAPPING = [
     (re.compile(r"\\,"), r" \\cdot "),
