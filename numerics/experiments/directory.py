@@ -6,7 +6,7 @@ output directory. Opening one checks everything before any work and refuses, wit
 
 * **Lock.** ``.lock`` is opened without following links (``O_NOFOLLOW``, created with ``O_EXCL``) and
   held with ``fcntl.flock`` while the directory is open (the kernel releases it however the process
-  ends); a ``.lock`` that is not a regular file, or is held, is refused.
+  ends); a ``.lock`` that is not a regular file of one name (a link), or is held, is refused.
 * **Kind.** A directory holds one kind of experiment (:data:`KINDS`), known by its files (results and
   figures), or by the ``experiment`` of its stored runs; another is refused.
 * **Settings.** A sweep records them, with their :func:`~numerics.experiments.store.digest`, in
@@ -151,9 +151,9 @@ class ExperimentDirectory:
             reason = "is a link" if exc.errno == errno.ELOOP else (exc.strerror or str(exc))
             raise self._refuse(f"cannot open its lock file {LOCK_FILE}: {reason}") from None
         self._created = what is None
-        if not stat.S_ISREG(os.fstat(self._fd).st_mode):
-            self.close(refused=True)
-            raise self._refuse(f"has a {LOCK_FILE} that is not a regular file; remove it")
+        if not (stat.S_ISREG((info := os.fstat(self._fd)).st_mode) and info.st_nlink == 1):     # (a hard link's
+            self.close(refused=True)                                                  # other file would be written)
+            raise self._refuse(f"has a {LOCK_FILE} that is not a regular file of one name (a hard link); remove it")
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:

@@ -377,6 +377,20 @@ def test_a_task_file_sweep_whose_stored_task_text_is_damaged_is_refused(text, tm
             '"task" must be a task name or the stored text of a task')
 
 
+def test_a_lock_hard_linked_to_another_file_is_refused_and_the_file_kept(tmp_path):
+    """A ``.lock`` that is a hard link (a second name of another file) is not followed by ``O_NOFOLLOW``: taking it
+    wrote this process's id over the other file. Refused, the file untouched."""
+    victim = tmp_path / "precious.txt"
+    victim.write_text("do not truncate")
+    out = tmp_path / "out"
+    out.mkdir()
+    os.link(victim, out / ".lock")
+    for kind in ("sweep", "reproduction"):
+        with pytest.raises(directory_mod.DirectoryRefused, match=r"\.lock that is not a regular file of one name"):
+            ExperimentDirectory(out, kind).begin()
+    assert victim.read_text() == "do not truncate" and (out / ".lock").exists()
+
+
 def test_the_lock_is_created_without_following_and_released(tmp_path):
     with ExperimentDirectory(tmp_path, "sweep") as held:
         with pytest.raises(directory_mod.DirectoryRefused, match="in use"):
