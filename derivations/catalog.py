@@ -176,8 +176,43 @@ def _asymptotics_results(add):
         add(f"asymptotics.late.{key}", value, *late_lhs[key])
 
 
+def result_names() -> list:
+    """Every result's name, in the order :func:`derive_all` derives them: what a complete cache holds.
+
+    Returns
+    -------
+    list of str
+    """
+    from .core.vocabulary import PARAMETERIZATIONS
+    odes = [f"{v}_dt{a}" for a in ("", "_alpha") for v in ("dmu_OV", "dmu_QK")]
+    lines = ["first_integral", "dH_dt", "line_X", "line_Y", "line_slope", "orbit"]
+    names = ["model.alpha", "model.loss", "model.loss_alpha"]
+    for p in PARAMETERIZATIONS:
+        unbalanced = [] if p == "CACO" else ["dmu_OV_dt_unbalanced_alpha", "dmu_QK_dt_unbalanced_alpha"]
+        names += [f"{p}.{x}" for x in odes + unbalanced + lines]
+    for c in ("QK", "OV"):
+        names += [f"factorization.{c}.{x}" for x in ("rate_factor", "conserved", "conserved_dt", "effective_rate",
+                                                        "effective_rate_unbalanced")]
+    names += ["factorization.induced_flow", "CACO.alpha_on_orbit", "sharpness.margin", "sharpness.state_equation"]
+    names += [f"sharpness.state.{x}" for x in ("alpha", "mu_QK", "mu_OV")]
+    signs = ("dF/dp", "dF/dr", "dp/dr", "dalpha/dr", "dmu_QK/dr", "dmu_OV/dr")
+    names += [f"sharpness.{kind}.{x}" for x in signs for kind in ("sign", "sign_value")]
+    names += ["asymptotics.time_integrand"]
+    names += [f"asymptotics.early.{x}" for x in ("alpha_0", "t_of_mu_OV_alpha", "mu_OV_of_t_alpha", "t_of_mu_OV",
+                                                 "mu_OV_of_t", "loss_of_t")]
+    return names + [f"asymptotics.late.{x}" for x in ("one_minus_alpha", "one_minus_alpha_leading",
+                                                      "one_minus_alpha_ratio_limit", "t_of_mu_late",
+                                                      "loss_times_t_limit", "loss_leading")]
+
+
 def derive_all() -> dict:
-    """Run every derivation; returns ``{name: Result}`` (insertion-ordered)."""
+    """Run every derivation; returns ``{name: Result}`` (in the order of :func:`result_names`).
+
+    Raises
+    ------
+    ValueError
+        If the names derived are not :func:`result_names` (a result added without its name there).
+    """
     out = {}
 
     def add(name, expr, lhs=None, relation="="):
@@ -185,6 +220,8 @@ def derive_all() -> dict:
 
     for group in (_reduced_system_results, _factorization_results, _sharpness_results, _asymptotics_results):
         group(add)
+    if list(out) != result_names():
+        raise ValueError(f"derive_all derived {list(out)}; result_names() lists {result_names()}")
     return out
 
 
@@ -196,22 +233,23 @@ def _encode(records: dict) -> dict:
 
 
 def _decode(entries: dict) -> dict:
-    """``{name: Result}`` from the stored entries. Raises ValueError when the data is
-    damaged: wrong shape, or an entry that is not a whitelisted srepr tree."""
+    """``{name: Result}`` from the stored entries (of the shape :func:`_shape`). Raises ValueError
+    when an entry is not a whitelisted srepr tree."""
     from .symbolic.srepr_reader import from_srepr
-    out = {}
-    for name, entry in entries.items():
-        if not (isinstance(entry, dict) and set(entry) == {"lhs", "expr", "relation"}
-                and entry["relation"] in RELATIONS):
-            raise ValueError(f"cache entry {name!r} has the wrong shape")
-        lhs = None if entry["lhs"] is None else from_srepr(entry["lhs"])
-        out[name] = Result(name, lhs, from_srepr(entry["expr"]), entry["relation"])
-    return out
+    return {name: Result(name, None if entry["lhs"] is None else from_srepr(entry["lhs"]), from_srepr(entry["expr"]),
+                         entry["relation"]) for name, entry in entries.items()}
+
+
+def _shape() -> dict:
+    """The shape of the stored entries (:mod:`derivations.core.json_shape`): every result's name."""
+    return dict.fromkeys(result_names(), {"lhs": (None, str), "expr": str, "relation": frozenset(RELATIONS)})
 
 
 #: The paper's results in the one expression cache (``derivations/_cache/derived.json``).
 STORE = ExpressionStore("derived", __file__, lambda: derive_all(), _encode, _decode,
-                        prog="derivations.catalog", what="derivation cache")
+                        prog="derivations.catalog", what="derivation cache", shape=_shape)
+
+
 def records(*, rebuild: bool = False) -> dict:
     """All derived results as typed records, from the cache when it is fresh;
     otherwise derived and saved (a warning on stderr, once, when no cache
@@ -255,23 +293,19 @@ def _print_results() -> dict:
     return {fmt: {name: format_expression(expr, fmt) for name, expr in res.items()} for fmt in PRINTED_FORMATS}
 
 
-def _checked_texts(data) -> dict:
-    """``data`` when it is ``{format: {name: text}}`` for every printed format; else
-    ValueError (a damaged cache, rebuilt)."""
+def _printed_shape() -> dict:
+    """The shape of the printed results (:mod:`derivations.core.json_shape`): ``{format: {name: text}}``
+    for every printed format and result."""
     from .output.formats import PRINTED_FORMATS
-    if not (isinstance(data, dict) and set(data) == set(PRINTED_FORMATS) and all(
-            isinstance(texts, dict) and all(isinstance(t, str) for t in texts.values())
-            for texts in data.values())):
-        raise ValueError("the printed results have the wrong shape")
-    return data
+    return dict.fromkeys(PRINTED_FORMATS, dict.fromkeys(result_names(), str))
 
 
 #: The paper's results as printed, in the one expression cache
 #: (``derivations/_cache/printed.json``), keyed on the derivations' sources, this
 #: module and :mod:`derivations.output.formats`: ``print_dynamics`` without ``--params``
 #: or rates prints them without decoding or printing an expression.
-PRINTED = ExpressionStore("printed", __file__, _print_results, _checked_texts, _checked_texts,
-                          prog="derivations.print_dynamics", what="printed-results cache",
+PRINTED = ExpressionStore("printed", __file__, _print_results, dict, dict, prog="derivations.print_dynamics",
+                          what="printed-results cache", shape=_printed_shape,
                           sources=[Path(__file__).parent / "output" / "formats.py"])
 
 

@@ -19,8 +19,8 @@ catalog (:mod:`derivations.catalog`):
   task files and of this module, the file format and the SymPy version
   (:func:`derivations.core.expression_cache.source_key`). Look-up: the shipped file
   ``derivations/_cache/tasks.json``, then ``$XDG_CACHE_HOME/qkov/tasks-<key>.json``.
-  A missing, stale or damaged cache (an entry of the wrong shape or outside the
-  whitelist, or results that do not match the file's digest) is derived again
+  A missing, stale or damaged cache (an entry missing, of the wrong shape or outside
+  the whitelist, or results that do not match the file's digest) is derived again
   and written atomically to the user cache only; when it is not writable, one
   line on stderr says so.
 * ``python -m derivations.task_catalog --rebuild`` rewrites the shipped cache;
@@ -91,27 +91,39 @@ def _load(d):
         odes=pairs(d["odes"]), conserved=tuple(f(c) for c in d["conserved"]), mapping=pairs(d["mapping"]),
         first_integral=None if d["first_integral"] is None else f(d["first_integral"]), note=d["note"],
         family_loss=f(d["family_loss"]), odes_alpha=pairs(d["odes_alpha"]),
-        orbit=None if d.get("orbit") is None else f(d["orbit"]))
+        orbit=None if d["orbit"] is None else f(d["orbit"]))
+
+
+def _names() -> list:
+    """``[(task, parameterization)]``: every built-in symbolic task in every parameterization."""
+    from .core.vocabulary import PARAMETERIZATIONS
+    from .tasks.registry import symbolic_task_names
+    return [(t, p) for t in symbolic_task_names() for p in PARAMETERIZATIONS]
 
 
 def derive_all() -> dict:
     """Every built-in symbolic task in every parameterization: ``{"task/P": dumped}``."""
-    from .core.vocabulary import PARAMETERIZATIONS
     from .engine.reduce import reduce_task
-    from .tasks.registry import symbolic_task_names
-    return {f"{t}/{p}": _dump(reduce_task(t, p)) for t in symbolic_task_names() for p in PARAMETERIZATIONS}
+    return {f"{t}/{p}": _dump(reduce_task(t, p)) for t, p in _names()}
 
 
-def _entries(results: dict) -> dict:
-    """The stored entries, checked to be objects (each is read when asked for, by :func:`_load`)."""
-    if not all(isinstance(v, dict) for v in results.values()):
-        raise ValueError("task cache entries must be objects")
-    return dict(results)
+def _shape() -> dict:
+    """The shape of the stored entries (:mod:`derivations.core.json_shape`), as :func:`_dump` writes
+    them: one per task and parameterization, naming both; expressions are srepr text."""
+    pairs = [[str, str]]
+    coordinate = {"symbol": str, "matrix": str, "pattern": [[str, [(str, int)]]], "orbit": str, "rate": str}
+    return {f"{t}/{p}": {
+        "task": frozenset({t}), "parameterization": frozenset({p}), "reference": str, "note": str,
+        "coordinates": [coordinate], "initial": pairs, "family_odes": pairs, "observables": pairs,
+        "attention": pairs, "alpha": str, "loss": str, "family_loss": str, "metric": (None, [[str]]),
+        "odes": (None, pairs), "odes_alpha": (None, pairs), "conserved": [str], "mapping": (None, pairs),
+        "first_integral": (None, str), "orbit": (None, str)} for t, p in _names()}
 
 
-#: The task engine's results in the one expression cache (``derivations/_cache/tasks.json``).
-STORE = ExpressionStore("tasks", __file__, lambda: derive_all(), _entries, _entries,
-                        prog="derivations.task_catalog", what="task cache")
+#: The task engine's results in the one expression cache (``derivations/_cache/tasks.json``): the
+#: entries as stored, each read when asked for (:func:`_load`).
+STORE = ExpressionStore("tasks", __file__, lambda: derive_all(), dict, dict,
+                        prog="derivations.task_catalog", what="task cache", shape=_shape)
 _MEMO = {}
 
 

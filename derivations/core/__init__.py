@@ -15,6 +15,7 @@ processes and command lines import it without cost:
   and the progress bar;
 * :mod:`~derivations.core.expression_cache`: where derived expressions are
   cached, under a key of their sources;
+* :mod:`~derivations.core.json_shape`: the declared shape a cache file's entries are checked against;
 * :mod:`~derivations.core.optional`: an optional dependency a command needs, checked before any work;
 * :mod:`~derivations.core.time_bound`: a bound on the wall time of a computation
   whose cost the input decides;

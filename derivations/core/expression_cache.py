@@ -1,21 +1,19 @@
 """The one expression cache: derived results stored as data, keyed on the source they come from.
 
-:mod:`derivations.catalog` (the paper's results) and
-:mod:`derivations.task_catalog` (the task engine's) are two
-:class:`ExpressionStore` s of this module: one file format, one reader and
-writer, one warning when nothing is writable, one command line
-(``--rebuild``, ``--check``). A third, :data:`derivations.catalog.PRINTED`,
-keeps the paper's results as ``print_dynamics`` prints them. A command that
-shows a part of the results decodes only that part (:meth:`ExpressionStore.lazy`).
+:mod:`derivations.catalog` (the paper's results) and :mod:`derivations.task_catalog` (the task engine's)
+are two :class:`ExpressionStore` s of this module: one file format, one reader and writer, one warning
+when nothing is writable, one command line (``--rebuild``, ``--check``). A third,
+:data:`derivations.catalog.PRINTED`, keeps the paper's results as ``print_dynamics`` prints them. A
+command that shows a part of the results decodes only that part (:meth:`ExpressionStore.lazy`).
 
-* **Data, never code.** The store module turns its results into JSON values
-  (expressions as whitelisted ``srepr`` text,
-  :func:`derivations.symbolic.srepr_reader.to_srepr`) and back
-  (:func:`~derivations.symbolic.srepr_reader.from_srepr`, no ``eval``); a
-  file that is not a regular file (a FIFO, a device), is larger than
-  :data:`MAX_FILE_BYTES`, is not valid JSON, has the wrong shape or holds
-  anything outside the whitelist is *damaged* and rebuilt; reading it never
-  waits or reads more than the bound (:func:`~derivations.core.atomic_file.read_bounded`).
+* **Data, never code.** The store module turns its results into JSON values (expressions as
+  whitelisted ``srepr`` text, :func:`derivations.symbolic.srepr_reader.to_srepr`) and back
+  (:func:`~derivations.symbolic.srepr_reader.from_srepr`, no ``eval``); a file that is not a regular
+  file (a FIFO, a device), is larger than :data:`MAX_FILE_BYTES`, is not valid JSON, lacks an entry,
+  has one too many or one of another shape than the store declares
+  (:mod:`~derivations.core.json_shape`), or holds anything outside the whitelist is *damaged* and
+  rebuilt; reading it never waits or reads more than the bound
+  (:func:`~derivations.core.atomic_file.read_bounded`).
 * **Keyed automatically** (:func:`source_key`): a SHA-256 over the source of every ``.py`` file
   of ``derivations/core``, ``symbolic``, ``engine`` and ``tasks`` and every built-in task file
   (``.toml``; sorted by path), the store's own module, the file format :data:`FORMAT` and the
@@ -28,14 +26,13 @@ shows a part of the results decodes only that part (:meth:`ExpressionStore.lazy`
   package's directory is never changed; when the user cache is not writable, one line on
   stderr says so (once per process). Only ``--rebuild`` (:meth:`ExpressionStore.rebuild`)
   writes the shipped file, in a source checkout (:func:`source_checkout`) only.
-* **Checked.** Each file keeps a SHA-256 digest of its results with its key:
-  a file whose results were edited (even into well-formed ones) is stale, at
-  load and for ``--check``. The digest catches damage and hand edits, not a
-  forger, who can compute it too (only deriving again can tell a forged result;
-  ``--rebuild`` does); what a file holds is read as data, never run: the
-  expressions through :func:`~derivations.symbolic.srepr_reader.from_srepr`'s
-  whitelist, and their numeric code is made only from expressions whose every
-  symbol is an argument and every function a known one
+* **Checked.** Each file keeps a SHA-256 digest of its results with its key: a file whose results
+  were edited (even into well-formed ones) is stale, at load and for ``--check``. The digest catches
+  damage and hand edits, not a forger, who can compute it too (only deriving again can tell a forged
+  result; ``--rebuild`` does); a forged file is still read only when it has the declared shape, and
+  as data, never run: the expressions through
+  :func:`~derivations.symbolic.srepr_reader.from_srepr`'s whitelist, and their numeric code is made
+  only from expressions whose every symbol is an argument and every function a known one
   (:func:`numerics.functions.numeric`, the code generator's strict printers).
 
 The file: ``{"digest": <digest>, "format": FORMAT, "key": <key>, "results": {name: value}}``
@@ -63,6 +60,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .atomic_file import atomic_write_text, read_bounded
+from .json_shape import matches
 
 __all__ = ["PACKAGE_DIR", "FORMAT", "MAX_FILE_BYTES", "SOURCE_PACKAGES", "source_files", "sympy_version", "source_key",
            "cache_dir", "source_checkout", "user_cache", "results_digest", "save_first_writable", "LazyResults",
@@ -274,6 +272,9 @@ class ExpressionStore:
     prog, what : str
         The command (``derivations.catalog``) and the cache's name in messages
         (``derivation cache``).
+    shape : callable
+        ``shape() ->`` the shape (:func:`derivations.core.json_shape.matches`) of the encoded
+        results of a complete file: every name and the type of each entry.
     sources : sequence of str or Path, optional
         Further files outside :data:`SOURCE_PACKAGES` that the results depend on
         (also part of the key).
@@ -282,10 +283,10 @@ class ExpressionStore:
     (tests point them at temporary files).
     """
 
-    def __init__(self, stem, owner, derive, encode, decode, *, prog, what, sources=()):
+    def __init__(self, stem, owner, derive, encode, decode, *, prog, what, shape, sources=()):
         self.stem, self.owner, self.sources = stem, Path(owner), tuple(Path(p) for p in sources)
         self.shipped = importlib.resources.files("derivations").joinpath("_cache", f"{stem}.json")
-        self.derive, self.encode, self.decode = derive, encode, decode
+        self.derive, self.encode, self.decode, self.shape = derive, encode, decode, shape
         self.prog, self.what = prog, what
         self.memo, self.warned = None, False
 
@@ -340,8 +341,8 @@ class ExpressionStore:
         """The stored entries ``{name: JSON value}`` at ``path`` (a path or an
         :mod:`importlib.resources` resource) under ``key``, not decoded; None when
         the file is missing, not a regular file (a FIFO, a device: never waited on),
-        larger than :data:`MAX_FILE_BYTES`, stale, not JSON, of the wrong shape, or its
-        results do not match its digest (edited).
+        larger than :data:`MAX_FILE_BYTES`, stale, not JSON, its results do not match its
+        digest (edited) or are not of the store's ``shape`` (an entry missing or ill-typed).
 
         Parameters
         ----------
@@ -357,8 +358,8 @@ class ExpressionStore:
         except (OSError, ValueError, RecursionError):
             return None
         if not (isinstance(data, dict) and data.get("format") == FORMAT and data.get("key") == key
-                and isinstance(data.get("results"), dict) and data["results"]
-                and data.get("digest") == results_digest(data["results"])):
+                and isinstance(data.get("results"), dict) and data.get("digest") == results_digest(data["results"])
+                and matches(data["results"], self.shape())):
             return None
         return data["results"]
 

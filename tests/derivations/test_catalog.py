@@ -25,6 +25,7 @@ def isolated_cache(tmp_path, monkeypatch):
         calls.append(1)
         return {"demo.f": catalog.Result("demo.f", sp.Derivative(x, x), sp.exp(-x) / 2, "=")}
     monkeypatch.setattr(catalog, "derive_all", derive)
+    monkeypatch.setattr(catalog, "result_names", lambda: ["demo.f"])      # what a complete file holds
     return shipped, calls
 
 
@@ -209,6 +210,7 @@ def test_lazy_results_decode_only_what_is_read_and_rebuild_a_damaged_entry(isola
     """ExpressionStore.lazy checks the file at once, decodes an entry when it is read, and
     falls back to load (which rebuilds the damaged cache) when an entry read is damaged."""
     shipped, calls = isolated_cache
+    monkeypatch.setattr(catalog, "result_names", lambda: ["demo.f", "demo.g"])
     x = sp.Symbol("x", positive=True)
     entries = catalog._encode({"demo.f": catalog.Result("demo.f", None, sp.exp(-x) / 2, "=")})
     entries["demo.g"] = {"lhs": None, "expr": "__import__('os')", "relation": "="}
@@ -282,6 +284,7 @@ def test_both_commands_share_the_check_and_rebuild_texts(tmp_path, monkeypatch, 
     assert capsys.readouterr().out == ("shipped task cache is STALE: run python -m derivations.task_catalog "
                                        "--rebuild\n")
     monkeypatch.setattr(task_catalog.STORE, "derive", lambda: {"paper/CACO": {"demo": 1}})
+    monkeypatch.setattr(task_catalog.STORE, "shape", lambda: {"paper/CACO": {"demo": int}})
     assert task_catalog.main(["--rebuild"]) == 0
     assert capsys.readouterr().out == f"wrote {tmp_path / 'tasks.json'} (key {task_catalog.STORE.key()[:12]})\n"
     assert task_catalog.main(["--check"]) == 0
@@ -359,7 +362,8 @@ def test_a_cache_miss_writes_only_the_user_cache(tmp_path, monkeypatch):
     import importlib.resources
 
     from derivations.core import expression_cache as ec
-    store = ec.ExpressionStore("demo", catalog.__file__, lambda: {"a": 1}, dict, dict, prog="demo", what="demo")
+    store = ec.ExpressionStore("demo", catalog.__file__, lambda: {"a": 1}, dict, dict, prog="demo", what="demo",
+                               shape=lambda: {"a": int})
     assert store.shipped == importlib.resources.files("derivations") / "_cache" / "demo.json"
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(ec, "sympy_version", lambda: "0.0-not-the-shipped-one")
@@ -427,3 +431,72 @@ def test_an_edited_built_in_task_file_changes_the_key(tmp_path, monkeypatch):
     task_file = fake / "tasks" / "files" / "query-in-context.toml"
     task_file.write_text(task_file.read_text().replace("multiplicity = 0", "multiplicity = 2"))
     assert ec.source_key() != key
+
+
+
+def _pop(name):
+    return lambda results: results.pop(name)
+
+
+def _set(value, *path):
+    def edit(results):
+        for key in path[:-1]:
+            results = results[key]
+        results[path[-1]] = value
+    return edit
+
+
+#: Per store: a forger's edits of its complete results (each file then written with a valid digest); the
+#: forms of a shape are tested in tests/derivations/core/test_json_shape.py.
+FORGERIES = {
+    "derived": {"missing entry": _pop("CACO.dmu_OV_dt_alpha"),
+                "ill-typed relation": _set(1, "model.alpha", "relation")},
+    "printed": {"missing entry": lambda r: r["text"].pop("CACO.dmu_OV_dt_alpha")},
+    "tasks": {"missing entry": _pop("query-in-context/CACO"), "ill-typed note": _set(5, "paper/CAFO", "note"),
+              "another task's entry": _set("paper", "query-in-context/CAFO", "task")}}
+
+
+@pytest.mark.parametrize("stem,forgery", [(stem, name) for stem, edits in FORGERIES.items() for name in edits])
+def test_a_forged_cache_lacking_or_mistyping_an_entry_is_rebuilt(stem, forgery, tmp_path, monkeypatch):
+    """A user cache forged with a valid digest but an entry missing or of another type (a KeyError, or a
+    wrong text believed, in print_dynamics) is damaged, as an edited one is: derived again into the user
+    cache."""
+    from pathlib import Path
+
+    from derivations import task_catalog
+    store = {"derived": catalog.STORE, "printed": catalog.PRINTED, "tasks": task_catalog.STORE}[stem]
+    complete = store.load()
+    forged = json.loads(Path(str(store.shipped)).read_text())["results"]
+    FORGERIES[stem][forgery](forged)
+    monkeypatch.setattr(store, "shipped", tmp_path / "shipped.json")
+    monkeypatch.setattr(store, "user_path", lambda key: tmp_path / f"{stem}-{key}.json")
+    monkeypatch.setattr(store, "memo", None)
+    key = store.key()
+    user = store.user_path(key)
+    user.write_text(json.dumps({"digest": results_digest(forged), "format": FORMAT, "key": key, "results": forged}))
+    assert store.entries(user, key) is None
+    calls = []
+    monkeypatch.setattr(store, "derive", lambda: calls.append(1) or complete)
+    assert store.lazy() is complete and calls == [1]
+    assert store.entries(user, key) is not None                     # rewritten whole
+
+
+def test_print_dynamics_rebuilds_a_printed_cache_lacking_a_result(tmp_path, monkeypatch, capsys):
+    """The command the forged printed cache broke (a KeyError traceback) prints what it prints with the
+    shipped cache."""
+    from derivations.print_dynamics import main
+    argv = ["--format", "text", "--parameterization", "CACO"]
+    assert main(argv) == 0
+    expected = capsys.readouterr().out
+    store = catalog.PRINTED
+    complete = store.load()
+    forged = {fmt: {k: v for k, v in texts.items() if k != "CACO.dmu_OV_dt_alpha"} for fmt, texts in complete.items()}
+    monkeypatch.setattr(store, "shipped", tmp_path / "shipped.json")
+    monkeypatch.setattr(store, "user_path", lambda key: tmp_path / f"printed-{key}.json")
+    monkeypatch.setattr(store, "memo", None)
+    monkeypatch.setattr(store, "derive", lambda: complete)
+    key = store.key()
+    store.user_path(key).write_text(json.dumps({"digest": results_digest(forged), "format": FORMAT, "key": key,
+                                                "results": forged}))
+    assert main(argv) == 0
+    assert capsys.readouterr() == (expected, "")
