@@ -92,21 +92,30 @@ def _number(text: str) -> sp.Rational:
     if len(text) > 30:
         raise ValueError(f"number {text[:20]}... is too long")
     mantissa, _, exponent = text.lower().partition("e")
-    if exponent and abs(int(exponent)) > 30:
-        raise ValueError(f"number {text} is out of range (magnitude at most 2**53)")
+    if exponent and int(exponent) > 30:
+        raise ValueError(f"number {text} is out of range ({_MAGNITUDE})")
+    if exponent and int(exponent) < -30:
+        raise ValueError(f"number {text} is out of range ({_FRACTION}; its denominator is at least 10**31)")
     value = sp.Rational(mantissa) * sp.Integer(10) ** int(exponent or 0)
     _check_number(value, text)
     return value
 
 
+_MAGNITUDE = "numbers in an expression are at most 2**53 in magnitude"
+#: Why a small number can be out of range: read exactly, ``1e-30`` is the fraction ``1/10**30``.
+_FRACTION = "a number in an expression is read exactly, as a fraction whose numerator and denominator are at most 2**53"
+
+
 def _check_number(value, shown):
-    if isinstance(value, sp.Float):
-        ok = abs(value) <= MAX_NUMBER
-    else:
-        ok = abs(value.p) <= MAX_NUMBER and value.q <= MAX_NUMBER
-    if not ok:
-        raise ValueError(f"number {shown} is out of range (numbers in an expression are at most 2**53 "
-                         "in magnitude)")
+    if isinstance(value, sp.Float) or value.q == 1:
+        if abs(value) > MAX_NUMBER:
+            raise ValueError(f"number {shown} is out of range ({_MAGNITUDE})")
+        return
+    large = [f"{part} {n}" if n < 10 ** 20 else f"{part} of {len(str(n))} digits"
+             for part, n in (("numerator", abs(value.p)), ("denominator", value.q)) if n > MAX_NUMBER]
+    if large:
+        raise ValueError(f"number {shown} is out of range ({_FRACTION}; its {' and '.join(large)} "
+                         f"{'is' if len(large) == 1 else 'are'} above 2**53)")
 
 
 class _Parser:

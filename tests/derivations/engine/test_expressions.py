@@ -50,6 +50,21 @@ def test_numbers_and_exponents_are_bounded(value):
         TokenGroup("r", per_class=True, multiplicity=value)
 
 
+@pytest.mark.parametrize("text, says", [
+    ("1e-30*m", "its denominator of 31 digits is above 2**53"), ("1e-31*m", "its denominator is at least 10**31"),
+    ("0.12345678901234567", "its numerator 12345678901234567 and denominator 100000000000000000 are above"),
+    ("(1/10)**16", "number 1/10**16 is out of range (a number in an expression is read exactly, as a fraction"),
+    ("1e20*m", "number 1e20 is out of range (numbers in an expression are at most 2**53 in magnitude)$"),
+    ("1e31", "(numbers in an expression are at most 2**53 in magnitude)$")])
+def test_a_number_out_of_range_is_named_with_what_is_out_of_range(text, says):
+    """1e-30 is tiny: read exactly it is 1/10**30, and it is the denominator that exceeds 2**53, not
+    the magnitude (the message said "magnitude at most 2**53")."""
+    import re
+    with pytest.raises(ValueError, match=re.escape(says.rstrip("$")) + ("$" if says.endswith("$") else "")) as info:
+        parse_expression(text, NAMES)
+    assert ("magnitude" in str(info.value)) == ("magnitude" in says)
+
+
 def test_an_exponent_is_a_number_of_magnitude_at_most_16():
     """MAX_EXPONENT at both ends, on a symbol's power (no bound on numbers or degree decides it)."""
     assert parse_expression("m**16", NAMES) == m ** 16 and parse_expression("m**-16", NAMES) == m ** -16
