@@ -336,7 +336,8 @@ def parse_list(name: str, text, convert=str, error=UsageError, *, distinct: bool
 
 
 def parse_float(name: str, text, error=UsageError) -> float:
-    """``float(text)`` (inf and nan included), else ``error`` naming ``name``.
+    """``float(text)`` (inf and nan included), else ``error`` naming ``name`` and showing ``text``;
+    a number too small for a double (``1e-400``, which ``float`` rounds to 0) is refused too.
 
     Parameters
     ----------
@@ -351,12 +352,20 @@ def parse_float(name: str, text, error=UsageError) -> float:
     Raises
     ------
     UsageError
-        (or ``error``) Text that is not a number, naming ``name``.
+        (or ``error``) Text that is not a number, or a number other than 0 that rounds to 0.
+
+    >>> parse_float("m", "1e-400")
+    Traceback (most recent call last):
+    ...
+    derivations.core.cli.UsageError: m must be 0 or at least about 5e-324 in magnitude ...; got '1e-400'
     """
     try:
-        return float(text)
+        value = float(text)
     except (TypeError, ValueError):
         raise error(f"{name} must be a number; got {text!r}") from None
+    if value == 0 and re.search(r"[1-9]", str(text).lower().partition("e")[0]):
+        raise error(f"{name} must be 0 or at least about 5e-324 in magnitude (the smallest double); got {text!r}")
+    return value
 
 
 def parse_number(name: str, text, *, positive: bool = False, error=UsageError) -> float:

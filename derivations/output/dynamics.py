@@ -83,9 +83,12 @@ def build_parser():
 # ----------------------------------------------------------------- input
 
 def _model_value(name, text):
-    """A model parameter by the vocabulary's rule: m, n, b finite > 0; M an integer in [2, 2**53]."""
+    """A model parameter by the vocabulary's rule, its message showing the text typed (1e400, not inf)."""
     value = parse_float(name, text)
-    return check_classes(value) if name == "M" else check_positive(name, value)
+    try:
+        return check_classes(value) if name == "M" else check_positive(name, value)
+    except ValueError as exc:     # m, n, b finite > 0; M an integer in [2, 2**53]
+        raise UsageError(f"{str(exc).rpartition('; got ')[0]}; got {text!r}") from None
 
 
 def parse_params(text: str, task=None) -> dict:
@@ -465,11 +468,9 @@ def render(args, answer=None) -> str:
     args : argparse.Namespace
         From :func:`build_parser`.
     answer : callable, optional
-        ``answer(task, loss, ratio, params, eta_OV)``: the state at ``--loss``
-        (``{"mu_OV", "mu_QK", "alpha", "loss", ..., "method"}``, the time ``t``
-        at the rates ``eta_QK = ratio * eta_OV`` and ``eta_OV``); the
-        command-line entry :mod:`derivations.print_dynamics` supplies the
-        numeric one.
+        ``answer(task, loss, ratio, params, eta_OV)``: the state at ``--loss`` (``{"mu_OV", "mu_QK",
+        "alpha", "loss", ..., "method"}``, the time ``t`` at the rates ``eta_QK = ratio * eta_OV`` and
+        ``eta_OV``); the command-line entry :mod:`derivations.print_dynamics` supplies the numeric one.
 
     Returns
     -------

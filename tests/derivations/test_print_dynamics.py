@@ -289,3 +289,15 @@ def test_master_lambda_of_a_task_is_at_the_ratio_given(capsys):
     assert main(argv) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("master_lambda = "))
     assert float(line.split(" = ")[1]) == pytest.approx(_lambda_by_hand(2.0, 0.1, 20, 50), rel=1e-13)
+
+
+@pytest.mark.parametrize("params, says", [
+    ("m=1e400", "m must be a finite number > 0; got '1e400'"),
+    ("n=-1e400", "n must be a finite number > 0; got '-1e400'"),
+    ("M=1e400", "M must be an integer in [2, 9007199254740992]; got '1e400'"),
+    ("b=1e-400", "b must be 0 or at least about 5e-324 in magnitude (the smallest double); got '1e-400'")])
+def test_a_parameter_out_of_range_is_shown_as_typed(params, says, capsys):
+    """--params m=1e400 reads as inf, 1e-400 as 0: the one line names the range and shows the text typed
+    (it said 'got inf' and 'got 0.0')."""
+    assert main(["--params", params]) == 2
+    assert capsys.readouterr() == ("", f"print_dynamics: error: {says}\n")
