@@ -273,6 +273,30 @@ def collapsed_flow(coords, gap: GapForm, grad_obs, J):
     return metric, odes, odes_alpha
 
 
+def _unlike_paper(circuit: str, coords, paper_fam) -> str:
+    """Why the factorized ``circuit``'s family is not the paper's: coordinates the paper's family has not
+    (a coordinate is its matrix and orbit pattern, as in :func:`_circuits_like_paper`), the paper's
+    coordinates as orbits of other sizes (R relevant types per class: ``W_K[r_k,h_k]`` of M R entries, not
+    M), or the paper's coordinates missing."""
+    factors = CIRCUITS[circuit].factors
+    theirs = {(c.matrix, pattern_name(c.pattern)): c for c in paper_fam.coordinates if c.matrix in factors}
+    mine = {(c.matrix, pattern_name(c.pattern)): c for c in coords if c.matrix in factors}
+    new = sorted(str(c.symbol) for key, c in mine.items() if key not in theirs)
+    sizes = sorted(f"{c.symbol}: {c.orbit} entries, the paper's {theirs[key].orbit}" for key, c in mine.items()
+                   if key in theirs and c.orbit != theirs[key].orbit)
+    missing = sorted(str(c.symbol) for key, c in theirs.items() if key not in mine)
+    parts = [f"reaches coordinates the paper's does not ({', '.join(new)}), so its observables share factors "
+             "and no single effective rate exists"] if new else []
+    if sizes and new:
+        parts.append(f"its coordinates the paper's has are orbits of other sizes ({'; '.join(sizes)})")
+    elif sizes:
+        parts.append(f"has the paper's coordinates, but as orbits of other sizes ({'; '.join(sizes)}), so the "
+                     "paper's effective rate is not derived for it")
+    if missing:
+        parts.append(f"lacks coordinates the paper's has ({', '.join(missing)})")
+    return f"the factorized {circuit} circuit " + "; ".join(parts)
+
+
 def factorized_flow(task: Task, parameterization: str, coords):
     """Step 5, factorized circuits: ``(odes, odes_alpha, mapping, note)``. Where every factorized circuit
     reaches the paper's factor family, the collapsed reduction with the paper's effective rates
@@ -306,19 +330,7 @@ def factorized_flow(task: Task, parameterization: str, coords):
         note = ("factorized circuits have the paper's family: the collapsed reduced ODEs with each factorized "
                 "circuit's rate replaced by its effective rate (balanced factors)")
         return odes, odes_alpha, (base.mapping or None), note
-    why = []
-    for circuit in bad:
-        extra = sorted(str(c.symbol) for c in coords if c.matrix in CIRCUITS[circuit].factors
-                       and (paper_fam is None or c.pattern not in {p.pattern for p in paper_fam.coordinates
-                                                                   if p.matrix == c.matrix}))
-        if extra:
-            why.append(f"the factorized {circuit} circuit reaches coordinates the paper's does not "
-                       f"({', '.join(extra)}), so its observables share factors and no single effective rate "
-                       f"exists")
-        else:
-            why.append(f"the factorized {circuit} circuit's coordinates are orbits of other sizes than the "
-                       "paper's (several token types per class), so the paper's effective rate is not derived "
-                       "for it")
+    why = [_unlike_paper(circuit, coords, paper_fam) for circuit in bad]
     if base.odes is None:
         why.append("the collapsed system itself does not close in the observables")
     note = ("reduced system = the family flow in its " + str(len(coords)) + " coordinates; " + "; ".join(why))

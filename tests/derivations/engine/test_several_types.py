@@ -62,3 +62,30 @@ def test_a_fixed_number_of_types_gives_the_symbolic_reduction_at_that_number():
 @pytest.mark.parametrize("param", ["CACO", "FAFO"])
 def test_several_types_reduction_is_exact_on_an_explicit_instance(param):
     assert invariance_residual("query-copies", param, 2, {"r": 2}, exact=False) == []
+
+
+@pytest.mark.parametrize("parameterization, circuit", [("FACO", "QK"), ("CAFO", "OV")])
+def test_the_factorized_note_tells_new_coordinates_from_resized_orbits(parameterization, circuit):
+    """query-copies (R relevant types per class, the query in its own context): its factorized circuit
+    reaches the query's coordinates, which the paper's family has not, and has the relevant ones, which
+    the paper's family has (same matrix and pattern name) but as orbits of M R entries, not M. The note said
+    all of them were coordinates the paper's does not reach. The truth is read off the two families here."""
+    from derivations.core.vocabulary import CIRCUITS
+    from derivations.engine.reduce import _unlike_paper
+    from derivations.task_catalog import task_reduction
+    paper = {str(c.symbol): c.orbit for c in task_reduction("paper", parameterization).coordinates}
+    red = task_reduction("query-copies", parameterization)
+    mine = [c for c in red.coordinates if c.matrix in CIRCUITS[circuit].factors]
+    new = sorted(str(c.symbol) for c in mine if str(c.symbol) not in paper)
+    resized = sorted(f"{c.symbol}: {c.orbit} entries, the paper's {paper[str(c.symbol)]}" for c in mine
+                     if str(c.symbol) in paper and c.orbit != paper[str(c.symbol)])
+    assert new and resized and all("q_" in name for name in new) and all("_r" in s or "r_" in s for s in resized)
+    assert (f"the factorized {circuit} circuit reaches coordinates the paper's does not ({', '.join(new)}), so its "
+            "observables share factors and no single effective rate exists; its coordinates the paper's has are "
+            f"orbits of other sizes ({'; '.join(resized)})") in red.note
+    # without the query's coordinates (R relevant types only: the family of the paper with types = "R"), the
+    # coordinates are the paper's: the note claims no new coordinate and no shared factor
+    only_r = [c for c in red.coordinates if str(c.symbol) not in new]
+    assert _unlike_paper(circuit, only_r, task_reduction("paper", parameterization)) == (
+        f"the factorized {circuit} circuit has the paper's coordinates, but as orbits of other sizes "
+        f"({'; '.join(resized)}), so the paper's effective rate is not derived for it")
