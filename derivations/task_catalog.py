@@ -72,19 +72,25 @@ def _dump(red) -> dict:
     }
 
 
+def _coordinates(d) -> tuple:
+    """The family coordinates of a stored entry ``d`` (decoded without the rest of it)."""
+    from .engine.family import Coordinate
+    from .symbolic.srepr_reader import from_srepr as f
+    return tuple(Coordinate(f(c["symbol"]), c["matrix"], tuple((r, tuple(l)) for r, l in c["pattern"]),
+                            f(c["orbit"]), f(c["rate"])) for c in d["coordinates"])
+
+
 def _load(d):
     import sympy as sp
 
-    from .engine.family import Coordinate
     from .engine.reduce import TaskReduction
     from .symbolic.srepr_reader import from_srepr as f
 
     def pairs(x):
         return None if x is None else {f(k): f(v) for k, v in x}
-    coords = tuple(Coordinate(f(c["symbol"]), c["matrix"], tuple((r, tuple(l)) for r, l in c["pattern"]),
-                              f(c["orbit"]), f(c["rate"])) for c in d["coordinates"])
     return TaskReduction(
-        task=d["task"], parameterization=d["parameterization"], coordinates=coords, initial=pairs(d["initial"]),
+        task=d["task"], parameterization=d["parameterization"], coordinates=_coordinates(d),
+        initial=pairs(d["initial"]),
         family_odes=pairs(d["family_odes"]), observables=pairs(d["observables"]), reference=d["reference"],
         attention={k: f(v) for k, v in d["attention"]}, alpha=f(d["alpha"]), loss=f(d["loss"]),
         metric=None if d["metric"] is None else sp.Matrix([[f(x) for x in row] for row in d["metric"]]),

@@ -70,22 +70,27 @@ def test_the_factorized_note_tells_new_coordinates_from_resized_orbits(parameter
     reaches the query's coordinates, which the paper's family has not, and has the relevant ones, which
     the paper's family has (same matrix and pattern name) but as orbits of M R entries, not M. The note said
     all of them were coordinates the paper's does not reach. The truth is read off the two families here."""
+    from types import SimpleNamespace
+
     from derivations.core.vocabulary import CIRCUITS
     from derivations.engine.reduce import _unlike_paper
-    from derivations.task_catalog import task_reduction
-    paper = {str(c.symbol): c.orbit for c in task_reduction("paper", parameterization).coordinates}
-    red = task_reduction("query-copies", parameterization)
-    mine = [c for c in red.coordinates if c.matrix in CIRCUITS[circuit].factors]
+    from derivations.task_catalog import STORE, _coordinates
+    entries = STORE.load()           # the cached reductions' coordinates and notes, decoded alone
+    paper_coordinates = _coordinates(entries[f"paper/{parameterization}"])
+    paper = {str(c.symbol): c.orbit for c in paper_coordinates}
+    entry = entries[f"query-copies/{parameterization}"]
+    coordinates, note = _coordinates(entry), entry["note"]
+    mine = [c for c in coordinates if c.matrix in CIRCUITS[circuit].factors]
     new = sorted(str(c.symbol) for c in mine if str(c.symbol) not in paper)
     resized = sorted(f"{c.symbol}: {c.orbit} entries, the paper's {paper[str(c.symbol)]}" for c in mine
                      if str(c.symbol) in paper and c.orbit != paper[str(c.symbol)])
     assert new and resized and all("q_" in name for name in new) and all("_r" in s or "r_" in s for s in resized)
     assert (f"the factorized {circuit} circuit reaches coordinates the paper's does not ({', '.join(new)}), so its "
             "observables share factors and no single effective rate exists; its coordinates the paper's has are "
-            f"orbits of other sizes ({'; '.join(resized)})") in red.note
+            f"orbits of other sizes ({'; '.join(resized)})") in note
     # without the query's coordinates (R relevant types only: the family of the paper with types = "R"), the
     # coordinates are the paper's: the note claims no new coordinate and no shared factor
-    only_r = [c for c in red.coordinates if str(c.symbol) not in new]
-    assert _unlike_paper(circuit, only_r, task_reduction("paper", parameterization)) == (
+    only_r = [c for c in coordinates if str(c.symbol) not in new]
+    assert _unlike_paper(circuit, only_r, SimpleNamespace(coordinates=paper_coordinates)) == (
         f"the factorized {circuit} circuit has the paper's coordinates, but as orbits of other sizes "
         f"({'; '.join(resized)}), so the paper's effective rate is not derived for it")
