@@ -10,7 +10,7 @@ relevant types have unequal weights, its common tokens are embedded), so there i
 ratio :math:`r = \eta_{QK}/\eta_{OV}`; :func:`~numerics.dynamics.sign_change.log_sign_change`
 finds its sign change in :math:`\log r`. One flow answers every target, so a search's flows are
 shared by its targets, and an initialization that draws nothing at random
-(:func:`numerics.experiments.predict.draws`) gives every seed one start and one search.
+(:func:`numerics.experiments.models.draws`) gives every seed one start and one search.
 
 For CACO from a small start on a task of the ``query-copies`` shape it gives the master curve's
 :math:`r^*` (:func:`numerics.dynamics.boundary`), which it does not use.
@@ -133,7 +133,7 @@ def flow_boundary(parameterizations, target_losses, seeds=1, init="authors", *, 
         for seed in s["seeds"]:
             if never is not None:
                 found = {target: (None, None, never) for target in s["target_losses"]}
-            elif found is None or predict.draws(P, init):
+            elif found is None or models.draws(P, init):
                 found = _search(task, st, P, seed, s, (lo, hi))
             if progress is not None:
                 progress()

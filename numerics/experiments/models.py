@@ -71,7 +71,7 @@ from derivations.core.vocabulary import check_positive as _check_positive
 from .cross_entropy import (cross_entropy as _cross_entropy, log_softmax as _log_softmax, ones as _ones,
                             underflow as _underflow)
 
-__all__ = ["INITS", "IDENTITY_SCALE", "param_keys", "param_shapes", "init_kinds", "init_params",
+__all__ = ["INITS", "IDENTITY_SCALE", "param_keys", "param_shapes", "init_kinds", "draws", "init_params",
            "forward", "query_onehot_t", "loss_and_grad"]
 
 #: Initializations: the notebooks' per-parameterization choice, 1e-6·I everywhere, PyTorch uniform.
@@ -161,6 +161,24 @@ def init_kinds(parameterization: str, init: str = "authors") -> dict:
     if init == "authors":
         return dict(_AUTHORS_INIT[parameterization])
     return dict.fromkeys(keys, init)
+
+
+def draws(parameterization, init) -> bool:
+    """Whether the initialization draws random matrices (else every seed starts alike).
+
+    Parameters
+    ----------
+    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}
+    init : {"authors", "identity", "uniform"}
+
+    Returns
+    -------
+    bool
+
+    >>> draws("CACO", "authors"), draws("FACO", "authors")
+    (True, False)
+    """
+    return "uniform" in init_kinds(parameterization, init).values()
 
 
 def init_params(st, parameterization: str, init: str = "authors", rng: np.random.Generator | None = None, *,

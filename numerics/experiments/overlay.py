@@ -53,7 +53,7 @@ def _group_records(P, ratio, rows, targets, settings):
     seeds = sorted({int(r["seed"]) for r in rows})
     task = {"task": settings.get("task", task_sampling.DEFAULT_TASK), "task_params": settings.get("task_params", ())}
     st = task_sampling.sampled_task(task["task"], task["task_params"])
-    floor = min(theory.initial_loss(st, P, settings["init"], s, seq_len=settings["seq_len"]) for s in seeds)
+    _, floor = theory.lowest_initial_loss(st, [P], settings["init"], seeds, seq_len=settings["seq_len"])
     reads = _losses_to_read(rows, targets, floor)
     return predict.predict([P], [ratio], reads, seeds, init=settings["init"], seq_len=settings["seq_len"],
                            lr_ov=settings["lr_ov"], **task)

@@ -33,7 +33,7 @@ from .proxies import THEORY_PROXIES
 from .sgd import check_seeds
 from .sweep import FIRST_SEED
 
-__all__ = ["RECORD_FIELDS", "TASK_RECORD_FIELDS", "predict", "check_settings", "draws", "master_lambdas"]
+__all__ = ["RECORD_FIELDS", "TASK_RECORD_FIELDS", "predict", "check_settings", "master_lambdas"]
 
 #: Fields of a record of :func:`predict`, in order: beside the shares ``master_lambda``, the master
 #: curve's coordinate :math:`\Lambda = r (M - 1)\ell(L)^2/(M b)` at the ratio and the target loss
@@ -57,21 +57,6 @@ def _seed_list(seeds) -> list:
     if isinstance(seeds, numbers.Number):
         raise ValueError(f"seeds must be an integer >= 1 (the number of seeds) or a list of seeds; got {seeds!r}")
     return list(dict.fromkeys(check_seeds(seeds, distinct=False)))
-
-
-def draws(parameterization, init) -> bool:
-    """Whether the initialization draws random matrices (else every seed starts alike).
-
-    Parameters
-    ----------
-    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}
-    init : {"authors", "identity", "uniform"}
-
-    Returns
-    -------
-    bool
-    """
-    return "uniform" in models.init_kinds(parameterization, init).values()
 
 
 def master_lambdas(task, params, ratio, targets) -> dict:
@@ -153,8 +138,7 @@ def check_settings(parameterizations, ratios, target_losses, seeds=1, init="auth
     lr_ov = theory.check_lr_ov(lr_ov)
     theory.task_model(st, params[0], 1.0, seq_len=seq_len)      # seq_len check
     targets = theory.check_target_losses(target_losses)
-    initial = min(theory.initial_loss(st, p, init, s, seq_len=seq_len, init_scale=scale)
-                  for p in params for s in (seeds if draws(p, init) else seeds[:1]))
+    _, initial = theory.lowest_initial_loss(st, params, init, seeds, seq_len=seq_len, init_scale=scale)
     theory.check_target_losses(targets, initial)
     out = {"parameterizations": params, "ratios": ratios, "target_losses": list(targets), "seeds": seeds,
            "init": init, **({"init_scale": scale} if identity else {}), "seq_len": int(seq_len), "lr_ov": lr_ov,
@@ -213,7 +197,7 @@ def predict(parameterizations, ratios, target_losses, seeds=1, init="authors",
                 st, P, r, s["target_losses"], s["seq_len"])
             lams = master_lambdas(task, dict(st.params), r, s["target_losses"])
             for seed in s["seeds"]:
-                if shared is None or draws(P, init):
+                if shared is None or models.draws(P, init):
                     shared = theory.flow_to_losses(
                         st, P, r, s["target_losses"], lr_ov=s["lr_ov"], seq_len=s["seq_len"], init=init,
                         init_scale=s.get("init_scale", models.IDENTITY_SCALE), seed=seed, rtol=rtol, atol=atol,

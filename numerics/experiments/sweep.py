@@ -51,6 +51,7 @@ whatever it is stacked with).
 """
 from __future__ import annotations
 
+import copy
 import csv
 import io
 import math
@@ -146,8 +147,9 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_step
         for r in ratios:                # each run's rates (jobs.sweep_job), before any work
             precision.check_rates(r * lr_ov, lr_ov, 1.0, cfg.sampled_task.score_divisor, dtype,
                                   qk_name=f"ratio {r!r} x lr_ov")
+        config = cfg.to_dict()
         for block in blocks:
-            job = {"experiment": "sweep", "ratios": ratios, "config": cfg.to_dict(), "seeds": block}
+            job = {"experiment": "sweep", "ratios": ratios, "config": copy.deepcopy(config), "seeds": block}
             if len(targets) > 1:
                 job["target_losses"] = targets
             jobs.append(job)

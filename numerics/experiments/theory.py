@@ -65,7 +65,7 @@ from . import measure, models, proxies, task_sampling
 from .stopping import target_losses
 
 __all__ = ["RATIO_RANGE", "TARGET_LOSS_MIN", "INIT_SCALE_RANGE", "LR_OV_RANGE", "task_model",
-           "closed_form_attention", "init_matrices", "initial_loss", "attention_shares",
+           "closed_form_attention", "init_matrices", "initial_loss", "lowest_initial_loss", "attention_shares",
            "check_ratio", "check_target_losses", "check_init_scale", "check_lr_ov", "flow_to_losses"]
 
 #: Learning-rate ratios the flow answers in bounded time (FAFO from a uniform
@@ -233,6 +233,56 @@ def initial_loss(st, parameterization, init="authors", seed=1234, *, seq_len=Non
     """
     model = task_model(st, parameterization, 1.0, lr_ov=1.0, seq_len=seq_len)
     return model.loss(init_matrices(st, model, init, init_scale, seed))
+
+
+def lowest_initial_loss(st, parameterizations, init, seeds, *, seq_len=None, init_scale=models.IDENTITY_SCALE,
+                        progress=None) -> tuple:
+    """The lowest :func:`initial_loss` of the runs ``parameterizations x seeds``, each the same number.
+
+    One model per parameterization; an initialization that draws nothing
+    (:func:`~numerics.experiments.models.draws`) gives every seed the same matrices, so its first
+    seed stands for all of them.
+
+    Parameters
+    ----------
+    st : numerics.experiments.task_sampling.SampledTask
+    parameterizations : sequence of {"CACO", "CAFO", "FACO", "FAFO"}
+    init : {"authors", "identity", "uniform"}
+    seeds : sequence of int
+        Each >= 0; at least one.
+    seq_len : int, optional
+        Default the task's own length.
+    init_scale : float
+    progress : callable, optional
+        ``progress(n)`` after each ``n`` runs done (the runs answered by a first seed count too).
+
+    Returns
+    -------
+    (parameterization, seed) : tuple
+        The first run (parameterizations, then seeds, in order) of the lowest loss.
+    loss : float
+
+    Raises
+    ------
+    ValueError
+        See :func:`initial_loss`; no seed.
+    """
+    seeds = list(seeds)
+    if not seeds:
+        raise ValueError("seeds must not be empty")
+    best = None
+    for p in parameterizations:
+        model = task_model(st, p, 1.0, lr_ov=1.0, seq_len=seq_len)
+        some = seeds if models.draws(p, init) else seeds[:1]
+        for k, seed in enumerate(some):
+            loss = model.loss(init_matrices(st, model, init, init_scale, seed))
+            if best is None or loss < best[1]:
+                best = ((p, seed), loss)
+            if progress is not None and (k + 1) % 1000 == 0:
+                progress(1000)
+        if progress is not None:
+            progress(len(seeds) - len(some) + len(some) % 1000)
+    return best
 
 
 def check_ratio(ratio) -> float:

@@ -122,15 +122,27 @@ def _check_memory(s, workers, address) -> None:
                         f"{at_once} process(es)")
 
 
-def _check_target(s) -> None:
-    """Refuse a target the runs "reach" before learning anything: not below their initial loss."""
+#: Random starts above which the target check may show a progress bar (if it takes over a second).
+_BAR_STARTS = 1000
+
+
+def _check_target(s, show=True) -> None:
+    """Refuse a target the runs "reach" before learning anything: not below their initial loss
+    (a progress bar on a terminal, unless not ``show``, where many starts take over a second)."""
+    from derivations.core.output import progress_bar
+
     from .. import theory
+    from ..models import draws
     from ..sweep import FIRST_SEED
 
     st = task_sampling.sampled_task(s.get("task", task_sampling.DEFAULT_TASK), s.get("task_params", ()))
-    losses = {(p, seed): theory.initial_loss(st, p, s["init"], seed, seq_len=s["seq_len"])
-              for p in s["parameterizations"] for seed in range(FIRST_SEED, FIRST_SEED + s["seeds"])}
-    (p, seed), lowest = min(losses.items(), key=lambda kv: kv[1])
+    runs = len(s["parameterizations"]) * s["seeds"]
+    drawn = sum(draws(p, s["init"]) for p in s["parameterizations"]) * s["seeds"]
+    with progress_bar(runs if drawn > _BAR_STARTS else 0, desc="initial losses", unit="run", show=show,
+                      delay=1.0) as bar:
+        (p, seed), lowest = theory.lowest_initial_loss(st, s["parameterizations"], s["init"],
+                                                       range(FIRST_SEED, FIRST_SEED + s["seeds"]),
+                                                       seq_len=s["seq_len"], progress=bar.update)
     highest = target_losses(s["target_loss"])[0]
     if highest >= lowest:
         raise UsageError(f"--target-loss {highest:g} is not below the initial loss {lowest:.6g} "
@@ -267,7 +279,7 @@ def prepare(args):
     workers = common.workers(args)
     _check_memory(settings, workers, args.scheduler)
     _jobs(settings)
-    _check_target(settings)
+    _check_target(settings, show=not args.quiet)
     run = common.run_options(args, workers)
     _check_resume(args)
     directory, (settings, jobs) = common.open_directory(

@@ -172,3 +172,29 @@ def test_extend_a_sweep_of_several_targets_keeps_its_rows(tmp_path, capsys, no_f
     assert main([*wider, "--resume", "--extend"]) == 0
     after = (out / "results.csv").read_text().splitlines()
     assert len(after) == 1 + 3 * 2 * 2 and set(before) <= set(after)
+
+
+def test_target_check_draws_each_random_start_once_and_shows_its_progress(tmp_path, capsys, monkeypatch):
+    """The initial losses of many seeds: one model per parameterization, one start for an
+    initialization that draws nothing (FACO), a progress bar (on a terminal) over every run."""
+    import derivations.core.output as output
+    from numerics.experiments import theory
+    from numerics.experiments.commands import sweep as sweep_command
+
+    monkeypatch.setattr(sweep_command, "_BAR_STARTS", 10)
+    drawn, bars = [], []
+    real_init, real_bar = theory.init_matrices, output.progress_bar
+    monkeypatch.setattr(theory, "init_matrices", lambda *a, **k: drawn.append(a[4]) or real_init(*a, **k))
+
+    def bar(total, **options):
+        bars.append([total, options["desc"]])
+        shown = real_bar(total, **{**options, "show": False})
+        shown.update = lambda n=1: bars[-1].append(n)
+        return shown
+    monkeypatch.setattr(output, "progress_bar", bar)
+    out = tmp_path / "s"
+    assert main(["sweep", "--parameterizations", "CACO,FACO", "--ratios", "1", "--seeds", "11",
+                 "--target-loss", "9", "--output", str(out)]) == 2
+    assert "is not below the initial loss" in capsys.readouterr().err and not out.exists()
+    assert drawn == [*range(1234, 1234 + 11), 1234]
+    assert bars[0][:2] == [22, "initial losses"] and sum(bars[0][2:]) == 22
