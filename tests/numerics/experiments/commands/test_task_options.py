@@ -1,4 +1,5 @@
-"""How the experiments' commands name a task in headers (task_label) and read --seq-len (seq_len_for)."""
+"""How the experiments' commands name a task in headers (task_label) and read --seq-len (seq_len_for)
+and --params."""
 import json
 
 import pytest
@@ -22,3 +23,21 @@ def test_seq_len_is_an_integer_of_three_at_least():
     for text in ("2", "0", "-1", "3.5", "x"):
         with pytest.raises(UsageError, match="^--seq-len must be an integer"):
             seq_len_for(None, text)
+
+
+@pytest.mark.parametrize("command", [
+    ["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1", "--target-loss", "1"],
+    ["predict", "--parameterizations", "CACO", "--ratios", "1", "--target-loss", "1"],
+    ["fig2", "--parameterization", "CACO"],
+    ["boundary", "--target-loss", "1"]], ids=lambda c: c[0])
+@pytest.mark.parametrize("blank", ["", " "])
+def test_an_empty_params_is_refused_as_an_empty_ratios_is(command, blank, tmp_path, capsys):
+    """Not read as the task's defaults (omitting --params gives those): one line, exit 2, nothing written."""
+    from numerics.experiments.__main__ import main
+
+    out = tmp_path / "out"
+    output = [] if command[0] == "boundary" else ["--output", str(out)]
+    assert main([*command, "--task", "paper", "--params", blank, *output]) == 2
+    o, err = capsys.readouterr()
+    assert o == "" and err.count("\n") == 1 and f"--params must be name=value pairs" in err
+    assert f"got {blank!r}" in err and not out.exists()
