@@ -36,8 +36,8 @@ from derivations.core.cli import UsageError
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from .fixed_attention import OUTPUT_CIRCUITS
-from .sgd import DTYPES
-from .settings import OPTIONAL, check_sweep_settings, different_setting, shown, shown_option
+from .settings import (OPTIONAL, check_run_settings, check_sweep_settings, different_setting, report_settings,
+                       shown, shown_option)
 from .store import digest, probe_store_directory
 
 __all__ = ["ExperimentDirectory", "DirectoryRefused", "KINDS", "LOCK_FILE", "SETTINGS_FILE", "SETTINGS_FILES",
@@ -257,11 +257,14 @@ class ExperimentDirectory:
             self._refuse_unknown_settings(name)
             return None
         if self.kind == "reproduction":
-            return self._reproduction_settings(data)
+            if (found := report_settings(data)) is None:
+                raise self._refuse("has a damaged report.json (not a reproduction's report); the stored runs are "
+                                   "kept: choose another directory")
+            return found
         if self.kind != "sweep":
             found = data.get("settings") if isinstance(data, dict) else None
-            if not isinstance(found, dict):
-                raise self._refuse(f"has a damaged {name} (without its settings); choose another directory")
+            if (problem := check_run_settings(self.kind, found)) is not None:
+                raise self._refuse(f"has a damaged {name} ({problem}); choose another directory")
             return found
         if not isinstance(data, dict):
             raise self._refuse(f"has a damaged {SETTINGS_FILE} (not a JSON object); choose another directory")
@@ -274,16 +277,6 @@ class ExperimentDirectory:
         if problem is not None:
             raise self._refuse(f"has a damaged {SETTINGS_FILE}: {problem}; choose another directory")
         return found
-
-    def _reproduction_settings(self, report) -> dict:
-        """``{"quick", "dtype"}`` of a reproduction's report (``dtype`` only where a Figure-2 run finished)."""
-        runs = report.get("runs") if isinstance(report, dict) else None
-        if not (isinstance(runs, dict) and isinstance(report.get("quick"), bool)
-                and all(isinstance(r, dict) and isinstance(r.get("settings"), dict) for r in runs.values())):
-            raise self._refuse("has a damaged report.json (not a reproduction's report); the stored runs are "
-                               "kept: choose another directory")
-        dtypes = [r["settings"].get("dtype", DTYPES[0]) for r in runs.values() if r.get("experiment") == "fig2"]
-        return {"quick": report["quick"], **({"dtype": dtypes[0]} if dtypes else {})}
 
     def _refuse_unknown_settings(self, name: str) -> None:
         """Refuse a directory whose runs or results are stored without their settings file ``name``."""

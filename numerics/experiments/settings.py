@@ -16,7 +16,9 @@ import math
 
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
-__all__ = ["EXTENDABLE", "OPTIONAL", "check_sweep_settings", "settings_difference", "continued_settings",
+__all__ = ["EXTENDABLE", "OPTIONAL", "check_sweep_settings", "check_run_settings", "report_settings",
+           "settings_difference",
+           "continued_settings",
            "different_setting", "shown", "shown_option"]
 
 #: Settings that ``--extend`` may change (others must equal the stored ones).
@@ -60,12 +62,21 @@ def _whole(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def _finite(v) -> bool:
+    """A number (not a bool) that is a finite float (an integer beyond floats is not)."""
+    try:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    except OverflowError:
+        return False
+
+
 def _positive(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+    return _finite(v) and v > 0
 
 
 def _positives(v) -> bool:
-    return isinstance(v, list) and bool(v) and all(map(_positive, v))
+    """A non-empty list of distinct numbers > 0."""
+    return isinstance(v, list) and bool(v) and all(map(_positive, v)) and len(set(v)) == len(v)
 
 
 def _task(v) -> bool:
@@ -85,8 +96,7 @@ def _task(v) -> bool:
 
 def _pairs(v) -> bool:
     return (isinstance(v, list) and all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str)
-                                        and isinstance(p[1], (int, float)) and not isinstance(p[1], bool)
-                                        and math.isfinite(p[1]) for p in v)
+                                        and _finite(p[1]) for p in v)
             and len({p[0] for p in v}) == len(v))
 
 
@@ -121,10 +131,12 @@ def check_sweep_settings(settings: dict):
         if key not in _REQUIRED + OPTIONAL:
             return f'{shown(key)} is not a setting of a sweep'
     p = settings["parameterizations"]
-    if not isinstance(p, list) or not p or not all(isinstance(x, str) and x in PARAMETERIZATIONS for x in p):
-        return f'"parameterizations" must be a non-empty list of {", ".join(PARAMETERIZATIONS)}; got {shown(p)}'
-    checks = [("ratios", _positives, "a non-empty list of numbers > 0"),
-              ("target_loss", lambda v: _positive(v) or _positives(v), "a number > 0 or a list of them"),
+    if (not isinstance(p, list) or not p or not all(isinstance(x, str) and x in PARAMETERIZATIONS for x in p)
+            or len(set(p)) != len(p)):
+        return (f'"parameterizations" must be a non-empty list of {", ".join(PARAMETERIZATIONS)}, each once; '
+                f'got {shown(p)}')
+    checks = [("ratios", _positives, "a non-empty list of distinct numbers > 0"),
+              ("target_loss", lambda v: _positive(v) or _positives(v), "a number > 0 or a list of distinct ones"),
               ("lr_ov", _positive, "a number > 0"), ("init", lambda v: isinstance(v, str), "a name"),
               ("task", _task, "a task name or the stored text of a task"),
               ("task_params", _pairs, 'a list of ["name", number] pairs, each name once'),
@@ -143,15 +155,98 @@ def check_sweep_settings(settings: dict):
     return None
 
 
+def check_run_settings(kind: str, settings):
+    """None when the ``settings`` of a ``fig2.json`` or ``fig3.json`` are those of a run (the config
+    they were written from, and a Figure-2 run's ``seeds``), else what is wrong, cut short.
+
+    Settings with a key missing or unknown are left to the comparison with a command line's, which
+    names that key.
+
+    Parameters
+    ----------
+    kind : {"fig2", "fig3"}
+    settings : object
+        The ``settings`` read from the file.
+
+    Returns
+    -------
+    str or None
+
+    >>> check_run_settings("fig3", {"output_circuit": "collapsed", "alphas": ["x"], "epochs": 1,
+    ...     "steps_per_epoch": 1, "batch_size": 4, "seq_len": 64, "lr": 0.01, "eval_batches": 1, "seed": 1})
+    "its settings are not a run's: could not convert string to float: 'x'"
+    """
+    from dataclasses import fields
+
+    from .fixed_attention import Fig3Config
+    from .sgd import Fig2Config, check_seeds
+
+    if not isinstance(settings, dict):
+        return "without its settings"
+    config_class = Fig2Config if kind == "fig2" else Fig3Config
+    names = {f.name for f in fields(config_class)}
+    config = {k: v for k, v in settings.items() if k != "seeds" or kind != "fig2"}
+    foreign = next((k for k in config if k in OPTIONAL and k not in names), None)
+    if foreign is not None:         # (named as the comparison names a key it does not know)
+        return f"its settings have an unknown setting {shown(foreign)}"
+    if set(config) - names or (kind == "fig2" and "seeds" not in settings) or names - set(config) - set(OPTIONAL):
+        return None
+    try:
+        if kind == "fig2":
+            check_seeds(settings["seeds"])
+        written = config_class(**config).to_dict()
+    except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+        text = (str(exc).splitlines() or [type(exc).__name__])[0]
+        return f"its settings are not a run's: {text if len(text) <= 80 else text[:77] + '...'}"
+    key = next((k for k in dict.fromkeys([*config, *written]) if _json(config.get(k)) != _json(written.get(k))), None)
+    return None if key is None else f"its settings are not a run's: {shown(key)} is {shown(config.get(key))}"
+
+
+def report_settings(report):
+    """``{"quick", "dtype"}`` of a reproduction's ``report.json`` (``dtype`` only where a Figure-2 run
+    finished), or None where it is not a reproduction's report.
+
+    Parameters
+    ----------
+    report : object
+        The file's JSON.
+
+    Returns
+    -------
+    dict or None
+
+    >>> report_settings({"quick": True, "runs": {"r": {"experiment": "fig2", "settings": {"dtype": "float32"}}}})
+    {'quick': True, 'dtype': 'float32'}
+    >>> report_settings({"quick": True, "runs": {"r": {"experiment": "fig2", "settings": {"dtype": [1]}}}})
+    """
+    from .sgd import DTYPES
+
+    runs = report.get("runs") if isinstance(report, dict) else None
+    if not (isinstance(runs, dict) and isinstance(report.get("quick"), bool)
+            and all(isinstance(r, dict) and isinstance(r.get("settings"), dict)
+                    and r["settings"].get("dtype", DTYPES[0]) in DTYPES for r in runs.values())):
+        return None
+    dtypes = [r["settings"].get("dtype", DTYPES[0]) for r in runs.values() if r.get("experiment") == "fig2"]
+    return {"quick": report["quick"], **({"dtype": dtypes[0]} if dtypes else {})}
+
+
+def _json(value) -> str:
+    return json.dumps(value, sort_keys=True, default=repr)
+
+
 def _option(key) -> str:
     """The command-line option of a setting."""
     return "--params" if key == "task_params" else "--" + key.replace("_", "-")
 
 
 def _text(v) -> str:
-    """A number as on the command line (``%g`` for floats; a huge integer as ``1e+300``)."""
+    """A number as on the command line (``%g`` for floats; a huge integer as ``1e+300``, one beyond
+    floats as its first digits, ``1e+400...``)."""
     if isinstance(v, float) or (isinstance(v, int) and abs(v) >= 10 ** 15):
-        return f"{v:g}" if isinstance(v, float) else f"{v:.3g}"
+        try:
+            return f"{v:g}" if isinstance(v, float) else f"{v:.3g}"
+        except OverflowError:
+            return f"{'-' if v < 0 else ''}{str(abs(v))[0]}e+{len(str(abs(v))) - 1}..."
     return str(v)
 
 
@@ -172,7 +267,10 @@ def _task_values(task, params) -> dict:
     """Every parameter of ``task`` at ``params``, missing ones at the task's defaults."""
     from .task_sampling import canonical_params, task_parameter_names
 
-    values = dict(canonical_params(params or ()))
+    try:
+        values = dict(canonical_params(params or ()))
+    except (ValueError, TypeError):
+        return params
     try:
         from derivations.tasks import get_task
 

@@ -790,3 +790,49 @@ def test_a_directory_in_the_place_of_a_report_figure_is_refused_before_any_work(
     (out / figure).mkdir(parents=True)
     refused(["reproduce", "--quick", "--workers", "1", "--quiet", "--output", str(out)], out, capsys,
             f"has a {figure} that is a directory")
+
+
+_BIG = 10 ** 400        # an integer beyond floats (JSON reads it)
+
+
+@pytest.mark.parametrize("kind, change", [
+    ("fig2", {"epochs": True}), ("fig2", {"lr_qk": "0.01"}), ("fig2", {"task_params": 3.5}),
+    ("fig2", {"task_params": [["m", 1, 2]]}), ("fig2", {"seeds": [[1]]}), ("fig2", {"parameterization": _BIG}),
+    ("fig2", {"max_steps": _BIG}), ("fig3", {"alphas": ["x"]}), ("fig3", {"alphas": {"a": 1}}),
+    ("fig3", {"task_params": "x"}), ("fig3", {"lr": _BIG}), ("fig3", {"seed": [None]})])
+def test_tampered_run_settings_are_refused_in_one_line_naming_the_file(kind, change, tmp_path, capsys):
+    """A fig2.json / fig3.json whose settings are not a run's (wrong types, strings where numbers go, nested
+    junk, numbers beyond floats) is damaged: one line naming the file, never a traceback, nothing changed."""
+    from numerics.experiments import sgd
+    from numerics.experiments.fixed_attention import Fig3Config
+
+    settings = ({**sgd.Fig2Config(epochs=2).to_dict(), "seeds": [1234]} if kind == "fig2"
+                else Fig3Config(epochs=2).to_dict())
+    out = tmp_path / "f"
+    out.mkdir()
+    (out / f"{kind}.json").write_text(json.dumps({"settings": {**settings, **change}}))
+    refused([*(FIG2 if kind == "fig2" else FIG3), "--output", str(out)], out, capsys,
+            f"has a damaged {kind}.json (its settings")
+
+
+@pytest.mark.parametrize("change, fragment", [({"lr_ov": _BIG}, '"lr_ov" must be a number > 0'),
+                                              ({"target_loss": [3.5, _BIG]}, '"target_loss" must be'),
+                                              ({"parameterizations": ["CACO", "CACO"]}, "each once"),
+                                              ({"ratios": [1, 1.0]}, "distinct"),
+                                              ({"seeds": _BIG, "seed_blocks": [_BIG]}, None)])
+def test_tampered_sweep_settings_with_their_digest_are_refused_in_one_line(change, fragment, finished, tmp_path,
+                                                                           capsys):
+    """Settings written again with their digest: checked as a sweep's (or, where they are one, compared)."""
+    out = copy(finished, tmp_path)
+    _settings(out, **change)
+    for extend in ([], ["--extend"]):
+        err = refused([*TINY_SWEEP, "--output", str(out), "--resume", *extend], out, capsys)
+        assert ("damaged sweep-settings.json" in err and fragment in err) if fragment else "--seeds 1e+400" in err
+
+
+def test_a_report_whose_dtype_is_not_a_dtype_is_damaged(tmp_path, capsys):
+    out = tmp_path / "r"
+    out.mkdir()
+    (out / "report.json").write_text(json.dumps({"quick": True, "runs": {
+        "a": {"experiment": "fig2", "settings": {"dtype": [_BIG]}}}}))
+    refused(["reproduce", "--quick", "--output", str(out)], out, capsys, "damaged report.json")
