@@ -111,8 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _kept(args) -> str:
     """What a lost scheduler or Ctrl-C leaves behind, and how to finish the work (in one line: the folder of the
     runs quoted where its name holds a line break or another character that is not printable)."""
-    runs = f"{args.output}/runs"
-    runs = runs if runs.isprintable() else repr(runs)
+    from .store import shown_path
+
+    runs = shown_path(f"{args.output}/runs")
     if args.command == "sweep":
         return f"the finished runs are kept in {runs}: rerun the same command with --resume to complete them"
     if args.command == "reproduce" and args.collect:     # (it trains nothing: it writes the report of the runs)
@@ -126,7 +127,7 @@ def _run(work, args):
     """``work()``; a failure that loses nothing already saved is one line on stderr (exit 1)."""
     from .cluster import SchedulerLost
     from .pool import WorkerLost
-    from .store import EditedRecord
+    from .store import EditedRecord, shown_path
 
     try:
         return work(), 0
@@ -136,7 +137,7 @@ def _run(work, args):
         print(f"{PROG}: error: {exc}", file=sys.stderr)
     except OSError as exc:
         name = exc.filename2 or exc.filename          # (an atomic write's rename: the file it replaces)
-        where = f" ({name})" if name else ""
+        where = f" ({shown_path(name)})" if name else ""
         print(f"{PROG}: error: cannot write the output{where}: {exc.strerror or exc}; {_kept(args)}",
               file=sys.stderr)
     return None, 1

@@ -24,7 +24,8 @@ from typing import Any, Callable, Iterator
 
 from derivations.core.atomic_file import atomic_write_text, read_bounded, temporary_name_length
 
-__all__ = ["STORE_FORMAT", "MAX_BYTES", "ResultStore", "EditedRecord", "job_key", "digest", "probe_store_directory"]
+__all__ = ["STORE_FORMAT", "MAX_BYTES", "ResultStore", "EditedRecord", "job_key", "digest", "probe_store_directory",
+           "shown_path"]
 
 #: Tag written into every stored file; a file without it (one of an earlier layout, without a digest,
 #: included) is not read: it counts as missing, and its job is recomputed.
@@ -68,6 +69,27 @@ def digest(value: Any) -> str:
     except (TypeError, ValueError, RecursionError) as exc:
         raise ValueError(f"value is not JSON-serialisable: {exc}") from None
     return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def shown_path(path) -> str:
+    """A path as the one-line messages print it: as it is, or quoted (``repr``) where it holds a character
+    that is not printable (a line break, a control character), which would break the line.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+
+    Returns
+    -------
+    str
+
+    >>> shown_path("out/runs")
+    'out/runs'
+    >>> print(shown_path("out" + chr(10) + "x/runs"))
+    'out\\nx/runs'
+    """
+    text = os.fsdecode(path) if isinstance(path, (str, bytes, os.PathLike)) else str(path)
+    return text if text.isprintable() else repr(text)
 
 
 class EditedRecord(ValueError):
@@ -290,9 +312,9 @@ class ResultStore:
         except ValueError:
             return None
         if not sealed:
-            raise EditedRecord(f"{path} was changed after it was written (its job and result do not match the "
-                               f"digest stored with them); it is neither read nor replaced: move it away to "
-                               f"run its job again")
+            raise EditedRecord(f"{shown_path(path)} was changed after it was written (its job and result do not "
+                               f"match the digest stored with them); it is neither read nor replaced: move it away "
+                               f"to run its job again")
         if self.validate is not None and not self.validate(record["job"], record["result"]):
             return None
         return record

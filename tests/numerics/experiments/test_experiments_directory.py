@@ -836,3 +836,29 @@ def test_a_report_whose_dtype_is_not_a_dtype_is_damaged(tmp_path, capsys):
     (out / "report.json").write_text(json.dumps({"quick": True, "runs": {
         "a": {"experiment": "fig2", "settings": {"dtype": [_BIG]}}}}))
     refused(["reproduce", "--quick", "--output", str(out)], out, capsys, "damaged report.json")
+
+
+@pytest.mark.parametrize("failure", ["full disk", "edited"])
+def test_an_exit_1_line_quotes_a_path_that_would_break_it(failure, monkeypatch, capsys, tmp_path):
+    """A full disk and a run file edited mid-run name their file in one line even where its path holds a
+    line break or a control character: quoted, as the line's folder of runs is."""
+    import numerics.experiments.__main__ as cli
+    from numerics.experiments.store import STORE_FORMAT, ResultStore, job_key
+
+    folder = tmp_path / "a\nb\x1b[2J"
+    file = folder / "runs" / f"{job_key({})}.json"
+
+    def prepare(args):
+        def work():
+            if failure == "edited":         # a run file whose digest does not match, read as the work begins
+                file.parent.mkdir(parents=True)
+                file.write_text(json.dumps({"format": STORE_FORMAT, "key": file.stem, "job": {}, "result": {},
+                                            "digest": "0"}))
+                ResultStore(file.parent, read_only=True).get({})
+            raise OSError(28, "No space left on device", str(file))
+        return work, str
+    monkeypatch.setitem(cli.COMMANDS, "sweep", prepare)
+    assert main([*TINY_SWEEP, "--output", str(folder)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "\x1b" not in err, err
+    assert repr(str(file)) in err and (failure == "edited") == ("was changed after it was written" in err)
