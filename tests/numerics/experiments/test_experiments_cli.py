@@ -546,3 +546,25 @@ def test_reproduce_without_matplotlib_is_refused_in_a_fresh_interpreter(tmp_path
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert (run.returncode, run.stderr.count("\n")) == (2, 1) and "qkov[plot]" in run.stderr, run.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", [[], *([name] for name in ("fig2", "fig3", "sweep", "reproduce", "predict",
+                                                                "boundary"))], ids=lambda c: c[0] if c else "top")
+def test_a_failed_help_write_is_the_same_line_for_every_command(command, monkeypatch, capsys):
+    """--help into a full disk or a closed stdout (>&-: sys.stdout is None): one line named as every other
+    line of the experiments' commands, exit status 1, whichever subcommand."""
+    import errno
+
+    class Full:
+        def write(self, text):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def flush(self):
+            pass
+    for stdout, reason in ((Full(), "No space left on device"), (None, "stdout is closed")):
+        monkeypatch.setattr(sys, "stdout", stdout)
+        with pytest.raises(SystemExit) as stop:
+            main([*command, "--help"])
+        monkeypatch.undo()
+        assert stop.value.code == 1
+        assert capsys.readouterr().err == f"experiments: error: cannot write the output: {reason}\n"
