@@ -38,6 +38,7 @@ from derivations.core.vocabulary import PARAMETERIZATIONS
 from .fixed_attention import OUTPUT_CIRCUITS
 from .settings import (OPTIONAL, check_run_settings, check_sweep_settings, different_setting, report_settings,
                        shown, shown_option)
+from .entries import entry_kind, same_file
 from .store import digest, probe_store_directory
 
 __all__ = ["ExperimentDirectory", "DirectoryRefused", "KINDS", "LOCK_FILE", "SETTINGS_FILE", "SETTINGS_FILES",
@@ -76,7 +77,8 @@ _KIND_OF_JOB = {"sweep": "sweep", "fig2": "reproduction", "fig3": "reproduction"
 REPORT_FIGURES = ("fig2_heatmaps", "fig3_fixed_attention")
 #: The files written here: a killed write's temporary of one (``atomic_file.is_temporary``) is removed, a user's not.
 _WRITTEN = frozenset({name for files in KINDS.values() for name in files} | set(_figures(*REPORT_FIGURES)))
-#: Largest settings file read (bytes); ``fig2.json`` and ``fig3.json`` hold every run's loss log.
+#: Largest settings file read (bytes) where no tighter limit is given: ``fig2``, ``fig3`` and ``reproduce`` give
+#: the size a result of their settings can have (:func:`~numerics.experiments.jobs.output_bytes`).
 SETTINGS_MAX_BYTES = {SETTINGS_FILE: 1 << 20, "fig2.json": 1 << 30, "fig3.json": 1 << 30, "report.json": 1 << 30}
 
 
@@ -138,7 +140,7 @@ class ExperimentDirectory:
         import fcntl
 
         path = self.path / LOCK_FILE
-        what = _entry_kind(path)
+        what = entry_kind(path)
         if what not in (None, "a file"):
             raise self._refuse(f"has a {LOCK_FILE} that is {what}, not a lock file (links in an output "
                                f"directory are never followed); remove it or choose another directory")
@@ -159,7 +161,7 @@ class ExperimentDirectory:
         except OSError:
             self.close(refused=False)
             raise self._in_use(f"its lock file {LOCK_FILE} is held") from None
-        if not _same_file(self._fd, path):
+        if not same_file(self._fd, path):
             self.close(refused=False)            # (not ours to remove)
             if not retry:
                 raise self._in_use(f"its lock file {LOCK_FILE} was replaced while this run took it")
@@ -173,7 +175,7 @@ class ExperimentDirectory:
         """Refuse a ``runs`` that is not a directory, a directory of another kind and, where the work is
         written (the lock held), a directory in the place of a file it writes or a ``runs`` that cannot
         take files."""
-        runs = _entry_kind(self.path / RUNS)
+        runs = entry_kind(self.path / RUNS)
         if self.kind in _STORING and runs not in (None, "a directory", "a link to a directory"):
             raise self._refuse(f"has a {RUNS} that is {runs}, not the folder of "
                                f"stored runs; move it away or choose another directory")
@@ -184,7 +186,7 @@ class ExperimentDirectory:
             marker = next((m for m in KINDS[held] if os.path.lexists(self.path / m)), f"{RUNS}/")
             raise self._refuse(f"holds {_NAMED[held]} ({marker}), not {_NAMED[self.kind]}; choose another directory")
         written = KINDS[self.kind] + (_figures(*REPORT_FIGURES) if self.kind == "reproduction" else ())
-        in_the_way = next((m for m in written if _entry_kind(self.path / m) == "a directory"), None)
+        in_the_way = next((m for m in written if entry_kind(self.path / m) == "a directory"), None)
         if self._fd is not None and in_the_way is not None:
             raise self._refuse(f"has a {in_the_way} that is a directory, where {_NAMED[self.kind]} writes that "
                                f"file; move it away or choose another directory")
@@ -222,28 +224,54 @@ class ExperimentDirectory:
         runs = self.path / RUNS
         return runs.is_dir() and any(runs.glob("*.json"))
 
-    def _read_json(self, name: str):
-        """The JSON of ``name`` in the directory (not following a link), None if absent; refused if unreadable."""
+    def read_json(self, name: str, limit: int = None):
+        """The JSON of a settings file (:data:`SETTINGS_FILES`) in the directory, not following a link.
+
+        Parameters
+        ----------
+        name : str
+        limit : int, optional
+            Its largest size (bytes) read; default :data:`SETTINGS_MAX_BYTES`.
+
+        Returns
+        -------
+        object
+            None if absent.
+
+        Raises
+        ------
+        DirectoryRefused
+            Not a file, or unreadable (larger than ``limit``, not JSON: the message names the reason).
+        """
         path = self.path / name
-        what = _entry_kind(path)
+        what = entry_kind(path)
         if what is None:
             return None
         if what != "a file":
-            raise self._refuse(f"has a {name} that is {_entry_kind(path)}; its settings cannot be read (links "
+            raise self._refuse(f"has a {name} that is {entry_kind(path)}; its settings cannot be read (links "
                                f"in an output directory are never followed); choose another directory")
         try:
-            return json.loads(read_bounded(path, SETTINGS_MAX_BYTES[name], follow_links=False).decode("utf-8"))
+            return json.loads(read_bounded(path, limit or SETTINGS_MAX_BYTES[name], follow_links=False).decode("utf-8"))
         except (OSError, ValueError, RecursionError) as exc:
             reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0][:80] or type(exc).__name__
             raise self._refuse(f"has a {name} that cannot be read ({reason}); the stored results are kept: "
                                f"choose another directory") from None
 
-    def settings(self):
-        """The stored settings (checked), or None where none are stored.
+    def settings(self, limit: int = None):
+        """The stored settings (checked): a sweep's from :data:`SETTINGS_FILE` (less its ``format`` tag and
+        ``digest``, which they must match), a Figure-2 or Figure-3 run's from the ``settings`` of its
+        ``fig2.json`` or ``fig3.json``, a reproduction's (``quick`` and the ``dtype`` of its Figure-2 runs)
+        from its ``report.json``.
 
-        A sweep's come from :data:`SETTINGS_FILE` (less its ``format`` tag and ``digest``, which they must
-        match), a Figure-2 or Figure-3 run's from the ``settings`` of its ``fig2.json`` or ``fig3.json``, a
-        reproduction's (``quick`` and the ``dtype`` of its Figure-2 runs) from its ``report.json``.
+        Parameters
+        ----------
+        limit : int, optional
+            The largest file read (:meth:`read_json`).
+
+        Returns
+        -------
+        dict or None
+            None where none are stored.
 
         Raises
         ------
@@ -252,7 +280,7 @@ class ExperimentDirectory:
             without it (a settings file lost, or a sweep of an earlier layout).
         """
         name = SETTINGS_FILES[self.kind]
-        data = self._read_json(name)
+        data = self.read_json(name, limit)
         if data is None and not os.path.lexists(self.path / name):
             self._refuse_unknown_settings(name)
             return None
@@ -289,7 +317,7 @@ class ExperimentDirectory:
             raise self._refuse(f"holds {what} of {_NAMED[self.kind]} ({held}) but no {name} ({why}); its settings "
                                f"are unknown, so it is neither continued nor replaced: choose another directory")
 
-    def refuse_other_settings(self, settings: dict, runs_of=None) -> None:
+    def refuse_other_settings(self, settings: dict, runs_of=None, limit: int = None) -> None:
         """Refuse, naming the first difference as its option, to replace results of other settings
         (results of the same settings may be written again).
 
@@ -302,6 +330,8 @@ class ExperimentDirectory:
             ``{job_key(job): [settings, ...]}``, the settings of every experiment that runs a job (a
             reproduction's: :func:`~numerics.experiments.reproduce.settings_of_jobs`): where no settings
             are recorded yet, a stored run that only other settings run is refused too.
+        limit : int, optional
+            The largest settings file read (bytes; :meth:`read_json`): what one of these settings can be.
 
         Raises
         ------
@@ -309,7 +339,7 @@ class ExperimentDirectory:
             The directory holds a run of other settings (a reproduction's: its report, or before its
             report a stored run that only a reproduction of other settings runs), or damaged settings.
         """
-        stored, given = self.settings(), json.loads(json.dumps(settings))
+        stored, given = self.settings(limit), json.loads(json.dumps(settings))
         what, then = f"a {self.kind} run of other settings", ", which it would replace; choose another directory"
         if stored is None and runs_of is not None:                # unfinished: the settings of its stored runs
             stored = self._settings_of_runs(given, runs_of)
@@ -361,8 +391,8 @@ class ExperimentDirectory:
         """
         text = json.dumps({"format": SETTINGS_FORMAT, **settings, "digest": digest(settings)}, indent=1,
                           allow_nan=False)
-        if _entry_kind(self.path / SETTINGS_FILE) not in (None, "a file"):
-            raise self._refuse(f"has a {SETTINGS_FILE} that is {_entry_kind(self.path / SETTINGS_FILE)}; "
+        if entry_kind(self.path / SETTINGS_FILE) not in (None, "a file"):
+            raise self._refuse(f"has a {SETTINGS_FILE} that is {entry_kind(self.path / SETTINGS_FILE)}; "
                                f"the settings cannot be written: choose another directory")
         try:
             atomic_write_text(self.path / SETTINGS_FILE, text, fsync=True)
@@ -377,7 +407,7 @@ class ExperimentDirectory:
             os.pwrite(self._fd, pid, 0)
         with self.writing():
             for tmp in self.path.glob(".*.tmp"):
-                if is_temporary(tmp, _WRITTEN) and _entry_kind(tmp) == "a file":
+                if is_temporary(tmp, _WRITTEN) and entry_kind(tmp) == "a file":
                     with contextlib.suppress(OSError):
                         tmp.unlink()
 
@@ -464,30 +494,3 @@ class ExperimentDirectory:
 
     def __repr__(self) -> str:
         return f"ExperimentDirectory({str(self.path)!r}, {self.kind!r})"
-
-
-def _same_file(fd: int, path: Path) -> bool:
-    """Whether ``path`` (not following a link) is the file open as ``fd``."""
-    try:
-        held, there = os.fstat(fd), os.lstat(path)
-    except OSError:
-        return False
-    return (held.st_dev, held.st_ino) == (there.st_dev, there.st_ino)
-
-
-def _entry_kind(path: Path):
-    """What ``path`` is, without following a link: None (absent), ``"a file"``, ``"a directory"``,
-    ``"a link to a directory"``, ``"a dangling link"``, ``"a link"`` or ``"a special file"``."""
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        return None
-    except OSError:
-        return "a special file"
-    if stat.S_ISLNK(mode):
-        if not os.path.exists(path):
-            return "a dangling link"
-        return "a link to a directory" if os.path.isdir(path) else "a link"
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    return "a file" if stat.S_ISREG(mode) else "a special file"

@@ -21,7 +21,8 @@ import numpy as np
 
 from . import fixed_attention, measure, proxies, sgd, stack
 
-__all__ = ["job_epochs", "fig2_job", "fig3_job", "sweep_job", "sweep_targets", "sweep_runs", "fig2_run_summary",
+__all__ = ["job_epochs", "output_bytes", "OUTPUT_BASE_BYTES",
+           "fig2_job", "fig3_job", "sweep_job", "sweep_targets", "sweep_runs", "fig2_run_summary",
            "combine_runs", "split_seeds", "valid_result", "FIG2_RUN_KEYS", "SWEEP_ROW_KEYS"]
 
 
@@ -117,6 +118,42 @@ def job_epochs(job: dict) -> int:
         return int(job["config"]["epochs"])
     config = _fig2_config(job)
     return -(-config.total_steps // config.steps_per_epoch)
+
+
+#: Bytes an output file may take beside its runs' numbers: its settings (a task file's text among them, as
+#: a sweep's settings file at most 1 MiB), titles, keys and the summaries of Figure 2 (heatmaps, separability).
+OUTPUT_BASE_BYTES = 2 << 20
+#: Bytes of one number as the indented JSON writes it, with a margin: the longest float (24 characters,
+#: ``-2.2250738585072014e-308``), its indentation, comma and line break, or the key of a scalar.
+_NUMBER_BYTES = 64
+#: Numbers of a Figure-2 run beside its loss log (a 5 x 5 heatmap, its measurements), with a margin.
+_FIG2_RUN_NUMBERS = 64
+
+
+def output_bytes(job: dict) -> int:
+    """The most bytes the results of a Figure-2 or Figure-3 job take in an output file (``fig2.json``,
+    ``fig3.json``, a reproduction's ``report.json``), beside :data:`OUTPUT_BASE_BYTES`: a Figure-2 job's
+    runs one loss per epoch (:func:`job_epochs`) and their measurements each, a Figure-3 job's alphas four
+    curves of one value per epoch and one more.
+
+    Parameters
+    ----------
+    job : dict
+        ``{"experiment": "fig2", "config", "seeds"}`` or ``{"experiment": "fig3", "config"}``.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValueError
+        Not such a job.
+    """
+    epochs = job_epochs(job)
+    if job.get("experiment") == "fig3":
+        return len(job["config"]["alphas"]) * (4 * (epochs + 1) + 8) * _NUMBER_BYTES
+    return len(job["seeds"]) * (epochs + 1 + _FIG2_RUN_NUMBERS) * _NUMBER_BYTES
 
 
 def fig2_job(job: dict, progress=None) -> dict:

@@ -33,15 +33,15 @@ import math
 import time
 from pathlib import Path
 
-from derivations.core.atomic_file import atomic_write_text, read_bounded
+from derivations.core.atomic_file import atomic_write_text
 from derivations.core.output import json_text
 
 from . import jobs as jobs_mod
 from . import fixed_attention, plots, sgd
-from .directory import REPORT_FIGURES, SETTINGS_MAX_BYTES
+from .directory import REPORT_FIGURES
 
 __all__ = ["PUBLISHED_RUNS", "published_jobs", "settings_of_jobs", "reproduce", "collect", "format_report",
-           "make_figures"]
+           "make_figures", "report_bytes"]
 
 _SEEDS5 = [1234, 1235, 1236, 1237, 1238]
 
@@ -226,17 +226,29 @@ def collect(output, *, quick=False, dtype="float64") -> dict:
     named = published_jobs(quick, dtype=dtype)
     with output.writing():
         results = [store.get(json.loads(json.dumps(job))) for _, job in named]
-        return _write_report(output.path, named, results, None, quick, _timed(output.path, results))
+        return _write_report(output.path, named, results, None, quick, _timed(output, results))
 
 
-def _timed(output: Path, results) -> float | None:
-    """The wall time of the reproduction whose report ``output/report.json`` is, where that report names no
-    missing run and every run is still stored (the runs collected are the ones it timed); else None (also
-    for a report that cannot be read, or a wall time that is not a finite float >= 0)."""
+def report_bytes() -> int:
+    """The most bytes a reproduction's ``report.json`` takes: the full reproduction's
+    (:func:`~numerics.experiments.jobs.output_bytes` of every published run), the largest.
+
+    Returns
+    -------
+    int
+    """
+    return jobs_mod.OUTPUT_BASE_BYTES + sum(jobs_mod.output_bytes(job) for _, job in published_jobs())
+
+
+def _timed(output, results) -> float | None:
+    """The wall time of the reproduction whose report ``report.json`` of the directory ``output`` is, where
+    that report names no missing run and every run is still stored (the runs collected are the ones it timed);
+    else None (also for a report that cannot be read, or a wall time that is not a finite float >= 0)."""
+    from .directory import DirectoryRefused
+
     try:
-        text = read_bounded(output / "report.json", SETTINGS_MAX_BYTES["report.json"], follow_links=False)
-        previous = json.loads(text)
-    except (OSError, ValueError, RecursionError):
+        previous = output.read_json("report.json", report_bytes())
+    except DirectoryRefused:
         return None
     seconds = previous.get("wall_seconds") if isinstance(previous, dict) and previous.get("missing") == [] else None
     complete = all(r is not None for r in results)

@@ -109,8 +109,11 @@ def prepare(args):
     check_memory(at_once * fig2_bytes(config, stacked), "fig2", config,
                         f"{stacked} stacked seeds in each of {at_once} process(es)")
     run = common.run_options(args, workers)
+    # fig2.json of these settings at most (a larger one is of other settings, refused either way)
+    limit = jobs_mod.OUTPUT_BASE_BYTES + jobs_mod.output_bytes({"experiment": "fig2", "config": config.to_dict(),
+                                                                "seeds": seeds})
     directory = None if args.output is None else common.open_directory(
-        args, "fig2", lambda d: d.refuse_other_settings({**config.to_dict(), "seeds": seeds}))[0]
+        args, "fig2", lambda d: d.refuse_other_settings({**config.to_dict(), "seeds": seeds}, limit=limit))[0]
 
     def work():
         with directory or contextlib.nullcontext():

@@ -83,8 +83,10 @@ def prepare(args):
         seed=parse_int("--seed", args.seed, 0))
     check_memory(fig3_bytes(config), "fig3", config, f"{len(config.alphas)} alphas")
     run = common.run_options(args, common.workers(args))
+    # fig3.json of these settings at most (a larger one is of other settings, refused either way)
+    limit = jobs_mod.OUTPUT_BASE_BYTES + jobs_mod.output_bytes({"experiment": "fig3", "config": config.to_dict()})
     directory = None if args.output is None else common.open_directory(
-        args, "fig3", lambda d: d.refuse_other_settings(config.to_dict()))[0]
+        args, "fig3", lambda d: d.refuse_other_settings(config.to_dict(), limit=limit))[0]
 
     def work():
         job = {"experiment": "fig3", "config": config.to_dict()}

@@ -15,6 +15,7 @@ exits with status 2 before any flow is run.
 from __future__ import annotations
 
 import errno
+import math
 import os
 import stat
 from pathlib import Path
@@ -106,8 +107,9 @@ def _settings(args) -> tuple:
                    task=st.name, task_params=st.params, flags=_FLAGS), scale
 
 
-#: Largest existing ``--output`` file read to compare its settings (bytes).
-_MAX_OUTPUT_BYTES = 1 << 30
+#: Bytes of one record in the ``--output`` file, with a margin (about 550 with every field, the engine's
+#: one-line ``closed_form_reason`` beside them).
+_RECORD_BYTES = 4096
 
 
 def _output_file(text, settings):
@@ -126,20 +128,35 @@ def _output_file(text, settings):
         prepare_output_dir(path.parent, name="its directory", longest_name=temporary_name_length(path.name))
     except ValueError as exc:
         raise UsageError(f"--output {text[:80]!r}: {exc}") from None
+    size, limit = (os.lstat(path).st_size if os.path.lexists(path) else 0), _output_bytes(settings)
+    if size > limit:
+        raise UsageError(f"--output {text!r} is larger ({size} bytes) than the predict result of these settings "
+                         f"can be ({limit} bytes): it holds something else, which it would replace; choose another "
+                         "file (or remove it)")
     if os.path.lexists(path) and not _holds_result_of(path, settings):
         raise UsageError(f"--output {text!r} holds something else than the predict result of these settings, "
                          "which it would replace; choose another file (or remove it)")
     return path
 
 
+def _output_bytes(settings) -> int:
+    """The most bytes the result of ``settings`` takes: its settings, one record per (parameterization,
+    ratio, seed, target)."""
+    from ..jobs import OUTPUT_BASE_BYTES
+
+    records = math.prod(len(settings[k]) for k in ("parameterizations", "ratios", "seeds", "target_losses"))
+    return OUTPUT_BASE_BYTES + 2 * len(json_text(settings)) + records * _RECORD_BYTES
+
+
 def _holds_result_of(path, settings) -> bool:
-    """Whether the regular file ``path`` holds a predict result of ``settings`` (it may be written again)."""
+    """Whether the regular file ``path`` holds a predict result of ``settings`` (it may be written again);
+    a file larger than such a result (:func:`_output_bytes`) does not, and is not read."""
     import json
 
     from derivations.core.atomic_file import read_bounded
 
     try:
-        stored = json.loads(read_bounded(path, _MAX_OUTPUT_BYTES).decode("utf-8"))
+        stored = json.loads(read_bounded(path, _output_bytes(settings)).decode("utf-8"))
     except (OSError, ValueError, RecursionError):
         return False
     return isinstance(stored, dict) and stored.get("settings") == json.loads(json_text(settings))

@@ -64,10 +64,11 @@ def prepare(args):
         if not (args.output and (Path(args.output) / "runs").is_dir()):
             raise UsageError(f"--collect: no runs in {str(Path(args.output or '') / 'runs')!r}")
         directory = ExperimentDirectory(args.output, "reproduction", lock=False)
-        directory.refuse_other_settings(settings, rep.settings_of_jobs())
+        directory.refuse_other_settings(settings, rep.settings_of_jobs(), rep.report_bytes())
         return (lambda: rep.collect(directory, quick=args.quick, dtype=args.dtype)), rep.format_report
     directory, _ = common.open_directory(args, "reproduction",
-                                         lambda d: d.refuse_other_settings(settings, rep.settings_of_jobs()))
+                                         lambda d: d.refuse_other_settings(settings, rep.settings_of_jobs(),
+                                                                           rep.report_bytes()))
 
     def work():
         with directory:

@@ -253,7 +253,7 @@ def test_collect_keeps_the_wall_time_only_of_a_finished_reproduction_of_these_ru
         (tmp_path / "report.json").symlink_to(good)
     elif report != "absent":
         (tmp_path / "report.json").write_text(report if isinstance(report, str) else json.dumps(report))
-    assert reproduce._timed(tmp_path, results) == kept
+    assert reproduce._timed(ExperimentDirectory(tmp_path, "reproduction", lock=False), results) == kept
 
 
 def test_a_reproduction_of_other_settings_is_refused_not_replaced(tmp_path, monkeypatch, capsys):
@@ -603,9 +603,9 @@ def test_a_lock_file_created_or_replaced_by_another_process_meanwhile_is_in_use(
     link; a .lock removed and created again while this run took it is taken once more, and is in use if
     it is replaced again (never two processes holding locks on two files)."""
     import fcntl
-    real_kind, real_flock = directory_mod._entry_kind, fcntl.flock
+    real_kind, real_flock = directory_mod.entry_kind, fcntl.flock
     (tmp_path / ".lock").write_text("")
-    monkeypatch.setattr(directory_mod, "_entry_kind", lambda p: None if p.name == ".lock" else real_kind(p))
+    monkeypatch.setattr(directory_mod, "entry_kind", lambda p: None if p.name == ".lock" else real_kind(p))
     with pytest.raises(directory_mod.DirectoryRefused, match="in use .*created its lock file .lock at the same"):
         ExperimentDirectory(tmp_path, "sweep")
     monkeypatch.undo()
@@ -625,7 +625,7 @@ def test_a_lock_file_created_or_replaced_by_another_process_meanwhile_is_in_use(
     held = ExperimentDirectory(tmp_path, "sweep")
     monkeypatch.undo()
     try:
-        assert directory_mod._same_file(held._fd, tmp_path / ".lock")
+        assert directory_mod.same_file(held._fd, tmp_path / ".lock")
         with pytest.raises(directory_mod.DirectoryRefused, match="is held"):
             ExperimentDirectory(tmp_path, "sweep")
     finally:
@@ -862,3 +862,55 @@ def test_an_exit_1_line_quotes_a_path_that_would_break_it(failure, monkeypatch, 
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "\x1b" not in err, err
     assert repr(str(file)) in err and (failure == "edited") == ("was changed after it was written" in err)
+
+
+def _longest(value, epochs):
+    """``value`` (a result file's JSON) at its longest: every float the longest a float is written, every
+    loss log a loss per epoch."""
+    if isinstance(value, float):
+        return -2.2250738585072014e-308
+    if isinstance(value, list):
+        return [_longest(v, epochs) for v in value]
+    if isinstance(value, dict):
+        return {k: _longest(v + [0.0] * (epochs - len(v)) if k == "loss_log" else v, epochs)
+                for k, v in value.items()}
+    return value
+
+
+@pytest.mark.parametrize("kind", ["fig2", "fig3"])
+def test_a_result_file_is_read_up_to_the_size_of_a_result_of_these_settings(kind, tmp_path, capsys, no_figures):
+    """fig2.json / fig3.json are read up to what a result of the command's settings can take
+    (jobs.output_bytes): the file written, at its longest (every number as long as a float is written, a
+    loss per epoch), is within it; one byte more is refused in one line naming the file and the limit."""
+    from derivations.core.output import json_text
+    from numerics.experiments import jobs
+
+    out = tmp_path / "f"
+    argv = [*FIG2, "--seeds", "1234,1235"] if kind == "fig2" else FIG3
+    assert main([*argv, "--output", str(out)]) == 0
+    data = json.loads((out / f"{kind}.json").read_text())
+    config = {k: v for k, v in data["settings"].items() if k != "seeds"}
+    job = {"experiment": kind, "config": config, **({"seeds": data["settings"]["seeds"]} if kind == "fig2" else {})}
+    limit = jobs.OUTPUT_BASE_BYTES + jobs.output_bytes(job)
+    longest = json_text(_longest(data, jobs.job_epochs(job)))
+    assert len(longest.encode()) - len(json_text(data["settings"])) <= jobs.output_bytes(job)
+    with open(out / f"{kind}.json", "r+b") as f:
+        f.truncate(limit + 1)
+    refused([*argv, "--output", str(out)], out, capsys, f"has a {kind}.json that cannot be read (larger than "
+                                                         f"{limit} bytes)")
+
+
+def test_a_report_larger_than_the_full_reproductions_is_not_read(tmp_path, capsys):
+    """report.json is read up to what the full reproduction's report can take (reproduce.report_bytes, the
+    largest): one byte more is refused in one line naming the file and the limit, and --collect's timing
+    does not read it either."""
+    from numerics.experiments import reproduce
+
+    out = tmp_path / "r"
+    out.mkdir()
+    limit = reproduce.report_bytes()
+    with open(out / "report.json", "wb") as f:
+        f.truncate(limit + 1)
+    refused(["reproduce", "--quick", "--output", str(out)], out, capsys,
+            f"has a report.json that cannot be read (larger than {limit} bytes)")
+    assert reproduce._timed(ExperimentDirectory(out, "reproduction", lock=False), [{}]) is None

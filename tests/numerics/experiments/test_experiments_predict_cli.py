@@ -251,3 +251,29 @@ def test_the_table_names_a_task_file_and_its_values_and_records_a_scale_only_whe
     assert caco.endswith("(reduced flow)") and faco.endswith(" -")
     assert main(["predict", "--parameterizations", "FACO", "--init", "uniform", "--ratios", "1", "--json"]) == 0
     assert "init_scale" not in json.loads(capsys.readouterr().out)["settings"]
+
+
+def test_an_output_file_is_read_up_to_the_size_of_a_result_of_these_settings(tmp_path, monkeypatch, capsys):
+    """An existing --output is read up to what a result of these settings can take (one record per
+    parameterization, ratio, seed and target): the result written, every number as long as a float is
+    written, is within it; a larger file is refused unread in one line naming it and the limit."""
+    import json
+    import re
+
+    from numerics.experiments.commands import predict as command
+
+    out = tmp_path / "predict.json"
+    argv = ["predict", "--parameterizations", "FACO", "--ratios", "1", "--target-loss", "1,2", "--seeds", "2",
+            "--quiet", "--output", str(out)]          # (FACO's start draws nothing: one flow for both seeds)
+    assert main(argv) == 0
+    text = out.read_text()
+    limit = command._output_bytes(json.loads(text)["settings"])
+    longest = re.sub(r"-?\d+\.\d+(e-?\d+)?", "-2.2250738585072014e-308", text)
+    assert len(longest) + 3000 * len(json.loads(text)["records"]) <= limit      # room for engine messages
+    _no_flow(monkeypatch)
+    with open(out, "r+b") as f:
+        f.truncate(limit + 1)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"is larger ({limit + 1} bytes)" in err and f"({limit} bytes)" in err, err
+    assert out.stat().st_size == limit + 1
