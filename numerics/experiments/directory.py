@@ -35,10 +35,10 @@ from derivations.core.atomic_file import atomic_write_text, is_temporary, read_b
 from derivations.core.cli import UsageError
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
+from .entries import entry_kind, same_file
 from .fixed_attention import OUTPUT_CIRCUITS
 from .settings import (OPTIONAL, check_run_settings, check_sweep_settings, different_setting, report_settings,
                        shown, shown_option)
-from .entries import entry_kind, same_file
 from .store import digest, probe_store_directory
 
 __all__ = ["ExperimentDirectory", "DirectoryRefused", "KINDS", "LOCK_FILE", "SETTINGS_FILE", "SETTINGS_FILES",

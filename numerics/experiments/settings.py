@@ -2,7 +2,8 @@ r"""An experiment's recorded settings: checked, compared with a command line's, 
 
 A sweep records its settings (:data:`~numerics.experiments.directory.SETTINGS_FILE`);
 :func:`check_sweep_settings` says what is wrong with stored ones in the file's
-terms; :func:`settings_difference` names the first setting a ``--resume`` (or
+terms, :func:`check_run_settings` of a ``fig2.json`` or ``fig3.json``, :func:`report_settings`
+reads a reproduction's from its ``report.json``; :func:`settings_difference` names the first setting a ``--resume`` (or
 ``--resume --extend``) would change, as its option; :func:`continued_settings`
 gives the settings that continue a stored sweep. Settings compare by value:
 the task parameters with the task's defaults filled in (``--params m=5`` is the
@@ -17,9 +18,7 @@ import math
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
 __all__ = ["EXTENDABLE", "OPTIONAL", "check_sweep_settings", "check_run_settings", "report_settings",
-           "settings_difference",
-           "continued_settings",
-           "different_setting", "shown", "shown_option"]
+           "settings_difference", "continued_settings", "different_setting", "shown", "shown_option"]
 
 #: Settings that ``--extend`` may change (others must equal the stored ones).
 EXTENDABLE = ("parameterizations", "ratios", "seeds")
