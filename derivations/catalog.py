@@ -312,7 +312,7 @@ PRINTED = ExpressionStore("printed", __file__, _print_results, dict, dict, prog=
 def build_parser() -> OneLineParser:
     """The command-line parser of ``python -m derivations.catalog``."""
     parser = OneLineParser(
-        prog="python -m derivations.catalog",
+        prog="python -m derivations.catalog", name=STORE.prog,
         description="List, check or rebuild the derived results: the shipped cache "
                     "(derivations/_cache/derived.json) and the numeric module generated from it "
                     "(numerics/_generated.py).")

@@ -202,7 +202,7 @@ def task_reduction(task, parameterization: str = "CACO"):
 
 def build_parser() -> OneLineParser:
     """The argparse parser of ``python -m derivations.task_catalog`` (rendered in the docs)."""
-    parser = OneLineParser(prog="python -m derivations.task_catalog",
+    parser = OneLineParser(prog="python -m derivations.task_catalog", name=STORE.prog,
                            description="Rebuild or check the cache of the task engine's results.")
     modes = parser.add_mutually_exclusive_group()
     modes.add_argument("--rebuild", action="store_true",

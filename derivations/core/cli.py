@@ -89,7 +89,7 @@ class _Version(argparse.Action):
             version = importlib.metadata.version("qkov")
         except importlib.metadata.PackageNotFoundError:
             version = "(not installed: its version is the checkout's setup.cfg)"
-        parser.exit(emit(f"qkov {version}", parser.prog))
+        parser.exit(emit(f"qkov {version}", parser.name))
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -100,6 +100,8 @@ class OneLineParser(argparse.ArgumentParser):
     plain ``argparse`` reads ``-1,10`` as an option and says only that the value is missing.
     An option that takes a value is refused when given twice (``argparse`` would keep the last one).
     A parser has ``--version`` (the installed package's version), its subcommands' parsers not.
+    ``name`` (default ``prog``) starts the one line of a failed write of its help or version, its
+    subcommands' included.
 
     >>> p = OneLineParser(prog="demo")
     >>> _ = p.add_argument("--ratios")
@@ -111,8 +113,9 @@ class OneLineParser(argparse.ArgumentParser):
     derivations.core.cli.UsageError: --ratios is given twice ('1' and '2'): give it once
     """
 
-    def __init__(self, *args, version: bool = True, **kwargs):
+    def __init__(self, *args, version: bool = True, name: str | None = None, **kwargs):
         super().__init__(*args, **kwargs)
+        self.name = self.prog if name is None else name
         self.register("action", None, _StoreOnce)
         self.register("action", "store", _StoreOnce)
         if version:
@@ -132,7 +135,8 @@ class OneLineParser(argparse.ArgumentParser):
         """
         import functools
 
-        kwargs["parser_class"] = functools.partial(kwargs.get("parser_class", type(self)), version=False)
+        kwargs["parser_class"] = functools.partial(kwargs.get("parser_class", type(self)), version=False,
+                                                   name=self.name)
         return super().add_subparsers(**kwargs)
 
     def parse_known_args(self, args=None, namespace=None):
@@ -181,7 +185,7 @@ class OneLineParser(argparse.ArgumentParser):
         """
         if file is not None:
             super().print_help(file)
-        elif emit(self.format_help().rstrip("\n"), self.prog):
+        elif emit(self.format_help().rstrip("\n"), self.name):
             self.exit(1)
 
     def error(self, message):  # one line, no usage dump

@@ -4,8 +4,8 @@ Results are written as JSON data (:func:`json_text`): JSON has no NaN or infinit
 a number that is not finite is written ``null``.
 
 ``| head`` closes the pipe early (BrokenPipeError: the reader has what it
-wanted, exit 0); ``> /dev/full`` cannot be written (one line on stderr, exit
-1). Afterwards stdout points at /dev/null, so the interpreter's final flush
+wanted, exit 0); ``> /dev/full`` cannot be written, nor a stdout closed at start
+(``>&-``) (one line on stderr, exit 1). Afterwards stdout points at /dev/null, so the interpreter's final flush
 cannot print a traceback either. A progress bar (:func:`progress_bar`) is drawn
 on stderr only when it is a terminal: logs and pipes get none. An output directory is
 created and proved to take files before any work (:func:`prepare_output_dir`).
@@ -50,6 +50,9 @@ def emit(text: str, prog: str) -> int:
     int
         0 when written (or the reader closed the pipe), 1 when stdout could not be written.
     """
+    if sys.stdout is None:          # a process started without one (``>&-``)
+        print(f"{prog}: error: cannot write the output: stdout is closed", file=sys.stderr)
+        return 1
     try:
         sys.stdout.write(text + "\n")
         sys.stdout.flush()

@@ -51,7 +51,7 @@ _SHARES_AND_LAMBDA = (*SHARES, "master_lambda")
 
 def build_parser():
     """The command-line parser (also rendered in the docs by sphinx-argparse)."""
-    parser = OneLineParser(prog="python -m derivations.print_dynamics",
+    parser = OneLineParser(prog="python -m derivations.print_dynamics", name="print_dynamics",
                            description="Print the derived QK/OV gradient-flow dynamics.")
     parser.add_argument("--parameterization", default="all", choices=[*PARAMETERIZATIONS, "all"],
                         help="which parameterization's reduced ODEs, first integral and orbit to print "

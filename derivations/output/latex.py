@@ -311,7 +311,7 @@ def write(output, tasks=()) -> list[Path]:
 
 def build_parser() -> OneLineParser:
     """The command-line parser of ``python -m derivations.latex``."""
-    parser = OneLineParser(prog="python -m derivations.latex",
+    parser = OneLineParser(prog="python -m derivations.latex", name="latex",
                            description="Write the derived results as a standalone LaTeX document "
                                        "and one snippet per result.")
     parser.add_argument("--output", required=True,

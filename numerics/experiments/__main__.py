@@ -58,8 +58,6 @@ lost mid-run, whose finished runs are kept for ``--resume``).
 from __future__ import annotations
 
 import argparse
-import errno
-import io
 import sys
 import time
 
@@ -96,48 +94,15 @@ COMMANDS = {name: _prepare(name) for name in _NAMES}
 EXIT_DIVERGED = 3
 
 
-class _Parser(OneLineParser):
-    """:class:`~derivations.core.cli.OneLineParser` whose help, of every subcommand alike, names a failed
-    write as every other line of these commands does (``experiments: error: cannot write the output: ...``),
-    not by the parser's own ``prog``."""
-
-    def print_help(self, file=None):
-        """Print the help; a closed pipe ends quietly, a failed write is one line and exit status 1.
-
-        Parameters
-        ----------
-        file : file-like, optional
-            Where to print (default stdout, through :func:`~derivations.core.output.emit`).
-        """
-        if file is not None:
-            super().print_help(file)
-        elif emit(self.format_help().rstrip("\n"), PROG):
-            self.exit(1)
-
-
-class _ClosedStdout(io.TextIOBase):
-    """The stdout of a process started without one (``>&-``): every write fails as a write to a closed
-    file descriptor does, so that the output's one line says so (not an ``AttributeError`` on None)."""
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, text):
-        raise OSError(errno.EBADF, "stdout is closed")
-
-    def fileno(self):
-        raise OSError(errno.EBADF, "stdout is closed")
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of ``python -m numerics.experiments`` (rendered in the docs)."""
-    parser = _Parser(prog="python -m numerics.experiments",
+    parser = OneLineParser(prog="python -m numerics.experiments", name=PROG,
                            description="Rerun the paper's synthetic experiments (Figure 2, Figure 3) and a "
                                        "matched-loss sweep over learning-rate ratios, in NumPy.",
                            epilog="Exit status: 0 done; 2 bad input (one line, nothing written); 3 done, but "
                                   "a run diverged (its status says so); 1 the work or its output failed.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{fig2,fig3,sweep,reproduce,predict,boundary}",
-                                parser_class=_Parser)
+                                parser_class=OneLineParser)
     for name in _NAMES:
         _command(name).add_parser(sub)
     return parser
@@ -209,8 +174,6 @@ def main(argv=None) -> int:
     int
         The exit status (the module docstring).
     """
-    if sys.stdout is None:
-        sys.stdout = _ClosedStdout()
     try:
         args = build_parser().parse_args(argv)
         work, fmt = COMMANDS[args.command](args)   # validates everything, no work yet

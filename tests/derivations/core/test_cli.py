@@ -195,6 +195,34 @@ def test_help_into_a_full_disk_is_one_line_and_into_a_closed_pipe_quiet(monkeypa
     assert stop.value.code == status and capsys.readouterr().err == line
 
 
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["sub", "--help"]])
+def test_help_or_version_into_a_closed_stdout_is_one_line_named_as_the_parser_says(monkeypatch, capsys, argv):
+    """A process started without stdout (``>&-``: ``sys.stdout`` is None): one line and exit status 1,
+    not an AttributeError; a subcommand's line starts with its parser's ``name`` too."""
+    parser = OneLineParser(prog="python -m demo", name="demo")
+    parser.add_subparsers(dest="command").add_parser("sub")
+    monkeypatch.setattr(sys, "stdout", None)
+    with pytest.raises(SystemExit) as stop:
+        parser.parse_args(argv)
+    assert (stop.value.code, capsys.readouterr().err) == (1, "demo: error: cannot write the output: stdout is closed\n")
+
+
+@pytest.mark.parametrize("command", ["derivations.print_dynamics", "derivations.catalog", "derivations.task_catalog",
+                                     "derivations.latex", "numerics.verify.__main__", "numerics.figures"])
+def test_every_command_with_its_stdout_closed_says_so_in_one_line(monkeypatch, capsys, command):
+    """``python -m <command> --help >&-`` (every command of derivations and numerics; the experiments' in
+    their own tests): one line on stderr, exit status 1."""
+    import importlib
+
+    main = importlib.import_module(command).main
+    monkeypatch.setattr(sys, "stdout", None)
+    with pytest.raises(SystemExit) as stop:
+        main(["--help"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 1 and err.count("\n") == 1 and err.endswith(": error: cannot write the output: "
+                                                                        "stdout is closed\n"), err
+
+
 def test_output_probe_leaves_nothing_when_its_write_fails(tmp_path, monkeypatch):
     """A full disk fails the probe's write: the directory is refused, and neither the probe file nor
     any file of the user's (one named as a fixed probe would be) is left changed."""
