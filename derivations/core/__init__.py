@@ -27,7 +27,7 @@ from .interrupt import guard_loading
 guard_loading()         # first: Ctrl-C while a command loads the modules below is one line
 
 from .atomic_file import atomic_write, atomic_write_text, is_temporary, read_bounded, temporary_name_length
-from .cli import (OneLineParser, UsageError, assignments, parse_float, parse_int, parse_list, parse_loss,
+from .cli import (OneLineParser, UsageError, parse_float, parse_int, parse_list, parse_loss,
                   parse_number, parse_params, rate_values, usage_error)
 from .interrupt import EXIT_INTERRUPTED, EXIT_TERMINATED, exit_on_interrupt
 from .optional import require_optional
@@ -39,7 +39,7 @@ from .vocabulary import (CIRCUITS, MAX_CLASSES, MODEL_PARAMETERS, PAPER_SETTING,
                          check_parameterization, check_positive, ov_factorized, qk_factorized)
 
 __all__ = ["atomic_write", "atomic_write_text", "read_bounded", "is_temporary", "temporary_name_length", "emit",
-           "OneLineParser", "UsageError", "usage_error", "assignments", "parse_params", "parse_list",
+           "OneLineParser", "UsageError", "usage_error", "parse_params", "parse_list",
            "parse_float", "parse_number", "parse_int", "parse_loss", "rate_values", "prepare_output_dir",
            "progress_bar", "isatty", "exit_on_interrupt", "EXIT_INTERRUPTED", "EXIT_TERMINATED",
            "PARAMETERIZATIONS", "check_parameterization", "qk_factorized", "ov_factorized",

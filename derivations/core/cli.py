@@ -10,7 +10,6 @@ name                             what
 :class:`UsageError`              bad command-line input (one line, exit 2)
 :class:`OneLineParser`           ``argparse`` parser raising :class:`UsageError`
 :func:`usage_error`              print ``prog: error: message``, return 2
-:func:`assignments`              ``--params`` text -> ``(name, value)`` pairs
 :func:`parse_params`             ``--params`` text -> dict (duplicates refused)
 :func:`parse_list`               a non-empty comma-separated list (optionally distinct)
 :func:`parse_float`              a number (any float, inf and nan included)
@@ -49,7 +48,7 @@ import sys
 from .output import emit
 from .vocabulary import check_positive
 
-__all__ = ["UsageError", "OneLineParser", "usage_error", "assignments", "parse_params",
+__all__ = ["UsageError", "OneLineParser", "usage_error", "parse_params",
            "parse_list", "parse_float", "parse_number", "parse_int", "parse_loss", "rate_values"]
 
 
@@ -233,46 +232,18 @@ def _items(name: str, text, error) -> list:
     return items
 
 
-def assignments(text: str, error=UsageError):
-    """The ``(name, value)`` text pairs of ``--params`` text ``"m=5, n=50"``, in
-    order; ``error`` for an empty item (``"m=5,,n=3"``) or an item without ``=``.
-
-    Parameters
-    ----------
-    text : str
-        Comma-separated ``name=value`` items; blank text has none.
-    error : type, optional
-
-    Yields
-    ------
-    tuple of str
-
-    Raises
-    ------
-    UsageError
-        (or ``error``) An entry that is not ``name=value``.
-
-    Examples
-    --------
-    >>> list(assignments("m=5, n=50"))
-    [('m', '5'), ('n', '50')]
-    """
-    for item in _items("--params", text, error):
-        if "=" not in item:
-            raise error(f"--params entries look like name=value; got {item!r}")
-        name, value = (x.strip() for x in item.split("=", 1))
-        yield name, value
-
-
 def parse_params(text: str, error=UsageError) -> dict:
     """``--params`` text as an ordered ``{name: value text}``; a name given twice
-    raises ``error`` (the last one silently winning would hide a typo).
+    raises ``error`` (the last one silently winning would hide a typo), and so does blank
+    text: as ``--ratios ''``, an empty ``--params`` is refused, not read as the defaults, which
+    omitting it gives.
 
     Parameters
     ----------
     text : str
-        Comma-separated ``name=value`` items (:func:`assignments`).
+        Comma-separated ``name=value`` items (``"m=5, n=50"``), spaces around them ignored.
     error : type, optional
+        The exception raised (default :class:`UsageError`).
 
     Returns
     -------
@@ -281,10 +252,15 @@ def parse_params(text: str, error=UsageError) -> dict:
     Raises
     ------
     UsageError
-        (or ``error``) An entry that is not ``name=value``, or a name given twice.
+        (or ``error``) Blank text, an entry that is not ``name=value``, or a name given twice.
     """
+    if not str(text).strip():
+        raise error(f"--params must be name=value pairs, comma-separated (omit it for the defaults); got {text!r}")
     out = {}
-    for name, value in assignments(text, error):
+    for item in _items("--params", text, error):
+        if "=" not in item:
+            raise error(f"--params entries look like name=value; got {item!r}")
+        name, value = (x.strip() for x in item.split("=", 1))
         if name in out:
             raise error(f"--params names {name} twice")
         out[name] = value

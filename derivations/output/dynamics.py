@@ -59,7 +59,7 @@ def build_parser():
     parser.add_argument("--format", default="pretty", choices=["pretty", "text", "latex", "json"],
                         help="pretty (2-D Unicode), text (one line per result), latex, or json "
                              "(default: pretty)")
-    parser.add_argument("--params", default="",
+    parser.add_argument("--params", default=None,
                         help="substitute model parameters, e.g. m=5,n=50,b=50,M=20 (any subset, "
                              "each name once; m, n, b finite > 0; M an integer in [2, 2**53])")
     parser.add_argument("--ratio", type=str, default=None,
@@ -486,7 +486,7 @@ def render(args, answer=None) -> str:
         return task_list(args.format)
     from ..tasks import get_task
     task = get_task(args.task)
-    params = parse_params(args.params, task)
+    params = {} if args.params is None else parse_params(args.params, task)
     rates = rate_values(args)
     why = task.why_not_symbolic()
     state = _state(task, args, params, rates, why, answer)

@@ -72,8 +72,6 @@ def _parse_params(text, task):
     """``--params`` as numbers (a name given twice refused; the names and ranges
     are checked by the run's validation)."""
     items = parse_params(text)
-    if not items:
-        raise UsageError("--params: empty")
     out = {}
     for key, value in items.items():
         if task is None and key not in DEFAULT_PARAMS:

@@ -301,3 +301,11 @@ def test_a_parameter_out_of_range_is_shown_as_typed(params, says, capsys):
     (it said 'got inf' and 'got 0.0')."""
     assert main(["--params", params]) == 2
     assert capsys.readouterr() == ("", f"print_dynamics: error: {says}\n")
+
+
+def test_an_empty_params_is_refused(capsys):
+    """As in the experiments and numerics.verify: omitting --params gives the defaults, '' is refused."""
+    assert main(["--params", ""]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("print_dynamics: error: --params must be name=value pairs") and \
+        err.count("\n") == 1

@@ -54,9 +54,6 @@ def param_values(args) -> dict:
     """
     from derivations.core.cli import parse_params
 
-    if args.params is not None and not args.params.strip():
-        raise UsageError(f"--params must be name=value pairs, comma-separated (omit it for the task's "
-                         f"defaults); got {args.params!r}")
     raw = {} if args.params is None else parse_params(args.params)
     return {k: parse_number(f"--params {k}", v) for k, v in raw.items()}
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from derivations.core import OneLineParser, UsageError, parse_float, parse_loss, parse_number
+from derivations.core import OneLineParser, UsageError, parse_float, parse_loss, parse_number, parse_params
 
 
 def test_parse_float_takes_any_float_and_names_the_parameter():
@@ -46,7 +46,14 @@ def test_params_with_an_empty_item_are_refused(text):
     from derivations.core.cli import parse_params
     with pytest.raises(UsageError, match="^--params must not have an empty item between commas"):
         parse_params(text)
-    assert parse_params("m=5, n=3") == {"m": "5", "n": "3"} and parse_params("  ") == {}
+    assert parse_params("m=5, n=3") == {"m": "5", "n": "3"}
+
+
+@pytest.mark.parametrize("text", ["", "  "])
+def test_an_empty_params_is_refused_as_an_empty_list_is(text):
+    """Blank ``--params`` is not the defaults (omitting the option gives those), in every command."""
+    with pytest.raises(UsageError, match=f"^--params must be name=value pairs, comma-separated .*; got {text!r}$"):
+        parse_params(text)
 
 
 def test_an_interrupted_command_is_one_line_and_exit_130(capsys):
