@@ -16,7 +16,9 @@ records step for step, with what a verification needs on top:
   scaled down with it); on a step that spans too few doubles of t to resolve it (a fast descent after a
   long plateau: :data:`RESOLVED_DOUBLES`), the step is integrated again from its start in the local
   time ``t - t_old``, whose doubles are fine, and the crossing located on it; not found there, the run
-  stops before that step with status -1 (reason ``"unresolved"``), never with a state off its level.
+  stops before that step with status -1 (reason ``"unresolved"``), never with a state off its level;
+* a loss level near the initial loss, where the loss in doubles is mostly rounding, is located on the loss
+  in mpmath (:func:`solve_loss_levels` with ``exact_loss``).
 
 Every reduced flow (:meth:`numerics.dynamics.reduced_system.ReducedSystem.integrate`
 for every task, through :func:`solve_loss_levels`, the loss events on
@@ -43,7 +45,8 @@ import numpy as np
 import scipy.integrate
 from scipy.optimize import brentq
 
-__all__ = ["solve_bounded", "solve_loss_levels", "METHODS", "HORIZON", "DEFAULT_MAX_STEPS"]
+__all__ = ["solve_bounded", "solve_loss_levels", "near_initial", "below_level", "METHODS", "HORIZON",
+           "DEFAULT_MAX_STEPS", "NEAR_INITIAL", "LEVEL_DPS"]
 
 #: Integration methods (SciPy ``OdeSolver`` classes).
 METHODS = {"RK23": scipy.integrate.RK23, "RK45": scipy.integrate.RK45,
@@ -62,6 +65,12 @@ DEFAULT_MAX_STEPS = 100_000
 #: integrated again in the local time ``t - t_old``, whose doubles are fine, and the crossing located there.
 RESOLVED_DOUBLES = 2.0 ** 40
 _EPS = np.finfo(float).eps
+#: A loss level within this fraction of the initial loss is located on the loss in mpmath where it is given
+#: (:func:`solve_loss_levels`): in doubles the distance of the loss from its start has an error of a few
+#: ulp of the loss, 1e-7 relative at a distance of 1e-9 (the state there was 1e-3 off at 1e-12).
+NEAR_INITIAL = 2.0 ** -10
+#: Digits of the loss in mpmath near the initial loss.
+LEVEL_DPS = 40
 
 
 def solve_bounded(fun, t_span, y0, *, t_eval=None, levels=None, terminal=None,
@@ -147,14 +156,17 @@ def _overflow_as_inf(fun):
     return finite_or_inf
 
 
-def solve_loss_levels(fun, t_span, y0, log_loss, levels, n_thresholds, *, log=True, **options):
+def solve_loss_levels(fun, t_span, y0, log_loss, levels, n_thresholds, *, log=True, exact_loss=None,
+                      **options):
     r""":func:`solve_bounded` with loss events: level ``k`` is crossed where
     :math:`\log L(y) = \log` ``levels[k]`` (well scaled at tiny losses).
 
     ``levels[:n_thresholds]`` are recorded only; a level after them (the
     target loss) ends the run. ``log_loss`` maps a state to :math:`\log L`;
     with ``log=False`` it maps a state to :math:`L` itself, and level ``k`` is
-    crossed where :math:`L(y) =` ``levels[k]``.
+    crossed where :math:`L(y) =` ``levels[k]``. With ``exact_loss``, a level near the
+    initial loss (:func:`near_initial`), where the loss in doubles is mostly rounding, is crossed where
+    :math:`(L(y) - L_k)/(L(y_0) - L_k)` falls through 0, ``exact_loss`` at :data:`LEVEL_DPS` digits.
 
     Parameters
     ----------
@@ -170,6 +182,8 @@ def solve_loss_levels(fun, t_span, y0, log_loss, levels, n_thresholds, *, log=Tr
         How many of ``levels`` are recorded only; a further one ends the run.
     log : bool
         Compare :math:`\log L` with the logarithms of the levels.
+    exact_loss : callable, optional
+        ``exact_loss(y)``: :math:`L` as an mpmath number at the working precision.
     **options
         Passed to :func:`solve_bounded`.
 
@@ -179,14 +193,66 @@ def solve_loss_levels(fun, t_span, y0, log_loss, levels, n_thresholds, *, log=Tr
         As :func:`solve_bounded`; ``hits[k]`` is the crossing of ``levels[k]``.
     """
     marks = [math.log(v) for v in levels] if log else list(levels)
+    near = {}
+    if exact_loss is not None and levels:
+        loss0 = math.exp(log_loss(y0)) if log else log_loss(y0)
+        near = {k: v for k, v in enumerate(levels) if near_initial(loss0, v)}
+    if near:
+        import mpmath
+        with mpmath.workdps(LEVEL_DPS):
+            start = exact_loss(y0)
+            near = {k: (mpmath.mpf(v), start - mpmath.mpf(v)) for k, v in near.items()}
 
     def g(y):
         value = log_loss(y)
-        return [value - lv for lv in marks]
+        out = [value - lv for lv in marks]
+        if near:
+            with mpmath.workdps(LEVEL_DPS):
+                exact = exact_loss(y)
+                for k, (v, deficit) in near.items():
+                    out[k] = float((exact - v) / deficit)
+        return out
 
     terminal = n_thresholds if n_thresholds < len(levels) else None
     return solve_bounded(fun, t_span, y0, levels=g if levels else None, terminal=terminal,
                          **options)
+
+
+def near_initial(loss0, level):
+    """Whether ``level`` is within :data:`NEAR_INITIAL` of the initial loss ``loss0`` (relative), where the
+    loss in doubles resolves the level's distance from it to worse than about ``1e-13`` (relative).
+
+    Parameters
+    ----------
+    loss0, level : float
+
+    Returns
+    -------
+    bool
+    """
+    return abs(loss0 - level) < NEAR_INITIAL * abs(loss0)
+
+
+def below_level(y0, level, loss0, exact_loss=None):
+    """Whether the loss at ``y0`` (``loss0`` in doubles) is at most ``level``: in doubles, or with
+    ``exact_loss`` near the level (:func:`near_initial`) in mpmath at :data:`LEVEL_DPS` digits.
+
+    Parameters
+    ----------
+    y0 : ndarray
+    level, loss0 : float
+    exact_loss : callable, optional
+        As for :func:`solve_loss_levels`.
+
+    Returns
+    -------
+    bool
+    """
+    if exact_loss is None or not near_initial(loss0, level):
+        return loss0 <= level
+    import mpmath
+    with mpmath.workdps(LEVEL_DPS):
+        return bool(exact_loss(y0) <= mpmath.mpf(level))
 
 
 def _crossings(sol, g, crossed, t_old, t, y_old, local, terminal):

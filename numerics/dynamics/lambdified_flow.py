@@ -92,6 +92,7 @@ class LambdifiedFlow:
             self._set("_L", lambda *a: Lo(*O(*a), *a[p:]))
             self._set("_a", lambda *a: ao(*O(*a), *a[p:]))
         self._set("_J", None)
+        self._set("_Lmp", None)
         self._set("names", tuple(str(c) for c in self.coords))
         self._set("param_names", tuple(str(p) for p in self.params))
 
@@ -114,6 +115,22 @@ class LambdifiedFlow:
             d = len(self.coords)
             self._set("_J", lambda *a: np.array(flat(*a), dtype=float).reshape(d, d))
         return self._J
+
+    def loss_mpmath_function(self):
+        r"""The loss ``L(*y, *theta)`` in mpmath (at the working precision), lambdified on first use
+        (imports SymPy then)."""
+        if self._Lmp is None:
+            from ..functions.numeric_function import numeric
+            args = tuple(self.coords) + tuple(self.params)
+            if self.via is None:
+                self._set("_Lmp", numeric(self.loss, args, "mpmath").func)
+            else:
+                osyms, oexprs = self.via
+                O = numeric(tuple(oexprs), args, "mpmath", stable=False, cse=True).func
+                Lo = numeric(self.loss, tuple(osyms) + tuple(self.params), "mpmath").func
+                p = len(self.coords)
+                self._set("_Lmp", lambda *a: Lo(*O(*a), *a[p:]))
+        return self._Lmp
 
     def _pvals(self, values):
         missing = [p for p in self.param_names if p not in values]

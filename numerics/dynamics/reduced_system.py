@@ -75,7 +75,7 @@ from derivations.core.vocabulary import (CIRCUITS, MODEL_PARAMETERS, PAPER_SETTI
 
 from ..functions import lambdified as lam
 from ..validation import check_in_range, check_int, check_loss_level, check_loss_levels, check_point, check_t_span, check_times
-from .bounded_ivp import DEFAULT_MAX_STEPS, HORIZON, IMPLICIT, METHODS, solve_loss_levels
+from .bounded_ivp import DEFAULT_MAX_STEPS, HORIZON, IMPLICIT, METHODS, below_level, solve_loss_levels
 from .paper_closed_forms import PaperClosedForms
 from .trajectory import Trajectory
 
@@ -318,6 +318,12 @@ class ReducedSystem(PaperClosedForms):
             return self._alpha(mu_QK, self.m, self.n)
         return float(self._flow._a(*y, *self.params))
 
+    def _exact_loss(self, y):
+        """The loss at ``y`` in mpmath (generated; another task: lambdified on first use)."""
+        if self._flow is None:
+            return lam.loss_fn("mpmath").func(float(y[0]), float(y[1]), self.m, self.n, self.M)
+        return self._flow.loss_mpmath_function()(*(float(v) for v in y), *self.params)
+
     def _alpha_at(self, y):
         return self.alpha(y[1]) if self._flow is None else self.alpha(*y)
 
@@ -351,24 +357,22 @@ class ReducedSystem(PaperClosedForms):
         Parameters
         ----------
         t_span : (float, float), optional
-            Integration interval (:attr:`mu0` is the state at ``t0``); ``t1``
-            may be ``inf`` only with a ``target_loss``. Default: ``(0, inf)``
-            with a ``target_loss``, else ``(0, t_eval[-1])``.
+            Integration interval (:attr:`mu0` is the state at ``t0``); ``t1`` may be ``inf`` only with a
+            ``target_loss``. Default: ``(0, inf)`` with a ``target_loss``, else ``(0, t_eval[-1])``.
         t_eval : array_like, optional
-            Finite, strictly increasing output times within ``t_span``;
-            default: the solver's steps.
+            Finite, strictly increasing output times within ``t_span``; default: the solver's steps.
         loss_thresholds : sequence of float
-            Loss levels in (0, log M); ``crossings[i]`` records where the loss
-            first falls through ``loss_thresholds[i]``.
+            Loss levels in (0, log M); ``crossings[i]`` records where the loss first falls through
+            ``loss_thresholds[i]``.
         target_loss : float, optional
-            Stop when the loss falls to this level (in (0, log M)).
+            Stop when the loss falls to this level (in (0, log M)). A level near the initial loss
+            (:func:`~numerics.dynamics.bounded_ivp.near_initial`) is located on the loss in mpmath.
         rtol : float
             Relative tolerance (finite, > 0).
         atol : float, optional
-            Default ``1e-2 * rtol * min(1, smallest nonzero |mu(0)|)``: a
-            factorized circuit starts at mu = eps^2/b and its first integral
-            (with ``n log mu_QK``) needs mu_QK to relative accuracy from the
-            start.
+            Default ``1e-2 * rtol * min(1, smallest nonzero |mu(0)|)``: a factorized circuit starts at
+            mu = eps^2/b and its first integral (with ``n log mu_QK``) needs mu_QK to relative accuracy
+            from the start.
         method : str
             A key of :data:`~numerics.dynamics.bounded_ivp.METHODS`. DOP853
             (default) is the fastest and most accurate on this non-stiff flow.
@@ -401,7 +405,7 @@ class ReducedSystem(PaperClosedForms):
         if self._flow is not None:
             out.update(task=self.task, coordinates=self.names)
         loss0 = float(self.loss(*y0))
-        if target_loss is not None and loss0 <= target_loss:
+        if target_loss is not None and below_level(y0, target_loss, loss0, self._exact_loss):
             out["target_state"] = self.state(t0, y0)
             return self._result([t0], y0[None, :], 1,
                                 f"the initial loss {loss0!r} is already <= target_loss "
@@ -449,7 +453,7 @@ class ReducedSystem(PaperClosedForms):
         # the Jacobian only for the implicit methods (another task's is lambdified on first use)
         jacobian = (lambda t, y: self.jacobian(*y)) if jac and opts["method"] in IMPLICIT else None
         run = solve_loss_levels(fun, (t0, t1), y0, log_loss, levels, n_thr, t_eval=t_eval,
-                                jac=jacobian, **opts)
+                                jac=jacobian, exact_loss=self._exact_loss, **opts)
         for k, hit in enumerate(run.hits):
             if hit is not None:
                 rec = self.state(*hit)

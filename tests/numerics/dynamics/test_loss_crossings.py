@@ -125,3 +125,42 @@ def test_a_factorized_start_beyond_the_doubles_names_it(P):
     res = solve_reduced(P, b=1e-8, target_loss=1.0)
     assert res.status == -1 and res.reason == "nonfinite" and res.target_state is None
     assert "\n" not in res.message and "mu_QK=10000; b=1e-08, eps=0.01)" in res.message
+
+
+@pytest.mark.parametrize("d", [1e-9, 1e-12, 1e-15])
+def test_a_target_near_the_initial_loss_is_located_on_the_loss_in_mpmath(d):
+    """A target d below log M (the initial loss): in doubles the loss there is log M to a few ulp, and the
+    state was off by 1.5e-7 (d = 1e-9), 9e-4 (1e-12) and 0.7 (1e-15), with status 1. Against the mpmath
+    orbit: 1e-9. Also a threshold that near, on the way to a lower target."""
+    L = math.log(20) - d
+    mu_OV, mu_QK, _ = caco_reference(L, r=10.0)
+    res = solve_reduced("CACO", eta_QK=10.0, target_loss=L)
+    st = res.target_state
+    assert res.status == 1 and st["mu_OV"] == pytest.approx(mu_OV, rel=1e-9, abs=0)
+    assert st["mu_QK"] == pytest.approx(mu_QK, rel=1e-9, abs=0)
+    [crossing] = solve_reduced("CACO", eta_QK=10.0, loss_thresholds=[L], target_loss=2.5).crossings
+    assert crossing["mu_OV"] == pytest.approx(mu_OV, rel=1e-9, abs=0)
+
+
+def test_a_target_near_the_initial_loss_of_a_task_is_located_on_the_loss_in_mpmath():
+    """The same on the run-time lambdified flow (the paper's task as the engine reduces it), through
+    state_at_loss's reduced flow: 9e-4 off at d = 1e-12 (the mpmath orbit: 1e-9)."""
+    from numerics.dynamics import state_at_loss
+    L = math.log(20) - 1e-12
+    mu_OV, mu_QK, _ = caco_reference(L, r=10.0)
+    st = state_at_loss(L, 10.0, task="paper", method="reduced flow")
+    assert float(st.mu_OV) == pytest.approx(mu_OV, rel=1e-9, abs=0)
+    assert float(st.mu_QK) == pytest.approx(mu_QK, rel=1e-9, abs=0)
+
+
+def test_a_target_a_rounding_below_the_initial_loss_is_not_already_reached():
+    """FAFO at eps = 3e-3 starts 1.1e-7 below log M, at a loss 6e-16 above its value in doubles: that value as
+    the target stopped the run at the start ("already <= target_loss"); it is reached later, where the loss
+    at 40 digits is the target to an ulp."""
+    from numerics.dynamics.reduced_system import ReducedSystem
+    system = ReducedSystem("FAFO", eta_QK=10.0, eps=3e-3)
+    L = float(system.loss(*system.mu0))
+    res = system.integrate(target_loss=L)
+    st = res.target_state
+    assert res.status == 1 and st["t"] > 0, res.message
+    assert stable_loss(st["mu_OV"], st["mu_QK"], 5.0, 50.0, 20) == pytest.approx(L, rel=2.3e-16, abs=0)
