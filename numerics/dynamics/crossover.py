@@ -294,13 +294,18 @@ def _check_task(s, m, n, R):
 
 def _numbers(task, params):
     """``(s, m, n, R, M, b)`` of a task (:func:`~numerics.dynamics.task_shape`, its values checked) or, with no
-    task, the numbers given (defaults :data:`SHAPE_DEFAULTS`); s, m, n, R checked."""
+    task, the numbers given (defaults :data:`SHAPE_DEFAULTS`), each checked: M and b too, where the caller
+    does not use them (a bad number is refused, not ignored)."""
     if task is None:
         unknown = sorted(set(params) - set(SHAPE_DEFAULTS))
         if unknown:
             raise ValueError(f"{unknown[0]!r} is not a number of the shape (s, m, n, R, M, b); "
                              "name a task to give its parameters")
         shape = {**SHAPE_DEFAULTS, **params}
+        M = as_numbers("M", shape["M"], "a finite number > 1")
+        if M.ndim or not (math.isfinite(M) and M > 1):
+            raise ValueError(f"M must be a finite number > 1; got {shown_number(shape['M'])}")
+        check_positive("b", shape["b"])
     else:
         from .query_copies import task_shape
         from .task_systems import task_parameters
@@ -323,7 +328,7 @@ def master_shares(lam, task=None, **params):
         The task's parameter values (defaults: the task's); with no task the numbers ``s, m, n,
         R`` (attended copies of the query's token, 0 for the paper's task; relevant copies;
         irrelevant tokens; relevant types; defaults :data:`SHAPE_DEFAULTS`, ``M`` and ``b``
-        accepted and unused: the shares do not depend on them).
+        checked and unused: the shares do not depend on them).
 
     Returns
     -------

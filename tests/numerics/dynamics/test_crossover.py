@@ -488,10 +488,13 @@ def test_a_boolean_is_not_a_shape_number(name):
 @pytest.mark.parametrize("shape, match", [
     ({"n": 1e308}, r"^n must be a number in \[0, 1e100\]; got 1e\+308"),
     ({"m": 1e-300}, r"^m / \(s \+ m \+ n\), the relevant share at the start, must be at least 1e-12"),
-    ({"n": 1e15}, r"^m / \(s \+ m \+ n\)"), ({"s": float("nan")}, r"^s must be a number in \[0, 1e100\]")])
+    ({"n": 1e15}, r"^m / \(s \+ m \+ n\)"), ({"s": float("nan")}, r"^s must be a number in \[0, 1e100\]"),
+    ({"M": float("nan")}, r"^M must be a finite number > 1; got nan$"), ({"M": 1}, r"^M must be"),
+    ({"b": -1}, r"^b must be a finite number > 0; got -1$")])
 def test_a_shape_the_master_flow_cannot_resolve_is_refused(shape, match):
     """n = 1e308 was an OverflowError, n = 1e15 or m = 1e-300 scipy's event error ("f(a) and f(b) must have
-    different signs"): the master flow starts at the relevant share m / (s + m + n), resolved to 1e-14."""
+    different signs"): the master flow starts at the relevant share m / (s + m + n), resolved to 1e-14. M and b,
+    which the shares do not use, are checked all the same (M = nan and b = -1 were accepted without a word)."""
     with pytest.raises(ValueError, match=match):
         master_shares(1.0, **{"s": 2, "m": 5, "n": 10, "R": 5, **shape})
 
