@@ -188,7 +188,7 @@ def test_tiny_loss_answered_or_refused_with_the_range(capsys, task):
     captured = capsys.readouterr()
     if status == 0:
         state = json.loads(captured.out)["state_at_loss"]
-        assert state["loss"] == pytest.approx(1e-16, rel=1e-9) and 0.5 < state["alpha"] < 1
+        assert state["loss"] == pytest.approx(1e-16, rel=1e-9, abs=0) and 0.5 < state["alpha"] < 1
     else:
         line = captured.err.strip()
         assert status == 2 and len(line.splitlines()) == 1 and "loss must be in [1e-08, " in line, line
@@ -199,7 +199,7 @@ def test_integrated_state_at_the_lowest_supported_loss_is_accurate(capsys):
     """The lower end of the integrated range is answered, and the loss reached is the one asked."""
     assert main(["--task", "query-in-context", "--ratio", "10", "--loss", "1e-6", "--format", "json"]) == 0
     state = json.loads(capsys.readouterr().out)["state_at_loss"]
-    assert state["loss"] == pytest.approx(1e-6, rel=1e-8)
+    assert state["loss"] == pytest.approx(1e-6, rel=1e-8, abs=0)
 
 
 def test_authors_task_takes_only_its_own_parameter(capsys):

@@ -254,7 +254,7 @@ def test_a_task_comparison_limited_by_the_integration_is_measured_again():
                         task_integration={"rtol": 1e-9, "atol": 1e-11})
     [d] = [c for c in checks if c.quantity == "distance"]
     assert d.status == "PASS" and d.value < 1e-10 and d.detail["value_at_default_tolerances"] > d.tolerance
-    assert d.detail["full_flow_tolerances"] == pytest.approx([1e-10, 1e-13], rel=1e-12)
+    assert d.detail["full_flow_tolerances"] == pytest.approx([1e-10, 1e-13], rel=1e-12, abs=0)
 
 
 def test_a_failure_whose_finer_integration_spends_the_budget_is_not_verifiable(monkeypatch):
