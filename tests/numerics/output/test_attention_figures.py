@@ -67,7 +67,7 @@ def test_the_phase_diagram_plots_every_stored_run_of_its_task_by_its_lead(phase_
         x, y = line.get_data()
         want = [r for r in mine if (r["self_attention"] > r["relevant_attention"]) == (lead == "self")]
         lam = [float(lambda_of_ratio(r["ratio"], r["loss"], r["task"]["M"], r["task"]["b"])) for r in want]
-        assert np.allclose(y, lam, rtol=1e-12)
+        assert np.allclose(y, lam, rtol=1e-12, atol=0)
         assert np.allclose(x, [r["task"]["s"] / 10 for r in want], atol=0.016)
     assert len(_sgd_marks(ax)) == len(mine)
 
