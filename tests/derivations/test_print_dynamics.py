@@ -278,7 +278,7 @@ def test_master_lambda_beside_the_shares_in_every_format(fmt, capsys):
         i = next(k for k, line in enumerate(lines) if line.startswith("master_lambda = "))
         assert lines[i - 1].startswith("other_attention = ")
         value = float(lines[i].split(" = ")[1])
-    assert value == pytest.approx(_lambda_by_hand(3.0, 0.2, 10, 40), rel=1e-13)
+    assert value == pytest.approx(_lambda_by_hand(3.0, 0.2, 10, 40), rel=1e-13, abs=0)
 
 
 def test_master_lambda_of_a_task_is_at_the_ratio_given(capsys):
@@ -288,7 +288,7 @@ def test_master_lambda_of_a_task_is_at_the_ratio_given(capsys):
             "--ratio", "2", "--loss", "0.1"]
     assert main(argv) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("master_lambda = "))
-    assert float(line.split(" = ")[1]) == pytest.approx(_lambda_by_hand(2.0, 0.1, 20, 50), rel=1e-13)
+    assert float(line.split(" = ")[1]) == pytest.approx(_lambda_by_hand(2.0, 0.1, 20, 50), rel=1e-13, abs=0)
 
 
 @pytest.mark.parametrize("params, says", [

@@ -42,6 +42,6 @@ def test_descent_crossings_are_the_first_steps_at_or_below_each_level():
     for level, hit in zip((0.8, 0.5), gd.crossings):
         k = int(np.argmax(gd.loss <= level))
         assert gd.loss[k] <= level < gd.loss[k - 1]
-        assert hit["t"] == pytest.approx(k * lr, rel=1e-15) and hit["loss"] == gd.loss[k]
+        assert hit["t"] == pytest.approx(k * lr, rel=1e-15, abs=0) and hit["loss"] == gd.loss[k]
         alone = gradient_descent(model, p0, lr, k).params
         assert all(np.array_equal(hit["params"][key], alone[key]) for key in alone)

@@ -89,7 +89,7 @@ def test_query_copies_inside_the_window(capsys):
     assert recs[0]["crossover_lambda"] == recs[1]["crossover_lambda"]
     for r in recs:
         ell = math.log(3 / math.expm1(r["target_loss"]))
-        assert r["crossover_ratio"] == pytest.approx(r["crossover_lambda"] * 4 * 2 / (3 * ell ** 2), rel=1e-12)
+        assert r["crossover_ratio"] == pytest.approx(r["crossover_lambda"] * 4 * 2 / (3 * ell ** 2), rel=1e-12, abs=0)
 
 
 def test_a_task_file_gives_the_built_in_task_answer(tmp_path, capsys):

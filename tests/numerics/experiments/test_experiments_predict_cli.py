@@ -235,7 +235,7 @@ def test_records_give_master_lambda_beside_the_shares(capsys):
     assert main(["predict", *argv]) == 0
     high, low = json.loads(capsys.readouterr().out)["records"]
     assert high["target_loss"] == 2.0 and high["master_lambda"] is None
-    assert low["master_lambda"] == pytest.approx(2 * 3 * math.log(3 / math.expm1(0.5)) ** 2 / 4, rel=1e-13)
+    assert low["master_lambda"] == pytest.approx(2 * 3 * math.log(3 / math.expm1(0.5)) ** 2 / 4, rel=1e-13, abs=0)
     keys = list(predict.RECORD_FIELDS)
     assert keys[keys.index("other_attention") + 1] == "master_lambda"
 

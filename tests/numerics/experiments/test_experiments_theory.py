@@ -199,7 +199,7 @@ def test_a_seed_is_an_integer_at_least_zero(bad):
 def test_the_expected_count_model_has_the_rates_it_is_given():
     """eta_QK = ratio x lr_ov and eta_OV = lr_ov, for each factor of a circuit (flow time in SGD steps of lr_ov)."""
     model = theory.task_model(AUTHORS, "FAFO", 4.0, lr_ov=0.01)
-    assert model.eta_QK == pytest.approx(0.04, rel=1e-15) and model.eta_OV == 0.01
+    assert model.eta_QK == pytest.approx(0.04, rel=1e-15, abs=0) and model.eta_OV == 0.01
     rates = model.rates()
     assert rates["W_Q"] == rates["W_K"] == model.eta_QK and rates["W_O"] == rates["W_V"] == 0.01
 

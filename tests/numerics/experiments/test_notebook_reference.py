@@ -207,7 +207,7 @@ def test_ramp_multiplier_at_the_first_and_last_steps(ramp):
     first, = sgd.qk_rates(0.01, ramp, 0, T, 1)
     *_, last = sgd.qk_rates(0.01, ramp, T - 100, T, 100)
     assert first == 0.01
-    assert last == pytest.approx(0.01 * (1 + (ramp - 1) * (T - 1) / T), rel=1e-15)
+    assert last == pytest.approx(0.01 * (1 + (ramp - 1) * (T - 1) / T), rel=1e-15, abs=0)
 
 
 @pytest.mark.parametrize("P", ["FAFO", "CACO"])
@@ -243,7 +243,7 @@ def test_measurements_are_the_notebooks(P):
     assert (H > 0).sum() >= 4                                            # a real histogram
     s = measure.summarize_one(e)
     np.testing.assert_allclose(s["heatmap"], 100 * H / 6400, rtol=0, atol=1e-12)
-    assert s["separability_sum"] / s["separability_n"] == pytest.approx(np.mean(sep), rel=1e-12)
+    assert s["separability_sum"] / s["separability_n"] == pytest.approx(np.mean(sep), rel=1e-12, abs=0)
 
 
 @pytest.mark.parametrize("circuit", fixed_attention.OUTPUT_CIRCUITS)

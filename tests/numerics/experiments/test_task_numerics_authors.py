@@ -16,7 +16,7 @@ def test_expected_counts():
     np.testing.assert_allclose(inst.counts.sum(axis=1), 63.0, rtol=1e-14)   # seq_len - 1 positions
     for k in range(4):
         q = 5 + k
-        assert inst.counts[k, q] == pytest.approx(62 / 15.5 + 1, rel=1e-14)  # common + itself
+        assert inst.counts[k, q] == pytest.approx(62 / 15.5 + 1, rel=1e-14, abs=0)  # common + itself
         np.testing.assert_allclose(inst.counts[k, 10 * (k + 1):10 * (k + 2)],
                                    62 * np.arange(1, 11) / 10 / 15.5, rtol=1e-14)
     assert inst.score_scale == 1 / math.sqrt(50) and inst.n_out == 50
@@ -49,7 +49,7 @@ def test_explicit_counts_match_per_position_reference(P):
     p = theory.init_matrices(AUTHORS, model, "uniform", seed=5)
     W_QK, W_OV = model.circuits(p)
     ref = _per_position_loss(W_QK, W_OV, seqs, q, y)
-    assert model.loss(p) == pytest.approx(ref, rel=1e-13)
+    assert model.loss(p) == pytest.approx(ref, rel=1e-13, abs=0)
 
 
 def test_flow_properties():
@@ -108,8 +108,8 @@ def test_engine_authors_task_is_the_same_task(P):
         pe[k] = W
     L1, g1 = ours.loss_and_grad(p)
     L2, g2 = theirs.loss_and_grad(pe)
-    assert L2 == pytest.approx(L1, rel=1e-13)
-    assert theirs.alpha(pe) == pytest.approx(ours.alpha(p), rel=1e-13)
+    assert L2 == pytest.approx(L1, rel=1e-13, abs=0)
+    assert theirs.alpha(pe) == pytest.approx(ours.alpha(p), rel=1e-13, abs=0)
     for k in g1:
         G = g1[k][perm, :] if k in ("W_QK", "W_Q", "W_K", "W_OV", "W_O") else g1[k]
         G = G[:, perm] if k in ("W_QK", "W_OV", "W_V") else G

@@ -37,7 +37,7 @@ def assert_grad_matches(model, params, rel=1e-6):
     assert set(grads) == set(model.keys)
     for k in model.keys:
         assert grads[k].shape == params[k].shape
-    assert L == pytest.approx(model.loss(params), rel=1e-14)
+    assert L == pytest.approx(model.loss(params), rel=1e-14, abs=0)
     g = model.flatten(grads)
     fd = fd_gradient(model, model.flatten(params))
     err = np.linalg.norm(fd - g) / np.linalg.norm(g)
@@ -119,11 +119,11 @@ def test_project_is_least_squares():
     P[np.arange(M), M + np.arange(M)] = b
     B = np.zeros_like(W_OV)
     B[:, M:] = math.sqrt(b) * (np.eye(M) - 1 / M)
-    assert mu_QK == pytest.approx(np.vdot(W_QK, P) / np.vdot(P, P), rel=1e-13)
-    assert mu_OV == pytest.approx(np.vdot(W_OV, B) / np.vdot(B, B), rel=1e-13)
+    assert mu_QK == pytest.approx(np.vdot(W_QK, P) / np.vdot(P, P), rel=1e-13, abs=0)
+    assert mu_OV == pytest.approx(np.vdot(W_OV, B) / np.vdot(B, B), rel=1e-13, abs=0)
     d = max(np.linalg.norm(W_QK - mu_QK * P) / np.linalg.norm(W_QK),
             np.linalg.norm(W_OV - mu_OV * B) / np.linalg.norm(W_OV))
-    assert distance_from_family(model, params) == pytest.approx(d, rel=1e-12)
+    assert distance_from_family(model, params) == pytest.approx(d, rel=1e-12, abs=0)
     # batched evaluation agrees with the loop
     stack = {k: np.stack([params[k], 2 * params[k]]) for k in params}
     bo, bq = project(model, stack)

@@ -83,9 +83,9 @@ def test_loss_and_alpha_weigh_the_kinds(P):
     pi = np.array([1.0, 2.0, 3.0]) / 6
     got = model.summarize(v)
     for value in (model.loss(p), got["loss"]):
-        assert value == pytest.approx(pi @ ce, rel=1e-13)
+        assert value == pytest.approx(pi @ ce, rel=1e-13, abs=0)
     for value in (model.alpha(p), got["alpha"]):
-        assert value == pytest.approx(pi @ al, rel=1e-13)
+        assert value == pytest.approx(pi @ al, rel=1e-13, abs=0)
 
 
 def test_attention_uses_multiplicities():
@@ -95,8 +95,8 @@ def test_attention_uses_multiplicities():
     model = TaskModel(inst, "CACO")
     a = model.attention(model.init_params("zero"))
     np.testing.assert_allclose(a, [[0.75, 0.25], [0.25, 0.75]], rtol=1e-15)
-    assert model.alpha(model.init_params("zero")) == pytest.approx(0.5, rel=1e-15)
-    assert model.loss(model.init_params("zero")) == pytest.approx(math.log(2), rel=1e-15)
+    assert model.alpha(model.init_params("zero")) == pytest.approx(0.5, rel=1e-15, abs=0)
+    assert model.loss(model.init_params("zero")) == pytest.approx(math.log(2), rel=1e-15, abs=0)
 
 
 def test_flow_target_loss_event_and_descent():
@@ -176,9 +176,9 @@ def test_family_projector_distance_is_the_largest_and_deviations_are_shares():
     proj = FamilyProjector({"a": ("A", U1), "b": ("B", U2)}, ["a", "b"])
     theta, dist = proj({"A": np.array([[2.0, 5.0], [0.0, 0.0]]), "B": 3.0 * U2})
     np.testing.assert_allclose(theta, [2.0, 3.0], rtol=1e-15)
-    assert dist == pytest.approx(5 / math.sqrt(29), rel=1e-15)
+    assert dist == pytest.approx(5 / math.sqrt(29), rel=1e-15, abs=0)
     dev = proj.deviations(np.array([[2.0, 3.0], [4.5, 3.0]]), np.array([[2.0, 3.0], [4.0, 3.0]]))
-    assert dev == pytest.approx({"a": 0.125, "b": 0.0}, rel=1e-15)
+    assert dev == pytest.approx({"a": 0.125, "b": 0.0}, rel=1e-15, abs=0)
 
 
 def test_task_basis_of_several_types_per_class():
