@@ -75,7 +75,7 @@ def test_measurements_against_explicit_positions_and_pooled_separability():
              "loss", "correct")
     want = [_by_positions(t, w[i], logits[i], qq, yy, relevant) for i, (t, qq, yy) in enumerate(seqs)]
     for j, name in enumerate(names):
-        np.testing.assert_allclose(got[name].astype(float), [r[j] for r in want], rtol=0, atol=1e-12,
+        np.testing.assert_allclose(got[name].astype(float), [r[j] for r in want], rtol=1e-12, atol=0,
                                    equal_nan=True, err_msg=name)
     assert got["correct"].any() and not got["correct"].all()
     assert math.isnan(got["separability"][1]) and got["self_attention"][2] == 0.0   # query 1 is relevant

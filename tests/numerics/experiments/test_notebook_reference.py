@@ -279,4 +279,4 @@ def test_fig3_is_the_notebook_loop(circuit):
         np.testing.assert_allclose(res["loss_shifted"][i], L[1], rtol=1e-13)
         np.testing.assert_allclose(res["train_loss"][i], np.reshape(trained, (2, 3)).mean(1), rtol=1e-13)
         want = np.zeros(3) if alpha == 1 else (np.array(L[0]) - L[1]) / 0.005
-        np.testing.assert_allclose(res["incentive"][i], want, rtol=1e-9, atol=1e-10)
+        np.testing.assert_allclose(res["incentive"][i], want, rtol=1e-9, atol=0)
