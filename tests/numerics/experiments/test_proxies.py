@@ -19,6 +19,8 @@ def average_precision_score(y_true, y_score):
     return score(y_true, y_score)
 
 
+# absolute: the proxies are of scale 1 (AP, F1 in [0, 1], the AOPCs means of differences of probabilities,
+# whose rounding is of the probabilities' scale, not the differences', some ~1e-6)
 TOL = 1e-12
 
 

@@ -15,6 +15,8 @@ from numerics.experiments.proxies import PROXIES, THEORY_PROXIES
 
 pytest.importorskip("matplotlib")
 
+# absolute: the proxies are of scale 1 (AP, F1 in [0, 1], the AOPCs means of differences of probabilities,
+# whose rounding is of the probabilities' scale, not the differences', some ~1e-6)
 TOL = 1e-12
 TINY = ["--seeds", "2", "--steps-per-epoch", "50", "--eval-batches", "2", "--workers", "1", "--quiet"]
 AUTHORS_SWEEP = ["sweep", "--parameterizations", "CACO,FACO", "--ratios", "1,4", "--target-loss", "3.85,3.75",
