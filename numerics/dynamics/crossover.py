@@ -294,8 +294,7 @@ def _check_task(s, m, n, R):
 
 def _numbers(task, params):
     """``(s, m, n, R, M, b)`` of a task (:func:`~numerics.dynamics.task_shape`, its values checked) or, with no
-    task, the numbers given (defaults :data:`SHAPE_DEFAULTS`), each checked: M and b too, where the caller
-    does not use them (a bad number is refused, not ignored)."""
+    task, the numbers given (defaults :data:`SHAPE_DEFAULTS`), each checked, M and b also where unused."""
     if task is None:
         unknown = sorted(set(params) - set(SHAPE_DEFAULTS))
         if unknown:
