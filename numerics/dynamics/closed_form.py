@@ -51,7 +51,7 @@ from ..validation import as_numbers, check_in_range
 from .state_result import StateAtLoss
 
 __all__ = ["state_at_loss", "state_at_loss_mpmath", "time_to_loss",
-           "check_supported", "margin_cancels", "SUPPORTED_RANGE"]
+           "check_supported", "margin_cancels", "margin", "SUPPORTED_RANGE"]
 
 _EPS = np.finfo(float).eps
 #: Estimated relative error of the double-precision margin above which the
@@ -91,6 +91,37 @@ _VERIFIED_ON = "for the closed-form state (the range it is verified on)"
 MIN_RTOL = 1e-13
 #: Most significant digits of :func:`state_at_loss_mpmath` (its cost grows with them).
 MAX_DPS = 10_000
+
+
+def margin(L, M):
+    r"""The margin :math:`s(L) = \log(M-1) - \log(\operatorname{expm1}(L))` (the generated
+    ``sharpness.margin``): in doubles, and at 30 digits in mpmath, rounded, where the doubles cancel
+    (:func:`margin_cancels`: ``L`` near :math:`\log M`).
+
+    Parameters
+    ----------
+    L, M : array_like
+        Losses in :math:`(0, \log M)` and numbers of classes (> 1), broadcast together; not checked here.
+
+    Returns
+    -------
+    ndarray or numpy.float64
+        Shaped as ``L`` and ``M`` broadcast (a scalar for scalars).
+
+    >>> float(margin(1.0, 20.0)) == math.log(19.0) - math.log(math.expm1(1.0))
+    True
+    """
+    s = lam.margin_at_loss_fn("numpy").func(L, M)
+    cancels = margin_cancels(s)
+    if np.any(cancels):
+        import mpmath
+        s, L, M = (np.array(v, dtype=float) for v in np.broadcast_arrays(s, L, M))
+        with mpmath.workdps(30):
+            for i in np.ndindex(s.shape):
+                if cancels[i]:
+                    s[i] = float(lam.margin_at_loss_fn("mpmath").func(mpmath.mpf(L[i]), mpmath.mpf(M[i])))
+        s = s[()]
+    return s
 
 
 def check_supported(m, n, b, M):

@@ -63,9 +63,8 @@ SHAPE_DEFAULTS = {"s": 1.0, "m": 5.0, "n": 50.0, "R": 1.0, "M": 20.0, "b": 50.0}
 
 
 def margin_at_loss(loss, M):
-    r""":math:`\ell(L) = \log((M - 1)/(e^L - 1))`, the margin where the loss is ``loss``: in doubles, and at 30
-    digits in mpmath where the doubles cancel (``loss`` near :math:`\log M`:
-    :func:`~numerics.dynamics.closed_form.margin_cancels`).
+    r""":math:`\ell(L) = \log((M - 1)/(e^L - 1))`, the margin where the loss is ``loss``, checked
+    (:func:`numerics.dynamics.closed_form.margin`: at 30 digits where the doubles cancel, near :math:`\log M`).
 
     Parameters
     ----------
@@ -88,18 +87,8 @@ def margin_at_loss(loss, M):
         raise ValueError(f"M must be finite and > 1; got {M}")
     if np.any(~(loss > 0)) or np.any(~(loss < np.log(M))):
         raise ValueError(f"loss must be in (0, log M); got {loss}")
-    margin = np.log(M - 1) - np.log(np.expm1(loss))
-    from .closed_form import margin_cancels
-    cancels = margin_cancels(margin)
-    if np.any(cancels):         # loss near log M: the closed form's rule, the margin at 30 digits there
-        import mpmath
-        margin, loss, M = (np.array(v, dtype=float) for v in np.broadcast_arrays(margin, loss, M))
-        with mpmath.workdps(30):
-            for i in np.ndindex(margin.shape):
-                if cancels[i]:
-                    margin[i] = float(mpmath.log(M[i] - 1) - mpmath.log(mpmath.expm1(mpmath.mpf(loss[i]))))
-        margin = margin[()]
-    return margin
+    from .closed_form import margin
+    return margin(loss, M)
 
 
 def lambda_of_ratio(ratio, loss, M, b):

@@ -25,7 +25,7 @@ from derivations.core.vocabulary import qk_factorized
 
 from ..functions import lambdified as lam
 from ..validation import check_loss_level
-from .closed_form import margin_cancels
+from .closed_form import margin
 from .state_result import StateAtLoss
 
 __all__ = ["PaperClosedForms"]
@@ -33,20 +33,6 @@ __all__ = ["PaperClosedForms"]
 _EPS = np.finfo(float).eps
 #: Estimated relative error of the explicit orbit's root in doubles above which it is solved in mpmath.
 ROOT_RTOL = 1e-13
-
-
-def _margin(L, M):
-    """The margin s(L) = log(M-1) - log(expm1(L)) in doubles, and at 30 digits in mpmath (rounded) where the
-    doubles cancel (:func:`numerics.dynamics.closed_form.margin_cancels`, as
-    :func:`numerics.dynamics.closed_form.state_at_loss` decides it: s small, L near log M)."""
-    s = np.array(lam.margin_at_loss_fn().func(L, M), dtype=float)
-    cancels = margin_cancels(s)
-    for i in np.ndindex(s.shape):
-        if cancels[i]:
-            import mpmath
-            with mpmath.workdps(30):
-                s[i] = float(lam.margin_at_loss_fn("mpmath").func(mpmath.mpf(float(L[i])), mpmath.mpf(M)))
-    return s
 
 
 def _illinois(g, a, b, rtol):
@@ -307,7 +293,7 @@ class PaperClosedForms:
         if P == "CACO" and x0 == 0.0 and u0 == 0.0:
             from . import closed_form   # looked up on call (tests replace it)
             return closed_form.state_at_loss(L, self.ratio, m=self.m, n=self.n, b=self.b, M=self.M)
-        s = _margin(L, self.M)
+        s = np.array(margin(L, self.M), dtype=float)
         s0 = float(self.alpha(u0)) * x0
         if np.any(s <= s0):
             raise ValueError(f"loss must be below the initial loss {float(self.loss(x0, u0))!r}")
