@@ -20,8 +20,8 @@ output directory. Opening one checks everything before any work and refuses, wit
 * **Files.** Entering the directory (``with``) begins the work: :meth:`ExperimentDirectory.begin`
   records the process id in the lock file and removes the temporary files of its killed writes (not a
   user's ``.*.tmp``); files are written atomically; the stored runs are a
-  :class:`~numerics.experiments.store.ResultStore` in ``runs/``, every one read when the directory is
-  opened (one changed after it was written is refused).
+  :class:`~numerics.experiments.store.ResultStore` in ``runs/``, every one read when the directory is opened
+  (one changed after it was written, or larger than :meth:`ExperimentDirectory.run_bytes`, is refused).
 """
 from __future__ import annotations
 
@@ -37,9 +37,9 @@ from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from .entries import entry_kind, same_file
 from .fixed_attention import OUTPUT_CIRCUITS
-from .settings import (OPTIONAL, check_run_settings, check_sweep_settings, different_setting, report_settings,
-                       shown, shown_option)
-from .store import digest, probe_store_directory
+from .settings import (check_run_settings, check_sweep_settings, different_setting, report_settings, shown,
+                       shown_option, unmatched_setting)
+from .store import MAX_BYTES, EditedRecord, ResultStore, digest, job_key, probe_store_directory
 
 __all__ = ["ExperimentDirectory", "DirectoryRefused", "KINDS", "LOCK_FILE", "SETTINGS_FILE", "SETTINGS_FILES",
            "SETTINGS_FORMAT", "SETTINGS_MAX_BYTES", "RUNS", "REPORT_FIGURES"]
@@ -98,6 +98,10 @@ class ExperimentDirectory:
     lock : bool, optional
         Hold the lock (default); ``False`` only reads (``reproduce --collect``,
         which may run while the work goes on).
+    run_bytes : callable, optional
+        ``run_bytes() -> int``: the most bytes a stored run read without a sweep's settings takes, a
+        reproduction's (:func:`numerics.experiments.reproduce.run_bytes`; the commands give it); without it,
+        :data:`~numerics.experiments.store.MAX_BYTES` (:meth:`run_bytes`).
 
     Raises
     ------
@@ -116,11 +120,11 @@ class ExperimentDirectory:
     (None, None, False)
     """
 
-    def __init__(self, path, kind: str, *, lock: bool = True):
+    def __init__(self, path, kind: str, *, lock: bool = True, run_bytes=None):
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}; got {kind!r}")
-        self.path, self.kind = Path(path), kind
-        self._fd, self._created = None, False
+        self.path, self.kind, self._unsettled_bytes = Path(path), kind, run_bytes or (lambda: MAX_BYTES)
+        self._fd, self._created, self._run_bytes = None, False, None
         if lock:
             self._lock()
         try:
@@ -179,12 +183,10 @@ class ExperimentDirectory:
         if self.kind in _STORING and runs not in (None, "a directory", "a link to a directory"):
             raise self._refuse(f"has a {RUNS} that is {runs}, not the folder of "
                                f"stored runs; move it away or choose another directory")
+        self._refuse_other_kind(self._marked_kind())      # by its files, before a run is read
         if self.kind in _STORING:
             list(self.stored_jobs())      # every file read: one changed after it was written is refused
-        held = self.held_kind()
-        if held is not None and held != self.kind:
-            marker = next((m for m in KINDS[held] if os.path.lexists(self.path / m)), f"{RUNS}/")
-            raise self._refuse(f"holds {_NAMED[held]} ({marker}), not {_NAMED[self.kind]}; choose another directory")
+        self._refuse_other_kind(self.held_kind())
         written = KINDS[self.kind] + (_figures(*REPORT_FIGURES) if self.kind == "reproduction" else ())
         in_the_way = next((m for m in written if entry_kind(self.path / m) == "a directory"), None)
         if self._fd is not None and in_the_way is not None:
@@ -196,13 +198,30 @@ class ExperimentDirectory:
             except ValueError as exc:
                 raise DirectoryRefused(str(exc)) from None
 
+    def _refuse_other_kind(self, held) -> None:
+        if held is not None and held != self.kind:
+            marker = next((m for m in KINDS[held] if os.path.lexists(self.path / m)), f"{RUNS}/")
+            raise self._refuse(f"holds {_NAMED[held]} ({marker}), not {_NAMED[self.kind]}; choose another directory")
+
+    def _marked_kind(self):
+        """The kind of experiment the directory holds by its files (:data:`KINDS`), or None."""
+        return next((kind for kind, marks in KINDS.items() if any(os.path.lexists(self.path / m) for m in marks)), None)
+
     def held_kind(self):
         """The kind of experiment the directory holds by its files (:data:`KINDS`), else by its first stored
         run, or None."""
-        for kind, markers in KINDS.items():
-            if any(os.path.lexists(self.path / m) for m in markers):
-                return kind
-        return next((_KIND_OF_JOB.get(job.get("experiment")) for job in self.stored_jobs()), None)
+        return self._marked_kind() or next((_KIND_OF_JOB.get(j.get("experiment")) for j in self.stored_jobs()), None)
+
+    def run_bytes(self) -> int:
+        """The most bytes a stored run of the directory takes: a sweep's by its settings, read (and checked)
+        first (:func:`numerics.experiments.sweep.run_bytes`), else the ``run_bytes`` given (a reproduction's,
+        the only runs stored without such settings)."""
+        if self._run_bytes is None and self.kind == "sweep" and os.path.lexists(self.path / SETTINGS_FILE):
+            from .sweep import run_bytes
+            self._run_bytes = run_bytes(self.settings())
+        elif self._run_bytes is None:
+            self._run_bytes = self._unsettled_bytes()
+        return self._run_bytes
 
     def stored_jobs(self):
         """The jobs of the intact files in ``runs/``, read only, one file at a time (an iterator).
@@ -210,19 +229,18 @@ class ExperimentDirectory:
         Raises
         ------
         DirectoryRefused
-            A file there was changed after it was written (:class:`~numerics.experiments.store.EditedRecord`).
+            A file there was changed after it was written or is larger than :meth:`run_bytes`, or damaged settings.
         """
-        from .store import EditedRecord, ResultStore
-
+        if not self.has_runs():
+            return
         try:
-            yield from (job for job, _ in ResultStore(self.path / RUNS, read_only=True).items())
+            yield from (job for job, _ in self.store(read_only=True).items())
         except EditedRecord as exc:
             raise self._refuse(f"holds a stored run: {exc}") from None
 
     def has_runs(self) -> bool:
         """Whether ``runs/`` holds a file (intact or not)."""
-        runs = self.path / RUNS
-        return runs.is_dir() and any(runs.glob("*.json"))
+        return (self.path / RUNS).is_dir() and any((self.path / RUNS).glob("*.json"))
 
     def read_json(self, name: str, limit: int = None):
         """The JSON of a settings file (:data:`SETTINGS_FILES`) in the directory, not following a link.
@@ -347,29 +365,17 @@ class ExperimentDirectory:
             then = ": continue it with its settings or choose another directory"
         elif self.kind == "reproduction" and stored is not None:   # no dtype before a Figure-2 run finished
             given = {k: v for k, v in given.items() if k in stored}
-        else:
-            self._refuse_other_shape(stored, given)
+        elif stored is not None and (key := unmatched_setting(stored, given)) is not None:
+            raise self._refuse(f"has a damaged {SETTINGS_FILES[self.kind]} (its settings have "
+                               f"{('an unknown setting', 'no')[key in given]} {shown(key)}); choose another directory")
         key = None if stored is None else different_setting(stored, given)
         if key is not None:
             raise self._refuse(f"holds {what} ({shown_option(key, stored.get(key))}, not "
                                f"{shown_option(key, given.get(key))}){then}")
 
-    def _refuse_other_shape(self, stored, given: dict) -> None:
-        """Refuse stored settings without a setting ``given`` has, or with one it has not (a damaged
-        settings file; settings recorded only when given may be absent from either)."""
-        if stored is None:
-            return
-        key = next((k for k in (*given, *stored) if (k in given) != (k in stored) and k not in OPTIONAL), None)
-        if key is not None:
-            missing = "no" if key in given else "an unknown setting"
-            raise self._refuse(f"has a damaged {SETTINGS_FILES[self.kind]} (its settings have {missing} "
-                               f"{shown(key)}); choose another directory")
-
     def _settings_of_runs(self, given: dict, runs_of: dict):
         """The settings of a stored run that only other settings than ``given`` run (``runs_of``:
         :meth:`refuse_other_settings`), or None (a run of no known settings is not read)."""
-        from .store import job_key
-
         for job in self.stored_jobs():
             found = runs_of.get(job_key(job), [])
             if found and given not in found:
@@ -398,6 +404,7 @@ class ExperimentDirectory:
             atomic_write_text(self.path / SETTINGS_FILE, text, fsync=True)
         except OSError as exc:
             raise self._refuse(f"cannot record the settings in {SETTINGS_FILE}: {exc.strerror or exc}") from None
+        self._run_bytes = None           # (its runs' bound: of these settings)
 
     def begin(self) -> None:
         """Start the work: record this process in the lock file, remove killed writes' temporary files."""
@@ -433,31 +440,29 @@ class ExperimentDirectory:
         finally:
             os.close(fd)
 
-    def store(self, validate=None):
-        """The stored runs: the store in ``runs/`` (created if missing).
+    def store(self, validate=None, read_only: bool = False):
+        """The stored runs: the store in ``runs/`` (created if missing, unless ``read_only``), a file larger
+        than :meth:`run_bytes` refused unread.
 
         Parameters
         ----------
         validate : callable, optional
             ``validate(job, result) -> bool`` (:class:`~numerics.experiments.store.ResultStore`).
+        read_only : bool, optional
 
         Returns
         -------
         ResultStore
         """
-        from .store import ResultStore
-
-        return ResultStore(self.path / RUNS, validate=validate)
+        return ResultStore(self.path / RUNS, validate=validate, read_only=read_only, max_bytes=self.run_bytes())
 
     def write_text(self, name: str, text: str) -> Path:
         """Write a file of the directory atomically.
 
         Parameters
         ----------
-        name : str
-            The file's name in the directory.
-        text : str
-            Its text.
+        name, text : str
+            The file's name in the directory, and its text.
 
         Returns
         -------
@@ -473,8 +478,7 @@ class ExperimentDirectory:
         Parameters
         ----------
         refused : bool, optional
-            The directory was refused before any work: a lock file this object
-            created is removed again (nothing in the directory changed).
+            Refused before any work: a lock file this object created is removed (nothing in it changed).
         """
         if self._fd is None:
             return

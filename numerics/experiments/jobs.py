@@ -128,18 +128,24 @@ OUTPUT_BASE_BYTES = 2 << 20
 _NUMBER_BYTES = 64
 #: Numbers of a Figure-2 run beside its loss log (a 5 x 5 heatmap, its measurements), with a margin.
 _FIG2_RUN_NUMBERS = 64
+#: Lines of :data:`_NUMBER_BYTES` a sweep row takes in a run file: one per column (its key, at most 30
+#: characters quoted, and its value, a number or a short name, on one line) and its braces.
+_SWEEP_ROW_NUMBERS = len(SWEEP_ROW_KEYS) + 2
 
 
 def output_bytes(job: dict) -> int:
-    """The most bytes the results of a Figure-2 or Figure-3 job take in an output file (``fig2.json``,
-    ``fig3.json``, a reproduction's ``report.json``), beside :data:`OUTPUT_BASE_BYTES`: a Figure-2 job's
-    runs one loss per epoch (:func:`job_epochs`) and their measurements each, a Figure-3 job's alphas four
-    curves of one value per epoch and one more.
+    """The most bytes the results of a job take in an output file (``fig2.json``, ``fig3.json``, a
+    reproduction's ``report.json``) or in its run file (``runs/<key>.json``), beside
+    :data:`OUTPUT_BASE_BYTES`: a Figure-2 job's runs one loss per epoch (:func:`job_epochs`) and their
+    measurements each, a Figure-3 job's alphas four curves of one value per epoch and one more, a sweep
+    job's runs (:func:`sweep_runs`) a row per target (:func:`sweep_targets`), and its ratios, seeds and
+    targets.
 
     Parameters
     ----------
     job : dict
-        ``{"experiment": "fig2", "config", "seeds"}`` or ``{"experiment": "fig3", "config"}``.
+        ``{"experiment": "fig2", "config", "seeds"}``, ``{"experiment": "fig3", "config"}`` or
+        ``{"experiment": "sweep", "seeds", "ratios"}`` (its ``target_losses`` or one target).
 
     Returns
     -------
@@ -149,7 +155,13 @@ def output_bytes(job: dict) -> int:
     ------
     ValueError
         Not such a job.
+
+    >>> output_bytes({"experiment": "sweep", "seeds": [1234, 1235], "ratios": [1.0], "target_losses": [3.5, 3.0]})
+    5696
     """
+    if job.get("experiment") == "sweep":
+        ratios, seeds, targets = len(job["ratios"]), len(job["seeds"]), len(job.get("target_losses") or [None])
+        return (seeds * ratios * targets * _SWEEP_ROW_NUMBERS + seeds + ratios + targets) * _NUMBER_BYTES
     epochs = job_epochs(job)
     if job.get("experiment") == "fig3":
         return len(job["config"]["alphas"]) * (4 * (epochs + 1) + 8) * _NUMBER_BYTES

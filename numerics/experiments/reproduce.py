@@ -41,7 +41,7 @@ from . import fixed_attention, plots, sgd
 from .directory import REPORT_FIGURES
 
 __all__ = ["PUBLISHED_RUNS", "published_jobs", "settings_of_jobs", "reproduce", "collect", "format_report",
-           "make_figures", "report_bytes"]
+           "make_figures", "report_bytes", "run_bytes"]
 
 _SEEDS5 = [1234, 1235, 1236, 1237, 1238]
 
@@ -177,7 +177,7 @@ def reproduce(output, *, workers=None, scheduler=None, progress=True, quick=Fals
     t0 = time.perf_counter()
     if not isinstance(output, ExperimentDirectory):
         Path(output).mkdir(parents=True, exist_ok=True)
-        with ExperimentDirectory(output, "reproduction") as directory:
+        with ExperimentDirectory(output, "reproduction", run_bytes=run_bytes) as directory:
             return reproduce(directory, workers=workers, scheduler=scheduler, progress=progress, quick=quick,
                              shortest_first=shortest_first, dtype=dtype, connect_timeout=connect_timeout)
     named = published_jobs(quick, shortest_first=shortest_first, dtype=dtype)
@@ -217,12 +217,11 @@ def collect(output, *, quick=False, dtype="float64") -> dict:
     numerics.experiments.directory.DirectoryRefused
         ``output`` holds another kind of experiment.
     """
-    from .directory import RUNS, ExperimentDirectory
-    from .store import ResultStore
+    from .directory import ExperimentDirectory
 
     if not isinstance(output, ExperimentDirectory):
-        output = ExperimentDirectory(output, "reproduction", lock=False)
-    store = ResultStore(output.path / RUNS, validate=jobs_mod.valid_result, read_only=True)
+        output = ExperimentDirectory(output, "reproduction", lock=False, run_bytes=run_bytes)
+    store = output.store(validate=jobs_mod.valid_result, read_only=True)
     named = published_jobs(quick, dtype=dtype)
     with output.writing():
         results = [store.get(json.loads(json.dumps(job))) for _, job in named]
@@ -238,6 +237,18 @@ def report_bytes() -> int:
     int
     """
     return jobs_mod.OUTPUT_BASE_BYTES + sum(jobs_mod.output_bytes(job) for _, job in published_jobs())
+
+
+def run_bytes() -> int:
+    """The most bytes a run file (``runs/<key>.json``) of a reproduction takes: that of its largest
+    published run, of every ``quick`` and ``dtype`` (:func:`~numerics.experiments.jobs.output_bytes`).
+
+    Returns
+    -------
+    int
+    """
+    return jobs_mod.OUTPUT_BASE_BYTES + max(jobs_mod.output_bytes(job) for quick in (False, True)
+                                            for dtype in sgd.DTYPES for _, job in published_jobs(quick, dtype=dtype))
 
 
 def _timed(output, results) -> float | None:

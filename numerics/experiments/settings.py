@@ -18,7 +18,8 @@ import math
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
 __all__ = ["EXTENDABLE", "OPTIONAL", "check_sweep_settings", "check_run_settings", "report_settings",
-           "settings_difference", "continued_settings", "different_setting", "shown", "shown_option"]
+           "unmatched_setting", "settings_difference", "continued_settings", "different_setting", "shown",
+           "shown_option"]
 
 #: Settings that ``--extend`` may change (others must equal the stored ones).
 EXTENDABLE = ("parameterizations", "ratios", "seeds")
@@ -286,6 +287,26 @@ def _same(key, stored: dict, given: dict) -> bool:
         return (stored.get("task") == given.get("task")
                 and _task_values(given.get("task"), stored.get(key)) == _task_values(given.get("task"), given.get(key)))
     return stored.get(key) == given.get(key)
+
+
+def unmatched_setting(stored: dict, given: dict):
+    """The first setting that one of ``stored`` and ``given`` has and the other has not (those recorded
+    only when given, :data:`OPTIONAL`, aside), or None: stored settings without it are damaged.
+
+    Parameters
+    ----------
+    stored, given : dict
+        Two settings (JSON values).
+
+    Returns
+    -------
+    str or None
+        The setting's name.
+
+    >>> unmatched_setting({"lr_qk": 0.01, "task": "paper"}, {"lr_qk": 0.01, "seeds": [1]})
+    'seeds'
+    """
+    return next((k for k in (*given, *stored) if (k in given) != (k in stored) and k not in OPTIONAL), None)
 
 
 def shown_option(key: str, value) -> str:

@@ -11,7 +11,9 @@ store's ``validate`` rejects) counts as missing: the job is recomputed and the
 file replaced. A well-formed file of this job whose job and result do not
 match its digest was changed after it was written (edited, or bit-flipped):
 it is refused, never read nor replaced (:class:`EditedRecord`, naming the
-file). Data only (JSON, never pickle), read without blocking.
+file); so is, unread, a file larger than the store's ``max_bytes`` where it is
+given, the most a result of its jobs takes (:class:`OversizedRecord`). Data
+only (JSON, never pickle), read without blocking.
 """
 from __future__ import annotations
 
@@ -19,13 +21,14 @@ import hashlib
 import json
 import os
 import socket
+import stat
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from derivations.core.atomic_file import atomic_write_text, read_bounded, temporary_name_length
 
-__all__ = ["STORE_FORMAT", "MAX_BYTES", "ResultStore", "EditedRecord", "job_key", "digest", "probe_store_directory",
-           "shown_path"]
+__all__ = ["STORE_FORMAT", "MAX_BYTES", "ResultStore", "EditedRecord", "OversizedRecord", "job_key", "digest",
+           "probe_store_directory", "shown_path"]
 
 #: Tag written into every stored file; a file without it (one of an earlier layout, without a digest,
 #: included) is not read: it counts as missing, and its job is recomputed.
@@ -94,6 +97,11 @@ def shown_path(path) -> str:
 
 class EditedRecord(ValueError):
     """A stored file of a job whose job and result do not match its digest: changed after it was written."""
+
+
+class OversizedRecord(EditedRecord):
+    """A stored file larger than a result of its store's jobs takes (``max_bytes``): not written by the
+    store as it is (forged, or grown), refused unread, as an edited one is."""
 
 
 def job_key(job: dict) -> str:
@@ -221,13 +229,18 @@ class ResultStore:
     read_only : bool, optional
         Only read: the directory is neither created nor cleaned of temporary
         files (a missing one holds nothing), and :meth:`put` is refused.
+    max_bytes : int, optional
+        The most bytes a file of a job of this store takes: a larger one is refused before a byte of
+        it is read (:class:`OversizedRecord`). Without it, a file larger than :data:`MAX_BYTES`
+        counts as damaged.
 
     Raises
     ------
     ValueError
         If ``directory`` (or one of its parents) exists and is not a directory.
     EditedRecord
-        From :meth:`get`, :meth:`items` (``in``, ``len``): a file changed after it was written.
+        From :meth:`get`, :meth:`items` (``in``, ``len``), :meth:`put`: a file changed after it was
+        written, or (:class:`OversizedRecord`) larger than ``max_bytes``.
 
     Examples
     --------
@@ -243,8 +256,8 @@ class ResultStore:
     """
 
     def __init__(self, directory, validate: Callable[[dict, dict], bool] | None = None, *,
-                 read_only: bool = False):
-        self.validate, self.read_only = validate, read_only
+                 read_only: bool = False, max_bytes: int | None = None):
+        self.validate, self.read_only, self.max_bytes = validate, read_only, max_bytes
         path = Path(directory)
         if read_only:
             self.directory = path
@@ -294,8 +307,11 @@ class ResultStore:
         return self.directory / f"{job_key(job)}.json"
 
     def _read(self, path: Path, key: str | None = None):
+        if self.max_bytes is not None:
+            self._refuse_larger(path)
         try:
-            record = json.loads(read_bounded(path, MAX_BYTES).decode("utf-8"))
+            record = json.loads(read_bounded(path, MAX_BYTES if self.max_bytes is None else self.max_bytes
+                                             ).decode("utf-8"))
         except (OSError, ValueError, UnicodeDecodeError, RecursionError):
             return None
         if (not isinstance(record, dict) or record.get("format") != STORE_FORMAT
@@ -318,6 +334,16 @@ class ResultStore:
         if self.validate is not None and not self.validate(record["job"], record["result"]):
             return None
         return record
+
+    def _refuse_larger(self, path: Path) -> None:
+        """Raise :class:`OversizedRecord` for a regular file at ``path`` larger than ``max_bytes``."""
+        try:
+            info = os.stat(path)
+        except OSError:
+            return
+        if stat.S_ISREG(info.st_mode) and info.st_size > self.max_bytes:
+            raise OversizedRecord(f"{shown_path(path)} is {info.st_size} bytes, more than a result stored there "
+                                  f"takes ({self.max_bytes} bytes); it is neither read nor replaced: move it away")
 
     def get(self, job: dict, default=None):
         """The stored result of ``job``, or ``default`` if it is missing or damaged.

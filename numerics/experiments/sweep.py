@@ -64,11 +64,11 @@ from derivations.core.vocabulary import SHARES, check_positive
 
 from ..validation import check_int
 from . import precision, sgd
-from .jobs import SWEEP_ROW_KEYS
+from .jobs import OUTPUT_BASE_BYTES, SWEEP_ROW_KEYS, output_bytes
 from .proxies import PROXIES
 from .stopping import MAX_SGD_STEPS, target_losses
 
-__all__ = ["FIRST_SEED", "SEEDS_PER_JOB", "MIN_JOBS", "seeds_per_job", "job_seed_blocks", "sweep_jobs",
+__all__ = ["FIRST_SEED", "SEEDS_PER_JOB", "MIN_JOBS", "seeds_per_job", "job_seed_blocks", "sweep_jobs", "run_bytes",
            "rows_from_results", "summarize", "spearman", "write_csv", "number_or_none"]
 
 #: Seeds of a sweep are FIRST_SEED, FIRST_SEED + 1, ... (the notebooks' 1234, 1235, ...).
@@ -194,6 +194,30 @@ def job_seed_blocks(n_parameterizations: int, n_seeds: int) -> list:
     seeds = list(range(FIRST_SEED, FIRST_SEED + n_seeds))
     size = seeds_per_job(n_parameterizations, n_seeds)
     return [seeds[i:i + size] for i in range(0, n_seeds, size)]
+
+
+def run_bytes(settings: dict) -> int:
+    """The most bytes a run file (``runs/<key>.json``) of a sweep of ``settings`` takes: that of a job of
+    :data:`SEEDS_PER_JOB` seeds (or all, if fewer; a job's block is never larger, before an ``--extend``
+    either), every ratio and every target (:func:`~numerics.experiments.jobs.output_bytes`, beside
+    :data:`~numerics.experiments.jobs.OUTPUT_BASE_BYTES`). A larger file is not a run of these settings.
+
+    Parameters
+    ----------
+    settings : dict
+        A sweep's stored settings, checked (:func:`~numerics.experiments.settings.check_sweep_settings`).
+
+    Returns
+    -------
+    int
+
+    >>> run_bytes({"ratios": [0.5, 1.0, 2.0], "seeds": 4, "target_loss": 3.5}) - OUTPUT_BASE_BYTES
+    12544
+    """
+    seeds = [None] * min(SEEDS_PER_JOB, settings["seeds"])
+    job = {"experiment": "sweep", "ratios": settings["ratios"], "seeds": seeds,
+           "target_losses": target_losses(settings["target_loss"])}
+    return OUTPUT_BASE_BYTES + output_bytes(job)
 
 
 def _check_seed_blocks(n_seeds, sizes) -> None:

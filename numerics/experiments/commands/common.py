@@ -284,7 +284,10 @@ def open_directory(args, kind: str, check=None):
     """
     from ..directory import ExperimentDirectory
 
-    directory = ExperimentDirectory(output_dir(args), kind)
+    def reproduction_bytes():      # (imported only where a stored run is read without a sweep's settings)
+        from ..reproduce import run_bytes
+        return run_bytes()
+    directory = ExperimentDirectory(output_dir(args), kind, run_bytes=reproduction_bytes)
     try:
         checked = None if check is None else check(directory)
     except BaseException:

@@ -63,7 +63,7 @@ def prepare(args):
     if args.collect:    # reads the runs finished so far, also while a reproduction still runs: no lock
         if not (args.output and (Path(args.output) / "runs").is_dir()):
             raise UsageError(f"--collect: no runs in {str(Path(args.output or '') / 'runs')!r}")
-        directory = ExperimentDirectory(args.output, "reproduction", lock=False)
+        directory = ExperimentDirectory(args.output, "reproduction", lock=False, run_bytes=rep.run_bytes)
         directory.refuse_other_settings(settings, rep.settings_of_jobs(), rep.report_bytes())
         return (lambda: rep.collect(directory, quick=args.quick, dtype=args.dtype)), rep.format_report
     directory, _ = common.open_directory(args, "reproduction",

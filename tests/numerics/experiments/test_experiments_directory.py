@@ -914,3 +914,101 @@ def test_a_report_larger_than_the_full_reproductions_is_not_read(tmp_path, capsy
     refused(["reproduce", "--quick", "--output", str(out)], out, capsys,
             f"has a report.json that cannot be read (larger than {limit} bytes)")
     assert reproduce._timed(ExperimentDirectory(out, "reproduction", lock=False), [{}]) is None
+
+
+def _oversized(path, size):
+    """``path`` made a (sparse) file of ``size`` bytes."""
+    with open(path, "r+b") as f:
+        f.truncate(size)
+
+
+def test_a_sweep_run_file_larger_than_a_run_of_its_settings_is_refused_unread(finished, tmp_path, capsys,
+                                                                             monkeypatch):
+    """A stored run is read up to what a run of the sweep's settings takes (sweep.run_bytes, from the
+    settings file, read first), not 1 GiB: one byte more is refused in one line naming the file, its size
+    and the limit, before a byte of it is read, and it is neither recomputed nor replaced."""
+    from numerics.experiments import store as store_mod
+    from numerics.experiments import sweep
+
+    out = copy(finished, tmp_path)
+    [path] = (out / "runs").glob("*.json")
+    limit = sweep.run_bytes(ExperimentDirectory(out, "sweep", lock=False).settings())
+    assert path.stat().st_size < limit < (8 << 20)
+    _oversized(path, limit + 1)
+    read = store_mod.read_bounded
+
+    def bounded(file, n, **k):
+        assert n <= limit, "a run file was read up to more than a run of the settings takes"
+        return read(file, n, **k)
+    monkeypatch.setattr(store_mod, "read_bounded", bounded)
+    refused([*TINY_SWEEP, "--output", str(out), "--resume"], out, capsys,
+            f"runs/{path.name} is {limit + 1} bytes, more than a result stored there takes ({limit} bytes)",
+            "neither read nor replaced")
+
+
+def test_a_sweep_with_damaged_settings_is_refused_before_its_runs_are_read(finished, tmp_path, capsys, monkeypatch):
+    """Settings first: a damaged settings file is refused in one line and no stored run is read (their
+    bound is of the settings)."""
+    from numerics.experiments.store import ResultStore
+
+    out = copy(finished, tmp_path)
+    _settings(out, sealed=False, ratios=[2.0])
+    monkeypatch.setattr(ResultStore, "items", lambda self: pytest.fail("a stored run was read"))
+    refused([*TINY_SWEEP, "--output", str(out), "--resume"], out, capsys, "has a damaged sweep-settings.json")
+
+
+def test_a_reproduction_run_file_larger_than_its_largest_published_run_is_refused_unread(tmp_path, capsys,
+                                                                                        monkeypatch):
+    """A reproduction's stored run is read up to its largest published run's (reproduce.run_bytes): one
+    byte more is refused in one line, by the reproduction, its --collect and a sweep or a fig3 run given
+    its directory, never read nor replaced."""
+    from numerics.experiments import reproduce
+    from numerics.experiments.store import ResultStore
+    monkeypatch.setattr(reproduce, "reproduce", lambda d, **k: pytest.fail("work started"))
+
+    out = tmp_path / "r"
+    job = next(j for _, j in reproduce.published_jobs(quick=True) if j["experiment"] == "fig2")
+    store = ResultStore(out / "runs")
+    store.put(job, {"runs": [dict(FIG2_RUN, seed=s) for s in job["seeds"]]})
+    limit = reproduce.run_bytes()
+    assert limit < (8 << 20)
+    _oversized(store.path(job), limit + 1)
+    said = f"runs/{store.path(job).name} is {limit + 1} bytes, more than a result stored there takes ({limit} bytes)"
+    for argv in (["reproduce", "--quick"], ["reproduce", "--quick", "--collect"], [*TINY_SWEEP], FIG3):
+        refused([*argv, "--output", str(out)], out, capsys, said)
+
+
+def test_a_run_file_at_its_longest_is_within_its_bound():
+    """The bound of a run file holds the longest file a job can write: every number as long as a double is
+    written, a loss per epoch, the longest published run (reproduce.run_bytes) and a sweep job of three seeds,
+    several ratios and targets (sweep.run_bytes: its rows grow with ratios x targets)."""
+    from numerics.experiments import jobs, reproduce, sweep
+    from numerics.experiments.store import ResultStore
+
+    def size(job, result):
+        with __import__("tempfile").TemporaryDirectory() as folder:
+            store = ResultStore(folder)
+            store.put(job, _longest(result, 0))
+            return store.path(job).stat().st_size
+    for _, job in reproduce.published_jobs():
+        epochs = jobs.job_epochs(job)
+        if job["experiment"] == "fig2":
+            run = {**FIG2_RUN, **{k: 0.5 for k in ("self_attention", "other_attention", *jobs.proxies.PROXIES)},
+                   "loss_log": [0.5] * (epochs + 1), "stopped_epoch": epochs, "status": "completed"}
+            result = {"runs": [dict(run, seed=s) for s in job["seeds"]]}
+        else:
+            alphas = job["config"]["alphas"]
+            result = {"alpha": alphas, "final_loss": [0.5] * len(alphas),
+                      "train_loss": [[0.5] * epochs] * len(alphas),
+                      **{k: [[0.5] * (epochs + 1)] * len(alphas) for k in ("loss", "loss_shifted", "incentive")}}
+        assert jobs.valid_result(job, json.loads(json.dumps(result)))
+        assert size(job, result) <= reproduce.run_bytes()
+    settings = {"parameterizations": ["CACO", "FAFO"], "ratios": [0.25, 0.5, 1.0, 2.0, 4.0], "seeds": 12,
+                "target_loss": [3.5, 3.0, 2.5]}
+    [job, *_] = sweep.sweep_jobs(settings["parameterizations"], settings["ratios"], 12, settings["target_loss"])
+    assert len(job["seeds"]) == sweep.SEEDS_PER_JOB
+    row = {k: 0.5 for k in jobs.SWEEP_ROW_KEYS}
+    row.update(parameterization="CACO", steps=10, reached=True, status="completed")
+    rows = [dict(row, ratio=r, seed=s, target_loss=t) for r, s in jobs.sweep_runs(job) for t in jobs.sweep_targets(job)]
+    assert jobs.valid_result(job, {"rows": rows})
+    assert size(job, {"rows": rows}) <= sweep.run_bytes(settings)
