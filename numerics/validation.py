@@ -24,6 +24,7 @@ from __future__ import annotations
 import decimal
 import math
 import numbers
+import sys
 
 import numpy as np
 
@@ -67,7 +68,9 @@ def check_int(name, value, minimum, maximum=None) -> int:
 
 
 def shown_number(value) -> str:
-    """A number as the user would type it (``1e+300``, ``0.5``, ``7``; no ``np.float64(...)``).
+    """A number as the user would type it (``1e+300``, ``0.5``, ``7``; no ``np.float64(...)``): a double at
+    15 significant digits, a subnormal one (below about 2.2e-308, which holds fewer) at the digits it holds,
+    the shortest text that reads back as it (``1e-320``, not ``9.99988867182683e-321``).
 
     Parameters
     ----------
@@ -88,9 +91,10 @@ def shown_number(value) -> str:
         return repr(int(value))
     if isinstance(value, numbers.Real):
         try:
-            return f"{float(value):.15g}"
+            x = float(value)
         except OverflowError:            # Fraction(10**400)
             return str(value)
+        return repr(x) if 0 < abs(x) < sys.float_info.min else f"{x:.15g}"
     return repr(value)
 
 

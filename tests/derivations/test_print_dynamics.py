@@ -295,11 +295,13 @@ def test_master_lambda_of_a_task_is_at_the_ratio_given(capsys):
     ("m=1e400", "m must be a finite number > 0; got '1e400'"),
     ("n=-1e400", "n must be a finite number > 0; got '-1e400'"),
     ("M=1e400", "M must be an integer in [2, 9007199254740992]; got '1e400'"),
-    ("b=1e-400", "b must be 0 or at least about 5e-324 in magnitude (the smallest double); got '1e-400'")])
+    ("b=1e-400", "b must be 0 or at least about 5e-324 in magnitude (the smallest double); got '1e-400'"),
+    ("m=1e-320 --loss 2", "m must be in [1e-08, 1e+08] for the closed-form state (the range it is verified on); "
+                          "got 1e-320")])
 def test_a_parameter_out_of_range_is_shown_as_typed(params, says, capsys):
     """--params m=1e400 reads as inf, 1e-400 as 0: the one line names the range and shows the text typed
-    (it said 'got inf' and 'got 0.0')."""
-    assert main(["--params", params]) == 2
+    (it said 'got inf' and 'got 0.0'), a subnormal as typed too (it said 'got 9.99988867182683e-321')."""
+    assert main(["--params", *params.split()]) == 2
     assert capsys.readouterr() == ("", f"print_dynamics: error: {says}\n")
 
 

@@ -86,6 +86,17 @@ def test_numbers_are_shown_as_typed():
         ["7", "7", "0.1", "2.5", "3", "False", "'x'"]
 
 
+def test_a_subnormal_number_is_shown_at_the_digits_it_holds():
+    """A subnormal double holds fewer than 15 significant digits: shown as the shortest text that reads back
+    as it (as typed), not at 15 digits (1e-320 was shown as 9.99988867182683e-321); a normal one at 15."""
+    typed = ["1e-320", "-2.5e-310", "5e-324", "2.225e-308"]
+    assert [shown_number(float(t)) for t in typed] == typed
+    assert [shown_number(v) for v in (np.float64(1e-320), np.array(-1e-320), 0.1 + 0.2, 2.2250738585072014e-308)] == \
+        ["1e-320", "-1e-320", "0.3", "2.2250738585072e-308"]
+    with pytest.raises(ValueError, match=r"\]; got 1e-320$"):
+        check_in_range("m", 1e-320, 1e-8, 1e8)
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda: __import__("numerics.dynamics", fromlist=["state_at_loss"]).state_at_loss(0.5, True),
      "ratio must be in [1e-12, 1e+12] for the closed-form state (the range it is verified on); got True"),

@@ -448,7 +448,7 @@ def test_boundary_names_target_loss_and_its_range(bad):
     (lambda: lambda_of_ratio(1e308, 0.1, 4, 1), r"^Lambda = ratio \(M - 1\) l\(L\)\^2 / \(M b\) must be a finite "
      r"number > 0 .*; got inf at ratio=1e\+308, loss=0.1, M=4, b=1 "),
     (lambda: lambda_of_ratio([1.0, 1e308], 0.1, 4, 1), r"^Lambda = .*; got inf at ratio=1e\+308,"),
-    (lambda: lambda_of_ratio(1.0, 0.1, 4, 1e-320), r"^Lambda = .*; got inf at ratio=1, loss=0.1, M=4, b=9.99"),
+    (lambda: lambda_of_ratio(1.0, 0.1, 4, 1e-320), r"^Lambda = .*; got inf at ratio=1, loss=0.1, M=4, b=1e-320 \("),
     (lambda: ratio_of_lambda(1e308, 0.1, 4, 1), r"^ratio = lam M b / \(\(M - 1\) l\(L\)\^2\) must be a finite "
      r"number > 0 .*; got inf at lam=1e\+308"),
     (lambda: ratio_of_lambda(1e-300, 0.1, 4, 1e-300), r"^ratio = .*; got 0 at lam=1e-300"),

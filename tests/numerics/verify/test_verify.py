@@ -425,10 +425,13 @@ def test_margin_comparison_only_where_resolved():
     (["--params", "m=1e300"], "m must be in [1e-08, 1e+08]"),
     (["--params", "b=1e-300"], "b must be in [1e-08, 1e+08]"),
     (["--params", "n=1e9"], "n must be in [1e-08, 1e+08]"),
+    (["--params", "m=1e-320"], "(the range it is verified on); got 1e-320\n"),
+    (["--task", "paper", "--params", "M=-5e-324"], "(its matrices are T x T, T the task's token types, which grow "
+                                                   "with M); got -5e-324\n"),
     (["--max-steps", "0"], "--max-steps must be an integer >= 1"),
     (["--max-steps", "1.5"], "--max-steps must be an integer >= 1"),
-], ids=["tiny target loss", "tiny task target loss", "huge m", "tiny b", "huge n", "no step budget",
-        "a fractional step budget"])
+], ids=["tiny target loss", "tiny task target loss", "huge m", "tiny b", "huge n", "subnormal m", "subnormal M",
+        "no step budget", "a fractional step budget"])
 def test_values_beyond_the_verified_range_are_refused_before_any_work(args, message, monkeypatch, capsys):
     """A tiny target loss or a huge/tiny m, n, b made checks of NaN (with RuntimeWarnings on stderr,
     exit 1); they are refused with the range, one line, exit 2, before a check runs."""
