@@ -30,7 +30,7 @@ def test_instance_counts_and_embeddings(name):
     for k in range(3):
         row = inst.counts[k]
         # m relevant + n irrelevant (+ the query itself)
-        assert sum(row) == pytest.approx(55 + (1 if "query" in name else 0))
+        assert sum(row) == 55 + (1 if "query" in name else 0)      # whole counts: their sum in doubles is exact
         assert row[inst.query[k]] == (1.0 if "query" in name else 0.0)
         rel = [t for t, flag in enumerate(inst.relevant[k]) if flag]
         assert len(rel) == 1 and row[rel[0]] == 5.0 and inst.token_names[rel[0]] == f"r_{k}"
@@ -43,13 +43,15 @@ def test_instance_counts_and_embeddings(name):
 def test_authors_expected_counts():
     inst = get_task("authors").instance()
     assert inst.d == inst.n_out == 50 and inst.M == 4
-    assert inst.score_scale == pytest.approx(1 / math.sqrt(50))
+    assert inst.score_scale == pytest.approx(1 / math.sqrt(50), rel=5e-16, abs=0)    # two roundings: an ulp
     for k in range(4):
         row = inst.counts[k]
-        assert sum(row) == pytest.approx(63)          # 62 context tokens + the query
+        # 62 context tokens + the query; sums of at most 50 expected counts in doubles, each rounding at most
+        # 1.1e-16 relative: within 1e-14
+        assert sum(row) == pytest.approx(63, rel=1e-14, abs=0)
         rel = sum(c for c, f in zip(row, inst.relevant[k]) if f)
-        assert rel == pytest.approx(62 * 5.5 / 15.5)  # 35.5 % of the context
-        assert row[inst.query[k]] == pytest.approx(5)
+        assert rel == pytest.approx(62 * 5.5 / 15.5, rel=1e-14, abs=0)  # 35.5 % of the context
+        assert row[inst.query[k]] == pytest.approx(5, rel=1e-15, abs=0)   # 62 / 15.5 + 1, a few roundings
         assert all(e[i] in (0.0, 1.0) for e in inst.embeddings for i in range(50))
 
 

@@ -502,7 +502,8 @@ def test_a_shape_the_master_flow_cannot_resolve_is_refused(shape, match):
 def test_the_master_flow_answers_at_its_smallest_relevant_start():
     """(s + m + n) / m = 1e12, the bound, answers across Lambda."""
     a = master_shares(np.geomspace(1e-6, 1e14, 5), s=2, m=5, n=5e12 - 7, R=5)
-    assert np.allclose(sum(a.values()), 1.0) and np.isfinite(a["self_attention"]).all()
+    # three shares of one normalisation: a few roundings
+    assert np.allclose(sum(a.values()), 1.0, rtol=1e-15, atol=0) and np.isfinite(a["self_attention"]).all()
 
 
 def test_the_master_curve_is_accurate_at_its_smallest_relevant_start():

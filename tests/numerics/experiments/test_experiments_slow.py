@@ -25,7 +25,7 @@ def test_published_faster_qk_run(name):
     c = job["config"]
     for run in res["runs"]:
         assert run["status"] in ("reached", "completed")      # never diverged
-        assert sum(map(sum, run["heatmap"])) == pytest.approx(100)
+        assert sum(map(sum, run["heatmap"])) == pytest.approx(100, rel=1e-13, abs=0)   # 25 percentages summed
         assert run["final_loss"] < np.log(50) - 1           # learned far beyond chance
         if run["stopped_epoch"] is None:
             assert run["steps"] == c["epochs"] * c["steps_per_epoch"]
