@@ -11,7 +11,8 @@ written (``docs/attention.md`` lists the commands):
 * ``boundary/NAME.json``: ``python -m numerics.experiments boundary --task query-copies ... --json``.
 
 :func:`sgd_runs` and :func:`crossover_rows` read them as data: every file at most
-:data:`MAX_BYTES`, every field checked (finite numbers, shares in [0, 1], the theory of every run),
+:data:`MAX_BYTES`, sealed by its SHA-256 in :data:`DIGESTS` (an edited, added or lost file is refused,
+never believed), every field checked (finite numbers, shares in [0, 1], the theory of every run),
 and a damaged file is a :class:`ValueError` of one line naming the file and the fault. The figures
 (:mod:`numerics.output.attention`) and the LaTeX section
 (:mod:`derivations.output.latex_attention`) read them; nothing here computes.
@@ -25,6 +26,7 @@ and a damaged file is a :class:`ValueError` of one line naming the file and the 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import math
@@ -32,12 +34,17 @@ import os
 import re
 from pathlib import Path
 
-__all__ = ["DATA_DIR", "MAX_BYTES", "MAX_FILES", "SHAPE", "sgd_runs", "crossover_rows"]
+__all__ = ["DATA_DIR", "DIGESTS", "MAX_BYTES", "MAX_FILES", "SHAPE", "sgd_runs", "crossover_rows"]
 
 #: The stored files (package data: the folder ``data/attention`` beside this module).
 #:
 #: :meta hide-value:
 DATA_DIR = Path(__file__).resolve().parent / "data" / "attention"
+#: The digests of the stored files, in ``sha256sum``'s format (``<SHA-256>  <path>``, paths relative to the
+#: directory; ``sha256sum boundary/*.json sweeps/*/* > SHA256SUMS`` there writes it): in a directory that
+#: has it (:data:`DATA_DIR` must), every file read is listed with its SHA-256 and every file listed is read.
+DIGESTS = "SHA256SUMS"
+_DIGEST_LINE = re.compile(r"([0-9a-f]{64}) [ *](\S.*)")
 #: The largest file read, in bytes, and the most settings read per kind.
 MAX_BYTES = 65536
 MAX_FILES = 64
@@ -51,14 +58,55 @@ class _Damaged(ValueError):
     pass
 
 
-def _text(path: Path) -> str:
+def _bytes(path: Path) -> bytes:
     try:
         size = path.stat().st_size
         if size > MAX_BYTES:
             raise _Damaged(f"{size} bytes, more than {MAX_BYTES}")
-        return path.read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        return path.read_bytes()
+    except OSError as exc:
         raise _Damaged(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+
+
+def _text(path: Path) -> str:
+    try:
+        return _bytes(path).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _Damaged(str(exc).splitlines()[0]) from None
+
+
+def _digests(root: Path):
+    """``{path relative to root: SHA-256}`` of ``root``'s :data:`DIGESTS`, or None where it has none
+    (:data:`DATA_DIR` must have it)."""
+    path = root / DIGESTS
+    if root != DATA_DIR and not os.path.lexists(path):
+        return None
+    out = {}
+    for i, line in enumerate(_read(path, _text).splitlines(), start=1):
+        found = _DIGEST_LINE.fullmatch(line)
+        if found is None:
+            raise ValueError(f"{path}: line {i} is not '<SHA-256>  <file>'")
+        out[found.group(2)] = found.group(1)
+    return out
+
+
+def _sealed(root: Path, paths: list, prefix: str) -> list:
+    """``paths``, each checked against ``root``'s :data:`DIGESTS` (where it has them), as are the files it
+    lists under ``prefix``: one not read is missing."""
+    digests = _digests(root)
+    if digests is None:
+        return paths
+    names = {path.relative_to(root).as_posix(): path for path in paths}
+    lost = sorted(n for n in digests if n.startswith(prefix) and n not in names)
+    if lost:
+        raise ValueError(f"{root / lost[0]}: listed in {DIGESTS} but missing")
+    for name, path in names.items():
+        if name not in digests:
+            raise ValueError(f"{path}: not listed in {DIGESTS}, so not a stored file; remove it, or list its SHA-256")
+        if _read(path, lambda p: hashlib.sha256(_bytes(p)).hexdigest()) != digests[name]:
+            raise ValueError(f"{path}: changed after it was stored (its SHA-256 is not the one {DIGESTS} lists); "
+                             f"restore it, or store its command's output (docs/attention.md) with its SHA-256")
+    return paths
 
 
 def _number(value, what, lo=-math.inf, hi=math.inf) -> float:
@@ -194,11 +242,13 @@ def sgd_runs(directory=None) -> list:
     Raises
     ------
     ValueError
-        ``directory`` not a path, or one line naming the damaged or missing file and what is wrong.
+        ``directory`` not a path, or one line naming the damaged, missing, edited or unlisted file (its
+        :data:`DIGESTS`) and what is wrong.
     """
-    runs = []
-    for folder in _files(_directory(directory) / "sweeps", "*/results.csv"):
-        folder = folder.parent
+    runs, root = [], _directory(directory)
+    folders = [path.parent for path in _files(root / "sweeps", "*/results.csv")]
+    _sealed(root, [f / name for f in folders for name in ("results.csv", "sweep.json")], "sweeps/")
+    for folder in folders:
         settings, theory = _read(folder / "sweep.json", _sweep)
         for row in _read(folder / "results.csv", lambda p: _rows(p, theory)):
             runs.append({"setting": folder.name, **settings, **row})
@@ -246,6 +296,9 @@ def crossover_rows(directory=None) -> list:
     Raises
     ------
     ValueError
-        ``directory`` not a path, or one line naming the damaged or missing file and what is wrong.
+        ``directory`` not a path, or one line naming the damaged, missing, edited or unlisted file (its
+        :data:`DIGESTS`) and what is wrong.
     """
-    return [row for path in _files(_directory(directory) / "boundary", "*.json") for row in _read(path, _boundary)]
+    root = _directory(directory)
+    paths = _sealed(root, _files(root / "boundary", "*.json"), "boundary/")
+    return [row for path in paths for row in _read(path, _boundary)]

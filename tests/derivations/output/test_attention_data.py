@@ -74,8 +74,12 @@ def test_the_stored_runs_are_read_whole():
     assert all((row["crossover_ratio"] is None) == (row["reason"] is not None) for row in rows)
 
 
-def _copy(tmp_path) -> Path:
+def _copy(tmp_path, sealed=False) -> Path:
+    """The stored files copied; without their digests (``sealed`` False) as a user's own outputs, whose
+    every field is still checked."""
     shutil.copytree(D.DATA_DIR, tmp_path / "data")
+    if not sealed:
+        (tmp_path / "data" / D.DIGESTS).unlink()
     return tmp_path / "data"
 
 
@@ -134,3 +138,65 @@ def test_a_directory_that_is_not_a_path_is_named(directory, reader):
     import derivations.output
     with pytest.raises(ValueError, match=r"^directory must be a path \(str or path-like\); got "):
         getattr(derivations.output, reader)(directory)
+
+
+def test_the_digests_list_every_stored_file():
+    """SHA256SUMS lists each stored file once with its SHA-256 (as sha256sum writes it), and nothing else."""
+    import hashlib
+    lines = (D.DATA_DIR / D.DIGESTS).read_text().splitlines()
+    listed = dict(reversed(line.split("  ", 1)) for line in lines)
+    stored = sorted(str(p.relative_to(D.DATA_DIR)) for p in D.DATA_DIR.rglob("*") if p.is_file()
+                    and p.name != D.DIGESTS)
+    assert len(listed) == len(lines) and sorted(listed) == stored
+    assert all(hashlib.sha256((D.DATA_DIR / name).read_bytes()).hexdigest() == digest
+               for name, digest in listed.items())
+
+
+SEAL_BREAKS = {
+    "a share edited within its range": ("sweeps/A/results.csv", lambda p: _edit(p, ",0.29495438879265967,", ",0.25,"),
+                                        "changed after it was stored"),
+    "a crossover ratio edited": ("boundary/A.json",
+                                 lambda p: _edit(p, '"crossover_ratio": 0.14', '"crossover_ratio": 0.15'),
+                                 "changed after it was stored"),
+    "a theory edited": ("sweeps/B/sweep.json", lambda p: _edit(p, '"at_measured_loss": {', '"at_measured_loss": { '),
+                        "changed after it was stored"),
+    "a setting lost": ("sweeps/B/results.csv", lambda p: shutil.rmtree(p.parent), "listed in SHA256SUMS but missing"),
+    "a file lost": ("sweeps/B/sweep.json", Path.unlink, "No such file"),
+    "a boundary lost": ("boundary/R5.json", Path.unlink, "listed in SHA256SUMS but missing"),
+    "a setting added": ("sweeps/C/results.csv", None, "not listed in SHA256SUMS"),
+    "a boundary added": ("boundary/C.json", None, "not listed in SHA256SUMS"),
+}
+
+
+@pytest.mark.parametrize("damage", SEAL_BREAKS, ids=list(SEAL_BREAKS))
+def test_a_stored_file_edited_added_or_lost_is_refused_never_believed(tmp_path, damage):
+    """The stored files are sealed by their digests (SHA256SUMS): a number edited within its range, which
+    every field check passes, a file lost or added is refused in one line naming it; nothing is read."""
+    name, change, message = SEAL_BREAKS[damage]
+    data = _copy(tmp_path, sealed=True)
+    assert D.sgd_runs(data) == D.sgd_runs() and D.crossover_rows(data) == D.crossover_rows()
+    path = data / name
+    if change is None:                                         # a copy of a stored setting, under a new name
+        twin = data / name.replace("C", "A")
+        path.parent.mkdir(exist_ok=True)
+        shutil.copy(twin, path)
+        if path.name == "results.csv":
+            shutil.copy(twin.with_name("sweep.json"), path.with_name("sweep.json"))
+    else:
+        change(path)
+    read = D.crossover_rows if name.startswith("boundary") else D.sgd_runs
+    with pytest.raises(ValueError) as info:
+        read(data)
+    text = str(info.value)
+    assert "\n" not in text and text.startswith(str(path)) and message in text, text
+    (data / D.DIGESTS).unlink()                      # unsealed (a user's outputs): the fields alone decide
+    if change is not None and damage.endswith("edited within its range"):
+        assert read(data) != read()
+
+
+def test_the_package_data_must_be_sealed(tmp_path, monkeypatch):
+    """The package's own folder without its digests is refused, not read unsealed."""
+    data = _copy(tmp_path, sealed=False)
+    monkeypatch.setattr(D, "DATA_DIR", data)
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(data / D.DIGESTS))}: .*No such file"):
+        D.sgd_runs()
