@@ -53,6 +53,7 @@ scales in :data:`INIT_SCALE_RANGE`, ``lr_ov`` in :data:`LR_OV_RANGE`.
 """
 from __future__ import annotations
 
+import math
 import time
 import warnings
 
@@ -265,7 +266,7 @@ def lowest_initial_loss(st, parameterizations, init, seeds, *, seq_len=None, ini
     Raises
     ------
     ValueError
-        See :func:`initial_loss`; no seed.
+        See :func:`initial_loss`; no seed, or an initial loss that is not finite.
     """
     seeds = list(seeds)
     if not seeds:
@@ -275,7 +276,11 @@ def lowest_initial_loss(st, parameterizations, init, seeds, *, seq_len=None, ini
         model = task_model(st, p, 1.0, lr_ov=1.0, seq_len=seq_len)
         some = seeds if models.draws(p, init) else seeds[:1]
         for k, seed in enumerate(some):
-            loss = model.loss(init_matrices(st, model, init, init_scale, seed))
+            with np.errstate(all="ignore"):
+                loss = model.loss(init_matrices(st, model, init, init_scale, seed))
+            if not math.isfinite(loss):      # (scores that overflow: a task's parameter tiny, as b=1e-320)
+                raise ValueError(f"the initial loss of {p} seed {seed} is {loss}: the scores of task {st.name!r} at "
+                                 f"{','.join(f'{k}={v!r}' for k, v in st.params)} overflow; use values nearer 1")
             if best is None or loss < best[1]:
                 best = ((p, seed), loss)
             if progress is not None and (k + 1) % 1000 == 0:
