@@ -394,14 +394,14 @@ class ExpressionStore:
         Returns
         -------
         dict
-            ``{name: result}``.
+            ``{name: result}``, sorted by name.
         """
         if self.memo is not None and not rebuild:
             return self.memo
         key = self.key()
         data = None if rebuild else (self.read(self.shipped, key) or self.read(self.user_path(key), key))
-        if data is None:
-            data = self.derive()
+        if data is None:        # in a file's order (sorted by name), as a read from one gives them
+            data = dict(sorted(self.derive().items()))
             errors = save_first_writable((self.user_path(key),), self.text(key, data))
             if errors and not self.warned:
                 self.warned = True

@@ -477,7 +477,7 @@ def test_a_forged_cache_lacking_or_mistyping_an_entry_is_rebuilt(stem, forgery, 
     assert store.entries(user, key) is None
     calls = []
     monkeypatch.setattr(store, "derive", lambda: calls.append(1) or complete)
-    assert store.lazy() is complete and calls == [1]
+    assert store.lazy() == complete and calls == [1]
     assert store.entries(user, key) is not None                     # rewritten whole
 
 

@@ -1,0 +1,19 @@
+"""The one expression cache's store: what a load returns does not depend on where the results came from."""
+from derivations import catalog
+from derivations.core import expression_cache as ec
+
+
+def test_a_load_lists_the_results_in_one_order_derived_or_read(tmp_path, monkeypatch):
+    """A miss (an installed package under another SymPy, a first run) derives the results; the next run
+    reads them from the user cache, whose file keeps them sorted by name. Both give the same order, so
+    ``python -m derivations.catalog`` lists the results alike on either run (it listed them in the order
+    of derivation on the first)."""
+    derived = {"model.b": 2, "CACO.a": 1, "asymptotics.c": 3}
+    store = ec.ExpressionStore("demo", catalog.__file__, lambda: dict(derived), dict, dict, prog="demo", what="demo",
+                               shape=lambda: dict.fromkeys(derived, int))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    first = store.load()
+    store.memo = None
+    second = store.load()
+    assert store.read(store.user_path(store.key()), store.key()) == second     # read from the file
+    assert list(first) == list(second) == sorted(derived)
