@@ -45,7 +45,7 @@ import math
 import re
 import sys
 
-from .output import emit
+from .output import emit, note
 from .vocabulary import check_positive
 
 __all__ = ["UsageError", "OneLineParser", "usage_error", "parse_params",
@@ -216,7 +216,7 @@ def usage_error(prog: str, message) -> int:
     int
     """
     text = " ".join(w if len(w) <= 200 else f"{w[:80]}...({len(w)} characters)" for w in str(message).split())
-    print(f"{prog}: error: {text or 'invalid input'}", file=sys.stderr)
+    note(f"{prog}: error: {text or 'invalid input'}")
     return 2
 
 

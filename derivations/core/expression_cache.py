@@ -61,6 +61,7 @@ from pathlib import Path
 
 from .atomic_file import atomic_write_text, read_bounded
 from .json_shape import matches
+from .output import note
 
 __all__ = ["PACKAGE_DIR", "FORMAT", "MAX_FILE_BYTES", "SOURCE_PACKAGES", "source_files", "sympy_version", "source_key",
            "cache_dir", "source_checkout", "user_cache", "results_digest", "save_first_writable", "LazyResults",
@@ -405,20 +406,18 @@ class ExpressionStore:
             errors = save_first_writable((self.user_path(key),), self.text(key, data))
             if errors and not self.warned:
                 self.warned = True
-                print(f"{self.prog}: warning: cannot save the {self.what} (" + "; ".join(errors)
-                      + "); results will be derived again next time", file=sys.stderr)
+                note(f"{self.prog}: warning: cannot save the {self.what} (" + "; ".join(errors)
+                     + "); results will be derived again next time")
         self.memo = data
         return data
 
     def lazy(self) -> Mapping:
         """Every result, as :meth:`load` gives them, but each decoded on first access.
 
-        For a command that shows a part of the results (``print_dynamics``
-        prints about 60 of the paper's 91): the rest are never decoded. The
-        file's shape and key are checked at once; an entry that turns out to
-        be damaged when it is read makes the mapping fall back to
-        :meth:`load`, which rebuilds the cache. ``decode`` must accept any
-        subset of the entries."""
+        For a command that shows a part of the results (``print_dynamics`` prints about 60 of the paper's
+        91): the rest are never decoded. The file's shape and key are checked at once; an entry that turns
+        out to be damaged when it is read makes the mapping fall back to :meth:`load`, which rebuilds the
+        cache. ``decode`` must accept any subset of the entries."""
         if self.memo is not None:
             return self.memo
         key = self.key()

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import sys
 
+from .output import note as _stderr_note   # (the name note is a parameter of _report)
+
 __all__ = ["exit_on_interrupt", "guard_loading", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "Terminated"]
 
 
@@ -82,8 +84,7 @@ def _stopped_while_loading(kind, exc, traceback):
     if stop is None:
         return _loading["excepthook"](kind, exc, traceback)
     terminated = isinstance(stop, Terminated)
-    print(f"python -m {_loading['module']}: {'terminated' if terminated else 'interrupted'}", file=sys.stderr,
-          flush=True)
+    _stderr_note(f"python -m {_loading['module']}: {'terminated' if terminated else 'interrupted'}")
     import os
 
     os._exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
@@ -252,7 +253,7 @@ def _report(prog, note, argv, terminated, sent=(), keep_ignored=False) -> int:
             sender.join()
         kept = _quiet_note(note, argv) if note is not None else None
         line = f"{prog}: {'terminated' if terminated else 'interrupted'}" + (f"; {kept}" if kept else "")
-        print(line, file=sys.stderr, flush=True)
+        _stderr_note(line)
     finally:
         for signum, handler in previous.items():
             if handler is not None and not keep_ignored:

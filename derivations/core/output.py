@@ -6,7 +6,8 @@ a number that is not finite is written ``null``.
 ``| head`` closes the pipe early (BrokenPipeError: the reader has what it
 wanted, exit 0); ``> /dev/full`` cannot be written, nor a stdout closed at start
 (``>&-``) (one line on stderr, exit 1). Afterwards stdout points at /dev/null, so the interpreter's final flush
-cannot print a traceback either. A progress bar (:func:`progress_bar`) is drawn
+cannot print a traceback either. Every line on stderr (a warning, an error, a note of progress) is written by
+:func:`note`: a stderr that cannot take it loses that line alone. A progress bar (:func:`progress_bar`) is drawn
 on stderr only when it is a terminal: logs and pipes get none. An output directory is
 created and proved to take files before any work (:func:`prepare_output_dir`).
 
@@ -22,16 +23,36 @@ import os
 import sys
 from pathlib import Path
 
-__all__ = ["emit", "progress_bar", "isatty", "json_ready", "json_text", "prepare_output_dir"]
+__all__ = ["emit", "note", "progress_bar", "isatty", "json_ready", "json_text", "prepare_output_dir"]
 
 
-def _silence_stdout():
+def _silence(stream):
+    """Point ``stream``'s file descriptor at /dev/null (nothing for a stream without one)."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, stream.fileno())
         os.close(devnull)
-    except (OSError, ValueError, AttributeError):  # stdout without a file descriptor
+    except (OSError, ValueError, AttributeError):  # a stream without a file descriptor
         pass
+
+
+def note(line: str) -> None:
+    """Write ``line`` and a newline on stderr: a warning, an error, a note of progress.
+
+    A stderr that cannot take it (closed at start, ``2>&-``; a full disk; a reader gone) loses the line
+    and nothing else: the command's output and exit status stay as they are, the line never goes to
+    stdout instead, and stderr then points at /dev/null (the interpreter's final flush cannot fail).
+
+    Parameters
+    ----------
+    line : str
+        The text, without its final newline.
+    """
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):  # None (started without one), closed, or not writable
+        _silence(sys.stderr)
 
 
 def emit(text: str, prog: str) -> int:
@@ -51,17 +72,17 @@ def emit(text: str, prog: str) -> int:
         0 when written (or the reader closed the pipe), 1 when stdout could not be written.
     """
     if sys.stdout is None:          # a process started without one (``>&-``)
-        print(f"{prog}: error: cannot write the output: stdout is closed", file=sys.stderr)
+        note(f"{prog}: error: cannot write the output: stdout is closed")
         return 1
     try:
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
     except BrokenPipeError:
-        _silence_stdout()
+        _silence(sys.stdout)
         return 0
     except OSError as exc:
-        _silence_stdout()
-        print(f"{prog}: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+        _silence(sys.stdout)
+        note(f"{prog}: error: cannot write the output: {exc.strerror or exc}")
         return 1
     return 0
 

@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from functools import lru_cache
 from pathlib import Path
 
@@ -59,8 +58,7 @@ import sympy as sp
 from ..symbolic import symbols as S
 from ..core.cli import OneLineParser, UsageError, usage_error
 from ..core.interrupt import exit_on_interrupt
-from ..core.output import prepare_output_dir
-from ..core.output import emit
+from ..core.output import emit, note, prepare_output_dir
 from .tex import ABBREVIATIONS, declare_unicode, equation_lines, tex
 
 __all__ = ["DOCUMENT_NAME", "SNIPPET_DIR", "RELATION_TEX",
@@ -346,7 +344,6 @@ def main(argv=None) -> int:
     except (UsageError, ValueError) as exc:
         return usage_error("latex", exc)
     except OSError as exc:
-        print(f"latex: error: cannot write {exc.filename or args.output}: {exc.strerror or exc}",
-              file=sys.stderr)
+        note(f"latex: error: cannot write {exc.filename or args.output}: {exc.strerror or exc}")
         return 1
     return emit(f"wrote {paths[0]} and {len(paths) - 1} snippets in {paths[0].parent / SNIPPET_DIR}", "latex")

@@ -63,7 +63,7 @@ import time
 
 from derivations.core.cli import OneLineParser, UsageError, usage_error
 from derivations.core.interrupt import exit_on_interrupt
-from derivations.core.output import emit, json_text
+from derivations.core.output import emit, json_text, note
 
 from .commands import COMMANDS as _NAMES
 from .commands import common
@@ -132,14 +132,13 @@ def _run(work, args):
     try:
         return work(), 0
     except (SchedulerLost, WorkerLost) as exc:
-        print(f"{PROG}: error: {exc}; {_kept(args)}", file=sys.stderr)
+        note(f"{PROG}: error: {exc}; {_kept(args)}")
     except EditedRecord as exc:     # a run file changed as the work began (before: the directory is refused)
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        note(f"{PROG}: error: {exc}")
     except OSError as exc:
         name = exc.filename2 or exc.filename          # (an atomic write's rename: the file it replaces)
         where = f" ({shown_path(name)})" if name else ""
-        print(f"{PROG}: error: cannot write the output{where}: {exc.strerror or exc}; {_kept(args)}",
-              file=sys.stderr)
+        note(f"{PROG}: error: cannot write the output{where}: {exc.strerror or exc}; {_kept(args)}")
     return None, 1
 
 

@@ -9,7 +9,6 @@ nothing left behind.
 """
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import matplotlib
 
 from derivations.core.cli import OneLineParser, UsageError, parse_list, usage_error
 from derivations.core.interrupt import exit_on_interrupt
-from derivations.core.output import emit
+from derivations.core.output import emit, note
 
 from .attention import SGD_FIGURES, sgd_points
 from .files import FORMATS, check_dpi, check_formats, prepare_figure_dir, save_figure
@@ -134,7 +133,7 @@ def make_figures(output_dir=DEFAULT_OUTPUT, formats=("png", "pdf"), *, names=Non
             fig = FIGURES[name](quick=quick)
             paths += save_figure(fig, output_dir, name, formats, dpi, style=STYLE)
         if verbose:
-            print(f"{name}: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+            note(f"{name}: {time.perf_counter() - t0:.1f} s")
     return paths
 
 
@@ -190,10 +189,10 @@ def main(argv=None):
         paths = make_figures(out, formats, names=names, quick=args.quick, dpi=args.dpi,
                              verbose=not args.quiet)
     except OSError as exc:
-        print(f"{parser.prog}: error: {exc}".replace("\n", " "), file=sys.stderr)
+        note(f"{parser.prog}: error: {exc}".replace("\n", " "))
         return 1
     if args.quiet:
         return 0
     rc = emit("\n".join(str(path) for path in paths), parser.prog)
-    print(f"{len(paths)} files in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    note(f"{len(paths)} files in {time.perf_counter() - t0:.1f} s")
     return rc

@@ -11,7 +11,7 @@ import re
 
 from derivations.core.cli import UsageError, parse_int, parse_list, parse_number
 from derivations.core.optional import require_optional
-from derivations.core.output import prepare_output_dir
+from derivations.core.output import note, prepare_output_dir
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
 __all__ = ["PROG", "add_common", "number", "parse_parameterizations", "parse_seeds", "workers", "run_options",
@@ -379,8 +379,7 @@ def warn(message: str) -> None:
     ----------
     message : str
     """
-    import sys
-    print(f"{PROG}: warning: {message}", file=sys.stderr)
+    note(f"{PROG}: warning: {message}")
 
 
 def warn_diverged(runs, name, measurements: str = "null") -> None:

@@ -17,3 +17,16 @@ def test_a_load_lists_the_results_in_one_order_derived_or_read(tmp_path, monkeyp
     second = store.load()
     assert store.read(store.user_path(store.key()), store.key()) == second     # read from the file
     assert list(first) == list(second) == sorted(derived)
+
+
+def test_a_warning_stderr_cannot_take_leaves_stdout_alone(tmp_path, monkeypatch, capsys):
+    """The warning that the user cache cannot be saved, with stderr closed at start (``2>&-``: sys.stderr is
+    None), is lost: print(file=None) wrote it into stdout, into the middle of print_dynamics' JSON."""
+    import sys
+    store = ec.ExpressionStore("demo", catalog.__file__, lambda: {"a": 1}, dict, dict, prog="demo", what="demo",
+                               shape=lambda: {"a": int})
+    (tmp_path / "qkov").write_text("a file where the cache directory would be")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(sys, "stderr", None)
+    assert store.load() == {"a": 1}
+    assert capsys.readouterr().out == ""

@@ -257,6 +257,19 @@ def test_closed_pipe_and_full_disk(tmp_path):
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
 
 
+def test_notes_stderr_cannot_take_leave_the_figures_and_status(tmp_path, capsys, monkeypatch):
+    """The timing notes on a stderr that cannot be written (a full disk) are lost alone: the figures are
+    written, their list printed, exit 0 (the failed note was the command's failure)."""
+    import io
+
+    class Full(io.TextIOBase):
+        def write(self, text):
+            raise OSError(28, "No space left on device")
+    monkeypatch.setattr(sys, "stderr", Full())
+    argv = ["--output", str(tmp_path), "--quick", "--only", "stopping_curves", "--formats", "png", "--dpi", "10"]
+    assert figures.main(argv) == 0
+    assert capsys.readouterr().out == f"{tmp_path / 'stopping_curves.png'}\n"
+
 def test_cli_without_matplotlib_says_so_in_one_line(tmp_path, capsys, monkeypatch):
     """A plain ``pip install`` has no matplotlib (the extra qkov[plot]): one line, exit status 2, nothing written."""
     from numerics.figures import main
