@@ -67,6 +67,19 @@ def _run(python, *args, env, cwd):
     return out.stdout
 
 
+def _source_copy(target: Path) -> Path:
+    """The checkout's files as they are now (``git ls-files``: tracked, edits included) copied to ``target``.
+    setuptools builds in the source tree: from the checkout itself it leaves ``build/`` and ``qkov.egg-info``
+    there, and a ``build/lib`` left from an earlier build puts a module deleted since into the wheel."""
+    import shutil
+    names = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, check=True, capture_output=True).stdout
+    for name in filter(None, names.decode().split("\0")):
+        if (ROOT / name).is_file():                                  # (a file deleted but not yet committed)
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, target / name)
+    return target
+
+
 @pytest.mark.slow
 def test_installed_wheel_writes_nothing_under_its_install_directory(tmp_path):
     """Issue 28: a wheel installed into a fresh venv whose shipped caches are stale for it (their key
@@ -74,8 +87,10 @@ def test_installed_wheel_writes_nothing_under_its_install_directory(tmp_path):
     verify --quick and an experiments command; the derived data goes to $XDG_CACHE_HOME/qkov and
     nothing under the install directory changes. About 4 minutes (a wheel build and the derivations)."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(ROOT), "-w", str(tmp_path / "dist")],
-                   check=True, env=env, cwd=tmp_path, capture_output=True)
+    top = sorted(p.name for p in ROOT.iterdir())
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(_source_copy(tmp_path / "src")),
+                    "-w", str(tmp_path / "dist")], check=True, env=env, cwd=tmp_path, capture_output=True)
+    assert sorted(p.name for p in ROOT.iterdir()) == top        # no build/ nor qkov.egg-info in the checkout
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(tmp_path / "venv")], check=True)
     python = tmp_path / "venv" / "bin" / "python"
     wheel = next((tmp_path / "dist").glob("qkov-*.whl"))
