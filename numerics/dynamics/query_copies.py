@@ -47,7 +47,9 @@ def task_shape(task="query-in-context", **params) -> dict:
         count = number((spec.own_count(g) if g.per_class else g.multiplicity) * g.types, g.name)
         if g.name == spec.query and g.per_class and g.embedded:
             shape["s"] = count
-        elif g.name in spec.relevant and g.per_class and g.embedded:
+        elif g.name in spec.relevant and not g.embedded:
+            why = f"the relevant group {g.name!r} is not embedded"
+        elif g.name in spec.relevant and g.per_class:
             shape["m"], shape["R"] = count, number(g.types, f"{g.name}'s types")
         elif not g.embedded:
             shape["n"] += count

@@ -29,7 +29,8 @@ def test_the_zero_embedded_groups_add_up(tmp_path):
     ("qc-two-relevant", {"relevant": '["r", "u"]',
                          "extra": '[[groups]]\nname = "u"\nper_class = true\nmultiplicity = "1"\n'},
      "it has more than one relevant group"),
-    ("qc-other-copies", {"other": 'other_multiplicity = "1"\n'}, "group 'r' has copies of other classes' tokens")])
+    ("qc-other-copies", {"other": 'other_multiplicity = "1"\n'}, "group 'r' has copies of other classes' tokens"),
+    ("qc-relevant-not-embedded", {"other": 'embedded = false\n'}, "the relevant group 'r' is not embedded")])
 def test_a_task_of_another_shape_is_refused_saying_why(tmp_path, name, change, why):
     with pytest.raises(ValueError, match=f"^task '{name}' is not of the query-copies shape: {why}$"):
         shape_of(tmp_path, name, **change)
