@@ -99,6 +99,11 @@ def reachable_family(fam: TaskFamily, gap: GapForm, rng):
     Returns
     -------
     tuple
+
+    Raises
+    ------
+    ValueError
+        No observable is left: the loss on the family is constant, and there is nothing to reduce.
     """
     init = fam.initial_values()
     active = active_coordinates(fam, gap.family_loss, init, rng)
@@ -107,6 +112,10 @@ def reachable_family(fam: TaskFamily, gap: GapForm, rng):
     obs_forms = {k: sp.expand(v.subs(zero)) for k, v in gap.observables.items()}
     obs_forms = {k: v for k, v in obs_forms.items() if v != 0}
     dropped = {k: 0 for k in gap.observables if k not in obs_forms}
+    if not obs_forms:
+        raise ValueError(f"task {fam.task.name!r} ({fam.param}): nothing to reduce: on its invariant family the loss "
+                         f"is {sp.sympify(gap.loss).subs(dropped)} whatever the trained matrices (no attended token "
+                         "is both embedded and of one class: the context never tells the classes apart)")
     if dropped:
         gap = replace(gap, loss=gap.loss.subs(dropped), alpha=gap.alpha.subs(dropped),
                       margin=gap.margin.subs(dropped),

@@ -239,6 +239,21 @@ def test_bad_tasks():
         reduce_task("paper", "XX")
 
 
+@pytest.mark.parametrize("param", ["CACO", "FAFO"])
+@pytest.mark.parametrize("shared_embedded", [False, True])
+def test_a_task_whose_context_never_tells_the_classes_apart_is_refused(param, shared_embedded):
+    """No attended token is embedded and of one class (the relevant tokens are zero vectors, the query is not
+    attended, the shared token is the same for every class): on the invariant family the loss is constant, so
+    there is no observable and nothing to reduce; said in one ValueError (it was an AttributeError in the
+    factorized flows, and for CACO with an embedded shared token)."""
+    from derivations.engine import Task, TokenGroup
+    task = Task("blind", "", (TokenGroup("q", True), TokenGroup("r", True, m, embedded=False),
+                              TokenGroup("z", False, n, embedded=shared_embedded)), query="q")
+    with pytest.raises(ValueError, match=rf"^task 'blind' \({param}\): nothing to reduce: .*\(no attended token "
+                                         "is both embedded and of one class"):
+        reduce_task(task, param)
+
+
 def test_user_built_task_renamed_paper_reproduces_paper():
     """A user-built Task with other names and the paper's structure gives the paper's ODEs."""
     from derivations.engine import Task, TokenGroup
