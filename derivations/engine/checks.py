@@ -32,19 +32,27 @@ __all__ = ["MAX_INTEGER", "INTEGER_PARAMETERS", "validate_parameter", "check_exp
 
 #: Names of the engine's own symbols, and prefixes of its symbol families: no task parameter takes them.
 _ENGINE_NAMES, _ENGINE_PREFIXES = frozenset({"alpha", "t", "epsilon", "y", "K"}), ("eta_", "mu_", "G_", "C_", "x_")
+#: The keyword arguments of the numeric functions that take a task's parameter values as keywords beside their own
+#: (``numerics.dynamics.state_at_loss``, ``master_lambda``, ``master_shares``, ``crossover_lambda``, ``boundary``,
+#: ``task_shape``, ``task_parameters``, ``ReducedSystem``): a parameter of such a name would be taken for the
+#: argument.
+_KEYWORD_NAMES = frozenset({"task", "task_name", "loss", "ratio", "parameterization", "method", "rtol", "atol", "lam",
+                            "lambda_range", "xtol", "target_loss", "ratio_range", "eps", "mu0", "flow"})
 
 
 def _check_parameter_name(task: str, p):
     """ValueError unless ``p`` may name a parameter of ``task``: an identifier of at most 64 characters other than
-    m, n, b, M, the engine's names and a function or constant of SymPy, math or Python (it would shadow it)."""
+    m, n, b, M, the engine's names, the numeric functions' own keywords (:data:`_KEYWORD_NAMES`) and a function or
+    constant of SymPy, math or Python (it would shadow it)."""
     import builtins
     import keyword
     if not isinstance(p, str) or not p.isidentifier() or p in ("m", "n", "b", "M") or p in _ENGINE_NAMES \
-            or p.startswith(_ENGINE_PREFIXES) or len(p) > 64 or hasattr(sp, p) or hasattr(math, p) \
-            or hasattr(builtins, p) or keyword.iskeyword(p):
+            or p in _KEYWORD_NAMES or p.startswith(_ENGINE_PREFIXES) or len(p) > 64 or hasattr(sp, p) \
+            or hasattr(math, p) or hasattr(builtins, p) or keyword.iskeyword(p):
         raise ValueError(f"task {task!r}: parameters: {p!r} is taken (a parameter is an identifier of "
                          "at most 64 characters other than m, n, b, M, the engine's alpha, t, eta_*, mu_*, "
-                         "G_*, C_*, x_* and a function or constant of SymPy, math or Python)"[:400])
+                         "G_*, C_*, x_*, the numeric functions' task, loss, ratio, method, ... and a function or "
+                         "constant of SymPy, math or Python)"[:400])
 
 #: Largest value of an integer parameter: beyond it doubles do not hold every integer.
 MAX_INTEGER = 2 ** 53

@@ -213,11 +213,13 @@ def test_a_task_file_that_is_no_regular_file_is_refused_at_once(kind, message, t
 
 
 @pytest.mark.parametrize("name", ["exp", "log", "mu_OV", "mu_QK_q", "alpha", "t", "eta_QK", "lambda", "sum",
-                                  "x" * 65])
+                                  "x" * 65, "task", "loss", "ratio", "method"])
 def test_a_parameter_named_as_a_function_or_an_engine_symbol_is_refused(name, tmp_path, capsys):
     """A parameter "exp" or "log" shadowed the function in the lambdified flow (print_dynamics --loss
     ended in a TypeError traceback); "mu_OV" was a second symbol of the engine's name (a SyntaxError
-    traceback, ambiguous formulas). Each is refused when the file is read: one line, exit 2."""
+    traceback, ambiguous formulas); "task", "loss" or "ratio" met state_at_loss's argument of that name (a
+    TypeError traceback), "method" was taken for its method ("method must be one of ..."). Each is refused
+    when the file is read: one line, exit 2."""
     from derivations.print_dynamics import main
     text = (BASE.replace('name = "query-copies-file"', 'name = "shadow"').replace("R = 5", f"{name} = 5")
             .replace('"R"', f'"{name}"').replace("m / R", f"m / {name}"))
@@ -231,12 +233,12 @@ def test_a_parameter_named_as_a_function_or_an_engine_symbol_is_refused(name, tm
 def test_the_docs_name_every_parameter_name_the_engine_keeps():
     """docs/own_task.md lists the engine's own names a parameter may not take: every one of them
     (it left out epsilon, y and K, which are refused as taken)."""
-    from derivations.engine.checks import _ENGINE_NAMES, _ENGINE_PREFIXES
+    from derivations.engine.checks import _ENGINE_NAMES, _ENGINE_PREFIXES, _KEYWORD_NAMES
     text = " ".join((ROOT / "docs" / "own_task.md").read_text().split())
-    missing = [n for n in sorted(_ENGINE_NAMES) if f"`{n}`" not in text]
+    missing = [n for n in sorted(_ENGINE_NAMES | _KEYWORD_NAMES) if f"`{n}`" not in text]
     missing += [p for p in _ENGINE_PREFIXES if f"`{p}*`" not in text]
     assert missing == []
-    for name in sorted(_ENGINE_NAMES):
+    for name in sorted(_ENGINE_NAMES | _KEYWORD_NAMES):
         with pytest.raises(ValueError, match="is taken"):
             task_from_toml(f'name = "x"\nquery = "q"\n[parameters]\n{name} = 2\n[[groups]]\nname = "q"\n'
                            'per_class = true\n[[groups]]\nname = "r"\nper_class = true\nmultiplicity = "m"\n')

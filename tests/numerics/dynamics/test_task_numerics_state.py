@@ -223,3 +223,27 @@ def test_tolerances_are_checked_whichever_method_answers(kw, method):
     name = next(iter(kw))
     with pytest.raises(ValueError, match=f"^{name} must be a finite number > 0"):
         entry(0.5, 1.0, method=method, **kw)
+
+
+def test_no_task_parameter_can_take_the_name_of_a_keyword_of_the_functions_that_take_parameters():
+    """The functions that take a task's parameter values as keywords beside their own: a task file's parameter
+    named as one of their keywords ("task", "ratio", "xtol") would be taken for it (a TypeError traceback, or
+    silently the function's tolerance); the engine refuses every such name when a task declares it."""
+    import inspect
+
+    from derivations.engine.checks import _check_parameter_name
+    from numerics.dynamics import (ReducedSystem, boundary, crossover_lambda, master_lambda, master_shares,
+                                   task_shape)
+    from numerics.dynamics.task_systems import task_parameters
+    taken = []
+    for f in (entry, master_lambda, master_shares, crossover_lambda, boundary, task_shape, task_parameters,
+              ReducedSystem.__init__):
+        for name, p in inspect.signature(f).parameters.items():
+            if p.kind is not p.VAR_KEYWORD and name != "self":
+                try:
+                    _check_parameter_name("t", name)
+                except ValueError:
+                    taken.append(name)
+                else:
+                    pytest.fail(f"{f.__qualname__}: a task parameter may be called {name!r}")
+    assert {"task", "ratio", "loss", "xtol", "lam"} <= set(taken)
