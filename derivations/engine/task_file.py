@@ -180,7 +180,20 @@ def task_from_mapping(data: dict, source: str = "<task>"):
         return Task(groups=groups, parameters=parameters, defaults=defaults, **kw)
     except ValueError as exc:
         key = _failed_key(exc, data, [g.name for g in groups])
-        raise ValueError(f"{source}: {key}: {exc}") from None
+        raise ValueError(f"{source}: {key}: {exc}{_real_hint(exc, data)}") from None
+
+
+def _real_hint(exc, data) -> str:
+    """Where a task's error is about an expression in a parameter whose default is a whole number written as a
+    float (``R = 5.0``, which declares a positive real), the hint to write it as an integer; else ``""``."""
+    _, found, got = str(exc).rpartition("; got ")
+    if not found:
+        return ""
+    for name, value in data.get("parameters", {}).items():
+        if isinstance(value, float) and value.is_integer() and re.search(rf"\b{re.escape(name)}\b", got):
+            return (f" ({name} is a positive real: its default {value!r} is not an integer; write {name} = "
+                    f"{int(value)} for a positive integer)")
+    return ""
 
 
 def task_from_toml(text: str, source: str = "<task>"):

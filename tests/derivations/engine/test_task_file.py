@@ -306,3 +306,20 @@ def test_default_key_names_the_file_each_task_was_read_from_even_of_an_equal_tas
     del b
     gc.collect()        # (other tests' tasks may go too: only b's entry is asked for)
     assert gone not in task_file._FILE_DEFAULTS and default_key(a, "n") == f"{first}: defaults.n"
+
+
+@pytest.mark.parametrize("default, key, shown", [("R = 5.0", "groups[1].types", "got R"),
+                                                 ("s = 2.0", "groups[0].multiplicity", "got s - 1")])
+def test_a_whole_number_written_as_a_float_says_it_made_a_real_parameter(default, key, shown):
+    """``R = 5.0`` declares a positive real (an integer default declares a positive integer), so ``types = "R"``
+    and ``multiplicity = "s - 1"`` are refused; the line said only "must be a positive integer ...; got R", naming
+    the group, not the default that made R real. It says which default to write as an integer."""
+    name = default.split()[0]
+    text = BASE.replace(f"{name} = {default.split()[2][0]}\n", default + "\n")
+    assert default in text
+    with pytest.raises(ValueError) as info:
+        task_from_toml(text, "f.toml")
+    message = str(info.value)
+    assert message.startswith(f"f.toml: {key}: ") and shown in message and "\n" not in message
+    assert message.endswith(f"({name} is a positive real: its default {default.split()[2]} is not an integer; "
+                            f"write {name} = {default.split()[2][0]} for a positive integer)")
