@@ -136,7 +136,7 @@ def parameter_values(task, M_value, values) -> dict:
     ------
     ValueError
         If a name is unknown, a value invalid, a fixed number of classes contradicted,
-        or a symbol the task uses has no value.
+        a symbol the task uses has no value, or the values leave a relevant group without copies.
     """
     table = task.symbols()
     vals = dict(task.defaults)
@@ -155,6 +155,13 @@ def parameter_values(task, M_value, values) -> dict:
     missing = sorted(str(s) for s in used if s not in subs)
     if missing:
         raise ValueError(f"task {task.name!r}: give values for {', '.join(missing)}")
+    for name in task.relevant:
+        count = sp.sympify(task.own_count(task.group(name)))
+        if count.xreplace(subs).is_zero:
+            shown = ", ".join(f"{s}={int(subs[s]) if subs[s].is_Integer else float(subs[s])}"
+                              for s in sorted(count.free_symbols, key=str))
+            raise ValueError(f"task {task.name!r}: at {shown} the relevant group {name!r} has no copies in its "
+                             f"class's context (multiplicity {count} = 0): its attention alpha would be 0 forever")
     return subs
 
 

@@ -142,9 +142,11 @@ def task_parameters(task_name, **params) -> dict:
     Raises
     ------
     ValueError
-        An unknown task, a parameter the task does not have, or an invalid
-        value (:func:`derivations.engine.validate_parameter`).
+        An unknown task, a parameter the task does not have, an invalid
+        value (:func:`derivations.engine.validate_parameter`), or values that leave a relevant group
+        without copies (:func:`derivations.engine.instance.parameter_values`).
     """
+    from derivations.engine.instance import parameter_values
     from derivations.tasks import get_task
     task = get_task(task_name)
     allowed = ("m", "n", "b", "M") + tuple(task.parameter_names())
@@ -158,4 +160,5 @@ def task_parameters(task_name, **params) -> dict:
     for k, v in values.items():
         x = task.validate(k, v)
         out[k] = int(x) if task.integer_parameter(k) else float(x)
+    parameter_values(task, None, out)         # the values together: every relevant group keeps its copies
     return out

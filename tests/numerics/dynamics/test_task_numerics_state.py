@@ -247,3 +247,20 @@ def test_no_task_parameter_can_take_the_name_of_a_keyword_of_the_functions_that_
                 else:
                     pytest.fail(f"{f.__qualname__}: a task parameter may be called {name!r}")
     assert {"task", "ratio", "loss", "xtol", "lam"} <= set(taken)
+
+
+@pytest.mark.parametrize("values", [{"s": 2}, {"s": 2, "m": 0.5}])
+def test_values_that_leave_the_relevant_group_without_copies_are_refused_naming_them(tmp_path, values):
+    """A relevant multiplicity ``m*(2 - s)**2`` is positive for s = 1 (the file is valid) but 0 at s = 2: the
+    reduced flow's attention divided by it (a ZeroDivisionError traceback from state_at_loss, and so from
+    print_dynamics --loss, predict and the sweep's theory). Such values are refused, naming them."""
+    path = tmp_path / "vanishing.toml"
+    path.write_text('name = "vanishing"\nquery = "q"\nquery_in_context = true\n[parameters]\ns = 1\n'
+                    '[[groups]]\nname = "q"\nper_class = true\nmultiplicity = "s - 1"\n'
+                    '[[groups]]\nname = "r"\nper_class = true\nmultiplicity = "m*(2 - s)**2"\n'
+                    '[[groups]]\nname = "z"\nper_class = false\nembedded = false\nmultiplicity = "n"\n')
+    assert entry(0.5, 2.0, task=str(path), M=4, b=2, n=10, s=3).alpha > 0        # (2 - 3)**2 = 1 copy per m
+    shown = ", ".join(f"{k}={v}" for k, v in sorted({"m": 5, **values}.items()) if k in ("m", "s"))
+    with pytest.raises(ValueError, match=rf"^task 'vanishing': at {shown} the relevant group 'r' has no copies "
+                                         r"in its class's context \(multiplicity m\*\(2 - s\)\*\*2 = 0\)"):
+        entry(0.5, 2.0, task=str(path), M=4, b=2, n=10, **values)
