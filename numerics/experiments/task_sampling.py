@@ -306,11 +306,13 @@ def _tickets(mu, name) -> tuple:
 
 def _check_values(name, params) -> dict:
     """``{name: value}`` checked against the task's parameter names (ValueError naming the valid ones)."""
+    from derivations.tasks import get_task
+
     allowed = task_parameter_names(name)           # ValueError naming the valid tasks for an unknown one
     values = dict(params)
     for key in values:
         if key not in allowed:
-            raise ValueError(f"task {name!r} has no parameter {key!r} (its parameters: "
+            raise ValueError(f"task {get_task(name).name!r} has no parameter {key!r} (its parameters: "
                              f"{', '.join(allowed) if allowed else 'none'})")
     return values
 

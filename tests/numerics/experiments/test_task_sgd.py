@@ -221,6 +221,17 @@ def test_a_task_that_cannot_be_sampled_is_refused():
         sgd.Fig2Config(task="nope")
 
 
+def test_a_task_files_unknown_parameter_names_the_task_by_its_name(tmp_path):
+    """The line named a task file's task by the path it was given as ("task 'mine.toml' has no parameter"),
+    where every other line names it by its name."""
+    path = tmp_path / "mine.toml"
+    path.write_text('name = "mine"\nquery = "q"\n'
+                    '[[groups]]\nname = "q"\nper_class = true\n[[groups]]\nname = "r"\nper_class = true\n'
+                    'multiplicity = "m"\n')
+    with pytest.raises(ValueError, match=r"^task 'mine' has no parameter 'q' \(its parameters: M, b, m\)$"):
+        task_sampling.sampled_task(str(path), {"q": 1})
+
+
 BAD = [
     (["--task", "nope"], "unknown task 'nope'"),
     (["--task", "paper", "--params", "q=3"], "has no parameter 'q'"),
