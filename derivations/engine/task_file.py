@@ -180,6 +180,9 @@ def task_from_mapping(data: dict, source: str = "<task>"):
         return Task(groups=groups, parameters=parameters, defaults=defaults, **kw)
     except ValueError as exc:
         key = _failed_key(exc, data, [g.name for g in groups])
+        if key == "groups" and "relevant" not in data and f"has no token group {Task.relevant[0]!r}" in str(exc):
+            raise ValueError(f"{source}: relevant: {exc}; relevant defaults to {json.dumps(list(Task.relevant))}: "
+                             "name the relevant groups") from None
         raise ValueError(f"{source}: {key}: {exc}{_real_hint(exc, data)}") from None
 
 

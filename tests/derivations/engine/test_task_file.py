@@ -323,3 +323,13 @@ def test_a_whole_number_written_as_a_float_says_it_made_a_real_parameter(default
     assert message.startswith(f"f.toml: {key}: ") and shown in message and "\n" not in message
     assert message.endswith(f"({name} is a positive real: its default {default.split()[2]} is not an integer; "
                             f"write {name} = {default.split()[2][0]} for a positive integer)")
+
+
+def test_a_file_without_relevant_and_without_a_group_r_is_told_that_relevant_defaults_to_r():
+    """``relevant`` defaults to ``["r"]``; a file that names its relevant group otherwise and leaves out
+    ``relevant`` was told "groups: task 'x' has no token group 'r'", a key it had not got wrong."""
+    text = 'name = "x"\nquery = "q"\n[[groups]]\nname = "q"\nper_class = true\n' \
+           '[[groups]]\nname = "sig"\nper_class = true\nmultiplicity = "m"\n'
+    with pytest.raises(ValueError, match=r"^f\.toml: relevant: task 'x' has no token group 'r' \(groups: q, sig\); "
+                                         r"relevant defaults to \[\"r\"\]: name the relevant groups$"):
+        task_from_toml(text, "f.toml")
