@@ -259,7 +259,8 @@ def test_values_that_leave_the_relevant_group_without_copies_are_refused_naming_
                     '[[groups]]\nname = "q"\nper_class = true\nmultiplicity = "s - 1"\n'
                     '[[groups]]\nname = "r"\nper_class = true\nmultiplicity = "m*(2 - s)**2"\n'
                     '[[groups]]\nname = "z"\nper_class = false\nembedded = false\nmultiplicity = "n"\n')
-    assert entry(0.5, 2.0, task=str(path), M=4, b=2, n=10, s=3).alpha > 0        # (2 - 3)**2 = 1 copy per m
+    from numerics.dynamics.task_systems import task_parameters
+    assert task_parameters(str(path), M=4, b=2, n=10, s=3)["s"] == 3             # (2 - 3)**2 = 1 copy per m
     shown = ", ".join(f"{k}={v}" for k, v in sorted({"m": 5, **values}.items()) if k in ("m", "s"))
     with pytest.raises(ValueError, match=rf"^task 'vanishing': at {shown} the relevant group 'r' has no copies "
                                          r"in its class's context \(multiplicity m\*\(2 - s\)\*\*2 = 0\)"):
