@@ -121,15 +121,24 @@ def _assigning_module(attr: str, obj, candidates) -> str | None:
     (the modules that import it hold the same object but do not assign it), or None."""
     for name in candidates:
         try:
-            module = importlib.import_module(name)
-            if getattr(module, attr, _MISSING) is not obj:
+            if getattr(importlib.import_module(name), attr, _MISSING) is not obj:
                 continue
-            tree = ast.parse(Path(inspect.getsourcefile(module)).read_text(encoding="utf-8"))
-        except Exception:  # an import or source problem is reported by autosummary itself
+        except Exception:  # an import problem is reported by autosummary itself
             continue
-        if attr in _assigned_names(tree):
+        if attr in _module_assigned_names(name):
             return name
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def _module_assigned_names(name: str) -> frozenset[str]:
+    """The names the source of the module ``name`` assigns at top level (:func:`_assigned_names`), parsed
+    once per build; none where it has no readable source (a problem autosummary reports itself)."""
+    try:
+        source = Path(inspect.getsourcefile(importlib.import_module(name))).read_text(encoding="utf-8")
+        return frozenset(_assigned_names(ast.parse(source)))
+    except Exception:
+        return frozenset()
 
 
 _MISSING = object()
