@@ -12,7 +12,8 @@ run arbitrary code. :func:`from_srepr` instead parses the text with
 * ``Function('F')(...)`` (undefined functions, for left-hand sides), named by a Python
   identifier (a code printer writes the name as it is);
 * the SymPy singletons in :data:`ALLOWED_NAMES` (``oo``, ``pi``, ...);
-* arguments that are such calls, ints, strings, or a negated int;
+* arguments that are such calls, ints, a negated int, or strings where a constructor takes
+  a name or a ``Float``'s digits (:data:`TAKE_TEXT`; any other would evaluate the text as Python);
 * keyword arguments that are assumptions with a ``True``/``False`` value, or
   ``precision=<int>`` of ``Float``.
 
@@ -61,7 +62,8 @@ from sympy.codegen.cfunctions import expm1, log1p
 
 from .special_functions import wright_omega
 
-__all__ = ["from_srepr", "to_srepr", "UnsafeExpression", "power_bits", "ALLOWED_CALLS", "ALLOWED_NAMES", "LIMITS"]
+__all__ = ["from_srepr", "to_srepr", "UnsafeExpression", "power_bits", "ALLOWED_CALLS", "ALLOWED_NAMES", "LIMITS",
+           "TAKE_TEXT"]
 
 #: Bounds on what :func:`from_srepr` reads: characters of text, nesting depth of
 #: the syntax tree, its nodes, bits of an integer literal, ``Float`` precision
@@ -114,8 +116,18 @@ def _check_size(tree) -> None:
         stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
 
 
+#: The constructors that may take text: a name (``Symbol``, ``Str``, ``Function``, ``MatrixSymbol``) or a
+#: ``Float``'s decimal digits. Any other reads a text argument with ``sympify``, which evaluates it as Python
+#: (``Tuple("__import__('os').getpid()")`` ran the call).
+TAKE_TEXT = frozenset({sp.Symbol, sp.core.symbol.Str, sp.Function, sp.MatrixSymbol, sp.Float})
+
+
 def _checked_call(target, args, kwargs):
-    """``target(*args, **kwargs)`` after the bounds that SymPy's evaluation needs."""
+    """``target(*args, **kwargs)`` after the bounds that SymPy's evaluation needs, and with text only
+    where :data:`TAKE_TEXT` allows it."""
+    if target not in TAKE_TEXT and any(isinstance(a, str) for a in args):
+        raise UnsafeExpression(f"text argument of {getattr(target, '__name__', target)} not allowed "
+                               "(it would be evaluated)")
     if target is sp.Pow and len(args) == 2 and all(isinstance(a, sp.Rational) for a in args):
         base, exponent = args
         if max(abs(base.p).bit_length(), base.q.bit_length()) > 1 and power_bits(base, exponent) > LIMITS["power_bits"]:

@@ -168,3 +168,15 @@ def test_the_plain_reader_reads_the_shipped_caches_as_ast_does(by_ast):
         assert _outcome(text) == by_ast(text), text[:200]
         read += 1
     assert read >= 20
+
+
+@pytest.mark.parametrize("text", ["Tuple({code})", "exp({code})", "Abs({code})", "Function('F')({code})",
+                                  "Mul(Integer(2), Tuple({code}))", "Integer({code})"])
+def test_text_is_read_only_as_a_name_or_digits(text):
+    """A constructor other than those of TAKE_TEXT would ``sympify`` a text argument, which evaluates it as
+    Python: refused before the call, and the code never runs."""
+    import sys
+    code = "\"__import__('sys').modules.__setitem__('qkov_evaluated', 1)\""
+    with pytest.raises(UnsafeExpression, match="text argument of .* not allowed"):
+        from_srepr(text.format(code=code))
+    assert "qkov_evaluated" not in sys.modules
