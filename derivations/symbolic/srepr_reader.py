@@ -23,10 +23,6 @@ so does text beyond the size bounds (:data:`LIMITS`: length, nesting depth,
 node count, integer size, ``Float`` precision and magnitude), or a power of numbers whose
 value would exceed :data:`LIMITS` ``["power_bits"]`` (``Pow(Integer(10),
 Integer(10**12))`` would take SymPy minutes to evaluate).
-Text in the layout ``srepr`` writes (one line of such calls, names, quoted strings and decimal
-integers, within the bounds) is read by a tokenizer of its own (``_plain_steps``), several times
-faster than :func:`ast.parse` on the task cache; it reads what the syntax-tree reader accepts, the
-same way, and leaves every other text to it, so that every refusal is that reader's.
 :func:`to_srepr` is the writing side: it refuses an expression that
 :func:`from_srepr` would reject, so no cache is written that every later read
 would throw away. Both derivation caches (:mod:`derivations.catalog`,
@@ -219,134 +215,6 @@ def _build(node):
     raise UnsafeExpression(f"syntax not allowed: {type(node).__name__}")
 
 
-#: A token of text in the layout ``sympy.srepr`` writes, after any spaces: a name (group 1), a quoted
-#: string without a backslash or a control character (2), a decimal integer without a sign or a leading
-#: zero (3), or one character (4): one of ``( ) , = -``, or any other, which leaves the text to ast.
-_TOKEN = re.compile(r" *(?:([A-Za-z_][A-Za-z0-9_]*)|('[^'\\\x00-\x1f\x7f\ud800-\udfff]*'"
-                    r"|\"[^\"\\\x00-\x1f\x7f\ud800-\udfff]*\")|(0(?![0-9])|[1-9][0-9]*)|(.))", re.S)
-#: Decimal digits of an integer the plain reader reads (fewer than ``LIMITS["int_bits"]`` bits).
-_INT_DIGITS = 300
-_BOOLS = {"True": True, "False": False}
-
-
-class _NotPlain(Exception):
-    """Not in srepr's own layout: :func:`from_srepr` reads the text with :func:`ast.parse`."""
-
-
-def _integer(digits: str) -> int:
-    value = int(digits) if len(digits) <= _INT_DIGITS else None
-    if value is None or value.bit_length() > LIMITS["int_bits"]:
-        raise _NotPlain
-    return value
-
-
-def _keyword(frames, name: str, value_token) -> None:
-    """Record the keyword argument ``name=`` of the innermost open call: an assumption with a bool
-    value, or ``precision`` with an integer."""
-    value_name, _quoted, digits, _char = value_token
-    if not frames or name in frames[-1][2]:
-        raise _NotPlain
-    if name in ASSUMPTIONS and value_name in _BOOLS:
-        frames[-1][2][name] = _BOOLS[value_name]
-    elif name == "precision" and digits:
-        frames[-1][2][name] = _integer(digits)
-    else:
-        raise _NotPlain
-
-
-def _open_call(toks, i: int, frames: list, steps: list) -> tuple[int, int, int]:
-    """Read the start of the call ``toks[i](`` (``Function('F')`` whole, applied or not): ``(index of
-    the next token, syntax-tree nodes read, their depth below the call)``."""
-    target = ALLOWED_CALLS.get(toks[i][0])
-    if target is None:
-        raise _NotPlain
-    if target is not ALLOWED_CALLS["Function"]:
-        frames.append([target, 0, {}])
-        return i + 2, 3, 2
-    if i + 3 >= len(toks) or not toks[i + 2][1] or toks[i + 3][3] != ")" \
-            or not _is_function_name(toks[i + 2][1][1:-1]):
-        raise _NotPlain
-    steps.append((target, toks[i + 2][1][1:-1]))
-    if i + 4 < len(toks) and toks[i + 4][3] == "(":        # Function('F')(...)
-        frames.append([None, 0, {}])
-        return i + 5, 5, 3
-    return i + 4, 4, 2
-
-
-def _plain_steps(text: str) -> list:
-    """The steps that rebuild the srepr text ``text`` (run by :func:`_run`), read without
-    :func:`ast.parse` where ``text`` is in srepr's own layout (one line of whitelisted calls, names,
-    quoted strings and decimal integers, as :func:`_build` accepts them) and within :data:`LIMITS`,
-    its syntax-tree nodes and depth counted as :func:`_check_size` counts them. Raises :class:`_NotPlain`
-    for any other text (``ast`` then reads it and says why it is refused)."""
-    if text[:1] == " " or text[-1:] == " ":
-        raise _NotPlain
-    toks = _TOKEN.findall(text)
-    steps, frames = [], []       # frames: [target (None: pushed before the args), positional args, kwargs]
-    nodes, deepest, i, n, expect_value, may_close = 1, 1, 0, len(toks), True, False
-    while i < n:
-        name, quoted, digits, char = toks[i]
-        if char == ")" and frames and (may_close or not expect_value):      # the innermost call ends
-            steps.append(tuple(frames.pop()))
-            expect_value, may_close, i = False, False, i + 1
-            continue
-        if not expect_value:                # after a value: a comma, or the end of a call (above)
-            if char != "," or not frames:
-                raise _NotPlain
-            expect_value, i = True, i + 1
-            continue
-        after = toks[i + 1][3] if i + 1 < n else ""
-        if name and after == "=" and i + 2 < n:
-            _keyword(frames, name, toks[i + 2])
-            nodes, deepest = nodes + 2, max(deepest, len(frames) + 3)
-            expect_value, may_close, i = False, False, i + 3
-            continue
-        if frames:                          # a positional argument
-            if frames[-1][2]:
-                raise _NotPlain
-            frames[-1][1] += 1
-        depth, expect_value, may_close = len(frames) + 2, False, False
-        if name and after == "(":
-            i, count, below = _open_call(toks, i, frames, steps)
-            nodes, deepest = nodes + count, max(deepest, depth + below)
-            expect_value = may_close = len(frames) + 2 > depth
-        elif name in ALLOWED_NAMES:
-            steps.append((ALLOWED_NAMES[name],))
-            nodes, deepest, i = nodes + 2, max(deepest, depth + 1), i + 1
-        elif quoted or digits:
-            steps.append((quoted[1:-1] if quoted else _integer(digits),))
-            nodes, deepest, i = nodes + 1, max(deepest, depth), i + 1
-        elif char == "-" and i + 1 < n and toks[i + 1][2]:
-            steps.append((-_integer(toks[i + 1][2]),))
-            nodes, deepest, i = nodes + 3, max(deepest, depth + 1), i + 2
-        else:
-            raise _NotPlain
-        if deepest > LIMITS["depth"] or nodes > LIMITS["nodes"] or (not frames and i < n):
-            raise _NotPlain                 # too large, or more than one expression
-    if frames or expect_value or deepest > LIMITS["depth"] or nodes > LIMITS["nodes"]:
-        raise _NotPlain
-    return steps
-
-
-def _run(steps):
-    """The value the steps of :func:`_plain_steps` build (each call through :func:`_checked_call`)."""
-    stack = []
-    for step in steps:
-        if len(step) == 1:
-            stack.append(step[0])
-        elif len(step) == 2:
-            stack.append(_checked_call(step[0], [step[1]], {}))
-        else:
-            target, count, kwargs = step
-            args = stack[len(stack) - count:]
-            del stack[len(stack) - count:]
-            if target is None:
-                target = stack.pop()
-            stack.append(_checked_call(target, args, kwargs))
-    (value,) = stack
-    return value
-
-
 def from_srepr(text: str):
     """The SymPy object whose ``srepr`` is ``text``, rebuilt without ``eval``.
 
@@ -370,17 +238,12 @@ def from_srepr(text: str):
     if len(text) > LIMITS["chars"]:
         raise UnsafeExpression(f"text longer than {LIMITS['chars']} characters")
     try:
-        steps = _plain_steps(text)
-    except _NotPlain:
-        steps = None
-    if steps is None:
-        try:
-            tree = ast.parse(text, mode="eval")
-        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-            raise UnsafeExpression(f"not an expression: {exc}") from None
-        _check_size(tree)
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        raise UnsafeExpression(f"not an expression: {exc}") from None
+    _check_size(tree)
     try:
-        return _build(tree.body) if steps is None else _run(steps)
+        return _build(tree.body)
     except UnsafeExpression:
         raise
     except RecursionError:
