@@ -6,33 +6,29 @@ when nothing is writable, one command line (``--rebuild``, ``--check``). A third
 :data:`derivations.catalog.PRINTED`, keeps the paper's results as ``print_dynamics`` prints them. A
 command that shows a part of the results decodes only that part (:meth:`ExpressionStore.lazy`).
 
-* **Data, never code.** The store module turns its results into JSON values (expressions as
-  whitelisted ``srepr`` text, :func:`derivations.symbolic.srepr_reader.to_srepr`) and back
-  (:func:`~derivations.symbolic.srepr_reader.from_srepr`, no ``eval``); a file that is not a regular
-  file (a FIFO, a device), is larger than :data:`MAX_FILE_BYTES`, is not valid JSON, lacks an entry,
-  has one too many or one of another shape than the store declares
-  (:mod:`~derivations.core.json_shape`), or holds anything outside the whitelist is *damaged* and
-  rebuilt; reading it never waits or reads more than the bound
+* **Data, never code.** The store module turns its results into JSON values (expressions as whitelisted
+  ``srepr`` text, :func:`derivations.symbolic.srepr_reader.to_srepr`) and back
+  (:func:`~derivations.symbolic.srepr_reader.from_srepr`, no ``eval``); a file that is not a regular file (a
+  FIFO, a device), is larger than :data:`MAX_FILE_BYTES`, is not valid JSON, lacks an entry, has one too many
+  or one of another shape than the store declares (:mod:`~derivations.core.json_shape`), or holds anything
+  outside the whitelist is *damaged* and rebuilt; reading it never waits or reads more than the bound
   (:func:`~derivations.core.atomic_file.read_bounded`).
-* **Keyed automatically** (:func:`source_key`): a SHA-256 over the source of every ``.py`` file
-  of ``derivations/core``, ``symbolic``, ``engine`` and ``tasks`` and every built-in task file
-  (``.toml``; sorted by path), the store's own module, the file format :data:`FORMAT` and the
-  SymPy version. No list to keep by hand: editing any module or task file a derivation can
-  depend on invalidates the cache.
-* **Where.** Shipped data is read, never written, by a program that uses it: the file in
-  the package (``derivations/_cache/<stem>.json``, read with :mod:`importlib.resources`),
-  then the user cache ``<cache dir>/qkov/<stem>-<key>.json`` (:func:`cache_dir`). On a miss
-  the results are derived and written atomically to the user cache only, so an installed
-  package's directory is never changed; when the user cache is not writable, one line on
-  stderr says so (once per process). Only ``--rebuild`` (:meth:`ExpressionStore.rebuild`)
-  writes the shipped file, in a source checkout (:func:`source_checkout`) only.
-* **Checked.** Each file keeps a SHA-256 digest of its results with its key: a file whose results
-  were edited (even into well-formed ones) is stale, at load and for ``--check``. The digest catches
-  damage and hand edits, not a forger, who can compute it too (only deriving again can tell a forged
-  result; ``--rebuild`` does); a forged file is still read only when it has the declared shape, and
-  as data, never run: the expressions through
-  :func:`~derivations.symbolic.srepr_reader.from_srepr`'s whitelist, and their numeric code is made
-  only from expressions whose every symbol is an argument and every function a known one
+* **Keyed automatically** (:func:`source_key`): a SHA-256 over the source of every ``.py`` file of
+  ``derivations/core``, ``symbolic``, ``engine`` and ``tasks`` and every built-in task file (``.toml``; sorted
+  by path), the store's own module, the file format :data:`FORMAT` and the SymPy version. No list to keep by
+  hand: editing any module or task file a derivation can depend on invalidates the cache.
+* **Where.** Shipped data is read, never written, by a program that uses it: the file in the package
+  (``derivations/_cache/<stem>.json``, read with :mod:`importlib.resources`), then the user cache
+  ``<cache dir>/qkov/<stem>-<key>.json`` (:func:`cache_dir`). On a miss the results are derived and written
+  atomically to the user cache only, so an installed package's directory is never changed; when the user
+  cache is not writable (or there is none), one line on stderr says so (once per process). Only ``--rebuild``
+  (:meth:`ExpressionStore.rebuild`) writes the shipped file, in a source checkout (:func:`source_checkout`) only.
+* **Checked.** Each file keeps a SHA-256 digest of its results with its key: a file whose results were edited
+  (even into well-formed ones) is stale, at load and for ``--check``. The digest catches damage and hand
+  edits, not a forger, who can compute it too (only deriving again can tell a forged result; ``--rebuild``
+  does); a forged file is still read only when it has the declared shape, and as data, never run: the
+  expressions through :func:`~derivations.symbolic.srepr_reader.from_srepr`'s whitelist, and their numeric
+  code is made only from expressions whose every symbol is an argument and every function a known one
   (:func:`numerics.functions.numeric`, the code generator's strict printers).
 
 The file: ``{"digest": <digest>, "format": FORMAT, "key": <key>, "results": {name: value}}``
@@ -94,10 +90,9 @@ def source_files(*extra) -> list:
 
 
 def sympy_version() -> str:
-    """The installed SymPy's version: ``sympy.__version__`` when SymPy is already
-    imported (reading the distribution's metadata costs about 20 ms of a cold
-    start), else from the metadata, without importing SymPy. Both are the same
-    string (SymPy's packaging takes the version from ``sympy/release.py``)."""
+    """The installed SymPy's version: ``sympy.__version__`` when SymPy is already imported (reading the
+    distribution's metadata costs about 20 ms of a cold start), else from the metadata, without importing
+    SymPy. Both are the same string (SymPy's packaging takes the version from ``sympy/release.py``)."""
     version = getattr(sys.modules.get("sympy"), "__version__", None)
     if version is None:
         import importlib.metadata as md
@@ -132,10 +127,10 @@ def source_key(*extra) -> str:
     return h.hexdigest()
 
 
-def cache_dir() -> Path:
-    """The user's cache directory of qkov: ``$XDG_CACHE_HOME/qkov`` when that
-    variable holds an absolute path (the XDG Base Directory rule: a relative
-    one is ignored), else ``~/.cache/qkov``.
+def cache_dir():
+    """The user's cache directory of qkov: ``$XDG_CACHE_HOME/qkov`` when that variable holds an absolute
+    path (the XDG Base Directory rule: a relative one is ignored), else ``~/.cache/qkov``; None without
+    either (no ``HOME``, and a user without a password entry): no user cache is then read or saved.
 
     >>> import os
     >>> os.environ["XDG_CACHE_HOME"] = "/tmp/xdg"
@@ -144,8 +139,10 @@ def cache_dir() -> Path:
     >>> del os.environ["XDG_CACHE_HOME"]
     """
     base = os.environ.get("XDG_CACHE_HOME", "")
-    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".cache"
-    return root / "qkov"
+    try:
+        return (Path(base) if base and os.path.isabs(base) else Path.home() / ".cache") / "qkov"
+    except RuntimeError:            # Path.home(): no HOME and no password entry
+        return None
 
 
 def source_checkout():
@@ -167,8 +164,8 @@ def source_checkout():
     return root if re.search(r"(?m)^name\s*=\s*qkov\s*$", text) else None
 
 
-def user_cache(stem: str, key: str) -> Path:
-    """The user cache file ``<cache_dir()>/<stem>-<key>.json`` (:func:`cache_dir`).
+def user_cache(stem: str, key: str):
+    """The user cache file ``<cache_dir()>/<stem>-<key>.json``, or None without a :func:`cache_dir`.
 
     Parameters
     ----------
@@ -179,14 +176,14 @@ def user_cache(stem: str, key: str) -> Path:
 
     Returns
     -------
-    Path
+    Path or None
     """
-    return cache_dir() / f"{stem}-{key}.json"
+    root = cache_dir()
+    return None if root is None else root / f"{stem}-{key}.json"
 
 
 def results_digest(results) -> str:
-    """SHA-256 of the JSON value ``results`` (compact, sorted keys, ASCII): the
-    digest a cache file keeps of its body.
+    """SHA-256 of the JSON value ``results`` (compact, sorted keys, ASCII): the digest a cache file keeps of its body.
 
     Parameters
     ----------
@@ -207,8 +204,8 @@ def save_first_writable(paths, text: str) -> list:
 
     Parameters
     ----------
-    paths : iterable of str or Path
-        The candidate files, in order of preference.
+    paths : iterable of str, Path or None
+        The candidate files, in order of preference (None: no user cache directory).
     text : str
         The content.
 
@@ -220,6 +217,9 @@ def save_first_writable(paths, text: str) -> list:
     """
     errors = []
     for path in paths:
+        if path is None:
+            errors.append("no user cache directory (set XDG_CACHE_HOME or HOME)")
+            continue
         try:
             atomic_write_text(path, text)
             return []
@@ -265,8 +265,7 @@ class ExpressionStore:
     owner : str or Path
         The store's module file (part of the key).
     derive : callable
-        ``derive() -> results``: computes every result (``{name: result}``, of the
-        type that ``decode`` returns).
+        ``derive() -> results``: computes every result (``{name: result}``, of the type that ``decode`` returns).
     encode, decode : callable
         ``encode(results) -> {name: JSON value}`` and back; ``decode`` raises
         ``ValueError`` (or ``KeyError``/``TypeError``/``IndexError``) on damaged data.
@@ -277,8 +276,7 @@ class ExpressionStore:
         ``shape() ->`` the shape (:func:`derivations.core.json_shape.matches`) of the encoded
         results of a complete file: every name and the type of each entry.
     sources : sequence of str or Path, optional
-        Further files outside :data:`SOURCE_PACKAGES` that the results depend on
-        (also part of the key).
+        Further files outside :data:`SOURCE_PACKAGES` that the results depend on (also part of the key).
 
     The attributes ``shipped``, ``derive`` and :meth:`user_path` may be replaced
     (tests point them at temporary files).
@@ -295,8 +293,8 @@ class ExpressionStore:
         """The cache key (:func:`source_key` with the store's module and its ``sources``)."""
         return source_key(self.owner, *self.sources)
 
-    def user_path(self, key: str) -> Path:
-        """The user cache file of ``key``.
+    def user_path(self, key: str):
+        """The user cache file of ``key`` (:func:`user_cache`).
 
         Parameters
         ----------
@@ -304,7 +302,7 @@ class ExpressionStore:
 
         Returns
         -------
-        Path
+        Path or None
         """
         return user_cache(self.stem, key)
 
@@ -341,19 +339,21 @@ class ExpressionStore:
     def entries(self, path, key: str):
         """The stored entries ``{name: JSON value}`` at ``path`` (a path or an
         :mod:`importlib.resources` resource) under ``key``, not decoded; None when
-        the file is missing, not a regular file (a FIFO, a device: never waited on),
+        ``path`` is None or the file is missing, not a regular file (a FIFO, a device: never waited on),
         larger than :data:`MAX_FILE_BYTES`, stale, not JSON, its results do not match its
         digest (edited) or are not of the store's ``shape`` (an entry missing or ill-typed).
 
         Parameters
         ----------
-        path : Path or importlib.resources.abc.Traversable
+        path : Path, importlib.resources.abc.Traversable or None
         key : str
 
         Returns
         -------
         dict or None
         """
+        if path is None:
+            return None
         try:
             data = json.loads(read_bounded(path, MAX_FILE_BYTES))
         except (OSError, ValueError, RecursionError):

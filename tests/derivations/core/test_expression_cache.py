@@ -30,3 +30,23 @@ def test_a_warning_stderr_cannot_take_leaves_stdout_alone(tmp_path, monkeypatch,
     monkeypatch.setattr(sys, "stderr", None)
     assert store.load() == {"a": 1}
     assert capsys.readouterr().out == ""
+
+
+def test_without_a_home_nothing_is_cached_and_the_results_are_derived(monkeypatch, capsys):
+    """No ``XDG_CACHE_HOME``, no ``HOME`` and a user without a password entry (``Path.home()`` raises
+    RuntimeError): there is no user cache. A miss derives the results and says once that they cannot be
+    saved; the lazy path derives too. It ended in a RuntimeError traceback."""
+    from pathlib import Path
+
+    def no_home():
+        raise RuntimeError("Could not determine home directory.")
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    assert ec.cache_dir() is None and ec.user_cache("demo", "k") is None
+    calls = []
+    store = ec.ExpressionStore("demo", catalog.__file__, lambda: calls.append(1) or {"a": 1}, dict, dict,
+                               prog="demo", what="demo cache", shape=lambda: {"a": int})
+    assert dict(store.lazy()) == {"a": 1} and store.load() == {"a": 1} and calls == [1]
+    err = capsys.readouterr().err
+    assert err == ("demo: warning: cannot save the demo cache (no user cache directory (set XDG_CACHE_HOME or "
+                   "HOME)); results will be derived again next time\n")
