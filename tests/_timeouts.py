@@ -13,6 +13,7 @@ finalizer, and the test fails where it is; every other unraisable goes on to the
 (``-p _timeouts``).
 """
 import contextlib
+import re
 import signal
 import sys
 
@@ -20,8 +21,9 @@ import pytest
 
 #: Seconds after a lost timeout failure at which pytest-timeout's handler runs again.
 REFIRE = 0.1
-#: The text of pytest-timeout's failure (its ``PYTEST_FAILURE_MESSAGE``).
-_TIMEOUT_TEXT = "from pytest-timeout"
+#: The start of pytest-timeout's failure: ``Timeout (>0.1s) from pytest-timeout.`` (its ``PYTEST_FAILURE_MESSAGE``,
+#: 2.4), ``Timeout >0.1s`` (2.3.1, the declared floor).
+_TIMEOUT_TEXT = re.compile(r"Timeout \(?>")
 
 
 @contextlib.contextmanager
@@ -29,7 +31,7 @@ def _lost_timeouts_refired():
     previous = sys.unraisablehook
 
     def hook(unraisable):
-        if isinstance(unraisable.exc_value, pytest.fail.Exception) and _TIMEOUT_TEXT in str(unraisable.exc_value):
+        if isinstance(unraisable.exc_value, pytest.fail.Exception) and _TIMEOUT_TEXT.match(str(unraisable.exc_value)):
             signal.setitimer(signal.ITIMER_REAL, REFIRE)
         previous(unraisable)
 
