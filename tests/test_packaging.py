@@ -174,7 +174,7 @@ def test_a_timeout_a_finalizer_swallows_fails_the_test_all_the_same(tmp_path):
                           "-p", "_timeouts", "-W", "ignore::pytest.PytestUnraisableExceptionWarning",
                           "test_lost.py"], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
     assert out.returncode == 1 and "1 failed" in out.stdout, out.stdout[-2000:]
-    assert "Timeout (>0.1s) from pytest-timeout" in out.stdout
+    assert re.search(r"Timeout (\(>0\.1s\) from pytest-timeout|>0\.1s)", out.stdout)   # (2.4; 2.3.1, the floor)
     assert float(re.search(r"in ([\d.]+)s", out.stdout).group(1)) < 10
 
 

@@ -42,9 +42,10 @@ def test_the_margin_near_log_m_keeps_its_digits(M, d):
 
 
 def test_a_shape_of_tiny_numbers_is_its_scaled_shape():
-    """The shares depend on s : m : n only: at s = m = n = 1e-200 they are those at 1 (to 1e-12); m**2 underflowed
-    in the flow's time bound (ZeroDivisionError)."""
+    """The shares depend on s : m : n only: at s = m = n = 1e-200 they are those at 1, to the flow's integration
+    rtol (1e-10: the two integrations round differently and may step differently; 1.0e-12 apart with SciPy 1.15, the
+    declared floor, 6e-13 with 1.17); m**2 underflowed in the flow's time bound (ZeroDivisionError)."""
     tiny = master_shares([0.1, 10.0], s=1e-200, m=1e-200, n=1e-200, R=2)
     one = master_shares([0.1, 10.0], s=1, m=1, n=1, R=2)
     for key in one:
-        np.testing.assert_allclose(tiny[key], one[key], rtol=1e-12, atol=0)
+        np.testing.assert_allclose(tiny[key], one[key], rtol=1e-10, atol=0)
