@@ -290,12 +290,9 @@ def train_fig3(config: Fig3Config, *, progress=None) -> dict:
     init = fig3_init(c.output_circuit, rng)
     params = {k: np.repeat(v[None], A, axis=0) for k, v in init.items()}
     erng = eval_rng(c.seed)
-    L, Lp = [], []
     train = []
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):   # divergence is reported, not warned
-        l0, l1 = _fig3_eval(params, erng, c, alphas)
-        L.append(l0)
-        Lp.append(l1)
+        measured = [_fig3_eval(params, erng, c, alphas)]
         for epoch in range(c.epochs):
             b = sample_fig3_batches(rng, c.steps_per_epoch, c.batch_size, c.seq_len)
             losses = np.empty((A, c.steps_per_epoch))
@@ -307,13 +304,10 @@ def train_fig3(config: Fig3Config, *, progress=None) -> dict:
                     g *= c.lr
                     params[key] -= g
             train.append(losses.sum(axis=1) / c.steps_per_epoch)
-            l0, l1 = _fig3_eval(params, erng, c, alphas)
-            L.append(l0)
-            Lp.append(l1)
+            measured.append(_fig3_eval(params, erng, c, alphas))
             if progress is not None:
                 progress(1)
-    L = np.array(L).T
-    Lp = np.array(Lp).T
+    L, Lp = np.array(measured).transpose(1, 2, 0)       # (alpha, epoch) at alpha and at alpha + ALPHA_STEP
     inc = (L - Lp) / ALPHA_STEP
     sharpest = alphas >= 1.0
     inc[sharpest] = np.where(np.isfinite(L[sharpest]), 0.0, np.nan)     # (NaN where it diverged, as any alpha's)
