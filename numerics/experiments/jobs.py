@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 from . import fixed_attention, measure, proxies, sgd, stack
+from .settings import finite_number, whole_number
 
 __all__ = ["job_epochs", "output_bytes", "OUTPUT_BASE_BYTES",
            "fig2_job", "fig3_job", "sweep_job", "sweep_targets", "sweep_runs", "fig2_run_summary",
@@ -295,10 +296,6 @@ def sweep_job(job: dict, progress=None) -> dict:
                      for (ratio, _), r in zip(pairs, runs) for t in targets]}
 
 
-def _is_number(x, *, none=False):
-    return (x is None and none) or (isinstance(x, (int, float)) and not isinstance(x, bool))
-
-
 #: Rounding slack of the bounds of :data:`_BOUNDS` (a share summed over positions may pass 1 by an ulp).
 _SLACK = 1e-9
 #: measurement -> (least, greatest) value of a stored one (up to :data:`_SLACK`); the others need only be
@@ -312,15 +309,10 @@ _BOUNDS = {"final_loss": (0.0, math.inf), "loss": (0.0, math.inf), "accuracy": (
 
 
 def _finite(x, name=None) -> bool:
-    """A JSON number that is a finite float (a 400-digit integer is not), within the bounds of ``name``."""
-    if not _is_number(x):
-        return False
-    try:
-        x = float(x)
-    except OverflowError:
-        return False
+    """A JSON number that is a finite float (a 400-digit integer is not,
+    :func:`~numerics.experiments.settings.finite_number`), within the bounds of ``name``."""
     low, high = _BOUNDS.get(name, (-math.inf, math.inf))
-    return math.isfinite(x) and low - _SLACK <= x <= high + _SLACK
+    return finite_number(x) and low - _SLACK <= x <= high + _SLACK
 
 
 def _measured(x, name) -> bool:
@@ -330,7 +322,7 @@ def _measured(x, name) -> bool:
 
 def _count(x, most) -> bool:
     """A whole number in ``[0, most]``."""
-    return isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= most
+    return whole_number(x) and 0 <= x <= most
 
 
 def _most_steps(job) -> int:

@@ -19,7 +19,7 @@ from derivations.core.vocabulary import PARAMETERIZATIONS
 
 __all__ = ["EXTENDABLE", "OPTIONAL", "check_sweep_settings", "check_run_settings", "report_settings",
            "unmatched_setting", "settings_difference", "continued_settings", "different_setting", "shown",
-           "shown_option"]
+           "shown_option", "whole_number", "finite_number"]
 
 #: Settings that ``--extend`` may change (others must equal the stored ones).
 EXTENDABLE = ("parameterizations", "ratios", "seeds")
@@ -58,12 +58,32 @@ OPTIONAL = ("task", "task_params", "dtype")
 _WHOLE = {"seeds": 1, "seq_len": 3, "batch_size": 1, "steps_per_epoch": 1, "max_steps": 1, "eval_batches": 1}
 
 
-def _whole(v) -> bool:
+def whole_number(v) -> bool:
+    """Whether a stored value is a JSON whole number (an ``int``, not a bool).
+
+    Parameters
+    ----------
+    v : object
+
+    Returns
+    -------
+    bool
+    """
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _finite(v) -> bool:
-    """A number (not a bool) that is a finite float (an integer beyond floats is not)."""
+def finite_number(v) -> bool:
+    """Whether a stored value is a JSON number (not a bool) that is a finite float (an integer beyond
+    floats is not).
+
+    Parameters
+    ----------
+    v : object
+
+    Returns
+    -------
+    bool
+    """
     try:
         return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
     except OverflowError:
@@ -71,7 +91,7 @@ def _finite(v) -> bool:
 
 
 def _positive(v) -> bool:
-    return _finite(v) and v > 0
+    return finite_number(v) and v > 0
 
 
 def _positives(v) -> bool:
@@ -96,7 +116,7 @@ def _task(v) -> bool:
 
 def _pairs(v) -> bool:
     return (isinstance(v, list) and all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str)
-                                        and _finite(p[1]) for p in v)
+                                        and finite_number(p[1]) for p in v)
             and len({p[0] for p in v}) == len(v))
 
 
@@ -145,10 +165,10 @@ def check_sweep_settings(settings: dict):
         if key in settings and not ok(settings[key]):
             return f'"{key}" must be {what}; got {shown(settings[key])}'
     for key, least in _WHOLE.items():
-        if not (_whole(settings[key]) and settings[key] >= least):
+        if not (whole_number(settings[key]) and settings[key] >= least):
             return f'"{key}" must be a whole number >= {least}; got {shown(settings[key])}'
     blocks = settings["seed_blocks"]
-    if not (isinstance(blocks, list) and all(_whole(k) and k >= 1 for k in blocks)
+    if not (isinstance(blocks, list) and all(whole_number(k) and k >= 1 for k in blocks)
             and sum(blocks) == settings["seeds"]):
         return (f'"seed_blocks" must be a list of whole numbers >= 1 adding up to "seeds" '
                 f'({shown(settings["seeds"])}); got {shown(blocks)}')

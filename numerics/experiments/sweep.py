@@ -66,6 +66,7 @@ from ..validation import check_int
 from . import precision, sgd
 from .jobs import OUTPUT_BASE_BYTES, SWEEP_ROW_KEYS, output_bytes
 from .proxies import PROXIES
+from .settings import whole_number
 from .stopping import MAX_SGD_STEPS, target_losses
 
 __all__ = ["FIRST_SEED", "SEEDS_PER_JOB", "MIN_JOBS", "seeds_per_job", "job_seed_blocks", "sweep_jobs", "run_bytes",
@@ -224,8 +225,8 @@ def _check_seed_blocks(n_seeds, sizes) -> None:
     """``sizes`` (None, or the blocks of seeds a sweep was extended by) must be whole numbers >= 1
     summing to ``n_seeds``."""
     sizes = [n_seeds] if sizes is None else sizes
-    if not (isinstance(sizes, (list, tuple)) and all(isinstance(k, int) and not isinstance(k, bool) and k >= 1
-                                                     for k in sizes) and sum(sizes) == n_seeds):
+    if not (isinstance(sizes, (list, tuple)) and all(whole_number(k) and k >= 1 for k in sizes)
+            and sum(sizes) == n_seeds):
         shown = repr(sizes) if len(repr(sizes)) <= 40 else repr(sizes)[:37] + "..."
         raise ValueError(f"seed_blocks must be whole numbers >= 1 summing to seeds = {n_seeds}, got {shown}")
 
