@@ -84,9 +84,8 @@ def _parse_params(text, task):
 
 
 def _parse_ratios(text):
-    """Comma-separated numbers, none empty (their range is checked by check_ratios)."""
-    if text.strip() and any(not item.strip() for item in text.split(",")):
-        raise UsageError(f"--ratios: empty item in {text!r}")
+    """Comma-separated numbers, none empty (:func:`~derivations.core.cli.parse_list`; their range is checked
+    by check_ratios)."""
     return check_ratios(parse_list("--ratios", text, lambda t: parse_number("--ratios", t)))
 
 

@@ -372,6 +372,15 @@ def test_cli_bad_arguments(args, capsys):
     assert "error" in lines[0] and "Traceback" not in err
 
 
+def test_an_empty_ratio_is_refused_by_the_shared_list_parser(capsys):
+    """verify's --ratios is read by derivations.core.cli.parse_list, which refuses an empty item in the words
+    every command's list option uses (verify had a check of its own before it, in other words)."""
+    from numerics.verify import main
+    assert main(["--ratios", "1,,2"]) == 2
+    assert capsys.readouterr().err == ("python -m numerics.verify: error: --ratios must not have an empty item "
+                                       "between commas; got '1,,2'\n")
+
+
 @pytest.mark.parametrize("args,message", [
     (["--params", "M=1"], "M must be an integer in [2, 200] (the full model has 6 M^2 to 7 M^2 parameters); got 1"),
     (["--params", "M=2.5"], "M must be an integer in [2, 200] (the full model"),
