@@ -270,9 +270,10 @@ def train_fig3(config: Fig3Config, *, progress=None) -> dict:
     Returns
     -------
     dict
-        ``alpha`` (list), ``loss``, ``loss_shifted`` and ``incentive``
-        (``[alpha][epoch]``, epochs ``0..E``), ``train_loss`` (``[alpha][epoch]``,
-        the mean training loss of epochs ``1..E``) and ``final_loss`` (per alpha); an alpha
+        In the order of ``fig3.json``: ``alpha`` (list), ``loss`` and ``incentive``
+        (``[alpha][epoch]``, epochs ``0..E``), ``final_loss`` (per alpha), ``loss_shifted``
+        (as ``loss``) and ``train_loss`` (``[alpha][epoch]``, the mean training loss of
+        epochs ``1..E``); an alpha
         whose training diverged has non-finite losses and incentives from there on
         (:func:`diverged_alphas`).
 
@@ -311,9 +312,9 @@ def train_fig3(config: Fig3Config, *, progress=None) -> dict:
     inc = (L - Lp) / ALPHA_STEP
     sharpest = alphas >= 1.0
     inc[sharpest] = np.where(np.isfinite(L[sharpest]), 0.0, np.nan)     # (NaN where it diverged, as any alpha's)
-    return {"alpha": [float(a) for a in alphas], "loss": L.tolist(), "loss_shifted": Lp.tolist(),
-            "incentive": inc.tolist(), "train_loss": np.array(train).T.tolist(),
-            "final_loss": L[:, -1].tolist()}
+    return {"alpha": [float(a) for a in alphas], "loss": L.tolist(), "incentive": inc.tolist(),
+            "final_loss": L[:, -1].tolist(), "loss_shifted": Lp.tolist(),
+            "train_loss": np.array(train).T.tolist()}
 
 
 def diverged_alphas(result: dict, steps_per_epoch: int) -> list:

@@ -94,9 +94,7 @@ def prepare(args):
             res = run_jobs(jobs_mod.fig3_job, [job], desc="fig3", epochs=jobs_mod.job_epochs, **run)[0]
             common.warn_diverged(fixed_attention.diverged_alphas(res, config.steps_per_epoch),
                                  lambda r: f"fig3 alpha {r['alpha']:g}", "null from there on")
-            payload = {"alpha": res["alpha"], "loss": res["loss"], "incentive": res["incentive"],
-                       "final_loss": res["final_loss"], "loss_shifted": res["loss_shifted"],
-                       "train_loss": res["train_loss"], "settings": config.to_dict()}
+            payload = {**res, "settings": config.to_dict()}
             if directory is not None:
                 from .. import plots
 
