@@ -211,16 +211,14 @@ def _ratio_map(task, values):
     engine maps onto the paper's, else None."""
     if task.name == "paper":
         return 1, 1
-    import sympy as sp
-
+    from derivations.output.dynamics import exact_number
     from derivations.symbolic.symbols import SYMBOLS, eta_OV, eta_QK
     from derivations.task_catalog import task_reduction
     red = task_reduction(task, "CACO")
     if red.mapping is None:
         return None
     table = {**SYMBOLS, **task.symbols()}
-    subs = {table[k]: sp.Integer(int(v)) if float(v) == int(v) else sp.Float(v)
-            for k, v in values.items()}
+    subs = {table[k]: exact_number(v) for k, v in values.items()}
     k_qk = (red.mapping.get(eta_QK, eta_QK) / eta_QK).subs(subs)
     k_ov = (red.mapping.get(eta_OV, eta_OV) / eta_OV).subs(subs)
     return k_qk, k_ov
