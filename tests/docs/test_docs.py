@@ -166,6 +166,15 @@ def test_pycon_examples_run(page):
     assert result.failed == 0, f"{result.failed} example(s) in {page.name} failed"
 
 
+def test_the_python_blocks_of_the_pages_run():
+    """The ``python`` code blocks of README.md and docs/ (imports of the public API) run."""
+    blocks = [(page.name, block) for page in [ROOT / "README.md", *PAGES]
+              for block in re.findall(r"^```python\n(.*?)^```", page.read_text(encoding="utf-8"), flags=re.M | re.S)]
+    assert blocks
+    for name, block in blocks:
+        exec(compile(block, name, "exec"), {})
+
+
 def _page_commands(page: Path):
     text = page.read_text(encoding="utf-8")
     required = re.findall(r"^```\{qkov-requires\}\s+(\S+)", text, flags=re.M)
