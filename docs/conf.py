@@ -48,10 +48,10 @@ nitpicky = False
 smartquotes_action = "qe"       # keep "--option" in help texts (no en dashes)
 suppress_warnings = []
 
-# Docstrings of modules other work items are rewriting, with reST problems that would fail
-# this -W build. Their warnings are written to <outdir>/known-docstring-issues.txt instead of
-# being counted; tests/docs/test_docs_site.py fails once an entry no longer warns, so remove
-# entries as the docstrings are fixed. QKOV_DOCS_STRICT=1 ignores this list.
+# Docstrings with known reST problems that would fail this -W build (none). Their warnings are
+# written to <outdir>/known-docstring-issues.txt instead of being counted;
+# tests/docs/test_docs_site.py fails while a listed entry does not warn, so remove entries as the
+# docstrings are fixed. QKOV_DOCS_STRICT=1 ignores this list.
 qkov_known_docstring_issues = []
 
 # -- the command-line programs (one line per command; the function is the argparse parser factory)
