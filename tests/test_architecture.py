@@ -322,8 +322,9 @@ def test_no_import_cycles():
 
 
 def _public_functions(path: Path):
-    """``(qualified name, node)`` of the module's public functions (its ``__all__``) and of the
-    public methods of its public classes."""
+    """``(qualified name, node, docstring)`` of the module's public functions (its ``__all__``), of the
+    public methods of its public classes and of their constructors (an ``__init__`` written in the class,
+    documented in the class's docstring or its own, as numpydoc reads them)."""
     try:
         public = set(_module_all(path))
     except ValueError:      # a computed __all__ (a package's lazy exports): it defines no functions
@@ -331,11 +332,13 @@ def _public_functions(path: Path):
     for node in _tree(path).body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in public:
             if isinstance(node, ast.ClassDef):
-                yield from ((f"{node.name}.{m.name}", m) for m in node.body
-                            if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
-                            and not m.name.startswith("_"))
+                methods = [m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
+                yield from ((node.name, m, f"{ast.get_docstring(node) or ''}\n{ast.get_docstring(m) or ''}")
+                            for m in methods if m.name == "__init__")
+                yield from ((f"{node.name}.{m.name}", m, ast.get_docstring(m) or "") for m in methods
+                            if not m.name.startswith("_"))
             else:
-                yield node.name, node
+                yield node.name, node, ast.get_docstring(node) or ""
 
 
 def _takes_arguments(node) -> bool:
@@ -378,11 +381,10 @@ def undocumented_functions(paths) -> list:
     arguments or not) no ``Raises`` where they raise an exception themselves; properties aside."""
     missing = []
     for path in paths:
-        for name, node in _public_functions(path):
+        for name, node, doc in _public_functions(path):
             if any(getattr(d, "id", None) == "property" or getattr(d, "attr", None) == "setter"
                    for d in node.decorator_list):
                 continue
-            doc = ast.get_docstring(node) or ""
             where = f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name}: {name}"
             if _raises(node) and not _section(doc, "Raises"):
                 missing.append(f"{where} (Raises)")
@@ -395,19 +397,32 @@ def undocumented_functions(paths) -> list:
     return missing
 
 
+#: Constructors without their Parameters section, in modules the expression caches are keyed on (a docstring
+#: changed there changes the cache keys: to be documented together with a rebuild of the caches). The test
+#: fails while an entry here is documented.
+KNOWN_UNDOCUMENTED = {"derivations/core/cli.py: OneLineParser (Parameters)",
+                      "derivations/core/expression_cache.py: LazyResults (Parameters)",
+                      "derivations/engine/family.py: TaskFamily (Parameters)",
+                      "derivations/output/formats.py: OneLine (Parameters)"}
+
+
 def test_public_functions_have_numpydoc_sections(tmp_path):
-    """Public functions that take arguments have Parameters, those that return a value Returns,
-    those that raise Raises (../shared/design/docstrings.md); the check finds a function without them."""
-    assert undocumented_functions([p for p in SOURCES if str(p.relative_to(ROOT)) not in GENERATED]) == []
+    """Public functions and constructors that take arguments have Parameters, those that return a value
+    Returns, those that raise Raises (../shared/design/docstrings.md); the check finds a function without them."""
+    missing = undocumented_functions([p for p in SOURCES if str(p.relative_to(ROOT)) not in GENERATED])
+    assert sorted(set(missing) - KNOWN_UNDOCUMENTED) == [] and set(missing) >= KNOWN_UNDOCUMENTED
     bad = tmp_path / "undocumented.py"
-    text = ('__all__ = ["f", "C"]\n'
+    text = ('__all__ = ["f", "C", "D"]\n'
             'def f(x):\n    """Twice x."""\n    return 2 * x\n'
             'class C:\n    def g(self, y):\n        """Nothing back."""\n        print(y)\n'
             '    def h(self):\n        """Refuses."""\n        raise ValueError("no")\n'
-            '    @property\n    def p(self):\n        return 1\n')
+            '    @property\n    def p(self):\n        return 1\n'
+            'class D:\n    """A thing.\n\n    Parameters\n    ----------\n    x : int\n    """\n'
+            '    def __init__(self, x):\n        if x < 0:\n            raise ValueError("x")\n')
     bad.write_text(text)
     assert undocumented_functions([bad]) == ["undocumented.py: f (Parameters)", "undocumented.py: f (Returns)",
-                                             "undocumented.py: C.g (Parameters)", "undocumented.py: C.h (Raises)"]
+                                             "undocumented.py: C.g (Parameters)", "undocumented.py: C.h (Raises)",
+                                             "undocumented.py: D (Raises)"]
 
 
 def _code_lines(node) -> int:

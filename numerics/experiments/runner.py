@@ -81,6 +81,15 @@ __all__ = ["run_jobs", "JobError", "usable_cpus"]
 class JobError(RuntimeError):
     """A job's function raised; names the job.
 
+    Parameters
+    ----------
+    index : int
+        Position of the job in the list given to :func:`run_jobs`.
+    job : dict
+        The job (JSON-normalised); the message shows its canonical text, cut to 300 characters.
+    cause : BaseException
+        What the job's function raised; the message ends with its type and text.
+
     Attributes
     ----------
     index : int

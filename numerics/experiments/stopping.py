@@ -43,6 +43,17 @@ class AuthorsStopRule:
     epochs ``0, every, 2 every, ...`` only (the quirk), and a run stops when
     ``running_sum / steps_per_epoch <= threshold``.
 
+    Parameters
+    ----------
+    n_runs : int
+        Number of runs (the length of the loss sums :meth:`update` takes).
+    steps_per_epoch : int
+        SGD steps per epoch, the divisor of the running sum.
+    threshold : float, optional
+        A run stops when its running mean loss is at most this (default :data:`AUTHORS_THRESHOLD`).
+    every : int, optional
+        The running sum is reset every this many epochs (default :data:`LOG_EVERY`).
+
     >>> rule = AuthorsStopRule(n_runs=1, steps_per_epoch=10, every=2)
     >>> [bool(rule.update(e, np.array([s]))[0]) for e, s in enumerate([5.0, 0.001, 0.001, 0.001])]
     [False, False, True, True]

@@ -66,6 +66,24 @@ def _expressions():
 class NumericFunction:
     """A numeric function with named arguments.
 
+    Parameters
+    ----------
+    func : callable
+        The raw function, taking the arguments positionally in the order of ``names``.
+    names : iterable of str
+        The argument names.
+    backend : {"numpy", "mpmath", "math"}
+        What ``func`` computes with (``"mpmath"``: arguments are converted to ``mpmath.mpf``).
+    keys : tuple of str, optional
+        Names of the outputs, if ``func`` returns several: :meth:`__call__` then returns a ``dict``.
+    name : str, optional
+        Registry name in :data:`numerics._generated.FUNCTIONS`, where :attr:`args` and :attr:`expr`
+        are read on first access when not given.
+    args : tuple of sympy.Symbol, optional
+        The argument symbols.
+    expr : sympy.Expr or tuple, optional
+        The expression(s) ``func`` computes.
+
     Attributes
     ----------
     names : tuple[str]

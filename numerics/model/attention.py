@@ -83,14 +83,17 @@ class TaskModel:
     eta_Q, eta_K, eta_O, eta_V : float, optional
         Factor rates (``None``: the circuit's rate).
 
+    Raises
+    ------
+    ValueError
+        If ``instance`` is not a TaskInstance, the parameterization is unknown or a rate is not > 0.
+
     Notes
     -----
-    Parameters are ``dict[str, ndarray]`` with keys among ``W_QK`` (d, d),
-    ``W_Q``/``W_K`` (d, h_QK), ``W_OV`` (n_out, d), ``W_O`` (n_out, h_OV),
-    ``W_V`` (h_OV, d); :meth:`flatten` concatenates them row-major in the
-    order of :attr:`keys`, and :meth:`rates_vector` is aligned with that
-    layout, so gradient flow in flat coordinates reads
-    :math:`\dot\theta = -\eta \odot \nabla_\theta L`.
+    Parameters are ``dict[str, ndarray]`` with keys among ``W_QK`` (d, d), ``W_Q``/``W_K`` (d, h_QK),
+    ``W_OV`` (n_out, d), ``W_O`` (n_out, h_OV), ``W_V`` (h_OV, d); :meth:`flatten` concatenates them
+    row-major in the order of :attr:`keys`, and :meth:`rates_vector` is aligned with that layout, so
+    gradient flow in flat coordinates reads :math:`\dot\theta = -\eta \odot \nabla_\theta L`.
     """
 
     def __init__(self, instance, parameterization="CACO", *, eta_QK=1.0, eta_OV=1.0,

@@ -144,10 +144,10 @@ _HOMES = {
     ".cli": ("build_parser", "main"),
     ".context": ("Context",),
     ".paper_kinds": ("ASYMPTOTIC_ERROR", "MAX_DESCENT_REFINEMENTS", "MAX_DESCENT_STEPS", "descent_steps"),
-    ".records": ("NOT_VERIFIABLE", "Check", "format_table", "summarize"),
+    ".records": ("NOT_VERIFIABLE", "Check", "Checks", "format_table", "summarize"),
     ".registry": ("CAPABILITIES", "CHECK_KINDS", "KINDS", "Kind", "capabilities", "check_kind"),
     ".run": ("DEFAULT_PARAMS", "DEFAULT_RATIOS", "DEFAULT_TOLERANCES", "MAX_TOKEN_TYPES", "RATIO_RANGE",
-             "TARGET_LOSS_MIN", "TASK_INTEGRATION", "ArgumentError", "Checks", "Plan", "check_ratios", "plan_checks",
+             "TARGET_LOSS_MIN", "TASK_INTEGRATION", "ArgumentError", "Plan", "check_ratios", "plan_checks",
              "run_checks", "run_plan"),
     ".group": ("INTEGRATION_LIMITED",),
 }

@@ -74,6 +74,19 @@ class Context:
     are computed on first use and cached; a prerequisite that fails is
     recorded once as a failing check and the checks needing it are skipped.
 
+    Parameters
+    ----------
+    parameterization : str
+    ratio : float
+        The learning-rate ratio eta_QK / eta_OV.
+    settings, options, tolerances : dict
+        As the attributes below.
+    state_at_loss : callable, optional
+        Replacement of :func:`numerics.dynamics.closed_form.state_at_loss` in CACO (to show that a
+        wrong closed form is detected).
+    task : str, optional
+        The engine task verified (default the paper's model).
+
     Attributes
     ----------
     task : str or None

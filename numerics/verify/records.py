@@ -8,7 +8,7 @@ import numpy as np
 
 from derivations.core.output import json_ready
 
-__all__ = ["Check", "NOT_VERIFIABLE", "summarize", "format_table", "rel_dev"]
+__all__ = ["Check", "Checks", "NOT_VERIFIABLE", "summarize", "format_table", "rel_dev"]
 
 #: Tolerance marker of a check that could not be carried out (status ``N/V``).
 NOT_VERIFIABLE = "not verifiable"
@@ -74,6 +74,23 @@ class Check:
                 "quantity": self.quantity, "value": json_ready(self.value),
                 "tolerance": tol, "status": self.status,
                 "detail": json_ready(self.detail)}
+
+
+class Checks(list):
+    """The :class:`Check` records of a run, and the kinds it skipped.
+
+    Parameters
+    ----------
+    checks : iterable of Check, optional
+        The records.
+    skipped : iterable of dict, optional
+        The kinds a subject lacks the capability for, each ``{"parameterization", "kind", "reason"}``:
+        the attribute ``skipped`` (a list).
+    """
+
+    def __init__(self, checks=(), skipped=()):
+        super().__init__(checks)
+        self.skipped = list(skipped)
 
 
 def rel_dev(x, ref):

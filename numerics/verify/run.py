@@ -9,11 +9,11 @@ from derivations.core.vocabulary import PAPER_SETTING, PARAMETERIZATIONS, check_
 from . import paper_kinds, task_kinds  # noqa: F401  (register the kinds)
 from ..validation import check_in_range, check_int, shown_number
 from .group import run_group
-from .records import Check
+from .records import Check, Checks
 from .registry import CHECK_KINDS, KINDS, missing_capability, suite_kinds
 
 __all__ = ["run_checks", "plan_checks", "run_plan", "Plan", "check_ratios", "check_settings", "check_task",
-           "ArgumentError", "Checks", "TASK_DEFAULT_M", "DEFAULT_PARAMS", "DEFAULT_RATIOS", "DEFAULT_TOLERANCES",
+           "ArgumentError", "TASK_DEFAULT_M", "DEFAULT_PARAMS", "DEFAULT_RATIOS", "DEFAULT_TOLERANCES",
            "RATIO_RANGE", "M_MAX", "TASK_M_MAX", "MAX_TOKEN_TYPES", "TARGET_LOSS_MIN", "TASK_INTEGRATION"]
 
 DEFAULT_PARAMS = dict(PAPER_SETTING)
@@ -63,15 +63,6 @@ class ArgumentError(ValueError):
     def __init__(self, argument, message):
         super().__init__(message)
         self.argument = argument
-
-
-class Checks(list):
-    """The list of :class:`Check` records of a run; ``skipped`` lists the kinds a
-    subject lacks the capability for: ``{"parameterization", "kind", "reason"}``."""
-
-    def __init__(self, checks=(), skipped=()):
-        super().__init__(checks)
-        self.skipped = list(skipped)
 
 
 # --------------------------------------------------------------------------- #
