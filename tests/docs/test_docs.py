@@ -290,3 +290,25 @@ def test_docs_readme_layout_names_every_page():
     """docs/README.md's layout table lists the site's pages: every docs/*.md but itself."""
     row = re.search(r"^\| (.*) \| the pages \|$", (DOCS / "README.md").read_text(encoding="utf-8"), flags=re.M)
     assert set(re.findall(r"`([\w.]+\.md)`", row.group(1))) == {p.name for p in PAGES}
+
+
+def test_the_invariance_instances_the_pages_name_are_those_tested():
+    """README's table and the derivation page say for which M the exact invariance check runs by default
+    and under ``-m slow``: the instances of tests/derivations/tasks/test_derivations.py."""
+    import importlib.util
+
+    from derivations.core import PARAMETERIZATIONS
+    path = ROOT / "tests" / "derivations" / "tasks" / "test_derivations.py"
+    spec = importlib.util.spec_from_file_location("_invariance_instances", path)
+    tests = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tests)
+    fast = sorted({M for M, _ in tests.FAST_INSTANCES})
+    slow = sorted({M for M, _ in tests.SLOW_INSTANCES} - set(fast))
+    assert {p for _, p in tests.FAST_INSTANCES} == {p for _, p in tests.SLOW_INSTANCES} == set(PARAMETERIZATIONS)
+    words = " and ".join(map(str, slow))
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert f"exact SymPy zero for M = {', '.join(map(str, fast))} ({words} under `-m slow`), all four" in readme
+    theory = " ".join((DOCS / "theory.md").read_text(encoding="utf-8").split())
+    assert f"for M = {', '.join(map(str, fast))} in all four parameterizations in the default test run; " \
+           f"M = {' and M = '.join(map(str, slow))}, in all four, are marked `slow`" in theory
+    assert f"::test_family_invariant_exactly_on_explicit_instance` (M = {', '.join(map(str, fast))})" in theory
