@@ -200,37 +200,3 @@ def test_the_brute_force_scan_agrees_with_the_table_to_the_digits_quoted():
         [rec] = boundary(s=s, m=m, n=n, R=R, target_loss=L, M=M, b=b)
         assert f"{rec['crossover_ratio']:.{len(quoted) - 2}f}" == quoted, row
 
-
-def test_the_opening_numbers_are_the_readme_sweep():
-    """The opening paragraph's shares are those of the README sweep (docs/figures/sweep.png; its output stored
-    in tests/data/readme_sweep/), means over its three seeds, to the two digits quoted."""
-    import csv
-
-    import numpy as np
-    stored = DOCS.parent / "tests" / "data" / "readme_sweep" / "results.csv"
-    rows = list(csv.DictReader(stored.open(encoding="utf-8")))
-
-    def mean(share, p, ratio, loss):
-        values = [float(r[share]) for r in rows
-                  if (r["parameterization"], float(r["ratio"]), float(r["target_loss"])) == (p, ratio, loss)]
-        assert len(values) == 3
-        return float(np.mean(values))
-
-    text = " ".join(PAGE.split("## One master curve")[0].split())
-    low, high = re.search(r"losses 0.2 and 0.1 \(([\d.]+)-([\d.]+)\)", text).groups()
-    most = [mean("self_attention", p, 20.0, loss) for p in ("CACO", "FAFO") for loss in (0.2, 0.1)]
-    assert (f"{min(most):.2f}", f"{max(most):.2f}") == (low, high) and min(most) > 0.5
-    for p in ("CACO", "FAFO"):
-        assert all(mean("self_attention", p, 20.0, loss) > mean("relevant_attention", p, 20.0, loss)
-                   for loss in (0.5, 0.2, 0.1))
-    own, relevant = re.search(r"ratio 10 gives it more than the relevant tokens from loss 0.2 on "
-                              r"\(([\d.]+ and [\d.]+), against ([\d.]+ and [\d.]+)\), not most", text).groups()
-    assert own == " and ".join(f"{mean('self_attention', 'CACO', 10.0, L):.2f}" for L in (0.2, 0.1))
-    assert relevant == " and ".join(f"{mean('relevant_attention', 'CACO', 10.0, L):.2f}" for L in (0.2, 0.1))
-    assert mean("self_attention", "CACO", 10.0, 0.5) < mean("relevant_attention", "CACO", 10.0, 0.5)
-    assert max(mean("self_attention", "CACO", 10.0, L) for L in (0.2, 0.1)) < 0.5
-    faco, cafo = re.search(r"FACO sharpens onto the relevant tokens \(([\d.]+) at ratio 20 and loss 0.1\), "
-                           r"CAFO mildly \(([\d.]+)\)", text).groups()
-    assert f"{mean('relevant_attention', 'FACO', 20.0, 0.1):.2f}" == faco
-    assert f"{mean('relevant_attention', 'CAFO', 20.0, 0.1):.2f}" == cafo
-    assert mean("relevant_attention", "CAFO", 1.0, 0.1) < float(cafo) < float(faco)

@@ -164,7 +164,7 @@ def _mean(P, ratio, target, key, digits=3):
 
 def test_the_proxies_pages_other_quoted_numbers():
     """docs/proxies.md: CAFO's smallest normalized entropy, FACO's and FAFO's AUPRC along the ratios, the
-    check of the issue (FACO at loss 0.2, ratios 1 and 20) and FACO's unreached loss-0.1 runs."""
+    check of the plausibility result (FACO at loss 0.2, ratios 1 and 20) and FACO's unreached loss-0.1 runs."""
     page = PROXIES_PAGE
     [cafo] = _found(r"\(normalized entropy ≥ ([\d.]+)\)", page)
     smallest = min(np.mean(_values("CAFO", r, L, "attention_entropy_normalized")) for r in (1, 2, 5, 10, 20)
@@ -228,21 +228,34 @@ def test_a_stored_job_is_what_the_sweep_trains():
 
 
 def test_where_the_query_token_leads():
-    """docs/attention.md: where CACO and FAFO give the query's own token more attention than the relevant
-    tokens (means over seeds), and its share at ratio 20."""
+    """docs/attention.md's opening: where CACO and FAFO give the query's own token more attention than the
+    relevant tokens (means over seeds), its share at ratio 20, CACO's at ratio 10 (more than the relevant
+    tokens', not most) and the relevant shares of FACO and CAFO at ratio 20, to the two digits quoted."""
     page = _text(ROOT / "docs" / "attention.md")
     low, high = _found(r"CACO and FAFO at the ratio \$\\eta_\{QK\}/\\eta_\{OV\} = 20\$ give the query's \*own\* "
                        r"token more attention than the relevant tokens at every loss, and most of it at losses 0.2 and "
-                       r"0.1 \(([\d.]+)-([\d.]+)\), as CACO does at ratio 10 from loss 0.2 on", page)
+                       r"0.1 \(([\d.]+)-([\d.]+)\); CACO at ratio 10", page)
+
+    def share(P, ratio, L, key):
+        return _agreement(P, L, float(ratio))[key]["sgd"]
 
     def leads(P, ratio, L):
-        row = _agreement(P, L, float(ratio))
-        return row["self_attention"]["sgd"] > row["relevant_attention"]["sgd"]
+        return share(P, ratio, L, "self_attention") > share(P, ratio, L, "relevant_attention")
     led = {(P, r, L) for P in ("CACO", "FAFO") for r in (1, 2, 5, 10, 20) for L in (0.5, 0.2, 0.1) if leads(P, r, L)}
     at_20 = {(P, 20, L) for P in ("CACO", "FAFO") for L in (0.5, 0.2, 0.1)}
     assert led == at_20 | {("CACO", 10, 0.2), ("CACO", 10, 0.1)}
-    shares = [_agreement(P, L, 20.0)["self_attention"]["sgd"] for P in ("CACO", "FAFO") for L in (0.2, 0.1)]
+    shares = [share(P, 20, L, "self_attention") for P in ("CACO", "FAFO") for L in (0.2, 0.1)]
     assert min(shares) > 0.5 and (f"{min(shares):.2f}", f"{max(shares):.2f}") == (low, high)
+    own, relevant = _found(r"CACO at ratio 10 gives it more than the relevant tokens from loss 0.2 on "
+                           r"\(([\d.]+ and [\d.]+), against ([\d.]+ and [\d.]+)\), not most", page)
+    assert own == " and ".join(f"{share('CACO', 10, L, 'self_attention'):.2f}" for L in (0.2, 0.1))
+    assert relevant == " and ".join(f"{share('CACO', 10, L, 'relevant_attention'):.2f}" for L in (0.2, 0.1))
+    assert max(share("CACO", 10, L, "self_attention") for L in (0.2, 0.1)) < 0.5
+    faco, cafo = _found(r"FACO sharpens onto the relevant tokens \(([\d.]+) at ratio 20 and loss 0.1\), "
+                        r"CAFO mildly \(([\d.]+)\)", page)
+    assert f"{share('FACO', 20, 0.1, 'relevant_attention'):.2f}" == faco
+    assert f"{share('CAFO', 20, 0.1, 'relevant_attention'):.2f}" == cafo
+    assert share("CAFO", 1, 0.1, "relevant_attention") < float(cafo) < float(faco)
 
 
 def test_plausibility_falls_as_the_readme_and_experiments_page_say():
