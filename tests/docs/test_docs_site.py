@@ -496,7 +496,7 @@ _MODE_SCRIPT = '<script>localStorage.setItem("mode", "{mode}"); localStorage.set
 _PROBE_SCRIPT = """<script>
 window.addEventListener("load", () => MathJax.startup.promise.then(() => {
   const colour = (el) => getComputedStyle(el).color;
-  const glyphs = [...document.querySelectorAll("mjx-container mjx-c")];
+  const glyphs = [...document.querySelectorAll(".bd-article mjx-container mjx-c")];
   const text = document.querySelector(".bd-article p");
   document.body.setAttribute("data-qkov-probe", JSON.stringify({
     theme: document.documentElement.dataset.theme,
@@ -529,23 +529,25 @@ def _themed_copy(site_root: Path, page: str, mode: str, root: Path) -> Path:
     return copy
 
 
+@pytest.mark.parametrize("page", ["theory.html", "attention.html"])
 @pytest.mark.parametrize("mode", ["light", "dark"])
-def test_formulas_are_text_in_the_theme_colour(mode, site, tmp_path):
-    """The derivation page's formulas are MathJax text whose glyphs have the colour of the page's
-    text in both colour modes: dark on a light page, light on a dark one (no images)."""
+def test_formulas_are_text_in_the_theme_colour(mode, page, site, tmp_path):
+    """The formulas of the derivation page and of "Where attention goes" are MathJax text whose glyphs in
+    the article have the colour of the page's text in both colour modes: dark on a light page, light on a
+    dark one (no images; a formula in the page's table of contents has its link's colour)."""
     import html as html_lib
     import json
     browser = _chromium()
     if browser is None:
         pytest.skip("headless Chromium not found (Debian: apt-get install chromium)")
-    copy = _themed_copy(site.html, "theory.html", mode, tmp_path / "root")
+    copy = _themed_copy(site.html, page, mode, tmp_path / "root")
     with _Server(copy.parent) as server:
         proc = _run_chromium(browser, f"{server.base}/{copy.name}", tmp_path, "--dump-dom")
     found = re.search(r'data-qkov-probe="([^"]*)"', proc.stdout)
     assert found, f"the page did not finish typesetting its formulas: {proc.stderr[-2000:]}"
     probe = json.loads(html_lib.unescape(found.group(1)))
     assert probe["theme"] == mode
-    assert probe["formulas"] >= BROWSER_PAGES["theory.html"] and probe["images"] == 0
+    assert probe["formulas"] >= BROWSER_PAGES[page] and probe["images"] == 0
     assert probe["glyph_colours"] == [probe["text"]], probe
     text, background = _luminance(probe["text"]), _luminance(probe["background"])
     assert (text - background if mode == "dark" else background - text) > 0.5, probe
