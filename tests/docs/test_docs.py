@@ -175,6 +175,29 @@ def test_the_python_blocks_of_the_pages_run():
         exec(compile(block, name, "exec"), {})
 
 
+def unindented_blocks_in_lists(text: str) -> list:
+    """Display math (``$$``) or a code fence written at column 0 after which the text goes on indented, as
+    a list item's continuation: Markdown ends the list at the block, so the item's rest falls outside it."""
+    lines, found, i = text.splitlines(), [], 0
+    while i < len(lines):
+        opener = lines[i]
+        if opener == "$$" or opener.startswith("```"):
+            close = next((j for j in range(i + 1, len(lines)) if lines[j] == ("$$" if opener == "$$" else "```")),
+                         len(lines))
+            after = next((line for line in lines[close + 1:] if line.strip()), "")
+            if after.startswith("  ") and not after.lstrip().startswith(("- ", "* ", "$$", "```", "|")):
+                found.append(f"line {i + 1}: {after.strip()[:40]}")
+            i = close
+        i += 1
+    return found
+
+
+def test_no_block_breaks_a_list_item():
+    assert [(page.name, where) for page in [ROOT / "README.md", *PAGES]
+            for where in unindented_blocks_in_lists(page.read_text(encoding="utf-8"))] == []
+    assert unindented_blocks_in_lists("* item,\n\n$$\nx\n$$\n\n  more of the item\n") == ["line 3: more of the item"]
+    assert unindented_blocks_in_lists("* item,\n\n  $$\n  x\n  $$\n\n  more of the item\n") == []
+
 def _page_commands(page: Path):
     text = page.read_text(encoding="utf-8")
     required = re.findall(r"^```\{qkov-requires\}\s+(\S+)", text, flags=re.M)
