@@ -335,3 +335,11 @@ def test_the_invariance_instances_the_pages_name_are_those_tested():
     assert f"for M = {', '.join(map(str, fast))} in all four parameterizations in the default test run; " \
            f"M = {' and M = '.join(map(str, slow))}, in all four, are marked `slow`" in theory
     assert f"::test_family_invariant_exactly_on_explicit_instance` (M = {', '.join(map(str, fast))})" in theory
+
+
+def test_the_api_page_count_docs_readme_gives():
+    """docs/README.md's count of API pages (one per public module) is within 10 % of the public modules."""
+    modules = [m for package in CONF["qkov_api_packages"] for m in qkov_api.public_modules(ROOT, package)]
+    quoted = int(re.search(r"build \(~(\d+) API pages, one per public module\)",
+                           " ".join((DOCS / "README.md").read_text(encoding="utf-8").split())).group(1))
+    assert abs(quoted - len(modules)) <= 0.1 * len(modules), (quoted, len(modules))
