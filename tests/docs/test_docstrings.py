@@ -1,5 +1,5 @@
 """The docstrings of ``derivations`` and ``numerics``, as documentation: their examples all run, and
-they and the pages say what is, not what was (/work/shared/design/docstrings.md).
+they and the pages say what is, not what was (the developers' guide: history belongs in git).
 
 pytest's ``--doctest-modules`` (setup.cfg) runs the examples of every module but ``__main__.py``,
 which it never collects; the examples of those modules are run here.
