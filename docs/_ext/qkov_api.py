@@ -18,6 +18,7 @@ import ast
 import functools
 import importlib
 import inspect
+import os
 import pkgutil
 from pathlib import Path
 
@@ -93,6 +94,34 @@ def package_api(modules) -> dict:
         if hasattr(module, "__path__") and getattr(module, "__all__", None):
             api[name] = [_canonical_name(module, attr, modules) for attr in module.__all__]
     return api
+
+
+def module_values(modules) -> dict:
+    """``{module: [name, ...]}``: the values (not modules, classes or functions) of each module's (or
+    package's) ``__all__`` that it assigns itself. Its page documents each (``autodata``), with its ``#:``
+    comment where it has one: the package pages' tables link to these entries, which autosummary's
+    ``attributes`` (the commented values only) would leave without a target (``m, n, b = sp.symbols(...)``).
+    A path's value (where the site was built) is not shown: :func:`path_values`."""
+    values = {}
+    for name in sorted(modules):
+        try:
+            module = importlib.import_module(name)
+        except Exception:  # an import problem is reported by autosummary itself
+            continue
+        if not isinstance(getattr(module, "__all__", None), (list, tuple)):
+            continue
+        assigned = _module_assigned_names(name)
+        values[name] = [attr for attr in module.__all__ if attr in assigned and not (
+            inspect.ismodule(getattr(module, attr, None)) or inspect.isclass(getattr(module, attr, None))
+            or inspect.isroutine(getattr(module, attr, None)))]
+    return values
+
+
+def path_values(values: dict) -> list:
+    """The dotted names among ``values`` (:func:`module_values`) whose value is a filesystem path: their
+    pages show no value, which would be the build machine's path."""
+    return sorted(f"{module}.{attr}" for module, names in values.items() for attr in names
+                  if isinstance(getattr(importlib.import_module(module), attr, None), os.PathLike))
 
 
 def _canonical_name(module, attr: str, modules=()) -> str:
@@ -191,8 +220,10 @@ def write_api_index(app, config) -> None:
     all_modules = {m for package in config.qkov_api_packages for m in public_modules(root, package)}
     for stem in prune_stale_stubs(out.parent / "generated", all_modules):
         logger.info("qkov: removed stale API page api/generated/%s.rst", stem)
+    values = module_values(all_modules)
     config.autosummary_context = {**(config.autosummary_context or {}),
-                                  "qkov_package_api": package_api(all_modules)}
+                                  "qkov_package_api": package_api(all_modules),
+                                  "qkov_module_values": values, "qkov_path_values": path_values(values)}
     parts = [API_HEADER]
     for package in config.qkov_api_packages:
         mods = public_modules(root, package)

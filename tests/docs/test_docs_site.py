@@ -154,6 +154,22 @@ def test_api_pages_show_no_raw_markup_and_no_type_docstrings(site):
     assert "Examples" in probe
 
 
+def dead_table_rows(html: str) -> list:
+    """The names in the first column of a page's autosummary tables that link to no entry."""
+    rows = [row for table in re.findall(r'<table class="autosummary.*?</table>', html, flags=re.S)
+            for row in re.findall(r"<tr[^>]*><td><p>(.*?)</p></td>", table, flags=re.S)]
+    return [re.sub(r"<.*?>", "", row) for row in rows if "<a " not in row]
+
+
+def test_every_api_table_row_links_to_its_entry(site):
+    """Each name a package's or module's table lists (the symbols m, n, b, M of derivations.symbolic, a
+    value of a module's __all__ without a #: comment) links to its entry on its module's page."""
+    dead = {page.name: names for page in (site.html / "api" / "generated").glob("*.html")
+            if (names := dead_table_rows(page.read_text(encoding="utf-8")))}
+    assert dead == {}
+    assert dead_table_rows('<table class="autosummary longtable table"><tbody><tr class="row-odd"><td><p><code>m'
+                           '</code></p></td><td><p></p></td></tr></tbody></table>') == ["m"]
+
 def test_reference_pages_show_the_docstrings_and_link_to_numpy(site):
     page = site.page("api/generated/numerics.dynamics.closed_form.html")
     assert 'id="numerics.dynamics.closed_form.state_at_loss"' in page and "Parameters" in page and "Returns" in page
