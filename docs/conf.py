@@ -150,9 +150,12 @@ html_theme_options = {
     "pygments_light_style": "default",
     "pygments_dark_style": "monokai",
 }
-html_sidebars = {page: [] for page in ("index", "theory", "usage", "cli", "experiments", "tasks", "task_numerics", "attention")}
-# the ~140 generated API pages (one per public module) carry no section navigation: drawing the navigation tree on each was
-# about 40 % of a build; they are reached from their package's page and the API index (breadcrumbs)
+# the pages (every top-level document: "*" does not match a "/") have no section navigation to show: an empty
+# "Section Navigation" column would take a quarter of the width
+html_sidebars = {"*": []}
+# the ~140 generated API pages (one per public module) carry no section navigation: drawing the navigation
+# tree on each was about 40 % of a build; they are reached from their package's page and the API index
+# (breadcrumbs)
 html_sidebars["api/generated/*"] = []
 html_context = {"default_mode": "light"}
 

@@ -170,6 +170,14 @@ def test_every_api_table_row_links_to_its_entry(site):
     assert dead_table_rows('<table class="autosummary longtable table"><tbody><tr class="row-odd"><td><p><code>m'
                            '</code></p></td><td><p></p></td></tr></tbody></table>') == ["m"]
 
+def test_no_page_shows_an_empty_navigation_column(site):
+    """The pages (docs/*.md, no section navigation of their own) hide the theme's primary sidebar on wide
+    screens, as the API pages do, instead of an empty "Section Navigation" column."""
+    pages = [p.stem for p in DOCS.glob("*.md") if p.name != "README.md"] + ["api/generated/numerics.dynamics"]
+    hidden = 'class="bd-sidebar-primary bd-sidebar hide-on-wide"'
+    shown = [page for page in pages if hidden not in site.page(f"{page}.html")]
+    assert shown == []
+
 def test_reference_pages_show_the_docstrings_and_link_to_numpy(site):
     page = site.page("api/generated/numerics.dynamics.closed_form.html")
     assert 'id="numerics.dynamics.closed_form.state_at_loss"' in page and "Parameters" in page and "Returns" in page
