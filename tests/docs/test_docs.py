@@ -335,6 +335,7 @@ def test_the_invariance_instances_the_pages_name_are_those_tested():
     assert f"for M = {', '.join(map(str, fast))} in all four parameterizations in the default test run; " \
            f"M = {' and M = '.join(map(str, slow))}, in all four, are marked `slow`" in theory
     assert f"::test_family_invariant_exactly_on_explicit_instance` (M = {', '.join(map(str, fast))})" in theory
+    assert f"Exhaustive variants (explicit instances with M = {words}," in readme
 
 
 def test_the_api_page_count_docs_readme_gives():

@@ -188,7 +188,7 @@ def test_proxies_figure_is_written_and_shows_the_sweep(authors_sweep):
 
 @pytest.mark.slow
 def test_faco_plausibility_at_loss_0_2_falls_from_ratio_1_to_20_and_why():
-    """docs/proxies.md, "The check of the issue": FACO (seed 1234, the README sweep's settings) trained
+    """docs/proxies.md, "A check of the plausibility result": FACO (seed 1234, the README sweep's settings) trained
     to loss 0.2 at ratios 1 and 20. Its evaluation sequences written out as explicit tokens, softmax
     over the 63 positions of W_Q W_K^T / sqrt(50), sklearn's average_precision_score on the context
     positions: the mean equals the sweep's AUPRC, 1 at ratio 1 and 0.705368 at ratio 20 (the README
