@@ -46,7 +46,7 @@ from ..validation import (as_numbers, check_in_range, check_positive_range, chec
 from .sign_change import log_sign_change
 
 __all__ = ["margin_at_loss", "lambda_of_ratio", "ratio_of_lambda", "master_lambda", "master_shares",
-           "window_reason", "crossover_lambda", "boundary"]
+           "window_reason", "crossover_lambda", "boundary", "RATIO_RANGE", "LAMBDA_MAX"]
 
 #: The ratio range :func:`boundary` searches by default.
 RATIO_RANGE = (1e-4, 1e6)
