@@ -275,3 +275,20 @@ def test_plausibility_falls_as_the_readme_and_experiments_page_say():
         assert trends[0.2][P]["sufficiency"]["verdict"] == ("improves" if P == "CAFO" else "worsens"), P
     at_1 = {P: np.mean(_values(P, 1.0, 0.2, "plausibility_auprc")) for P in ("CACO", "CAFO", "FACO", "FAFO")}
     assert [P for P, v in at_1.items() if v == 1.0] == ["FACO"]
+
+
+def test_the_steps_of_the_readme_sweeps_stacks():
+    """docs/experiments.md: the README sweep's jobs (one stack per parameterization, every seed and ratio) train
+    as many steps as their longest run, summed; one stack per (parameterization, seed) would take the sum of
+    each seed's longest run (steps to the lowest target, 0.1)."""
+    stacks, separate = re.search(r"the README sweep's stacks take ([\d ]+) steps, against ([\d ]+) with one stack "
+                                 r"per \(parameterization, seed\)", EXPERIMENTS_PAGE).groups()
+    lowest = [r for r in ROWS if float(r["target_loss"]) == 0.1]
+    longest = {}
+    for r in lowest:
+        for key in (r["parameterization"], (r["parameterization"], r["seed"])):
+            longest[key] = max(longest.get(key, 0), int(r["steps"]))
+    from numerics.experiments.sweep import seeds_per_job
+    assert seeds_per_job(4, SWEEP["settings"]["seeds"]) == SWEEP["settings"]["seeds"]   # 4 jobs, one per P
+    assert int(stacks.replace(" ", "")) == sum(v for k, v in longest.items() if isinstance(k, str))
+    assert int(separate.replace(" ", "")) == sum(v for k, v in longest.items() if isinstance(k, tuple))
