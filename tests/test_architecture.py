@@ -397,20 +397,11 @@ def undocumented_functions(paths) -> list:
     return missing
 
 
-#: Constructors without their Parameters section, in modules the expression caches are keyed on (a docstring
-#: changed there changes the cache keys: to be documented together with a rebuild of the caches). The test
-#: fails while an entry here is documented.
-KNOWN_UNDOCUMENTED = {"derivations/core/cli.py: OneLineParser (Parameters)",
-                      "derivations/core/expression_cache.py: LazyResults (Parameters)",
-                      "derivations/engine/family.py: TaskFamily (Parameters)",
-                      "derivations/output/formats.py: OneLine (Parameters)"}
-
-
 def test_public_functions_have_numpydoc_sections(tmp_path):
     """Public functions and constructors that take arguments have Parameters, those that return a value
     Returns, those that raise Raises (../shared/design/docstrings.md); the check finds a function without them."""
     missing = undocumented_functions([p for p in SOURCES if str(p.relative_to(ROOT)) not in GENERATED])
-    assert sorted(set(missing) - KNOWN_UNDOCUMENTED) == [] and set(missing) >= KNOWN_UNDOCUMENTED
+    assert missing == []
     bad = tmp_path / "undocumented.py"
     text = ('__all__ = ["f", "C", "D"]\n'
             'def f(x):\n    """Twice x."""\n    return 2 * x\n'

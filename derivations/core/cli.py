@@ -110,6 +110,15 @@ class OneLineParser(argparse.ArgumentParser):
     Traceback (most recent call last):
     ...
     derivations.core.cli.UsageError: --ratios is given twice ('1' and '2'): give it once
+
+    Parameters
+    ----------
+    *args, **kwargs
+        Those of :class:`argparse.ArgumentParser`.
+    version : bool, optional
+        Whether the parser has ``--version`` (default True; False for a subcommand's parser).
+    name : str, optional
+        The name that starts the line of a failed write of its help or version (default ``prog``).
     """
 
     def __init__(self, *args, version: bool = True, name: str | None = None, **kwargs):

@@ -55,12 +55,12 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from .atomic_file import atomic_write_text, read_bounded
+from .atomic_file import atomic_write_text, read_bounded, save_first_writable
 from .json_shape import matches
 from .output import note
 
 __all__ = ["PACKAGE_DIR", "FORMAT", "MAX_FILE_BYTES", "SOURCE_PACKAGES", "source_files", "sympy_version", "source_key",
-           "cache_dir", "source_checkout", "user_cache", "results_digest", "save_first_writable", "LazyResults",
+           "cache_dir", "source_checkout", "user_cache", "results_digest", "LazyResults",
            "ExpressionStore"]
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent   # the derivations package
@@ -199,42 +199,21 @@ def results_digest(results) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def save_first_writable(paths, text: str) -> list:
-    """Write ``text`` atomically to the first of ``paths`` that is writable.
-
-    Parameters
-    ----------
-    paths : iterable of str, Path or None
-        The candidate files, in order of preference (None: no user cache directory).
-    text : str
-        The content.
-
-    Returns
-    -------
-    list of str
-        The reasons the paths tried failed: empty when the text was saved, one
-        entry per path when none was writable.
-    """
-    errors = []
-    for path in paths:
-        if path is None:
-            errors.append("no user cache directory (set XDG_CACHE_HOME or HOME)")
-            continue
-        try:
-            atomic_write_text(path, text)
-            return []
-        except OSError as exc:
-            errors.append(f"{path}: {exc.strerror or exc}")
-    return errors
-
-
 #: What decoding a damaged cache entry raises.
 _DAMAGED = (ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError)
 
 
 class LazyResults(Mapping):
     """The results of a store's fresh cache file, each decoded on first access
-    (:meth:`ExpressionStore.lazy`)."""
+    (:meth:`ExpressionStore.lazy`).
+
+    Parameters
+    ----------
+    store : ExpressionStore
+        Decodes an entry; loads (and rebuilds) the whole file when one is damaged.
+    entries : dict
+        ``{name: JSON value}``: the file's encoded results.
+    """
 
     def __init__(self, store, entries: dict):
         self._store, self._entries, self._decoded = store, entries, {}

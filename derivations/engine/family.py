@@ -104,7 +104,15 @@ class TaskFamily:
     """Builds the family-coordinate expressions of one task and parameterization.
 
     :attr:`coords` collects, in order of first use, every :class:`Coordinate`
-    that an entry asked for (``{(matrix, pattern): Coordinate}``)."""
+    that an entry asked for (``{(matrix, pattern): Coordinate}``).
+
+    Parameters
+    ----------
+    task : Task
+        The task whose trained matrices' entries are expressed.
+    parameterization : str
+        ``"CACO"``, ``"CAFO"``, ``"FACO"`` or ``"FAFO"``: which circuits are factorized.
+    """
 
     def __init__(self, task: Task, parameterization: str):
         self.task, self.param = task, parameterization

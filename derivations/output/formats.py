@@ -8,7 +8,13 @@ PRINTED_FORMATS = ("pretty", "text", "latex")
 
 
 class OneLine:
-    """An expression that the pretty format prints as one line (``str``)."""
+    """An expression that the pretty format prints as one line (``str``).
+
+    Parameters
+    ----------
+    expr : sympy.Expr
+        The expression.
+    """
 
     def __init__(self, expr):
         self.expr = expr
