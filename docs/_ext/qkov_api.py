@@ -81,16 +81,22 @@ PACKAGE_INTROS = {
 }
 
 
+def _importable(modules):
+    """``(name, module)`` for each of ``modules`` (sorted) that imports; an import problem is reported by
+    autosummary itself."""
+    for name in sorted(modules):
+        try:
+            yield name, importlib.import_module(name)
+        except Exception:
+            continue
+
+
 def package_api(modules) -> dict:
     """``{package: [canonical dotted name, ...]}`` for every package among ``modules``
     that exports an ``__all__``: its page lists that API as links to the pages of the
     modules that define each name, instead of documenting every object a second time."""
     api = {}
-    for name in sorted(modules):
-        try:
-            module = importlib.import_module(name)
-        except Exception:  # an import problem is reported by autosummary itself
-            continue
+    for name, module in _importable(modules):
         if hasattr(module, "__path__") and getattr(module, "__all__", None):
             api[name] = [_canonical_name(module, attr, modules) for attr in module.__all__]
     return api
@@ -103,11 +109,7 @@ def module_values(modules) -> dict:
     ``attributes`` (the commented values only) would leave without a target (``m, n, b = sp.symbols(...)``).
     A path's value (where the site was built) is not shown: :func:`path_values`."""
     values = {}
-    for name in sorted(modules):
-        try:
-            module = importlib.import_module(name)
-        except Exception:  # an import problem is reported by autosummary itself
-            continue
+    for name, module in _importable(modules):
         if not isinstance(getattr(module, "__all__", None), (list, tuple)):
             continue
         assigned = _module_assigned_names(name)
