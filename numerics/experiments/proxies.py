@@ -36,6 +36,9 @@ positions.  Per sequence:
   smallest sufficiency bins) nothing is attended: the context vector is 0, the
   logits are 0 (the models have no bias) and :math:`p = 1/n_{out}`.
 
+Every proxy of a sequence with an attended position whose weight is not finite (a diverged
+model's ``nan``) is ``nan`` (:func:`undefined_weights`).
+
 Ranking and ties follow ERASER's reference implementation
 (``jayded/eraserbenchmark``, ``rationale_benchmark/models/encode_attend.py``
 at 36467f1): the kept documents are ``heapq.nlargest(int(f * len(doc)),
@@ -70,9 +73,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["BINS", "PROXIES", "THEORY_PROXIES", "TIE_RTOL", "attention_entropy", "context_counts", "ranking",
-           "top_positions", "plausibility", "faithfulness", "measure", "summary_means", "expected_count_proxies",
-           "BETTER", "trends", "format_trends"]
+__all__ = ["BINS", "PROXIES", "THEORY_PROXIES", "TIE_RTOL", "attention_entropy", "undefined_weights",
+           "context_counts", "ranking", "top_positions", "plausibility", "faithfulness", "measure", "summary_means",
+           "expected_count_proxies", "BETTER", "trends", "format_trends"]
 
 #: ERASER's AOPC bins: fractions of the context positions removed or kept.
 BINS = (0.01, 0.05, 0.1, 0.2, 0.5)
@@ -100,15 +103,34 @@ def attention_entropy(position_attention, counts):
     -------
     entropy, normalized : ndarray, shape ``(...)``
         :math:`H = -\sum_v n_v w_v \log w_v` in nats, and :math:`H / \log \sum_v n_v`
-        (``nan`` for a single position).
+        (``nan`` for a single position); both ``nan`` where an attended position's weight is not
+        finite (:func:`undefined_weights`).
     """
     w = np.asarray(position_attention, dtype=float)
     n = np.asarray(counts, dtype=float)
     live = (n > 0) & (w > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        h = -np.where(live, n * w * np.log(np.where(live, w, 1.0)), 0.0).sum(-1)
+        h = np.where(undefined_weights(w, n), np.nan,
+                     -np.where(live, n * w * np.log(np.where(live, w, 1.0)), 0.0).sum(-1))
         norm = h / np.log(n.sum(-1))
     return h, np.where(n.sum(-1) > 1, norm, np.nan)
+
+
+def undefined_weights(position_attention, counts):
+    """Where a position's weight is not finite (a diverged model's ``nan``): its sequence has no
+    entropy, ranking or proxy (``nan``), not the number a ``nan`` would sort or sum to.
+
+    Parameters
+    ----------
+    position_attention, counts : array_like, shape ``(..., T)``
+        Position weights and positions per token (only tokens with positions count).
+
+    Returns
+    -------
+    ndarray of bool, shape ``(...)``
+    """
+    w = np.asarray(position_attention, dtype=float)
+    return np.any((np.asarray(counts, dtype=float) > 0) & ~np.isfinite(w), axis=-1)
 
 
 def context_counts(counts, query):
@@ -211,7 +233,8 @@ def plausibility(position_attention, counts, query, relevant):
     Returns
     -------
     auprc, token_f1 : ndarray, shape ``(...)``
-        See the module docstring (``nan`` where undefined).
+        See the module docstring (``nan`` where undefined, and where a context weight is not
+        finite: :func:`undefined_weights`).
     """
     ctx = context_counts(counts, query)
     rel = np.broadcast_to(np.asarray(relevant, dtype=bool), ctx.shape)
@@ -230,8 +253,9 @@ def plausibility(position_attention, counts, query, relevant):
         ap = (r * precision).sum(-1) / n_rel
         taken = top_positions(order, ctx, n_rel)
         f1 = np.where(rel, taken, 0.0).sum(-1) / n_rel
-    ap = np.where((n_rel > 0) & (n_rel < n_all), ap, np.nan)
-    return ap, np.where(n_rel > 0, f1, np.nan)
+    defined = ~undefined_weights(position_attention, ctx)
+    ap = np.where((n_rel > 0) & (n_rel < n_all) & defined, ap, np.nan)
+    return ap, np.where((n_rel > 0) & defined, f1, np.nan)
 
 
 def faithfulness(label_probability, position_attention, counts, query, target, bins=BINS, *,
@@ -259,7 +283,8 @@ def faithfulness(label_probability, position_attention, counts, query, target, b
     Returns
     -------
     comprehensiveness, sufficiency : ndarray, shape ``(..., N)``
-        Mean over the bins of :math:`p(n) - p(\\cdot)`; see the module docstring.
+        Mean over the bins of :math:`p(n) - p(\\cdot)`; see the module docstring (``nan`` where a
+        context weight is not finite, which ranks nothing: :func:`undefined_weights`).
 
     Raises
     ------
@@ -288,7 +313,9 @@ def faithfulness(label_probability, position_attention, counts, query, target, b
     if full is None:
         full, p = p[..., 0, :], p[..., 1:, :]
     full = np.asarray(full, dtype=float)[..., None, :]
-    return (full - p[..., :f.size, :]).mean(-2), (full - p[..., f.size:, :]).mean(-2)
+    undefined = undefined_weights(position_attention, ctx)
+    parts = (p[..., :f.size, :], p[..., f.size:, :])
+    return tuple(np.where(undefined, np.nan, (full - part).mean(-2)) for part in parts)
 
 
 def measure(forward_out, counts, query, target, relevant, forward, *, query_attended: bool = True) -> dict:

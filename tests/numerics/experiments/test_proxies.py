@@ -356,3 +356,33 @@ def test_trends_call_a_change_within_the_seed_spread_flat():
     t = proxies.trends(rows, 0.2, keys=("attention_entropy_normalized",))["CACO"]
     assert abs(t["attention_entropy_normalized"]["change"] + 0.2) < TOL
     assert t["attention_entropy_normalized"]["verdict"] == "flat"
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf])
+def test_a_weight_that_is_not_finite_gives_nan_not_a_number(bad):
+    """A sequence with an attended weight that is not finite has no proxy: every one is nan, while the
+    other sequence of the batch keeps the values it has alone. The entropy summed a nan weight to 0 (the
+    sharpest attention) and the ranking sorted it last (an AP of 0.9 here), silently."""
+    counts = np.array([[2., 1., 3., 1.], [2., 1., 3., 1.]])
+    rel = np.array([True, False, True, False])
+    e = np.exp([0.3, -0.2, 0.1, 0.0])
+    good = e / (counts[0] * e).sum()
+    w = np.stack([good, good])
+    w[1, 2] = bad
+    q, y = np.array([3, 3]), np.array([0, 0])
+
+    def label_probability(c, qq, t):          # any model: the count share of the label's token
+        return c[..., 0] / np.maximum(c.sum(-1), 1.0)
+    h, hn = proxies.attention_entropy(w, counts)
+    ap, f1 = proxies.plausibility(w, counts, q, rel)
+    comp, suff = proxies.faithfulness(label_probability, w, counts, q, y)
+    got = np.array([h, hn, ap, f1, comp, suff])
+    assert np.isnan(got[:, 1]).all(), got[:, 1]
+    alone = [proxies.attention_entropy(good, counts[0]), proxies.plausibility(good, counts[0], 3, rel),
+             proxies.faithfulness(label_probability, good[None], counts[:1], q[:1], y[:1])]
+    want = [float(np.ravel(v)[0]) for pair in alone for v in pair]
+    assert np.isfinite(want).all()
+    np.testing.assert_allclose(got[:, 0], want, rtol=0, atol=TOL)
+    # the first sequence against its positions written out (7 attended, token 3 the query)
+    positions = np.repeat(np.arange(4), counts[0].astype(int))
+    assert abs(h[0] + float((good[positions] * np.log(good[positions])).sum())) < TOL
