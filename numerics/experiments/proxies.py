@@ -151,9 +151,13 @@ def context_counts(counts, query):
     Raises
     ------
     ValueError
-        If a row does not attend to its query (``counts[..., q] < 1``).
+        If a count is not a finite number >= 0, or a row does not attend to its query
+        (``counts[..., q] < 1``).
     """
     n = np.asarray(counts, dtype=float)
+    bad = n[~(np.isfinite(n) & (n >= 0))]
+    if bad.size:
+        raise ValueError(f"counts must be finite numbers >= 0 (positions per token); got {float(bad[0])!r}")
     if query is None:
         return n.copy()
     own = np.arange(n.shape[-1]) == np.asarray(query)[..., None]
@@ -289,12 +293,16 @@ def faithfulness(label_probability, position_attention, counts, query, target, b
     Raises
     ------
     ValueError
-        If ``bins`` is empty or has a value outside (0, 1).
+        If ``bins`` is empty or has a value outside (0, 1), or a count is not a whole number >= 0
+        (positions are removed one by one).
     """
     f = np.asarray(bins, dtype=float)
     if f.ndim != 1 or f.size == 0 or np.any(~((f > 0) & (f < 1))):
         raise ValueError(f"bins must be fractions in (0, 1), got {bins!r}")
     n = np.asarray(counts, dtype=float)
+    part = n[np.isfinite(n) & (n != np.floor(n))]
+    if part.size:
+        raise ValueError(f"counts must be whole numbers of positions for the faithfulness bins; got {float(part[0])!r}")
     query, target = np.asarray(query), np.asarray(target)
     ctx = context_counts(n, query if query_attended else None)
     order, _ = ranking(position_attention, ctx)

@@ -386,3 +386,16 @@ def test_a_weight_that_is_not_finite_gives_nan_not_a_number(bad):
     # the first sequence against its positions written out (7 attended, token 3 the query)
     positions = np.repeat(np.arange(4), counts[0].astype(int))
     assert abs(h[0] + float((good[positions] * np.log(good[positions])).sum())) < TOL
+
+
+@pytest.mark.parametrize("counts,match", [
+    ([[-1., 3., 1.]], r"counts must be finite numbers >= 0 .*got -1\.0"),       # was: 'at least one position of
+    ([[np.nan, 3., 1.]], r"counts must be finite numbers >= 0 .*got nan"),      # each row's query token'; nan
+    ([[np.inf, 3., 1.]], r"counts must be finite numbers >= 0 .*got inf"),      # and inf: numbers
+    ([[1.5, 0.5, 1.]], r"whole numbers of positions .*got 1\.5"),               # fractions of positions removed
+])
+def test_counts_that_are_not_positions_are_refused_naming_the_value(counts, match):
+    def label_probability(c, q, t):
+        return c[..., 0] / np.maximum(c.sum(-1), 1.0)
+    with pytest.raises(ValueError, match=match):
+        proxies.faithfulness(label_probability, np.full((1, 3), 0.25), np.array(counts), [2], [0])
