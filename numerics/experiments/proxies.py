@@ -34,10 +34,8 @@ positions.  Per sequence:
   position is never removed.  Removing a position lowers its token's count by one.
   Where no position is left (an engine task whose query is not attended, at the
   smallest sufficiency bins) nothing is attended: the context vector is 0, the
-  logits are 0 (the models have no bias) and :math:`p = 1/n_{out}`.
-
-Every proxy of a sequence with an attended position whose weight is not finite (a diverged
-model's ``nan``) is ``nan`` (:func:`undefined_weights`).
+  logits are 0 (the models have no bias) and :math:`p = 1/n_{out}`.  Every proxy of a sequence
+  with a weight that is not finite (a diverged model's) is ``nan`` (:func:`undefined_weights`).
 
 Ranking and ties follow ERASER's reference implementation
 (``jayded/eraserbenchmark``, ``rationale_benchmark/models/encode_attend.py``
@@ -48,8 +46,9 @@ comprehensiveness document is the complement of the top ones; its AOPC
 (``metrics.py``, ``_instances_aopc``) is the plain mean of the five differences.
 One departure: ERASER takes the probability of the *predicted* class, these
 take the *label*'s.  Two weights are tied when they differ by at most
-:data:`TIE_RTOL` relative (the count models compute :math:`w_v = a_v / n_v`,
-which leaves equal scores a few units in the last place apart).
+:data:`TIE_RTOL` relative or :data:`TIE_ATOL` (the count models compute :math:`w_v = a_v / n_v`,
+which leaves equal scores a few units in the last place apart: below the smallest normal
+double, a few of its fixed absolute steps).
 
 All functions act on the last axis (tokens) and broadcast over any leading
 axes: stacked seeds and evaluated sequences.  Counts may be real (expected
@@ -73,7 +72,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["BINS", "PROXIES", "THEORY_PROXIES", "TIE_RTOL", "attention_entropy", "undefined_weights",
+__all__ = ["BINS", "PROXIES", "THEORY_PROXIES", "TIE_RTOL", "TIE_ATOL", "attention_entropy", "undefined_weights",
            "context_counts", "ranking", "top_positions", "plausibility", "faithfulness", "measure", "summary_means",
            "expected_count_proxies", "BETTER", "trends", "format_trends"]
 
@@ -87,6 +86,9 @@ PROXIES = ("attention_entropy", "attention_entropy_normalized", "plausibility_au
 THEORY_PROXIES = PROXIES[:4]
 #: Relative difference up to which two position weights are one tie.
 TIE_RTOL = 1e-12
+#: Absolute difference up to which two position weights are one tie: 4 steps of the subnormal doubles,
+#: where :math:`a_v / n_v` rounds to a step, not to a relative precision.
+TIE_ATOL = 4 * 2.0 ** -1074
 
 
 def attention_entropy(position_attention, counts):
@@ -129,8 +131,7 @@ def undefined_weights(position_attention, counts):
     -------
     ndarray of bool, shape ``(...)``
     """
-    w = np.asarray(position_attention, dtype=float)
-    return np.any((np.asarray(counts, dtype=float) > 0) & ~np.isfinite(w), axis=-1)
+    return np.any((np.asarray(counts, dtype=float) > 0) & ~np.isfinite(np.asarray(position_attention, float)), -1)
 
 
 def context_counts(counts, query):
@@ -168,7 +169,7 @@ def context_counts(counts, query):
 
 
 def ranking(position_attention, context):
-    """Tokens in ERASER's rank order: weight descending (ties within :data:`TIE_RTOL`), then token
+    """Tokens in ERASER's rank order: weight descending (ties within :data:`TIE_RTOL` or :data:`TIE_ATOL`), then token
     id descending; absent tokens (no context position) last.
 
     Parameters
@@ -188,7 +189,7 @@ def ranking(position_attention, context):
     by_weight = np.argsort(-w, axis=-1, kind="stable")
     ws = np.take_along_axis(w, by_weight, -1)
     with np.errstate(invalid="ignore"):
-        tied = (ws[..., :-1] - ws[..., 1:]) <= TIE_RTOL * np.abs(ws[..., :-1])
+        tied = (ws[..., :-1] - ws[..., 1:]) <= np.maximum(TIE_RTOL * np.abs(ws[..., :-1]), TIE_ATOL)
     gs = np.concatenate([np.zeros(ws.shape[:-1] + (1,), dtype=np.intp), np.cumsum(~tied, axis=-1)], axis=-1)
     group = np.empty_like(gs)
     np.put_along_axis(group, by_weight, gs, -1)

@@ -399,3 +399,33 @@ def test_counts_that_are_not_positions_are_refused_naming_the_value(counts, matc
         return c[..., 0] / np.maximum(c.sum(-1), 1.0)
     with pytest.raises(ValueError, match=match):
         proxies.faithfulness(label_probability, np.full((1, 3), 0.25), np.array(counts), [2], [0])
+
+
+def test_equal_subnormal_weights_are_one_tie_as_on_explicit_positions():
+    """Scores about 730 nats below the top give subnormal weights, where a_v / n_v rounds to a fixed step:
+    a relevant and an irrelevant token of equal score but different counts came out a step apart, and the
+    ranking followed that rounding (AP 1.0 where the explicit positions, softmax over positions and sklearn,
+    give 0.5; F1 1/6 where heapq gives 1). AP and F1 equal the per-position computation to 1e-12 on a grid of
+    depths and counts, which has cases whose two weights differ (so the grid tests the tie)."""
+    T, q, rel = AUTHORS.T, int(AUTHORS.query[0]), AUTHORS.relevant
+    r = np.flatnonzero(rel)
+    other = next(t for t in range(T) if not rel[t] and t != q)
+    W_OV = models.init_params(AUTHORS, "CACO", "uniform", np.random.default_rng(0))["W_OV"]
+    apart = 0
+    for deep in np.linspace(728, 744, 400)[::10]:
+        W = np.full((T, T), -deep * math.sqrt(T))
+        W[q, q], W[q, r[1]] = 0.0, -math.sqrt(T)
+        for c1, c2 in ((3, 7), (2, 9), (5, 6), (3, 11)):
+            counts = np.zeros(T)
+            counts[[q, r[0], other, r[1]]] = (1, c1, c2, 1)
+            w = models.forward(AUTHORS, {"W_QK": W, "W_OV": W_OV}, counts[None], np.array([q]))["position_attention"]
+            apart += bool(w[0, r[0]] != w[0, other])
+            ap, f1 = proxies.plausibility(w, counts[None], np.array([q]), rel)
+            doc = [r[0]] * c1 + [other] * c2 + [r[1]]
+            s = np.array([W[q, t] for t in doc + [q]]) / math.sqrt(T)
+            ctx_w = list(_softmax(s)[:-1])
+            mask = [int(rel[t]) for t in doc]
+            top = [t for _, t in heapq.nlargest(sum(mask), zip(ctx_w, doc))]
+            assert abs(ap[0] - average_precision_score(mask, ctx_w)) < TOL, (deep, c1, c2)
+            assert abs(f1[0] - sum(bool(rel[t]) for t in top) / sum(mask)) < TOL, (deep, c1, c2)
+    assert apart > 0
