@@ -106,14 +106,20 @@ def attention_entropy(position_attention, counts):
     entropy, normalized : ndarray, shape ``(...)``
         :math:`H = -\sum_v n_v w_v \log w_v` in nats, and :math:`H / \log \sum_v n_v`
         (``nan`` for a single position); both ``nan`` where an attended position's weight is not
-        finite (:func:`undefined_weights`).
+        finite (:func:`undefined_weights`). Where the other tokens hold :math:`\rho = \sum_{v \ne u}
+        n_v w_v < 10^{-3}` (:math:`u` the top token) the top's term is :math:`-(1 - \rho)(\log(1 - \rho) -
+        \log n_u)` (``log1p``; :math:`\sum_v n_v w_v = 1`): near one-hot, :math:`\log w_u` is rounding.
     """
     w = np.asarray(position_attention, dtype=float)
     n = np.asarray(counts, dtype=float)
     live = (n > 0) & (w > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        h = np.where(undefined_weights(w, n), np.nan,
-                     -np.where(live, n * w * np.log(np.where(live, w, 1.0)), 0.0).sum(-1))
+        terms = -np.where(live, n * w * np.log(np.where(live, w, 1.0)), 0.0)
+        share = np.where(live, n * w, 0.0)
+        top = np.arange(n.shape[-1]) == np.argmax(share, -1)[..., None]
+        rho, n_top = np.where(top, 0.0, share).sum(-1), np.where(top, n, 0.0).sum(-1)
+        sharp = np.where(top, 0.0, terms).sum(-1) - (1.0 - rho) * (np.log1p(-rho) - np.log(n_top))
+        h = np.where(undefined_weights(w, n), np.nan, np.where((rho < 1e-3) & live.any(-1), sharp, terms.sum(-1)))
         norm = h / np.log(n.sum(-1))
     return h, np.where(n.sum(-1) > 1, norm, np.nan)
 
@@ -379,12 +385,8 @@ def summary_means(evaluation: dict) -> dict:
     -------
     dict[str, float or None]
     """
-    out = {}
-    for name in PROXIES:
-        v = np.asarray(evaluation[name], dtype=float)
-        v = v[np.isfinite(v)]
-        out[name] = float(v.mean()) if v.size else None
-    return out
+    defined = {name: np.asarray(evaluation[name], dtype=float) for name in PROXIES}
+    return {name: float(v[np.isfinite(v)].mean()) if np.isfinite(v).any() else None for name, v in defined.items()}
 
 
 def expected_count_proxies(attention, instance, *, query_attended: bool = True) -> dict:
