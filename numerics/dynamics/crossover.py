@@ -277,7 +277,7 @@ def _check_task(s, m, n, R):
     s, m, n, R = out
     if m / (s + m + n) < 1e-12:
         raise ValueError(f"m / (s + m + n), the relevant share at the start, must be at least 1e-12 (the master "
-                         f"flow is resolved in double precision to there); got {m / (s + m + n):.3g}")
+                         f"flow is resolved in double precision to there); got {shown_number(m / (s + m + n))}")
     return s, m, n, R
 
 

@@ -516,3 +516,12 @@ def test_the_master_curve_is_accurate_at_its_smallest_relevant_start():
     alpha = [float(state_at_loss(0.5, float(ratio_of_lambda(lam, 0.5, 20, 50)), m=2e-4, n=1e8, M=20, b=50).alpha)
              for lam in lams]
     np.testing.assert_allclose(got, alpha, rtol=1e-8)
+
+
+def test_a_relevant_start_just_below_its_bound_is_shown_below_it():
+    """m / (s + m + n) = 1 / (1e12 + 1.5), just below the bound 1e-12, was shown as 'must be at least 1e-12; got
+    1e-12' (three digits); the number shown reads back below the bound."""
+    with pytest.raises(ValueError, match=r"must be at least 1e-12") as err:
+        crossover_lambda(s=0.5, m=1, n=1e12, R=4)
+    shown = float(str(err.value).rsplit("got ", 1)[1])
+    assert shown < 1e-12 and shown == pytest.approx(1 / (1e12 + 1.5), rel=1e-14)
