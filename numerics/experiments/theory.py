@@ -61,7 +61,7 @@ import numpy as np
 
 from derivations.core.vocabulary import SHARES, check_positive
 
-from ..validation import check_in_range, check_int
+from ..validation import check_in_range, check_int, shown_number
 from . import measure, models, proxies, task_sampling
 from .stopping import target_losses
 
@@ -371,8 +371,8 @@ def check_target_losses(targets, initial=None) -> tuple:
         raise ValueError(f"target_loss must be a number in [{TARGET_LOSS_MIN:g}, initial loss) (the range the "
                          f"expected-count flow answers in bounded time); got {min(vals)!r}")
     if initial is not None and max(vals) >= initial:
-        raise ValueError(f"target_loss must be below the initial loss {initial:.6g}; "
-                         f"got {max(vals):g}")
+        raise ValueError(f"target_loss must be below the initial loss {shown_number(initial)}; "
+                         f"got {shown_number(max(vals))}")
     return tuple(sorted(vals, reverse=True))
 
 

@@ -126,7 +126,8 @@ def _zero_settings(args) -> dict:
     top = math.log(shape["M"])
     for loss in targets:
         if not 0 < loss < top:
-            raise UsageError(f"--target-loss must be in (0, log M = {top:.6g}); got {loss:g}")
+            from numerics.validation import shown_number
+            raise UsageError(f"--target-loss must be in (0, log M = {shown_number(top)}); got {shown_number(loss)}")
     checked(target_losses, targets)
     _check_lambda_window(shape, targets, lo, hi)
     return {"task": args.task, "shape": shape, "parameterizations": params,

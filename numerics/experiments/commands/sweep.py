@@ -145,9 +145,10 @@ def _check_target(s, show=True) -> None:
                                                        seq_len=s["seq_len"], progress=bar.update)
     highest = target_losses(s["target_loss"])[0]
     if highest >= lowest:
-        raise UsageError(f"--target-loss {highest:g} is not below the initial loss {lowest:.6g} "
-                         f"(of {p} seed {seed}, the lowest of the sweep's runs): it would be reached "
-                         f"before anything is learned")
+        from numerics.validation import shown_number
+        raise UsageError(f"--target-loss {shown_number(highest)} is not below the initial loss "
+                         f"{shown_number(lowest)} (of {p} seed {seed}, the lowest of the sweep's runs): it would "
+                         f"be reached before anything is learned")
 
 
 def _check_resume(args, directory=None) -> None:

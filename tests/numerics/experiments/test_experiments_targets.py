@@ -13,6 +13,7 @@ from _results_csv import read_csv
 from numerics.experiments import directory, jobs, sgd, stopping, sweep
 from numerics.experiments.proxies import PROXIES
 from numerics.experiments.__main__ import main
+from numerics.validation import shown_number
 
 CFG = sgd.Fig2Config(parameterization="CACO", epochs=60, steps_per_epoch=25, stop="none", init="authors",
                      eval_batches=2, target_loss=3.79, max_steps=1500)
@@ -200,3 +201,25 @@ def test_target_check_draws_each_random_start_once_and_shows_its_progress(tmp_pa
     assert "is not below the initial loss" in capsys.readouterr().err and not out.exists()
     assert drawn == [*range(1234, 1234 + 11), 1234]
     assert bars[0][:2] == [22, "initial losses"] and sum(bars[0][2:]) == 22
+
+
+INITIAL_LOSS = 3.910959206960321       # the authors' task, CACO seed 1234 (theory.lowest_initial_loss)
+
+
+@pytest.mark.parametrize("argv,bound", [
+    (["predict", "--parameterizations", "CACO", "--seeds", "1", "--target-loss", "3.9109595"], INITIAL_LOSS),
+    (["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1", "--target-loss", "3.9109595",
+      "--output", "{out}"], INITIAL_LOSS),
+    (["boundary", "--task", "authors", "--target-loss", "3.9109595"], INITIAL_LOSS),
+    (["boundary", "--task", "query-copies", "--params", "s=2,R=5,m=5,n=10,M=4,b=2", "--target-loss", "1.3862944"],
+     float(np.log(4))),
+])
+def test_a_target_just_beyond_its_bound_is_told_apart_from_it(argv, bound, tmp_path, capsys):
+    """A target loss 3e-7 above the initial loss (or log M) was refused as 'must be below the initial loss
+    3.91096; got 3.91096' (both at six digits): the line shows the bound at 15 digits and the target as given."""
+    out = tmp_path / "s"
+    assert main([a.format(out=out) for a in argv] + ["--quiet"]) == 2
+    err = capsys.readouterr().err
+    target = argv[argv.index("--target-loss") + 1]
+    assert err.count("\n") == 1 and not out.exists()
+    assert target in err and shown_number(bound) in err and float(shown_number(bound)) < float(target), err
