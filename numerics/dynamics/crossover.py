@@ -471,7 +471,7 @@ def boundary(task=None, *, target_loss, ratio_range=RATIO_RANGE, **params):
     lams = lambda_of_ratio(np.array([lo, hi])[:, None], losses[None, :], M, b)
     if lams.max() > LAMBDA_MAX:
         raise ValueError(f"ratio_range must give Lambda in (0, {LAMBDA_MAX:g}] {_LAMBDA_WHY}; got {(lo, hi)}, "
-                         f"Lambda up to {lams.max():.6g} at M={M:g}, b={b:g}, target_loss={losses.min():g}")
+                         f"Lambda up to {shown_number(lams.max())} at M={M:g}, b={b:g}, target_loss={losses.min():g}")
     lam_star, reason = crossover_lambda(s=s, m=m, n=n, R=R,
                                         lambda_range=(float(lams.min()), float(lams.max())))
     records = []

@@ -150,7 +150,9 @@ def _check_lambda_window(shape, targets, lo, hi) -> None:
     except ValueError:                                   # Lambda beyond double precision
         top = np.inf
     if not top <= LAMBDA_MAX:
-        raise UsageError(f"--ratio-range up to {hi:g} gives Lambda = r (M-1) l(L)^2 / (M b) up to {top:.3g} at "
+        from numerics.validation import shown_number
+        raise UsageError(f"--ratio-range up to {shown_number(hi)} gives Lambda = r (M-1) l(L)^2 / (M b) up to "
+                         f"{shown_number(top)} at "
                          f"--target-loss {min(targets):g} (M = {shape['M']:g}, b = {shape['b']:g}), beyond the "
                          f"{LAMBDA_MAX:g} the master curve is searched to; give a lower HI")
 

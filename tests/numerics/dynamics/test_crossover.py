@@ -525,3 +525,10 @@ def test_a_relevant_start_just_below_its_bound_is_shown_below_it():
         crossover_lambda(s=0.5, m=1, n=1e12, R=4)
     shown = float(str(err.value).rsplit("got ", 1)[1])
     assert shown < 1e-12 and shown == pytest.approx(1 / (1e12 + 1.5), rel=1e-14)
+
+
+def test_a_lambda_just_beyond_its_range_is_shown_beyond_it():
+    """A ratio range whose Lambda is 1.0000072e14 at loss 0.2 was refused with 'Lambda up to 1e+14' (six
+    digits), the bound it exceeds; the Lambda is shown at 15 digits."""
+    with pytest.raises(ValueError, match=r"Lambda up to 100000719468295 at"):
+        boundary(s=2, m=5, n=10, R=5, M=4, b=2, target_loss=0.2, ratio_range=(1, 39255003925500.5))

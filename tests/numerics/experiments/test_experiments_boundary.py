@@ -192,3 +192,13 @@ def test_flow_search_of_a_task_without_an_integer_length_takes_seq_len(monkeypat
     assert main(["boundary", *task, "--seq-len", "20", "--target-loss", "0.5", "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["settings"]["seq_len"] == 20 and len(payload["records"]) == 1
+
+
+def test_a_lambda_just_beyond_the_master_flows_range_is_shown_beyond_it(capsys):
+    """--ratio-range up to 3.9258e13 gives Lambda 1.00008e14 at loss 0.2, just beyond the 1e14 searched: the
+    line said 'Lambda ... up to 1e+14 ..., beyond the 1e+14' (three digits); it shows the Lambda at 15 digits."""
+    assert main(["boundary", "--task", "query-copies", "--params", "s=2,R=5,m=5,n=10,M=4,b=2", "--target-loss",
+                 "0.2", "--ratio-range", "1,39258000000000.5", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    shown = float(err.split("(M b) up to ")[1].split()[0])
+    assert err.count("\n") == 1 and 1e14 < shown == pytest.approx(1.00008351861e14, rel=1e-11), err
