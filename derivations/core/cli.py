@@ -46,7 +46,7 @@ import re
 import sys
 
 from .output import emit, note
-from .vocabulary import check_positive
+from .vocabulary import check_positive, is_number_text
 
 __all__ = ["UsageError", "OneLineParser", "usage_error", "parse_params",
            "parse_list", "parse_float", "parse_number", "parse_int", "parse_loss", "rate_values"]
@@ -325,7 +325,8 @@ def parse_list(name: str, text, convert=str, error=UsageError, *, distinct: bool
 
 
 def parse_float(name: str, text, error=UsageError) -> float:
-    """``float(text)`` (inf and nan included), else ``error`` naming ``name`` and showing ``text``;
+    """``float(text)`` (inf and nan included) of text written plainly (ASCII digits:
+    :func:`~derivations.core.vocabulary.is_number_text`), else ``error`` naming ``name`` and showing ``text``;
     a number too small for a double (``1e-400``, which ``float`` rounds to 0) is refused too.
 
     Parameters
@@ -341,7 +342,7 @@ def parse_float(name: str, text, error=UsageError) -> float:
     Raises
     ------
     UsageError
-        (or ``error``) Text that is not a number, or a number other than 0 that rounds to 0.
+        (or ``error``) Text that is not a number written plainly, or a number other than 0 that rounds to 0.
 
     >>> parse_float("m", "1e-400")
     Traceback (most recent call last):
@@ -352,6 +353,8 @@ def parse_float(name: str, text, error=UsageError) -> float:
         value = float(text)
     except (TypeError, ValueError):
         raise error(f"{name} must be a number; got {text!r}") from None
+    if not is_number_text(str(text)):
+        raise error(f"{name} must be a number in ASCII digits (as 5, 0.5, 1e-3); got {text!r}")
     if value == 0 and re.search(r"[1-9]", str(text).lower().partition("e")[0]):
         raise error(f"{name} must be 0 or at least about 5e-324 in magnitude (the smallest double); got {text!r}")
     return value
@@ -409,7 +412,9 @@ def parse_int(name: str, text, minimum: int, maximum: int | None = None, error=U
     try:
         value = int(str(text).strip())
     except ValueError:
-        raise error(f"{name} must be an integer {span}; got {text!r}") from None
+        value = None
+    if value is None or not is_number_text(str(text), integer=True):   # int() reads 1_0 and 5 in other scripts
+        raise error(f"{name} must be an integer {span}{'' if value is None else ' in ASCII digits'}; got {text!r}")
     if value < minimum or (maximum is not None and value > maximum):
         raise error(f"{name} must be an integer {span}; got {text!r}")
     return value

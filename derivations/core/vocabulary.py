@@ -20,6 +20,7 @@ name                              what
 :data:`MAX_CLASSES`               largest supported M, 2**53
 :data:`MODEL_PARAMETER_RANGE`     the range of m, n and b, ``(1e-100, 1e100)``
 :func:`check_model_parameters`    ``(m, n, b, M) -> (float, float, float, int)``
+:func:`is_number_text`            is text a number as typed: ASCII digits, sign, point, exponent
 :data:`CIRCUITS`                  the circuit table (:class:`Circuit` records)
 :func:`check_circuit`             ``"QK"``/``"OV"`` -> its :class:`Circuit`
 :data:`SHARES`                    where attention goes: relevant, the query's own token, other
@@ -63,11 +64,12 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from typing import NamedTuple
 
 __all__ = ["PARAMETERIZATIONS", "check_parameterization", "qk_factorized", "ov_factorized",
            "PAPER_SETTING", "MODEL_PARAMETERS", "MODEL_PARAMETER_MEANINGS", "MAX_CLASSES", "MODEL_PARAMETER_RANGE",
-           "check_model_parameters", "check_positive", "check_classes",
+           "check_model_parameters", "check_positive", "check_classes", "is_number_text",
            "Circuit", "CIRCUITS", "check_circuit", "RATE_NAMES", "SHARES", "BACKENDS"]
 
 # --------------------------------------------------------------------------
@@ -238,6 +240,40 @@ def check_classes(M) -> int:
     if not 2 <= value <= MAX_CLASSES:
         raise ValueError(message)
     return value
+
+
+#: A number as text: ASCII digits with an optional sign, decimal point and exponent, or inf, infinity, nan.
+_NUMBER_TEXT = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?|inf|infinity|nan)",
+                          re.ASCII | re.IGNORECASE)
+_INTEGER_TEXT = re.compile(r"[+-]?[0-9]+", re.ASCII)
+
+
+def is_number_text(text, integer: bool = False) -> bool:
+    """Whether ``text`` (spaces around it aside) is a number written plainly: ASCII digits with an
+    optional sign, decimal point and exponent (``5``, ``-0.5``, ``1e-3``), or ``inf``, ``infinity``,
+    ``nan`` (any case); with ``integer``, digits with an optional sign only. Python's ``float`` and
+    ``int`` read more (``1_0`` as 10, other scripts' digits such as ``５``): a number typed on a command
+    line is read only where this holds.
+
+    Parameters
+    ----------
+    text : str
+    integer : bool, optional
+        Accept integers only (default False).
+
+    Returns
+    -------
+    bool
+        False for what is not a ``str``.
+
+    >>> [is_number_text(t) for t in ("5", " -1.5e-3 ", ".5", "Inf", "1_0", "\\uff15", "0x10")]
+    [True, True, True, True, False, False, False]
+    >>> is_number_text("5.0", integer=True)
+    False
+    """
+    if not isinstance(text, str):
+        return False
+    return (_INTEGER_TEXT if integer else _NUMBER_TEXT).fullmatch(text.strip()) is not None
 
 
 def check_model_parameters(m, n, b, M):

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 import sympy as sp
 
+from ..core.vocabulary import is_number_text
 from .expressions import check_bounds, parse_expression
 
 __all__ = ["MAX_INTEGER", "INTEGER_PARAMETERS", "validate_parameter", "check_expression"]
@@ -68,6 +69,8 @@ def _exact_integer(value):
     if isinstance(value, (int, sp.Integer)):
         return int(value)
     if isinstance(value, str):
+        if not is_number_text(value):
+            return None
         try:
             return int(value.strip())
         except ValueError:
@@ -87,6 +90,7 @@ def validate_parameter(name: str, value, integer=None):
     ``m``, ``n``, ``b`` (and any other real parameter): finite and > 0.
     ``M`` (>= 2) and ``n_c`` (>= 1), or any ``name`` with ``integer=True``
     (>= 1): exact integers at most ``2**53`` (integer-valued floats and texts accepted).
+    Text is a number written plainly (:func:`derivations.core.vocabulary.is_number_text`: not ``1_0``).
 
     Parameters
     ----------
@@ -115,7 +119,7 @@ def validate_parameter(name: str, value, integer=None):
             raise ValueError(f"{name} must be an integer >= {lo} and <= 2**53 = {MAX_INTEGER}; got {value!r}")
         return sp.Integer(v)
     message = f"{name} must be a finite number > 0; got {value!r}"
-    if isinstance(value, bool):
+    if isinstance(value, bool) or (isinstance(value, str) and not is_number_text(value)):
         raise ValueError(message)
     try:
         v = float(value)

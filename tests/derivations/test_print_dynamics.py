@@ -101,6 +101,10 @@ def test_state_at_loss_in_json(capsys):
     (["--params", "M=" + "1" * 400], "M must be an integer in [2, 9007199254740992]"),
     (["--loss", "0.5", "--ratio", "1e30"], "ratio must be in [1e-12, 1e+12] for the closed-form state"),
     (["--loss", "0.5", "--params", "b=1e308"], "b must be in [1e-08, 1e+08]"),
+    (["--params", "m=1_0"], "m must be a number in ASCII digits (as 5, 0.5, 1e-3); got '1_0'"),
+    (["--params", "M=\uff15"], "M must be a number in ASCII digits (as 5, 0.5, 1e-3); got '\uff15'"),
+    (["--task", "shared-irrelevant", "--params", "n_c=1_0"], "n_c must be an integer >= 1 and <= 2**53"),
+    (["--loss", "0.\uff15"], "loss must be a number in ASCII digits"),
 ])
 def test_bad_input_one_line_exit_2(args, needle, capsys):
     assert main(args) == 2

@@ -12,7 +12,7 @@ import re
 from derivations.core.cli import UsageError, parse_int, parse_list, parse_number
 from derivations.core.optional import require_optional
 from derivations.core.output import note, prepare_output_dir
-from derivations.core.vocabulary import PARAMETERIZATIONS
+from derivations.core.vocabulary import PARAMETERIZATIONS, is_number_text
 
 __all__ = ["PROG", "add_common", "number", "parse_parameterizations", "parse_seeds", "workers", "run_options",
            "output_dir", "open_directory", "checked", "option_message", "flag_message", "MAX_SEEDS",
@@ -120,7 +120,7 @@ def parse_parameterizations(text) -> list:
     return parse_list("--parameterizations", text, one, distinct=True)
 
 
-_RANGE = re.compile(r"^(\d+)-(\d+)$")
+_RANGE = re.compile(r"^([0-9]+)-([0-9]+)$")
 
 
 def parse_seeds(text) -> list:
@@ -129,7 +129,7 @@ def parse_seeds(text) -> list:
     Parameters
     ----------
     text : str
-        Comma-separated integers >= 0 and ranges ``a-b``; the seeds distinct, at most
+        Comma-separated integers >= 0 and ranges ``a-b`` in ASCII digits; the seeds distinct, at most
         :data:`MAX_SEEDS` (a range is sized before it is expanded).
 
     Returns
@@ -146,6 +146,8 @@ def parse_seeds(text) -> list:
     for part in parts:
         match = _RANGE.match(part)
         try:
+            if not (match or is_number_text(part, integer=True)):     # int() reads 1_0 and 5 in other scripts
+                raise ValueError(part)
             a, b = (int(match[1]), int(match[2])) if match else (int(part), int(part))
         except ValueError:
             raise UsageError(f"--seeds must be comma-separated integers >= 0 (ranges a-b allowed); "

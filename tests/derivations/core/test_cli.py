@@ -23,6 +23,22 @@ def test_parse_float_takes_any_float_and_names_the_parameter():
         parse_float("m", "x", error=ValueError)
 
 
+@pytest.mark.parametrize("text", ["1_0", "\uff15", "\u0665.5", "1e1_0"])
+def test_a_number_float_reads_but_not_in_ascii_digits_is_refused(text):
+    """float() reads 1_0 as 10 and other scripts' digits (U+FF15, U+0665) as 5: refused, naming the option."""
+    with pytest.raises(UsageError, match=rf"^--params g must be a number in ASCII digits \(as 5, 0.5, 1e-3\); "
+                                         rf"got {text!r}$"):
+        parse_float("--params g", text)
+
+
+@pytest.mark.parametrize("text", ["1_0", "\uff15", "\u0665"])
+def test_an_integer_int_reads_but_not_in_ascii_digits_is_refused(text):
+    """int() reads them too: refused, naming the option."""
+    from derivations.core import parse_int
+    with pytest.raises(UsageError, match=rf"^--epochs must be an integer >= 1 in ASCII digits; got {text!r}$"):
+        parse_int("--epochs", text, 1)
+
+
 def test_number_and_loss_parsers_report_a_non_number_alike():
     """parse_number and parse_loss read the number with parse_float: the same one line."""
     with pytest.raises(UsageError, match="^eta must be a number; got 'x'$"):

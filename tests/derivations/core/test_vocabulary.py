@@ -65,3 +65,14 @@ def test_parameterizations_and_circuits():
     with pytest.raises(ValueError, match="circuit must be"):
         check_circuit("XY")
     assert [t[1] for t in CIRCUITS["OV"].trained("CAFO")] == ["O", "V", "V1"]
+
+
+@pytest.mark.parametrize("text, number, integer", [
+    ("5", True, True), (" -12 ", True, True), ("+0.5", True, False), (".5e-3", True, False), ("5.", True, False),
+    ("1E+300", True, False), ("inf", True, False), ("-Infinity", True, False), ("NaN", True, False),
+    ("1_0", False, False), ("\uff15", False, False), ("\u0665", False, False), ("5\u00a0", True, True),
+    ("0x10", False, False), ("", False, False), ("1e", False, False), ("\u0130nf", False, False), (5, False, False)])
+def test_a_number_as_text_is_written_in_ascii_digits(text, number, integer):
+    """float() reads 1_0, the full-width 5 (U+FF15) and the Arabic-Indic 5 (U+0665); is_number_text does not."""
+    from derivations.core.vocabulary import is_number_text
+    assert is_number_text(text) is number and is_number_text(text, integer=True) is integer

@@ -209,6 +209,16 @@ def test_integer_parameters_are_exact_and_bounded(name, value):
         validate_parameter(name, value)
 
 
+@pytest.mark.parametrize("name", ["n_c", "m", "g"])
+@pytest.mark.parametrize("text", ["1_0", "\uff15", " 1_0 "])
+def test_a_value_as_text_is_written_in_ascii_digits(name, text):
+    """int() and float() read 1_0 and the full-width 5 (U+FF15); a task's parameter as text does not."""
+    integer = name == "n_c"
+    what = "an integer >= 1 and <= 2\\*\\*53 = 9007199254740992" if integer else "a finite number > 0"
+    with pytest.raises(ValueError, match=rf"^{name} must be {what}; got {re.escape(repr(text))}$"):
+        validate_parameter(name, text)
+
+
 def test_integer_parameters_accept_integer_values():
     assert validate_parameter("M", 2 ** 53) == 2 ** 53
     assert validate_parameter("n_c", "7") == 7 and validate_parameter("M", 20.0) == 20

@@ -46,3 +46,19 @@ def test_an_error_line_has_one_prefix(tmp_path, capsys):
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert err.startswith(line) and err.count("\n") == 1 and err.count(str(bad)) <= 1, err
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["predict", "--params", "m=\uff15"], "--params m must be a number in ASCII digits (as 5, 0.5, 1e-3); got '\uff15'"),
+    (["predict", "--task", "shared-irrelevant", "--params", "n_c=1_0"], "--params n_c must be a number in ASCII"),
+    (["fig2", "--seeds", "1,\uff12"], "--seeds must be comma-separated integers >= 0 (ranges a-b allowed); got '1,\uff12'"),
+    (["fig2", "--seeds", "1-\uff12"], "--seeds must be comma-separated integers >= 0"),
+    (["fig2", "--seeds", "1_0"], "--seeds must be comma-separated integers >= 0"),
+    (["fig2", "--epochs", "1_0"], "--epochs must be an integer in [1, 1000000000] in ASCII digits; got '1_0'"),
+])
+def test_a_number_not_in_ascii_digits_is_refused(argv, says, capsys):
+    """int() and float() read 1_0 as 10 and the full-width digits (U+FF15, U+FF12) as 5 and 2: one line, exit 2."""
+    from numerics.experiments.__main__ import main
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and says in err
