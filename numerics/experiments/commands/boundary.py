@@ -112,16 +112,16 @@ def _zero_settings(args) -> dict:
     try:
         task_parameters(args.task, **values)
     except ValueError as exc:
-        raise UsageError(task_message(args.task, exc)) from None
+        raise UsageError(task_message(args.task, exc, values)) from None
     try:
         shape = task_shape(args.task, **values)
     except ValueError as exc:
-        raise UsageError(f"{task_message(args.task, exc)}; --init authors, identity or uniform searches its "
+        raise UsageError(f"{task_message(args.task, exc, values)}; --init authors, identity or uniform searches its "
                          "expected-count flow") from None
     try:                                # the master flow's range of numbers, checked before any flow
         master_shares([], **{k: shape[k] for k in ("s", "m", "n", "R")})
     except ValueError as exc:
-        raise UsageError(task_message(args.task, exc)) from None
+        raise UsageError(task_message(args.task, exc, values)) from None
     params, targets, (lo, hi) = _common(args, RATIO_RANGE)
     top = math.log(shape["M"])
     for loss in targets:

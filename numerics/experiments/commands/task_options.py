@@ -6,6 +6,8 @@ any work.
 """
 from __future__ import annotations
 
+import re
+
 from derivations.core.cli import UsageError, parse_int, parse_number
 
 from .. import task_sampling
@@ -75,28 +77,59 @@ def task_from_args(args) -> task_sampling.SampledTask:
         One line, before any work: an unknown task or parameter, a bad value or a task that
         cannot be sampled.
     """
+    values = param_values(args)
     try:
-        return task_sampling.sampled_task(args.task, param_values(args))
+        return task_sampling.sampled_task(args.task, values)
     except ValueError as exc:
-        raise UsageError(task_message(args.task, exc)) from None
+        raise UsageError(task_message(args.task, exc, values)) from None
 
 
-def task_message(task, exc) -> str:
+def task_message(task, exc, given=()) -> str:
     """``--task TASK: reason`` of a task refused, naming the task once (a task file's message
-    starts with its path).
+    starts with its path). A reason about a parameter (``n must be ...``, ``... = n is ...``,
+    ``M = 100000, R = 1 gives ...``) that the task file sets and ``--params`` does not give names the
+    file's key first, as ``print_dynamics`` does (``--task FILE: defaults.n: ...``;
+    :func:`derivations.engine.task_file.default_key`).
 
     Parameters
     ----------
     task : str
         What ``--task`` named.
     exc : Exception or str
+    given : iterable of str, optional
+        The parameters ``--params`` gives.
 
     Returns
     -------
     str
     """
     text = str(exc)
-    return f"--task {task}: {text[len(task) + 2:] if text.startswith(f'{task}: ') else text}"
+    text = text[len(task) + 2:] if text.startswith(f"{task}: ") else text
+    key = _file_key(task, text, given)
+    return f"--task {task}: " + (f"{key}: " if key else "") + text
+
+
+#: A parameter a message is about: ``n must be``, ``M = 4``, ``= n is`` (not a group's quoted name).
+_NAMED = re.compile(r"(?<![\w'.])([A-Za-z_]\w*)(?= must be\b| = | is\b)")
+
+
+def _file_key(task, text, given):
+    """The key of the task file ``task`` (``defaults.n``, ``parameters.R``) that sets the first parameter
+    ``text`` is about and ``given`` does not give; None for none (or a message naming its key already)."""
+    from derivations.engine.task_file import default_key
+    from derivations.tasks import get_task, is_task_file
+
+    if not is_task_file(task) or text.startswith(("defaults.", "parameters.")):
+        return None
+    try:
+        loaded = get_task(task)
+    except ValueError:
+        return None
+    for match in _NAMED.finditer(text):
+        where = None if match[1] in given else default_key(loaded, match[1])
+        if where is not None:
+            return where.rpartition(": ")[2]
+    return None
 
 
 def task_label(settings, source=None) -> str:

@@ -41,3 +41,31 @@ def test_an_empty_params_is_refused_as_an_empty_ratios_is(command, blank, tmp_pa
     o, err = capsys.readouterr()
     assert o == "" and err.count("\n") == 1 and f"--params must be name=value pairs" in err
     assert f"got {blank!r}" in err and not out.exists()
+
+
+_COMMANDS = [["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1", "--target-loss", "0.5"],
+             ["predict", "--parameterizations", "CACO", "--ratios", "1", "--target-loss", "0.5"],
+             ["fig2", "--parameterization", "CACO"], ["boundary", "--target-loss", "0.5"]]
+
+
+@pytest.mark.parametrize("command, default, says", [
+    *((c, "n = 1e150", "defaults.n: ") for c in _COMMANDS),
+    *((c, "M = 100000", "defaults.M: task 'qc-M': M = 100000, R = 1 gives") for c in _COMMANDS[:3])],
+    ids=lambda x: x[0] if isinstance(x, list) else None)
+def test_a_default_the_task_file_sets_is_named_by_its_key(command, default, says, tmp_path, capsys):
+    """As print_dynamics names it (``<file>: defaults.n: ...``); a value --params gives is not the file's."""
+    from pathlib import Path
+
+    from numerics.experiments.__main__ import main
+
+    source = Path(__file__).parents[4] / "derivations" / "tasks" / "files" / "query-copies.toml"
+    file = tmp_path / "qc.toml"
+    file.write_text(source.read_text().replace('name = "query-copies"', f'name = "qc-{default[0]}"') + f"\n[defaults]\n{default}\n")
+    out = tmp_path / "out"
+    output = [] if command[0] == "boundary" else ["--output", str(out)]
+    assert main([*command, "--task", str(file), *output]) == 2
+    o, err = capsys.readouterr()
+    assert o == "" and err.count("\n") == 1 and f"--task {file}: {says}" in err and not out.exists()
+    name, value = default.split(" = ")
+    assert main([*command, "--task", str(file), "--params", f"{name}={value}", *output]) == 2
+    assert "defaults." not in capsys.readouterr().err
