@@ -6,6 +6,7 @@ range and the value given, before anything is derived or computed.
 * :func:`validate_parameter`: a value of ``m``, ``n``, ``b`` (finite, > 0) or
   of an integer parameter ``M`` (``>= 2``), ``n_c`` (``>= 1``), both exact
   integers at most ``2**53``;
+* :func:`check_parameter_names`: the names of the parameters given, each one the task uses;
 * :func:`check_expression`: a count, number of types or scale of a task (a
   SymPy expression in the task's known symbols, finite, and nonnegative,
   positive or a positive integer for *every* value of the parameters).
@@ -29,7 +30,7 @@ import sympy as sp
 from ..core.vocabulary import is_number_text
 from .expressions import check_bounds, parse_expression
 
-__all__ = ["MAX_INTEGER", "INTEGER_PARAMETERS", "validate_parameter", "check_expression"]
+__all__ = ["MAX_INTEGER", "INTEGER_PARAMETERS", "validate_parameter", "check_parameter_names", "check_expression"]
 
 #: Names of the engine's own symbols, and prefixes of its symbol families: no task parameter takes them.
 _ENGINE_NAMES, _ENGINE_PREFIXES = frozenset({"alpha", "t", "epsilon", "y", "K"}), ("eta_", "mu_", "G_", "C_", "x_")
@@ -128,6 +129,32 @@ def validate_parameter(name: str, value, integer=None):
     if not (math.isfinite(v) and v > 0):
         raise ValueError(message)
     return sp.Integer(int(v)) if v == int(v) else sp.Float(v)
+
+
+def check_parameter_names(task, names, also=()) -> None:
+    """ValueError unless ``task`` uses every parameter of ``names``: a parameter a task takes a value of is
+    one its counts, scales or class number depend on (:meth:`~derivations.engine.Task.free_symbols`), so that
+    a value given for one it does not use (``n`` of a task without irrelevant tokens) is refused, not ignored.
+
+    Parameters
+    ----------
+    task : derivations.engine.Task
+    names : iterable of str
+        The parameters given.
+    also : iterable of str, optional
+        Further names taken (``print_dynamics`` takes ``M`` of a task with a fixed number of classes,
+        its value checked against it).
+
+    Raises
+    ------
+    ValueError
+        ``task 'x' has no parameter 'q' (its parameters: M, b, m, n)``, for the first name not taken.
+    """
+    used = sorted({str(s) for s in task.free_symbols()} | set(also))
+    for name in names:
+        if name not in used:
+            raise ValueError(f"task {task.name!r} has no parameter {name!r} (its parameters: "
+                             f"{', '.join(used) if used else 'none'})")
 
 
 _RULES = {"nonnegative": ("a finite expression >= 0", lambda e: e.is_nonnegative),

@@ -94,8 +94,8 @@ def _model_value(name, text):
 def parse_params(text: str, task=None) -> dict:
     """``--params`` text for ``task`` (default: the paper's) as ``{name: number}`` in the order given.
 
-    The names are those the task has (its defaults and own parameters: the
-    authors' task, with fixed numbers, has only M = 4). Each name at most once
+    The names are those the task uses (:func:`derivations.engine.check_parameter_names`, the rule of the
+    experiments' ``--params``; the authors' task, with fixed numbers, takes only M = 4). Each name at most once
     (:func:`derivations.core.cli.parse_params`); m, n, b,
     M by the vocabulary's rule (:func:`derivations.core.vocabulary.check_positive`,
     :func:`~derivations.core.vocabulary.check_classes`), and every value, the
@@ -118,16 +118,15 @@ def parse_params(text: str, task=None) -> dict:
     derivations.core.cli.UsageError
         An unknown or repeated name, or a value outside its range.
     """
+    from ..engine import check_parameter_names
     from ..tasks import get_task
     task = get_task("paper") if task is None else task
-    paper = task.name == "paper"
-    allowed = (*dict(task.defaults), *(k for k in task.parameters if k not in dict(task.defaults)))
-    out = {}
-    for name, value in _text_params(text).items():
-        if name not in allowed:
-            raise UsageError(f"--params: unknown parameter {name!r} (valid: {', '.join(PAPER_SETTING)})"
-                             if paper else f"--params: task {task.name!r} has no parameter {name!r} "
-                                           f"(valid: {', '.join(allowed)})")
+    given, out = _text_params(text), {}
+    try:     # the names the task uses, as the experiments' --params; a fixed M (the authors' 4) as it is
+        check_parameter_names(task, given, also=("M",))
+    except ValueError as exc:
+        raise UsageError(f"--params: {exc}") from None
+    for name, value in given.items():
         try:
             number = _model_value(name, value) if name in PAPER_SETTING else None
             checked = task.validate(name, value)

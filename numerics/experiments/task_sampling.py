@@ -306,14 +306,11 @@ def _tickets(mu, name) -> tuple:
 
 def _check_values(name, params) -> dict:
     """``{name: value}`` checked against the task's parameter names (ValueError naming the valid ones)."""
+    from derivations.engine import check_parameter_names
     from derivations.tasks import get_task
 
-    allowed = task_parameter_names(name)           # ValueError naming the valid tasks for an unknown one
     values = dict(params)
-    for key in values:
-        if key not in allowed:
-            raise ValueError(f"task {get_task(name).name!r} has no parameter {key!r} (its parameters: "
-                             f"{', '.join(allowed) if allowed else 'none'})")
+    check_parameter_names(get_task(name), values)     # get_task: ValueError naming the valid tasks for an unknown one
     return values
 
 

@@ -80,7 +80,7 @@ def test_state_at_loss_in_json(capsys):
     (["--params", "M=2.5"], "M must be an integer in [2, 9007199254740992]"),
     (["--params", "m=nan"], "m must be a finite number > 0"),
     (["--params", "b=inf"], "b must be a finite number > 0"),
-    (["--params", "q=3"], "unknown parameter"),
+    (["--params", "q=3"], "--params: task 'paper' has no parameter 'q' (its parameters: M, b, m, n)"),
     (["--params", "m"], "name=value"),
     (["--ratio", "0"], "ratio must be a finite number > 0"),
     (["--ratio", "-1"], "ratio must be a finite number > 0"),

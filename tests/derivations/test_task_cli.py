@@ -50,7 +50,7 @@ def test_task_list_refuses_options_it_would_ignore(capsys, args, flag):
     (["--task", "shared-irrelevant", "--params", "n_c=0"], "n_c must be an integer"),
     (["--task", "shared-irrelevant", "--params", "n_c=2.5"], "n_c must be an integer"),
     (["--task", "query-in-context", "--params", "n_c=2"], "has no parameter 'n_c'"),
-    (["--task", "paper", "--params", "n_c=2"], "unknown parameter 'n_c'"),
+    (["--task", "paper", "--params", "n_c=2"], "--params: task 'paper' has no parameter 'n_c' (its parameters: M, b, m, n)"),
     (["--task", "shared-irrelevant", "--loss", "9"], "loss must be in (0, log M)"),
     (["--task", "authors", "--loss", "0.5"], "no reduced ODE"),
 ])
@@ -202,10 +202,29 @@ def test_integrated_state_at_the_lowest_supported_loss_is_accurate(capsys):
     assert state["loss"] == pytest.approx(1e-6, rel=1e-8, abs=0)
 
 
+@pytest.mark.parametrize("command", ["print_dynamics", "predict"])
+def test_a_parameter_the_task_does_not_use_is_refused_as_the_experiments_refuse_it(command, tmp_path, capsys):
+    """A task without irrelevant tokens does not use n: --params n=3 is refused by print_dynamics with the line of
+    the experiments' commands (derivations.engine.check_parameter_names), not ignored."""
+    from numerics.experiments.__main__ import main as experiments
+
+    file = tmp_path / f"no-n-{command}.toml"
+    file.write_text(f'name = "no-n-{command}"\ndescription = "relevant tokens only"\nquery = "q"\nrelevant = ["r"]\n'
+                    '[[groups]]\nname = "q"\nper_class = true\nmultiplicity = 0\n'
+                    '[[groups]]\nname = "r"\nper_class = true\nmultiplicity = "m"\n')
+    args = ["--task", str(file), "--params", "m=2,n=3"]
+    status = main(args) if command == "print_dynamics" else experiments(["predict", "--target-loss", "0.5", *args])
+    out, err = capsys.readouterr()
+    assert status == 2 and out == "" and err.count("\n") == 1
+    assert err.rstrip().endswith(f"task 'no-n-{command}' has no parameter 'n' (its parameters: M, b, m)")
+    if command == "print_dynamics":
+        assert main(["--task", str(file), "--params", "m=2,b=50,M=20", "--format", "text"]) == 0
+
+
 def test_authors_task_takes_only_its_own_parameter(capsys):
     """Issue 15 item 17: the authors' task has fixed m, n, b; only M (= 4) is its parameter."""
     line = _one_line_error(capsys, ["--task", "authors", "--params", "m=3"])
-    assert "has no parameter 'm' (valid: M)" in line
+    assert "has no parameter 'm' (its parameters: M)" in line
     assert main(["--task", "authors", "--params", "M=4", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["task"] == "authors"
 
