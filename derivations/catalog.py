@@ -304,7 +304,7 @@ def _printed_shape() -> dict:
 #: (``derivations/_cache/printed.json``), keyed on the derivations' sources, this
 #: module and :mod:`derivations.output.formats`: ``print_dynamics`` without ``--params``
 #: or rates prints them without decoding or printing an expression.
-PRINTED = ExpressionStore("printed", __file__, _print_results, dict, dict, prog="derivations.print_dynamics",
+PRINTED = ExpressionStore("printed", __file__, _print_results, dict, dict, prog="print_dynamics",
                           what="printed-results cache", shape=_printed_shape,
                           sources=[Path(__file__).parent / "output" / "formats.py"])
 

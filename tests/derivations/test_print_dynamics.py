@@ -315,3 +315,23 @@ def test_an_empty_params_is_refused(capsys):
     out, err = capsys.readouterr()
     assert out == "" and err.startswith("print_dynamics: error: --params must be name=value pairs") and \
         err.count("\n") == 1
+
+
+def test_a_cache_it_cannot_save_is_reported_under_its_one_name(tmp_path, monkeypatch, capsys):
+    """Every line print_dynamics writes starts with 'print_dynamics:', the warning of its printed-results cache
+    (derived again, then not saved: the user cache is a file, not a directory) included."""
+    from derivations.catalog import PRINTED
+    from derivations.output.dynamics import build_parser
+
+    data = PRINTED.load()
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    monkeypatch.setattr(PRINTED, "memo", None)
+    monkeypatch.setattr(PRINTED, "warned", False)
+    monkeypatch.setattr(PRINTED, "read", lambda *a: None)
+    monkeypatch.setattr(PRINTED, "derive", lambda: data)
+    assert main(["--format", "text", "--parameterization", "CACO"]) == 0
+    err = capsys.readouterr().err
+    assert "cannot save the printed-results cache" in err and build_parser().name == "print_dynamics"
+    assert all(line.startswith("print_dynamics: ") for line in err.splitlines()), err
