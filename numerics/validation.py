@@ -24,9 +24,10 @@ from __future__ import annotations
 import decimal
 import math
 import numbers
-import sys
 
 import numpy as np
+
+from derivations.core.output import shown_float
 
 __all__ = ["as_numbers", "check_int", "check_in_range", "check_loss_level", "check_loss_levels", "check_target_losses",
            "check_times", "check_t_span", "check_point", "check_positive_values", "check_positive_range",
@@ -70,7 +71,8 @@ def check_int(name, value, minimum, maximum=None) -> int:
 def shown_number(value) -> str:
     """A number as the user would type it (``1e+300``, ``0.5``, ``7``; no ``np.float64(...)``): a double at
     15 significant digits, a subnormal one (below about 2.2e-308, which holds fewer) at the digits it holds,
-    the shortest text that reads back as it (``1e-320``, not ``9.99988867182683e-321``).
+    the shortest text that reads back as it (``1e-320``, not ``9.99988867182683e-321``):
+    :func:`derivations.core.output.shown_float`.
 
     Parameters
     ----------
@@ -91,10 +93,9 @@ def shown_number(value) -> str:
         return repr(int(value))
     if isinstance(value, numbers.Real):
         try:
-            x = float(value)
+            return shown_float(value)
         except OverflowError:            # Fraction(10**400)
             return str(value)
-        return repr(x) if 0 < abs(x) < sys.float_info.min else f"{x:.15g}"
     return repr(value)
 
 

@@ -23,7 +23,7 @@ import os
 import sys
 from pathlib import Path
 
-__all__ = ["emit", "note", "progress_bar", "isatty", "json_ready", "json_text", "prepare_output_dir"]
+__all__ = ["emit", "note", "progress_bar", "isatty", "json_ready", "json_text", "shown_float", "prepare_output_dir"]
 
 
 def _silence(stream):
@@ -197,6 +197,25 @@ def json_text(obj, indent: int = 1) -> str:
     str
     """
     return json.dumps(json_ready(obj), indent=indent, allow_nan=False)
+
+
+def shown_float(value) -> str:
+    """A real number as the user would type it: a double at 15 significant digits, a subnormal one (below
+    about 2.2e-308, which holds fewer) at the digits it holds, the shortest text that reads back as it.
+
+    Parameters
+    ----------
+    value : real
+
+    Returns
+    -------
+    str
+
+    >>> shown_float(1e-320), shown_float(0.1 + 0.2), shown_float(20.0)
+    ('1e-320', '0.3', '20')
+    """
+    x = float(value)
+    return repr(x) if 0 < abs(x) < sys.float_info.min else f"{x:.15g}"
 
 
 def _created_below(path: Path) -> list:

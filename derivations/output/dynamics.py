@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import json
 
-from ..core.cli import OneLineParser, UsageError, parse_float, parse_loss, rate_values
-from ..core.cli import parse_params as _text_params
+from ..core.cli import OneLineParser, UsageError, parse_float, parse_loss, rate_values, parse_params as _text_params
+from ..core.output import shown_float
 from .formats import PRINTED_FORMATS, OneLine, format_expression
 from ..core.vocabulary import (MODEL_PARAMETER_MEANINGS, PAPER_SETTING, PARAMETERIZATIONS, SHARES,
                                check_classes, check_positive)
@@ -96,10 +96,9 @@ def parse_params(text: str, task=None) -> dict:
 
     The names are those the task uses (:func:`derivations.engine.check_parameter_names`, the rule of the
     experiments' ``--params``; the authors' task, with fixed numbers, takes only M = 4). Each name at most once
-    (:func:`derivations.core.cli.parse_params`); m, n, b,
-    M by the vocabulary's rule (:func:`derivations.core.vocabulary.check_positive`,
-    :func:`~derivations.core.vocabulary.check_classes`), and every value, the
-    task's own parameters included, by :func:`derivations.engine.validate_parameter`.
+    (:func:`derivations.core.cli.parse_params`); m, n, b, M by the vocabulary's rule
+    (:func:`derivations.core.vocabulary.check_positive`, :func:`~derivations.core.vocabulary.check_classes`),
+    and every value, the task's own parameters included, by :func:`derivations.engine.validate_parameter`.
     Raises :class:`~derivations.core.cli.UsageError` (one line) otherwise.
 
     Parameters
@@ -400,8 +399,9 @@ def _paper_text(res, names, subs, state, fmt) -> list:
     lines += _section_lines(paper_sections(res, names, subs), fmt)
     if state is not None:
         setting = {**PAPER_SETTING, **state["params"]}
-        lines += ["", f"== State at loss L = {state['loss']:g} (CACO, zero init, eta_QK/eta_OV = {state['ratio']:g}, "
-                  f"m={setting['m']:g}, n={setting['n']:g}, b={setting['b']:g}, M={setting['M']}) ==", ""]
+        m, n, b = (shown_float(setting[k]) for k in "mnb")      # the numbers given, as typed (1e-320)
+        lines += ["", f"== State at loss L = {shown_float(state['given_loss'])} (CACO, zero init, eta_QK/eta_OV = "
+                  f"{shown_float(state['ratio'])}, m={m}, n={n}, b={b}, M={setting['M']}) ==", ""]
         lines += [f"{k} = {state[k]:.15g}" for k in ("mu_OV", "mu_QK", "alpha", *_SHARES_AND_LAMBDA) if k in state]
     return lines
 
@@ -416,9 +416,9 @@ def _task_text(task, names, subs, state, fmt, why) -> list:
         lines += ["", f"symbolic reduction: not supported ({why}); the NumPy full-matrix model of "
                       "numerics.model integrates it"]
     if state is not None:
-        rate = f", eta_OV = {state['eta_OV']:g}" if "eta_OV" in state else ""
-        lines += ["", f"== state_at_loss: L = {state['loss']:g} (CACO, zero init, eta_QK/eta_OV = "
-                      f"{state['ratio']:g}{rate}) ==", "", f"method: {state['method']}"]
+        rate = f", eta_OV = {shown_float(state['eta_OV'])}" if "eta_OV" in state else ""
+        lines += ["", f"== state_at_loss: L = {shown_float(state['given_loss'])} (CACO, zero init, eta_QK/eta_OV = "
+                      f"{shown_float(state['ratio'])}{rate}) ==", "", f"method: {state['method']}"]
         lines += [f"{k} = {v:.15g}" for k, v in state.items()
                   if isinstance(v, float) and k not in ("ratio", "loss", "eta_OV")]
     return lines
@@ -435,12 +435,12 @@ def _json(task, names, subs, state, why) -> str:
     else:
         payload = _task_payload(task, names, js, why)
         if state is not None:
-            payload["state_at_loss"] = {k: v for k, v in state.items() if k != "params"}
+            payload["state_at_loss"] = {k: v for k, v in state.items() if k not in ("params", "given_loss")}
     return json.dumps(payload, indent=2)
 
 
 def _state(task, args, params, rates, why, answer):
-    """The state at ``--loss`` (None without it), from ``answer``; ``ratio`` and ``params`` added."""
+    """The state at ``--loss`` (None without it), from ``answer``; ``ratio``, ``params`` and ``given_loss`` added."""
     if args.loss is None:
         return None
     M_value = int(task.classes) if task.classes.is_Integer else params.get("M", dict(task.defaults)["M"])
@@ -453,7 +453,7 @@ def _state(task, args, params, rates, why, answer):
     eta_OV = rates.get("eta_OV", 1.0)
     ratio = rates.get("eta_QK", 1.0) / eta_OV
     state = dict(answer(task, loss, ratio, params, eta_OV))
-    state.update(ratio=ratio, params=params)
+    state.update(ratio=ratio, params=params, given_loss=loss)
     if eta_OV != 1.0 and "t" in state:     # the time depends on eta_OV, the state on the ratio only
         state["eta_OV"] = eta_OV
     return state

@@ -335,3 +335,19 @@ def test_a_cache_it_cannot_save_is_reported_under_its_one_name(tmp_path, monkeyp
     err = capsys.readouterr().err
     assert "cannot save the printed-results cache" in err and build_parser().name == "print_dynamics"
     assert all(line.startswith("print_dynamics: ") for line in err.splitlines()), err
+
+
+@pytest.mark.parametrize("task, loss, ratio, header", [
+    ("paper", "1e-320", "0.123456789", "== State at loss L = 1e-320 (CACO, zero init, eta_QK/eta_OV = 0.123456789, "
+                                       "m=5, n=50, b=50, M=20) =="),
+    ("query-in-context", "0.123456789", "0.5", "== state_at_loss: L = 0.123456789 (CACO, zero init, "
+                                               "eta_QK/eta_OV = 0.5) ==")])
+def test_the_state_header_shows_the_numbers_given_as_typed(task, loss, ratio, header, capsys):
+    """Not at six digits (1e-320 was shown as 9.99989e-321, 0.123456789 as 0.123457), and the loss given, not the
+    loss the integrated flow reached (in the JSON's state, as before)."""
+    assert main(["--task", task, "--loss", loss, "--ratio", ratio, "--format", "text", "--parameterization",
+                 "CACO"]) == 0
+    assert header in capsys.readouterr().out.splitlines()
+    assert main(["--task", task, "--loss", loss, "--ratio", ratio, "--format", "json", "--parameterization",
+                 "CACO"]) == 0
+    assert "given_loss" not in json.loads(capsys.readouterr().out)["state_at_loss"]
