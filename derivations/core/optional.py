@@ -15,7 +15,8 @@ __all__ = ["require_optional"]
 
 
 def require_optional(module: str, extra: str, what: str) -> None:
-    """Refuse, before any work, what needs an optional dependency that is not installed.
+    """Refuse, before any work, what needs an optional dependency that is not installed, or that is but
+    fails to load (its import raises: matplotlib refuses an ``MPLBACKEND`` it does not know).
 
     Parameters
     ----------
@@ -29,8 +30,10 @@ def require_optional(module: str, extra: str, what: str) -> None:
     Raises
     ------
     UsageError
-        ``module`` is not installed (one line: what needs it and how to install it).
+        ``module`` is not installed (one line: what needs it and how to install it), or its import
+        raises (one line: what needs it and the import's reason).
     """
+    import importlib
     import importlib.util
 
     try:
@@ -40,3 +43,9 @@ def require_optional(module: str, extra: str, what: str) -> None:
     if not found:
         raise UsageError(f"{what} needs the optional dependency {module}, not installed: "
                          f"pip install 'qkov[{extra}]'")
+    try:        # installed but refusing to load (matplotlib with MPLBACKEND=bogus): its reason, one line
+        importlib.import_module(module)
+    except Exception as exc:  # noqa: BLE001 - whatever a module raises while it loads
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise UsageError(f"{what} needs the optional dependency {module}, which cannot be loaded here: "
+                         f"{reason}") from None

@@ -270,6 +270,20 @@ def test_notes_stderr_cannot_take_leave_the_figures_and_status(tmp_path, capsys,
     assert figures.main(argv) == 0
     assert capsys.readouterr().out == f"{tmp_path / 'stopping_curves.png'}\n"
 
+@pytest.mark.parametrize("command", [["numerics.figures", "--quick"], ["numerics.experiments", "fig3", "--workers", "1"]],
+                         ids=lambda c: c[0])
+def test_a_matplotlib_that_refuses_to_load_is_one_line_before_any_work(command, tmp_path):
+    """matplotlib installed but refusing to load (MPLBACKEND=bogus, read when it is imported): one line naming the
+    reason, exit status 2, nothing written (it was matplotlib's traceback)."""
+    import os
+    env = dict(os.environ, MPLBACKEND="bogus", PYTHONPATH=str(ROOT))
+    run = subprocess.run([sys.executable, "-m", *command, "--output", str(tmp_path / "out")], capture_output=True,
+                         text=True, timeout=120, env=env)
+    assert (run.returncode, run.stdout, run.stderr.count("\n")) == (2, "", 1), run.stderr
+    assert "needs the optional dependency matplotlib, which cannot be loaded here: " in run.stderr
+    assert "'bogus'" in run.stderr and "Traceback" not in run.stderr and list(tmp_path.iterdir()) == []
+
+
 def test_cli_without_matplotlib_says_so_in_one_line(tmp_path, capsys, monkeypatch):
     """A plain ``pip install`` has no matplotlib (the extra qkov[plot]): one line, exit status 2, nothing written."""
     from numerics.figures import main
