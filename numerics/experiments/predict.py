@@ -43,7 +43,10 @@ RECORD_FIELDS = ("parameterization", "ratio", "seed", "target_loss", "reached", 
 #: Further fields of a record where the engine answers the task: its state at the target from zero
 #: initialization (:func:`numerics.experiments.theory.closed_form_attention`). A record whose method
 #: is None because the engine was asked and refused (a task it does not reduce, a value outside the
-#: range of its method) ends with one more, ``closed_form_reason``: the engine's message.
+#: range of its method) ends with one more, ``closed_form_reason``: the engine's message. A record whose
+#: target the flow did not reach ends with ``stopped_by`` where the flow did not level off above it:
+#: ``"budget"`` (it spent ``max_nfev``), ``"solver"`` (the solver failed) or ``"overflow"``
+#: (:data:`numerics.experiments.theory.STOPPED_BY`); one where it levelled off has no such field.
 TASK_RECORD_FIELDS = ("closed_form_method", "closed_form_relevant_attention")
 
 
@@ -184,7 +187,9 @@ def predict(parameterizations, ratios, target_losses, seeds=1, init="authors",
         task: None where the engine has no state at a loss, and ``closed_form_reason``, why,
         where it was asked and refused), in the order
         parameterization x ratio x seed x target; ``reached`` False (and None
-        for the numbers) where a flow stopped at ``max_nfev`` before a target.
+        for the numbers) where a flow stopped before a target, and then ``stopped_by`` (the record's
+        last field) where it did not level off above it: ``"budget"`` (it spent ``max_nfev``),
+        ``"solver"`` (the solver failed) or ``"overflow"``.
     """
     s = check_settings(parameterizations, ratios, target_losses, seeds, init, seq_len, lr_ov,
                        init_scale, task=task, task_params=task_params)
@@ -213,5 +218,7 @@ def predict(parameterizations, ratios, target_losses, seeds=1, init="authors",
                     record = {k: row[k] for k in RECORD_FIELDS + (TASK_RECORD_FIELDS if closed else ())}
                     if closed is not None and closed["reason"] is not None:
                         record["closed_form_reason"] = closed["reason"]
+                    if "stopped_by" in rec:
+                        record["stopped_by"] = rec["stopped_by"]
                     records.append(record)
     return records

@@ -67,7 +67,7 @@ from .stopping import target_losses
 
 __all__ = ["RATIO_RANGE", "TARGET_LOSS_MIN", "INIT_SCALE_RANGE", "LR_OV_RANGE", "task_model",
            "closed_form_attention", "init_matrices", "initial_loss", "lowest_initial_loss", "attention_shares",
-           "check_ratio", "check_target_losses", "check_init_scale", "check_lr_ov", "flow_to_losses"]
+           "check_ratio", "check_target_losses", "check_init_scale", "check_lr_ov", "flow_to_losses", "STOPPED_BY"]
 
 #: Learning-rate ratios the flow answers in bounded time (FAFO from a uniform
 #: start needs ~10^4 gradient evaluations at r = 50 and fails to finish beyond 100).
@@ -376,9 +376,17 @@ def check_target_losses(targets, initial=None) -> tuple:
     return tuple(sorted(vals, reverse=True))
 
 
-def _unreached(target):
+#: Why a flow stopped before a target, by the flow's ``reason`` (:class:`~numerics.dynamics.trajectory.Trajectory`),
+#: where it did not level off above it (``"horizon"``: not reached by the end of time).
+STOPPED_BY = {"nfev": "budget", "steps": "budget", "failed": "solver", "unresolved": "solver",
+              "nonfinite": "overflow"}
+
+
+def _unreached(target, reason):
+    """A target the flow did not reach; ``stopped_by`` (:data:`STOPPED_BY`) where it did not level off."""
+    stopped = {"stopped_by": STOPPED_BY[reason]} if reason in STOPPED_BY else {}
     return {"target_loss": target, "reached": False, "steps": None, "loss": None,
-            **dict.fromkeys(SHARES), **dict.fromkeys(proxies.THEORY_PROXIES)}
+            **dict.fromkeys(SHARES), **dict.fromkeys(proxies.THEORY_PROXIES), **stopped}
 
 
 def flow_to_losses(st, parameterization, ratio, target_losses, *, lr_ov=0.01, seq_len=None,
@@ -413,7 +421,9 @@ def flow_to_losses(st, parameterization, ratio, target_losses, *, lr_ov=0.01, se
         ``loss`` (at the crossing), the three shares of :func:`attention_shares` and
         the entropy and plausibility of the expected-count attention
         (:func:`numerics.experiments.proxies.expected_count_proxies`) (None where not
-        reached); ``initial_loss``,
+        reached; a target not reached has ``stopped_by``, :data:`STOPPED_BY`, ``"budget"`` where the
+        flow spent ``max_nfev``, ``"solver"`` where the solver failed, ``"overflow"``, and none where the
+        flow levelled off above it); ``initial_loss``,
         ``status``, ``message``, ``nfev`` and ``seconds`` of the flow.
 
     Raises
@@ -440,7 +450,7 @@ def flow_to_losses(st, parameterization, ratio, target_losses, *, lr_ov=0.01, se
     records = []
     for target, hit in zip(targets, [*res.crossings, res.target_state]):
         if hit is None:
-            records.append(_unreached(target))
+            records.append(_unreached(target, res.reason))
             continue
         p = hit["params"]
         records.append({"target_loss": target, "reached": True, "steps": hit["t"] / lr_ov,

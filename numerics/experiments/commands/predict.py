@@ -175,6 +175,8 @@ def format_table(payload, source=None) -> str:
     Returns
     -------
     str
+        A target not reached says why (the record's ``stopped_by``): budget exhausted, the solver
+        failed, an overflow, or (none) the flow levelled off above it.
         The engine's state from zero initialization is ``-`` where it has none (a parameterization
         other than CACO, another length, a task it does not reduce); where the engine was asked and
         refused, ``- [k]``, and the table ends with each such reason once, as ``[k] reason``.
@@ -191,13 +193,19 @@ def format_table(payload, source=None) -> str:
     for r in payload["records"]:
         head = f"{r['parameterization']:6}{r['ratio']:7g}{r['seed']:7d}  {r['target_loss']:<7g}"
         if not r["reached"]:
-            lines.append(head + "   not reached")
+            lines.append(head + "   not reached: " + _STOPPED[r.get("stopped_by")])
             continue
         lam = r["master_lambda"]
         lines.append(head + f"{r['steps']:12.1f}{r['loss']:10.4g}{r['relevant_attention']:10.4f}"
                      f"{r['self_attention']:8.4f}{r['other_attention']:8.4f}"
                      f"{'-' if lam is None else format(lam, '.4g'):>11}" + _engine_cell(r, reasons))
     return "\n".join(lines + [f"[{k}] {why}" for why, k in reasons.items()])
+
+
+#: A target not reached, by the record's ``stopped_by``, in the table.
+_STOPPED = {"budget": "budget exhausted (the flow spent its max_nfev gradient evaluations)",
+            "solver": "the solver failed",
+            "overflow": "the flow overflowed", None: "the flow levelled off above the target"}
 
 
 def _engine_cell(record, reasons) -> str:

@@ -289,3 +289,26 @@ def test_an_output_file_is_read_up_to_the_size_of_a_result_of_these_settings(tmp
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"is larger ({limit + 1} bytes)" in err and f"({limit} bytes)" in err, err
     assert out.stat().st_size == limit + 1
+
+
+def test_why_a_flow_did_not_reach_a_target_is_told():
+    """A flow stopped at max_nfev before its targets, or whose solver fails at once (b = 1e-300): the records say
+    why in their last field, stopped_by, and the table 'budget exhausted', 'solver failed' (both were 'not
+    reached' alike);
+    a flow that levels off above the target (the one reason a flow of unbounded time stops otherwise) has none."""
+    from numerics.experiments.commands.predict import format_table
+    from numerics.experiments.predict import RECORD_FIELDS, check_settings, predict
+    from numerics.experiments.theory import _unreached
+
+    spent = predict(["CACO"], [1.0], [0.5, 0.2], seeds=1, max_nfev=50)
+    assert [(r["reached"], list(r)[-1], r["stopped_by"]) for r in spent] == [(False, "stopped_by", "budget")] * 2
+    assert list(spent[0])[:-1] == list(RECORD_FIELDS)
+    params = {"M": 2, "m": 1, "n": 1, "b": 1e-300}
+    over = predict(["CACO"], [1.0], [0.5], seeds=1, task="paper", task_params=params)
+    assert not over[0]["reached"] and list(over[0])[-2:] == ["closed_form_reason", "stopped_by"]
+    assert over[0]["stopped_by"] == "solver" and "stopped_by" not in _unreached(0.5, "horizon")
+    for records, says in ((spent, "not reached: budget exhausted"), (over, "not reached: the solver failed")):
+        settings = check_settings(["CACO"], [1.0], [r["target_loss"] for r in records], 1,
+                                  **({} if records is spent else {"task": "paper", "task_params": params}))
+        rows = format_table({"settings": settings, "records": records}).splitlines()[2:]
+        assert all(says in row for row in rows[:len(records)]), rows
