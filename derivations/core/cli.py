@@ -46,6 +46,7 @@ import re
 import sys
 
 from .output import emit, note
+from .version import VersionAction
 from .vocabulary import check_positive, is_number_text
 
 __all__ = ["UsageError", "OneLineParser", "usage_error", "parse_params",
@@ -74,23 +75,6 @@ class _StoreOnce(argparse._StoreAction):
         super().__call__(parser, namespace, values, option_string)
 
 
-class _Version(argparse.Action):
-    """``--version``: the package's version as installed (its metadata; ``setup.cfg`` of the checkout built
-    it), one line through :func:`~derivations.core.output.emit`, exit status 0."""
-
-    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
-        super().__init__(option_strings, dest, nargs=0, default=default, help=help)
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        import importlib.metadata
-
-        try:
-            version = importlib.metadata.version("qkov")
-        except importlib.metadata.PackageNotFoundError:
-            version = "(not installed: its version is the checkout's setup.cfg)"
-        parser.exit(emit(f"qkov {version}", parser.name))
-
-
 class OneLineParser(argparse.ArgumentParser):
     """An :class:`argparse.ArgumentParser` whose errors raise :class:`UsageError` (one line,
     no usage block) for the command's ``main`` to report with :func:`usage_error`, which names
@@ -98,7 +82,8 @@ class OneLineParser(argparse.ArgumentParser):
     (``--ratio-range -1,10``, as ``--ratio-range=-1,10``), for its own check to refuse with its range;
     plain ``argparse`` reads ``-1,10`` as an option and says only that the value is missing.
     An option that takes a value is refused when given twice (``argparse`` would keep the last one).
-    A parser has ``--version`` (the installed package's version), its subcommands' parsers not.
+    A parser has ``--version`` (the running package's version: :mod:`derivations.core.version`), its
+    subcommands' parsers not.
     ``name`` (default ``prog``) starts the one line of a failed write of its help or version, its
     subcommands' included.
 
@@ -127,7 +112,7 @@ class OneLineParser(argparse.ArgumentParser):
         self.register("action", None, _StoreOnce)
         self.register("action", "store", _StoreOnce)
         if version:
-            self.add_argument("--version", action=_Version, help="print the version of qkov and exit")
+            self.add_argument("--version", action=VersionAction, help="print the version of qkov and exit")
 
     def add_subparsers(self, **kwargs):
         """:meth:`argparse.ArgumentParser.add_subparsers`; a subcommand's parser has no ``--version`` of its own.

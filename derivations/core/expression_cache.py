@@ -22,7 +22,7 @@ command that shows a part of the results decodes only that part (:meth:`Expressi
   ``<cache dir>/qkov/<stem>-<key>.json`` (:func:`cache_dir`). On a miss the results are derived and written
   atomically to the user cache only, so an installed package's directory is never changed; when the user
   cache is not writable (or there is none), one line on stderr says so (once per process). Only ``--rebuild``
-  (:meth:`ExpressionStore.rebuild`) writes the shipped file, in a source checkout (:func:`source_checkout`) only.
+  (:meth:`ExpressionStore.rebuild`) writes the shipped file, in a source checkout (:func:`derivations.core.version.source_checkout`) only.
 * **Checked.** Each file keeps a SHA-256 digest of its results with its key: a file whose results were edited
   (even into well-formed ones) is stale, at load and for ``--check``. The digest catches damage and hand
   edits, not a forger, who can compute it too (only deriving again can tell a forged result; ``--rebuild``
@@ -58,12 +58,12 @@ from pathlib import Path
 from .atomic_file import atomic_write_text, read_bounded, save_first_writable
 from .json_shape import matches
 from .output import note
+from .version import PACKAGE_DIR, source_checkout
 
-__all__ = ["PACKAGE_DIR", "FORMAT", "MAX_FILE_BYTES", "SOURCE_PACKAGES", "source_files", "sympy_version", "source_key",
-           "cache_dir", "source_checkout", "user_cache", "results_digest", "LazyResults",
+__all__ = ["FORMAT", "MAX_FILE_BYTES", "SOURCE_PACKAGES", "source_files", "sympy_version", "source_key",
+           "cache_dir", "user_cache", "results_digest", "LazyResults",
            "ExpressionStore"]
 
-PACKAGE_DIR = Path(__file__).resolve().parent.parent   # the derivations package
 #: Version of the cache file format (part of the key).
 FORMAT = 4
 #: Largest cache file read (bytes; the shipped ones are below 2 MiB): a larger one is damaged.
@@ -143,25 +143,6 @@ def cache_dir():
         return (Path(base) if base and os.path.isabs(base) else Path.home() / ".cache") / "qkov"
     except RuntimeError:            # Path.home(): no HOME and no password entry
         return None
-
-
-def source_checkout():
-    """The root of the source checkout this package runs from, or None for an installed package.
-
-    A checkout is recognised by qkov's ``setup.cfg`` beside the ``derivations`` package; an
-    installed package's folder (``site-packages``) has none.
-
-    Returns
-    -------
-    pathlib.Path or None
-    """
-    root = PACKAGE_DIR.parent      # a checkout's root, or an installation's site-packages
-    setup = root / "setup.cfg"
-    try:
-        text = read_bounded(setup, 1 << 16).decode("utf-8", "replace")
-    except (OSError, ValueError):
-        return None
-    return root if re.search(r"(?m)^name\s*=\s*qkov\s*$", text) else None
 
 
 def user_cache(stem: str, key: str):
@@ -409,7 +390,7 @@ class ExpressionStore:
         Raises
         ------
         derivations.core.cli.UsageError
-            In an installed package (not a :func:`source_checkout`), whose files are never written.
+            In an installed package (not a :func:`~derivations.core.version.source_checkout`), whose files are never written.
         """
         if source_checkout() is None:
             from .cli import UsageError

@@ -312,7 +312,7 @@ def test_bad_options_one_line_exit_2_nothing_done(command, argv, tmp_path, monke
 def test_source_checkout_is_told_from_an_installation(tmp_path, monkeypatch):
     """A checkout is the folder holding qkov's setup.cfg beside ``derivations``; site-packages has none
     (or another project's)."""
-    from derivations.core import expression_cache as ec
+    from derivations.core import version as ec
     assert ec.source_checkout() == ec.PACKAGE_DIR.parent and (ec.PACKAGE_DIR.parent / "setup.cfg").is_file()
     installed = tmp_path / "site-packages" / "derivations"
     installed.mkdir(parents=True)
@@ -329,9 +329,10 @@ def test_rebuild_of_an_installed_package_is_refused_nothing_written(command, tmp
     """``--rebuild`` rewrites the shipped files of a checkout; an installed package's directory is never
     written: one line, exit 2, nothing derived."""
     import importlib
-    from derivations.core import expression_cache as ec
+    from derivations.core import expression_cache as ec, version
     module = importlib.import_module(f"derivations.{command}")
-    monkeypatch.setattr(ec, "PACKAGE_DIR", tmp_path / "site-packages" / "derivations")
+    for where in (ec, version):       # the message's folder, and where source_checkout looks
+        monkeypatch.setattr(where, "PACKAGE_DIR", tmp_path / "site-packages" / "derivations")
     monkeypatch.setattr(module.STORE, "shipped", tmp_path / "x.json")
     monkeypatch.setattr(module.STORE, "derive", lambda: pytest.fail("derived"))
     assert module.main(["--rebuild"]) == 2

@@ -306,3 +306,32 @@ def test_an_empty_list_is_refused_not_the_default(text):
     from derivations.core.cli import parse_list
     with pytest.raises(UsageError, match="^--ratios must be a non-empty comma-separated list; got "):
         parse_list("--ratios", text, float)
+
+
+def test_version_is_the_running_codes_not_the_first_installed(tmp_path):
+    """A qkov distribution first on sys.path (an older install) does not name the checkout that runs: --version
+    reads the running checkout's setup.cfg (the one version); an installed package, its own folder's metadata."""
+    import configparser
+    from derivations.core import version
+
+    root = Path(__file__).resolve().parents[3]
+    cfg = configparser.ConfigParser(interpolation=None)
+    cfg.read(root / "setup.cfg")
+    expected = cfg["metadata"]["version"]
+    old = tmp_path / "old" / "qkov-0.0.1.dist-info"
+    old.mkdir(parents=True)
+    (old / "METADATA").write_text("Metadata-Version: 2.1\nName: qkov\nVersion: 0.0.1\n")
+    env = dict(os.environ, PYTHONPATH=f"{tmp_path / 'old'}{os.pathsep}{root}")
+    run = subprocess.run([sys.executable, "-m", "derivations.print_dynamics", "--version"], capture_output=True,
+                         text=True, timeout=120, env=env, cwd=tmp_path)
+    assert (run.returncode, run.stdout, run.stderr) == (0, f"qkov {expected}\n", "")
+    site = tmp_path / "site-packages"
+    (site / "derivations").mkdir(parents=True)
+    (site / "qkov-7.1.dist-info").mkdir()
+    (site / "qkov-7.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: qkov\nVersion: 7.1\n")
+    original = version.PACKAGE_DIR
+    try:
+        version.PACKAGE_DIR = site / "derivations"
+        assert version.running_version() == "7.1"
+    finally:
+        version.PACKAGE_DIR = original
