@@ -420,7 +420,7 @@ def _task_text(task, names, subs, state, fmt, why) -> list:
         lines += ["", f"== state_at_loss: L = {shown_float(state['given_loss'])} (CACO, zero init, eta_QK/eta_OV = "
                       f"{shown_float(state['ratio'])}{rate}) ==", "", f"method: {state['method']}"]
         lines += [f"{k} = {v:.15g}" for k, v in state.items()
-                  if isinstance(v, float) and k not in ("ratio", "loss", "eta_OV")]
+                  if isinstance(v, float) and k not in ("ratio", "loss", "eta_OV", "given_loss")]
     return lines
 
 
