@@ -22,7 +22,9 @@ from .output import emit
 
 __all__ = ["PACKAGE_DIR", "source_checkout", "running_version", "VersionAction"]
 
-#: The ``derivations`` package that is running.
+#: The ``derivations`` package that is running (its folder).
+#:
+#: :meta hide-value:
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 #: Largest ``setup.cfg`` read (bytes).
 _SETUP_BYTES = 1 << 16

@@ -188,7 +188,7 @@ def test_a_huge_value_is_echoed_cut_in_the_one_line(capsys):
     option and the range, not the whole value echoed back."""
     from derivations.print_dynamics import main
     huge = "x" * 100_000
-    for argv, says in ((["--params", f"{huge}=1"], "(valid: m, n, b, M)"), (["--params", f"m={huge}"], "m must be"),
+    for argv, says in ((["--params", f"{huge}=1"], "(its parameters: M, b, m, n)"), (["--params", f"m={huge}"], "m must be"),
                        (["--ratio", huge], "ratio must be"), (["--loss", huge], "loss must be")):
         assert main(argv) == 2
         out, err = capsys.readouterr()
