@@ -1,6 +1,5 @@
-"""Write a file atomically (used for every file the package writes), or to the first writable of several
-(a cache's locations); read one within a bound (used for every file the package reads as data: task files,
-caches).
+"""Write a file atomically (used for every file the package writes); read one within a bound
+(used for every file the package reads as data: task files, caches).
 
 Plain Python (no SymPy, no NumPy): importable from anywhere, including the
 experiment runner's worker processes.
@@ -27,8 +26,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_write", "atomic_write_text", "save_first_writable", "read_bounded", "is_temporary",
-           "temporary_name_length"]
+__all__ = ["atomic_write", "atomic_write_text", "read_bounded", "is_temporary", "temporary_name_length"]
 
 
 def _read_umask() -> int:
@@ -226,32 +224,3 @@ def read_bounded(path, limit: int, *, follow_links: bool = True) -> bytes:
     if len(data) > limit:
         raise ValueError(f"larger than {limit} bytes")
     return data
-
-
-def save_first_writable(paths, text: str) -> list:
-    """Write ``text`` atomically to the first of ``paths`` that is writable.
-
-    Parameters
-    ----------
-    paths : iterable of str, Path or None
-        The candidate files, in order of preference (None: no user cache directory).
-    text : str
-        The content.
-
-    Returns
-    -------
-    list of str
-        The reasons the paths tried failed: empty when the text was saved, one
-        entry per path when none was writable.
-    """
-    errors = []
-    for path in paths:
-        if path is None:
-            errors.append("no user cache directory (set XDG_CACHE_HOME or HOME)")
-            continue
-        try:
-            atomic_write_text(path, text)
-            return []
-        except OSError as exc:
-            errors.append(f"{path}: {exc.strerror or exc}")
-    return errors

@@ -55,13 +55,13 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from .atomic_file import atomic_write_text, read_bounded, save_first_writable
+from .atomic_file import atomic_write_text, read_bounded
 from .json_shape import matches
 from .output import note
 from .version import PACKAGE_DIR, source_checkout
 
 __all__ = ["FORMAT", "MAX_FILE_BYTES", "SOURCE_PACKAGES", "source_files", "sympy_version", "source_key",
-           "cache_dir", "user_cache", "results_digest", "LazyResults",
+           "cache_dir", "user_cache", "results_digest", "save_first_writable", "LazyResults",
            "ExpressionStore"]
 
 #: Version of the cache file format (part of the key).
@@ -178,6 +178,35 @@ def results_digest(results) -> str:
     """
     text = json.dumps(results, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def save_first_writable(paths, text: str) -> list:
+    """Write ``text`` atomically to the first of ``paths`` that is writable.
+
+    Parameters
+    ----------
+    paths : iterable of str, Path or None
+        The candidate files, in order of preference (None: no user cache directory).
+    text : str
+        The content.
+
+    Returns
+    -------
+    list of str
+        The reasons the paths tried failed: empty when the text was saved, one
+        entry per path when none was writable.
+    """
+    errors = []
+    for path in paths:
+        if path is None:
+            errors.append("no user cache directory (set XDG_CACHE_HOME or HOME)")
+            continue
+        try:
+            atomic_write_text(path, text)
+            return []
+        except OSError as exc:
+            errors.append(f"{path}: {exc.strerror or exc}")
+    return errors
 
 
 #: What decoding a damaged cache entry raises.

@@ -80,7 +80,17 @@ def running_version() -> str:
 
 class VersionAction(argparse.Action):
     """``--version``: :func:`running_version`, one line through :func:`~derivations.core.output.emit`,
-    exit status 0."""
+    exit status 0.
+
+    Parameters
+    ----------
+    option_strings : list of str
+        The option's names (``["--version"]``).
+    dest, default : optional
+        As :class:`argparse.Action`'s (nothing is stored).
+    help : str, optional
+        The option's help text.
+    """
 
     def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
         super().__init__(option_strings, dest, nargs=0, default=default, help=help)
