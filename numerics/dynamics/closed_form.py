@@ -27,8 +27,9 @@ Numerics of :func:`state_at_loss`
   (:func:`numerics.functions.lambdified.state_bounds_fn`), each sign-checked; the
   Newton start is the bracket end with the smaller :math:`|G|`.
 * The margin is evaluated with ``expm1``; where it cancels (estimated
-  relative error of s above ``1e-13``: s below about 0.018, a loss within
-  about :math:`0.018 (M-1)/M` of :math:`\log M`) those entries, and the few the doubles
+  relative error of s above ``1e-13``, :func:`margin_cancels`: s below about
+  :math:`s_c = 0.00226\,(8 + \log(M-1))`, 0.018 for M = 2, 0.025 for M = 20, 0.10 for
+  M = 2**53; a loss within about :math:`s_c (M-1)/M` of :math:`\log M`) those entries, and the few the doubles
   leave (no bracket or no convergence, at corners of the range), are
   evaluated at 30 digits with mpmath (:func:`state_at_loss_mpmath`) and rounded.
 
@@ -59,17 +60,21 @@ _EPS = np.finfo(float).eps
 MARGIN_RTOL = 1e-13
 
 
-def margin_cancels(s):
+def margin_cancels(s, M):
     r"""Where the margin :math:`s = \log(M-1) - \log(\operatorname{expm1}(L))`, computed in doubles, has an
     estimated relative error above :data:`MARGIN_RTOL` (``s`` small: ``L`` near :math:`\log M`).
 
-    The quotient :math:`(M-1)/\operatorname{expm1}(L)` carries a few ulp of relative error, an absolute
-    error of a few machine epsilons in its logarithm: about :math:`8\varepsilon(1 + |s|)/|s|` relative.
+    Each of the two logarithms is rounded to half an ulp of itself, at most
+    :math:`\varepsilon\log(M-1)/2` each where ``s`` is small, and ``expm1`` and the logarithms
+    carry a few ulp of relative error of their own: an absolute error of about
+    :math:`\varepsilon(8(1 + |s|) + \log(M-1))`, which ``s`` divides.
 
     Parameters
     ----------
     s : array_like
         Margins computed in doubles.
+    M : array_like
+        Numbers of classes (> 1), broadcast against ``s``.
 
     Returns
     -------
@@ -78,7 +83,8 @@ def margin_cancels(s):
     """
     s = np.asarray(s, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return ~(8 * _EPS * (1 + np.abs(s)) / np.abs(s) < MARGIN_RTOL)
+        error = _EPS * (8 * (1 + np.abs(s)) + np.log(np.asarray(M, dtype=float) - 1))
+        return ~(error / np.abs(s) < MARGIN_RTOL)
 
 
 #: Ranges on which :func:`state_at_loss` and :func:`state_at_loss_mpmath` are
@@ -112,7 +118,7 @@ def margin(L, M):
     True
     """
     s = lam.margin_at_loss_fn("numpy").func(L, M)
-    cancels = margin_cancels(s)
+    cancels = margin_cancels(s, M)
     if np.any(cancels):
         import mpmath
         s, L, M = (np.array(v, dtype=float) for v in np.broadcast_arrays(s, L, M))
@@ -335,7 +341,7 @@ def state_at_loss(loss, ratio, *, m=5, n=50, b=50, M=20):
     shape = L.shape
     L, r = L.ravel(), r.ravel()
     s = lam.margin_at_loss_fn("numpy").func(L, M)
-    slow = margin_cancels(s)
+    slow = margin_cancels(s, M)
     fast = ~slow
     mu_QK = np.empty_like(L)
     ok = np.ones(L.shape, dtype=bool)

@@ -91,6 +91,25 @@ def test_accuracy_where_the_margin_starts_to_cancel():
             assert abs(getattr(st, k)[i] - float(ref[k])) <= 1e-13 * abs(float(ref[k])), (x, k)
 
 
+@pytest.mark.parametrize("M", [10**15 + 37, 2**53, 20])
+def test_the_margin_near_its_switch_to_mpmath_holds_its_tolerance_at_large_M(M):
+    """log(M - 1) - log(expm1(L)) rounds each logarithm to half an ulp of about log M: near log M that
+    is the margin's error, which the switch to mpmath (estimated 8 eps (1 + s) / s) left out. At
+    M = 1e15 + 37 the doubles answered s = 0.018 with a relative error of 1.5e-13, above MARGIN_RTOL
+    (1e-13); the state's mu_OV, s (1 + p) / p, carried it. Now every margin answered is within 1e-13 of
+    the 40-digit margin, on a grid of margins from 0.017 to 0.12."""
+    from numerics.dynamics.closed_form import margin
+    target = np.linspace(0.017, 0.12, 400)
+    L = np.log1p((M - 1) * np.exp(-target))
+    L = L[(L > 0) & (L < math.log(M))]
+    got = margin(L, float(M))
+    with mpmath.workdps(40):
+        want = np.array([float(mpmath.log(M - 1) - mpmath.log(mpmath.expm1(mpmath.mpf(x)))) for x in L])
+    assert np.max(np.abs(got - want) / want) <= 1e-13
+    st = state_at_loss(L[::40], 1.0, M=M)
+    assert np.max(np.abs(st.s - want[::40]) / want[::40]) <= 1e-13
+
+
 @settings(max_examples=40)
 @given(L=st.floats(1e-250, 2.99), r1=st.floats(1e-8, 1e8), r2=st.floats(1e-8, 1e8))
 def test_alpha_increases_with_ratio(L, r1, r2):
