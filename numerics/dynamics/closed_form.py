@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 
 import numpy as np
 
@@ -391,7 +392,7 @@ def time_to_loss(loss, ratio, *, m=5, n=50, b=50, M=20, rtol=1e-11):
     ValueError
         As :func:`state_at_loss`, or ``rtol`` outside [:data:`MIN_RTOL`, 1).
     """
-    from scipy.integrate import quad
+    from scipy.integrate import IntegrationWarning, quad
     rtol = check_in_range("rtol", rtol, MIN_RTOL, 1.0, "(the quadrature's smallest relative tolerance "
                           "is 50 machine epsilons)", hi_open=True, scalar=True)
     st = state_at_loss(loss, ratio, m=m, n=n, b=b, M=M)
@@ -407,7 +408,8 @@ def time_to_loss(loss, ratio, *, m=5, n=50, b=50, M=20, rtol=1e-11):
         pts = _panels(x_end, st.s[i])
         total = 0.0
         for a, c in zip(pts[:-1], pts[1:]):
-            with np.errstate(over="ignore", invalid="ignore"):
+            with np.errstate(over="ignore", invalid="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", IntegrationWarning)     # the result is checked right below
                 val, err = quad(integrand, a, c, epsabs=0.0, epsrel=rtol, limit=200)
             if not (np.isfinite(val) and err <= 1e3 * rtol * abs(val)):
                 # the integrand overflows doubles near the end (tiny loss): this panel in mpmath

@@ -91,6 +91,17 @@ def test_accuracy_where_the_margin_starts_to_cancel():
             assert abs(getattr(st, k)[i] - float(ref[k])) <= 1e-13 * abs(float(ref[k])), (x, k)
 
 
+def test_time_to_a_tiny_loss_warns_of_no_panel_it_answers_again():
+    """At M = 2, loss 1e-300, m = 1e-8, n = 1e8, b = 1e-8 a panel's quadrature in doubles fails and is answered
+    again in mpmath, yet scipy's IntegrationWarning ("The integral is probably divergent") reached the caller.
+    The time is the late-time law L t -> (M - 1) b / eta_OV = 1e-8 (t = 1e292), and no warning is left."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t = float(time_to_loss(1e-300, 1.0, m=1e-8, n=1e8, b=1e-8, M=2))
+    assert t * 1e-300 == pytest.approx(1e-8, rel=1e-6)
+
+
 @pytest.mark.parametrize("M", [10**15 + 37, 2**53, 20])
 def test_the_margin_near_its_switch_to_mpmath_holds_its_tolerance_at_large_M(M):
     """log(M - 1) - log(expm1(L)) rounds each logarithm to half an ulp of about log M: near log M that
