@@ -432,8 +432,19 @@ def _panel_mpmath(a, c, ratio, m, n, b, M, rtol):
     return float(total) if total < mpmath.mpf(np.finfo(float).max) else math.inf
 
 
+#: Halvings of the first panel of :func:`time_to_loss` towards 0, where the integrand peaks.
+_LEFT_HALVINGS = 64
+
+
 def _panels(x_end, s_end):
-    """Break points of [0, x_end]: uniform in the margin, about one e-fold of
-    the integrand per 5 units of margin (the margin grows monotonically)."""
+    r"""Break points of [0, x_end]: uniform in the margin, about one e-fold of
+    the integrand per 5 units of margin (the margin grows monotonically), and
+    the first panel halved :data:`_LEFT_HALVINGS` times towards 0. There the
+    integrand, :math:`\propto 1/\alpha`, is largest (alpha grows from its start
+    along the orbit) and, at large ratios, falls by up to :math:`1/\alpha_0` within
+    a width of order :math:`\sqrt{Mb/(r(M-1))}` (the orbit's ``r mu_OV**2``
+    term), down to about ``1e-18 x_end``: a peak too narrow for one panel's nodes."""
     k = max(1, int(math.ceil(float(s_end) / 5.0)))
-    return np.linspace(0.0, x_end, k + 1)
+    uniform = np.linspace(0.0, x_end, k + 1)
+    left = uniform[1] * 0.5 ** np.arange(_LEFT_HALVINGS, 0, -1)
+    return np.concatenate([[0.0], left, uniform[1:]])
