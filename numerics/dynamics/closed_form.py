@@ -405,7 +405,7 @@ def time_to_loss(loss, ratio, *, m=5, n=50, b=50, M=20, rtol=1e-11):
                                 1.0, 1.0, 1.0, 1.0, 0.0, 0.0)
         # The integrand grows like e^{alpha mu_OV}: split at points where it
         # has grown by e^{10} so every panel is well resolved.
-        pts = _panels(x_end, st.s[i])
+        pts = _panels(x_end, st.s[i], integrand)
         total = 0.0
         for a, c in zip(pts[:-1], pts[1:]):
             with np.errstate(over="ignore", invalid="ignore"), warnings.catch_warnings():
@@ -432,19 +432,28 @@ def _panel_mpmath(a, c, ratio, m, n, b, M, rtol):
     return float(total) if total < mpmath.mpf(np.finfo(float).max) else math.inf
 
 
-#: Halvings of the first panel of :func:`time_to_loss` towards 0, where the integrand peaks.
+#: Halvings of the first panel of :func:`time_to_loss` towards 0, where the integrand peaks: at most this many.
 _LEFT_HALVINGS = 64
+#: Below a halving point where the integrand is within this relative distance of its value at 0, and at every
+#: halving point below that, the integrand is flat: no more break points are needed there.
+_FLAT = 1e-2
 
 
-def _panels(x_end, s_end):
+def _panels(x_end, s_end, integrand):
     r"""Break points of [0, x_end]: uniform in the margin, about one e-fold of
     the integrand per 5 units of margin (the margin grows monotonically), and
-    the first panel halved :data:`_LEFT_HALVINGS` times towards 0. There the
-    integrand, :math:`\propto 1/\alpha`, is largest (alpha grows from its start
-    along the orbit) and, at large ratios, falls by up to :math:`1/\alpha_0` within
-    a width of order :math:`\sqrt{Mb/(r(M-1))}` (the orbit's ``r mu_OV**2``
-    term), down to about ``1e-18 x_end``: a peak too narrow for one panel's nodes."""
+    the first panel halved towards 0 down to where the integrand is flat (within
+    :data:`_FLAT` of its value at 0 from there on; at most :data:`_LEFT_HALVINGS`
+    times). There the integrand, :math:`\propto 1/\alpha`, is largest (alpha grows
+    from its start along the orbit) and, at large ratios, falls by up to
+    :math:`1/\alpha_0` within a width of order :math:`\sqrt{Mb/(r(M-1))}` (the orbit's
+    ``r mu_OV**2`` term), down to about ``1e-18 x_end``: a peak too narrow for one
+    panel's nodes. ``integrand`` takes an array of points."""
     k = max(1, int(math.ceil(float(s_end) / 5.0)))
     uniform = np.linspace(0.0, x_end, k + 1)
-    left = uniform[1] * 0.5 ** np.arange(_LEFT_HALVINGS, 0, -1)
+    left = uniform[1] * 0.5 ** np.arange(_LEFT_HALVINGS, 0, -1)           # ascending
+    with np.errstate(all="ignore"):
+        flat = np.abs(integrand(left) / integrand(0.0) - 1.0) < _FLAT       # (False where not finite)
+    steep = np.flatnonzero(~flat)
+    left = left[max(0, steep[0] - 1):] if steep.size else left[:0]
     return np.concatenate([[0.0], left, uniform[1:]])
