@@ -22,7 +22,7 @@ alpha*eta_OV/(b*(M + exp(alpha*mu_OV) - 1))
 from ..core import lazy_exports
 
 __all__ = ["Task", "TokenGroup", "TaskInstance", "TASK_PARAMETERS", "n_c", "validate_parameter",
-           "check_parameter_names",
+           "parameter_names", "check_parameter_names",
            "Coordinate", "TaskFamily", "TaskReduction", "reduce_task",
            "separate", "integrals", "first_integral_of", "orbit_of",
            "basis_matrices", "explicit_loss", "invariance_residual", "nonzero_entries"]
@@ -31,7 +31,7 @@ __all__ = ["Task", "TokenGroup", "TaskInstance", "TASK_PARAMETERS", "n_c", "vali
 __getattr__, __dir__ = lazy_exports(__name__, {
     ".task": ("Task", "TokenGroup", "TASK_PARAMETERS", "n_c"),
     ".instance": ("TaskInstance",),
-    ".checks": ("validate_parameter", "check_parameter_names"),
+    ".checks": ("validate_parameter", "parameter_names", "check_parameter_names"),
     ".family": ("Coordinate", "TaskFamily"),
     ".reduce": ("TaskReduction", "reduce_task"),
     ".first_integral": ("separate", "integrals", "first_integral_of", "orbit_of"),

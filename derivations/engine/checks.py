@@ -6,7 +6,8 @@ range and the value given, before anything is derived or computed.
 * :func:`validate_parameter`: a value of ``m``, ``n``, ``b`` (finite, > 0) or
   of an integer parameter ``M`` (``>= 2``), ``n_c`` (``>= 1``), both exact
   integers at most ``2**53``;
-* :func:`check_parameter_names`: the names of the parameters given, each one the task uses;
+* :func:`parameter_names`: the parameters a task uses; :func:`check_parameter_names`: the names of the
+  parameters given, each one the task uses;
 * :func:`check_expression`: a count, number of types or scale of a task (a
   SymPy expression in the task's known symbols, finite, and nonnegative,
   positive or a positive integer for *every* value of the parameters).
@@ -30,7 +31,8 @@ import sympy as sp
 from ..core.vocabulary import is_number_text
 from .expressions import check_bounds, parse_expression
 
-__all__ = ["MAX_INTEGER", "INTEGER_PARAMETERS", "validate_parameter", "check_parameter_names", "check_expression"]
+__all__ = ["MAX_INTEGER", "INTEGER_PARAMETERS", "validate_parameter", "parameter_names", "check_parameter_names",
+           "check_expression"]
 
 #: Names of the engine's own symbols, and prefixes of its symbol families: no task parameter takes them.
 _ENGINE_NAMES, _ENGINE_PREFIXES = frozenset({"alpha", "t", "epsilon", "y", "K"}), ("eta_", "mu_", "G_", "C_", "x_")
@@ -131,9 +133,25 @@ def validate_parameter(name: str, value, integer=None):
     return sp.Integer(int(v)) if v == int(v) else sp.Float(v)
 
 
+def parameter_names(task) -> tuple:
+    """The parameters ``task`` uses, sorted: the symbols its counts, scales and class number depend on
+    (:meth:`~derivations.engine.Task.free_symbols`: ``m, n, b, M`` and its own, e.g. ``n_c``; ``()`` for a
+    task of fixed numbers, the authors').
+
+    Parameters
+    ----------
+    task : derivations.engine.Task
+
+    Returns
+    -------
+    tuple of str
+    """
+    return tuple(sorted(str(s) for s in task.free_symbols()))
+
+
 def check_parameter_names(task, names, also=()) -> None:
     """ValueError unless ``task`` uses every parameter of ``names``: a parameter a task takes a value of is
-    one its counts, scales or class number depend on (:meth:`~derivations.engine.Task.free_symbols`), so that
+    one its counts, scales or class number depend on (:func:`parameter_names`), so that
     a value given for one it does not use (``n`` of a task without irrelevant tokens) is refused, not ignored.
 
     Parameters
@@ -150,7 +168,7 @@ def check_parameter_names(task, names, also=()) -> None:
     ValueError
         ``task 'x' has no parameter 'q' (its parameters: M, b, m, n)``, for the first name not taken.
     """
-    used = sorted({str(s) for s in task.free_symbols()} | set(also))
+    used = sorted({*parameter_names(task), *also})
     for name in names:
         if name not in used:
             raise ValueError(f"task {task.name!r} has no parameter {name!r} (its parameters: "

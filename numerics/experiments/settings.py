@@ -285,17 +285,19 @@ def _as_option(key, value) -> str:
 
 def _task_values(task, params) -> dict:
     """Every parameter of ``task`` at ``params``, missing ones at the task's defaults."""
-    from .task_sampling import canonical_params, task_parameter_names
+    from .task_sampling import canonical_params
 
     try:
         values = dict(canonical_params(params or ()))
     except (ValueError, TypeError):
         return params
     try:
+        from derivations.engine import parameter_names
         from derivations.tasks import get_task
 
-        names = task_parameter_names(task)
-        defaults = dict(canonical_params([(k, v) for k, v in get_task(task).defaults if k in names]))
+        spec = get_task(task)
+        names = parameter_names(spec)
+        defaults = dict(canonical_params([(k, v) for k, v in spec.defaults if k in names]))
     except (ValueError, TypeError, KeyError):
         return values
     return {**defaults, **values}

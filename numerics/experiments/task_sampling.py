@@ -78,9 +78,8 @@ from derivations.core import authors_setting as _authors
 
 from ..validation import check_int
 
-__all__ = ["DEFAULT_TASK", "MAX_TICKETS", "MAX_TYPES", "SampledTask", "AUTHORS", "task_parameter_names",
-           "canonical_params", "sampled_task", "task_settings", "expected_counts", "theory_instance",
-]
+__all__ = ["DEFAULT_TASK", "MAX_TICKETS", "MAX_TYPES", "SampledTask", "AUTHORS",
+           "canonical_params", "sampled_task", "task_settings", "expected_counts", "theory_instance"]
 
 #: The task trained and predicted when none is named: the authors'.
 DEFAULT_TASK = "authors"
@@ -89,30 +88,6 @@ MAX_TICKETS = 10 ** 6
 #: Largest vocabulary (token types) the sampled SGD model takes.
 MAX_TYPES = 2048
 _MAX_DENOMINATOR = 10 ** 6
-
-
-def task_parameter_names(name: str) -> tuple:
-    """The ``--params`` names a built-in task takes.
-
-    Parameters
-    ----------
-    name : str
-        A task of :func:`derivations.tasks.get_task`.
-
-    Returns
-    -------
-    tuple of str
-        The symbols its counts, scales and class number depend on (``m, n, b, M`` and its
-        own, e.g. ``n_c``); ``()`` for ``authors``.
-
-    Raises
-    ------
-    ValueError
-        Unknown task (the message names the valid ones).
-    """
-    from derivations.tasks import get_task
-
-    return tuple(sorted(str(s) for s in get_task(name).free_symbols()))
 
 
 def _number(value):
