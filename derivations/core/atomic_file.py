@@ -22,30 +22,26 @@ IsADirectoryError: [Errno 21] Is a directory: ...
 """
 import errno
 import os
+import secrets
 import stat
-import tempfile
 from pathlib import Path
 
 __all__ = ["atomic_write", "atomic_write_text", "read_bounded", "is_temporary", "temporary_name_length"]
 
 
-def _read_umask() -> int:
-    """The process's umask, read once at import (``os.umask`` can only read it by
-    setting it, which is process-wide and would race with other threads)."""
-    umask = os.umask(0o022)
-    os.umask(umask)
-    return umask
-
-
-#: The umask in force when this module was imported: new files get ``0o666 & ~UMASK``.
-UMASK = _read_umask()
-
-
 #: The temporary file of ``name`` is ``.<name>.<random>.tmp`` (:func:`atomic_write`, without a ``prefix``):
-#: ``<random>`` is :func:`tempfile.mkstemp`'s, of these characters and this length.
-_RANDOM_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
+#: ``<random>`` is drawn from these characters (:func:`tempfile.mkstemp`'s), of this length.
+_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789_"
+_RANDOM_CHARACTERS = frozenset(_ALPHABET)
 _RANDOM_LENGTH = 8
 _SUFFIX = ".tmp"
+#: Names drawn before a write gives up (each is taken with probability ~ files / 37**8).
+_ATTEMPTS = 100
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+
+
+def _random_part() -> str:
+    return "".join(secrets.choice(_ALPHABET) for _ in range(_RANDOM_LENGTH))
 
 
 def _temporary_prefix(name: str) -> str:
@@ -127,9 +123,19 @@ def atomic_write(path, write, *, binary: bool = False, fsync: bool = False, pref
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=prefix or _temporary_prefix(path.name), suffix=_SUFFIX)
+    tmp = None
     try:
-        os.chmod(tmp, 0o666 & ~UMASK)            # mkstemp's 0600 -> the usual permissions
+        for _ in range(_ATTEMPTS):
+            # The name is held before the file exists (``O_EXCL``: made here or not at all), so an
+            # interruption at any point after it finds the file below and removes it.
+            tmp = path.parent / f"{prefix or _temporary_prefix(path.name)}{_random_part()}{_SUFFIX}"
+            try:
+                fd = os.open(tmp, _CREATE, 0o666)   # the umask applies, as to any new file
+                break
+            except FileExistsError:
+                tmp = None                          # another's file: never removed
+        else:
+            raise FileExistsError(errno.EEXIST, f"no free temporary name in {_ATTEMPTS} attempts", str(path))
         with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else encoding) as fh:
             write(fh)
             if fsync:
@@ -137,10 +143,11 @@ def atomic_write(path, write, *, binary: bool = False, fsync: bool = False, pref
                 os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
         raise
     if fsync:
         _fsync_directory(path.parent)

@@ -14,7 +14,7 @@ def test_every_temporary_name_the_atomic_writer_makes_is_its_own_and_a_users_tmp
 
     def write(fh):                              # the temporary file is the one beside the file written
         made.extend(entry for entry in os.listdir(tmp_path) if entry != name)
-    for _ in range(40):                         # mkstemp's random part: every name it draws
+    for _ in range(40):                         # the random part: every name it draws
         atomic_write(tmp_path / name, write)
     assert len(set(made)) == 40
     for temporary in made:
@@ -81,3 +81,33 @@ def test_a_file_of_exactly_the_limit_is_read_whole(tmp_path):
         read_bounded(exact, 9)
     with pytest.raises(ValueError, match="^larger than 9 bytes$"):
         read_bounded(Resource(exact), 9)
+
+
+def test_an_interruption_right_after_the_temporary_file_is_made_leaves_nothing(tmp_path, monkeypatch):
+    """The temporary file's name is known before the file exists: a Ctrl-C (or a SIGTERM turned into an
+    exception) arriving the moment the file has been made removes it, and ``path`` is not written."""
+    real_open = os.open
+
+    def interrupted(*args, **kwargs):
+        os.close(real_open(*args, **kwargs))
+        raise KeyboardInterrupt
+    monkeypatch.setattr(os, "open", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        atomic_write(tmp_path / "results.csv", lambda fh: fh.write("a,b\n"))
+    monkeypatch.undo()
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_name_in_use_is_skipped_and_never_removed(tmp_path, monkeypatch):
+    from derivations.core import atomic_file
+    taken = tmp_path / ".results.csv.aaaaaaaa.tmp"
+    taken.write_text("another writer's")
+    draws = iter(["aaaaaaaa", "bbbbbbbb"])
+    monkeypatch.setattr(atomic_file, "_random_part", lambda: next(draws))
+    atomic_write(tmp_path / "results.csv", lambda fh: fh.write("a,b\n"))
+    assert (tmp_path / "results.csv").read_text() == "a,b\n" and taken.read_text() == "another writer's"
+    assert sorted(os.listdir(tmp_path)) == [".results.csv.aaaaaaaa.tmp", "results.csv"]
+    monkeypatch.setattr(atomic_file, "_random_part", lambda: "aaaaaaaa")   # every name taken: refused
+    with pytest.raises(FileExistsError, match="no free temporary name in 100 attempts"):
+        atomic_write(tmp_path / "results.csv", lambda fh: fh.write("c,d\n"))
+    assert (tmp_path / "results.csv").read_text() == "a,b\n" and taken.read_text() == "another writer's"
