@@ -59,6 +59,21 @@ PYTHON = {
     "iterable": ("std:term", "glossary.html#term-iterable", "iterable"),
     "mapping": ("std:term", "glossary.html#term-mapping", "mapping"),
     "json": ("py:module", "library/json.html#module-json"),
+    "json.loads": ("py:function", "library/json.html#$"),
+    "hashable": ("std:term", "glossary.html#term-hashable", "hashable"),
+    "os.PathLike": ("py:class", "library/os.html#$"),
+    "os.replace": ("py:function", "library/os.html#$"),
+    "importlib.resources": ("py:module", "library/importlib.resources.html#module-importlib.resources"),
+    "importlib.resources.abc.Traversable": ("py:class", "library/importlib.resources.abc.html#$"),
+    "argparse.Action": ("py:class", "library/argparse.html#$"),
+    "argparse.ArgumentParser.add_subparsers": ("py:method", "library/argparse.html#$"),
+    "argparse.ArgumentParser.parse_known_args": ("py:method", "library/argparse.html#$"),
+    "random.Random": ("py:class", "library/random.html#$"),
+    "ast.parse": ("py:function", "library/ast.html#$"),
+    "types.SimpleNamespace": ("py:class", "library/types.html#$"),
+    "multiprocessing": ("py:module", "library/multiprocessing.html#module-multiprocessing"),
+    "csv.DictReader": ("py:class", "library/csv.html#$"),
+    "warnings.filterwarnings": ("py:function", "library/warnings.html#$"),
 }
 
 NUMPY = {
@@ -75,6 +90,8 @@ NUMPY = {
     "numpy.logaddexp": ("py:data", "reference/generated/numpy.logaddexp.html#$"),
     "numpy.asarray": ("py:function", "reference/generated/numpy.asarray.html#$"),
     "numpy.linalg.lstsq": ("py:function", "reference/generated/numpy.linalg.lstsq.html#$"),
+    "numpy.bincount": ("py:function", "reference/generated/numpy.bincount.html#$"),
+    "numpy.dtype": ("py:class", "reference/generated/numpy.dtype.html#$"),
 }
 
 SCIPY = {
@@ -90,6 +107,7 @@ SCIPY = {
     "scipy.special.lambertw": ("py:function", "reference/generated/scipy.special.lambertw.html#$"),
     "scipy.special.expi": ("py:data", "reference/generated/scipy.special.expi.html#$"),
     "scipy.special.logsumexp": ("py:function", "reference/generated/scipy.special.logsumexp.html#$"),
+    "scipy.special": ("py:module", "reference/special.html#module-scipy.special"),
 }
 
 SYMPY = {
@@ -118,6 +136,22 @@ SYMPY = {
     "sympy.functions.special.error_functions.Ei": ("py:class", "modules/functions/special.html#$"),
     "sympy.integrals.integrals.integrate": ("py:function", "modules/integrals/integrals.html#$"),
     "sympy.solvers.solvers.solve": ("py:function", "modules/solvers/solvers.html#$"),
+    # the names as SymPy exports them (sympy.X), at the address of the defining module's entry
+    "sympy.Basic": ("py:class", "modules/core.html#sympy.core.basic.Basic"),
+    "sympy.Expr": ("py:class", "modules/core.html#sympy.core.expr.Expr"),
+    "sympy.UnevaluatedExpr": ("py:class", "modules/core.html#sympy.core.expr.UnevaluatedExpr"),
+    "sympy.Dummy": ("py:class", "modules/core.html#sympy.core.symbol.Dummy"),
+    "sympy.Integer": ("py:class", "modules/core.html#sympy.core.numbers.Integer"),
+    "sympy.Rational": ("py:class", "modules/core.html#sympy.core.numbers.Rational"),
+    "sympy.Float": ("py:class", "modules/core.html#sympy.core.numbers.Float"),
+    "sympy.Matrix": ("py:class", "modules/matrices/dense.html#sympy.matrices.dense.MutableDenseMatrix"),
+    "sympy.Integral": ("py:class", "modules/integrals/integrals.html#sympy.integrals.integrals.Integral"),
+    "sympy.expand": ("py:function", "modules/core.html#sympy.core.function.expand"),
+    "sympy.simplify": ("py:function", "modules/simplify/simplify.html#sympy.simplify.simplify.simplify"),
+    "sympy.powsimp": ("py:function", "modules/simplify/simplify.html#sympy.simplify.powsimp.powsimp"),
+    "sympy.together": ("py:function", "modules/polys/reference.html#sympy.polys.rationaltools.together"),
+    "sympy.cancel": ("py:function", "modules/polys/reference.html#sympy.polys.polytools.cancel"),
+    "sympy.printing.pycode.MpmathPrinter": ("py:class", "modules/printing.html#$"),
 }
 
 MPMATH = {
@@ -125,11 +159,14 @@ MPMATH = {
     "mpmath.findroot": ("py:function", "calculus/optimization.html#mpmath.findroot"),
     "mpmath.lambertw": ("py:function", "functions/powers.html#mpmath.lambertw"),
     "mpmath.quad": ("py:function", "calculus/integration.html#mpmath.quad"),
+    "mpmath.mpf": ("py:class", "basics.html"),
 }
 
 MATPLOTLIB = {
     "matplotlib.figure.Figure": ("py:class", "api/_as_gen/matplotlib.figure.Figure.html#$"),
     "matplotlib.axes.Axes": ("py:class", "api/_as_gen/matplotlib.axes.Axes.html#$"),
+    "matplotlib.figure.Figure.subplots": ("py:method", "api/_as_gen/matplotlib.figure.Figure.html#$"),
+    "matplotlib.rc_context": ("py:function", "api/matplotlib_configuration_api.html#$"),
 }
 
 PROJECTS = {
