@@ -85,9 +85,11 @@ autodoc_typehints = "none"                # types come from the numpydoc section
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = True
-numpydoc_xref_ignore = {"optional", "default", "of", "or", "shape", "array_like", "callable",
+numpydoc_xref_ignore = {"optional", "default", "of", "or", "to", "shape", "array_like", "callable",
                         "scalar", "sequence", "iterable", "mapping", "like", "same", "as", "either",
-                        "any", "a", "an", "the", "each", "one", "per", "int,", "float,"}
+                        "any", "a", "an", "the", "each", "one", "per", "int,", "float,",
+                        # the dimensions named in ``shape (K, T)``: classes, token types, ...
+                        "K", "T", "M", "N", "B", "V", "d", "n", "n_times", "n_coords", "n_params", "tickets"}
 numpydoc_xref_aliases = {
     "Expr": "sympy.core.expr.Expr",
     "sympy.Expr": "sympy.core.expr.Expr",
@@ -98,6 +100,13 @@ numpydoc_xref_aliases = {
     "ndarray": "numpy.ndarray",
     "np.ndarray": "numpy.ndarray",
     "Path": "pathlib.Path",
+    "path": "os.PathLike",
+    "real": "numbers.Real",
+    "number": "numbers.Number",
+    "collection": "collections.abc.Collection",
+    "hashable": ":term:`python:hashable`",
+    "Figure": "matplotlib.figure.Figure",
+    "Axes": "matplotlib.axes.Axes",
 }
 numpydoc_validation_checks = set()         # style is reviewed, not enforced by the build
 

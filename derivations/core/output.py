@@ -143,7 +143,9 @@ def progress_bar(total, *, desc=None, unit="it", show: bool = True, initial: int
 
     Returns
     -------
-    tqdm.tqdm or object
+    object
+        A ``tqdm.tqdm`` bar, or one with the same ``update``, ``set_description`` and ``close``
+        (and context manager) that draws nothing.
     """
     if not (show and total and isatty(sys.stderr)):
         return _NoBar()

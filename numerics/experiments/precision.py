@@ -51,7 +51,8 @@ def step_arrays(params: dict, rates: tuple, dtype: str):
 
     Returns
     -------
-    params, rates
+    params : dict
+    rates : tuple
     """
     dtype = np.dtype(dtype)
     if dtype == np.float64:

@@ -106,7 +106,8 @@ def canonical_params(params) -> tuple:
 
     Parameters
     ----------
-    params : dict or iterable of pairs or None
+    params : dict, iterable of (str, float) or None
+        ``{name: value}`` or ``(name, value)`` pairs.
 
     Returns
     -------
@@ -326,8 +327,8 @@ def sampled_task(name=DEFAULT_TASK, params=()) -> SampledTask:
     name : str or derivations.engine.task.Task
         ``"authors"`` (:data:`AUTHORS`), a built-in task of the engine, or a
         :class:`derivations.engine.task.Task` you built (not cached).
-    params : dict or iterable of pairs
-        ``{name: value}``; missing ones take the task's defaults.
+    params : dict or iterable of (str, float)
+        ``{name: value}`` or ``(name, value)`` pairs; missing ones take the task's defaults.
 
     Returns
     -------

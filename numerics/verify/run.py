@@ -335,7 +335,8 @@ def run_checks(parameterizations=PARAMETERIZATIONS, ratios=None, *, state_at_los
     ratios : iterable of float, optional
         Learning-rate ratios r = eta_QK / eta_OV (eta_OV = 1), each in
         :data:`RATIO_RANGE`. Default (0.1, 1, 10), or (1,) when ``quick``.
-    m, n, b, M : model parameters (the paper's values by default; with a
+    m, n, b, M : float
+        Model parameters (the paper's values by default; with a
         task, the task's defaults, but M = 4, or 3 when ``quick``, where the
         task's default M is the paper's 20: :data:`TASK_DEFAULT_M`).
     quick : bool

@@ -47,7 +47,9 @@ def add_parser(sub):
 
     Parameters
     ----------
-    sub : argparse._SubParsersAction
+    sub : argparse.Action
+        The subcommands of ``python -m numerics.experiments`` (what
+        :meth:`argparse.ArgumentParser.add_subparsers` returned).
     """
     from numerics.dynamics.crossover import RATIO_RANGE
 
@@ -206,7 +208,7 @@ def prepare(args):
     Returns
     -------
     tuple
-        ``work()`` returns the payload ``{"settings", "records"}``; ``format`` is :func:`format_table`.
+        ``work()`` returns the payload ``{"settings", "records"}``; ``format`` is ``format_table``.
 
     Raises
     ------

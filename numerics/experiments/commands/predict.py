@@ -44,7 +44,9 @@ def add_parser(sub) -> None:
 
     Parameters
     ----------
-    sub : argparse._SubParsersAction
+    sub : argparse.Action
+        The subcommands of ``python -m numerics.experiments`` (what
+        :meth:`argparse.ArgumentParser.add_subparsers` returned).
     """
     from .. import models, theory
     from ..sweep import FIRST_SEED

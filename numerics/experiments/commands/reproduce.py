@@ -16,8 +16,9 @@ def add_parser(sub):
 
     Parameters
     ----------
-    sub : argparse._SubParsersAction
-        The subcommands of ``python -m numerics.experiments``.
+    sub : argparse.Action
+        The subcommands of ``python -m numerics.experiments`` (what
+        :meth:`argparse.ArgumentParser.add_subparsers` returned).
     """
     rp = sub.add_parser("reproduce", help="every published Figure-2 and Figure-3 run, report and figures",
                         description="Run every published Figure-2/3 run; write report.md, report.json and "

@@ -22,8 +22,9 @@ def add_parser(sub):
 
     Parameters
     ----------
-    sub : argparse._SubParsersAction
-        The subcommands of ``python -m numerics.experiments``.
+    sub : argparse.Action
+        The subcommands of ``python -m numerics.experiments`` (what
+        :meth:`argparse.ArgumentParser.add_subparsers` returned).
     """
     from .. import models
 
