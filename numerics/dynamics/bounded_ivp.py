@@ -14,7 +14,7 @@ records step for step, with what a verification needs on top:
 * only downward crossings are recorded, each level's first one;
 * a crossing is located to a few ulp of its time, also at a tiny time (``brentq``'s absolute ``xtol`` is
   scaled down with it); on a step that spans too few doubles of t to resolve it (a fast descent after a
-  long plateau: :data:`RESOLVED_DOUBLES`), the step is integrated again from its start in the local
+  long plateau: ``RESOLVED_DOUBLES``), the step is integrated again from its start in the local
   time ``t - t_old``, whose doubles are fine, and the crossing located on it; not found there, the run
   stops before that step with status -1 (reason ``"unresolved"``), never with a state off its level;
 * a loss level near the initial loss, where the loss in doubles is mostly rounding, is located on the loss
@@ -94,7 +94,7 @@ def solve_bounded(fun, t_span, y0, *, t_eval=None, levels=None, terminal=None,
         there is also the last record.
     method, rtol, atol, jac, max_step
         As for :func:`scipy.integrate.solve_ivp` (``jac`` only for
-        :data:`IMPLICIT` methods).
+        ``IMPLICIT`` methods).
     max_steps : int
         Bound on the solver steps.
     max_nfev : int, optional
@@ -259,7 +259,7 @@ def _crossings(sol, g, crossed, t_old, t, y_old, local, terminal):
     """``(hits, t_stop, unresolved)`` of the levels ``crossed`` in the step ``(t_old, t)``: their roots of
     ``g(sol(t))[k]`` (:func:`scipy.optimize.brentq` to a few ulp of t: its absolute ``xtol`` is scaled
     down with a time below 1) up to the ``terminal`` level's (``t_stop``, or None), as ``{k: (t_k, y_k)}``.
-    On a step of fewer than :data:`RESOLVED_DOUBLES` doubles of t, each crossing is
+    On a step of fewer than ``RESOLVED_DOUBLES`` doubles of t, each crossing is
     ``local(k, t_old, y_old, t)`` (without ``local``: the root); ``unresolved`` says which it did not find
     (else None)."""
     xtol = 4 * _EPS * min(1.0, max(abs(t_old), abs(t)))

@@ -16,7 +16,7 @@ and the first integral pins the state: with the attention odds
 increasing in p (unique root); then :math:`\alpha = p/(1+p)`,
 :math:`\mu_{QK} = \log(np/m)`, :math:`\mu_{OV} = s(1+p)/p`.
 All of these come from :mod:`derivations.tasks.paper.sharpness` through the generated
-module (:mod:`numerics.functions.lambdified`, :mod:`numerics._generated`); importing this
+module (:mod:`numerics.functions.lambdified`, ``numerics._generated``); importing this
 module does not import SymPy.
 
 Numerics of :func:`state_at_loss`
@@ -63,7 +63,7 @@ MARGIN_RTOL = 1e-13
 
 def margin_cancels(s, M):
     r"""Where the margin :math:`s = \log(M-1) - \log(\operatorname{expm1}(L))`, computed in doubles, has an
-    estimated relative error above :data:`MARGIN_RTOL` (``s`` small: ``L`` near :math:`\log M`).
+    estimated relative error above ``MARGIN_RTOL`` (``s`` small: ``L`` near :math:`\log M`).
 
     Each of the two logarithms is rounded to half an ulp of itself, at most
     :math:`\varepsilon\log(M-1)/2` each where ``s`` is small, and ``expm1`` and the logarithms
@@ -187,7 +187,7 @@ def state_at_loss_mpmath(loss, ratio, *, m=5, n=50, b=50, M=20, dps=50):
     m, n, b, M : float
         As in :func:`state_at_loss` (same ranges).
     dps : int
-        Significant digits wanted, in [1, :data:`MAX_DPS`].
+        Significant digits wanted, in [1, ``MAX_DPS``].
 
     Returns
     -------
@@ -198,7 +198,7 @@ def state_at_loss_mpmath(loss, ratio, *, m=5, n=50, b=50, M=20, dps=50):
     Raises
     ------
     ValueError
-        As :func:`state_at_loss`, or ``dps`` not an integer in [1, :data:`MAX_DPS`].
+        As :func:`state_at_loss`, or ``dps`` not an integer in [1, ``MAX_DPS``].
     """
     import mpmath
     if isinstance(dps, bool) or not isinstance(dps, numbers.Integral) or not 1 <= dps <= MAX_DPS:
@@ -380,7 +380,7 @@ def time_to_loss(loss, ratio, *, m=5, n=50, b=50, M=20, rtol=1e-11):
         As in :func:`state_at_loss` (broadcast).
     m, n, b, M : float, optional
     rtol : float, optional
-        Relative tolerance of the quadrature, in [:data:`MIN_RTOL`, 1).
+        Relative tolerance of the quadrature, in [``MIN_RTOL``, 1).
 
     Returns
     -------
@@ -390,7 +390,7 @@ def time_to_loss(loss, ratio, *, m=5, n=50, b=50, M=20, rtol=1e-11):
     Raises
     ------
     ValueError
-        As :func:`state_at_loss`, or ``rtol`` outside [:data:`MIN_RTOL`, 1).
+        As :func:`state_at_loss`, or ``rtol`` outside [``MIN_RTOL``, 1).
     """
     from scipy.integrate import IntegrationWarning, quad
     rtol = check_in_range("rtol", rtol, MIN_RTOL, 1.0, "(the quadrature's smallest relative tolerance "

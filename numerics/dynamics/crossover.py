@@ -283,7 +283,7 @@ def _check_task(s, m, n, R):
 
 def _numbers(task, params):
     """``(s, m, n, R, M, b)`` of a task (:func:`~numerics.dynamics.task_shape`, its values checked) or, with no
-    task, the numbers given (defaults :data:`SHAPE_DEFAULTS`), each checked, M and b also where unused."""
+    task, the numbers given (defaults ``SHAPE_DEFAULTS``), each checked, M and b also where unused."""
     if task is None:
         unknown = sorted(set(params) - set(SHAPE_DEFAULTS))
         if unknown:
@@ -315,7 +315,7 @@ def master_shares(lam, task=None, **params):
     **params
         The task's parameter values (defaults: the task's); with no task the numbers ``s, m, n,
         R`` (attended copies of the query's token, 0 for the paper's task; relevant copies;
-        irrelevant tokens; relevant types; defaults :data:`SHAPE_DEFAULTS`, ``M`` and ``b``
+        irrelevant tokens; relevant types; defaults ``SHAPE_DEFAULTS``, ``M`` and ``b``
         checked and unused: the shares do not depend on them).
 
     Returns

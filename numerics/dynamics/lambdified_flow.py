@@ -101,7 +101,7 @@ class LambdifiedFlow:
 
     def jacobian_function(self):
         r"""The raw Jacobian ``J(*y, *theta)`` (nested tuples, row i = :math:`\partial f_i/\partial y`):
-        SymPy's ``Matrix.jacobian`` of :attr:`rhs`, lambdified with shared
+        SymPy's ``Matrix.jacobian`` of ``rhs``, lambdified with shared
         subexpressions on first use (imports SymPy then, never on the paper's
         generated path)."""
         if self._J is None:
@@ -144,9 +144,9 @@ class LambdifiedFlow:
         Parameters
         ----------
         y : sequence of float
-            The coordinates, in the order of :attr:`names`.
+            The coordinates, in the order of ``names``.
         values : dict
-            ``{name: value}`` of every parameter in :attr:`param_names`.
+            ``{name: value}`` of every parameter in ``param_names``.
 
         Returns
         -------
@@ -165,9 +165,9 @@ class LambdifiedFlow:
         Parameters
         ----------
         y : sequence of float
-            The coordinates, in the order of :attr:`names`.
+            The coordinates, in the order of ``names``.
         values : dict
-            ``{name: value}`` of every parameter in :attr:`param_names`.
+            ``{name: value}`` of every parameter in ``param_names``.
 
         Returns
         -------
@@ -186,9 +186,9 @@ class LambdifiedFlow:
         Parameters
         ----------
         y : sequence of float
-            The coordinates, in the order of :attr:`names`.
+            The coordinates, in the order of ``names``.
         values : dict
-            ``{name: value}`` of every parameter in :attr:`param_names`.
+            ``{name: value}`` of every parameter in ``param_names``.
 
         Returns
         -------

@@ -112,7 +112,7 @@ class PaperClosedForms:
         return np.broadcast_to(np.asarray(f(mu_OV, mu_QK, *self.params), dtype=float), shape)
 
     def orbit(self, mu_OV, *, precise=False):
-        r"""mu_QK on the orbit through :attr:`mu0` at the given mu_OV (balanced).
+        r"""mu_QK on the orbit through ``mu0`` at the given mu_OV (balanced).
 
         Collapsed QK circuit: the explicit orbit
         (:func:`numerics.functions.lambdified.orbit_fn`, :math:`\log\omega(K+\log(m/n)) - \log(m/n)`),
@@ -120,7 +120,7 @@ class PaperClosedForms:
         evaluates it with mpmath at 40 digits. Factorized QK circuit: the
         implicit orbit (:func:`~numerics.functions.lambdified.orbit_residual_fn`,
         increasing in mu_QK), solved for every point at once in
-        :math:`\log\mu_{QK}` (:meth:`_increasing_root`).
+        :math:`\log\mu_{QK}` (``_increasing_root``).
 
         Parameters
         ----------
@@ -246,18 +246,18 @@ class PaperClosedForms:
         raise ArithmeticError(f"the explicit orbit at loss {loss!r}: mu_QK not resolved at {dps} digits")
 
     def state_at_loss(self, loss) -> StateAtLoss:
-        r"""The state of the balanced flow from :attr:`mu0` at the given losses, in closed form.
+        r"""The state of the balanced flow from ``mu0`` at the given losses, in closed form.
 
         CACO from zero: :func:`numerics.dynamics.closed_form.state_at_loss` at
         the ratio :math:`\eta_{QK}/\eta_{OV}`. Otherwise the orbit through
-        :attr:`mu0` meets the margin :math:`\alpha\mu_{OV} = s(L)`
+        ``mu0`` meets the margin :math:`\alpha\mu_{OV} = s(L)`
         (:func:`numerics.functions.lambdified.margin_at_loss_fn`; in mpmath where the
         doubles cancel, s small: losses near log M); along
         :math:`\mu_{OV} = s/\alpha(\mu_{QK})` the orbit residual increases in
-        :math:`\mu_{QK}`, so a bracketed root (:meth:`_increasing_root`, every loss
+        :math:`\mu_{QK}`, so a bracketed root (``_increasing_root``, every loss
         at once; in :math:`\log\mu_{QK}` for a factorized QK circuit) finds it.
         On the explicit orbit (a collapsed QK circuit) a root whose estimated relative
-        error in doubles exceeds :data:`ROOT_RTOL` (mu_QK tiny against the orbit's
+        error in doubles exceeds ``ROOT_RTOL`` (mu_QK tiny against the orbit's
         terms: small ratios, losses near the initial loss) is solved again in mpmath.
         Losses must lie in (0, log M) and below the initial loss.
         The state at a loss of any task is

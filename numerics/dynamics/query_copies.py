@@ -1,5 +1,6 @@
-r"""The numbers of a task of the ``query-copies`` shape (:func:`task_shape`), the task the
-master curve of :mod:`numerics.dynamics.crossover` is integrated for, and :func:`resolve_task`,
+r"""The numbers of a task of the ``query-copies`` shape (:func:`~numerics.dynamics.query_copies.task_shape`), the
+task the master curve of :mod:`numerics.dynamics.crossover` is integrated for, and
+:func:`~numerics.dynamics.query_copies.resolve_task`,
 a task and its expressions at parameter values as floats.
 """
 from __future__ import annotations

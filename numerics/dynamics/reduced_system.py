@@ -34,7 +34,7 @@ The procedure (paper's task):
    for collapsed ones).
 5. **Bind** the derived functions (right-hand side, Jacobian, loss,
    attention, first integral, orbit) to these values once:
-   :attr:`ReducedSystem.params` is the only place where the positional
+   ``ReducedSystem.params`` is the only place where the positional
    parameter tuple (:data:`PARAMETER_ORDER`) is built.
 6. **Integrate** with :meth:`ReducedSystem.integrate`: the bounded
    (``max_steps``) step loop :func:`numerics.dynamics.bounded_ivp.solve_loss_levels` with
@@ -43,7 +43,7 @@ The procedure (paper's task):
 Another task: its parameters (``m, n, b, M`` and its own, e.g. ``n_c``) are
 checked by :func:`numerics.dynamics.task_systems.task_parameters`, the initial
 point is 0 for collapsed circuits (``mu0`` required otherwise), and the
-trajectory carries one array per reduced coordinate (:attr:`ReducedSystem.names`).
+trajectory carries one array per reduced coordinate (``ReducedSystem.names``).
 
 >>> from numerics.dynamics.reduced_system import ReducedSystem
 >>> system = ReducedSystem("CACO", eta_QK=10.0)
@@ -119,7 +119,7 @@ class ReducedSystem(PaperClosedForms):
     mu0 : sequence of float, optional
         Initial point, overriding the default one. Paper's task:
         ``(mu_OV, mu_QK)`` (the conserved quantities stay those of the
-        eps-initialization); another task: one value per :attr:`names`
+        eps-initialization); another task: one value per ``names``
         (default 0, required for factorized circuits).
     flow : LambdifiedFlow, optional
         The engine's flow to integrate instead of the task's default backend:
@@ -253,7 +253,7 @@ class ReducedSystem(PaperClosedForms):
         Parameters
         ----------
         *y : float or array_like
-            One value per coordinate (:attr:`names`); arrays broadcast (paper).
+            One value per coordinate (``names``); arrays broadcast (paper).
 
         Returns
         -------
@@ -271,7 +271,7 @@ class ReducedSystem(PaperClosedForms):
         Parameters
         ----------
         *y : float
-            One value per coordinate (:attr:`names`).
+            One value per coordinate (``names``).
 
         Returns
         -------
@@ -288,7 +288,7 @@ class ReducedSystem(PaperClosedForms):
         Parameters
         ----------
         *y : float or array_like
-            One value per coordinate (:attr:`names`).
+            One value per coordinate (``names``).
 
         Returns
         -------
@@ -307,7 +307,7 @@ class ReducedSystem(PaperClosedForms):
         *y : float or array_like
             Paper: ``mu_QK`` alone,
             :math:`\alpha = m e^{\mu_{QK}}/(m e^{\mu_{QK}} + n)` (vectorized);
-            another task: one value per coordinate (:attr:`names`).
+            another task: one value per coordinate (``names``).
 
         Returns
         -------
@@ -334,7 +334,7 @@ class ReducedSystem(PaperClosedForms):
         ----------
         t : float
         y : sequence of float
-            One value per coordinate (:attr:`names`).
+            One value per coordinate (``names``).
 
         Returns
         -------
@@ -352,12 +352,12 @@ class ReducedSystem(PaperClosedForms):
     def integrate(self, t_span=None, t_eval=None, *, loss_thresholds=(), target_loss=None,
                   rtol=1e-10, atol=None, method="DOP853", jac=True,
                   max_steps=DEFAULT_MAX_STEPS):
-        r"""Integrate the reduced flow from :attr:`mu0`.
+        r"""Integrate the reduced flow from ``mu0``.
 
         Parameters
         ----------
         t_span : (float, float), optional
-            Integration interval (:attr:`mu0` is the state at ``t0``); ``t1`` may be ``inf`` only with a
+            Integration interval (``mu0`` is the state at ``t0``); ``t1`` may be ``inf`` only with a
             ``target_loss``. Default: ``(0, inf)`` with a ``target_loss``, else ``(0, t_eval[-1])``.
         t_eval : array_like, optional
             Finite, strictly increasing output times within ``t_span``; default: the solver's steps.
@@ -386,7 +386,7 @@ class ReducedSystem(PaperClosedForms):
         -------
         Trajectory
             With ``system`` (this object), ``njev``, and one array per
-            coordinate (:attr:`names`; paper: ``mu_OV``, ``mu_QK``).
+            coordinate (``names``; paper: ``mu_OV``, ``mu_QK``).
 
         Raises
         ------

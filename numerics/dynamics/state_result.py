@@ -35,7 +35,7 @@ class StateAtLoss(NamedTuple):
         Attention odds :math:`\\alpha/(1-\\alpha)` and margin
         :math:`\\alpha\\mu_{OV}` (closed form only).
     method : str
-        ``"closed form"`` or ``"reduced flow"`` (:data:`METHODS`).
+        ``"closed form"`` or ``"reduced flow"`` (:data:`~numerics.dynamics.state.METHODS`).
     time : ndarray or None
         Time of the crossing (reduced flow).
     coordinates : dict or None

@@ -53,7 +53,7 @@ def ones(dtype, n: int):
 
 
 def underflow(dtype) -> float:
-    """:data:`UNDERFLOW` of ``dtype`` (1e-280 for float64 and any other dtype).
+    """``UNDERFLOW`` of ``dtype`` (1e-280 for float64 and any other dtype).
 
     Parameters
     ----------
@@ -117,7 +117,7 @@ def cross_entropy(z, target, weights, grad: bool, tidx=None, scale=1.0, class_ax
     with respect to ``z`` (else None), in the layout of ``z``.
 
     ``z`` is ``(..., B, V)`` (``class_axis=-1``) or class-major ``(..., V, B)``
-    (``class_axis=-2``, the layout of :func:`loss_and_grad`'s products), with any number
+    (``class_axis=-2``, the layout of :func:`~numerics.experiments.models.loss_and_grad`'s products), with any number
     ``V`` of classes (the authors' 50, or a task's outputs); it is
     overwritten.  ``tidx``, the flat index of the targets in ``z``
     (:func:`target_index`), may be passed precomputed by the trainer's hot path;
@@ -127,7 +127,7 @@ def cross_entropy(z, target, weights, grad: bool, tidx=None, scale=1.0, class_ax
     stacked run, so a run's numbers do not depend on what it is stacked with; a
     reduction over whole runs is several times cheaper than one per row).  If
     a row of a run then underflows (its sum of exponentials is below 1e-280 in float64,
-    :data:`UNDERFLOW`: its largest logit lies more than ~645 below the run's), every row of that run is
+    ``UNDERFLOW``: its largest logit lies more than ~645 below the run's), every row of that run is
     shifted by its own maximum instead.
 
     Parameters

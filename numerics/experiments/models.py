@@ -272,7 +272,7 @@ def _query_slots(query, ids, lead=None):
 def _attention(st, table, counts, slot):
     """Token attention masses ``a`` (..., B, T) from the score rows ``table`` (..., U, d) of
     the distinct queries, counts, and each sequence's row ``slot`` (..., B) of the table
-    viewed as ``(-1, T)`` (:func:`_query_slots`).
+    viewed as ``(-1, T)`` (``_query_slots``).
 
     The largest score of the row is subtracted before exponentiating (done once per
     distinct query); a row whose maximum sits on an absent token so far above the
@@ -440,7 +440,7 @@ def loss_and_grad(st, params: dict, counts, query, target, *, weights=None, grad
     _query_set : tuple, optional
         Private (the trainer's hot path, inputs already checked): ``(ids,
         onehot_t, slot, tidx)``, the distinct query ids (an array or a slice),
-        :func:`query_onehot_t`, :func:`_query_slots` and the targets' flat index
+        :func:`query_onehot_t`, ``_query_slots`` and the targets' flat index
         in the class-major logits, :func:`~numerics.experiments.cross_entropy.target_index`
         ``(target, class_axis=-2, n_classes=n_out)``.
     _sparse_qk : bool

@@ -7,7 +7,7 @@ BLAS/OpenMP thread, as Dask's nanny does for its workers. The pool's queues
 are semaphores that :mod:`multiprocessing`'s resource tracker removes when
 their process ends; after a parent killed with SIGKILL it does so with a
 "leaked semaphore objects" warning, which says nothing to the user: the
-tracker is started with that warning silenced (:data:`TRACKER_WARNING`).
+tracker is started with that warning silenced (``TRACKER_WARNING``).
 """
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ TRACKER_WARNING = "ignore:resource_tracker:UserWarning:multiprocessing.resource_
 
 
 def _quiet_resource_tracker() -> None:
-    """Have the resource tracker (not yet started) start with :data:`TRACKER_WARNING`: it takes this
+    """Have the resource tracker (not yet started) start with ``TRACKER_WARNING``: it takes this
     process's ``-W`` options (``sys.warnoptions``) on its command line."""
     import sys
 

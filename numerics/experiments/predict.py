@@ -11,7 +11,7 @@ CAFO) every seed starts from the same matrices, and one flow answers them all.
 
 The command line is ``python -m numerics.experiments predict``
 (:mod:`numerics.experiments.commands.predict`).  Where the engine answers a task
-(:attr:`~numerics.experiments.task_sampling.SampledTask.engine_state`), its records also
+(``engine_state`` of :class:`~numerics.experiments.task_sampling.SampledTask`), its records also
 carry the engine's own state at each target from zero initialization
 (:data:`TASK_RECORD_FIELDS`).
 

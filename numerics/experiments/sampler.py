@@ -51,7 +51,9 @@ class Batch(NamedTuple):
 
 def draw_context(st, rng, shape, seq_len: int) -> np.ndarray:
     """The context tickets of sequences of leading ``shape``: ``shape + (seq_len - 2,)`` of
-    :attr:`~numerics.experiments.task_sampling.SampledTask.ticket_dtype`, uniform on ``[0, tickets)``, one ``Generator.integers`` call.
+    the task's ``ticket_dtype``
+    (:class:`~numerics.experiments.task_sampling.SampledTask`), uniform on ``[0, tickets)``, one
+    ``Generator.integers`` call.
 
     Parameters
     ----------
@@ -100,7 +102,7 @@ def counts_from_tickets(st, classes, tickets, last, out=None):
     ``classes`` ``(...)``, plus one count of ``last`` ``(...)`` (None: nothing added).
 
     A table look-up and a :func:`numpy.bincount` for all sequences (any leading shape, e.g.
-    steps x seeds x batch), in chunks of about :data:`_CHUNK_TICKETS` tickets with scratch
+    steps x seeds x batch), in chunks of about ``_CHUNK_TICKETS`` tickets with scratch
     arrays allocated once: the counts are exact integers, so the result does not depend on
     the chunking, and the temporaries stay in cache.
 

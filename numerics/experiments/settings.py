@@ -121,8 +121,8 @@ def _pairs(v) -> bool:
 
 
 def check_sweep_settings(settings: dict):
-    """None when ``settings`` (read from :data:`SETTINGS_FILE`) are whole, else what is wrong,
-    in the file's terms (its keys and JSON values, long values cut short).
+    """None when ``settings`` (read from :data:`~numerics.experiments.directory.SETTINGS_FILE`) are whole, else
+    what is wrong, in the file's terms (its keys and JSON values, long values cut short).
 
     Parameters
     ----------

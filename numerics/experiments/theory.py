@@ -35,7 +35,7 @@ averages of :func:`numerics.experiments.measure.attention_shares`, summing to 1.
 
 :func:`closed_form_attention` adds the engine's own answer (closed form or reduced flow) from
 zero initialization, for CACO, where the engine answers the task
-(:attr:`~numerics.experiments.task_sampling.SampledTask.engine_state`).
+(``engine_state`` of :class:`~numerics.experiments.task_sampling.SampledTask`).
 
 What the limit leaves out: the sampling noise of SGD and the difference between
 the softmax of the expected counts and the expected softmax of sampled counts

@@ -2,7 +2,7 @@
 
 * :mod:`numerics.functions.lambdified`: the named builders of the theory's functions,
   over the code generated ahead of time from the derivation catalog
-  (:mod:`numerics._generated`).
+  (``numerics._generated``).
 * :mod:`numerics.functions.numeric_function`: :class:`NumericFunction` (named
   arguments), :func:`generated_function` (a function of the generated code by its
   registry name) and :func:`numeric`, the run-time lambdify backend for expressions

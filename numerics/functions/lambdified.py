@@ -448,7 +448,7 @@ def state_bounds_fn(backend="numpy"):
     r"""Four Wright-omega candidates bracketing the root of the state
     equation, in u = mu_QK (from Lambert-type bounding equations of
     :math:`G_0(x) = k(1+e^{-x})^2`, :math:`k = r s^2 (M-1)/(2Mb)`, x = log p;
-    see :func:`derivations.output.numeric_codegen._state_bounds`). The caller checks
+    see ``derivations.output.numeric_codegen._state_bounds``). The caller checks
     the signs.
 
     Parameters

@@ -1,7 +1,7 @@
 r"""A numeric function with named arguments, and the two ways to get one.
 
 * :func:`generated_function`: a function of the code *generated ahead of time* from the
-  derivation catalog (:mod:`numerics._generated`, written by
+  derivation catalog (``numerics._generated``, written by
   ``python -m derivations.catalog --rebuild`` through
   :mod:`derivations.output.numeric_codegen`); nothing is derived or lambdified at run time
   and this path does not import SymPy. The named builders of the theory's functions are in
@@ -75,9 +75,9 @@ class NumericFunction:
     backend : {"numpy", "mpmath", "math"}
         What ``func`` computes with (``"mpmath"``: arguments are converted to ``mpmath.mpf``).
     keys : tuple of str, optional
-        Names of the outputs, if ``func`` returns several: :meth:`__call__` then returns a ``dict``.
+        Names of the outputs, if ``func`` returns several: ``__call__`` then returns a ``dict``.
     name : str, optional
-        Registry name in :data:`numerics._generated.FUNCTIONS`, where :attr:`args` and :attr:`expr`
+        Registry name in ``numerics._generated.FUNCTIONS``, where ``args`` and ``expr``
         are read on first access when not given.
     args : tuple of sympy.Symbol, optional
         The argument symbols.
@@ -92,9 +92,9 @@ class NumericFunction:
     func : callable
         The raw function (positional arguments only; fastest).
     keys : tuple[str] or None
-        If set, :meth:`__call__` returns a ``dict`` with these keys.
+        If set, ``__call__`` returns a ``dict`` with these keys.
     name : str or None
-        Registry name in :data:`numerics._generated.FUNCTIONS` (None for
+        Registry name in ``numerics._generated.FUNCTIONS`` (None for
         :func:`numeric`).
     args : tuple[sympy.Symbol]
         The argument symbols (imports SymPy on first access).

@@ -1,4 +1,4 @@
-"""Special functions called by the generated numeric code (:mod:`numerics._generated`).
+"""Special functions called by the generated numeric code (``numerics._generated``).
 
 Kept out of SciPy's import at cold start: :func:`wright_omega` is a vectorized
 NumPy iteration, :func:`expi` imports :mod:`scipy.special` on first use, and
@@ -64,7 +64,7 @@ def wright_omega_mpmath(z):
 
 
 def expi(x):
-    """The exponential integral Ei (:func:`scipy.special.expi`, imported on first use).
+    """The exponential integral Ei (:data:`scipy.special.expi`, imported on first use).
 
     Parameters
     ----------

@@ -209,7 +209,7 @@ class TaskModel:
         Raises
         ------
         ValueError
-            The last axis is not of length :attr:`n_params`.
+            The last axis is not of length ``n_params``.
         """
         vec = np.asarray(vec, dtype=float)
         if vec.ndim < 1 or vec.shape[-1] != self.n_params:

@@ -349,7 +349,7 @@ class FamilyProjector:
         Parameters
         ----------
         theta, ref : ndarray, shape (n_times, n_coords)
-            Coordinates along a trajectory and a reference, in the order of :attr:`names`.
+            Coordinates along a trajectory and a reference, in the order of ``names``.
 
         Returns
         -------

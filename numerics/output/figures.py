@@ -1,5 +1,5 @@
-"""Making the theory figures: :func:`make_figures`, and the command ``python -m numerics.figures``
-(:mod:`numerics.figures` is its entry point).
+"""Making the theory figures: :func:`~numerics.output.figures.make_figures`, and the command
+``python -m numerics.figures`` (:mod:`numerics.figures` is its entry point).
 
 The figures themselves are drawn by :mod:`numerics.output.theory` and :mod:`numerics.output.attention`
 and written by :func:`numerics.output.save_figure`; this module chooses, checks and writes them. The

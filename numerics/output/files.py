@@ -1,4 +1,5 @@
-"""Writing figures: the one :func:`save_figure`, formats, resolution and the output-directory check."""
+"""Writing figures: the one :func:`~numerics.output.files.save_figure`, formats, resolution and the
+output-directory check."""
 from __future__ import annotations
 
 import os

@@ -126,7 +126,7 @@ class Context:
 
     def with_fine_full_flow(self):
         """A context of the same group, with no records, whose full flow is integrated with
-        :data:`FINE_RTOL`, :data:`FINE_ATOL` (a task's flows: at a tenth of its ``rtol``, not
+        ``FINE_RTOL``, ``FINE_ATOL`` (a task's flows: at a tenth of its ``rtol``, not
         below FINE_RTOL, and a hundredth of its ``atol``); everything else computed so far is shared.
 
         Returns
@@ -241,7 +241,7 @@ class Context:
 
     def unreached(self, loss, red, tolerance):
         """Record that the reduced flow ``red`` did not reach ``loss``: not verifiable when its
-        start is beyond what doubles evaluate (a coordinate above :data:`EXP_MAX`, where the
+        start is beyond what doubles evaluate (a coordinate above ``EXP_MAX``, where the
         right-hand side's exponentials overflow), else failing with the tolerance ``tolerance``.
 
         Parameters
@@ -301,7 +301,8 @@ class Context:
         return self.once("flows", compute)
 
     def closed_state(self, loss):
-        """:meth:`ReducedSystem.state_at_loss`, or the injected replacement
+        """:meth:`ReducedSystem.state_at_loss
+        <numerics.dynamics.paper_closed_forms.PaperClosedForms.state_at_loss>`, or the injected replacement
         (CACO, called as ``f(loss, ratio, m=, n=, b=, M=)``).
 
         Parameters

@@ -40,7 +40,7 @@ def run_group(P, r, settings, options, tolerances, kinds, *, state_at_loss=None,
     not measured again) of a kind that reads the full model's flow is measured
     again on that flow integrated more accurately
     (:meth:`~numerics.verify.context.Context.with_fine_full_flow`), by
-    :func:`_remeasure`.
+    ``_remeasure``.
     """
     ctx = Context(P, r, settings, options, tolerances, state_at_loss, task=task)
     skipped, measured_full = [], []
