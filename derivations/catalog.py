@@ -206,12 +206,12 @@ def result_names() -> list:
 
 
 def derive_all() -> dict:
-    """Run every derivation; returns ``{name: Result}`` (in the order of :func:`result_names`).
+    """Run every derivation; returns ``{name: Result}`` (in the order of ``result_names()``).
 
     Raises
     ------
     ValueError
-        If the names derived are not :func:`result_names` (a result added without its name there).
+        If the names derived are not ``result_names()`` (a result added without its name there).
     """
     out = {}
 

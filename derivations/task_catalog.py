@@ -127,7 +127,7 @@ def _shape() -> dict:
 
 
 #: The task engine's results in the one expression cache (``derivations/_cache/tasks.json``): the
-#: entries as stored, each read when asked for (:func:`_load`).
+#: entries as stored, each read when asked for (``_load``).
 STORE = ExpressionStore("tasks", __file__, lambda: derive_all(), dict, dict,
                         prog="derivations.task_catalog", what="task cache", shape=_shape)
 _MEMO = {}

@@ -71,7 +71,7 @@ def time_limit(seconds: float, message: str, status: str | None = None):
     bound, or a test runner's per-test timeout) and is due first, it holds alone; else this bound
     holds, and on the way out the previous ``SIGALRM`` handler is restored and the outer timer
     re-armed with the time it has left. Past ``seconds`` the timer fires again every
-    :data:`_REPEAT` seconds until the body has stopped: an expiry that lands in code which
+    ``_REPEAT`` seconds until the body has stopped: an expiry that lands in code which
     cannot pass an exception on (a finalizer ``__del__`` or a weakref callback run by the
     garbage collector, which would print "Exception ignored" and go on) is followed by another, and
     not printed.

@@ -5,7 +5,7 @@ This module is plain Python (no SymPy, no NumPy at import time), so that both
 :mod:`derivations` (symbolic) and :mod:`numerics` (numeric hot paths) import
 it without cost. Everything that is a *formula* (for example how a circuit's
 matrix entry relates to mu) is derived in :mod:`derivations.tasks.paper.model` and shipped
-to numerics in :mod:`numerics._generated`; this module holds only names, data
+to numerics in ``numerics._generated``; this module holds only names, data
 and checks.
 
 ================================  ==============================================

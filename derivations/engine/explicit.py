@@ -208,7 +208,7 @@ def invariance_residual(task, parameterization: str = "CACO", M_value: int = 2, 
     Parameters
     ----------
     task : str or Task
-        A task or a built-in task name (:func:`~derivations.engine.reduce.as_task`).
+        A task or a built-in task name (``derivations.engine.reduce.as_task``).
     parameterization : str, optional
         One of ``CACO``, ``CAFO``, ``FACO``, ``FAFO`` (default ``"CACO"``).
     M_value : int, optional

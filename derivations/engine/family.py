@@ -103,7 +103,7 @@ def group_symbol(kind, group, task):
 class TaskFamily:
     """Builds the family-coordinate expressions of one task and parameterization.
 
-    :attr:`coords` collects, in order of first use, every :class:`Coordinate`
+    ``coords`` collects, in order of first use, every :class:`Coordinate`
     that an entry asked for (``{(matrix, pattern): Coordinate}``).
 
     Parameters
@@ -134,7 +134,7 @@ class TaskFamily:
         Returns
         -------
         sympy.Symbol
-            ``<mat>[<orbit name>]``; its :class:`Coordinate` is added to :attr:`coords`.
+            ``<mat>[<orbit name>]``; its :class:`Coordinate` is added to ``coords``.
         """
         pat = canonical((i, j))
         key = (mat, pat)

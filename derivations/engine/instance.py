@@ -1,4 +1,4 @@
-r"""A task with numbers: :class:`TaskInstance`, built by :meth:`Task.instance
+r"""A task with numbers: :class:`~derivations.engine.instance.TaskInstance`, built by :meth:`Task.instance
 <derivations.engine.task.Task.instance>`.
 
 Sizes first: the number of token types ``T`` and of count entries ``K x T``

@@ -26,7 +26,7 @@ Procedure (:func:`reduce_task`), one function per step
    system is the family flow itself.
 6. **Paper mapping** (:func:`paper_mapping`). If the observables, attention and loss are the paper's, the
    reduced ODEs are the paper's with ``eta -> kappa eta`` (``kappa`` = the ratio of the metrics), derived and
-   checked (:attr:`TaskReduction.mapping`).
+   checked (``TaskReduction.mapping``).
 7. **First integral** (:func:`first_integral_step`) of two-observable systems by separating the orbit equation
    (:mod:`derivations.engine.first_integral`), else a statement why not.
 
@@ -409,7 +409,7 @@ def first_integral_step(odes, mapping):
     orbit : sympy.Expr, sympy.Eq or None
         The orbit through ``(mu_OV_0, mu_QK_0)``.
     note : str
-        Text appended to :attr:`TaskReduction.note`.
+        Text appended to ``TaskReduction.note``.
     """
     first = orbit = None
     note = ""
@@ -438,7 +438,7 @@ def reduce_task(task, parameterization: str = "CACO") -> TaskReduction:
     ----------
     task : str or Task
     parameterization : str, optional
-        One of :data:`PARAMETERIZATIONS` (default ``"CACO"``).
+        One of :data:`~derivations.core.vocabulary.PARAMETERIZATIONS` (default ``"CACO"``).
 
     Returns
     -------

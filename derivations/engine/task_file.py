@@ -1,4 +1,5 @@
-r"""Tasks in TOML files: :func:`load_task` reads one, :func:`task_text` writes one.
+r"""Tasks in TOML files: :func:`~derivations.engine.task_file.load_task` reads one,
+:func:`~derivations.engine.task_file.task_text` writes one.
 
 A task file's keys are the keyword arguments of :class:`~derivations.engine.task.Task`;
 ``[[groups]]`` tables hold those of :class:`~derivations.engine.task.TokenGroup`;

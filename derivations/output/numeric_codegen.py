@@ -4,11 +4,11 @@ Every numeric function of :mod:`numerics` is printed here, ahead of time, by Sym
 derived expression of :func:`derivations.catalog.records` (or of the derivation functions the catalog key
 covers), so that numeric code never imports SymPy:
 
-* ``numpy``: :class:`sympy.printing.numpy.SciPyPrinter` (vectorized float64; ``wright_omega`` and ``Ei``
+* ``numpy``: ``sympy.printing.numpy.SciPyPrinter`` (vectorized float64; ``wright_omega`` and ``Ei``
   -> :mod:`numerics.functions.special_functions`, which keeps SciPy out of the cold start);
 * ``mpmath``: :class:`sympy.printing.pycode.MpmathPrinter` (scalars at the current ``mpmath.mp.dps``;
   ``wright_omega(z) -> lambertw(exp(z))``);
-* ``math``: :class:`sympy.printing.pycode.PythonCodePrinter` (plain floats, for functions without
+* ``math``: ``sympy.printing.pycode.PythonCodePrinter`` (plain floats, for functions without
   special functions).
 
 The only changes made to a derived expression before printing are SymPy operations (a derivative, a

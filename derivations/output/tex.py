@@ -124,8 +124,8 @@ def escape(text: str) -> str:
 
 def abbreviate(expr):
     """``(reduced, [(symbol, subexpression), ...])``: while the LaTeX is longer
-    than :data:`LONG`, replace the repeated subexpression that saves the most
-    LaTeX by the next symbol of :data:`ABBREVIATIONS`.
+    than :data:`~derivations.output.tex.LONG`, replace the repeated subexpression that saves the most
+    LaTeX by the next symbol of :data:`~derivations.output.tex.ABBREVIATIONS`.
 
     Parameters
     ----------

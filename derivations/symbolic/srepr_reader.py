@@ -7,7 +7,7 @@ run arbitrary code. :func:`from_srepr` instead parses the text with
 :func:`ast.parse` and rebuilds the tree from a whitelist:
 
 * calls of the SymPy classes and functions in :data:`ALLOWED_CALLS` (with
-  ``expm1``/``log1p`` of :mod:`sympy.codegen.cfunctions`) and of the project's
+  ``expm1``/``log1p`` of ``sympy.codegen.cfunctions``) and of the project's
   own :class:`~derivations.symbolic.special_functions.wright_omega`;
 * ``Function('F')(...)`` (undefined functions, for left-hand sides), named by a Python
   identifier (a code printer writes the name as it is);

@@ -21,7 +21,7 @@ capability               what it returns (``{name: sympy expression}``)         
 =======================  ======================================================  =================
 
 The paper has them natively. A task that the engine maps onto the paper's
-equations (:attr:`~derivations.engine.reduce.TaskReduction.mapping`, e.g.
+equations (the ``mapping`` of a :class:`~derivations.engine.reduce.TaskReduction`, e.g.
 ``shared-irrelevant``: ``eta_QK -> eta_QK (n_c + 1)/n_c``) **inherits** them:
 the paper's closed forms with the learning rates mapped (and the rate ratio
 ``r`` scaled by the same factors). A task without a capability says why:

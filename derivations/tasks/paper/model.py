@@ -216,7 +216,7 @@ class Family:
     def coordinates_of_mu(self) -> dict:
         """The inverse of :meth:`mu`, ``{coordinate: expression in mu}``, solved by SymPy. Only the collapsed
         family (CACO) has one coordinate per mu; for the others use :func:`family` ``("CACO")`` and
-        :attr:`products`."""
+        ``products``."""
         return _coordinates_of_mu(self.parameterization)
 
     def alpha_of(self, score_gap=mu_QK):
