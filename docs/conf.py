@@ -44,7 +44,7 @@ root_doc = "index"
 exclude_patterns = ["_build", "README.md", "generated/*", "figures/*.pdf", "_inventories/*",
                     "Thumbs.db", ".DS_Store"]
 templates_path = ["_templates"]
-nitpicky = False
+nitpicky = True                 # a reference with no target is a warning (an error with -W)
 smartquotes_action = "qe"       # keep "--option" in help texts (no en dashes)
 suppress_warnings = []
 

@@ -9,8 +9,8 @@ Regenerate after editing the tables below::
 
     python docs/_inventories/build_inventories.py
 
-To find names the docs refer to but no inventory knows, build with ``-n`` (nitpicky) and
-read the ``py:... reference target not found`` lines (see docs/README.md).
+The build is nitpicky: a name the docs refer to but no inventory knows is a
+``py:... reference target not found`` warning, which fails it (see docs/README.md).
 """
 from __future__ import annotations
 

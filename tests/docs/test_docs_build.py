@@ -1,9 +1,12 @@
 """The site's build itself, without building the site: one build of a source directory at a time, the
-checkout's own version, and a failed build of the tests that says why (``tests/_docs_build.py``)."""
+checkout's own version, a failed build of the tests that says why (``tests/_docs_build.py``), and the
+site's settings refusing a cross-reference with no target (a small probe site)."""
 from __future__ import annotations
 
 import configparser
 import importlib.metadata
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -136,3 +139,58 @@ def test_a_build_is_bounded_by_its_cpu_time_not_by_the_clock(tmp_path):
     message = str(failed.value)
     assert message.startswith("the documentation build used up its 2 s of CPU and was stopped after "), message
     assert "WARNING: spinning" in message and time.monotonic() - start < 90
+
+
+#: A module documented by the probe site: type words the site links, and mistakes it must refuse.
+_PROBE_MODULE = '''
+def good(a, b, c, d):
+    """A function whose references all resolve.
+
+    Parameters
+    ----------
+    a : dict of str to real
+    b : str, path or None
+    c : ndarray, shape (K, T)
+    d : collection of hashable
+        See :class:`os.PathLike` and :func:`sympy.simplify`.
+
+    Returns
+    -------
+    number
+    """
+
+
+def prose(x):
+    """A type line that is prose, and a private name as a reference (:data:`_PRIVATE`).
+
+    Parameters
+    ----------
+    x : the values, in order
+    """
+'''
+
+
+def test_a_reference_with_no_target_fails_the_site_build(tmp_path):
+    """With the site's settings (nitpicky, numpydoc's linked types, its aliases and ignored words, the shipped
+    inventories), the type words and library names of the site's docstrings resolve, and a prose type line or a
+    private name is a warning, so an error with ``-W`` (one small build, a few seconds)."""
+    conf = docs_conf()
+    keys = ["nitpicky", "numpydoc_xref_param_type", "numpydoc_xref_ignore", "numpydoc_xref_aliases",
+            "numpydoc_show_class_members", "intersphinx_mapping", "intersphinx_disabled_reftypes",
+            "autodoc_typehints"]
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "probe_module.py").write_text(_PROBE_MODULE)
+    settings = "".join(f"{key} = {conf[key]!r}\n" for key in keys)
+    (src / "conf.py").write_text("import sys\nsys.path.insert(0, %r)\n" % str(src)
+                                 + "extensions = ['sphinx.ext.autodoc', 'sphinx.ext.intersphinx', 'numpydoc']\n"
+                                 + settings)
+    (src / "index.rst").write_text("Probe\n=====\n\n.. automodule:: probe_module\n   :members:\n")
+    proc = subprocess.run([sys.executable, "-m", "sphinx", "-q", "-b", "html", str(src), str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, PYTHONWARNINGS="ignore"))
+    warnings = [line for line in proc.stderr.splitlines() if "WARNING" in line]
+    missing = sorted(re.search(r"reference target not found: (\S+)", w).group(1) for w in warnings
+                     if "reference target not found" in w)
+    assert missing == ["_PRIVATE", "in", "order", "values"], proc.stderr
+    assert all("docstring of probe_module.prose" in w for w in warnings), proc.stderr
