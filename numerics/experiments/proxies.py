@@ -104,11 +104,11 @@ def attention_entropy(position_attention, counts):
     Returns
     -------
     entropy, normalized : ndarray, shape ``(...)``
-        :math:`H = -\sum_v n_v w_v \log w_v` in nats, and :math:`H / \log \sum_v n_v`
-        (``nan`` for a single position); both ``nan`` where an attended position's weight is not
-        finite (:func:`undefined_weights`). Where the other tokens hold :math:`\rho = \sum_{v \ne u}
-        n_v w_v < 10^{-3}` (:math:`u` the top token) the top's term is :math:`-(1 - \rho)(\log(1 - \rho) -
-        \log n_u)` (``log1p``; :math:`\sum_v n_v w_v = 1`): near one-hot, :math:`\log w_u` is rounding.
+        :math:`H = -\sum_v n_v w_v \log w_v` in nats, and :math:`H / \log \sum_v n_v` (``nan`` for a single position);
+        both ``nan`` where an attended position's weight is not finite (:func:`undefined_weights`). Where the other
+        tokens hold :math:`\rho = \sum_{v \ne u} n_v w_v < 10^{-3}` (:math:`u` the top token) the top's term is
+        :math:`-(1 - \rho)(\log(1 - \rho) - \log n_u)` (``log1p``; :math:`\sum_v n_v w_v = 1`): near one-hot,
+        :math:`\log w_u` is rounding. :math:`H \le \log \sum_v n_v` (Jensen): clipped there (rounding passes it).
     """
     w = np.asarray(position_attention, dtype=float)
     n = np.asarray(counts, dtype=float)
@@ -120,8 +120,8 @@ def attention_entropy(position_attention, counts):
         rho, n_top = np.where(top, 0.0, share).sum(-1), np.where(top, n, 0.0).sum(-1)
         sharp = np.where(top, 0.0, terms).sum(-1) - (1.0 - rho) * (np.log1p(-rho) - np.log(n_top))
         h = np.where(undefined_weights(w, n), np.nan, np.where((rho < 1e-3) & live.any(-1), sharp, terms.sum(-1)))
-        norm = h / np.log(n.sum(-1))
-    return h, np.where(n.sum(-1) > 1, norm, np.nan)
+        h = np.where((h > (log_n := np.log(n.sum(-1)))) & (n.sum(-1) > 0), log_n, h)
+    return h, np.where(n.sum(-1) > 1, h / log_n, np.nan)
 
 
 def undefined_weights(position_attention, counts):
