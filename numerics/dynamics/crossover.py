@@ -39,6 +39,7 @@ import math
 
 import numpy as np
 
+from derivations.core.output import shown_float
 from derivations.core.vocabulary import check_positive
 
 from ..validation import (as_numbers, check_in_range, check_positive_range, check_positive_values, check_result,
@@ -483,7 +484,7 @@ def boundary(task=None, *, target_loss, ratio_range=RATIO_RANGE, **params):
             if lo <= ratio <= hi:
                 rec.update(crossover_ratio=ratio, crossover_lambda=lam_star)
             else:
-                rec["reason"] = (f"not reached within the ratio range searched ([{lo:g}, {hi:g}]; "
-                                 f"r* = {ratio:.6g} at this loss)")
+                rec["reason"] = (f"not reached within the ratio range searched ([{shown_float(lo)}, "
+                                 f"{shown_float(hi)}]; r* = {shown_float(ratio)} at this loss)")
         records.append(rec)
     return records

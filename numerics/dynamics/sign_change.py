@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from derivations.core.output import shown_float
 from derivations.core.vocabulary import check_positive
 
 from ..validation import check_int, check_positive_range
@@ -70,23 +71,24 @@ def log_sign_change(difference, low, high, *, xtol=1e-12, maxiter=100, name="Lam
         if t not in known:
             known[t] = float(difference(math.exp(t)))
         if not math.isfinite(known[t]):
-            raise Undefined(f"undefined at {name} = {math.exp(t):.6g}")
+            raise Undefined(f"undefined at {name} = {shown_float(math.exp(t))}")
         return known[t]
     lo, hi = math.log(low), math.log(high)
     try:
         d_lo, d_hi = g(lo), g(hi)
         if d_lo == 0.0 and d_hi == 0.0:
             return None, (f"tie: the self and relevant shares are equal at both ends of the range "
-                          f"searched ({name} in [{low:g}, {high:g}])")
+                          f"searched ({name} in [{shown_float(low)}, {shown_float(high)}])")
         for end, d in ((lo, d_lo), (hi, d_hi)):
             if d == 0.0:
                 return math.exp(end), None
         if (d_lo < 0) == (d_hi < 0):
-            return None, f"not reached within the ratio range searched ({name} in [{low:g}, {high:g}])"
+            return None, (f"not reached within the ratio range searched ({name} in [{shown_float(low)}, "
+                          f"{shown_float(high)}])")
         root, run = brentq(g, lo, hi, xtol=xtol, rtol=4 * np.finfo(float).eps, maxiter=maxiter,
                            full_output=True, disp=False)
     except Undefined as exc:
         return None, str(exc)
     if not run.converged:
-        return None, f"no convergence in {maxiter} steps ({name} near {math.exp(root):.6g})"
+        return None, f"no convergence in {maxiter} steps ({name} near {shown_float(math.exp(root))})"
     return math.exp(root), None

@@ -532,3 +532,12 @@ def test_a_lambda_just_beyond_its_range_is_shown_beyond_it():
     digits), the bound it exceeds; the Lambda is shown at 15 digits."""
     with pytest.raises(ValueError, match=r"Lambda up to 100000719468295 at"):
         boundary(s=2, m=5, n=10, R=5, M=4, b=2, target_loss=0.2, ratio_range=(1, 39255003925500.5))
+
+
+def test_a_crossover_just_outside_the_range_is_shown_apart_from_its_ends():
+    """r* = 1.46224173838... at loss 0.6, just above the range's upper end: the reason shows the ends as typed and
+    r* at 15 digits (at 6 digits it read '[1.46224, 1.46224]; r* = 1.46224', r* equal to the end it is beyond)."""
+    recs = boundary(s=2, m=4, n=6, R=4, target_loss=[0.6, 0.3], M=3, b=2.0, ratio_range=(1.46224, 1.4622417))
+    reason = recs[0]["reason"]
+    assert reason.startswith("not reached within the ratio range searched ([1.46224, 1.4622417]; r* = "), reason
+    assert float(reason.rpartition("r* = ")[2].split()[0]) > 1.4622417

@@ -44,3 +44,17 @@ def test_bad_search_arguments_are_a_value_error_naming_them(low, high, kw, name)
     """Never a math domain error or SciPy's message: the argument and its range are named."""
     with pytest.raises(ValueError, match=f"^{name} must be"):
         log_sign_change(lambda x: x - 0.5, low, high, **kw)
+
+
+def test_reasons_show_ends_and_points_apart():
+    """The ends of a range of nearby numbers and the point where the difference is undefined are shown apart
+    (15 digits, typed ends as typed): at 6 digits [1.0000001, 1.0000002] was shown '[1, 1]'."""
+    low, high = 1.0000001, 1.0000002
+    for difference, shown in [(lambda x: 1.0, f"ratio in [{low!r}, {high!r}]"),
+                              (lambda x: 0.0, f"ratio in [{low!r}, {high!r}]"),
+                              (lambda x: math.nan if x > low * 1.00000005 else 1.0, f"= {high!r}")]:
+        x, reason = log_sign_change(difference, low, high, name="ratio")
+        assert x is None and shown in reason, reason
+    x, reason = log_sign_change(lambda x: x - 1.00000015, low, high, xtol=1e-300, maxiter=0, name="ratio")
+    near = float(reason.rpartition("near ")[2].rstrip(")"))
+    assert x is None and reason.startswith("no convergence") and low <= near <= high, reason
