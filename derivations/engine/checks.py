@@ -149,30 +149,30 @@ def parameter_names(task) -> tuple:
     return tuple(sorted(str(s) for s in task.free_symbols()))
 
 
-def check_parameter_names(task, names, also=()) -> None:
+def check_parameter_names(task, names) -> None:
     """ValueError unless ``task`` uses every parameter of ``names``: a parameter a task takes a value of is
     one its counts, scales or class number depend on (:func:`parameter_names`), so that
-    a value given for one it does not use (``n`` of a task without irrelevant tokens) is refused, not ignored.
+    a value given for one it does not use (``n`` of a task without irrelevant tokens, ``M`` of a task whose
+    number of classes is fixed, as the authors' 4) is refused, not ignored.
 
     Parameters
     ----------
     task : derivations.engine.Task
     names : iterable of str
         The parameters given.
-    also : iterable of str, optional
-        Further names taken (``print_dynamics`` takes ``M`` of a task with a fixed number of classes,
-        its value checked against it).
 
     Raises
     ------
     ValueError
         ``task 'x' has no parameter 'q' (its parameters: M, b, m, n)``, for the first name not taken.
     """
-    used = sorted({*parameter_names(task), *also})
+    used = sorted(parameter_names(task))
     for name in names:
         if name not in used:
+            fixed = task.classes.is_Integer and name == "M"
+            fixed = f"; its number of classes is fixed, M = {task.classes}" if fixed else ""
             raise ValueError(f"task {task.name!r} has no parameter {name!r} (its parameters: "
-                             f"{', '.join(used) if used else 'none'})")
+                             f"{', '.join(used) if used else 'none'}{fixed})")
 
 
 _RULES = {"nonnegative": ("a finite expression >= 0", lambda e: e.is_nonnegative),

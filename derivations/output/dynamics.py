@@ -95,7 +95,7 @@ def parse_params(text: str, task=None) -> dict:
     """``--params`` text for ``task`` (default: the paper's) as ``{name: number}`` in the order given.
 
     The names are those the task uses (:func:`derivations.engine.check_parameter_names`, the rule of the
-    experiments' ``--params``; the authors' task, with fixed numbers, takes only M = 4). Each name at most once
+    experiments' ``--params``; the authors' task, with fixed numbers, takes none). Each name at most once
     (:func:`derivations.core.cli.parse_params`); m, n, b, M by the vocabulary's rule
     (:func:`derivations.core.vocabulary.check_positive`, :func:`~derivations.core.vocabulary.check_classes`),
     and every value, the task's own parameters included, by :func:`derivations.engine.validate_parameter`.
@@ -121,8 +121,8 @@ def parse_params(text: str, task=None) -> dict:
     from ..tasks import get_task
     task = get_task("paper") if task is None else task
     given, out = _text_params(text), {}
-    try:     # the names the task uses, as the experiments' --params; a fixed M (the authors' 4) as it is
-        check_parameter_names(task, given, also=("M",))
+    try:     # the names the task uses, as the experiments' --params
+        check_parameter_names(task, given)
     except ValueError as exc:
         raise UsageError(f"--params: {exc}") from None
     for name, value in given.items():
@@ -133,8 +133,6 @@ def parse_params(text: str, task=None) -> dict:
             raise UsageError(str(exc)) from None
         exact = checked.is_Integer and abs(checked) < 2**53    # else printed as the float it is (1e23)
         out[name] = number if number is not None else (int(checked) if exact else float(checked))
-    if task.classes.is_Integer and "M" in out and out["M"] != int(task.classes):
-        raise UsageError(f"task {task.name!r} has a fixed number of classes, M = {task.classes}")
     return out
 
 

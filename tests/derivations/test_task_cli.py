@@ -221,12 +221,20 @@ def test_a_parameter_the_task_does_not_use_is_refused_as_the_experiments_refuse_
         assert main(["--task", str(file), "--params", "m=2,b=50,M=20", "--format", "text"]) == 0
 
 
-def test_authors_task_takes_only_its_own_parameter(capsys):
-    """Issue 15 item 17: the authors' task has fixed m, n, b; only M (= 4) is its parameter."""
-    line = _one_line_error(capsys, ["--task", "authors", "--params", "m=3"])
-    assert "has no parameter 'm' (its parameters: M)" in line
-    assert main(["--task", "authors", "--params", "M=4", "--format", "json"]) == 0
-    assert json.loads(capsys.readouterr().out)["task"] == "authors"
+@pytest.mark.parametrize("given", ["m=3", "M=4", "M=5"])
+def test_authors_task_takes_no_parameter_as_the_experiments(capsys, given):
+    """The authors' task has fixed numbers, its 4 classes included (its listed parameters are none): every value,
+    M = 4 too, is refused, with the line of the experiments' --params, which refuse M for it."""
+    from numerics.experiments.__main__ import main as experiments
+
+    name = given.partition("=")[0]
+    fixed = "; its number of classes is fixed, M = 4" if name == "M" else ""
+    reason = f"task 'authors' has no parameter '{name}' (its parameters: none{fixed})"
+    assert _one_line_error(capsys, ["--task", "authors", "--params", given]).endswith(f"--params: {reason}")
+    assert experiments(["predict", "--target-loss", "0.5", "--params", given]) == 2
+    assert capsys.readouterr().err.rstrip().endswith(f"--task authors: {reason}")
+    assert main(["--task", "authors", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["parameters"] == []
 
 
 @pytest.mark.parametrize("args", [["--ratio", ""], ["--eta-qk", ""], ["--loss", ""], ["--params", "m="]])
