@@ -255,16 +255,17 @@ def _embedding_scale(inst, name) -> float:
     return float(scale)
 
 
-def _tickets(mu, name) -> tuple:
+def _tickets(mu, refused) -> tuple:
     """``(ticket counts (K, T) int, common denominator, total multiplicity as a Fraction)`` of the
-    multiplicities ``mu`` (K, T), or ValueError naming why they cannot be sampled."""
+    multiplicities ``mu`` (K, T), or ValueError naming why they cannot be sampled (``refused``: the
+    message's start, ``task 'x' cannot be sampled at m = 5, ...``)."""
     fracs = []
     for row in mu:
         out = []
         for x in row:
             f = Fraction(float(x)).limit_denominator(_MAX_DENOMINATOR)
             if float(f) != float(x) or f < 0:
-                raise ValueError(f"task {name!r} cannot be sampled: multiplicity {float(x)!r} is not a nonnegative "
+                raise ValueError(f"{refused}: multiplicity {float(x)!r} is not a nonnegative "
                                  f"rational with a denominator <= {_MAX_DENOMINATOR}")
             out.append(f)
         fracs.append(out)
@@ -272,10 +273,10 @@ def _tickets(mu, name) -> tuple:
     counts = np.array([[int(f * D) for f in row] for row in fracs], dtype=np.int64)
     totals = counts.sum(axis=1)
     if totals.min() <= 0 or totals.max() != totals.min():
-        raise ValueError(f"task {name!r} cannot be sampled: its classes' contexts must hold the same positive "
+        raise ValueError(f"{refused}: its classes' contexts must hold the same positive "
                          f"number of tokens; totals {sorted(set((totals / D).tolist()))}")
     if totals[0] > MAX_TICKETS:
-        raise ValueError(f"task {name!r} cannot be sampled: its ticket table needs {int(totals[0])} tickets per "
+        raise ValueError(f"{refused}: its ticket table needs {int(totals[0])} tickets per "
                          f"class (common denominator {D}), more than {MAX_TICKETS}")
     return counts, D, Fraction(int(totals[0]), D)
 
@@ -297,19 +298,31 @@ def _build(name: str, params: tuple) -> SampledTask:
     return _from_task(get_task(name), params)
 
 
+def _count_values(task, params: tuple) -> str:
+    """``m = 5, n = 10000000, M = 20``: the values of the parameters that the task's counts and number of token
+    types depend on, the given ``params`` over its defaults, so that a refusal names the values it refuses."""
+    from derivations.core.output import shown_float
+
+    names = {str(s) for g in task.groups for e in (g.multiplicity, g.other_multiplicity, g.types)
+             for s in e.free_symbols} | {str(s) for s in task.classes.free_symbols}
+    values = {**dict(task.defaults), **dict(params)}
+    return ", ".join(f"{k} = {shown_float(values[k])}" for k in sorted(names) if k in values)
+
+
 def _from_task(task, params: tuple) -> SampledTask:
     """The sampled version of the engine ``Task`` at ``params`` (ValueError if it cannot be sampled)."""
     name = task.name
     inst = task.instance(values=dict(params) or None)
     K, T, d = inst.M, len(inst.token_names), inst.d
+    refused = f"task {name!r} cannot be sampled at {_count_values(task, params)}"
     if T > MAX_TYPES:
-        raise ValueError(f"task {name!r} cannot be sampled: {T} token types, more than {MAX_TYPES}")
+        raise ValueError(f"{refused}: {T} token types, more than {MAX_TYPES}")
     scale = _embedding_scale(inst, name)
     query = np.asarray(inst.query, dtype=np.intp)
     mu = np.array(inst.counts, dtype=float)
     if task.query_in_context:
         mu[np.arange(K), query] -= 1.0
-    counts, D, total = _tickets(mu, name)
+    counts, D, total = _tickets(mu, refused)
     from derivations.tasks import task_key
     return _make(name, params, counts, D, query=query, label=inst.label, relevant=inst.relevant,
                  ticket_dtype=np.int32, d=d, n_out=int(inst.n_out), score_scale=float(inst.score_scale),

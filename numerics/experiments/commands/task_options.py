@@ -86,10 +86,12 @@ def task_from_args(args) -> task_sampling.SampledTask:
 
 def task_message(task, exc, given=()) -> str:
     """``--task TASK: reason`` of a task refused, naming the task once (a task file's message
-    starts with its path). A reason about a parameter (``n must be ...``, ``... = n is ...``,
-    ``M = 100000, R = 1 gives ...``) that the task file sets and ``--params`` does not give names the
-    file's key first, as ``print_dynamics`` does (``--task FILE: defaults.n: ...``;
-    :func:`derivations.engine.task_file.default_key`).
+    starts with its path), and where the value refused comes from: a reason about parameter values
+    (``n must be ...``, ``... = n/n_c is ...``, ``M = 100000, R = 1 gives ...``, ``cannot be sampled at
+    m = 5, n = 10000000: ...``) names first each of them that ``--params`` gives (``--params n``) or the
+    task file sets (its key, as ``print_dynamics`` names it: ``defaults.n``;
+    :func:`derivations.engine.task_file.default_key`): ``--task FILE: defaults.n: ...``. A reason that
+    starts with the parameter's own check (``n must be ...``) is not named again for ``--params``.
 
     Parameters
     ----------
@@ -105,31 +107,38 @@ def task_message(task, exc, given=()) -> str:
     """
     text = str(exc)
     text = text[len(task) + 2:] if text.startswith(f"{task}: ") else text
-    key = _file_key(task, text, given)
-    return f"--task {task}: " + (f"{key}: " if key else "") + text
+    keys = _sources(task, text, given)
+    return f"--task {task}: " + (f"{', '.join(keys)}: " if keys else "") + text
 
 
-#: A parameter a message is about: ``n must be``, ``M = 4``, ``= n is`` (not a group's quoted name).
-_NAMED = re.compile(r"(?<![\w'.])([A-Za-z_]\w*)(?= must be\b| = | is\b)")
+#: A parameter whose value a message is about: ``n must be``, ``M = 4``, ``= n is`` (not a group's quoted name),
+#: or a name in an expression (``n/n_c``, ``m / (s + m + n)``); not a list of names (``its parameters: M, b``).
+_NAMED = re.compile(r"(?<![\w'.])([A-Za-z_]\w*)(?= must be\b| = | is\b|\s?[-+*/])|(?<=[-+*/(]\s)([A-Za-z_]\w*)"
+                    r"|(?<=[-+*/(])([A-Za-z_]\w*)")
 
 
-def _file_key(task, text, given):
-    """The key of the task file ``task`` (``defaults.n``, ``parameters.R``) that sets the first parameter
-    ``text`` is about and ``given`` does not give; None for none (or a message naming its key already)."""
+def _sources(task, text, given):
+    """``["--params n", "defaults.b", ...]``: where the values of the parameters ``text`` is about come from,
+    ``--params`` (``given``) or the task file ``task`` (its key); none for a message naming its key already."""
     from derivations.engine.task_file import default_key
     from derivations.tasks import get_task, is_task_file
 
-    if not is_task_file(task) or text.startswith(("defaults.", "parameters.")):
-        return None
+    if text.startswith(("defaults.", "parameters.")):
+        return []
     try:
-        loaded = get_task(task)
+        loaded = get_task(task) if is_task_file(task) else None
     except ValueError:
-        return None
-    for match in _NAMED.finditer(text):
-        where = None if match[1] in given else default_key(loaded, match[1])
-        if where is not None:
-            return where.rpartition(": ")[2]
-    return None
+        loaded = None
+    typed, keys = [], []
+    for match in _NAMED.finditer(re.sub(r"'[^']*'", "''", text)):       # (not in a quoted name: 'qc-m')
+        name = next(group for group in match.groups() if group)
+        if name in given:
+            if not text.startswith(f"{name} must be"):
+                typed.append(name)
+        elif loaded is not None and default_key(loaded, name) is not None:
+            keys.append(default_key(loaded, name).rpartition(": ")[2])
+    typed, keys = list(dict.fromkeys(typed)), list(dict.fromkeys(keys))
+    return ([f"--params {', '.join(typed)}"] if typed else []) + keys
 
 
 def task_label(settings, source=None) -> str:

@@ -50,7 +50,9 @@ _COMMANDS = [["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds"
 
 @pytest.mark.parametrize("command, default, says", [
     *((c, "n = 1e150", "defaults.n: ") for c in _COMMANDS),
-    *((c, "M = 100000", "defaults.M: task 'qc-M': M = 100000, R = 1 gives") for c in _COMMANDS[:3])],
+    *((c, "M = 100000", "defaults.M, parameters.R: task 'qc-M': M = 100000, R = 1 gives") for c in _COMMANDS[:3]),
+    *((c, "m = 1e7", "parameters.R, defaults.m, parameters.s: task 'qc-m' cannot be sampled at M = 20, R = 1, "
+                     "m = 10000000, n = 50, s = 1: its ticket table needs 10000050 tickets") for c in _COMMANDS[:3])],
     ids=lambda x: x[0] if isinstance(x, list) else None)
 def test_a_default_the_task_file_sets_is_named_by_its_key(command, default, says, tmp_path, capsys):
     """As print_dynamics names it (``<file>: defaults.n: ...``); a value --params gives is not the file's."""
@@ -69,3 +71,25 @@ def test_a_default_the_task_file_sets_is_named_by_its_key(command, default, says
     name, value = default.split(" = ")
     assert main([*command, "--task", str(file), "--params", f"{name}={value}", *output]) == 2
     assert "defaults." not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", _COMMANDS[:3], ids=lambda c: c[0])
+@pytest.mark.parametrize("task, params, says", [
+    ("shared-irrelevant", "n=1e20", "--params n: task 'shared-irrelevant': multiplicity of group 'u' = n/n_c is "
+                                    "1.000E+20, more than 2**53"),
+    ("paper", "n=1e7,b=2", "--params n: task 'paper' cannot be sampled at M = 20, m = 5, n = 10000000: its ticket "
+                           "table needs 10000005 tickets per class (common denominator 1), more than 1000000"),
+    ("shared-irrelevant", "M=4,n_c=1e15", "--params M, n_c: task 'shared-irrelevant': M = 4, n_c = 1000000000000000 "
+                                          "gives"),
+    ("paper", "n=-1", "n must be a finite number > 0; got -1"),
+    ("paper", "n=5,q=1", "task 'paper' has no parameter 'q' (its parameters: M, b, m, n)")])
+def test_a_value_params_gives_is_named_where_it_is_refused(command, task, params, says, tmp_path, capsys):
+    """A value refused by the engine or the sampler names the --params it came from (the sampler's own message
+    named neither --params nor the values); a reason that is the parameter's own check or about names is as it is."""
+    from numerics.experiments.__main__ import main
+
+    out = tmp_path / "out"
+    assert main([*command, "--task", task, "--params", params, "--output", str(out)]) == 2
+    o, err = capsys.readouterr()
+    assert o == "" and err.count("\n") == 1 and not out.exists()
+    assert err.startswith(f"experiments: error: --task {task}: {says}"), err
