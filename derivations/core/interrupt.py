@@ -6,8 +6,11 @@ Every command's ``main`` is decorated with :func:`exit_on_interrupt`. Ctrl-C rai
 so that both take the one path: ``main``'s ``finally`` clauses stop its workers and
 remove its temporary files on the way out, and the decorator prints what is kept. The exit
 status is a shell's for a process a signal ended: 128 + the signal's number
-(:data:`EXIT_INTERRUPTED`, :data:`EXIT_TERMINATED`). Before ``main`` runs, while ``python -m``
-loads a command's modules, :func:`guard_loading` gives the same line and status; once the ``main``
+(:data:`EXIT_INTERRUPTED`, :data:`EXIT_TERMINATED`). The handlers note each signal they take, so that one whose
+exception is lost on its way (an extension module that reports an ``ImportError`` in its place, a finalizer,
+where Python only reports it) still stops the command. Before ``main`` runs, while ``python -m``
+loads a command's modules, :func:`guard_loading` gives the same line and status (from the first module of the
+package it loads on: what runs before, the interpreter's start and its ``site``, is Python's); once the ``main``
 of the command a process runs has returned or printed its line, Ctrl-C and SIGTERM are ignored while
 the process exits (its status is the command's). Plain Python at import, as the rest of
 :mod:`derivations.core`.
@@ -15,8 +18,6 @@ the process exits (its status is the command's). Plain Python at import, as the 
 from __future__ import annotations
 
 import sys
-
-from .output import note as _stderr_note   # (the name note is a parameter of _report)
 
 __all__ = ["exit_on_interrupt", "guard_loading", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "Terminated"]
 
@@ -32,13 +33,33 @@ class Terminated(KeyboardInterrupt):
     ``KeyboardInterrupt`` is, and handled as one everywhere (workers stopped, temporaries removed)."""
 
 
+#: The signals this module's handlers took, in order: one whose exception was lost on its way (an extension
+#: module that reports ``ImportError`` in its place, a finalizer, a library's ``except``) still stops the command.
+_received = []
+
+
 def _terminate(signum, frame):
+    _received.append(signum)
     raise Terminated
+
+
+def _interrupt(signum, frame):
+    _received.append(signum)
+    raise KeyboardInterrupt
+
+
+def _stderr_note(line: str) -> None:
+    """The one line on stderr (:func:`derivations.core.output.note`, loaded only to print it: this module loads
+    first, before the command's modules, and loads nothing else)."""
+    from .output import note
+
+    note(line)
 
 
 #: The top-level packages whose modules are commands (``python -m derivations.print_dynamics``).
 _PACKAGES = ("derivations", "numerics")
-#: While a command loads (:func:`guard_loading`): its module's name and the ``sys.excepthook`` it replaced.
+#: While a command loads (:func:`guard_loading`): its module's name, the ``sys.excepthook`` and
+#: ``sys.unraisablehook`` it replaced, and where in :data:`_received` its signals begin (``since``).
 _loading = {}
 
 
@@ -60,29 +81,39 @@ def _module_run() -> str | None:
 def guard_loading() -> None:
     """While ``python -m`` loads one of the package's commands, before its ``main`` (guarded by
     :func:`exit_on_interrupt`) runs: Ctrl-C or SIGTERM ends it with one line on stderr,
-    ``python -m <module>: interrupted`` (exit status 130) or ``terminated`` (143), not a traceback.
+    ``python -m <module>: interrupted`` (exit status 130) or ``terminated`` (143), not a traceback, also where
+    another error took the interrupt's place; one raised in a finalizer stops the command's ``main`` before it
+    starts.
 
     :mod:`derivations.core` calls it before it loads anything else; every command loads it first. In any
     other program (one that imports the package, the tests) it changes nothing, and a signal that is
-    ignored (``nohup``, a background job) stays ignored. Once the guarded ``main`` runs, Ctrl-C and
-    SIGTERM are as before, and ``main`` handles them.
+    ignored (``nohup``, a background job) stays ignored. Once the guarded ``main`` runs, its guard handles them.
     """
     import signal
 
     module = _module_run()
     if _loading or module is None or module.partition(".")[0] not in _PACKAGES:
         return          # (once: a command's main that has run has taken over)
-    _loading.update(module=module, excepthook=sys.excepthook)
-    sys.excepthook = _stopped_while_loading
+    _loading.update(module=module, excepthook=sys.excepthook, unraisablehook=sys.unraisablehook, since=len(_received))
+    sys.excepthook, sys.unraisablehook = _stopped_while_loading, _dropped_while_loading
     _set_handler(signal.SIGTERM, _terminate, only_over=signal.SIG_DFL)
+    _set_handler(signal.SIGINT, _interrupt, only_over=signal.default_int_handler)
+
+
+def _dropped_while_loading(unraisable):
+    """``sys.unraisablehook`` while a command loads: an interrupt raised in a finalizer (importlib's module
+    locks are weakref callbacks) is taken (:data:`_received`: its ``main`` stops before it starts), not reported."""
+    if not isinstance(unraisable.exc_value, KeyboardInterrupt):
+        _loading["unraisablehook"](unraisable)
 
 
 def _stopped_while_loading(kind, exc, traceback):
     """``sys.excepthook`` while a command loads: an interrupt is its one line and exit status (nothing has been
     written: only modules were loading), anything else the hook's report."""
-    stop = _interrupt_of(exc)
+    stop = _interrupt_of(exc) or _received_since(_loading["since"])
     if stop is None:
         return _loading["excepthook"](kind, exc, traceback)
+    _ignore_interrupts()
     terminated = isinstance(stop, Terminated)
     _stderr_note(f"python -m {_loading['module']}: {'terminated' if terminated else 'interrupted'}")
     import os
@@ -90,27 +121,33 @@ def _stopped_while_loading(kind, exc, traceback):
     os._exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
 
 
-def _stop_guarding_loading() -> bool:
-    """The command's ``main`` runs: Ctrl-C and SIGTERM are as before :func:`guard_loading` (``main`` sets its own).
-    True for the ``main`` of the command this process runs (the first guarded one to run after
-    :func:`guard_loading` took effect): the process exits when it returns."""
-    import signal
-
+def _taking_over() -> bool:
+    """True for the ``main`` of the command this process runs (the first guarded one to run after
+    :func:`guard_loading` took effect): the process exits when it returns. Its handlers stay in place (a signal
+    meanwhile is the loading's: one line), and the loading's hooks stay until ``main``'s guard has begun
+    (:func:`_stop_guarding_loading`)."""
     if not _loading.get("module"):
         return False
-    if sys.excepthook is _stopped_while_loading:
-        sys.excepthook = _loading["excepthook"]
-    if signal.getsignal(signal.SIGTERM) is _terminate:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    _loading["module"] = None
+    _loading["taken"] = True
     return True
+
+
+def _stop_guarding_loading() -> None:
+    """The command's ``main`` runs, guarded: ``sys.excepthook`` and ``sys.unraisablehook`` are as before
+    :func:`guard_loading` (the guard has set its own unraisable hook)."""
+    if _loading.pop("taken", False):
+        _loading["module"] = None
+        if sys.excepthook is _stopped_while_loading:
+            sys.excepthook = _loading["excepthook"]
 
 
 def exit_on_interrupt(prog: str, note=None):
     """Decorate a command's ``main(argv=None) -> int`` so that Ctrl-C or SIGTERM ends it with one line.
 
-    While ``main`` runs in the main thread, SIGTERM raises :class:`Terminated` (unless its
-    handler is not the default one: a program that set its own keeps it). ``KeyboardInterrupt``
+    While ``main`` runs in the main thread, SIGTERM raises :class:`Terminated` and Ctrl-C ``KeyboardInterrupt``
+    (unless the handler is not the default one: a program that set its own keeps it), each noted as it is
+    taken: an error that takes its place (an extension module's ``ImportError``) is the interrupt, and one
+    taken while the command loaded stops it before ``main`` starts. ``KeyboardInterrupt``
     anywhere in ``main`` (whose ``finally`` clauses have stopped its workers and removed its
     temporary files on the way out) prints ``prog: interrupted``, or ``prog: terminated``
     for :class:`Terminated`, and ``note(argv)``'s text, if any (what is kept and how to
@@ -148,20 +185,28 @@ def exit_on_interrupt(prog: str, note=None):
     def decorate(main):
         @functools.wraps(main)
         def guarded(argv=None):
-            exiting = _stop_guarding_loading()      # (this process's command: the process exits after it)
-            previous = _set_handler(signal.SIGTERM, _terminate, only_over=signal.SIG_DFL)
+            exiting = _taking_over()                # (this process's command: the process exits after it)
+            since = _loading.get("since", len(_received)) if exiting else len(_received)    # (also the loading's)
+            previous = {signum: _set_handler(signum, handler, only_over=(default, handler))
+                        for signum, handler, default in ((signal.SIGTERM, _terminate, signal.SIG_DFL),
+                                                         (signal.SIGINT, _interrupt, signal.default_int_handler))}
             sent = []
-            reporting, sys.unraisablehook = sys.unraisablehook, _raised_again(sys.unraisablehook, sent)
+            reporting = sys.unraisablehook
+            reporting = _loading["unraisablehook"] if reporting is _dropped_while_loading else reporting
+            sys.unraisablehook = _raised_again(reporting, sent)
             try:
                 try:
+                    _stop_guarding_loading()
+                    if len(_received) > since:
+                        raise _received_since(since)
                     status = main(argv)
                     for sender in sent:          # an interrupt sent again as main ended is raised here
                         sender.join()
                     if exiting:                  # (one that comes before is the command's interrupt)
                         _ignore_interrupts()
                     return status
-                except Exception as exc:
-                    stop = _interrupt_of(exc)
+                except Exception as exc:         # (an interrupt whose exception another took the place of)
+                    stop = _interrupt_of(exc) or _received_since(since)
                     if stop is None:
                         raise
                 except KeyboardInterrupt as exc:
@@ -172,8 +217,9 @@ def exit_on_interrupt(prog: str, note=None):
                     _ignore_interrupts()
                     _forget_handled_interrupts()
                 sys.unraisablehook = reporting
-                if previous is not None and not exiting:
-                    signal.signal(signal.SIGTERM, previous)
+                for signum, handler in previous.items():
+                    if handler is not None and not exiting:
+                        signal.signal(signum, handler)
         return guarded
     return decorate
 
@@ -227,13 +273,13 @@ def _send_later(signum) -> None:
 
 
 def _set_handler(signum, handler, only_over=None):
-    """Set ``handler`` for ``signum`` (with ``only_over``: only if that is the current one) and return the
-    handler it replaces, or None if none was set (not the main thread, or another handler in place)."""
+    """Set ``handler`` for ``signum`` (with ``only_over``: only if the current one is that, or one of that tuple)
+    and return the handler it replaces, or None if none was set (not the main thread, or another handler in place)."""
     import signal
 
     try:
         current = signal.getsignal(signum)
-        if only_over is not None and current != only_over:
+        if only_over is not None and current not in (only_over if isinstance(only_over, tuple) else (only_over,)):
             return None
         signal.signal(signum, handler)
     except ValueError:              # pragma: no cover - not the main thread
@@ -273,6 +319,16 @@ def _quiet_note(note, argv):
             return note(argv)
     except (Exception, KeyboardInterrupt, SystemExit):
         return None
+
+
+def _received_since(since: int):
+    """The interrupt of the first signal this module's handlers took from ``_received[since]`` on
+    (:class:`Terminated` for SIGTERM, else ``KeyboardInterrupt``), or None."""
+    import signal
+
+    if len(_received) <= since:
+        return None
+    return Terminated() if _received[since] == signal.SIGTERM else KeyboardInterrupt()
 
 
 def _interrupt_of(exc: BaseException):

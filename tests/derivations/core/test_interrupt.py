@@ -238,3 +238,85 @@ def test_ctrl_c_that_leaves_code_run_by_exec_still_exits_130(tmp_path):
     run = subprocess.run([sys.executable, "-m", "numerics.experiments", "fig2", "--lr-qk", "-1"], capture_output=True,
                          text=True, env=env, cwd=tmp_path, timeout=60)
     assert (run.returncode, run.stdout, run.stderr) == (130, "", "experiments: interrupted\n")
+
+
+@pytest.mark.parametrize("stop, status, word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
+def test_an_interrupt_another_error_took_the_place_of_is_the_interrupt(terminal_handlers, capsys, stop, status, word):
+    """Ctrl-C or SIGTERM inside an extension module's import, which drops the ``KeyboardInterrupt`` and reports
+    an ``ImportError`` of its own in its place, no interrupt in its chain (NumPy's: 'PyCapsule_Import could not
+    import module "datetime"', seen as a 71-line traceback, exit 1, for SIGTERM 0.2 s into fig2): the command
+    stops with its one line."""
+    @exit_on_interrupt("demo")
+    def main(argv=None):
+        try:
+            os.kill(os.getpid(), stop)
+            time.sleep(10)
+        except KeyboardInterrupt:
+            pass                                    # (the extension module clears it ...)
+        raise ImportError('PyCapsule_Import could not import module "datetime"')      # (... and reports this)
+    assert main([]) == status and capsys.readouterr().err == f"demo: {word}\n"
+
+
+_LOST_WHILE_LOADING = """
+import os, signal, sys, time
+class _Finalized:
+    def __del__(self):
+        os.kill(os.getpid(), signal.{signal})   # raised in here, where Python only reports it
+        time.sleep(0.5)
+class _Stop:
+    def find_spec(self, name, path=None, target=None):
+        if name == {module!r}:
+            sys.meta_path.remove(self)
+            if {how!r} == "finalizer":
+                _Finalized()
+                return None
+            try:
+                os.kill(os.getpid(), signal.{signal})
+                time.sleep(10)
+            except KeyboardInterrupt:
+                pass                            # (lost: a library's except, or an extension module's, below)
+            if {how!r} == "replaced":
+                raise ImportError("initialization failed")
+        return None
+sys.meta_path.insert(0, _Stop())
+"""
+
+
+@pytest.mark.parametrize("how", ["dropped", "replaced", "finalizer"])
+@pytest.mark.parametrize("signal_name, status, word", [("SIGINT", 130, "interrupted"), ("SIGTERM", 143, "terminated")])
+def test_an_interrupt_lost_while_a_command_loads_still_stops_it(tmp_path, signal_name, status, word, how):
+    """A signal whose exception is lost while ``python -m`` loads the command: raised in a finalizer (as importlib's
+    module locks are, where Python only reports it: 'Exception ignored ... KeyboardInterrupt', and the command ran
+    to its end, exit 0: seen for Ctrl-C 0.14 s into fig2), dropped, or replaced by an ImportError (a traceback,
+    exit 1): one line and the stopped status."""
+    import subprocess
+    import sys
+
+    source = _LOST_WHILE_LOADING.format(module="derivations.core.cli", signal=signal_name, how=how)
+    (tmp_path / "sitecustomize.py").write_text(source)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path)] + sys.path))
+    run = subprocess.run([sys.executable, "-m", "numerics.experiments", "fig2", "--lr-qk", "-1"], capture_output=True,
+                         text=True, env=env, cwd=tmp_path, timeout=60,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert (run.returncode, run.stdout, run.stderr.count("\n")) == (status, "", 1), run.stderr
+    assert f": {word}" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_sigterm_is_never_left_to_its_default_as_the_command_takes_over(monkeypatch, terminal_handlers, capsys):
+    """From the loading guard to the command's guarded ``main``, SIGTERM always has a handler that gives the one line:
+    the guard put SIGTERM back to its default before ``main``'s guard set its own, and a SIGTERM in between killed
+    the process with no line."""
+    from derivations.core import interrupt
+
+    monkeypatch.setitem(interrupt._loading, "module", "derivations.demo")
+    signal.signal(signal.SIGTERM, interrupt._terminate)         # (as guard_loading leaves it)
+    set_for_sigterm = []
+    real = signal.signal
+    monkeypatch.setattr(signal, "signal", lambda s, h: (s == signal.SIGTERM and set_for_sigterm.append(h), real(s, h))[1])
+
+    @exit_on_interrupt("demo")
+    def main(argv=None):
+        set_for_sigterm.append("main")
+        return 0
+    assert main([]) == 0
+    assert set_for_sigterm[:set_for_sigterm.index("main")].count(signal.SIG_DFL) == 0, set_for_sigterm
