@@ -89,13 +89,13 @@ def guard_loading() -> None:
     other program (one that imports the package, the tests) it changes nothing, and a signal that is
     ignored (``nohup``, a background job) stays ignored. Once the guarded ``main`` runs, its guard handles them.
     """
-    import signal
-
     module = _module_run()
     if _loading or module is None or module.partition(".")[0] not in _PACKAGES:
         return          # (once: a command's main that has run has taken over)
     _loading.update(module=module, excepthook=sys.excepthook, unraisablehook=sys.unraisablehook, since=len(_received))
     sys.excepthook, sys.unraisablehook = _stopped_while_loading, _dropped_while_loading
+    import signal       # (after the hooks: loading it, a tenth of a millisecond and more, can take a Ctrl-C)
+
     _set_handler(signal.SIGTERM, _terminate, only_over=signal.SIG_DFL)
     _set_handler(signal.SIGINT, _interrupt, only_over=signal.default_int_handler)
 

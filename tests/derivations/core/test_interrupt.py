@@ -320,3 +320,29 @@ def test_sigterm_is_never_left_to_its_default_as_the_command_takes_over(monkeypa
         return 0
     assert main([]) == 0
     assert set_for_sigterm[:set_for_sigterm.index("main")].count(signal.SIG_DFL) == 0, set_for_sigterm
+
+
+_CTRL_C_AS_SIGNAL_LOADS = """
+import os, sys
+class _Stop:
+    def find_spec(self, name, path=None, target=None):
+        if name == "signal" and "derivations.core.interrupt" in sys.modules:
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), 2)                 # Ctrl-C (SIGINT), as the guard loads the signal module
+        return None
+sys.meta_path.insert(0, _Stop())
+"""
+
+
+def test_ctrl_c_as_the_loading_guard_loads_the_signal_module_is_one_line(tmp_path):
+    """The guard loads ``signal`` (its enums: a tenth of a millisecond and more) after it has set its hooks: a Ctrl-C
+    then (seen 0.12 s into fig2) was a traceback and the process killed by SIGINT."""
+    import subprocess
+    import sys
+
+    (tmp_path / "sitecustomize.py").write_text(_CTRL_C_AS_SIGNAL_LOADS)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path)] + sys.path))
+    run = subprocess.run([sys.executable, "-m", "numerics.experiments", "fig2", "--lr-qk", "-1"], capture_output=True,
+                         text=True, env=env, cwd=tmp_path, timeout=60,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler))
+    assert (run.returncode, run.stdout, run.stderr) == (130, "", "python -m numerics.experiments: interrupted\n")
