@@ -1012,3 +1012,22 @@ def test_a_run_file_at_its_longest_is_within_its_bound():
     rows = [dict(row, ratio=r, seed=s, target_loss=t) for r, s in jobs.sweep_runs(job) for t in jobs.sweep_targets(job)]
     assert jobs.valid_result(job, {"rows": rows})
     assert size(job, {"rows": rows}) <= sweep.run_bytes(settings)
+
+
+@pytest.mark.parametrize("seeds", ["1", "2"])
+def test_a_runs_link_another_directory_shares_is_refused_and_nothing_in_it_changes(finished, tmp_path, capsys,
+                                                                                 monkeypatch, seeds):
+    """``runs`` a link to a directory is followed (the runs kept on another disk). Another experiment directory whose
+    ``runs`` links to a finished sweep's runs (the same settings or others) holds runs of settings it does not know:
+    refused in one line, nothing changed in the sweep it points into, which resumes from its runs as before."""
+    skip_figures(monkeypatch)
+    a = copy(finished, tmp_path)
+    b = tmp_path / "b"
+    b.mkdir()
+    (b / "runs").symlink_to(a / "runs", target_is_directory=True)
+    argv = [seeds if prev == "--seeds" else arg for prev, arg in zip([None, *TINY_SWEEP], TINY_SWEEP)]
+    refused([*argv, "--output", str(b)], a, capsys, "runs", "no sweep-settings.json")
+    assert sorted(os.listdir(b)) == ["runs"]
+    stored = {p.name: p.read_bytes() for p in (a / "runs").iterdir()}
+    assert main([*TINY_SWEEP, "--output", str(a), "--resume"]) == 0
+    assert {p.name: p.read_bytes() for p in (a / "runs").iterdir()} == stored
