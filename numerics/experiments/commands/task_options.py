@@ -86,12 +86,14 @@ def task_from_args(args) -> task_sampling.SampledTask:
 
 def task_message(task, exc, given=()) -> str:
     """``--task TASK: reason`` of a task refused, naming the task once (a task file's message
-    starts with its path), and where the value refused comes from: a reason about parameter values
-    (``n must be ...``, ``... = n/n_c is ...``, ``M = 100000, R = 1 gives ...``, ``cannot be sampled at
-    m = 5, n = 10000000: ...``) names first each of them that ``--params`` gives (``--params n``) or the
-    task file sets (its key, as ``print_dynamics`` names it: ``defaults.n``;
-    :func:`derivations.engine.task_file.default_key`): ``--task FILE: defaults.n: ...``. A reason that
-    starts with the parameter's own check (``n must be ...``) is not named again for ``--params``.
+    starts with its path) and where each value it refuses comes from.
+
+    A reason about parameter values (``n must be``, ``multiplicity of group 'u' = n/n_c is``,
+    ``M = 100000, R = 1 gives``, ``cannot be sampled at m = 5, n = 10000000``) is preceded by each of them
+    that ``--params`` gives (``--params n``) or the task file sets (its key, as ``print_dynamics`` names it:
+    ``defaults.n``; :func:`derivations.engine.task_file.default_key`), in the order named; not by those in
+    a list of names (``its parameters: M, b``), nor, for ``--params``, by the parameter whose own check the
+    reason is (``n must be``).
 
     Parameters
     ----------
@@ -130,7 +132,8 @@ def _sources(task, text, given):
     except ValueError:
         loaded = None
     typed, keys = [], []
-    for match in _NAMED.finditer(re.sub(r"'[^']*'", "''", text)):       # (not in a quoted name: 'qc-m')
+    about = re.sub(r"\(its parameters: [^)]*\)", "", re.sub(r"'[^']*'", "''", text))   # (not 'qc-m', not a list)
+    for match in _NAMED.finditer(about):
         name = next(group for group in match.groups() if group)
         if name in given:
             if not text.startswith(f"{name} must be"):
