@@ -128,7 +128,9 @@ def cross_entropy(z, target, weights, grad: bool, tidx=None, scale=1.0, class_ax
     reduction over whole runs is several times cheaper than one per row).  If
     a row of a run then underflows (its sum of exponentials is below 1e-280 in float64,
     ``UNDERFLOW``: its largest logit lies more than ~645 below the run's), every row of that run is
-    shifted by its own maximum instead.
+    shifted by its own maximum instead, from the logits as given: the shifted logits of a row
+    far below the run's maximum have lost their differences (at a maximum of 1e297, every
+    difference below 1e281).
 
     Parameters
     ----------
@@ -156,15 +158,18 @@ def cross_entropy(z, target, weights, grad: bool, tidx=None, scale=1.0, class_ax
         z = np.ascontiguousarray(z)
     lead = z.shape[:-2]
     runs = z.reshape(lead + (-1,))                            # a view: one row per run
-    runs -= np.maximum.reduce(runs, axis=-1)[..., None]
-    zy = z.take(tidx).reshape(batch_shape)
-    p = np.exp(z)                                             # z is kept for the fallback below
+    zmax = np.maximum.reduce(runs, axis=-1)[..., None]
+    p = (runs - zmax).reshape(z.shape)                        # z is kept as given for the fallback below
+    zy = p.take(tidx).reshape(batch_shape)
+    np.exp(p, out=p)
     ssum = sum_classes(p)                                     # (..., B, 1) or (..., 1, B)
     # decided per run (a diverged run's nan must not hide another run's underflow)
     deep = np.minimum.reduce(ssum.reshape(lead + (-1,)), axis=-1) < underflow(ssum.dtype)
     if deep.any():
-        # a row far below its run's maximum underflowed: shift every row of that run by its own max
+        # a row far below its run's maximum underflowed: shift every row of that run by its own max,
+        # from the logits as given (z - zmax has lost the digits of a row far below zmax)
         if lead:
+            runs[~deep] -= zmax[~deep]
             z[deep] -= z[deep].max(axis=class_axis, keepdims=True)
         else:
             z -= z.max(axis=class_axis, keepdims=True)
