@@ -88,6 +88,7 @@ MAX_TICKETS = 10 ** 6
 #: Largest vocabulary (token types) the sampled SGD model takes.
 MAX_TYPES = 2048
 _MAX_DENOMINATOR = 10 ** 6
+_TINY, _HUGE = float(np.finfo(np.float64).tiny), float(np.finfo(np.float64).max)
 
 
 def _number(value):
@@ -255,6 +256,20 @@ def _embedding_scale(inst, name) -> float:
     return float(scale)
 
 
+def _score_divisor(task, gamma, scale) -> float:
+    """The score divisor :math:`b/\\gamma = 1/(\\gamma\\,\\text{scale}^2)` of the embedding scale :math:`b`
+    (``scale`` :math:`= 1/\\sqrt b`), or ValueError naming ``embedding_scale`` and its range: the scores
+    are ``A x (1/divisor)`` (:func:`numerics.experiments.models.forward`), so the divisor must be a normal
+    float64 (a subnormal one has lost digits; one that rounds to 0 makes the scores nan)."""
+    divisor = 1.0 / (gamma * scale * scale)
+    if not _TINY <= divisor <= _HUGE:
+        raise ValueError(f"task {task.name!r} cannot be sampled: its score divisor embedding_scale/gamma must be a "
+                         f"normal float64 in [{_TINY:g}, {_HUGE:g}], i.e. embedding_scale = {task.embedding_scale} "
+                         f"in [{_TINY * gamma:g}, {_HUGE * gamma:g}]; got {task.embedding_scale} = "
+                         f"{1.0 / scale / scale!r}")
+    return divisor
+
+
 def _tickets(mu, refused) -> tuple:
     """``(ticket counts (K, T) int, common denominator, total multiplicity as a Fraction)`` of the
     multiplicities ``mu`` (K, T), or ValueError naming why they cannot be sampled (``refused``: the
@@ -318,6 +333,7 @@ def _from_task(task, params: tuple) -> SampledTask:
     if T > MAX_TYPES:
         raise ValueError(f"{refused}: {T} token types, more than {MAX_TYPES}")
     scale = _embedding_scale(inst, name)
+    score_divisor = _score_divisor(task, float(inst.score_scale), scale)
     query = np.asarray(inst.query, dtype=np.intp)
     mu = np.array(inst.counts, dtype=float)
     if task.query_in_context:
@@ -326,7 +342,7 @@ def _from_task(task, params: tuple) -> SampledTask:
     from derivations.tasks import task_key
     return _make(name, params, counts, D, query=query, label=inst.label, relevant=inst.relevant,
                  ticket_dtype=np.int32, d=d, n_out=int(inst.n_out), score_scale=float(inst.score_scale),
-                 score_divisor=1.0 / (float(inst.score_scale) * scale * scale), value_multiplier=scale,
+                 score_divisor=score_divisor, value_multiplier=scale,
                  query_in_context=bool(task.query_in_context),
                  own_seq_len=int(total) + 2 if total.denominator == 1 else None,
                  token_names=tuple(inst.token_names), engine_state=True, key=task_key(task))
