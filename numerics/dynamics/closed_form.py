@@ -98,6 +98,7 @@ _VERIFIED_ON = "for the closed-form state (the range it is verified on)"
 MIN_RTOL = 1e-13
 #: Most significant digits of :func:`state_at_loss_mpmath` (its cost grows with them).
 MAX_DPS = 10_000
+_DBL_MAX = float(np.finfo(float).max)
 
 
 def margin(L, M):
@@ -416,8 +417,9 @@ def time_to_loss(loss, ratio, *, m=5, n=50, b=50, M=20, rtol=1e-11):
                 val = _panel_mpmath(a, c, r_i, m, n, b, M, rtol)
             total += val
         if not np.isfinite(total):
-            raise ValueError(f"the time to reach loss {float(st.loss[i])!r} exceeds the "
-                             "double-precision range; use a larger loss")
+            raise ValueError(f"loss must be above about (M - 1) b / {_DBL_MAX:.4g} = {(M - 1) * b / _DBL_MAX:.3g} "
+                             f"(the time to reach it, about (M - 1) b / loss at eta_OV = 1, exceeds the "
+                             f"double-precision range); got {float(st.loss[i])!r}")
         out[i] = total
     return out
 

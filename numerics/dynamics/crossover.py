@@ -277,8 +277,10 @@ def _check_task(s, m, n, R):
         out.append(float(x))
     s, m, n, R = out
     if m / (s + m + n) < 1e-12:
-        raise ValueError(f"m / (s + m + n), the relevant share at the start, must be at least 1e-12 (the master "
-                         f"flow is resolved in double precision to there); got {shown_number(m / (s + m + n))}")
+        raise ValueError(f"m must be at least {shown_number(1e-12 * (s + n) / (1 - 1e-12))} at s = {shown_number(s)}, "
+                         f"n = {shown_number(n)}: m / (s + m + n), the relevant share at the start, must be at least "
+                         f"1e-12 (the master flow is resolved in double precision to there); got m = "
+                         f"{shown_number(m)}, a share of {shown_number(m / (s + m + n))}")
     return s, m, n, R
 
 

@@ -86,7 +86,8 @@ def _check_times(t_eval, t_span, infinite_end):
         t_span = (float(t_eval[0]), float(t_eval[-1]))
     t_span = check_t_span(t_span, allow_infinite_end=infinite_end)
     if t_eval is not None and (t_eval[0] < t_span[0] or t_eval[-1] > t_span[1]):
-        raise ValueError("t_eval must lie within t_span")
+        raise ValueError(f"t_eval must lie within t_span = {t_span!r}; got times from {float(t_eval[0])!r} "
+                         f"to {float(t_eval[-1])!r}")
     return t_eval, t_span
 
 

@@ -306,6 +306,16 @@ def test_time_to_loss_at_the_edge_of_double_range():
         time_to_loss(1e-307, 1.0)
 
 
+def test_time_to_loss_beyond_double_range_names_the_loss_and_its_bound():
+    """The refusal names ``loss`` and its bound (M - 1) b / DBL_MAX = 19 x 50 / 1.798e308 = 5.28e-306 (the
+    late-time t ~ (M - 1) b / L); it said only "use a larger loss". Just above the bound (5.4e-306): a finite
+    time, 1.76e308; just below (5.2e-306): refused."""
+    assert math.isfinite(time_to_loss(5.4e-306, 1.0)[()])
+    with pytest.raises(ValueError, match=r"^loss must be above about \(M - 1\) b / 1\.798e\+308 = 5\.28e-306 "
+                                         r"\(.*\); got 5\.2e-306$"):
+        time_to_loss(5.2e-306, 1.0)
+
+
 @pytest.mark.parametrize("L,r", [(1.0, 1.0), (1e-3, 100.0), (2.9, 1e-6), (1e-30, 1e4)])
 def test_mpmath_state_holds_the_digits_asked_for(L, r):
     """``dps`` digits come back whatever the caller's mpmath precision (15 digits here), each within

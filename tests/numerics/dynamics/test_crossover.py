@@ -487,8 +487,11 @@ def test_a_boolean_is_not_a_shape_number(name):
 
 @pytest.mark.parametrize("shape, match", [
     ({"n": 1e308}, r"^n must be a number in \[0, 1e100\]; got 1e\+308"),
-    ({"m": 1e-300}, r"^m / \(s \+ m \+ n\), the relevant share at the start, must be at least 1e-12"),
-    ({"n": 1e15}, r"^m / \(s \+ m \+ n\)"), ({"s": float("nan")}, r"^s must be a number in \[0, 1e100\]"),
+    ({"m": 1e-300}, r"^m must be at least 1\.2000000000012e-11 at s = 2, n = 10: m / \(s \+ m \+ n\), "
+                    r"the relevant share at the start, must be at least 1e-12 .*; "
+                    r"got m = 1e-300, a share of 8\.3+e-302$"),
+    ({"n": 1e15}, r"^m must be at least 1000\.000000001 at s = 2, n = 1e\+15: m / \(s \+ m \+ n\)"),
+    ({"s": float("nan")}, r"^s must be a number in \[0, 1e100\]"),
     ({"M": float("nan")}, r"^M must be a finite number > 1; got nan$"), ({"M": 1}, r"^M must be"),
     ({"b": -1}, r"^b must be a finite number > 0; got -1$")])
 def test_a_shape_the_master_flow_cannot_resolve_is_refused(shape, match):
@@ -523,8 +526,10 @@ def test_a_relevant_start_just_below_its_bound_is_shown_below_it():
     1e-12' (three digits); the number shown reads back below the bound."""
     with pytest.raises(ValueError, match=r"must be at least 1e-12") as err:
         crossover_lambda(s=0.5, m=1, n=1e12, R=4)
-    shown = float(str(err.value).rsplit("got ", 1)[1])
+    shown = float(str(err.value).rsplit("a share of ", 1)[1])
     assert shown < 1e-12 and shown == pytest.approx(1 / (1e12 + 1.5), rel=1e-14)
+    bound = float(str(err.value).split("m must be at least ", 1)[1].split(" ", 1)[0])
+    assert bound > 1.0 and bound == pytest.approx(1.0000000000015, rel=1e-14)    # m = 1 reads back below it
 
 
 def test_a_lambda_just_beyond_its_range_is_shown_beyond_it():

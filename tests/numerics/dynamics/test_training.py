@@ -45,3 +45,12 @@ def test_descent_crossings_are_the_first_steps_at_or_below_each_level():
         assert hit["t"] == pytest.approx(k * lr, rel=1e-15, abs=0) and hit["loss"] == gd.loss[k]
         alone = gradient_descent(model, p0, lr, k).params
         assert all(np.array_equal(hit["params"][key], alone[key]) for key in alone)
+
+
+def test_output_times_outside_the_interval_are_refused_with_both():
+    """The message said only "t_eval must lie within t_span": it names both, the interval and the times."""
+    model = AttentionModel("CACO", M=3)
+    p0 = structured_params(model)
+    with pytest.raises(ValueError, match=r"^t_eval must lie within t_span = \(0\.0, 1\.0\); "
+                                         r"got times from 0\.0 to 2\.0$"):
+        gradient_flow(model, p0, t_eval=[0.0, 2.0], t_span=(0.0, 1.0))
