@@ -381,7 +381,9 @@ def time_to_loss(loss, ratio, *, m=5, n=50, b=50, M=20, rtol=1e-11):
         As in :func:`state_at_loss` (broadcast).
     m, n, b, M : float, optional
     rtol : float, optional
-        Relative tolerance of the quadrature, in [``MIN_RTOL``, 1).
+        Relative tolerance of the quadrature, in [``MIN_RTOL``, 1): a panel whose
+        error estimate (:func:`scipy.integrate.quad`'s) exceeds ``rtol`` times its value
+        is integrated again in mpmath at ``-log10(rtol) + 5`` digits.
 
     Returns
     -------
@@ -412,8 +414,9 @@ def time_to_loss(loss, ratio, *, m=5, n=50, b=50, M=20, rtol=1e-11):
             with np.errstate(over="ignore", invalid="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore", IntegrationWarning)     # the result is checked right below
                 val, err = quad(integrand, a, c, epsabs=0.0, epsrel=rtol, limit=200)
-            if not (np.isfinite(val) and err <= 1e3 * rtol * abs(val)):
-                # the integrand overflows doubles near the end (tiny loss): this panel in mpmath
+            if not (np.isfinite(val) and err <= rtol * abs(val)):
+                # the integrand overflows doubles near the end (tiny loss), or quad's error estimate
+                # exceeds rtol: this panel in mpmath
                 val = _panel_mpmath(a, c, r_i, m, n, b, M, rtol)
             total += val
         if not np.isfinite(total):

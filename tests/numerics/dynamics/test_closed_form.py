@@ -347,3 +347,18 @@ def test_mpmath_answers_only_where_the_margin_cancels(monkeypatch):
         L = np.concatenate([np.logspace(-300, -1, 12), logM * np.array([0.3, 0.9]), [logM - 0.05]])
         cf.state_at_loss(L[:, None], np.logspace(-12, 12, 9)[None, :], **kw)
     assert calls == []
+
+
+def test_time_to_loss_keeps_no_panel_whose_error_estimate_exceeds_rtol(monkeypatch):
+    """A panel whose quad error estimate lies between rtol and 1000 rtol was kept as it was (an accuracy up to
+    1000 x the rtol asked for). With quad made to answer every panel 100 rtol off, with an estimate saying so,
+    each panel is integrated again in mpmath: the time is the true one within rtol (1e-9 here)."""
+    import scipy.integrate
+    want = float(time_to_loss(0.5, 3.0, rtol=1e-9))
+    true_quad = scipy.integrate.quad
+
+    def off(f, a, c, **kw):
+        val, _ = true_quad(f, a, c, **kw)
+        return val * (1 + 100 * kw["epsrel"]), 100 * kw["epsrel"] * abs(val)
+    monkeypatch.setattr(scipy.integrate, "quad", off)
+    assert float(time_to_loss(0.5, 3.0, rtol=1e-9)) == pytest.approx(want, rel=1e-9, abs=0)
