@@ -278,7 +278,7 @@ def lowest_initial_loss(st, parameterizations, init, seeds, *, seq_len=None, ini
         for k, seed in enumerate(some):
             with np.errstate(all="ignore"):
                 loss = model.loss(init_matrices(st, model, init, init_scale, seed))
-            if not math.isfinite(loss):      # (scores that overflow: a task's parameter tiny, as b=1e-320)
+            if not math.isfinite(loss):      # (scores that overflow)
                 raise ValueError(f"the initial loss of {p} seed {seed} is {loss}: the scores of task {st.name!r} at "
                                  f"{','.join(f'{k}={v!r}' for k, v in st.params)} overflow; use values nearer 1")
             if best is None or loss < best[1]:

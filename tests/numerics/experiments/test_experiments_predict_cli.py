@@ -45,12 +45,15 @@ def test_bad_input_is_one_line_exit_2_before_any_flow(argv, monkeypatch, capsys)
 def test_a_task_whose_initial_loss_is_not_a_number_is_refused_before_any_flow(task, monkeypatch, capsys):
     """b = 1e-320 (subnormal) overflows the scores: the initial loss is NaN, which every target check passed
     (a prediction of every run not reached, exit 0, or a traceback where another parameterization's loss
-    was 0); refused in one line naming it."""
+    was 0); refused in one line naming b and its range (the score divisor b/gamma a normal float64), as
+    the sampled task is built."""
     _no_flow(monkeypatch)
     assert main(["predict", "--task", task, "--params", "b=1e-320"]) == 2
     out, err = capsys.readouterr()
-    assert out == "" and err == (f"experiments: error: the initial loss of CACO seed 1234 is nan: the scores of "
-                                 f"task {task!r} at b=1e-320 overflow; use values nearer 1\n")
+    assert out == "" and err == (f"experiments: error: --task {task}: task {task!r} cannot be sampled: its score "
+                                 "divisor embedding_scale/gamma must be a normal float64 in [2.22507e-308, "
+                                 "1.79769e+308], i.e. embedding_scale = b in [2.22507e-308, 1.79769e+308]; "
+                                 "got b = 1e-320\n")
 
 
 def test_target_not_below_a_seeds_initial_loss_is_refused(monkeypatch, capsys):
