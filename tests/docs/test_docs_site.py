@@ -21,6 +21,8 @@ into a temporary directory, from scratch. The checks:
 * in the light and in the dark theme, the formulas are text in the colour of the page's text
   (dark on light, light on dark), not images.
 
+One headless Chromium opens every page of the module (``tests/_chromium.py``, over the DevTools protocol).
+
 The examples on the pages, which need no build, are run by ``test_docs.py``.
 """
 from __future__ import annotations
@@ -35,7 +37,6 @@ import io
 import os
 import re
 import shutil
-import subprocess
 import sys
 import threading
 from html.parser import HTMLParser
@@ -49,6 +50,7 @@ DOCS = ROOT / "docs"
 sys.path.insert(0, str(DOCS / "_ext"))
 import qkov_api  # noqa: E402  (the docs' API reference: module discovery)
 import qkov_docs  # noqa: E402  (the docs' own extension: snippet reader)
+from _chromium import Browser, failed_loads  # noqa: E402
 from _docs_build import run_build, sphinx_command  # noqa: E402
 from _docs_conf import cli_parser, docs_conf, module_available  # noqa: E402
 
@@ -401,37 +403,34 @@ def served_site(site):
         yield server
 
 
-def _run_chromium(browser, url, tmp_path, *extra):
-    profile = tmp_path / f"profile-{len(list(tmp_path.iterdir()))}"
-    cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           "--disable-extensions", "--hide-scrollbars", "--enable-logging=stderr", "--v=0",
-           f"--user-data-dir={profile}", "--window-size=1280,1600",
-           "--virtual-time-budget=4000", *extra, url]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+@pytest.fixture(scope="module")
+def chromium(tmp_path_factory):
+    """One headless Chromium for the module's pages (``tests/_chromium.py``); skipped without one."""
+    executable = _chromium()
+    if executable is None:
+        pytest.skip("headless Chromium not found (Debian: apt-get install chromium)")
+    browser = Browser(executable, tmp_path_factory.mktemp("chromium-profile"))
+    yield browser
+    browser.close()
 
 
 def browser_problems(browser, server, root: Path, page: str, tmp_path: Path, min_math: int,
                      theme: bool = True) -> list[str]:
-    """Open ``page`` in headless Chromium; return what is wrong with its rendering (empty: fine).
-
-    One Chromium run takes the screenshot and dumps the DOM after scripts ran."""
+    """Open ``page`` in the headless Chromium ``browser`` (:class:`_chromium.Browser`); return what is wrong
+    with its rendering (empty: fine). The screenshot and the DOM are taken once its formulas are typeset."""
     from PIL import Image, ImageStat
     problems = []
     tmp_path.mkdir(parents=True, exist_ok=True)
     first_request = len(server.requests)
     shot = tmp_path / "page.png"
-    proc = _run_chromium(browser, f"{server.base}/{page}", tmp_path, f"--screenshot={shot}",
-                         "--dump-dom")
-    if not shot.is_file():
-        return [f"no screenshot from chromium: {proc.stderr[-2000:]}"]
+    png, dom, events = browser.open(f"{server.base}/{page}")
+    shot.write_bytes(png)
     with Image.open(shot) as img:
         gray = img.convert("L")
         if img.size != (1280, 1600):
             problems.append(f"screenshot size {img.size}")
         if ImageStat.Stat(gray).stddev[0] < 10 or len(gray.getcolors(1 << 16) or ()) <= 16:
             problems.append("the screenshot is blank")
-    dom = proc.stdout
     if theme and not ("<article" in dom and "bd-article" in dom):
         problems.append("the theme's article did not render")
     math = re.findall(r"<mjx-container\b", dom)
@@ -457,8 +456,7 @@ def browser_problems(browser, server, root: Path, page: str, tmp_path: Path, min
     requests = server.requests[first_request:]
     problems += [f"request failed: {p} ({code})" for p, code in requests
                  if isinstance(code, int) and code >= 400 and not p.endswith("favicon.ico")]
-    problems += [line for line in proc.stderr.splitlines()
-                 if "Failed to load resource" in line or "net::ERR_" in line]
+    problems += failed_loads(events)
     if min_math and not any("/_static/mathjax/output/chtml/fonts/" in p for p, _ in requests):
         problems.append("MathJax's fonts were not loaded from the site's _static/mathjax")
     return problems
@@ -482,19 +480,13 @@ BROWSER_PAGES_DEFAULT = ("index.html", "theory.html",
 
 @pytest.mark.parametrize("page", [pytest.param(page, marks=() if page in BROWSER_PAGES_DEFAULT else pytest.mark.slow)
                                   for page in BROWSER_PAGES])
-def test_pages_render_in_chromium(page, served_site, tmp_path, site):
-    browser = _chromium()
-    if browser is None:
-        pytest.skip("headless Chromium not found (Debian: apt-get install chromium)")
-    problems = browser_problems(browser, served_site, site.html, page, tmp_path, BROWSER_PAGES[page])
+def test_pages_render_in_chromium(page, served_site, tmp_path, site, chromium):
+    problems = browser_problems(chromium, served_site, site.html, page, tmp_path, BROWSER_PAGES[page])
     assert not problems, f"{page}: {problems}"
 
 
-def test_browser_check_detects_broken_pages(tmp_path):
+def test_browser_check_detects_broken_pages(tmp_path, chromium):
     """The browser check fails on a blank page and on a page with a missing image and style."""
-    browser = _chromium()
-    if browser is None:
-        pytest.skip("headless Chromium not found (Debian: apt-get install chromium)")
     root = tmp_path / "site"
     root.mkdir()
     (root / "blank.html").write_text("<html><body></body></html>")
@@ -504,8 +496,8 @@ def test_browser_check_detects_broken_pages(tmp_path):
         + "<h1>Broken</h1><p>text</p>" * 40
         + r'<span class="math">\(a + b\)</span></body></html>')
     with _Server(root) as server:
-        blank = browser_problems(browser, server, root, "blank.html", tmp_path / "a", 0, theme=False)
-        broken = browser_problems(browser, server, root, "broken.html", tmp_path / "b", 1, theme=False)
+        blank = browser_problems(chromium, server, root, "blank.html", tmp_path / "a", 0, theme=False)
+        broken = browser_problems(chromium, server, root, "broken.html", tmp_path / "b", 1, theme=False)
     assert "the screenshot is blank" in blank
     assert any("gone.css" in p for p in broken) and any("gone.js" in p for p in broken)
     assert any(p.startswith("request failed") for p in broken)
@@ -555,20 +547,17 @@ def _themed_copy(site_root: Path, page: str, mode: str, root: Path) -> Path:
 
 @pytest.mark.parametrize("page", ["theory.html", "attention.html"])
 @pytest.mark.parametrize("mode", ["light", "dark"])
-def test_formulas_are_text_in_the_theme_colour(mode, page, site, tmp_path):
+def test_formulas_are_text_in_the_theme_colour(mode, page, site, tmp_path, chromium):
     """The formulas of the derivation page and of "Where attention goes" are MathJax text whose glyphs in
     the article have the colour of the page's text in both colour modes: dark on a light page, light on a
     dark one (no images; a formula in the page's table of contents has its link's colour)."""
     import html as html_lib
     import json
-    browser = _chromium()
-    if browser is None:
-        pytest.skip("headless Chromium not found (Debian: apt-get install chromium)")
     copy = _themed_copy(site.html, page, mode, tmp_path / "root")
     with _Server(copy.parent) as server:
-        proc = _run_chromium(browser, f"{server.base}/{copy.name}", tmp_path, "--dump-dom")
-    found = re.search(r'data-qkov-probe="([^"]*)"', proc.stdout)
-    assert found, f"the page did not finish typesetting its formulas: {proc.stderr[-2000:]}"
+        _png, dom, events = chromium.open(f"{server.base}/{copy.name}")
+    found = re.search(r'data-qkov-probe="([^"]*)"', dom)
+    assert found, f"the page did not finish typesetting its formulas: {failed_loads(events)}"
     probe = json.loads(html_lib.unescape(found.group(1)))
     assert probe["theme"] == mode
     assert probe["formulas"] >= BROWSER_PAGES[page] and probe["images"] == 0
