@@ -427,8 +427,8 @@ def train_fig2(config: Fig2Config, seeds, *, progress=None, record_losses=()) ->
         fired, else None), ``status`` (:data:`RUN_STATUSES`: ``"reached"`` when a
         stop rule fired, ``"completed"`` when the schedule ended first,
         ``"diverged"`` when an epoch's training loss was not finite, or its parameters
-        where it stopped: that run stops there, the others go on, their numbers unchanged), ``epoch_loss`` (mean
-        training loss of every epoch trained), ``loss_log`` (mean training loss of
+        were not finite where it stopped: that run stops there, the others go on, their numbers unchanged),
+        ``epoch_loss`` (mean training loss of every epoch trained), ``loss_log`` (mean training loss of
         each block of :data:`LOG_EVERY` epochs; the last may be partial) and
         ``params`` (final parameters, :func:`~numerics.experiments.models.param_shapes`; not finite
         for a diverged run);
