@@ -79,7 +79,7 @@ from derivations.core import authors_setting as _authors
 from ..validation import check_int
 
 __all__ = ["DEFAULT_TASK", "MAX_TICKETS", "MAX_TYPES", "SampledTask", "AUTHORS",
-           "canonical_params", "sampled_task", "task_settings", "expected_counts", "theory_instance"]
+           "canonical_params", "count_values", "sampled_task", "task_settings", "expected_counts", "theory_instance"]
 
 #: The task trained and predicted when none is named: the authors'.
 DEFAULT_TASK = "authors"
@@ -313,9 +313,20 @@ def _build(name: str, params: tuple) -> SampledTask:
     return _from_task(get_task(name), params)
 
 
-def _count_values(task, params: tuple) -> str:
-    """``m = 5, n = 10000000, M = 20``: the values of the parameters that the task's counts and number of token
-    types depend on, the given ``params`` over its defaults, so that a refusal names the values it refuses."""
+def count_values(task, params: tuple) -> str:
+    """``M = 20, m = 5, n = 10000000``: the values of the parameters that the task's counts and number of token
+    types depend on, the given ``params`` over its defaults, so that a refusal names the values it refuses.
+
+    Parameters
+    ----------
+    task : derivations.engine.Task
+    params : tuple
+        ``((name, value), ...)`` given.
+
+    Returns
+    -------
+    str
+    """
     from derivations.core.output import shown_float
 
     names = {str(s) for g in task.groups for e in (g.multiplicity, g.other_multiplicity, g.types)
@@ -329,7 +340,7 @@ def _from_task(task, params: tuple) -> SampledTask:
     name = task.name
     inst = task.instance(values=dict(params) or None)
     K, T, d = inst.M, len(inst.token_names), inst.d
-    refused = f"task {name!r} cannot be sampled at {_count_values(task, params)}"
+    refused = f"task {name!r} cannot be sampled at {count_values(task, params)}"
     if T > MAX_TYPES:
         raise ValueError(f"{refused}: {T} token types, more than {MAX_TYPES}")
     scale = _embedding_scale(inst, name)

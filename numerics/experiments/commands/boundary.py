@@ -169,7 +169,7 @@ def _flow_settings(args, init) -> dict:
     params, targets, (lo, hi) = _common(args, theory.RATIO_RANGE)
     seeds = parse_int("--seeds", args.seeds or "1", 1, MAX_SEEDS)
     scale = None if args.init_scale is None else number("--init-scale", args.init_scale)
-    seq_len = parse_int("--seq-len", seq_len_for(st, args.seq_len), 3, MAX_SEQ_LEN)
+    seq_len = parse_int("--seq-len", seq_len_for(st, args), 3, MAX_SEQ_LEN)
     s = checked(check_settings, params, [lo, hi], targets, seeds, init, seq_len, 0.01, scale, task=args.task,
                 task_params=st.params, flags=_FLAGS)
     return {"task": args.task, "task_params": [list(p) for p in st.params],

@@ -69,7 +69,7 @@ def _config(args):
     return common.checked(
         sgd.Fig2Config, parameterization=args.parameterization,
         lr_qk=number("--lr-qk", args.lr_qk), lr_ov=number("--lr-ov", args.lr_ov),
-        qk_ramp=number("--qk-ramp", args.qk_ramp), seq_len=seq_len_for(st, args.seq_len),
+        qk_ramp=number("--qk-ramp", args.qk_ramp), seq_len=seq_len_for(st, args),
         batch_size=parse_int("--batch-size", args.batch_size, 1),
         epochs=parse_int("--epochs", args.epochs, 1, MAX_SGD_STEPS) if args.epochs is not None else pub["epochs"],
         steps_per_epoch=(parse_int("--steps-per-epoch", args.steps_per_epoch, 1, MAX_SGD_STEPS)

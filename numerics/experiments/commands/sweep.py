@@ -84,7 +84,7 @@ def _settings(args) -> dict:
     return {"parameterizations": common.parse_parameterizations(args.parameterizations),
             "ratios": parse_list("--ratios", args.ratios, lambda t: number("--ratios", t), distinct=True),
             "seeds": parse_int("--seeds", args.seeds, 1, common.MAX_SEEDS), "target_loss": _targets(args.target_loss),
-            "lr_ov": number("--lr-ov", args.lr_ov), "seq_len": seq_len_for(st, args.seq_len),
+            "lr_ov": number("--lr-ov", args.lr_ov), "seq_len": seq_len_for(st, args),
             "batch_size": parse_int("--batch-size", args.batch_size, 1),
             "steps_per_epoch": parse_int("--steps-per-epoch", args.steps_per_epoch, 1, MAX_SGD_STEPS),
             "max_steps": parse_int("--max-steps", args.max_steps, 1, MAX_SGD_STEPS), "init": args.init,

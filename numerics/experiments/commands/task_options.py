@@ -173,13 +173,14 @@ def task_label(settings, source=None) -> str:
     return f"task {name}{where}" + (f", {values}" if values else "")
 
 
-def seq_len_for(st, text) -> int:
+def seq_len_for(st, args) -> int:
     """``--seq-len``: the text given, else the task's own length.
 
     Parameters
     ----------
     st : numerics.experiments.task_sampling.SampledTask
-    text : str or None
+    args : argparse.Namespace
+        With ``seq_len`` (the text of ``--seq-len`` or None), ``task`` and ``params``.
 
     Returns
     -------
@@ -188,10 +189,22 @@ def seq_len_for(st, text) -> int:
     Raises
     ------
     derivations.core.cli.UsageError
-        Not an integer >= 3, or none given for a task without a length of its own.
+        Not an integer >= 3, or none given for a task without a length of its own (the message names the
+        values of its counts and where they come from, :func:`task_message`'s attribution).
     """
-    if text is not None:
-        return parse_int("--seq-len", text, 3)
+    if args.seq_len is not None:
+        return parse_int("--seq-len", args.seq_len, 3)
     if st.own_seq_len is None:
-        raise UsageError(f"--seq-len is required for task {st.name!r} (its total multiplicity is not an integer)")
+        raise UsageError(f"--seq-len is required for task {st.name!r}: its total multiplicity is not an integer "
+                         f"{_counted(st, args)}")
     return st.own_seq_len
+
+
+def _counted(st, args) -> str:
+    """``at M = 20, m = 0.3, n = 50, set by --params m, defaults.M, defaults.n``: the values a task's counts
+    depend on and where they come from."""
+    from derivations.tasks import get_task
+
+    values = task_sampling.count_values(get_task(args.task), st.params)
+    keys = _sources(args.task, values, param_values(args))
+    return f"at {values}" + (f", set by {', '.join(keys)}" if keys else "")

@@ -1,6 +1,7 @@
 """How the experiments' commands name a task in headers (task_label) and read --seq-len (seq_len_for)
 and --params."""
 import json
+from argparse import Namespace
 
 import pytest
 
@@ -19,10 +20,10 @@ def test_a_task_is_named_with_its_file_only_when_read_from_one(tmp_path):
 
 
 def test_seq_len_is_an_integer_of_three_at_least():
-    assert seq_len_for(None, "3") == 3
+    assert seq_len_for(None, Namespace(seq_len="3")) == 3
     for text in ("2", "0", "-1", "3.5", "x"):
         with pytest.raises(UsageError, match="^--seq-len must be an integer"):
-            seq_len_for(None, text)
+            seq_len_for(None, Namespace(seq_len=text))
 
 
 @pytest.mark.parametrize("command", [
@@ -93,3 +94,31 @@ def test_a_value_params_gives_is_named_where_it_is_refused(command, task, params
     o, err = capsys.readouterr()
     assert o == "" and err.count("\n") == 1 and not out.exists()
     assert err.startswith(f"experiments: error: --task {task}: {says}"), err
+
+
+def _paper_file(tmp_path, name, defaults):
+    """The paper task as a file, its task named ``name`` (one name, one task, in a process), with ``defaults``."""
+    from pathlib import Path
+
+    source = Path(__file__).parents[4] / "derivations" / "tasks" / "files" / "paper.toml"
+    file = tmp_path / "p.toml"
+    file.write_text(source.read_text().replace('name = "paper"', f'name = "{name}"') + f"\n[defaults]\n{defaults}\n")
+    return file
+
+
+@pytest.mark.parametrize("command", [*_COMMANDS[:3], ["boundary", "--init", "uniform", "--target-loss", "0.5"]],
+                         ids=lambda c: c[0])
+def test_a_fractional_total_multiplicity_names_the_values_and_their_keys(command, tmp_path, capsys):
+    """``--seq-len is required`` names the counts' values and the key (or --params) that set each."""
+    from numerics.experiments.__main__ import main
+
+    file = _paper_file(tmp_path, "p-m", "m = 0.3\nn = 50")
+    out = tmp_path / "out"
+    output = [] if command[0] == "boundary" else ["--output", str(out)]
+    for params, keys in (([], "defaults.m, defaults.n"), (["--params", "m=0.7"], "--params m, defaults.n")):
+        assert main([*command, "--task", str(file), *params, *output]) == 2
+        o, err = capsys.readouterr()
+        value = "0.7" if params else "0.3"
+        assert o == "" and err.count("\n") == 1 and not out.exists()
+        assert err == (f"experiments: error: --seq-len is required for task 'p-m': its total multiplicity is not an "
+                       f"integer at M = 20, m = {value}, n = 50, set by {keys}\n")
