@@ -140,7 +140,7 @@ def processes(n_workers: int, n_jobs: int, address) -> int:
     return 1 if address is not None else max(1, min(n_workers, n_jobs))
 
 
-def check_memory(needed: float, command: str, config, held: str) -> None:
+def check_memory(needed: float, command: str, config, held: str, seq_len: str = None) -> None:
     """Refuse, naming the memory and the sizes, settings whose arrays would not fit (before any work).
 
     Parameters
@@ -153,6 +153,9 @@ def check_memory(needed: float, command: str, config, held: str) -> None:
         Its sizes (``seq_len``, ``batch_size``, ``steps_per_epoch``, ``eval_batches``), named by their options.
     held : str
         What is held besides, as the message names it (``"5 alphas"``).
+    seq_len : str, optional
+        How the message names the sequence length (default ``--seq-len N``; a task's own length names
+        where it comes from: :func:`numerics.experiments.commands.task_options.seq_len_name`).
 
     Raises
     ------
@@ -161,7 +164,8 @@ def check_memory(needed: float, command: str, config, held: str) -> None:
     """
     budget = memory_budget()
     if needed > budget:
-        raise UsageError(f"{command} with --seq-len {config.seq_len}, --batch-size {config.batch_size}, "
+        raise UsageError(f"{command} with {seq_len or f'--seq-len {config.seq_len}'}, "
+                         f"--batch-size {config.batch_size}, "
                          f"--steps-per-epoch {config.steps_per_epoch}, --eval-batches {config.eval_batches} "
                          f"and {held} would need about {shown_size(needed)} of memory at once, more than half "
                          f"of this machine's ({shown_size(2 * budget)}); choose smaller sizes")

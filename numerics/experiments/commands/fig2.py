@@ -10,7 +10,7 @@ from derivations.core.vocabulary import PARAMETERIZATIONS
 from .. import task_sampling
 from . import common
 from .common import number
-from .task_options import add_task_arguments, seq_len_for, task_from_args
+from .task_options import add_task_arguments, seq_len_for, seq_len_name, task_from_args
 
 __all__ = ["add_parser", "prepare", "format_fig2"]
 
@@ -108,7 +108,8 @@ def prepare(args):
     stacked = max(map(len, groups))
     at_once = processes(workers, len(groups), args.scheduler)
     check_memory(at_once * fig2_bytes(config, stacked), "fig2", config,
-                        f"{stacked} stacked seeds in each of {at_once} process(es)")
+                 f"{stacked} stacked seeds in each of {at_once} process(es)",
+                 seq_len_name(config.sampled_task, args, config.seq_len))
     run = common.run_options(args, workers)
     # fig2.json of these settings at most (a larger one is of other settings, refused either way)
     limit = jobs_mod.OUTPUT_BASE_BYTES + jobs_mod.output_bytes({"experiment": "fig2", "config": config.to_dict(),

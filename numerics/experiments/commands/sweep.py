@@ -12,7 +12,7 @@ from .. import task_sampling
 from ..stopping import MAX_SGD_STEPS, target_losses
 from . import common
 from .common import number
-from .task_options import add_task_arguments, seq_len_for, task_from_args
+from .task_options import add_task_arguments, seq_len_for, seq_len_name, task_from_args
 
 __all__ = ["add_parser", "prepare", "format_sweep"]
 
@@ -103,7 +103,7 @@ def _jobs(s) -> list:
                           seed_blocks=s.get("seed_blocks"), **options)
 
 
-def _check_memory(s, workers, address) -> None:
+def _check_memory(s, workers, address, args) -> None:
     """Refuse sizes whose arrays would not fit, before a job (or a list of seeds) is built."""
     from .. import sgd
     from .. import sweep as sweep_mod
@@ -119,8 +119,8 @@ def _check_memory(s, workers, address) -> None:
     at_once = processes(workers, len(s["parameterizations"]) * len(blocks), address)
     runs = len(s["ratios"]) * seeds
     check_memory(at_once * fig2_bytes(one, runs), "sweep", one,
-                        f"{runs} stacked runs ({len(s['ratios'])} ratios x {seeds} seeds) in each of "
-                        f"{at_once} process(es)")
+                 f"{runs} stacked runs ({len(s['ratios'])} ratios x {seeds} seeds) in each of "
+                 f"{at_once} process(es)", seq_len_name(one.sampled_task, args, s["seq_len"]))
 
 
 #: Random starts above which the target check may show a progress bar (if it takes over a second).
@@ -279,7 +279,7 @@ def prepare(args):
         raise UsageError("--extend extends a stored sweep: give it with --resume")
     settings = _settings(args)
     workers = common.workers(args)
-    _check_memory(settings, workers, args.scheduler)
+    _check_memory(settings, workers, args.scheduler, args)
     _jobs(settings)
     _check_target(settings, show=not args.quiet)
     run = common.run_options(args, workers)

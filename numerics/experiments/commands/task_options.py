@@ -12,7 +12,8 @@ from derivations.core.cli import UsageError, parse_int, parse_number
 
 from .. import task_sampling
 
-__all__ = ["add_task_arguments", "param_values", "task_from_args", "task_message", "task_label", "seq_len_for"]
+__all__ = ["add_task_arguments", "param_values", "task_from_args", "task_message", "task_label", "seq_len_for",
+           "seq_len_name"]
 
 
 def add_task_arguments(parser, default=task_sampling.DEFAULT_TASK, task_help=None) -> None:
@@ -198,6 +199,27 @@ def seq_len_for(st, args) -> int:
         raise UsageError(f"--seq-len is required for task {st.name!r}: its total multiplicity is not an integer "
                          f"{_counted(st, args)}")
     return st.own_seq_len
+
+
+def seq_len_name(st, args, seq_len) -> str:
+    """How a message names the sequence length: ``--seq-len 64`` when given, else the task's own length
+    and the values (and their ``--params`` or task-file keys) it comes from.
+
+    Parameters
+    ----------
+    st : numerics.experiments.task_sampling.SampledTask
+    args : argparse.Namespace
+        With ``seq_len``, ``task`` and ``params``.
+    seq_len : int
+
+    Returns
+    -------
+    str
+    """
+    if args.seq_len is not None:
+        return f"--seq-len {seq_len}"
+    return (f"the sequence length {seq_len} of task {st.name!r} (no --seq-len: its total multiplicity + 2"
+            f"{' ' + _counted(st, args) if st.engine_state else ''})")
 
 
 def _counted(st, args) -> str:

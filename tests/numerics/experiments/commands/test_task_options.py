@@ -122,3 +122,22 @@ def test_a_fractional_total_multiplicity_names_the_values_and_their_keys(command
         assert o == "" and err.count("\n") == 1 and not out.exists()
         assert err == (f"experiments: error: --seq-len is required for task 'p-m': its total multiplicity is not an "
                        f"integer at M = 20, m = {value}, n = 50, set by {keys}\n")
+
+
+@pytest.mark.parametrize("command", _COMMANDS[::2], ids=lambda c: c[0])
+def test_a_sequence_length_too_big_for_memory_names_the_keys_it_comes_from(command, tmp_path, capsys, monkeypatch):
+    """Without --seq-len the memory check names the task's own length and the defaults it comes from,
+    not an option never typed; with --seq-len, the option."""
+    from numerics.experiments import memory
+    from numerics.experiments.__main__ import main
+
+    monkeypatch.setattr(memory, "memory_budget", lambda: 1 << 30)
+    file = _paper_file(tmp_path, "p-n", "n = 3e5")
+    out = tmp_path / "out"
+    assert main([*command, "--task", str(file), "--output", str(out)]) == 2
+    o, err = capsys.readouterr()
+    assert o == "" and err.count("\n") == 1 and not out.exists() and "--seq-len 300007" not in err
+    assert (f"experiments: error: {command[0]} with the sequence length 300007 of task 'p-n' (no --seq-len: its total "
+            f"multiplicity + 2 at M = 20, m = 5, n = 300000, set by defaults.n), --batch-size ") in err
+    assert main([*command, "--task", str(file), "--seq-len", "300007", "--output", str(out)]) == 2
+    assert f"error: {command[0]} with --seq-len 300007, --batch-size" in capsys.readouterr().err
