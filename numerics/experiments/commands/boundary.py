@@ -28,7 +28,7 @@ from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from ..stopping import target_losses
 from .common import checked, number, parse_parameterizations
-from .task_options import add_task_arguments, param_values, seq_len_for, task_from_args, task_message
+from .task_options import add_task_arguments, param_values, seq_len_for, set_by, task_from_args, task_message
 
 __all__ = ["add_parser", "prepare"]
 
@@ -131,15 +131,16 @@ def _zero_settings(args) -> dict:
             from numerics.validation import shown_number
             raise UsageError(f"--target-loss must be in (0, log M = {shown_number(top)}); got {shown_number(loss)}")
     checked(target_losses, targets)
-    _check_lambda_window(shape, targets, lo, hi)
+    _check_lambda_window(shape, targets, lo, hi, set_by(args.task, f"M = {shape['M']:g}, b = {shape['b']:g}", values))
     return {"task": args.task, "shape": shape, "parameterizations": params,
             "target_losses": targets, "init": "zero", "ratio_range": [lo, hi]}
 
 
-def _check_lambda_window(shape, targets, lo, hi) -> None:
+def _check_lambda_window(shape, targets, lo, hi, values) -> None:
     """Refuse a ratio range whose Lambda leaves double precision or exceeds
     :data:`~numerics.dynamics.crossover.LAMBDA_MAX`: the rule of
-    :func:`numerics.dynamics.crossover.boundary`, which refuses it inside the window and outside."""
+    :func:`numerics.dynamics.crossover.boundary`, which refuses it inside the window and outside; the message
+    names ``values`` (``M = 20, b = 1e-300, set by --params b``) and the range of b that ``hi`` allows."""
     import numpy as np
 
     from numerics.dynamics.crossover import LAMBDA_MAX, lambda_of_ratio
@@ -153,10 +154,14 @@ def _check_lambda_window(shape, targets, lo, hi) -> None:
         top = np.inf
     if not top <= LAMBDA_MAX:
         from numerics.validation import shown_number
+        try:                                             # Lambda is 1/b times its value at b = 1
+            b_least = float(np.max(lambda_of_ratio(hi / LAMBDA_MAX, targets, shape["M"], 1.0)))
+            least = f" or b >= {shown_number(b_least)}"
+        except ValueError:
+            least = ""
         raise UsageError(f"--ratio-range up to {shown_number(hi)} gives Lambda = r (M-1) l(L)^2 / (M b) up to "
-                         f"{shown_number(top)} at "
-                         f"--target-loss {min(targets):g} (M = {shape['M']:g}, b = {shape['b']:g}), beyond the "
-                         f"{LAMBDA_MAX:g} the master curve is searched to; give a lower HI")
+                         f"{shown_number(top)} at --target-loss {min(targets):g} ({values}), beyond the "
+                         f"{LAMBDA_MAX:g} the master curve is searched to; give a lower HI{least}")
 
 
 def _flow_settings(args, init) -> dict:

@@ -13,7 +13,7 @@ from derivations.core.cli import UsageError, parse_int, parse_number
 from .. import task_sampling
 
 __all__ = ["add_task_arguments", "param_values", "task_from_args", "task_message", "task_label", "seq_len_for",
-           "seq_len_name"]
+           "seq_len_name", "set_by"]
 
 
 def add_task_arguments(parser, default=task_sampling.DEFAULT_TASK, task_help=None) -> None:
@@ -227,6 +227,25 @@ def _counted(st, args) -> str:
     depend on and where they come from."""
     from derivations.tasks import get_task
 
-    values = task_sampling.count_values(get_task(args.task), st.params)
-    keys = _sources(args.task, values, param_values(args))
-    return f"at {values}" + (f", set by {', '.join(keys)}" if keys else "")
+    return "at " + set_by(args.task, task_sampling.count_values(get_task(args.task), st.params), param_values(args))
+
+
+def set_by(task, values, given=()) -> str:
+    """``M = 20, b = 1e-300, set by --params b, defaults.M``: the parameters' values ``values`` followed by where
+    they come from, ``--params`` or the task file's keys (the attribution of :func:`task_message`).
+
+    Parameters
+    ----------
+    task : str
+        What ``--task`` named.
+    values : str
+        ``name = value, ...``.
+    given : iterable of str, optional
+        The parameters ``--params`` gives.
+
+    Returns
+    -------
+    str
+    """
+    keys = _sources(task, values, given)
+    return values + (f", set by {', '.join(keys)}" if keys else "")

@@ -202,3 +202,21 @@ def test_a_lambda_just_beyond_the_master_flows_range_is_shown_beyond_it(capsys):
     err = capsys.readouterr().err
     shown = float(err.split("(M b) up to ")[1].split()[0])
     assert err.count("\n") == 1 and 1e14 < shown == pytest.approx(1.00008351861e14, rel=1e-11), err
+
+
+def test_a_lambda_beyond_the_range_names_where_b_comes_from_and_its_least_value(tmp_path, capsys):
+    """b = 1e-300 puts Lambda beyond 1e14 at the default --ratio-range (up to 1e6): the line names --params b
+    or the file's defaults.b and the least b that range allows, which is then accepted (it named neither)."""
+    source = ROOT / "derivations" / "tasks" / "files" / "query-in-context.toml"
+    file = tmp_path / "qb.toml"
+    text = source.read_text().replace('name = "query-in-context"', 'name = "qb"')
+    file.write_text(text + "\n[defaults]\nb = 1e-300\n")
+    for task, says in ((["--params", "b=1e-300"], "(M = 20, b = 1e-300, set by --params b)"),
+                       (["--task", str(file)], "(M = 20, b = 1e-300, set by defaults.b)")):
+        assert main(["boundary", *task, "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and says in err, err
+        least = err.rstrip().rpartition("give a lower HI or b >= ")[2]
+        assert float(least) == pytest.approx(2.56544924432689e-07, rel=1e-12), err
+    assert main(["boundary", "--params", f"b={least}", "--quiet", "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["records"]) == 1
