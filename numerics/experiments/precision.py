@@ -62,7 +62,7 @@ def step_arrays(params: dict, rates: tuple, dtype: str):
     return params, rates
 
 
-def check_rates(lr_qk, lr_ov, qk_ramp, score_divisor, dtype: str, qk_name: str = "lr_qk") -> None:
+def check_rates(lr_qk, lr_ov, qk_ramp, score_divisor, dtype: str, qk_name: str = "lr_qk", divisor=None) -> None:
     """Refuse learning rates the step cannot hold in ``dtype``: each rate, the largest QK rate
     ``lr_qk max(1, qk_ramp)`` and the factor ``lr_qk max(1, qk_ramp) / (lr_ov score_divisor)`` by which
     the step scales the OV step's gradient into the QK step
@@ -78,6 +78,9 @@ def check_rates(lr_qk, lr_ov, qk_ramp, score_divisor, dtype: str, qk_name: str =
     dtype : {"float64", "float32"}
     qk_name : str, optional
         How the message names ``lr_qk`` (default ``"lr_qk"``).
+    divisor : tuple, optional
+        ``(expression, gamma)`` of :func:`numerics.experiments.task_sampling.divisor_parameter`: a factor
+        refused is then named as the value of ``expression`` (``b = 1e-40``) and its range at these rates.
 
     Raises
     ------
@@ -97,7 +100,13 @@ def check_rates(lr_qk, lr_ov, qk_ramp, score_divisor, dtype: str, qk_name: str =
                         (f"{qk_name} x max(1, qk_ramp) / lr_ov / {score_divisor:.6g} (the QK step's factor)",
                          top / below if below else math.inf)):
         if not tiny <= value <= most:
-            raise ValueError(f"{name} must be in [{tiny:g}, {most:g}] for the {dtype} step; got {value!r}")
+            rule = f"{name} must be in [{tiny:g}, {most:g}] for the {dtype} step"
+            if divisor is not None and name.endswith("(the QK step's factor)"):
+                expression, gamma = divisor
+                least = top / lr_ov * gamma                     # the expression's value at the factor 1
+                raise ValueError(f"{expression} = {score_divisor * gamma:g} must be in [{least / most:g}, "
+                                 f"{least / tiny:g}] at these rates: {rule}; got {value!r}")
+            raise ValueError(f"{rule}; got {value!r}")
 
 
 def _params64(params):

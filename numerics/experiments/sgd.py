@@ -127,7 +127,9 @@ class Fig2Config:
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
         self._check_task()
-        precision.check_rates(self.lr_qk, self.lr_ov, self.qk_ramp, self.sampled_task.score_divisor, self.dtype)
+        st = self.sampled_task
+        precision.check_rates(self.lr_qk, self.lr_ov, self.qk_ramp, st.score_divisor, self.dtype,
+                              divisor=task_sampling.divisor_parameter(st))
 
     def _check_task(self):
         st = task_sampling.sampled_task(self.task, self.task_params)   # ValueError if it cannot be sampled

@@ -63,7 +63,7 @@ from derivations.core.atomic_file import atomic_write_text
 from derivations.core.vocabulary import SHARES, check_positive
 
 from ..validation import check_int
-from . import precision, sgd
+from . import precision, sgd, task_sampling
 from .jobs import OUTPUT_BASE_BYTES, SWEEP_ROW_KEYS, output_bytes
 from .proxies import PROXIES
 from .settings import whole_number
@@ -146,8 +146,9 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_step
                              eval_batches=eval_batches, target_loss=targets[-1], max_steps=max_steps,
                              task=task, task_params=task_params, dtype=dtype)
         for r in ratios:                # each run's rates (jobs.sweep_job), before any work
-            precision.check_rates(r * lr_ov, lr_ov, 1.0, cfg.sampled_task.score_divisor, dtype,
-                                  qk_name=f"ratio {r!r} x lr_ov")
+            st = cfg.sampled_task
+            precision.check_rates(r * lr_ov, lr_ov, 1.0, st.score_divisor, dtype, qk_name=f"ratio {r!r} x lr_ov",
+                                  divisor=task_sampling.divisor_parameter(st))
         config = cfg.to_dict()
         for block in blocks:
             job = {"experiment": "sweep", "ratios": ratios, "config": copy.deepcopy(config), "seeds": block}

@@ -79,7 +79,8 @@ from derivations.core import authors_setting as _authors
 from ..validation import check_int
 
 __all__ = ["DEFAULT_TASK", "MAX_TICKETS", "MAX_TYPES", "SampledTask", "AUTHORS",
-           "canonical_params", "count_values", "sampled_task", "task_settings", "expected_counts", "theory_instance"]
+           "canonical_params", "count_values", "divisor_parameter", "sampled_task", "task_settings",
+           "expected_counts", "theory_instance"]
 
 #: The task trained and predicted when none is named: the authors'.
 DEFAULT_TASK = "authors"
@@ -357,6 +358,26 @@ def _from_task(task, params: tuple) -> SampledTask:
                  query_in_context=bool(task.query_in_context),
                  own_seq_len=int(total) + 2 if total.denominator == 1 else None,
                  token_names=tuple(inst.token_names), engine_state=True, key=task_key(task))
+
+
+def divisor_parameter(st: SampledTask):
+    """``(expression, gamma)``: the task's embedding scale (``"b"``), of which the score divisor is
+    ``expression / gamma``, so that a refusal of the divisor names the parameters it comes from; None for a
+    task whose embedding scale is a number (the authors' among them).
+
+    Parameters
+    ----------
+    st : SampledTask
+
+    Returns
+    -------
+    tuple or None
+    """
+    from derivations.tasks import get_task
+
+    expression = get_task(st.key).embedding_scale if st.engine_state else None
+    return None if expression is None or not getattr(expression, "free_symbols", ()) else (
+        str(expression), st.score_scale)
 
 
 def sampled_task(name=DEFAULT_TASK, params=()) -> SampledTask:

@@ -340,7 +340,7 @@ def flag_message(exc, flags) -> str:
     return flags[name] + text[len(name):] if name in flags else text
 
 
-def checked(call, *args, flags=None, **kwargs):
+def checked(call, *args, flags=None, task_source=None, **kwargs):
     """``call(*args, **kwargs)``, its ValueError as a :class:`~derivations.core.cli.UsageError` naming the option.
 
     Parameters
@@ -353,6 +353,9 @@ def checked(call, *args, flags=None, **kwargs):
     flags : dict, optional
         ``{name: option}`` for a message that starts with a parameter's name (:func:`flag_message`);
         default: every internal field name in the message becomes its option (:func:`option_message`).
+    task_source : argparse.Namespace, optional
+        The command line of a command with ``--task``/``--params``: a message about the task's parameter values
+        names where each comes from (:func:`~numerics.experiments.commands.task_options.attributed`).
 
     Returns
     -------
@@ -367,7 +370,11 @@ def checked(call, *args, flags=None, **kwargs):
     try:
         return call(*args, **kwargs)
     except ValueError as exc:
-        raise UsageError(option_message(exc) if flags is None else flag_message(exc, flags)) from None
+        text = option_message(exc) if flags is None else flag_message(exc, flags)
+        if task_source is not None:
+            from .task_options import attributed, param_values
+            text = attributed(task_source.task, text, param_values(task_source))
+        raise UsageError(text) from None
 
 
 #: The runs reported diverged by the command now running (its exit status is then 3).

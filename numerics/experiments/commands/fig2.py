@@ -75,7 +75,7 @@ def _config(args):
         steps_per_epoch=(parse_int("--steps-per-epoch", args.steps_per_epoch, 1, MAX_SGD_STEPS)
                          if args.steps_per_epoch is not None else pub["steps_per_epoch"]),
         stop=args.stop, init=args.init, eval_batches=parse_int("--eval-batches", args.eval_batches, 1),
-        dtype=args.dtype, task=st.key, task_params=st.params), pub
+        dtype=args.dtype, task=st.key, task_params=st.params, task_source=args), pub
 
 
 def prepare(args):

@@ -93,14 +93,14 @@ def _settings(args) -> dict:
             **({"dtype": args.dtype} if args.dtype != "float64" else {})}
 
 
-def _jobs(s) -> list:
+def _jobs(s, args=None) -> list:
     from .. import sweep as sweep_mod
 
     options = {k: s[k] for k in ("max_steps", "lr_ov", "seq_len", "batch_size", "steps_per_epoch", "init",
                                  "eval_batches", "task", "task_params") if k in s}
     options["dtype"] = s.get("dtype", "float64")
     return common.checked(sweep_mod.sweep_jobs, s["parameterizations"], s["ratios"], s["seeds"], s["target_loss"],
-                          seed_blocks=s.get("seed_blocks"), **options)
+                          seed_blocks=s.get("seed_blocks"), task_source=args, **options)
 
 
 def _check_memory(s, workers, address, args) -> None:
@@ -112,7 +112,8 @@ def _check_memory(s, workers, address, args) -> None:
     one = common.checked(sgd.Fig2Config, parameterization=s["parameterizations"][0], lr_qk=s["lr_ov"],
                         lr_ov=s["lr_ov"], seq_len=s["seq_len"], batch_size=s["batch_size"],
                         steps_per_epoch=s["steps_per_epoch"], epochs=1, eval_batches=s["eval_batches"],
-                        max_steps=s["max_steps"], **{k: s[k] for k in ("task", "task_params") if k in s})
+                        max_steps=s["max_steps"], **{k: s[k] for k in ("task", "task_params") if k in s},
+                        task_source=args)
     # one job per parameterization and block of seeds stacks the block's runs at every ratio
     blocks = sweep_mod.job_seed_blocks(len(s["parameterizations"]), s["seeds"])
     seeds = len(blocks[0])
@@ -280,7 +281,7 @@ def prepare(args):
     settings = _settings(args)
     workers = common.workers(args)
     _check_memory(settings, workers, args.scheduler, args)
-    _jobs(settings)
+    _jobs(settings, args)
     _check_target(settings, show=not args.quiet)
     run = common.run_options(args, workers)
     _check_resume(args)

@@ -13,7 +13,7 @@ from derivations.core.cli import UsageError, parse_int, parse_number
 from .. import task_sampling
 
 __all__ = ["add_task_arguments", "param_values", "task_from_args", "task_message", "task_label", "seq_len_for",
-           "seq_len_name", "set_by"]
+           "seq_len_name", "set_by", "attributed"]
 
 
 def add_task_arguments(parser, default=task_sampling.DEFAULT_TASK, task_help=None) -> None:
@@ -109,9 +109,28 @@ def task_message(task, exc, given=()) -> str:
     str
     """
     text = str(exc)
-    text = text[len(task) + 2:] if text.startswith(f"{task}: ") else text
+    return f"--task {task}: " + attributed(task, text[len(task) + 2:] if text.startswith(f"{task}: ") else text, given)
+
+
+def attributed(task, text, given=()) -> str:
+    """``text`` preceded by where the values of the parameters it is about come from (``--params b: ...``,
+    ``defaults.n: ...``; the rule of :func:`task_message`), or as it is when it is about none.
+
+    Parameters
+    ----------
+    task : str
+        What ``--task`` named.
+    text : str or Exception
+    given : iterable of str, optional
+        The parameters ``--params`` gives.
+
+    Returns
+    -------
+    str
+    """
+    text = str(text)
     keys = _sources(task, text, given)
-    return f"--task {task}: " + (f"{', '.join(keys)}: " if keys else "") + text
+    return (f"{', '.join(keys)}: " if keys else "") + text
 
 
 #: A parameter whose value a message is about: ``n must be``, ``M = 4``, ``= n is`` (not a group's quoted name),

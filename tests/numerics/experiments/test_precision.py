@@ -60,3 +60,32 @@ def test_fig2_with_rates_whose_factor_underflows_is_one_line_exit_2(tmp_path, ca
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "the QK step's factor" in err and "got inf" in err, err
     assert not out.exists()
+
+
+def test_a_factor_refused_is_named_as_the_embedding_scale_and_its_range_at_these_rates():
+    """With the divisor's expression (b, gamma 2: divisor b/2 = 1e-39), the factor 1 / 1e-39 = 1e39 beyond
+    3.4e38 is named as b = 2e-39 and b's range at these rates, [2 / 3.4e38, 2 / 1.18e-38] (4 digits)."""
+    with pytest.raises(ValueError, match=r"^b = 2e-39 must be in \[5\.87747e-39, 1\.70141e\+38\] at these rates: "
+                                         r"lr_qk x max\(1, qk_ramp\) / lr_ov / 1e-39 \(the QK step's factor\)"):
+        check_rates(1.0, 1.0, 1.0, 1e-39, "float32", divisor=("b", 2.0))
+    check_rates(1.0, 1.0, 1.0, 5.88e-39 / 2, "float32", divisor=("b", 2.0))
+
+
+@pytest.mark.parametrize("command", [["fig2"], ["sweep", "--parameterizations", "CACO", "--ratios", "1,10",
+                                                "--seeds", "1", "--target-loss", "0.5"]], ids=lambda c: c[0])
+def test_a_float32_run_refused_for_its_b_names_the_params_or_the_file_key(command, tmp_path, capsys):
+    """``--dtype float32`` with b = 2e-39 (the paper's score divisor is b): the line names --params b, or the task
+    file's defaults.b, and b's range at these rates; it named only "the QK step's factor"."""
+    from pathlib import Path
+
+    from numerics.experiments.__main__ import main
+    source = Path(__file__).parents[3] / "derivations" / "tasks" / "files" / "paper.toml"
+    file = tmp_path / "pb.toml"
+    file.write_text(source.read_text().replace('name = "paper"', 'name = "pb"') + "\n[defaults]\nb = 2e-39\n")
+    out = tmp_path / "out"
+    for task, says in ((["--task", "paper", "--params", "b=2e-39"], "--params b: "), (["--task", str(file)],
+                                                                                    "defaults.b: ")):
+        assert main([*command, *task, "--dtype", "float32", "--output", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and not out.exists(), err
+        assert err.startswith(f"experiments: error: {says}b = 2e-39 must be in [2.93874e-39, "), err
