@@ -90,7 +90,7 @@ def check_rates(lr_qk, lr_ov, qk_ramp, score_divisor, dtype: str, qk_name: str =
     >>> check_rates(1.0, 1e-40, 1.0, 7.07, "float32")
     Traceback (most recent call last):
     ...
-    ValueError: lr_ov must be in [1.17549e-38, 3.40282e+38] for the float32 step; got 1e-40
+    ValueError: lr_ov must be in [1.1754943508222875e-38, 3.4028234663852886e+38] for the float32 step; got 1e-40
     """
     info = np.finfo(dtype)
     tiny, most = float(info.tiny), float(info.max)      # compared as floats: no cast of the value
@@ -100,12 +100,12 @@ def check_rates(lr_qk, lr_ov, qk_ramp, score_divisor, dtype: str, qk_name: str =
                         (f"{qk_name} x max(1, qk_ramp) / lr_ov / {score_divisor:.6g} (the QK step's factor)",
                          top / below if below else math.inf)):
         if not tiny <= value <= most:
-            rule = f"{name} must be in [{tiny:g}, {most:g}] for the {dtype} step"
+            rule = f"{name} must be in [{tiny!r}, {most!r}] for the {dtype} step"
             if divisor is not None and name.endswith("(the QK step's factor)"):
                 expression, gamma = divisor
                 least = top / lr_ov * gamma                     # the expression's value at the factor 1
-                raise ValueError(f"{expression} = {score_divisor * gamma:g} must be in [{least / most:g}, "
-                                 f"{least / tiny:g}] at these rates: {rule}; got {value!r}")
+                raise ValueError(f"{expression} = {score_divisor * gamma:g} must be in [{least / most!r}, "
+                                 f"{least / tiny!r}] at these rates: {rule}; got {value!r}")
             raise ValueError(f"{rule}; got {value!r}")
 
 

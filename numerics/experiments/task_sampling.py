@@ -265,8 +265,8 @@ def _score_divisor(task, gamma, scale) -> float:
     divisor = 1.0 / (gamma * scale * scale)
     if not _TINY <= divisor <= _HUGE:
         raise ValueError(f"task {task.name!r} cannot be sampled: its score divisor embedding_scale/gamma must be a "
-                         f"normal float64 in [{_TINY:g}, {_HUGE:g}], i.e. embedding_scale = {task.embedding_scale} "
-                         f"in [{_TINY * gamma:g}, {_HUGE * gamma:g}]; got {task.embedding_scale} = "
+                         f"normal float64 in [{_TINY!r}, {_HUGE!r}], i.e. embedding_scale = {task.embedding_scale} "
+                         f"in [{_TINY * gamma!r}, {_HUGE * gamma!r}]; got {task.embedding_scale} = "
                          f"{1.0 / scale / scale!r}")
     return divisor
 

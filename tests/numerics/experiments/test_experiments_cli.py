@@ -225,7 +225,8 @@ BAD = [
     (["sweep", "--parameterizations", "CACO", "--ratios", "1,3,1.0", "--seeds", "1", "--target-loss", "0.1",
       "--output", "OUT"], "--ratios names 1.0 twice"),                  # not run once with the duplicate dropped
     (["sweep", "--parameterizations", "CACO", "--ratios", "1e308", "--lr-ov", "10", "--seeds", "1",
-      "--target-loss", "0.1", "--output", "OUT"], "--ratios 1e+308 x --lr-ov must be in [2.22507e-308, 1.79769e+308]"),
+      "--target-loss", "0.1", "--output", "OUT"], "--ratios 1e+308 x --lr-ov must be in "
+      "[2.2250738585072014e-308, 1.7976931348623157e+308]"),
     (["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1", "--target-loss", "-1",
       "--output", "OUT"], "--target-loss"),
     (["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "two", "--target-loss", "0.1",

@@ -50,10 +50,10 @@ def test_a_task_whose_initial_loss_is_not_a_number_is_refused_before_any_flow(ta
     _no_flow(monkeypatch)
     assert main(["predict", "--task", task, "--params", "b=1e-320"]) == 2
     out, err = capsys.readouterr()
-    assert out == "" and err == (f"experiments: error: --task {task}: --params b: task {task!r} cannot be sampled: its score "
-                                 "divisor embedding_scale/gamma must be a normal float64 in [2.22507e-308, "
-                                 "1.79769e+308], i.e. embedding_scale = b in [2.22507e-308, 1.79769e+308]; "
-                                 "got b = 1e-320\n")
+    assert out == "" and err == (f"experiments: error: --task {task}: --params b: task {task!r} cannot be sampled: "
+                                 "its score divisor embedding_scale/gamma must be a normal float64 in "
+                                 "[2.2250738585072014e-308, 1.7976931348623157e+308], i.e. embedding_scale = b in "
+                                 "[2.2250738585072014e-308, 1.7976931348623157e+308]; got b = 1e-320\n")
 
 
 def test_target_not_below_a_seeds_initial_loss_is_refused(monkeypatch, capsys):

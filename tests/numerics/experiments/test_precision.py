@@ -46,7 +46,8 @@ def test_a_factor_whose_denominator_underflows_to_zero_is_refused_as_too_large()
     """lr_ov x score_divisor = 1e-30 x 1e-300 = 1e-330 rounds to 0 in float64: the QK step's factor is
     1 / 1e-330 = 1e330, beyond float64's 1.8e308, refused as such (was a ZeroDivisionError)."""
     with pytest.raises(ValueError, match=r"^lr_qk x max\(1, qk_ramp\) / lr_ov / 1e-300 \(the QK step's factor\) "
-                                         r"must be in \[2.22507e-308, 1.79769e\+308\] for the float64 step; got inf$"):
+                                         r"must be in \[2\.2250738585072014e-308, 1\.7976931348623157e\+308\] "
+                                         r"for the float64 step; got inf$"):
         check_rates(1.0, 1e-30, 1.0, 1e-300, "float64")
 
 
@@ -64,8 +65,10 @@ def test_fig2_with_rates_whose_factor_underflows_is_one_line_exit_2(tmp_path, ca
 
 def test_a_factor_refused_is_named_as_the_embedding_scale_and_its_range_at_these_rates():
     """With the divisor's expression (b, gamma 2: divisor b/2 = 1e-39), the factor 1 / 1e-39 = 1e39 beyond
-    3.4e38 is named as b = 2e-39 and b's range at these rates, [2 / 3.4e38, 2 / 1.18e-38] (4 digits)."""
-    with pytest.raises(ValueError, match=r"^b = 2e-39 must be in \[5\.87747e-39, 1\.70141e\+38\] at these rates: "
+    3.4e38 is named as b = 2e-39 and b's range at these rates, [2 / 3.4e38, 2 / 1.18e-38], each end shown in full
+    (the shortest text that reads back as it)."""
+    with pytest.raises(ValueError, match=r"^b = 2e-39 must be in \[5\.877472104436075e-39, 1\.7014118346046923e\+38\] "
+                                         r"at these rates: "
                                          r"lr_qk x max\(1, qk_ramp\) / lr_ov / 1e-39 \(the QK step's factor\)"):
         check_rates(1.0, 1.0, 1.0, 1e-39, "float32", divisor=("b", 2.0))
     check_rates(1.0, 1.0, 1.0, 5.88e-39 / 2, "float32", divisor=("b", 2.0))
@@ -88,4 +91,4 @@ def test_a_float32_run_refused_for_its_b_names_the_params_or_the_file_key(comman
         assert main([*command, *task, "--dtype", "float32", "--output", str(out)]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and not out.exists(), err
-        assert err.startswith(f"experiments: error: {says}b = 2e-39 must be in [2.93874e-39, "), err
+        assert err.startswith(f"experiments: error: {says}b = 2e-39 must be in [2.938736052218037e-39, "), err
