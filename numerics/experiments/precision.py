@@ -78,9 +78,10 @@ def check_rates(lr_qk, lr_ov, qk_ramp, score_divisor, dtype: str, qk_name: str =
     dtype : {"float64", "float32"}
     qk_name : str, optional
         How the message names ``lr_qk`` (default ``"lr_qk"``).
-    divisor : tuple, optional
-        ``(expression, gamma)`` of :func:`numerics.experiments.task_sampling.divisor_parameter`: a factor
-        refused is then named as the value of ``expression`` (``b = 1e-40``) and its range at these rates.
+    divisor : callable, optional
+        ``divisor()`` is ``(expression, gamma)`` of :func:`numerics.experiments.task_sampling.divisor_parameter`,
+        or None: a factor refused is then named as the value of ``expression`` (``b = 1e-40``) and its range at
+        these rates. Called only for a refusal (finding the expression reads the task: a task file's, ~1 ms).
 
     Raises
     ------
@@ -101,8 +102,9 @@ def check_rates(lr_qk, lr_ov, qk_ramp, score_divisor, dtype: str, qk_name: str =
                          top / below if below else math.inf)):
         if not tiny <= value <= most:
             rule = f"{name} must be in [{tiny!r}, {most!r}] for the {dtype} step"
-            if divisor is not None and name.endswith("(the QK step's factor)"):
-                expression, gamma = divisor
+            named = divisor() if divisor is not None and name.endswith("(the QK step's factor)") else None
+            if named is not None:
+                expression, gamma = named
                 least = top / lr_ov * gamma                     # the expression's value at the factor 1
                 raise ValueError(f"{expression} = {score_divisor * gamma:g} must be in [{least / most!r}, "
                                  f"{least / tiny!r}] at these rates: {rule}; got {value!r}")

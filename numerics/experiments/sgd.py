@@ -129,7 +129,7 @@ class Fig2Config:
         self._check_task()
         st = self.sampled_task
         precision.check_rates(self.lr_qk, self.lr_ov, self.qk_ramp, st.score_divisor, self.dtype,
-                              divisor=task_sampling.divisor_parameter(st))
+                              divisor=lambda: task_sampling.divisor_parameter(st))
 
     def _check_task(self):
         st = task_sampling.sampled_task(self.task, self.task_params)   # ValueError if it cannot be sampled

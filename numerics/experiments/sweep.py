@@ -145,10 +145,10 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_step
                              steps_per_epoch=steps_per_epoch, stop="none", init=init,
                              eval_batches=eval_batches, target_loss=targets[-1], max_steps=max_steps,
                              task=task, task_params=task_params, dtype=dtype)
+        st = cfg.sampled_task
         for r in ratios:                # each run's rates (jobs.sweep_job), before any work
-            st = cfg.sampled_task
             precision.check_rates(r * lr_ov, lr_ov, 1.0, st.score_divisor, dtype, qk_name=f"ratio {r!r} x lr_ov",
-                                  divisor=task_sampling.divisor_parameter(st))
+                                  divisor=lambda: task_sampling.divisor_parameter(st))
         config = cfg.to_dict()
         for block in blocks:
             job = {"experiment": "sweep", "ratios": ratios, "config": copy.deepcopy(config), "seeds": block}

@@ -70,8 +70,8 @@ def test_a_factor_refused_is_named_as_the_embedding_scale_and_its_range_at_these
     with pytest.raises(ValueError, match=r"^b = 2e-39 must be in \[5\.877472104436075e-39, 1\.7014118346046923e\+38\] "
                                          r"at these rates: "
                                          r"lr_qk x max\(1, qk_ramp\) / lr_ov / 1e-39 \(the QK step's factor\)"):
-        check_rates(1.0, 1.0, 1.0, 1e-39, "float32", divisor=("b", 2.0))
-    check_rates(1.0, 1.0, 1.0, 5.88e-39 / 2, "float32", divisor=("b", 2.0))
+        check_rates(1.0, 1.0, 1.0, 1e-39, "float32", divisor=lambda: ("b", 2.0))
+    check_rates(1.0, 1.0, 1.0, 5.88e-39 / 2, "float32", divisor=lambda: ("b", 2.0))
 
 
 @pytest.mark.parametrize("command", [["fig2"], ["sweep", "--parameterizations", "CACO", "--ratios", "1,10",
