@@ -35,11 +35,6 @@ from derivations.core.vocabulary import check_circuit, check_parameterization
 from .. import _generated
 from .numeric_function import generated_function
 
-#: The public names. The SymPy-side names (``PARAMS``, ``eps``, ``stabilize``,
-#: ``as_log1p``, ``omega_identity`` and the symbols such as ``mu_QK``) are
-#: resolved on first access by the module ``__getattr__`` and kept out of
-#: ``__all__``, so that ``from numerics.functions.lambdified import *`` does not
-#: import SymPy.
 __all__ = [
     "PARAM_NAMES", "alpha_fn", "loss_fn", "loss_of_margin_fn", "reduced_rhs", "reduced_jacobian",
     "first_integral_fn", "first_integral_scale_fn", "line_coordinates_fn", "orbit_fn",
@@ -52,30 +47,6 @@ __all__ = [
 #: Names of the parameters every flow function takes after its state variables.
 PARAM_NAMES = ("m", "n", "b", "M", "eta_QK", "eta_OV", "eta_Q", "eta_K", "eta_O", "eta_V",
                "C_QK", "C_OV")
-#: SymPy-side names, resolved on first access (module ``__getattr__``).
-_SYMPY_NAMES = {
-    "PARAMS": ("derivations.output.numeric_codegen", "PARAMS"),
-    "eps": ("derivations.output.numeric_codegen", "eps"),
-    "x_logp": ("derivations.output.numeric_codegen", "x_logp"),
-    "c_sym": ("derivations.output.numeric_codegen", "c_sym"),
-    "stabilize": ("derivations.output.float_rewrites", "stabilize"),
-    "as_log1p": ("derivations.output.float_rewrites", "as_log1p"),
-    "omega_identity": ("derivations.output.float_rewrites", "omega_identity"),
-}
-
-
-def __getattr__(name):
-    """SymPy objects (``PARAMS``, ``eps``, symbols such as ``mu_QK``, the
-    rewrite helpers), imported only when asked for."""
-    import importlib
-    if name in _SYMPY_NAMES:
-        module, attr = _SYMPY_NAMES[name]
-        return getattr(importlib.import_module(module), attr)
-    if not name.startswith("_"):
-        from derivations.symbolic.symbols import SYMBOLS
-        if name in SYMBOLS:
-            return SYMBOLS[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --------------------------------------------------------------------------
