@@ -196,13 +196,7 @@ def _rhs(lam, s, m, n, R):
     and :math:`Y_r - U = a_q (Y_r - Y_q) + a_o Y_r` (:math:`a_o = n/Z = 1 - a_q - a_r`), not as the
     differences: where one share nears 1 (large :math:`\Lambda`) :math:`Y` and :math:`U` agree to about
     :math:`1/\Lambda`, and their difference in doubles is rounding, which :math:`\Lambda` multiplies."""
-    logw = np.array([math.log(s) if s > 0 else -np.inf, math.log(m), math.log(n) if n > 0 else -np.inf])
-
-    def shares(z):
-        logits = logw + np.array([z[0], z[1], 0.0])
-        top = logits.max()
-        e = np.exp(logits - top)
-        return e / e.sum()
+    shares = _share_function(s, m, n)
 
     def difference(_sigma, z):
         a_q, a_r, _a_o = shares(z)
@@ -216,11 +210,16 @@ def _rhs(lam, s, m, n, R):
     return difference if lam <= DIFFERENCE_MAX else rearranged
 
 
-def _shares(z, s, m, n):
-    logits = np.array([math.log(s) + z[0] if s > 0 else -np.inf, math.log(m) + z[1],
-                       math.log(n) if n > 0 else -np.inf])
-    e = np.exp(logits - logits.max())
-    return e / e.sum()
+def _share_function(s, m, n):
+    r"""``shares(z)``: the shares (self, relevant, other) at the state ``z`` of the master flow, a stable softmax
+    of the logits :math:`(\log s + x_q, \log m + x_r, \log n)`."""
+    logw = np.array([math.log(s) if s > 0 else -np.inf, math.log(m), math.log(n) if n > 0 else -np.inf])
+
+    def shares(z):
+        logits = logw + np.array([z[0], z[1], 0.0])
+        e = np.exp(logits - logits.max())
+        return e / e.sum()
+    return shares
 
 
 @functools.lru_cache(maxsize=4096)
@@ -242,13 +241,14 @@ def _stop(lam, s, m, n, R):
         return (a / (R + 1), a * R / (R + 1), other), (x, x, y, y)
     from scipy.integrate import solve_ivp
     f = _rhs(lam, s, m, n, R)
+    shares = _share_function(s, m, n)
 
     def g(_tau, z):
         d = f(0.0, z)
         return np.divide(d, d[2] + d[3])
 
     def event(tau, z):
-        a = _shares(z, s, m, n)
+        a = shares(z)
         return a[0] * z[2] + a[1] * z[3] - 1.0
     event.terminal, event.direction = True, 1
     # from zero U grows at least at its initial rate (the score gaps ascend U); 100 times the
@@ -260,7 +260,7 @@ def _stop(lam, s, m, n, R):
         raise RuntimeError(f"the master flow (Lambda={lam}, s={s}, m={m}, n={n}, R={R}) did not "
                            f"reach the stopping loss: {run.message}")
     z = run.y_events[0][0]
-    return tuple(_shares(z, s, m, n)), tuple(z)
+    return tuple(shares(z)), tuple(z)
 
 
 def _check_task(s, m, n, R):
