@@ -121,10 +121,6 @@ def sample_fig3_batches(rng: np.random.Generator, n_batches: int, batch_size: in
     return Batch(counts, last, AUTHORS.query[classes], classes)
 
 
-def _tr(a):
-    return a.swapaxes(-1, -2)
-
-
 def fixed_attention_context(counts, alpha):
     r"""Context vector of the fixed-attention model.
 
@@ -221,18 +217,18 @@ def fig3_loss_and_grad(params: dict, context, target, *, grad: bool = True):
     target = np.broadcast_to(np.asarray(target), context.shape[:-1])
     collapsed = "W" in params
     if collapsed:
-        z = np.matmul(context, _tr(params["W"])) + params["b"][..., None, :]
+        z = np.matmul(context, params["W"].mT) + params["b"][..., None, :]
     else:
-        h = np.matmul(context, _tr(params["W_V"])) + params["b_V"][..., None, :]
-        z = np.matmul(h, _tr(params["W_O"])) + params["b_O"][..., None, :]
+        h = np.matmul(context, params["W_V"].mT) + params["b_V"][..., None, :]
+        z = np.matmul(h, params["W_O"].mT) + params["b_O"][..., None, :]
     loss, p = _cross_entropy(z, target, None, grad)
     if not grad:
         return loss, None
     if collapsed:
-        return loss, {"W": np.matmul(_tr(p), context), "b": p.sum(axis=-2)}
+        return loss, {"W": np.matmul(p.mT, context), "b": p.sum(axis=-2)}
     gh = np.matmul(p, params["W_O"])
-    return loss, {"W_V": np.matmul(_tr(gh), context), "b_V": gh.sum(axis=-2),
-                  "W_O": np.matmul(_tr(p), h), "b_O": p.sum(axis=-2)}
+    return loss, {"W_V": np.matmul(gh.mT, context), "b_V": gh.sum(axis=-2),
+                  "W_O": np.matmul(p.mT, h), "b_O": p.sum(axis=-2)}
 
 
 def _fig3_eval(params, rng, c, alphas):

@@ -235,10 +235,6 @@ def init_params(st, parameterization: str, init: str = "authors", rng: np.random
     return out
 
 
-def _tr(a):
-    return a.swapaxes(-1, -2)
-
-
 def _score_table(params, ids):
     r"""Rows ``A[ids, :]`` of the score matrix, ``(..., U, d)``, for the sorted distinct
     query ids ``ids`` (an index array, or a slice when they are consecutive); also, for
@@ -251,9 +247,9 @@ def _score_table(params, ids):
     stored: :math:`A_{ids,:} = (W_Q^\top)_{:,ids}^\top\, W_K^\top`."""
     if "W_QK" in params:
         return params["W_QK"][..., ids, :], None
-    lin_q = _tr(params["W_Q"])[..., :, ids]                                 # (..., d, U)
-    lin_k = np.ascontiguousarray(_tr(params["W_K"]))
-    return np.matmul(_tr(lin_q), lin_k), (lin_q, lin_k)
+    lin_q = params["W_Q"].mT[..., :, ids]                                 # (..., d, U)
+    lin_k = np.ascontiguousarray(params["W_K"].mT)
+    return np.matmul(lin_q.mT, lin_k), (lin_q, lin_k)
 
 
 def _query_slots(query, ids, lead=None):
@@ -347,11 +343,11 @@ def forward(st, params: dict, counts, query) -> dict:
     ids = np.unique(query)
     table, _ = _score_table(params, ids)
     a = _attention(st, table, counts, _query_slots(query, ids, table.shape[:-2]))
-    c = _tr(_context(st, _tr(a)))
+    c = _context(st, a.mT).mT
     if "W_OV" in params:
-        z = np.matmul(c, _tr(params["W_OV"]))
+        z = np.matmul(c, params["W_OV"].mT)
     else:
-        z = np.matmul(np.matmul(c, _tr(params["W_V"])), _tr(params["W_O"]))
+        z = np.matmul(np.matmul(c, params["W_V"].mT), params["W_O"].mT)
     with np.errstate(divide="ignore", invalid="ignore"):
         pos = np.where(counts > 0, a / counts, 0.0)
     return {"attention": a, "position_attention": pos, "logits": z, "log_probs": _log_softmax(z)}
@@ -382,11 +378,11 @@ def _ov_grads(params, grads, gzT, c, hT):
     ``c`` (..., B, d)); returns the gradient of the context ``gcT`` (..., d, B), a fresh array."""
     if hT is None:
         grads["W_OV"] = np.matmul(gzT, c)
-        return np.matmul(_tr(params["W_OV"]), gzT)
-    grads["W_O"] = np.matmul(gzT, np.ascontiguousarray(_tr(hT)))
-    ghT = np.matmul(_tr(params["W_O"]), gzT)
+        return np.matmul(params["W_OV"].mT, gzT)
+    grads["W_O"] = np.matmul(gzT, np.ascontiguousarray(hT.mT))
+    ghT = np.matmul(params["W_O"].mT, gzT)
     grads["W_V"] = np.matmul(ghT, c)
-    return np.matmul(_tr(params["W_V"]), ghT)
+    return np.matmul(params["W_V"].mT, ghT)
 
 
 def _qk_grads(st, grads, gcT, aT, onehot_t, ids, factors, scale, sparse):
@@ -400,7 +396,7 @@ def _qk_grads(st, grads, gcT, aT, onehot_t, ids, factors, scale, sparse):
     gsT -= np.matmul(_ones(adT.dtype, st.d)[1], adT * gsT)   # g_a - a.g_a
     gsT *= adT                                                # delta dL/dA[q, :] per sequence, (..., d, B)
     # dL/dA = E^T gs / delta (E: one-hot queries): only the rows of the distinct queries are non-zero
-    dA_rows = np.matmul(onehot_t.astype(gsT.dtype, copy=False), _tr(gsT))   # (..., U, d)
+    dA_rows = np.matmul(onehot_t.astype(gsT.dtype, copy=False), gsT.mT)   # (..., U, d)
     dA_rows *= scale
     if factors is None:
         grads["W_QK"] = dA_rows
@@ -408,8 +404,8 @@ def _qk_grads(st, grads, gcT, aT, onehot_t, ids, factors, scale, sparse):
         # dW_Q = dA W_K (non-zero in the rows ids only), dW_K = dA^T W_Q = dA_rows^T W_Q[ids, :],
         # as the transposes of W_K^T dA_rows^T and W_Q[ids, :]^T dA_rows
         lin_q, lin_k = factors
-        grads["W_Q"] = _tr(np.matmul(lin_k, _tr(dA_rows)))           # (..., U, d)
-        grads["W_K"] = _tr(np.matmul(lin_q, dA_rows))
+        grads["W_Q"] = np.matmul(lin_k, dA_rows.mT).mT           # (..., U, d)
+        grads["W_K"] = np.matmul(lin_q, dA_rows).mT
     if not sparse:
         qk = "W_QK" if factors is None else "W_Q"
         full = np.zeros(gsT.shape[:-2] + (st.d, st.d), dtype=gsT.dtype)
@@ -476,7 +472,7 @@ def loss_and_grad(st, params: dict, counts, query, target, *, weights=None, grad
     # the output circuit works class-major, on transposed activations (..., T, B): then every
     # product is W @ x, W^T @ x or x @ y, never a right factor read transposed (x @ W^T),
     # which costs BLAS half as much again at these sizes
-    aT = np.ascontiguousarray(_tr(a))
+    aT = np.ascontiguousarray(a.mT)
     cT = _context(st, aT)
     if "W_OV" in params:
         hT = None
@@ -490,7 +486,7 @@ def loss_and_grad(st, params: dict, counts, query, target, *, weights=None, grad
     if not grad:
         return loss, None
     grads = {}
-    gcT = _ov_grads(params, grads, gzT, a if cT is aT else _tr(cT), hT)
+    gcT = _ov_grads(params, grads, gzT, a if cT is aT else cT.mT, hT)
     qk_scale = 1.0 / st.score_divisor if _rates is None else lr_qk / (lr_ov * st.score_divisor)
     _qk_grads(st, grads, gcT, aT, onehot_t, ids, factors, qk_scale, _sparse_qk)
     return loss, {k: grads[k] for k in params}
