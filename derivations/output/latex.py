@@ -50,11 +50,11 @@ from __future__ import annotations
 
 import os
 import re
-from functools import lru_cache
 from pathlib import Path
 
 import sympy as sp
 
+from ..catalog import records, results
 from ..symbolic import symbols as S
 from ..core.cli import OneLineParser, UsageError, usage_error
 from ..core.interrupt import exit_on_interrupt
@@ -85,16 +85,6 @@ def snippet_filename(name: str) -> str:
     return name.replace("/", "_") + ".tex"
 
 
-@lru_cache(maxsize=None)
-def _records():
-    from ..catalog import records
-    return records()
-
-
-def _results():
-    return {name: rec.expr for name, rec in _records().items()}
-
-
 def left_side(name: str):
     """The left-hand side of a result and its relation in LaTeX (``"="`` or
     ``"\\sim"``), from the catalog record; None for a result that is itself an
@@ -115,7 +105,7 @@ def left_side(name: str):
     KeyError
         If no result has that name.
     """
-    rec = _records()[name]
+    rec = records()[name]
     return None if rec.lhs is None else (rec.lhs, RELATION_TEX[rec.relation])
 
 
@@ -137,12 +127,12 @@ def snippet(name: str) -> str:
     ValueError
         If no result has that name (``python -m derivations.catalog`` lists them).
     """
-    if not isinstance(name, str) or name not in _records():
+    if not isinstance(name, str) or name not in records():
         raise ValueError(f"name must be a result's name in derivations.catalog.records() "
-                         f"({len(_records())} results; python -m derivations.catalog lists them); got {name!r}")
+                         f"({len(records())} results; python -m derivations.catalog lists them); got {name!r}")
     lhs = left_side(name)
     lhs, relation = (None, "=") if lhs is None else lhs
-    return "\n".join(equation_lines(f"eq:{name}", _results()[name], lhs, relation)) + "\n"
+    return "\n".join(equation_lines(f"eq:{name}", results()[name], lhs, relation)) + "\n"
 
 
 # --------------------------------------------------------------------------
@@ -153,7 +143,7 @@ def _d(f, x=S.t):
 
 
 def _inline():
-    res = _results()
+    res = results()
     omega = sp.Function("omega")(sp.Symbol("z"))
     d = {str(x): x for e in res.values() for x in e.free_symbols}
     d.update({str(x): x for x in S.SYMBOLS.values()})
@@ -293,7 +283,7 @@ def write(output, tasks=()) -> list[Path]:
     output, created = _prepare(output)
     try:
         files = {output / DOCUMENT_NAME: document(tasks)}
-        for name in sorted(_results()):
+        for name in sorted(results()):
             files[output / SNIPPET_DIR / snippet_filename(name)] = snippet(name)
     except BaseException:          # a task that cannot be derived, Ctrl-C: leave nothing behind
         for directory in created:

@@ -23,6 +23,7 @@ from functools import partial
 
 import sympy as sp
 
+from ..catalog import results
 from ..core.vocabulary import PARAMETERIZATIONS
 from .tex import equation_lines, escape, tex
 
@@ -36,11 +37,6 @@ _PARAM_TEXT = {
 }
 #: ``\label`` of the sections that prose refers to.
 SECTION_LABELS = {"Factorization rescales the learning rate": "sec:factorization"}
-
-
-def _results():
-    from ..catalog import results
-    return results()
 
 
 def _model():
@@ -180,7 +176,7 @@ def _time_course():
 def paper_sections() -> list:
     """``[(title, intro, [block, ...]), ...]``; a block is
     ``("prop", title, label, text, [names])`` or ``("text", text)``."""
-    res = _results()
+    res = results()
     secs = [_model(), _reduced(), _factorization(), _first_integrals(res), _sharpness(), _time_course()]
     covered = {n for _, _, bl in secs for b in bl if b[0] == "prop" for n in b[4]}
     rest = [n for n in res if n not in covered]
