@@ -323,12 +323,15 @@ def _dispatch(func, jobs, keys, pending, workers, dask, finish, report=None) -> 
     and its connection timeout), handing each value to ``finish``; with ``report``, ``func`` gets
     ``progress=`` and its epochs reach ``report(index, n)`` (not on Dask)."""
     scheduler, timeout = dask
-    def collect(index, future):
+    def settle(index, value_of):
         try:
-            value = future.result()
+            value = value_of()
         except Exception as exc:
             raise JobError(index, jobs[index], exc) from exc
         finish(index, value)
+
+    def collect(index, future):
+        settle(index, future.result)
 
     if not pending:
         return
@@ -336,12 +339,8 @@ def _dispatch(func, jobs, keys, pending, workers, dask, finish, report=None) -> 
         run_dask(func, jobs, keys, pending, scheduler, collect, timeout)
     elif workers == 1 or len(pending) == 1:
         for index in pending:
-            try:
-                value = func(jobs[index]) if report is None else func(
-                    jobs[index], progress=lambda n=1, index=index: report(index, n))
-            except Exception as exc:
-                raise JobError(index, jobs[index], exc) from exc
-            finish(index, value)
+            settle(index, lambda: func(jobs[index]) if report is None else func(
+                jobs[index], progress=lambda n=1, index=index: report(index, n)))
     else:
         run_pool(func, jobs, pending, min(workers, len(pending)), collect, report)
 
