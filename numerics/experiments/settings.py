@@ -379,7 +379,7 @@ def different_setting(stored: dict, given: dict):
     return next((key for key in keys if not _same(key, stored, given)), None)
 
 
-def settings_difference(stored: dict, given: dict, *, extend: bool = False):
+def settings_difference(stored: dict, given: dict, *, extend: bool = False, named=None):
     """None when ``given`` may continue the sweep of ``stored`` settings, else one line naming
     the first difference as its option (the task's and its parameters' first: they set defaults
     such as the sequence length). With ``extend``, ``given`` may add parameterizations,
@@ -395,6 +395,12 @@ def settings_difference(stored: dict, given: dict, *, extend: bool = False):
         The command line's.
     extend : bool, optional
         ``--extend``: ``given`` may add parameterizations, ratios or seeds.
+    named : dict, optional
+        ``{key: callable}``: ``named[key](values)`` names the command line's value of ``key`` and where it
+        comes from (a task's own sequence length, a task file's default), in place of its option's value;
+        ``values`` is that value as text; for ``task_params``, the default values of the parameters that
+        ``given`` leaves at their defaults and ``stored`` sets otherwise (``n = 20``), the text then named
+        after the parameters given. Called only for the difference named.
 
     Returns
     -------
@@ -424,9 +430,25 @@ def settings_difference(stored: dict, given: dict, *, extend: bool = False):
                     f"{json.loads(stored[key]).get('name')!r}, which the stored runs used; a changed task file "
                     "is not resumed (give another --output)")
         hint = "; pass --extend to add parameterizations, ratios or seeds" if key in EXTENDABLE and not extend else ""
+        ours = _as_option(key, given.get(key))
+        values = _defaulted_values(given.get("task"), stored.get(key), given.get(key)) if key == "task_params" else ours
+        if key in (named or {}) and values:
+            ours = f"{ours} ({named[key](values)})" if key == "task_params" and given.get(key) else named[key](values)
         return (f"the sweep in this directory was run with {option} {_as_option(key, stored.get(key))}, not "
-                f"{_as_option(key, given.get(key))} (--resume continues it with its own settings{hint})")
+                f"{ours} (--resume continues it with its own settings{hint})")
     return None
+
+
+def _defaulted_values(task, stored, given) -> str:
+    """``m = 5, n = 20``: the default values of the task's parameters that ``given`` leaves at their defaults
+    and ``stored`` sets otherwise."""
+    from derivations.core.output import shown_float
+
+    ours, theirs = _task_values(task, given), _task_values(task, stored)
+    if not (isinstance(ours, dict) and isinstance(theirs, dict)):
+        return ""
+    typed = {p[0] for p in given or () if isinstance(p, list) and p}
+    return ", ".join(f"{k} = {shown_float(v)}" for k, v in ours.items() if k not in typed and theirs.get(k) != v)
 
 
 def continued_settings(stored: dict, given: dict) -> dict:

@@ -174,17 +174,29 @@ def _continue(directory, args, settings):
         raise UsageError(f"--output {str(directory.path)!r} already holds a sweep; pass --resume to continue "
                          "it or choose another directory")
     if stored is not None:
-        difference = settings_difference(stored, settings, extend=args.extend)
+        difference = settings_difference(stored, settings, extend=args.extend, named=_named(args, settings))
         if difference is not None:
             raise UsageError(f"--resume: {difference}")
         settings = continued_settings(stored, settings)
     else:
         settings = {**settings, "seed_blocks": [settings["seeds"]]}
-    jobs = _jobs(settings)
+    jobs = _jobs(settings, args)
     if stored is not None:
         _check_stored_runs(directory, jobs, extend=args.extend)
     directory.write_settings(settings)
     return settings, jobs
+
+
+def _named(args, settings) -> dict:
+    """How a ``--resume`` refusal names the command line's values that the user may not have typed
+    (:func:`~numerics.experiments.settings.settings_difference`): a task's own sequence length, a task's
+    parameters and where each comes from (``--params n``, ``defaults.n``)."""
+    from .task_options import param_values, set_by
+
+    named = {"task_params": lambda values: set_by(args.task, values, param_values(args))}
+    if args.seq_len is None:
+        named["seq_len"] = lambda _: seq_len_name(task_from_args(args), args, settings["seq_len"])
+    return named
 
 
 #: The keys of a sweep job (:func:`numerics.experiments.sweep.sweep_jobs`); a stored job with another is of
