@@ -152,7 +152,8 @@ def _sources(task, text, given):
     except ValueError:
         loaded = None
     typed, keys = [], []
-    about = re.sub(r"\(its parameters: [^)]*\)", "", re.sub(r"'[^']*'", "''", text))   # (not 'qc-m', not a list)
+    # not 'qc-m', not a list of names, not an option's words (--lr-ov, --seq-len: a parameter may be named lr)
+    about = re.sub(r"\(its parameters: [^)]*\)", "", re.sub(r"'[^']*'|--[A-Za-z][\w-]*", "''", text))
     for match in _NAMED.finditer(about):
         name = next(group for group in match.groups() if group)
         if name in given:

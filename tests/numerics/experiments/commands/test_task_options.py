@@ -141,3 +141,31 @@ def test_a_sequence_length_too_big_for_memory_names_the_keys_it_comes_from(comma
             f"multiplicity + 2 at M = 20, m = 5, n = 300000, set by defaults.n), --batch-size ") in err
     assert main([*command, "--task", str(file), "--seq-len", "300007", "--output", str(out)]) == 2
     assert f"error: {command[0]} with --seq-len 300007, --batch-size" in capsys.readouterr().err
+
+
+_SWEEP32 = (["sweep", "--parameterizations", "CACO", "--ratios", "1e-39,1", "--lr-ov", "1", "--seeds", "1",
+             "--target-loss", "0.5"], "--ratios 1e-39 x --lr-ov must be in [1.1754943508222875e-38, ")
+_FIG232 = (["fig2", "--parameterization", "CACO", "--lr-qk", "1e39"], "--lr-qk must be in [1.1754943508222875e-38, ")
+
+
+@pytest.mark.parametrize("name, command, says", [("lr", *_SWEEP32), ("ov", *_SWEEP32), ("ratios", *_SWEEP32),
+                                                 ("lr", *_FIG232), ("qk", *_FIG232)],
+                         ids=["sweep-lr", "sweep-ov", "sweep-ratios", "fig2-lr", "fig2-qk"])
+def test_a_parameter_named_like_an_options_word_is_not_named_for_its_refusal(name, command, says, tmp_path, capsys):
+    """A float32 rate refused names its option alone: a task parameter named as a word of an option
+    (``lr`` of --lr-ov, ``qk`` of --lr-qk) is not where the refused value comes from,
+    whether the task file's [parameters] or --params sets it."""
+    from pathlib import Path
+
+    from numerics.experiments.__main__ import main
+
+    source = Path(__file__).parents[4] / "derivations" / "tasks" / "files" / "paper.toml"
+    file = tmp_path / "p.toml"
+    file.write_text(source.read_text().replace('name = "paper"', f'name = "p-{name}"')
+                    .replace('multiplicity = "n"', f'multiplicity = "{name}"') + f"\n[parameters]\n{name} = 20\n")
+    out = tmp_path / "out"
+    for params in ([], ["--params", f"{name}=20"]):
+        assert main([*command, "--task", str(file), *params, "--dtype", "float32", "--output", str(out)]) == 2
+        o, err = capsys.readouterr()
+        assert o == "" and err.count("\n") == 1 and err.startswith(f"experiments: error: {says}"), err
+        assert not out.exists()
