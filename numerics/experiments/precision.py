@@ -62,7 +62,7 @@ def step_arrays(params: dict, rates: tuple, dtype: str):
     return params, rates
 
 
-def check_rates(lr_qk, lr_ov, qk_ramp, score_divisor, dtype: str, qk_name: str = "lr_qk", divisor=None) -> None:
+def check_rates(lr_qk, lr_ov, qk_ramp, score_divisor, dtype: str, ratio=None, divisor=None) -> None:
     """Refuse learning rates the step cannot hold in ``dtype``: each rate, the largest QK rate
     ``lr_qk max(1, qk_ramp)`` and the factor ``lr_qk max(1, qk_ramp) / (lr_ov score_divisor)`` by which
     the step scales the OV step's gradient into the QK step
@@ -76,8 +76,9 @@ def check_rates(lr_qk, lr_ov, qk_ramp, score_divisor, dtype: str, qk_name: str =
     score_divisor : float
         The sampled task's (:class:`numerics.experiments.task_sampling.SampledTask`).
     dtype : {"float64", "float32"}
-    qk_name : str, optional
-        How the message names ``lr_qk`` (default ``"lr_qk"``).
+    ratio : float, optional
+        ``lr_qk / lr_ov`` of a sweep's run (which has no ramp: ``qk_ramp`` 1): the message then names ``lr_qk``
+        as ``ratio R x lr_ov`` and the factor as ``ratio R / score_divisor``, each setting once.
     divisor : callable, optional
         ``divisor()`` is ``(expression, gamma)`` of :func:`numerics.experiments.task_sampling.divisor_parameter`,
         or None: a factor refused is then named as the value of ``expression`` (``b = 1e-40``) and its range at
@@ -97,9 +98,12 @@ def check_rates(lr_qk, lr_ov, qk_ramp, score_divisor, dtype: str, qk_name: str =
     tiny, most = float(info.tiny), float(info.max)      # compared as floats: no cast of the value
     top = lr_qk * max(1.0, qk_ramp)
     below = lr_ov * score_divisor                       # 0 where it underflows: the factor is then beyond any float
-    for name, value in (("lr_ov", lr_ov), (qk_name, lr_qk), (f"{qk_name} x max(1, qk_ramp)", top),
-                        (f"{qk_name} x max(1, qk_ramp) / lr_ov / {score_divisor:.6g} (the QK step's factor)",
-                         top / below if below else math.inf)):
+    if ratio is None:
+        checks = [("lr_ov", lr_ov), ("lr_qk", lr_qk), ("lr_qk x max(1, qk_ramp)", top)]
+        factor = f"lr_qk x max(1, qk_ramp) / lr_ov / {score_divisor:.6g}"
+    else:
+        checks, factor = [("lr_ov", lr_ov), (f"ratio {ratio!r} x lr_ov", lr_qk)], f"ratio {ratio!r} / {score_divisor:.6g}"
+    for name, value in (*checks, (f"{factor} (the QK step's factor)", top / below if below else math.inf)):
         if not tiny <= value <= most:
             rule = f"{name} must be in [{tiny!r}, {most!r}] for the {dtype} step"
             named = divisor() if divisor is not None and name.endswith("(the QK step's factor)") else None

@@ -147,7 +147,7 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_step
                              task=task, task_params=task_params, dtype=dtype)
         st = cfg.sampled_task
         for r in ratios:                # each run's rates (jobs.sweep_job), before any work
-            precision.check_rates(r * lr_ov, lr_ov, 1.0, st.score_divisor, dtype, qk_name=f"ratio {r!r} x lr_ov",
+            precision.check_rates(r * lr_ov, lr_ov, 1.0, st.score_divisor, dtype, ratio=r,
                                   divisor=lambda: task_sampling.divisor_parameter(st))
         config = cfg.to_dict()
         for block in blocks:

@@ -38,8 +38,8 @@ def test_the_qk_steps_factor_counts_the_score_divisor():
     with pytest.raises(ValueError, match=r"^lr_qk x max\(1, qk_ramp\) / lr_ov / 7\.07 \(the QK step's factor\)"):
         check_rates(2e-38, 1.0, 1.0, DIVISOR, "float32")
     check_rates(2e-38, 1.0, 1.0, 1.0, "float32")
-    with pytest.raises(ValueError, match=r"^--ratio x max\(1, qk_ramp\) / lr_ov / 0\.001 \(the QK step's factor\)"):
-        check_rates(1e36, 1.0, 1.0, 1e-3, "float32", qk_name="--ratio")          # 1e39: overflows
+    with pytest.raises(ValueError, match=r"^ratio 1e\+36 / 0\.001 \(the QK step's factor\) must be in"):
+        check_rates(1e36, 1.0, 1.0, 1e-3, "float32", ratio=1e36)          # 1e39: overflows
 
 
 def test_a_factor_whose_denominator_underflows_to_zero_is_refused_as_too_large():

@@ -49,3 +49,17 @@ def test_a_resume_refusal_names_where_the_command_lines_value_comes_from(stored,
     o, err = capsys.readouterr()
     assert o == "" and err.count("\n") == 1 and f"--resume: the sweep in this directory {says}" in err, err
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+
+
+def test_a_float32_factor_refused_names_each_option_once(tmp_path, capsys):
+    """A sweep's run has lr_qk = ratio x lr_ov and no ramp: its QK step's factor is the ratio over the score
+    divisor, named as such (it read ``--ratios 3e+38 x --lr-ov x max(1, --qk-ramp) / --lr-ov / 0.1``, with
+    --lr-ov twice and --qk-ramp, which sweep has not)."""
+    out = tmp_path / "out"
+    command = [*_SWEEP[:3], "--ratios", "3e38", *_SWEEP[5:]]
+    assert main([*command, "--lr-ov", "1", "--task", "paper", "--params", "b=0.1", "--dtype",
+                 "float32", "--output", str(out)]) == 2
+    o, err = capsys.readouterr()
+    assert o == "" and err.count("\n") == 1 and not out.exists()
+    assert ("at these rates: --ratios 3e+38 / 0.1 (the QK step's factor) must be in [1.1754943508222875e-38, "
+            "3.4028234663852886e+38] for the float32 step; got 2.9999999999999994e+39") in err, err
