@@ -140,7 +140,7 @@ def processes(n_workers: int, n_jobs: int, address) -> int:
     return 1 if address is not None else max(1, min(n_workers, n_jobs))
 
 
-def check_memory(needed: float, command: str, config, held: str, seq_len: str = None) -> None:
+def check_memory(needed: float, command: str, config, held: str, seq_len=None) -> None:
     """Refuse, naming the memory and the sizes, settings whose arrays would not fit (before any work).
 
     Parameters
@@ -153,9 +153,10 @@ def check_memory(needed: float, command: str, config, held: str, seq_len: str = 
         Its sizes (``seq_len``, ``batch_size``, ``steps_per_epoch``, ``eval_batches``), named by their options.
     held : str
         What is held besides, as the message names it (``"5 alphas"``).
-    seq_len : str, optional
-        How the message names the sequence length (default ``--seq-len N``; a task's own length names
-        where it comes from: :func:`numerics.experiments.commands.task_options.seq_len_name`).
+    seq_len : callable, optional
+        ``seq_len()`` names the sequence length in the message, called only for a refusal (default
+        ``--seq-len N``; a task's own length names where it comes from:
+        :func:`numerics.experiments.commands.task_options.seq_len_name`).
 
     Raises
     ------
@@ -164,7 +165,7 @@ def check_memory(needed: float, command: str, config, held: str, seq_len: str = 
     """
     budget = memory_budget()
     if needed > budget:
-        raise UsageError(f"{command} with {seq_len or f'--seq-len {config.seq_len}'}, "
+        raise UsageError(f"{command} with {seq_len() if seq_len else f'--seq-len {config.seq_len}'}, "
                          f"--batch-size {config.batch_size}, "
                          f"--steps-per-epoch {config.steps_per_epoch}, --eval-batches {config.eval_batches} "
                          f"and {held} would need about {shown_size(needed)} of memory at once, more than half "

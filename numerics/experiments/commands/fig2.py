@@ -109,7 +109,7 @@ def prepare(args):
     at_once = processes(workers, len(groups), args.scheduler)
     check_memory(at_once * fig2_bytes(config, stacked), "fig2", config,
                  f"{stacked} stacked seeds in each of {at_once} process(es)",
-                 seq_len_name(config.sampled_task, args, config.seq_len))
+                 lambda: seq_len_name(config.sampled_task, args, config.seq_len))
     run = common.run_options(args, workers)
     # fig2.json of these settings at most (a larger one is of other settings, refused either way)
     limit = jobs_mod.OUTPUT_BASE_BYTES + jobs_mod.output_bytes({"experiment": "fig2", "config": config.to_dict(),

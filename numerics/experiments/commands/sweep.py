@@ -121,7 +121,7 @@ def _check_memory(s, workers, address, args) -> None:
     runs = len(s["ratios"]) * seeds
     check_memory(at_once * fig2_bytes(one, runs), "sweep", one,
                  f"{runs} stacked runs ({len(s['ratios'])} ratios x {seeds} seeds) in each of "
-                 f"{at_once} process(es)", seq_len_name(one.sampled_task, args, s["seq_len"]))
+                 f"{at_once} process(es)", lambda: seq_len_name(one.sampled_task, args, s["seq_len"]))
 
 
 #: Random starts above which the target check may show a progress bar (if it takes over a second).

@@ -63,3 +63,18 @@ def test_a_float32_factor_refused_names_each_option_once(tmp_path, capsys):
     assert o == "" and err.count("\n") == 1 and not out.exists()
     assert ("at these rates: --ratios 3e+38 / 0.1 (the QK step's factor) must be in [1.1754943508222875e-38, "
             "3.4028234663852886e+38] for the float32 step; got 2.9999999999999994e+39") in err, err
+
+
+@pytest.mark.parametrize("command", [["fig2", "--parameterization", "CAFO", "--epochs", "1"],
+                                     [*_SWEEP, "--no-theory"]], ids=lambda c: c[0])
+def test_the_sequence_length_is_named_only_for_a_refusal(command, task_file, tmp_path, monkeypatch):
+    """How a message names a task's own sequence length (its counts' values and their keys: the task read
+    again) is found only where the memory check refuses, not for every command."""
+    from numerics.experiments.commands import fig2, sweep
+
+    def named(*_):
+        raise AssertionError("seq_len_name called for no message")
+    for module in (fig2, sweep):
+        monkeypatch.setattr(module, "seq_len_name", named)
+    args = build_parser().parse_args([*command, "--task", str(task_file), "--output", str(tmp_path / "out")])
+    getattr(fig2 if command[0] == "fig2" else sweep, "prepare")(args)
