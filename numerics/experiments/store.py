@@ -5,11 +5,11 @@ r"""The resumable result store: one atomic, self-describing JSON file per finish
 ``<directory>/<key>.json``, written atomically (temporary file, fsync,
 rename) as soon as the job finishes; ``digest`` is :func:`digest` of its job
 and result. A file that is damaged (truncated, unparsable, of the wrong shape
-or of another ``format``, holding another job, a directory, a FIFO or a
+or of another ``format``, holding another job's sealed record, a directory, a FIFO or a
 device in its place, larger than :data:`MAX_BYTES`, or a result body that the
 store's ``validate`` rejects) counts as missing: the job is recomputed and the
-file replaced. A well-formed file of this job whose job and result do not
-match its digest was changed after it was written (edited, or bit-flipped):
+file replaced. A well-formed file whose job and result do not match its digest
+(its job edited included) was changed after it was written (edited, or bit-flipped):
 it is refused, never read nor replaced (:class:`EditedRecord`, naming the
 file); so is, unread, a file larger than the store's ``max_bytes`` where it is
 given, the most a result of its jobs takes (:class:`OversizedRecord`). Data
@@ -204,9 +204,9 @@ class ResultStore:
     qkov.  Files are written to a temporary file in the same directory, flushed
     and fsynced, then renamed over the final name (:func:`os.replace`), so a
     reader sees either the old file, the new one, or none, never half a file.
-    A file that does not parse, has the wrong shape or holds another job than
-    its name says is treated as missing; one of this job whose job and result
-    do not match its digest (changed after it was written) is refused:
+    A file that does not parse, has the wrong shape or holds another job's sealed
+    record than its name says is treated as missing; one whose job and result
+    do not match its digest (changed after it was written, its job included) is refused:
     reading it raises :class:`EditedRecord`, naming the file, and it is never
     replaced (a damaged file is lost work, recomputed to the same result; an
     edited one may be someone's work, or a sign of a failing disk, and is
@@ -319,14 +319,11 @@ class ResultStore:
             return None
         try:
             actual = job_key(record["job"])
-        except ValueError:
-            return None
-        if record.get("key") != actual or actual != (key if key is not None else path.stem):
-            return None
-        try:
             sealed = record.get("digest") == digest({"job": record["job"], "result": record["result"]})
         except ValueError:
             return None
+        if sealed and (record.get("key") != actual or actual != (key if key is not None else path.stem)):
+            return None                     # a whole record of another job: misplaced, not edited
         if not sealed:
             raise EditedRecord(f"{shown_path(path)} was changed after it was written (its job and result do not "
                                f"match the digest stored with them); it is neither read nor replaced: move it away "

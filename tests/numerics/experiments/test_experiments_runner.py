@@ -86,10 +86,11 @@ def test_store_resumes_without_rerunning_and_rebuilds_damaged_files(tmp_path):
     first = run_jobs(counted_job, jobs[:4], workers=2, store=store, progress=False)
     assert sorted(calls(log)) == ["0", "1", "2", "3"] and len(store) == 4
     # Damage three files in three ways; a fourth file holds another job's record under this job's name.
+    other = store.path(jobs[0]).read_text()
     store.path(jobs[0]).write_text('{"format": "' + STORE_FORMAT + '", "key"')        # truncated
     store.path(jobs[1]).write_text(json.dumps({"format": STORE_FORMAT, "result": 1}))  # wrong shape
     store.path(jobs[2]).write_bytes(b"\xff\xfe garbage")                               # not text
-    store.path(jobs[3]).write_text(store.path(jobs[3]).read_text().replace('"x": 3', '"x": 4'))
+    store.path(jobs[3]).write_text(other)
     assert [store.get(job) for job in jobs[:4]] == [None] * 4 and len(store) == 0
     log.unlink()
     again = run_jobs(counted_job, jobs, workers=2, store=store, progress=False)
@@ -561,7 +562,8 @@ def test_a_stored_run_that_did_not_diverge_without_its_heatmap_is_damaged(status
     lambda text: text.replace('"square": 9', '"square": 10'),                 # a result edited by hand
     lambda text: text.replace('"square": 9', '"square": 1'),                  # a bit flipped ("9" is 0x39, "1" 0x31)
     lambda text: json.dumps({**json.loads(text), "result": {"x": 3, "square": 9, "note": "kept"}}),  # a key added
-    lambda text: json.dumps({k: v for k, v in json.loads(text).items() if k != "digest"})])   # digest removed
+    lambda text: json.dumps({k: v for k, v in json.loads(text).items() if k != "digest"}),   # digest removed
+    lambda text: text.replace('"x": 3', '"x": 4', 1)])                        # its job edited (another job's key)
 def test_a_stored_file_changed_after_it_was_written_is_refused_not_replaced(tmp_path, edit):
     """A well-formed file of the job whose job and result do not match its digest is neither read nor
     replaced: reading it (get, in, len, items, run_jobs before any job, put) raises, naming the file."""
