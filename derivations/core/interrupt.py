@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["exit_on_interrupt", "guard_loading", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "Terminated"]
+__all__ = ["exit_on_interrupt", "guard_loading", "interrupts_deferred", "EXIT_INTERRUPTED", "EXIT_TERMINATED",
+           "Terminated"]
 
 
 #: Exit status of a command stopped by Ctrl-C (128 + SIGINT, as a shell reports it).
@@ -222,6 +223,36 @@ def exit_on_interrupt(prog: str, note=None):
                         signal.signal(signum, handler)
         return guarded
     return decorate
+
+
+class interrupts_deferred:    # noqa: N801 - used as a function: ``with interrupts_deferred(): ...``
+    """A block that Ctrl-C and SIGTERM do not stop: one taken while it runs is raised as it ends, by the handler
+    in place (in the main thread; elsewhere, or where the handler is not Python's, the block is as without it).
+
+    For loading an extension module: one interrupted while it initializes is left half made (pybind11's report
+    ``ImportError: initialization failed`` in place of the interrupt, and may crash the process as it exits).
+    """
+
+    def __enter__(self):
+        import signal
+        import threading
+
+        self._taken, self._previous = [], {}
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                handler = signal.getsignal(signum)
+                if callable(handler):
+                    self._previous[signum] = signal.signal(signum, lambda taken, frame: self._taken.append(taken))
+        return self
+
+    def __exit__(self, *exc):
+        import signal
+
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        if self._taken:
+            self._previous[self._taken[0]](self._taken[0], None)
+        return False
 
 
 def _ignore_interrupts() -> None:

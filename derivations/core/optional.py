@@ -43,8 +43,11 @@ def require_optional(module: str, extra: str, what: str) -> None:
     if not found:
         raise UsageError(f"{what} needs the optional dependency {module}, not installed: "
                          f"pip install 'qkov[{extra}]'")
+    from .interrupt import interrupts_deferred
+
     try:        # installed but refusing to load (matplotlib with MPLBACKEND=bogus): its reason, one line
-        importlib.import_module(module)
+        with interrupts_deferred():     # (an interrupt that stops an extension's initialization is an ImportError)
+            importlib.import_module(module)
     except Exception as exc:  # noqa: BLE001 - whatever a module raises while it loads
         reason = " ".join(str(exc).split()) or type(exc).__name__
         raise UsageError(f"{what} needs the optional dependency {module}, which cannot be loaded here: "

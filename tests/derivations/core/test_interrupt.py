@@ -346,3 +346,21 @@ def test_ctrl_c_as_the_loading_guard_loads_the_signal_module_is_one_line(tmp_pat
                          text=True, env=env, cwd=tmp_path, timeout=60,
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler))
     assert (run.returncode, run.stdout, run.stderr) == (130, "", "python -m numerics.experiments: interrupted\n")
+
+
+def test_an_interrupt_in_a_deferred_block_is_raised_as_it_ends():
+    """Ctrl-C and SIGTERM taken in the block are raised by the handler in place once it ends, the first one
+    taken; the block runs to its end."""
+    from derivations.core.interrupt import interrupts_deferred
+
+    ran, previous = [], signal.signal(signal.SIGTERM, lambda signum, frame: ran.append("handled"))
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with interrupts_deferred():
+                os.kill(os.getpid(), signal.SIGINT)
+                os.kill(os.getpid(), signal.SIGTERM)
+                ran.append(sum(range(100000)))
+        assert ran == [sum(range(100000))]
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGTERM, previous)
