@@ -131,23 +131,27 @@ def _zero_settings(args) -> dict:
             from numerics.validation import shown_number
             raise UsageError(f"--target-loss must be in (0, log M = {shown_number(top)}); got {shown_number(loss)}")
     checked(target_losses, targets)
-    _check_lambda_window(shape, targets, lo, hi, set_by(args.task, f"M = {shape['M']:g}, b = {shape['b']:g}", values))
+    _check_lambda_window(shape, targets, lo, hi, args.task, values)
     return {"task": args.task, "shape": shape, "parameterizations": params,
             "target_losses": targets, "init": "zero", "ratio_range": [lo, hi]}
 
 
-def _check_lambda_window(shape, targets, lo, hi, values) -> None:
+def _check_lambda_window(shape, targets, lo, hi, task, given) -> None:
     """Refuse a ratio range whose Lambda leaves double precision or exceeds
     :data:`~numerics.dynamics.crossover.LAMBDA_MAX`: the rule of
     :func:`numerics.dynamics.crossover.boundary`, which refuses it inside the window and outside; the message
-    names ``values`` (``M = 20, b = 1e-300, set by --params b``) and the range of b that ``hi`` allows."""
+    names M and b and where they come from (``M = 20, b = 1e-300, set by --params b``: ``task``, what ``--task``
+    named, and ``given``, the values of ``--params``), and the range of b that ``hi`` allows."""
     import numpy as np
 
     from numerics.dynamics.crossover import LAMBDA_MAX, lambda_of_ratio
+    def values():
+        from derivations.core.output import shown_float
+        return set_by(task, f"M = {shape['M']:g}, b = {shown_float(shape['b'])}", given)
     try:
         lambda_of_ratio(lo, np.asarray(targets), shape["M"], shape["b"])
-    except ValueError as exc:                            # Lambda below double precision
-        raise UsageError(f"--ratio-range from {lo:g}: {exc}") from None
+    except ValueError as exc:                            # Lambda beyond double precision at lo
+        raise UsageError(f"--ratio-range from {lo:g}: {exc}; {values()}") from None
     try:
         top = float(np.max(lambda_of_ratio(hi, np.asarray(targets), shape["M"], shape["b"])))
     except ValueError:                                   # Lambda beyond double precision
@@ -160,7 +164,7 @@ def _check_lambda_window(shape, targets, lo, hi, values) -> None:
         except ValueError:
             least = ""
         raise UsageError(f"--ratio-range up to {shown_number(hi)} gives Lambda = r (M-1) l(L)^2 / (M b) up to "
-                         f"{shown_number(top)} at --target-loss {min(targets):g} ({values}), beyond the "
+                         f"{shown_number(top)} at --target-loss {min(targets):g} ({values()}), beyond the "
                          f"{LAMBDA_MAX:g} the master curve is searched to; give a lower HI{least}")
 
 

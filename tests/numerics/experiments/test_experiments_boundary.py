@@ -220,3 +220,18 @@ def test_a_lambda_beyond_the_range_names_where_b_comes_from_and_its_least_value(
         assert float(least) == pytest.approx(2.56544924432689e-07, rel=1e-12), err
     assert main(["boundary", "--params", f"b={least}", "--quiet", "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["records"]) == 1
+
+
+def test_a_lambda_beyond_double_precision_at_lo_names_where_b_comes_from(tmp_path, capsys):
+    """b = 1e-320 (subnormal) puts Lambda beyond double precision at the low end of --ratio-range: the line names
+    --params b or the file's defaults.b, and b as given, not at 6 digits (9.99989e-321); it named neither."""
+    source = ROOT / "derivations" / "tasks" / "files" / "query-in-context.toml"
+    file = tmp_path / "qb.toml"
+    text = source.read_text().replace('name = "query-in-context"', 'name = "qb-sub"')
+    file.write_text(text + "\n[defaults]\nb = 1e-320\n")
+    for task, says in ((["--params", "b=1e-320"], "; M = 20, b = 1e-320, set by --params b\n"),
+                       (["--task", str(file)], "; M = 20, b = 1e-320, set by defaults.b\n")):
+        assert main(["boundary", *task, "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("experiments: error: --ratio-range from 0.0001: Lambda")
+        assert err.endswith(says), err
