@@ -17,6 +17,7 @@ name                             what
 :func:`parse_int`                an integer in a range
 :func:`parse_loss`               a loss in ``(0, log M)``
 :func:`rate_values`              learning rates from ``--ratio``/``--eta-*``
+:func:`option_named`             a message about a value, naming the option that gave it
 ===============================  ==============================================
 
 The parsers raise ``error`` (default :class:`UsageError`) for bad input, naming the option.
@@ -30,7 +31,7 @@ line, exit status 130 or 143) in :mod:`derivations.core.interrupt`.
 >>> parse_loss("3", 20)
 Traceback (most recent call last):
 ...
-derivations.core.cli.UsageError: loss must be in (0, log M) = (0, 2.99573); got '3'
+derivations.core.cli.UsageError: --loss must be in (0, log M) = (0, 2.99573); got '3'
 >>> parse_params("m=5, n=50")
 {'m': '5', 'n': '50'}
 >>> parse_params("n_c=1,n_c=2")
@@ -50,7 +51,7 @@ from .version import VersionAction
 from .vocabulary import check_positive, is_number_text
 
 __all__ = ["UsageError", "OneLineParser", "usage_error", "parse_params",
-           "parse_list", "parse_float", "parse_number", "parse_int", "parse_loss", "rate_values"]
+           "parse_list", "parse_float", "parse_number", "parse_int", "parse_loss", "rate_values", "option_named"]
 
 
 class UsageError(Exception):
@@ -433,10 +434,10 @@ def rate_values(args) -> dict:
     if args.ratio is not None and (args.eta_qk is not None or args.eta_ov is not None):
         raise UsageError("give either --ratio or --eta-qk/--eta-ov, not both")
     if args.ratio is not None:
-        qk, ov = _positive_float("ratio", args.ratio), 1.0
+        qk, ov = _positive_float("--ratio", args.ratio), 1.0
     elif args.eta_qk is not None or args.eta_ov is not None:
-        qk = _positive_float("eta-qk", args.eta_qk) if args.eta_qk is not None else None
-        ov = _positive_float("eta-ov", args.eta_ov) if args.eta_ov is not None else None
+        qk = _positive_float("--eta-qk", args.eta_qk) if args.eta_qk is not None else None
+        ov = _positive_float("--eta-ov", args.eta_ov) if args.eta_ov is not None else None
     else:
         return {}
     out = {}
@@ -445,6 +446,31 @@ def rate_values(args) -> dict:
     if ov is not None:
         out.update(eta_OV=ov, eta_O=ov, eta_V=ov)
     return out
+
+
+def option_named(text, options) -> str:
+    """A message about a value whose first word is the value's name (``b must be ...``), naming the option that
+    gave it: ``--params b must be ...``, ``--ratio must be ...`` (the option ``--`` + the name), else
+    ``--eta-qk, --eta-ov: ratio must be ...``; as it is for a name not in ``options``.
+
+    Parameters
+    ----------
+    text : str or Exception
+    options : dict
+        ``{name: option}``; the option ``"--params"`` gives ``--params <name>``.
+
+    Returns
+    -------
+    str
+    """
+    text = str(text)
+    name, _, rest = text.partition(" ")
+    option = options.get(name)
+    if option is None:
+        return text
+    if option == "--params":
+        return f"--params {text}"
+    return f"{option} {rest}" if option == f"--{name}" else f"{option}: {text}"
 
 
 def parse_loss(text: str, M_value, error=UsageError) -> float:
@@ -466,9 +492,9 @@ def parse_loss(text: str, M_value, error=UsageError) -> float:
     UsageError
         (or ``error``) Text that is not a number in (0, log M).
     """
-    loss_value = parse_float("loss", text, error)
+    loss_value = parse_float("--loss", text, error)
     if not (math.isfinite(loss_value) and 0 < loss_value < math.log(M_value)):
-        raise error(f"loss must be in (0, log M) = (0, {math.log(M_value):.6g}); got {text!r}")
+        raise error(f"--loss must be in (0, log M) = (0, {math.log(M_value):.6g}); got {text!r}")
     return loss_value
 
 

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import json
 
-from ..core.cli import OneLineParser, UsageError, parse_float, parse_loss, rate_values, parse_params as _text_params
+from ..core.cli import (OneLineParser, UsageError, option_named, parse_float, parse_loss, rate_values,
+                        parse_params as _text_params)
 from ..core.output import shown_float
 from .formats import PRINTED_FORMATS, OneLine, format_expression
 from ..core.vocabulary import (MODEL_PARAMETER_MEANINGS, PAPER_SETTING, PARAMETERIZATIONS, SHARES,
@@ -129,8 +130,8 @@ def parse_params(text: str, task=None) -> dict:
         try:
             number = _model_value(name, value) if name in PAPER_SETTING else None
             checked = task.validate(name, value)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
+        except (UsageError, ValueError) as exc:
+            raise UsageError(option_named(exc, {name: "--params"})) from None
         exact = checked.is_Integer and abs(checked) < 2**53    # else printed as the float it is (1e23)
         out[name] = number if number is not None else (int(checked) if exact else float(checked))
     return out
@@ -448,9 +449,12 @@ def _state(task, args, params, rates, why, answer):
                          "run its full-matrix model in numerics instead")
     if answer is None:
         raise UsageError("--loss needs a numeric answer: run python -m derivations.print_dynamics")
-    eta_OV = rates.get("eta_OV", 1.0)
-    ratio = rates.get("eta_QK", 1.0) / eta_OV
-    state = dict(answer(task, loss, ratio, params, eta_OV))
+    ratio = rates.get("eta_QK", 1.0) / (eta_OV := rates.get("eta_OV", 1.0))
+    try:       # a value outside the method's range is named by the option that gave it
+        state = dict(answer(task, loss, ratio, params, eta_OV))
+    except UsageError as exc:
+        rates_by = {"ratio": "--ratio" if args.ratio is not None else "--eta-qk, --eta-ov"}
+        raise UsageError(option_named(exc, {**rates_by, **dict.fromkeys(params, "--params")})) from None
     state.update(ratio=ratio, params=params, given_loss=loss)
     if eta_OV != 1.0 and "t" in state:     # the time depends on eta_OV, the state on the ratio only
         state["eta_OV"] = eta_OV

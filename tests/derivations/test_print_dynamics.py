@@ -296,16 +296,33 @@ def test_master_lambda_of_a_task_is_at_the_ratio_given(capsys):
 
 
 @pytest.mark.parametrize("params, says", [
-    ("m=1e400", "m must be a finite number > 0; got '1e400'"),
-    ("n=-1e400", "n must be a finite number > 0; got '-1e400'"),
-    ("M=1e400", "M must be an integer in [2, 9007199254740992]; got '1e400'"),
-    ("b=1e-400", "b must be 0 or at least about 5e-324 in magnitude (the smallest double); got '1e-400'"),
-    ("m=1e-320 --loss 2", "m must be in [1e-08, 1e+08] for the closed-form state (the range it is verified on); "
-                          "got 1e-320")])
+    ("m=1e400", "--params m must be a finite number > 0; got '1e400'"),
+    ("n=-1e400", "--params n must be a finite number > 0; got '-1e400'"),
+    ("M=1e400", "--params M must be an integer in [2, 9007199254740992]; got '1e400'"),
+    ("b=1e-400", "--params b must be 0 or at least about 5e-324 in magnitude (the smallest double); got '1e-400'"),
+    ("m=1e-320 --loss 2", "--params m must be in [1e-08, 1e+08] for the closed-form state (the range it is "
+                          "verified on); got 1e-320")])
 def test_a_parameter_out_of_range_is_shown_as_typed(params, says, capsys):
-    """--params m=1e400 reads as inf, 1e-400 as 0: the one line names the range and shows the text typed
+    """--params m=1e400 reads as inf, 1e-400 as 0: the one line names --params m, the range and the text typed
     (it said 'got inf' and 'got 0.0'), a subnormal as typed too (it said 'got 9.99988867182683e-321')."""
     assert main(["--params", *params.split()]) == 2
+    assert capsys.readouterr() == ("", f"print_dynamics: error: {says}\n")
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--ratio", "0"], "--ratio must be a finite number > 0; got 0.0"),
+    (["--eta-ov", "0"], "--eta-ov must be a finite number > 0; got 0.0"),
+    (["--loss", "0"], "--loss must be in (0, log M) = (0, 2.99573); got '0'"),
+    (["--ratio", "1e30", "--loss", "0.5"], "--ratio must be in [1e-12, 1e+12] for the closed-form state (the range "
+                                           "it is verified on); got 1e+30"),
+    (["--eta-qk", "1e30", "--loss", "0.5"], "--eta-qk, --eta-ov: ratio must be in [1e-12, 1e+12] for the "
+                                            "closed-form state (the range it is verified on); got 1e+30"),
+    (["--task", "shared-irrelevant", "--params", "n_c=0"], "--params n_c must be an integer >= 1 and <= 2**53 = "
+                                                           "9007199254740992; got '0'")])
+def test_a_refused_value_is_named_by_its_option(args, says, capsys):
+    """The line names the option that gave the value (``--ratio``, ``--params n_c``), not a bare name (``ratio``,
+    ``eta-ov``, ``loss``, ``n_c``)."""
+    assert main(args) == 2
     assert capsys.readouterr() == ("", f"print_dynamics: error: {says}\n")
 
 

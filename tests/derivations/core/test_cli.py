@@ -43,7 +43,7 @@ def test_number_and_loss_parsers_report_a_non_number_alike():
     """parse_number and parse_loss read the number with parse_float: the same one line."""
     with pytest.raises(UsageError, match="^eta must be a number; got 'x'$"):
         parse_number("eta", "x")
-    with pytest.raises(UsageError, match="^loss must be a number; got 'x'$"):
+    with pytest.raises(UsageError, match="^--loss must be a number; got 'x'$"):
         parse_loss("x", 20)
     with pytest.raises(UsageError, match="^eta must be finite; got 'inf'$"):
         parse_number("eta", "inf")
