@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import time
 
-from derivations.core.cli import (OneLineParser, UsageError, parse_int, parse_list, parse_number, parse_params,
-                                  usage_error)
+from derivations.core.cli import (OneLineParser, UsageError, option_named, parse_int, parse_list, parse_number,
+                                  parse_params, usage_error)
 from derivations.core.interrupt import exit_on_interrupt
 from derivations.core.output import emit, json_text, progress_bar
 from derivations.core.vocabulary import PARAMETERIZATIONS
@@ -86,7 +86,10 @@ def _parse_params(text, task):
 def _parse_ratios(text):
     """Comma-separated numbers, none empty (:func:`~derivations.core.cli.parse_list`; their range is checked
     by check_ratios)."""
-    return check_ratios(parse_list("--ratios", text, lambda t: parse_number("--ratios", t)))
+    try:
+        return check_ratios(parse_list("--ratios", text, lambda t: parse_number("--ratios", t)))
+    except ValueError as exc:
+        raise UsageError(option_named(exc, {"ratios": "--ratios"})) from None
 
 
 def _parse_kinds(text):
@@ -125,6 +128,8 @@ def _plan(args):
                            kinds=kinds, task=args.task, max_steps=max_steps, **params)
     except ArgumentError as exc:
         raise UsageError(_option_message(exc)) from None
+    except ValueError as exc:            # a value of the paper's model outside its range
+        raise UsageError(option_named(exc, dict.fromkeys(params, "--params"))) from None
 
 
 def _derive(plan):

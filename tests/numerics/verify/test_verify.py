@@ -395,6 +395,21 @@ def test_the_range_of_M_named_is_verifys(args, message, capsys):
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("args, says", [
+    (["--ratios", "0"], "--ratios must be in [0.0001, 10000] (beyond, the full model's flow cannot be integrated in "
+                        "bounded time); got 0"),
+    (["--params", "m=-1"], "--params m must be a finite number > 0; got -1.0"),
+    (["--params", "M=1"], "--params M must be an integer in [2, 200] (the full model has 6 M^2 to 7 M^2 "
+                          "parameters); got 1"),
+    (["--params", "b=1e9"], "--params b must be in [1e-08, 1e+08] for the closed-form state (the range it is "
+                            "verified on); got 1000000000")])
+def test_a_refused_value_is_named_by_its_option(args, says, capsys):
+    """The line names the option that gave the value (``--ratios``, ``--params m``), not a bare name."""
+    from numerics.verify import main
+    assert main(["--quick", *args]) == 2
+    assert capsys.readouterr() == ("", f"python -m numerics.verify: error: {says}\n")
+
+
 def test_a_bad_input_line_keeps_its_reason_when_it_names_a_path_with_a_newline(tmp_path, capsys):
     """A task file's path may hold a newline: the one line ended at it ("--task: .../bad"), dropping the key and
     the reason, while print_dynamics joins the message onto one line (derivations.core.cli.usage_error)."""
