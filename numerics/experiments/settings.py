@@ -276,6 +276,11 @@ def _as_option(key, value) -> str:
     value = _UNNAMED_DEFAULTS.get(key) if value is None else value
     if key == "task" and value is None:
         text = "authors"
+    elif key == "task" and isinstance(value, str) and value.startswith("{"):     # a task file's canonical text
+        try:
+            text = f"(the file of task {json.loads(value).get('name')!r})"
+        except (ValueError, AttributeError):
+            text = value
     elif key == "task_params":
         text = ",".join(f"{k}={_text(v)}" for k, v in value or ()) or "(none)"
     else:

@@ -78,3 +78,14 @@ def test_the_sequence_length_is_named_only_for_a_refusal(command, task_file, tmp
         monkeypatch.setattr(module, "seq_len_name", named)
     args = build_parser().parse_args([*command, "--task", str(task_file), "--output", str(tmp_path / "out")])
     getattr(fig2 if command[0] == "fig2" else sweep, "prepare")(args)
+
+
+def test_a_task_file_is_named_by_its_task_in_a_resume_refusal(task_file, tmp_path, capsys):
+    """The stored sweep's task file is named by its task's name, not by the start of its canonical JSON text
+    (``--task {"classes":"M","defaults":{"M":20,...``)."""
+    out = tmp_path / "out"
+    _stored_sweep(out, "--task", str(task_file))
+    assert main([*_SWEEP, "--task", "paper", "--output", str(out), "--resume"]) == 2
+    o, err = capsys.readouterr()
+    assert o == "" and err.count("\n") == 1, err
+    assert "the sweep in this directory was run with --task (the file of task 'pd'), not paper (" in err, err
