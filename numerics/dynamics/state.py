@@ -40,10 +40,10 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..validation import as_numbers, check_in_range, check_positive_values, shown_number
+from ..validation import as_numbers, check_in_range, shown_number
 from .state_result import StateAtLoss
 
-__all__ = ["state_at_loss", "METHODS", "REDUCED_FLOW_RANGE"]
+__all__ = ["state_at_loss", "METHODS", "REDUCED_FLOW_RANGE", "FACTORIZED_RATIO_RANGE"]
 
 #: The methods that answer, in the order :func:`state_at_loss` tries them.
 METHODS = ("closed form", "reduced flow")
@@ -51,6 +51,12 @@ METHODS = ("closed form", "reduced flow")
 #: form (every corner, relative error below 1e-8, each under two seconds;
 #: ``tests/numerics/dynamics/test_task_numerics_state.py``). ``loss`` runs from the lower bound
 #: up to the initial loss (exclusive); ``M`` is an integer.
+#: Ratios on which the paper's factorized state (FAFO, FACO, CAFO) is tested: against the reduced ODEs
+#: integrated by DOP853 up to 1e6 and against a 40-digit mpmath quadrature of their orbit from 1e9 (relative
+#: error at most 2e-15 up to 1e300; ``tests/numerics/dynamics/test_factorized_state_extreme.py``): up to the top
+#: of the collapsed closed form's range and print_dynamics' (the lower end open: small ratios are answered
+#: down to where the factors' rates underflow, which is refused by name).
+FACTORIZED_RATIO_RANGE = (0.0, 1e12)
 REDUCED_FLOW_RANGE = {"ratio": (1e-4, 1e4), "loss": (1e-8, math.inf), "m": (1e-3, 1e3),
                       "n": (1e-3, 1e3), "b": (0.1, 1e3), "M": (2, 10**6)}
 
@@ -72,7 +78,8 @@ def state_at_loss(loss, ratio=1.0, *, task="paper", parameterization="CACO", met
         ``"CACO"`` (the fixed-loss comparison). The paper's task also answers
         the factorized ones in closed form (its balanced orbits through the
         paper's initialization, :meth:`ReducedSystem.state_at_loss
-        <numerics.dynamics.paper_closed_forms.PaperClosedForms.state_at_loss>`).
+        <numerics.dynamics.paper_closed_forms.PaperClosedForms.state_at_loss>`),
+        at ratios in :data:`FACTORIZED_RATIO_RANGE`.
     method : {None, "closed form", "reduced flow"}
         Force a method; default: the closed form where the task has it.
     rtol, atol : float
@@ -193,8 +200,9 @@ def _shares_function(task):
 
 def _paper_orbit(loss, ratio, P, params):
     from .reduced_system import ReducedSystem
-    L, r = np.broadcast_arrays(as_numbers("loss", loss, "a number (or numbers) in (0, log M)"),
-                               check_positive_values("ratio", ratio))
+    r = check_in_range("ratio", ratio, *FACTORIZED_RATIO_RANGE,
+                       f"for the closed-form state of {P} (the range it is tested on)", lo_open=True)
+    L, r = np.broadcast_arrays(as_numbers("loss", loss, "a number (or numbers) in (0, log M)"), r)
     out = {k: np.empty(L.shape) for k in ("mu_OV", "mu_QK", "alpha")}
     for i in np.ndindex(L.shape):
         st = ReducedSystem(P, eta_QK=float(r[i]), **params).state_at_loss(float(L[i]))

@@ -131,10 +131,12 @@ def test_entry_factorized_paper_is_its_orbit_and_other_tasks_refuse():
 @pytest.mark.parametrize("ratio, shown", [(0.0, "0"), (-2.0, "-2"), (math.nan, "nan"), ([1.0, math.inf], "inf")])
 def test_the_paper_orbits_name_the_ratio_the_caller_gave(P, ratio, shown):
     """state_at_loss of a factorized parameterization passed the ratio on as eta_QK, and a ratio that is not
-    finite and > 0 was refused as "eta_QK must be a finite number > 0": the message names ``ratio``."""
+    finite and > 0 was refused as "eta_QK must be a finite number > 0": the message names ``ratio`` and the
+    range the factorized state is tested on."""
     with pytest.raises(ValueError) as info:
         entry(0.5, ratio, parameterization=P)
-    assert str(info.value) == f"ratio must be finite numbers > 0; got {shown}"
+    assert str(info.value) == (f"ratio must be in (0, 1e+12] for the closed-form state of {P} "
+                               f"(the range it is tested on); got {shown}")
 
 
 def test_closed_form_answers_tiny_losses_for_mapped_tasks_the_flow_refuses_them():
