@@ -47,16 +47,16 @@ __all__ = ["state_at_loss", "METHODS", "REDUCED_FLOW_RANGE", "FACTORIZED_RATIO_R
 
 #: The methods that answer, in the order :func:`state_at_loss` tries them.
 METHODS = ("closed form", "reduced flow")
-#: Ranges on which the reduced-flow state is tested against the paper's closed
-#: form (every corner, relative error below 1e-8, each under two seconds;
-#: ``tests/numerics/dynamics/test_task_numerics_state.py``). ``loss`` runs from the lower bound
-#: up to the initial loss (exclusive); ``M`` is an integer.
 #: Ratios on which the paper's factorized state (FAFO, FACO, CAFO) is tested: against the reduced ODEs
 #: integrated by DOP853 up to 1e6 and against a 40-digit mpmath quadrature of their orbit from 1e9 (relative
 #: error at most 2e-15 up to 1e300; ``tests/numerics/dynamics/test_factorized_state_extreme.py``): up to the top
 #: of the collapsed closed form's range and print_dynamics' (the lower end open: small ratios are answered
 #: down to where the factors' rates underflow, which is refused by name).
 FACTORIZED_RATIO_RANGE = (0.0, 1e12)
+#: Ranges on which the reduced-flow state is tested against the paper's closed
+#: form (every corner, relative error below 1e-8, each under two seconds;
+#: ``tests/numerics/dynamics/test_task_numerics_state.py``). ``loss`` runs from the lower bound
+#: up to the initial loss (exclusive); ``M`` is an integer.
 REDUCED_FLOW_RANGE = {"ratio": (1e-4, 1e4), "loss": (1e-8, math.inf), "m": (1e-3, 1e3),
                       "n": (1e-3, 1e3), "b": (0.1, 1e3), "M": (2, 10**6)}
 
