@@ -227,14 +227,15 @@ class PaperClosedForms:
         digits more than ``mu_QK`` loses against ``terms`` (:meth:`_explicit_root_terms`)."""
         import mpmath
         orb, margin = lam.orbit_fn(self.parameterization, "mpmath").func, lam.margin_at_loss_fn("mpmath").func
+        alpha = lam.alpha_fn("mpmath").func
         u0, dps = self.mu0[1], 30
         for _ in range(12):
             with mpmath.workdps(dps):
                 args = [mpmath.mpf(v) for v in (*self.mu0, *self.params)]
-                s_, ratio = margin(mpmath.mpf(loss), mpmath.mpf(self.M)), mpmath.mpf(self.n) / mpmath.mpf(self.m)
+                s_, m, n = margin(mpmath.mpf(loss), mpmath.mpf(self.M)), mpmath.mpf(self.m), mpmath.mpf(self.n)
 
                 def g(uu):
-                    return uu - orb(s_ * (1 + ratio * mpmath.exp(-uu)), *args)
+                    return uu - orb(s_ / alpha(uu, m, n), *args)
                 lo, step = mpmath.mpf(u0), mpmath.mpf(max(abs(u_doubles - u0), 8 * _EPS * terms, 1e-300))
                 while g(lo + step) < 0:
                     step *= 2
