@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 
-import mpmath
 import numpy as np
 import pytest
 
@@ -27,18 +26,25 @@ def test_the_small_share_at_large_lambda_is_the_closed_forms(lam):
     assert float(got["relevant_attention"]) == pytest.approx(float(state["alpha"]), rel=0, abs=1e-8 * other + 2e-16)
 
 
-@pytest.mark.parametrize("M, d", [(20, 1e-9), (20, 1e-12), (20, 1e-15), (4, 1e-12), (2**20, 1e-12)])
-def test_the_margin_near_log_m_keeps_its_digits(M, d):
-    """l(L) = log((M - 1)/(e^L - 1)) and Lambda = r (M - 1) l^2/(M b) a distance d below log M, against the
-    formulas at 40 digits: in doubles the margin was 5e-8 off (M = 20, d = 1e-9), 6e-5 (1e-12) and 0.18
+@pytest.mark.parametrize("M, d", [(20, 1e-9), (20, 1e-12), (20, 1e-15), (4, 1e-12), (2**20, 1e-12), (2, 0.5),
+                                  (20, 2.9)])
+def test_the_margin_and_lambda_are_the_derived_ones(M, d):
+    """l(L) and Lambda a distance d below log M, against the derivation's own expressions
+    (derivations.tasks.crossover: margin_of_loss, and Lambda solved from ratio_of_lambda = r) evaluated by
+    SymPy at 40 digits at the same double L: numerics types them in doubles, so this is what ties the two.
+    In doubles without the mpmath fallback the margin was 5e-8 off (M = 20, d = 1e-9), 6e-5 (1e-12) and 0.18
     (1e-15), and Lambda and the crossover ratio twice that."""
+    import sympy as sp
+    from derivations.tasks.crossover import Lambda, margin_of_loss, ratio_of_lambda as derived_ratio
     L = math.log(M) - d
-    with mpmath.workdps(40):
-        margin = mpmath.log(M - 1) - mpmath.log(mpmath.expm1(mpmath.mpf(L)))
-        lam = float(3 * (M - 1) * margin**2 / (M * 50))
-    assert float(margin_at_loss(L, M)) == pytest.approx(float(margin), rel=1e-15, abs=0)
+    Ls, Ms, bs, rs = sp.Float(L, 60), sp.Integer(M), sp.Integer(50), sp.Integer(3)
+    margin = float(margin_of_loss(Ls, Ms).evalf(40))
+    (lam_expr,) = sp.solve(sp.Eq(derived_ratio(Lambda, Ls, Ms, bs), rs), Lambda)
+    lam = float(lam_expr.evalf(40))
+    assert float(margin_at_loss(L, M)) == pytest.approx(margin, rel=1e-15, abs=0)
     assert float(lambda_of_ratio(3.0, L, M, 50)) == pytest.approx(lam, rel=1e-14, abs=0)
-    assert float(ratio_of_lambda(lam, L, M, 50)) == pytest.approx(3.0, rel=1e-14, abs=0)
+    assert float(ratio_of_lambda(lam, L, M, 50)) == pytest.approx(float(derived_ratio(sp.Float(lam, 60), Ls, Ms, bs)
+                                                                           .evalf(40)), rel=1e-14, abs=0)
 
 
 def test_a_shape_of_tiny_numbers_is_its_scaled_shape():
