@@ -194,19 +194,37 @@ def test_flow_search_of_a_task_without_an_integer_length_takes_seq_len(monkeypat
     assert payload["settings"]["seq_len"] == 20 and len(payload["records"]) == 1
 
 
+def _derived(unknown, **values):
+    """The one of Lambda, r, b that ``unknown`` names, solved from the derivation's
+    r = Lambda M b / ((M - 1) l(L)^2) (:func:`derivations.tasks.crossover.ratio_of_lambda`) at ``values``,
+    evaluated at 40 digits."""
+    import sympy as sp
+    from derivations.tasks.crossover import ratio_of_lambda
+    sym = {name: sp.Symbol(name, positive=True) for name in ("Lambda", "r", "b")}
+    num = {name: sp.Float(v, 60) for name, v in values.items()}
+    rule = sp.Eq(ratio_of_lambda(num.get("Lambda", sym["Lambda"]), num["loss"], num["M"], num.get("b", sym["b"])),
+                 num.get("r", sym["r"]))
+    (root,) = sp.solve(rule, sym[unknown])
+    return float(root.evalf(40))
+
+
 def test_a_lambda_just_beyond_the_master_flows_range_is_shown_beyond_it(capsys):
     """--ratio-range up to 3.9258e13 gives Lambda 1.00008e14 at loss 0.2, just beyond the 1e14 searched: the
-    line said 'Lambda ... up to 1e+14 ..., beyond the 1e+14' (three digits); it shows the Lambda at 15 digits."""
+    line said 'Lambda ... up to 1e+14 ..., beyond the 1e+14' (three digits); it shows the Lambda at 15 digits,
+    here against Lambda solved from the derivation's r(Lambda) (derivations.tasks.crossover) at 40 digits."""
     assert main(["boundary", "--task", "query-copies", "--params", "s=2,R=5,m=5,n=10,M=4,b=2", "--target-loss",
                  "0.2", "--ratio-range", "1,39258000000000.5", "--quiet"]) == 2
     err = capsys.readouterr().err
     shown = float(err.split("(M b) up to ")[1].split()[0])
-    assert err.count("\n") == 1 and 1e14 < shown == pytest.approx(1.00008351861e14, rel=1e-11), err
+    want = _derived("Lambda", r=39258000000000.5, loss=0.2, M=4, b=2)
+    assert err.count("\n") == 1 and 1e14 < shown == pytest.approx(want, rel=1e-11), err
 
 
 def test_a_lambda_beyond_the_range_names_where_b_comes_from_and_its_least_value(tmp_path, capsys):
     """b = 1e-300 puts Lambda beyond 1e14 at the default --ratio-range (up to 1e6): the line names --params b
-    or the file's defaults.b and the least b that range allows, which is then accepted (it named neither)."""
+    or the file's defaults.b and the least b that range allows, which is then accepted (it named neither); that
+    b is the one at which the derivation's r(Lambda) is the range's top 1e6 at Lambda = 1e14 and the default
+    target loss 0.1 (solved at 40 digits)."""
     source = ROOT / "derivations" / "tasks" / "files" / "query-in-context.toml"
     file = tmp_path / "qb.toml"
     text = source.read_text().replace('name = "query-in-context"', 'name = "qb"')
@@ -217,7 +235,7 @@ def test_a_lambda_beyond_the_range_names_where_b_comes_from_and_its_least_value(
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and says in err, err
         least = err.rstrip().rpartition("give a lower HI or b >= ")[2]
-        assert float(least) == pytest.approx(2.56544924432689e-07, rel=1e-12), err
+        assert float(least) == pytest.approx(_derived("b", r=1e6, Lambda=1e14, loss=0.1, M=20), rel=1e-12), err
     assert main(["boundary", "--params", f"b={least}", "--quiet", "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["records"]) == 1
 
