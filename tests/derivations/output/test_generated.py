@@ -48,19 +48,43 @@ def test_every_generated_function_names_its_catalog_source():
     assert len(_generated.FUNCTIONS) > 40
 
 
+#: A point inside every generated function's domain, by argument name.
+_POINT = {"m": 5.0, "n": 50.0, "b": 50.0, "M": 20.0, "mu_OV": 2.0, "mu_QK": 1.5, "mu_OV_0": 0.3, "mu_QK_0": 0.2,
+          "eta_QK": 0.7, "eta_OV": 1.3, "eta_Q": 0.9, "eta_K": 1.1, "eta_O": 0.8, "eta_V": 1.2, "C_QK": 2e-4,
+          "C_OV": -3e-4, "L": 1.0, "s": 1.5, "r": 3.0, "p": 0.8, "eps": 0.1, "u": 1.5}
+
+
 def test_expressions_match_their_functions():
-    """The lazily read expressions are what the generated function computes."""
+    """Every generated function, in every backend it is printed for, computes the expression it was generated
+    from (the derived one, as stored): SymPy evaluates that at 30 digits (Wright omega as LambertW(exp z)) at
+    one point, to 1e-13 relative (measured: 2e-15). This checks the float rewrites of the printing
+    (logaddexp, shares) and the printers against the derivation, not one backend against another."""
     import mpmath
     import sympy as sp
-    from numerics.functions import lambdified as lam
-    for f in (lam.first_integral_fn("FACO"), lam.state_equation_fn(), lam.reduced_rhs("CAFO")):
-        values = [0.7 + 0.1 * i for i in range(len(f.names))]
+    from derivations.symbolic import wright_omega
+    from numerics import _generated
+    from numerics.functions.numeric_function import generated_function
+    checked = set()
+    for name in _generated.FUNCTIONS:
+        f = generated_function(name, "numpy")
+        assert set(f.names) <= set(_POINT), name
+        values = [_POINT[a] for a in f.names]
         exprs = f.expr if isinstance(f.expr, tuple) else (f.expr,)
-        got = f.func(*values)
-        got = got if isinstance(got, tuple) else (got,)
-        for e, g in zip(exprs, got):
-            ref = sp.N(e.subs(dict(zip(f.args, values))), 30)
-            assert mpmath.almosteq(float(g), float(ref), 1e-12)
+        refs = [float(sp.N(e.subs(dict(zip(f.args, values))).replace(wright_omega, lambda z: sp.LambertW(sp.exp(z))),
+                           30)) for e in exprs]
+        for backend in ("numpy", "mpmath", "math"):
+            try:
+                g = generated_function(name, backend)
+            except ValueError:       # the math backend has no special functions
+                assert backend == "math" and any(e.has(wright_omega, sp.Ei) for e in exprs), name
+                continue
+            got = g.func(*([mpmath.mpf(v) for v in values] if backend == "mpmath" else values))
+            got = got if isinstance(got, (tuple, list)) else (got,)
+            assert len(got) == len(refs), name
+            for value, ref in zip(got, refs):
+                assert float(value) == pytest.approx(ref, rel=1e-13, abs=0), (name, backend)
+            checked.add((name, backend))
+    assert {name for name, _ in checked} == set(_generated.FUNCTIONS)
 
 
 def test_no_control_characters_in_sources():
