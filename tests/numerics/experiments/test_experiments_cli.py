@@ -369,6 +369,21 @@ def test_output_is_probed_before_any_work(output, match, capsys):
     assert err.count("\n") == 1 and match in err and time.perf_counter() - t0 < 5
 
 
+def _read_only(path):
+    """Make the directory ``path`` refuse new entries: mode 500, and for root, who writes anyway, the
+    immutable attribute (``chattr +i``, where the file system and the capability allow it). Returns whether
+    it now refuses them."""
+    path.chmod(0o500)
+    if os.access(path, os.W_OK):
+        subprocess.run(["chattr", "+i", str(path)], capture_output=True, check=False)
+    return not os.access(path, os.W_OK)
+
+
+def _writable_again(path):
+    subprocess.run(["chattr", "-i", str(path)], capture_output=True, check=False)
+    path.chmod(0o700)
+
+
 @pytest.mark.parametrize("kind", ["300-character name", "dangling link", "link loop", "read-only"])
 def test_output_that_cannot_take_files_leaves_nothing(kind, tmp_path, capsys):
     before = sorted(tmp_path.iterdir())
@@ -383,10 +398,9 @@ def test_output_that_cannot_take_files_leaves_nothing(kind, tmp_path, capsys):
         target = tmp_path / "a" / "sub"
     else:
         (tmp_path / "ro").mkdir()
-        (tmp_path / "ro").chmod(0o500)
-        if os.access(tmp_path / "ro", os.W_OK):
-            (tmp_path / "ro").chmod(0o700)
-            pytest.skip("running as a user who may write anywhere")
+        if not _read_only(tmp_path / "ro"):
+            _writable_again(tmp_path / "ro")
+            pytest.skip("running as a user who may write anywhere, with no immutable attribute (chattr +i)")
         target = tmp_path / "ro" / "sub"
     before = sorted(tmp_path.iterdir())
     t0 = time.perf_counter()
@@ -394,7 +408,7 @@ def test_output_that_cannot_take_files_leaves_nothing(kind, tmp_path, capsys):
         assert main(["fig3", "--epochs", "200", "--output", str(target)]) == 2
     finally:
         if kind == "read-only":
-            (tmp_path / "ro").chmod(0o700)
+            _writable_again(tmp_path / "ro")
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot take files" in err and time.perf_counter() - t0 < 5
     assert sorted(tmp_path.iterdir()) == before and not (tmp_path / "missing").exists()
