@@ -221,8 +221,10 @@ def test_latex_into_a_full_device_is_one_line(tmp_path):
         assert res.stderr.count("\n") == 1 and "cannot write the output" in res.stderr
 
 
-@pytest.mark.parametrize("task", ["paper", pytest.param("shared-irrelevant", marks=pytest.mark.slow),
-                                  "query-in-context"])        # the paper's printed cache; an engine task
+#: an engine task in the default suite; the paper's printed cache into a closed pipe is also
+#: test_closed_pipe_and_full_device_end_without_traceback, so its case here is -m slow
+@pytest.mark.parametrize("task", [pytest.param("paper", marks=pytest.mark.slow),
+                                  pytest.param("shared-irrelevant", marks=pytest.mark.slow), "query-in-context"])
 def test_print_dynamics_into_a_closed_pipe_ends_quietly(task):
     cmd = f"{sys.executable} -m derivations.print_dynamics --task {task} | true"
     out = subprocess.run(["bash", "-c", "set -o pipefail; " + cmd], capture_output=True, text=True,
