@@ -102,7 +102,8 @@ def check_rates(lr_qk, lr_ov, qk_ramp, score_divisor, dtype: str, ratio=None, di
         checks = [("lr_ov", lr_ov), ("lr_qk", lr_qk), ("lr_qk x max(1, qk_ramp)", top)]
         factor = f"lr_qk x max(1, qk_ramp) / lr_ov / {score_divisor:.6g}"
     else:
-        checks, factor = [("lr_ov", lr_ov), (f"ratio {ratio!r} x lr_ov", lr_qk)], f"ratio {ratio!r} / {score_divisor:.6g}"
+        checks = [("lr_ov", lr_ov), (f"ratio {ratio!r} x lr_ov", lr_qk)]
+        factor = f"ratio {ratio!r} / {score_divisor:.6g}"
     for name, value in (*checks, (f"{factor} (the QK step's factor)", top / below if below else math.inf)):
         if not tiny <= value <= most:
             rule = f"{name} must be in [{tiny!r}, {most!r}] for the {dtype} step"
