@@ -6,6 +6,7 @@ import csv
 import json
 import os
 import signal
+import shutil
 import subprocess
 import sys
 import time
@@ -374,13 +375,14 @@ def _read_only(path):
     immutable attribute (``chattr +i``, where the file system and the capability allow it). Returns whether
     it now refuses them."""
     path.chmod(0o500)
-    if os.access(path, os.W_OK):
+    if os.access(path, os.W_OK) and shutil.which("chattr"):
         subprocess.run(["chattr", "+i", str(path)], capture_output=True, check=False)
     return not os.access(path, os.W_OK)
 
 
 def _writable_again(path):
-    subprocess.run(["chattr", "-i", str(path)], capture_output=True, check=False)
+    if shutil.which("chattr"):
+        subprocess.run(["chattr", "-i", str(path)], capture_output=True, check=False)
     path.chmod(0o700)
 
 
