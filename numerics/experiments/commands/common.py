@@ -391,8 +391,12 @@ def warn(message: str) -> None:
     note(f"{PROG}: warning: {message}")
 
 
-def warn_diverged(runs, name, measurements: str = "null") -> None:
+def warn_diverged(runs, name, measurements: str = "null", dtype: str = "float64") -> None:
     """Report each diverged run on stderr (one line) and remember it for the exit status (:data:`DIVERGED`).
+
+    A float32 run's line also says that its divergence may be the format's: float32's range ends near 3.4e38,
+    and a run whose scores pass it diverges where the same run in float64 trains (``docs/experiments.md``,
+    diverged runs: FAFO on the authors' task from learning-rate ratios about 2e36).
 
     Parameters
     ----------
@@ -403,10 +407,14 @@ def warn_diverged(runs, name, measurements: str = "null") -> None:
         ``name(run)``: the run, as its line names it.
     measurements : str, optional
         What a diverged run's measurements are (default ``"null"``).
+    dtype : {"float64", "float32"}, optional
+        The runs' floating-point format (default ``"float64"``).
     """
+    hint = ("; in float32 this may be the format's range (it ends near 3.4e38), not SGD's: --dtype float64 tells"
+            if dtype == "float32" else "")
     for run in runs:
         if run.get("status") == "diverged":
             what = name(run)
             DIVERGED.append(what)
             warn(f"{what} diverged (non-finite training loss or parameters after {run['steps']} steps): stopped "
-                 f"there, its measurements are {measurements}")
+                 f"there, its measurements are {measurements}{hint}")

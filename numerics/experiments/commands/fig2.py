@@ -132,7 +132,7 @@ def _work(config, seeds, groups, run, directory):
     job_list = [{"experiment": "fig2", "config": config.to_dict(), "seeds": g} for g in groups]
     results = run_jobs(jobs_mod.fig2_job, job_list, desc="fig2", epochs=jobs_mod.job_epochs, **run)
     runs = [r for res in results for r in res["runs"]]
-    common.warn_diverged(runs, lambda r: f"fig2 seed {r['seed']}")
+    common.warn_diverged(runs, lambda r: f"fig2 seed {r['seed']}", dtype=config.dtype)
     payload = {**jobs_mod.combine_runs(runs), "settings": {**config.to_dict(), "seeds": seeds}, "runs": runs}
     if directory is not None:
         _write(directory, config, payload, len(seeds))

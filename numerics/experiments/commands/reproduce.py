@@ -76,6 +76,7 @@ def prepare(args):
             report = rep.reproduce(directory, quick=args.quick, shortest_first=args.shortest_first, dtype=args.dtype,
                                    **run)
         for name, published in report["runs"].items():
-            common.warn_diverged(published.get("runs", []), lambda r: f"reproduce run {name} seed {r['seed']}")
+            common.warn_diverged(published.get("runs", []), lambda r: f"reproduce run {name} seed {r['seed']}",
+                                 dtype=args.dtype)
         return report
     return work, rep.format_report

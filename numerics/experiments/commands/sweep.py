@@ -318,7 +318,7 @@ def _run(args, directory, jobs, settings, run):
     rows.sort(key=lambda r: (settings["parameterizations"].index(r["parameterization"]),
                              settings["ratios"].index(r["ratio"]), r["seed"], -r["target_loss"]))
     lowest = target_losses(settings["target_loss"])[-1]
-    common.warn_diverged(_at(rows, lowest), _run_name, "empty")
+    common.warn_diverged(_at(rows, lowest), _run_name, "empty", dtype=settings.get("dtype", "float64"))
     sweep_mod.write_csv(rows, output / "results.csv")
     summary = sweep_mod.summarize(rows)
     shown = {k: v for k, v in settings.items() if k != "seed_blocks"}

@@ -332,6 +332,20 @@ def test_a_run_that_overflows_on_its_last_step_is_diverged_not_a_traceback(comma
     assert main(args + short) == 3                    # the training loss of its one epoch is finite
     err = capsys.readouterr().err
     assert err.count("diverged (non-finite training loss or parameters after 2 steps)") == 1 and "Traceback" not in err
+    assert "float32" not in err                       # a float64 run's divergence is SGD's
+
+
+def test_a_float32_run_that_diverges_says_the_format_may_be_why(capsys):
+    """FAFO on the authors' task at the learning-rate ratio 1e37: float32's scores overflow within 10 steps
+    (docs/experiments.md, diverged runs), while the same run in float64 trains; the line says so."""
+    argv = ["fig2", "--parameterization", "FAFO", "--lr-qk", "1e35", "--epochs", "1", "--steps-per-epoch", "10",
+            "--seeds", "1234", "--eval-batches", "1", "--workers", "1", "--quiet"]
+    assert main(argv) == 0 and capsys.readouterr().err == ""
+    assert main(argv + ["--dtype", "float32"]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "seed 1234 diverged" in err
+    assert err.rstrip().endswith("in float32 this may be the format's range (it ends near 3.4e38), not SGD's: "
+                                 "--dtype float64 tells"), err
 
 
 def test_a_diverged_fig3_alpha_is_reported_and_exits_3(capsys, recwarn):
