@@ -220,15 +220,21 @@ def test_a_lambda_just_beyond_the_master_flows_range_is_shown_beyond_it(capsys):
     assert err.count("\n") == 1 and 1e14 < shown == pytest.approx(want, rel=1e-11), err
 
 
+def _query_in_context_with_b(tmp_path, name, b):
+    """A task file: the built-in query-in-context renamed ``name``, its default b set to ``b`` (text)."""
+    source = ROOT / "derivations" / "tasks" / "files" / "query-in-context.toml"
+    file = tmp_path / f"{name}.toml"
+    text = source.read_text().replace('name = "query-in-context"', f'name = "{name}"')
+    file.write_text(text + f"\n[defaults]\nb = {b}\n")
+    return file
+
+
 def test_a_lambda_beyond_the_range_names_where_b_comes_from_and_its_least_value(tmp_path, capsys):
     """b = 1e-300 puts Lambda beyond 1e14 at the default --ratio-range (up to 1e6): the line names --params b
     or the file's defaults.b and the least b that range allows, which is then accepted (it named neither); that
     b is the one at which the derivation's r(Lambda) is the range's top 1e6 at Lambda = 1e14 and the default
     target loss 0.1 (solved at 40 digits)."""
-    source = ROOT / "derivations" / "tasks" / "files" / "query-in-context.toml"
-    file = tmp_path / "qb.toml"
-    text = source.read_text().replace('name = "query-in-context"', 'name = "qb"')
-    file.write_text(text + "\n[defaults]\nb = 1e-300\n")
+    file = _query_in_context_with_b(tmp_path, "qb", "1e-300")
     for task, says in ((["--params", "b=1e-300"], "(M = 20, b = 1e-300, set by --params b)"),
                        (["--task", str(file)], "(M = 20, b = 1e-300, set by defaults.b)")):
         assert main(["boundary", *task, "--quiet"]) == 2
@@ -243,10 +249,7 @@ def test_a_lambda_beyond_the_range_names_where_b_comes_from_and_its_least_value(
 def test_a_lambda_beyond_double_precision_at_lo_names_where_b_comes_from(tmp_path, capsys):
     """b = 1e-320 (subnormal) puts Lambda beyond double precision at the low end of --ratio-range: the line names
     --params b or the file's defaults.b, and b as given, not at 6 digits (9.99989e-321); it named neither."""
-    source = ROOT / "derivations" / "tasks" / "files" / "query-in-context.toml"
-    file = tmp_path / "qb.toml"
-    text = source.read_text().replace('name = "query-in-context"', 'name = "qb-sub"')
-    file.write_text(text + "\n[defaults]\nb = 1e-320\n")
+    file = _query_in_context_with_b(tmp_path, "qb-sub", "1e-320")
     for task, says in ((["--params", "b=1e-320"], "; M = 20, b = 1e-320, set by --params b\n"),
                        (["--task", str(file)], "; M = 20, b = 1e-320, set by defaults.b\n")):
         assert main(["boundary", *task, "--quiet"]) == 2
