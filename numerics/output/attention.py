@@ -140,15 +140,15 @@ def plot_phase_diagram(*, quick=False, Rs=(2, 5, 10)):
 
 
 def _flow_shares(task, lam, L, M, b):
-    """(self, relevant) shares of the engine's own flows at (Lambda, L, M, b)."""
+    """(self, relevant) shares of the engine's own flows at (Lambda, L, M, b): the attention shares
+    :func:`numerics.dynamics.state_at_loss` derives from the task's reduction."""
     from ..dynamics import ratio_of_lambda, state_at_loss
     ratio = float(ratio_of_lambda(lam, L, M, b))
     if task["s"] == 0:
-        return 0.0, float(state_at_loss(L, ratio, m=task["m"], n=task["n"], M=M, b=b).alpha)
-    st = state_at_loss(L, ratio, task="query-copies", method="reduced flow", M=M, b=b, **task)
-    xq, xr = (float(st.coordinates[k]) for k in ("mu_QK_q", "mu_QK"))
-    z = np.array([task["s"] * np.exp(xq), task["m"] * np.exp(xr), task["n"]])
-    return z[0] / z.sum(), z[1] / z.sum()
+        st = state_at_loss(L, ratio, m=task["m"], n=task["n"], M=M, b=b)
+    else:
+        st = state_at_loss(L, ratio, task="query-copies", method="reduced flow", M=M, b=b, **task)
+    return float(st.self_attention), float(st.relevant_attention)
 
 
 def _sgd_on_master_curve(ax, runs, task):

@@ -40,6 +40,7 @@ def plot_time_course(*, quick=False, ratios=RATIOS, params=None):
     matplotlib.figure.Figure
     """
     from ..dynamics.reduced_ode import solve_reduced
+    from ..functions.lambdified import alpha_fn
 
     params = dict(PAPER if params is None else params)
     t = _time_grid(quick)
@@ -58,9 +59,10 @@ def plot_time_course(*, quick=False, ratios=RATIOS, params=None):
         ax.set_xlabel(T_LABEL)
         ax.set_ylabel(label)
         panel_letter(ax, i)
+    alpha0 = float(alpha_fn()(0.0, params["m"], params["n"]))     # alpha at mu_QK = 0 (catalog model.alpha)
     axes[1, 0].set_ylim(0, 1)
-    axes[1, 0].axhline(params["m"] / (params["m"] + params["n"]), color="0.5", lw=0.8, ls=":")
-    axes[1, 0].annotate(r"$\alpha(0) = m/(m+n)$", (t[0] * 2, params["m"] / (params["m"] + params["n"])),
+    axes[1, 0].axhline(alpha0, color="0.5", lw=0.8, ls=":")
+    axes[1, 0].annotate(r"$\alpha(0) = m/(m+n)$", (t[0] * 2, alpha0),
                         xytext=(0, 4), textcoords="offset points", fontsize=8, color="0.35")
     axes[0, 0].legend(title=ratio_legend_title(), loc="upper left")
     fig.suptitle("CACO time course (reduced flow, zero init; "
@@ -174,6 +176,7 @@ def plot_line_coordinates(*, quick=False, ratios=RATIOS, params=None):
     matplotlib.figure.Figure
     """
     from ..dynamics.reduced_ode import solve_reduced
+    from ..functions.lambdified import alpha_fn
 
     params = dict(PAPER if params is None else params)
     line, exprs = _line_coordinates("CACO")
@@ -357,6 +360,7 @@ def plot_parameterizations(*, quick=False, params=None, eps=1e-2):
     matplotlib.figure.Figure
     """
     from ..dynamics.reduced_ode import solve_reduced
+    from ..functions.lambdified import alpha_fn
 
     params = dict(PAPER if params is None else params)
     t = np.logspace(-1.0, 9.0, 80 if quick else 400)
