@@ -101,3 +101,72 @@ def fixed_attention_loss_and_grad(w, tokens, alpha):
         return loss, {"W": gz.T @ c, "b": gz.sum(0)}
     gh = gz @ w["W_O"]
     return loss, {"W_O": gz.T @ h, "b_O": gz.sum(0), "W_V": gh.T @ c, "b_V": gh.sum(0)}
+
+
+# --------------------------------------------------------------------------------------------------
+# The expected-count limit (the theory beside SGD): each class's mean sequence, a gradient flow on it
+# --------------------------------------------------------------------------------------------------
+BOUND = 1 / np.sqrt(V)
+#: The notebooks' Linear weights that the authors' initialization draws uniformly (the rest start at 1e-6 I).
+AUTHORS_UNIFORM = {"FAFO": ("Lq", "Lk"), "CACO": ("Lqk", "Lo")}
+
+
+def linear_names(P):
+    """The notebook weights of ``P`` in the package's draw order (QK circuit first)."""
+    return (["Lq", "Lk"] if P[:2] == "FA" else ["Lqk"]) + (["Lo", "Lv"] if P[2:] == "FO" else ["Lo"])
+
+
+def initial_weights(P, init, seed):
+    """The notebook weights at the start of seed ``seed``: ``numpy.random.default_rng(seed)`` draws
+    ``U(-1/sqrt(50), 1/sqrt(50))`` for the uniform ones in draw order, the others are ``1e-6 I``."""
+    rng = np.random.default_rng(seed)
+    uniform = AUTHORS_UNIFORM.get(P, ()) if init == "authors" else (linear_names(P) if init == "uniform" else ())
+    return {k: rng.uniform(-BOUND, BOUND, (V, V)) if k in uniform else 1e-6 * np.eye(V) for k in linear_names(P)}
+
+
+def mean_counts(seq_len=64):
+    """``(4, V)``: class k's expected input counts, ``(seq_len - 2) w_k / 15.5`` plus the query read last."""
+    counts = np.stack([(seq_len - 2) * class_weights(k) / class_weights(k).sum() for k in range(4)])
+    counts[np.arange(4), QUERY_TOKENS] += 1
+    return counts
+
+
+def expected_count_forward(P, w, seq_len=64):
+    """Class mean of the cross-entropies of the four mean sequences (:func:`mean_counts`, classes equally
+    likely), each token type's softmax weight its count, and the intermediates (``a``: ``(4, V)``, the
+    attention on each token type)."""
+    n, q = mean_counts(seq_len), np.array(QUERY_TOKENS)
+    A = w["Lq"].T @ w["Lk"] if P[:2] == "FA" else w["Lqk"]         # score of type v read by query q: A[q, v]
+    s = A[q] / np.sqrt(V)
+    e = n * np.exp(s - s.max(1, keepdims=True))
+    a = e / e.sum(1, keepdims=True)
+    OV = w["Lo"] @ w["Lv"] if P[2:] == "FO" else w["Lo"]
+    z = a @ OV.T
+    loss, lse = _cross_entropy(z, np.array(LABEL_TOKENS))
+    return loss, dict(A=A, a=a, OV=OV, z=z, lse=lse)
+
+
+def expected_count_loss_and_grad(P, w, seq_len=64):
+    """:func:`expected_count_forward`'s loss and its gradients with respect to ``w``, by hand."""
+    loss, f = expected_count_forward(P, w, seq_len)
+    q, a = np.array(QUERY_TOKENS), f["a"]
+    gz = np.exp(f["z"] - f["lse"][:, None])
+    gz[np.arange(4), LABEL_TOKENS] -= 1
+    gz /= 4
+    gOV = gz.T @ a
+    ga = gz @ f["OV"]
+    gs = a * (ga - (a * ga).sum(1, keepdims=True)) / np.sqrt(V)
+    gA = np.zeros((V, V))
+    np.add.at(gA, q, gs)
+    g = {"Lo": gOV @ w["Lv"].T, "Lv": w["Lo"].T @ gOV} if P[2:] == "FO" else {"Lo": gOV}
+    g.update({"Lq": w["Lk"] @ gA.T, "Lk": w["Lq"] @ gA} if P[:2] == "FA" else {"Lqk": gA})
+    return loss, g
+
+
+def expected_count_shares(P, w, relevant, seq_len=64):
+    """Class means of the attention on the query's own token type, on ``relevant[k]`` (class k's relevant
+    types) and on the rest."""
+    a = expected_count_forward(P, w, seq_len)[1]["a"]
+    own = a[np.arange(4), QUERY_TOKENS]
+    rel = np.array([a[k, relevant[k]].sum() for k in range(4)])
+    return {"self_attention": own.mean(), "relevant_attention": rel.mean(), "other_attention": (1 - own - rel).mean()}
