@@ -22,8 +22,8 @@ the one bounded loop :func:`numerics.dynamics.bounded_ivp.solve_loss_levels`.
 >>> flow.names, flow.param_names
 (('mu_QK', 'mu_OV'), ('M', 'b', 'eta_OV', 'eta_QK', 'm', 'n'))
 >>> values = dict(m=5, n=50, b=50, M=20, eta_QK=1.0, eta_OV=1.0)
->>> flow.jacobian_at((0.0, 0.0), values).shape
-(2, 2)
+>>> flow.rhs_at((0.0, 0.0), values).shape
+(2,)
 """
 from __future__ import annotations
 
@@ -179,24 +179,3 @@ class LambdifiedFlow:
             A parameter value missing.
         """
         return np.array(self._f(*y, *self._pvals(values)), dtype=float)
-
-    def jacobian_at(self, y, values) -> np.ndarray:
-        r"""The Jacobian :math:`\partial\dot y/\partial y` at ``y``.
-
-        Parameters
-        ----------
-        y : sequence of float
-            The coordinates, in the order of ``names``.
-        values : dict
-            ``{name: value}`` of every parameter in ``param_names``.
-
-        Returns
-        -------
-        ndarray, shape (d, d)
-
-        Raises
-        ------
-        ValueError
-            A parameter value missing.
-        """
-        return self.jacobian_function()(*y, *self._pvals(values))

@@ -71,7 +71,7 @@ _HOMES = {
     ".fixed_attention": ("Fig3Config", "train_fig3"),
     ".measure": ("evaluate",),
     ".proxies": ("attention_entropy", "plausibility", "faithfulness"),
-    ".theory": ("initial_loss", "flow_to_losses"),
+    ".theory": ("flow_to_losses",),
     ".flow_crossover": ("flow_boundary",),
     ".sweep": ("sweep_jobs", "rows_from_results", "summarize"),
     ".runner": ("run_jobs",),

@@ -199,11 +199,13 @@ def run_jobs(func: Callable[[dict], dict], jobs: Sequence[dict], *, workers: int
     Examples
     --------
     >>> import tempfile
-    >>> from numerics.experiments.runner import run_jobs, _example_job  # x -> x**2
+    >>> from numerics.experiments.runner import run_jobs
+    >>> def square(job):
+    ...     return {"square": job["x"] ** 2}
     >>> jobs, store = [{"x": 0.5}, {"x": 2.0}], tempfile.mkdtemp()
-    >>> run_jobs(_example_job, jobs, workers=1, store=store, progress=False)
+    >>> run_jobs(square, jobs, workers=1, store=store, progress=False)
     [{'square': 0.25}, {'square': 4.0}]
-    >>> run_jobs(_example_job, jobs, workers=1, store=store, progress=False)  # read back, not recomputed
+    >>> run_jobs(square, jobs, workers=1, store=store, progress=False)  # read back, not recomputed
     [{'square': 0.25}, {'square': 4.0}]
     """
     keys, normalised, workers, store = _check_inputs(func, jobs, workers, scheduler, store, epochs)
@@ -343,8 +345,3 @@ def _dispatch(func, jobs, keys, pending, workers, dask, finish, report=None) -> 
                 jobs[index], progress=lambda n=1, index=index: report(index, n)))
     else:
         run_pool(func, jobs, pending, min(workers, len(pending)), collect, report)
-
-
-def _example_job(job: dict) -> dict:
-    """Toy job for the docstring example: ``{"square": x**2}``."""
-    return {"square": job["x"] ** 2}

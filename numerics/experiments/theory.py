@@ -66,7 +66,7 @@ from . import measure, models, proxies, task_sampling
 from .stopping import target_losses
 
 __all__ = ["RATIO_RANGE", "TARGET_LOSS_MIN", "INIT_SCALE_RANGE", "LR_OV_RANGE", "task_model",
-           "closed_form_attention", "init_matrices", "initial_loss", "lowest_initial_loss", "attention_shares",
+           "closed_form_attention", "init_matrices", "lowest_initial_loss", "attention_shares",
            "check_ratio", "check_target_losses", "check_init_scale", "check_lr_ov", "flow_to_losses", "STOPPED_BY"]
 
 #: Learning-rate ratios the flow answers in bounded time (FAFO from a uniform
@@ -209,36 +209,10 @@ def attention_shares(model, params) -> dict:
     return {k: float(v @ inst.weights) for k, v in shares.items()}
 
 
-def initial_loss(st, parameterization, init="authors", seed=1234, *, seq_len=None,
-                 init_scale=models.IDENTITY_SCALE) -> float:
-    """The expected-count loss at seed ``seed``'s initial matrices.
-
-    Parameters
-    ----------
-    st : numerics.experiments.task_sampling.SampledTask
-    parameterization : {"CACO", "CAFO", "FACO", "FAFO"}
-    init : {"authors", "identity", "uniform"}
-    seed : int
-    seq_len : int, optional
-        Default the task's own length.
-    init_scale : float
-
-    Returns
-    -------
-    float
-
-    Raises
-    ------
-    ValueError
-        See :func:`task_model` and :func:`init_matrices`; ``seed`` not an integer >= 0.
-    """
-    model = task_model(st, parameterization, 1.0, lr_ov=1.0, seq_len=seq_len)
-    return model.loss(init_matrices(st, model, init, init_scale, seed))
-
-
 def lowest_initial_loss(st, parameterizations, init, seeds, *, seq_len=None, init_scale=models.IDENTITY_SCALE,
                         progress=None) -> tuple:
-    """The lowest :func:`initial_loss` of the runs ``parameterizations x seeds``, each the same number.
+    """The lowest initial loss of the runs ``parameterizations x seeds``: the expected-count loss
+    (:func:`task_model`) at each run's :func:`init_matrices`.
 
     One model per parameterization; an initialization that draws nothing
     (:func:`~numerics.experiments.models.draws`) gives every seed the same matrices, so its first
@@ -266,7 +240,8 @@ def lowest_initial_loss(st, parameterizations, init, seeds, *, seq_len=None, ini
     Raises
     ------
     ValueError
-        See :func:`initial_loss`; no seed, or an initial loss that is not finite.
+        See :func:`task_model` and :func:`init_matrices` (``seed`` not an integer >= 0); no seed, or an
+        initial loss that is not finite.
     """
     seeds = list(seeds)
     if not seeds:

@@ -33,6 +33,11 @@ SWEEP = ["sweep", "--parameterizations", "CACO,FACO", "--ratios", "1,3,9", "--se
          "--max-steps", "400", "--steps-per-epoch", "100", "--eval-batches", "1", "--quiet"]
 
 
+def _square_job(job: dict) -> dict:
+    """A toy job: ``{"square": x**2}``."""
+    return {"square": job["x"] ** 2}
+
+
 def cli(*args, env=None, **kwargs):
     env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     return subprocess.Popen([sys.executable, "-m", "numerics.experiments", *args], cwd=ROOT, env=env,
@@ -199,7 +204,7 @@ def test_a_scheduler_without_workers_is_one_line_after_connect_timeout(tmp_path)
     written; the runner gives up the same way (SchedulerLost) when the workers are gone by the time it sends."""
     distributed = pytest.importorskip("distributed")
     from numerics.experiments.cluster import SchedulerLost
-    from numerics.experiments.runner import _example_job, run_jobs
+    from numerics.experiments.runner import run_jobs
 
     with distributed.LocalCluster(n_workers=0, processes=False, host="127.0.0.1", dashboard_address=":0",
                                   protocol="tcp") as empty:
@@ -209,7 +214,7 @@ def test_a_scheduler_without_workers_is_one_line_after_connect_timeout(tmp_path)
         assert "no worker is connected" in err and "--connect-timeout" in err and "Warning" not in err
         t0 = time.monotonic()
         with pytest.raises(SchedulerLost, match="no worker is connected"):
-            run_jobs(_example_job, [{"x": 1.0}], scheduler=empty.scheduler_address, progress=False,
+            run_jobs(_square_job, [{"x": 1.0}], scheduler=empty.scheduler_address, progress=False,
                      connect_timeout=1)
         assert time.monotonic() - t0 < 30
 
