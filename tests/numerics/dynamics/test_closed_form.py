@@ -362,3 +362,33 @@ def test_time_to_loss_keeps_no_panel_whose_error_estimate_exceeds_rtol(monkeypat
         return val * (1 + 100 * kw["epsrel"]), 100 * kw["epsrel"] * abs(val)
     monkeypatch.setattr(scipy.integrate, "quad", off)
     assert float(time_to_loss(0.5, 3.0, rtol=1e-9)) == pytest.approx(want, rel=1e-9, abs=0)
+
+
+def test_margin_cancels_bounds_the_doubles_error_of_the_derived_margin():
+    """margin_cancels estimates the absolute error of the margin in doubles (the generated
+    ``sharpness.margin``) as eps (8 (1 + |s|) + log(M - 1)) and sends to mpmath every margin whose
+    estimate exceeds MARGIN_RTOL relative. Against the derivation's own margin
+    (:func:`derivations.tasks.paper.sharpness.margin_at_loss`, lambdified by SymPy to mpmath and evaluated
+    at 50 digits), on 1500 losses per M with margins from 1e-3 to 3: the estimate is a bound (the
+    largest error / estimate at most 1; it is 0.06 to 0.46 here), not loose by more than 30 (at least 1/30
+    at every M), and every margin it leaves to doubles is within MARGIN_RTOL."""
+    import sympy as sp
+    from derivations.symbolic.symbols import L as L_sym, M as M_sym
+    from derivations.tasks.paper.sharpness import margin_at_loss
+    from numerics.dynamics.closed_form import MARGIN_RTOL, margin_cancels
+    from numerics.functions.lambdified import margin_at_loss_fn
+    derived = sp.lambdify((L_sym, M_sym), margin_at_loss(), "mpmath")
+    eps = np.finfo(float).eps
+    for M in (2, 20, 10**6, 10**15 + 37, 2**53):
+        L = np.log1p((M - 1) * np.exp(-np.geomspace(1e-3, 3.0, 1500)))
+        L = L[(L > 0) & (L < math.log(M))]
+        s = margin_at_loss_fn().func(L, float(M))
+        with mpmath.workdps(50):
+            true = np.array([float(derived(mpmath.mpf(x), mpmath.mpf(M))) for x in L])
+        estimate = eps * (8 * (1 + np.abs(s)) + math.log(M - 1))        # as documented; probed through the flags
+        ratio = np.abs(s - true) / estimate
+        assert 1 / 30 <= ratio.max() <= 1, M
+        flagged = margin_cancels(s, float(M))
+        np.testing.assert_array_equal(flagged, ~(estimate / np.abs(s) < MARGIN_RTOL))
+        assert flagged.any() and not flagged.all()
+        assert np.max(np.abs(s - true)[~flagged] / true[~flagged]) <= MARGIN_RTOL, M
