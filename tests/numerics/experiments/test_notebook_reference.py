@@ -16,11 +16,6 @@ BOUND = 1 / np.sqrt(V)
 _QK = {"Lq", "Lk", "Lqk"}
 
 
-def _linear_names(P):
-    """The notebook weights of ``P`` in the package's draw order (QK circuit first)."""
-    return (["Lq", "Lk"] if P[:2] == "FA" else ["Lqk"]) + (["Lo", "Lv"] if P[2:] == "FO" else ["Lo"])
-
-
 def _as_package(w):
     """Notebook weights -> the package's matrices: W_Q, W_K are the transposed Linear weights."""
     m = {"W_QK": w.get("Lqk"), "W_OV": w["Lo"], "W_O": w["Lo"], "W_V": w.get("Lv")}
@@ -45,13 +40,22 @@ def _central_difference_error(fun, w, grads, rng, h=1e-6, n=5):
 @pytest.mark.parametrize("P", PARAMETERIZATIONS)
 def test_the_plain_reference_gradients_are_central_differences(P):
     rng = np.random.default_rng(3)
-    w = {k: rng.normal(size=(V, V)) * (5.0 if k == "Lqk" else 0.7) for k in _linear_names(P)}
+    w = {k: rng.normal(size=(V, V)) * (5.0 if k == "Lqk" else 0.7) for k in nb.linear_names(P)}
     cls = rng.integers(0, 4, 8)
     tokens = nb.sequences(cls, rng.integers(0, 155, (8, 30)))
     loss, g = nb.loss_and_grad(P, w, tokens)
     a = nb.forward(P, w, tokens)[1]["a"]
     assert a.std() > 0.5 * a.mean()                             # attention far from uniform: a real check
     assert _central_difference_error(lambda x: nb.forward(P, x, tokens)[0], w, g, rng) < 1e-5
+    _, g = nb.expected_count_loss_and_grad(P, w)                # the mean sequences of the expected-count limit
+    assert _central_difference_error(lambda x: nb.expected_count_forward(P, x)[0], w, g, rng) < 1e-5
+    for key in w:                   # and at its 3 largest entries (Lqk's gradient lives on the 4 query rows)
+        for i in zip(*np.unravel_index(np.argsort(-np.abs(g[key]), axis=None)[:3], g[key].shape)):
+            plus, minus = ({k: v.copy() for k, v in w.items()} for _ in range(2))
+            plus[key][i] += 1e-6
+            minus[key][i] -= 1e-6
+            fd = (nb.expected_count_forward(P, plus)[0] - nb.expected_count_forward(P, minus)[0]) / 2e-6
+            assert fd == pytest.approx(g[key][i], rel=1e-5), (key, i)
     for circuit in fixed_attention.OUTPUT_CIRCUITS:
         names = ("W", "b") if circuit == "collapsed" else ("W_V", "b_V", "W_O", "b_O")
         w3 = {k: rng.normal(size=(V, V) if k[0] == "W" else (V,)) for k in names}
@@ -78,8 +82,8 @@ def test_sgd_is_the_notebook_loop(P, settings):
     run = sgd.train_fig2(config, [seed])[0]
     rng = np.random.default_rng(seed)
     uniform = {"FAFO": {"Lq", "Lk"}, "CACO": {"Lqk", "Lo"}}.get(P, set()) if config.init == "authors" else (
-        set(_linear_names(P)) if config.init == "uniform" else set())
-    w = {k: rng.uniform(-BOUND, BOUND, (V, V)) if k in uniform else 1e-6 * np.eye(V) for k in _linear_names(P)}
+        set(nb.linear_names(P)) if config.init == "uniform" else set())
+    w = {k: rng.uniform(-BOUND, BOUND, (V, V)) if k in uniform else 1e-6 * np.eye(V) for k in nb.linear_names(P)}
     start = {k: v.copy() for k, v in w.items()}
     T, t, losses = epochs * K, 0, []
     for _ in range(epochs):
@@ -219,7 +223,7 @@ def test_measurements_are_the_notebooks(P):
     rng = np.random.default_rng(5)
     w = {"Lq": 0.8 * rng.normal(size=(V, V)), "Lk": 0.8 * rng.normal(size=(V, V)), "Lqk": 6 * rng.normal(size=(V, V)),
          "Lo": 3 * rng.normal(size=(V, V)), "Lv": rng.normal(size=(V, V))}
-    w = {k: w[k] for k in _linear_names(P)}
+    w = {k: w[k] for k in nb.linear_names(P)}
     params = {k: v for k, v in _as_package(w).items() if k in sgd.models.param_keys(P)}
     config = sgd.Fig2Config(P)
     assert (config.eval_batches, config.batch_size) == (200, 32)
