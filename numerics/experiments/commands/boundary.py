@@ -231,14 +231,11 @@ def prepare(args):
         if s["init"] == "zero":
             return {"settings": s, "records": _zero_records(s)}
         from ..flow_crossover import flow_boundary
-        bar = progress_bar(len(s["parameterizations"]) * len(s["seeds"]), desc="boundary", unit="search",
-                           show=not args.quiet)
-        try:
+        with progress_bar(len(s["parameterizations"]) * len(s["seeds"]), desc="boundary", unit="search",
+                          show=not args.quiet) as bar:
             records = flow_boundary(s["parameterizations"], s["target_losses"], s["seeds"], s["init"],
                                     init_scale=scale, ratio_range=tuple(s["ratio_range"]), task=s["task"],
                                     task_params=s["task_params"], seq_len=s["seq_len"], progress=bar.update)
-        finally:
-            bar.close()
         return {"settings": s, "records": records}
     return work, format_table
 

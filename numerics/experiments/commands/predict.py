@@ -247,13 +247,10 @@ def prepare(args):
 
     def work():
         flows = len(s["parameterizations"]) * len(s["ratios"]) * len(s["seeds"])
-        bar = progress_bar(flows, desc="predict", unit="flow", show=not args.no_bar)
-        try:
+        with progress_bar(flows, desc="predict", unit="flow", show=not args.no_bar) as bar:
             records = predict(s["parameterizations"], s["ratios"], s["target_losses"], s["seeds"], s["init"],
                               s["seq_len"], s["lr_ov"], init_scale=init_scale, progress=bar.update,
                               task=args.task, task_params=s.get("task_params", ()))
-        finally:
-            bar.close()
         payload = {"settings": s, "records": records}
         if output is not None:
             if os.path.lexists(output) and not _holds_result_of(output, s):     # written meanwhile

@@ -143,8 +143,11 @@ def test_the_flow_search_shows_its_progress(monkeypatch, capsys):
             def update(self, n=1):
                 bars[-1]["updates"] += n
 
-            def close(self):
-                pass
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                return False
         return Bar()
     monkeypatch.setattr(command, "progress_bar", shown)
     argv = ["boundary", "--task", "authors", "--seeds", "3", "--parameterizations", "CACO,FAFO", "--target-loss",
