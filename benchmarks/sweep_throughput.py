@@ -29,6 +29,7 @@ import argparse
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -57,7 +58,7 @@ def variants(parameterization, steps, runs_per_job, dtype="float64"):
                           stop="none", max_steps=steps,
                           **({"dtype": dtype} if dtype != "float64" else {}))   # (runs on code without dtype)
     pairs = [(r, s) for s in SEEDS for r in RATIOS]              # seed-major: a job's runs are contiguous
-    configs = [base.replace(lr_qk=r * LR_OV) for r, _ in pairs]
+    configs = [replace(base, lr_qk=r * LR_OV) for r, _ in pairs]
     seeds = [s for _, s in pairs]
 
     def plain():
@@ -66,7 +67,7 @@ def variants(parameterization, steps, runs_per_job, dtype="float64"):
 
     def per_ratio():
         for r in RATIOS:
-            sgd.train_fig2(base.replace(lr_qk=r * LR_OV), list(SEEDS))
+            sgd.train_fig2(replace(base, lr_qk=r * LR_OV), list(SEEDS))
 
     def stacked():
         for i in range(0, len(pairs), runs_per_job):

@@ -16,6 +16,7 @@ result depends on (settings and seeds); its result depends on nothing else
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -290,7 +291,7 @@ def sweep_job(job: dict, progress=None) -> dict:
     targets = sweep_targets(job)
     lowest = targets[-1]
     pairs = sweep_runs(job)
-    configs = [config.replace(lr_qk=float(r) * config.lr_ov) for r, _ in pairs]
+    configs = [replace(config, lr_qk=float(r) * config.lr_ov) for r, _ in pairs]
     runs = stack.train_stack(configs, [s for _, s in pairs], progress=progress, record_losses=targets[:-1])
     return {"rows": [_sweep_row(config, ratio, r, t, _state_at(r, t, lowest))
                      for (ratio, _), r in zip(pairs, runs) for t in targets]}

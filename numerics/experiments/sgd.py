@@ -26,7 +26,7 @@ the sweep's); ``max_steps`` caps the number of steps (the last epoch may be part
 from __future__ import annotations
 
 import numbers
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -156,20 +156,6 @@ class Fig2Config:
         """Scheduled steps (``epochs * steps_per_epoch``, capped by ``max_steps``:
         :func:`~numerics.experiments.stopping.check_total_steps`)."""
         return check_total_steps(self.epochs, self.steps_per_epoch, self.max_steps)
-
-    def replace(self, **changes) -> "Fig2Config":
-        """A copy with ``changes`` (checked again).
-
-        Parameters
-        ----------
-        **changes
-            Fields and their new values.
-
-        Returns
-        -------
-        Fig2Config
-        """
-        return replace(self, **changes)
 
 
 def eval_rng(seed: int) -> np.random.Generator:

@@ -11,15 +11,16 @@ nothing.  Every run's numbers (losses, steps, marks, final parameters) are
 bitwise those of the run trained alone with ``train_fig2``
 (``tests/numerics/experiments/test_experiments_stack.py`` checks it for every parameterization).
 
+>>> from dataclasses import replace
 >>> from numerics.experiments.sgd import Fig2Config
 >>> c = Fig2Config(parameterization="CACO", epochs=2, steps_per_epoch=5, stop="none")
->>> runs = train_stack([c, c.replace(lr_qk=0.05)], [1234, 1234])
+>>> runs = train_stack([c, replace(c, lr_qk=0.05)], [1234, 1234])
 >>> [r["steps"] for r in runs], runs[0]["epoch_loss"] != runs[1]["epoch_loss"]
 ([10, 10], True)
 """
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import numpy as np
 
@@ -41,9 +42,9 @@ def _check_runs(configs, seeds):
             raise ValueError(f"configs must be Fig2Config, got {type(c).__name__}")
     seeds = sgd.check_seeds(seeds, distinct=False)
     shared = dict.fromkeys(RATE_FIELDS, 0.01)
-    base = configs[0].replace(**shared)
+    base = replace(configs[0], **shared)
     for c in configs[1:]:
-        if c.replace(**shared) != base:
+        if replace(c, **shared) != base:
             diff = next(k for k, v in asdict(c).items() if k not in RATE_FIELDS and v != getattr(base, k))
             raise ValueError(f"the runs of a stack may differ only in {', '.join(RATE_FIELDS)}; "
                              f"they differ in {diff}")

@@ -1,5 +1,7 @@
 """The float32 SGD step (``Fig2Config(dtype="float32")``, ``--dtype float32``): float32 throughout
 the step, stack-independent, close to float64, and never mixed with float64 results."""
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -68,7 +70,7 @@ def test_float32_training_close_to_float64(p):
 def test_float32_run_is_the_same_stacked_or_alone(p):
     """A float32 run, like a float64 one, does not depend on the runs stacked with it."""
     c = _short(p, dtype="float32")
-    configs = [c, c.replace(lr_qk=0.05), c.replace(lr_qk=0.2, qk_ramp=3.0)]
+    configs = [c, replace(c, lr_qk=0.05), replace(c, lr_qk=0.2, qk_ramp=3.0)]
     stacked = stack.train_stack(configs, [1234, 1235, 1234])
     for cfg, seed, run in zip(configs, [1234, 1235, 1234], stacked):
         alone = sgd.train_fig2(cfg, [seed])[0]
@@ -155,6 +157,6 @@ def test_the_reports_wall_time_counts_the_figures_and_shows_tenths(tmp_path, mon
 
 def test_a_stack_refuses_runs_of_two_dtypes():
     c = _short("CACO")
-    for pair in ([c, c.replace(dtype="float32")], [c.replace(dtype="float32"), c]):
+    for pair in ([c, replace(c, dtype="float32")], [replace(c, dtype="float32"), c]):
         with pytest.raises(ValueError, match="differ in dtype"):
             stack.train_stack(pair, [1234, 1235])

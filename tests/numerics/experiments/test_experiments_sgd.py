@@ -1,6 +1,7 @@
 """numerics.experiments.sgd: stacking independence, stop rules, ramp, Figure 3; jobs and backends."""
 import json
 import re
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -35,7 +36,7 @@ def test_seed_that_stops_early_leaves_the_others_unchanged():
     config = _short("CACO", epochs=6, lr_qk=2.0, lr_ov=2.0)
     free = sgd.train_fig2(config, [1234, 1235])
     target = (free[0]["epoch_loss"][2] + free[1]["epoch_loss"][2]) / 2   # between the two seeds
-    cfg = config.replace(target_loss=target)
+    cfg = replace(config, target_loss=target)
     both = sgd.train_fig2(cfg, [1234, 1235])
     assert [r["stopped_epoch"] for r in both] == [3, 4]             # seed 1234 leaves the stack first
     for i, seed in enumerate([1234, 1235]):
@@ -86,7 +87,7 @@ def test_parameters_not_finite_after_the_last_step_make_the_run_diverged(monkeyp
     config = _short("CACO", epochs=3, dtype=dtype)
     free = sgd.train_fig2(config, [1234, 1235])
     last = free[0]["epoch_loss"][-1]                     # reached first in the last epoch
-    solo = sgd.train_fig2(config.replace(target_loss=last), [1235], record_losses=[last])[0]
+    solo = sgd.train_fig2(replace(config, target_loss=last), [1235], record_losses=[last])[0]
     original = models.loss_and_grad
     calls = []
 
@@ -99,7 +100,7 @@ def test_parameters_not_finite_after_the_last_step_make_the_run_diverged(monkeyp
         return loss, steps
     monkeypatch.setattr(models, "loss_and_grad", poisoned)
     completed = sgd.train_fig2(config, [1234, 1235], record_losses=[last])
-    reached = sgd.train_fig2(config.replace(target_loss=last), [1234, 1235], record_losses=[last])
+    reached = sgd.train_fig2(replace(config, target_loss=last), [1234, 1235], record_losses=[last])
     for runs in (completed, reached):
         assert runs[0]["status"] == "diverged" and runs[0]["stopped_epoch"] is None and runs[0]["marks"] == {}
         assert runs[0]["epoch_loss"] == free[0]["epoch_loss"] and runs[0]["steps"] == 45

@@ -1,4 +1,6 @@
 """Runs of their own rates in one stack (numerics.experiments.stack): bitwise the runs trained alone."""
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -32,7 +34,7 @@ def _same(a, b):
 @pytest.mark.parametrize("parameterization", ["CACO", "CAFO", "FACO", "FAFO"])
 def test_stack_is_bitwise_each_run_alone_with_runs_leaving_at_different_steps(parameterization):
     base = sgd.Fig2Config(parameterization=parameterization, **BASE)
-    configs = [base.replace(**r) for r in RATES]
+    configs = [replace(base, **r) for r in RATES]
     stacked = stack.train_stack(configs, SEEDS, record_losses=[3.8])
     alone = [sgd.train_fig2(c, [s], record_losses=[3.8])[0] for c, s in zip(configs, SEEDS)]
     for a, b in zip(stacked, alone):
@@ -44,7 +46,7 @@ def test_stack_is_bitwise_each_run_alone_with_runs_leaving_at_different_steps(pa
 
 def test_stack_order_does_not_matter():
     base = sgd.Fig2Config(parameterization="CAFO", **BASE)
-    configs = [base.replace(**r) for r in RATES]
+    configs = [replace(base, **r) for r in RATES]
     forward = stack.train_stack(configs, SEEDS)
     backward = stack.train_stack(configs[::-1], SEEDS[::-1])
     for a, b in zip(forward, backward[::-1]):
@@ -54,9 +56,9 @@ def test_stack_order_does_not_matter():
 def test_stack_refuses_runs_of_other_shapes_and_twice_the_same_run():
     c = sgd.Fig2Config(**BASE)
     with pytest.raises(ValueError, match="seq_len"):
-        stack.train_stack([c, c.replace(seq_len=32)], [1, 2])
+        stack.train_stack([c, replace(c, seq_len=32)], [1, 2])
     with pytest.raises(ValueError, match="twice"):
-        stack.train_stack([c, c.replace()], [1, 1])
+        stack.train_stack([c, replace(c)], [1, 1])
     with pytest.raises(ValueError, match="equal length"):
         stack.train_stack([c], [1, 2])
     with pytest.raises(ValueError, match="seeds"):

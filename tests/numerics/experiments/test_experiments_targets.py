@@ -5,6 +5,7 @@ lowest target's rows are bitwise the one-target sweep's, a higher target's state
 taken at the first epoch whose mean training loss reached it."""
 import csv
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -49,7 +50,7 @@ def test_recording_losses_does_not_change_training_and_marks_the_first_epoch():
             assert b["marks"][loss]["steps"] == (first + 1) * CFG.steps_per_epoch
     # the state kept at 3.88 is the state after that epoch: retraining for that many steps gives it
     first = marked[0]["marks"][3.88]["steps"]
-    short = sgd.train_fig2(CFG.replace(max_steps=first, target_loss=None), [1234])[0]
+    short = sgd.train_fig2(replace(CFG, max_steps=first, target_loss=None), [1234])[0]
     assert all(np.array_equal(short["params"][k], marked[0]["marks"][3.88]["params"][k]) for k in short["params"])
 
 
@@ -76,7 +77,7 @@ def test_sweep_job_rows_per_target_lowest_equal_one_target_job():
 
 
 def test_unreached_higher_target_keeps_the_final_state():
-    cfg = CFG.replace(max_steps=100, epochs=4, target_loss=2.0)
+    cfg = replace(CFG, max_steps=100, epochs=4, target_loss=2.0)
     job = {"experiment": "sweep", "ratios": [1.0], "config": cfg.to_dict(), "seeds": [1234],
            "target_losses": [3.0, 2.0]}
     rows = jobs.sweep_job(job)["rows"]

@@ -4,6 +4,7 @@ here with scipy.stats from those rows, and ``proxies.png/pdf`` drawn from exactl
 theory beside them. One tiny sweep per task, run once for the module."""
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -201,7 +202,7 @@ def test_faco_plausibility_at_loss_0_2_falls_from_ratio_1_to_20_and_why():
 
     cfg = sgd.Fig2Config(parameterization="FACO", lr_qk=0.01, lr_ov=0.01, epochs=2000, steps_per_epoch=100,
                          stop="none", init="authors", eval_batches=50, target_loss=0.2, max_steps=200000)
-    runs = stack.train_stack([cfg.replace(lr_qk=r * cfg.lr_ov) for r in (1.0, 20.0)], [1234, 1234])
+    runs = stack.train_stack([replace(cfg, lr_qk=r * cfg.lr_ov) for r in (1.0, 20.0)], [1234, 1234])
     assert [r["steps"] for r in runs] == [149500, 33300]                      # the sweep's rows
     b = sampler.sample_batches(AUTHORS, sgd.eval_rng(1234), 50, 32, 64)
     counts, q = b.counts.reshape(-1, AUTHORS.T).astype(int), b.query.reshape(-1)

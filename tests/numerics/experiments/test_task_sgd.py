@@ -3,6 +3,7 @@ the task's probabilities, the count model against the engine's full-matrix TaskM
 initial matrices, SGD beside its expected-count theory, and bad input; the authors' run identity
 stays what it was."""
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -172,7 +173,7 @@ def test_default_run_identity_is_unchanged():
     assert list(job["config"]) == old_keys
     task_job = sweep.sweep_jobs(["CACO"], [1.0], 1, 0.5, task="paper", task_params={"M": 3})[0]
     assert task_job["config"]["task"] == "paper" and task_job["config"]["task_params"] == [["M", 3]]
-    assert sgd.Fig2Config(**task_job["config"]) == sgd.Fig2Config(**task_job["config"]).replace()
+    assert sgd.Fig2Config(**task_job["config"]) == replace(sgd.Fig2Config(**task_job["config"]))
     # results of different tasks (or parameter values) never share a run file
     from numerics.experiments.store import job_key
 
