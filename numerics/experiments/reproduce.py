@@ -31,7 +31,6 @@ from __future__ import annotations
 import json
 import math
 import time
-from pathlib import Path
 
 from derivations.core.atomic_file import atomic_write_text
 from derivations.core.output import json_text
@@ -147,10 +146,8 @@ def reproduce(output, *, workers=None, scheduler=None, progress=True, quick=Fals
 
     Parameters
     ----------
-    output : str, path-like or numerics.experiments.directory.ExperimentDirectory
-        A directory path, opened and locked here as a reproduction's
-        :class:`~numerics.experiments.directory.ExperimentDirectory`, or such a
-        directory its caller holds.
+    output : numerics.experiments.directory.ExperimentDirectory
+        The reproduction's directory, held (opened, locked and entered) by the caller.
     workers : int, optional
         Local worker processes.
     scheduler : str, optional
@@ -165,21 +162,10 @@ def reproduce(output, *, workers=None, scheduler=None, progress=True, quick=Fals
     -------
     dict
         The report (``report.json``), with the paths of the ``figures``.
-
-    Raises
-    ------
-    numerics.experiments.directory.DirectoryRefused
-        ``output`` cannot be used as a reproduction's directory.
     """
-    from .directory import ExperimentDirectory
     from .runner import run_jobs
 
     t0 = time.perf_counter()
-    if not isinstance(output, ExperimentDirectory):
-        Path(output).mkdir(parents=True, exist_ok=True)
-        with ExperimentDirectory(output, "reproduction", run_bytes=run_bytes) as directory:
-            return reproduce(directory, workers=workers, scheduler=scheduler, progress=progress, quick=quick,
-                             shortest_first=shortest_first, dtype=dtype, connect_timeout=connect_timeout)
     named = published_jobs(quick, shortest_first=shortest_first, dtype=dtype)
     results = run_jobs(_dispatch, [j for _, j in named], workers=workers, scheduler=scheduler,
                        store=output.store(validate=jobs_mod.valid_result), progress=progress,
@@ -202,8 +188,8 @@ def collect(output, *, quick=False, dtype="float64") -> dict:
 
     Parameters
     ----------
-    output : str, path-like or numerics.experiments.directory.ExperimentDirectory
-        A reproduction's directory (read, not locked).
+    output : numerics.experiments.directory.ExperimentDirectory
+        A reproduction's directory, opened to read (``lock=False``).
     quick, dtype
         As in :func:`published_jobs`.
 
@@ -211,16 +197,7 @@ def collect(output, *, quick=False, dtype="float64") -> dict:
     -------
     dict
         The report, as :func:`reproduce`'s.
-
-    Raises
-    ------
-    numerics.experiments.directory.DirectoryRefused
-        ``output`` holds another kind of experiment.
     """
-    from .directory import ExperimentDirectory
-
-    if not isinstance(output, ExperimentDirectory):
-        output = ExperimentDirectory(output, "reproduction", lock=False, run_bytes=run_bytes)
     store = output.store(validate=jobs_mod.valid_result, read_only=True)
     named = published_jobs(quick, dtype=dtype)
     with output.writing():

@@ -210,7 +210,8 @@ def test_a_collect_beside_a_reproduction_keeps_its_files_and_the_final_report(tm
 
     def reproduction():
         try:
-            reproduce.reproduce(out, quick=True, workers=1, progress=False)
+            with ExperimentDirectory(out, "reproduction", run_bytes=reproduce.run_bytes) as held:
+                reproduce.reproduce(held, quick=True, workers=1, progress=False)
         except Exception as exc:          # pragma: no cover - reported below
             failed.append(exc)
         done.set()
@@ -225,7 +226,8 @@ def test_a_collect_beside_a_reproduction_keeps_its_files_and_the_final_report(tm
             atomic_write(output / "fig2_heatmaps.png", write, binary=True)
         return []
     monkeypatch.setattr(reproduce, "make_figures", figures)
-    collected = reproduce.collect(out, quick=True)
+    reading = ExperimentDirectory(out, "reproduction", lock=False, run_bytes=reproduce.run_bytes)
+    collected = reproduce.collect(reading, quick=True)
     thread.join(60)
     assert not failed and len(collected["runs"]) == 1 and (out / "fig2_heatmaps.png").read_bytes() == b"figure"
     final = json.loads((out / "report.json").read_text())

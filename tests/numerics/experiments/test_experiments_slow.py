@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from numerics.experiments import jobs, reproduce
+from numerics.experiments.directory import ExperimentDirectory
 
 pytestmark = pytest.mark.slow
 
@@ -35,7 +36,8 @@ def test_published_faster_qk_run(name):
 
 @pytest.mark.timeout(3600)          # every published run: a longer bound than the other slow tests'
 def test_reproduce_every_published_run(tmp_path):
-    report = reproduce.reproduce(tmp_path, workers=2, progress=False)
+    with ExperimentDirectory(tmp_path, "reproduction", run_bytes=reproduce.run_bytes) as held:
+        report = reproduce.reproduce(held, workers=2, progress=False)
     assert report["missing"] == [] and len(report["runs"]) == len(reproduce.PUBLISHED_RUNS)
     for name in ("fig3_collapsed", "fig3_factorized"):
         r = report["runs"][name]
