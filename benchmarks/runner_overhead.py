@@ -16,6 +16,7 @@ import tempfile
 import time
 
 from numerics.experiments.runner import run_jobs
+from numerics.experiments.store import ResultStore
 
 
 def tiny_job(job):
@@ -29,7 +30,7 @@ def timed(n, store=False, repeats=3, **kwargs):
         jobs = [{"x": i, "n": n} for i in range(n)]
         with tempfile.TemporaryDirectory() as tmp:
             t0 = time.perf_counter()
-            run_jobs(tiny_job, jobs, progress=False, store=tmp if store else None, **kwargs)
+            run_jobs(tiny_job, jobs, progress=False, store=ResultStore(tmp) if store else None, **kwargs)
             best = min(best, time.perf_counter() - t0)
     return best
 

@@ -138,7 +138,7 @@ def _check_workers(workers) -> int:
 
 
 def run_jobs(func: Callable[[dict], dict], jobs: Sequence[dict], *, workers: int | None = None,
-             scheduler: str | None = None, store: ResultStore | str | os.PathLike | None = None,
+             scheduler: str | None = None, store: ResultStore | None = None,
              progress: bool = True, desc: str | None = None, epochs: Callable[[dict], int] | None = None,
              connect_timeout: float = CONNECT_TIMEOUT) -> list:
     """Run ``func(job)`` for every job, locally or on Dask, and return the results in job order.
@@ -160,9 +160,8 @@ def run_jobs(func: Callable[[dict], dict], jobs: Sequence[dict], *, workers: int
         submitted there (``distributed`` is imported only then) and gathered as they complete.
         Its workers must be able to import ``func``'s module (qkov installed, or on their
         ``PYTHONPATH``).
-    store : ResultStore, str, os.PathLike or None, optional
-        Where finished results are saved, each as soon as it finishes (a path is wrapped in a
-        :class:`~numerics.experiments.store.ResultStore`). Jobs already stored are not run
+    store : ResultStore or None, optional
+        Where finished results are saved, each as soon as it finishes. Jobs already stored are not run
         again: rerunning with the same store resumes an interrupted run.
     progress : bool, optional
         Show a tqdm bar on stderr (only if it is a terminal).
@@ -200,9 +199,10 @@ def run_jobs(func: Callable[[dict], dict], jobs: Sequence[dict], *, workers: int
     --------
     >>> import tempfile
     >>> from numerics.experiments.runner import run_jobs
+    >>> from numerics.experiments.store import ResultStore
     >>> def square(job):
     ...     return {"square": job["x"] ** 2}
-    >>> jobs, store = [{"x": 0.5}, {"x": 2.0}], tempfile.mkdtemp()
+    >>> jobs, store = [{"x": 0.5}, {"x": 2.0}], ResultStore(tempfile.mkdtemp())
     >>> run_jobs(square, jobs, workers=1, store=store, progress=False)
     [{'square': 0.25}, {'square': 4.0}]
     >>> run_jobs(square, jobs, workers=1, store=store, progress=False)  # read back, not recomputed
@@ -314,9 +314,7 @@ def _check_inputs(func, jobs, workers, scheduler, store, epochs=None):
     else:
         workers = _check_workers(workers)
     if store is not None and not isinstance(store, ResultStore):
-        if not isinstance(store, (str, os.PathLike)):
-            raise ValueError(f"store must be a ResultStore, a directory path or None, got {type(store).__name__}")
-        store = ResultStore(store)
+        raise ValueError(f"store must be a ResultStore or None, got {type(store).__name__}")
     return keys, normalised, workers, store
 
 

@@ -307,9 +307,10 @@ def test_interrupted_pool_leaves_no_workers_and_keeps_finished_results(tmp_path,
         sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / 'tests')!r}]
         from _jobs import slow_job
         from numerics.experiments.runner import run_jobs
+        from numerics.experiments.store import ResultStore
         if __name__ == "__main__":
             jobs = [{{"x": 0, "sleep": 0}}] + [{{"x": x, "sleep": 60, "pids": {str(tmp_path)!r}}} for x in (1, 2, 3)]
-            run_jobs(slow_job, jobs, workers=2, store={str(tmp_path / 'store')!r}, progress=False)
+            run_jobs(slow_job, jobs, workers=2, store=ResultStore({str(tmp_path / 'store')!r}), progress=False)
     """)
     proc = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 20
