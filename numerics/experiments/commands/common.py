@@ -149,14 +149,13 @@ def parse_seeds(text) -> list:
             if not (match or is_number_text(part, integer=True)):     # int() reads 1_0 and 5 in other scripts
                 raise ValueError(part)
             a, b = (int(match[1]), int(match[2])) if match else (int(part), int(part))
+            if b < a:                       # (a range's ends are >= 0: a negative seed is no range)
+                raise ValueError(part)
         except ValueError:
             raise UsageError(f"--seeds must be comma-separated integers >= 0 (ranges a-b allowed); "
                              f"got {text!r}") from None
         if a < 0:
             raise UsageError(f"--seeds must be integers >= 0; got {text!r}")
-        if b < a:
-            raise UsageError(f"--seeds must be comma-separated integers >= 0 (ranges a-b allowed); "
-                             f"got {text!r}")
         spans.append((a, b))
     count = sum(b - a + 1 for a, b in spans)
     if count > MAX_SEEDS:
