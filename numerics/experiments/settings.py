@@ -251,6 +251,8 @@ def report_settings(report):
 
 
 def _json(value) -> str:
+    """A value's canonical JSON text, for comparisons (``1`` and ``1.0`` differ, as in a job's key; a value
+    JSON has not, by its repr)."""
     return json.dumps(value, sort_keys=True, default=repr)
 
 

@@ -1,7 +1,6 @@
 """``python -m numerics.experiments sweep``: the matched-loss sweep over ``eta_QK / eta_OV``."""
 from __future__ import annotations
 
-import json
 import os
 
 from derivations.core.cli import UsageError, parse_int, parse_list
@@ -235,7 +234,7 @@ def _stored_difference(job, jobs):
     for a job of another shape; else the first difference, ``(stored, the sweep's)`` as options."""
     from dataclasses import fields
 
-    from ..settings import shown, shown_option
+    from ..settings import _json, shown, shown_option
     from ..sgd import Fig2Config
 
     config = job.get("config")
@@ -261,11 +260,6 @@ def _stored_difference(job, jobs):
     if not set(map(_json, job["seeds"])) <= set(map(_json, seeds)):
         return f"seeds {shown(job['seeds'])}", shown_option("seeds", len(seeds))
     return None
-
-
-def _json(value) -> str:
-    """A JSON value's canonical text (``1`` and ``1.0`` differ, as in a job's key)."""
-    return json.dumps(value, sort_keys=True)
 
 
 def prepare(args):
