@@ -80,10 +80,6 @@ SEEDS_PER_JOB = 3
 MIN_JOBS = 4
 
 
-def _dedupe(seq):
-    return list(dict.fromkeys(seq))
-
-
 def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_steps: int = 200_000,
                lr_ov: float = 0.01, seq_len: int = 64, batch_size: int = 32, steps_per_epoch: int = 100,
                init: str = "authors", eval_batches: int = 50, seed_blocks=None, task: str = "authors",
@@ -125,8 +121,8 @@ def sweep_jobs(parameterizations, ratios, n_seeds: int, target_loss, *, max_step
     ValueError
         An empty list, a bad ratio, count or size (the message names it).
     """
-    parameterizations = _dedupe(parameterizations)
-    ratios = _dedupe(check_positive("ratio", r) for r in ratios)
+    parameterizations = list(dict.fromkeys(parameterizations))
+    ratios = list(dict.fromkeys(check_positive("ratio", r) for r in ratios))
     check_positive("lr_ov", lr_ov)          # named as itself (not as the lr_qk it gives), value kept as given
     if not parameterizations:
         raise ValueError("parameterizations must not be empty")
@@ -357,7 +353,7 @@ def spearman(rows) -> dict:
     from scipy import stats
 
     out = {}
-    for p in _dedupe(r["parameterization"] for r in rows):
+    for p in dict.fromkeys(r["parameterization"] for r in rows):
         g = [r for r in rows if r["parameterization"] == p and number_or_none(r["relevant_attention"]) is not None]
         x = [float(r["ratio"]) for r in g]
         y = [float(r["relevant_attention"]) for r in g]
