@@ -11,6 +11,7 @@ submits jobs and gathers them as they complete; a scheduler lost mid-run is a
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import socket
@@ -324,13 +325,10 @@ def run_dask(func, jobs, keys, pending, scheduler, collect, timeout: float = CON
             raise
     finally:
         try:
-            if futures:
-                client.cancel(list(futures))
-        except Exception:   # the scheduler is gone: nothing left to cancel
-            pass
+            with contextlib.suppress(Exception):    # the scheduler is gone: nothing left to cancel
+                if futures:
+                    client.cancel(list(futures))
         finally:
-            try:
+            with contextlib.suppress(Exception):
                 client.close(timeout=5)
-            except Exception:
-                pass
             quiet.restore_later()

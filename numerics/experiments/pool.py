@@ -44,10 +44,8 @@ def _init_worker(parent: int, progress=None) -> None:
     _PROGRESS = progress
     for name in _THREAD_VARIABLES:
         os.environ.setdefault(name, "1")
-    try:
+    with contextlib.suppress(ValueError, OSError):     # (not the main thread)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-    except (ValueError, OSError):  # pragma: no cover - not the main thread
-        pass
     if hasattr(signal, "pthread_sigmask"):      # held while the pool started: the pool stops its workers with it
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     import threading
@@ -215,10 +213,8 @@ def run_pool(func, jobs, pending, workers, collect, report=None) -> None:
             processes = list((getattr(executor, "_processes", None) or {}).values())
             executor.shutdown(wait=False, cancel_futures=True)
             for process in processes:
-                try:
+                with contextlib.suppress(Exception):      # (already gone)
                     process.terminate()
-                except Exception:  # pragma: no cover - already gone
-                    pass
             for process in processes:
                 process.join(5)
 

@@ -17,6 +17,7 @@ only (JSON, never pickle), read without blocking.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -285,10 +286,8 @@ class ResultStore:
                 pass
             except OSError:                   # exists but not ours to signal: leave it
                 continue
-            try:
+            with contextlib.suppress(OSError):
                 tmp.unlink()
-            except OSError:
-                pass
 
     def __repr__(self) -> str:
         return f"ResultStore({str(self.directory)!r})"
