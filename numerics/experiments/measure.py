@@ -161,10 +161,10 @@ def measurements(forward, counts, query, target, relevant) -> dict:
     Returns
     -------
     dict
-        ``relevant_attention``, ``label_probability``, ``separability`` (the largest
+        The shares of :func:`attention_shares` (``relevant_attention``, ``self_attention``,
+        ``other_attention``), ``label_probability``, ``separability`` (the largest
         per-position attention of a present relevant token minus the smallest of a present
-        other token; nan for a sequence without one of them), ``loss``, ``correct``,
-        ``self_attention``, ``other_attention`` (:func:`attention_shares`).
+        other token; nan for a sequence without one of them), ``loss``, ``correct``.
     """
     a, pos, logp = forward["attention"], forward["position_attention"], forward["log_probs"]
     present = counts > 0
@@ -174,15 +174,12 @@ def measurements(forward, counts, query, target, relevant) -> dict:
     min_other = np.where(other, pos, np.inf).min(axis=-1)
     sep = np.where(rel.any(-1) & other.any(-1), max_rel - min_other, np.nan)
     lp = np.take_along_axis(logp, target[:, None], -1)[:, 0]
-    shares = attention_shares(a, query, relevant)
     return {
-        "relevant_attention": shares["relevant_attention"],
+        **attention_shares(a, query, relevant),
         "label_probability": np.exp(lp),
         "separability": sep,
         "loss": -lp,
         "correct": forward["logits"].argmax(-1) == target,
-        "self_attention": shares["self_attention"],
-        "other_attention": shares["other_attention"],
     }
 
 
