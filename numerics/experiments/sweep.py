@@ -259,20 +259,21 @@ def _mean_ci(values):
     return mean, [float(low), float(high)]
 
 
+#: The row values a summary gives the mean of, without an interval (``label_probability_mean``, ...).
+_MEANS = ("label_probability", "loss", "accuracy", "steps")
+
+
 def _summary_entry(p, r, target, n, g) -> dict:
     """The summary of one (parameterization, ratio, target) from its measured rows ``g``."""
     out = {"parameterization": p, "ratio": r, "n": n}
     if not g:
         out.update(reached=0, relevant_attention_mean=None, relevant_attention_ci95=[None, None],
-                   label_probability_mean=None, loss_mean=None, accuracy_mean=None, steps_mean=None)
+                   **{f"{key}_mean": None for key in _MEANS})
     else:
         mean, ci = _mean_ci([float(x["relevant_attention"]) for x in g])
         out.update(reached=int(sum(_as_bool(x["reached"]) for x in g)), relevant_attention_mean=mean,
-                   relevant_attention_ci95=ci,
-                   label_probability_mean=float(np.mean([float(x["label_probability"]) for x in g])),
-                   loss_mean=float(np.mean([float(x["loss"]) for x in g])),
-                   accuracy_mean=float(np.mean([float(x["accuracy"]) for x in g])),
-                   steps_mean=float(np.mean([float(x["steps"]) for x in g])))
+                   relevant_attention_ci95=ci, **{f"{key}_mean": float(np.mean([float(x[key]) for x in g]))
+                                                  for key in _MEANS})
     for share in SHARES[1:]:
         values = [number_or_none(x.get(share)) for x in g]
         mean, ci = _mean_ci(values) if values and None not in values else (None, [None, None])
