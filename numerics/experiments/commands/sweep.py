@@ -312,7 +312,8 @@ def _run(args, directory, jobs, settings, run):
     rows.sort(key=lambda r: (settings["parameterizations"].index(r["parameterization"]),
                              settings["ratios"].index(r["ratio"]), r["seed"], -r["target_loss"]))
     lowest = target_losses(settings["target_loss"])[-1]
-    common.warn_diverged(_at(rows, lowest), _run_name, "empty", dtype=settings.get("dtype", "float64"))
+    common.warn_diverged(_at(rows, lowest), lambda r: f"sweep run {r['parameterization']} ratio {r['ratio']:g} seed "
+                         f"{r['seed']}", "empty", dtype=settings.get("dtype", "float64"))
     sweep_mod.write_csv(rows, output / "results.csv")
     summary = sweep_mod.summarize(rows)
     shown = {k: v for k, v in settings.items() if k != "seed_blocks"}
@@ -330,10 +331,6 @@ def _run(args, directory, jobs, settings, run):
     directory.write_text("sweep.json", json_text(payload))
     _figure(output, summary, rows, theory, settings)
     return payload
-
-
-def _run_name(row) -> str:
-    return f"sweep run {row['parameterization']} ratio {row['ratio']:g} seed {row['seed']}"
 
 
 def _at(rows, target):
