@@ -101,8 +101,7 @@ def _settings(args) -> tuple:
     targets = parse_list("--target-loss", args.target_loss, lambda t: number("--target-loss", t))
     seeds = parse_int("--seeds", args.seeds, 1, MAX_SEEDS)
     st = task_from_args(args)
-    seq_len = seq_len_for(st, args)
-    parse_int("--seq-len", seq_len, 3, MAX_SEQ_LEN)
+    seq_len = parse_int("--seq-len", seq_len_for(st, args), 3, MAX_SEQ_LEN)
     lr_ov = number("--lr-ov", args.lr_ov)
     scale = None if args.init_scale is None else number("--init-scale", args.init_scale)
     return checked(check_settings, params, ratios, targets, seeds, args.init, seq_len, lr_ov, scale,
