@@ -2,9 +2,9 @@ r"""The one renderer of ``python -m derivations.print_dynamics``, for every task
 
 :func:`render` turns parsed command-line arguments into the printed text. The
 paper's task (``--task paper``, the default) prints the catalog of
-:func:`derivations.catalog.results` (model, factorization, the reduced ODEs,
-first integrals and orbits of the four parameterizations, sharpness,
-asymptotics); every other task prints, per parameterization, what
+:func:`derivations.catalog.results` (:func:`derivations.output.paper_dynamics.paper_output`;
+without ``--params``, rates or ``--loss`` no task is built, and the texts of the printed-results
+cache are printed as they are); every other task prints, per parameterization, what
 :mod:`derivations.engine` derived (read from the cache of
 :mod:`derivations.task_catalog`): the family found by symmetry, observables,
 attention and loss, the metric, the reduced ODEs (or the family flow where the
@@ -29,25 +29,15 @@ import json
 from ..core.cli import (OneLineParser, UsageError, option_named, parse_float, parse_loss, rate_values,
                         parse_params as _text_params)
 from ..core.output import shown_float
-from .formats import PRINTED_FORMATS, OneLine, format_expression
-from ..core.vocabulary import (MODEL_PARAMETER_MEANINGS, PAPER_SETTING, PARAMETERIZATIONS, SHARES,
-                               check_classes, check_positive)
+from .formats import PRINTED_FORMATS, OneLine
+from .paper_dynamics import paper_output, section_lines
+from ..core.vocabulary import PAPER_SETTING, PARAMETERIZATIONS, check_classes, check_positive
 
-__all__ = ["SYMBOL_MEANINGS", "build_parser", "parse_params", "task_list", "render",
-           "paper_sections", "task_sections", "exact_number"]
+__all__ = ["build_parser", "parse_params", "task_list", "render", "task_sections", "exact_number"]
 
-SYMBOL_MEANINGS = {
-    **MODEL_PARAMETER_MEANINGS,
-    "eta_QK": "learning rate of the collapsed QK matrix", "eta_OV": "learning rate of the collapsed OV matrix",
-    "eta_Q": "rate of W_Q", "eta_K": "rate of W_K", "eta_O": "rate of W_O", "eta_V": "rate of W_V",
-    "mu_OV": "logit gap per unit relevant attention, (z_k - z_j)/alpha",
-    "mu_QK": "score of a relevant token minus score of an irrelevant token",
-    "mu_OV_0": "initial mu_OV", "mu_QK_0": "initial mu_QK",
-}
-
-#: The attention shares of a state at a loss and beside them Lambda = r (M - 1) l(L)^2 / (M b),
-#: the master curve's coordinate.
-_SHARES_AND_LAMBDA = (*SHARES, "master_lambda")
+#: The options that substitute numbers or ask for a state at a loss, by their ``dest``: without them the
+#: paper's output is the printed-results cache's texts as they are.
+_SUBSTITUTING = ("params", "ratio", "eta_qk", "eta_ov", "loss")
 
 
 def build_parser():
@@ -207,63 +197,6 @@ def _check_list_options(args) -> None:
 
 # ----------------------------------------------------------------- sections
 
-def _factorization_items(res, g):
-    items = [("dW/dt", res["factorization.induced_flow"])]
-    for c in ("QK", "OV"):
-        items += [(f"{c}: conserved quantity C_{c}", res[f"factorization.{c}.conserved"]),
-                  (f"{c}: effective rate (balanced)", g(f"factorization.{c}.effective_rate")),
-                  (f"{c}: effective rate (unbalanced)", g(f"factorization.{c}.effective_rate_unbalanced"))]
-    return items
-
-
-def _sharpness_items(res, g):
-    sign_names = ("dF/dp", "dF/dr", "dp/dr", "dalpha/dr", "dmu_QK/dr", "dmu_OV/dr")
-    items = [("margin s = alpha mu_OV at loss L", g("sharpness.margin")),
-             ("state equation F(p; s, r) = 0 (p = alpha/(1-alpha), r = eta_QK/eta_OV)",
-              g("sharpness.state_equation"))]
-    items += [(f"state: {k}", g(f"sharpness.state.{k}")) for k in ("alpha", "mu_QK", "mu_OV")]
-    items += [(f"sign of {k}", res[f"sharpness.sign_value.{k}"]) for k in sign_names]
-    return items
-
-
-def paper_sections(res, names, subs) -> list:
-    """``[(title, [(label, expr)])]`` of the paper's task for the parameterizations ``names``.
-
-    Parameters
-    ----------
-    res : Mapping[str, sympy.Expr]
-        The derived results by key (:func:`derivations.catalog.results`).
-    names : sequence of str
-        Parameterizations, each one of "CACO", "CAFO", "FACO", "FAFO".
-    subs : dict
-        Symbol -> number substituted in the expressions (empty or None: none).
-
-    Returns
-    -------
-    list of (str, list of (str, sympy.Expr))
-    """
-    def g(key):
-        e = res[key]
-        return e.subs(subs) if subs else e
-    out = [("Model", [("alpha", g("model.alpha")), ("L", g("model.loss_alpha"))]),
-           ("Factorization: implicit learning-rate rescaling (W = A B)", _factorization_items(res, g))]
-    for name in names:
-        items = [("dmu_OV/dt", g(f"{name}.dmu_OV_dt_alpha")), ("dmu_QK/dt", g(f"{name}.dmu_QK_dt_alpha")),
-                 ("first integral H", g(f"{name}.first_integral")), ("dH/dt", g(f"{name}.dH_dt")),
-                 ("line: X(mu_OV)", g(f"{name}.line_X")), ("line: Y(mu_QK)", g(f"{name}.line_Y")),
-                 ("line: slope", g(f"{name}.line_slope")), ("orbit mu_QK(mu_OV)", g(f"{name}.orbit"))]
-        out.append((f"{name}: reduced ODEs (alpha = m e^mu_QK/(m e^mu_QK + n)), first integral, orbit", items))
-    out.append(("Sharpness at fixed loss (CACO, zero initialization, eta_OV = 1)", _sharpness_items(res, g)))
-    out.append(("Time course and asymptotics (CACO)", [
-        ("early phase: alpha frozen at alpha_0", g("asymptotics.early.alpha_0")),
-        ("early phase: t(mu_OV)", g("asymptotics.early.t_of_mu_OV_alpha")),
-        ("early phase: mu_OV(t)", g("asymptotics.early.mu_OV_of_t_alpha")),
-        ("late: 1 - alpha along the orbit", g("asymptotics.late.one_minus_alpha")),
-        ("late: 1 - alpha ~", g("asymptotics.late.one_minus_alpha_leading")),
-        ("late: loss ~", g("asymptotics.late.loss_leading"))]))
-    return out
-
-
 def _reduction_items(red, g) -> list:
     import sympy as sp
     items = [("family (found by symmetry)", ", ".join(f"{c.symbol} (orbit {c.orbit})" for c in red.coordinates))]
@@ -318,32 +251,7 @@ def task_sections(task, names, subs) -> list:
     return out
 
 
-def _section_lines(sections, fmt) -> list:
-    lines = []
-    for title, items in sections:
-        lines += ["", f"== {title} ==", ""]
-        for label, expr in items:
-            text = format_expression(expr, fmt)
-            if "\n" in text:
-                lines += [f"{label} =", text, ""]
-            else:
-                lines.append(f"{label} = {text}")
-    return lines
-
-
 # ----------------------------------------------------------------- payloads (json)
-
-def _paper_payload(res, names, js) -> dict:
-    return {
-        "symbols": SYMBOL_MEANINGS,
-        "alpha": js(res["model.alpha"]),
-        "loss": js(res["model.loss"]),
-        "parameterizations": {name: {
-            "dmu_OV_dt": js(res[f"{name}.dmu_OV_dt"]), "dmu_QK_dt": js(res[f"{name}.dmu_QK_dt"]),
-            "first_integral": js(res[f"{name}.first_integral"]), "orbit": js(res[f"{name}.orbit"])}
-            for name in names},
-    }
-
 
 def _reduction_entry(red, js) -> dict:
     def table(d):
@@ -369,48 +277,12 @@ def _task_payload(task, names, js, why) -> dict:
 
 # ----------------------------------------------------------------- the renderer
 
-class _Expressions:
-    """``name -> expression`` of the catalog's records (a read-only view)."""
-
-    def __init__(self, records):
-        self.records = records
-
-    def __getitem__(self, name):
-        return self.records[name].expr
-
-
-def _paper_results(fmt: str, subs: dict):
-    """The paper's results by name for the format ``fmt``: the texts of :data:`PRINTED`
-    when nothing is substituted, else the expressions of
-    :func:`derivations.catalog.results`, each decoded when it is first printed
-    (:meth:`~derivations.core.expression_cache.ExpressionStore.lazy`)."""
-    from ..catalog import PRINTED, STORE
-    if not subs:
-        return PRINTED.load()["text" if fmt == "json" else fmt]
-    return _Expressions(STORE.lazy())
-
-
-def _paper_text(res, names, subs, state, fmt) -> list:
-    lines = ["qkov: query-key / output-value gradient-flow dynamics, derived with SymPy",
-             "(Vashisht & Ramaswamy, 'Faster Query-Key Learning Sharpens Attention in Self-Attention Models', ICML 2026)"]
-    if subs:
-        lines.append("substituted: " + ", ".join(f"{k} = {v}" for k, v in subs.items()))
-    lines += _section_lines(paper_sections(res, names, subs), fmt)
-    if state is not None:
-        setting = {**PAPER_SETTING, **state["params"]}
-        m, n, b = (shown_float(setting[k]) for k in "mnb")      # the numbers given, as typed (1e-320)
-        lines += ["", f"== State at loss L = {shown_float(state['given_loss'])} (CACO, zero init, eta_QK/eta_OV = "
-                  f"{shown_float(state['ratio'])}, m={m}, n={n}, b={b}, M={setting['M']}) ==", ""]
-        lines += [f"{k} = {state[k]:.15g}" for k in ("mu_OV", "mu_QK", "alpha", *_SHARES_AND_LAMBDA) if k in state]
-    return lines
-
-
 def _task_text(task, names, subs, state, fmt, why) -> list:
     lines = [f"qkov: task {task.name!r}: gradient-flow dynamics derived by the task engine", task.description]
     if subs:
         lines.append("substituted: " + ", ".join(f"{k} = {v}" for k, v in subs.items()))
     if why is None:
-        lines += _section_lines(task_sections(task, names, subs), fmt)
+        lines += section_lines(task_sections(task, names, subs), fmt)
     else:
         lines += ["", f"symbolic reduction: not supported ({why}); the NumPy full-matrix model of "
                       "numerics.model integrates it"]
@@ -424,17 +296,9 @@ def _task_text(task, names, subs, state, fmt, why) -> list:
 
 
 def _json(task, names, subs, state, why) -> str:
-    def js(e):
-        return str(e.subs(subs) if subs else e)
-    if task.name == "paper":
-        payload = _paper_payload(_paper_results("json", subs), names, js)
-        if state is not None:
-            payload["state_at_loss"] = {k: state[k] for k in ("mu_OV", "mu_QK", "alpha", *_SHARES_AND_LAMBDA, "loss")
-                                        if k in state}
-    else:
-        payload = _task_payload(task, names, js, why)
-        if state is not None:
-            payload["state_at_loss"] = {k: v for k, v in state.items() if k not in ("params", "given_loss")}
+    payload = _task_payload(task, names, lambda e: str(e.subs(subs) if subs else e), why)
+    if state is not None:
+        payload["state_at_loss"] = {k: v for k, v in state.items() if k not in ("params", "given_loss")}
     return json.dumps(payload, indent=2)
 
 
@@ -485,16 +349,18 @@ def render(args, answer=None) -> str:
     if args.task == "list":
         _check_list_options(args)
         return task_list(args.format)
+    names = PARAMETERIZATIONS if args.parameterization == "all" else (args.parameterization,)
+    if args.task == "paper" and all(getattr(args, dest) is None for dest in _SUBSTITUTING):
+        return paper_output(names, {}, None, args.format)     # the printed texts as they are: no task built
     from ..tasks import get_task
     task = get_task(args.task)
     params = {} if args.params is None else parse_params(args.params, task)
     rates = rate_values(args)
     why = task.why_not_symbolic()
     state = _state(task, args, params, rates, why, answer)
-    names = PARAMETERIZATIONS if args.parameterization == "all" else (args.parameterization,)
     subs = _substitutions(params, rates, task)
+    if task.name == "paper":
+        return paper_output(names, subs, state, args.format)
     if args.format == "json":
         return _json(task, names, subs, state, why)
-    if task.name == "paper":
-        return "\n".join(_paper_text(_paper_results(args.format, subs), names, subs, state, args.format))
     return "\n".join(_task_text(task, names, subs, state, args.format, why))

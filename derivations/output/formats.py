@@ -34,9 +34,9 @@ def format_expression(expr, fmt) -> str:
     -------
     str
     """
-    import sympy as sp
-    if isinstance(expr, str):
+    if isinstance(expr, str):       # a printed text (the printed-results cache): no SymPy imported
         return expr
+    import sympy as sp
     if isinstance(expr, OneLine):
         return sp.latex(expr.expr) if fmt == "latex" else str(expr.expr)
     if fmt == "pretty":
