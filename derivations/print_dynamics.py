@@ -5,9 +5,10 @@ ODEs of all four parameterizations, the effective-rate rescaling, the first
 integrals and explicit orbits, the fixed-loss sharpness result and the
 asymptotics. Everything printed is a derived result from
 :func:`derivations.catalog.results` (cached, so the command starts fast:
-without ``--params`` or rates the printed texts themselves come from the
-cache :data:`derivations.catalog.PRINTED`, so no expression is read
-or printed; with them only the printed results are decoded);
+without ``--params``, rates or ``--loss`` the printed texts themselves come from the
+cache :data:`derivations.catalog.PRINTED`, so no expression is read or printed, no
+task is built and SymPy is not imported while that cache is fresh; with them only the
+printed results are decoded);
 ``--task NAME`` prints what the task engine derived for another built-in task.
 The text is built by :func:`derivations.output.dynamics.render`, the one
 renderer for every task.
