@@ -20,30 +20,30 @@ processes and command lines import it without cost:
 * :mod:`~derivations.core.time_bound`: a bound on the wall time of a computation
   whose cost the input decides;
 * :mod:`~derivations.core.exports`: how a subpackage exports its API without
-  importing every module at once.
+  importing every module at once (this package's too: the numeric closed form, which needs the
+  vocabulary, loads no command-line module).
 """
 from .interrupt import guard_loading
 
 guard_loading()         # first: Ctrl-C while a command loads the modules below is one line
 
-from .atomic_file import atomic_write, atomic_write_text, is_temporary, read_bounded, temporary_name_length
-from .cli import (OneLineParser, UsageError, parse_float, parse_int, parse_list, parse_loss,
-                  parse_number, parse_params, rate_values, usage_error)
-from .interrupt import EXIT_INTERRUPTED, EXIT_TERMINATED, exit_on_interrupt
-from .optional import require_optional
 from .exports import lazy_exports
-from .output import emit, isatty, prepare_output_dir, progress_bar
-from .time_bound import time_limit
-from .vocabulary import (CIRCUITS, MAX_CLASSES, MODEL_PARAMETERS, PAPER_SETTING, PARAMETERIZATIONS,
-                         RATE_NAMES, SHARES, Circuit, check_circuit, check_classes, check_model_parameters,
-                         check_parameterization, check_positive, ov_factorized, qk_factorized)
 
-__all__ = ["atomic_write", "atomic_write_text", "read_bounded", "is_temporary", "temporary_name_length", "emit",
-           "OneLineParser", "UsageError", "usage_error", "parse_params", "parse_list",
-           "parse_float", "parse_number", "parse_int", "parse_loss", "rate_values", "prepare_output_dir",
-           "progress_bar", "isatty", "exit_on_interrupt", "EXIT_INTERRUPTED", "EXIT_TERMINATED",
-           "PARAMETERIZATIONS", "check_parameterization", "qk_factorized", "ov_factorized",
-           "PAPER_SETTING", "MODEL_PARAMETERS", "MAX_CLASSES", "check_model_parameters",
-           "check_positive", "check_classes", "Circuit", "CIRCUITS", "check_circuit", "RATE_NAMES", "SHARES",
-           "lazy_exports", "time_limit", "require_optional"]
+_HOMES = {
+    ".atomic_file": ("atomic_write", "atomic_write_text", "read_bounded", "is_temporary", "temporary_name_length"),
+    ".output": ("emit", "prepare_output_dir", "progress_bar", "isatty"),
+    ".cli": ("OneLineParser", "UsageError", "usage_error", "parse_params", "parse_list", "parse_float",
+             "parse_number", "parse_int", "parse_loss", "rate_values"),
+    ".interrupt": ("exit_on_interrupt", "EXIT_INTERRUPTED", "EXIT_TERMINATED"),
+    ".vocabulary": ("PARAMETERIZATIONS", "check_parameterization", "qk_factorized", "ov_factorized",
+                    "PAPER_SETTING", "MODEL_PARAMETERS", "MAX_CLASSES", "check_model_parameters",
+                    "check_positive", "check_classes", "Circuit", "CIRCUITS", "check_circuit", "RATE_NAMES",
+                    "SHARES"),
+    ".exports": ("lazy_exports",),
+    ".time_bound": ("time_limit",),
+    ".optional": ("require_optional",),
+}
 
+__all__ = [name for names in _HOMES.values() for name in names]
+
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)

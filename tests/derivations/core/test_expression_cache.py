@@ -50,3 +50,27 @@ def test_without_a_home_nothing_is_cached_and_the_results_are_derived(monkeypatc
     err = capsys.readouterr().err
     assert err == ("demo: warning: cannot save the demo cache (no user cache directory (set XDG_CACHE_HOME or "
                    "HOME)); results will be derived again next time\n")
+
+
+def test_the_sympy_version_of_the_key_is_read_without_importing_a_package(monkeypatch):
+    """The key's SymPy version, without SymPy imported, is the line of sympy/release.py, read as data:
+    neither SymPy nor importlib.metadata (50 ms and more of print_dynamics' cold start) is imported.
+    Where that file does not tell, the distribution's metadata does, with the same string."""
+    import importlib.metadata as md
+    import importlib.util
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    code = ("import sys\nfrom derivations.core.expression_cache import sympy_version\n"
+            "before = {m for m in ('sympy', 'importlib.metadata') if m in sys.modules}\n"
+            "version = sympy_version()\n"
+            "print(version, sorted({m for m in ('sympy', 'importlib.metadata') if m in sys.modules} - before))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root,
+                         env=dict(os.environ, PYTHONPATH=str(root)))
+    assert out.returncode == 0 and out.stdout.split() == [md.version("sympy"), "[]"], out
+    monkeypatch.delitem(sys.modules, "sympy", raising=False)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)     # no release.py to read
+    assert ec.sympy_version() == md.version("sympy")
