@@ -26,6 +26,7 @@ from derivations.core.vocabulary import check_positive
 
 from ..validation import check_int
 from .cross_entropy import cross_entropy as _cross_entropy
+from .precision import check_rate
 from .sgd import eval_rng
 from .sampler import Batch, counts_from_tickets, draw_context
 from .stopping import MAX_SGD_STEPS, check_total_steps
@@ -76,7 +77,7 @@ class Fig3Config:
         if self.batch_size % AUTHORS.K:
             raise ValueError(f"batch_size must be a multiple of {AUTHORS.K}, got {self.batch_size}")
         check_int("seq_len", self.seq_len, 3)
-        check_positive("lr", self.lr)
+        check_rate("lr", check_positive("lr", self.lr), "float64")
         check_int("eval_batches", self.eval_batches, 1)
         check_int("seed", self.seed, 0)
 

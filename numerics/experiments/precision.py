@@ -33,7 +33,7 @@ import math
 
 import numpy as np
 
-__all__ = ["step_arrays", "as_float64", "check_rates"]
+__all__ = ["step_arrays", "as_float64", "check_rate", "check_rates"]
 
 
 def step_arrays(params: dict, rates: tuple, dtype: str):
@@ -60,6 +60,40 @@ def step_arrays(params: dict, rates: tuple, dtype: str):
     params = {k: v.astype(dtype) for k, v in params.items()}
     rates = tuple(np.asarray(r).astype(dtype)[()] for r in rates)
     return params, rates
+
+
+def check_rate(name: str, value: float, dtype: str) -> None:
+    """Refuse a rate or factor of a step that is not a normal number of ``dtype``, in
+    ``[tiny, max]``: a subnormal one has lost digits, one that rounds to 0 learns nothing, and
+    one that overflows makes the run's numbers NaN.
+
+    Parameters
+    ----------
+    name : str
+        What the value is, for the message.
+    value : float
+        A number (compared as a float: no cast to ``dtype``).
+    dtype : {"float64", "float32"}
+
+    Raises
+    ------
+    ValueError
+        ``value`` outside ``[tiny, max]`` of ``dtype``; the message names it and the range.
+
+    >>> check_rate("lr", 1e-320, "float64")
+    Traceback (most recent call last):
+    ...
+    ValueError: lr must be in [2.2250738585072014e-308, 1.7976931348623157e+308] for the float64 step; got 1e-320
+    """
+    info = np.finfo(dtype)
+    tiny, most = float(info.tiny), float(info.max)
+    if not tiny <= value <= most:
+        raise ValueError(f"{_rule(name, dtype)}; got {value!r}")
+
+
+def _rule(name, dtype) -> str:
+    info = np.finfo(dtype)
+    return f"{name} must be in [{float(info.tiny)!r}, {float(info.max)!r}] for the {dtype} step"
 
 
 def check_rates(lr_qk, lr_ov, qk_ramp, score_divisor, dtype: str, ratio=None, divisor=None) -> None:
@@ -106,7 +140,7 @@ def check_rates(lr_qk, lr_ov, qk_ramp, score_divisor, dtype: str, ratio=None, di
         factor = f"ratio {ratio!r} / {score_divisor:.6g}"
     for name, value in (*checks, (f"{factor} (the QK step's factor)", top / below if below else math.inf)):
         if not tiny <= value <= most:
-            rule = f"{name} must be in [{tiny!r}, {most!r}] for the {dtype} step"
+            rule = _rule(name, dtype)
             named = divisor() if divisor is not None and name.endswith("(the QK step's factor)") else None
             if named is not None:
                 expression, gamma = named

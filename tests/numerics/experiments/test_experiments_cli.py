@@ -217,6 +217,9 @@ BAD = [
     (["fig3", "--alphas", "0.5,1.2"], "--alphas must lie in (0, 1]"),
     (["fig3", "--alphas", "0"], "--alphas"),
     (["fig3", "--batch-size", "30"], "multiple of 4"),
+    # a subnormal rate, as fig2's: not run with a rate that has lost digits
+    (["fig3", "--lr", "1e-320", "--output", "OUT"], "--lr must be in [2.2250738585072014e-308, "
+     "1.7976931348623157e+308] for the float64 step; got 1e-320"),
     (["sweep", "--parameterizations", "CACO,XYZ", "--ratios", "1", "--seeds", "1", "--target-loss", "0.1",
       "--output", "OUT"], "unknown parameterization"),
     (["sweep", "--parameterizations", "CACO", "--ratios", "1,-2", "--seeds", "1", "--target-loss", "0.1",
