@@ -408,7 +408,7 @@ def parse_int(name: str, text, minimum: int, maximum: int | None = None, error=U
 
 def _positive_float(name, text):
     try:
-        return check_positive(name, parse_float(name, text))
+        return check_positive(name, parse_float(name, text), normal=True)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
@@ -429,7 +429,7 @@ def rate_values(args) -> dict:
     Raises
     ------
     UsageError
-        If ``--ratio`` comes with ``--eta-*``, or a rate is not a number > 0.
+        If ``--ratio`` comes with ``--eta-*``, or a rate is not a normal double > 0.
     """
     if args.ratio is not None and (args.eta_qk is not None or args.eta_ov is not None):
         raise UsageError("give either --ratio or --eta-qk/--eta-ov, not both")

@@ -65,6 +65,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
+import sys
 from typing import NamedTuple
 
 __all__ = ["PARAMETERIZATIONS", "check_parameterization", "qk_factorized", "ov_factorized",
@@ -172,7 +173,7 @@ MAX_CLASSES = 2 ** 53
 MODEL_PARAMETER_RANGE = (1e-100, 1e100)
 
 
-def check_positive(name: str, value) -> float:
+def check_positive(name: str, value, *, normal: bool = False) -> float:
     """``float(value)`` if ``value`` is a real number, finite and > 0; else
     ValueError naming ``name`` (bools and strings are rejected).
 
@@ -182,6 +183,9 @@ def check_positive(name: str, value) -> float:
         The parameter's name, for the message.
     value : real
         The value to check.
+    normal : bool, optional
+        Also refuse a subnormal double (below ``sys.float_info.min``, about 2.2e-308), which has lost
+        digits (``1e-320`` is held as ``9.99988867182683e-321``), naming the range of the normal ones.
 
     Returns
     -------
@@ -190,10 +194,15 @@ def check_positive(name: str, value) -> float:
     Raises
     ------
     ValueError
-        If ``value`` is not a real number (or is a bool), not finite, or not > 0.
+        If ``value`` is not a real number (or is a bool), not finite, or not > 0 (with ``normal``, not a
+        normal double).
 
     >>> check_positive("b", 50)
     50.0
+    >>> check_positive("ratio", 1e-320, normal=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: ratio must be a normal double in [2.2250738585072014e-308, 1.7976931348623157e+308] (a subnormal one has lost digits); got 1e-320
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a finite number > 0; got {value!r}")
@@ -203,6 +212,9 @@ def check_positive(name: str, value) -> float:
         raise ValueError(f"{name} must be a finite number > 0; got {value!r}") from None
     if not (math.isfinite(v) and v > 0):
         raise ValueError(f"{name} must be a finite number > 0; got {value!r}")
+    if normal and v < sys.float_info.min:
+        raise ValueError(f"{name} must be a normal double in [{sys.float_info.min!r}, {sys.float_info.max!r}] "
+                         f"(a subnormal one has lost digits); got {value!r}")
     return v
 
 

@@ -77,7 +77,7 @@ def _model_value(name, text):
     """A model parameter by the vocabulary's rule, its message showing the text typed (1e400, not inf)."""
     value = parse_float(name, text)
     try:
-        return check_classes(value) if name == "M" else check_positive(name, value)
+        return check_classes(value) if name == "M" else check_positive(name, value, normal=True)
     except ValueError as exc:     # m, n, b finite > 0; M an integer in [2, 2**53]
         raise UsageError(f"{str(exc).rpartition('; got ')[0]}; got {text!r}") from None
 
@@ -88,7 +88,7 @@ def parse_params(text: str, task=None) -> dict:
     The names are those the task uses (:func:`derivations.engine.check_parameter_names`, the rule of the
     experiments' ``--params``; the authors' task, with fixed numbers, takes none). Each name at most once
     (:func:`derivations.core.cli.parse_params`); m, n, b, M by the vocabulary's rule
-    (:func:`derivations.core.vocabulary.check_positive`, :func:`~derivations.core.vocabulary.check_classes`),
+    (:func:`derivations.core.vocabulary.check_positive`, normal doubles; :func:`~derivations.core.vocabulary.check_classes`),
     and every value, the task's own parameters included, by :func:`derivations.engine.validate_parameter`.
     Raises :class:`~derivations.core.cli.UsageError` (one line) otherwise.
 

@@ -297,13 +297,20 @@ def test_master_lambda_of_a_task_is_at_the_ratio_given(capsys):
     assert float(line.split(" = ")[1]) == pytest.approx(_lambda_by_hand(2.0, 0.1, 20, 50), rel=1e-13, abs=0)
 
 
+#: The refusal of a subnormal value (which SymPy printed as the double it holds, 9.99988867182683E-321 for 1e-320).
+_SUBNORMAL = (" must be a normal double in [2.2250738585072014e-308, 1.7976931348623157e+308] (a subnormal one has "
+              "lost digits)")
+
+
 @pytest.mark.parametrize("params, says", [
     ("m=1e400", "--params m must be a finite number > 0; got '1e400'"),
     ("n=-1e400", "--params n must be a finite number > 0; got '-1e400'"),
     ("M=1e400", "--params M must be an integer in [2, 9007199254740992]; got '1e400'"),
     ("b=1e-400", "--params b must be 0 or at least about 5e-324 in magnitude (the smallest double); got '1e-400'"),
-    ("m=1e-320 --loss 2", "--params m must be in [1e-08, 1e+08] for the closed-form state (the range it is "
-                          "verified on); got 1e-320")])
+    ("m=1e-300 --loss 2", "--params m must be in [1e-08, 1e+08] for the closed-form state (the range it is "
+                          "verified on); got 1e-300"),
+    ("m=1e-320", f"--params m{_SUBNORMAL}; got '1e-320'"),
+    ("b=1e-320 --loss 2", f"--params b{_SUBNORMAL}; got '1e-320'")])
 def test_a_parameter_out_of_range_is_shown_as_typed(params, says, capsys):
     """--params m=1e400 reads as inf, 1e-400 as 0: the one line names --params m, the range and the text typed
     (it said 'got inf' and 'got 0.0'), a subnormal as typed too (it said 'got 9.99988867182683e-321')."""
@@ -314,6 +321,9 @@ def test_a_parameter_out_of_range_is_shown_as_typed(params, says, capsys):
 @pytest.mark.parametrize("args, says", [
     (["--ratio", "0"], "--ratio must be a finite number > 0; got 0.0"),
     (["--eta-ov", "0"], "--eta-ov must be a finite number > 0; got 0.0"),
+    (["--ratio", "1e-320"], f"--ratio{_SUBNORMAL}; got 1e-320"),
+    (["--eta-qk", "5e-324", "--eta-ov", "1"], f"--eta-qk{_SUBNORMAL}; got 5e-324"),
+    (["--eta-ov", "2e-308", "--loss", "0.5"], f"--eta-ov{_SUBNORMAL}; got 2e-308"),
     (["--loss", "0"], "--loss must be in (0, log M) = (0, 2.99573); got '0'"),
     (["--ratio", "1e30", "--loss", "0.5"], "--ratio must be in [1e-12, 1e+12] for the closed-form state (the range "
                                            "it is verified on); got 1e+30"),
