@@ -21,6 +21,7 @@ a target named twice or not below a start's loss, ...) is one line and exit stat
 from __future__ import annotations
 
 import math
+import sys
 
 from derivations.core.cli import UsageError, parse_float, parse_int, parse_list, parse_number
 from derivations.core.output import progress_bar
@@ -97,8 +98,9 @@ def _common(args, default_range):
     targets = parse_list("--target-loss", args.target_loss, lambda t: parse_number("--target-loss", t))
     text = args.ratio_range or f"{default_range[0]:g},{default_range[1]:g}"
     ends = parse_list("--ratio-range", text, lambda t: parse_float("--ratio-range", t))
-    if len(ends) != 2 or not 0 < ends[0] < ends[1] < math.inf:
-        raise UsageError(f"--ratio-range must be LO,HI with 0 < LO < HI, both finite; got {text!r}")
+    if len(ends) != 2 or not sys.float_info.min <= ends[0] < ends[1] <= sys.float_info.max:  # no subnormal LO
+        raise UsageError(f"--ratio-range must be LO,HI with 0 < LO < HI, both finite normal doubles (in "
+                         f"[{sys.float_info.min!r}, {sys.float_info.max!r}]); got {text!r}")
     return params, targets, tuple(ends)
 
 

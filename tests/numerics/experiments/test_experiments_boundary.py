@@ -48,7 +48,11 @@ def test_tie_when_the_query_and_relevant_copies_are_equal(capsys):
     (["--parameterizations", "XX"], "--parameterizations: unknown"),
     (["--ratio-range", "5,1"], "--ratio-range must be LO,HI"),
     (["--ratio-range", "1"], "--ratio-range must be LO,HI"),
-    (["--ratio-range", "-1,10"], "--ratio-range must be LO,HI with 0 < LO < HI, both finite; got '-1,10'"),
+    (["--ratio-range", "-1,10"], "--ratio-range must be LO,HI with 0 < LO < HI, both finite normal doubles (in "
+                                 "[2.2250738585072014e-308, 1.7976931348623157e+308]); got '-1,10'"),
+    # a subnormal LO (inside the window: the search ran from 9.99988867182683e-321, Lambda from 5.13e-321)
+    (["--task", "query-copies", "--params", "s=3,R=5", "--ratio-range", "1e-320,1e-310"],
+     "both finite normal doubles (in [2.2250738585072014e-308, 1.7976931348623157e+308]); got '1e-320,1e-310'"),
     (["--ratio-range", "1,inf"], "--ratio-range must be LO,HI with 0 < LO < HI"),
     (["--target-loss", "0.1,0.1"], "--target-loss names 0.1 twice"),
     # inside the window, a master curve searched to a Lambda its flow does not reach (a traceback, or minutes)
