@@ -11,9 +11,8 @@ attention and loss, the metric, the reduced ODEs (or the family flow where the
 system does not close in the observables), conserved quantities, the mapping to
 the paper's equations and the first integral, or why there is none.
 
-The parsing (``--params`` for any task, the rates, ``--loss``) and the layout
-of the human-readable formats are shared by all tasks. Numbers at a loss are
-not computed here: this module is symbolic and never imports :mod:`numerics`.
+The parsing (``--params`` for any task, the rates, ``--loss``) and the layout of the
+human-readable formats are shared by all tasks. Numbers at a loss are not computed here: this module is symbolic and never imports :mod:`numerics`.
 The command-line entry :mod:`derivations.print_dynamics` hands :func:`render`
 an ``answer`` function that does (lazily).
 
@@ -87,10 +86,9 @@ def parse_params(text: str, task=None) -> dict:
 
     The names are those the task uses (:func:`derivations.engine.check_parameter_names`, the rule of the
     experiments' ``--params``; the authors' task, with fixed numbers, takes none). Each name at most once
-    (:func:`derivations.core.cli.parse_params`); m, n, b, M by the vocabulary's rule
-    (:func:`derivations.core.vocabulary.check_positive`, normal doubles; :func:`~derivations.core.vocabulary.check_classes`),
-    and every value, the task's own parameters included, by :func:`derivations.engine.validate_parameter`.
-    Raises :class:`~derivations.core.cli.UsageError` (one line) otherwise.
+    (:func:`derivations.core.cli.parse_params`); m, n, b and a task's own real parameter normal doubles
+    (:func:`derivations.core.vocabulary.check_positive`), M by :func:`~derivations.core.vocabulary.check_classes`,
+    and every value by :func:`derivations.engine.validate_parameter`. Raises :class:`~derivations.core.cli.UsageError` (one line) otherwise.
 
     Parameters
     ----------
@@ -120,6 +118,7 @@ def parse_params(text: str, task=None) -> dict:
         try:
             number = _model_value(name, value) if name in PAPER_SETTING else None
             checked = task.validate(name, value)
+            number = _model_value(name, value) if number is None and not checked.is_Integer else number  # normal
         except (UsageError, ValueError) as exc:
             raise UsageError(option_named(exc, {name: "--params"})) from None
         exact = checked.is_Integer and abs(checked) < 2**53    # else printed as the float it is (1e23)

@@ -381,3 +381,17 @@ def test_the_state_header_shows_the_numbers_given_as_typed(task, loss, ratio, he
     assert main(["--task", task, "--loss", loss, "--ratio", ratio, "--format", "json", "--parameterization",
                  "CACO"]) == 0
     assert "given_loss" not in json.loads(capsys.readouterr().out)["state_at_loss"]
+
+
+def test_a_subnormal_value_of_a_tasks_own_real_parameter_is_refused(tmp_path, capsys):
+    """A task file's real parameter (default 0.5) given 1e-320 is refused as m, n and b are (it was substituted as
+    9.99988867182683E-321); an integer parameter's value and a normal real one are taken as before."""
+    path = tmp_path / "scaled.toml"
+    path.write_text('name = "scaled"\nquery = "q"\n[parameters]\ng = 0.5\n[[groups]]\nname = "q"\nper_class = true\n'
+                    '[[groups]]\nname = "r"\nper_class = true\nmultiplicity = "m"\n'
+                    '[[groups]]\nname = "z"\nper_class = false\nembedded = false\nmultiplicity = "g * n"\n')
+    assert main(["--task", str(path), "--params", "g=1e-320"]) == 2
+    assert capsys.readouterr() == ("", f"print_dynamics: error: --params g{_SUBNORMAL}; got '1e-320'\n")
+    from derivations.output.dynamics import parse_params
+    from derivations.tasks import get_task
+    assert parse_params("g=2.5e-308,m=3", get_task(str(path))) == {"g": 2.5e-308, "m": 3.0}
