@@ -39,7 +39,7 @@ def build_parser():
                         f"{DEFAULT_PARAMS['M']} (a task file's own [defaults] M is used), M <= {TASK_M_MAX}; "
                         "and the task's own parameters, e.g. n_c=2)")
     p.add_argument("--ratios", default=None, metavar="0.1,1,10",
-                   help="learning-rate ratios eta_QK/eta_OV (eta_OV = 1), each in "
+                   help="distinct learning-rate ratios eta_QK/eta_OV (eta_OV = 1), each in "
                         f"[{RATIO_RANGE[0]:g}, {RATIO_RANGE[1]:g}]; default 0.1,1,10 (quick: 1)")
     p.add_argument("--parameterization", default="all",
                    choices=list(PARAMETERIZATIONS) + ["all"],
@@ -84,10 +84,10 @@ def _parse_params(text, task):
 
 
 def _parse_ratios(text):
-    """Comma-separated numbers, none empty (:func:`~derivations.core.cli.parse_list`; their range is checked
-    by check_ratios)."""
+    """Comma-separated distinct numbers, none empty (:func:`~derivations.core.cli.parse_list`: a ratio given twice is
+    refused, as the experiments' ``--ratios``, not checked twice; their range is checked by check_ratios)."""
     try:
-        return check_ratios(parse_list("--ratios", text, lambda t: parse_number("--ratios", t)))
+        return check_ratios(parse_list("--ratios", text, lambda t: parse_number("--ratios", t), distinct=True))
     except ValueError as exc:
         raise UsageError(option_named(exc, {"ratios": "--ratios"})) from None
 

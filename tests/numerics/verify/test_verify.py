@@ -399,6 +399,7 @@ def test_the_range_of_M_named_is_verifys(args, message, capsys):
     (["--ratios", "0"], "--ratios must be in [0.0001, 10000] (beyond, the full model's flow cannot be integrated in "
                         "bounded time); got 0"),
     (["--params", "m=-1"], "--params m must be a finite number > 0; got -1.0"),
+    (["--ratios", "1,2,1.0"], "--ratios names 1.0 twice"),      # every check at ratio 1 was run twice
     (["--params", "M=1"], "--params M must be an integer in [2, 200] (the full model has 6 M^2 to 7 M^2 "
                           "parameters); got 1"),
     (["--params", "b=1e9"], "--params b must be in [1e-08, 1e+08] for the closed-form state (the range it is "
