@@ -329,7 +329,9 @@ def main(argv=None) -> int:
     try:
         args = build_parser().parse_args(argv)
         from ..tasks import get_task
+        from .latex_sections import section_tasks
         tasks = [get_task(t) for t in args.task]     # a bad task file: one line, before any work
+        section_tasks(tasks)                          # two tasks of one section label: likewise
         paths = write(args.output, tasks)
     except (UsageError, ValueError) as exc:
         return usage_error("latex", exc)

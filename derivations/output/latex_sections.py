@@ -27,7 +27,7 @@ from ..catalog import results
 from ..core.vocabulary import PARAMETERIZATIONS
 from .tex import equation_lines, escape, tex
 
-__all__ = ["SECTION_LABELS", "paper_sections", "task_sections"]
+__all__ = ["SECTION_LABELS", "paper_sections", "section_tasks", "task_sections"]
 
 _PARAM_TEXT = {
     "CACO": "collapsed query-key and collapsed output-value matrices",
@@ -230,6 +230,43 @@ def _reduction_lines(name, p, red) -> list:
     return out + [escape(red.note) + ".", ""]
 
 
+def _label_key(name) -> str:
+    """The part of a task's section label (``sec:task.<key>``) made of its name."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9.+-]", "-", name)
+
+
+def section_tasks(extra=()) -> list:
+    """The tasks :func:`task_sections` gives a section: the built-in ones, then each task of ``extra`` not
+    among them (a task given twice has one section).
+
+    Parameters
+    ----------
+    extra : sequence of Task, optional
+        Tasks besides the built-in ones. Default none.
+
+    Returns
+    -------
+    list of Task
+
+    Raises
+    ------
+    ValueError
+        Two different tasks whose sections would have the same label (``sec:task.<name>``, the name with each
+        character other than a letter, a digit or ``.+-`` as ``-``): LaTeX would define it twice.
+    """
+    from ..tasks import TASKS
+    tasks, names = list(TASKS.values()), {}
+    tasks += [t for i, t in enumerate(extra) if t not in tasks and t not in extra[:i]]
+    for task in tasks:
+        other = names.setdefault(_label_key(task.name), task)
+        if other is not task:
+            raise ValueError(f"--task: tasks {other.name!r} and {task.name!r} are different tasks whose sections would "
+                             f"both be labelled sec:task.{_label_key(task.name)}: give them distinct names")
+    return tasks
+
+
 def task_sections(extra=()) -> list:
     """LaTeX lines: a ``\\section`` per built-in task and per task of ``extra`` (tasks, e.g.
     read from files; see the module docstring).
@@ -237,20 +274,22 @@ def task_sections(extra=()) -> list:
     Parameters
     ----------
     extra : sequence of Task, optional
-        Tasks besides the built-in ones (a built-in task among them is not repeated). Default none.
+        Tasks besides the built-in ones (:func:`section_tasks`: a task among them twice, or a built-in one, is
+        not repeated). Default none.
 
     Returns
     -------
     list of str
-    """
-    import re
 
-    from ..tasks import TASKS
+    Raises
+    ------
+    ValueError
+        Two different tasks whose sections would have the same label (:func:`section_tasks`).
+    """
     from ..task_catalog import task_reduction
     out = []
-    tasks = [*TASKS.values(), *(t for t in extra if TASKS.get(t.name) != t)]
-    for task in tasks:
-        name, key = task.name, re.sub(r"[^A-Za-z0-9.+-]", "-", task.name)
+    for task in section_tasks(extra):
+        name, key = task.name, _label_key(task.name)
         out += [r"\section{Task \texttt{%s}}\label{sec:task.%s}" % (escape(name), key), escape(task.description), ""]
         why = task.why_not_symbolic()
         if why is not None:

@@ -362,3 +362,32 @@ def test_plain_text_is_escaped_so_that_a_task_description_compiles():
     assert escape("a } b { c") == r"a \} b \{ c"
     assert escape("u_{n_c} and {a {b}}") == r"u\_{n\_c} and {a {b}}"
     assert escape("a\x00b\x1b[31m\x7f\nc\\d") == "a b [31m \nc\\textbackslash{}d"
+
+
+def _task_file(path, name):
+    path.write_text(f'name = "{name}"\nquery = "q"\n[[groups]]\nname = "q"\nper_class = true\n[[groups]]\nname = "r"\n'
+                    'per_class = true\nmultiplicity = "m"\n[[groups]]\nname = "z"\nper_class = false\nembedded = false\n'
+                    'multiplicity = "n"\n')
+    return str(path)
+
+
+def test_a_task_given_twice_has_one_section_and_two_of_one_label_are_refused(tmp_path, monkeypatch, capsys):
+    """``--task F --task F`` wrote F's section twice, and tasks named ``p_g`` and ``p-g`` two sections both labelled
+    ``sec:task.p-g`` (LaTeX: multiply defined labels; their snippets one file). A task given twice now has one
+    section; two of one label are refused before any work, one line, nothing written."""
+    from derivations.output import latex
+    from derivations.output.latex_sections import section_tasks
+    from derivations.tasks import TASKS, get_task
+
+    path = _task_file(tmp_path / "pg.toml", "pg")
+    assert [t.name for t in section_tasks([get_task(path), get_task(path), TASKS["paper"]])] == [*TASKS, "pg"]
+
+    def no_work(tasks=()):
+        raise AssertionError("the document was built")
+    monkeypatch.setattr(latex, "document", no_work)
+    argv = ["--output", str(tmp_path / "out"), "--task", _task_file(tmp_path / "a.toml", "p_g"),
+            "--task", _task_file(tmp_path / "b.toml", "p-g")]
+    assert latex.main(argv) == 2
+    assert capsys.readouterr() == ("", "latex: error: --task: tasks 'p_g' and 'p-g' are different tasks whose "
+                                       "sections would both be labelled sec:task.p-g: give them distinct names\n")
+    assert not (tmp_path / "out").exists()
