@@ -29,14 +29,14 @@ def test_a_second_ctrl_c_or_sigterm_while_the_line_is_printed_is_ignored(termina
     """The note (what is kept) is computed while the line is printed: a second signal then changes nothing,
     the note included; Ctrl-C and SIGTERM are as before afterwards."""
     def note(argv):
-        os.kill(os.getpid(), second)                # (a handler in place would raise here)
+        signal.raise_signal(second)                # (a handler in place would raise here)
         return f"kept in {argv[0]}"
 
     @exit_on_interrupt("demo", note=note)
     def main(argv=None):
         if first is KeyboardInterrupt:
             raise KeyboardInterrupt
-        os.kill(os.getpid(), first)
+        signal.raise_signal(first)
         return 0
     assert main(["out"]) == status
     assert capsys.readouterr().err == f"demo: {word}; kept in out\n"
@@ -129,7 +129,7 @@ def test_ctrl_c_or_sigterm_that_lands_in_a_finalizer_still_stops_the_command(ter
     with its one line, and no "Exception ignored" report; also as ``main`` returns."""
     class Finalized:
         def __del__(self):
-            os.kill(os.getpid(), stop)              # the handler raises at the next instruction, in here
+            signal.raise_signal(stop)              # the handler raises at the next instruction, in here
 
     @exit_on_interrupt("demo")
     def main(argv=None):
@@ -152,7 +152,7 @@ def test_an_interrupt_from_a_finalizer_is_not_raised_after_the_command_stopped_o
     """Ctrl-C in a finalizer, then Ctrl-C again before the first is sent again: one line, and nothing after."""
     class Finalized:
         def __del__(self):
-            os.kill(os.getpid(), signal.SIGTERM)
+            signal.raise_signal(signal.SIGTERM)
 
     @exit_on_interrupt("demo")
     def main(argv=None):
@@ -357,8 +357,8 @@ def test_an_interrupt_in_a_deferred_block_is_raised_as_it_ends():
     try:
         with pytest.raises(KeyboardInterrupt):
             with interrupts_deferred():
-                os.kill(os.getpid(), signal.SIGINT)
-                os.kill(os.getpid(), signal.SIGTERM)
+                signal.raise_signal(signal.SIGINT)
+                signal.raise_signal(signal.SIGTERM)
                 ran.append(sum(range(100000)))
         assert ran == [sum(range(100000))]
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

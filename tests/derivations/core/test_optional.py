@@ -6,9 +6,9 @@ from derivations.core.optional import require_optional
 #: A module whose initialization an interrupt leaves half made, as a pybind11 extension's: the interrupt is
 #: reported as ``ImportError: initialization failed`` in its place.
 _EXTENSION = '''
-import os, signal
+import signal
 try:
-    os.kill(os.getpid(), signal.SIGINT)
+    signal.raise_signal(signal.SIGINT)
     total = sum(range(100000))
 except KeyboardInterrupt as exc:
     raise ImportError("initialization failed") from exc
