@@ -94,7 +94,7 @@ model of the same task, in every parameterization
 
 Each kind of check is a function of a :class:`Context` (the group's system,
 model, initialization and lazily computed flows), registered in the one
-registry :data:`CHECK_KINDS` (:mod:`numerics.verify.registry`) with its suite
+registry :data:`KINDS` (:mod:`numerics.verify.registry`) with its suite
 (the paper's kinds ``flow``, ``closed_form``, ``first_integral``,
 ``crossings``, ``family``, ``descent`` run by default without ``--task``,
 the task kinds with it) and the capabilities it requires of the subject: a
@@ -145,7 +145,7 @@ _HOMES = {
     ".context": ("Context",),
     ".paper_kinds": ("ASYMPTOTIC_ERROR", "MAX_DESCENT_REFINEMENTS", "MAX_DESCENT_STEPS", "descent_steps"),
     ".records": ("NOT_VERIFIABLE", "Check", "Checks", "format_table", "summarize"),
-    ".registry": ("CAPABILITIES", "CHECK_KINDS", "KINDS", "Kind", "capabilities", "check_kind"),
+    ".registry": ("CAPABILITIES", "KINDS", "Kind", "capabilities", "check_kind"),
     ".run": ("DEFAULT_PARAMS", "DEFAULT_RATIOS", "DEFAULT_TOLERANCES", "MAX_TOKEN_TYPES", "RATIO_RANGE",
              "TARGET_LOSS_MIN", "TASK_INTEGRATION", "ArgumentError", "Plan", "check_ratios", "plan_checks",
              "run_checks", "run_plan"),
@@ -156,7 +156,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _HOMES)
 __all__ = ["Check", "Checks", "ArgumentError", "run_checks", "plan_checks", "run_plan", "Plan",
            "summarize", "format_table", "main", "build_parser",
            "DEFAULT_PARAMS", "DEFAULT_RATIOS", "DEFAULT_TOLERANCES", "PARAMETERIZATIONS",
-           "Context", "CHECK_KINDS", "KINDS", "Kind", "CAPABILITIES", "capabilities",
+           "Context", "KINDS", "Kind", "CAPABILITIES", "capabilities",
            "check_kind", "check_ratios", "descent_steps", "RATIO_RANGE", "MAX_DESCENT_STEPS",
            "MAX_DESCENT_REFINEMENTS", "ASYMPTOTIC_ERROR", "INTEGRATION_LIMITED", "NOT_VERIFIABLE", "MAX_TOKEN_TYPES",
            "TARGET_LOSS_MIN", "TASK_INTEGRATION"]

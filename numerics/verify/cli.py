@@ -10,7 +10,7 @@ from derivations.core.output import emit, json_text, progress_bar
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
 from .records import format_table, summarize
-from .registry import CHECK_KINDS, capabilities, suite_kinds
+from .registry import KINDS, capabilities, suite_kinds
 from .run import (DEFAULT_PARAMS, M_MAX, RATIO_RANGE, TARGET_LOSS_MIN, TASK_DEFAULT_M, TASK_M_MAX, ArgumentError,
                   check_ratios, plan_checks, run_plan)
 
@@ -49,7 +49,7 @@ def build_parser():
                         f"log M - 0.2) (default 0.01, quick 0.1; with --task: in "
                         f"[{TARGET_LOSS_MIN['task']:g}, log M), default 0.1, quick 0.3)")
     p.add_argument("--kinds", default=None, metavar="K1,K2",
-                   help="kinds of check to run, of " + ",".join(CHECK_KINDS) +
+                   help="kinds of check to run, of " + ",".join(KINDS) +
                         " (default: " + ",".join(suite_kinds("paper")) + "; with --task: " +
                         ",".join(suite_kinds("task")) + "); a kind the subject lacks the "
                         "capability for is skipped, saying why, and kinds that check nothing of it "
@@ -94,9 +94,9 @@ def _parse_ratios(text):
 
 def _parse_kinds(text):
     kinds = parse_list("--kinds", text, distinct=True)
-    unknown = [k for k in kinds if k not in CHECK_KINDS]
+    unknown = [k for k in kinds if k not in KINDS]
     if unknown:
-        raise UsageError(f"--kinds: unknown {unknown}; choose from {','.join(CHECK_KINDS)}")
+        raise UsageError(f"--kinds: unknown {unknown}; choose from {','.join(KINDS)}")
     return kinds
 
 

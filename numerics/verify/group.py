@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from .context import Context, Missing
 from .records import NOT_VERIFIABLE
-from .registry import CHECK_KINDS, missing_capability
+from .registry import KINDS, missing_capability
 
 __all__ = ["run_group", "INTEGRATION_LIMITED"]
 
@@ -51,7 +51,7 @@ def run_group(P, r, settings, options, tolerances, kinds, *, state_at_loss=None,
             continue
         start, ctx.read_full_flow = len(ctx.checks), False
         try:
-            CHECK_KINDS[kind](ctx)
+            KINDS[kind].func(ctx)
         except Missing:
             pass
         if ctx.read_full_flow and any(c.status == "FAIL" and math.isfinite(c.value) for c in ctx.checks[start:]):
@@ -79,7 +79,7 @@ def _remeasure(ctx, kinds):
     fine = ctx.with_fine_full_flow()
     for kind in kinds:
         try:
-            CHECK_KINDS[kind](fine)
+            KINDS[kind].func(fine)
         except Missing:
             pass
     again = {c.quantity: c for c in fine.checks}

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-__all__ = ["Kind", "KINDS", "CHECK_KINDS", "CAPABILITIES", "SUITES", "check_kind",
+__all__ = ["Kind", "KINDS", "CAPABILITIES", "SUITES", "check_kind",
            "suite_kinds", "capabilities", "missing_capability"]
 
 #: The suites: which kinds run by default for the paper's model and for a task.
@@ -49,10 +49,8 @@ class Kind:
     requires: tuple
 
 
-#: Kind name -> :class:`Kind`, in the order they run.
+#: Kind name -> :class:`Kind`, in the order they run (every suite).
 KINDS = {}
-#: Kind name -> check function, in the order they run (every suite).
-CHECK_KINDS = {}
 
 
 def check_kind(name, *, suite="paper", requires=("paper_model",)):
@@ -83,7 +81,6 @@ def check_kind(name, *, suite="paper", requires=("paper_model",)):
 
     def register(func):
         KINDS[name] = Kind(name, func, suite, tuple(requires))
-        CHECK_KINDS[name] = func
         return func
     return register
 

@@ -10,7 +10,7 @@ from . import paper_kinds, task_kinds  # noqa: F401  (register the kinds)
 from ..validation import check_in_range, check_int, shown_number
 from .group import run_group
 from .records import Check, Checks
-from .registry import CHECK_KINDS, KINDS, missing_capability, suite_kinds
+from .registry import KINDS, missing_capability, suite_kinds
 
 __all__ = ["run_checks", "plan_checks", "run_plan", "Plan", "check_ratios", "check_settings", "check_task",
            "ArgumentError", "TASK_DEFAULT_M", "DEFAULT_PARAMS", "DEFAULT_RATIOS", "DEFAULT_TOLERANCES",
@@ -110,16 +110,16 @@ def _check_kinds(kinds, task, parameterizations):
     """The kinds, known, each once, at least one of which checks the subject in one of the
     parameterizations (else an ArgumentError naming the kinds the subject has)."""
     kinds = suite_kinds("paper" if task is None else "task") if kinds is None else tuple(dict.fromkeys(kinds))
-    unknown = [k for k in kinds if k not in CHECK_KINDS]
+    unknown = [k for k in kinds if k not in KINDS]
     if unknown or not kinds:
-        raise ArgumentError("kinds", f"kinds must be a non-empty subset of {list(CHECK_KINDS)}; got {kinds!r}")
+        raise ArgumentError("kinds", f"kinds must be a non-empty subset of {list(KINDS)}; got {kinds!r}")
 
     def runs(kind):
         return any(missing_capability(kind, task, P) is None for P in parameterizations)
     try:
         if any(runs(k) for k in kinds):
             return kinds
-        has = [k for k in CHECK_KINDS if runs(k)]
+        has = [k for k in KINDS if runs(k)]
     except ValueError as exc:            # the engine could not reduce the task
         raise ArgumentError("task", str(exc)) from None
     subject = "the paper's model" if task is None else f"task {task!r}"
@@ -363,7 +363,7 @@ def run_checks(parameterizations=PARAMETERIZATIONS, ratios=None, *, state_at_los
     progress : callable, optional
         Called with a short string before each group.
     kinds : iterable of str, optional
-        Which kinds of check to run (keys of :data:`CHECK_KINDS`, each run once; default the
+        Which kinds of check to run (keys of :data:`KINDS`, each run once; default the
         paper's suite, or the task suite with ``task``). A kind whose
         capability the subject lacks is skipped; the reason is in the
         result's ``skipped``. Kinds none of which checks the subject in the

@@ -134,13 +134,13 @@ def test_a_distance_from_the_family_beyond_round_off_fails():
     """Started 1e-7 off the family at the paper's values, where the flow hardly amplifies
     (growth < 10), the distance 9e-7 is far beyond what round-off reaches: FAIL."""
     from numerics.verify.context import Context
-    from numerics.verify.registry import CHECK_KINDS
+    from numerics.verify.registry import KINDS
     from numerics.verify.run import plan_checks
     plan = plan_checks(["FAFO"], [1.0], quick=True)
     ctx = Context("FAFO", 1.0, plan.settings, plan.options, plan.tolerances)
     rng = np.random.default_rng(1)
     ctx.p0 = {k: v + 1e-7 * np.abs(v).max() * rng.standard_normal(v.shape) for k, v in ctx.p0.items()}
-    CHECK_KINDS["family"](ctx)
+    KINDS["family"].func(ctx)
     [off] = [c for c in ctx.checks if c.quantity == "family distance (structured, max)"]
     assert off.status == "FAIL" and off.detail["growth"] < 10 and off.detail["roundoff_reach"] < 1e-12 < off.value
 
@@ -304,7 +304,7 @@ def test_check_kinds_registry():
                                     "family", "descent")
     assert suite_kinds("task") == ("theta", "observables", "loss", "alpha", "distance",
                                    "loss_at_T")
-    assert list(verify.CHECK_KINDS) == [*suite_kinds("paper"), *suite_kinds("task")]
+    assert list(verify.KINDS) == [*suite_kinds("paper"), *suite_kinds("task")]
     checks = run_checks("CACO", [1.0], quick=True, kinds=["flow"])
     assert [c.quantity for c in checks] == [f"flow~reduced {q}" for q in ("mu_OV", "mu_QK", "alpha")]
 

@@ -9,6 +9,7 @@ import pytest
 
 from numerics.verify import group
 from numerics.verify.records import NOT_VERIFIABLE, Check
+from numerics.verify.registry import Kind
 
 
 def _ctx(value, tolerance=1e-6):
@@ -29,8 +30,8 @@ def test_a_failure_is_replaced_only_by_a_pass_or_an_integration_limit(monkeypatc
     ctx, fine = _ctx(1e-4), _ctx(fine_value, fine_tolerance)
     fine.checks = []
     ctx.with_fine_full_flow = lambda: fine
-    monkeypatch.setitem(group.CHECK_KINDS, "stand-in",
-                        lambda c: c.checks.append(Check("CACO", 1.0, "q", fine_value, fine_tolerance)))
+    monkeypatch.setitem(group.KINDS, "stand-in", Kind("stand-in", lambda c: c.checks.append(
+        Check("CACO", 1.0, "q", fine_value, fine_tolerance)), "paper", ()))
     [out] = group._remeasure(ctx, ["stand-in"])
     assert group.INTEGRATION_LIMITED == 3.0 and out.status == status
     if status == "N/V":
