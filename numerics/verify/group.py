@@ -3,6 +3,7 @@ comparisons with the full model's flow measured again on that flow integrated mo
 from __future__ import annotations
 
 import math
+from contextlib import suppress
 from dataclasses import replace
 
 from .context import Context, Missing
@@ -50,10 +51,8 @@ def run_group(P, r, settings, options, tolerances, kinds, *, state_at_loss=None,
             skipped.append((kind, reason))
             continue
         start, ctx.read_full_flow = len(ctx.checks), False
-        try:
+        with suppress(Missing):
             KINDS[kind].func(ctx)
-        except Missing:
-            pass
         if ctx.read_full_flow and any(c.status == "FAIL" and math.isfinite(c.value) for c in ctx.checks[start:]):
             measured_full.append(kind)
     return (_remeasure(ctx, measured_full) if measured_full else ctx.checks), skipped
@@ -78,10 +77,8 @@ def _remeasure(ctx, kinds):
     """
     fine = ctx.with_fine_full_flow()
     for kind in kinds:
-        try:
+        with suppress(Missing):
             KINDS[kind].func(fine)
-        except Missing:
-            pass
     again = {c.quantity: c for c in fine.checks}
     spent = next((f for f in fine.checks if f.status == "N/V" and f.quantity.endswith("integration")), None)
     out = []
