@@ -13,18 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from derivations.output.attention_data import DATA_DIR, sgd_runs
+from derivations.output.attention_data import sgd_runs
 
 from .style import STYLE, drawn_in, new_figure, panel_letter
 
-__all__ = ["plot_phase_diagram", "plot_master_curve", "authors_counts", "sgd_points", "SGD_DATA",
-           "SGD_FIGURES"]
+__all__ = ["plot_phase_diagram", "plot_master_curve", "authors_counts", "sgd_points", "SGD_FIGURES"]
 
-#: The stored SGD runs the figures read (:data:`derivations.output.attention_data.DATA_DIR`).
-#:
-#: :meta hide-value:
-SGD_DATA = DATA_DIR
-#: The figures that read them.
+#: The figures that read the stored SGD runs (:data:`derivations.output.attention_data.DATA_DIR`).
 SGD_FIGURES = frozenset({"phase_diagram", "master_curve"})
 
 #: The task of the phase diagram's grid and of the master curve's second panel.
@@ -47,7 +42,8 @@ def authors_counts() -> dict:
 
 
 def sgd_points() -> list:
-    r"""The stored SGD runs of :data:`SGD_DATA` (:func:`derivations.output.attention_data.sgd_runs`),
+    r"""The stored SGD runs of :data:`~derivations.output.attention_data.DATA_DIR`
+    (:func:`derivations.output.attention_data.sgd_runs`),
     each with its ``lambda``: :math:`\Lambda` of its ratio at the loss it measured (its task's M and b).
 
     Returns
@@ -60,7 +56,7 @@ def sgd_points() -> list:
         A damaged or missing file, in one line.
     """
     from ..dynamics import lambda_of_ratio
-    runs = sgd_runs(SGD_DATA)
+    runs = sgd_runs()
     return [dict(run, **{"lambda": float(lambda_of_ratio(run["ratio"], run["loss"], run["task"]["M"],
                                                           run["task"]["b"]))}) for run in runs]
 

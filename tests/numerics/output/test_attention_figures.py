@@ -7,6 +7,7 @@ import shutil
 import numpy as np
 import pytest
 
+from derivations.output import attention_data
 from derivations.output.attention_data import DATA_DIR
 from numerics.output import figures
 from numerics.dynamics import lambda_of_ratio
@@ -105,7 +106,7 @@ def test_damaged_sgd_data_is_one_line_before_any_figure(tmp_path, monkeypatch, c
     data = tmp_path / "data"
     shutil.copytree(DATA_DIR, data)
     (data / "sweeps" / "A" / "results.csv").write_text("parameterization,ratio\nCACO,1\n")
-    monkeypatch.setattr(attention, "SGD_DATA", data)
+    monkeypatch.setattr(attention_data, "DATA_DIR", data)
     out = tmp_path / "figures"
     said = "results.csv: changed after it was stored"         # (a copy sealed by the package's SHA256SUMS)
     with pytest.raises(ValueError, match=said):
