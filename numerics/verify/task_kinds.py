@@ -126,7 +126,8 @@ def _observables(task_name, parameterization, red, system):
 @dataclass
 class TaskRun:
     """Both flows of one group: the grid, the full model's flow and its
-    projection on the family, the reduced flow, the rates' values."""
+    projection on the family, the reduced flow, the reduced system's values
+    (parameters and rates)."""
 
     T: float
     grid: np.ndarray
@@ -185,7 +186,6 @@ def _compute_run(ctx):
     fam = task_family(ctx.task, ctx.parameterization)
     proj = FamilyProjector(task_basis(ctx.task, ctx.parameterization, int(ctx.settings["M"]),
                                       ctx.settings), fam.system.names)
-    vals = {**ctx.settings, **dict(eta_QK=r, eta_OV=1.0, eta_Q=r, eta_K=r, eta_O=1.0, eta_V=1.0)}
     model = TaskModel(inst, ctx.parameterization, eta_QK=r, eta_OV=1.0)
     p0 = structured_params(model, ctx.options["task_eps"])
     theta0, d0 = proj(p0)
@@ -212,7 +212,7 @@ def _compute_run(ctx):
         t_, d_ = proj(model.unflatten(y))
         th.append(t_)
         dist.append(d_)
-    return TaskRun(T, grid, vals, theta0, np.array(th), dist, full, red, fam, proj)
+    return TaskRun(T, grid, system.values, theta0, np.array(th), dist, full, red, fam, proj)
 
 
 # --------------------------------------------------------------------------- #
