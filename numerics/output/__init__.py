@@ -3,7 +3,7 @@ r"""Figures (matplotlib, Agg backend): the theory figures, one style, one ``save
 :func:`make_figures` (:mod:`numerics.output.figures`) makes them, also as the command ``python -m
 numerics.figures [--output DIR] [--quick]`` (default ``docs/figures``). Every figure is written as
 ``<name>.png`` (150 dpi) and ``<name>.pdf``; all use the paper setting
-:data:`~numerics.output.style.PAPER` (m = 5, n = 50, b = 50, M = 20) with :math:`\eta_{OV} = 1` and
+:data:`~derivations.core.vocabulary.PAPER_SETTING` (m = 5, n = 50, b = 50, M = 20) with :math:`\eta_{OV} = 1` and
 :math:`\eta_{QK} = r` for the ratios :data:`~numerics.output.style.RATIOS` unless stated.
 
 =========================  ====================================================
@@ -72,12 +72,12 @@ module                             what
 from .files import FORMATS, check_dpi, check_formats, prepare_figure_dir, save_figure
 from .figures import DEFAULT_OUTPUT, make_figures
 from .style import (ALPHA_LABEL, BASE_STYLE, DPI, DPI_RANGE, LOSS_LABEL, MU_OV_LABEL,
-                    MU_QK_LABEL, PAPER, PARAM_COLORS, PARAM_STYLE, RATIOS, STYLE, T_LABEL, WIDTH)
+                    MU_QK_LABEL, PARAM_COLORS, PARAM_STYLE, RATIOS, STYLE, T_LABEL, WIDTH)
 from .theory import (FIGURES, plot_line_coordinates, plot_parameterizations,
                      plot_simulation_vs_theory, plot_stopping_curves, plot_time_course)
 
 __all__ = ["make_figures", "DEFAULT_OUTPUT", "save_figure", "prepare_figure_dir", "check_dpi", "check_formats", "FIGURES", "FORMATS",
            "plot_time_course", "plot_stopping_curves", "plot_line_coordinates",
-           "plot_simulation_vs_theory", "plot_parameterizations", "PAPER", "RATIOS", "WIDTH",
+           "plot_simulation_vs_theory", "plot_parameterizations", "RATIOS", "WIDTH",
            "DPI", "DPI_RANGE", "BASE_STYLE", "STYLE", "PARAM_STYLE", "PARAM_COLORS", "T_LABEL",
            "LOSS_LABEL", "ALPHA_LABEL", "MU_OV_LABEL", "MU_QK_LABEL"]

@@ -7,14 +7,10 @@ backend and style).
 """
 from __future__ import annotations
 
-from derivations.core.vocabulary import PAPER_SETTING
-
-__all__ = ["MATPLOTLIB_FLOAT_WARNINGS", "PAPER", "RATIOS", "WIDTH", "DPI", "DPI_RANGE", "BASE_STYLE", "STYLE", "EXPERIMENT_STYLE",
+__all__ = ["MATPLOTLIB_FLOAT_WARNINGS", "RATIOS", "WIDTH", "DPI", "DPI_RANGE", "BASE_STYLE", "STYLE", "EXPERIMENT_STYLE",
            "PARAM_STYLE", "PARAM_COLORS", "T_LABEL", "LOSS_LABEL", "ALPHA_LABEL", "MU_OV_LABEL", "MU_QK_LABEL",
            "ratio_colors", "ratio_label", "ratio_legend_title", "panel_letter", "new_figure", "drawn_in"]
 
-#: The paper's setting (:data:`derivations.core.vocabulary.PAPER_SETTING`).
-PAPER = dict(PAPER_SETTING)
 #: Learning-rate ratios eta_QK / eta_OV.
 RATIOS = (0.01, 0.1, 1.0, 10.0, 100.0)
 #: Figure width in inches (a full paper text width).

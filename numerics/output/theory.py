@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from derivations.core.vocabulary import PARAMETERIZATIONS
+from derivations.core.vocabulary import PAPER_SETTING, PARAMETERIZATIONS
 
-from .style import (ALPHA_LABEL, LOSS_LABEL, MU_OV_LABEL, MU_QK_LABEL, PAPER, PARAM_STYLE,
+from .style import (ALPHA_LABEL, LOSS_LABEL, MU_OV_LABEL, MU_QK_LABEL, PARAM_STYLE,
                     RATIOS, STYLE, T_LABEL, drawn_in, new_figure, panel_letter, ratio_colors, ratio_label,
                     ratio_legend_title)
 
@@ -33,7 +33,7 @@ def plot_time_course(*, quick=False, ratios=RATIOS, params=None):
     ratios : sequence of float
         Learning-rate ratios eta_QK / eta_OV, one curve each.
     params : dict, optional
-        ``m, n, b, M`` (default :data:`~numerics.output.style.PAPER`).
+        ``m, n, b, M`` (default :data:`~derivations.core.vocabulary.PAPER_SETTING`).
 
     Returns
     -------
@@ -42,7 +42,7 @@ def plot_time_course(*, quick=False, ratios=RATIOS, params=None):
     from ..dynamics.reduced_ode import solve_reduced
     from ..functions.lambdified import alpha_fn
 
-    params = dict(PAPER if params is None else params)
+    params = dict(PAPER_SETTING if params is None else params)
     t = _time_grid(quick)
     runs = [solve_reduced("CACO", eta_QK=r, eta_OV=1.0, t_span=(0.0, t[-1]), t_eval=t, **params)
             for r in ratios]
@@ -89,7 +89,7 @@ def plot_stopping_curves(*, quick=False, ratios=RATIOS, params=None):
     ratios : sequence of float
         Learning-rate ratios eta_QK / eta_OV, one curve each.
     params : dict, optional
-        ``m, n, b, M`` (default :data:`~numerics.output.style.PAPER`).
+        ``m, n, b, M`` (default :data:`~derivations.core.vocabulary.PAPER_SETTING`).
 
     Returns
     -------
@@ -97,7 +97,7 @@ def plot_stopping_curves(*, quick=False, ratios=RATIOS, params=None):
     """
     from ..dynamics.closed_form import state_at_loss
 
-    params = dict(PAPER if params is None else params)
+    params = dict(PAPER_SETTING if params is None else params)
     losses = np.logspace(0.0, -4.0, 12 if quick else 50)
     st = state_at_loss(losses[:, None], np.asarray(ratios, dtype=float)[None, :], **params)
     fig, axes = new_figure(1, 3, 3.3)
@@ -169,7 +169,7 @@ def plot_line_coordinates(*, quick=False, ratios=RATIOS, params=None):
     ratios : sequence of float
         Learning-rate ratios eta_QK / eta_OV, one curve each.
     params : dict, optional
-        ``m, n, b, M`` (default :data:`~numerics.output.style.PAPER`).
+        ``m, n, b, M`` (default :data:`~derivations.core.vocabulary.PAPER_SETTING`).
 
     Returns
     -------
@@ -178,7 +178,7 @@ def plot_line_coordinates(*, quick=False, ratios=RATIOS, params=None):
     from ..dynamics.reduced_ode import solve_reduced
     from ..functions.lambdified import alpha_fn
 
-    params = dict(PAPER if params is None else params)
+    params = dict(PAPER_SETTING if params is None else params)
     line, exprs = _line_coordinates("CACO")
     t = _time_grid(quick)
     fig, axes = new_figure(1, 2, 3.3)
@@ -252,7 +252,7 @@ def plot_simulation_vs_theory(*, quick=False, ratios=(0.1, 1.0, 10.0), params=No
     ratios : sequence of float
         Learning-rate ratios eta_QK / eta_OV, one curve each.
     params : dict, optional
-        ``m, n, b, M`` (default :data:`~numerics.output.style.PAPER`).
+        ``m, n, b, M`` (default :data:`~derivations.core.vocabulary.PAPER_SETTING`).
 
     Returns
     -------
@@ -269,7 +269,7 @@ def plot_simulation_vs_theory(*, quick=False, ratios=(0.1, 1.0, 10.0), params=No
     from ..dynamics.reduced_ode import solve_reduced
     from ..dynamics.training import gradient_flow
 
-    params = dict(PAPER if params is None else params)
+    params = dict(PAPER_SETTING if params is None else params)
     t_line = _time_grid(quick)
     t_sim = np.concatenate([[0.0], np.logspace(0.5, 8.0, 10 if quick else 24)])
     fig, axes = new_figure(2, 2, 5.3)
@@ -353,7 +353,7 @@ def plot_parameterizations(*, quick=False, params=None, eps=1e-2):
     eps : float
         Initialization scale of the factors.
     params : dict, optional
-        ``m, n, b, M`` (default :data:`~numerics.output.style.PAPER`).
+        ``m, n, b, M`` (default :data:`~derivations.core.vocabulary.PAPER_SETTING`).
 
     Returns
     -------
@@ -362,7 +362,7 @@ def plot_parameterizations(*, quick=False, params=None, eps=1e-2):
     from ..dynamics.reduced_ode import solve_reduced
     from ..functions.lambdified import alpha_fn
 
-    params = dict(PAPER if params is None else params)
+    params = dict(PAPER_SETTING if params is None else params)
     t = np.logspace(-1.0, 9.0, 80 if quick else 400)
     runs = {P: solve_reduced(P, eta_QK=1.0, eta_OV=1.0, eps=eps, t_span=(0.0, t[-1]),
                              t_eval=t, **params) for P in PARAMETERIZATIONS}
