@@ -12,8 +12,6 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import matplotlib
-
 from derivations.core.cli import OneLineParser, UsageError, parse_list, usage_error
 from derivations.core.interrupt import exit_on_interrupt
 from derivations.core.output import emit, note
@@ -129,9 +127,8 @@ def make_figures(output_dir=DEFAULT_OUTPUT, formats=("png", "pdf"), *, names=Non
     paths = []
     for name in names:
         t0 = time.perf_counter()
-        with matplotlib.rc_context(STYLE):
-            fig = FIGURES[name](quick=quick)
-            paths += save_figure(fig, output_dir, name, formats, dpi, style=STYLE)
+        fig = FIGURES[name](quick=quick)         # drawn in STYLE (style.drawn_in)
+        paths += save_figure(fig, output_dir, name, formats, dpi, style=STYLE)
         if verbose:
             note(f"{name}: {time.perf_counter() - t0:.1f} s")
     return paths
