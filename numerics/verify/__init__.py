@@ -84,7 +84,7 @@ shared-irrelevant --params m=0.01``, CAFO), nothing was compared, and its
 record (``flow integration``, or ``integration`` for a task) is not
 verifiable (``--max-steps N`` gives it a larger budget); a flow that becomes
 non-finite or whose solver fails, and a reduced flow that stops at all, fail
-(:func:`numerics.verify.context.stopped_flows`).
+(:meth:`numerics.verify.context.Context.record_stopped`).
 
 With ``--task NAME`` the subject is a task of the engine
 (:mod:`derivations.tasks`) instead: its reduced system against the full matrix

@@ -8,7 +8,7 @@ import numpy as np
 
 from .records import NOT_VERIFIABLE, Check
 
-__all__ = ["Context", "Missing", "stopped_flows"]
+__all__ = ["Context", "Missing"]
 
 # integration settings of the paper's model (tight: the comparisons then agree to ~1e-11)
 FULL_RTOL, FULL_ATOL = 1e-12, 1e-16
@@ -29,42 +29,6 @@ class Missing(Exception):
 #: Why a flow stops short that is its solver's budget, not the flow: the steps or the
 #: evaluations allowed are spent (:attr:`numerics.dynamics.Trajectory.reason`).
 BUDGET = ("steps", "nfev")
-
-
-def stopped_flows(stopped, full, budget, tolerance):
-    """The tolerance and message of the record of flows that stopped short.
-
-    The full model's flow is the independent computation the reduction is checked
-    against; at small ``m`` it is stiff, and an explicit solver spends its step budget
-    before the end (``verify --task shared-irrelevant --params m=0.01``: CAFO). When
-    that is all that happened, nothing was compared: not verifiable (N/V), saying so.
-    Anything else is a failure, with ``tolerance``: a flow whose values became
-    non-finite or whose solver failed, and a reduced flow that stops at all (two to four
-    coordinates, integrated with their Jacobian: what is verified).
-
-    Parameters
-    ----------
-    stopped : list of (str, numerics.dynamics.Trajectory)
-        The flows that stopped short, each with its name.
-    full : numerics.dynamics.Trajectory
-        The full model's flow.
-    budget : int
-        Its solver's budget in steps (``max_steps``).
-    tolerance : float
-        The record's tolerance when it fails (its value, nan, fails any).
-
-    Returns
-    -------
-    tolerance : float or NOT_VERIFIABLE
-    message : str
-        Each flow's name and why it stopped.
-    """
-    message = "; ".join(f"{name}: {run.message}" for name, run in stopped)
-    if all(run is full and getattr(run, "reason", None) in BUDGET for _, run in stopped):
-        return NOT_VERIFIABLE, (f"{message} (the full model's flow spent its solver's budget before "
-                                f"the end: nothing to compare, so not verifiable here; a larger budget: "
-                                f"--max-steps {2 * budget})")
-    return tolerance, message
 
 
 class Context:
@@ -239,6 +203,46 @@ class Context:
         from ..dynamics.bounded_ivp import DEFAULT_MAX_STEPS
         return self.options.get("max_steps") or DEFAULT_MAX_STEPS
 
+    def record_stopped(self, quantity, flows, full_flow, tolerance, **detail):
+        """Record the flows that stopped short, if any, and raise :class:`Missing`.
+
+        The full model's flow is the independent computation the reduction is checked
+        against; at small ``m`` it is stiff, and an explicit solver spends its step budget
+        (:attr:`budget`) before the end (``verify --task shared-irrelevant --params m=0.01``:
+        CAFO). When that is all that happened, nothing was compared: not verifiable (N/V),
+        saying so. Anything else is a failure, with ``tolerance``: a flow whose values became
+        non-finite or whose solver failed, and a reduced flow that stops at all (two to four
+        coordinates, integrated with their Jacobian: what is verified).
+
+        Parameters
+        ----------
+        quantity : str
+            The record's quantity.
+        flows : list of (str, numerics.dynamics.Trajectory, bool)
+            Each flow with its name and whether it reached the end.
+        full_flow : numerics.dynamics.Trajectory
+            The full model's flow.
+        tolerance : float
+            The record's tolerance when it fails (its value, nan, fails any).
+        **detail
+            Stored with the record, after its message (each flow's name and why it stopped).
+
+        Raises
+        ------
+        Missing
+            A flow stopped short (recorded).
+        """
+        stopped = [(name, run) for name, run, ok in flows if not ok]
+        if not stopped:
+            return
+        message = "; ".join(f"{name}: {run.message}" for name, run in stopped)
+        if all(run is full_flow and getattr(run, "reason", None) in BUDGET for _, run in stopped):
+            tolerance, message = NOT_VERIFIABLE, (
+                f"{message} (the full model's flow spent its solver's budget before the end: nothing to "
+                f"compare, so not verifiable here; a larger budget: --max-steps {2 * self.budget})")
+        self.add(quantity, math.nan, tolerance, message=message, **detail)
+        raise Missing(quantity)
+
     def unreached(self, loss, red, tolerance):
         """Record that the reduced flow ``red`` did not reach ``loss``: not verifiable when its
         start is beyond what doubles evaluate (a coordinate above ``EXP_MAX``, where the
@@ -289,13 +293,9 @@ class Context:
             full = gradient_flow(self.model, self.p0, grid, t_span=(0.0, T), rtol=rtol,
                                  atol=atol, loss_thresholds=thr, max_steps=budget)
             red = self.reduced(t_eval=grid, t_span=(0.0, T), loss_thresholds=thr)
-            stopped = [(name, run) for name, run in (("full", full), ("reduced", red))
-                       if not (run.status == 0 and run.t.shape == grid.shape)]
-            if stopped:
-                tolerance, message = stopped_flows(stopped, full, budget, self.tolerances["flow"])
-                self.add("flow integration", math.nan, tolerance, message=message, full=str(full.message),
-                         reduced=str(red.message))
-                raise Missing("flows")
+            self.record_stopped("flow integration", [(name, run, run.status == 0 and run.t.shape == grid.shape)
+                                                     for name, run in (("full", full), ("reduced", red))],
+                                full, self.tolerances["flow"], full=str(full.message), reduced=str(red.message))
             return full, red
         self.read_full_flow = True
         return self.once("flows", compute)

@@ -53,7 +53,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..model.family import FamilyProjector, structured_params, task_basis
-from .context import Missing, stopped_flows
+from .context import Missing
 from .records import rel_dev
 from .registry import check_kind
 
@@ -198,15 +198,9 @@ def _compute_run(ctx):
     n = o["n_times"]
     grid = T * np.linspace(1.0 / n, 1.0, n)
     red = system.integrate((0.0, T), grid, **tol)
-    budget = ctx.budget
-    full = gradient_flow(model, p0, grid, t_span=(0.0, T), keep_states=True, max_steps=budget, **tol)
-    stopped = [(name, run) for name, run, ok in (
-        ("full model", full, full.status == 0 and full.t.size == n), ("reduced flow", red, red.status == 0))
-        if not ok]
-    if stopped:
-        tolerance, message = stopped_flows(stopped, full, budget, 0.0)
-        ctx.add("integration", math.nan, tolerance, message=message)
-        raise Missing("task_run")
+    full = gradient_flow(model, p0, grid, t_span=(0.0, T), keep_states=True, max_steps=ctx.budget, **tol)
+    ctx.record_stopped("integration", [("full model", full, full.status == 0 and full.t.size == n),
+                                       ("reduced flow", red, red.status == 0)], full, 0.0)
     th, dist = [], [d0]
     for y in full.y:
         t_, d_ = proj(model.unflatten(y))
