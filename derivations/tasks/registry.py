@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from ..engine.task import Task
 from ..engine.task_file import load_task, task_from_text
 from .authors import AUTHORS
-from .variants import VARIANTS
+from .variants import VARIANT_FILES, variant
 
 __all__ = ["TASKS", "get_task", "is_task_file", "is_builtin", "task_key", "symbolic_task_names"]
 
@@ -20,14 +20,18 @@ class _BuiltinTasks(Mapping):
     """The built-in tasks by name: the shipped task files (read on first use) and the authors'."""
 
     def __getitem__(self, name):
-        return AUTHORS if name == "authors" else VARIANTS[name]
+        if name == "authors":
+            return AUTHORS
+        if name not in VARIANT_FILES:
+            raise KeyError(name)
+        return variant(name)
 
     def __iter__(self):
-        yield from VARIANTS
+        yield from VARIANT_FILES
         yield "authors"
 
     def __len__(self):
-        return len(VARIANTS) + 1
+        return len(VARIANT_FILES) + 1
 
 
 #: The built-in tasks by name (a read-only mapping).

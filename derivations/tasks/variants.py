@@ -11,19 +11,18 @@ own task), read with :mod:`importlib.resources`; each is reduced by the engine
 the paper's equations inherit the paper's closed forms
 (:mod:`derivations.tasks.closed_forms`).
 
->>> from derivations.tasks.variants import VARIANTS
->>> list(VARIANTS)
+>>> from derivations.tasks.variants import VARIANT_FILES
+>>> list(VARIANT_FILES)
 ['paper', 'shared-irrelevant', 'query-in-context', 'shared-irrelevant+query-in-context', 'query-copies']
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
 from functools import lru_cache
 from importlib import resources
 
 from ..engine.task_file import task_from_toml
 
-__all__ = ["VARIANT_FILES", "VARIANTS", "variant_text", "variant"]
+__all__ = ["VARIANT_FILES", "variant_text", "variant"]
 
 #: The shipped task files, by task name (``derivations/tasks/files/<name>.toml``).
 VARIANT_FILES = ("paper", "shared-irrelevant", "query-in-context", "shared-irrelevant+query-in-context",
@@ -70,22 +69,3 @@ def variant(name: str):
         If no task file of that name is shipped.
     """
     return task_from_toml(variant_text(name), f"derivations/tasks/files/{name}.toml")
-
-
-class _Variants(Mapping):
-    """The shipped tasks by name, each read when first looked up."""
-
-    def __getitem__(self, name):
-        if name not in VARIANT_FILES:
-            raise KeyError(name)
-        return variant(name)
-
-    def __iter__(self):
-        return iter(VARIANT_FILES)
-
-    def __len__(self):
-        return len(VARIANT_FILES)
-
-
-#: The paper's task and its variants, by name (a read-only mapping; each read on first use).
-VARIANTS = _Variants()
