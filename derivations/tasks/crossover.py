@@ -288,9 +288,8 @@ def exchange_symmetry(flow: MasterFlow, swap: dict) -> bool:
         True when every right-hand side is carried to its partner's (a simplification to zero).
     """
     _q, _r, xq, xr, Yq, Yr = _pair(flow)
-    mapping = {xq: xr, xr: xq, Yq: Yr, Yr: Yq, **swap}
     partner = {xq: xr, xr: xq, Yq: Yr, Yr: Yq}
-    return all(is_zero(flow.rhs[v].subs(mapping, simultaneous=True) - flow.rhs[partner[v]])
+    return all(is_zero(flow.rhs[v].subs({**partner, **swap}, simultaneous=True) - flow.rhs[partner[v]])
                for v in partner)
 
 
