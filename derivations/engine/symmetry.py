@@ -79,13 +79,6 @@ def canonical(indices: tuple) -> tuple:
     return tuple(out)
 
 
-def _falling(x, k):
-    out = sp.S.One
-    for i in range(k):
-        out *= (x - i)
-    return out
-
-
 def orbit_size(pattern: tuple, M, shared_types: dict):
     """Number of index tuples in the orbit of ``pattern`` (canonical), for M
     classes and ``shared_types[g]`` types of group g (shared, or per class of a
@@ -106,7 +99,7 @@ def orbit_size(pattern: tuple, M, shared_types: dict):
         The orbit size, factored.
     """
     classes = {lab[1] for _, lab in pattern if lab[0] == "c"}
-    out = _falling(M, len(classes))
+    out = sp.ff(M, len(classes))
     groups = {}
     for role, lab in pattern:
         if lab[0] == "s":
@@ -114,7 +107,7 @@ def orbit_size(pattern: tuple, M, shared_types: dict):
         elif len(lab) == 3:
             groups.setdefault((role.partition(":")[2], lab[1]), set()).add(lab[2])
     for (g, _), labels in groups.items():
-        out *= _falling(sp.sympify(shared_types[g]), len(labels))
+        out *= sp.ff(sp.sympify(shared_types[g]), len(labels))
     return sp.factor(out)
 
 
