@@ -167,12 +167,11 @@ def _check_classes(M, most, why, shown=""):
 
 
 def _token_types(task, values):
-    """Number of token types of the task's concrete instance, without building it."""
-    import sympy as sp
-
+    """Number of token types of the task's concrete instance, without building it (a group's
+    ``types`` is a SymPy expression in the task's parameters)."""
     table = task.symbols()
     subs = {table[k]: v for k, v in values.items() if k in table}
-    return sum((int(values["M"]) if g.per_class else 1) * int(sp.sympify(g.types).subs(subs))
+    return sum((int(values["M"]) if g.per_class else 1) * int(g.types.subs(subs))
                for g in task.groups)
 
 
