@@ -19,7 +19,8 @@ r"""Command line of the experiments: ``python -m numerics.experiments {fig2,fig3
 ``predict``
     The theory alone (no SGD): the expected-count flow of the authors' task
     (or ``--task``) from each sweep seed's initial matrices, one record per (parameterization,
-    ratio, seed, target) (:mod:`numerics.experiments.predict`).
+    ratio, seed, target) (:mod:`numerics.experiments.predict`); ``--store DIR`` keeps the finished flows,
+    and the same command resumes from them.
 ``boundary``
     The theory alone: the ratio eta_QK/eta_OV at which the attention on the
     query's own token equals that on the relevant tokens at each target loss,
@@ -39,9 +40,9 @@ output is still written.
 
 Exit status: **0** done, every output written; **130** stopped by Ctrl-C (one
 line on stderr saying what is kept: the finished runs of a sweep or a
-reproduction stay in ``OUTPUT/runs`` and the same command, with ``--resume`` for a
-sweep, continues; no temporary file is left); **143** stopped by SIGTERM (``kill``,
-``timeout``, Slurm, systemd: the same, the line says ``terminated``); **2** bad input (one line on
+reproduction stay in ``OUTPUT/runs``, predict's finished flows in its ``--store``, and the same
+command, with ``--resume`` for a sweep, continues; no temporary file is left); **143** stopped by
+SIGTERM (``kill``, ``timeout``, Slurm, systemd: the same, the line says ``terminated``); **2** bad input (one line on
 stderr, before any work, nothing written: this includes an output directory
 that cannot take files, a sweep directory locked by another sweep or holding a
 sweep of other settings); **3** done and every output written, but at least
@@ -120,6 +121,10 @@ def _kept(args) -> str:
         return f"the finished runs are kept in {runs}: rerun the same command to write their report"
     if args.command == "reproduce":
         return f"the finished runs are kept in {runs}: rerun the same command to complete them"
+    if args.command == "predict" and args.store is not None:
+        return f"the finished flows are kept in {shown_path(args.store)}: rerun the same command to complete them"
+    if args.command == "predict":
+        return "predict keeps no partial results: rerun the command (with --store DIR to keep the finished flows)"
     return f"{args.command} keeps no partial results: rerun the command"
 
 
@@ -154,6 +159,8 @@ def _interrupted(argv):
     except UsageError:
         return None
     started = {"sweep": SETTINGS_FILE, "reproduce": RUNS}.get(args.command)
+    if args.command == "predict" and args.store is not None and not os.path.lexists(args.store):
+        return "predict had kept nothing yet: rerun the command"
     if started is not None and not os.path.lexists(os.path.join(args.output, started)):
         return f"{args.command} had kept nothing yet: rerun the command"
     return _kept(args)

@@ -9,6 +9,13 @@ positions). Seeds are numbered as the sweep's: 1234, 1235, ... When an
 initialization draws nothing at random (``identity``; ``authors`` for FACO and
 CAFO) every seed starts from the same matrices, and one flow answers them all.
 
+The flows of one (parameterization, ratio) are one job (:func:`predict_jobs`, :func:`predict_job`)
+of :func:`numerics.experiments.runner.run_jobs`, as the sweep's theory
+(:func:`numerics.experiments.overlay.theory_job`, which calls :func:`predict`): they run on local
+worker processes, and a :class:`~numerics.experiments.store.ResultStore` keeps each finished job, so
+that an interrupted prediction resumes without running it again (:func:`valid_result` tells a whole
+stored result).
+
 The command line is ``python -m numerics.experiments predict``
 (:mod:`numerics.experiments.commands.predict`).  Where the engine answers a task
 (``engine_state`` of :class:`~numerics.experiments.task_sampling.SampledTask`), its records also
@@ -33,7 +40,8 @@ from .proxies import THEORY_PROXIES
 from .sgd import check_seeds
 from .sweep import FIRST_SEED
 
-__all__ = ["RECORD_FIELDS", "TASK_RECORD_FIELDS", "predict", "check_settings", "master_lambdas"]
+__all__ = ["RECORD_FIELDS", "TASK_RECORD_FIELDS", "predict", "predict_jobs", "predict_job", "valid_result",
+           "check_settings", "master_lambdas"]
 
 #: Fields of a record of :func:`predict`, in order: beside the shares ``master_lambda``, the master
 #: curve's coordinate :math:`\Lambda = r (M - 1)\ell(L)^2/(M b)` at the ratio and the target loss
@@ -48,6 +56,8 @@ RECORD_FIELDS = ("parameterization", "ratio", "seed", "target_loss", "reached", 
 #: ``"budget"`` (it spent ``max_nfev``), ``"solver"`` (the solver failed) or ``"overflow"``
 #: (:data:`numerics.experiments.theory.STOPPED_BY`); one where it levelled off has no such field.
 TASK_RECORD_FIELDS = ("closed_form_method", "closed_form_relevant_attention")
+#: Every field a record may have, in its order (a stored record is read back with its keys sorted).
+_FIELD_ORDER = RECORD_FIELDS + TASK_RECORD_FIELDS + ("closed_form_reason", "stopped_by")
 
 
 def _seed_list(seeds) -> list:
@@ -148,10 +158,113 @@ def check_settings(parameterizations, ratios, target_losses, seeds=1, init="auth
     return out
 
 
+def predict_jobs(settings, *, rtol=1e-8, atol=1e-13, max_nfev=500_000) -> list:
+    """The jobs of :func:`predict`: one per (parameterization, ratio) of checked ``settings``, in that
+    order, each a JSON dict that names everything its flows need (:func:`predict_job`).
+
+    Parameters
+    ----------
+    settings : dict
+        Of :func:`check_settings`.
+    rtol, atol, max_nfev
+        Of each flow (:func:`numerics.experiments.theory.flow_to_losses`).
+
+    Returns
+    -------
+    list of dict
+        ``experiment`` (``"predict"``), ``parameterization``, ``ratio``, ``target_losses``, ``seeds``,
+        ``init``, ``init_scale``, ``seq_len``, ``lr_ov``, ``task`` (its key: a built-in task's name or a
+        task file's canonical text), ``task_params``, ``rtol``, ``atol``, ``max_nfev``.
+    """
+    st = task_sampling.sampled_task(settings.get("task", task_sampling.DEFAULT_TASK), settings.get("task_params", ()))
+    shared = {"target_losses": list(settings["target_losses"]), "seeds": list(settings["seeds"]),
+              "init": settings["init"], "init_scale": settings.get("init_scale", models.IDENTITY_SCALE),
+              "seq_len": settings["seq_len"], "lr_ov": settings["lr_ov"], "task": st.key,
+              "task_params": [list(p) for p in st.params], "rtol": rtol, "atol": atol, "max_nfev": max_nfev}
+    return [{"experiment": "predict", "parameterization": P, "ratio": r, **shared}
+            for P in settings["parameterizations"] for r in settings["ratios"]]
+
+
+def predict_job(job: dict) -> dict:
+    """The flows of one :func:`predict_jobs` job: one per seed (one for every seed where the
+    initialization draws nothing at random), read off at every target.
+
+    Parameters
+    ----------
+    job : dict
+
+    Returns
+    -------
+    dict
+        ``{"records": [...]}``: :func:`predict`'s records of the job's parameterization and ratio, seed
+        by seed, targets high to low.
+    """
+    st = task_sampling.sampled_task(job["task"], job["task_params"])
+    P, r, targets = job["parameterization"], job["ratio"], job["target_losses"]
+    closed = None if not st.engine_state else theory.closed_form_attention(st, P, r, targets, job["seq_len"])
+    lams = master_lambdas(job["task"], dict(st.params), r, targets)
+    records, shared = [], None
+    for seed in job["seeds"]:
+        if shared is None or models.draws(P, job["init"]):
+            shared = theory.flow_to_losses(
+                st, P, r, targets, lr_ov=job["lr_ov"], seq_len=job["seq_len"], init=job["init"],
+                init_scale=job["init_scale"], seed=seed, rtol=job["rtol"], atol=job["atol"],
+                max_nfev=job["max_nfev"])
+        records.extend(_record(P, r, seed, rec, lams, closed) for rec in shared["records"])
+    return {"records": records}
+
+
+def _record(P, r, seed, rec, lams, closed) -> dict:
+    """One record of :func:`predict` from a flow's reading ``rec`` at a target."""
+    row = {"parameterization": P, "ratio": r, "seed": seed, **rec, "master_lambda": lams[rec["target_loss"]]}
+    if closed is not None:
+        row.update(closed_form_method=closed["method"],
+                   closed_form_relevant_attention=closed["relevant_attention"][rec["target_loss"]])
+    record = {k: row[k] for k in RECORD_FIELDS + (TASK_RECORD_FIELDS if closed else ())}
+    if closed is not None and closed["reason"] is not None:
+        record["closed_form_reason"] = closed["reason"]
+    if "stopped_by" in rec:
+        record["stopped_by"] = rec["stopped_by"]
+    return record
+
+
+def valid_result(job: dict, result) -> bool:
+    """Whether a stored ``result`` of a :func:`predict_jobs` job is whole: one record per seed and target,
+    in order, of the job's parameterization and ratio, with every field of :data:`RECORD_FIELDS` and no field
+    a record does not have (a result that is not counts as missing, and its flows are run again).
+
+    Parameters
+    ----------
+    job : dict
+    result : object
+        As read from the store.
+
+    Returns
+    -------
+    bool
+    """
+    records = result.get("records") if isinstance(result, dict) else None
+    try:
+        expected = [(seed, t) for seed in job["seeds"] for t in job["target_losses"]]
+    except (KeyError, TypeError):
+        return False
+    return (isinstance(records, list) and len(records) == len(expected)
+            and all(isinstance(rec, dict) and all(k in rec for k in RECORD_FIELDS) and set(rec) <= set(_FIELD_ORDER)
+                    and (rec["parameterization"], rec["ratio"], rec["seed"], rec["target_loss"])
+                    == (job["parameterization"], job["ratio"], seed, t) for rec, (seed, t) in zip(records, expected)))
+
+
 def predict(parameterizations, ratios, target_losses, seeds=1, init="authors",
             seq_len=None, lr_ov=0.01, *, init_scale=None, rtol=1e-8, atol=1e-13,
-            max_nfev=500_000, progress=None, task=task_sampling.DEFAULT_TASK, task_params=()) -> list:
+            max_nfev=500_000, workers=1, store=None, progress=False, task=task_sampling.DEFAULT_TASK,
+            task_params=()) -> list:
     r"""The theory's records: one per (parameterization, ratio, seed, target).
+
+    The flows of each (parameterization, ratio) are one job (:func:`predict_jobs`,
+    :func:`predict_job`) of :func:`numerics.experiments.runner.run_jobs`: on ``workers`` local
+    processes, each job's result saved in ``store`` as it finishes and read back from it, not run
+    again. Each flow is independent of the others: the records are the same bits whatever the
+    workers, and whether read from a store.
 
     Parameters
     ----------
@@ -176,8 +289,13 @@ def predict(parameterizations, ratios, target_losses, seeds=1, init="authors",
         Scale of the identity matrices (default ``1e-6``, the SGD models').
     rtol, atol, max_nfev
         Of each flow (:func:`numerics.experiments.theory.flow_to_losses`).
-    progress : callable, optional
-        Called with no argument after each flow.
+    workers : int, optional
+        Local worker processes (>= 1; default 1, in this process).
+    store : numerics.experiments.store.ResultStore, optional
+        Where each finished job is saved (give it :func:`valid_result`); a job stored there is read
+        back, not run again.
+    progress : bool, optional
+        Show a progress bar of the jobs on stderr (a terminal only).
 
     Returns
     -------
@@ -189,35 +307,21 @@ def predict(parameterizations, ratios, target_losses, seeds=1, init="authors",
         for the numbers) where a flow stopped before a target, and then ``stopped_by`` (the record's
         last field) where it did not level off above it: ``"budget"`` (it spent ``max_nfev``),
         ``"solver"`` (the solver failed) or ``"overflow"``.
+
+    Raises
+    ------
+    ValueError
+        A bad argument (before any flow), ``workers`` included.
+    numerics.experiments.store.EditedRecord
+        A file of ``store`` changed after it was written (before any flow).
     """
+    from .runner import JobError, run_jobs
+
     s = check_settings(parameterizations, ratios, target_losses, seeds, init, seq_len, lr_ov,
                        init_scale, task=task, task_params=task_params)
-    st = task_sampling.sampled_task(task, task_params)
-    records = []
-    for P in s["parameterizations"]:
-        for r in s["ratios"]:
-            shared = None
-            closed = None if not st.engine_state else theory.closed_form_attention(
-                st, P, r, s["target_losses"], s["seq_len"])
-            lams = master_lambdas(task, dict(st.params), r, s["target_losses"])
-            for seed in s["seeds"]:
-                if shared is None or models.draws(P, init):
-                    shared = theory.flow_to_losses(
-                        st, P, r, s["target_losses"], lr_ov=s["lr_ov"], seq_len=s["seq_len"], init=init,
-                        init_scale=s.get("init_scale", models.IDENTITY_SCALE), seed=seed, rtol=rtol, atol=atol,
-                        max_nfev=max_nfev)
-                if progress is not None:
-                    progress()
-                for rec in shared["records"]:
-                    row = {"parameterization": P, "ratio": r, "seed": seed, **rec,
-                           "master_lambda": lams[rec["target_loss"]]}
-                    if closed is not None:
-                        row.update(closed_form_method=closed["method"], closed_form_relevant_attention=
-                                   closed["relevant_attention"][rec["target_loss"]])
-                    record = {k: row[k] for k in RECORD_FIELDS + (TASK_RECORD_FIELDS if closed else ())}
-                    if closed is not None and closed["reason"] is not None:
-                        record["closed_form_reason"] = closed["reason"]
-                    if "stopped_by" in rec:
-                        record["stopped_by"] = rec["stopped_by"]
-                    records.append(record)
-    return records
+    jobs = predict_jobs(s, rtol=rtol, atol=atol, max_nfev=max_nfev)
+    try:
+        results = run_jobs(predict_job, jobs, workers=workers, store=store, progress=progress, desc="predict")
+    except JobError as exc:         # what a flow raised, as a flow run here raises it
+        raise exc.__cause__ from None
+    return [{k: record[k] for k in _FIELD_ORDER if k in record} for result in results for record in result["records"]]

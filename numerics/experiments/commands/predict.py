@@ -5,12 +5,18 @@ from each SGD seed's initial matrices, read off where the loss first reaches eac
 It prints a table, or with ``--json`` one object ``{"settings": ..., "records": [...]}``;
 ``--output FILE`` also writes that object to ``FILE`` (atomically; a file that holds anything
 else than the result of the same settings is refused, not replaced); ``--quiet`` hides the
-progress bar only.  A target a flow does not reach is reported as not reached, and no
-floating-point warning reaches the user.  Bad input (an unknown parameterization, a ratio
-outside :data:`~numerics.experiments.theory.RATIO_RANGE`, a duplicate target, a target not
-below a seed's initial loss, ``--lr-ov 1,2``, ``--init-scale`` where no matrix is a multiple
-of the identity, an ``--output`` that cannot be written, ...) prints one line on stderr and
-exits with status 2 before any flow is run.
+progress bar only.  The flows of each (parameterization, ratio) are one job
+(:func:`~numerics.experiments.predict.predict_job`): ``--workers N`` runs them on ``N`` local processes
+(the same records, bit for bit), and ``--store DIR`` saves each finished job in ``DIR``
+(:class:`~numerics.experiments.store.ResultStore`, one sealed JSON file per job) as it finishes, so that
+the same command, interrupted, resumes: the jobs stored there are read back, not run again (a stored
+file changed after it was written is refused before any flow).  A target a flow does not reach is
+reported as not reached, and no floating-point warning reaches the user.  Bad input (an unknown
+parameterization, a ratio outside :data:`~numerics.experiments.theory.RATIO_RANGE`, a duplicate target, a
+target not below a seed's initial loss, ``--lr-ov 1,2``, ``--init-scale`` where no matrix is a multiple
+of the identity, an ``--output`` that cannot be written, ``--workers 0``, a ``--store`` that is not a
+directory or holds an edited file of these settings' flows, ...) prints one line on stderr and exits with
+status 2 before any flow is run.
 """
 from __future__ import annotations
 
@@ -22,9 +28,10 @@ from pathlib import Path
 
 from derivations.core.cli import UsageError, parse_int, parse_list
 from derivations.core.atomic_file import temporary_name_length
-from derivations.core.output import json_text, prepare_output_dir, progress_bar
+from derivations.core.output import json_text, prepare_output_dir
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
+from . import common
 from .common import checked, number, parse_parameterizations
 from .task_options import add_task_arguments, seq_len_for, task_from_args, task_label
 
@@ -86,6 +93,15 @@ def add_parser(sub) -> None:
     a("--output", default=None, metavar="FILE",
       help="also write the JSON object to FILE (atomically; its directory must exist; an existing FILE "
            "holding anything else than the result of the same settings is refused, not replaced)")
+    a("--workers", default="1",
+      help="local worker processes (integer >= 1; default 1, in this process: a flow takes milliseconds, "
+           "starting a worker a second), each running the flows of one parameterization and ratio at a time; "
+           "the records are the same bits whatever the workers")
+    a("--store", default=None, metavar="DIR",
+      help="save the flows of each parameterization and ratio in DIR as they finish (one sealed JSON file "
+           "each; DIR is created if missing): the same command with the same --store reads the flows "
+           "stored there back instead of running them again, so an interrupted predict resumes; a stored file "
+           "changed after it was written is refused, not replaced")
     a("--json", action="store_true", help="print one JSON object on stdout")
     a("--quiet", action="store_true", dest="no_bar", help="no progress bar (the table or JSON is still printed)")
     pp.set_defaults(quiet=False)
@@ -163,6 +179,41 @@ def _holds_result_of(path, settings) -> bool:
     return isinstance(stored, dict) and stored.get("settings") == json.loads(json_text(settings))
 
 
+def _store_bytes(settings) -> int:
+    """The most bytes a stored job of ``settings`` takes: its job (a task file's text among it) and one record
+    per seed and target."""
+    from ..jobs import OUTPUT_BASE_BYTES
+
+    return OUTPUT_BASE_BYTES + len(settings["seeds"]) * len(settings["target_losses"]) * _RECORD_BYTES
+
+
+def _store(text, settings):
+    """``--store DIR``: a directory, or a new one whose place takes the store's files (really probed:
+    :func:`~numerics.experiments.store.probe_store_directory`), none of whose files of the jobs of ``settings``
+    was changed after it was written; ``open()`` makes the store (None if not given)."""
+    if text is None:
+        return None
+    from ..predict import predict_jobs, valid_result
+    from ..store import EditedRecord, ResultStore, probe_store_directory
+
+    path = Path(text)
+    if not text or (os.path.lexists(path) and not path.is_dir()):
+        raise UsageError(f"--store must name a directory, new or of stored flows (not a file); got {text!r}")
+    try:
+        probe_store_directory(path)
+    except ValueError as exc:
+        raise UsageError(f"--store {text[:80]!r}: {exc}") from None
+    limit = _store_bytes(settings)
+    if path.is_dir():
+        stored = ResultStore(path, validate=valid_result, read_only=True, max_bytes=limit)
+        try:
+            for job in predict_jobs(settings):
+                stored.get(job)
+        except EditedRecord as exc:
+            raise UsageError(f"--store {text!r} holds a stored flow: {exc}") from None
+    return lambda: ResultStore(path, validate=valid_result, max_bytes=limit)
+
+
 def format_table(payload, source=None) -> str:
     """The human-readable table of a ``predict`` payload (one line per record).
 
@@ -230,7 +281,8 @@ def prepare(args):
     Returns
     -------
     tuple
-        ``work()`` returns the payload ``{"settings", "records"}`` (and writes ``--output``).
+        ``work()`` returns the payload ``{"settings", "records"}`` (and writes ``--output``; with
+        ``--store``, saves each finished job there and reads back those stored).
 
     Raises
     ------
@@ -242,14 +294,15 @@ def prepare(args):
     from ..predict import predict
 
     s, init_scale = _settings(args)
+    workers = common.workers(args)
     output = _output_file(args.output, s)
+    store = _store(args.store, s)
 
     def work():
-        flows = len(s["parameterizations"]) * len(s["ratios"]) * len(s["seeds"])
-        with progress_bar(flows, desc="predict", unit="flow", show=not args.no_bar) as bar:
-            records = predict(s["parameterizations"], s["ratios"], s["target_losses"], s["seeds"], s["init"],
-                              s["seq_len"], s["lr_ov"], init_scale=init_scale, progress=bar.update,
-                              task=args.task, task_params=s.get("task_params", ()))
+        records = predict(s["parameterizations"], s["ratios"], s["target_losses"], s["seeds"], s["init"],
+                          s["seq_len"], s["lr_ov"], init_scale=init_scale, workers=workers,
+                          store=None if store is None else store(), progress=not args.no_bar, task=args.task,
+                          task_params=s.get("task_params", ()))
         payload = {"settings": s, "records": records}
         if output is not None:
             if os.path.lexists(output) and not _holds_result_of(output, s):     # written meanwhile

@@ -4,8 +4,8 @@ Ctrl-C (SIGINT to the whole foreground process group, as a terminal sends it) an
 group, as ``timeout``, Slurm and systemd send it, or to the process alone, as ``kill`` does) end ``sweep``
 (one or two workers), ``fig2``, ``predict``, ``numerics.verify`` and ``derivations.latex`` with one line and
 exit status 130 or 143, keep the stored runs, leave no temporary file and no process behind, and
-``--resume`` continues; a sweep killed with SIGKILL leaves no "leaked semaphore" warning of the resource
-tracker. Each run takes several seconds: marked ``slow``."""
+``--resume`` (predict: the same command, with its ``--store``) continues; a sweep killed with SIGKILL leaves
+no "leaked semaphore" warning of the resource tracker. Each run takes several seconds: marked ``slow``."""
 import csv
 import os
 import signal
@@ -95,6 +95,31 @@ def test_ctrl_c_or_sigterm_in_a_sweep_is_one_line_keeps_the_runs_and_resume_cont
         assert len(list(csv.DictReader(fh))) == 8
     for name, data in stored.items():
         assert (out / "runs" / name).read_bytes() == data
+
+
+PREDICT = ["-m", "numerics.experiments", "predict", "--parameterizations", "CACO,FAFO", "--ratios", "1,2,3,4,5,6,7,8",
+           "--target-loss", "0.5,0.1", "--seeds", "5", "--json", "--quiet"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_ctrl_c_in_predict_keeps_its_finished_flows_and_the_same_command_completes_them(workers, tmp_path):
+    """``predict --store``: Ctrl-C keeps the flows finished (one line saying where), and the same command runs
+    only the others and prints what an uninterrupted predict prints, to the bit."""
+    store = tmp_path / "flows"
+    args = [*PREDICT, "--workers", workers, "--store", str(store)]
+    process = start(*args)
+    wait_for(lambda: list(store.glob("*.json")) if store.is_dir() else [], process)
+    status, err = stop(process)
+    stored = {p.name: p.read_bytes() for p in store.glob("*.json")}
+    assert status == 130 and err.count("\n") == 1 and f"kept in {store}: rerun the same command" in err, err
+    assert 0 < len(stored) < 16 and not leftovers(store)
+    resumed, whole = (subprocess.run([sys.executable, *argv], cwd=ROOT, env=ENV, capture_output=True, text=True,
+                                     timeout=600) for argv in (args, PREDICT))
+    assert resumed.returncode == whole.returncode == 0 and resumed.stdout == whole.stdout, resumed.stderr
+    assert len(list(store.glob("*.json"))) == 16
+    for name, data in stored.items():
+        assert (store / name).read_bytes() == data
 
 
 COMMANDS = {

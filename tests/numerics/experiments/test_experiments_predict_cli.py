@@ -87,12 +87,12 @@ def test_json_records_sorted_targets_and_used_init_scale(capsys):
 
 def test_table_output(capsys, monkeypatch):
     """The table (two head lines, one line per record, the time taken); ``--quiet`` hides the
-    progress bar only."""
+    progress bar of the jobs only."""
     from derivations.core.output import progress_bar
-    from numerics.experiments.commands import predict as command
+    from numerics.experiments import runner
 
     shown = []
-    monkeypatch.setattr(command, "progress_bar", lambda *a, show, **k: shown.append(show) or progress_bar(
+    monkeypatch.setattr(runner, "progress_bar", lambda *a, show, **k: shown.append(show) or progress_bar(
         *a, show=False, **k))
     argv = ["predict", "--parameterizations", "CACO", "--ratios", "1", "--target-loss", "1"]
     for quiet in ([], ["--quiet"]):
