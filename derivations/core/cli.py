@@ -253,9 +253,9 @@ def parse_params(text: str, error=UsageError) -> dict:
         raise error(f"--params must be name=value pairs, comma-separated (omit it for the defaults); got {text!r}")
     out = {}
     for item in _items("--params", text, error):
-        if "=" not in item:
+        name, _, value = (x.strip() for x in item.partition("="))
+        if not name or not _:
             raise error(f"--params entries look like name=value; got {item!r}")
-        name, value = (x.strip() for x in item.split("=", 1))
         if name in out:
             raise error(f"--params names {name} twice")
         out[name] = value

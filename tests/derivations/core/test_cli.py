@@ -65,6 +65,13 @@ def test_params_with_an_empty_item_are_refused(text):
     assert parse_params("m=5, n=3") == {"m": "5", "n": "3"}
 
 
+@pytest.mark.parametrize("text", ["=5", "m=5, =3", " = ", "m"])
+def test_params_entry_without_a_name_or_an_equals_sign_is_not_name_value(text):
+    """``=5`` has no name: it is refused as not name=value, not looked up as a parameter named ''."""
+    with pytest.raises(UsageError, match="^--params entries look like name=value; got '"):
+        parse_params(text)
+
+
 @pytest.mark.parametrize("text", ["", "  "])
 def test_an_empty_params_is_refused_as_an_empty_list_is(text):
     """Blank ``--params`` is not the defaults (omitting the option gives those), in every command."""
