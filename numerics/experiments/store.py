@@ -162,7 +162,7 @@ def _name_length() -> int:
     return max(len(f"{key}.json"), len(os.fsencode(_temporary_prefix(key))) + tail)
 
 
-def probe_store_directory(directory) -> None:
+def probe_store_directory(directory, name: str = "--output") -> None:
     """Prove, before any work, that a :class:`ResultStore` in ``directory`` can write its files, with a real file
     named as long as its longest (:func:`derivations.core.output.prepare_output_dir`): in ``directory`` where it
     exists, else (a store makes it when opened) in its parent, with a name as long as ``<folder>/<that name>``,
@@ -171,19 +171,22 @@ def probe_store_directory(directory) -> None:
     Parameters
     ----------
     directory : str or os.PathLike
+    name : str, optional
+        The option that named the place, for the message (default ``"--output"``).
 
     Raises
     ------
     ValueError
-        The store's files cannot be written there (the reason named).
+        The store's files cannot be written there (the option, the place and the reason named).
     """
     from derivations.core.output import prepare_output_dir
 
     directory = Path(directory)
     if os.path.lexists(directory):
-        prepare_output_dir(directory, longest_name=_name_length())
+        prepare_output_dir(directory, name=name, longest_name=_name_length())
     else:
-        prepare_output_dir(directory.parent, longest_name=len(os.fsencode(directory.name)) + 1 + _name_length())
+        prepare_output_dir(directory.parent, name=name,
+                           longest_name=len(os.fsencode(directory.name)) + 1 + _name_length())
 
 
 def _free_name(path: Path) -> Path:

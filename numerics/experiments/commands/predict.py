@@ -200,9 +200,9 @@ def _store(text, settings):
     if not text or (os.path.lexists(path) and not path.is_dir()):
         raise UsageError(f"--store must name a directory, new or of stored flows (not a file); got {text!r}")
     try:
-        probe_store_directory(path)
+        probe_store_directory(path, "--store")
     except ValueError as exc:
-        raise UsageError(f"--store {text[:80]!r}: {exc}") from None
+        raise UsageError(str(exc)) from None
     limit = _store_bytes(settings)
     if path.is_dir():
         stored = ResultStore(path, validate=valid_result, read_only=True, max_bytes=limit)

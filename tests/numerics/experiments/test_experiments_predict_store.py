@@ -94,7 +94,7 @@ def test_a_damaged_stored_flow_is_run_again(tmp_path, monkeypatch, capsys):
 
 @pytest.mark.parametrize("argv,message", [
     (["--workers", "0"], "--workers must be an integer >= 1"), (["--workers", "2.5"], "--workers must be"),
-    (["--store", "FILE"], "--store must name a directory"), (["--store", "FILE/flows"], "--store")])
+    (["--store", "FILE"], "--store must name a directory"), (["--store", "FILE/flows"], "--store '")])
 def test_bad_workers_or_store_is_one_line_exit_2_before_any_flow(argv, message, tmp_path, monkeypatch, capsys):
     (tmp_path / "FILE").write_text("kept")
     argv = [str(tmp_path / a) if a.startswith("FILE") else a for a in argv]
@@ -102,4 +102,5 @@ def test_bad_workers_or_store_is_one_line_exit_2_before_any_flow(argv, message, 
     assert main([*ARGV, *argv]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and message in err and "unrecognized" not in err, err
+    assert "--output" not in err, err       # (the store's place was named as another option's)
     assert not ran and (tmp_path / "FILE").read_text() == "kept" and sorted(tmp_path.iterdir()) == [tmp_path / "FILE"]
