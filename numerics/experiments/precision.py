@@ -88,12 +88,7 @@ def check_rate(name: str, value: float, dtype: str) -> None:
     info = np.finfo(dtype)
     tiny, most = float(info.tiny), float(info.max)
     if not tiny <= value <= most:
-        raise ValueError(f"{_rule(name, dtype)}; got {value!r}")
-
-
-def _rule(name, dtype) -> str:
-    info = np.finfo(dtype)
-    return f"{name} must be in [{float(info.tiny)!r}, {float(info.max)!r}] for the {dtype} step"
+        raise ValueError(f"{name} must be in [{tiny!r}, {most!r}] for the {dtype} step; got {value!r}")
 
 
 def check_rates(lr_qk, lr_ov, qk_ramp, score_divisor, dtype: str, ratio=None, divisor=None) -> None:
@@ -138,16 +133,18 @@ def check_rates(lr_qk, lr_ov, qk_ramp, score_divisor, dtype: str, ratio=None, di
     else:
         checks = [("lr_ov", lr_ov), (f"ratio {ratio!r} x lr_ov", lr_qk)]
         factor = f"ratio {ratio!r} / {score_divisor:.6g}"
-    for name, value in (*checks, (f"{factor} (the QK step's factor)", top / below if below else math.inf)):
-        if not tiny <= value <= most:
-            rule = _rule(name, dtype)
-            named = divisor() if divisor is not None and name.endswith("(the QK step's factor)") else None
-            if named is not None:
-                expression, gamma = named
-                least = top / lr_ov * gamma                     # the expression's value at the factor 1
-                raise ValueError(f"{expression} = {score_divisor * gamma:g} must be in [{least / most!r}, "
-                                 f"{least / tiny!r}] at these rates: {rule}; got {value!r}")
-            raise ValueError(f"{rule}; got {value!r}")
+    for name, value in checks:
+        check_rate(name, value, dtype)
+    try:
+        check_rate(f"{factor} (the QK step's factor)", top / below if below else math.inf, dtype)
+    except ValueError as exc:
+        named = divisor() if divisor is not None else None
+        if named is None:
+            raise
+        expression, gamma = named
+        least = top / lr_ov * gamma                     # the expression's value at the factor 1
+        raise ValueError(f"{expression} = {score_divisor * gamma:g} must be in [{least / most!r}, "
+                         f"{least / tiny!r}] at these rates: {exc}") from None
 
 
 def _params64(params):
