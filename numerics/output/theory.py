@@ -176,7 +176,6 @@ def plot_line_coordinates(*, quick=False, ratios=RATIOS, params=None):
     matplotlib.figure.Figure
     """
     from ..dynamics.reduced_ode import solve_reduced
-    from ..functions.lambdified import alpha_fn
 
     params = dict(PAPER_SETTING if params is None else params)
     line, exprs = _line_coordinates("CACO")
@@ -360,7 +359,6 @@ def plot_parameterizations(*, quick=False, params=None, eps=1e-2):
     matplotlib.figure.Figure
     """
     from ..dynamics.reduced_ode import solve_reduced
-    from ..functions.lambdified import alpha_fn
 
     params = dict(PAPER_SETTING if params is None else params)
     t = np.logspace(-1.0, 9.0, 80 if quick else 400)
