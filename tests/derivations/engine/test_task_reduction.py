@@ -13,6 +13,7 @@ from derivations.engine import n_c
 from derivations.symbolic import exp_to_symbols, is_zero_exactly
 from derivations.core import PARAMETERIZATIONS
 from derivations.engine import basis_matrices, invariance_residual, reduce_task
+from derivations.task_catalog import task_reduction
 from _orbits import assert_orbits_are_patterns
 
 def _srepr(expr):
@@ -42,34 +43,41 @@ def test_paper_task_gives_the_catalog_expressions(param):
     assert red.mapping is None
 
 
+# The tests of what a built-in task's reduction says (its mapping onto the paper, its observables) read it
+# from the task cache, derivations.task_catalog.task_reduction: the engine's reduction as the engine's
+# present sources give it (the cache's key is those sources: a change of the engine derives it again,
+# and tests/derivations/test_task_catalog.py checks the shipped cache fresh and equal to reduce_task).
+# The tests of the derivation itself (the paper's identity, invariance on instances, user-built and
+# rescaled tasks, the refusals) call reduce_task.
+
 def test_shared_irrelevant_maps_to_paper():
-    red = reduce_task("shared-irrelevant", "CACO")
+    red = task_reduction("shared-irrelevant", "CACO")
     assert red.mapping == {eta_QK: eta_QK * (n_c + 1) / n_c}
-    paper = reduce_task("paper", "CACO")
+    paper = task_reduction("paper", "CACO")
     for k in (mu_OV, mu_QK):
         assert sp.simplify(paper.odes[k].subs(red.mapping) - red.odes[k]) == 0
     # the first integral is the paper's with the mapped rate, and is conserved
     assert sp.simplify(paper.first_integral.subs(red.mapping) - red.first_integral) == 0
     # CAFO keeps the mapping (its OV family is the paper's); FACO does not reduce
-    assert reduce_task("shared-irrelevant", "CAFO").mapping == red.mapping
-    faco = reduce_task("shared-irrelevant", "FACO")
+    assert task_reduction("shared-irrelevant", "CAFO").mapping == red.mapping
+    faco = task_reduction("shared-irrelevant", "FACO")
     assert faco.odes is None and "W_K[u_s,h_k]" in faco.note
 
 
 def test_query_in_context_has_four_observables_and_no_first_integral():
-    red = reduce_task("query-in-context", "CACO")
+    red = task_reduction("query-in-context", "CACO")
     assert len(red.odes) == 4 and red.first_integral is None and red.mapping is None
     assert "no first integral" in red.note
     # metric diagonal: separate orbits for the query's and the relevant token's entries
     G = red.metric
     assert all(G[i, j] == 0 for i in range(4) for j in range(4) if i != j)
-    both = reduce_task("shared-irrelevant+query-in-context", "CACO")
+    both = task_reduction("shared-irrelevant+query-in-context", "CACO")
     assert both.metric[0, 1] != 0   # the shared score couples the two score gaps
 
 
 def test_gradient_flow_in_observables():
     """d obs/dt = -G grad L, checked against the family flow by the chain rule at a random point."""
-    red = reduce_task("shared-irrelevant+query-in-context", "CACO")
+    red = task_reduction("shared-irrelevant+query-in-context", "CACO")
     rng = random.Random(1)
     point = {c.symbol: sp.Rational(rng.randint(-9, 9), 7) for c in red.coordinates}
     point.update({m: 5, n: 50, b: 50, M: 7, n_c: 3, eta_QK: 2, eta_OV: 1})
