@@ -151,7 +151,15 @@ _HOMES = {
              "run_checks", "run_plan"),
     ".group": ("INTEGRATION_LIMITED",),
 }
-__getattr__, __dir__ = lazy_exports(__name__, _HOMES)
+_lazy_getattr, __dir__ = lazy_exports(__name__, _HOMES)
+
+
+def __getattr__(name):
+    """A name of ``__all__``, imported from its module on first use (:func:`lazy_exports`); the registry
+    :data:`KINDS` complete, every kind registered by its module (:mod:`numerics.verify.run` imports them)."""
+    if name == "KINDS":
+        from . import run  # noqa: F401  (registers the paper's kinds and the task kinds)
+    return _lazy_getattr(name)
 
 __all__ = ["Check", "Checks", "ArgumentError", "run_checks", "plan_checks", "run_plan", "Plan",
            "summarize", "format_table", "main", "build_parser",

@@ -535,3 +535,14 @@ def test_a_reduced_flow_that_stops_from_an_ordinary_start_fails(monkeypatch):
     checks = run_checks("FACO", [1.0], quick=True, kinds=("flow",))
     [c] = [c for c in checks if c.quantity.startswith("reduced flow reaches loss")]
     assert c.status == "FAIL" and "max_steps=3" in c.detail["message"] and "beyond" not in c.detail["message"]
+
+
+def test_the_registry_the_package_exports_holds_every_kind():
+    """``numerics.verify.KINDS`` read first thing in a fresh process (as usage.md points a program to it for
+    ``kinds=``) holds every kind of check, the paper's and the task kinds, not only those some other import
+    happened to register."""
+    code = "from numerics.verify import KINDS; print(','.join(KINDS))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT))).stdout.split()
+    assert out == [",".join(("flow", "closed_form", "first_integral", "crossings", "family", "descent",
+                             "theta", "observables", "loss", "alpha", "distance", "loss_at_T"))]
