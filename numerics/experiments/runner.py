@@ -114,7 +114,8 @@ class JobError(RuntimeError):
 def _normalise_result(result: Any, index: int, job: dict) -> dict:
     """``json.loads(json.dumps(result))``: the form every backend and the store agree on."""
     if not isinstance(result, dict):
-        raise JobError(index, job, TypeError(f"the job function must return a dict, got {type(result).__name__}"))
+        cause = TypeError(f"the job function must return a dict, got {type(result).__name__}")
+        raise JobError(index, job, cause) from cause
     try:
         return json.loads(json.dumps(result))
     except (TypeError, ValueError) as exc:

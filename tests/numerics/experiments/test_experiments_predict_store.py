@@ -104,3 +104,11 @@ def test_bad_workers_or_store_is_one_line_exit_2_before_any_flow(argv, message, 
     assert out == "" and err.count("\n") == 1 and message in err and "unrecognized" not in err, err
     assert "--output" not in err, err       # (the store's place was named as another option's)
     assert not ran and (tmp_path / "FILE").read_text() == "kept" and sorted(tmp_path.iterdir()) == [tmp_path / "FILE"]
+
+
+def test_a_job_that_returns_no_dict_raises_what_the_runner_says(monkeypatch):
+    """A job whose result is not a dict: predict raises the runner's TypeError naming it (the cause of
+    its JobError), not a TypeError about raising None."""
+    monkeypatch.setattr(predict, "predict_job", lambda job: [])
+    with pytest.raises(TypeError, match="the job function must return a dict, got list"):
+        predict.predict(["CACO"], [1.0], [1.0])

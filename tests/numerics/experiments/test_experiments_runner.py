@@ -186,8 +186,9 @@ def test_a_lost_worker_is_named_by_how_it_ended(exitcodes, says):
 
 
 def test_a_result_that_is_not_json_is_an_error():
-    with pytest.raises(JobError, match="must return a dict"):
+    with pytest.raises(JobError, match="must return a dict") as info:
         run_jobs(list, [{"x": 1}], workers=1, progress=False)
+    assert isinstance(info.value.__cause__, TypeError)      # chained, as every JobError's cause
     with pytest.raises(JobError, match="not JSON-serialisable"):
         run_jobs(lambda job: {"x": object()}, [{"x": 1}], workers=1, progress=False)
 
