@@ -234,6 +234,28 @@ def test_names_are_imported_from_their_home():
     assert wrong == []
 
 
+#: Private names the engine imports from its ``checks``: renaming them changes the derivation caches' keys
+#: (a rebuild), so they wait for one.
+PRIVATE_IMPORTS_KNOWN = {("derivations/engine/task.py", "_check_parameter_name"),
+                         ("derivations/engine/task.py", "_exact_integer")}
+
+
+def test_no_module_imports_a_private_name_of_another():
+    """A name that starts with ``_`` is its module's own: another module that needs it imports a public
+    name from its one home (a private module, such as ``numerics._generated``, is imported as a module)."""
+    wrong = []
+    for path in SOURCES:
+        package = _module_name(path) if path.name == "__init__.py" else _module_name(path).rpartition(".")[0]
+        for node in ast.walk(_tree(path)):
+            if not isinstance(node, ast.ImportFrom) or node.module == "__future__":
+                continue
+            target = _resolve("." * node.level + (node.module or ""), package)
+            wrong += [f"{path.relative_to(ROOT)}:{node.lineno}: {a.name} from {target}" for a in node.names
+                      if a.name.startswith("_") and not a.name.startswith("__") and f"{target}.{a.name}" not in MODULES
+                      and (path.relative_to(ROOT).as_posix(), a.name) not in PRIVATE_IMPORTS_KNOWN]
+    assert wrong == []
+
+
 def _resolve(target: str, package: str):
     """The module ``target`` (relative to ``package`` when it starts with dots)."""
     if not target.startswith("."):

@@ -73,7 +73,7 @@ from derivations.core.output import isatty, progress_bar
 
 from .cluster import CONNECT_TIMEOUT, parse_address, run_dask
 from .pool import run_pool
-from .store import ResultStore, _canonical, job_key
+from .store import ResultStore, canonical_json, job_key
 
 __all__ = ["run_jobs", "JobError", "usable_cpus"]
 
@@ -105,7 +105,7 @@ class JobError(RuntimeError):
     def __init__(self, index: int, job: dict, cause: BaseException):
         self.index = index
         self.job = job
-        text = _canonical(job)
+        text = canonical_json(job)
         if len(text) > 300:
             text = text[:297] + "..."
         super().__init__(f"job {index} {text} failed: {type(cause).__name__}: {cause}")
@@ -307,7 +307,7 @@ def _check_inputs(func, jobs, workers, scheduler, store, epochs=None):
             keys.append(job_key(job))
         except ValueError as exc:
             raise ValueError(f"jobs[{index}]: {exc}") from None
-    normalised = [json.loads(_canonical(job)) for job in jobs]
+    normalised = [json.loads(canonical_json(job)) for job in jobs]
     if scheduler is not None:
         parse_address(scheduler)
         if workers is not None:

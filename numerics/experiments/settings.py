@@ -19,7 +19,7 @@ from derivations.core.vocabulary import PARAMETERIZATIONS
 
 __all__ = ["EXTENDABLE", "OPTIONAL", "check_sweep_settings", "check_run_settings", "report_settings",
            "unmatched_setting", "settings_difference", "continued_settings", "different_setting", "shown",
-           "shown_option", "whole_number", "finite_number"]
+           "shown_option", "whole_number", "finite_number", "comparable"]
 
 #: Settings that ``--extend`` may change (others must equal the stored ones).
 EXTENDABLE = ("parameterizations", "ratios", "seeds")
@@ -218,7 +218,8 @@ def check_run_settings(kind: str, settings):
     except (ValueError, TypeError, OverflowError, RecursionError) as exc:
         text = (str(exc).splitlines() or [type(exc).__name__])[0]
         return f"its settings are not a run's: {text if len(text) <= 80 else text[:77] + '...'}"
-    key = next((k for k in dict.fromkeys([*config, *written]) if _json(config.get(k)) != _json(written.get(k))), None)
+    key = next((k for k in dict.fromkeys([*config, *written])
+                if comparable(config.get(k)) != comparable(written.get(k))), None)
     return None if key is None else f"its settings are not a run's: {shown(key)} is {shown(config.get(key))}"
 
 
@@ -250,9 +251,18 @@ def report_settings(report):
     return {"quick": report["quick"], **({"dtype": dtypes[0]} if dtypes else {})}
 
 
-def _json(value) -> str:
+def comparable(value) -> str:
     """A value's canonical JSON text, for comparisons (``1`` and ``1.0`` differ, as in a job's key; a value
-    JSON has not, by its repr)."""
+    JSON has not, by its repr).
+
+    Parameters
+    ----------
+    value : object
+
+    Returns
+    -------
+    str
+    """
     return json.dumps(value, sort_keys=True, default=repr)
 
 

@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterator
 from derivations.core.atomic_file import atomic_write_text, read_bounded, temporary_name_length
 
 __all__ = ["STORE_FORMAT", "MAX_BYTES", "ResultStore", "EditedRecord", "OversizedRecord", "job_key", "digest",
-           "probe_store_directory", "shown_path"]
+           "canonical_json", "probe_store_directory", "shown_path"]
 
 #: Tag written into every stored file; a file without it (one of an earlier layout, without a digest,
 #: included) is not read: it counts as missing, and its job is recomputed.
@@ -38,8 +38,26 @@ STORE_FORMAT = "qkov.experiments.runner.ResultStore/2"
 MAX_BYTES = 1 << 30
 
 
-def _canonical(job: Any, allow_nan: bool = False) -> str:
-    """The canonical JSON text of a job (sorted keys, no spaces, ASCII, finite numbers unless ``allow_nan``)."""
+def canonical_json(job: Any, allow_nan: bool = False) -> str:
+    """The canonical JSON text of a job: what :func:`job_key` and :func:`digest` hash.
+
+    Parameters
+    ----------
+    job : object
+        JSON values.
+    allow_nan : bool, optional
+        Write a number that is not finite as JSON's ``NaN`` or ``Infinity`` (default: refuse it).
+
+    Returns
+    -------
+    str
+        Sorted keys, no spaces, ASCII.
+
+    Raises
+    ------
+    TypeError, ValueError
+        A value JSON has not, or (without ``allow_nan``) a number that is not finite.
+    """
     return json.dumps(job, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=allow_nan)
 
 
@@ -69,7 +87,7 @@ def digest(value: Any) -> str:
     True
     """
     try:
-        text = _canonical(value, allow_nan=True)
+        text = canonical_json(value, allow_nan=True)
     except (TypeError, ValueError, RecursionError) as exc:
         raise ValueError(f"value is not JSON-serialisable: {exc}") from None
     return hashlib.sha256(text.encode("ascii")).hexdigest()
@@ -139,7 +157,7 @@ def job_key(job: dict) -> str:
     if not isinstance(job, dict):
         raise ValueError(f"job must be a dict of JSON values, got {type(job).__name__}")
     try:
-        text = _canonical(job)
+        text = canonical_json(job)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"job must be a dict of finite JSON values (str keys, numbers, str, bool, "
                          f"None, lists, dicts): {exc}") from None
@@ -388,7 +406,7 @@ class ResultStore:
         if not isinstance(result, dict):
             raise ValueError(f"result must be a dict, got {type(result).__name__}")
         try:       # the job and the result as read back (string keys, lists), and their digest
-            record = json.loads(json.dumps({"job": json.loads(_canonical(job)), "result": result}))
+            record = json.loads(json.dumps({"job": json.loads(canonical_json(job)), "result": result}))
             text = json.dumps({"format": STORE_FORMAT, "key": key, **record, "digest": digest(record)},
                               indent=1, sort_keys=True)
         except (TypeError, ValueError, RecursionError) as exc:

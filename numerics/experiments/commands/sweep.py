@@ -234,7 +234,7 @@ def _stored_difference(job, jobs):
     for a job of another shape; else the first difference, ``(stored, the sweep's)`` as options."""
     from dataclasses import fields
 
-    from ..settings import _json, shown, shown_option
+    from ..settings import comparable, shown, shown_option
     from ..sgd import Fig2Config
 
     config = job.get("config")
@@ -252,12 +252,12 @@ def _stored_difference(job, jobs):
                ours.get("target_losses") or ours["config"]["target_loss"]]
     keys = sorted(dict.fromkeys([*ours["config"], *config]), key=lambda k: k not in _NAMED_FIRST)
     for key, a, b in [("target_loss", *targets), *((k, config.get(k), ours["config"].get(k)) for k in keys)]:
-        if _json(a) != _json(b):
+        if comparable(a) != comparable(b):
             return shown_option(key, a), shown_option(key, b)
-    if not set(map(_json, job["ratios"])) <= set(map(_json, ours["ratios"])):
+    if not set(map(comparable, job["ratios"])) <= set(map(comparable, ours["ratios"])):
         return shown_option("ratios", job["ratios"]), shown_option("ratios", ours["ratios"])
     seeds = [s for j in same for s in j["seeds"]]
-    if not set(map(_json, job["seeds"])) <= set(map(_json, seeds)):
+    if not set(map(comparable, job["seeds"])) <= set(map(comparable, seeds)):
         return f"seeds {shown(job['seeds'])}", shown_option("seeds", len(seeds))
     return None
 
