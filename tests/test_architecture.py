@@ -4,6 +4,7 @@ floor imports no SymPy or NumPy, no module forwards another's names, no import
 cycle (imports inside functions included), and the size limits of the
 developers' guide (functions, modules) hold."""
 import ast
+import builtins
 import functools
 import subprocess
 import sys
@@ -253,6 +254,40 @@ def test_no_module_imports_a_private_name_of_another():
             wrong += [f"{path.relative_to(ROOT)}:{node.lineno}: {a.name} from {target}" for a in node.names
                       if a.name.startswith("_") and not a.name.startswith("__") and f"{target}.{a.name}" not in MODULES
                       and (path.relative_to(ROOT).as_posix(), a.name) not in PRIVATE_IMPORTS_KNOWN]
+    assert wrong == []
+
+
+def _top_level_names(tree: ast.Module) -> set:
+    """The names a module defines or imports outside its functions and classes (and the builtins)."""
+    names = set(dir(builtins))
+    statements = list(tree.body)
+    while statements:
+        node = statements.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        names.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+        statements += [c for c in ast.iter_child_nodes(node) if isinstance(c, (ast.stmt, ast.excepthandler))]
+        statements += [c for h in getattr(node, "handlers", []) for c in h.body]
+    return names
+
+
+def test_annotations_name_what_their_module_defines():
+    """Every name in a function's annotations is defined or imported at its module's top level (an
+    annotation is text under ``from __future__ import annotations``, but it names a type: one imported only
+    inside a function is undefined where the annotation is read, ruff's F821)."""
+    wrong = []
+    for path in SOURCES:
+        tree = _tree(path)
+        known = _top_level_names(tree)
+        for f in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+            a = f.args
+            annotations = [x.annotation for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]
+                           if x is not None and x.annotation is not None] + [f.returns]
+            wrong += [f"{path.relative_to(ROOT)}:{f.lineno}: {f.name}: {n.id}" for ann in annotations if ann is not None
+                      for n in ast.walk(ann) if isinstance(n, ast.Name) and n.id not in known]
     assert wrong == []
 
 

@@ -113,7 +113,7 @@ def init_matrices(st, model, init="identity", scale=models.IDENTITY_SCALE, seed=
     return models.init_params(st, model.parameterization, init, np.random.default_rng(seed), identity_scale=scale)
 
 
-def task_model(st, parameterization, ratio, *, lr_ov=0.01, seq_len=None) -> TaskModel:
+def task_model(st, parameterization, ratio, *, lr_ov=0.01, seq_len=None):
     """The expected-count model of a task.
 
     Parameters
