@@ -108,11 +108,16 @@ def _group(source, i, table):
 def _parameters(source, data):
     params = _expect(source, "parameters", data.get("parameters", {}), "table")
     defaults = _expect(source, "defaults", data.get("defaults", {}), "table")
-    from ..core.vocabulary import PAPER_SETTING
+    from ..core.vocabulary import PAPER_SETTING, check_positive
     for key, table in (("parameters", params), ("defaults", defaults)):
         for name, value in table.items():
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise ValueError(f"{source}: {key}.{name}: must be a number (its default); got {value!r}")
+            try:                    # a subnormal real has lost digits (its sign and range: checked by the Task)
+                if isinstance(value, float) and value > 0:
+                    check_positive(name, value, normal=True)
+            except ValueError as exc:
+                raise ValueError(f"{source}: {key}.{name}: {exc}") from None
     bad = [k for k in defaults if k not in PAPER_SETTING]
     if bad:
         raise ValueError(f"{source}: defaults.{bad[0]}: [defaults] sets m, n, b, M only (declare the task's own "

@@ -41,6 +41,30 @@ def test_defaults_set_the_model_parameters_only(key):
     with pytest.raises(ValueError, match=rf"^f.toml: defaults.{key}: \[defaults\] sets m, n, b, M only"):
         task_from_toml(text, "f.toml")
 
+def _own_default(table, key, value) -> str:
+    """shared-irrelevant's text, as task "own", with ``key = value`` in ``[table]``."""
+    text = variant_text("shared-irrelevant").replace('"shared-irrelevant"', '"own"')
+    if table == "parameters":
+        return text.replace("[parameters]", f"[parameters]\n{key} = {value}")
+    return text + f"\n[defaults]\n{key} = {value}\n"
+
+
+@pytest.mark.parametrize("table, key, value", [("parameters", "g", "1e-320"), ("defaults", "b", "1e-320"),
+                                                ("defaults", "n", "5e-324"), ("defaults", "m", "2e-308")])
+def test_a_subnormal_default_is_refused_naming_the_file_the_key_and_the_normal_range(table, key, value):
+    """A real default below the smallest normal double has lost digits (1e-320 is held as 9.99988867182683e-321):
+    refused as the same value given with --params is, naming the file, the key and the range; the smallest normal
+    double is read, and a negative one refused as not > 0, as before."""
+    with pytest.raises(ValueError) as info:
+        task_from_toml(_own_default(table, key, value), "f.toml")
+    assert str(info.value) == (f"f.toml: {table}.{key}: {key} must be a normal double in [2.2250738585072014e-308, "
+                               f"1.7976931348623157e+308] (a subnormal one has lost digits); got {float(value)!r}")
+    smallest = task_from_toml(_own_default(table, key, "2.2250738585072014e-308"), "f.toml")
+    assert dict(smallest.defaults)[key] == 2.2250738585072014e-308
+    with pytest.raises(ValueError, match=rf"^f.toml: {table}.{key}: {key} must be a finite number > 0; got -"):
+        task_from_toml(_own_default(table, key, f"-{value}"), "f.toml")
+
+
 def test_a_text_of_more_than_64_kib_is_refused_by_the_reader_of_text():
     """task_from_toml itself (not only the file reader) holds to MAX_FILE_BYTES: 65536 characters are read,
     one more is refused."""
