@@ -4,9 +4,9 @@ An :class:`ExperimentDirectory` is the one way the ``sweep``, ``reproduce`` and 
 output directory. Opening one checks everything before any work and refuses, with
 :class:`DirectoryRefused` (one line), a directory it cannot use, changing nothing in it:
 
-* **Lock.** ``.lock`` is opened without following links (``O_NOFOLLOW``, created with ``O_EXCL``) and
-  held with ``fcntl.flock`` while the directory is open (the kernel releases it however the process
-  ends); a ``.lock`` that is not a regular file of one name (a link), or is held, is refused.
+* **Lock.** ``.lock`` is held while the directory is open (:class:`~numerics.experiments.lock.DirectoryLock`:
+  never following a link, ``flock``); a ``.lock`` that is not a regular file of one name (a link), or is held
+  (by another experiment or a ``predict`` on the directory), is refused.
 * **Kind.** A directory holds one kind of experiment (:data:`KINDS`), known by its files (results and
   figures), or by the ``experiment`` of its stored runs; another is refused.
 * **Settings.** A sweep records them, with their :func:`~numerics.experiments.store.digest`, in
@@ -28,24 +28,22 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import stat
 from pathlib import Path
 
 from derivations.core.atomic_file import atomic_write_text, is_temporary, read_bounded
 from derivations.core.cli import UsageError
 from derivations.core.vocabulary import PARAMETERIZATIONS
 
-from .entries import entry_kind, same_file
+from .entries import entry_kind
 from .fixed_attention import OUTPUT_CIRCUITS
+from .lock import DirectoryLock
 from .settings import (check_run_settings, check_sweep_settings, different_setting, report_settings, shown,
                        shown_option, unmatched_setting)
 from .store import MAX_BYTES, EditedRecord, ResultStore, digest, job_key, probe_store_directory
 
-__all__ = ["ExperimentDirectory", "DirectoryRefused", "KINDS", "LOCK_FILE", "SETTINGS_FILE", "SETTINGS_FILES",
+__all__ = ["ExperimentDirectory", "DirectoryRefused", "KINDS", "SETTINGS_FILE", "SETTINGS_FILES",
            "SETTINGS_FORMAT", "SETTINGS_MAX_BYTES", "RUNS", "REPORT_FIGURES"]
 
-#: The lock file of a directory.
-LOCK_FILE = ".lock"
 #: The file in a sweep directory that records the sweep's settings.
 SETTINGS_FILE = "sweep-settings.json"
 #: The tag of :data:`SETTINGS_FILE`; a file with another tag is of another layout.
@@ -124,9 +122,9 @@ class ExperimentDirectory:
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}; got {kind!r}")
         self.path, self.kind, self._unsettled_bytes = Path(path), kind, run_bytes or (lambda: MAX_BYTES)
-        self._fd, self._created, self._run_bytes = None, False, None
+        self._held, self._run_bytes = None, None
         if lock:
-            self._lock()
+            self._held = DirectoryLock(self.path, self._refuse, "another sweep, reproduction, fig2, fig3 or predict run")
         try:
             self._check_entries()
         except BaseException:
@@ -135,45 +133,6 @@ class ExperimentDirectory:
 
     def _refuse(self, text: str) -> DirectoryRefused:
         return DirectoryRefused(f"--output {str(self.path)!r} {text}")
-
-    def _lock(self, retry: bool = True) -> None:
-        """Open ``.lock`` without following a link and hold ``flock`` on it (refused if held); once
-        held, ``.lock`` must still be the file held (a refused run removes the one it created: then
-        the lock is taken once more)."""
-        import errno
-        import fcntl
-
-        path = self.path / LOCK_FILE
-        what = entry_kind(path)
-        if what not in (None, "a file"):
-            raise self._refuse(f"has a {LOCK_FILE} that is {what}, not a lock file (links in an output "
-                               f"directory are never followed); remove it or choose another directory")
-        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-        try:
-            self._fd = os.open(path, flags | (os.O_EXCL if what is None else 0), 0o644)
-        except FileExistsError:
-            raise self._in_use(f"another process created its lock file {LOCK_FILE} at the same moment") from None
-        except OSError as exc:
-            reason = "is a link" if exc.errno == errno.ELOOP else (exc.strerror or str(exc))
-            raise self._refuse(f"cannot open its lock file {LOCK_FILE}: {reason}") from None
-        self._created = what is None
-        if not (stat.S_ISREG((info := os.fstat(self._fd)).st_mode) and info.st_nlink == 1):     # (a hard link's
-            self.close(refused=True)                                                  # other file would be written)
-            raise self._refuse(f"has a {LOCK_FILE} that is not a regular file of one name (a hard link); remove it")
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            self.close(refused=False)
-            raise self._in_use(f"its lock file {LOCK_FILE} is held") from None
-        if not same_file(self._fd, path):
-            self.close(refused=False)            # (not ours to remove)
-            if not retry:
-                raise self._in_use(f"its lock file {LOCK_FILE} was replaced while this run took it")
-            self._lock(retry=False)
-
-    def _in_use(self, why: str) -> DirectoryRefused:
-        return self._refuse(f"is in use by another sweep, reproduction, fig2 or fig3 run ({why}); wait for it to "
-                            f"end or choose another directory")
 
     def _check_entries(self) -> None:
         """Refuse a ``runs`` that is not a directory, a directory of another kind and, where the work is
@@ -189,10 +148,10 @@ class ExperimentDirectory:
         self._refuse_other_kind(self.held_kind())
         written = KINDS[self.kind] + (_figures(*REPORT_FIGURES) if self.kind == "reproduction" else ())
         in_the_way = next((m for m in written if entry_kind(self.path / m) == "a directory"), None)
-        if self._fd is not None and in_the_way is not None:
+        if self._held is not None and in_the_way is not None:
             raise self._refuse(f"has a {in_the_way} that is a directory, where {_NAMED[self.kind]} writes that "
                                f"file; move it away or choose another directory")
-        if self._fd is not None and self.kind in _STORING:
+        if self._held is not None and self.kind in _STORING:
             try:            # the runs are written there (made as the work begins): proved to take their names
                 probe_store_directory(self.path / RUNS)
             except ValueError as exc:
@@ -408,10 +367,7 @@ class ExperimentDirectory:
 
     def begin(self) -> None:
         """Start the work: record this process in the lock file, remove killed writes' temporary files."""
-        pid = f"{os.getpid()}\n".encode()
-        with contextlib.suppress(OSError):
-            os.ftruncate(self._fd, 0)
-            os.pwrite(self._fd, pid, 0)
+        self._held.record_process()
         with self.writing():
             for tmp in self.path.glob(".*.tmp"):
                 if is_temporary(tmp, _WRITTEN) and entry_kind(tmp) == "a file":
@@ -422,7 +378,7 @@ class ExperimentDirectory:
     def writing(self):
         """Hold the directory's write lock (``flock`` on the directory; waits for it) while a report is read
         from the runs and written, and :meth:`begin` removes temporary files: ``reproduce --collect`` holds no
-        :data:`LOCK_FILE`, and a reproduction beside it neither removes its temporary files nor has its
+        :data:`~numerics.experiments.lock.LOCK_FILE`, and a reproduction beside it neither removes its temporary files nor has its
         final report replaced by the collect's of fewer runs."""
         import fcntl
 
@@ -480,13 +436,9 @@ class ExperimentDirectory:
         refused : bool, optional
             Refused before any work: a lock file this object created is removed (nothing in it changed).
         """
-        if self._fd is None:
-            return
-        if refused and self._created:
-            with contextlib.suppress(OSError):
-                os.unlink(self.path / LOCK_FILE)
-        os.close(self._fd)
-        self._fd = None
+        if self._held is not None:
+            self._held.release(refused)
+            self._held = None
 
     def __enter__(self):
         self.begin()

@@ -1,6 +1,6 @@
 """What an entry of an output directory is, never following a link: the checks of
-:class:`~numerics.experiments.directory.ExperimentDirectory` (its lock file, the files it writes,
-its folder of runs) before anything is opened or written.
+:class:`~numerics.experiments.directory.ExperimentDirectory` (the files it writes, its folder of runs) and of
+:class:`~numerics.experiments.lock.DirectoryLock` (its lock file) before anything is opened or written.
 """
 from __future__ import annotations
 

@@ -10,12 +10,13 @@ progress bar only.  The flows of each (parameterization, ratio) are one job
 (the same records, bit for bit), and ``--store DIR`` saves each finished job in ``DIR``
 (:class:`~numerics.experiments.store.ResultStore`, one sealed JSON file per job) as it finishes, so that
 the same command, interrupted, resumes: the jobs stored there are read back, not run again (a stored
-file changed after it was written is refused before any flow).  A target a flow does not reach is
+file changed after it was written is refused before any flow); ``DIR`` is locked while predict runs (its
+``.lock``, as an experiment's output directory: another predict on it is refused).  A target a flow does not reach is
 reported as not reached, and no floating-point warning reaches the user.  Bad input (an unknown
 parameterization, a ratio outside :data:`~numerics.experiments.theory.RATIO_RANGE`, a duplicate target, a
 target not below a seed's initial loss, ``--lr-ov 1,2``, ``--init-scale`` where no matrix is a multiple
 of the identity, an ``--output`` that cannot be written, ``--workers 0``, a ``--store`` that is not a
-directory or holds an edited file of these settings' flows, ...) prints one line on stderr and exits with
+directory, is in use or holds an edited file of these settings' flows, ...) prints one line on stderr and exits with
 status 2 before any flow is run.
 """
 from __future__ import annotations
@@ -190,7 +191,8 @@ def _store_bytes(settings) -> int:
 def _store(text, settings):
     """``--store DIR``: a directory, or a new one whose place takes the store's files (really probed:
     :func:`~numerics.experiments.store.probe_store_directory`), none of whose files of the jobs of ``settings``
-    was changed after it was written; ``open()`` makes the store (None if not given)."""
+    was changed after it was written, locked (:func:`_lock`): ``(open, lock)``, ``open()`` making the store, the
+    lock held until released (None if not given)."""
     if text is None:
         return None
     from ..predict import predict_jobs, valid_result
@@ -203,15 +205,30 @@ def _store(text, settings):
         probe_store_directory(path, "--store")
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    limit = _store_bytes(settings)
-    if path.is_dir():
+    limit, lock = _store_bytes(settings), _lock(path, text)
+    try:
         stored = ResultStore(path, validate=valid_result, read_only=True, max_bytes=limit)
-        try:
-            for job in predict_jobs(settings):
-                stored.get(job)
-        except EditedRecord as exc:
-            raise UsageError(f"--store {text!r} holds a stored flow: {exc}") from None
-    return lambda: ResultStore(path, validate=valid_result, max_bytes=limit)
+        for job in predict_jobs(settings):
+            stored.get(job)
+    except EditedRecord as exc:
+        lock.release(refused=True)
+        raise UsageError(f"--store {text!r} holds a stored flow: {exc}") from None
+    return lambda: ResultStore(path, validate=valid_result, max_bytes=limit), lock
+
+
+def _lock(path, text):
+    """The lock of the store's directory (made here where new: the last check), held until the work ends: another
+    predict, or an experiment, on the same directory is refused (:class:`~numerics.experiments.lock.DirectoryLock`)."""
+    from ..lock import DirectoryLock
+
+    try:
+        path.mkdir()
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise UsageError(f"--store {text!r} cannot be made: {exc.strerror or exc}") from None
+    return DirectoryLock(path, lambda why: UsageError(f"--store {text!r} {why}"),
+                         "another predict, sweep, reproduction, fig2 or fig3 run")
 
 
 def format_table(payload, source=None) -> str:
@@ -296,13 +313,19 @@ def prepare(args):
     s, init_scale = _settings(args)
     workers = common.workers(args)
     output = _output_file(args.output, s)
-    store = _store(args.store, s)
+    store, lock = _store(args.store, s) or (None, None)
 
     def work():
-        records = predict(s["parameterizations"], s["ratios"], s["target_losses"], s["seeds"], s["init"],
-                          s["seq_len"], s["lr_ov"], init_scale=init_scale, workers=workers,
-                          store=None if store is None else store(), progress=not args.no_bar, task=args.task,
-                          task_params=s.get("task_params", ()))
+        if lock is not None:
+            lock.record_process()
+        try:
+            records = predict(s["parameterizations"], s["ratios"], s["target_losses"], s["seeds"], s["init"],
+                              s["seq_len"], s["lr_ov"], init_scale=init_scale, workers=workers,
+                              store=None if store is None else store(), progress=not args.no_bar, task=args.task,
+                              task_params=s.get("task_params", ()))
+        finally:
+            if lock is not None:
+                lock.release()
         payload = {"settings": s, "records": records}
         if output is not None:
             if os.path.lexists(output) and not _holds_result_of(output, s):     # written meanwhile

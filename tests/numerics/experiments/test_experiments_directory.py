@@ -605,9 +605,11 @@ def test_a_lock_file_created_or_replaced_by_another_process_meanwhile_is_in_use(
     link; a .lock removed and created again while this run took it is taken once more, and is in use if
     it is replaced again (never two processes holding locks on two files)."""
     import fcntl
-    real_kind, real_flock = directory_mod.entry_kind, fcntl.flock
+
+    from numerics.experiments import lock as lock_mod
+    real_kind, real_flock = lock_mod.entry_kind, fcntl.flock
     (tmp_path / ".lock").write_text("")
-    monkeypatch.setattr(directory_mod, "entry_kind", lambda p: None if p.name == ".lock" else real_kind(p))
+    monkeypatch.setattr(lock_mod, "entry_kind", lambda p: None if p.name == ".lock" else real_kind(p))
     with pytest.raises(directory_mod.DirectoryRefused, match="in use .*created its lock file .lock at the same"):
         ExperimentDirectory(tmp_path, "sweep")
     monkeypatch.undo()
@@ -627,7 +629,7 @@ def test_a_lock_file_created_or_replaced_by_another_process_meanwhile_is_in_use(
     held = ExperimentDirectory(tmp_path, "sweep")
     monkeypatch.undo()
     try:
-        assert directory_mod.same_file(held._fd, tmp_path / ".lock")
+        assert lock_mod.same_file(held._held.fd, tmp_path / ".lock")
         with pytest.raises(directory_mod.DirectoryRefused, match="is held"):
             ExperimentDirectory(tmp_path, "sweep")
     finally:

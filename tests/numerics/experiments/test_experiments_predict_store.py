@@ -112,3 +112,41 @@ def test_a_job_that_returns_no_dict_raises_what_the_runner_says(monkeypatch):
     monkeypatch.setattr(predict, "predict_job", lambda job: [])
     with pytest.raises(TypeError, match="the job function must return a dict, got list"):
         predict.predict(["CACO"], [1.0], [1.0])
+
+
+def test_a_store_is_locked_while_predict_runs(tmp_path, monkeypatch, capsys):
+    """Two predicts on one --store: the store's lock (the experiments' DirectoryLock) is held while the flows run
+    and released after; a predict on a store in use is refused (one line, exit 2, no flow run, nothing changed),
+    and so is a store whose .lock is a link (never followed: the file it names is untouched)."""
+    from numerics.experiments.lock import DirectoryLock
+
+    store, seen, real = tmp_path / "flows", [], theory.flow_to_losses
+
+    def flow(*args, **kwargs):         # a second predict's lock, taken while the first runs
+        try:
+            DirectoryLock(store, LookupError, "a test").release()
+            seen.append("free")
+        except LookupError as exc:
+            seen.append(str(exc))
+        return real(*args, **kwargs)
+    monkeypatch.setattr(theory, "flow_to_losses", flow)
+    assert main([*ARGV, "--store", str(store)]) == 0
+    assert seen and all("is in use by a test (its lock file .lock is held)" in s for s in seen), seen
+    stored = _stored(store)
+    capsys.readouterr()
+    held, ran = DirectoryLock(store, LookupError, "a test"), _flows(monkeypatch)
+    try:
+        assert main([*ARGV, "--store", str(store)]) == 2
+    finally:
+        held.release()
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and f"--store {str(store)!r} is in use by another predict" in err, err
+    assert not ran and _stored(store) == stored
+    victim, linked = tmp_path / "victim", tmp_path / "linked"
+    victim.write_text("kept")
+    linked.mkdir()
+    (linked / ".lock").symlink_to(victim)
+    assert main([*ARGV, "--store", str(linked)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "has a .lock that is a link" in err, err
+    assert not ran and victim.read_text() == "kept" and sorted(linked.iterdir()) == [linked / ".lock"]
