@@ -254,6 +254,20 @@ def _prepare(output):
     return Path(str(output)), created
 
 
+def _refuse_directories(output, paths) -> None:
+    """ValueError naming --output where a directory is in the place of a file to write (the atomic write
+    could not replace it), before the first file is written."""
+    import stat
+    for path in paths:
+        try:
+            in_the_way = stat.S_ISDIR(os.lstat(path).st_mode)
+        except OSError:
+            continue
+        if in_the_way:
+            raise ValueError(f"--output {str(output)!r} has a {path.relative_to(output)} that is a directory, where "
+                             "latex writes that file; move it away or choose another directory")
+
+
 def write(output, tasks=()) -> list[Path]:
     """Write the document and all snippets below ``output``, each file atomically.
 
@@ -285,7 +299,8 @@ def write(output, tasks=()) -> list[Path]:
         files = {output / DOCUMENT_NAME: document(tasks)}
         for name in sorted(results()):
             files[output / SNIPPET_DIR / snippet_filename(name)] = snippet(name)
-    except BaseException:          # a task that cannot be derived, Ctrl-C: leave nothing behind
+        _refuse_directories(output, files)
+    except BaseException:          # a task that cannot be derived, Ctrl-C, a file in the way: leave nothing behind
         for directory in created:
             try:
                 directory.rmdir()
@@ -336,6 +351,6 @@ def main(argv=None) -> int:
     except (UsageError, ValueError) as exc:
         return usage_error("latex", exc)
     except OSError as exc:
-        note(f"latex: error: cannot write {exc.filename or args.output}: {exc.strerror or exc}")
+        note(f"latex: error: cannot write {exc.filename2 or exc.filename or args.output}: {exc.strerror or exc}")
         return 1
     return emit(f"wrote {paths[0]} and {len(paths) - 1} snippets in {paths[0].parent / SNIPPET_DIR}", "latex")

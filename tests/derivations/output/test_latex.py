@@ -391,3 +391,29 @@ def test_a_task_given_twice_has_one_section_and_two_of_one_label_are_refused(tmp
     assert capsys.readouterr() == ("", "latex: error: --task: tasks 'p_g' and 'p-g' are different tasks whose "
                                        "sections would both be labelled sec:task.p-g: give them distinct names\n")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("in_the_way", [L.DOCUMENT_NAME, f"{L.SNIPPET_DIR}/CACO.alpha_on_orbit.tex"])
+def test_a_directory_in_the_place_of_a_file_is_refused_before_a_file_is_written(tmp_path, capsys, in_the_way):
+    """A directory named as the document or a snippet (the atomic write cannot replace it) was found by the
+    write, after the document was written (exit 1, naming the temporary file): now one line naming --output and
+    the file, exit 2, nothing written, the directories made for the run removed again."""
+    out = tmp_path / "out"
+    (out / in_the_way).mkdir(parents=True)
+    assert L.main(["--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"latex: error: --output {str(out)!r} has a {in_the_way} that is a directory, where latex "
+                   "writes that file; move it away or choose another directory\n")
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == sorted(
+        {in_the_way, *(p.as_posix() for p in Path(in_the_way).parents if p != Path("."))})
+
+
+def test_a_write_that_fails_names_the_file_not_its_temporary(tmp_path, capsys, monkeypatch):
+    """An atomic write's rename that fails is one line naming the file it replaces (exit 1)."""
+    from derivations.core import atomic_file
+
+    def fails(path, text, **kwargs):
+        raise IsADirectoryError(21, "Is a directory", str(path.parent / f".{path.name}.x.tmp"), None, str(path))
+    monkeypatch.setattr(atomic_file, "atomic_write_text", fails)
+    assert L.main(["--output", str(tmp_path)]) == 1
+    assert capsys.readouterr().err == f"latex: error: cannot write {tmp_path / L.DOCUMENT_NAME}: Is a directory\n"
