@@ -186,7 +186,9 @@ def main(argv=None):
         paths = make_figures(out, formats, names=names, quick=args.quick, dpi=args.dpi,
                              verbose=not args.quiet)
     except OSError as exc:
-        note(f"{parser.prog}: error: {exc}".replace("\n", " "))
+        name = exc.filename2 or exc.filename        # (an atomic write's rename: the file it replaces)
+        where = f"cannot write {name}: {exc.strerror or exc}" if name else str(exc)
+        note(f"{parser.prog}: error: {where}".replace("\n", " "))
         return 1
     if args.quiet:
         return 0

@@ -153,7 +153,9 @@ def _bad_outputs(tmp_path):
     ro = tmp_path / "readonly"
     ro.mkdir()
     ro.chmod(0o500)
+    (tmp_path / "taken" / "stopping_curves.pdf").mkdir(parents=True)
     return {
+        "a figure's name taken by a directory": (str(tmp_path / "taken"), "has a stopping_curves.pdf that is a directory"),
         "file": (str(f), "not a directory"),
         "under a file": (str(f / "sub" / "dir"), "which is a file"),
         "unwritable": (str(ro / "new"), "not writable"),
@@ -165,7 +167,7 @@ def _bad_outputs(tmp_path):
 
 
 @pytest.mark.parametrize("case", ["file", "under a file", "unwritable", "too long",
-                                  "too long path", "empty", "blank"])
+                                  "too long path", "empty", "blank", "a figure's name taken by a directory"])
 def test_cli_bad_output_paths(tmp_path, capsys, monkeypatch, case):
     """Regression: each of these gave a traceback, exit 1, partial output or wrote into
     the working directory. Now: one line on stderr, exit 2, nothing written, no work."""
@@ -292,3 +294,16 @@ def test_cli_without_matplotlib_says_so_in_one_line(tmp_path, capsys, monkeypatc
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "matplotlib" in err and "qkov[plot]" in err, err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_write_that_fails_names_the_file_not_its_temporary(tmp_path, capsys, monkeypatch):
+    """A figure's atomic write whose rename fails is one line naming the figure's file (exit 1), not Python's
+    text of the temporary's rename."""
+    from numerics.output import files
+
+    def fails(path, write, **kwargs):
+        raise IsADirectoryError(21, "Is a directory", str(path.parent / f".{path.name}.x.tmp"), None, str(path))
+    monkeypatch.setattr(files, "atomic_write", fails)
+    assert figures.main(["--output", str(tmp_path), "--quick", "--only", "stopping_curves", "--formats", "pdf"]) == 1
+    assert capsys.readouterr().err == (f"python -m numerics.figures: error: cannot write {tmp_path}/stopping_curves.pdf: "
+                                       "Is a directory\n")
