@@ -16,8 +16,8 @@ reported as not reached, and no floating-point warning reaches the user.  Bad in
 parameterization, a ratio outside :data:`~numerics.experiments.theory.RATIO_RANGE`, a duplicate target, a
 target not below a seed's initial loss, ``--lr-ov 1,2``, ``--init-scale`` where no matrix is a multiple
 of the identity, an ``--output`` that cannot be written, ``--workers 0``, a ``--store`` that is not a
-directory, is in use or holds an edited file of these settings' flows, ...) prints one line on stderr and exits with
-status 2 before any flow is run.
+directory, is in use, holds another experiment's stored runs or an edited file of these settings' flows,
+...) prints one line on stderr and exits with status 2 before any flow is run.
 """
 from __future__ import annotations
 
@@ -205,7 +205,13 @@ def _store(text, settings):
         probe_store_directory(path, "--store")
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    limit, lock = _store_bytes(settings), _lock(path, text)
+    limit = _store_bytes(settings)
+    other = _other_run(path, limit)
+    if other is not None:
+        raise UsageError(f"--store {text!r} holds a stored run of another experiment ({other}), not a predict flow: "
+                         "a predict store is a directory of its own (its files would be taken for that "
+                         "experiment's runs); choose another directory")
+    lock = _lock(path, text)
     try:
         stored = ResultStore(path, validate=valid_result, read_only=True, max_bytes=limit)
         for job in predict_jobs(settings):
@@ -214,6 +220,24 @@ def _store(text, settings):
         lock.release(refused=True)
         raise UsageError(f"--store {text!r} holds a stored flow: {exc}") from None
     return lambda: ResultStore(path, validate=valid_result, max_bytes=limit), lock
+
+
+def _other_run(path, limit):
+    """``"<file>: <experiment>"`` of the first stored file in ``path`` (the most ``limit`` bytes read, not following a
+    link) whose job is another experiment's than predict's (a sweep's or a reproduction's ``runs``), else None."""
+    import json
+
+    from derivations.core.atomic_file import read_bounded
+
+    for entry in sorted(path.glob("*.json")) if path.is_dir() else ():
+        try:
+            record = json.loads(read_bounded(entry, limit, follow_links=False).decode("utf-8"))
+        except (OSError, ValueError, RecursionError):
+            continue            # (not a stored run: not read as one)
+        job = record.get("job") if isinstance(record, dict) else None
+        if isinstance(job, dict) and job.get("experiment", "predict") != "predict":
+            return f"{entry.name}: {str(job['experiment'])[:40]}"
+    return None
 
 
 def _lock(path, text):

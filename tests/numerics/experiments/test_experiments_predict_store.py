@@ -150,3 +150,20 @@ def test_a_store_is_locked_while_predict_runs(tmp_path, monkeypatch, capsys):
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and "has a .lock that is a link" in err, err
     assert not ran and victim.read_text() == "kept" and sorted(linked.iterdir()) == [linked / ".lock"]
+
+
+@pytest.mark.parametrize("experiment", ["sweep", "fig2"])
+def test_a_store_of_another_experiments_runs_is_refused(experiment, tmp_path, monkeypatch, capsys):
+    """--store naming a sweep's or a reproduction's ``runs``: predict's files there were taken for that experiment's
+    runs (a sweep's --resume was refused as 'another job layout'); now refused, one line, exit 2, nothing run or
+    written, naming the file and its experiment."""
+    from numerics.experiments.store import ResultStore
+
+    runs = tmp_path / "runs"
+    ResultStore(runs).put({"experiment": experiment, "seed": 1}, {"loss": 0.5})
+    before, ran = _stored(runs), _flows(monkeypatch)
+    assert main([*ARGV, "--store", str(runs)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "holds a stored run of another experiment (" in err, err
+    assert f".json: {experiment}), not a predict flow" in err, err
+    assert not ran and _stored(runs) == before and sorted(p.name for p in runs.iterdir()) == sorted(before)
