@@ -16,7 +16,7 @@ from derivations.core.vocabulary import PARAMETERIZATIONS, is_number_text
 
 __all__ = ["PROG", "add_common", "number", "parse_parameterizations", "parse_seeds", "workers", "run_options",
            "output_dir", "open_directory", "checked", "option_message", "flag_message", "MAX_SEEDS",
-           "MAX_CONNECT_TIMEOUT", "warn", "warn_diverged", "DIVERGED"]
+           "MAX_CONNECT_TIMEOUT", "CONNECT_TIMEOUT", "warn", "warn_diverged", "DIVERGED"]
 
 #: Program name of the one-line messages.
 PROG = "experiments"
@@ -24,6 +24,8 @@ PROG = "experiments"
 MAX_SEEDS = 1_000_000
 #: Longest ``--connect-timeout`` (seconds): one day (a longer one overflows the sockets' timeout).
 MAX_CONNECT_TIMEOUT = 86400.0
+#: ``--connect-timeout`` (seconds) where ``--scheduler`` is given without it.
+CONNECT_TIMEOUT = 30.0
 
 
 def add_common(p, *, output_required=False):
@@ -41,11 +43,11 @@ def add_common(p, *, output_required=False):
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="address tcp://host:port of a running Dask distributed scheduler to send the runs to "
                         "(needs the optional extra qkov[distributed]; tls:// is not supported)")
-    p.add_argument("--connect-timeout", default="30", metavar="SECONDS",
+    p.add_argument("--connect-timeout", default=None, metavar="SECONDS",
                    help="with --scheduler: seconds to wait for the scheduler to answer and for a worker to be "
                         "connected to it, before any work, when the runs are sent and while they are still to do "
                         "(in (0, "
-                        f"{MAX_CONNECT_TIMEOUT:g}]; default 30)")
+                        f"{MAX_CONNECT_TIMEOUT:g}]; default {CONNECT_TIMEOUT:g})")
     p.add_argument("--output", default=None, required=output_required, metavar="DIR",
                    help="directory for results and figures (created and tried before any work)"
                    + ("" if output_required else "; default: print only"))
@@ -214,9 +216,13 @@ def run_options(args, workers: int) -> dict:
     Raises
     ------
     derivations.core.cli.UsageError
-        A bad timeout (over :data:`MAX_CONNECT_TIMEOUT`) or address, or no scheduler or worker in time.
+        A bad timeout (over :data:`MAX_CONNECT_TIMEOUT`, or without ``--scheduler``) or address, or no scheduler or
+        worker in time.
     """
-    timeout = number("--connect-timeout", args.connect_timeout)
+    if args.connect_timeout is not None and args.scheduler is None:
+        raise UsageError("--connect-timeout: only with --scheduler (how long to wait for the Dask scheduler and "
+                         "its workers; the runs here do not wait)")
+    timeout = CONNECT_TIMEOUT if args.connect_timeout is None else number("--connect-timeout", args.connect_timeout)
     if timeout > MAX_CONNECT_TIMEOUT:
         raise UsageError(f"--connect-timeout must be a number of seconds in (0, {MAX_CONNECT_TIMEOUT:g}]; "
                          f"got {args.connect_timeout!r}")
