@@ -17,6 +17,7 @@ the process exits (its status is the command's). Plain Python at import, as the 
 """
 from __future__ import annotations
 
+import _thread
 import sys
 
 __all__ = ["exit_on_interrupt", "guard_loading", "interrupts_deferred", "EXIT_INTERRUPTED", "EXIT_TERMINATED",
@@ -37,6 +38,11 @@ class Terminated(KeyboardInterrupt):
 #: The signals this module's handlers took, in order: one whose exception was lost on its way (an extension
 #: module that reports ``ImportError`` in its place, a finalizer, a library's ``except``) still stops the command.
 _received = []
+
+
+#: Held while a signal is sent again (:func:`_send_later`), and while a guard stops them being sent: once it has
+#: stopped them, none is sent after it.
+_sending = _thread.allocate_lock()
 
 
 def _terminate(signum, frame):
@@ -157,7 +163,8 @@ def exit_on_interrupt(prog: str, note=None):
     ``main`` of the command this process runs (``python -m``, :func:`guard_loading`), also afterwards, as
     once it has returned: the process exits, with the command's status. An
     interrupt raised in a finalizer (``__del__``, a weakref callback: where the garbage collector runs
-    them), which Python would only report as unraisable and drop, is raised again after it.
+    them), which Python would only report as unraisable and drop, is raised again after it; where ``main``
+    returns first, or that one is lost in its turn, it stops the command all the same.
 
     Parameters
     ----------
@@ -191,29 +198,39 @@ def exit_on_interrupt(prog: str, note=None):
             previous = {signum: _set_handler(signum, handler, only_over=(default, handler))
                         for signum, handler, default in ((signal.SIGTERM, _terminate, signal.SIG_DFL),
                                                          (signal.SIGINT, _interrupt, signal.default_int_handler))}
-            sent = []
+            owed, sending = [], [True]          # (raised in finalizers; cleared: none sent again from then on)
             reporting = sys.unraisablehook
             reporting = _loading["unraisablehook"] if reporting is _dropped_while_loading else reporting
-            sys.unraisablehook = _raised_again(reporting, sent)
+            sys.unraisablehook = _raised_again(reporting, owed, sending)
             try:
                 try:
                     _stop_guarding_loading()
                     if len(_received) > since:
                         raise _received_since(since)
                     status = main(argv)
-                    for sender in sent:          # an interrupt sent again as main ended is raised here
-                        sender.join()
-                    if exiting:                  # (one that comes before is the command's interrupt)
-                        _ignore_interrupts()
-                    return status
+                    if not owed:                 # (one raised in a finalizer is the stop, raised again or not)
+                        if exiting:
+                            _ignore_interrupts()
+                        return status
+                    stop = owed[0]
                 except Exception as exc:         # (an interrupt whose exception another took the place of)
-                    stop = _interrupt_of(exc) or _received_since(since)
+                    stop = _interrupt_of(exc) or _received_since(since) or (owed[0] if owed else None)
                     if stop is None:
                         raise
                 except KeyboardInterrupt as exc:
                     stop = exc
-                return _report(prog, note, argv, isinstance(stop, Terminated), sent, keep_ignored=exiting)
+                replaced = {}
+                while True:                      # (one taken meanwhile, as one sent again: the same stop)
+                    try:
+                        _quiet(sending, replaced)
+                        break
+                    except KeyboardInterrupt:
+                        continue
+                return _report(prog, note, argv, isinstance(stop, Terminated), replaced, keep_ignored=exiting)
             finally:
+                if sending:
+                    with _sending:
+                        sending.clear()
                 if exiting:                      # (also after an error, which Python reports as it exits)
                     _ignore_interrupts()
                     _forget_handled_interrupts()
@@ -278,29 +295,53 @@ def _forget_handled_interrupts() -> None:
     exec("")
 
 
-def _raised_again(report, sent):
-    """A ``sys.unraisablehook`` that sends an interrupt raised where Python cannot raise it (a finalizer) its
-    signal again, a hundredth of a second later from another thread (appended to ``sent``), so that its handler
-    raises it in the code that runs then (sent at once, it would be raised in the hook); it hands anything else
-    to ``report``."""
+def _raised_again(report, owed, sending):
+    """A ``sys.unraisablehook`` that takes an interrupt raised where Python cannot raise it (a finalizer), appended
+    to ``owed`` (the guard's stop, once ``main`` has returned), and sends its signal again, a hundredth of a
+    second later from another thread (:func:`_send_later`; sent at once, it would be raised in the hook), so
+    that its handler raises it in the code that runs then; it hands anything else to ``report``. One taken
+    while the hook runs (the signal sent again, where the main thread waited longer than that) is taken
+    and sent again in its turn."""
     def hook(unraisable):
-        if not isinstance(unraisable.exc_value, KeyboardInterrupt):
-            return report(unraisable)
         import signal
-        import threading
 
-        signum = signal.SIGTERM if isinstance(unraisable.exc_value, Terminated) else signal.SIGINT
-        sent.append(threading.Thread(target=_send_later, args=(signum,), name="qkov-interrupt", daemon=True))
-        sent[-1].start()
+        exc = unraisable.exc_value
+        while isinstance(exc, KeyboardInterrupt):
+            try:
+                owed.append(exc)
+                signum = signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT
+                _thread.start_new_thread(_send_later, (signum, sending, len(_received)))
+                return None
+            except KeyboardInterrupt as taken:      # (noted by its handler in _received)
+                exc = taken
+        return report(unraisable)
     return hook
 
 
-def _send_later(signum) -> None:
+def _send_later(signum, sending, seen) -> None:
+    """Send ``signum`` to this process a hundredth of a second from now, unless its guard has stopped sending
+    (``sending`` cleared) or a signal has been taken since (:data:`_received` longer than ``seen``): it stops
+    the command already."""
     import os
     import time
 
     time.sleep(0.01)
-    os.kill(os.getpid(), signum)
+    with _sending:
+        if sending and len(_received) == seen:
+            os.kill(os.getpid(), signum)
+
+
+def _quiet(sending, replaced) -> None:
+    """Stop sending interrupts again (``sending`` cleared: none is sent after this) and ignore Ctrl-C and SIGTERM,
+    the handlers replaced in ``replaced`` (signal number: handler, or None if none was set). Run again when
+    a signal interrupts it (:func:`signal.signal` first runs the handlers of those taken): it does what is left."""
+    import signal
+
+    with _sending:
+        sending.clear()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        if signum not in replaced:
+            replaced[signum] = _set_handler(signum, signal.SIG_IGN)
 
 
 def _set_handler(signum, handler, only_over=None):
@@ -318,21 +359,18 @@ def _set_handler(signum, handler, only_over=None):
     return signal.SIG_DFL if current is None else current      # (None: set in C; never for these two)
 
 
-def _report(prog, note, argv, terminated, sent=(), keep_ignored=False) -> int:
-    """Print the one line of a stopped command (Ctrl-C and SIGTERM ignored meanwhile, those still to be sent
-    again from a finalizer, ``sent``, included, and, with ``keep_ignored``, afterwards: the process exits,
-    :func:`_ignore_interrupts`); its exit status."""
+def _report(prog, note, argv, terminated, replaced, keep_ignored=False) -> int:
+    """Print the one line of a stopped command, Ctrl-C and SIGTERM ignored (:func:`_quiet`), and then put back
+    the handlers it ``replaced``, unless ``keep_ignored`` (the process exits, :func:`_ignore_interrupts`);
+    its exit status."""
     import signal
 
-    previous = {signum: _set_handler(signum, signal.SIG_IGN) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
-        for sender in sent:
-            sender.join()
         kept = _quiet_note(note, argv) if note is not None else None
         line = f"{prog}: {'terminated' if terminated else 'interrupted'}" + (f"; {kept}" if kept else "")
         _stderr_note(line)
     finally:
-        for signum, handler in previous.items():
+        for signum, handler in replaced.items():
             if handler is not None and not keep_ignored:
                 signal.signal(signum, handler)
     return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
