@@ -157,7 +157,8 @@ def test_an_interrupt_sent_again_that_lands_in_the_unraisable_hook_still_stops_t
     still runs (a busy machine: the main thread not scheduled for the hundredth of a second the sender waits;
     here the first one sent at once, as the hook starts its sender), where Python drops its exception: the
     command still stops, with its one line, nothing sent after it, no "Exception ignored" report (it returned
-    0, or slept on: seen once under load)."""
+    0: seen once under load). (Not timed: a signal taken just before ``time.sleep`` blocks is raised once it
+    has slept, on a busy machine.)"""
     import threading
 
     sleep, first = time.sleep, []
@@ -176,10 +177,9 @@ def test_an_interrupt_sent_again_that_lands_in_the_unraisable_hook_still_stops_t
     def main(argv=None):
         Finalized()
         if not at_the_end:
-            time.sleep(5)                           # (ended by the signal, sent again)
+            time.sleep(2)                           # (ended by the signal, sent again)
         return 0
     after = []
-    started = time.monotonic()
     try:
         returned = main([])
     finally:
@@ -188,7 +188,6 @@ def test_an_interrupt_sent_again_that_lands_in_the_unraisable_hook_still_stops_t
         time.sleep(0.1)
     assert len(first) == 1
     assert (returned, after, capsys.readouterr().err) == (status, [], f"demo: {word}\n")
-    assert time.monotonic() - started < 4
 
 
 def test_an_interrupt_from_a_finalizer_is_not_raised_after_the_command_stopped_on_another(terminal_handlers, capsys):
