@@ -1,4 +1,4 @@
-"""The lock of an output directory: :data:`LOCK_FILE`, opened without following links and held with ``flock``.
+"""The lock of an output directory: :data:`~numerics.experiments.lock.LOCK_FILE`, opened without following links and held with ``flock``.
 
 Every command that writes into a directory of the experiments holds it while it works: the ``sweep``,
 ``reproduce``, ``fig2`` and ``fig3`` commands through their
@@ -22,7 +22,8 @@ LOCK_FILE = ".lock"
 
 
 class DirectoryLock:
-    """:data:`LOCK_FILE` in ``directory``, held until :meth:`release`.
+    """:data:`~numerics.experiments.lock.LOCK_FILE` in ``directory``, held until
+    :meth:`~numerics.experiments.lock.DirectoryLock.release`.
 
     It is opened without following a link (``O_NOFOLLOW``, created with ``O_EXCL``) and held with
     ``fcntl.flock``; a :data:`LOCK_FILE` that is not a regular file of one name (a link, a hard link, a
