@@ -254,12 +254,15 @@ def test_a_lambda_beyond_the_range_names_where_b_comes_from_and_its_least_value(
 
 
 def test_a_lambda_beyond_double_precision_at_lo_names_where_b_comes_from(tmp_path, capsys):
-    """b = 1e-320 (subnormal) puts Lambda beyond double precision at the low end of --ratio-range: the line names
-    --params b or the file's defaults.b, and b as given, not at 6 digits (9.99989e-321); it named neither."""
-    file = _query_in_context_with_b(tmp_path, "qb-sub", "1e-320")
+    """A Lambda beyond double precision at the low end of --ratio-range (b = 1e-320 with the default range; a
+    task file's default b must be a normal double, so there b = 1.23456789e-10 with a range from 1e300): the
+    line names --params b or the file's defaults.b, and b as given, not at 6 digits (9.99989e-321,
+    1.23457e-10); it named neither."""
+    file = _query_in_context_with_b(tmp_path, "qb-far", "1.23456789e-10")
     for task, says in ((["--params", "b=1e-320"], "; M = 20, b = 1e-320, set by --params b\n"),
-                       (["--task", str(file)], "; M = 20, b = 1e-320, set by defaults.b\n")):
+                       (["--task", str(file), "--ratio-range", "1e300,1e301"],
+                        "; M = 20, b = 1.23456789e-10, set by defaults.b\n")):
         assert main(["boundary", *task, "--quiet"]) == 2
         err = capsys.readouterr().err
-        assert err.count("\n") == 1 and err.startswith("experiments: error: --ratio-range from 0.0001: Lambda")
-        assert err.endswith(says), err
+        assert err.count("\n") == 1 and err.startswith("experiments: error: --ratio-range from "), err
+        assert "Lambda = ratio (M - 1) l(L)^2 / (M b) must be a finite number" in err and err.endswith(says), err
