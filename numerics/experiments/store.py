@@ -4,12 +4,13 @@ r"""The resumable result store: one atomic, self-describing JSON file per finish
 :class:`ResultStore` keeps ``{"format", "key", "job", "result", "digest"}`` per job in
 ``<directory>/<key>.json``, written atomically (temporary file, fsync,
 rename) as soon as the job finishes; ``digest`` is :func:`digest` of its job
-and result. A file that is damaged (truncated, unparsable, of the wrong shape
-or of another ``format``, holding another job's sealed record, a directory, a FIFO or a
-device in its place, larger than :data:`MAX_BYTES`, or a result body that the
-store's ``validate`` rejects) counts as missing: the job is recomputed and the
-file replaced. A well-formed file whose job and result do not match its digest
-(its job edited included) was changed after it was written (edited, or bit-flipped):
+and result. A file that is damaged (truncated, unparsable, not a JSON object, of another
+``format``, of this ``format`` but with neither a digest nor the job and result it seals,
+holding another job's sealed record, a directory, a FIFO or a device in its place, larger
+than :data:`MAX_BYTES`, or sealed but of a result that is not a dict or that the store's
+``validate`` rejects) counts as missing: the job is recomputed and the file replaced. A
+file of this ``format`` whose job and result, whatever their shape, do not match its digest
+(its job edited, its digest removed included) was changed after it was written (edited, or bit-flipped):
 it is refused, never read nor replaced (:class:`EditedRecord`, naming the
 file); so is, unread, a file larger than the store's ``max_bytes`` where it is
 given, the most a result of its jobs takes (:class:`OversizedRecord`). Data
@@ -226,9 +227,10 @@ class ResultStore:
     qkov.  Files are written to a temporary file in the same directory, flushed
     and fsynced, then renamed over the final name (:func:`os.replace`), so a
     reader sees either the old file, the new one, or none, never half a file.
-    A file that does not parse, has the wrong shape or holds another job's sealed
-    record than its name says is treated as missing; one whose job and result
-    do not match its digest (changed after it was written, its job included) is refused:
+    A file that does not parse, is not a record of this format (a digest, or the job and result
+    it seals) or holds another job's sealed record than its name says is treated as missing;
+    one whose job and result, whatever their shape, do not match its digest (changed after it
+    was written, its job included) is refused:
     reading it raises :class:`EditedRecord`, naming the file, and it is never
     replaced (a damaged file is lost work, recomputed to the same result; an
     edited one may be someone's work, or a sign of a failing disk, and is
@@ -335,19 +337,24 @@ class ResultStore:
         except (OSError, ValueError, UnicodeDecodeError, RecursionError):
             return None
         if (not isinstance(record, dict) or record.get("format") != STORE_FORMAT
-                or not isinstance(record.get("job"), dict) or not isinstance(record.get("result"), dict)):
-            return None
+                or not ("digest" in record or {"job", "result"} <= record.keys())):
+            return None                     # not a sealed record: damaged, or of another layout
         try:
-            actual = job_key(record["job"])
-            sealed = record.get("digest") == digest({"job": record["job"], "result": record["result"]})
+            sealed = record.get("digest") == digest({"job": record.get("job"), "result": record.get("result")})
         except ValueError:
             return None
-        if sealed and (record.get("key") != actual or actual != (key if key is not None else path.stem)):
-            return None                     # a whole record of another job: misplaced, not edited
         if not sealed:
             raise EditedRecord(f"{shown_path(path)} was changed after it was written (its job and result do not "
                                f"match the digest stored with them); it is neither read nor replaced: move it away "
                                f"to run its job again")
+        try:
+            actual = job_key(record.get("job"))
+        except ValueError:
+            return None                     # a sealed record of no job: not one the store writes
+        if record.get("key") != actual or actual != (key if key is not None else path.stem):
+            return None                     # a whole record of another job: misplaced, not edited
+        if not isinstance(record.get("result"), dict):
+            return None                     # a sealed record of no result the store writes
         if self.validate is not None and not self.validate(record["job"], record["result"]):
             return None
         return record

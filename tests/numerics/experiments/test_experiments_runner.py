@@ -565,7 +565,12 @@ def test_a_stored_run_that_did_not_diverge_without_its_heatmap_is_damaged(status
     lambda text: text.replace('"square": 9', '"square": 1'),                  # a bit flipped ("9" is 0x39, "1" 0x31)
     lambda text: json.dumps({**json.loads(text), "result": {"x": 3, "square": 9, "note": "kept"}}),  # a key added
     lambda text: json.dumps({k: v for k, v in json.loads(text).items() if k != "digest"}),   # digest removed
-    lambda text: text.replace('"x": 3', '"x": 4', 1)])                        # its job edited (another job's key)
+    lambda text: text.replace('"x": 3', '"x": 4', 1),                         # its job edited (another job's key)
+    lambda text: json.dumps({**json.loads(text), "result": [3, 9]}),          # its result edited into a list
+    lambda text: json.dumps({**json.loads(text), "result": None}),            # ... into null
+    lambda text: json.dumps({**json.loads(text), "job": [3]}),                # its job edited into a list
+    lambda text: json.dumps({k: v for k, v in json.loads(text).items() if k != "result"}),  # its result removed
+    lambda text: json.dumps({k: v for k, v in json.loads(text).items() if k != "job"})])    # its job removed
 def test_a_stored_file_changed_after_it_was_written_is_refused_not_replaced(tmp_path, edit):
     """A well-formed file of the job whose job and result do not match its digest is neither read nor
     replaced: reading it (get, in, len, items, run_jobs before any job, put) raises, naming the file."""
