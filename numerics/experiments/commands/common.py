@@ -39,7 +39,7 @@ def add_common(p, *, output_required=False):
     """
     p.add_argument("--workers", default=None,
                    help="local worker processes (integer >= 1; default: the CPU count); "
-                        "1 runs in this process")
+                        "1 runs in this process; not with --scheduler, whose workers run the runs")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="address tcp://host:port of a running Dask distributed scheduler to send the runs to "
                         "(needs the optional extra qkov[distributed]; tls:// is not supported)")
@@ -173,7 +173,8 @@ def parse_seeds(text) -> list:
 
 def workers(args) -> int:
     """``--workers``: an integer >= 1, default the CPUs this process may run on
-    (:func:`~numerics.experiments.runner.usable_cpus`).
+    (:func:`~numerics.experiments.runner.usable_cpus`); refused with ``--scheduler``, whose workers run
+    the jobs (the memory check then counts one process here: :func:`~numerics.experiments.memory.processes`).
 
     Parameters
     ----------
@@ -187,8 +188,11 @@ def workers(args) -> int:
     Raises
     ------
     derivations.core.cli.UsageError
-        Not an integer >= 1.
+        Not an integer >= 1, or given with ``--scheduler``.
     """
+    if args.workers is not None and getattr(args, "scheduler", None) is not None:
+        raise UsageError("--workers: not with --scheduler (the runs go to the Dask scheduler's workers; "
+                         "start more of them there)")
     if args.workers is None:
         from ..runner import usable_cpus
         return usable_cpus()

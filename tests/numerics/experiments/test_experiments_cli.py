@@ -215,6 +215,10 @@ BAD = [
      "--connect-timeout must be a number of seconds in (0, 86400]"),
     # an option without effect, refused as predict's --init-scale and boundary's --seeds are
     (["fig2", "--epochs", "1", "--seeds", "1", "--connect-timeout", "5"], "--connect-timeout: only with --scheduler"),
+    (["fig2", "--epochs", "1", "--seeds", "1", "--workers", "2", "--scheduler", "tcp://127.0.0.1:9"],
+     "--workers: not with --scheduler"),
+    (["sweep", "--parameterizations", "CACO", "--ratios", "1", "--seeds", "1", "--target-loss", "0.1", "--workers",
+      "1", "--scheduler", "tcp://127.0.0.1:9", "--output", "OUT"], "--workers: not with --scheduler"),
     (["fig2", "--stop", "never"], "invalid choice"),
     (["fig3", "--alphas", "0.5,1.2"], "--alphas must lie in (0, 1]"),
     (["fig3", "--alphas", "0"], "--alphas"),
