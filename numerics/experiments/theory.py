@@ -210,13 +210,15 @@ def attention_shares(model, params) -> dict:
 
 
 def lowest_initial_loss(st, parameterizations, init, seeds, *, seq_len=None, init_scale=models.IDENTITY_SCALE,
-                        progress=None) -> tuple:
+                        progress=None, stop_at=None) -> tuple:
     """The lowest initial loss of the runs ``parameterizations x seeds``: the expected-count loss
     (:func:`task_model`) at each run's :func:`init_matrices`.
 
     One model per parameterization; an initialization that draws nothing
     (:func:`~numerics.experiments.models.draws`) gives every seed the same matrices, so its first
-    seed stands for all of them.
+    seed stands for all of them. A run costs a draw and a loss (about 0.2 ms); where only whether
+    the lowest loss is at most a bound matters (a target refused), ``stop_at`` ends the search at
+    the first run that answers it.
 
     Parameters
     ----------
@@ -230,11 +232,14 @@ def lowest_initial_loss(st, parameterizations, init, seeds, *, seq_len=None, ini
     init_scale : float
     progress : callable, optional
         ``progress(n)`` after each ``n`` runs done (the runs answered by a first seed count too).
+    stop_at : float, optional
+        Stop at the first run whose initial loss is at most ``stop_at``, and return it.
 
     Returns
     -------
     (parameterization, seed) : tuple
-        The first run (parameterizations, then seeds, in order) of the lowest loss.
+        The first run (parameterizations, then seeds, in order) of the lowest loss (with ``stop_at``:
+        the first run of a loss at most ``stop_at`` where there is one).
     loss : float
 
     Raises
@@ -258,6 +263,8 @@ def lowest_initial_loss(st, parameterizations, init, seeds, *, seq_len=None, ini
                                  f"{','.join(f'{k}={v!r}' for k, v in st.params)} overflow; use values nearer 1")
             if best is None or loss < best[1]:
                 best = ((p, seed), loss)
+            if stop_at is not None and loss <= stop_at:
+                return best
             if progress is not None and (k + 1) % 1000 == 0:
                 progress(1000)
         if progress is not None:

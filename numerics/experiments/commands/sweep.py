@@ -128,8 +128,9 @@ _BAR_STARTS = 1000
 
 
 def _check_target(s, show=True) -> None:
-    """Refuse a target the runs "reach" before learning anything: not below their initial loss
-    (a progress bar on a terminal, unless not ``show``, where many starts take over a second)."""
+    """Refuse a target the runs "reach" before learning anything: not below the initial loss of one
+    of them (the first found: a target above every start is refused at the first run; a progress bar on
+    a terminal, unless not ``show``, where many starts take over a second)."""
     from derivations.core.output import progress_bar
 
     from .. import theory
@@ -139,16 +140,16 @@ def _check_target(s, show=True) -> None:
     st = task_sampling.sampled_task(s.get("task", task_sampling.DEFAULT_TASK), s.get("task_params", ()))
     runs = len(s["parameterizations"]) * s["seeds"]
     drawn = sum(draws(p, s["init"]) for p in s["parameterizations"]) * s["seeds"]
+    highest = target_losses(s["target_loss"])[0]
     with progress_bar(runs if drawn > _BAR_STARTS else 0, desc="initial losses", unit="run", show=show,
                       delay=1.0) as bar:
         (p, seed), lowest = theory.lowest_initial_loss(st, s["parameterizations"], s["init"],
                                                        range(FIRST_SEED, FIRST_SEED + s["seeds"]),
-                                                       seq_len=s["seq_len"], progress=bar.update)
-    highest = target_losses(s["target_loss"])[0]
+                                                       seq_len=s["seq_len"], progress=bar.update, stop_at=highest)
     if highest >= lowest:
         from numerics.validation import shown_number
         raise UsageError(f"--target-loss {shown_number(highest)} is not below the initial loss "
-                         f"{shown_number(lowest)} (of {p} seed {seed}, the lowest of the sweep's runs): it would "
+                         f"{shown_number(lowest)} (of {p} seed {seed}, one of the sweep's runs): it would "
                          f"be reached before anything is learned")
 
 

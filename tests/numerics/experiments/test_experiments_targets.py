@@ -181,7 +181,8 @@ def test_extend_a_sweep_of_several_targets_keeps_its_rows(tmp_path, capsys, no_f
 
 def test_target_check_draws_each_random_start_once_and_shows_its_progress(tmp_path, capsys, monkeypatch):
     """The initial losses of many seeds: one model per parameterization, one start for an
-    initialization that draws nothing (FACO), a progress bar (on a terminal) over every run."""
+    initialization that draws nothing (FACO), a progress bar (on a terminal) over every run; a target
+    above a start is refused at that start, the rest not drawn (a million seeds would take minutes)."""
     import derivations.core.output as output
     from numerics.experiments import theory
     from numerics.experiments.commands import sweep as sweep_command
@@ -197,12 +198,19 @@ def test_target_check_draws_each_random_start_once_and_shows_its_progress(tmp_pa
         shown.update = lambda n=1: bars[-1].append(n)
         return shown
     monkeypatch.setattr(output, "progress_bar", bar)
-    out = tmp_path / "s"
+    (tmp_path / "FILE").write_text("x")
+    out = tmp_path / "FILE" / "s"           # (refused after the target check)
     assert main(["sweep", "--parameterizations", "CACO,FACO", "--ratios", "1", "--seeds", "11",
-                 "--target-loss", "9", "--output", str(out)]) == 2
-    assert "is not below the initial loss" in capsys.readouterr().err and not out.exists()
+                 "--target-loss", "0.5", "--output", str(out)]) == 2
+    assert "cannot take files" in capsys.readouterr().err
     assert drawn == [*range(1234, 1234 + 11), 1234]
     assert bars[0][:2] == [22, "initial losses"] and sum(bars[0][2:]) == 22
+    drawn.clear()
+    out = tmp_path / "s"
+    assert main(["sweep", "--parameterizations", "CACO,FACO", "--ratios", "1", "--seeds", "2000",
+                 "--target-loss", "9", "--output", str(out)]) == 2
+    assert "is not below the initial loss" in capsys.readouterr().err and not out.exists()
+    assert drawn == [1234]
 
 
 #: The authors' task, CACO seed 1234: the expected-count loss at the seed's initial weights, computed from the

@@ -252,5 +252,10 @@ def test_lowest_initial_loss_is_the_first_lowest_run_of_the_initial_losses():
         assert run == lowest[0] and loss == pytest.approx(lowest[1], rel=1e-14, abs=0)
         assert sum(done) == len(params) * len(seeds)
     assert theory.lowest_initial_loss(AUTHORS, ["FACO"], "authors", seeds[::-1])[0] == ("FACO", 7)
+    # stop_at: the first run of a loss at most it (none: the lowest, as without it)
+    first = nb.expected_count_forward("CAFO", nb.initial_weights("CAFO", "authors", 1234))[0]
+    assert theory.lowest_initial_loss(AUTHORS, ["CAFO", "FACO"], "authors", seeds, stop_at=first)[0] == ("CAFO", 1234)
+    assert (theory.lowest_initial_loss(AUTHORS, ["CAFO", "FACO"], "authors", seeds, stop_at=0.0)
+            == theory.lowest_initial_loss(AUTHORS, ["CAFO", "FACO"], "authors", seeds))
     with pytest.raises(ValueError, match="seeds must not be empty"):
         theory.lowest_initial_loss(AUTHORS, ["CACO"], "authors", [])
