@@ -9,6 +9,8 @@ nothing left behind.
 """
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 from pathlib import Path
 
@@ -170,28 +172,37 @@ def main(argv=None):
         stderr, nothing written), 130 Ctrl-C, 143 SIGTERM (one line).
     """
     parser = build_parser()
+    created = []           # the directories this run makes, deepest first
     try:
-        args = parser.parse_args(argv)
-        formats = check_formats(parse_list("--formats", args.formats, distinct=True))
-        if args.only:       # argparse has read the names; refused as any list's, a name given twice
-            parse_list("--only", ",".join(args.only), distinct=True)
-        names = _check_names(args.only)
-        check_dpi(args.dpi)
-        check_data(names)
-        out = check_output_dir(args.output, names, formats)
-    except (UsageError, ValueError) as exc:
-        return usage_error(parser.prog, str(exc).replace("dpi must", "--dpi must"))
-    t0 = time.perf_counter()
-    try:
-        paths = make_figures(out, formats, names=names, quick=args.quick, dpi=args.dpi,
-                             verbose=not args.quiet)
-    except OSError as exc:
-        name = exc.filename2 or exc.filename        # (an atomic write's rename: the file it replaces)
-        where = f"cannot write {name}: {exc.strerror or exc}" if name else str(exc)
-        note(f"{parser.prog}: error: {where}".replace("\n", " "))
-        return 1
+        try:
+            args = parser.parse_args(argv)
+            formats = check_formats(parse_list("--formats", args.formats, distinct=True))
+            if args.only:       # argparse has read the names; refused as any list's, a name given twice
+                parse_list("--only", ",".join(args.only), distinct=True)
+            names = _check_names(args.only)
+            check_dpi(args.dpi)
+            check_data(names)
+            absolute = Path(args.output).absolute()
+            created = [d for d in (absolute, *absolute.parents) if not os.path.lexists(d)]
+            out = check_output_dir(args.output, names, formats)
+        except (UsageError, ValueError) as exc:
+            return usage_error(parser.prog, str(exc).replace("dpi must", "--dpi must"))
+        t0 = time.perf_counter()
+        try:
+            paths = make_figures(out, formats, names=names, quick=args.quick, dpi=args.dpi,
+                                 verbose=not args.quiet)
+        except OSError as exc:
+            name = exc.filename2 or exc.filename        # (an atomic write's rename: the file it replaces)
+            where = f"cannot write {name}: {exc.strerror or exc}" if name else str(exc)
+            note(f"{parser.prog}: error: {where}".replace("\n", " "))
+            return 1
+    finally:               # (a write that failed, Ctrl-C before a figure): those that hold nothing removed again
+        for directory in created:
+            with contextlib.suppress(OSError, ValueError):
+                directory.rmdir()
     if args.quiet:
         return 0
     rc = emit("\n".join(str(path) for path in paths), parser.prog)
-    note(f"{len(paths)} files in {time.perf_counter() - t0:.1f} s")
+    if rc == 0:         # (a stdout that failed: its one line said so, and nothing follows it)
+        note(f"{len(paths)} files in {time.perf_counter() - t0:.1f} s")
     return rc

@@ -246,7 +246,9 @@ def test_closed_pipe_and_full_disk(tmp_path):
                                "--formats", "png", "--dpi", "10"], cwd=ROOT, stdout=full,
                               stderr=subprocess.PIPE, text=True, timeout=120)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
-    assert "cannot write the output" in proc.stderr
+    # the error is the last line: no summary of the files after it
+    assert proc.stderr.splitlines()[-1].startswith("python -m numerics.figures: error: cannot write the output")
+    assert " files in " not in proc.stderr, proc.stderr
     read, write = os.pipe()
     os.close(read)
     try:
@@ -257,6 +259,19 @@ def test_closed_pipe_and_full_disk(tmp_path):
     finally:
         os.close(write)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, lambda: OSError(28, "No space left on device")])
+def test_a_run_stopped_before_any_figure_leaves_no_directory_it_made(stop, tmp_path, capsys, monkeypatch):
+    """Ctrl-C (or a failed write) before the first figure is written: the directories the run made,
+    which hold nothing, are removed again; a directory that was there is kept."""
+    def interrupted(quick=False):
+        raise stop()
+    monkeypatch.setitem(figures.FIGURES, "stopping_curves", interrupted)
+    argv = ["--output", str(tmp_path / "new" / "figs"), "--only", "stopping_curves", "--formats", "png"]
+    assert figures.main(argv) == (130 if stop is KeyboardInterrupt else 1)
+    assert capsys.readouterr().err.count("\n") == 1 and sorted(tmp_path.iterdir()) == []
+    assert figures.main(["--output", str(tmp_path), *argv[2:]]) in (1, 130) and tmp_path.is_dir()
 
 
 def test_notes_stderr_cannot_take_leave_the_figures_and_status(tmp_path, capsys, monkeypatch):
