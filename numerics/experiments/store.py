@@ -10,7 +10,8 @@ holding another job's sealed record, a directory, a FIFO or a device in its plac
 than :data:`MAX_BYTES`, or sealed but of a result that is not a dict or that the store's
 ``validate`` rejects) counts as missing: the job is recomputed and the file replaced. A
 file of this ``format`` whose job and result, whatever their shape, do not match its digest
-(its job edited, its digest removed included) was changed after it was written (edited, or bit-flipped):
+(its job edited, its digest removed included), or whose ``key`` is not its job's, was changed after it was
+written (edited, or bit-flipped):
 it is refused, never read nor replaced (:class:`EditedRecord`, naming the
 file); so is, unread, a file larger than the store's ``max_bytes`` where it is
 given, the most a result of its jobs takes (:class:`OversizedRecord`). Data
@@ -229,8 +230,8 @@ class ResultStore:
     reader sees either the old file, the new one, or none, never half a file.
     A file that does not parse, is not a record of this format (a digest, or the job and result
     it seals) or holds another job's sealed record than its name says is treated as missing;
-    one whose job and result, whatever their shape, do not match its digest (changed after it
-    was written, its job included) is refused:
+    one whose job and result, whatever their shape, do not match its digest, or whose key is not
+    its job's (changed after it was written, its job included) is refused:
     reading it raises :class:`EditedRecord`, naming the file, and it is never
     replaced (a damaged file is lost work, recomputed to the same result; an
     edited one may be someone's work, or a sign of a failing disk, and is
@@ -351,8 +352,11 @@ class ResultStore:
             actual = job_key(record.get("job"))
         except ValueError:
             return None                     # a sealed record of no job: not one the store writes
-        if record.get("key") != actual or actual != (key if key is not None else path.stem):
+        if actual != (key if key is not None else path.stem):
             return None                     # a whole record of another job: misplaced, not edited
+        if record.get("key") != actual:
+            raise EditedRecord(f"{shown_path(path)} was changed after it was written (the key stored in it is not "
+                               f"its job's); it is neither read nor replaced: move it away to run its job again")
         if not isinstance(record.get("result"), dict):
             return None                     # a sealed record of no result the store writes
         if self.validate is not None and not self.validate(record["job"], record["result"]):

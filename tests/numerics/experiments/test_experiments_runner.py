@@ -591,6 +591,21 @@ def test_a_stored_file_changed_after_it_was_written_is_refused_not_replaced(tmp_
     assert path.read_text() == edited and not log.exists() and store.get(jobs[0]) == {"x": 2, "square": 4}
 
 
+def test_a_stored_file_whose_key_was_edited_is_refused_not_replaced(tmp_path):
+    """The key, which the digest does not seal, is its job's in every file the store writes: a file of the
+    job whose key was changed is refused as edited, not recomputed over."""
+    store = ResultStore(tmp_path / "store")
+    job = {"x": 3}
+    store.put(job, {"square": 9})
+    path = store.path(job)
+    edited = json.dumps({**json.loads(path.read_text()), "key": "0" * 64})
+    path.write_text(edited)
+    for read in (lambda: store.get(job), lambda: len(store), lambda: store.put(job, {"square": 9})):
+        with pytest.raises(EditedRecord, match="the key stored in it is not its job's"):
+            read()
+    assert path.read_text() == edited
+
+
 def test_a_stored_file_of_the_earlier_format_is_recomputed(tmp_path):
     """A file of the layout without a digest (format tag .../1) is not read: its job runs again and its
     file is replaced by one with a digest."""
