@@ -23,7 +23,8 @@ import os
 import sys
 from pathlib import Path
 
-__all__ = ["emit", "note", "progress_bar", "isatty", "json_ready", "json_text", "shown_float", "prepare_output_dir"]
+__all__ = ["emit", "note", "progress_bar", "isatty", "json_ready", "json_text", "shown_float", "prepare_output_dir",
+           "missing_directories", "first_directory"]
 
 
 def _silence(stream):
@@ -220,14 +221,48 @@ def shown_float(value) -> str:
     return repr(x) if 0 < abs(x) < sys.float_info.min else f"{x:.15g}"
 
 
-def _created_below(path: Path) -> list:
-    """The directories from ``path`` up to (not including) its nearest existing ancestor."""
+def missing_directories(path) -> list:
+    """The directories from ``path`` up to (not including) its nearest existing ancestor: those that making
+    ``path`` creates, which a run that made them removes again where it leaves them empty.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+
+    Returns
+    -------
+    list of pathlib.Path
+        Absolute paths, deepest first (none where ``path`` exists).
+    """
     missing = []
-    probe = path
+    probe = Path(path).absolute()
     while not os.path.lexists(probe) and probe.parent != probe:
         missing.append(probe)
         probe = probe.parent
     return missing
+
+
+def first_directory(paths):
+    """The first of ``paths`` that is a directory, a link not followed (an atomic write, which renames a file
+    over its path, replaces a link or a file but not a directory), else None.
+
+    Parameters
+    ----------
+    paths : iterable of str or os.PathLike
+
+    Returns
+    -------
+    str or os.PathLike or None
+    """
+    import stat
+
+    for path in paths:
+        try:
+            if stat.S_ISDIR(os.lstat(path).st_mode):
+                return path
+        except OSError:
+            continue
+    return None
 
 
 def _probe(path: Path, longest_name: int) -> None:
@@ -291,7 +326,7 @@ def prepare_output_dir(output, *, name: str = "--output", longest_name: int = 64
     path = Path(text)
     created = []
     try:
-        created = _created_below(path.absolute())
+        created = missing_directories(path)
         path.mkdir(parents=True, exist_ok=True)
         _probe(path, longest_name)
     except OSError as exc:

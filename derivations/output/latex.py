@@ -58,7 +58,7 @@ from ..catalog import records, results
 from ..symbolic import symbols as S
 from ..core.cli import OneLineParser, UsageError, usage_error
 from ..core.interrupt import exit_on_interrupt
-from ..core.output import emit, note, prepare_output_dir
+from ..core.output import emit, first_directory, missing_directories, note, prepare_output_dir
 from .tex import ABBREVIATIONS, declare_unicode, equation_lines, tex
 
 __all__ = ["DOCUMENT_NAME", "SNIPPET_DIR", "RELATION_TEX",
@@ -248,8 +248,7 @@ def _prepare(output):
     first); ValueError naming --output otherwise, or naming output when it is not a path."""
     if not isinstance(output, (str, os.PathLike)) or isinstance(os.fspath(output), bytes):
         raise ValueError(f"output must be a directory path (str or path-like); got {output!r}")
-    snippets = Path(str(output)).absolute() / SNIPPET_DIR
-    created = [d for d in (snippets, *snippets.parents) if not os.path.lexists(d)]
+    created = missing_directories(Path(str(output)) / SNIPPET_DIR)
     prepare_output_dir(Path(str(output)) / SNIPPET_DIR if str(output).strip() else output)
     return Path(str(output)), created
 
@@ -257,15 +256,10 @@ def _prepare(output):
 def _refuse_directories(output, paths) -> None:
     """ValueError naming --output where a directory is in the place of a file to write (the atomic write
     could not replace it), before the first file is written."""
-    import stat
-    for path in paths:
-        try:
-            in_the_way = stat.S_ISDIR(os.lstat(path).st_mode)
-        except OSError:
-            continue
-        if in_the_way:
-            raise ValueError(f"--output {str(output)!r} has a {path.relative_to(output)} that is a directory, where "
-                             "latex writes that file; move it away or choose another directory")
+    in_the_way = first_directory(paths)
+    if in_the_way is not None:
+        raise ValueError(f"--output {str(output)!r} has a {in_the_way.relative_to(output)} that is a directory, "
+                         "where latex writes that file; move it away or choose another directory")
 
 
 def write(output, tasks=()) -> list[Path]:

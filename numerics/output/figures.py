@@ -10,13 +10,12 @@ nothing left behind.
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from pathlib import Path
 
 from derivations.core.cli import OneLineParser, UsageError, parse_list, usage_error
 from derivations.core.interrupt import exit_on_interrupt
-from derivations.core.output import emit, note
+from derivations.core.output import emit, missing_directories, note
 
 from .attention import SGD_FIGURES, sgd_points
 from .files import FORMATS, check_dpi, check_formats, prepare_figure_dir, save_figure
@@ -182,8 +181,7 @@ def main(argv=None):
             names = _check_names(args.only)
             check_dpi(args.dpi)
             check_data(names)
-            absolute = Path(args.output).absolute()
-            created = [d for d in (absolute, *absolute.parents) if not os.path.lexists(d)]
+            created = missing_directories(args.output)
             out = check_output_dir(args.output, names, formats)
         except (UsageError, ValueError) as exc:
             return usage_error(parser.prog, str(exc).replace("dpi must", "--dpi must"))

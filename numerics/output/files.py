@@ -3,11 +3,10 @@ output-directory check."""
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 
 from derivations.core.atomic_file import atomic_write
-from derivations.core.output import prepare_output_dir
+from derivations.core.output import first_directory, prepare_output_dir
 
 from ..validation import check_in_range
 from .style import DPI, DPI_RANGE, MATPLOTLIB_FLOAT_WARNINGS
@@ -83,14 +82,6 @@ def _nearest_existing(absolute):
     return ancestor
 
 
-def _is_directory(path) -> bool:
-    """Whether ``path`` is a directory, not following a link (which an atomic write replaces)."""
-    try:
-        return stat.S_ISDIR(os.lstat(path).st_mode)
-    except OSError:
-        return False
-
-
 def _static_check(text, file_names):
     """Say what is wrong with the path ``text`` before touching the disk."""
     absolute = Path(text).absolute()
@@ -105,9 +96,9 @@ def _static_check(text, file_names):
         raise ValueError(f"output {text[:60]!r}...: the file paths would exceed {path_max} bytes")
     if ancestor == absolute and not absolute.is_dir():
         raise ValueError(f"output {text!r} exists and is not a directory")
-    in_the_way = next((n for n in file_names if ancestor == absolute and _is_directory(absolute / n)), None)
+    in_the_way = first_directory([absolute / n for n in file_names]) if ancestor == absolute else None
     if in_the_way is not None:
-        raise ValueError(f"output {text!r} has a {in_the_way} that is a directory, where that figure is written; "
+        raise ValueError(f"output {text!r} has a {in_the_way.relative_to(absolute)} that is a directory, where that figure is written; "
                          "move it away or choose another directory")
     if not ancestor.is_dir():
         raise ValueError(f"output {text!r} lies under {str(ancestor)!r}, which is a file, "
